@@ -1,0 +1,1 @@
+"""Domain types: jobs, states, errors and the clock. Standard library only."""

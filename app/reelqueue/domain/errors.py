@@ -1,0 +1,165 @@
+"""The one exception tree of ReelQueue.
+
+::
+
+    ReelQueueError
+    ├── KnownError                 the environment's fault; shown to the user plainly
+    │   ├── JournalError           the journal cannot be opened or written
+    │   │   ├── JournalCorrupt     the file is not a ReelQueue journal
+    │   │   └── JournalBusy        locked, read-only or full
+    │   ├── DataDirLocked          another ReelQueue uses this data folder
+    │   ├── OutputNotWritable      the output folder cannot be written
+    │   ├── KeyringUnavailable     no usable OS keyring backend
+    │   ├── KeyTooLong             a key over the platform keyring's limit
+    │   └── InputError             a spreadsheet or argument is wrong
+    └── ProviderError              a provider call failed; carries an ErrorClass and label
+
+Exception classes use their docstring as the default message; the message says what to
+do next. Anything not in this tree is a bug (ours) and is logged with a traceback.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    """How the engine reacts to an error (DESIGN.md invariant 6)."""
+
+    RETRYABLE = "retryable"
+    PERMANENT = "permanent"
+    ACCOUNT = "account"
+
+
+class ErrorLabel(StrEnum):
+    """What the user is told, in words they understand (PRODUCT.md, feature 6)."""
+
+    KEY_REJECTED = "key rejected"
+    OUT_OF_CREDITS = "out of credits"
+    RATE_LIMITED = "rate limited"
+    CONTENT_POLICY = "content policy"
+    TIMED_OUT = "timed out"
+    PROVIDER_ERROR = "provider error"
+    INVALID_INPUT = "invalid input"
+    DOWNLOAD_FAILED = "download failed"
+    DISK = "disk error"
+    INTERNAL = "internal error"
+    SUBMIT_UNKNOWN = "submit outcome unknown"
+
+
+HINTS: dict[ErrorLabel, str] = {
+    ErrorLabel.KEY_REJECTED: "The provider refused the API key. Check it, then run "
+    "'reelqueue accounts test NAME'. Jobs wait; none were failed.",
+    ErrorLabel.OUT_OF_CREDITS: "The account has no credits or quota left. Top it up, then "
+    "run 'reelqueue accounts test NAME'.",
+    ErrorLabel.RATE_LIMITED: "The provider asked us to slow down; the account pauses until "
+    "the time it gave, then resumes by itself.",
+    ErrorLabel.CONTENT_POLICY: "The provider's safety filter refused this prompt or image. "
+    "Edit the row and retry it.",
+    ErrorLabel.TIMED_OUT: "The provider did not answer in time. The job is retried.",
+    ErrorLabel.PROVIDER_ERROR: "The provider reported an error on its side.",
+    ErrorLabel.INVALID_INPUT: "The provider rejected the parameters of this row.",
+    ErrorLabel.DOWNLOAD_FAILED: "The finished video could not be downloaded intact; "
+    "the download is retried without rendering again.",
+    ErrorLabel.DISK: "The video could not be written to disk (full or not writable).",
+    ErrorLabel.INTERNAL: "ReelQueue hit an internal error; the job is retried. "
+    "Please report it with the log.",
+    ErrorLabel.SUBMIT_UNKNOWN: "The create request may have reached the provider but no "
+    "answer came back, and this provider cannot be asked. It was not resubmitted, so you "
+    "are not charged twice; retry it yourself if no render appears in the provider's "
+    "dashboard.",
+}
+
+
+class ReelQueueError(Exception):
+    """ReelQueue failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or type(self).__name__).strip())
+
+
+class KnownError(ReelQueueError):
+    """Something in the environment stopped ReelQueue."""
+
+
+class JournalError(KnownError):
+    """The journal could not be opened or written."""
+
+
+class JournalCorrupt(JournalError):
+    """The journal file is not a ReelQueue database.
+
+    It was left untouched; move it away or choose another --data-dir.
+    """
+
+
+class JournalBusy(JournalError):
+    """The journal is locked, read-only or its disk is full.
+
+    Free some space or close the other program, then run the command again.
+    """
+
+
+class DataDirLocked(KnownError):
+    """Another ReelQueue is already using this data folder.
+
+    Close it (or wait for it to finish), or pass a different --data-dir.
+    """
+
+
+class OutputNotWritable(KnownError):
+    """The output folder cannot be written.
+
+    Choose a folder you can write to; nothing was started.
+    """
+
+
+class KeyringUnavailable(KnownError):
+    """No usable OS keyring was found, so API keys cannot be stored safely.
+
+    On Linux, install and unlock a Secret Service (gnome-keyring or KeePassXC) in a D-Bus
+    session; keys are never written in plain text.
+    """
+
+
+class KeyTooLong(KnownError):
+    """The API key is longer than the OS keyring accepts (2560 bytes on Windows)."""
+
+
+class InputError(KnownError):
+    """The input is not usable; nothing was imported."""
+
+
+class ProviderError(ReelQueueError):
+    """The provider call failed.
+
+    Attributes:
+        error_class: how the engine reacts (retry, fail, pause the account).
+        label: the user-facing category.
+        retry_after: seconds the provider asked us to wait, if it said.
+        status_code: the HTTP status, when there was one.
+        body_maybe_sent: True when a create request may have reached the provider.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_class: ErrorClass,
+        label: ErrorLabel,
+        retry_after: float | None = None,
+        status_code: int | None = None,
+        body_maybe_sent: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.label = label
+        self.retry_after = retry_after
+        self.status_code = status_code
+        self.body_maybe_sent = body_maybe_sent
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderError({str(self)!r}, error_class={self.error_class.value}, "
+            f"label={self.label.value!r}, status_code={self.status_code})"
+        )

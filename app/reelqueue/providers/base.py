@@ -1,0 +1,213 @@
+"""The interface every provider adapter implements, and what it exchanges with the engine.
+
+An adapter is built per account by ``create(client, config)``; it never retries a create
+request whose body may have been sent (no provider has an idempotency key), it converts
+every foreign exception into :class:`~reelqueue.domain.errors.ProviderError` with an
+:class:`ErrorClass` and an :class:`ErrorLabel`, and it never puts the API key into an
+exception text, a log line or a ``repr``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """Attributes:
+    job_key: our stable job identity (sent as metadata where the provider keeps it).
+    client_token: unique per submission; committed before the create request.
+    prompt: the prompt text.
+    params: model, duration, aspect_ratio, resolution, seed, negative_prompt, image...
+    """
+
+    job_key: str
+    client_token: str
+    prompt: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    """A provider's answer to a poll, normalised.
+
+    Attributes:
+        phase: queued / running / succeeded / failed / cancelled.
+        sub_status: the provider's own state word (e.g. Runway's THROTTLED).
+        progress: 0..1 when the provider gives a number, else None.
+        video_url: where the finished video is, when succeeded.
+        error: the failure, when failed.
+        cost: what the provider says it charged, if it says.
+        poll_after: seconds the provider suggests before the next poll.
+    """
+
+    phase: RemotePhase
+    sub_status: str = ""
+    progress: float | None = None
+    video_url: str | None = None
+    error: ProviderError | None = None
+    cost: float | None = None
+    poll_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """What an adapter is built from. ``api_key`` is never logged or shown."""
+
+    account: str
+    base_url: str | None
+    api_key: str | None = field(repr=False)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """What a provider accepts, declared by its adapter for validation before import.
+
+    Attributes:
+        models: accepted model ids; the first is the default.
+        durations: accepted durations in seconds (None: any in duration_range).
+        duration_range: (min, max) seconds when durations is None.
+        aspect_ratios: accepted aspect ratios ("16:9", ...).
+        resolutions: accepted resolutions ("720p", ...), empty if not settable.
+        seed: whether a seed is accepted.
+        negative_prompt: whether a negative prompt is accepted.
+        reference_image: whether a first-frame / reference image is accepted.
+        max_prompt_chars: the longest prompt accepted.
+        price_per_second: model -> USD per second of video (estimates only).
+        price_source: where the prices come from, and when.
+    """
+
+    models: tuple[str, ...] = ()
+    durations: tuple[float, ...] | None = None
+    duration_range: tuple[float, float] = (1.0, 60.0)
+    aspect_ratios: tuple[str, ...] = ()
+    resolutions: tuple[str, ...] = ()
+    seed: bool = False
+    negative_prompt: bool = False
+    reference_image: bool = False
+    max_prompt_chars: int = 4000
+    price_per_second: Mapping[str, float] = field(default_factory=dict)
+    price_source: str = ""
+    default_capacity: int = 1
+
+
+class Provider(Protocol):
+    """One account's connection to one provider.
+
+    Attributes:
+        kind: the provider kind ("mock", "runway", ...).
+        supports_lookup: True when :meth:`lookup` can find a submission by client token,
+            so a crash inside the submit window can be reconciled instead of resubmitted.
+    """
+
+    kind: str
+    supports_lookup: bool
+
+    async def check_key(self) -> None:
+        """Make the cheapest read-only call that proves the key works; raise if not."""
+        ...
+
+    async def submit(self, request: RenderRequest) -> str:
+        """Send the create request once; return the provider's job id."""
+        ...
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        """Fetch the job's current state."""
+        ...
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        """Find a submission made with ``request.client_token``; None if there is none."""
+        ...
+
+    def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        """Stream the finished video. Raises ProviderError (expired link, truncated...)."""
+        ...
+
+    async def cancel(self, provider_job_id: str) -> None:
+        """Ask the provider to stop the render, where it can; otherwise do nothing."""
+        ...
+
+
+def parse_retry_after(value: str | None, default: float | None = None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return default
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return default
+    import time
+
+    return max(0.0, when.timestamp() - time.time())
+
+
+def transport_error(exc: httpx.HTTPError, *, during_create: bool) -> ProviderError:
+    """Convert an httpx transport failure, deciding whether a create body may have gone out.
+
+    A connect error or a connect timeout means nothing was sent. Anything later (write,
+    read, pool-less protocol errors) may have delivered the request.
+    """
+    nothing_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+    label = ErrorLabel.TIMED_OUT if isinstance(exc, httpx.TimeoutException) else (
+        ErrorLabel.PROVIDER_ERROR
+    )
+    return ProviderError(
+        f"{type(exc).__name__} talking to the provider",
+        error_class=ErrorClass.RETRYABLE,
+        label=label,
+        body_maybe_sent=during_create and not nothing_sent,
+    )
+
+
+def classify_http_status(
+    status_code: int,
+    message: str,
+    *,
+    retry_after: float | None = None,
+    during_create: bool = False,
+) -> ProviderError:
+    """The default mapping of an HTTP status onto our three classes (PROVIDERS.md 6d).
+
+    Adapters refine it with the provider's own error codes before falling back to this.
+    ``message`` must not contain the key; adapters pass the provider's error text only.
+    """
+    if status_code in (401, 403):
+        return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                             label=ErrorLabel.KEY_REJECTED, status_code=status_code)
+    if status_code == 402:
+        return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                             label=ErrorLabel.OUT_OF_CREDITS, status_code=status_code)
+    if status_code == 429:
+        return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                             label=ErrorLabel.RATE_LIMITED, retry_after=retry_after,
+                             status_code=status_code)
+    if status_code in (408, 504):
+        return ProviderError(message, error_class=ErrorClass.RETRYABLE,
+                             label=ErrorLabel.TIMED_OUT, status_code=status_code,
+                             body_maybe_sent=during_create, retry_after=retry_after)
+    if status_code >= 500:
+        # A 5xx *response* to a create is a definite answer: the provider did not accept
+        # the job, so resubmitting it is safe. Only a create with no answer at all
+        # (transport_error) leaves the outcome unknown.
+        return ProviderError(message, error_class=ErrorClass.RETRYABLE,
+                             label=ErrorLabel.PROVIDER_ERROR, status_code=status_code,
+                             body_maybe_sent=False, retry_after=retry_after)
+    if status_code in (400, 404, 409, 413, 415, 422):
+        return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                             label=ErrorLabel.INVALID_INPUT, status_code=status_code)
+    return ProviderError(message, error_class=ErrorClass.RETRYABLE,
+                         label=ErrorLabel.PROVIDER_ERROR, status_code=status_code)

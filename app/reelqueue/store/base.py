@@ -1,0 +1,161 @@
+"""The store contract. Both implementations pass ``tests/store/test_contract.py``.
+
+Every method is synchronous and short; the engine calls them from one dedicated thread
+(:class:`reelqueue.engine.async_store.AsyncStore`) so the event loop never waits on fsync.
+
+Fenced writes take a :class:`ClaimToken` and return False (and append a ``fenced_out``
+ledger entry) when the job is no longer owned by that claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reelqueue.domain.models import (
+    Account,
+    AccountSpec,
+    Batch,
+    BatchSpec,
+    Claim,
+    ClaimToken,
+    FileCheck,
+    Job,
+    LedgerEntry,
+    RecoveryReport,
+)
+from reelqueue.domain.states import AccountStatus, JobState
+
+
+@dataclass(frozen=True)
+class ClaimParams:
+    """Attributes:
+    account: the account name to claim for (its provider and capacity come from the row).
+    instance_id: the boot-unique owner id of the claiming process.
+    now: the current time (epoch seconds).
+    lease_seconds: how long the claim holds without a heartbeat.
+    """
+
+    account: str
+    instance_id: str
+    now: float
+    lease_seconds: float
+
+
+@dataclass(frozen=True)
+class JobError:
+    error_class: str
+    label: str
+    message: str
+
+
+@dataclass(frozen=True)
+class AddJobsResult:
+    added: int
+    already_present: int
+    job_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RecoverParams:
+    """Attributes:
+    instance_id: the instance taking the leftovers over.
+    now: the current time.
+    lease_seconds: the lease given to reattached jobs.
+    only_expired: True on a shared store (take over only expired leases); False on one
+        machine behind the data-folder lock, where every in-flight row is a leftover.
+    check_output: looks at a job's final output path (exists, size, sha256).
+    lookup_accounts: accounts whose provider can find a submission by client token.
+    prune_before: ledger rows older than this are deleted (None: keep all).
+    """
+
+    instance_id: str
+    now: float
+    lease_seconds: float
+    only_expired: bool
+    check_output: Callable[[Job], FileCheck]
+    lookup_accounts: frozenset[str] = frozenset()
+    prune_before: float | None = None
+    verify_completed: bool = False
+
+
+@dataclass(frozen=True)
+class Counts:
+    by_state: dict[str, int]
+    live_by_account: dict[str, int]
+
+
+class Store(Protocol):
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None: ...
+
+    # -- batches and jobs --------------------------------------------------------------
+    def create_batch(self, spec: BatchSpec, now: float) -> Batch: ...
+    def get_batch(self, batch_id: int) -> Batch | None: ...
+    def list_batches(self) -> list[Batch]: ...
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[Any], now: float, max_waiting: int | None = None
+    ) -> AddJobsResult: ...
+    def existing_job_keys(self, keys: Iterable[str]) -> set[str]: ...
+    def get_job(self, job_id: int) -> Job | None: ...
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]: ...
+    def count_waiting(self) -> int: ...
+    def counts(self) -> Counts: ...
+
+    # -- accounts ----------------------------------------------------------------------
+    def add_account(self, spec: AccountSpec, now: float) -> Account: ...
+    def get_account(self, name: str) -> Account | None: ...
+    def list_accounts(self) -> list[Account]: ...
+    def remove_account(self, name: str, now: float) -> None: ...
+    def update_account(
+        self, name: str, now: float, *, capacity: int | None = None,
+        enabled: bool | None = None, base_url: str | None = None,
+    ) -> Account: ...
+    def set_account_status(
+        self, name: str, status: AccountStatus, now: float, *,
+        detail: str | None = None, cooldown_until: float | None = None,
+    ) -> None: ...
+    def live_count(self, account: str) -> int: ...
+
+    # -- claims and fenced transitions -------------------------------------------------
+    def claim_next_job(self, params: ClaimParams) -> Claim | None: ...
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int: ...
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool: ...
+    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool: ...
+    def mark_rendering(self, token: ClaimToken, now: float) -> bool: ...
+    def record_progress(
+        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
+    ) -> bool: ...
+    def mark_downloading(self, token: ClaimToken, now: float) -> bool: ...
+    def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool: ...
+    def set_retry_wait(
+        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
+        keep_provider_job: bool,
+    ) -> bool: ...
+    def release_to_queue(
+        self, token: ClaimToken, error: JobError, now: float, *, run_after: float | None = None,
+    ) -> bool: ...
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool: ...
+    def note(
+        self, event: str, now: float, *, job_id: int | None = None,
+        account: str | None = None, claim_token: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    # -- user commands -----------------------------------------------------------------
+    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]: ...
+    def requeue_jobs(
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+    ) -> list[int]: ...
+
+    # -- recovery and audit ------------------------------------------------------------
+    def recover(self, params: RecoverParams) -> RecoveryReport: ...
+    def next_wakeup(self, now: float) -> float | None: ...
+    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]: ...
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]: ...
