@@ -179,6 +179,7 @@ class RecoveryReport:
     reconcile: list[int] = field(default_factory=list)
     requeued_possible_duplicate: list[int] = field(default_factory=list)
     requeued: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
     missing_outputs: list[int] = field(default_factory=list)
     pruned_ledger_rows: int = 0
 
@@ -190,6 +191,7 @@ class RecoveryReport:
             + len(self.reconcile)
             + len(self.requeued_possible_duplicate)
             + len(self.requeued)
+            + len(self.failed)
             + len(self.missing_outputs)
         )
 
@@ -200,6 +202,7 @@ class RecoveryReport:
             "reconcile": self.reconcile,
             "requeued_possible_duplicate": self.requeued_possible_duplicate,
             "requeued": self.requeued,
+            "failed": self.failed,
             "missing_outputs": self.missing_outputs,
             "pruned_ledger_rows": self.pruned_ledger_rows,
         }
@@ -221,6 +224,8 @@ class RecoveryReport:
             )
         if self.requeued:
             parts.append(f"{len(self.requeued)} jobs requeued")
+        if self.failed:
+            parts.append(f"{len(self.failed)} jobs failed (their last attempt crashed)")
         if self.missing_outputs:
             parts.append(
                 f"{len(self.missing_outputs)} completed jobs whose video is missing "

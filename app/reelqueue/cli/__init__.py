@@ -1,0 +1,1 @@
+"""Headless entry points: the ``reelqueue`` command."""

@@ -1,0 +1,527 @@
+"""An in-memory store with the same contract as the SQLite journal.
+
+Most engine tests run against it; ``tests/store/test_contract.py`` runs the same suite on
+both implementations so they cannot drift. Nothing here survives the process, by design.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import (
+    Account,
+    AccountSpec,
+    Batch,
+    BatchSpec,
+    Claim,
+    ClaimToken,
+    Job,
+    JobSpec,
+    LedgerEntry,
+    RecoveryReport,
+)
+from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
+from reelqueue.store.base import AddJobsResult, ClaimParams, Counts, JobError, RecoverParams
+from reelqueue.store.recovery_plan import plan_recovery
+
+_CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
+_CLEARED_ERROR: dict[str, Any] = {"error_class": None, "error_label": None,
+                                  "error_message": None}
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._batches: dict[int, Batch] = {}
+        self._jobs: dict[int, Job] = {}
+        self._keys: dict[str, int] = {}
+        self._accounts: dict[str, Account] = {}
+        self._ledger: list[LedgerEntry] = []
+        self._next_job = 1
+        self._next_seq = 1
+
+    def close(self) -> None:
+        pass
+
+    # -- helpers -----------------------------------------------------------------------
+    def _note(
+        self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
+        claim_token: str | None = None, detail: dict[str, Any] | None = None,
+    ) -> None:
+        self._ledger.append(LedgerEntry(self._next_seq, now, event, job_id, account,
+                                        claim_token, dict(detail or {})))
+        self._next_seq += 1
+
+    def _fenced(
+        self, token: ClaimToken, allowed: frozenset[JobState], event: str | None, now: float,
+        write: str, detail: dict[str, Any] | None = None, extra_ok: bool = True,
+        **changes: Any,
+    ) -> bool:
+        with self._lock:
+            job = self._jobs.get(token.job_id)
+            if (job is None or job.claim_token != token.token or job.state not in allowed
+                    or not extra_ok):
+                self._note("fenced_out", now, job_id=token.job_id,
+                           account=job.account if job else None, claim_token=token.token,
+                           detail={"write": write})
+                return False
+            self._jobs[job.id] = replace(job, updated_at=now, **changes)
+            if event:
+                self._note(event, now, job_id=job.id, account=job.account,
+                           claim_token=token.token, detail=detail)
+            return True
+
+    # -- batches and jobs --------------------------------------------------------------
+    def create_batch(self, spec: BatchSpec, now: float) -> Batch:
+        with self._lock:
+            batch = Batch(len(self._batches) + 1, spec.name, spec.source_path, spec.output_dir,
+                          spec.max_attempts, now, dict(spec.settings))
+            self._batches[batch.id] = batch
+            self._note("batch_created", now, detail={"batch_id": batch.id, "name": spec.name})
+            return batch
+
+    def get_batch(self, batch_id: int) -> Batch | None:
+        return self._batches.get(batch_id)
+
+    def list_batches(self) -> list[Batch]:
+        return [self._batches[k] for k in sorted(self._batches)]
+
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[JobSpec], now: float,
+        max_waiting: int | None = None,
+    ) -> AddJobsResult:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                raise InputError(f"There is no batch {batch_id}.")
+            unique: dict[str, JobSpec] = {}
+            for spec in specs:
+                if spec.job_key not in self._keys:
+                    unique.setdefault(spec.job_key, spec)
+            if max_waiting is not None:
+                waiting = self.count_waiting()
+                room = max(0, max_waiting - waiting)
+                if len(unique) > room:
+                    raise InputError(
+                        f"The queue holds {waiting} waiting jobs and its limit is "
+                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
+                        "Nothing was imported; import fewer rows or raise the limit."
+                    )
+            ids = []
+            for spec in unique.values():
+                job = Job(
+                    id=self._next_job, batch_id=batch_id, job_key=spec.job_key,
+                    row_number=spec.row_number, name=spec.name, prompt=spec.prompt,
+                    provider=spec.provider, params=dict(spec.params),
+                    pinned_account=spec.pinned_account, priority=spec.priority,
+                    output_path=spec.output_path, state=JobState.QUEUED, attempts=0,
+                    max_attempts=batch.max_attempts, account=None, claim_token=None,
+                    lease_owner=None, lease_until=None, client_token=None,
+                    provider_job_id=None, sub_status=None, progress=None, run_after=0.0,
+                    output_size=None, output_sha256=None, cost=None, error_class=None,
+                    error_label=None, error_message=None, created_at=now, updated_at=now,
+                    started_at=None, finished_at=None, metadata=dict(spec.metadata),
+                )
+                self._jobs[job.id] = job
+                self._keys[job.job_key] = job.id
+                ids.append(job.id)
+                self._next_job += 1
+            self._note("imported", now, detail={"batch_id": batch_id, "added": len(unique),
+                                                "already_present": len(specs) - len(unique)})
+            return AddJobsResult(len(unique), len(specs) - len(unique), tuple(ids))
+
+    def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
+        with self._lock:
+            return {k for k in keys if k in self._keys}
+
+    def get_job(self, job_id: int) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]:
+        wanted = None if states is None else {JobState(s) for s in states}
+        with self._lock:
+            jobs = [j for _, j in sorted(self._jobs.items())
+                    if (batch_id is None or j.batch_id == batch_id)
+                    and (wanted is None or j.state in wanted)]
+        return jobs[offset:offset + limit] if limit is not None else jobs[offset:]
+
+    def count_waiting(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if j.state in WAITING)
+
+    def counts(self) -> Counts:
+        with self._lock:
+            by_state: dict[str, int] = {}
+            live: dict[str, int] = {}
+            for job in self._jobs.values():
+                by_state[str(job.state)] = by_state.get(str(job.state), 0) + 1
+                if job.state in IN_FLIGHT and job.account:
+                    live[job.account] = live.get(job.account, 0) + 1
+            return Counts(by_state, live)
+
+    # -- accounts ----------------------------------------------------------------------
+    def add_account(self, spec: AccountSpec, now: float) -> Account:
+        with self._lock:
+            if spec.name in self._accounts:
+                raise InputError(f"An account named {spec.name!r} already exists.")
+            position = max((a.position for a in self._accounts.values()), default=0) + 1
+            account = Account(spec.name, spec.provider, spec.capacity, position, True,
+                              spec.base_url, spec.key_ref, AccountStatus.READY, None, None,
+                              dict(spec.settings), now)
+            self._accounts[spec.name] = account
+            self._note("account_added", now, account=spec.name,
+                       detail={"provider": spec.provider, "capacity": spec.capacity})
+            return account
+
+    def get_account(self, name: str) -> Account | None:
+        return self._accounts.get(name)
+
+    def list_accounts(self) -> list[Account]:
+        return sorted(self._accounts.values(), key=lambda a: (a.position, a.name))
+
+    def remove_account(self, name: str, now: float) -> None:
+        with self._lock:
+            live = self.live_count(name)
+            if live:
+                raise InputError(
+                    f"Account {name!r} has {live} renders in flight; wait for them or "
+                    "disable the account first."
+                )
+            if self._accounts.pop(name, None) is None:
+                raise InputError(f"There is no account named {name!r}.")
+            self._note("account_removed", now, account=name)
+
+    def update_account(
+        self, name: str, now: float, *, capacity: int | None = None,
+        enabled: bool | None = None, base_url: str | None = None,
+    ) -> Account:
+        if capacity is not None and capacity < 1:
+            raise InputError("An account's limit must be at least 1.")
+        with self._lock:
+            account = self._accounts.get(name)
+            if account is None:
+                raise InputError(f"There is no account named {name!r}.")
+            account = replace(
+                account,
+                capacity=account.capacity if capacity is None else capacity,
+                enabled=account.enabled if enabled is None else enabled,
+                base_url=account.base_url if base_url is None else base_url,
+            )
+            self._accounts[name] = account
+            self._note("account_changed", now, account=name, detail={
+                k: v for k, v in {"capacity": capacity, "enabled": enabled,
+                                  "base_url": base_url}.items() if v is not None})
+            return account
+
+    def set_account_status(
+        self, name: str, status: AccountStatus, now: float, *,
+        detail: str | None = None, cooldown_until: float | None = None,
+    ) -> None:
+        with self._lock:
+            account = self._accounts.get(name)
+            if account is None:
+                return
+            self._accounts[name] = replace(account, status=status, status_detail=detail,
+                                           cooldown_until=cooldown_until)
+            self._note("account_status", now, account=name, detail={
+                "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
+
+    def live_count(self, account: str) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values()
+                       if j.account == account and j.state in IN_FLIGHT)
+
+    # -- claims ------------------------------------------------------------------------
+    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        with self._lock:
+            account = self._accounts.get(params.account)
+            if account is None or not account.enabled:
+                return None
+            if account.cooldown_until is not None and account.cooldown_until > params.now:
+                return None
+            if account.status not in (AccountStatus.READY, AccountStatus.RATE_LIMITED):
+                return None
+            if self.live_count(account.name) >= account.capacity:
+                return None
+            candidates = [
+                j for j in self._jobs.values()
+                if j.state in WAITING and j.provider == account.provider
+                and j.run_after <= params.now
+                and j.pinned_account in (None, account.name)
+                and j.account in (None, account.name)
+            ]
+            if not candidates:
+                return None
+            job = min(candidates, key=lambda j: (-j.priority, j.id))
+            token = uuid.uuid4().hex
+            job = replace(
+                job, state=JobState.CLAIMED, account=account.name, claim_token=token,
+                lease_owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+                attempts=job.attempts + 1,
+                started_at=job.started_at if job.started_at is not None else params.now,
+                updated_at=params.now, **_CLEARED_ERROR,
+            )
+            self._jobs[job.id] = job
+            self._note("claimed", params.now, job_id=job.id, account=account.name,
+                       claim_token=token, detail={"owner": params.instance_id,
+                                                  "attempt": job.attempts,
+                                                  "resume": job.provider_job_id is not None})
+            return Claim(job, account.name, ClaimToken(job.id, token),
+                         resumed=job.provider_job_id is not None)
+
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+        with self._lock:
+            renewed = 0
+            for job in list(self._jobs.values()):
+                if job.lease_owner == instance_id and job.state in IN_FLIGHT:
+                    self._jobs[job.id] = replace(job, lease_until=now + lease_seconds)
+                    renewed += 1
+            return renewed
+
+    # -- fenced transitions ------------------------------------------------------------
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+        job = self._jobs.get(token.job_id)
+        return self._fenced(token, frozenset({JobState.CLAIMED}), "submitting", now,
+                            "mark_submitting", {"client_token": client_token},
+                            extra_ok=job is not None and job.provider_job_id is None,
+                            state=JobState.SUBMITTING, client_token=client_token)
+
+    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
+        return self._fenced(token, frozenset({JobState.SUBMITTING}), "submitted", now,
+                            "record_submitted", {"provider_job_id": provider_job_id},
+                            state=JobState.RENDERING, provider_job_id=provider_job_id,
+                            sub_status="submitted")
+
+    def mark_rendering(self, token: ClaimToken, now: float) -> bool:
+        job = self._jobs.get(token.job_id)
+        return self._fenced(
+            token, frozenset({JobState.CLAIMED, JobState.SUBMITTING, JobState.RENDERING}),
+            "resumed", now, "mark_rendering",
+            extra_ok=job is not None and job.provider_job_id is not None,
+            state=JobState.RENDERING)
+
+    def record_progress(
+        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
+    ) -> bool:
+        return self._fenced(token, frozenset({JobState.RENDERING}), "remote_status", now,
+                            "record_progress", {"sub_status": sub_status},
+                            sub_status=sub_status, progress=progress)
+
+    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+        return self._fenced(token, frozenset({JobState.RENDERING}), "downloading", now,
+                            "mark_downloading", state=JobState.DOWNLOADING)
+
+    def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        job = self._jobs.get(token.job_id)
+        return self._fenced(
+            token, frozenset({JobState.DOWNLOADING}), "completed", now, "mark_completed",
+            {"size": size, "sha256": sha256, "cost": cost},
+            state=JobState.COMPLETED, output_size=size, output_sha256=sha256,
+            cost=cost if cost is not None else (job.cost if job else None), progress=1.0,
+            finished_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR)
+
+    def set_retry_wait(
+        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
+        keep_provider_job: bool,
+    ) -> bool:
+        job = self._jobs.get(token.job_id)
+        keep: dict[str, Any] = {} if keep_provider_job or job is None else {
+            "account": None, "provider_job_id": None, "client_token": None}
+        return self._fenced(
+            token, IN_FLIGHT, "retry_wait", now, "set_retry_wait",
+            {"error_class": error.error_class, "label": error.label,
+             "message": error.message, "run_after": run_after,
+             "keeps_render": keep_provider_job},
+            state=JobState.RETRY_WAIT, run_after=run_after, sub_status=None, progress=None,
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message, **_CLEARED_CLAIM, **keep)
+
+    def release_to_queue(
+        self, token: ClaimToken, error: JobError, now: float, *,
+        run_after: float | None = None,
+    ) -> bool:
+        job = self._jobs.get(token.job_id)
+        keeps = job is not None and job.provider_job_id is not None
+        extra: dict[str, Any] = {} if keeps else {"account": None, "client_token": None}
+        return self._fenced(
+            token, IN_FLIGHT, "released", now, "release_to_queue",
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            state=JobState.RETRY_WAIT if run_after else JobState.QUEUED,
+            run_after=run_after or 0.0,
+            attempts=max((job.attempts if job else 1) - 1, 0), sub_status=None,
+            progress=None, error_class=error.error_class, error_label=error.label,
+            error_message=error.message, **_CLEARED_CLAIM, **extra)
+
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        return self._fenced(
+            token, IN_FLIGHT, "failed", now, "mark_failed",
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            state=JobState.FAILED, finished_at=now, error_class=error.error_class,
+            error_label=error.label, error_message=error.message, **_CLEARED_CLAIM)
+
+    def note(
+        self, event: str, now: float, *, job_id: int | None = None,
+        account: str | None = None, claim_token: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        with self._lock:
+            self._note(event, now, job_id=job_id, account=account, claim_token=claim_token,
+                       detail=detail)
+
+    # -- user commands -----------------------------------------------------------------
+    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
+        done = []
+        with self._lock:
+            for job_id in job_ids:
+                job = self._jobs.get(job_id)
+                if job is None or job.state in FINAL:
+                    continue
+                self._jobs[job_id] = replace(job, state=JobState.CANCELLED, finished_at=now,
+                                             updated_at=now, **_CLEARED_CLAIM)
+                done.append(job_id)
+                self._note("cancelled", now, job_id=job_id, account=job.account,
+                           claim_token=job.claim_token,
+                           detail={"from": str(job.state),
+                                   "provider_job_id": job.provider_job_id})
+        return done
+
+    def requeue_jobs(
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+    ) -> list[int]:
+        done = []
+        with self._lock:
+            for job_id in job_ids:
+                job = self._jobs.get(job_id)
+                if job is None or job.state not in (JobState.FAILED, JobState.CANCELLED):
+                    continue
+                params = dict(job.params)
+                if new_seed is not None:
+                    params["seed"] = new_seed
+                self._jobs[job_id] = replace(
+                    job, state=JobState.QUEUED, finished_at=None, updated_at=now, attempts=0,
+                    run_after=0.0, account=None, client_token=None, provider_job_id=None,
+                    sub_status=None, progress=None, params=params)
+                done.append(job_id)
+                self._note("requeued", now, job_id=job_id,
+                           detail={"by": "user", "new_seed": new_seed})
+        return done
+
+    # -- recovery and audit ------------------------------------------------------------
+    def recover(self, params: RecoverParams) -> RecoveryReport:
+        with self._lock:
+            leftovers = [
+                j for _, j in sorted(self._jobs.items()) if j.state in IN_FLIGHT
+                and (not params.only_expired or (j.lease_until or 0) < params.now)
+            ]
+            report = RecoveryReport()
+            now = params.now
+            for action in plan_recovery(leftovers, params):
+                job = action.job
+                if action.kind == "complete":
+                    assert action.file is not None and action.file.sha256 is not None
+                    self._jobs[job.id] = replace(
+                        job, state=JobState.COMPLETED, output_size=action.file.size,
+                        output_sha256=action.file.sha256, progress=1.0, finished_at=now,
+                        updated_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR)
+                    report.completed_from_disk.append(job.id)
+                    self._note("completed", now, job_id=job.id, account=job.account,
+                               detail={"source": "recovery", "size": action.file.size,
+                                       "sha256": action.file.sha256})
+                elif action.kind in ("reattach", "reconcile"):
+                    token = uuid.uuid4().hex
+                    reattach = action.kind == "reattach"
+                    self._jobs[job.id] = replace(
+                        job, state=JobState.RENDERING if reattach else JobState.SUBMITTING,
+                        claim_token=token, lease_owner=params.instance_id,
+                        lease_until=now + params.lease_seconds, updated_at=now)
+                    (report.reattached if reattach else report.reconcile).append(job.id)
+                    self._note("reattached" if reattach else "reconcile", now, job_id=job.id,
+                               account=job.account, claim_token=token,
+                               detail={"provider_job_id": job.provider_job_id,
+                                       "client_token": job.client_token,
+                                       "from": str(job.state)})
+                elif action.kind == "fail":
+                    self._jobs[job.id] = replace(
+                        job, state=JobState.FAILED, finished_at=now, updated_at=now,
+                        error_class="retryable", error_label="internal error",
+                        error_message=action.reason, **_CLEARED_CLAIM)
+                    report.failed.append(job.id)
+                    if action.possible_duplicate:
+                        self._note("possible_duplicate_charge", now, job_id=job.id,
+                                   account=job.account,
+                                   detail={"client_token": job.client_token})
+                    self._note("failed", now, job_id=job.id, account=job.account,
+                               detail={"source": "recovery", "reason": action.reason})
+                else:
+                    self._jobs[job.id] = replace(
+                        job, state=JobState.QUEUED, run_after=0.0, updated_at=now,
+                        account=None, client_token=None, provider_job_id=None,
+                        sub_status=None, progress=None, **_CLEARED_CLAIM)
+                    if action.possible_duplicate:
+                        report.requeued_possible_duplicate.append(job.id)
+                        self._note("possible_duplicate_charge", now, job_id=job.id,
+                                   account=job.account,
+                                   detail={"client_token": job.client_token,
+                                           "why": "crashed inside the submit window; the "
+                                                  "provider cannot be asked"})
+                    else:
+                        report.requeued.append(job.id)
+                    self._note("requeued", now, job_id=job.id, account=job.account,
+                               detail={"by": "recovery", "from": str(job.state)})
+            if params.verify_completed:
+                for job in list(self._jobs.values()):
+                    if job.state == JobState.COMPLETED and not params.check_output(job).exists:
+                        report.missing_outputs.append(job.id)
+                        self._note("output_missing", now, job_id=job.id,
+                                   detail={"path": job.output_path})
+            if params.prune_before is not None:
+                before = len(self._ledger)
+                self._ledger = [e for e in self._ledger if e.at >= params.prune_before]
+                report.pruned_ledger_rows = before - len(self._ledger)
+            if report.touched or report.pruned_ledger_rows:
+                self._note("recovery", now, detail={"instance": params.instance_id,
+                                                    **report.as_dict()})
+            return report
+
+    def next_wakeup(self, now: float) -> float | None:
+        with self._lock:
+            due = [j.run_after for j in self._jobs.values()
+                   if j.state == JobState.RETRY_WAIT and j.run_after > now]
+            due += [a.cooldown_until for a in self._accounts.values()
+                    if a.cooldown_until is not None and a.cooldown_until > now]
+            return min(due) if due else None
+
+    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
+        with self._lock:
+            entries = [e for e in self._ledger if job_id is None or e.job_id == job_id]
+        return entries[-limit:] if limit else entries
+
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        with self._lock:
+            completions: dict[int, int] = {}
+            for entry in self._ledger:
+                if entry.event == "completed" and entry.job_id is not None:
+                    completions[entry.job_id] = completions.get(entry.job_id, 0) + 1
+            counts = self.counts()
+            over = [(a.name, a.capacity, counts.live_by_account.get(a.name, 0))
+                    for a in self._accounts.values()
+                    if counts.live_by_account.get(a.name, 0) > a.capacity]
+            live = [] if instance_alive else [
+                (j.id, str(j.state), j.lease_owner) for j in self._jobs.values()
+                if j.state in IN_FLIGHT]
+            return {
+                "completed_twice": [(k, v) for k, v in completions.items() if v > 1],
+                "over_capacity": over,
+                "live_claims_after_exit": live,
+                "integrity": [],
+            }

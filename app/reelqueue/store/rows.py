@@ -1,0 +1,62 @@
+"""Turning journal rows into domain values (shared by the SQLite store and its tests)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.states import AccountStatus, JobState
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def job_from_row(row: sqlite3.Row) -> Job:
+    return Job(
+        id=row["id"], batch_id=row["batch_id"], job_key=row["job_key"],
+        row_number=row["row_number"], name=row["name"], prompt=row["prompt"],
+        provider=row["provider"], params=_json(row["params"]),
+        pinned_account=row["pinned_account"], priority=row["priority"],
+        output_path=row["output_path"], state=JobState(row["state"]),
+        attempts=row["attempts"], max_attempts=row["max_attempts"], account=row["account"],
+        claim_token=row["claim_token"], lease_owner=row["lease_owner"],
+        lease_until=row["lease_until"], client_token=row["client_token"],
+        provider_job_id=row["provider_job_id"], sub_status=row["sub_status"],
+        progress=row["progress"], run_after=row["run_after"],
+        output_size=row["output_size"], output_sha256=row["output_sha256"],
+        cost=row["cost"], error_class=row["error_class"], error_label=row["error_label"],
+        error_message=row["error_message"], created_at=row["created_at"],
+        updated_at=row["updated_at"], started_at=row["started_at"],
+        finished_at=row["finished_at"], metadata=_json(row["metadata"]),
+    )
+
+
+def account_from_row(row: sqlite3.Row) -> Account:
+    return Account(
+        name=row["name"], provider=row["provider"], capacity=row["capacity"],
+        position=row["position"], enabled=bool(row["enabled"]), base_url=row["base_url"],
+        key_ref=row["key_ref"], status=AccountStatus(row["status"]),
+        status_detail=row["status_detail"], cooldown_until=row["cooldown_until"],
+        settings=_json(row["settings"]), created_at=row["created_at"],
+    )
+
+
+def batch_from_row(row: sqlite3.Row) -> Batch:
+    return Batch(
+        id=row["id"], name=row["name"], source_path=row["source_path"],
+        output_dir=row["output_dir"], max_attempts=row["max_attempts"],
+        created_at=row["created_at"], settings=_json(row["settings"]),
+    )
+
+
+def ledger_from_row(row: sqlite3.Row) -> LedgerEntry:
+    return LedgerEntry(
+        seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
+        account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
+    )

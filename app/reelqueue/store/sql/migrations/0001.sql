@@ -1,0 +1,91 @@
+-- Version 1: batches, accounts, jobs, ledger (before the claim index and ledger guard).
+CREATE TABLE batches (
+    id           INTEGER PRIMARY KEY,
+    name         TEXT NOT NULL,
+    source_path  TEXT NOT NULL,
+    output_dir   TEXT NOT NULL,
+    max_attempts INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+    settings     TEXT NOT NULL DEFAULT '{}',
+    created_at   REAL NOT NULL
+);
+
+CREATE TABLE accounts (
+    name           TEXT PRIMARY KEY,
+    provider       TEXT NOT NULL,
+    capacity       INTEGER NOT NULL CHECK (capacity >= 1),
+    position       INTEGER NOT NULL,
+    enabled        INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    base_url       TEXT,
+    key_ref        TEXT,
+    status         TEXT NOT NULL DEFAULT 'ready'
+        CHECK (status IN ('ready', 'key_rejected', 'out_of_credits', 'rate_limited',
+                          'key_missing')),
+    status_detail  TEXT,
+    cooldown_until REAL,
+    settings       TEXT NOT NULL DEFAULT '{}',
+    created_at     REAL NOT NULL
+);
+
+CREATE TABLE jobs (
+    id              INTEGER PRIMARY KEY,
+    batch_id        INTEGER NOT NULL REFERENCES batches(id),
+    job_key         TEXT NOT NULL UNIQUE,
+    row_number      INTEGER,
+    name            TEXT NOT NULL DEFAULT '',
+    prompt          TEXT NOT NULL,
+    provider        TEXT NOT NULL,
+    params          TEXT NOT NULL DEFAULT '{}',
+    pinned_account  TEXT,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    output_path     TEXT NOT NULL,
+    state           TEXT NOT NULL DEFAULT 'QUEUED'
+        CHECK (state IN ('QUEUED', 'CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING',
+                         'RETRY_WAIT', 'COMPLETED', 'FAILED', 'CANCELLED')),
+    attempts        INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    max_attempts    INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
+    account         TEXT,
+    claim_token     TEXT,
+    lease_owner     TEXT,
+    lease_until     REAL,
+    client_token    TEXT,
+    provider_job_id TEXT,
+    sub_status      TEXT,
+    progress        REAL,
+    run_after       REAL NOT NULL DEFAULT 0,
+    output_size     INTEGER,
+    output_sha256   TEXT,
+    cost            REAL,
+    error_class     TEXT CHECK (error_class IN ('retryable', 'permanent', 'account')),
+    error_label     TEXT,
+    error_message   TEXT,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL,
+    started_at      REAL,
+    finished_at     REAL,
+    metadata        TEXT NOT NULL DEFAULT '{}',
+    -- finished <=> finished_at set
+    CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
+    -- completed => the file was recorded
+    CHECK (state <> 'COMPLETED' OR (output_size IS NOT NULL AND output_sha256 IS NOT NULL)),
+    -- in flight <=> owned by a claim with a lease on an account
+    CHECK ((state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING'))
+           = (claim_token IS NOT NULL AND lease_owner IS NOT NULL
+              AND lease_until IS NOT NULL AND account IS NOT NULL)),
+    -- a provider job id only after the submission intent was committed
+    CHECK (provider_job_id IS NULL OR client_token IS NOT NULL)
+);
+
+CREATE INDEX jobs_live_by_account ON jobs (account, state);
+CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
+
+CREATE TABLE ledger (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at          REAL NOT NULL,
+    event       TEXT NOT NULL,
+    job_id      INTEGER,
+    account     TEXT,
+    claim_token TEXT,
+    detail      TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE INDEX ledger_by_job ON ledger (job_id, seq) WHERE job_id IS NOT NULL;

@@ -1,0 +1,234 @@
+-- Named queries of the SQLite store. Only reelqueue/store/sqlite.py knows these names.
+-- Parameters are named (:now, :token...). The current time is always a parameter.
+
+-- name: insert_batch
+INSERT INTO batches (name, source_path, output_dir, max_attempts, settings, created_at)
+VALUES (:name, :source_path, :output_dir, :max_attempts, :settings, :now);
+
+-- name: get_batch
+SELECT * FROM batches WHERE id = :id;
+
+-- name: list_batches
+SELECT * FROM batches ORDER BY id;
+
+-- name: insert_job
+INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
+                            pinned_account, priority, output_path, max_attempts,
+                            created_at, updated_at, metadata)
+VALUES (:batch_id, :job_key, :row_number, :name, :prompt, :provider, :params,
+        :pinned_account, :priority, :output_path, :max_attempts, :now, :now, :metadata);
+
+-- name: count_waiting
+SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: get_job
+SELECT * FROM jobs WHERE id = :id;
+
+-- name: job_id_by_key
+SELECT id FROM jobs WHERE job_key = :job_key;
+
+-- name: counts_by_state
+SELECT state, COUNT(*) FROM jobs GROUP BY state;
+
+-- name: live_by_account
+SELECT account, COUNT(*) FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ GROUP BY account;
+
+-- name: live_count
+SELECT COUNT(*) FROM jobs
+ WHERE account = :account AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: insert_account
+INSERT INTO accounts (name, provider, capacity, position, base_url, key_ref, settings,
+                      created_at)
+VALUES (:name, :provider, :capacity,
+        (SELECT COALESCE(MAX(position), 0) + 1 FROM accounts),
+        :base_url, :key_ref, :settings, :now);
+
+-- name: get_account
+SELECT * FROM accounts WHERE name = :name;
+
+-- name: list_accounts
+SELECT * FROM accounts ORDER BY position, name;
+
+-- name: delete_account
+DELETE FROM accounts WHERE name = :name;
+
+-- name: update_account
+UPDATE accounts
+   SET capacity = COALESCE(:capacity, capacity),
+       enabled = COALESCE(:enabled, enabled),
+       base_url = COALESCE(:base_url, base_url)
+ WHERE name = :name;
+
+-- name: set_account_status
+UPDATE accounts
+   SET status = :status, status_detail = :detail, cooldown_until = :cooldown_until
+ WHERE name = :name;
+
+-- name: next_claimable
+-- Walks the partial index in priority order; skips rows still waiting out a retry and
+-- rows pinned (or holding a finished render) on another account.
+SELECT id FROM jobs INDEXED BY jobs_claimable
+ WHERE state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider = :provider
+   AND run_after <= :now
+   AND (pinned_account IS NULL OR pinned_account = :account)
+   AND (account IS NULL OR account = :account)
+ ORDER BY priority DESC, id
+ LIMIT 1;
+
+-- name: claim_job
+UPDATE jobs
+   SET state = 'CLAIMED', account = :account, claim_token = :token,
+       lease_owner = :owner, lease_until = :lease_until, attempts = attempts + 1,
+       started_at = COALESCE(started_at, :now), updated_at = :now,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: renew_leases
+UPDATE jobs SET lease_until = :lease_until
+ WHERE lease_owner = :owner
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_mark_submitting
+UPDATE jobs SET state = 'SUBMITTING', client_token = :client_token, updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state = 'CLAIMED'
+   AND provider_job_id IS NULL;
+
+-- name: fenced_record_submitted
+UPDATE jobs SET state = 'RENDERING', provider_job_id = :provider_job_id,
+       sub_status = 'submitted', updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING';
+
+-- name: fenced_mark_rendering
+UPDATE jobs SET state = 'RENDERING', updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')
+   AND provider_job_id IS NOT NULL;
+
+-- name: fenced_record_progress
+UPDATE jobs SET sub_status = :sub_status, progress = :progress, updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
+
+-- name: fenced_mark_downloading
+UPDATE jobs SET state = 'DOWNLOADING', updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
+
+-- name: fenced_mark_completed
+UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
+       cost = COALESCE(:cost, cost), progress = 1.0, finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = :id AND claim_token = :token AND state = 'DOWNLOADING';
+
+-- name: fenced_set_retry_wait
+UPDATE jobs SET state = 'RETRY_WAIT', run_after = :run_after, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = CASE WHEN :keep THEN account ELSE NULL END,
+       provider_job_id = CASE WHEN :keep THEN provider_job_id ELSE NULL END,
+       client_token = CASE WHEN :keep THEN client_token ELSE NULL END,
+       sub_status = NULL, progress = NULL,
+       error_class = :error_class, error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token = :token
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_release_to_queue
+-- Account-level trouble: the job goes back without spending the attempt it was claimed
+-- with. A job that already has a render keeps it (and stays with that account).
+UPDATE jobs SET state = CASE WHEN :run_after > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED' END,
+       run_after = :run_after, attempts = MAX(attempts - 1, 0), updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = CASE WHEN provider_job_id IS NULL THEN NULL ELSE account END,
+       client_token = CASE WHEN provider_job_id IS NULL THEN NULL ELSE client_token END,
+       sub_status = NULL, progress = NULL,
+       error_class = :error_class, error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token = :token
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_mark_failed
+UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = :error_class, error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token = :token
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: cancel_job
+UPDATE jobs SET state = 'CANCELLED', finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL
+ WHERE id = :id AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: requeue_job
+UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = :now, attempts = 0,
+       run_after = 0, account = NULL, client_token = NULL, provider_job_id = NULL,
+       sub_status = NULL, progress = NULL,
+       params = CASE WHEN :seed IS NULL THEN params
+                     ELSE json_set(params, '$.seed', :seed) END
+ WHERE id = :id AND state IN ('FAILED', 'CANCELLED');
+
+-- name: insert_ledger
+INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+VALUES (:now, :event, :job_id, :account, :claim_token, :detail);
+
+-- name: in_flight_all
+SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: in_flight_expired
+SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND lease_until < :now;
+
+-- name: recover_complete
+UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
+       progress = 1.0, finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = :id AND claim_token IS :old_token;
+
+-- name: recover_reattach
+UPDATE jobs SET state = :state, claim_token = :token, lease_owner = :owner,
+       lease_until = :lease_until, updated_at = :now
+ WHERE id = :id AND claim_token IS :old_token;
+
+-- name: recover_requeue
+UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
+       client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
+ WHERE id = :id AND claim_token IS :old_token;
+
+-- name: recover_fail
+UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = 'retryable', error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token IS :old_token;
+
+-- name: completed_jobs
+SELECT * FROM jobs WHERE state = 'COMPLETED';
+
+-- name: prune_ledger
+DELETE FROM ledger WHERE at < :before;
+
+-- name: next_retry_at
+SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > :now;
+
+-- name: next_cooldown_at
+SELECT MIN(cooldown_until) FROM accounts WHERE cooldown_until > :now;
+
+-- name: ledger_for_job
+SELECT * FROM ledger WHERE job_id = :job_id ORDER BY seq;
+
+-- name: ledger_all
+SELECT * FROM ledger ORDER BY seq;
+
+-- name: doctor_completed_twice
+SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
+ GROUP BY job_id HAVING n > 1;
+
+-- name: doctor_live_claims
+SELECT id, state, lease_owner FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: doctor_over_capacity
+SELECT a.name, a.capacity, COUNT(j.id) AS live FROM accounts a
+  JOIN jobs j ON j.account = a.name
+   AND j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ GROUP BY a.name HAVING live > a.capacity;

@@ -1,0 +1,702 @@
+"""The SQLite journal: the embedded default store.
+
+Durability settings (DESIGN.md invariant 1, issue 2): WAL, ``synchronous=FULL`` (a recorded
+provider job id or completion survives a power cut), a busy timeout, and ``BEGIN IMMEDIATE``
+for every write so a read-then-update holds the write lock throughout. The file is created
+``0600``. A file that is not a ReelQueue journal is refused and left untouched; an older
+journal is copied (``journal.sqlite3.bak-vN``) before it is migrated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from reelqueue.domain.errors import InputError, JournalBusy, JournalCorrupt, JournalError
+from reelqueue.domain.models import (
+    Account,
+    AccountSpec,
+    Batch,
+    BatchSpec,
+    Claim,
+    ClaimToken,
+    Job,
+    JobSpec,
+    LedgerEntry,
+    RecoveryReport,
+)
+from reelqueue.domain.states import IN_FLIGHT, AccountStatus, JobState
+from reelqueue.store.base import (
+    AddJobsResult,
+    ClaimParams,
+    Counts,
+    JobError,
+    RecoverParams,
+)
+from reelqueue.store.queries import migration_sql, named_queries, schema_sql
+from reelqueue.store.recovery_plan import RecoveryAction, plan_recovery
+from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _known_error(exc: sqlite3.Error) -> JournalError:
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "file is encrypted" in text
+    ):
+        return JournalCorrupt()
+    if any(word in text for word in ("locked", "busy", "readonly", "read-only", "full",
+                                     "disk i/o", "unable to open")):
+        return JournalBusy(f"The journal could not be written ({exc}). Free some space or "
+                           "close the other program, then run the command again.")
+    return JournalError(f"The journal failed: {exc}")
+
+
+class SqliteStore:
+    """The journal on one SQLite file.
+
+    Attributes:
+        path: the database file.
+        migrated_from: the schema version found on open, if a migration ran (else None).
+    """
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self._lock = threading.RLock()
+        self._q = named_queries()
+        self.path = path
+        self.migrated_from: int | None = None
+
+    # -- opening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | str, *, now: float, busy_timeout_ms: int = 10_000) -> SqliteStore:
+        path = Path(path)
+        _refuse_foreign_file(path)
+        if not path.exists():
+            # Owner-only from the first byte; SQLite gives -wal/-shm the same mode.
+            fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o600)
+            os.close(fd)
+        try:
+            db = sqlite3.connect(
+                str(path), isolation_level=None, timeout=busy_timeout_ms / 1000,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise _known_error(exc) from exc
+        db.row_factory = sqlite3.Row
+        store = cls(db, path)
+        try:
+            store._configure(busy_timeout_ms)
+            store._migrate(now)
+        except sqlite3.Error as exc:
+            db.close()
+            raise _known_error(exc) from exc
+        except BaseException:
+            db.close()
+            raise
+        return store
+
+    def _configure(self, busy_timeout_ms: int) -> None:
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise JournalError(f"The journal could not switch to WAL mode (got {mode}).")
+        self._db.execute("PRAGMA synchronous = FULL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+
+    def _migrate(self, now: float) -> None:
+        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self._db.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
+        ).fetchone()[0]
+        if app_id != APPLICATION_ID and (tables or version):
+            raise JournalCorrupt(
+                f"{self.path} is an SQLite database but not a ReelQueue journal. "
+                "It was left untouched; move it away or choose another --data-dir."
+            )
+        if version > SCHEMA_VERSION:
+            raise JournalError(
+                f"The journal was written by a newer ReelQueue (schema {version}, this "
+                f"version knows {SCHEMA_VERSION}). Update ReelQueue."
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if version == 0:
+            with self._write():
+                for statement in _split_sql(schema_sql()):
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            return
+        self._backup(version)
+        with self._write():
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _split_sql(migration_sql(step)):
+                    self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._ledger("migrated", now, detail={"from": version, "to": SCHEMA_VERSION})
+        self.migrated_from = version
+
+    def _backup(self, version: int) -> None:
+        target = self.path.with_name(f"{self.path.name}.bak-v{version}")
+        fd = os.open(target, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        os.close(fd)
+        copy = sqlite3.connect(str(target))
+        try:
+            self._db.backup(copy)
+        finally:
+            copy.close()
+        log.info("journal copied to %s before migrating from schema %d", target, version)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- helpers -----------------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _known_error(exc) from exc
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise _known_error(exc) from exc
+
+    def _read(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._db.execute(self._q[query], params).fetchall()
+            except sqlite3.Error as exc:
+                raise _known_error(exc) from exc
+
+    def _exec(self, query: str, /, **params: Any) -> int:
+        """Run a named write inside an open transaction; return the rows changed."""
+        return self._db.execute(self._q[query], params).rowcount
+
+    def _ledger(
+        self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
+        claim_token: str | None = None, detail: dict[str, Any] | None = None,
+    ) -> None:
+        self._exec("insert_ledger", now=now, event=event, job_id=job_id, account=account,
+                   claim_token=claim_token, detail=_dumps(detail or {}))
+
+    def _fenced(
+        self, query: str, event: str | None, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        """One fenced transition: the update names the job and its claim token."""
+        with self._write():
+            changed = self._exec(query, id=token.job_id, token=token.token, now=now, **params)
+            row = self._db.execute("SELECT account FROM jobs WHERE id = ?",
+                                   (token.job_id,)).fetchone()
+            account = row["account"] if row else None
+            if changed:
+                if event:
+                    self._ledger(event, now, job_id=token.job_id, account=account,
+                                 claim_token=token.token, detail=detail)
+                return True
+            self._ledger("fenced_out", now, job_id=token.job_id, account=account,
+                         claim_token=token.token, detail={"write": query.removeprefix("fenced_")})
+            return False
+
+    # -- batches and jobs --------------------------------------------------------------
+    def create_batch(self, spec: BatchSpec, now: float) -> Batch:
+        with self._write():
+            cursor = self._db.execute(self._q["insert_batch"], {
+                "name": spec.name, "source_path": spec.source_path,
+                "output_dir": spec.output_dir, "max_attempts": spec.max_attempts,
+                "settings": _dumps(spec.settings), "now": now,
+            })
+            batch_id = int(cursor.lastrowid or 0)
+            self._ledger("batch_created", now, detail={"batch_id": batch_id, "name": spec.name})
+        batch = self.get_batch(batch_id)
+        assert batch is not None
+        return batch
+
+    def get_batch(self, batch_id: int) -> Batch | None:
+        rows = self._read("get_batch", id=batch_id)
+        return batch_from_row(rows[0]) if rows else None
+
+    def list_batches(self) -> list[Batch]:
+        return [batch_from_row(r) for r in self._read("list_batches")]
+
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[JobSpec], now: float,
+        max_waiting: int | None = None,
+    ) -> AddJobsResult:
+        batch = self.get_batch(batch_id)
+        if batch is None:
+            raise InputError(f"There is no batch {batch_id}.")
+        with self._write():
+            keys = [s.job_key for s in specs]
+            present = self._existing_keys_locked(keys)
+            new_specs = [s for s in specs if s.job_key not in present]
+            # Repeated keys inside one import count once.
+            unique: dict[str, JobSpec] = {}
+            for spec in new_specs:
+                unique.setdefault(spec.job_key, spec)
+            if max_waiting is not None:
+                waiting = self._db.execute(self._q["count_waiting"]).fetchone()[0]
+                room = max(0, max_waiting - waiting)
+                if len(unique) > room:
+                    raise InputError(
+                        f"The queue holds {waiting} waiting jobs and its limit is "
+                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
+                        "Nothing was imported; import fewer rows or raise the limit."
+                    )
+            self._db.executemany(self._q["insert_job"], [{
+                "batch_id": batch_id, "job_key": s.job_key, "row_number": s.row_number,
+                "name": s.name, "prompt": s.prompt, "provider": s.provider,
+                "params": _dumps(s.params), "pinned_account": s.pinned_account,
+                "priority": s.priority, "output_path": s.output_path,
+                "max_attempts": batch.max_attempts, "now": now,
+                "metadata": _dumps(s.metadata),
+            } for s in unique.values()])
+            ids = self._ids_for_keys(list(unique))
+            self._ledger("imported", now, detail={
+                "batch_id": batch_id, "added": len(unique),
+                "already_present": len(specs) - len(unique),
+            })
+        return AddJobsResult(added=len(unique), already_present=len(specs) - len(unique),
+                             job_ids=tuple(ids))
+
+    def _ids_for_keys(self, keys: Sequence[str]) -> list[int]:
+        ids: list[int] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            ids.extend(r[0] for r in self._db.execute(
+                f"SELECT id FROM jobs WHERE job_key IN ({marks}) ORDER BY id", chunk))
+        return ids
+
+    def _existing_keys_locked(self, keys: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self._db.execute(
+                f"SELECT job_key FROM jobs WHERE job_key IN ({marks})", chunk))
+        return found
+
+    def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
+        with self._lock:
+            return self._existing_keys_locked(list(keys))
+
+    def get_job(self, job_id: int) -> Job | None:
+        rows = self._read("get_job", id=job_id)
+        return job_from_row(rows[0]) if rows else None
+
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]:
+        sql = "SELECT * FROM jobs"
+        where: list[str] = []
+        args: list[Any] = []
+        if batch_id is not None:
+            where.append("batch_id = ?")
+            args.append(batch_id)
+        if states is not None:
+            wanted = [str(s) for s in states]
+            where.append(f"state IN ({','.join('?' * len(wanted))})")
+            args.extend(wanted)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            args.extend([limit, offset])
+        with self._lock:
+            return [job_from_row(r) for r in self._db.execute(sql, args)]
+
+    def count_waiting(self) -> int:
+        return int(self._read("count_waiting")[0][0])
+
+    def counts(self) -> Counts:
+        by_state = {r[0]: r[1] for r in self._read("counts_by_state")}
+        live = {r[0]: r[1] for r in self._read("live_by_account")}
+        return Counts(by_state=by_state, live_by_account=live)
+
+    # -- accounts ----------------------------------------------------------------------
+    def add_account(self, spec: AccountSpec, now: float) -> Account:
+        with self._write():
+            if self._db.execute(self._q["get_account"], {"name": spec.name}).fetchone():
+                raise InputError(f"An account named {spec.name!r} already exists.")
+            self._exec("insert_account", name=spec.name, provider=spec.provider,
+                       capacity=spec.capacity, base_url=spec.base_url, key_ref=spec.key_ref,
+                       settings=_dumps(spec.settings), now=now)
+            self._ledger("account_added", now, account=spec.name,
+                         detail={"provider": spec.provider, "capacity": spec.capacity})
+        account = self.get_account(spec.name)
+        assert account is not None
+        return account
+
+    def get_account(self, name: str) -> Account | None:
+        rows = self._read("get_account", name=name)
+        return account_from_row(rows[0]) if rows else None
+
+    def list_accounts(self) -> list[Account]:
+        return [account_from_row(r) for r in self._read("list_accounts")]
+
+    def remove_account(self, name: str, now: float) -> None:
+        with self._write():
+            live = self._db.execute(self._q["live_count"], {"account": name}).fetchone()[0]
+            if live:
+                raise InputError(
+                    f"Account {name!r} has {live} renders in flight; wait for them or "
+                    "disable the account first."
+                )
+            if not self._exec("delete_account", name=name):
+                raise InputError(f"There is no account named {name!r}.")
+            self._ledger("account_removed", now, account=name)
+
+    def update_account(
+        self, name: str, now: float, *, capacity: int | None = None,
+        enabled: bool | None = None, base_url: str | None = None,
+    ) -> Account:
+        if capacity is not None and capacity < 1:
+            raise InputError("An account's limit must be at least 1.")
+        with self._write():
+            changed = self._exec("update_account", name=name, capacity=capacity,
+                                 enabled=None if enabled is None else int(enabled),
+                                 base_url=base_url)
+            if not changed:
+                raise InputError(f"There is no account named {name!r}.")
+            self._ledger("account_changed", now, account=name, detail={
+                k: v for k, v in {"capacity": capacity, "enabled": enabled,
+                                  "base_url": base_url}.items() if v is not None})
+        account = self.get_account(name)
+        assert account is not None
+        return account
+
+    def set_account_status(
+        self, name: str, status: AccountStatus, now: float, *,
+        detail: str | None = None, cooldown_until: float | None = None,
+    ) -> None:
+        with self._write():
+            self._exec("set_account_status", name=name, status=str(status), detail=detail,
+                       cooldown_until=cooldown_until)
+            self._ledger("account_status", now, account=name, detail={
+                "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
+
+    def live_count(self, account: str) -> int:
+        return int(self._read("live_count", account=account)[0][0])
+
+    # -- claims ------------------------------------------------------------------------
+    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        with self._write():
+            row = self._db.execute(self._q["get_account"], {"name": params.account}).fetchone()
+            if row is None:
+                return None
+            account = account_from_row(row)
+            if not _eligible(account, params.now):
+                return None
+            # The free slots are counted inside the same write transaction as the claim,
+            # so two processes on one journal can never both take the last slot.
+            live = self._db.execute(self._q["live_count"],
+                                    {"account": account.name}).fetchone()[0]
+            if live >= account.capacity:
+                return None
+            candidate = self._db.execute(self._q["next_claimable"], {
+                "provider": account.provider, "now": params.now, "account": account.name,
+            }).fetchone()
+            if candidate is None:
+                return None
+            token = uuid.uuid4().hex
+            changed = self._exec(
+                "claim_job", id=candidate["id"], account=account.name, token=token,
+                owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+                now=params.now,
+            )
+            if not changed:  # cannot happen under the write lock; kept as a guard
+                return None
+            job = job_from_row(self._db.execute(self._q["get_job"],
+                                                {"id": candidate["id"]}).fetchone())
+            self._ledger("claimed", params.now, job_id=job.id, account=account.name,
+                         claim_token=token, detail={"owner": params.instance_id,
+                                                    "attempt": job.attempts,
+                                                    "resume": job.provider_job_id is not None})
+        return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
+                     resumed=job.provider_job_id is not None)
+
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+        with self._write():
+            return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds)
+
+    # -- fenced transitions ------------------------------------------------------------
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+        return self._fenced("fenced_mark_submitting", "submitting", token, now,
+                            {"client_token": client_token}, client_token=client_token)
+
+    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
+        return self._fenced("fenced_record_submitted", "submitted", token, now,
+                            {"provider_job_id": provider_job_id},
+                            provider_job_id=provider_job_id)
+
+    def mark_rendering(self, token: ClaimToken, now: float) -> bool:
+        return self._fenced("fenced_mark_rendering", "resumed", token, now)
+
+    def record_progress(
+        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
+    ) -> bool:
+        return self._fenced("fenced_record_progress", "remote_status", token, now,
+                            {"sub_status": sub_status}, sub_status=sub_status,
+                            progress=progress)
+
+    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+        return self._fenced("fenced_mark_downloading", "downloading", token, now)
+
+    def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        return self._fenced("fenced_mark_completed", "completed", token, now,
+                            {"size": size, "sha256": sha256, "cost": cost},
+                            size=size, sha256=sha256, cost=cost)
+
+    def set_retry_wait(
+        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
+        keep_provider_job: bool,
+    ) -> bool:
+        return self._fenced(
+            "fenced_set_retry_wait", "retry_wait", token, now,
+            {"error_class": error.error_class, "label": error.label,
+             "message": error.message, "run_after": run_after,
+             "keeps_render": keep_provider_job},
+            run_after=run_after, keep=int(keep_provider_job), error_class=error.error_class,
+            error_label=error.label, error_message=error.message,
+        )
+
+    def release_to_queue(
+        self, token: ClaimToken, error: JobError, now: float, *,
+        run_after: float | None = None,
+    ) -> bool:
+        return self._fenced(
+            "fenced_release_to_queue", "released", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            run_after=run_after or 0.0, error_class=error.error_class,
+            error_label=error.label, error_message=error.message,
+        )
+
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        return self._fenced(
+            "fenced_mark_failed", "failed", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message,
+        )
+
+    def note(
+        self, event: str, now: float, *, job_id: int | None = None,
+        account: str | None = None, claim_token: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        with self._write():
+            self._ledger(event, now, job_id=job_id, account=account,
+                         claim_token=claim_token, detail=detail)
+
+    # -- user commands -----------------------------------------------------------------
+    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
+        done: list[int] = []
+        with self._write():
+            for job_id in job_ids:
+                row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
+                if row is None:
+                    continue
+                if self._exec("cancel_job", id=job_id, now=now):
+                    done.append(job_id)
+                    self._ledger("cancelled", now, job_id=job_id, account=row["account"],
+                                 claim_token=row["claim_token"],
+                                 detail={"from": row["state"],
+                                         "provider_job_id": row["provider_job_id"]})
+        return done
+
+    def requeue_jobs(
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+    ) -> list[int]:
+        done: list[int] = []
+        with self._write():
+            for job_id in job_ids:
+                if self._exec("requeue_job", id=job_id, now=now, seed=new_seed):
+                    done.append(job_id)
+                    self._ledger("requeued", now, job_id=job_id,
+                                 detail={"by": "user", "new_seed": new_seed})
+        return done
+
+    # -- recovery ----------------------------------------------------------------------
+    def recover(self, params: RecoverParams) -> RecoveryReport:
+        """Start-up recovery (DESIGN.md invariant 7), applied in one write transaction.
+
+        Output files are looked at (and hashed) before the transaction, so the write lock
+        is held only for the updates; each update is conditioned on the claim token it
+        saw, so a row that changed meanwhile is left alone.
+        """
+        query = "in_flight_expired" if params.only_expired else "in_flight_all"
+        leftovers = [job_from_row(r) for r in self._read(query, now=params.now)]
+        actions = plan_recovery(leftovers, params)
+        completed = ([job_from_row(r) for r in self._read("completed_jobs")]
+                     if params.verify_completed else [])
+        report = RecoveryReport()
+        with self._write():
+            for action in actions:
+                self._apply_recovery(action, params, report)
+            for job in completed:
+                if not params.check_output(job).exists:
+                    report.missing_outputs.append(job.id)
+                    self._ledger("output_missing", params.now, job_id=job.id,
+                                 detail={"path": job.output_path})
+            if params.prune_before is not None:
+                report.pruned_ledger_rows = self._exec("prune_ledger",
+                                                       before=params.prune_before)
+            if report.touched or report.pruned_ledger_rows:
+                self._ledger("recovery", params.now, detail={
+                    "instance": params.instance_id, **report.as_dict()})
+        return report
+
+    def _apply_recovery(
+        self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
+    ) -> None:
+        job, now = action.job, params.now
+        common = {"id": job.id, "old_token": job.claim_token, "now": now}
+        if action.kind == "complete":
+            assert action.file is not None and action.file.sha256 is not None
+            if self._exec("recover_complete", size=action.file.size,
+                          sha256=action.file.sha256, **common):
+                report.completed_from_disk.append(job.id)
+                self._ledger("completed", now, job_id=job.id, account=job.account,
+                             detail={"source": "recovery", "size": action.file.size,
+                                     "sha256": action.file.sha256})
+        elif action.kind in ("reattach", "reconcile"):
+            token = uuid.uuid4().hex
+            state = JobState.RENDERING if action.kind == "reattach" else JobState.SUBMITTING
+            if self._exec("recover_reattach", state=str(state), token=token,
+                          owner=params.instance_id,
+                          lease_until=now + params.lease_seconds, **common):
+                (report.reattached if action.kind == "reattach" else report.reconcile).append(
+                    job.id)
+                self._ledger("reattached" if action.kind == "reattach" else "reconcile",
+                             now, job_id=job.id, account=job.account, claim_token=token,
+                             detail={"provider_job_id": job.provider_job_id,
+                                     "client_token": job.client_token,
+                                     "from": str(job.state)})
+        elif action.kind == "fail":
+            if self._exec("recover_fail", error_label="internal error",
+                          error_message=action.reason, **common):
+                report.failed.append(job.id)
+                if action.possible_duplicate:
+                    self._ledger("possible_duplicate_charge", now, job_id=job.id,
+                                 account=job.account,
+                                 detail={"client_token": job.client_token})
+                self._ledger("failed", now, job_id=job.id, account=job.account,
+                             detail={"source": "recovery", "reason": action.reason})
+        else:  # requeue
+            if self._exec("recover_requeue", **common):
+                if action.possible_duplicate:
+                    report.requeued_possible_duplicate.append(job.id)
+                    self._ledger("possible_duplicate_charge", now, job_id=job.id,
+                                 account=job.account,
+                                 detail={"client_token": job.client_token,
+                                         "why": "crashed inside the submit window; the "
+                                                "provider cannot be asked"})
+                else:
+                    report.requeued.append(job.id)
+                self._ledger("requeued", now, job_id=job.id, account=job.account,
+                             detail={"by": "recovery", "from": str(job.state)})
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = [self._read("next_retry_at", now=now)[0][0],
+                 self._read("next_cooldown_at", now=now)[0][0]]
+        due = [float(t) for t in times if t is not None]
+        return min(due) if due else None
+
+    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
+        rows = (self._read("ledger_for_job", job_id=job_id) if job_id is not None
+                else self._read("ledger_all"))
+        entries = [ledger_from_row(r) for r in rows]
+        return entries[-limit:] if limit else entries
+
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        results: dict[str, list[Any]] = {
+            "completed_twice": [tuple(r) for r in self._read("doctor_completed_twice")],
+            "over_capacity": [tuple(r) for r in self._read("doctor_over_capacity")],
+        }
+        results["live_claims_after_exit"] = (
+            [] if instance_alive else [tuple(r) for r in self._read("doctor_live_claims")]
+        )
+        with self._lock:
+            check = self._db.execute("PRAGMA quick_check").fetchone()[0]
+        results["integrity"] = [] if check == "ok" else [check]
+        return results
+
+    # -- used by tests and benchmarks --------------------------------------------------
+    def raw_connection(self) -> sqlite3.Connection:
+        return self._db
+
+
+def _eligible(account: Account, now: float) -> bool:
+    if not account.enabled:
+        return False
+    if account.cooldown_until is not None and account.cooldown_until > now:
+        return False
+    return account.status in (AccountStatus.READY, AccountStatus.RATE_LIMITED)
+
+
+def _refuse_foreign_file(path: Path) -> None:
+    if path.is_dir():
+        raise JournalCorrupt(f"{path} is a folder, not a journal file.")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as handle:
+        head = handle.read(len(_SQLITE_MAGIC))
+    if head != _SQLITE_MAGIC:
+        raise JournalCorrupt(
+            f"{path} is not a ReelQueue journal (not an SQLite file). It was left "
+            "untouched; move it away or choose another --data-dir."
+        )
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a schema script into statements (trigger bodies kept whole)."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in script.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") or not stripped:
+            continue
+        buffer.append(line)
+        candidate = "\n".join(buffer)
+        if stripped.endswith(";") and sqlite3.complete_statement(candidate):
+            statements.append(candidate)
+            buffer = []
+    if buffer and "".join(buffer).strip():
+        statements.append("\n".join(buffer))
+    return statements
+
+
+__all__ = ["IN_FLIGHT", "SCHEMA_VERSION", "SqliteStore"]

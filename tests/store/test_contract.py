@@ -1,0 +1,321 @@
+"""The store contract: every test here runs against SqliteStore and MemoryStore."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.clock import FakeClock
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import AccountSpec, BatchSpec, FileCheck, Job
+from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
+from tests.conftest import make_specs, seed_store
+
+pytestmark = pytest.mark.unit
+
+ERR = JobError("retryable", "provider error", "boom")
+
+
+def claim(store: Store, clock: FakeClock, account: str = "acct-a", owner: str = "inst-1",
+          lease: float = 60.0):  # type: ignore[no-untyped-def]
+    return store.claim_next_job(ClaimParams(account, owner, clock.now(), lease))
+
+
+def no_file(job: Job) -> FileCheck:
+    return FileCheck(exists=False)
+
+
+def run_to_completion(store: Store, clock: FakeClock, c) -> None:  # type: ignore[no-untyped-def]
+    assert store.mark_submitting(c.token, "ct-" + c.token.token, clock.now())
+    assert store.record_submitted(c.token, "pj-" + str(c.job.id), clock.now())
+    assert store.mark_downloading(c.token, clock.now())
+    assert store.mark_completed(c.token, size=10, sha256="ab" * 32, cost=0.5, now=clock.now())
+
+
+def test_import_is_idempotent_on_job_key(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    first = store.add_jobs(batch.id, make_specs(tmp_path, 3), clock.now())
+    again = store.add_jobs(batch.id, make_specs(tmp_path, 4), clock.now())
+    assert (first.added, first.already_present) == (3, 0)
+    assert (again.added, again.already_present) == (1, 3)
+    assert len(store.list_jobs()) == 4
+    assert store.existing_job_keys(["key-00000", "nope"]) == {"key-00000"}
+
+
+def test_backpressure_refuses_whole_import(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    store.add_jobs(batch.id, make_specs(tmp_path, 3), clock.now(), max_waiting=5)
+    with pytest.raises(InputError, match="only 2 of these 4 new jobs fit"):
+        store.add_jobs(batch.id, make_specs(tmp_path, 7), clock.now(), max_waiting=5)
+    assert len(store.list_jobs()) == 3
+
+
+def test_claim_respects_capacity_and_counts_attempts(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=5, accounts={"acct-a": 2})
+    first, second = claim(store, clock), claim(store, clock)
+    assert first and second and first.job.id != second.job.id
+    assert claim(store, clock) is None, "a third claim would exceed the limit of 2"
+    assert first.job.attempts == 1 and first.job.state == JobState.CLAIMED
+    assert store.live_count("acct-a") == 2
+    run_to_completion(store, clock, first)
+    assert store.live_count("acct-a") == 1
+    third = claim(store, clock)
+    assert third is not None and third.job.id not in (first.job.id, second.job.id)
+
+
+def test_claim_goes_to_provider_and_pinned_account(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    specs = make_specs(tmp_path, 2)
+    pinned = make_specs(tmp_path / "p", 1, pinned_account="acct-b")
+    pinned = [type(s)(**{**s.__dict__, "job_key": "pinned"}) for s in pinned]
+    other = [type(s)(**{**s.__dict__, "job_key": "other", "provider": "runway"})
+             for s in make_specs(tmp_path / "o", 1)]
+    store.add_jobs(batch.id, pinned + specs + other, clock.now())
+    store.add_account(AccountSpec("acct-a", "mock", 5), clock.now())
+    store.add_account(AccountSpec("acct-b", "mock", 5), clock.now())
+    taken_by_a = []
+    while (c := claim(store, clock, "acct-a")) is not None:
+        taken_by_a.append(c.job.job_key)
+    assert sorted(taken_by_a) == ["key-00000", "key-00001"]
+    c = claim(store, clock, "acct-b")
+    assert c is not None and c.job.job_key == "pinned"
+    assert claim(store, clock, "acct-b") is None, "the runway job never goes to a mock account"
+
+
+def test_ineligible_accounts_get_nothing(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=3, accounts={"acct-a": 2})
+    store.update_account("acct-a", clock.now(), enabled=False)
+    assert claim(store, clock) is None
+    store.update_account("acct-a", clock.now(), enabled=True)
+    store.set_account_status("acct-a", AccountStatus.KEY_REJECTED, clock.now())
+    assert claim(store, clock) is None
+    store.set_account_status("acct-a", AccountStatus.RATE_LIMITED, clock.now(),
+                             cooldown_until=clock.now() + 30)
+    assert claim(store, clock) is None
+    assert store.next_wakeup(clock.now()) == clock.now() + 30
+    clock.advance(31)
+    assert claim(store, clock) is not None
+
+
+def test_fencing_refuses_a_stale_claim_and_logs_it(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    stale = claim(store, clock, owner="slow", lease=10)
+    assert stale is not None
+    assert store.mark_submitting(stale.token, "ct-1", clock.now())
+    assert store.record_submitted(stale.token, "pj-1", clock.now())
+    clock.advance(11)
+    report = store.recover(RecoverParams("fast", clock.now(), 60, True, no_file))
+    assert report.reattached == [stale.job.id]
+    fresh = store.get_job(stale.job.id)
+    assert fresh is not None and fresh.claim_token != stale.token.token
+    assert fresh.lease_owner == "fast" and fresh.attempts == 1, "reattach spends no attempt"
+    assert not store.mark_downloading(stale.token, clock.now())
+    assert not store.mark_completed(stale.token, size=1, sha256="x", cost=None, now=clock.now())
+    events = [e.event for e in store.ledger(stale.job.id)]
+    assert events.count("fenced_out") == 2
+    assert events.count("completed") == 0
+
+
+def test_heartbeat_renews_all_leases_of_an_instance(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=4, accounts={"acct-a": 3})
+    mine = [claim(store, clock, owner="me", lease=10) for _ in range(2)]
+    other = claim(store, clock, owner="other", lease=10)
+    assert all(mine) and other
+    clock.advance(5)
+    assert store.renew_leases("me", clock.now(), 10) == 2
+    clock.advance(7)  # mine last until t+15, other's until t+10: only other's expired
+    report = store.recover(RecoverParams("me", clock.now(), 10, True, no_file))
+    assert report.requeued == [other.job.id]
+
+
+def test_retry_wait_then_reclaim_after_run_after(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c and store.set_retry_wait(c.token, ERR, clock.now() + 20, clock.now(),
+                                      keep_provider_job=False)
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.RETRY_WAIT and job.account is None
+    assert job.error_label == "provider error"
+    assert claim(store, clock) is None
+    assert store.next_wakeup(clock.now()) == clock.now() + 20
+    clock.advance(21)
+    again = claim(store, clock)
+    assert again and again.job.attempts == 2
+
+
+def test_retry_that_keeps_the_render_resumes_on_the_same_account(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1, accounts={"acct-a": 1, "acct-b": 1})
+    c = claim(store, clock, "acct-a")
+    assert c and store.mark_submitting(c.token, "ct", clock.now())
+    assert store.record_submitted(c.token, "pj", clock.now())
+    assert store.mark_downloading(c.token, clock.now())
+    assert store.set_retry_wait(c.token, ERR, clock.now(), clock.now(), keep_provider_job=True)
+    assert claim(store, clock, "acct-b") is None, "the finished render belongs to acct-a"
+    again = claim(store, clock, "acct-a")
+    assert again and again.resumed and again.job.provider_job_id == "pj"
+    assert not store.mark_submitting(again.token, "ct2", clock.now()), "never submitted again"
+    assert store.mark_rendering(again.token, clock.now())
+
+
+def test_release_to_queue_spends_no_attempt(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c and c.job.attempts == 1
+    assert store.release_to_queue(c.token, JobError("account", "rate limited", "429"),
+                                  clock.now())
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.QUEUED and job.attempts == 0
+
+
+def test_mark_failed_and_user_requeue_with_new_seed(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c and store.mark_failed(c.token, JobError("permanent", "content policy", "no"),
+                                   clock.now())
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.FAILED and job.finished_at is not None
+    assert store.requeue_jobs([c.job.id], clock.now(), new_seed=7) == [c.job.id]
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.QUEUED and job.params["seed"] == 7
+    assert job.attempts == 0 and job.finished_at is None
+
+
+def test_cancel_fences_out_the_worker(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=2)
+    c = claim(store, clock)
+    assert c and store.cancel_jobs([c.job.id, 999], clock.now()) == [c.job.id]
+    assert not store.mark_submitting(c.token, "ct", clock.now())
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.CANCELLED
+    assert store.cancel_jobs([c.job.id], clock.now()) == [], "cancelling twice changes nothing"
+
+
+def test_completed_exactly_once(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c is not None
+    run_to_completion(store, clock, c)
+    assert not store.mark_completed(c.token, size=1, sha256="y", cost=None, now=clock.now())
+    assert store.doctor_queries(instance_alive=False) == {
+        "completed_twice": [], "over_capacity": [], "live_claims_after_exit": [],
+        "integrity": []}
+
+
+def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=6, accounts={"acct-a": 6})
+    claims = [claim(store, clock) for _ in range(4)]
+    assert all(claims)
+    on_disk, rendering, in_window, just_claimed = claims  # type: ignore[misc]
+    for c in (on_disk, rendering, in_window):
+        assert store.mark_submitting(c.token, "ct-" + c.token.token, clock.now())
+    for c in (on_disk, rendering):
+        assert store.record_submitted(c.token, "pj-" + c.token.token, clock.now())
+    assert store.mark_downloading(on_disk.token, clock.now())
+
+    def check(job: Job) -> FileCheck:
+        if job.id == on_disk.job.id:
+            return FileCheck(True, 10, "cd" * 32)
+        return FileCheck(False)
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, check,
+                                         verify_completed=True))
+    assert report.completed_from_disk == [on_disk.job.id]
+    assert report.reattached == [rendering.job.id]
+    assert report.requeued_possible_duplicate == [in_window.job.id]
+    assert report.requeued == [just_claimed.job.id]
+    job = store.get_job(on_disk.job.id)
+    assert job and job.state == JobState.COMPLETED and job.output_sha256 == "cd" * 32
+    events = [e.event for e in store.ledger(in_window.job.id)]
+    assert "possible_duplicate_charge" in events
+    assert store.doctor_queries(instance_alive=True)["completed_twice"] == []
+    assert "recovery" in [e.event for e in store.ledger()]
+
+
+def test_recovery_reconciles_where_the_provider_can_be_asked(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c and store.mark_submitting(c.token, "ct-1", clock.now())
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         lookup_accounts=frozenset({"acct-a"})))
+    assert report.reconcile == [c.job.id]
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.SUBMITTING and job.lease_owner == "new"
+    assert job.client_token == "ct-1"
+
+
+def test_recovery_fails_a_job_whose_last_attempt_crashed(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    for attempt in range(3):
+        c = claim(store, clock)
+        assert c is not None and c.job.attempts == attempt + 1
+        report = store.recover(RecoverParams(f"boot{attempt}", clock.now(), 60, False, no_file))
+    assert report.failed == [c.job.id]
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.FAILED
+
+
+def test_recovery_reports_completed_jobs_whose_file_is_gone(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c is not None
+    run_to_completion(store, clock, c)
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         verify_completed=True))
+    assert report.missing_outputs == [c.job.id]
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.COMPLETED, "a missing file is reported, not re-rendered"
+
+
+def test_ledger_pruned_by_age_at_recovery(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    old = len(store.ledger())
+    clock.advance(100)
+    store.note("marker", clock.now())
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         prune_before=clock.now() - 50))
+    assert report.pruned_ledger_rows == old
+    assert [e.event for e in store.ledger()] == ["marker", "recovery"]
+
+
+def test_accounts_keep_their_order_and_refuse_duplicates(
+    store: Store, clock: FakeClock
+) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        store.add_account(AccountSpec(name, "mock", 1, key_ref=f"account:{name}"), clock.now())
+    assert [a.name for a in store.list_accounts()] == ["zeta", "alpha", "mid"]
+    with pytest.raises(InputError):
+        store.add_account(AccountSpec("alpha", "mock", 1), clock.now())
+    with pytest.raises(InputError):
+        store.update_account("alpha", clock.now(), capacity=0)
+    store.remove_account("mid", clock.now())
+    assert [a.name for a in store.list_accounts()] == ["zeta", "alpha"]
+
+
+def test_an_account_with_renders_in_flight_cannot_be_removed(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    assert claim(store, clock) is not None
+    with pytest.raises(InputError, match="in flight"):
+        store.remove_account("acct-a", clock.now())
