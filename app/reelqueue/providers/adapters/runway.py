@@ -1,0 +1,279 @@
+"""Runway API adapter (kind ``runway``): text- and image-to-video tasks.
+
+Facts from PROVIDERS.md section 3: ``POST /v1/text_to_video`` or ``/v1/image_to_video``
+answers ``{id}``; ``GET /v1/tasks/{id}`` reports ``PENDING`` / ``THROTTLED`` (over the tier's
+concurrency: the task waits, it is not refused) / ``RUNNING`` (``progress`` 0..1) /
+``SUCCEEDED`` (``output``: URLs that expire in 24-48 h; re-GET the task for fresh ones) /
+``FAILED`` (``failure`` + ``failureCode``) / ``CANCELLED``. There is no RPM limit: a 429 means
+the daily generation cap (a rolling 24 h window), so the account pauses for a long while.
+No idempotency key, no way to find a task by our token: ``supports_lookup`` is False.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._http import (
+    CONTENT_POLICY_WORDS,
+    ApiClient,
+    duration_problem,
+    image_kind,
+    invalid_params,
+    load_image,
+    mentions,
+    param_bool,
+    param_int,
+    param_str,
+    provider_words,
+    retry_after_of,
+)
+from reelqueue.providers.base import (
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
+from reelqueue.providers.registry import ProviderInfo, register
+
+KIND = "runway"
+TITLE = "Runway"
+DEFAULT_BASE_URL = "https://api.dev.runwayml.com"
+API_VERSION = "2024-11-06"
+GEN4_MODELS = ("gen4.5", "gen4_turbo")
+VEO_MODELS = ("veo3.1", "veo3.1_fast")
+POLL_SECONDS = 6.0  # the SDK's wait_for_task_output cadence (jitter is the engine's job)
+# A 429 is the daily cap of a rolling 24 h window: slots free up as old generations age
+# out, at an unknown time. Without a Retry-After we try again after this long; one refused
+# create an hour costs nothing. Accounts may override it (settings "daily_cap_cooldown").
+DAILY_CAP_COOLDOWN = 3600.0
+
+# (aspect ratio, resolution) -> Runway's pixel "ratio".
+_TEXT_RATIOS = {("16:9", "720p"): "1280:720", ("9:16", "720p"): "720:1280"}
+_VEO_RATIOS = {**_TEXT_RATIOS, ("16:9", "1080p"): "1920:1080", ("9:16", "1080p"): "1080:1920"}
+_IMAGE_RATIOS = {**_TEXT_RATIOS, ("4:3", "720p"): "1104:832", ("3:4", "720p"): "832:1104",
+                 ("1:1", "720p"): "960:960", ("21:9", "720p"): "1584:672"}
+
+PARAMS = ParamSpec(
+    models=GEN4_MODELS + VEO_MODELS,
+    durations=None,
+    duration_range=(2.0, 10.0),
+    aspect_ratios=("16:9", "9:16", "4:3", "3:4", "1:1", "21:9"),
+    resolutions=("720p", "1080p"),
+    seed=True,
+    negative_prompt=False,
+    reference_image=True,
+    max_prompt_chars=1000,
+    # 1 credit = $0.01: gen4_turbo 5 cr/s, gen4.5 12 cr/s, veo3.1 40 cr/s with audio (20
+    # without; we quote the higher). veo3.1_fast has no published price in our notes.
+    price_per_second={"gen4.5": 0.12, "gen4_turbo": 0.05, "veo3.1": 0.40},
+    price_source="Runway guides/pricing.md via PROVIDERS.md section 3 ([note]), "
+    "SDK v5.13.0 of 2026-07-27",
+    default_capacity=1,  # Tier 1: 1-2 concurrent per model; excess waits as THROTTLED
+)
+
+
+def extra_validation(params: Mapping[str, Any]) -> list[str]:
+    """Rules ParamSpec cannot say: per-model durations, ratios and the image-only model."""
+    model = param_str(params, "model") or PARAMS.models[0]
+    ratio = param_str(params, "aspect_ratio") or "16:9"
+    resolution = param_str(params, "resolution") or "720p"
+    has_image = bool(image_kind(params.get("image")))
+    problems: list[str] = []
+    if model in VEO_MODELS:
+        problems += duration_problem(params, allowed=(4, 6, 8))
+        if (ratio, resolution) not in _VEO_RATIOS:
+            problems.append(f"{model} on Runway takes 16:9 or 9:16 at 720p or 1080p")
+        if params.get("seed") not in (None, ""):
+            problems.append(f"{model} on Runway takes no seed")
+    else:
+        problems += duration_problem(params, lo=2, hi=10)
+        if model == "gen4_turbo" and not has_image:
+            problems.append("gen4_turbo makes video from an image only: give an image")
+        if resolution != "720p":
+            problems.append(f"{model} renders 720p only (1080p needs veo3.1 or veo3.1_fast)")
+        elif (ratio, resolution) not in (_IMAGE_RATIOS if has_image else _TEXT_RATIOS):
+            problems.append(
+                f"aspect ratio {ratio} on {model} needs an image; text-to-video is 16:9 or 9:16"
+            )
+    try:
+        param_int(params, "seed")
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+class RunwayProvider:
+    """One Runway account.
+
+    Attributes:
+        kind: "runway".
+        supports_lookup: False; Runway cannot find a task by our client token.
+    """
+
+    kind: str = KIND
+    supports_lookup: bool = False
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        self._api = ApiClient(
+            client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
+            auth_headers=lambda key: {"Authorization": f"Bearer {key}",
+                                      "X-Runway-Version": API_VERSION},
+        )
+        self._cooldown = float(config.settings.get("daily_cap_cooldown", DAILY_CAP_COOLDOWN))
+
+    def __repr__(self) -> str:
+        return f"RunwayProvider(account={self._api.account!r})"
+
+    async def check_key(self) -> None:
+        """``GET /v1/organization``: read-only, returns tier, credits and daily usage."""
+        response = await self._api.request("GET", "/v1/organization")
+        if not response.is_success:
+            raise self._error(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        problems = extra_validation(request.params)
+        if problems:
+            raise invalid_params(TITLE, problems)
+        path, body = await self._create_body(request)
+        response = await self._api.request("POST", path, json_body=body, during_create=True)
+        if not response.is_success:
+            raise self._error(response, during_create=True)
+        task_id = self._api.json_of(response, during_create=True).get("id")
+        if not isinstance(task_id, str) or not task_id:
+            raise self._api.error("the create answer had no task id", ErrorClass.RETRYABLE,
+                                  ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
+        return task_id
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        return self._status(await self._task(provider_job_id))
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        async def fresh_link() -> str:
+            # Output URLs expire in 24-48 h; the task hands out fresh ones on every GET.
+            latest = self._status(await self._task(provider_job_id))
+            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
+                raise self._api.error(
+                    f"task {provider_job_id} no longer offers its video ({latest.sub_status})",
+                    ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+            return latest.video_url
+
+        async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
+            yield chunk
+
+    async def cancel(self, provider_job_id: str) -> None:
+        response = await self._api.request("DELETE", f"/v1/tasks/{provider_job_id}")
+        if not response.is_success and response.status_code != 404:
+            raise self._error(response)
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _create_body(self, request: RenderRequest) -> tuple[str, dict[str, Any]]:
+        params = request.params
+        model = param_str(params, "model") or PARAMS.models[0]
+        ratio_key = (param_str(params, "aspect_ratio") or "16:9",
+                     param_str(params, "resolution") or "720p")
+        is_veo = model in VEO_MODELS
+        duration = param_int(params, "duration") or (8 if is_veo else 5)
+        body: dict[str, Any] = {"model": model, "promptText": request.prompt,
+                                "duration": duration}
+        image = params.get("image")
+        if image_kind(image):
+            loaded = await load_image(image, TITLE)
+            body["promptImage"] = loaded.url_or_data_uri()
+            path = "/v1/image_to_video"
+            ratios = _VEO_RATIOS if is_veo else _IMAGE_RATIOS
+        else:
+            path = "/v1/text_to_video"
+            ratios = _VEO_RATIOS if is_veo else _TEXT_RATIOS
+        body["ratio"] = ratios[ratio_key]
+        seed = param_int(params, "seed")
+        if seed is not None and not is_veo:
+            body["seed"] = seed
+        audio = param_bool(params, "audio")
+        if audio is not None and is_veo:
+            body["audio"] = audio
+        return path, body
+
+    async def _task(self, task_id: str) -> dict[str, Any]:
+        response = await self._api.request("GET", f"/v1/tasks/{task_id}")
+        if not response.is_success:
+            raise self._error(response)
+        return self._api.json_of(response)
+
+    def _status(self, task: Mapping[str, Any]) -> RemoteStatus:
+        state = str(task.get("status", ""))
+        if state in ("PENDING", "THROTTLED"):
+            # THROTTLED: over the tier's concurrency; the task starts when a slot frees.
+            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
+        if state == "RUNNING":
+            progress = task.get("progress")
+            value = min(1.0, max(0.0, float(progress))) if isinstance(
+                progress, int | float) else None
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, progress=value,
+                                poll_after=POLL_SECONDS)
+        if state == "SUCCEEDED":
+            output = task.get("output") or []
+            url = output[0] if isinstance(output, list) and output else None
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
+                                video_url=url if isinstance(url, str) else None)
+        if state == "FAILED":
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state,
+                                error=self._failure(task))
+        if state == "CANCELLED":
+            return RemoteStatus(RemotePhase.CANCELLED, sub_status=state)
+        # A state newer than our notes: keep polling rather than guess an outcome.
+        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
+                            poll_after=POLL_SECONDS)
+
+    def _failure(self, task: Mapping[str, Any]) -> ProviderError:
+        code = str(task.get("failureCode") or "")
+        reason = self._api.shorten(str(task.get("failure") or "no reason given"))
+        if code.startswith("SAFETY.") or code.startswith("INPUT_PREPROCESSING.SAFETY"):
+            # Runway: never retry blocked content (retries can suspend the account) and do
+            # not show the raw moderation text to users; the code says enough.
+            return self._api.error(f"moderation refused the render ({code})",
+                                   ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        if code.startswith("INTERNAL.BAD_OUTPUT"):
+            return self._api.error(
+                f"render failed ({code}): {reason}. Retrying rarely helps; check the input "
+                "image (e.g. overlaid text)", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        if (code.startswith("INPUT") and "INTERNAL" not in code) or code.startswith("ASSET"):
+            return self._api.error(f"render refused its input ({code}): {reason}",
+                                   ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
+        return self._api.error(f"render failed ({code or 'no code'}): {reason}",
+                               ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        status = response.status_code
+        words = provider_words(response)
+        message = self._api.message(response)
+        if status == 429:
+            # No RPM limit at Runway: a 429 is the daily generation cap.
+            wait = retry_after_of(response)
+            return ProviderError(
+                f"{message} (daily generation cap reached)",
+                error_class=ErrorClass.ACCOUNT, label=ErrorLabel.RATE_LIMITED,
+                retry_after=self._cooldown if wait is None else wait, status_code=status)
+        if status in (400, 402) and mentions(words, "credit", "balance"):
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
+        if status == 400 and mentions(words, *CONTENT_POLICY_WORDS):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        return self._api.http_error(response, during_create=during_create)
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> RunwayProvider:
+    return RunwayProvider(client, config)
+
+
+register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                      default_base_url=DEFAULT_BASE_URL, requires_key=True))

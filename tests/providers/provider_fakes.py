@@ -1,0 +1,132 @@
+"""Building blocks for the fake providers: a routing MockTransport handler, fixtures, bytes.
+
+Each test module builds its provider's fake from these: routes answer from the recorded
+JSON under ``tests/fixtures/<provider>/``, ``Router.script`` queues one-off answers (errors,
+timeouts) ahead of the normal route, and ``Router.calls`` counts what the adapter sent, so a
+test can assert "exactly one create".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+SENTINEL_KEY = "sk-SENTINEL-7f3a9c-do-not-leak"
+
+# A tiny but real-looking MP4 head (ftyp box) padded to a few KB.
+VIDEO_BYTES = (b"\x00\x00\x00\x20ftypisom\x00\x00\x02\x00isomiso2avc1mp41"
+               + bytes(range(256)) * 16)
+
+HTML_PAGE = b"<!DOCTYPE html><html><body><h1>Access denied</h1></body></html>" + b" " * 64
+
+Handler = Callable[[httpx.Request, "re.Match[str]"], httpx.Response]
+
+
+def fixture(provider: str, name: str) -> Any:
+    """A recorded JSON answer; a fresh copy each time, so tests may edit it."""
+    with (FIXTURES / provider / f"{name}.json").open(encoding="utf-8") as handle:
+        return copy.deepcopy(json.load(handle))
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def video_response(content: bytes = VIDEO_BYTES, content_type: str = "video/mp4",
+                   headers: dict[str, str] | None = None) -> httpx.Response:
+    merged = {"Content-Type": content_type}
+    merged.update(headers or {})
+    return httpx.Response(200, content=content, headers=merged)
+
+
+def echo_error(status: int, request: httpx.Request, extra: dict[str, Any] | None = None,
+               headers: dict[str, str] | None = None) -> httpx.Response:
+    """An error answer that echoes the request headers and body, as some gateways do."""
+    body: dict[str, Any] = {
+        "error": {"message": "Request rejected; your request was: "
+                  + json.dumps(dict(request.headers)) + " " + request.content.decode(
+                      "utf-8", "replace")},
+        "echo": dict(request.headers),
+    }
+    body.update(extra or {})
+    return httpx.Response(status, json=body, headers=headers)
+
+
+@dataclass
+class Call:
+    method: str
+    url: httpx.URL
+    headers: httpx.Headers
+    body: bytes
+
+
+@dataclass
+class Router:
+    """A plain routing function for ``httpx.MockTransport`` with a request log."""
+
+    routes: list[tuple[str, re.Pattern[str], Handler]] = field(default_factory=list)
+    scripted: list[tuple[str, re.Pattern[str], Any]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+    def add(self, method: str, pattern: str, handler: Handler) -> None:
+        self.routes.append((method, re.compile(pattern), handler))
+
+    def script(self, method: str, pattern: str, answer: Any) -> None:
+        """Answer the next matching request with ``answer`` (a Response, an exception, or a
+        callable taking the request), before the normal route."""
+        self.scripted.append((method, re.compile(pattern), answer))
+
+    def count(self, method: str, pattern: str) -> int:
+        regex = re.compile(pattern)
+        return sum(1 for c in self.calls
+                   if c.method == method and regex.fullmatch(_target(c.url)))
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        target = _target(request.url)
+        self.calls.append(Call(request.method, request.url, request.headers,
+                               request.read()))
+        for index, (method, regex, answer) in enumerate(self.scripted):
+            if method == request.method and regex.fullmatch(target):
+                del self.scripted[index]
+                if isinstance(answer, BaseException):
+                    raise answer
+                if callable(answer):
+                    result: httpx.Response = answer(request)
+                    return result
+                assert isinstance(answer, httpx.Response)
+                return answer
+        for method, regex, handler in self.routes:
+            match = regex.fullmatch(target)
+            if method == request.method and match:
+                return handler(request, match)
+        return json_response(404, {"error": f"no fake route for {request.method} {target}"})
+
+
+def _target(url: httpx.URL) -> str:
+    """host + path, the string routes match against."""
+    return f"{url.host}{url.path}"
+
+
+def read_timeout(request: httpx.Request) -> httpx.Response:
+    raise httpx.ReadTimeout("timed out waiting for the answer", request=request)
+
+
+def all_texts(exc: BaseException) -> str:
+    """Every text an exception chain shows: str, repr, args, causes and contexts."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts += [str(current), repr(current), repr(current.args)]
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
