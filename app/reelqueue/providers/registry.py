@@ -39,6 +39,7 @@ class ProviderInfo:
 
 
 _REGISTRY: dict[str, ProviderInfo] = {}
+_builtin_loaded = False
 
 
 def register(info: ProviderInfo) -> None:
@@ -47,6 +48,10 @@ def register(info: ProviderInfo) -> None:
 
 def _load_builtin() -> None:
     # Imported for their register() side effect; kept in one place.
+    global _builtin_loaded
+    if _builtin_loaded:
+        return
+    _builtin_loaded = True
     import reelqueue.providers.mock  # noqa: F401
 
     try:
@@ -57,8 +62,7 @@ def _load_builtin() -> None:
 
 
 def get(kind: str) -> ProviderInfo:
-    if not _REGISTRY:
-        _load_builtin()
+    _load_builtin()
     try:
         return _REGISTRY[kind]
     except KeyError:
@@ -67,8 +71,7 @@ def get(kind: str) -> ProviderInfo:
 
 
 def kinds() -> list[str]:
-    if not _REGISTRY:
-        _load_builtin()
+    _load_builtin()
     return sorted(_REGISTRY)
 
 

@@ -1,0 +1,1 @@
+"""The engine: pump, render lifecycle, recovery and heartbeat. Plain asyncio, no Qt."""

@@ -1,0 +1,35 @@
+"""Engine settings, with the defaults DESIGN.md gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reelqueue.domain.backoff import BackoffPolicy
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Attributes:
+    lease_seconds: how long a claim holds without a heartbeat.
+    heartbeat_seconds: how often one statement renews all of this instance's leases.
+    retry_backoff: waits between attempts of one job (full jitter, capped).
+    poll_backoff: waits between polls when the provider gives no hint.
+    poll_min_seconds: never poll faster than this.
+    poll_error_limit: consecutive failed polls before the attempt is given up.
+    rate_limit_default_seconds: account pause on a 429 without Retry-After.
+    ledger_retention_days: ledger rows older than this are pruned at start-up.
+    http_timeout_seconds: read timeout of provider calls.
+    shared_store: True when several machines share the store (take over expired leases
+        only); False on one machine behind the data-folder lock.
+    """
+
+    lease_seconds: float = 60.0
+    heartbeat_seconds: float = 20.0
+    retry_backoff: BackoffPolicy = field(default_factory=lambda: BackoffPolicy(2.0, 300.0))
+    poll_backoff: BackoffPolicy = field(default_factory=lambda: BackoffPolicy(1.0, 20.0, 1.5))
+    poll_min_seconds: float = 0.05
+    poll_error_limit: int = 5
+    rate_limit_default_seconds: float = 30.0
+    ledger_retention_days: float = 90.0
+    http_timeout_seconds: float = 60.0
+    shared_store: bool = False

@@ -1,0 +1,412 @@
+"""The engine: start-up recovery, the pump, the heartbeat, and the user's commands.
+
+One :class:`Engine` per process. ``start()`` runs recovery (before anything is claimed),
+resumes reattached renders first, then starts the pump. The pump is one task, woken by
+events (import, job finished, account changed) or by a timer set to the next due time
+(retry wait, account cool-down); it never busy-polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from reelqueue.domain.clock import Clock, SystemClock
+from reelqueue.domain.errors import KnownError, ReelQueueError
+from reelqueue.domain.models import Account, Claim, ClaimToken, RecoveryReport
+from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
+from reelqueue.engine.async_store import AsyncStore
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.events import (
+    AccountEvent,
+    EngineErrorEvent,
+    EngineStateEvent,
+    EventBus,
+    JobEvent,
+    RecoveryEvent,
+)
+from reelqueue.engine.outputs import OutputWriter, check_output, file_exists, remove_partials
+from reelqueue.engine.render import RenderAttempt, RenderContext
+from reelqueue.providers import registry
+from reelqueue.providers.base import Provider, ProviderConfig
+from reelqueue.store.base import ClaimParams, RecoverParams, Store
+
+log = logging.getLogger(__name__)
+
+KeyLookup = Callable[[str], str | None]
+
+
+def new_instance_id() -> str:
+    """Boot-unique owner id (never a hostname: two boots of one machine differ)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    """How a drain ended: ``drained`` (every job final), ``stalled`` (jobs wait but no
+    account can take them), ``budget`` (stopped claiming on time) or ``stopped``."""
+
+    outcome: str
+    detail: str = ""
+
+
+class Engine:
+    """Attributes:
+    store: the journal, called from one thread.
+    bus: where events go.
+    instance_id: this process's owner id for claims and leases.
+    recovery: the report of start-up recovery, once ``start()`` ran.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+        key_lookup: KeyLookup | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        instance_id: str | None = None,
+        rng: random.Random | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.config = config or EngineConfig()
+        self.clock = clock or SystemClock()
+        self.store = AsyncStore(store)
+        self.bus = bus or EventBus()
+        self.instance_id = instance_id or new_instance_id()
+        self._key_lookup = key_lookup or (lambda ref: None)
+        self._own_client = http_client is None
+        self._http = http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(self.config.http_timeout_seconds, connect=10.0),
+            follow_redirects=True)
+        self.writer = OutputWriter()
+        self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
+                                  rng or random.Random())
+        self._providers: dict[str, tuple[Account, Provider]] = {}
+        self._workers: dict[int, asyncio.Task[None]] = {}
+        self._wake = asyncio.Event()
+        self._pump_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._paused = False
+        self._claiming = True
+        self._idle = asyncio.Event()
+        self.recovery: RecoveryReport | None = None
+
+    # -- start and stop ----------------------------------------------------------------
+    async def start(self, *, paused: bool = False) -> RecoveryReport:
+        """Recover, resume reattached renders, then start the pump (unless paused)."""
+        report = await self._recover()
+        self.recovery = report
+        self.bus.publish(RecoveryEvent(report, self.clock.now()))
+        self._paused = paused
+        self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
+        self._pump_task = asyncio.create_task(self._pump(), name="pump")
+        self.bus.publish(EngineStateEvent("paused" if paused else "running", self.clock.now()))
+        return report
+
+    async def stop(self) -> None:
+        """Stop in order: the pump, the workers (their jobs stay in flight and are
+        reattached next time), the heartbeat, then the HTTP client and threads."""
+        self._claiming = False
+        for task in (self._pump_task, self._heartbeat_task):
+            if task:
+                task.cancel()
+        workers = list(self._workers.values())
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*(t for t in (self._pump_task, self._heartbeat_task) if t),
+                             *workers, return_exceptions=True)
+        if self._own_client:
+            await self._http.aclose()
+        self.writer.shutdown()
+        self.bus.publish(EngineStateEvent("stopped", self.clock.now()))
+
+    def close_store(self) -> None:
+        self.store.shutdown()
+
+    async def _recover(self) -> RecoveryReport:
+        accounts = await self.store.call(self.store.sync.list_accounts)
+        lookup = frozenset(a.name for a in accounts if self._provider_for(a) is not None
+                           and self._providers[a.name][1].supports_lookup)
+        now = self.clock.now()
+        params = RecoverParams(
+            instance_id=self.instance_id, now=now, lease_seconds=self.config.lease_seconds,
+            only_expired=self.config.shared_store, check_output=check_output,
+            lookup_accounts=lookup,
+            prune_before=now - self.config.ledger_retention_days * 86400,
+        )
+        report = await self.store.call(self.store.sync.recover, params)
+        # Verify finished work is still on disk (cheap: size only) and report what is not.
+        completed = await self.store.call(self.store.sync.list_jobs, None, [JobState.COMPLETED])
+        for job in completed:
+            if not file_exists(job).exists:
+                report.missing_outputs.append(job.id)
+        batches = await self.store.call(self.store.sync.list_batches)
+        await asyncio.to_thread(remove_partials, {Path(b.output_dir) for b in batches})
+        # Reattached and reconciling renders resume first; they already own their slots.
+        await self._resume_owned()
+        return report
+
+    async def _resume_owned(self) -> None:
+        """Start workers for in-flight jobs this instance owns but does not run yet."""
+        owned = await self.store.call(self.store.sync.list_jobs, None, list(IN_FLIGHT))
+        for job in owned:
+            if (job.lease_owner != self.instance_id or job.account is None
+                    or job.claim_token is None or job.id in self._workers):
+                continue
+            account = await self.store.call(self.store.sync.get_account, job.account)
+            provider = self._provider_for(account) if account else None
+            if provider is None:
+                continue
+            claim = Claim(job, job.account, ClaimToken(job.id, job.claim_token), resumed=True)
+            self._start_worker(claim, provider)
+
+    # -- commands ----------------------------------------------------------------------
+    def wake(self) -> None:
+        """Something changed (jobs imported, an account edited): look for work now."""
+        self._wake.set()
+
+    def pause(self) -> None:
+        """Stop handing out new work; running renders go on."""
+        self._paused = True
+        self.bus.publish(EngineStateEvent("paused", self.clock.now()))
+
+    def resume(self) -> None:
+        self._paused = False
+        self.bus.publish(EngineStateEvent("running", self.clock.now()))
+        self.wake()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def stop_claiming(self) -> None:
+        self._claiming = False
+        self.wake()
+
+    async def cancel(self, job_ids: list[int]) -> list[int]:
+        done = await self.store.call(self.store.sync.cancel_jobs, job_ids, self.clock.now())
+        for job_id in done:
+            task = self._workers.get(job_id)
+            if task:
+                task.cancel()
+            self.bus.publish(JobEvent(job_id, JobState.CANCELLED.value, self.clock.now()))
+        self.wake()
+        return done
+
+    async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
+        done = await self.store.call(self.store.sync.requeue_jobs, job_ids, self.clock.now(),
+                                     new_seed=new_seed)
+        for job_id in done:
+            self.bus.publish(JobEvent(job_id, JobState.QUEUED.value, self.clock.now(),
+                                      attempts=0))
+        self.wake()
+        return done
+
+    async def set_capacity(self, account: str, capacity: int) -> None:
+        """Applies live: a lower limit only stops new claims; running renders go on."""
+        await self.store.call(self.store.sync.update_account, account, self.clock.now(),
+                              capacity=capacity)
+        self._providers.pop(account, None)
+        await self._publish_account(account)
+        self.wake()
+
+    async def set_enabled(self, account: str, enabled: bool) -> None:
+        await self.store.call(self.store.sync.update_account, account, self.clock.now(),
+                              enabled=enabled)
+        await self._publish_account(account)
+        self.wake()
+
+    async def mark_account_ready(self, account: str) -> None:
+        """After the user fixed a key or topped up credits."""
+        await self.store.call(self.store.sync.set_account_status, account,
+                              AccountStatus.READY, self.clock.now())
+        self._providers.pop(account, None)
+        await self._publish_account(account)
+        self.wake()
+
+    # -- draining ----------------------------------------------------------------------
+    async def run_until_drained(self, *, budget_seconds: float | None = None,
+                                batch_id: int | None = None) -> DrainResult:
+        """Wait until every job is final (or stalled, or the budget ran out)."""
+        deadline = None if budget_seconds is None else self.clock.now() + budget_seconds
+        while True:
+            counts = await self.store.call(self.store.sync.counts)
+            open_jobs = sum(n for s, n in counts.by_state.items() if JobState(s) not in FINAL)
+            if open_jobs == 0 and not self._workers:
+                self.bus.publish(EngineStateEvent("drained", self.clock.now()))
+                return DrainResult("drained")
+            if deadline is not None and self.clock.now() >= deadline and self._claiming:
+                self.stop_claiming()
+            if not self._claiming and not self._workers:
+                return DrainResult("budget", f"{open_jobs} jobs not finished")
+            if not self._workers and not self._paused and self._claiming:
+                stall = await self._stall_reason(counts.by_state)
+                if stall:
+                    self.bus.publish(EngineStateEvent("stalled", self.clock.now(), stall))
+                    return DrainResult("stalled", stall)
+            self._idle.clear()
+            try:
+                await asyncio.wait_for(self._idle.wait(), timeout=0.5)
+            except TimeoutError:
+                pass
+
+    async def _stall_reason(self, by_state: dict[str, int]) -> str | None:
+        waiting = sum(by_state.get(s.value, 0) for s in WAITING)
+        if not waiting:
+            return None
+        # Give the pump one pass at the current state before calling it a stall.
+        self.wake()
+        await asyncio.sleep(0.05)
+        if self._workers:
+            return None
+        now = self.clock.now()
+        if await self.store.call(self.store.sync.next_wakeup, now) is not None:
+            return None
+        accounts = await self.store.call(self.store.sync.list_accounts)
+        usable = [a for a in accounts if a.enabled and a.status in
+                  (AccountStatus.READY, AccountStatus.RATE_LIMITED)
+                  and self._provider_for(a) is not None]
+        jobs = await self.store.call(self.store.sync.list_jobs, None, list(WAITING), 1)
+        if jobs and self._workers == {}:
+            reasons = [f"{a.name}: {a.status.value}" for a in accounts if a not in usable]
+            providers = {a.provider for a in usable}
+            if jobs[0].provider not in providers or not usable:
+                return (f"{waiting} jobs wait but no usable account can take them"
+                        + (f" ({', '.join(reasons)})" if reasons else
+                           f" (no account for provider {jobs[0].provider!r})"))
+        return None
+
+    # -- the pump ----------------------------------------------------------------------
+    async def _pump(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                if not self._paused and self._claiming:
+                    await self._fill_slots()
+                timeout = await self._until_next_due()
+            except asyncio.CancelledError:
+                raise
+            except ReelQueueError as exc:
+                self._report_error(exc)
+                timeout = 5.0
+            except Exception as exc:  # keep the pump alive; the error is shown
+                log.exception("pump pass failed")
+                self._report_error(exc)
+                timeout = 5.0
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            except TimeoutError:
+                pass
+
+    async def _until_next_due(self) -> float:
+        now = self.clock.now()
+        due = await self.store.call(self.store.sync.next_wakeup, now)
+        # A safety net only; every real change wakes the pump directly.
+        return 30.0 if due is None else min(30.0, max(0.01, due - now))
+
+    async def _fill_slots(self) -> None:
+        accounts = await self.store.call(self.store.sync.list_accounts)
+        for account in accounts:  # the fixed order of the accounts table
+            if not account.enabled:
+                continue
+            provider = self._provider_for(account)
+            if provider is None:
+                continue
+            if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
+                    and account.cooldown_until <= self.clock.now()):
+                await self.mark_account_ready(account.name)
+            while self._claiming and not self._paused:
+                claim = await self.store.call(self.store.sync.claim_next_job, ClaimParams(
+                    account.name, self.instance_id, self.clock.now(),
+                    self.config.lease_seconds))
+                if claim is None:
+                    break
+                self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED.value,
+                                          self.clock.now(), account=account.name,
+                                          attempts=claim.job.attempts))
+                self._start_worker(claim, provider)
+            await self._publish_account(account.name)
+
+    def _provider_for(self, account: Account) -> Provider | None:
+        cached = self._providers.get(account.name)
+        if cached and cached[0] == account:
+            return cached[1]
+        try:
+            info = registry.get(account.provider)
+        except KnownError:
+            return None
+        key = self._key_lookup(account.key_ref) if account.key_ref else None
+        if info.requires_key and not key:
+            return None
+        try:
+            base_url = account.base_url or info.default_base_url
+            if base_url:
+                base_url = registry.check_base_url(base_url)
+            provider = info.factory(self._http, ProviderConfig(
+                account=account.name, base_url=base_url, api_key=key,
+                settings=account.settings))
+        except ReelQueueError as exc:
+            log.warning("account %s cannot be used: %s", account.name, exc)
+            return None
+        self._providers[account.name] = (account, provider)
+        return provider
+
+    def _start_worker(self, claim: Claim, provider: Provider) -> None:
+        attempt = RenderAttempt(self._ctx, claim, provider)
+        task = asyncio.create_task(attempt.run(), name=f"render-{claim.job.id}")
+        self._workers[claim.job.id] = task
+        task.add_done_callback(lambda t, job_id=claim.job.id: self._worker_done(job_id, t))
+
+    def _worker_done(self, job_id: int, task: asyncio.Task[None]) -> None:
+        self._workers.pop(job_id, None)
+        if not task.cancelled() and task.exception() is not None:
+            self._report_error(task.exception())  # type: ignore[arg-type]
+        self._idle.set()
+        self.wake()
+
+    async def _publish_account(self, name: str) -> None:
+        account = await self.store.call(self.store.sync.get_account, name)
+        if account is None:
+            return
+        live = await self.store.call(self.store.sync.live_count, name)
+        self.bus.publish(AccountEvent(
+            name=name, status=account.status.value if account.enabled else "disabled",
+            live=live, capacity=account.capacity, at=self.clock.now(),
+            cooldown_until=account.cooldown_until, detail=account.status_detail))
+
+    def _report_error(self, exc: BaseException) -> None:
+        self.bus.publish(EngineErrorEvent(str(exc), self.clock.now()))
+
+    @property
+    def active_workers(self) -> int:
+        return len(self._workers)
+
+    # -- heartbeat ---------------------------------------------------------------------
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.heartbeat_seconds)
+            try:
+                await self.store.call(self.store.sync.renew_leases, self.instance_id,
+                                      self.clock.now(), self.config.lease_seconds)
+                if self.config.shared_store:
+                    await self._take_over_expired()
+            except ReelQueueError as exc:
+                self._report_error(exc)
+
+    async def _take_over_expired(self) -> None:
+        params = RecoverParams(self.instance_id, self.clock.now(), self.config.lease_seconds,
+                               True, check_output)
+        report = await self.store.call(self.store.sync.recover, params)
+        if report.touched:
+            self.bus.publish(RecoveryEvent(report, self.clock.now()))
+            await self._resume_owned()
+            self.wake()

@@ -1,0 +1,282 @@
+"""One render attempt: submit (write-ahead) -> poll -> download -> complete.
+
+Every write names the claim token; a refused write means the claim was lost (lease taken
+over, job cancelled) and the attempt stops without touching anything else. Errors are
+sorted into the three classes of DESIGN.md invariant 6; any other exception takes the
+retryable path, so an exception can never swallow a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import random
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.domain.clock import Clock
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.models import Claim
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.async_store import AsyncStore
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.events import AccountEvent, EventBus, JobEvent
+from reelqueue.engine.outputs import OutputWriter
+from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
+from reelqueue.store.base import JobError
+
+log = logging.getLogger(__name__)
+
+
+class ClaimLost(Exception):
+    """The journal refused a fenced write: another owner has this job now."""
+
+
+class RemoteRenderFailed(Exception):
+    """The provider's render failed; a retry needs a new render."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class RenderContext:
+    """What every attempt shares with the engine."""
+
+    store: AsyncStore
+    bus: EventBus
+    clock: Clock
+    config: EngineConfig
+    writer: OutputWriter
+    rng: random.Random
+
+
+class RenderAttempt:
+    """Attributes:
+    claim: the job and the claim token this attempt owns.
+    provider: the account's adapter.
+    """
+
+    def __init__(self, ctx: RenderContext, claim: Claim, provider: Provider) -> None:
+        self.ctx = ctx
+        self.claim = claim
+        self.provider = provider
+        self.job = claim.job
+        self.token = claim.token
+        self.provider_job_id = claim.job.provider_job_id
+        self.remote_failed = False
+
+    # -- helpers -----------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.ctx.clock.now()
+
+    def _emit(self, state: JobState | str, **fields: object) -> None:
+        self.ctx.bus.publish(JobEvent(
+            job_id=self.job.id, state=str(state), at=self._now(), account=self.claim.account,
+            attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
+
+    async def _fenced(self, ok: bool) -> None:
+        if not ok:
+            raise ClaimLost()
+
+    def _request(self, client_token: str) -> RenderRequest:
+        return RenderRequest(job_key=self.job.job_key, client_token=client_token,
+                             prompt=self.job.prompt, params=self.job.params)
+
+    # -- the lifecycle -----------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            await self._lifecycle()
+        except ClaimLost:
+            log.info("job %s: claim lost; this attempt stops", self.job.id)
+        except asyncio.CancelledError:
+            # Shutting down: the job stays in flight and is reattached at the next start.
+            raise
+        except RemoteRenderFailed as exc:
+            await self._handle_error(exc.error, keep_render=False)
+        except ProviderError as exc:
+            await self._handle_error(exc, keep_render=self.provider_job_id is not None)
+        except OSError as exc:
+            label = ErrorLabel.DISK
+            message = ("The disk is full" if exc.errno == errno.ENOSPC
+                       else f"Writing the video failed: {exc.strerror or exc}")
+            await self._handle_error(
+                ProviderError(message, error_class=ErrorClass.RETRYABLE, label=label),
+                keep_render=self.provider_job_id is not None)
+        except Exception as exc:  # a bug of ours: retryable, logged with its traceback
+            log.exception("job %s: unexpected error in the render worker", self.job.id)
+            await self._handle_error(
+                ProviderError(f"Internal error: {type(exc).__name__}: {exc}",
+                              error_class=ErrorClass.RETRYABLE, label=ErrorLabel.INTERNAL),
+                keep_render=self.provider_job_id is not None)
+
+    async def _lifecycle(self) -> None:
+        store, now = self.ctx.store, self._now
+        if self.job.state == JobState.SUBMITTING and self.job.client_token:
+            await self._reconcile(self.job.client_token)
+        elif self.provider_job_id is not None:
+            if self.job.state == JobState.CLAIMED:
+                await self._fenced(await store.call(store.sync.mark_rendering, self.token, now()))
+            self._emit(JobState.RENDERING, sub_status="reattached")
+        else:
+            await self._submit()
+        status = await self._poll_until_done()
+        await self._fenced(await store.call(store.sync.mark_downloading, self.token, now()))
+        self._emit(JobState.DOWNLOADING)
+        assert self.provider_job_id is not None
+        written = await self.ctx.writer.write_atomically(
+            self.provider.download(self.provider_job_id, status), Path(self.job.output_path),
+            self.token.token)
+        await self._fenced(await store.call(
+            store.sync.mark_completed, self.token, size=written.size, sha256=written.sha256,
+            cost=status.cost, now=now()))
+        self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path))
+
+    async def _submit(self) -> None:
+        store = self.ctx.store
+        client_token = uuid.uuid4().hex
+        # Write-ahead: the intent is committed before a byte goes to the provider.
+        await self._fenced(await store.call(store.sync.mark_submitting, self.token,
+                                            client_token, self._now()))
+        self._emit(JobState.SUBMITTING)
+        try:
+            provider_job_id = await self.provider.submit(self._request(client_token))
+        except ProviderError as exc:
+            if not exc.body_maybe_sent:
+                raise
+            await self._unknown_submission(client_token, exc)
+            return
+        await self._record_submitted(provider_job_id)
+
+    async def _record_submitted(self, provider_job_id: str) -> None:
+        store = self.ctx.store
+        self.provider_job_id = provider_job_id
+        await self._fenced(await store.call(store.sync.record_submitted, self.token,
+                                            provider_job_id, self._now()))
+        self._emit(JobState.RENDERING, sub_status="submitted")
+
+    async def _unknown_submission(self, client_token: str, exc: ProviderError) -> None:
+        """The create may have reached the provider. Never send it again blindly."""
+        store = self.ctx.store
+        await store.call(store.sync.note, "submit_outcome_unknown", self._now(),
+                         job_id=self.job.id, account=self.claim.account,
+                         claim_token=self.token.token,
+                         detail={"client_token": client_token, "error": str(exc)})
+        if self.provider.supports_lookup:
+            await self._reconcile(client_token, after_error=exc)
+            return
+        raise ProviderError(
+            f"{exc} — the create request may have reached the provider; it was not resent "
+            "(no provider offers an idempotency key).",
+            error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN) from None
+
+    async def _reconcile(self, client_token: str, after_error: ProviderError | None = None
+                         ) -> None:
+        """Find our submission by client token; continue it if found."""
+        store = self.ctx.store
+        found: str | None = None
+        for attempt in range(3):
+            try:
+                found = await self.provider.lookup(self._request(client_token))
+                break
+            except ProviderError as exc:
+                if exc.error_class != ErrorClass.RETRYABLE or attempt == 2:
+                    raise
+                await asyncio.sleep(self.ctx.config.retry_backoff.delay(attempt + 1,
+                                                                        self.ctx.rng))
+        await store.call(store.sync.note, "reconciled", self._now(), job_id=self.job.id,
+                         account=self.claim.account, claim_token=self.token.token,
+                         detail={"client_token": client_token, "found": found})
+        if found:
+            await self._record_submitted(found)
+            return
+        # Not there: the provider never accepted it, so submitting again is safe.
+        raise ProviderError(
+            "The interrupted submission never reached the provider; it will be resubmitted.",
+            error_class=ErrorClass.RETRYABLE,
+            label=after_error.label if after_error else ErrorLabel.PROVIDER_ERROR)
+
+    async def _poll_until_done(self) -> RemoteStatus:
+        store, config = self.ctx.store, self.ctx.config
+        assert self.provider_job_id is not None
+        last_sub_status: str | None = None
+        polls = 0
+        errors = 0
+        while True:
+            try:
+                status = await self.provider.poll(self.provider_job_id)
+                errors = 0
+            except ProviderError as exc:
+                if exc.error_class == ErrorClass.PERMANENT:
+                    raise
+                if exc.error_class == ErrorClass.ACCOUNT and exc.label != ErrorLabel.RATE_LIMITED:
+                    raise
+                errors += 1
+                if errors >= config.poll_error_limit:
+                    raise
+                wait = exc.retry_after or config.poll_backoff.delay(errors, self.ctx.rng)
+                await asyncio.sleep(max(wait, config.poll_min_seconds))
+                continue
+            polls += 1
+            if status.phase == RemotePhase.SUCCEEDED:
+                return status
+            if status.phase in (RemotePhase.FAILED, RemotePhase.CANCELLED):
+                self.remote_failed = True
+                raise RemoteRenderFailed(status.error or ProviderError(
+                    f"The provider's render ended {status.phase.value}",
+                    error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR))
+            sub_status = status.sub_status or status.phase.value
+            if sub_status != last_sub_status:
+                await self._fenced(await store.call(store.sync.record_progress, self.token,
+                                                    sub_status, status.progress, self._now()))
+                last_sub_status = sub_status
+            self._emit(JobState.RENDERING, sub_status=sub_status, progress=status.progress)
+            wait = status.poll_after or config.poll_backoff.ceiling(polls)
+            await asyncio.sleep(max(wait, config.poll_min_seconds))
+
+    # -- errors ------------------------------------------------------------------------
+    async def _handle_error(self, exc: ProviderError, *, keep_render: bool) -> None:
+        store, now = self.ctx.store, self._now()
+        error = JobError(str(exc.error_class), exc.label.value, str(exc))
+        try:
+            if exc.error_class == ErrorClass.ACCOUNT:
+                await self._pause_account(exc)
+                ok = await store.call(store.sync.release_to_queue, self.token, error, now)
+                state = JobState.QUEUED
+            elif exc.error_class == ErrorClass.PERMANENT or self.job.attempts >= self.job.max_attempts:
+                ok = await store.call(store.sync.mark_failed, self.token, error, now)
+                state = JobState.FAILED
+            else:
+                delay = exc.retry_after or self.ctx.config.retry_backoff.delay(
+                    self.job.attempts, self.ctx.rng)
+                ok = await store.call(store.sync.set_retry_wait, self.token, error, now + delay,
+                                      now, keep_provider_job=keep_render)
+                state = JobState.RETRY_WAIT
+        except Exception:
+            log.exception("job %s: could not record its error", self.job.id)
+            return
+        if ok:
+            self._emit(state, error_label=exc.label.value, error_message=str(exc))
+
+    async def _pause_account(self, exc: ProviderError) -> None:
+        store, now = self.ctx.store, self._now()
+        account = self.claim.account
+        if exc.label == ErrorLabel.RATE_LIMITED:
+            status = AccountStatus.RATE_LIMITED
+            until: float | None = now + (exc.retry_after
+                                         or self.ctx.config.rate_limit_default_seconds)
+        elif exc.label == ErrorLabel.OUT_OF_CREDITS:
+            status, until = AccountStatus.OUT_OF_CREDITS, None
+        else:
+            status, until = AccountStatus.KEY_REJECTED, None
+        await store.call(store.sync.set_account_status, account, status, now,
+                         detail=str(exc), cooldown_until=until)
+        row = await store.call(store.sync.get_account, account)
+        live = await store.call(store.sync.live_count, account)
+        self.ctx.bus.publish(AccountEvent(
+            name=account, status=status.value, live=live,
+            capacity=row.capacity if row else 0, at=now, cooldown_until=until,
+            detail=str(exc)))
