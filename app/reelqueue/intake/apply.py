@@ -1,0 +1,197 @@
+"""Writing a planned import: the batch, its jobs, its folder and its manifest.
+
+:func:`apply_import` checks the queue limit before touching anything, so a refused import
+leaves the journal as it was. It reuses the batch of the same name (re-importing a sheet
+adds only new or edited rows), keeps new files from landing on the name of an existing
+job or an existing file in the batch folder, and writes ``manifest.json`` (prompts and
+parameters of every job of the batch) atomically beside the videos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from reelqueue.domain.errors import InputError, OutputNotWritable
+from reelqueue.domain.models import Batch, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import JobState
+from reelqueue.intake.filenames import VIDEO_SUFFIX, NameAllocator
+from reelqueue.intake.planner import ImportPlan
+from reelqueue.intake.rows import RowError
+from reelqueue.store.base import AddJobsResult
+
+MANIFEST_NAME = "manifest.json"
+
+
+class IntakeStore(Protocol):
+    """The part of :class:`reelqueue.store.base.Store` the intake uses."""
+
+    def create_batch(self, spec: BatchSpec, now: float) -> Batch: ...
+    def get_batch(self, batch_id: int) -> Batch | None: ...
+    def list_batches(self) -> list[Batch]: ...
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[Any], now: float, max_waiting: int | None = None
+    ) -> AddJobsResult: ...
+    def existing_job_keys(self, keys: Iterable[str]) -> set[str]: ...
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]: ...
+    def count_waiting(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import did.
+
+    Attributes:
+        batch_id: the batch the jobs are in.
+        batch_name: its name.
+        output_dir: its folder.
+        batch_created: False when an existing batch of the same name was reused.
+        added: jobs added now.
+        already_present: jobs that were already in the journal.
+        errors: the rows that were not imported, and why.
+        job_ids: the ids of all the plan's jobs (added or already present).
+        manifest_path: the manifest written beside the videos.
+    """
+
+    batch_id: int
+    batch_name: str
+    output_dir: str
+    batch_created: bool
+    added: int
+    already_present: int
+    errors: list[RowError] = field(default_factory=list)
+    job_ids: tuple[int, ...] = ()
+    manifest_path: str = ""
+
+
+def find_batch(store: IntakeStore, scope: str) -> Batch | None:
+    """The batch an earlier import of the same name created, if any."""
+    for batch in store.list_batches():
+        intake = batch.settings.get("intake")
+        if isinstance(intake, dict) and intake.get("scope") == scope:
+            return batch
+    return None
+
+
+def refusal_message(plan: ImportPlan) -> str:
+    rows = len({error.row_number for error in plan.errors})
+    if not plan.jobs:
+        return f"No row of {Path(plan.batch.source_path).name} is valid; nothing was imported."
+    return (
+        f"{rows} row(s) have errors and the import is all-or-nothing, so nothing was "
+        "imported. Fix those rows, or import the valid ones without --all-or-nothing."
+    )
+
+
+def apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResult:
+    """Create (or reuse) the batch and add the plan's jobs; InputError when refused."""
+    if plan.refused:
+        raise InputError(refusal_message(plan))
+    present = store.existing_job_keys([job.job_key for job in plan.jobs])
+    new_count = sum(1 for job in plan.jobs if job.job_key not in present)
+    limit = plan.options.max_waiting
+    waiting = store.count_waiting()
+    if new_count and waiting + new_count > limit:
+        fit = max(0, limit - waiting)
+        raise InputError(
+            f"Importing {new_count:,} jobs would put {waiting + new_count:,} in the queue; the "
+            f"limit is {limit:,} and {waiting:,} are waiting, so {fit:,} more fit now. Nothing "
+            "was imported: split the sheet, wait for the queue to drain, or raise the limit."
+        )
+    batch = find_batch(store, plan.scope)
+    folder = Path(batch.output_dir) if batch else _free_folder(store, Path(plan.batch.output_dir))
+    _ensure_writable(folder)
+    taken = {Path(job.output_path).name for job in store.list_jobs(batch_id=batch.id)} if (
+        batch) else set()
+    taken |= {entry.name for entry in folder.iterdir() if entry.name.endswith(VIDEO_SUFFIX)}
+    specs = _place(plan.jobs, present, folder, taken)
+    created = batch is None
+    if batch is None:
+        batch = store.create_batch(replace(plan.batch, output_dir=str(folder)), now)
+    added = store.add_jobs(batch.id, specs, now, max_waiting=limit)
+    manifest = write_manifest(folder, batch, store.list_jobs(batch_id=batch.id))
+    return ImportResult(
+        batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
+        batch_created=created, added=added.added, already_present=added.already_present,
+        errors=list(plan.errors), job_ids=tuple(added.job_ids), manifest_path=str(manifest),
+    )
+
+
+def _free_folder(store: IntakeStore, folder: Path) -> Path:
+    """``folder``, or ``folder_2``... when another batch already renders into it."""
+    used = {Path(batch.output_dir) for batch in store.list_batches()}
+    candidate, counter = folder, 1
+    while candidate in used:
+        counter += 1
+        candidate = folder.with_name(f"{folder.name}_{counter}")
+    return candidate
+
+
+def _ensure_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputNotWritable(
+            f"The output folder {folder} cannot be created ({exc.strerror}). Choose another "
+            "with --output-dir; nothing was imported."
+        ) from exc
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputNotWritable(
+            f"The output folder {folder} is not writable. Choose another with --output-dir; "
+            "nothing was imported."
+        )
+
+
+def _place(
+    jobs: Sequence[JobSpec], present: set[str], folder: Path, taken: set[str]
+) -> list[JobSpec]:
+    """The new jobs moved into ``folder``, renamed where a job or file already has the name."""
+    new_names = {Path(job.output_path).name for job in jobs if job.job_key not in present}
+    allocator = NameAllocator(taken | new_names)
+    taken_folded = {name.casefold() for name in taken}
+    placed: list[JobSpec] = []
+    for job in jobs:
+        name = Path(job.output_path).name
+        if job.job_key not in present and name.casefold() in taken_folded:
+            name = allocator.take(name.removesuffix(VIDEO_SUFFIX))
+        path = str(folder / name)
+        placed.append(job if path == job.output_path else replace(job, output_path=path))
+    return placed
+
+
+def write_manifest(folder: Path, batch: Batch, jobs: Sequence[Job]) -> Path:
+    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over."""
+    manifest = {
+        "format": "reelqueue-manifest",
+        "version": 1,
+        "batch": {"id": batch.id, "name": batch.name, "source": batch.source_path,
+                  "created_at": batch.created_at},
+        "jobs": [
+            {"key": job.job_key, "row": job.row_number, "name": job.name,
+             "prompt": job.prompt, "provider": job.provider, "params": job.params,
+             "account": job.pinned_account, "priority": job.priority,
+             "file": Path(job.output_path).name}
+            for job in jobs
+        ],
+    }
+    target = folder / MANIFEST_NAME
+    temporary = folder / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
+    try:
+        with temporary.open("w", encoding="utf-8") as stream:
+            json.dump(manifest, stream, ensure_ascii=False, indent=1)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise OutputNotWritable(
+            f"The manifest could not be written to {folder} ({exc.strerror})."
+        ) from exc
+    return target

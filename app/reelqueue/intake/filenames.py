@@ -1,0 +1,111 @@
+"""Video file names from a template, safe on Windows, macOS and Linux.
+
+The template (``{row:03}_{name}`` by default) may use the fields in :data:`TEMPLATE_FIELDS`
+with ordinary format specs; attribute or index access is refused. The rendered name is one
+path component: separators and characters Windows forbids become ``_``, leading dots and
+trailing dots or spaces go (no ``..``, no hidden files), reserved device names such as
+``CON`` or ``COM1`` get a ``_`` suffix, and the name is cut to :data:`MAX_STEM_CHARS`
+characters and :data:`MAX_STEM_BYTES` UTF-8 bytes (file systems count bytes, 255 at most).
+Collisions are resolved in row order, ignoring case (Windows and macOS do), by adding
+``_2``, ``_3``...
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Mapping
+
+from reelqueue.domain.errors import InputError
+
+TEMPLATE_FIELDS = ("row", "name", "seed", "model", "provider", "date", "n", "id", "batch")
+DEFAULT_TEMPLATE = "{row:03}_{name}"
+VIDEO_SUFFIX = ".mp4"
+MAX_STEM_CHARS = 150
+MAX_STEM_BYTES = 200
+NAME_FROM_PROMPT_CHARS = 40
+FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+RUNS = re.compile(r"[_\s]{2,}")
+RESERVED = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"}
+    | {f"{device}{digit}" for device in ("COM", "LPT") for digit in "0123456789¹²³"}
+)
+
+
+def check_template(template: str) -> str:
+    """Refuse a template that names unknown fields or reaches into objects."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise InputError(f"Filename template {template!r} is malformed: {exc}.") from None
+    for _literal, field_name, format_spec, _conversion in parsed:
+        if field_name is None:
+            continue
+        if field_name not in TEMPLATE_FIELDS:
+            raise InputError(
+                f"Filename template {template!r} uses {{{field_name}}}; the fields are "
+                + ", ".join("{" + name + "}" for name in TEMPLATE_FIELDS) + "."
+            )
+        if format_spec and "{" in format_spec:
+            raise InputError(f"Filename template {template!r}: nested fields are not allowed.")
+    return template
+
+
+def render_template(template: str, values: Mapping[str, object]) -> str:
+    """The template filled in; a value that does not fit its format spec is used as text."""
+    try:
+        return template.format_map(values)
+    except (ValueError, TypeError):
+        return template.format_map({key: str(value) for key, value in values.items()})
+
+
+def name_from_prompt(prompt: str) -> str:
+    """The first words of the prompt, for rows without a name."""
+    words = prompt.split()
+    name = ""
+    for word in words:
+        if len(name) + len(word) + 1 > NAME_FROM_PROMPT_CHARS:
+            break
+        name = f"{name} {word}" if name else word
+    return name or prompt[:NAME_FROM_PROMPT_CHARS]
+
+
+def sanitise_component(text: str, fallback: str) -> str:
+    """One safe path component (without suffix) from any text."""
+    text = unicodedata.normalize("NFC", text)
+    text = FORBIDDEN.sub("_", text)
+    text = RUNS.sub("_", text.replace("\n", " "))
+    text = text.strip(" ._")
+    text = _cut(text)
+    text = text.rstrip(" .")
+    if not text:
+        text = fallback
+    if text.split(".")[0].upper().rstrip(" ") in RESERVED:
+        text = f"{text}_"
+    return text
+
+
+def _cut(text: str) -> str:
+    text = text[:MAX_STEM_CHARS]
+    while len(text.encode("utf-8")) > MAX_STEM_BYTES:
+        text = text[:-1]
+    return text
+
+
+class NameAllocator:
+    """Hands out collision-free file names in one folder, in call order."""
+
+    def __init__(self, taken: set[str] | None = None) -> None:
+        self._taken = {name.casefold() for name in (taken or set())}
+
+    def take(self, stem: str) -> str:
+        """``stem`` + suffix, or ``stem_2`` + suffix, ... whichever is free first."""
+        candidate, counter = stem, 1
+        while (candidate + VIDEO_SUFFIX).casefold() in self._taken:
+            counter += 1
+            tail = f"_{counter}"
+            candidate = _cut(stem)[: MAX_STEM_CHARS - len(tail)] + tail
+        file_name = candidate + VIDEO_SUFFIX
+        self._taken.add(file_name.casefold())
+        return file_name

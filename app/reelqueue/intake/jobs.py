@@ -1,0 +1,141 @@
+"""From validated rows to job specs: stable keys, repeats, output paths, metadata.
+
+See :mod:`reelqueue.intake.planner` for why keys hash an occurrence count rather than the
+row number. A repeated row with a seed renders seeds S, S+1, S+2... (as batch generators
+do), since the same seed would render the same video again on deterministic providers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reelqueue.domain.models import JobSpec
+from reelqueue.intake.filenames import (
+    NameAllocator,
+    name_from_prompt,
+    render_template,
+    sanitise_component,
+)
+from reelqueue.intake.rows import RowError, RowValues
+from reelqueue.intake.sheet import SheetRow
+
+
+def key_digest(*parts: object) -> str:
+    joined = "\x1f".join(repr(part) for part in parts)
+    return hashlib.blake2b(joined.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def json_safe(value: object) -> Any:
+    """A cell as a JSON value, for metadata, the manifest and the export."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    return str(value)
+
+
+class JobBuilder:
+    """Builds the jobs of one import.
+
+    Attributes:
+        scope: the batch's identity in job keys (its name, case-folded).
+        folder: the batch's output folder (absolute).
+    """
+
+    def __init__(
+        self,
+        *,
+        scope: str,
+        batch_name: str,
+        output_root: Path,
+        template: str,
+        headers: Sequence[str],
+        kept_columns: Sequence[str],
+        rows_by_number: Mapping[int, SheetRow],
+        date: datetime.datetime,
+    ) -> None:
+        self.scope = scope
+        self.batch_name = batch_name
+        self.folder = output_root.expanduser().resolve() / sanitise_component(batch_name, "batch")
+        self.template = template
+        kept = set(kept_columns)
+        self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
+        self._rows = rows_by_number
+        self._date = date.strftime("%Y-%m-%d")
+
+    def build(self, rows: Sequence[RowValues], id_header: str = "id") -> tuple[
+        list[JobSpec], list[RowError]
+    ]:
+        allocator = NameAllocator()
+        occurrences: dict[str, int] = {}
+        first_row_of_id: dict[str, int] = {}
+        jobs: list[JobSpec] = []
+        errors: list[RowError] = []
+        for values in rows:
+            if values.row_id is not None:
+                first = first_row_of_id.setdefault(values.row_id, values.row_number)
+                if first != values.row_number:
+                    errors.append(RowError(
+                        values.row_number, id_header,
+                        f"the id {values.row_id!r} is also used by row {first}",
+                        "an id that no other row uses",
+                    ))
+                    continue
+                base_key = "id:" + key_digest(self.scope, values.row_id)
+            else:
+                content = key_digest(
+                    self.scope, values.prompt, values.provider, sorted(values.params.items()),
+                    values.account, values.name,
+                )
+                occurrence = occurrences[content] = occurrences.get(content, 0) + 1
+                base_key = "row:" + key_digest(content, occurrence)
+            metadata = {"columns": self._columns(values.row_number)}
+            for n in range(1, values.repeat + 1):
+                jobs.append(self._job(values, base_key, n, metadata, allocator))
+        return jobs, errors
+
+    def _job(
+        self, values: RowValues, base_key: str, n: int, metadata: dict[str, Any],
+        allocator: NameAllocator,
+    ) -> JobSpec:
+        params = dict(values.params)
+        if n > 1 and "seed" in params:
+            params["seed"] = int(params["seed"]) + n - 1
+        name = values.name or name_from_prompt(values.prompt)
+        template = self.template
+        if values.repeat > 1 and "{n" not in template:
+            template += "_{n}"
+        rendered = render_template(template, {
+            "row": values.row_number, "name": name, "seed": params.get("seed", ""),
+            "model": params.get("model", ""), "provider": values.provider,
+            "date": self._date, "n": n, "id": values.row_id or "", "batch": self.batch_name,
+        })
+        file_name = allocator.take(sanitise_component(rendered, f"row_{values.row_number}"))
+        return JobSpec(
+            job_key=base_key if n == 1 else f"{base_key}#{n}",
+            prompt=values.prompt,
+            provider=values.provider,
+            output_path=str(self.folder / file_name),
+            params=params,
+            pinned_account=values.account,
+            row_number=values.row_number,
+            name=name,
+            priority=values.priority,
+            metadata=metadata if n == 1 else {**metadata, "repeat": n},
+        )
+
+    def _columns(self, row_number: int) -> dict[str, Any]:
+        cells = self._rows[row_number].values
+        return {
+            header: json_safe(cells[index]) if index < len(cells) else None
+            for index, header in self._kept
+        }

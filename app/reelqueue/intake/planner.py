@@ -1,0 +1,293 @@
+"""Planning an import: from a sheet to the jobs it will become, without writing anything.
+
+:func:`plan_import` reads the sheet, maps its columns, validates every row against its
+provider, gives every job a stable key and a safe output path, counts what is already in
+the journal and estimates the cost. The result, an :class:`ImportPlan`, is what the user
+previews; :func:`reelqueue.intake.apply.apply_import` writes it.
+
+Job keys. A row with an ``id`` gets ``id:`` + a hash of (batch, id). Otherwise the key
+hashes (batch, the row's normalised values, and which occurrence of those values it is in
+the sheet). The *occurrence* stands in for the row number: two identical rows are still
+two jobs, but inserting, deleting or sorting rows does not turn every row below into a
+"new" job that would be rendered (and paid for) a second time. An edited row is a new
+job. ``repeat: 3`` gives the keys K, K#2, K#3, so raising a repeat adds only the extra
+copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import BatchSpec, JobSpec
+from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog
+from reelqueue.intake.estimate import CostEstimate, estimate_cost
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
+from reelqueue.intake.images import ImageChecker
+from reelqueue.intake.jobs import JobBuilder
+from reelqueue.intake.mapping import ColumnMapping, display_headers, suggest_mapping
+from reelqueue.intake.reader import read_sheet
+from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
+from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, Sheet
+
+DEFAULT_MAX_WAITING = 100_000
+
+
+def default_output_root() -> Path:
+    return Path(platformdirs.user_videos_dir()) / "ReelQueue"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportOptions:
+    """How to import a sheet: provider, defaults, mapping, limits.
+
+    Attributes:
+        provider: the default provider kind (a ``provider`` column overrides it per row).
+        model, duration, aspect_ratio, resolution: batch defaults for empty cells
+            (None: the provider's own default).
+        output_root: each batch gets its own folder under it.
+        batch_name: the batch's name (default: the file's name); re-importing into the
+            same name reuses the batch.
+        filename_template: see :mod:`reelqueue.intake.filenames`.
+        mapping: the column mapping (default: suggested from the headers).
+        column_overrides: (column, field) pairs applied on top, as from ``--map``.
+        partial: True imports the valid rows and reports the others; False refuses the
+            whole sheet if any row has an error.
+        max_waiting: the most jobs allowed to wait in the queue.
+        max_attempts: attempts per job before it fails.
+        sheet, delimiter, encoding: how to read the file (None: detect).
+        max_file_bytes: larger files are refused before being read.
+    """
+
+    provider: str = "mock"
+    model: str | None = None
+    duration: float | None = None
+    aspect_ratio: str | None = None
+    resolution: str | None = None
+    output_root: Path = field(default_factory=default_output_root)
+    batch_name: str | None = None
+    filename_template: str = DEFAULT_TEMPLATE
+    mapping: ColumnMapping | None = None
+    column_overrides: tuple[tuple[str, str], ...] = ()
+    partial: bool = True
+    max_waiting: int = DEFAULT_MAX_WAITING
+    max_attempts: int = 3
+    sheet: str | None = None
+    delimiter: str | None = None
+    encoding: str | None = None
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """A job as it will be rendered, for the preview table."""
+
+    row_number: int | None
+    name: str
+    prompt: str
+    provider: str
+    params: dict[str, Any]
+    file_name: str
+    already_present: bool
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """Everything an import would do, before it does it.
+
+    Attributes:
+        batch: the batch to create (or to reuse, when one has the same name).
+        jobs: the valid jobs, already-present ones included (adding them is a no-op).
+        errors: one per bad cell, in row order.
+        already_present: how many of ``jobs`` the journal already has.
+        estimate: the cost of the jobs not yet present.
+        sheet: the sheet as read (rows dropped to save memory).
+        mapping: the column mapping used.
+        unmapped: columns kept as metadata only.
+        present_keys: the keys of ``jobs`` already in the journal.
+        options: the options planned with.
+    """
+
+    batch: BatchSpec
+    jobs: list[JobSpec]
+    errors: list[RowError]
+    already_present: int
+    estimate: CostEstimate
+    sheet: Sheet
+    mapping: ColumnMapping
+    unmapped: list[str]
+    present_keys: frozenset[str]
+    options: ImportOptions
+
+    @property
+    def refused(self) -> bool:
+        """True when the import must not go ahead: all-or-nothing with errors, or nothing
+        valid at all."""
+        return bool(self.errors) and (not self.options.partial or not self.jobs)
+
+    @property
+    def new_jobs(self) -> list[JobSpec]:
+        return [job for job in self.jobs if job.job_key not in self.present_keys]
+
+    @property
+    def scope(self) -> str:
+        return str(self.batch.settings["intake"]["scope"])
+
+    def preview(self, n: int = 10) -> list[PreviewRow]:
+        return [
+            PreviewRow(
+                row_number=job.row_number, name=job.name, prompt=job.prompt,
+                provider=job.provider, params=dict(job.params),
+                file_name=Path(job.output_path).name,
+                already_present=job.job_key in self.present_keys,
+            )
+            for job in self.jobs[:n]
+        ]
+
+
+def plan_import(
+    path: Path,
+    options: ImportOptions,
+    *,
+    existing_keys: Callable[[Iterable[str]], set[str]] | None = None,
+    catalog: ProviderCatalog | None = None,
+    now: float | None = None,
+) -> ImportPlan:
+    """Read, map and validate ``path``; raise InputError when the file itself is unusable."""
+    catalog = catalog or RegistryCatalog()
+    check_template(options.filename_template)
+    defaults = _checked_defaults(options, catalog)
+    path = Path(path)
+    sheet = read_sheet(
+        path, sheet=options.sheet, delimiter=options.delimiter, encoding=options.encoding,
+        max_bytes=options.max_file_bytes,
+    )
+    headers = display_headers(sheet.headers)
+    mapping = _mapping_for(path, sheet, headers, options)
+    columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
+    validator = RowValidator(columns, defaults, catalog, ImageChecker(path.resolve().parent))
+
+    valid: list[RowValues] = []
+    errors: list[RowError] = []
+    for row in sheet.rows:
+        outcome = validator.validate(row)
+        if isinstance(outcome, RowValues):
+            valid.append(outcome)
+        else:
+            errors.extend(outcome)
+
+    batch_name = options.batch_name or _default_batch_name(path, options)
+    scope = batch_name.casefold().strip()
+    ignored = set(mapping.ignored)
+    kept_columns = [header for header in headers if header not in ignored]
+    builder = JobBuilder(
+        scope=scope, batch_name=batch_name, output_root=options.output_root,
+        template=options.filename_template, headers=headers, kept_columns=kept_columns,
+        rows_by_number={row.row_number: row for row in sheet.rows},
+        date=datetime.fromtimestamp(now if now is not None else datetime.now().timestamp()),
+    )
+    jobs, duplicate_errors = builder.build(valid, id_header=mapping.header_for("id") or "id")
+    errors.extend(duplicate_errors)
+    errors.sort(key=lambda error: (error.row_number or 0, error.column))
+
+    present = existing_keys([job.job_key for job in jobs]) if existing_keys and jobs else set()
+    mapped_headers = set(mapping.by_field.values())
+    unmapped = [header for header in kept_columns if header not in mapped_headers]
+    batch = BatchSpec(
+        name=batch_name,
+        source_path=sheet.source_path,
+        output_dir=str(builder.folder),
+        max_attempts=options.max_attempts,
+        settings={"intake": {
+            "scope": scope, "identity": sheet.identity, "format": sheet.format,
+            "sheet": sheet.sheet_name, "mapping": mapping.as_dict(),
+            "ignored": sorted(ignored), "columns": kept_columns, "unmapped": unmapped,
+            "filename_template": options.filename_template,
+            "defaults": {"provider": defaults.provider, "model": defaults.model,
+                         "duration": defaults.duration, "aspect_ratio": defaults.aspect_ratio,
+                         "resolution": defaults.resolution},
+        }},
+    )
+    new_jobs = [job for job in jobs if job.job_key not in present]
+    return ImportPlan(
+        batch=batch, jobs=jobs, errors=errors, already_present=len(present),
+        estimate=estimate_cost(new_jobs, catalog.params),
+        sheet=Sheet(headers=sheet.headers, rows=[], format=sheet.format,
+                    sheet_name=sheet.sheet_name, identity=sheet.identity,
+                    header_row_number=sheet.header_row_number,
+                    source_path=sheet.source_path, details=sheet.details),
+        mapping=mapping, unmapped=unmapped, present_keys=frozenset(present), options=options,
+    )
+
+
+def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> BatchDefaults:
+    """The batch defaults, refused up front when the default provider cannot take them."""
+    from reelqueue.intake.fields import (
+        FieldProblem,
+        parse_aspect_ratio,
+        parse_duration,
+        parse_model,
+        parse_resolution,
+    )
+
+    kind = options.provider.strip().lower()
+    spec = catalog.params(kind)
+    checks: list[tuple[str, object, Callable[..., Any]]] = [
+        ("model", options.model, parse_model), ("duration", options.duration, parse_duration),
+        ("aspect ratio", options.aspect_ratio, parse_aspect_ratio),
+        ("resolution", options.resolution, parse_resolution),
+    ]
+    normalised: dict[str, Any] = {}
+    for label, value, parse in checks:
+        if value is None:
+            normalised[label] = None
+            continue
+        try:
+            normalised[label] = parse(value, spec)
+        except FieldProblem as problem:
+            raise InputError(
+                f"The default {label} for {kind}: {problem.message} "
+                f"(accepted: {problem.accepted})."
+            ) from None
+    return BatchDefaults(
+        provider=kind, model=normalised["model"], duration=normalised["duration"],
+        aspect_ratio=normalised["aspect ratio"], resolution=normalised["resolution"],
+    )
+
+
+def _mapping_for(
+    path: Path, sheet: Sheet, headers: list[str], options: ImportOptions
+) -> ColumnMapping:
+    mapping = options.mapping or suggest_mapping(headers)
+    if options.column_overrides:
+        mapping = mapping.with_overrides(headers, dict(options.column_overrides))
+    missing = [header for header in mapping.by_field.values() if header not in headers]
+    if missing:
+        raise InputError(
+            f"The column mapping names {', '.join(map(repr, missing))}, which "
+            f"{path.name} does not have. Its columns are: {', '.join(map(repr, headers))}."
+        )
+    if "prompt" in mapping.by_field:
+        return mapping
+    first_row = sheet.header_row_number
+    shown = ", ".join(repr(header) for header in headers[:8])
+    if not mapping.by_field:
+        raise InputError(
+            f"{path.name} has no header row that ReelQueue recognises: row {first_row} "
+            f"({shown}) should name the columns, e.g. prompt, duration, aspect ratio, seed. "
+            "Add a header row, or say which column holds the prompt with --map A=prompt."
+        )
+    raise InputError(
+        f"{path.name} has no prompt column. Its columns are: {shown}. Name one of them "
+        "'prompt' (or text, description), or map it with --map COLUMN=prompt."
+    )
+
+
+def _default_batch_name(path: Path, options: ImportOptions) -> str:
+    return f"{path.stem} - {options.sheet}" if options.sheet else path.stem

@@ -1,0 +1,89 @@
+"""The one shape every spreadsheet is read into: headers and rows numbered as the user sees them.
+
+Also the limits shared by the readers (file size, width) and small helpers they use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.domain.errors import InputError
+
+DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
+"""Files above this are refused before being read (configurable per import)."""
+
+MAX_COLUMNS = 16_384
+"""Excel's own column limit; a wider sheet is refused rather than guessed at."""
+
+TEXT_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "txt"}
+WORKBOOK_EXTENSIONS = {
+    ".xlsx": "xlsx", ".xlsm": "xlsm", ".xlsb": "xlsb", ".xls": "xls", ".ods": "ods",
+}
+
+ZIP_MAGIC = b"PK\x03\x04"
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+BINARY_MAGICS: dict[bytes, str] = {
+    ZIP_MAGIC: "a ZIP archive (an Excel or LibreOffice workbook?)",
+    OLE_MAGIC: "an old-style Office file (an .xls workbook, or a password-protected one?)",
+    b"%PDF": "a PDF document",
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"\x1f\x8b": "a gzip archive",
+    b"\x7fELF": "a program",
+}
+
+
+@dataclass(frozen=True)
+class SheetRow:
+    """One non-empty row.
+
+    Attributes:
+        row_number: the number the user sees in their spreadsheet program (1-based).
+        values: the cells, typed where the format types them (str for CSV and TXT).
+    """
+
+    row_number: int
+    values: list[object]
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """A sheet as read, before any mapping.
+
+    Attributes:
+        headers: the header row, as text ("" for an empty header cell).
+        rows: the data rows below the header, empty rows left out.
+        format: "csv", "tsv", "txt", "xlsx", "xlsm", "xlsb", "xls" or "ods".
+        sheet_name: the worksheet read, for workbooks.
+        identity: sha256 of the file's bytes.
+        header_row_number: where the header is, as the user sees it.
+        source_path: the file, absolute.
+        details: how it was read (encoding, delimiter), for messages.
+    """
+
+    headers: list[str]
+    rows: list[SheetRow]
+    format: str
+    sheet_name: str | None
+    identity: str
+    header_row_number: int = 1
+    source_path: str = ""
+    details: str = ""
+
+
+def check_width(path: Path, width: int) -> None:
+    if width > MAX_COLUMNS:
+        raise InputError(
+            f"{path.name} has {width:,} columns; ReelQueue reads at most {MAX_COLUMNS:,} "
+            "(Excel's own limit). Is it really a table of prompts?"
+        )
+
+
+def header_text(value: object) -> str:
+    """A header cell as text: 2024.0 reads as "2024", None as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()

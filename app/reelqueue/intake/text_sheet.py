@@ -1,0 +1,223 @@
+"""CSV, TSV and TXT sheets: the encoding is detected, the delimiter sniffed on whole records.
+
+Encodings, in order: the one the user names; a byte-order mark (UTF-8 as Excel writes it,
+UTF-16, UTF-32); UTF-16 without a mark (NUL bytes every other byte); strict UTF-8; then
+Windows-1252 (what Excel on Windows writes for "CSV", and a superset of Latin-1 for the
+bytes that matter). Text that still holds NUL bytes after decoding is refused as binary.
+
+``csv.Sniffer`` guesses wrong on prompts full of commas, so the delimiter is chosen among
+``, ; TAB |`` by parsing the start of the file with each and keeping the one for which the
+most records have as many fields as the header (quoted cells and their newlines included).
+A TXT file is one prompt per line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from reelqueue.domain.errors import InputError
+from reelqueue.intake.sheet import Sheet, SheetRow, check_width
+
+DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
+DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+DELIMITER_WORDS = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+SNIFF_CHARS = 64 * 1024
+CSV_FIELD_LIMIT = 2**31 - 1  # the C long csv uses is 32-bit on Windows
+
+BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+CONTROL_CHARS = re.compile(r"[\x01-\x08\x0e-\x1f]")
+SAVE_AS_HINT = "Save it from your spreadsheet program as 'CSV UTF-8' and import it again."
+
+
+def read_text_sheet(
+    path: Path,
+    data: bytes,
+    fmt: str,
+    *,
+    delimiter: str | None,
+    encoding: str | None,
+    identity: str,
+) -> Sheet:
+    text, encoding_used = decode_text(path, data, encoding)
+    refuse_binary_text(path, text)
+    if fmt == "txt":
+        return _prompt_list(path, text, encoding_used, identity)
+    chosen = parse_delimiter(delimiter) if delimiter else sniff_delimiter(text, fmt)
+    records = _parse_records(path, text, chosen)
+    header_index = next((i for i, cells in enumerate(records) if _has_content(cells)), None)
+    if header_index is None:
+        raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
+    headers = [cell.strip() for cell in records[header_index]]
+    rows = [
+        SheetRow(row_number=index + 1, values=list(cells))
+        for index, cells in enumerate(records)
+        if index > header_index and _has_content(cells)
+    ]
+    width = max([len(headers), *(len(row.values) for row in rows)])
+    check_width(path, width)
+    headers += [""] * (width - len(headers))
+    return Sheet(
+        headers=headers,
+        rows=rows,
+        format=fmt,
+        sheet_name=None,
+        identity=identity,
+        header_row_number=header_index + 1,
+        source_path=str(path.resolve()),
+        details=f"{encoding_used}, {DELIMITER_NAMES[chosen]}-separated",
+    )
+
+
+def decode_text(path: Path, data: bytes, encoding: str | None) -> tuple[str, str]:
+    """The text and the name of the encoding it was decoded with."""
+    if encoding:
+        name = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        try:
+            return data.decode(name), name
+        except LookupError:
+            raise InputError(f"Unknown encoding {encoding!r}.") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{path.name} is not valid {encoding} (byte {exc.start}). {SAVE_AS_HINT}"
+            ) from None
+    for mark, name in BOMS:
+        if data.startswith(mark):
+            try:
+                return data[len(mark):].decode(name.replace("-sig", "")), name
+            except UnicodeDecodeError:
+                raise InputError(
+                    f"{path.name} starts with a {name} byte-order mark but is not valid "
+                    f"{name}. {SAVE_AS_HINT}"
+                ) from None
+    unmarked_utf16 = _guess_utf16(data)
+    if unmarked_utf16:
+        try:
+            return data.decode(unmarked_utf16), unmarked_utf16
+        except UnicodeDecodeError:
+            pass
+    for name in ("utf-8", "cp1252", "latin-1"):
+        try:
+            return data.decode(name), name
+        except UnicodeDecodeError:
+            continue
+    raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
+
+
+def _guess_utf16(data: bytes) -> str | None:
+    """UTF-16 without a byte-order mark: mostly-ASCII text has a NUL in every other byte."""
+    sample = data[:4096]
+    pairs = len(sample) // 2
+    if pairs < 2:
+        return None
+    even_nuls = sample[0 : pairs * 2 : 2].count(0)
+    odd_nuls = sample[1 : pairs * 2 : 2].count(0)
+    if odd_nuls > 0.6 * pairs and even_nuls < 0.1 * pairs:
+        return "utf-16-le"
+    if even_nuls > 0.6 * pairs and odd_nuls < 0.1 * pairs:
+        return "utf-16-be"
+    return None
+
+
+def refuse_binary_text(path: Path, text: str) -> None:
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(
+            f"{path.name} contains NUL bytes (first on line {line}): it is a binary file, or "
+            f"text in an encoding ReelQueue did not recognise. {SAVE_AS_HINT}"
+        )
+    sample = text[:SNIFF_CHARS]
+    controls = len(CONTROL_CHARS.findall(sample))
+    if controls > 8 and controls > 0.02 * len(sample):
+        raise InputError(
+            f"{path.name} does not look like text ({controls} control characters in its "
+            f"first {len(sample):,}). {SAVE_AS_HINT}"
+        )
+
+
+def parse_delimiter(value: str) -> str:
+    """The user's --delimiter: one character, or a word such as "tab"."""
+    chosen = DELIMITER_WORDS.get(value.strip().lower(), value)
+    if len(chosen) != 1 or chosen in "\"\r\n":
+        raise InputError(
+            f"Delimiter {value!r} is not usable: give one character such as , ; | or 'tab'."
+        )
+    return chosen
+
+
+def sniff_delimiter(text: str, fmt: str) -> str:
+    """The delimiter among , ; TAB | under which the most records match the header's width."""
+    sample = text[:SNIFF_CHARS]
+    if len(text) > SNIFF_CHARS:
+        # Cut at a line break so the last record is not a torn half.
+        last_break = max(sample.rfind("\n"), sample.rfind("\r"))
+        if last_break > 0:
+            sample = sample[:last_break]
+    order = ("\t", ",", ";", "|") if fmt == "tsv" else DELIMITERS
+    best, best_score = order[0] if fmt == "tsv" else ",", (0, 0)
+    for candidate in order:
+        try:
+            records = [r for r in csv.reader(io.StringIO(sample, newline=""),
+                                             delimiter=candidate) if _has_content(r)]
+        except csv.Error:
+            continue
+        if not records or len(records[0]) < 2:
+            continue
+        width = len(records[0])
+        matching = sum(1 for record in records if len(record) == width)
+        score = (matching, width)
+        if score > best_score:
+            best, best_score = candidate, score
+    return best
+
+
+def _parse_records(path: Path, text: str, delimiter: str) -> list[list[str]]:
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        # A prompt of a megabyte must reach validation (and its clear row error) instead
+        # of stopping the reader at csv's default 128 KiB field limit.
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        raise InputError(
+            f"{path.name}, line {reader.line_num}: the CSV cannot be read ({exc}). "
+            "A quote is probably not closed."
+        ) from None
+
+
+def _prompt_list(path: Path, text: str, encoding_used: str, identity: str) -> Sheet:
+    prompts = [
+        (number, line.strip())
+        for number, line in enumerate(LINE_BREAK.split(text), start=1)
+        if line.strip()
+    ]
+    if prompts and prompts[0][1].lower() in ("prompt", "prompts"):
+        prompts = prompts[1:]  # a header line, as a sheet exported to TXT has
+    rows = [SheetRow(row_number=number, values=[prompt]) for number, prompt in prompts]
+    if not rows:
+        raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
+    return Sheet(
+        headers=["prompt"],
+        rows=rows,
+        format="txt",
+        sheet_name=None,
+        identity=identity,
+        header_row_number=0,
+        source_path=str(path.resolve()),
+        details=f"{encoding_used}, one prompt per line",
+    )
+
+
+def _has_content(cells: list[str]) -> bool:
+    return any(cell.strip() for cell in cells)

@@ -1,0 +1,115 @@
+"""Workbooks (XLSX, XLSM, XLSB, XLS, ODS) read through python-calamine.
+
+calamine gives typed cells (numbers arrive as floats: 42 is 42.0; dates as ``datetime``)
+and the cached results of formulas, which is what the user saw when they last saved.
+It skips the empty rows and columns before the data, so the sheet's start offset is added
+back to keep row numbers as the user sees them. A formula in a file that no spreadsheet
+program ever recalculated (e.g. written by a script) has no cached result and reads as
+empty.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import python_calamine
+
+from reelqueue.domain.errors import InputError
+from reelqueue.intake.sheet import Sheet, SheetRow, check_width, header_text
+
+RESAVE_HINT = "Open it in your spreadsheet program, save it again, and import the new file."
+
+
+def read_workbook(
+    path: Path, data: bytes, fmt: str, *, sheet: str | None, identity: str
+) -> Sheet:
+    try:
+        book = python_calamine.CalamineWorkbook.from_filelike(io.BytesIO(data))
+        with book:
+            name = choose_sheet(path, book, sheet)
+            worksheet = book.get_sheet_by_name(name)
+            start_row = (worksheet.start or (0, 0))[0]
+            cells = worksheet.to_python(skip_empty_area=True)
+    except python_calamine.PasswordError:
+        raise InputError(
+            f"{path.name} is password-protected, so ReelQueue cannot read it. Remove the "
+            "password in your spreadsheet program (Excel: File > Info > Protect Workbook), "
+            "save, and import again."
+        ) from None
+    except python_calamine.CalamineError as exc:
+        raise InputError(
+            f"{path.name} cannot be read as a {fmt.upper()} workbook: it is damaged or not "
+            f"really one ({exc}). {RESAVE_HINT}"
+        ) from None
+    except BaseException as exc:
+        # A malformed file can make the Rust reader panic; pyo3 raises that as
+        # PanicException, which derives from BaseException and cannot be imported by name.
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise InputError(
+            f"{path.name} cannot be read as a {fmt.upper()} workbook: it is damaged. "
+            f"{RESAVE_HINT}"
+        ) from None
+    return _to_sheet(path, cells, start_row, fmt, name, identity)
+
+
+def choose_sheet(path: Path, book: python_calamine.CalamineWorkbook, wanted: str | None) -> str:
+    """The sheet the user named (exact, any case, or a 1-based number); else the first
+    visible worksheet."""
+    names = list(book.sheet_names)
+    if not names:
+        raise InputError(f"{path.name} has no sheets.")
+    if wanted is None:
+        for meta in book.sheets_metadata:
+            if (meta.visible == python_calamine.SheetVisibleEnum.Visible
+                    and meta.typ == python_calamine.SheetTypeEnum.WorkSheet):
+                return meta.name
+        return names[0]
+    if wanted in names:
+        return wanted
+    folded = {name.casefold(): name for name in names}
+    if wanted.strip().casefold() in folded:
+        return folded[wanted.strip().casefold()]
+    if wanted.strip().isdigit() and 1 <= int(wanted) <= len(names):
+        return names[int(wanted) - 1]
+    listed = ", ".join(repr(name) for name in names)
+    raise InputError(f"{path.name} has no sheet named {wanted!r}. Its sheets are: {listed}.")
+
+
+def _to_sheet(
+    path: Path,
+    cells: Sequence[Sequence[object]],
+    start_row: int,
+    fmt: str,
+    name: str,
+    identity: str,
+) -> Sheet:
+    numbered = [
+        (start_row + index + 1, row) for index, row in enumerate(cells) if _has_content(row)
+    ]
+    if not numbered:
+        raise InputError(
+            f"The sheet {name!r} of {path.name} is empty. Choose another sheet with --sheet."
+        )
+    header_row_number, header_cells = numbered[0]
+    rows = [SheetRow(row_number=number, values=list(row)) for number, row in numbered[1:]]
+    width = max(len(row) for _, row in numbered)
+    check_width(path, width)
+    headers = [header_text(cell) for cell in header_cells]
+    headers += [""] * (width - len(headers))
+    return Sheet(
+        headers=headers,
+        rows=rows,
+        format=fmt,
+        sheet_name=name,
+        identity=identity,
+        header_row_number=header_row_number,
+        source_path=str(path.resolve()),
+        details=f"sheet {name!r}",
+    )
+
+
+def _has_content(row: Sequence[object]) -> bool:
+    return any(cell is not None and (not isinstance(cell, str) or cell.strip()) for cell in row)
