@@ -446,3 +446,18 @@ def test_registered_with_its_params() -> None:
 )
 def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
     assert (runway.extra_validation(params) == []) is ok
+
+
+async def test_task_deleted_before_download_is_a_permanent_download_failure(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    provider = make(client_for(fake.router))
+    status = await provider.poll(TASK_ID)
+    fake.router.script("GET", rf"{CDN}/.*", httpx.Response(403))
+    fake.router.script("GET", rf"{API}/v1/tasks/{TASK_ID}",
+                       json_response(404, {"error": "Task not found"}))
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, TASK_ID, status)
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)

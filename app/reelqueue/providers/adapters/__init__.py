@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reelqueue.providers.adapters import runway
+from reelqueue.providers.adapters import runway, veo
 
 ExtraValidator = Callable[[Mapping[str, Any]], list[str]]
 
 EXTRA_VALIDATORS: dict[str, ExtraValidator] = {
     runway.KIND: runway.extra_validation,
+    veo.KIND: veo.extra_validation,
 }
 
 __all__ = ["EXTRA_VALIDATORS", "ExtraValidator"]

@@ -25,13 +25,14 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.providers.base import (
+    ParamSpec,
     ProviderConfig,
     classify_http_status,
     parse_retry_after,
@@ -50,6 +51,7 @@ DEAD_LINK_STATUSES = frozenset({400, 403, 404, 410})
 NOT_VIDEO_TYPES = ("text/", "application/json", "application/xml", "application/xhtml",
                    "application/problem+json")
 
+T = TypeVar("T")
 AuthHeaders = Callable[[str], Mapping[str, str]]
 LinkRefresher = Callable[[], Awaitable[str]]
 
@@ -594,7 +596,71 @@ def _bad_image(title: str, why: str) -> ProviderError:
                          error_class=ErrorClass.PERMANENT, label=ErrorLabel.INVALID_INPUT)
 
 
+async def gone_is_permanent(fetch: Awaitable[T]) -> T:
+    """Await a re-poll made to refresh a link; a 404/410 there means the provider dropped
+    the job and its video, which no retry of the download can bring back."""
+    try:
+        return await fetch
+    except ProviderError as exc:
+        if exc.status_code in (404, 410):
+            raise ProviderError(
+                f"{exc} (the provider no longer holds this job's video)",
+                error_class=ErrorClass.PERMANENT, label=ErrorLabel.DOWNLOAD_FAILED,
+                status_code=exc.status_code,
+            ) from exc
+        raise
+
+
 def invalid_params(title: str, problems: list[str]) -> ProviderError:
     """The error for a row the provider would reject; raised before anything is sent."""
     return ProviderError(f"{title}: " + "; ".join(problems),
                          error_class=ErrorClass.PERMANENT, label=ErrorLabel.INVALID_INPUT)
+
+
+def spec_problems(spec: ParamSpec, params: Mapping[str, Any], prompt: str) -> list[str]:
+    """What ``spec`` alone says is wrong with a row; ``submit`` checks it before sending.
+
+    The intake checks the same earlier (with the row number); this is the adapter's own
+    guard so a row that skipped the intake cannot burn an attempt on a certain 400.
+    """
+    problems: list[str] = []
+    model = param_str(params, "model")
+    if model and spec.models and model not in spec.models:
+        problems.append(f"unknown model {model!r} (known: {', '.join(spec.models)})")
+    raw = params.get("duration")
+    if raw not in (None, ""):
+        try:
+            if isinstance(raw, bool):
+                raise TypeError
+            seconds = float(raw)
+        except (TypeError, ValueError):
+            problems.append(f"duration must be a number, not {raw!r}")
+        else:
+            if spec.durations is not None:
+                if seconds not in spec.durations:
+                    allowed = ", ".join(f"{d:g}" for d in spec.durations)
+                    problems.append(f"duration must be one of {allowed} seconds")
+            elif not spec.duration_range[0] <= seconds <= spec.duration_range[1]:
+                lo, hi = spec.duration_range
+                problems.append(f"duration must be {lo:g}-{hi:g} seconds")
+    ratio = param_str(params, "aspect_ratio")
+    if ratio and spec.aspect_ratios and ratio not in spec.aspect_ratios:
+        problems.append(f"aspect ratio must be one of {', '.join(spec.aspect_ratios)}")
+    resolution = param_str(params, "resolution")
+    if resolution and resolution not in spec.resolutions:
+        if spec.resolutions:
+            problems.append(f"resolution must be one of {', '.join(spec.resolutions)}")
+        else:
+            problems.append("this provider does not take a resolution")
+    if params.get("seed") not in (None, "") and not spec.seed:
+        problems.append("this provider takes no seed")
+    if param_str(params, "negative_prompt") and not spec.negative_prompt:
+        problems.append("this provider takes no negative prompt")
+    if image_kind(params.get("image")) and not spec.reference_image:
+        problems.append("this provider takes no reference image")
+    if len(prompt) > spec.max_prompt_chars:
+        problems.append(f"the prompt is {len(prompt)} characters; the limit is "
+                        f"{spec.max_prompt_chars}")
+    if not prompt.strip():
+        problems.append("the prompt is empty")
+    return problems

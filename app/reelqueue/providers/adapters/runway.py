@@ -22,6 +22,7 @@ from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     duration_problem,
+    gone_is_permanent,
     image_kind,
     invalid_params,
     load_image,
@@ -31,6 +32,7 @@ from reelqueue.providers.adapters._http import (
     param_str,
     provider_words,
     retry_after_of,
+    spec_problems,
 )
 from reelqueue.providers.base import (
     ParamSpec,
@@ -136,7 +138,8 @@ class RunwayProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = extra_validation(request.params)
+        problems = spec_problems(PARAMS, request.params, request.prompt)
+        problems += extra_validation(request.params)
         if problems:
             raise invalid_params(TITLE, problems)
         path, body = await self._create_body(request)
@@ -158,7 +161,7 @@ class RunwayProvider:
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             # Output URLs expire in 24-48 h; the task hands out fresh ones on every GET.
-            latest = self._status(await self._task(provider_job_id))
+            latest = self._status(await gone_is_permanent(self._task(provider_job_id)))
             if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
                 raise self._api.error(
                     f"task {provider_job_id} no longer offers its video ({latest.sub_status})",

@@ -1,0 +1,357 @@
+"""Google Veo on the Gemini API adapter (kind ``veo``): long-running video operations.
+
+Facts from PROVIDERS.md section 2: ``POST /models/{model}:predictLongRunning`` with
+``{"instances":[{"prompt", "image"?}], "parameters":{...}}`` answers an operation
+``{"name": "models/<model>/operations/<id>"}``; ``GET /v1beta/{name}`` reports it: no
+``done`` yet (pending), ``done: false`` (running), ``done: true`` with a ``response`` or an
+``error`` (google.rpc.Status). A finished operation with no samples but
+``raiMediaFilteredCount`` is a safety block (not charged). There is no progress number.
+The video ``uri`` is a Files-API link that needs the ``x-goog-api-key`` header and
+redirects; files live 2 days. The key header is sent to the API host only.
+No idempotency key and no lookup: ``supports_lookup`` is False. ``seed`` is Vertex-only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._http import (
+    CONTENT_POLICY_WORDS,
+    ApiClient,
+    gone_is_permanent,
+    image_kind,
+    invalid_params,
+    json_or_none,
+    load_image,
+    mentions,
+    param_int,
+    param_str,
+    provider_words,
+    retry_after_of,
+    spec_problems,
+)
+from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.registry import ProviderInfo, register
+
+KIND = "veo"
+TITLE = "Google Veo"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+MODELS = ("veo-3.1-generate-preview", "veo-3.1-fast-generate-preview",
+          "veo-3.1-lite-generate-preview")
+LITE = "veo-3.1-lite-generate-preview"
+POLL_SECONDS = 10.0  # the official samples poll every 10 s; Veo gives no other hint
+
+# USD per second by resolution (audio included), PROVIDERS.md section 2 [note, /pricing].
+# ParamSpec holds one price per model, the 720p one; this table is for finer estimates.
+PRICE_BY_RESOLUTION: dict[str, dict[str, float]] = {
+    "veo-3.1-generate-preview": {"720p": 0.40, "1080p": 0.40, "4k": 0.60},
+    "veo-3.1-fast-generate-preview": {"720p": 0.10, "1080p": 0.12, "4k": 0.30},
+    "veo-3.1-lite-generate-preview": {"720p": 0.05, "1080p": 0.08},
+}
+
+PARAMS = ParamSpec(
+    models=MODELS,
+    durations=(4.0, 6.0, 8.0),
+    aspect_ratios=("16:9", "9:16"),
+    resolutions=("720p", "1080p", "4k"),
+    seed=False,  # the SDK refuses seed in Gemini API mode (Vertex only)
+    negative_prompt=True,
+    reference_image=True,
+    # The limit is 1,024 tokens; about 4 characters a token in English. A longer prompt in
+    # a denser script may still be refused (400 INVALID_ARGUMENT, permanent).
+    max_prompt_chars=4000,
+    price_per_second={model: prices["720p"] for model, prices in PRICE_BY_RESOLUTION.items()},
+    price_source="ai.google.dev/gemini-api/docs/pricing via PROVIDERS.md section 2 ([note]), "
+    "as of 2026-08 (720p; 1080p/4k in veo.PRICE_BY_RESOLUTION)",
+    # No concurrency limit is published; Tier 1 is a $10 spend cap per 10 minutes, about
+    # three 8 s Standard clips, so one render at a time is already near the cap.
+    default_capacity=1,
+)
+
+# google.rpc.Code numbers that can end an operation.
+_RPC_INVALID_ARGUMENT = 3
+_RPC_DEADLINE_EXCEEDED = 4
+_RPC_PERMISSION_DENIED = 7
+_RPC_RESOURCE_EXHAUSTED = 8
+_RPC_FAILED_PRECONDITION = 9
+_RPC_UNAUTHENTICATED = 16
+
+
+def extra_validation(params: Mapping[str, Any]) -> list[str]:
+    """Veo rules ParamSpec cannot say: 8 s for 1080p, 4k and images; no 4k on Lite."""
+    model = param_str(params, "model") or MODELS[0]
+    resolution = param_str(params, "resolution") or "720p"
+    image = image_kind(params.get("image"))
+    problems: list[str] = []
+    try:
+        seconds = param_int(params, "duration")
+    except ValueError as exc:
+        problems.append(str(exc))
+        seconds = None
+    if seconds not in (None, 8):
+        if resolution in ("1080p", "4k"):
+            problems.append(f"Veo renders {resolution} only at 8 seconds")
+        if image:
+            problems.append("Veo renders from a reference image only at 8 seconds")
+    if model == LITE and resolution == "4k":
+        problems.append("veo-3.1-lite renders 720p or 1080p, not 4k")
+    if image == "url":
+        problems.append("Veo on the Gemini API takes the image as a file (or data: URI), "
+                        "not a link")
+    return problems
+
+
+class VeoProvider:
+    """One Gemini API project's Veo access.
+
+    Attributes:
+        kind: "veo".
+        supports_lookup: False; operations cannot be found by our client token.
+    """
+
+    kind: str = KIND
+    supports_lookup: bool = False
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
+                              auth_headers=lambda key: {"x-goog-api-key": key})
+        self._check_model = str(config.settings.get("model") or MODELS[0])
+
+    def __repr__(self) -> str:
+        return f"VeoProvider(account={self._api.account!r})"
+
+    async def check_key(self) -> None:
+        """``GET /models/{model}``: free model metadata; proves the key and the model."""
+        response = await self._api.request("GET", f"/models/{self._check_model}")
+        if not response.is_success:
+            raise self._error(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        problems = spec_problems(PARAMS, request.params, request.prompt)
+        problems += extra_validation(request.params)
+        if problems:
+            raise invalid_params(TITLE, problems)
+        model = param_str(request.params, "model") or MODELS[0]
+        body = await self._create_body(request)
+        response = await self._api.request("POST", f"/models/{model}:predictLongRunning",
+                                           json_body=body, during_create=True)
+        if not response.is_success:
+            raise self._error(response, during_create=True)
+        name = self._api.json_of(response, during_create=True).get("name")
+        if not isinstance(name, str) or "/operations/" not in name:
+            raise self._api.error("the create answer had no operation name",
+                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
+                                  body_maybe_sent=True)
+        return name
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        return self._status(await self._operation(provider_job_id))
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        url = status.video_url
+        if url is None:
+            operation = await self._operation(provider_job_id)
+            url = self._status(operation).video_url
+            if url is None:
+                # Rare: the video came inline (encodedVideo) instead of as a Files-API uri.
+                yield self._inline_video(operation)
+                return
+
+        async def same_or_new_uri() -> str:
+            latest = self._status(await gone_is_permanent(self._operation(provider_job_id)))
+            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
+                raise self._api.error(
+                    "the operation no longer offers its video (files are kept 2 days)",
+                    ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+            return latest.video_url
+
+        async for chunk in self._api.stream_video(
+            url, refresh=same_or_new_uri, send_key_to_api_host=True
+        ):
+            yield chunk
+
+    async def cancel(self, provider_job_id: str) -> None:
+        """Veo on the Gemini API documents no cancel; the render runs to its end."""
+        return None
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _create_body(self, request: RenderRequest) -> dict[str, Any]:
+        params = request.params
+        instance: dict[str, Any] = {"prompt": request.prompt}
+        if image_kind(params.get("image")):
+            image = await load_image(params["image"], TITLE)
+            instance["image"] = {"bytesBase64Encoded": image.b64(),
+                                 "mimeType": image.mime_type}
+        parameters: dict[str, Any] = {}
+        ratio = param_str(params, "aspect_ratio")
+        if ratio:
+            parameters["aspectRatio"] = ratio
+        seconds = param_int(params, "duration")
+        if seconds is not None:
+            parameters["durationSeconds"] = str(seconds)  # a string enum on the Gemini API
+        resolution = param_str(params, "resolution")
+        if resolution:
+            parameters["resolution"] = resolution
+        negative = param_str(params, "negative_prompt")
+        if negative:
+            parameters["negativePrompt"] = negative
+        return {"instances": [instance], "parameters": parameters}
+
+    async def _operation(self, name: str) -> dict[str, Any]:
+        response = await self._api.request("GET", f"/{name.lstrip('/')}")
+        if not response.is_success:
+            raise self._error(response)
+        return self._api.json_of(response)
+
+    def _status(self, operation: Mapping[str, Any]) -> RemoteStatus:
+        if "done" not in operation:
+            return RemoteStatus(RemotePhase.QUEUED, sub_status="pending",
+                                poll_after=POLL_SECONDS)
+        if not operation.get("done"):
+            return RemoteStatus(RemotePhase.RUNNING, sub_status="running",
+                                poll_after=POLL_SECONDS)
+        error = operation.get("error")
+        if isinstance(error, dict):
+            return RemoteStatus(RemotePhase.FAILED, sub_status="error",
+                                error=self._operation_error(error))
+        result = _video_response(operation)
+        samples = result.get("generatedSamples") or []
+        video = samples[0].get("video") if samples and isinstance(samples[0], dict) else None
+        if isinstance(video, dict):
+            uri = video.get("uri")
+            if isinstance(uri, str) and uri:
+                return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="done", progress=1.0,
+                                    video_url=uri)
+            if video.get("encodedVideo"):
+                return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="done (inline video)",
+                                    progress=1.0)
+        return RemoteStatus(RemotePhase.FAILED, sub_status="done without video",
+                            error=self._no_video_error(result))
+
+    def _no_video_error(self, result: Mapping[str, Any]) -> ProviderError:
+        filtered = result.get("raiMediaFilteredCount") or 0
+        reasons = result.get("raiMediaFilteredReasons") or []
+        if isinstance(filtered, int | float) and filtered >= 1:
+            why = "; ".join(str(r) for r in reasons[:2]) if isinstance(reasons, list) else ""
+            return self._api.error(
+                "the safety filter blocked the video (not charged)"
+                + (f": {self._api.shorten(why)}" if why else ""),
+                ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        # "done but no generated_videos" happens without a reason (python-genai#1559).
+        return self._api.error("the operation finished without a video and without a reason",
+                               ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _operation_error(self, error: Mapping[str, Any]) -> ProviderError:
+        code = error.get("code")
+        text = self._api.shorten(str(error.get("message") or "no message"))
+        message = f"render failed (code {code}): {text}"
+        if mentions(text, *CONTENT_POLICY_WORDS, "usage guidelines", "responsible ai"):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        if code == _RPC_INVALID_ARGUMENT:
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
+        if code in (_RPC_PERMISSION_DENIED, _RPC_UNAUTHENTICATED):
+            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED)
+        if code == _RPC_RESOURCE_EXHAUSTED:
+            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED)
+        if code == _RPC_FAILED_PRECONDITION:
+            return self._api.error(message, ErrorClass.ACCOUNT, _precondition_label(text))
+        if code == _RPC_DEADLINE_EXCEEDED:
+            return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT)
+        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _inline_video(self, operation: Mapping[str, Any]) -> bytes:
+        samples = _video_response(operation).get("generatedSamples") or []
+        video = samples[0].get("video") if samples and isinstance(samples[0], dict) else None
+        encoded = video.get("encodedVideo") if isinstance(video, dict) else None
+        if not isinstance(encoded, str) or not encoded:
+            raise self._api.error("the operation no longer holds its inline video",
+                                  ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise self._api.error("the inline video is not valid base64",
+                                  ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED) from None
+        if not data or data.lstrip()[:1] in (b"<", b"{", b"["):
+            raise self._api.error("the inline video is empty or not a video",
+                                  ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
+        return data
+
+    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        body = json_or_none(response)
+        error = body.get("error") if isinstance(body, dict) else None
+        error = error if isinstance(error, dict) else {}
+        status_word = str(error.get("status") or "")
+        reasons, retry_delay = _details(error)
+        words = provider_words(response)
+        message = self._api.message(response)
+        status = response.status_code
+
+        def account(label: ErrorLabel, retry_after: float | None = None) -> ProviderError:
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT, label=label,
+                                 retry_after=retry_after, status_code=status)
+
+        # A bad key is a 400 INVALID_ARGUMENT with reason API_KEY_INVALID on the Gemini API.
+        if "API_KEY_INVALID" in reasons or mentions(words, "api key not valid",
+                                                    "api key expired"):
+            return account(ErrorLabel.KEY_REJECTED)
+        if status_word == "FAILED_PRECONDITION":
+            # Billing not enabled or region not supported: the account, not the row.
+            return account(_precondition_label(words))
+        if status == 429 or status_word == "RESOURCE_EXHAUSTED":
+            wait = retry_after_of(response)
+            return account(ErrorLabel.RATE_LIMITED, wait if wait is not None else retry_delay)
+        if status == 400 and mentions(words, *CONTENT_POLICY_WORDS):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        return self._api.http_error(response, during_create=during_create)
+
+
+def _video_response(operation: Mapping[str, Any]) -> Mapping[str, Any]:
+    response = operation.get("response")
+    if not isinstance(response, dict):
+        return {}
+    inner = response.get("generateVideoResponse")
+    return inner if isinstance(inner, dict) else response
+
+
+def _details(error: Mapping[str, Any]) -> tuple[set[str], float | None]:
+    """ErrorInfo reasons and a RetryInfo delay ("30s") from a google.rpc error."""
+    reasons: set[str] = set()
+    delay: float | None = None
+    details = error.get("details")
+    for item in details if isinstance(details, list) else []:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("reason"), str):
+            reasons.add(item["reason"])
+        retry = item.get("retryDelay")
+        if isinstance(retry, str) and retry.endswith("s"):
+            with contextlib.suppress(ValueError):
+                delay = max(0.0, float(retry[:-1]))
+    return reasons, delay
+
+
+def _precondition_label(words: str) -> ErrorLabel:
+    if mentions(words, "billing", "credit", "prepay", "quota"):
+        return ErrorLabel.OUT_OF_CREDITS
+    return ErrorLabel.KEY_REJECTED
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> VeoProvider:
+    return VeoProvider(client, config)
+
+
+register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
