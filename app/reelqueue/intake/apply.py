@@ -56,7 +56,7 @@ class ImportResult:
         added: jobs added now.
         already_present: jobs that were already in the journal.
         errors: the rows that were not imported, and why.
-        job_ids: the ids of all the plan's jobs (added or already present).
+        job_ids: the ids of the jobs added now.
         manifest_path: the manifest written beside the videos.
     """
 

@@ -94,6 +94,8 @@ def parse_number(value: object, what: str, accepted: str) -> float:
 
 
 def plain_number(number: float) -> int | float:
+    """5.0 -> 5 (for messages, keys and JSON); 5.5 stays 5.5."""
+    number = float(number)
     return int(number) if number.is_integer() else number
 
 
@@ -106,21 +108,24 @@ def describe_durations(spec: ParamSpec) -> str:
 
 
 def parse_duration(value: object, spec: ParamSpec) -> int | float:
-    accepted = describe_durations(spec)
-    seconds = parse_number(value, "number of seconds", accepted)
-    if seconds < 0:
-        raise FieldProblem(f"the duration {plain_number(seconds)} is negative", accepted)
-    if seconds == 0:
-        raise FieldProblem("the duration is zero", accepted)
-    if spec.durations is not None:
-        if not any(math.isclose(seconds, allowed) for allowed in spec.durations):
-            raise FieldProblem(
-                f"{plain_number(seconds)} seconds is not offered by this provider", accepted
-            )
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)  # the common case, without building a message
     else:
-        low, high = spec.duration_range
-        if not low <= seconds <= high:
-            raise FieldProblem(f"{plain_number(seconds)} seconds is out of range", accepted)
+        seconds = parse_number(value, "number of seconds", describe_durations(spec))
+    problem: str | None = None
+    if not math.isfinite(seconds):
+        problem = f"{cell_text(value)} is not a number of seconds"
+    elif seconds < 0:
+        problem = f"the duration {plain_number(seconds)} is negative"
+    elif seconds == 0:
+        problem = "the duration is zero"
+    elif spec.durations is not None:
+        if not any(math.isclose(seconds, allowed) for allowed in spec.durations):
+            problem = f"{plain_number(seconds)} seconds is not offered by this provider"
+    elif not spec.duration_range[0] <= seconds <= spec.duration_range[1]:
+        problem = f"{plain_number(seconds)} seconds is out of range"
+    if problem:
+        raise FieldProblem(problem, describe_durations(spec))
     return plain_number(seconds)
 
 

@@ -68,7 +68,7 @@ def name_from_prompt(prompt: str) -> str:
         if len(name) + len(word) + 1 > NAME_FROM_PROMPT_CHARS:
             break
         name = f"{name} {word}" if name else word
-    return name or prompt[:NAME_FROM_PROMPT_CHARS]
+    return (name or prompt[:NAME_FROM_PROMPT_CHARS]).rstrip(" ,;:-")
 
 
 def sanitise_component(text: str, fallback: str) -> str:

@@ -37,9 +37,7 @@ def read_sheet(
     identity = hashlib.sha256(data).hexdigest()
     suffix = path.suffix.lower()
     if suffix in WORKBOOK_EXTENSIONS:
-        return read_workbook(
-            path, data, WORKBOOK_EXTENSIONS[suffix], sheet=sheet, identity=identity
-        )
+        return read_workbook(path, WORKBOOK_EXTENSIONS[suffix], sheet=sheet, identity=identity)
     if suffix in TEXT_EXTENSIONS or suffix == "":
         fmt = TEXT_EXTENSIONS.get(suffix, "csv")
         refuse_binary(path, data)

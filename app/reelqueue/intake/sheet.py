@@ -5,13 +5,18 @@ Also the limits shared by the readers (file size, width) and small helpers they 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
+from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
 """Files above this are refused before being read (configurable per import)."""
+
+HEADER_SEARCH_ROWS = 20
+"""The header is looked for among this many rows at the top (titles may sit above it)."""
 
 MAX_COLUMNS = 16_384
 """Excel's own column limit; a wider sheet is refused rather than guessed at."""
@@ -87,3 +92,17 @@ def header_text(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value).strip()
+
+
+def find_header_index(
+    rows: Sequence[Sequence[object]], *, require_prompt: bool = False
+) -> int | None:
+    """The index of the first of the top rows that names a known column (a prompt column
+    when ``require_prompt``); None when none does."""
+    for index, row in enumerate(rows[:HEADER_SEARCH_ROWS]):
+        fields = {
+            ALIAS_TO_FIELD.get(normalise_header(cell)) for cell in row if isinstance(cell, str)
+        }
+        if ("prompt" in fields) if require_prompt else (fields - {None}):
+            return index
+    return None

@@ -8,7 +8,8 @@ bytes that matter). Text that still holds NUL bytes after decoding is refused as
 ``csv.Sniffer`` guesses wrong on prompts full of commas, so the delimiter is chosen among
 ``, ; TAB |`` by parsing the start of the file with each and keeping the one for which the
 most records have as many fields as the header (quoted cells and their newlines included).
-A TXT file is one prompt per line.
+A TXT file is one prompt per line, unless its first line is a tab-separated header (what
+Excel's "Unicode Text" export writes), in which case it is read as TSV.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import re
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.sheet import Sheet, SheetRow, check_width
+from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
+from reelqueue.intake.sheet import Sheet, SheetRow, check_width, find_header_index
 
 DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
@@ -50,19 +52,20 @@ def read_text_sheet(
 ) -> Sheet:
     text, encoding_used = decode_text(path, data, encoding)
     refuse_binary_text(path, text)
+    if fmt == "txt" and not delimiter and _is_tab_separated_table(text):
+        fmt = "tsv"  # Excel's "Unicode Text" export: a UTF-16 table named .txt
     if fmt == "txt":
         return _prompt_list(path, text, encoding_used, identity)
     chosen = parse_delimiter(delimiter) if delimiter else sniff_delimiter(text, fmt)
     records = _parse_records(path, text, chosen)
-    header_index = next((i for i, cells in enumerate(records) if _has_content(cells)), None)
-    if header_index is None:
+    numbered = [(index + 1, cells) for index, cells in enumerate(records) if _has_content(cells)]
+    if not numbered:
         raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
-    headers = [cell.strip() for cell in records[header_index]]
-    rows = [
-        SheetRow(row_number=index + 1, values=list(cells))
-        for index, cells in enumerate(records)
-        if index > header_index and _has_content(cells)
-    ]
+    header_index = find_header_index([cells for _, cells in numbered]) or 0
+    header_row_number, header_cells = numbered[header_index]
+    headers = [cell.strip() for cell in header_cells]
+    rows = [SheetRow(row_number=number, values=list(cells))
+            for number, cells in numbered[header_index + 1:]]
     width = max([len(headers), *(len(row.values) for row in rows)])
     check_width(path, width)
     headers += [""] * (width - len(headers))
@@ -72,7 +75,7 @@ def read_text_sheet(
         format=fmt,
         sheet_name=None,
         identity=identity,
-        header_row_number=header_index + 1,
+        header_row_number=header_row_number,
         source_path=str(path.resolve()),
         details=f"{encoding_used}, {DELIMITER_NAMES[chosen]}-separated",
     )
@@ -217,6 +220,13 @@ def _prompt_list(path: Path, text: str, encoding_used: str, identity: str) -> Sh
         source_path=str(path.resolve()),
         details=f"{encoding_used}, one prompt per line",
     )
+
+
+def _is_tab_separated_table(text: str) -> bool:
+    """True when the first line is a tab-separated header naming a known column."""
+    first = next((line for line in LINE_BREAK.split(text[:SNIFF_CHARS]) if line.strip()), "")
+    cells = first.split("\t")
+    return len(cells) >= 2 and any(normalise_header(cell) in ALIAS_TO_FIELD for cell in cells)
 
 
 def _has_content(cells: list[str]) -> bool:

@@ -10,23 +10,29 @@ empty.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import python_calamine
 
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.sheet import Sheet, SheetRow, check_width, header_text
+from reelqueue.intake.sheet import (
+    HEADER_SEARCH_ROWS,
+    Sheet,
+    SheetRow,
+    check_width,
+    find_header_index,
+    header_text,
+)
 
 RESAVE_HINT = "Open it in your spreadsheet program, save it again, and import the new file."
 
 
-def read_workbook(
-    path: Path, data: bytes, fmt: str, *, sheet: str | None, identity: str
-) -> Sheet:
+def read_workbook(path: Path, fmt: str, *, sheet: str | None, identity: str) -> Sheet:
     try:
-        book = python_calamine.CalamineWorkbook.from_filelike(io.BytesIO(data))
+        # from_path, not the bytes: calamine picks the reader by extension, and only then
+        # recognises an encrypted (password-protected) container for what it is.
+        book = python_calamine.CalamineWorkbook.from_path(str(path))
         with book:
             name = choose_sheet(path, book, sheet)
             worksheet = book.get_sheet_by_name(name)
@@ -40,7 +46,7 @@ def read_workbook(
         ) from None
     except python_calamine.CalamineError as exc:
         raise InputError(
-            f"{path.name} cannot be read as a {fmt.upper()} workbook: it is damaged or not "
+            f"{path.name} cannot be read as a workbook ({fmt.upper()}): it is damaged or not "
             f"really one ({exc}). {RESAVE_HINT}"
         ) from None
     except BaseException as exc:
@@ -49,7 +55,7 @@ def read_workbook(
         if type(exc).__name__ != "PanicException":
             raise
         raise InputError(
-            f"{path.name} cannot be read as a {fmt.upper()} workbook: it is damaged. "
+            f"{path.name} cannot be read as a workbook ({fmt.upper()}): it is damaged. "
             f"{RESAVE_HINT}"
         ) from None
     return _to_sheet(path, cells, start_row, fmt, name, identity)
@@ -57,16 +63,21 @@ def read_workbook(
 
 def choose_sheet(path: Path, book: python_calamine.CalamineWorkbook, wanted: str | None) -> str:
     """The sheet the user named (exact, any case, or a 1-based number); else the first
-    visible worksheet."""
+    visible worksheet with a prompt column, else the first visible worksheet."""
     names = list(book.sheet_names)
     if not names:
         raise InputError(f"{path.name} has no sheets.")
     if wanted is None:
-        for meta in book.sheets_metadata:
-            if (meta.visible == python_calamine.SheetVisibleEnum.Visible
-                    and meta.typ == python_calamine.SheetTypeEnum.WorkSheet):
-                return meta.name
-        return names[0]
+        visible = [
+            meta.name for meta in book.sheets_metadata
+            if meta.visible == python_calamine.SheetVisibleEnum.Visible
+            and meta.typ == python_calamine.SheetTypeEnum.WorkSheet
+        ] or names
+        for name in visible:
+            top = book.get_sheet_by_name(name).to_python(nrows=HEADER_SEARCH_ROWS)
+            if find_header_index(top, require_prompt=True) is not None:
+                return name
+        return visible[0]
     if wanted in names:
         return wanted
     folded = {name.casefold(): name for name in names}
@@ -93,8 +104,11 @@ def _to_sheet(
         raise InputError(
             f"The sheet {name!r} of {path.name} is empty. Choose another sheet with --sheet."
         )
-    header_row_number, header_cells = numbered[0]
-    rows = [SheetRow(row_number=number, values=list(row)) for number, row in numbered[1:]]
+    header_index = find_header_index([row for _, row in numbered]) or 0
+    header_row_number, header_cells = numbered[header_index]
+    rows = [
+        SheetRow(row_number=number, values=list(row)) for number, row in numbered[header_index + 1:]
+    ]
     width = max(len(row) for _, row in numbered)
     check_width(path, width)
     headers = [header_text(cell) for cell in header_cells]
