@@ -1,0 +1,97 @@
+"""``reelqueue mock-provider``: run the mock provider as its own process.
+
+Also runnable directly: ``python -m reelqueue.mockprovider.cli --port 0``. It prints
+``mock provider listening on http://127.0.0.1:PORT`` (flushed) once it listens, then
+serves until SIGTERM or SIGINT (Ctrl+C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from reelqueue.mockprovider.options import MockOptions
+from reelqueue.mockprovider.server import serve_forever
+
+DEFAULT_PORT = 8765
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the mock provider's options to ``parser``."""
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="loopback address to listen on (127.0.0.1 or ::1)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for render times and random faults")
+    parser.add_argument("--render-seconds-min", type=float, default=0.2, metavar="S")
+    parser.add_argument("--render-seconds-max", type=float, default=2.0, metavar="S")
+    parser.add_argument("--fail-rate", type=float, default=0.0, metavar="P",
+                        help="probability that a render fails")
+    parser.add_argument("--rate-limit-rate", type=float, default=0.0, metavar="P",
+                        help="probability that a create answers 429")
+    parser.add_argument("--server-error-rate", type=float, default=0.0, metavar="P",
+                        help="probability that a create answers 500")
+    parser.add_argument("--retry-after", type=float, default=1.0, metavar="S",
+                        help="Retry-After seconds sent with a 429")
+    parser.add_argument("--no-lookup", action="store_true",
+                        help="refuse lookups by client token (like most real providers)")
+    parser.add_argument("--accept-key", action="append", default=None, metavar="KEY",
+                        help="accept only this API key (repeatable; default: any key)")
+    parser.add_argument("--download-delay", type=float, default=0.0, metavar="S",
+                        help="seconds between 1 KiB download chunks")
+    parser.add_argument("--link-ttl", type=float, default=None, metavar="S",
+                        help="download links expire after S seconds (default: never)")
+    parser.add_argument("--video", type=Path, default=None,
+                        help="MP4 served for every render (default: the bundled sample)")
+
+
+def options_from_args(args: argparse.Namespace) -> MockOptions:
+    extra = {"video_path": args.video} if args.video is not None else {}
+    return MockOptions(
+        render_seconds_min=args.render_seconds_min,
+        render_seconds_max=args.render_seconds_max,
+        seed=args.seed,
+        fail_rate=args.fail_rate,
+        rate_limit_rate=args.rate_limit_rate,
+        server_error_rate=args.server_error_rate,
+        retry_after=args.retry_after,
+        lookup_enabled=not args.no_lookup,
+        accept_keys=frozenset(args.accept_key) if args.accept_key else None,
+        download_delay_per_chunk=args.download_delay,
+        link_ttl_seconds=args.link_ttl,
+        **extra,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM/SIGINT; returns the exit code."""
+    try:
+        options = options_from_args(args)
+    except ValueError as exc:
+        print(f"mock provider: {exc}", file=sys.stderr)
+        return 2
+
+    def announce(url: str) -> None:
+        print(f"mock provider listening on {url}", flush=True)
+
+    try:
+        serve_forever(options, args.port, host=args.host, on_listening=announce)
+    except (OSError, ValueError) as exc:
+        print(f"mock provider: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="reelqueue mock-provider", description="Run the local mock video provider."
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""Fault directives written inside a prompt, e.g. ``[[mock:rate_limit*2]]``.
+
+Syntax: ``[[mock:ITEM]]`` or ``[[mock:ITEM,ITEM,...]]`` anywhere in the prompt, where an
+item is ``name``, ``name*N`` (only the first N times, counted per job key for create-time
+faults and per render for poll/download faults) or ``name=VALUE`` / ``name=VALUE*N`` for
+the directives that take a number. Unknown names are rejected (HTTP 400), so a typo in a
+test sheet fails loudly instead of silently rendering.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CREATE_FAULTS: tuple[str, ...] = (
+    "bad_key",
+    "no_credits",
+    "content_policy",
+    "rate_limit",
+    "server_error",
+    "malformed",
+    "create_timeout",
+    "connection_reset",
+)
+"""Faults answered on ``POST /v1/renders``; their budget is counted per job key."""
+
+RENDER_FAULTS: tuple[str, ...] = ("render_fail",)
+"""Faults decided when a render is created; budget per job key."""
+
+POLL_FAULTS: tuple[str, ...] = ("poll_timeout", "poll_malformed")
+"""Faults answered on ``GET /v1/renders/{id}``; budget per render."""
+
+DOWNLOAD_FAULTS: tuple[str, ...] = ("expired_link", "truncated", "html", "slow_download")
+"""Faults answered on ``GET /v1/files/{id}.mp4``; budget per render."""
+
+SETTINGS: tuple[str, ...] = ("render_seconds",)
+"""Directives that set a value rather than inject a fault (``render_seconds=3``)."""
+
+ALL_NAMES: frozenset[str] = frozenset(
+    CREATE_FAULTS + RENDER_FAULTS + POLL_FAULTS + DOWNLOAD_FAULTS + SETTINGS
+)
+
+_BLOCK = re.compile(r"\[\[mock:([^\]]*)\]\]")
+_ITEM = re.compile(r"^([a-z_]+)(?:=([0-9]+(?:\.[0-9]*)?))?(?:\*([0-9]+))?$")
+
+
+class DirectiveError(ValueError):
+    """A ``[[mock:...]]`` directive could not be understood."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One parsed directive.
+
+    Attributes:
+        name: the directive name (``rate_limit``...).
+        times: apply only the first N times; None means always.
+        value: the number after ``=``, for directives that take one.
+    """
+
+    name: str
+    times: int | None = None
+    value: float | None = None
+
+
+def parse_directives(prompt: str) -> dict[str, Directive]:
+    """Every directive in ``prompt`` by name (a later one with the same name wins)."""
+    found: dict[str, Directive] = {}
+    for block in _BLOCK.findall(prompt):
+        for raw in block.split(","):
+            item = raw.strip()
+            if not item:
+                continue
+            match = _ITEM.match(item)
+            if match is None:
+                raise DirectiveError(f"Cannot read mock directive {item!r}.")
+            name, value, times = match.groups()
+            if name not in ALL_NAMES:
+                known = ", ".join(sorted(ALL_NAMES))
+                raise DirectiveError(f"Unknown mock directive {name!r}. Known: {known}.")
+            found[name] = Directive(
+                name=name,
+                times=int(times) if times is not None else None,
+                value=float(value) if value is not None else None,
+            )
+    return found

@@ -1,0 +1,342 @@
+"""The mock provider's HTTP request handler: routing, auth, and the injected faults.
+
+One instance answers one connection (HTTP/1.1 keep-alive) on its own thread; the shared
+memory is :class:`~reelqueue.mockprovider.state.MockState`, reached through the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import socket
+import struct
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Protocol, cast
+from urllib.parse import parse_qs, urlsplit
+
+from reelqueue.mockprovider.directives import Directive, DirectiveError, parse_directives
+from reelqueue.mockprovider.state import MockState, Render
+
+log = logging.getLogger("reelqueue.mockprovider")
+
+POLL_AFTER = "0.2"
+"""The ``X-Poll-After`` hint sent with every poll answer."""
+
+MAX_BODY = 1 << 20
+SLOW_CHUNK = 1024
+DEFAULT_SLOW_DELAY = 0.1
+
+_RENDER = re.compile(r"^/v1/renders/([A-Za-z0-9_-]+)$")
+_CANCEL = re.compile(r"^/v1/renders/([A-Za-z0-9_-]+)/cancel$")
+_FILE = re.compile(r"^/v1/files/([A-Za-z0-9_-]+)\.mp4$")
+
+
+class _HasState(Protocol):
+    state: MockState
+    base_url: str
+
+
+class MockHandler(BaseHTTPRequestHandler):
+    """Answers the ``/v1`` API and the ``/_mock`` test hooks."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "ReelQueueMock/1"
+    timeout = 30.0  # an idle keep-alive connection is closed after this
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+    # -- plumbing -------------------------------------------------------------------
+
+    @property
+    def state(self) -> MockState:
+        return cast(_HasState, self.server).state
+
+    @property
+    def base_url(self) -> str:
+        return cast(_HasState, self.server).base_url
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("mock provider: " + format, *args)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _read_body(self) -> bytes:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        if length <= 0:
+            return b""
+        return self.rfile.read(min(length, MAX_BODY))
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _error(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self._json(status, {"error": {"code": code, "message": message}}, headers)
+
+    def _hang_then_drop(self) -> None:
+        """Hold the connection past any client timeout, then close it with no answer."""
+        self.state.stopping.wait(self.state.options.hang_seconds)
+        self.close_connection = True
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset and no answer."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # a platform without SO_LINGER: plain close
+            self.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+
+    def _authorized(self) -> bool:
+        accepted = self.state.options.accept_keys
+        if accepted is None:
+            return True
+        scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
+        return scheme.lower() == "bearer" and key.strip() in accepted
+
+    def _deny(self) -> None:
+        self._error(401, "invalid_api_key", "The API key was not accepted.")
+
+    # -- routing --------------------------------------------------------------------
+
+    def _dispatch(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        path = parts.path
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        body = self._read_body() if method in ("POST", "PUT") else b""
+        routes: list[tuple[str, re.Pattern[str] | str, Any]] = [
+            ("POST", "/v1/renders", lambda: self._create(body)),
+            ("GET", "/v1/renders", lambda: self._lookup(query)),
+            ("GET", "/v1/account", self._account),
+            ("GET", "/_mock/counters", lambda: self._json(200, self.state.counters())),
+            ("POST", "/_mock/reset", self._reset_counters),
+            ("GET", _RENDER, self._poll),
+            ("POST", _CANCEL, self._cancel),
+            ("GET", _FILE, lambda render_id: self._download(render_id, query)),
+        ]
+        path_matched = False
+        for route_method, pattern, action in routes:
+            if isinstance(pattern, str):
+                match_args: tuple[str, ...] | None = () if path == pattern else None
+            else:
+                found = pattern.match(path)
+                match_args = found.groups() if found else None
+            if match_args is None:
+                continue
+            path_matched = True
+            if route_method == method:
+                action(*match_args)
+                return
+        if path_matched:
+            self._error(405, "method_not_allowed", f"{method} is not allowed here.")
+        else:
+            self._error(404, "not_found", "No such endpoint.")
+
+    # -- endpoints ------------------------------------------------------------------
+
+    def _reset_counters(self) -> None:
+        self.state.reset_counters()
+        self._json(200, {"ok": True})
+
+    def _account(self) -> None:
+        if not self._authorized():
+            self._deny()
+            return
+        self._json(200, {"ok": True, "credits": 100.0})
+
+    def _create(self, body: bytes) -> None:
+        state = self.state
+        try:
+            payload = json.loads(body or b"null")
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            state.count_create(None, None)
+            self._error(400, "invalid_request", "The body must be a JSON object.")
+            return
+        job_key, token, prompt = (payload.get(k) for k in ("job_key", "client_token", "prompt"))
+        state.count_create(
+            job_key if isinstance(job_key, str) else None,
+            token if isinstance(token, str) else None,
+        )
+        if not self._authorized():
+            self._deny()
+            return
+        params = payload.get("params") or {}
+        if not (isinstance(prompt, str) and prompt.strip()):
+            self._error(400, "invalid_request", "'prompt' must be a non-empty string.")
+            return
+        if not isinstance(token, str) or not isinstance(params, dict):
+            self._error(400, "invalid_request", "'client_token' and 'params' are required.")
+            return
+        scope = job_key if isinstance(job_key, str) else token
+        try:
+            directives = parse_directives(prompt)
+        except DirectiveError as exc:
+            self._error(400, "unknown_directive", str(exc))
+            return
+        if self._create_refused(scope, directives):
+            return
+        render = state.create_render(
+            job_key=scope, client_token=token, prompt=prompt, params=params,
+            directives=directives,
+        )
+        if state.take_fault(scope, directives.get("create_timeout")):
+            self._hang_then_drop()
+        elif state.take_fault(scope, directives.get("connection_reset")):
+            self._reset()
+        elif state.take_fault(scope, directives.get("malformed")):
+            self._send(200, b'{"id": "mr_', "application/json")
+        else:
+            self._json(201, {"id": render.id, "status": "queued", "client_token": token})
+
+    def _create_refused(self, scope: str, directives: dict[str, Directive]) -> bool:
+        """Answer an injected refusal of a create; True if one was sent."""
+        state = self.state
+        retry = {"Retry-After": f"{state.options.retry_after:g}"}
+        if state.take_fault(scope, directives.get("bad_key")):
+            self._deny()
+        elif state.take_fault(scope, directives.get("no_credits")):
+            self._error(402, "insufficient_credits", "The account has no credits left.")
+        elif state.take_fault(scope, directives.get("content_policy")):
+            self._error(422, "content_policy", "The prompt was refused by the safety filter.")
+        elif state.take_fault(scope, directives.get("rate_limit")) or state.chance(
+            state.options.rate_limit_rate
+        ):
+            self._error(429, "rate_limited", "Too many requests; slow down.", retry)
+        elif state.take_fault(scope, directives.get("server_error")) or state.chance(
+            state.options.server_error_rate
+        ):
+            self._error(500, "internal_error", "The mock provider failed (injected).")
+        else:
+            return False
+        return True
+
+    def _find(self, render_id: str) -> Render | None:
+        render = self.state.get(render_id)
+        if render is None:
+            self._error(404, "not_found", "No render with this id.")
+        return render
+
+    def _poll(self, render_id: str) -> None:
+        state = self.state
+        state.count("polls_total")
+        if not self._authorized():
+            self._deny()
+            return
+        render = self._find(render_id)
+        if render is None:
+            return
+        if state.take_fault(render.id, render.directives.get("poll_timeout")):
+            self._hang_then_drop()
+        elif state.take_fault(render.id, render.directives.get("poll_malformed")):
+            self._send(200, b'{"status": "runn', "application/json")
+        else:
+            self._json(200, state.view(render, self.base_url), {"X-Poll-After": POLL_AFTER})
+
+    def _lookup(self, query: dict[str, str]) -> None:
+        state = self.state
+        state.count("lookups_total")
+        if not self._authorized():
+            self._deny()
+            return
+        if not state.options.lookup_enabled:
+            self._error(404, "lookup_disabled", "This provider cannot look up renders.")
+            return
+        token = query.get("client_token")
+        if not token:
+            self._error(400, "invalid_request", "'client_token' is required.")
+            return
+        renders = state.by_client_token(token)
+        self._json(200, {"data": [state.view(r, self.base_url) for r in renders]})
+
+    def _cancel(self, render_id: str) -> None:
+        state = self.state
+        state.count("cancels_total")
+        if not self._authorized():
+            self._deny()
+            return
+        render = self._find(render_id)
+        if render is None:
+            return
+        if not state.cancel(render):
+            self._error(409, "already_finished", "The render has already finished.")
+            return
+        self._json(200, state.view(render, self.base_url))
+
+    def _download(self, render_id: str, query: dict[str, str]) -> None:
+        state = self.state
+        state.count("downloads_total")
+        render = self._find(render_id)
+        if render is None:
+            return
+        problem = state.check_link(render.id, query.get("exp"), query.get("sig"))
+        if problem == "link_expired":
+            self._error(403, "link_expired", "This download link has expired.")
+            return
+        if problem is not None:
+            self._error(403, problem, "This download link is not valid.")
+            return
+        if state.phase(render) != "succeeded":
+            self._error(409, "not_ready", "The render has no video.")
+            return
+        directives = render.directives
+        video = state.video
+        if state.take_fault(render.id, directives.get("expired_link")):
+            self._error(403, "link_expired", "This download link has expired.")
+        elif state.take_fault(render.id, directives.get("html")):
+            self._send(200, b"<html>error</html>", "text/html; charset=utf-8")
+        elif state.take_fault(render.id, directives.get("truncated")):
+            self._stream(video, len(video) // 2, state.options.download_delay_per_chunk)
+            self.close_connection = True
+        else:
+            delay = state.options.download_delay_per_chunk
+            slow = directives.get("slow_download")
+            if state.take_fault(render.id, slow) and slow is not None:
+                delay = slow.value if slow.value is not None else max(delay, DEFAULT_SLOW_DELAY)
+            self._stream(video, len(video), delay)
+
+    def _stream(self, video: bytes, send: int, delay: float) -> None:
+        """Announce the whole video, then send its first ``send`` bytes."""
+        self.send_response(200)
+        self.send_header("Content-Type", "video/mp4")
+        self.send_header("Content-Length", str(len(video)))
+        self.end_headers()
+        if delay <= 0:
+            self.wfile.write(video[:send])
+            return
+        for offset in range(0, send, SLOW_CHUNK):
+            if offset and self.state.stopping.wait(delay):
+                self.close_connection = True
+                return
+            self.wfile.write(video[offset : min(offset + SLOW_CHUNK, send)])
+            self.wfile.flush()

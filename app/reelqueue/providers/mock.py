@@ -1,0 +1,351 @@
+"""The adapter for the local mock provider (:mod:`reelqueue.mockprovider`).
+
+It speaks the mock's small JSON API over the shared ``httpx.AsyncClient`` and maps every
+failure onto :class:`~reelqueue.domain.errors.ProviderError`. It sends a create request
+exactly once (no retries here), never sends the API key anywhere but the account's base
+URL (download links get no key), and never puts the key into an error message or repr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers import registry
+from reelqueue.providers.base import (
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+    classify_http_status,
+    parse_retry_after,
+    transport_error,
+)
+
+KIND = "mock"
+
+_PHASES: dict[str, RemotePhase] = {phase.value: phase for phase in RemotePhase}
+_BINARY_TYPES = ("video/", "application/octet-stream")
+
+
+class MockProvider:
+    """One account on a mock provider server.
+
+    Attributes:
+        kind: always ``"mock"``.
+        supports_lookup: from the account setting ``lookup`` (default True).
+        account: the account name.
+        base_url: the server, e.g. ``http://127.0.0.1:8765``.
+    """
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        if not config.base_url:
+            raise InputError(
+                "The mock provider has no address: give the account a base URL such as "
+                "http://127.0.0.1:8765 (printed by 'reelqueue mock-provider')."
+            )
+        self.kind = KIND
+        self.supports_lookup = bool(config.settings.get("lookup", True))
+        self.account = config.account
+        self.base_url = registry.check_base_url(config.base_url)
+        self._client = client
+        self._key = config.api_key or None
+
+    def __repr__(self) -> str:
+        return f"MockProvider(account={self.account!r}, base_url={self.base_url!r})"
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+
+    def _scrub(self, text: str) -> str:
+        """``text`` cut short and with the key blanked, should the server echo it."""
+        text = text[:300]
+        return text.replace(self._key, "***") if self._key else text
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        during_create: bool = False,
+        params: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        headers = self._headers()
+        if content is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            return await self._client.request(
+                method, f"{self.base_url}{path}", params=params, content=content,
+                headers=headers,
+            )
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, during_create=during_create) from None
+
+    def _status_error(
+        self, response: httpx.Response, *, during_create: bool = False, what: str = "request"
+    ) -> ProviderError:
+        code, message = _error_fields(response)
+        text = self._scrub(f"mock provider {what}: HTTP {response.status_code} {code}: {message}")
+        if response.status_code == 422 and code == "content_policy":
+            return ProviderError(text, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=422)
+        return classify_http_status(
+            response.status_code,
+            text,
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            during_create=during_create,
+        )
+
+    def _json(self, response: httpx.Response, *, during_create: bool = False) -> dict[str, Any]:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ProviderError(
+                f"mock provider: HTTP {response.status_code} answer is not a JSON object",
+                error_class=ErrorClass.RETRYABLE,
+                label=ErrorLabel.PROVIDER_ERROR,
+                status_code=response.status_code,
+                body_maybe_sent=during_create,
+            )
+        return body
+
+    # -- Provider -------------------------------------------------------------------
+
+    async def check_key(self) -> None:
+        response = await self._call("GET", "/v1/account")
+        if response.status_code != 200:
+            raise self._status_error(response, what="key check")
+        self._json(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        body = {
+            "prompt": request.prompt,
+            "client_token": request.client_token,
+            "job_key": request.job_key,
+            "params": dict(request.params),
+        }
+        content = json.dumps(body, default=str).encode()
+        response = await self._call("POST", "/v1/renders", during_create=True, content=content)
+        if response.status_code not in (200, 201):
+            raise self._status_error(response, during_create=True, what="create")
+        render_id = self._json(response, during_create=True).get("id")
+        if not isinstance(render_id, str) or not render_id:
+            raise ProviderError(
+                "mock provider create: the answer has no render id",
+                error_class=ErrorClass.RETRYABLE,
+                label=ErrorLabel.PROVIDER_ERROR,
+                status_code=response.status_code,
+                body_maybe_sent=True,
+            )
+        return render_id
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        response = await self._call("GET", f"/v1/renders/{provider_job_id}")
+        if response.status_code == 404:
+            raise ProviderError(
+                self._scrub(f"mock provider poll: render {provider_job_id} is unknown"),
+                error_class=ErrorClass.PERMANENT,
+                label=ErrorLabel.PROVIDER_ERROR,
+                status_code=404,
+            )
+        if response.status_code != 200:
+            raise self._status_error(response, what="poll")
+        status = _status_from(self._json(response), self.base_url)
+        poll_after = _float_or_none(response.headers.get("X-Poll-After"))
+        return RemoteStatus(
+            phase=status.phase, sub_status=status.sub_status, progress=status.progress,
+            video_url=status.video_url, error=status.error, cost=status.cost,
+            poll_after=poll_after,
+        )
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        if not self.supports_lookup:
+            raise _lookup_impossible()
+        response = await self._call(
+            "GET", "/v1/renders", params={"client_token": request.client_token}
+        )
+        if response.status_code == 404 and _error_fields(response)[0] == "lookup_disabled":
+            raise _lookup_impossible()
+        if response.status_code != 200:
+            raise self._status_error(response, what="lookup")
+        data = self._json(response).get("data")
+        if not isinstance(data, list):
+            raise ProviderError(
+                "mock provider lookup: the answer has no 'data' list",
+                error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR,
+                status_code=response.status_code,
+            )
+        for item in data:
+            if (
+                isinstance(item, dict)
+                and item.get("client_token") == request.client_token
+                and isinstance(item.get("id"), str)
+            ):
+                return str(item["id"])
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        url = status.video_url or (await self.poll(provider_job_id)).video_url
+        for attempt in range(2):
+            if not url:
+                raise _download_failed("the render has no video link")
+            try:
+                async with self._client.stream("GET", url) as response:
+                    if response.status_code != 200:
+                        await response.aread()
+                        code = _error_fields(response)[0]
+                        expired = response.status_code == 403 and code == "link_expired"
+                        if not expired or attempt > 0:
+                            raise _download_failed(
+                                f"HTTP {response.status_code} {code}".rstrip(),
+                                response.status_code,
+                            )
+                    else:
+                        expected = _expected_video_length(response)
+                        received = 0
+                        async for chunk in response.aiter_bytes():
+                            received += len(chunk)
+                            yield chunk
+                        if expected is not None and received != expected:
+                            raise _download_failed(f"got {received} of {expected} bytes")
+                        return
+            except httpx.HTTPError as exc:
+                raise _download_failed(f"{type(exc).__name__} during the download") from None
+            # The link expired: ask for a fresh one and try once more.
+            url = (await self.poll(provider_job_id)).video_url
+
+    async def cancel(self, provider_job_id: str) -> None:
+        response = await self._call("POST", f"/v1/renders/{provider_job_id}/cancel")
+        if response.status_code in (200, 404, 409):  # cancelled, unknown, already over
+            return
+        raise self._status_error(response, what="cancel")
+
+
+def _error_fields(response: httpx.Response) -> tuple[str, str]:
+    """The provider's ``error.code`` and ``error.message``, tolerating any body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "", ""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return "", ""
+    return str(error.get("code") or ""), str(error.get("message") or "")
+
+
+def _status_from(body: Mapping[str, Any], base_url: str) -> RemoteStatus:
+    word = str(body.get("status") or "")
+    phase = _PHASES.get(word)
+    if phase is None:
+        raise ProviderError(
+            f"mock provider poll: unknown status {word[:40]!r}",
+            error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR,
+        )
+    progress = _float_or_none(body.get("progress"))
+    if progress is not None:
+        progress = min(1.0, max(0.0, progress / 100.0))
+    video_url = body.get("video_url")
+    error: ProviderError | None = None
+    if phase is RemotePhase.FAILED:
+        raw = body.get("error")
+        fields = raw if isinstance(raw, dict) else {}
+        code = str(fields.get("code") or "unknown")
+        message = str(fields.get("message") or "")[:300]
+        if code == "content_policy":
+            error_class, label = ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY
+        else:
+            error_class, label = ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR
+        error = ProviderError(f"mock render failed: {code}: {message}",
+                              error_class=error_class, label=label)
+    return RemoteStatus(
+        phase=phase,
+        sub_status=word,
+        progress=progress,
+        video_url=urljoin(base_url + "/", video_url) if isinstance(video_url, str) else None,
+        error=error,
+        cost=_float_or_none(body.get("cost")),
+    )
+
+
+def _expected_video_length(response: httpx.Response) -> int | None:
+    """The announced length of a 200 download; raises unless it is a video."""
+    content_type = response.headers.get("Content-Type", "")
+    if not content_type.lower().startswith(_BINARY_TYPES):
+        raise _download_failed(
+            f"the link answered {content_type or 'no content type'}, not a video"
+        )
+    if response.headers.get("Content-Encoding"):
+        return None  # Content-Length counts the encoded bytes, not the decoded ones
+    return _int_or_none(response.headers.get("Content-Length"))
+
+
+def _float_or_none(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _download_failed(detail: str, status_code: int | None = None) -> ProviderError:
+    return ProviderError(
+        f"mock provider download: {detail}",
+        error_class=ErrorClass.RETRYABLE,
+        label=ErrorLabel.DOWNLOAD_FAILED,
+        status_code=status_code,
+    )
+
+
+def _lookup_impossible() -> ProviderError:
+    return ProviderError(
+        "mock provider: lookup by client token is switched off for this account",
+        error_class=ErrorClass.PERMANENT,
+        label=ErrorLabel.SUBMIT_UNKNOWN,
+    )
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> MockProvider:
+    """Build the adapter for one account (``config.base_url`` is required)."""
+    return MockProvider(client, config)
+
+
+registry.register(
+    registry.ProviderInfo(
+        kind=KIND,
+        title="Mock provider (local)",
+        factory=create,
+        params=ParamSpec(
+            models=("mock-1", "mock-2"),
+            duration_range=(1, 20),
+            aspect_ratios=("16:9", "9:16", "1:1"),
+            resolutions=("480p", "720p"),
+            seed=True,
+            negative_prompt=True,
+            reference_image=True,
+            price_per_second={"mock-1": 0.01, "mock-2": 0.02},
+            price_source="mock, 2026-11",
+            default_capacity=4,
+        ),
+        default_base_url=None,
+        requires_key=False,
+    )
+)
