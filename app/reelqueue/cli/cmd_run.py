@@ -1,0 +1,260 @@
+"""``reelqueue run [SHEET]``: import a sheet (optional) and drain the queue headless.
+
+Exit codes: 0 every job reached a final state (completed, failed or cancelled);
+3 stalled (jobs wait but no usable account can take them); 4 the time budget ran out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.backoff import BackoffPolicy
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import DrainResult, Engine
+from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent, RecoveryEvent
+from reelqueue.engine.outputs import ensure_writable
+from reelqueue.providers import registry
+from reelqueue.store.base import Store
+
+EXIT_STALLED = 3
+EXIT_BUDGET = 4
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    run = sub.add_parser("run", help="import a sheet (optional) and render every job")
+    run.add_argument("sheet", nargs="?", type=Path, help="CSV/XLSX/ODS/TXT of prompts")
+    add_engine_arguments(run)
+    run.add_argument("--provider", default="mock", help="provider of rows that name none")
+    run.add_argument("--output-dir", type=Path, default=None, help="root folder of videos")
+    run.set_defaults(handler=handle)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-seconds", type=float, default=None,
+                        help="stop claiming new jobs after this many seconds")
+    parser.add_argument("--max-attempts", type=int, default=3,
+                        help="attempts per job for a newly imported sheet (default 3)")
+    parser.add_argument("--lease-seconds", type=float, default=60.0)
+    parser.add_argument("--retry-base", type=float, default=2.0,
+                        help="first retry wait ceiling in seconds (full jitter)")
+    parser.add_argument("--retry-cap", type=float, default=300.0)
+    parser.add_argument("--no-progress", action="store_true", help="no progress display")
+    parser.add_argument("--start-paused", action="store_true", help=argparse.SUPPRESS)
+
+
+def engine_config(args: argparse.Namespace) -> EngineConfig:
+    return EngineConfig(
+        lease_seconds=args.lease_seconds,
+        heartbeat_seconds=max(0.5, args.lease_seconds / 3),
+        retry_backoff=BackoffPolicy(args.retry_base, args.retry_cap),
+    )
+
+
+def handle(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.max_attempts < 1:
+        raise InputError("--max-attempts must be at least 1.")
+    with ctx.open_store() as store:
+        if args.sheet is not None:
+            import_sheet(ctx, store, args)
+        result = drive(ctx, store, engine_config(args), budget=args.budget_seconds,
+                       progress=not args.no_progress)
+        return finish(ctx, store, result)
+
+
+def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> None:
+    from reelqueue.intake import ImportOptions, apply_import, plan_import
+
+    if not args.sheet.is_file():
+        raise InputError(f"{args.sheet} does not exist or is not a file.")
+    options = ImportOptions(provider=args.provider,
+                            output_root=(args.output_dir or ctx.videos_dir),
+                            max_attempts=args.max_attempts)
+    plan = plan_import(args.sheet, options, existing_keys=store.existing_job_keys)
+    for error in plan.errors[:20]:
+        ctx.print(f"  row {error.row_number}: {error.column}: {error.message}")
+    if len(plan.errors) > 20:
+        ctx.print(f"  ... and {len(plan.errors) - 20} more row errors")
+    result = apply_import(store, plan, ctx.clock.now())
+    ctx.print(f"Imported {result.added} new jobs from {args.sheet.name} "
+              f"({result.already_present} were already there, "
+              f"{len(plan.errors)} rows refused).")
+
+
+@contextlib.contextmanager
+def builtin_mock(store: Store) -> Iterator[str | None]:
+    """Start the built-in mock provider if an account of kind ``mock`` has no URL."""
+    needs = [a for a in store.list_accounts() if a.provider == "mock" and not a.base_url]
+    if not needs:
+        yield None
+        return
+    from reelqueue.mockprovider.options import MockOptions
+    from reelqueue.mockprovider.server import MockProviderServer
+
+    info = registry.get("mock")
+    with MockProviderServer(MockOptions()) as server:
+        registry.register(replace(info, default_base_url=server.url))
+        try:
+            yield server.url
+        finally:
+            registry.register(info)
+
+
+def key_lookup() -> Any:
+    from reelqueue.credentials.keystore import KeyStore
+
+    keys = KeyStore()
+    return keys.get_key
+
+
+def check_outputs(store: Store) -> None:
+    """Refuse before starting when a batch with open jobs cannot write its folder."""
+    open_states = [s for s in JobState if s not in FINAL]
+    folders = {Path(job.output_path).parent for job in store.list_jobs(states=open_states)}
+    for folder in sorted(folders):
+        ensure_writable(folder)
+
+
+def drive(ctx: CliContext, store: Store, config: EngineConfig, *, budget: float | None,
+          progress: bool, paused: bool = False) -> DrainResult:
+    check_outputs(store)
+    if not store.list_accounts():
+        raise InputError("There is no account to render with. Add one with 'reelqueue "
+                         "accounts add NAME --provider P', or try 'reelqueue demo'.")
+    with builtin_mock(store):
+        return asyncio.run(_drive(ctx, store, config, budget, progress, paused))
+
+
+async def _drive(ctx: CliContext, store: Store, config: EngineConfig, budget: float | None,
+                 progress: bool, paused: bool) -> DrainResult:
+    engine = Engine(store, config=config, key_lookup=key_lookup())
+    printer = ProgressPrinter(ctx, store, enabled=progress)
+    engine.bus.subscribe(printer.on_event)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    report = await engine.start(paused=paused)
+    ctx.print(report.summary())
+    ticker = asyncio.create_task(printer.tick_forever())
+    drain = asyncio.create_task(engine.run_until_drained(budget_seconds=budget))
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({drain, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ticker.cancel()
+        stopper.cancel()
+        drain.cancel()
+        await engine.stop()
+        engine.close_store()
+        printer.tick(final=True)
+    if drain.done() and not drain.cancelled():
+        return drain.result()
+    ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
+    return DrainResult("stopped")
+
+
+def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
+    counts = store.counts().by_state
+    done = counts.get("COMPLETED", 0)
+    failed = counts.get("FAILED", 0)
+    cancelled = counts.get("CANCELLED", 0)
+    ctx.print(f"Finished: {done} completed, {failed} failed, {cancelled} cancelled.")
+    if result.outcome == "stalled":
+        ctx.print(f"Stalled: {result.detail}. Fix the account ('reelqueue accounts test "
+                  "NAME') and run again; nothing was failed.")
+        return EXIT_STALLED
+    if result.outcome == "budget":
+        ctx.print(f"Time budget reached: {result.detail}. Run again to continue.")
+        return EXIT_BUDGET
+    if result.outcome == "stopped":
+        return 130
+    return 0
+
+
+class ProgressPrinter:
+    """A one-line progress display fed by events and a once-a-second count."""
+
+    def __init__(self, ctx: CliContext, store: Store, *, enabled: bool) -> None:
+        self.ctx = ctx
+        self.store = store
+        self.enabled = enabled
+        self.tty = enabled and ctx.out.isatty()
+        self.started = time.monotonic()
+        self.last_line = 0.0
+        self.first_done: tuple[float, int] | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, JobEvent) and event.state == "FAILED":
+            self._line(f"job {event.job_id} failed: {event.error_label}: "
+                       f"{(event.error_message or '')[:160]}")
+        elif isinstance(event, EngineErrorEvent):
+            self._line(f"error: {event.message}")
+        elif isinstance(event, RecoveryEvent) and event.report.touched and self.enabled:
+            pass  # printed once by the caller, before the pump starts
+
+    def _line(self, text: str) -> None:
+        if self.tty:
+            self.ctx.out.write("\r\x1b[K")
+        self.ctx.print(text)
+
+    async def tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(self.tick)
+
+    def tick(self, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not self.tty and not final and now - self.last_line < 5:
+            return
+        self.last_line = now
+        counts = self.store.counts()
+        by = counts.by_state
+        total = sum(by.values())
+        done = by.get("COMPLETED", 0)
+        final_n = sum(by.get(s.value, 0) for s in FINAL)
+        live = sum(counts.live_by_account.values())
+        waiting = by.get("QUEUED", 0) + by.get("RETRY_WAIT", 0)
+        elapsed = now - self.started
+        if self.first_done is None and final_n:
+            self.first_done = (now, final_n)
+        eta = ""
+        if self.first_done and final_n > self.first_done[1]:
+            rate = (final_n - self.first_done[1]) / max(1e-6, now - self.first_done[0])
+            eta = f" · ETA {_duration((total - final_n) / rate)}" if rate > 0 else ""
+        accounts = " ".join(f"{name}:{n}" for name, n in sorted(counts.live_by_account.items()))
+        line = (f"{done}/{total} done · {by.get('FAILED', 0)} failed · {live} rendering"
+                f" · {waiting} waiting · {_duration(elapsed)}{eta}"
+                + (f" · {accounts}" if accounts else ""))
+        if self.tty:
+            self.ctx.out.write("\r\x1b[K" + line + ("\n" if final else ""))
+            self.ctx.out.flush()
+        else:
+            self.ctx.print(line)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def stderr_is_tty() -> bool:
+    return sys.stderr.isatty()

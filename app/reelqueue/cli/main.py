@@ -1,0 +1,124 @@
+"""The ``reelqueue`` command: parses arguments and hands each command its context.
+
+Known errors (the environment's fault) are printed plainly with exit code 2; anything
+else is a bug, logged with its traceback to the log file, and exits 70.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from reelqueue import __version__
+from reelqueue.cli.context import CliContext, default_data_dir, default_videos_dir
+from reelqueue.domain.errors import KnownError
+
+log = logging.getLogger("reelqueue")
+
+EXIT_INPUT = 2
+EXIT_BUG = 70
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reelqueue",
+        description="Turn a spreadsheet of prompts into AI videos, crash-safe, across "
+                    "several provider accounts. Without a command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"reelqueue {__version__}")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="journal, lock and logs (default: the user data folder)")
+    parser.add_argument("--videos-dir", type=Path, default=None,
+                        help="where batch folders of videos go (default: Videos/ReelQueue)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from reelqueue.cli import (
+        cmd_accounts,
+        cmd_demo,
+        cmd_jobs,
+        cmd_run,
+        cmd_selftest,
+        cmd_status,
+    )
+
+    cmd_run.register(sub)
+    cmd_demo.register(sub)
+    try:
+        from reelqueue.cli import cmd_intake
+    except ImportError:  # pragma: no cover - only while the intake is being built
+        cmd_intake = None  # type: ignore[assignment]
+    if cmd_intake is not None:
+        cmd_intake.register(sub)
+    cmd_status.register(sub)
+    cmd_jobs.register(sub)
+    cmd_accounts.register(sub)
+    cmd_selftest.register(sub)
+
+    mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
+    from reelqueue.mockprovider import cli as mock_cli
+
+    mock_cli.add_arguments(mock)
+    mock.set_defaults(handler=lambda args, ctx: mock_cli.run(args), needs_context=False)
+    return parser
+
+
+def setup_logging(data_dir: Path, verbose: bool) -> None:
+    from logging.handlers import RotatingFileHandler
+
+    root = logging.getLogger()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    stderr = logging.StreamHandler()
+    stderr.setLevel(logging.INFO if verbose else logging.ERROR)
+    stderr.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(stderr)
+    logs = data_dir / "logs"
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(logs / "reelqueue.log", maxBytes=5_000_000,
+                                      backupCount=3, encoding="utf-8")
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    # httpx logs every request URL at INFO; URLs may carry signed tokens. Keep it quiet.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from reelqueue.cli.cmd_demo import open_window_or_help
+
+        return open_window_or_help(args, parser)
+    data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
+    videos_dir = args.videos_dir or default_videos_dir()
+    ctx = CliContext(data_dir=data_dir.expanduser().resolve(),
+                     videos_dir=videos_dir.expanduser().resolve())
+    if getattr(args, "needs_context", True):
+        setup_logging(ctx.data_dir, args.verbose)
+    try:
+        return int(args.handler(args, ctx))
+    except KnownError as exc:
+        print(f"reelqueue: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("reelqueue: interrupted; in-flight renders are resumed next time.",
+              file=sys.stderr)
+        return 130
+    except Exception:
+        log.exception("unexpected error")
+        print("reelqueue: an unexpected error occurred; details are in "
+              f"{ctx.data_dir / 'logs' / 'reelqueue.log'}", file=sys.stderr)
+        return EXIT_BUG
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
