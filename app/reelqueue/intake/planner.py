@@ -31,7 +31,12 @@ from reelqueue.intake.estimate import CostEstimate, estimate_cost
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.jobs import JobBuilder
-from reelqueue.intake.mapping import ColumnMapping, display_headers, suggest_mapping
+from reelqueue.intake.mapping import (
+    ColumnMapping,
+    display_headers,
+    resolve_column,
+    suggest_mapping,
+)
 from reelqueue.intake.reader import read_sheet
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, Sheet
@@ -56,7 +61,10 @@ class ImportOptions:
             same name reuses the batch.
         filename_template: see :mod:`reelqueue.intake.filenames`.
         mapping: the column mapping (default: suggested from the headers).
-        column_overrides: (column, field) pairs applied on top, as from ``--map``.
+        column_overrides: (column, field) pairs applied on top, as from ``--map``; saved
+            with the batch.
+        saved_overrides: the overrides saved by an earlier import of the batch, applied
+            before ``column_overrides`` and skipped where the column no longer exists.
         partial: True imports the valid rows and reports the others; False refuses the
             whole sheet if any row has an error.
         max_waiting: the most jobs allowed to wait in the queue.
@@ -75,6 +83,7 @@ class ImportOptions:
     filename_template: str = DEFAULT_TEMPLATE
     mapping: ColumnMapping | None = None
     column_overrides: tuple[tuple[str, str], ...] = ()
+    saved_overrides: tuple[tuple[str, str], ...] = ()
     partial: bool = True
     max_waiting: int = DEFAULT_MAX_WAITING
     max_attempts: int = 3
@@ -182,7 +191,7 @@ def plan_import(
         else:
             errors.extend(outcome)
 
-    batch_name = options.batch_name or _default_batch_name(path, options)
+    batch_name = batch_name_for(path, options)
     scope = batch_name.casefold().strip()
     ignored = set(mapping.ignored)
     kept_columns = [header for header in headers if header not in ignored]
@@ -209,6 +218,9 @@ def plan_import(
             "sheet": sheet.sheet_name, "mapping": mapping.as_dict(),
             "ignored": sorted(ignored), "columns": kept_columns, "unmapped": unmapped,
             "filename_template": options.filename_template,
+            "column_overrides": [
+                list(pair) for pair in options.column_overrides or options.saved_overrides
+            ],
             "defaults": {"provider": defaults.provider, "model": defaults.model,
                          "duration": defaults.duration, "aspect_ratio": defaults.aspect_ratio,
                          "resolution": defaults.resolution},
@@ -265,6 +277,14 @@ def _mapping_for(
     path: Path, sheet: Sheet, headers: list[str], options: ImportOptions
 ) -> ColumnMapping:
     mapping = options.mapping or suggest_mapping(headers)
+    still_there: dict[str, str] = {}
+    for column, wanted in options.saved_overrides:
+        try:
+            still_there[resolve_column(headers, column)] = wanted
+        except InputError:
+            continue  # the column is gone from the edited sheet
+    if still_there:
+        mapping = mapping.with_overrides(headers, still_there)
     if options.column_overrides:
         mapping = mapping.with_overrides(headers, dict(options.column_overrides))
     missing = [header for header in mapping.by_field.values() if header not in headers]
@@ -289,5 +309,8 @@ def _mapping_for(
     )
 
 
-def _default_batch_name(path: Path, options: ImportOptions) -> str:
+def batch_name_for(path: Path, options: ImportOptions) -> str:
+    """The batch's name: as given, else the file's name (and the sheet's, if chosen)."""
+    if options.batch_name and options.batch_name.strip():
+        return options.batch_name.strip()
     return f"{path.stem} - {options.sheet}" if options.sheet else path.stem

@@ -1,0 +1,260 @@
+"""``reelqueue import SHEET`` and ``reelqueue export BATCH PATH``.
+
+``import`` prints what the sheet will become before adding anything: the column mapping,
+a preview of the first rows as they will be rendered, every row error (row, column, what
+is wrong, what would be accepted), how many rows were imported before, and the cost
+estimate. ``--dry-run`` stops there and writes nothing. Exit 0 when the import went ahead
+(rows with errors are reported and left out), 2 when it was refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+from reelqueue.intake import (
+    ImportOptions,
+    ImportPlan,
+    ImportResult,
+    IntakeStore,
+    apply_import,
+    export_results,
+    parse_map_options,
+    plan_import,
+)
+from reelqueue.intake.apply import find_batch, refusal_message
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES
+
+EXIT_OK = 0
+EXIT_REFUSED = 2
+MAX_ERRORS_SHOWN = 50
+PROMPT_PREVIEW_CHARS = 60
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sheet_help = "CSV, TSV, TXT (one prompt per line), XLSX, XLSM, XLS or ODS"
+    importer = subparsers.add_parser(
+        "import", help="check a sheet and add its rows to the queue",
+        description="Map, validate and import a sheet of prompts. Re-importing the same "
+                    "sheet adds only new or edited rows.",
+    )
+    importer.add_argument("path", type=Path, metavar="SHEET", help=sheet_help)
+    add_import_arguments(importer)
+    importer.add_argument("--dry-run", action="store_true",
+                          help="show the preview, errors and estimate; write nothing")
+    importer.add_argument("--preview-rows", type=int, default=5, metavar="N",
+                          help="rows shown in the preview (default 5)")
+    importer.set_defaults(handler=handle_import)
+
+    exporter = subparsers.add_parser(
+        "export", help="write a batch's rows and results to a CSV or XLSX file",
+    )
+    exporter.add_argument("batch", help="the batch's id or name")
+    exporter.add_argument("--format", choices=("csv", "xlsx"), default=None,
+                          help="default: from PATH's extension, else csv")
+    exporter.add_argument("path", type=Path, help="the file to write")
+    exporter.set_defaults(handler=handle_export)
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", default="mock", help="provider of rows that name none")
+    parser.add_argument("--model", help="model for rows that name none")
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="duration for rows that give none")
+    parser.add_argument("--aspect-ratio", metavar="W:H", help="aspect ratio for rows without")
+    parser.add_argument("--resolution", help="resolution for rows without (e.g. 720p)")
+    parser.add_argument("--sheet", dest="sheet_name", metavar="NAME",
+                        help="the workbook sheet (name or number)")
+    parser.add_argument("--delimiter", metavar="D", help="CSV delimiter: , ; | or tab")
+    parser.add_argument("--encoding", help="text encoding (default: detected)")
+    parser.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
+                        help="map a column (header, letter or number) to a field, or to "
+                             "'ignore'; repeatable")
+    parser.add_argument("--all-or-nothing", action="store_true",
+                        help="refuse the whole sheet if any row has an error")
+    parser.add_argument("--batch-name", metavar="NAME",
+                        help="default: the file's name; the same name reuses the batch")
+    parser.add_argument("--output-dir", type=Path, metavar="DIR",
+                        help="root folder of the batch folders (default: --videos-dir)")
+    parser.add_argument("--filename-template", default=DEFAULT_TEMPLATE, metavar="T",
+                        help="fields: " + " ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+                             + f" (default {DEFAULT_TEMPLATE})")
+    parser.add_argument("--max-waiting", type=int, default=DEFAULT_MAX_WAITING, metavar="N",
+                        help="refuse an import that would leave more jobs waiting")
+    parser.add_argument("--max-attempts", type=int, default=3, metavar="N",
+                        help="attempts per job (default 3)")
+    parser.add_argument("--max-file-mb", type=float,
+                        default=DEFAULT_MAX_FILE_BYTES / 1_048_576, metavar="MB",
+                        help="refuse larger files (default 100)")
+
+
+def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOptions:
+    if args.max_attempts < 1:
+        raise InputError("--max-attempts must be at least 1.")
+    if args.max_waiting < 1:
+        raise InputError("--max-waiting must be at least 1.")
+    return ImportOptions(
+        provider=args.provider, model=args.model, duration=args.duration,
+        aspect_ratio=args.aspect_ratio, resolution=args.resolution,
+        output_root=args.output_dir or ctx.videos_dir, batch_name=args.batch_name,
+        filename_template=args.filename_template,
+        column_overrides=tuple(parse_map_options(args.map).items()),
+        partial=not args.all_or_nothing, max_waiting=args.max_waiting,
+        max_attempts=args.max_attempts, sheet=args.sheet_name, delimiter=args.delimiter,
+        encoding=args.encoding, max_file_bytes=int(args.max_file_mb * 1_048_576),
+    )
+
+
+def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
+    """Without --map, a re-import reuses the overrides given when the batch was created."""
+    if options.column_overrides:
+        return options
+    batch = find_batch(store, batch_name_for(path, options).casefold().strip())
+    saved = batch.settings["intake"].get("column_overrides") if batch else None
+    if not saved:
+        return options
+    return replace(options, saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+
+
+def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
+    options = options_from_args(args, ctx)
+    if args.dry_run:
+        plan = _plan_without_writing(ctx, args.path, options)
+        print_plan(ctx, plan, args.preview_rows)
+        if plan.refused:
+            ctx.print(refusal_message(plan))
+            return EXIT_REFUSED
+        ctx.print("Dry run: nothing was written.")
+        return EXIT_OK
+    with ctx.open_store() as store:
+        options = with_saved_overrides(store, args.path, options)
+        plan = plan_import(args.path, options, existing_keys=store.existing_job_keys,
+                           now=ctx.clock.now())
+        print_plan(ctx, plan, args.preview_rows)
+        if plan.refused:
+            ctx.print(refusal_message(plan))
+            return EXIT_REFUSED
+        result = apply_import(store, plan, ctx.clock.now())
+    print_result(ctx, result)
+    return EXIT_OK
+
+
+def _plan_without_writing(ctx: CliContext, path: Path, options: ImportOptions) -> ImportPlan:
+    """A plan that knows what the journal holds, if there is a journal; creates none."""
+    if not ctx.journal_path.exists():
+        return plan_import(path, options, now=ctx.clock.now())
+    with ctx.open_store(lock=False) as store:
+        options = with_saved_overrides(store, path, options)
+        return plan_import(path, options, existing_keys=store.existing_job_keys,
+                           now=ctx.clock.now())
+
+
+def import_for_run(
+    ctx: CliContext, path: Path, options: ImportOptions, *, store: IntakeStore | None = None
+) -> ImportResult:
+    """Import ``path`` for ``reelqueue run``: print the summary, raise InputError if refused.
+
+    Pass ``store`` when the caller already holds the journal (and its lock).
+    """
+    if store is None:
+        with ctx.open_store() as opened:
+            return import_for_run(ctx, path, options, store=opened)
+    options = with_saved_overrides(store, path, options)
+    plan = plan_import(path, options, existing_keys=store.existing_job_keys,
+                       now=ctx.clock.now())
+    print_plan(ctx, plan, preview_rows=0)
+    if plan.refused:
+        raise InputError(refusal_message(plan))
+    result = apply_import(store, plan, ctx.clock.now())
+    print_result(ctx, result)
+    return result
+
+
+def print_plan(ctx: CliContext, plan: ImportPlan, preview_rows: int) -> None:
+    sheet = plan.sheet
+    how = ", ".join(part for part in (sheet.format, sheet.details) if part)
+    ctx.print(f"Sheet: {Path(sheet.source_path).name} ({how}); "
+              f"header on row {sheet.header_row_number}.")
+    mapped = ", ".join(f"{field} <- {header!r}" for field, header in plan.mapping.by_field.items())
+    ctx.print(f"Columns: {mapped}.")
+    if plan.unmapped:
+        ctx.print("Kept for the export only: " + ", ".join(repr(h) for h in plan.unmapped) + ".")
+    if preview_rows > 0 and plan.jobs:
+        ctx.print(f"Preview (first {min(preview_rows, len(plan.jobs))} of {len(plan.jobs)} jobs, "
+                  "as they will be rendered):")
+        for row in plan.preview(preview_rows):
+            params = " ".join(f"{key}={value}" for key, value in row.params.items()
+                              if key in ("model", "duration", "aspect_ratio", "resolution",
+                                         "seed"))
+            prompt = " ".join(row.prompt.split())
+            if len(prompt) > PROMPT_PREVIEW_CHARS:
+                prompt = prompt[: PROMPT_PREVIEW_CHARS - 1] + "…"
+            done = " (already imported)" if row.already_present else ""
+            ctx.print(f"  row {row.row_number}: {row.file_name} [{row.provider} {params}]{done}")
+            ctx.print(f"      {prompt}")
+    print_errors(ctx, plan)
+    if plan.already_present:
+        ctx.print(f"Already imported: {plan.already_present} jobs (nothing to do for them).")
+    print_estimate(ctx, plan)
+
+
+def print_errors(ctx: CliContext, plan: ImportPlan) -> None:
+    if not plan.errors:
+        return
+    rows = len({error.row_number for error in plan.errors})
+    ctx.print(f"Errors: {len(plan.errors)} in {rows} row(s); these rows are not imported:")
+    for error in plan.errors[:MAX_ERRORS_SHOWN]:
+        ctx.print(f"  {error.describe()}")
+    if len(plan.errors) > MAX_ERRORS_SHOWN:
+        ctx.print(f"  ... and {len(plan.errors) - MAX_ERRORS_SHOWN} more.")
+
+
+def print_estimate(ctx: CliContext, plan: ImportPlan) -> None:
+    estimate = plan.estimate
+    if not estimate.lines:
+        return
+    ctx.print(f"Estimate for {estimate.jobs} new jobs (an estimate, not an invoice):")
+    for line in estimate.lines:
+        price = f"${line.usd:,.2f}" if line.usd is not None else "price unknown"
+        unpriced = f", {line.unpriced_jobs} without a known price" if (
+            line.unpriced_jobs and line.usd is not None) else ""
+        ctx.print(f"  {line.label}: {line.jobs} jobs, {line.seconds:,.0f} s of video, "
+                  f"{price}{unpriced}")
+    sources = f" (prices: {'; '.join(estimate.sources)})" if estimate.sources else ""
+    ctx.print(f"  total: ${estimate.total_usd:,.2f}{sources}")
+
+
+def print_result(ctx: CliContext, result: ImportResult) -> None:
+    verb = "Created" if result.batch_created else "Added to"
+    ctx.print(f"{verb} batch {result.batch_id} {result.batch_name!r}: {result.added} new jobs, "
+              f"{result.already_present} already there, {len(result.errors)} row errors. "
+              f"Videos go to {result.output_dir}.")
+
+
+def handle_export(args: argparse.Namespace, ctx: CliContext) -> int:
+    fmt = args.format or ("xlsx" if args.path.suffix.lower() == ".xlsx" else "csv")
+    chosen: Literal["csv", "xlsx"] = "xlsx" if fmt == "xlsx" else "csv"
+    with ctx.open_store(lock=False) as store:
+        batch_id = resolve_batch(store, args.batch)
+        written = export_results(store, batch_id, args.path, chosen)
+    ctx.print(f"Wrote {written} rows of batch {batch_id} to {args.path} ({chosen}).")
+    return EXIT_OK
+
+
+def resolve_batch(store: IntakeStore, wanted: str) -> int:
+    batches = store.list_batches()
+    if wanted.strip().isdigit():
+        return int(wanted)
+    matches = [batch for batch in batches if batch.name.casefold() == wanted.strip().casefold()]
+    if len(matches) == 1:
+        return matches[0].id
+    listed = ", ".join(f"{batch.id} {batch.name!r}" for batch in batches) or "none"
+    if matches:
+        raise InputError(f"Several batches are named {wanted!r}; give the id. Batches: {listed}.")
+    raise InputError(f"No batch named {wanted!r}. Batches: {listed}.")
