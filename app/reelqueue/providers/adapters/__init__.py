@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reelqueue.providers.adapters import runway, veo
+from reelqueue.providers.adapters import luma, luma_legacy, runway, veo
 
 ExtraValidator = Callable[[Mapping[str, Any]], list[str]]
 
 EXTRA_VALIDATORS: dict[str, ExtraValidator] = {
     runway.KIND: runway.extra_validation,
     veo.KIND: veo.extra_validation,
+    luma.KIND: luma.extra_validation,
+    luma_legacy.KIND: luma_legacy.extra_validation,
 }
 
 __all__ = ["EXTRA_VALIDATORS", "ExtraValidator"]

@@ -22,6 +22,7 @@ import binascii
 import json
 import mimetypes
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -381,6 +382,20 @@ def retry_after_of(response: httpx.Response) -> float | None:
         except ValueError:
             pass
     return parse_retry_after(response.headers.get("retry-after"))
+
+
+def rate_limit_reset_of(response: httpx.Response, now: float | None = None) -> float | None:
+    """Seconds until ``X-RateLimit-Reset``: epoch seconds when large, else a delay."""
+    value = response.headers.get("x-ratelimit-reset")
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if number > 1_000_000_000:  # an epoch time, not a delay
+        return max(0.0, number - (time.time() if now is None else now))
+    return max(0.0, number)
 
 
 def provider_words(response: httpx.Response) -> str:

@@ -1,0 +1,211 @@
+"""Luma Dream Machine (legacy) API adapter (kind ``luma-legacy``).
+
+Facts from PROVIDERS.md section 4a and the lumaai SDK: ``POST /generations`` with
+``prompt``, ``model`` (``ray-2``, ``ray-flash-2``, ``ray-1-6``), ``aspect_ratio``,
+``resolution``, ``duration`` ("5s"/"9s"), ``keyframes.frame0 = {type: "image", url}``
+answers a Generation; ``GET /generations/{id}`` reports ``state`` ``queued`` /
+``dreaming`` / ``completed`` / ``failed`` with ``failure_reason`` and ``assets.video``.
+Luma calls this API deprecated; new work goes to the Agents API (``luma``). No progress
+number, no idempotency key, no lookup by our token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._http import (
+    CONTENT_POLICY_WORDS,
+    ApiClient,
+    gone_is_permanent,
+    image_kind,
+    invalid_params,
+    mentions,
+    param_int,
+    param_str,
+    provider_words,
+    rate_limit_reset_of,
+    retry_after_of,
+    spec_problems,
+)
+from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.registry import ProviderInfo, register
+
+KIND = "luma-legacy"
+TITLE = "Luma Dream Machine"
+DEFAULT_BASE_URL = "https://api.lumalabs.ai/dream-machine/v1"
+MODELS = ("ray-2", "ray-flash-2", "ray-1-6")
+POLL_SECONDS = 5.0  # no documented cadence
+
+PARAMS = ParamSpec(
+    models=MODELS,
+    durations=(5.0, 9.0),
+    aspect_ratios=("16:9", "9:16", "1:1", "4:3", "3:4", "21:9", "9:21"),
+    resolutions=("720p", "540p", "1080p", "4k"),
+    seed=False,
+    negative_prompt=False,
+    reference_image=True,
+    max_prompt_chars=4000,  # not documented
+    price_per_second={},  # PROVIDERS.md gives no prices for the legacy API
+    price_source="none: PROVIDERS.md section 4a lists no legacy prices (2026)",
+    default_capacity=1,  # no published concurrency limit
+)
+
+
+def extra_validation(params: Mapping[str, Any]) -> list[str]:
+    """Legacy rules ParamSpec cannot say: keyframes are links, not files."""
+    problems: list[str] = []
+    kind = image_kind(params.get("image"))
+    if kind and kind != "url":
+        problems.append("Luma Dream Machine takes the image as an https link, not a file")
+    try:
+        param_int(params, "duration")
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+class LumaLegacyProvider:
+    """One Luma Dream Machine (legacy API) account.
+
+    Attributes:
+        kind: "luma-legacy".
+        supports_lookup: False; generations cannot be found by our client token.
+    """
+
+    kind: str = KIND
+    supports_lookup: bool = False
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
+
+    def __repr__(self) -> str:
+        return f"LumaLegacyProvider(account={self._api.account!r})"
+
+    async def check_key(self) -> None:
+        """``GET /credits``: read-only, the account's credit balance."""
+        response = await self._api.request("GET", "/credits")
+        if not response.is_success:
+            raise self._error(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        problems = spec_problems(PARAMS, request.params, request.prompt)
+        problems += extra_validation(request.params)
+        if problems:
+            raise invalid_params(TITLE, problems)
+        response = await self._api.request("POST", "/generations",
+                                           json_body=self._create_body(request),
+                                           during_create=True)
+        if not response.is_success:
+            raise self._error(response, during_create=True)
+        generation_id = self._api.json_of(response, during_create=True).get("id")
+        if not isinstance(generation_id, str) or not generation_id:
+            raise self._api.error("the create answer had no generation id",
+                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
+                                  body_maybe_sent=True)
+        return generation_id
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        return self._status(await self._generation(provider_job_id))
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        async def fresh_link() -> str:
+            latest = self._status(await gone_is_permanent(self._generation(provider_job_id)))
+            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
+                raise self._api.error("the generation no longer offers its video",
+                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+            return latest.video_url
+
+        async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
+            yield chunk
+
+    async def cancel(self, provider_job_id: str) -> None:
+        """No cancel is documented (DELETE removes a generation's record, not its render)."""
+        return None
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _create_body(self, request: RenderRequest) -> dict[str, Any]:
+        params = request.params
+        body: dict[str, Any] = {"prompt": request.prompt,
+                                "model": param_str(params, "model") or MODELS[0]}
+        for name in ("aspect_ratio", "resolution"):
+            value = param_str(params, name)
+            if value:
+                body[name] = value
+        seconds = param_int(params, "duration")
+        if seconds is not None:
+            body["duration"] = f"{seconds}s"
+        image = param_str(params, "image")
+        if image:
+            body["keyframes"] = {"frame0": {"type": "image", "url": image}}
+        return body
+
+    async def _generation(self, generation_id: str) -> dict[str, Any]:
+        response = await self._api.request("GET", f"/generations/{generation_id}")
+        if not response.is_success:
+            raise self._error(response)
+        return self._api.json_of(response)
+
+    def _status(self, generation: Mapping[str, Any]) -> RemoteStatus:
+        state = str(generation.get("state", ""))
+        if state == "queued":
+            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
+        if state == "dreaming":
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
+        if state == "completed":
+            assets = generation.get("assets")
+            video = assets.get("video") if isinstance(assets, dict) else None
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
+                                video_url=str(video) if video else None)
+        if state == "failed":
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state,
+                                error=self._failure(generation))
+        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
+                            poll_after=POLL_SECONDS)
+
+    def _failure(self, generation: Mapping[str, Any]) -> ProviderError:
+        # The legacy API gives only free text: judge it by its words.
+        reason = self._api.shorten(str(generation.get("failure_reason") or "no reason given"))
+        message = f"generation failed: {reason}"
+        if mentions(reason, *CONTENT_POLICY_WORDS):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        if mentions(reason, "insufficient credit", "not enough credit", "out of credit"):
+            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS)
+        if mentions(reason, "invalid", "unsupported", "too large", "could not load",
+                    "failed to load"):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
+        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        status = response.status_code
+        words = provider_words(response)
+        message = self._api.message(response)
+        if status == 429:
+            wait = retry_after_of(response)
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.RATE_LIMITED, status_code=status,
+                                 retry_after=wait if wait is not None
+                                 else rate_limit_reset_of(response))
+        if status in (400, 402, 403) and mentions(words, "credit", "balance"):
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
+        if status in (400, 422) and mentions(words, *CONTENT_POLICY_WORDS):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        return self._api.http_error(response, during_create=during_create)
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:
+    return LumaLegacyProvider(client, config)
+
+
+register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
