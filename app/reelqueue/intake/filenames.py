@@ -53,11 +53,21 @@ def check_template(template: str) -> str:
 
 
 def render_template(template: str, values: Mapping[str, object]) -> str:
-    """The template filled in; a value that does not fit its format spec is used as text."""
-    try:
-        return template.format_map(values)
-    except (ValueError, TypeError):
-        return template.format_map({key: str(value) for key, value in values.items()})
+    """The template filled in. An empty value stays empty whatever its format spec (no
+    ``00000`` for a missing seed); a value that does not fit its spec is used as text."""
+    parts: list[str] = []
+    for literal, field_name, format_spec, _conversion in string.Formatter().parse(template):
+        parts.append(literal)
+        if field_name is None:
+            continue
+        value = values.get(field_name, "")
+        if value == "" or value is None:
+            continue
+        try:
+            parts.append(format(value, format_spec or ""))
+        except (ValueError, TypeError):
+            parts.append(str(value))
+    return "".join(parts)
 
 
 def name_from_prompt(prompt: str) -> str:
@@ -74,8 +84,8 @@ def name_from_prompt(prompt: str) -> str:
 def sanitise_component(text: str, fallback: str) -> str:
     """One safe path component (without suffix) from any text."""
     text = unicodedata.normalize("NFC", text)
-    text = FORBIDDEN.sub("_", text)
-    text = RUNS.sub("_", text.replace("\n", " "))
+    text = FORBIDDEN.sub("_", text.replace("\r\n", " ").replace("\n", " "))
+    text = RUNS.sub("_", text)
     text = text.strip(" ._")
     text = _cut(text)
     text = text.rstrip(" .")
