@@ -11,11 +11,11 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 
-from reelqueue.domain.clock import FakeClock  # noqa: E402
-from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec  # noqa: E402
-from reelqueue.store.base import Store  # noqa: E402
-from reelqueue.store.memory import MemoryStore  # noqa: E402
-from reelqueue.store.sqlite import SqliteStore  # noqa: E402
+from reelqueue.domain.clock import FakeClock
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.store.base import Store
+from reelqueue.store.memory import MemoryStore
+from reelqueue.store.sqlite import SqliteStore
 
 
 @pytest.fixture
@@ -34,7 +34,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
     opened.close()
 
 
-def make_specs(tmp_path: Path, count: int, provider: str = "mock", **extra: object) -> list[JobSpec]:
+def make_specs(
+    tmp_path: Path, count: int, provider: str = "mock", **extra: object
+) -> list[JobSpec]:
     return [
         JobSpec(job_key=f"key-{i:05d}", prompt=f"prompt {i}", provider=provider,
                 output_path=str(tmp_path / "out" / f"{i:05d}.mp4"), row_number=i + 2,

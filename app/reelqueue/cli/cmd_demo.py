@@ -33,16 +33,12 @@ def has_display() -> bool:
 
 
 def gui_available() -> bool:
-    try:
-        import PySide6  # noqa: F401
-        import qasync  # noqa: F401
-    except ImportError:
-        return False
-    try:
-        import reelqueue.ui.app  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """The GUI extra is installed and the window module exists (Qt itself is only
+    imported by the ui package)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("PySide6", "qasync")) and (
+        find_spec("reelqueue.ui.app") is not None)
 
 
 def demo_context(ctx: CliContext) -> CliContext:
@@ -74,7 +70,7 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if not args.no_gui and has_display() and gui_available():
         from reelqueue.ui.app import run_app
 
-        return run_app(demo, start=True)
+        return int(run_app(demo, start=True))
     from reelqueue.cli.cmd_run import drive, finish
     from reelqueue.engine.config import EngineConfig
 
@@ -91,7 +87,7 @@ def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParse
 
         ctx = CliContext(data_dir=(args.data_dir or default_data_dir()).resolve(),
                          videos_dir=(args.videos_dir or default_videos_dir()).resolve())
-        return run_app(ctx, start=False)
+        return int(run_app(ctx, start=False))
     parser.print_help()
     if not has_display():
         print("\nNo display found: use the commands above (try 'reelqueue demo').")

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from reelqueue import __version__
-from reelqueue.cli.context import CliContext
 from reelqueue.cli.cmd_status import doctor_checks
+from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState

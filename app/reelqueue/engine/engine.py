@@ -9,6 +9,8 @@ events (import, job finished, account changed) or by a timer set to the next due
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import random
 import uuid
@@ -254,10 +256,8 @@ class Engine:
                     self.bus.publish(EngineStateEvent("stalled", self.clock.now(), stall))
                     return DrainResult("stalled", stall)
             self._idle.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._idle.wait(), timeout=0.5)
-            except TimeoutError:
-                pass
 
     async def _stall_reason(self, by_state: dict[str, int]) -> str | None:
         waiting = sum(by_state.get(s.value, 0) for s in WAITING)
@@ -302,10 +302,8 @@ class Engine:
                 log.exception("pump pass failed")
                 self._report_error(exc)
                 timeout = 5.0
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=timeout)
-            except TimeoutError:
-                pass
 
     async def _until_next_due(self) -> float:
         now = self.clock.now()
@@ -364,7 +362,7 @@ class Engine:
         attempt = RenderAttempt(self._ctx, claim, provider)
         task = asyncio.create_task(attempt.run(), name=f"render-{claim.job.id}")
         self._workers[claim.job.id] = task
-        task.add_done_callback(lambda t, job_id=claim.job.id: self._worker_done(job_id, t))
+        task.add_done_callback(functools.partial(self._worker_done, claim.job.id))
 
     def _worker_done(self, job_id: int, task: asyncio.Task[None]) -> None:
         self._workers.pop(job_id, None)

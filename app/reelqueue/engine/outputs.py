@@ -13,14 +13,16 @@ import asyncio
 import errno
 import hashlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, OutputNotWritable, ProviderError
 from reelqueue.domain.models import FileCheck, Job
+
+T = TypeVar("T")
 
 _VIDEO_BOXES = (b"ftyp", b"moov", b"mdat", b"free", b"wide", b"skip")
 _WEBM_MAGIC = b"\x1a\x45\xdf\xa3"
@@ -65,7 +67,7 @@ class OutputWriter:
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
 
-    async def _run(self, fn, *args):  # type: ignore[no-untyped-def]
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def write_atomically(

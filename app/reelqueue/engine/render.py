@@ -254,7 +254,8 @@ class RenderAttempt:
                 await self._pause_account(exc)
                 ok = await store.call(store.sync.release_to_queue, self.token, error, now)
                 state = JobState.QUEUED
-            elif exc.error_class == ErrorClass.PERMANENT or self.job.attempts >= self.job.max_attempts:
+            elif (exc.error_class == ErrorClass.PERMANENT
+                  or self.job.attempts >= self.job.max_attempts):
                 ok = await store.call(store.sync.mark_failed, self.token, error, now)
                 state = JobState.FAILED
             else:

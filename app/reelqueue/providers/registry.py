@@ -52,7 +52,7 @@ def _load_builtin() -> None:
     if _builtin_loaded:
         return
     _builtin_loaded = True
-    import reelqueue.providers.mock  # noqa: F401
+    import reelqueue.providers.mock
 
     try:
         import reelqueue.providers.adapters  # noqa: F401
