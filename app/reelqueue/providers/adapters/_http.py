@@ -407,21 +407,22 @@ def provider_words(response: httpx.Response) -> str:
         if not text or text.startswith("<"):
             return response.reason_phrase
         return _truncate(text)
-    return _truncate(_words_from_json(body)) or response.reason_phrase
+    return _truncate(words_of(body)) or response.reason_phrase
 
 
-def _words_from_json(body: Any) -> str:
+def words_of(body: Any) -> str:
+    """The human words in a JSON error value (a string, an object, a list of details)."""
     if isinstance(body, str):
         return body
     if isinstance(body, list):
-        return "; ".join(w for w in (_words_from_json(item) for item in body[:3]) if w)
+        return "; ".join(w for w in (words_of(item) for item in body[:3]) if w)
     if not isinstance(body, dict):
         return ""
     for key in ("message", "error", "detail", "msg", "failure", "title", "status_msg",
                 "base_resp"):
         value = body.get(key)
         if value:
-            words = _words_from_json(value)
+            words = words_of(value)
             if words:
                 code = body.get("code") or body.get("status")
                 if isinstance(code, str) and code and code not in words:
