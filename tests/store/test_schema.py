@@ -1,0 +1,128 @@
+"""The journal file: fresh schema equals a migrated one, backups, permissions, refusals."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.errors import JournalCorrupt, JournalError
+from reelqueue.store.queries import migration_sql
+from reelqueue.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteStore, _split_sql
+
+pytestmark = pytest.mark.unit
+
+
+def schema_of(path: Path) -> list[tuple[str, str, str]]:
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute("SELECT type, name, sql FROM sqlite_master "
+                          "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
+        return [(t, n, " ".join((s or "").split())) for t, n, s in rows]
+    finally:
+        db.close()
+
+
+def make_v1(path: Path) -> None:
+    db = sqlite3.connect(path)
+    for statement in _split_sql(migration_sql(1)):
+        db.execute(statement)
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO batches (name, source_path, output_dir, created_at) "
+               "VALUES ('old', 's.csv', '/tmp', 1)")
+    db.commit()
+    db.close()
+
+
+def test_fresh_schema_equals_a_migrated_one(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.sqlite3"
+    SqliteStore.open(fresh, now=1).close()
+    old = tmp_path / "old.sqlite3"
+    make_v1(old)
+    store = SqliteStore.open(old, now=2)
+    assert store.migrated_from == 1
+    assert [b.name for b in store.list_batches()] == ["old"], "data survives the migration"
+    assert [e.event for e in store.ledger()] == ["migrated"]
+    store.close()
+    assert schema_of(fresh) == schema_of(old)
+    db = sqlite3.connect(old)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
+def test_the_journal_is_copied_before_migrating(tmp_path: Path) -> None:
+    old = tmp_path / "journal.sqlite3"
+    make_v1(old)
+    SqliteStore.open(old, now=2).close()
+    backup = tmp_path / "journal.sqlite3.bak-v1"
+    assert backup.exists()
+    db = sqlite3.connect(backup)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("SELECT name FROM batches").fetchall() == [("old",)]
+    db.close()
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+
+
+def test_the_journal_is_owner_only_and_durable(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = SqliteStore.open(path, now=1)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    db = store.raw_connection()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    store.close()
+
+
+def test_check_constraints_guard_the_states(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
+    db = store.raw_connection()
+    db.execute("INSERT INTO batches (name, source_path, output_dir, created_at) "
+               "VALUES ('b', 's', '/tmp', 1)")
+    insert = ("INSERT INTO jobs (batch_id, job_key, prompt, provider, output_path, state, "
+              "created_at, updated_at, finished_at) VALUES (1, ?, 'p', 'mock', '/o', ?, 1, 1, ?)")
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute(insert, ("a", "DONE", None))  # not a state
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute(insert, ("b", "FAILED", None))  # finished without finished_at
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute(insert, ("c", "COMPLETED", 5))  # completed without size and hash
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute(insert, ("d", "RENDERING", None))  # in flight without a claim
+    db.execute(insert, ("e", "QUEUED", None))
+    store.close()
+
+
+def test_the_ledger_is_append_only(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
+    store.note("something", 1.0)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.raw_connection().execute("UPDATE ledger SET event = 'rewritten'")
+    assert [e.event for e in store.ledger()] == ["something"]
+    store.close()
+
+
+def test_non_journal_files_are_refused_untouched(tmp_path: Path) -> None:
+    text = tmp_path / "text.sqlite3"
+    text.write_text("hello")
+    with pytest.raises(JournalCorrupt):
+        SqliteStore.open(text, now=1)
+    assert text.read_text() == "hello"
+    folder = tmp_path / "folder.sqlite3"
+    folder.mkdir()
+    with pytest.raises(JournalCorrupt):
+        SqliteStore.open(folder, now=1)
+
+
+def test_a_journal_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    SqliteStore.open(path, now=1).close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(JournalError, match="newer ReelQueue"):
+        SqliteStore.open(path, now=1)
