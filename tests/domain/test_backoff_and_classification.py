@@ -1,0 +1,69 @@
+"""Backoff (full jitter, capped, injected randomness) and the default error classes."""
+
+from __future__ import annotations
+
+import random
+
+import httpx
+import pytest
+
+from reelqueue.domain.backoff import BackoffPolicy
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.providers.base import classify_http_status, parse_retry_after, transport_error
+
+pytestmark = pytest.mark.unit
+
+
+def test_ceiling_grows_exponentially_and_is_capped() -> None:
+    policy = BackoffPolicy(base=2.0, cap=60.0, factor=2.0)
+    assert [policy.ceiling(a) for a in range(1, 7)] == [2, 4, 8, 16, 32, 60]
+    assert policy.ceiling(10_000) == 60.0
+
+
+def test_full_jitter_is_uniform_below_the_ceiling_and_deterministic() -> None:
+    policy = BackoffPolicy(base=1.0, cap=100.0)
+    draws = [policy.delay(4, random.Random(seed)) for seed in range(2000)]
+    assert all(0.0 <= d <= 8.0 for d in draws)
+    assert min(draws) < 0.5 and max(draws) > 7.5, "full jitter spans the whole range"
+    assert 3.5 < sum(draws) / len(draws) < 4.5
+    assert policy.delay(4, random.Random(7)) == policy.delay(4, random.Random(7))
+
+
+@pytest.mark.parametrize(("status", "klass", "label"), [
+    (401, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+    (403, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+    (402, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
+    (429, ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
+    (408, ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+    (500, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+    (503, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+    (400, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+    (422, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+])
+def test_http_status_classes(status: int, klass: ErrorClass, label: ErrorLabel) -> None:
+    error = classify_http_status(status, "x", retry_after=3.0)
+    assert (error.error_class, error.label, error.status_code) == (klass, label, status)
+
+
+def test_retry_after_in_seconds_and_as_a_date() -> None:
+    assert parse_retry_after("12") == 12.0
+    assert parse_retry_after(None, 5.0) == 5.0
+    assert parse_retry_after("garbage", 1.0) == 1.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+def test_transport_errors_know_whether_a_create_may_have_been_sent() -> None:
+    request = httpx.Request("POST", "https://example.invalid/v1/x")
+    connect = transport_error(httpx.ConnectError("no", request=request), during_create=True)
+    read = transport_error(httpx.ReadTimeout("slow", request=request), during_create=True)
+    poll = transport_error(httpx.ReadTimeout("slow", request=request), during_create=False)
+    assert not connect.body_maybe_sent
+    assert read.body_maybe_sent and read.label == ErrorLabel.TIMED_OUT
+    assert not poll.body_maybe_sent
+
+
+def test_provider_error_reads_well() -> None:
+    error = ProviderError("boom", error_class=ErrorClass.RETRYABLE,
+                          label=ErrorLabel.PROVIDER_ERROR, status_code=500)
+    assert str(error) == "boom"
+    assert "retryable" in repr(error) and "500" in repr(error)
