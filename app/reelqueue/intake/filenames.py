@@ -86,7 +86,7 @@ def sanitise_component(text: str, fallback: str) -> str:
     text = unicodedata.normalize("NFC", text)
     text = FORBIDDEN.sub("_", text.replace("\r\n", " ").replace("\n", " "))
     text = RUNS.sub("_", text)
-    text = text.strip(" ._")
+    text = text.strip(" ._-")  # also no leading "-", which command lines take as an option
     text = _cut(text)
     text = text.rstrip(" .")
     if not text:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
+import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ class JobBuilder:
         self.batch_name = batch_name
         self.folder = output_root.expanduser().resolve() / sanitise_component(batch_name, "batch")
         self.template = template
+        self._template_has_n = any(
+            field == "n" for _, field, _, _ in string.Formatter().parse(template)
+        )
         kept = set(kept_columns)
         self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
         self._rows = rows_by_number
@@ -112,7 +116,7 @@ class JobBuilder:
             params["seed"] = int(params["seed"]) + n - 1
         name = values.name or name_from_prompt(values.prompt)
         template = self.template
-        if values.repeat > 1 and "{n" not in template:
+        if values.repeat > 1 and not self._template_has_n:
             template += "_{n}"
         rendered = render_template(template, {
             "row": values.row_number, "name": name, "seed": params.get("seed", ""),
