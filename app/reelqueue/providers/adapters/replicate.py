@@ -1,0 +1,242 @@
+"""Replicate predictions adapter (kind ``replicate``).
+
+Facts from PROVIDERS.md section 5a: ``POST /v1/models/{owner}/{name}/predictions`` with
+``{input}`` answers a prediction (we never send ``Prefer: wait``: holding the create open
+only widens the window in which an answer can be lost); ``GET /v1/predictions/{id}``
+reports ``starting`` / ``processing`` / ``succeeded`` / ``failed`` / ``canceled`` (and
+``aborted`` when a ``Cancel-After`` deadline passed before start, which we never set).
+Outputs of API predictions are **deleted after one hour** (``data_removed``), so a video
+not fetched by then is gone. 429 bodies say "Your rate limit resets in ~30s".
+No idempotency key and no lookup by our token.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._http import (
+    CONTENT_POLICY_WORDS,
+    ApiClient,
+    gone_is_permanent,
+    image_kind,
+    invalid_params,
+    load_image,
+    mentions,
+    param_int,
+    param_str,
+    provider_words,
+    retry_after_of,
+    spec_problems,
+)
+from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.registry import ProviderInfo, register
+
+KIND = "replicate"
+TITLE = "Replicate"
+DEFAULT_BASE_URL = "https://api.replicate.com/v1"
+POLL_SECONDS = 5.0  # no documented cadence; the create limit is 600/min, reads 3000/min
+# Official models and the input field each takes its first-frame image in. Other video
+# models on Replicate (kling, hailuo, gen-4.5, ray-3.2, seedance) name their inputs
+# differently; add them here with their field names once checked.
+MODEL_IMAGE_FIELD: dict[str, str] = {
+    "google/veo-3.1": "image",
+    "google/veo-3.1-fast": "image",
+    "google/veo-3.1-lite": "image",
+}
+_RESETS_IN = re.compile(r"resets in ~?\s*(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
+
+PARAMS = ParamSpec(
+    models=tuple(MODEL_IMAGE_FIELD),
+    durations=(4.0, 6.0, 8.0),
+    aspect_ratios=("16:9", "9:16"),
+    resolutions=("720p", "1080p"),
+    seed=True,
+    negative_prompt=True,
+    reference_image=True,
+    max_prompt_chars=4000,
+    price_per_second={},  # PROVIDERS.md gives no Replicate prices
+    price_source="none: PROVIDERS.md section 5a lists no Replicate prices (2026)",
+    # Without a payment method Replicate allows 6 requests a minute (polls included), so
+    # one render at a time; raise it once billing is set up.
+    default_capacity=1,
+)
+
+
+def extra_validation(params: Mapping[str, Any]) -> list[str]:
+    try:
+        param_int(params, "duration")
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
+class ReplicateProvider:
+    """One Replicate account.
+
+    Attributes:
+        kind: "replicate".
+        supports_lookup: False; predictions cannot be found by our client token.
+    """
+
+    kind: str = KIND
+    supports_lookup: bool = False
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
+
+    def __repr__(self) -> str:
+        return f"ReplicateProvider(account={self._api.account!r})"
+
+    async def check_key(self) -> None:
+        """``GET /v1/account``: read-only, the key's own account."""
+        response = await self._api.request("GET", "/account")
+        if not response.is_success:
+            raise self._error(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        problems = spec_problems(PARAMS, request.params, request.prompt)
+        problems += extra_validation(request.params)
+        if problems:
+            raise invalid_params(TITLE, problems)
+        model = param_str(request.params, "model") or PARAMS.models[0]
+        body = {"input": await self._input(model, request)}
+        response = await self._api.request("POST", f"/models/{model}/predictions",
+                                           json_body=body, during_create=True)
+        if not response.is_success:
+            raise self._error(response, during_create=True)
+        prediction_id = self._api.json_of(response, during_create=True).get("id")
+        if not isinstance(prediction_id, str) or not prediction_id:
+            raise self._api.error("the create answer had no prediction id",
+                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
+                                  body_maybe_sent=True)
+        return prediction_id
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        return self._status(await self._prediction(provider_job_id))
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        async def fresh_link() -> str:
+            prediction = await gone_is_permanent(self._prediction(provider_job_id))
+            latest = self._status(prediction)
+            if prediction.get("data_removed") or not latest.video_url:
+                raise self._api.error(
+                    "the video was deleted (Replicate keeps API outputs for one hour); "
+                    "retry the row to render it again", ErrorClass.PERMANENT,
+                    ErrorLabel.DOWNLOAD_FAILED)
+            return latest.video_url
+
+        async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
+            yield chunk
+
+    async def cancel(self, provider_job_id: str) -> None:
+        response = await self._api.request("POST", f"/predictions/{provider_job_id}/cancel")
+        if not response.is_success and response.status_code != 404:
+            raise self._error(response)
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _input(self, model: str, request: RenderRequest) -> dict[str, Any]:
+        params = request.params
+        data: dict[str, Any] = {"prompt": request.prompt}
+        for name in ("aspect_ratio", "resolution", "negative_prompt"):
+            value = param_str(params, name)
+            if value:
+                data[name] = value
+        for name in ("duration", "seed"):
+            number = param_int(params, name)
+            if number is not None:
+                data[name] = number
+        if image_kind(params.get("image")):
+            image = await load_image(params["image"], TITLE)
+            data[MODEL_IMAGE_FIELD.get(model, "image")] = image.url_or_data_uri()
+        return data
+
+    async def _prediction(self, prediction_id: str) -> dict[str, Any]:
+        response = await self._api.request("GET", f"/predictions/{prediction_id}")
+        if not response.is_success:
+            raise self._error(response)
+        return self._api.json_of(response)
+
+    def _status(self, prediction: Mapping[str, Any]) -> RemoteStatus:
+        state = str(prediction.get("status", ""))
+        if state == "starting":
+            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
+        if state == "processing":
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
+        if state == "succeeded":
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
+                                video_url=_output_url(prediction.get("output")))
+        if state == "failed":
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state,
+                                error=self._failure(prediction))
+        if state == "canceled":
+            return RemoteStatus(RemotePhase.CANCELLED, sub_status=state)
+        if state == "aborted":
+            # Only a Cancel-After deadline aborts; nobody asked to cancel, nothing billed.
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=self._api.error(
+                "the prediction was aborted before it started (not billed)",
+                ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR))
+        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
+                            poll_after=POLL_SECONDS)
+
+    def _failure(self, prediction: Mapping[str, Any]) -> ProviderError:
+        reason = self._api.shorten(str(prediction.get("error") or "no reason given"))
+        message = f"prediction failed: {reason}"
+        # E005: "The input or output was flagged as sensitive."
+        if "E005" in reason or mentions(reason, *CONTENT_POLICY_WORDS):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        status = response.status_code
+        words = provider_words(response)
+        message = self._api.message(response)
+        if status == 429:
+            wait = retry_after_of(response)
+            if wait is None:
+                found = _RESETS_IN.search(words)
+                wait = float(found.group(1)) if found else None
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.RATE_LIMITED, retry_after=wait,
+                                 status_code=status)
+        if status == 402 or (status in (400, 403) and mentions(words, "insufficient credit",
+                                                              "billing")):
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
+        if status in (400, 422) and ("E005" in words or mentions(words,
+                                                                *CONTENT_POLICY_WORDS)):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        return self._api.http_error(response, during_create=during_create)
+
+
+def _output_url(output: Any) -> str | None:
+    if isinstance(output, str) and output:
+        return output
+    if isinstance(output, list):
+        for item in output:
+            if isinstance(item, str) and item:
+                return item
+    if isinstance(output, dict):
+        for key in ("video", "url", "output"):
+            value = output.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> ReplicateProvider:
+    return ReplicateProvider(client, config)
+
+
+register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
