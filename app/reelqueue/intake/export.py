@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +27,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
 )
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 FALLBACK_COLUMNS = ("row", "name", "prompt")
+PLAIN_NUMBER = re.compile(r"-?(0|[1-9][0-9]{0,14})(\.[0-9]{1,15})?")
 
 
 def escape_formula(value: str) -> str:
@@ -117,6 +119,10 @@ def _xlsx_rows(header: list[str], rows: list[list[Any]]) -> Iterator[list[Any]]:
 
     def cell(value: Any) -> Any:
         if isinstance(value, str):
+            if PLAIN_NUMBER.fullmatch(value):
+                # A CSV's "42" goes back as the number 42, not as "number stored as text";
+                # "007" (leading zero) stays text.
+                return float(value) if "." in value else int(value)
             return escape_formula(ILLEGAL_CHARACTERS_RE.sub("", value))
         return value
 
