@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reelqueue.providers.adapters import fal, luma, luma_legacy, replicate, runway, veo
+from reelqueue.providers.adapters import (
+    fal,
+    luma,
+    luma_legacy,
+    minimax,
+    replicate,
+    runway,
+    veo,
+)
 
 ExtraValidator = Callable[[Mapping[str, Any]], list[str]]
 
@@ -21,6 +29,7 @@ EXTRA_VALIDATORS: dict[str, ExtraValidator] = {
     luma_legacy.KIND: luma_legacy.extra_validation,
     fal.KIND: fal.extra_validation,
     replicate.KIND: replicate.extra_validation,
+    minimax.KIND: minimax.extra_validation,
 }
 
 __all__ = ["EXTRA_VALIDATORS", "ExtraValidator"]
