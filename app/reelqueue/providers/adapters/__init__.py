@@ -12,6 +12,7 @@ from typing import Any
 
 from reelqueue.providers.adapters import (
     fal,
+    kling,
     luma,
     luma_legacy,
     minimax,
@@ -30,6 +31,7 @@ EXTRA_VALIDATORS: dict[str, ExtraValidator] = {
     fal.KIND: fal.extra_validation,
     replicate.KIND: replicate.extra_validation,
     minimax.KIND: minimax.extra_validation,
+    kling.KIND: kling.extra_validation,
 }
 
 __all__ = ["EXTRA_VALIDATORS", "ExtraValidator"]

@@ -112,7 +112,11 @@ class ApiClient:
         return text
 
     def auth(self) -> dict[str, str]:
-        return dict(self._auth_headers(self._key))
+        headers = dict(self._auth_headers(self._key))
+        for value in headers.values():
+            if value and value not in self._secrets:
+                self.add_secret(value)  # a token derived from the key (a fresh JWT)
+        return headers
 
     def add_secret(self, value: str) -> None:
         """Also scrub ``value`` (a token derived from the key, e.g. a signed JWT)."""
