@@ -16,6 +16,7 @@ from reelqueue.providers.adapters import (
     luma,
     luma_legacy,
     minimax,
+    openai_compat,
     replicate,
     runway,
     veo,
@@ -32,6 +33,7 @@ EXTRA_VALIDATORS: dict[str, ExtraValidator] = {
     replicate.KIND: replicate.extra_validation,
     minimax.KIND: minimax.extra_validation,
     kling.KIND: kling.extra_validation,
+    openai_compat.KIND: openai_compat.extra_validation,
 }
 
 __all__ = ["EXTRA_VALIDATORS", "ExtraValidator"]

@@ -1,0 +1,246 @@
+"""OpenAI-compatible ``/v1/videos`` adapter (kind ``openai-compat``) for gateways.
+
+OpenAI shut its own Videos API (Sora 2) down on 2026-09-24; some gateways keep the wire
+shape with other models behind it (PROVIDERS.md sections 0 and 1). So there is **no
+default base URL** and no default model: the account names its gateway (https) and the
+row or the account setting ``model`` names the model.
+
+Shape: ``POST /videos`` as multipart form (``prompt``, ``model``, ``seconds`` as a string,
+``size`` "WxH", ``input_reference`` a file) answers a video object ``{id, status, progress,
+error{code, message}, expires_at…}``; ``GET /videos/{id}`` reports ``queued`` /
+``in_progress`` (``progress`` 0-100) / ``completed`` / ``failed`` (Batch also ``expired``);
+``GET /videos/{id}/content`` streams the file with the key (links last about an hour).
+The ``openai-poll-after-ms`` header paces polling. A 429 is either ``rate_limit_exceeded``
+(wait) or ``insufficient_quota`` (credits gone). No idempotency key; the list endpoint
+cannot be filtered by anything of ours, so ``supports_lookup`` is False.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._http import (
+    CONTENT_POLICY_WORDS,
+    ApiClient,
+    error_code_of,
+    gone_is_permanent,
+    image_kind,
+    invalid_params,
+    json_or_none,
+    load_image,
+    mentions,
+    param_int,
+    param_str,
+    provider_words,
+    spec_problems,
+)
+from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.registry import ProviderInfo, register
+
+KIND = "openai-compat"
+TITLE = "OpenAI-compatible gateway"
+POLL_SECONDS = 10.0  # the guide's 10-20 s, when the gateway sends no openai-poll-after-ms
+_SIZES = {("16:9", "720p"): "1280x720", ("9:16", "720p"): "720x1280",
+          ("16:9", "1080p"): "1920x1080", ("9:16", "1080p"): "1080x1920"}
+_POLICY_CODES = ("moderation_blocked", "content_policy_violation", "content_filter")
+
+PARAMS = ParamSpec(
+    models=(),  # whatever the gateway serves; set per row or with the account's "model"
+    durations=None,
+    duration_range=(1.0, 60.0),  # the gateway's model decides (OpenAI's were 4/8/12)
+    aspect_ratios=("16:9", "9:16"),
+    resolutions=("720p", "1080p"),
+    seed=False,
+    negative_prompt=False,
+    reference_image=True,
+    max_prompt_chars=4000,
+    price_per_second={},  # gateway-specific
+    price_source="none: gateway-specific; OpenAI's own Videos API shut down 2026-09-24",
+    default_capacity=1,  # concurrency was never published, and gateways differ
+)
+
+
+def extra_validation(params: Mapping[str, Any]) -> list[str]:
+    """The /v1/videos shape takes the reference image as an uploaded file, not a link."""
+    problems: list[str] = []
+    if image_kind(params.get("image")) == "url":
+        problems.append("an OpenAI-compatible gateway takes the image as a file, not a link")
+    try:
+        param_int(params, "duration")
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+class OpenAICompatProvider:
+    """One account on an OpenAI-compatible video gateway.
+
+    Attributes:
+        kind: "openai-compat".
+        supports_lookup: False; the list cannot be searched by our client token.
+    """
+
+    kind: str = KIND
+    supports_lookup: bool = False
+
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+        self._api = ApiClient(client, config, title=TITLE, default_base_url=None)
+        self._model = str(config.settings.get("model") or "").strip() or None
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatProvider(account={self._api.account!r})"
+
+    async def check_key(self) -> None:
+        """``GET /videos?limit=1`` (read-only); ``GET /models`` if the gateway has no list."""
+        response = await self._api.request("GET", "/videos", params={"limit": 1})
+        if response.status_code in (404, 405):
+            response = await self._api.request("GET", "/models")
+        if not response.is_success:
+            raise self._error(response)
+
+    async def submit(self, request: RenderRequest) -> str:
+        problems = spec_problems(PARAMS, request.params, request.prompt)
+        problems += extra_validation(request.params)
+        model = param_str(request.params, "model") or self._model
+        if not model:
+            problems.append("no model: put one in the row or set the account's 'model'")
+        if problems or not model:
+            raise invalid_params(TITLE, problems)
+        response = await self._api.request("POST", "/videos", during_create=True,
+                                           files=await self._form(model, request))
+        if not response.is_success:
+            raise self._error(response, during_create=True)
+        video_id = self._api.json_of(response, during_create=True).get("id")
+        if not isinstance(video_id, str) or not video_id:
+            raise self._api.error("the create answer had no video id", ErrorClass.RETRYABLE,
+                                  ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
+        return video_id
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        response = await self._api.request("GET", f"/videos/{provider_job_id}")
+        if not response.is_success:
+            raise self._error(response)
+        return self._status(provider_job_id, self._api.json_of(response), response)
+
+    async def lookup(self, request: RenderRequest) -> str | None:
+        return None
+
+    async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
+        async def fresh_link() -> str:
+            latest = await gone_is_permanent(self.poll(provider_job_id))
+            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
+                raise self._api.error(
+                    f"the video is no longer available ({latest.sub_status}); links last "
+                    "about an hour", ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+            return latest.video_url
+
+        url = status.video_url or self._content_url(provider_job_id)
+        async for chunk in self._api.stream_video(url, refresh=fresh_link,
+                                                  send_key_to_api_host=True,
+                                                  accept="application/binary"):
+            yield chunk
+
+    async def cancel(self, provider_job_id: str) -> None:
+        """``DELETE /videos/{id}``: the shape's only way to drop a job (and its files)."""
+        response = await self._api.request("DELETE", f"/videos/{provider_job_id}")
+        if not response.is_success and response.status_code not in (404, 405):
+            raise self._error(response)
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _form(self, model: str, request: RenderRequest) -> list[tuple[str, Any]]:
+        params = request.params
+        form: list[tuple[str, Any]] = [("prompt", (None, request.prompt)),
+                                       ("model", (None, model))]
+        seconds = param_int(params, "duration")
+        if seconds is not None:
+            form.append(("seconds", (None, str(seconds))))  # a string enum in this shape
+        ratio = param_str(params, "aspect_ratio")
+        if ratio:
+            size = _SIZES.get((ratio, param_str(params, "resolution") or "720p"))
+            if size:
+                form.append(("size", (None, size)))
+        if image_kind(params.get("image")):
+            image = await load_image(params["image"], TITLE)
+            name = "reference." + (image.mime_type.split("/")[-1] or "png")
+            form.append(("input_reference", (name, image.data or b"", image.mime_type)))
+        return form
+
+    def _content_url(self, video_id: str) -> str:
+        return self._api.url(f"/videos/{video_id}/content")
+
+    def _status(self, video_id: str, video: Mapping[str, Any],
+                response: httpx.Response) -> RemoteStatus:
+        state = str(video.get("status", ""))
+        poll_after = _poll_after(response)
+        if state == "queued":
+            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=poll_after)
+        if state == "in_progress":
+            progress = video.get("progress")
+            value = min(1.0, max(0.0, float(progress) / 100.0)) if isinstance(
+                progress, int | float) else None
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, progress=value,
+                                poll_after=poll_after)
+        if state == "completed":
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
+                                video_url=self._content_url(video_id))
+        if state == "failed":
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state,
+                                error=self._failure(video))
+        if state == "expired":
+            return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=self._api.error(
+                "the video expired before it was downloaded; retry the row to render it "
+                "again", ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED))
+        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
+                            poll_after=poll_after)
+
+    def _failure(self, video: Mapping[str, Any]) -> ProviderError:
+        error = video.get("error")
+        error = error if isinstance(error, dict) else {}
+        code = str(error.get("code") or "")
+        text = self._api.shorten(str(error.get("message") or "no reason given"))
+        message = f"render failed ({code or 'no code'}): {text}"
+        if code in _POLICY_CODES or mentions(f"{code} {text}", *CONTENT_POLICY_WORDS):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        if code.startswith("invalid") or code in ("bad_request", "unsupported_value"):
+            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
+        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        status = response.status_code
+        code = error_code_of(json_or_none(response))
+        words = provider_words(response)
+        message = self._api.message(response)
+        if status == 429 and (code == "insufficient_quota" or mentions(
+                words, "exceeded your current quota")):
+            # Credits gone: waiting will not help; no Retry-After is honoured here.
+            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
+                                 label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
+        if status in (400, 422) and (code in _POLICY_CODES or mentions(
+                words, *CONTENT_POLICY_WORDS)):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        return self._api.http_error(response, during_create=during_create)
+
+
+def _poll_after(response: httpx.Response) -> float:
+    value = response.headers.get("openai-poll-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    return POLL_SECONDS
+
+
+def create(client: httpx.AsyncClient, config: ProviderConfig) -> OpenAICompatProvider:
+    return OpenAICompatProvider(client, config)
+
+
+register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                      default_base_url=None, requires_key=True))
