@@ -108,15 +108,19 @@ def apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResu
     batch = find_batch(store, plan.scope)
     folder = Path(batch.output_dir) if batch else _free_folder(store, Path(plan.batch.output_dir))
     _ensure_writable(folder)
-    taken = {Path(job.output_path).name for job in store.list_jobs(batch_id=batch.id)} if (
-        batch) else set()
+    earlier = store.list_jobs(batch_id=batch.id) if batch else []
+    taken = {os.path.basename(job.output_path) for job in earlier}
     taken |= {entry.name for entry in folder.iterdir() if entry.name.endswith(VIDEO_SUFFIX)}
     specs = _place(plan.jobs, present, folder, taken)
     created = batch is None
     if batch is None:
         batch = store.create_batch(replace(plan.batch, output_dir=str(folder)), now)
     added = store.add_jobs(batch.id, specs, now, max_waiting=limit)
-    manifest = write_manifest(folder, batch, store.list_jobs(batch_id=batch.id))
+    earlier_keys = {job.job_key for job in earlier}
+    entries = [_manifest_entry(job) for job in earlier] + [
+        _manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys
+    ]
+    manifest = write_manifest(folder, batch, entries)
     return ImportResult(
         batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
         batch_created=created, added=added.added, already_present=added.already_present,
@@ -153,39 +157,45 @@ def _place(
     jobs: Sequence[JobSpec], present: set[str], folder: Path, taken: set[str]
 ) -> list[JobSpec]:
     """The new jobs moved into ``folder``, renamed where a job or file already has the name."""
-    new_names = {Path(job.output_path).name for job in jobs if job.job_key not in present}
+    prefix = os.path.join(str(folder), "")
+    new_names = {os.path.basename(job.output_path) for job in jobs if job.job_key not in present}
     allocator = NameAllocator(taken | new_names)
     taken_folded = {name.casefold() for name in taken}
     placed: list[JobSpec] = []
     for job in jobs:
-        name = Path(job.output_path).name
-        if job.job_key not in present and name.casefold() in taken_folded:
+        name = os.path.basename(job.output_path)
+        if taken_folded and job.job_key not in present and name.casefold() in taken_folded:
             name = allocator.take(name.removesuffix(VIDEO_SUFFIX))
-        path = str(folder / name)
+        path = prefix + name
         placed.append(job if path == job.output_path else replace(job, output_path=path))
     return placed
 
 
-def write_manifest(folder: Path, batch: Batch, jobs: Sequence[Job]) -> Path:
-    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over."""
-    manifest = {
-        "format": "reelqueue-manifest",
-        "version": 1,
+def _manifest_entry(job: Job | JobSpec) -> dict[str, Any]:
+    return {
+        "key": job.job_key, "row": job.row_number, "name": job.name, "prompt": job.prompt,
+        "provider": job.provider, "params": job.params, "account": job.pinned_account,
+        "priority": job.priority, "file": os.path.basename(job.output_path),
+    }
+
+
+def write_manifest(folder: Path, batch: Batch, entries: Sequence[dict[str, Any]]) -> Path:
+    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over.
+
+    One job per line: readable, diffable, and written by json's fast C encoder.
+    """
+    head = json.dumps({
+        "format": "reelqueue-manifest", "version": 1,
         "batch": {"id": batch.id, "name": batch.name, "source": batch.source_path,
                   "created_at": batch.created_at},
-        "jobs": [
-            {"key": job.job_key, "row": job.row_number, "name": job.name,
-             "prompt": job.prompt, "provider": job.provider, "params": job.params,
-             "account": job.pinned_account, "priority": job.priority,
-             "file": Path(job.output_path).name}
-            for job in jobs
-        ],
-    }
+    }, ensure_ascii=False)
     target = folder / MANIFEST_NAME
     temporary = folder / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
     try:
         with temporary.open("w", encoding="utf-8") as stream:
-            json.dump(manifest, stream, ensure_ascii=False, indent=1)
+            stream.write(head[:-1] + ',\n "jobs": [\n')
+            stream.write(",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries))
+            stream.write("\n]}\n")
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, target)

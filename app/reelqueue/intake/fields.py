@@ -109,7 +109,9 @@ def describe_durations(spec: ParamSpec) -> str:
 
 def parse_duration(value: object, spec: ParamSpec) -> int | float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)  # the common case, without building a message
+        seconds = float(value)  # the common cases, without building a message
+    elif type(value) is str and value.isascii() and value.isdigit():
+        seconds = float(value)
     else:
         seconds = parse_number(value, "number of seconds", describe_durations(spec))
     problem: str | None = None
@@ -130,6 +132,8 @@ def parse_duration(value: object, spec: ParamSpec) -> int | float:
 
 
 def parse_aspect_ratio(value: object, spec: ParamSpec) -> str:
+    if value in spec.aspect_ratios:
+        return str(value)  # the common case: the cell is exactly an accepted ratio
     accepted = "one of " + ", ".join(spec.aspect_ratios) if spec.aspect_ratios else "W:H"
     if isinstance(value, datetime.time):
         # Excel turns a typed "16:9" into the time 16:09; read it back as the ratio.
@@ -149,6 +153,8 @@ def parse_aspect_ratio(value: object, spec: ParamSpec) -> str:
 
 
 def parse_resolution(value: object, spec: ParamSpec) -> str:
+    if value in spec.resolutions:
+        return str(value)
     if not spec.resolutions:
         raise FieldProblem(
             "this provider has no resolution setting", "an empty cell (leave it out)"
@@ -166,6 +172,8 @@ def parse_resolution(value: object, spec: ParamSpec) -> str:
 def parse_seed(value: object, spec: ParamSpec) -> int:
     if not spec.seed:
         raise FieldProblem("this provider does not take a seed", "an empty cell")
+    if type(value) is str and value.isascii() and value.isdigit() and len(value) < 16:
+        return int(value)  # the common case; 15 digits are always below 2^53
     accepted = f"a whole number from 0 to 2^53 ({MAX_SEED:,})"
     if isinstance(value, bool):
         raise FieldProblem(f"{cell_text(value)} is not a seed", accepted)
@@ -199,6 +207,8 @@ def parse_seed(value: object, spec: ParamSpec) -> int:
 
 
 def parse_model(value: object, spec: ParamSpec) -> str:
+    if value in spec.models:
+        return str(value)
     text = cell_text(value)
     if not spec.models:
         return text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
+import os
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,6 +74,7 @@ class JobBuilder:
         )
         kept = set(kept_columns)
         self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
+        self._folder_prefix = os.path.join(str(self.folder), "")
         self._rows = rows_by_number
         self._date = date.strftime("%Y-%m-%d")
 
@@ -128,7 +130,7 @@ class JobBuilder:
             job_key=base_key if n == 1 else f"{base_key}#{n}",
             prompt=values.prompt,
             provider=values.provider,
-            output_path=str(self.folder / file_name),
+            output_path=self._folder_prefix + file_name,
             params=params,
             pinned_account=values.account,
             row_number=values.row_number,
@@ -139,7 +141,9 @@ class JobBuilder:
 
     def _columns(self, row_number: int) -> dict[str, Any]:
         cells = self._rows[row_number].values
+        width = len(cells)
         return {
-            header: json_safe(cells[index]) if index < len(cells) else None
+            header: (cell if type(cell) is str else json_safe(cell))
+            if index < width and (cell := cells[index]) is not None else None
             for index, header in self._kept
         }

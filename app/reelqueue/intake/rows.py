@@ -92,8 +92,44 @@ def provider_default_duration(spec: ParamSpec) -> int | float:
     return int(chosen) if float(chosen).is_integer() else chosen
 
 
+PARAM_FIELDS = ("model", "duration", "aspect_ratio", "resolution", "seed", "negative_prompt",
+                "image")
+"""The fields that become provider parameters, in the order params are written."""
+OTHER_FIELDS = ("account", "name", "repeat", "priority", "id")
+CellParser = Callable[[object, ParamSpec], Any]
+RefusedDefault = tuple[str, str, FieldProblem]
+"""(field, column label, problem) for a batch default a provider does not accept."""
+
+
+def _parse_account(value: object, spec: ParamSpec) -> str:
+    return parse_text(value, "account", 200)
+
+
+def _parse_name(value: object, spec: ParamSpec) -> str:
+    return parse_text(value, "name", MAX_NAME_CHARS)
+
+
+def _parse_id(value: object, spec: ParamSpec) -> str:
+    return parse_text(value, "id", MAX_ID_CHARS)
+
+
+def _parse_repeat(value: object, spec: ParamSpec) -> int:
+    return parse_repeat(value)
+
+
+def _parse_priority(value: object, spec: ParamSpec) -> int:
+    return parse_priority(value)
+
+
+def _parse_negative(value: object, spec: ParamSpec) -> str:
+    if not spec.negative_prompt:
+        raise FieldProblem("this provider does not take a negative prompt", "an empty cell")
+    return parse_text(value, "negative prompt", spec.max_prompt_chars)
+
+
 class RowValidator:
-    """Validates rows of one sheet.
+    """Validates rows of one sheet. Per-field work is looked up once, not per row, since
+    a sheet may have a hundred thousand rows.
 
     Attributes:
         columns: field name -> (column index, header) for the mapped fields.
@@ -112,6 +148,20 @@ class RowValidator:
         self._catalog = catalog
         self._images = images
         self._specs: dict[str, ParamSpec | InputError] = {}
+        self._provider_defaults: dict[str, tuple[dict[str, Any], list[RefusedDefault]]] = {}
+        parsers: dict[str, CellParser] = {
+            "model": parse_model, "duration": parse_duration,
+            "aspect_ratio": parse_aspect_ratio, "resolution": parse_resolution,
+            "seed": parse_seed, "negative_prompt": _parse_negative, "image": self._image,
+            "account": _parse_account, "name": _parse_name, "repeat": _parse_repeat,
+            "priority": _parse_priority, "id": _parse_id,
+        }
+        self._mapped = [
+            (field_name, *self.columns[field_name], parsers[field_name])
+            for field_name in (*PARAM_FIELDS, *OTHER_FIELDS) if field_name in self.columns
+        ]
+        self._prompt_column = self.columns.get("prompt", (-1, "prompt"))
+        self._provider_column = self.columns.get("provider")
 
     def spec_for(self, provider: str) -> ParamSpec:
         cached = self._specs.get(provider)
@@ -126,106 +176,87 @@ class RowValidator:
         return cached
 
     def validate(self, row: SheetRow) -> RowValues | list[RowError]:
-        errors: list[RowError] = []
         values = row.values
-
-        def cell(field_name: str) -> object:
-            column = self.columns.get(field_name)
-            if column is None or column[0] >= len(values):
-                return None
-            value = values[column[0]]
-            return None if is_blank(value) else value
-
-        def attempt(field_name: str, parse: Callable[[object], Any], default: Any = None) -> Any:
-            value = cell(field_name)
-            if value is None:
-                return default
-            try:
-                return parse(value)
-            except FieldProblem as problem:
-                header = self.columns[field_name][1]
-                errors.append(RowError(row.row_number, header, problem.message, problem.accepted))
-                return default
-
-        provider = attempt("provider", lambda v: cell_text(v).lower(), self.defaults.provider)
+        width = len(values)
+        provider = self.defaults.provider
+        if self._provider_column is not None and self._provider_column[0] < width:
+            chosen = values[self._provider_column[0]]
+            if not is_blank(chosen):
+                provider = cell_text(chosen).lower()
         try:
             spec = self.spec_for(provider)
         except InputError as exc:
-            column = self.columns.get("provider", (0, "provider"))[1]
+            column = (self._provider_column or (0, "provider"))[1]
             accepted = "one of " + ", ".join(self._catalog.kinds())
             return [RowError(row.row_number, column, str(exc).split(".")[0], accepted)]
 
-        prompt = cell("prompt")
+        errors: list[RowError] = []
+        index, header = self._prompt_column
         try:
-            prompt_text = parse_prompt(prompt, spec)
+            prompt = parse_prompt(values[index] if 0 <= index < width else None, spec)
         except FieldProblem as problem:
-            header = self.columns["prompt"][1]
             errors.append(RowError(row.row_number, header, problem.message, problem.accepted))
-            prompt_text = ""
-
-        params: dict[str, Any] = {}
-        default_model = self.defaults.model if provider == self.defaults.provider else None
-        params["model"] = attempt("model", lambda v: parse_model(v, spec)) or (
-            default_model or (spec.models[0] if spec.models else None)
-        )
-        params["duration"] = attempt("duration", lambda v: parse_duration(v, spec)) or (
-            self._default("duration", self.defaults.duration, row, spec, errors)
-            or provider_default_duration(spec)
-        )
-        params["aspect_ratio"] = attempt(
-            "aspect_ratio", lambda v: parse_aspect_ratio(v, spec)
-        ) or self._default("aspect_ratio", self.defaults.aspect_ratio, row, spec, errors) or (
-            spec.aspect_ratios[0] if spec.aspect_ratios else None
-        )
-        resolution = attempt("resolution", lambda v: parse_resolution(v, spec)) or self._default(
-            "resolution", self.defaults.resolution, row, spec, errors
-        ) or (spec.resolutions[0] if spec.resolutions else None)
-        if resolution is not None:
-            params["resolution"] = resolution
-        seed = attempt("seed", lambda v: parse_seed(v, spec))
-        if seed is not None:
-            params["seed"] = seed
-        negative = attempt("negative_prompt", lambda v: self._negative(v, spec))
-        if negative:
-            params["negative_prompt"] = negative
-        image = attempt("image", lambda v: self._image(v, spec))
-        if image:
-            params["image"] = image
-        params = {key: value for key, value in params.items() if value is not None}
-
-        account = attempt("account", lambda v: parse_text(v, "account", 200)) or None
-        name = attempt("name", lambda v: parse_text(v, "name", MAX_NAME_CHARS), "")
-        repeat = attempt("repeat", parse_repeat, 1)
-        priority = attempt("priority", parse_priority, 0)
-        row_id = attempt("id", lambda v: parse_text(v, "id", MAX_ID_CHARS)) or None
+            prompt = ""
+        parsed: dict[str, Any] = {}
+        for field_name, index, header, parse in self._mapped:
+            if index >= width:
+                continue
+            value = values[index]
+            if is_blank(value):
+                continue
+            try:
+                parsed[field_name] = parse(value, spec)
+            except FieldProblem as problem:
+                errors.append(
+                    RowError(row.row_number, header, problem.message, problem.accepted)
+                )
+        defaults, refused_defaults = self._defaults_for(provider, spec)
+        for field_name, column, refusal in refused_defaults:
+            if field_name not in parsed:
+                errors.append(RowError(row.row_number, column, refusal.message, refusal.accepted))
         if errors:
             return errors
+        params = {
+            name: parsed[name] if name in parsed else defaults.get(name)
+            for name in PARAM_FIELDS if name in parsed or defaults.get(name) is not None
+        }
         return RowValues(
-            row_number=row.row_number, prompt=prompt_text, provider=provider, params=params,
-            account=account, name=name, repeat=repeat, priority=priority, row_id=row_id,
+            row_number=row.row_number, prompt=prompt, provider=provider, params=params,
+            account=parsed.get("account") or None, name=parsed.get("name", ""),
+            repeat=parsed.get("repeat", 1), priority=parsed.get("priority", 0),
+            row_id=parsed.get("id") or None,
         )
 
-    def _default(
-        self, field_name: str, value: object, row: SheetRow, spec: ParamSpec,
-        errors: list[RowError],
-    ) -> Any:
-        """A batch default, checked against this row's provider like a cell would be."""
-        if value is None:
-            return None
-        parse = {"duration": parse_duration, "aspect_ratio": parse_aspect_ratio,
-                 "resolution": parse_resolution}[field_name]
-        try:
-            return parse(value, spec)
-        except FieldProblem as problem:
-            column = f"(default {field_name.replace('_', ' ')})"
-            errors.append(RowError(row.row_number, column, problem.message, problem.accepted))
-            return None
-
-    @staticmethod
-    def _negative(value: object, spec: ParamSpec) -> str:
-        if not spec.negative_prompt:
-            raise FieldProblem("this provider does not take a negative prompt", "an empty cell")
-        return parse_text(value, "negative prompt", spec.max_prompt_chars)
+    def _defaults_for(
+        self, provider: str, spec: ParamSpec
+    ) -> tuple[dict[str, Any], list[RefusedDefault]]:
+        """The values empty cells get on this provider, and the batch defaults it refuses
+        (reported on the rows that would use them)."""
+        cached = self._provider_defaults.get(provider)
+        if cached is not None:
+            return cached
+        chosen: dict[str, Any] = {
+            "model": (self.defaults.model if provider == self.defaults.provider else None)
+            or (spec.models[0] if spec.models else None),
+            "duration": provider_default_duration(spec),
+            "aspect_ratio": spec.aspect_ratios[0] if spec.aspect_ratios else None,
+            "resolution": spec.resolutions[0] if spec.resolutions else None,
+        }
+        problems: list[RefusedDefault] = []
+        batch: list[tuple[str, object, CellParser]] = [
+            ("duration", self.defaults.duration, parse_duration),
+            ("aspect_ratio", self.defaults.aspect_ratio, parse_aspect_ratio),
+            ("resolution", self.defaults.resolution, parse_resolution),
+        ]
+        for name, value, parse in batch:
+            if value is None:
+                continue
+            try:
+                chosen[name] = parse(value, spec)
+            except FieldProblem as problem:
+                problems.append((name, f"(default {name.replace('_', ' ')})", problem))
+        self._provider_defaults[provider] = (chosen, problems)
+        return chosen, problems
 
     def _image(self, value: object, spec: ParamSpec) -> str:
         if not spec.reference_image:
