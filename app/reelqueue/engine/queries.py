@@ -1,0 +1,198 @@
+"""Read-only questions a view asks the journal, answered on the journal thread.
+
+Every function here is a coroutine over :class:`AsyncStore`: the store call runs on the
+journal thread, so an event loop (the window's above all) never waits on SQLite. Rows for
+a big table come back as :class:`JobRow` — the few fields a view shows, in a slotted,
+mutable record the view owns and updates from :class:`~reelqueue.engine.events.JobEvent`
+values — built on the journal thread as well, so the loop does no per-row work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.domain.errors import KnownError
+from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.states import IN_FLIGHT, JobState
+from reelqueue.engine.async_store import AsyncStore
+from reelqueue.providers import registry
+from reelqueue.store.base import Store
+
+PAGE_ROWS = 20_000
+"""How many jobs one call of :func:`job_rows` reads at most."""
+
+
+@dataclass(slots=True)
+class JobRow:
+    """One job as a table shows it. Mutable on purpose: its owner applies events to it.
+
+    Attributes:
+        id, batch_id, row_number, name, prompt, provider: from the import.
+        account: the account rendering (or that rendered) the job, if any.
+        state: a :class:`JobState` value.
+        sub_status: the provider's own word while rendering (queued, throttled, running).
+        progress: 0..1 when the provider gives a number, else None.
+        attempts, max_attempts: attempts used and allowed.
+        output_path: where the video goes (is, once completed).
+        error_label, error_message: the last error, in the user's words.
+        attempt_started: when the current (or last) attempt was claimed, epoch seconds.
+        finished_at: when the job reached a final state.
+        updated_at: the time of the last change applied (journal write or event).
+        cost: what the provider charged, when it says.
+        estimate: the estimated price from the provider's price table (None: unpriced).
+    """
+
+    id: int
+    batch_id: int
+    row_number: int | None
+    name: str
+    prompt: str
+    provider: str
+    account: str | None
+    state: str
+    sub_status: str | None
+    progress: float | None
+    attempts: int
+    max_attempts: int
+    output_path: str
+    error_label: str | None
+    error_message: str | None
+    attempt_started: float | None
+    finished_at: float | None
+    updated_at: float
+    cost: float | None
+    estimate: float | None
+
+
+@dataclass(frozen=True)
+class AccountSummary:
+    """An account with its live render count (from the same journal read)."""
+
+    account: Account
+    live: int
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """A job and its ledger history, oldest first."""
+
+    job: Job
+    ledger: list[LedgerEntry]
+
+
+def _price_lookup() -> Callable[[str, str], float | None]:
+    cache: dict[str, dict[str, float]] = {}
+
+    def price(provider: str, model: str) -> float | None:
+        if provider not in cache:
+            try:
+                cache[provider] = dict(registry.get(provider).params.price_per_second)
+            except KnownError:
+                cache[provider] = {}
+        table = cache[provider]
+        if not table:
+            return None
+        return table.get(model) if model else table.get(next(iter(table)))
+
+    return price
+
+
+def estimate_price(job: Job, price: Callable[[str, str], float | None]) -> float | None:
+    """The job's estimated price: the model's price per second times its duration."""
+    per_second = price(job.provider, str(job.params.get("model") or ""))
+    duration = job.params.get("duration")
+    if per_second is None or not isinstance(duration, int | float):
+        return None
+    return round(per_second * float(duration), 4)
+
+
+def to_row(job: Job, price: Callable[[str, str], float | None]) -> JobRow:
+    started: float | None = job.started_at
+    if job.attempts > 1:  # the journal keeps the first claim's time; the last change is
+        started = job.updated_at  # the closest we have to this attempt's start
+    elif job.state in IN_FLIGHT and started is None:
+        started = job.updated_at
+    return JobRow(
+        id=job.id, batch_id=job.batch_id, row_number=job.row_number, name=job.name,
+        prompt=job.prompt, provider=job.provider, account=job.account, state=job.state.value,
+        sub_status=job.sub_status, progress=job.progress, attempts=job.attempts,
+        max_attempts=job.max_attempts, output_path=job.output_path,
+        error_label=job.error_label, error_message=job.error_message,
+        attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
+        cost=job.cost, estimate=estimate_price(job, price),
+    )
+
+
+def _rows_page(store: Store, offset: int, limit: int) -> list[JobRow]:
+    price = _price_lookup()
+    return [to_row(job, price) for job in store.list_jobs(limit=limit, offset=offset)]
+
+
+async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
+    """Jobs in id order, ``limit`` from ``offset``. Jobs are never deleted, so the count
+    of rows already read is the offset of the new ones."""
+    return await astore.call(_rows_page, astore.sync, offset, limit)
+
+
+async def job_rows_by_id(astore: AsyncStore, job_ids: list[int]) -> list[JobRow]:
+    """Fresh rows for a few jobs (after a command changed them)."""
+
+    def read(store: Store) -> list[JobRow]:
+        price = _price_lookup()
+        jobs = [store.get_job(job_id) for job_id in job_ids]
+        return [to_row(job, price) for job in jobs if job is not None]
+
+    return await astore.call(read, astore.sync)
+
+
+async def job_detail(astore: AsyncStore, job_id: int) -> JobDetail | None:
+    def read(store: Store) -> JobDetail | None:
+        job = store.get_job(job_id)
+        if job is None:
+            return None
+        return JobDetail(job, store.ledger(job_id=job_id))
+
+    return await astore.call(read, astore.sync)
+
+
+async def accounts(astore: AsyncStore) -> list[AccountSummary]:
+    """Every account in the pump's order, with its live count."""
+
+    def read(store: Store) -> list[AccountSummary]:
+        live = store.counts().live_by_account
+        return [AccountSummary(a, live.get(a.name, 0)) for a in store.list_accounts()]
+
+    return await astore.call(read, astore.sync)
+
+
+async def batches(astore: AsyncStore) -> list[Batch]:
+    return await astore.call(astore.sync.list_batches)
+
+
+async def counts_by_state(astore: AsyncStore) -> dict[str, int]:
+    return (await astore.call(astore.sync.counts)).by_state
+
+
+async def in_flight_count(astore: AsyncStore) -> int:
+    """Jobs a previous run left in flight (before recovery: a sign of an unclean exit)."""
+    counts = await astore.call(astore.sync.counts)
+    return sum(counts.by_state.get(state.value, 0) for state in IN_FLIGHT)
+
+
+async def spend_by_account(astore: AsyncStore) -> dict[str, float]:
+    """What the providers said they charged, per account (completed jobs only)."""
+
+    def read(store: Store) -> dict[str, float]:
+        spend: dict[str, float] = {}
+        for job in store.list_jobs(states=[JobState.COMPLETED]):
+            if job.account and job.cost:
+                spend[job.account] = spend.get(job.account, 0.0) + job.cost
+        return spend
+
+    return await astore.call(read, astore.sync)
+
+
+async def output_folders(astore: AsyncStore) -> list[Path]:
+    return [Path(batch.output_dir) for batch in await batches(astore)]

@@ -1,0 +1,449 @@
+"""Per-account dashboards: one card per account, in a horizontally scrolling strip.
+
+A card shows the account's name and provider, a state chip, running vs limit as a gauge,
+its queued / completed / failed counts, spend and estimate, completions over the last
+hour, and its current renders. Its limit box and pause button send commands that apply
+live (a lower limit only stops new claims; pausing never kills running renders).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.ui import format as fmt
+from reelqueue.ui import theme
+
+CARD_WIDTH = 318
+MAX_RENDERS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class RenderLine:
+    name: str
+    progress: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class AccountCardData:
+    """What one card shows. Attributes name their fields; ``per_minute`` holds 60 counts
+    of completions, oldest minute first."""
+
+    name: str
+    provider_title: str
+    status: str
+    enabled: bool
+    capacity: int
+    live: int
+    cooldown_until: float | None = None
+    detail: str | None = None
+    queued: int = 0
+    completed: int = 0
+    failed: int = 0
+    spend: float = 0.0
+    estimate: float | None = None
+    per_minute: tuple[int, ...] = (0,) * 60
+    renders: tuple[RenderLine, ...] = ()
+
+    def chip(self) -> tuple[str, str]:
+        """The state chip's text and tint."""
+        if not self.enabled:
+            return "paused", "neutral"
+        if self.status == "rate_limited":
+            until = f" until {fmt.clock(self.cooldown_until)}" if self.cooldown_until else ""
+            return f"rate limited{until}", "warning"
+        labels = {"key_rejected": "key rejected", "out_of_credits": "out of credits",
+                  "key_missing": "key missing"}
+        if self.status in labels:
+            return labels[self.status], "danger"
+        return ("rendering", "accent") if self.live else ("ready", "success")
+
+
+class Chip(QLabel):
+    """A rounded label tinted with a theme colour."""
+
+    def set_chip(self, text: str, tint: str) -> None:
+        self.setText(text)
+        base = theme.color(tint)
+        fill = theme.color(tint, 46 if theme.tokens().dark else 30)
+        self.setStyleSheet(
+            f"QLabel {{ color: {base.name()}; background: rgba({fill.red()},{fill.green()},"
+            f"{fill.blue()},{fill.alpha()}); border-radius: 9px; padding: 2px 9px; "
+            "font-size: 8.5pt; font-weight: 600; }")
+
+
+class Gauge(QWidget):
+    """Running vs limit as a ring."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.live = 0
+        self.capacity = 1
+        self.setFixedSize(78, 78)
+
+    def set_values(self, live: int, capacity: int) -> None:
+        if (live, capacity) != (self.live, self.capacity):
+            self.live, self.capacity = live, max(1, capacity)
+            self.update()
+
+    def paintEvent(self, event: object) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(6, 6, self.width() - 12, self.height() - 12)
+        pen = QPen(theme.color("border"), 7)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        painter.setPen(pen)
+        painter.drawArc(rect, 225 * 16, -270 * 16)
+        fraction = min(1.0, self.live / self.capacity)
+        if fraction > 0:
+            over = self.live > self.capacity
+            pen.setColor(theme.color("warning" if over else "accent"))
+            painter.setPen(pen)
+            painter.drawArc(rect, 225 * 16, int(-270 * 16 * fraction))
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        font = QFont(self.font())
+        font.setPointSizeF(font.pointSizeF() * 1.35)
+        font.setWeight(QFont.Weight.DemiBold)
+        painter.setFont(font)
+        painter.drawText(QRectF(0, 0, self.width(), self.height() - 8),
+                         int(Qt.AlignmentFlag.AlignCenter), f"{self.live}/{self.capacity}")
+        small = QFont(self.font())
+        small.setPointSizeF(small.pointSizeF() * 0.78)
+        painter.setFont(small)
+        painter.setPen(theme.color("muted"))
+        painter.drawText(QRectF(0, self.height() / 2 + 6, self.width(), 16),
+                         int(Qt.AlignmentFlag.AlignHCenter), "running")
+        painter.end()
+
+
+class Sparkline(QWidget):
+    """Completions per minute over the last hour, as small bars."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.values: tuple[int, ...] = (0,) * 60
+        self.setMinimumHeight(34)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_values(self, values: tuple[int, ...]) -> None:
+        if values != self.values:
+            self.values = values
+            self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(240, 34)
+
+    def paintEvent(self, event: object) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        width, height = self.width(), self.height()
+        painter.fillRect(QRectF(0, height - 1, width, 1), theme.color("border"))
+        peak = max(self.values) if self.values else 0
+        if peak > 0:
+            step = width / len(self.values)
+            bar = max(1.5, step - 1.5)
+            for i, value in enumerate(self.values):
+                if not value:
+                    continue
+                h = max(2.0, (height - 4) * value / peak)
+                path = QPainterPath()
+                path.addRoundedRect(QRectF(i * step, height - 1 - h, bar, h), 1, 1)
+                painter.fillPath(path, theme.color("accent", 200))
+        painter.end()
+
+
+class RenderBars(QWidget):
+    """The account's current renders: name, a thin bar and a short status each."""
+
+    ROW = 20
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lines: tuple[RenderLine, ...] = ()
+        self.more = 0
+        self.setFixedHeight(self.ROW * MAX_RENDERS_SHOWN)
+
+    def set_lines(self, lines: tuple[RenderLine, ...]) -> None:
+        shown, more = lines[:MAX_RENDERS_SHOWN], max(0, len(lines) - MAX_RENDERS_SHOWN)
+        if (shown, more) != (self.lines, self.more):
+            self.lines, self.more = shown, more
+            self.update()
+
+    def paintEvent(self, event: object) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        metrics = self.fontMetrics()
+        text_color = self.palette().color(self.foregroundRole())
+        width = self.width()
+        if not self.lines:
+            painter.setPen(theme.color("muted"))
+            painter.drawText(QRectF(0, 0, width, self.ROW),
+                             int(Qt.AlignmentFlag.AlignVCenter), "No renders right now")
+        name_w = int(width * 0.42)
+        bar_x = name_w + 8
+        bar_w = width - bar_x - 74
+        for i, line in enumerate(self.lines):
+            y = i * self.ROW
+            painter.setPen(text_color)
+            name = line.name if i < MAX_RENDERS_SHOWN - 1 or not self.more else \
+                f"{line.name} (+{self.more})"
+            painter.drawText(QRectF(0, y, name_w, self.ROW), int(Qt.AlignmentFlag.AlignVCenter),
+                             metrics.elidedText(name, Qt.TextElideMode.ElideRight, name_w))
+            track = QRectF(bar_x, y + self.ROW / 2 - 2, bar_w, 4)
+            path = QPainterPath()
+            path.addRoundedRect(track, 2, 2)
+            painter.fillPath(path, theme.color("border"))
+            fraction = line.progress
+            if fraction is not None:
+                done = QPainterPath()
+                done.addRoundedRect(QRectF(track.left(), track.top(),
+                                           max(4.0, bar_w * min(1.0, fraction)), 4), 2, 2)
+                painter.fillPath(done, theme.color("accent"))
+            painter.setPen(theme.color("muted"))
+            painter.drawText(QRectF(width - 68, y, 68, self.ROW),
+                             int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
+                             line.text)
+        painter.end()
+
+
+def _metric(value: str, caption: str) -> tuple[QLabel, QLabel]:
+    number = QLabel(value)
+    number.setProperty("role", "metric")
+    label = QLabel(caption)
+    label.setProperty("role", "muted")
+    return number, label
+
+
+class AccountCard(QFrame):
+    """One account's dashboard.
+
+    Signals:
+        capacityChanged(str, int): the user set a new limit (debounced).
+        enabledChanged(str, bool): the user paused (False) or resumed (True) the account.
+        markReady(str): the user fixed the key or topped up credits.
+        showJobs(str): the user wants the table filtered to this account.
+    """
+
+    capacityChanged = Signal(str, int)
+    enabledChanged = Signal(str, bool)
+    markReady = Signal(str)
+    showJobs = Signal(str)
+
+    def __init__(self, data: AccountCardData, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("card")
+        self.setFixedWidth(CARD_WIDTH)
+        self.name = data.name
+        self.data: AccountCardData | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 14, 16, 14)
+        layout.setSpacing(10)
+
+        head = QHBoxLayout()
+        names = QVBoxLayout()
+        names.setSpacing(0)
+        self.title = QPushButton(data.name)
+        self.title.setProperty("flat", True)
+        self.title.setStyleSheet("QPushButton { font-size: 11pt; font-weight: 600; "
+                                 "padding: 0; text-align: left; }")
+        self.title.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.title.setToolTip("Show this account's jobs")
+        self.title.clicked.connect(lambda: self.showJobs.emit(self.name))
+        self.provider = QLabel(data.provider_title)
+        self.provider.setProperty("role", "muted")
+        names.addWidget(self.title)
+        names.addWidget(self.provider)
+        head.addLayout(names, 1)
+        self.chip = Chip()
+        head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(head)
+
+        middle = QHBoxLayout()
+        middle.setSpacing(14)
+        self.gauge = Gauge()
+        middle.addWidget(self.gauge)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(14)
+        grid.setVerticalSpacing(0)
+        self.queued, queued_label = _metric("0", "queued")
+        self.completed, done_label = _metric("0", "done")
+        self.failed, failed_label = _metric("0", "failed")
+        for column, (number, label) in enumerate(((self.queued, queued_label),
+                                                  (self.completed, done_label),
+                                                  (self.failed, failed_label))):
+            grid.addWidget(number, 0, column)
+            grid.addWidget(label, 1, column)
+        self.spend = QLabel()
+        self.spend.setProperty("role", "muted")
+        grid.addWidget(self.spend, 2, 0, 1, 3)
+        middle.addLayout(grid, 1)
+        layout.addLayout(middle)
+
+        spark_head = QLabel("COMPLETED · LAST HOUR")
+        spark_head.setProperty("role", "section")
+        layout.addWidget(spark_head)
+        self.sparkline = Sparkline()
+        layout.addWidget(self.sparkline)
+        renders_head = QLabel("CURRENT RENDERS")
+        renders_head.setProperty("role", "section")
+        layout.addWidget(renders_head)
+        self.renders = RenderBars()
+        layout.addWidget(self.renders)
+
+        controls = QHBoxLayout()
+        limit_label = QLabel("Limit")
+        limit_label.setProperty("role", "muted")
+        controls.addWidget(limit_label)
+        self.limit = QSpinBox()
+        self.limit.setRange(1, 999)
+        self.limit.setToolTip("Renders at once. Applies live: lowering it never stops "
+                              "running renders.")
+        self.limit.valueChanged.connect(self._limit_edited)
+        controls.addWidget(self.limit)
+        controls.addStretch(1)
+        self.ready_button = QPushButton("Mark ready")
+        self.ready_button.setToolTip("The key is fixed or credits topped up: use it again")
+        self.ready_button.clicked.connect(lambda: self.markReady.emit(self.name))
+        controls.addWidget(self.ready_button)
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.clicked.connect(self._toggle_enabled)
+        controls.addWidget(self.pause_button)
+        layout.addLayout(controls)
+
+        self._limit_timer = QTimer(self)
+        self._limit_timer.setSingleShot(True)
+        self._limit_timer.setInterval(600)
+        self._limit_timer.timeout.connect(
+            lambda: self.capacityChanged.emit(self.name, self.limit.value()))
+        self.set_data(data)
+
+    def _limit_edited(self, _value: int) -> None:
+        self._limit_timer.start()
+
+    def _toggle_enabled(self) -> None:
+        if self.data is not None:
+            self.enabledChanged.emit(self.name, not self.data.enabled)
+
+    def set_data(self, data: AccountCardData) -> None:
+        if data == self.data:
+            return
+        old, self.data = self.data, data
+        self.provider.setText(data.provider_title)
+        if old is None or old.chip() != data.chip() or old.detail != data.detail:
+            self.chip.set_chip(*data.chip())
+            self.chip.setToolTip(data.detail or "")
+        self.gauge.set_values(data.live, data.capacity)
+        self.queued.setText(f"{data.queued:,}")
+        self.completed.setText(f"{data.completed:,}")
+        self.failed.setText(f"{data.failed:,}")
+        estimate = f" · est. {fmt.money(data.estimate)} queued" if data.estimate else ""
+        self.spend.setText(f"Spent {fmt.money(data.spend)}{estimate}")
+        self.sparkline.set_values(data.per_minute)
+        self.renders.set_lines(data.renders)
+        if not self._limit_timer.isActive() and self.limit.value() != data.capacity:
+            self.limit.blockSignals(True)
+            self.limit.setValue(data.capacity)
+            self.limit.blockSignals(False)
+        self.pause_button.setText("Resume" if not data.enabled else "Pause")
+        self.ready_button.setVisible(data.status in ("key_rejected", "out_of_credits",
+                                                     "key_missing"))
+
+    def stop_timers(self) -> None:
+        self._limit_timer.stop()
+
+
+class AccountStrip(QScrollArea):
+    """The cards side by side; an empty state that offers to connect an account.
+
+    Signals:
+        addAccount(): the user wants to connect an account.
+    """
+
+    addAccount = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        inner = QWidget()
+        self._row = QHBoxLayout(inner)
+        self._row.setContentsMargins(0, 0, 0, 0)
+        self._row.setSpacing(12)
+        self.empty = QFrame()
+        self.empty.setObjectName("card")
+        self.empty.setFixedWidth(CARD_WIDTH)
+        empty_layout = QVBoxLayout(self.empty)
+        empty_layout.setContentsMargins(18, 18, 18, 18)
+        title = QLabel("No accounts yet")
+        title.setProperty("role", "title")
+        hint = QLabel("Connect a provider account to start rendering. Each account has "
+                      "its own limit on renders at once.")
+        hint.setWordWrap(True)
+        hint.setProperty("role", "muted")
+        button = QPushButton("Connect an account…")
+        button.setProperty("primary", True)
+        button.clicked.connect(self.addAccount.emit)
+        empty_layout.addWidget(title)
+        empty_layout.addWidget(hint)
+        empty_layout.addStretch(1)
+        empty_layout.addWidget(button, 0, Qt.AlignmentFlag.AlignLeft)
+        self._row.addWidget(self.empty)
+        self._row.addStretch(1)
+        self.setWidget(inner)
+        self.cards: dict[str, AccountCard] = {}
+
+    def set_accounts(self, items: list[AccountCardData]) -> list[AccountCard]:
+        """Show these accounts in this order; return the cards created now."""
+        created: list[AccountCard] = []
+        wanted = [item.name for item in items]
+        for name in list(self.cards):
+            if name not in wanted:
+                card = self.cards.pop(name)
+                card.stop_timers()
+                card.setParent(None)
+                card.deleteLater()
+        for position, item in enumerate(items):
+            card = self.cards.get(item.name)
+            if card is None:
+                card = AccountCard(item)
+                self.cards[item.name] = card
+                created.append(card)
+            else:
+                card.set_data(item)
+            if self._row.indexOf(card) != position:
+                self._row.insertWidget(position, card)
+        self.empty.setVisible(not items)
+        return created
+
+    def sizeHint(self) -> QSize:
+        first = next(iter(self.cards.values()), None)
+        height = first.sizeHint().height() if first else self.empty.sizeHint().height()
+        return QSize(CARD_WIDTH * 3, height + 16)
+
+
+def per_minute(completions: list[float], now: float) -> tuple[int, ...]:
+    """60 counts (oldest minute first) of the completion times given."""
+    buckets = [0] * 60
+    start = now - 3600
+    for at in completions:
+        if at >= start:
+            buckets[min(59, math.floor((at - start) / 60))] += 1
+    return tuple(buckets)

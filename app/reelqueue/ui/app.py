@@ -1,0 +1,117 @@
+"""Starting and ending the window: ``run_app(ctx, start=...)`` returns the exit code.
+
+The Qt loop runs asyncio through qasync. PySide6 is imported before qasync (with PyQt
+installed, qasync could otherwise bind to it). Tasks are created inside the main coroutine,
+never in widget constructors before the loop runs. ``sys.excepthook`` is replaced while the
+window runs: exceptions from slots and tasks are logged with their traceback and shown in
+an error banner, never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+os.environ.setdefault("QT_API", "pyside6")
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from reelqueue.cli.context import CliContext
+from reelqueue.ui import theme
+from reelqueue.ui.settings import load_settings
+
+log = logging.getLogger(__name__)
+
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
+
+
+def install_excepthook(show: Callable[[BaseException], None]) -> Callable[[], None]:
+    """Route uncaught exceptions to the log and to ``show``; return the undo function."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            previous(kind, exc, tb)
+            return
+        log.error("uncaught exception", exc_info=(kind, exc, tb))
+        try:
+            show(exc)
+        except Exception:  # the banner itself failed: the log has it anyway
+            log.exception("could not show the error banner")
+
+    sys.excepthook = hook
+
+    def undo() -> None:
+        sys.excepthook = previous
+
+    return undo
+
+
+def make_application(theme_choice: str = "system") -> QApplication:
+    QApplication.setHighDpiScaleFactorRoundingPolicy(
+        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        app = QApplication(sys.argv[:1])
+    app.setApplicationName("ReelQueue")
+    app.setOrganizationName("ReelQueue")
+    app.setApplicationDisplayName("ReelQueue")
+    app.setQuitOnLastWindowClosed(False)  # the controller ends the loop, in order
+    theme.install(app, theme_choice)
+    hints = app.styleHints()
+    hints.colorSchemeChanged.connect(
+        lambda _scheme: theme.apply_theme(app, "system") if theme_choice == "system" else None)
+    return app
+
+
+def _setup_logging(ctx: CliContext) -> None:
+    if logging.getLogger().handlers:
+        return
+    from reelqueue.cli.main import setup_logging
+
+    setup_logging(ctx.data_dir, verbose=False)
+
+
+def run_app(ctx: CliContext, *, start: bool = True) -> int:
+    """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
+    queue opens paused). Returns when the window is closed and the engine stopped."""
+    import qasync
+
+    _setup_logging(ctx)
+    settings = load_settings(ctx.data_dir)
+    app = make_application(settings.theme)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        return int(loop.run_until_complete(main(ctx, settings, start=start)))
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+async def main(ctx: CliContext, settings: Any, *, start: bool) -> int:
+    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.main_window import MainWindow
+    from reelqueue.ui.session import EngineSession
+
+    window = MainWindow()
+    session = EngineSession(ctx, settings)
+    controller = AppController(window, session)
+    undo = install_excepthook(controller.show_exception)
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    controller.finished.connect(lambda code: done.done() or done.set_result(code))
+    try:
+        window.show()
+        report = await controller.open(start=start)
+        code = await done
+        return 2 if report is None else code  # None: the journal could not be opened
+    finally:
+        undo()
+        if not session.closed:
+            await session.close(keep_renders=True)

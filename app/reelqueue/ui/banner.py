@@ -1,0 +1,125 @@
+"""In-app banners: recovery reports, batch ends, errors. Always shown, even with a tray."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.ui import theme
+
+KIND_TINTS = {"info": "info", "success": "success", "warning": "warning", "error": "danger"}
+
+
+class Banner(QFrame):
+    """One message with optional actions and a close button.
+
+    Signals:
+        dismissed(): the user closed it (or an action closed it).
+
+    Attributes:
+        key: banners with the same key replace each other.
+        kind: "info", "success", "warning" or "error".
+    """
+
+    dismissed = Signal()
+
+    def __init__(self, kind: str, text: str, actions: list[tuple[str, Callable[[], None]]],
+                 key: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key = key
+        self.kind = kind
+        tint = KIND_TINTS.get(kind, "info")
+        base = theme.color(tint)
+        fill = theme.color(tint, 40 if theme.tokens().dark else 22)
+        border = theme.color(tint, 110)
+        self.setObjectName("banner")
+        self.setStyleSheet(
+            f"QFrame#banner {{ background: rgba({fill.red()},{fill.green()},{fill.blue()},"
+            f"{fill.alpha()}); border: 1px solid rgba({border.red()},{border.green()},"
+            f"{border.blue()},{border.alpha()}); border-radius: 8px; }}")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 8, 8, 8)
+        layout.setSpacing(10)
+        icon = QLabel()
+        icon.setPixmap(theme.icon(kind if kind != "success" else "success", tint, 18)
+                       .pixmap(QSize(18, 18)))
+        icon.setStyleSheet("background: transparent; border: none;")
+        layout.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
+        self.label = QLabel(text)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setStyleSheet("background: transparent; border: none;")
+        layout.addWidget(self.label, 1)
+        self.buttons: dict[str, QPushButton] = {}
+        for label, callback in actions:
+            button = QPushButton(label)
+            button.clicked.connect(callback)
+            button.setStyleSheet(f"QPushButton {{ color: {base.name()}; font-weight: 600; }}")
+            self.buttons[label] = button
+            layout.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
+        close = QToolButton()
+        close.setIcon(theme.icon("close", "muted", 16))
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.dismiss)
+        layout.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+
+    @property
+    def text(self) -> str:
+        return self.label.text()
+
+    def dismiss(self) -> None:
+        self.hide()
+        self.dismissed.emit()
+
+
+class BannerArea(QWidget):
+    """A column of banners above the content; newest at the bottom."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(6)
+        self.setVisible(False)
+
+    def show_banner(self, kind: str, text: str,
+                    actions: list[tuple[str, Callable[[], None]]] | None = None,
+                    key: str | None = None) -> Banner:
+        key = key or f"{kind}:{text}"
+        self.remove(key)
+        banner = Banner(kind, text, actions or [], key, self)
+        banner.dismissed.connect(lambda: self.remove(key))
+        self._layout.addWidget(banner)
+        self.setVisible(True)
+        return banner
+
+    def banners(self) -> list[Banner]:
+        found = []
+        for i in range(self._layout.count()):
+            item = self._layout.itemAt(i)
+            widget = item.widget() if item is not None else None
+            if isinstance(widget, Banner):
+                found.append(widget)
+        return found
+
+    def find(self, key: str) -> Banner | None:
+        return next((b for b in self.banners() if b.key == key), None)
+
+    def remove(self, key: str) -> None:
+        for banner in self.banners():
+            if banner.key == key:
+                self._layout.removeWidget(banner)
+                banner.hide()
+                banner.deleteLater()
+        self.setVisible(bool(self.banners()))

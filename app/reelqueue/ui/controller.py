@@ -1,0 +1,600 @@
+"""The glue between the window and the engine session (the only qasync-aware code).
+
+Widgets emit what the user asked for; the controller runs it as a task of the session
+(never blocking the GUI thread) and shows the outcome. Engine events reach it through the
+:class:`EngineBridge`; the job model applies them at once and the views hear of them on
+the next tick of one 200 ms timer, which also refreshes the cards and the status bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QSystemTrayIcon
+
+from reelqueue.domain.errors import KnownError, ProviderError
+from reelqueue.engine import queries
+from reelqueue.engine.events import (
+    AccountEvent,
+    EngineErrorEvent,
+    EngineStateEvent,
+    JobEvent,
+    RecoveryEvent,
+)
+from reelqueue.intake import ImportOptions, ImportPlan
+from reelqueue.ui import files, theme
+from reelqueue.ui.account_dialog import AccountDialog
+from reelqueue.ui.bridge import EngineBridge
+from reelqueue.ui.dashboard import compose_cards, totals_text
+from reelqueue.ui.import_dialog import ImportDialog
+from reelqueue.ui.job_detail import JobDetailDialog
+from reelqueue.ui.jobs_data import stats_of
+from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.session import AccountDraft, EngineSession, OpenReport
+from reelqueue.ui.settings import Settings, save_settings
+from reelqueue.ui.settings_dialog import SettingsDialog
+
+log = logging.getLogger(__name__)
+
+TICK_MS = 200
+SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
+FIRST_PAGE = 2_000
+PENDING_MAX = 50_000
+
+
+class AppController(QObject):
+    """Signals:
+        finished(int): the session is closed; the exit code.
+
+    Attributes:
+        window: the main window. session: the engine session. bridge: engine -> Qt.
+        report: how the session opened (None until it did).
+    """
+
+    finished = Signal(int)
+
+    def __init__(self, window: MainWindow, session: EngineSession,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.session = session
+        self.model = window.model
+        self.bridge = EngineBridge(self)
+        self.report: OpenReport | None = None
+        self.summaries: list[queries.AccountSummary] = []
+        self.account_events: dict[str, AccountEvent] = {}
+        self.batches: dict[int, str] = {}
+        self.dialogs: list[Any] = []
+        self.loaded = asyncio.Event()
+        self.closing = False
+        self._pending: dict[int, list[JobEvent]] = {}
+        self._fetching = False
+        self._refetch = False
+        self._ticks = 0
+        self._open_by_batch: dict[int, int] = {}
+        self._plan_serial = 0
+        self._tray: QSystemTrayIcon | None = None
+        self.timer = QTimer(self)
+        self.timer.setInterval(TICK_MS)
+        self.timer.timeout.connect(self.tick)
+        session.on_error = self.show_exception
+        self._connect()
+
+    # -- wiring --------------------------------------------------------------------------
+    def _connect(self) -> None:
+        b, w = self.bridge, self.window
+        b.jobEvent.connect(self._on_job_event)
+        b.accountEvent.connect(self._on_account_event)
+        b.recoveryEvent.connect(self._on_recovery_event)
+        b.engineState.connect(self._on_engine_state)
+        b.engineError.connect(self._on_engine_error)
+        w.importRequested.connect(self.request_import)
+        w.startRequested.connect(self.start_queue)
+        w.pauseRequested.connect(self.pause_queue)
+        w.retryFailedRequested.connect(self.retry_failed)
+        w.retryRequested.connect(self.retry)
+        w.cancelRequested.connect(self.cancel)
+        w.exportRequested.connect(self.export)
+        w.openFolderRequested.connect(self.open_output_folder)
+        w.settingsRequested.connect(self.show_settings)
+        w.addAccountRequested.connect(self.show_account_dialog)
+        w.jobActivated.connect(self.show_job)
+        w.revealRequested.connect(self.reveal_job)
+        w.closeRequested.connect(self.request_close)
+
+    def spawn(self, coro: Any, name: str = "ui-command") -> asyncio.Task[Any]:
+        return self.session.spawn(coro, name)
+
+    # -- opening -------------------------------------------------------------------------
+    async def open(self, *, start: bool) -> OpenReport | None:
+        """Open the session, show what recovery did, then load the jobs page by page."""
+        self.bridge.connect_bus(self.session.bus)
+        try:
+            report = await self.session.open(start=start)
+        except KnownError as exc:
+            self.window.set_engine_state("stopped")
+            self.window.banners.show_banner("error", str(exc), key="open-failed")
+            self.session.closed = True
+            return None
+        self.report = report
+        self._show_open_report(report)
+        await self.refresh_accounts()
+        await self.refresh_batches()
+        self.bridge.attach()
+        self.window.set_engine_state("paused" if report.paused else "running")
+        self.timer.start()
+        await self.load_rows()
+        self.loaded.set()
+        return report
+
+    def _show_open_report(self, report: OpenReport) -> None:
+        recovery = report.recovery
+        if report.unclean:
+            text = ("ReelQueue did not shut down cleanly last time. "
+                    + recovery.summary().replace("Recovery: ", "Recovery: ", 1))
+            actions = []
+            if report.paused:
+                text += (" The queue is paused so you can check first; renders that were "
+                         "already submitted continue.")
+                actions.append(("Resume queue", self._resume_from_banner))
+            self.window.banners.show_banner("warning", text, actions, key="recovery")
+        elif report.kept_renders and recovery.touched:
+            self.window.banners.show_banner(
+                "info", f"Picked up the renders kept from last time. {recovery.summary()}",
+                key="recovery")
+        elif recovery.missing_outputs:
+            self.window.banners.show_banner("warning", recovery.summary(), key="recovery")
+        for problem in report.keyring_problems[:1]:
+            self.window.banners.show_banner("error", problem, key="keyring")
+
+    def _resume_from_banner(self) -> None:
+        self.start_queue()
+        self.window.banners.remove("recovery")
+
+    async def load_rows(self) -> None:
+        """Read jobs not shown yet, a first small page (fast first paint) then big ones."""
+        if self._fetching:
+            self._refetch = True
+            return
+        self._fetching = True
+        try:
+            while True:
+                self._refetch = False
+                engine = self.session.running_engine
+                size = FIRST_PAGE if not len(self.model.table) else queries.PAGE_ROWS
+                rows = await queries.job_rows(engine.store, len(self.model.table), size)
+                if rows:
+                    stats = await asyncio.to_thread(stats_of, rows)
+                    self.model.add_rows(rows, stats)
+                    self._apply_pending()
+                if len(rows) < size and not self._refetch:
+                    break
+        finally:
+            self._fetching = False
+        self._open_by_batch = {b: n for b, n in self.model.table.stats.open_by_batch.items()}
+
+    def _apply_pending(self) -> None:
+        table = self.model.table
+        for job_id in [i for i in self._pending if table.index_of(i) is not None]:
+            for event in self._pending.pop(job_id):
+                table.apply(event)
+
+    async def refresh_accounts(self) -> None:
+        self.summaries = await queries.accounts(self.session.running_engine.store)
+        self.refresh_cards()
+        self.window.set_filter_choices(sorted(self.batches.items()),
+                                       [s.account.name for s in self.summaries])
+
+    async def refresh_batches(self) -> None:
+        batches = await queries.batches(self.session.running_engine.store)
+        self.batches = {b.id: b.name for b in batches}
+        self.window.set_filter_choices(sorted(self.batches.items()),
+                                       [s.account.name for s in self.summaries])
+
+    # -- events --------------------------------------------------------------------------
+    def _on_job_event(self, event: JobEvent) -> None:
+        if not self.model.apply_event(event):
+            queue = self._pending.setdefault(event.job_id, [])
+            if sum(map(len, self._pending.values())) < PENDING_MAX:
+                queue.append(event)
+            if not self._fetching and self.loaded.is_set():
+                self.spawn(self.load_rows(), "load-new-rows")
+
+    def _on_account_event(self, event: AccountEvent) -> None:
+        self.account_events[event.name] = event
+        if not any(s.account.name == event.name for s in self.summaries):
+            self.spawn(self.refresh_accounts(), "refresh-accounts")
+
+    def _on_recovery_event(self, event: RecoveryEvent) -> None:
+        if self.report is not None and event.report.touched:  # a lease take-over later on
+            self.window.banners.show_banner("info", event.report.summary(), key="takeover")
+
+    def _on_engine_state(self, event: EngineStateEvent) -> None:
+        if self.closing:
+            return
+        if event.state in ("running", "paused"):
+            self.window.set_engine_state(event.state)
+        elif event.state == "stalled":
+            self.window.banners.show_banner("warning", f"Stalled: {event.detail}.",
+                                            key="stalled")
+
+    def _on_engine_error(self, event: EngineErrorEvent) -> None:
+        self.window.banners.show_banner("error", event.message, key=f"engine:{event.message}")
+
+    def show_exception(self, exc: BaseException) -> None:
+        """A failed command or async slot: known errors plainly, bugs with a pointer to
+        the log (they are logged with their traceback)."""
+        if isinstance(exc, KnownError | ProviderError):
+            self.window.banners.show_banner("error", str(exc), key=f"error:{exc}")
+            return
+        log.error("unexpected error in the window", exc_info=(type(exc), exc, exc.__traceback__))
+        self.window.banners.show_banner(
+            "error", f"Something went wrong inside ReelQueue ({type(exc).__name__}: {exc}). "
+            "The details are in the log; your jobs are safe in the journal.",
+            key=f"bug:{type(exc).__name__}:{exc}")
+
+    # -- the tick --------------------------------------------------------------------------
+    def tick(self) -> None:
+        self.model.flush()
+        self._ticks += 1
+        table = self.model.table
+        if table.completed_since_tick:
+            ids, table.completed_since_tick = table.completed_since_tick, []
+            self.spawn(self._refresh_rows(ids), "refresh-completed")
+        if self._ticks % SLOW_TICKS:
+            return
+        now = time.time()
+        table.prune_completions(now)
+        self.refresh_cards(now)
+        self.window.set_totals(*totals_text(table, now))
+        view = self.window.table
+        first = view.rowAt(0)
+        last = view.rowAt(view.viewport().height() - 1)
+        if first >= 0 and self.model.visible_in_flight(first, last if last >= 0 else first + 40):
+            view.viewport().update()
+        self._check_batches_finished()
+
+    def refresh_cards(self, now: float | None = None) -> None:
+        cards = compose_cards(self.model.table, self.summaries, self.account_events,
+                              now or time.time())
+        for card in self.window.accounts.set_accounts(cards):
+            card.capacityChanged.connect(self.set_capacity)
+            card.enabledChanged.connect(self.set_enabled)
+            card.markReady.connect(self.mark_ready)
+            card.showJobs.connect(self.window.show_account)
+
+    async def _refresh_rows(self, job_ids: list[int]) -> None:
+        rows = await queries.job_rows_by_id(self.session.running_engine.store, job_ids)
+        self.model.replace_rows(rows)
+
+    def _check_batches_finished(self) -> None:
+        current = self.model.table.stats.open_by_batch
+        for batch_id, before in list(self._open_by_batch.items()):
+            if before > 0 and current.get(batch_id, 0) == 0:
+                self._batch_finished(batch_id)
+        self._open_by_batch = {b: n for b, n in current.items() if n > 0}
+
+    def _batch_finished(self, batch_id: int) -> None:
+        rows = [r for r in self.model.table.rows if r.batch_id == batch_id]
+        done = sum(r.state == "COMPLETED" for r in rows)
+        failed = sum(r.state == "FAILED" for r in rows)
+        name = self.batches.get(batch_id, f"batch {batch_id}")
+        text = f"Batch “{name}” finished: {done} completed, {failed} failed."
+        actions = [("Open folder", self.open_output_folder)]
+        if failed:
+            actions.insert(0, ("Retry failed", self.retry_failed))
+        self.window.banners.show_banner("success" if not failed else "warning", text, actions,
+                                        key=f"batch:{batch_id}")
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            if self._tray is None:
+                self._tray = QSystemTrayIcon(theme.app_icon(), self)
+                self._tray.show()
+            self._tray.showMessage("ReelQueue", text)
+
+    # -- queue commands --------------------------------------------------------------------
+    def start_queue(self) -> None:
+        if self.session.engine is not None and not self.session.closed:
+            self.session.start_queue()
+
+    def pause_queue(self) -> None:
+        if self.session.engine is not None and not self.session.closed:
+            self.session.pause_queue()
+
+    def cancel(self, job_ids: list[int]) -> None:
+        self.spawn(self._cancel(job_ids), "cancel")
+
+    async def _cancel(self, job_ids: list[int]) -> None:
+        done = await self.session.cancel(job_ids)
+        if len(done) < len(job_ids):
+            self.window.banners.show_banner(
+                "info", f"Cancelled {len(done)} of {len(job_ids)} jobs; the others had "
+                "already finished.", key="cancelled")
+
+    def retry(self, job_ids: list[int], seed: object = None) -> None:
+        new_seed = random.randrange(2**31) if seed == -1 else seed
+        self.spawn(self._retry(job_ids, new_seed if isinstance(new_seed, int) else None),
+                   "retry")
+
+    async def _retry(self, job_ids: list[int], seed: int | None) -> None:
+        done = await self.session.retry(job_ids, seed)
+        if not done:
+            self.window.banners.show_banner("info", "Only failed or cancelled jobs can be "
+                                            "retried.", key="retry")
+            return
+        await self._refresh_rows(done)
+
+    def retry_failed(self) -> None:
+        batch = self.window.batch_filter.currentData()
+        ids = [r.id for r in self.model.table.rows
+               if r.state == "FAILED" and (batch is None or r.batch_id == batch)]
+        if not ids:
+            self.window.banners.show_banner("info", "There are no failed jobs to retry.",
+                                            key="retry")
+            return
+        self.retry(ids)
+
+    def set_capacity(self, account: str, capacity: int) -> None:
+        self.spawn(self._account_command(self.session.set_capacity(account, capacity)))
+
+    def set_enabled(self, account: str, enabled: bool) -> None:
+        self.spawn(self._account_command(self.session.set_enabled(account, enabled)))
+
+    def mark_ready(self, account: str) -> None:
+        self.spawn(self._account_command(self.session.mark_ready(account)))
+
+    async def _account_command(self, command: Any) -> None:
+        await command
+        await self.refresh_accounts()
+
+    # -- import ----------------------------------------------------------------------------
+    def request_import(self, path: Path | None) -> None:
+        if path is not None:
+            self.open_import(Path(path))
+            return
+        dialog = QFileDialog(self.window, "Import a sheet of prompts")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setNameFilter("Sheets (*.csv *.tsv *.tab *.txt *.xlsx *.xlsm *.xlsb *.xls *.ods)")
+        dialog.fileSelected.connect(lambda name: self.open_import(Path(name)))
+        dialog.open()
+        self.dialogs.append(dialog)
+
+    def open_import(self, path: Path) -> ImportDialog:
+        dialog = ImportDialog(path, self.session.import_options(), self.window)
+        dialog.replanRequested.connect(lambda options: self.spawn(self._plan(dialog, options)))
+        dialog.importRequested.connect(
+            lambda plan, rows: self.spawn(self._apply(dialog, plan, rows), "import"))
+        dialog.finished.connect(lambda _r: self._forget(dialog))
+        self.dialogs.append(dialog)
+        dialog.show()
+        self.spawn(self._plan(dialog, dialog.current_options()), "plan-import")
+        return dialog
+
+    async def _plan(self, dialog: ImportDialog, options: ImportOptions) -> None:
+        self._plan_serial += 1
+        serial = self._plan_serial
+        try:
+            plan = await self.session.plan_import(dialog.path, options)
+        except KnownError as exc:
+            if serial == self._plan_serial:
+                dialog.set_error(str(exc))
+            return
+        if serial == self._plan_serial:
+            dialog.set_plan(plan)
+
+    async def _apply(self, dialog: ImportDialog, plan: ImportPlan, rows: int | None) -> None:
+        try:
+            result = await self.session.apply_import(plan, rows)
+        except KnownError as exc:
+            dialog.set_error(str(exc))
+            return
+        dialog.accept()
+        await self.refresh_batches()
+        await self.load_rows()
+        what = f"a test run of {result.added} jobs" if rows is not None else \
+            f"{result.added} new jobs"
+        text = (f"Imported {what} into batch “{result.batch_name}”"
+                + (f" ({result.already_present} were already there)"
+                   if result.already_present else "") + ".")
+        actions = [("Start", self._start_from_banner)] if self.window.paused else []
+        if not self.summaries:
+            text += " Connect an account to render them."
+            actions = [("Connect an account…", self.show_account_dialog)]
+        self.window.banners.show_banner("success", text, actions, key="imported")
+
+    def _start_from_banner(self) -> None:
+        self.start_queue()
+        self.window.banners.remove("imported")
+
+    # -- export and folders -------------------------------------------------------------
+    def _chosen_batch(self) -> int | None:
+        batch = self.window.batch_filter.currentData()
+        return batch if batch is not None else max(self.batches, default=None)
+
+    def export(self) -> None:
+        batch = self._chosen_batch()
+        if batch is None:
+            self.window.banners.show_banner("info", "Import a sheet first; there is nothing "
+                                            "to export yet.", key="export")
+            return
+        dialog = QFileDialog(self.window, "Export results")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(["CSV (*.csv)", "Excel workbook (*.xlsx)"])
+        dialog.selectFile(f"{self.batches.get(batch, 'results')} results.csv")
+        dialog.fileSelected.connect(lambda name: self.spawn(self._export(batch, Path(name))))
+        dialog.open()
+        self.dialogs.append(dialog)
+
+    async def _export(self, batch: int, path: Path) -> None:
+        fmt = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
+        count = await self.session.export(batch, path, fmt)
+        self.window.banners.show_banner("success", f"Exported {count} rows to {path}.",
+                                        [("Show", lambda: files.reveal(path))], key="export")
+
+    def open_output_folder(self) -> None:
+        settings = self.session.settings
+        folder = Path(settings.output_dir) if settings.output_dir else self.session.ctx.videos_dir
+        batch = self.window.batch_filter.currentData()
+        if batch is not None:
+            rows = [r for r in self.model.table.rows[:1000] if r.batch_id == batch]
+            if rows:
+                folder = Path(rows[0].output_path).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        files.open_path(folder)
+
+    def reveal_job(self, job_id: int) -> None:
+        row = self.model.table.row(job_id)
+        if row is not None:
+            files.reveal(Path(row.output_path))
+
+    # -- dialogs -------------------------------------------------------------------------
+    def _forget(self, dialog: Any) -> None:
+        if hasattr(dialog, "stop_timers"):
+            dialog.stop_timers()
+        if dialog in self.dialogs:
+            self.dialogs.remove(dialog)
+        dialog.deleteLater()
+
+    def show_job(self, job_id: int) -> JobDetailDialog:
+        for dialog in self.dialogs:
+            if isinstance(dialog, JobDetailDialog) and dialog.job_id == job_id:
+                dialog.raise_()
+                dialog.activateWindow()
+                return dialog
+        dialog = JobDetailDialog(job_id, self.window)
+        dialog.retryRequested.connect(
+            lambda jid, seed: self.spawn(self._detail_command(dialog, self._retry([jid], seed))))
+        dialog.cancelRequested.connect(
+            lambda jid: self.spawn(self._detail_command(dialog, self._cancel([jid]))))
+        dialog.openRequested.connect(lambda path: files.open_path(Path(path)))
+        dialog.revealRequested.connect(lambda path: files.reveal(Path(path)))
+        dialog.finished.connect(lambda _r: self._forget(dialog))
+        self.dialogs.append(dialog)
+        dialog.show()
+        self.spawn(self._load_detail(dialog), "job-detail")
+        return dialog
+
+    async def _detail_command(self, dialog: JobDetailDialog, command: Any) -> None:
+        await command
+        await self._load_detail(dialog)
+
+    async def _load_detail(self, dialog: JobDetailDialog) -> None:
+        detail = await queries.job_detail(self.session.running_engine.store, dialog.job_id)
+        if detail is None or dialog not in self.dialogs:
+            return
+        dialog.set_detail(detail)
+        if detail.job.state.value == "COMPLETED":
+            thumb = await asyncio.to_thread(files.thumbnail_file, Path(detail.job.output_path))
+            if thumb is not None and dialog in self.dialogs:
+                dialog.set_thumbnail(QPixmap(str(thumb)))
+
+    def show_account_dialog(self) -> AccountDialog:
+        dialog = AccountDialog({s.account.name for s in self.summaries}, self.window)
+        dialog.testRequested.connect(lambda draft: self.spawn(self._test_key(dialog, draft)))
+        dialog.connectRequested.connect(
+            lambda draft: self.spawn(self._add_account(dialog, draft)))
+        dialog.finished.connect(lambda _r: self._forget(dialog))
+        self.dialogs.append(dialog)
+        dialog.show()
+        return dialog
+
+    async def _test_key(self, dialog: AccountDialog, draft: AccountDraft) -> None:
+        dialog.set_busy("Asking the provider…")
+        try:
+            await self.session.test_key(draft)
+        except (KnownError, ProviderError) as exc:
+            dialog.set_result(False, str(exc))
+            return
+        dialog.set_result(True, "Key accepted by the provider.")
+
+    async def _add_account(self, dialog: AccountDialog, draft: AccountDraft) -> None:
+        dialog.set_busy("Checking the key and storing it in the OS keyring…")
+        try:
+            await self.session.add_account(draft)
+        except (KnownError, ProviderError) as exc:
+            dialog.set_result(False, str(exc))
+            return
+        dialog.accept()
+        await self.refresh_accounts()
+        self.window.banners.show_banner("success", f"Account {draft.name} connected "
+                                        f"(limit {draft.capacity}).", key="account")
+
+    def show_settings(self) -> SettingsDialog:
+        default = str(self.session.ctx.videos_dir)
+        dialog = SettingsDialog(self.session.settings, default, self.window)
+        dialog.saved.connect(lambda settings: self.spawn(self._save_settings(settings)))
+        dialog.finished.connect(lambda _r: self._forget(dialog))
+        self.dialogs.append(dialog)
+        dialog.show()
+        return dialog
+
+    async def _save_settings(self, settings: Settings) -> None:
+        old = self.session.settings
+        await asyncio.to_thread(save_settings, self.session.ctx.data_dir, settings)
+        self.session.settings = settings
+        if settings.theme != old.theme:
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                theme.apply_theme(app, settings.theme)
+                self.refresh_cards()
+
+    # -- closing -------------------------------------------------------------------------
+    def live_renders(self) -> int:
+        return sum(len(rows) for rows in self.model.table.live.values())
+
+    def request_close(self) -> None:
+        if self.closing:
+            return
+        live = self.live_renders()
+        if self.session.closed or self.session.engine is None or not live:
+            self.spawn(self.shutdown(keep_renders=True), "shutdown")
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",
+                          f"{live} render{'s are' if live != 1 else ' is'} still running at "
+                          "the provider.", parent=self.window)
+        box.setInformativeText("Keep them for next time: ReelQueue reattaches to them when "
+                               "you open it again, so nothing is rendered or paid twice. "
+                               "Or cancel them now.")
+        keep = box.addButton("Keep for next time", QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton("Cancel renders and quit", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton("Don't quit", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+
+        def chosen(button: object) -> None:
+            if button is keep:
+                self.spawn(self.shutdown(keep_renders=True), "shutdown")
+            elif button is cancel:
+                self.spawn(self.shutdown(keep_renders=False), "shutdown")
+
+        box.buttonClicked.connect(chosen)
+        box.setWindowModality(box.windowModality().WindowModal)
+        box.open()
+        self.dialogs.append(box)
+        self.close_box = box
+
+    async def shutdown(self, *, keep_renders: bool = True) -> int:
+        """Close in order; the window goes last. Returns the renders kept."""
+        if self.closing:
+            return 0
+        self.closing = True
+        self.window.set_engine_state("stopping")
+        self.timer.stop()
+        for dialog in list(self.dialogs):
+            if hasattr(dialog, "stop_timers"):
+                dialog.stop_timers()
+            dialog.close()
+        self.window.stop_timers()
+        kept = await self.session.close(keep_renders=keep_renders)
+        self.bridge.disconnect_bus()
+        if self._tray is not None:
+            self._tray.hide()
+        self.window.allow_close = True
+        self.window.close()
+        self.finished.emit(0)
+        return kept

@@ -1,0 +1,476 @@
+"""The import dialog: defaults, column mapping, a preview as rendered, row errors, cost.
+
+Non-modal (a modal dialog inside an async slot breaks qasync). It never plans by itself:
+it emits :attr:`ImportDialog.replanRequested` with new options whenever the user changes
+something (debounced), the controller plans on worker threads and calls
+:meth:`ImportDialog.set_plan`. :attr:`ImportDialog.importRequested` carries the plan the
+user saw and how many of its rows to import (None: all of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.intake import FIELDS, ColumnMapping, ImportOptions, ImportPlan, PreviewRow, RowError
+from reelqueue.intake.mapping import display_headers
+from reelqueue.providers import registry
+from reelqueue.ui import format as fmt
+from reelqueue.ui import theme
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+PREVIEW_ROWS = 10
+KEEP = "(extra column)"
+IGNORE = "ignore"
+
+
+class PreviewModel(QAbstractTableModel):
+    """The first rows of a plan as they will be rendered."""
+
+    HEADERS = ("Row", "Name", "Prompt", "Provider", "Parameters", "File", "Status")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[PreviewRow] = []
+
+    def set_rows(self, rows: list[PreviewRow]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
+                and 0 <= section < len(self.HEADERS)):
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        column = index.column()
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            params = ", ".join(f"{k} {v}" for k, v in row.params.items() if v not in (None, ""))
+            values = ("" if row.row_number is None else str(row.row_number), row.name,
+                      row.prompt, row.provider, params, row.file_name,
+                      "already imported" if row.already_present else "new")
+            return values[column]
+        if role == Qt.ItemDataRole.ForegroundRole and column == 6:
+            return theme.color("muted" if row.already_present else "success")
+        return None
+
+
+class RowErrorModel(QAbstractTableModel):
+    """Row-level errors: where, what, and what would be accepted."""
+
+    HEADERS = ("Row", "Column", "Problem", "Accepted")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.errors: list[RowError] = []
+
+    def set_errors(self, errors: list[RowError]) -> None:
+        self.beginResetModel()
+        self.errors = list(errors)
+        self.endResetModel()
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.errors)
+
+    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
+                and 0 <= section < len(self.HEADERS)):
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        error = self.errors[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            values = ("defaults" if error.row_number is None else str(error.row_number),
+                      error.column, error.message, error.accepted)
+            return values[index.column()]
+        return None
+
+
+def _table(model: QAbstractTableModel, stretch: int) -> QTableView:
+    view = QTableView()
+    view.setModel(model)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(30)
+    view.setShowGrid(False)
+    view.setWordWrap(False)
+    view.setAlternatingRowColors(True)
+    view.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+    header = view.horizontalHeader()
+    header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+    header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    return view
+
+
+class ImportDialog(QDialog):
+    """Signals:
+        replanRequested(object): ImportOptions to plan the same file with.
+        importRequested(object, object): the ImportPlan and the number of rows (or None).
+
+    Attributes:
+        path: the sheet.
+        plan: the plan on show (None while planning or after a refusal).
+    """
+
+    replanRequested = Signal(object)
+    importRequested = Signal(object, object)
+
+    def __init__(self, path: Path, options: ImportOptions, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"Import {path.name}")
+        self.setModal(False)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
+        self.resize(1120, 720)
+        self.path = path
+        self.options = options
+        self.plan: ImportPlan | None = None
+        self._headers: list[str] = []
+        self._mapping_boxes: dict[str, QComboBox] = {}
+        self._replan_timer = QTimer(self)
+        self._replan_timer.setSingleShot(True)
+        self._replan_timer.setInterval(300)
+        self._replan_timer.timeout.connect(self._emit_replan)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 18, 20, 16)
+        layout.setSpacing(12)
+        title = QLabel(f"Import {path.name}")
+        title.setProperty("role", "heading")
+        self.source_label = QLabel("Reading the sheet…")
+        self.source_label.setProperty("role", "muted")
+        layout.addWidget(title)
+        layout.addWidget(self.source_label)
+
+        body = QHBoxLayout()
+        body.setSpacing(16)
+        body.addWidget(self._build_defaults(), 0)
+        self.tabs = QTabWidget()
+        self.preview_model = PreviewModel(self)
+        self.errors_model = RowErrorModel(self)
+        self.preview_view = _table(self.preview_model, 2)
+        self.preview_view.horizontalHeader().resizeSection(0, 48)
+        self.preview_view.horizontalHeader().resizeSection(1, 120)
+        self.preview_view.horizontalHeader().resizeSection(4, 210)
+        self.preview_view.horizontalHeader().resizeSection(5, 150)
+        self.errors_view = _table(self.errors_model, 2)
+        self.tabs.addTab(self.preview_view, "Preview")
+        self.mapping_area = QScrollArea()
+        self.mapping_area.setWidgetResizable(True)
+        self.tabs.addTab(self.mapping_area, "Columns")
+        self.tabs.addTab(self.errors_view, "Errors")
+        body.addWidget(self.tabs, 1)
+        layout.addLayout(body, 1)
+
+        summary = QFrame()
+        summary.setObjectName("panel")
+        summary_layout = QHBoxLayout(summary)
+        summary_layout.setContentsMargins(14, 10, 14, 10)
+        self.summary_label = QLabel()
+        self.summary_label.setWordWrap(True)
+        self.estimate_label = QLabel()
+        self.estimate_label.setWordWrap(True)
+        self.estimate_label.setProperty("role", "muted")
+        column = QVBoxLayout()
+        column.addWidget(self.summary_label)
+        column.addWidget(self.estimate_label)
+        summary_layout.addLayout(column, 1)
+        layout.addWidget(summary)
+
+        buttons = QHBoxLayout()
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet(f"color: {theme.tokens().danger};")
+        buttons.addWidget(self.error_label, 1)
+        cancel = QPushButton("Cancel")
+        cancel.clicked.connect(self.reject)
+        self.import_button = QPushButton("Import")
+        self.import_button.setProperty("primary", True)
+        self.import_button.setDefault(True)
+        self.import_button.setEnabled(False)
+        self.import_button.clicked.connect(self._import)
+        buttons.addWidget(cancel)
+        buttons.addWidget(self.import_button)
+        layout.addLayout(buttons)
+        self._provider_changed()
+
+    # -- the defaults form -----------------------------------------------------------------
+    def _build_defaults(self) -> QWidget:
+        box = QFrame()
+        box.setObjectName("panel")
+        box.setFixedWidth(330)
+        form = QFormLayout(box)
+        form.setContentsMargins(16, 14, 16, 14)
+        form.setVerticalSpacing(9)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        heading = QLabel("BATCH DEFAULTS")
+        heading.setProperty("role", "section")
+        form.addRow(heading)
+        self.batch_name = QLineEdit()
+        self.batch_name.setPlaceholderText(self.path.stem)
+        self.provider = QComboBox()
+        for kind in registry.kinds():
+            self.provider.addItem(registry.get(kind).title, kind)
+        self.provider.setCurrentIndex(max(0, self.provider.findData(self.options.provider)))
+        self.model = QComboBox()
+        self.duration = QDoubleSpinBox()
+        self.duration.setRange(0, 600)
+        self.duration.setDecimals(1)
+        self.duration.setSuffix(" s")
+        self.duration.setSpecialValueText("from the sheet / 5 s")
+        self.aspect = QComboBox()
+        self.resolution = QComboBox()
+        self.output = QLineEdit(str(self.options.output_root))
+        browse = QPushButton("…")
+        browse.setFixedWidth(34)
+        browse.clicked.connect(self._browse)
+        output_row = QHBoxLayout()
+        output_row.addWidget(self.output, 1)
+        output_row.addWidget(browse)
+        self.template = QLineEdit(self.options.filename_template)
+        self.template.setToolTip("Fields: {row}, {name}, {seed}, {model}, {provider}, {date}, "
+                                 "{n}, {id}, {batch}")
+        self.test_run = QCheckBox("Test run: only the first")
+        self.test_rows = QSpinBox()
+        self.test_rows.setRange(1, 100_000)
+        self.test_rows.setValue(3)
+        self.test_rows.setSuffix(" rows")
+        self.test_rows.setEnabled(False)
+        self.test_run.toggled.connect(self.test_rows.setEnabled)
+        self.test_run.toggled.connect(lambda _on: self._update_summary())
+        self.test_rows.valueChanged.connect(lambda _v: self._update_summary())
+        test_row = QHBoxLayout()
+        test_row.addWidget(self.test_run)
+        test_row.addWidget(self.test_rows)
+        form.addRow("Batch name", self.batch_name)
+        form.addRow("Provider", self.provider)
+        form.addRow("Model", self.model)
+        form.addRow("Duration", self.duration)
+        form.addRow("Aspect ratio", self.aspect)
+        form.addRow("Resolution", self.resolution)
+        form.addRow("Output folder", output_row)
+        form.addRow("File names", self.template)
+        form.addRow(test_row)
+        self.provider.currentIndexChanged.connect(lambda _i: self._provider_changed())
+        for combo in (self.model, self.aspect, self.resolution):
+            combo.currentIndexChanged.connect(lambda _i: self._changed())
+        self.duration.valueChanged.connect(lambda _v: self._changed())
+        for line in (self.batch_name, self.output, self.template):
+            line.textEdited.connect(lambda _t: self._changed())
+        return box
+
+    def _provider_changed(self) -> None:
+        kind = self.provider.currentData()
+        params = registry.get(kind).params
+        for combo, values in ((self.model, params.models),
+                              (self.aspect, params.aspect_ratios),
+                              (self.resolution, params.resolutions)):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItem("provider default", None)
+            for value in values:
+                combo.addItem(value, value)
+            combo.setEnabled(bool(values))
+            combo.blockSignals(False)
+        self._changed()
+
+    def _browse(self) -> None:
+        dialog = QFileDialog(self, "Output folder", self.output.text())
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.fileSelected.connect(lambda folder: (self.output.setText(folder), self._changed()))
+        dialog.open()
+
+    def _changed(self) -> None:
+        self._replan_timer.start()
+
+    def current_options(self) -> ImportOptions:
+        mapping = self._mapping_from_boxes()
+        return replace(
+            self.options,
+            provider=self.provider.currentData(),
+            model=self.model.currentData(),
+            duration=self.duration.value() or None,
+            aspect_ratio=self.aspect.currentData(),
+            resolution=self.resolution.currentData(),
+            output_root=Path(self.output.text().strip() or str(self.options.output_root)),
+            filename_template=self.template.text().strip() or self.options.filename_template,
+            batch_name=self.batch_name.text().strip() or None,
+            mapping=mapping,
+        )
+
+    def _emit_replan(self) -> None:
+        self.replanRequested.emit(self.current_options())
+
+    # -- mapping -------------------------------------------------------------------------
+    def _mapping_from_boxes(self) -> ColumnMapping | None:
+        if not self._mapping_boxes:
+            return self.options.mapping
+        by_field: dict[str, str] = {}
+        ignored: set[str] = set()
+        for header, box in self._mapping_boxes.items():
+            value = box.currentData()
+            if value == IGNORE:
+                ignored.add(header)
+            elif value and value not in by_field:
+                by_field[value] = header
+        return ColumnMapping(by_field=by_field, ignored=frozenset(ignored))
+
+    def _build_mapping(self, plan: ImportPlan) -> None:
+        headers = display_headers(plan.sheet.headers)
+        if headers == self._headers:
+            for header, box in self._mapping_boxes.items():
+                self._select(box, plan.mapping, header)
+            return
+        self._headers = headers
+        inner = QWidget()
+        grid = QGridLayout(inner)
+        grid.setContentsMargins(14, 12, 14, 12)
+        grid.setHorizontalSpacing(16)
+        grid.setVerticalSpacing(8)
+        for column, text in enumerate(("COLUMN IN THE SHEET", "USED AS")):
+            label = QLabel(text)
+            label.setProperty("role", "section")
+            grid.addWidget(label, 0, column)
+        self._mapping_boxes = {}
+        for row, header in enumerate(headers, start=1):
+            grid.addWidget(QLabel(header), row, 0)
+            box = QComboBox()
+            box.addItem(KEEP, None)
+            for name in FIELDS:
+                box.addItem(name.replace("_", " "), name)
+            box.addItem("ignore (not even exported)", IGNORE)
+            self._select(box, plan.mapping, header)
+            box.currentIndexChanged.connect(lambda _i: self._changed())
+            grid.addWidget(box, row, 1)
+            self._mapping_boxes[header] = box
+        grid.setRowStretch(len(headers) + 1, 1)
+        grid.setColumnStretch(2, 1)
+        self.mapping_area.setWidget(inner)
+
+    @staticmethod
+    def _select(box: QComboBox, mapping: ColumnMapping, header: str) -> None:
+        wanted: str | None = None
+        for field_name, mapped in mapping.by_field.items():
+            if mapped == header:
+                wanted = field_name
+        if header in mapping.ignored:
+            wanted = IGNORE
+        box.blockSignals(True)
+        box.setCurrentIndex(max(0, box.findData(wanted)) if wanted else 0)
+        box.blockSignals(False)
+
+    # -- results -------------------------------------------------------------------------
+    def set_plan(self, plan: ImportPlan) -> None:
+        self.plan = plan
+        self.error_label.setText("")
+        sheet = plan.sheet
+        where = f" · sheet {sheet.sheet_name}" if sheet.sheet_name else ""
+        self.source_label.setText(
+            f"{sheet.format.upper()}{where} · header on row {sheet.header_row_number} · "
+            f"{len(plan.jobs) + len({e.row_number for e in plan.errors}):,} rows · "
+            f"batch “{plan.batch.name}” in {plan.batch.output_dir}")
+        self.preview_model.set_rows(plan.preview(PREVIEW_ROWS))
+        self.errors_model.set_errors(plan.errors)
+        self.tabs.setTabText(2, f"Errors ({len(plan.errors)})" if plan.errors else "Errors")
+        self._build_mapping(plan)
+        self._update_summary()
+
+    def set_error(self, message: str) -> None:
+        self.plan = None
+        self.error_label.setText(message)
+        self.import_button.setEnabled(False)
+        self.import_button.setText("Import")
+
+    def rows_to_import(self) -> int | None:
+        return self.test_rows.value() if self.test_run.isChecked() else None
+
+    def _update_summary(self) -> None:
+        plan = self.plan
+        if plan is None:
+            return
+        new = len(plan.new_jobs)
+        refused_rows = len({e.row_number for e in plan.errors})
+        parts = [f"<b>{new:,} new jobs</b>"]
+        if plan.already_present:
+            parts.append(f"{plan.already_present:,} already imported (skipped)")
+        if refused_rows:
+            parts.append(f"<span style='color:{theme.tokens().danger}'>{refused_rows:,} rows "
+                         "refused — see Errors</span>")
+        if plan.unmapped:
+            parts.append(f"kept as extra columns: {', '.join(plan.unmapped)}")
+        self.summary_label.setText(" · ".join(parts))
+        estimate = plan.estimate
+        lines = [f"{line.label}: {line.jobs} jobs, {line.seconds:.0f} s of video"
+                 + (f", {fmt.money(line.usd)}" if line.usd is not None else ", price unknown")
+                 for line in estimate.lines]
+        text = f"Estimated cost {fmt.money(estimate.total_usd)}"
+        if lines:
+            text += " — " + "; ".join(lines)
+        if estimate.unpriced_jobs:
+            text += f" ({estimate.unpriced_jobs} jobs without a known price)"
+        if estimate.sources:
+            text += f". Prices: {', '.join(estimate.sources)}; an estimate, not an invoice."
+        self.estimate_label.setText(text)
+        count = self.rows_to_import()
+        to_add = min(new, count) if count is not None else new
+        self.import_button.setEnabled(not plan.refused and (to_add > 0 or count is not None))
+        self.import_button.setText(f"Test run {count} rows" if count is not None
+                                   else f"Import {to_add:,} jobs" if to_add else "Nothing new")
+
+    def _import(self) -> None:
+        if self.plan is not None:
+            self.import_button.setEnabled(False)
+            self.importRequested.emit(self.plan, self.rows_to_import())
+
+    def stop_timers(self) -> None:
+        self._replan_timer.stop()

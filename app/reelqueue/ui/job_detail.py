@@ -1,0 +1,333 @@
+"""A job's detail: prompt and parameters, error with a plain hint, output, history.
+
+Non-modal; one window per job. The controller loads the job and its ledger on the journal
+thread and calls :meth:`JobDetailDialog.set_detail`; a thumbnail is made on a worker
+thread where ffmpeg exists (Qt's essentials have no video decoder), else a film frame
+stands in for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.domain.errors import HINTS, ErrorLabel
+from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.engine.queries import JobDetail
+from reelqueue.ui import format as fmt
+from reelqueue.ui import theme
+from reelqueue.ui.accounts_view import Chip
+from reelqueue.ui.jobs_data import STATE_LABELS
+from reelqueue.ui.jobs_model import STATE_TINTS
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+THUMB = QSize(288, 162)
+
+
+class LedgerModel(QAbstractTableModel):
+    """A job's ledger entries, oldest first."""
+
+    HEADERS = ("Time", "Event", "Account", "Details")
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.entries: list[LedgerEntry] = []
+
+    def set_entries(self, entries: list[LedgerEntry]) -> None:
+        self.beginResetModel()
+        self.entries = list(entries)
+        self.endResetModel()
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.entries)
+
+    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
+                and 0 <= section < len(self.HEADERS)):
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        entry = self.entries[index.row()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            detail = ", ".join(f"{k}: {v}" for k, v in entry.detail.items()
+                               if v not in (None, "", [], {}))
+            values = (fmt.stamp(entry.at), entry.event.replace("_", " "),
+                      entry.account or "", detail)
+            return values[index.column()]
+        if role == Qt.ItemDataRole.ForegroundRole and index.column() == 1:
+            if entry.event in ("failed", "fenced_out", "possible_duplicate_charge"):
+                return theme.color("danger")
+            if entry.event == "completed":
+                return theme.color("success")
+        return None
+
+
+def hint_for(label: str | None) -> str:
+    try:
+        return HINTS[ErrorLabel(label)] if label else ""
+    except ValueError:
+        return ""
+
+
+class JobDetailDialog(QDialog):
+    """Signals:
+        retryRequested(int, object): the job id and a new seed (None: keep the seed).
+        cancelRequested(int): the job id.
+        openRequested(str): a file to open. revealRequested(str): a file to show in its folder.
+
+    Attributes:
+        job_id: the job shown.
+    """
+
+    retryRequested = Signal(int, object)
+    cancelRequested = Signal(int)
+    openRequested = Signal(str)
+    revealRequested = Signal(str)
+
+    def __init__(self, job_id: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.job_id = job_id
+        self.job: Job | None = None
+        self.setModal(False)
+        self.setWindowTitle(f"Job {job_id}")
+        self.resize(920, 700)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 18, 20, 16)
+        layout.setSpacing(12)
+
+        head = QHBoxLayout()
+        self.title = QLabel(f"Job {job_id}")
+        self.title.setProperty("role", "heading")
+        self.chip = Chip()
+        self.subtitle = QLabel("Loading…")
+        self.subtitle.setProperty("role", "muted")
+        titles = QVBoxLayout()
+        titles.setSpacing(2)
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.title)
+        title_row.addWidget(self.chip)
+        title_row.addStretch(1)
+        titles.addLayout(title_row)
+        titles.addWidget(self.subtitle)
+        head.addLayout(titles, 1)
+        layout.addLayout(head)
+
+        body = QHBoxLayout()
+        body.setSpacing(16)
+        left = QVBoxLayout()
+        left.setSpacing(8)
+        prompt_head = QLabel("PROMPT")
+        prompt_head.setProperty("role", "section")
+        self.prompt = QPlainTextEdit()
+        self.prompt.setReadOnly(True)
+        self.prompt.setMaximumHeight(96)
+        left.addWidget(prompt_head)
+        left.addWidget(self.prompt)
+        params_head = QLabel("PARAMETERS")
+        params_head.setProperty("role", "section")
+        left.addWidget(params_head)
+        self.params = QFrame()
+        self.params.setObjectName("panel")
+        self.params_layout = QGridLayout(self.params)
+        self.params_layout.setContentsMargins(12, 10, 12, 10)
+        self.params_layout.setHorizontalSpacing(18)
+        self.params_layout.setVerticalSpacing(4)
+        left.addWidget(self.params)
+        self.error_box = QFrame()
+        self.error_box.setObjectName("panel")
+        error_layout = QVBoxLayout(self.error_box)
+        error_layout.setContentsMargins(12, 10, 12, 10)
+        self.error_title = QLabel()
+        self.error_title.setStyleSheet(f"color: {theme.tokens().danger}; font-weight: 600;")
+        self.error_text = QLabel()
+        self.error_text.setWordWrap(True)
+        self.error_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_hint = QLabel()
+        self.error_hint.setWordWrap(True)
+        self.error_hint.setProperty("role", "muted")
+        for widget in (self.error_title, self.error_text, self.error_hint):
+            error_layout.addWidget(widget)
+        left.addWidget(self.error_box)
+        left.addStretch(1)
+        body.addLayout(left, 1)
+
+        right = QVBoxLayout()
+        right.setSpacing(8)
+        output_head = QLabel("OUTPUT")
+        output_head.setProperty("role", "section")
+        right.addWidget(output_head)
+        self.thumbnail = QLabel()
+        self.thumbnail.setFixedSize(THUMB)
+        self.thumbnail.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.thumbnail.setStyleSheet(
+            f"background: {theme.tokens().surface_alt}; border: 1px solid "
+            f"{theme.tokens().border}; border-radius: 8px;")
+        self.set_thumbnail(None)
+        right.addWidget(self.thumbnail)
+        self.output_label = QLabel()
+        self.output_label.setWordWrap(True)
+        self.output_label.setMaximumWidth(THUMB.width())
+        self.output_label.setProperty("role", "muted")
+        self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        right.addWidget(self.output_label)
+        file_buttons = QHBoxLayout()
+        self.open_button = QPushButton("Open")
+        self.open_button.setIcon(theme.icon("open-file", size=16))
+        self.reveal_button = QPushButton("Show in folder")
+        self.reveal_button.setIcon(theme.icon("folder", size=16))
+        self.open_button.clicked.connect(lambda: self.openRequested.emit(self._output()))
+        self.reveal_button.clicked.connect(lambda: self.revealRequested.emit(self._output()))
+        file_buttons.addWidget(self.open_button)
+        file_buttons.addWidget(self.reveal_button)
+        file_buttons.addStretch(1)
+        right.addLayout(file_buttons)
+        right.addStretch(1)
+        body.addLayout(right, 0)
+        layout.addLayout(body, 3)
+
+        history_head = QLabel("HISTORY")
+        history_head.setProperty("role", "section")
+        layout.addWidget(history_head)
+        self.ledger_model = LedgerModel(self)
+        self.ledger_view = QTableView()
+        self.ledger_view.setModel(self.ledger_model)
+        self.ledger_view.verticalHeader().setVisible(False)
+        self.ledger_view.verticalHeader().setDefaultSectionSize(28)
+        self.ledger_view.setShowGrid(False)
+        self.ledger_view.setWordWrap(False)
+        self.ledger_view.setAlternatingRowColors(True)
+        header = self.ledger_view.horizontalHeader()
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        header.resizeSection(0, 160)
+        header.resizeSection(1, 130)
+        header.resizeSection(2, 120)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        layout.addWidget(self.ledger_view, 2)
+
+        actions = QHBoxLayout()
+        self.new_seed = QCheckBox("with a new seed")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2_147_483_647)
+        self.seed.setEnabled(False)
+        self.new_seed.toggled.connect(self.seed.setEnabled)
+        self.retry_button = QPushButton("Retry")
+        self.retry_button.setIcon(theme.icon("retry", size=16))
+        self.retry_button.clicked.connect(self._retry)
+        self.cancel_button = QPushButton("Cancel job")
+        self.cancel_button.setIcon(theme.icon("cancel", size=16))
+        self.cancel_button.clicked.connect(lambda: self.cancelRequested.emit(self.job_id))
+        close = QPushButton("Close")
+        close.clicked.connect(self.close)
+        actions.addWidget(self.retry_button)
+        actions.addWidget(self.new_seed)
+        actions.addWidget(self.seed)
+        actions.addStretch(1)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(close)
+        layout.addLayout(actions)
+
+    def _output(self) -> str:
+        return self.job.output_path if self.job else ""
+
+    def _retry(self) -> None:
+        self.retryRequested.emit(self.job_id, self.seed.value() if self.new_seed.isChecked()
+                                 else None)
+
+    def set_detail(self, detail: JobDetail) -> None:
+        job = detail.job
+        self.job = job
+        self.setWindowTitle(f"Job {job.id} — {job.name or 'untitled'}")
+        self.title.setText(job.name or f"Job {job.id}")
+        state = job.state.value
+        label = STATE_LABELS.get(state, state)
+        if job.sub_status and state == "RENDERING":
+            label += f" · {job.sub_status}"
+        self.chip.set_chip(label, STATE_TINTS.get(state, "neutral"))
+        row = f"row {job.row_number} · " if job.row_number is not None else ""
+        where = f" on {job.account}" if job.account else ""
+        self.subtitle.setText(f"{row}{job.provider}{where} · attempt {job.attempts} of "
+                              f"{job.max_attempts} · job {job.id}")
+        self.prompt.setPlainText(job.prompt)
+        self._set_params(job)
+        has_error = bool(job.error_label)
+        self.error_box.setVisible(has_error)
+        if has_error:
+            self.error_title.setText(f"{(job.error_label or '').capitalize()} "
+                                     f"({job.error_class or 'error'})")
+            self.error_text.setText(job.error_message or "")
+            self.error_hint.setText(hint_for(job.error_label))
+        exists = Path(job.output_path).is_file() if state == "COMPLETED" else False
+        size = f" · {job.output_size / 1_000_000:.1f} MB" if job.output_size else ""
+        self.output_label.setText(f"{job.output_path}{size}" if job.output_path else "")
+        self.open_button.setEnabled(exists)
+        self.reveal_button.setEnabled(bool(job.output_path))
+        self.retry_button.setEnabled(state in ("FAILED", "CANCELLED"))
+        self.cancel_button.setEnabled(state not in ("COMPLETED", "FAILED", "CANCELLED"))
+        self.seed.setValue(int(job.params.get("seed") or 0) + 1)
+        self.ledger_model.set_entries(detail.ledger)
+
+    def _set_params(self, job: Job) -> None:
+        while self.params_layout.count():
+            item = self.params_layout.takeAt(0)
+            if item is not None and item.widget() is not None:
+                item.widget().deleteLater()
+        values: dict[str, object] = dict(job.params)
+        if job.pinned_account:
+            values["pinned account"] = job.pinned_account
+        if job.provider_job_id:
+            values["provider job id"] = job.provider_job_id
+        if job.cost is not None:
+            values["cost"] = fmt.money(job.cost)
+        if job.metadata:
+            values["sheet columns"] = json.dumps(job.metadata, ensure_ascii=False)[:120]
+        form = list(values.items()) or [("parameters", "provider defaults")]
+        for row, (key, value) in enumerate(form):
+            name = QLabel(str(key).replace("_", " "))
+            name.setProperty("role", "muted")
+            text = QLabel(str(value))
+            text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            text.setWordWrap(True)
+            self.params_layout.addWidget(name, row, 0, Qt.AlignmentFlag.AlignTop)
+            self.params_layout.addWidget(text, row, 1)
+        self.params_layout.setColumnStretch(1, 1)
+
+    def set_thumbnail(self, pixmap: QPixmap | None) -> None:
+        if pixmap is None or pixmap.isNull():
+            self.thumbnail.setPixmap(theme.icon("film", "muted", 48).pixmap(QSize(48, 48)))
+            return
+        self.thumbnail.setPixmap(pixmap.scaled(THUMB, Qt.AspectRatioMode.KeepAspectRatio,
+                                               Qt.TransformationMode.SmoothTransformation))

@@ -1,0 +1,250 @@
+"""The window's mirror of the jobs: rows by id, live counters, throughput. No Qt here.
+
+:class:`JobTable` holds one :class:`~reelqueue.engine.queries.JobRow` per job, applies
+engine events to them in O(1), and keeps counters (by state, by account and state, open
+jobs per batch, waiting jobs and their estimate per provider, spend per account) exact by
+removing a row's contribution before a change and adding it back after. Pages of rows are
+summarised on a worker thread (:func:`stats_of`) and merged in one step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
+from reelqueue.engine.events import JobEvent
+from reelqueue.engine.queries import JobRow
+
+FINAL_VALUES = frozenset(s.value for s in FINAL)
+IN_FLIGHT_VALUES = frozenset(s.value for s in IN_FLIGHT)
+WAITING_VALUES = frozenset(s.value for s in WAITING)
+COMPLETED = JobState.COMPLETED.value
+HOUR = 3600.0
+
+STATE_LABELS = {
+    "QUEUED": "Queued", "CLAIMED": "Starting", "SUBMITTING": "Submitting",
+    "RENDERING": "Rendering", "DOWNLOADING": "Downloading", "RETRY_WAIT": "Retry wait",
+    "COMPLETED": "Completed", "FAILED": "Failed", "CANCELLED": "Cancelled",
+}
+
+STATE_GROUPS: dict[str, frozenset[str] | None] = {
+    "All states": None,
+    "Waiting": WAITING_VALUES,
+    "Running": IN_FLIGHT_VALUES,
+    "Completed": frozenset({"COMPLETED"}),
+    "Failed": frozenset({"FAILED"}),
+    "Cancelled": frozenset({"CANCELLED"}),
+}
+
+
+@dataclass
+class JobStats:
+    """Counters over a set of rows (see the module docstring)."""
+
+    by_state: Counter[str] = field(default_factory=Counter)
+    by_account: Counter[tuple[str, str]] = field(default_factory=Counter)
+    open_by_batch: Counter[int] = field(default_factory=Counter)
+    waiting_by_provider: Counter[str] = field(default_factory=Counter)
+    waiting_estimate: Counter[str] = field(default_factory=Counter)
+    spend: Counter[str] = field(default_factory=Counter)
+    completions: list[tuple[float, str | None]] = field(default_factory=list)
+
+    def add(self, row: JobRow, sign: int = 1) -> None:
+        state = row.state
+        self.by_state[state] += sign
+        if state not in FINAL_VALUES:
+            self.open_by_batch[row.batch_id] += sign
+        if row.account:
+            self.by_account[(row.account, state)] += sign
+        if state in WAITING_VALUES:
+            self.waiting_by_provider[row.provider] += sign
+            if row.estimate:
+                self.waiting_estimate[row.provider] += sign * row.estimate
+        elif state == COMPLETED and row.account and row.cost:
+            self.spend[row.account] += sign * row.cost
+
+    def merge(self, other: JobStats) -> None:
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
+                     "waiting_estimate", "spend"):
+            getattr(self, name).update(getattr(other, name))
+
+
+def stats_of(rows: Iterable[JobRow], since: float | None = None) -> JobStats:
+    """Counters of ``rows`` (run it on a worker thread for big pages)."""
+    stats = JobStats()
+    since = time.time() - HOUR if since is None else since
+    for row in rows:
+        stats.add(row)
+        if row.state == COMPLETED and row.finished_at and row.finished_at >= since:
+            stats.completions.append((row.finished_at, row.account))
+    stats.completions.sort(key=lambda item: item[0])
+    return stats
+
+
+class JobTable:
+    """Attributes:
+    rows: every job, in id order.
+    stats: the live counters.
+    completions: (time, account) of completions in the last hour, oldest first.
+    typical_seconds: a running average of render time per account (for ETAs).
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[JobRow] = []
+        self.stats = JobStats()
+        self.completions: deque[tuple[float, str | None]] = deque()
+        self.typical_seconds: dict[str, float] = {}
+        self._pos: dict[int, int] = {}
+        self._dirty: set[int] = set()
+        self.completed_since_tick: list[int] = []
+        self.live: dict[str, set[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def last_id(self) -> int:
+        return self.rows[-1].id if self.rows else 0
+
+    def index_of(self, job_id: int) -> int | None:
+        return self._pos.get(job_id)
+
+    def row(self, job_id: int) -> JobRow | None:
+        index = self._pos.get(job_id)
+        return None if index is None else self.rows[index]
+
+    def append(self, rows: list[JobRow], stats: JobStats | None = None) -> tuple[int, int]:
+        """Add new rows (ids above :attr:`last_id`); return the new index range [a, b)."""
+        fresh = [row for row in rows if row.id not in self._pos]
+        start = len(self.rows)
+        self.rows.extend(fresh)
+        self._pos.update(zip((row.id for row in fresh), range(start, start + len(fresh)),
+                             strict=True))
+        if stats is None or len(fresh) != len(rows):
+            stats = stats_of(fresh)
+        self.stats.merge(stats)
+        self.completions.extend(stats.completions)
+        for index in range(start, len(self.rows)):
+            if self.rows[index].state in IN_FLIGHT_VALUES:
+                self._track_live(index, None, self.rows[index])
+        return start, len(self.rows)
+
+    def _track_live(self, index: int, old: JobRow | None, new: JobRow) -> None:
+        """Keep :attr:`live` (in-flight row indices per account) in step with a change."""
+        if old is not None and old.account and old.state in IN_FLIGHT_VALUES:
+            self.live.get(old.account, set()).discard(index)
+        if new.account and new.state in IN_FLIGHT_VALUES:
+            self.live.setdefault(new.account, set()).add(index)
+
+    def live_rows(self, account: str) -> list[JobRow]:
+        return [self.rows[i] for i in sorted(self.live.get(account, ()))]
+
+    def replace(self, row: JobRow) -> bool:
+        """A fresher copy of a known job (re-read after a command); older copies lose."""
+        index = self._pos.get(row.id)
+        if index is None:
+            return False
+        old = self.rows[index]
+        if row.updated_at < old.updated_at:
+            return False
+        self.stats.add(old, -1)
+        self._track_live(index, old, row)
+        self.rows[index] = row
+        self.stats.add(row)
+        self._dirty.add(index)
+        return True
+
+    def apply(self, event: JobEvent) -> bool:
+        """Apply one event; False when the job is not known yet (or the event is stale)."""
+        index = self._pos.get(event.job_id)
+        if index is None:
+            return False
+        row = self.rows[index]
+        if event.at < row.updated_at:
+            return True  # the row already shows something newer (read after the event)
+        stats = self.stats
+        stats.add(row, -1)
+        if row.account and row.state in IN_FLIGHT_VALUES:
+            self.live.get(row.account, set()).discard(index)
+        state = event.state
+        if state != row.state:
+            if state == "CLAIMED" or (state in IN_FLIGHT_VALUES and row.attempt_started is None):
+                row.attempt_started = event.at
+            if state == COMPLETED:
+                self._completed(row, event.at)
+            if state in FINAL_VALUES:
+                row.finished_at = event.at
+            elif row.state in FINAL_VALUES:
+                row.finished_at = None
+            if state in WAITING_VALUES:
+                row.progress = None
+                if state == "QUEUED" and event.error_label is None:
+                    row.error_label = row.error_message = None
+            row.state = state
+            row.sub_status = None
+        if event.account is not None:
+            row.account = event.account
+        if event.sub_status is not None:
+            row.sub_status = event.sub_status
+        if event.progress is not None:
+            row.progress = event.progress
+        if event.attempts is not None:
+            row.attempts = event.attempts
+        if event.error_label is not None:
+            row.error_label = event.error_label
+            row.error_message = event.error_message
+        elif state in IN_FLIGHT_VALUES or state == COMPLETED:
+            row.error_label = row.error_message = None
+        if event.output_path is not None:
+            row.output_path = event.output_path
+        row.updated_at = event.at
+        stats.add(row)
+        if row.account and state in IN_FLIGHT_VALUES:
+            self.live.setdefault(row.account, set()).add(index)
+        self._dirty.add(index)
+        return True
+
+    def _completed(self, row: JobRow, at: float) -> None:
+        self.completions.append((at, row.account))
+        self.completed_since_tick.append(row.id)
+        if row.account and row.attempt_started is not None:
+            seconds = max(0.0, at - row.attempt_started)
+            old = self.typical_seconds.get(row.account)
+            self.typical_seconds[row.account] = (seconds if old is None
+                                                 else 0.8 * old + 0.2 * seconds)
+
+    def take_dirty(self) -> set[int]:
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+    def prune_completions(self, now: float) -> None:
+        while self.completions and self.completions[0][0] < now - HOUR:
+            self.completions.popleft()
+
+    def throughput_per_minute(self, now: float, window: float = 600.0) -> float:
+        """Completions per minute over the last ``window`` seconds (or since the first of
+        them, when the batch is younger than that; at least a minute)."""
+        count = 0
+        oldest = now
+        for at, _account in reversed(self.completions):
+            if at < now - window:
+                break
+            count += 1
+            oldest = at
+        return count * 60.0 / max(60.0, now - oldest) if count else 0.0
+
+    def eta_seconds(self, row: JobRow, now: float) -> float | None:
+        """Seconds left for an in-flight row: from progress when the provider gives it,
+        else from the account's typical render time."""
+        if row.state not in IN_FLIGHT_VALUES or row.attempt_started is None:
+            return None
+        elapsed = max(0.0, now - row.attempt_started)
+        if row.progress is not None and row.progress > 0.02:
+            return elapsed * (1.0 - row.progress) / row.progress
+        typical = self.typical_seconds.get(row.account or "")
+        if typical is None:
+            return None
+        return max(0.0, typical - elapsed)

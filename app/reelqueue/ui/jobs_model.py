@@ -1,0 +1,400 @@
+"""The jobs table: a flat model over :class:`JobTable`, with filters and coalesced updates.
+
+``data()`` is O(1): a list index (through the filter's view, when one is set) and a field
+read. New rows come in pages, one ``beginInsertRows`` each. Events change the rows at once
+but the views hear of it once per tick (:meth:`JobTableModel.flush`, driven by a timer):
+one ``dataChanged`` spanning the changed rows, or one layout change when a filter's
+membership changed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QRect,
+    QRectF,
+    Qt,
+)
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from reelqueue.engine.events import JobEvent
+from reelqueue.engine.queries import JobRow
+from reelqueue.ui import format as fmt
+from reelqueue.ui import theme
+from reelqueue.ui.jobs_data import (
+    FINAL_VALUES,
+    IN_FLIGHT_VALUES,
+    STATE_LABELS,
+    JobStats,
+    JobTable,
+)
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+
+COL_ROW, COL_NAME, COL_PROMPT, COL_ACCOUNT, COL_STATE, COL_PROGRESS, COL_ATTEMPTS, \
+    COL_OUTPUT, COL_ERROR = range(9)
+HEADERS = ("Row", "Name", "Prompt", "Account", "State", "Progress", "Attempts", "Output",
+           "Error")
+
+JobIdRole = Qt.ItemDataRole.UserRole + 1
+"""The job's id (int)."""
+JobRowRole = Qt.ItemDataRole.UserRole + 2
+"""The :class:`JobRow` itself, for delegates and the detail view."""
+StateRole = Qt.ItemDataRole.UserRole + 3
+"""The job state's value (str)."""
+
+STATE_TINTS = {
+    "QUEUED": "neutral", "RETRY_WAIT": "warning", "CLAIMED": "info", "SUBMITTING": "info",
+    "RENDERING": "accent", "DOWNLOADING": "info", "COMPLETED": "success", "FAILED": "danger",
+    "CANCELLED": "neutral",
+}
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Attributes:
+    states: job state values shown (None: all).
+    batch_id: only this batch (None: all).
+    account: only jobs on this account (None: all).
+    text: a case-insensitive piece of the name, prompt or output file name.
+    """
+
+    states: frozenset[str] | None = None
+    batch_id: int | None = None
+    account: str | None = None
+    text: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.states is not None or self.batch_id is not None
+                    or self.account is not None or self.text.strip())
+
+    def matches(self, row: JobRow) -> bool:
+        if self.states is not None and row.state not in self.states:
+            return False
+        if self.batch_id is not None and row.batch_id != self.batch_id:
+            return False
+        if self.account is not None and row.account != self.account:
+            return False
+        needle = self.text.strip().casefold()
+        return not needle or (needle in row.name.casefold() or needle in row.prompt.casefold()
+                              or needle in row.output_path.casefold())
+
+
+def _state_text(row: JobRow) -> str:
+    label = STATE_LABELS.get(row.state, row.state)
+    if row.sub_status and row.state == "RENDERING":
+        return f"{label} · {row.sub_status}"
+    return label
+
+
+def _attempts(row: JobRow) -> str:
+    return f"{row.attempts}/{row.max_attempts}"
+
+
+def _output(row: JobRow) -> str:
+    return Path(row.output_path).name if row.output_path else ""
+
+
+def _account(row: JobRow) -> str:
+    return f"{row.account}" if row.account else f"{row.provider} · any"
+
+
+_DISPLAY = (
+    lambda r: "" if r.row_number is None else str(r.row_number),
+    lambda r: r.name,
+    lambda r: r.prompt,
+    _account,
+    _state_text,
+    lambda r: "",
+    _attempts,
+    _output,
+    lambda r: r.error_label or "",
+)
+
+
+class JobTableModel(QAbstractTableModel):
+    """Attributes:
+    table: the rows and counters this model shows.
+    filter: the filter in force.
+    """
+
+    def __init__(self, table: JobTable | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.table = table or JobTable()
+        self.filter = JobFilter()
+        self._view: list[int] | None = None  # indices into table.rows; None: all of them
+        self._view_pos: dict[int, int] | None = None
+        self.now = time.time
+
+    # -- Qt model API ----------------------------------------------------------------------
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        if parent.isValid():
+            return 0
+        return len(self.table.rows) if self._view is None else len(self._view)
+
+    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(HEADERS):
+            if role == Qt.ItemDataRole.DisplayRole:
+                return HEADERS[section]
+            if role == Qt.ItemDataRole.TextAlignmentRole:
+                return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def row_at(self, row: int) -> JobRow:
+        return self.table.rows[row if self._view is None else self._view[row]]
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        record = self.row_at(index.row())
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return _DISPLAY[column](record)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column == COL_PROMPT:
+                return record.prompt
+            if column == COL_ERROR and record.error_message:
+                return record.error_message
+            if column == COL_OUTPUT:
+                return record.output_path
+            return None
+        if role == JobIdRole:
+            return record.id
+        if role == JobRowRole:
+            return record
+        if role == StateRole:
+            return record.state
+        if role == Qt.ItemDataRole.ForegroundRole and column == COL_ERROR:
+            return theme.color("danger")
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (COL_ROW, COL_ATTEMPTS):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    # -- feeding -------------------------------------------------------------------------
+    def add_rows(self, rows: list[JobRow], stats: JobStats | None = None) -> int:
+        """Append a page of new jobs with one ``beginInsertRows``; return how many."""
+        if not rows:
+            return 0
+        table = self.table
+        start = len(table.rows)
+        fresh = [row for row in rows if table.index_of(row.id) is None]
+        if not fresh:
+            return 0
+        if self._view is None:
+            self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
+            table.append(fresh, stats if len(fresh) == len(rows) else None)
+            self.endInsertRows()
+            return len(fresh)
+        table.append(fresh, stats if len(fresh) == len(rows) else None)
+        shown = [i for i in range(start, start + len(fresh)) if self.filter.matches(table.rows[i])]
+        if shown:
+            first = len(self._view)
+            self.beginInsertRows(QModelIndex(), first, first + len(shown) - 1)
+            self._view.extend(shown)
+            if self._view_pos is not None:
+                self._view_pos.update(zip(shown, range(first, first + len(shown)), strict=True))
+            self.endInsertRows()
+        return len(fresh)
+
+    def apply_event(self, event: JobEvent) -> bool:
+        """Apply an event now; views hear of it at the next :meth:`flush`."""
+        return self.table.apply(event)
+
+    def replace_rows(self, rows: list[JobRow]) -> None:
+        for row in rows:
+            self.table.replace(row)
+
+    def flush(self) -> int:
+        """Tell the views what changed since the last tick; return the rows changed."""
+        dirty = self.table.take_dirty()
+        if not dirty:
+            return 0
+        if self._view is None:
+            first, last = min(dirty), max(dirty)
+        else:
+            pos = self._positions()
+            rows = self.table.rows
+            if any((i in pos) != self.filter.matches(rows[i]) for i in dirty):
+                self._relayout()
+                return len(dirty)
+            shown = [pos[i] for i in dirty if i in pos]
+            if not shown:
+                return len(dirty)
+            first, last = min(shown), max(shown)
+        self.dataChanged.emit(self.index(first, 0), self.index(last, len(HEADERS) - 1))
+        return len(dirty)
+
+    # -- filtering -----------------------------------------------------------------------
+    def set_filter(self, job_filter: JobFilter) -> None:
+        if job_filter == self.filter:
+            return
+        self.filter = job_filter
+        self._relayout()
+
+    def _positions(self) -> dict[int, int]:
+        if self._view_pos is None:
+            view = self._view or []
+            self._view_pos = dict(zip(view, range(len(view)), strict=True))
+        return self._view_pos
+
+    def _compute_view(self) -> list[int] | None:
+        if not self.filter.active:
+            return None
+        matches = self.filter.matches
+        return [i for i, row in enumerate(self.table.rows) if matches(row)]
+
+    def _relayout(self) -> None:
+        """Recompute the view, keeping selections and the current row on their jobs."""
+        self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        ids = [self.row_at(index.row()).id if index.isValid() else None
+               for index in persistent]
+        self._view = self._compute_view()
+        self._view_pos = None
+        new_indexes = []
+        for index, job_id in zip(persistent, ids, strict=True):
+            row = self.view_row_of(job_id) if job_id is not None else None
+            new_indexes.append(QModelIndex() if row is None
+                               else self.index(row, index.column()))
+        self.changePersistentIndexList(persistent, new_indexes)
+        self.layoutChanged.emit()
+
+    def view_row_of(self, job_id: int) -> int | None:
+        index = self.table.index_of(job_id)
+        if index is None:
+            return None
+        if self._view is None:
+            return index
+        return self._positions().get(index)
+
+    def job_ids(self, rows: list[int]) -> list[int]:
+        return [self.row_at(row).id for row in rows]
+
+    def visible_in_flight(self, first: int, last: int) -> bool:
+        last = min(last, self.rowCount() - 1)
+        return any(self.row_at(row).state in IN_FLIGHT_VALUES for row in range(first, last + 1))
+
+
+def _pill(painter: QPainter, rect: QRectF, fill: QColor) -> None:
+    path = QPainterPath()
+    path.addRoundedRect(rect, rect.height() / 2, rect.height() / 2)
+    painter.fillPath(path, fill)
+
+
+class StateDelegate(QStyledItemDelegate):
+    """The state as a coloured dot and its label."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: ModelIndex) -> None:
+        row: JobRow | None = index.data(JobRowRole)
+        if row is None:
+            super().paint(painter, option, index)
+            return
+        self.initStyleOption(option, index)
+        style = option.widget.style() if option.widget else None
+        text = option.text
+        option.text = ""
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter,
+                              option.widget)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        tint = theme.color(STATE_TINTS.get(row.state, "neutral"))
+        rect = option.rect.adjusted(8, 0, -6, 0)
+        dot = QRectF(rect.left(), rect.center().y() - 3.5, 7, 7)
+        painter.setBrush(tint)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.drawEllipse(dot)
+        painter.setPen(option.palette.color(option.palette.ColorRole.Text))
+        text_rect = QRect(rect.left() + 14, rect.top(), rect.width() - 14, rect.height())
+        metrics = QFontMetrics(option.font)
+        painter.drawText(text_rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
+                         metrics.elidedText(text, Qt.TextElideMode.ElideRight, text_rect.width()))
+        painter.restore()
+
+
+class ProgressDelegate(QStyledItemDelegate):
+    """A progress bar (or an elapsed-time bar with an ETA when the provider gives no
+    number) for in-flight rows; the render time or nothing for the others."""
+
+    def __init__(self, model: JobTableModel, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+
+    def text_for(self, row: JobRow, now: float) -> tuple[float | None, str]:
+        table = self.model.table
+        if row.state in IN_FLIGHT_VALUES:
+            elapsed = now - row.attempt_started if row.attempt_started else None
+            eta = table.eta_seconds(row, now)
+            if row.progress is not None:
+                left = f" · {fmt.rough_duration(eta)} left" if eta is not None else ""
+                return row.progress, f"{round(row.progress * 100)}%{left}"
+            if eta is not None and elapsed is not None:
+                fraction = elapsed / max(1.0, elapsed + eta)
+                return fraction, f"{fmt.duration(elapsed)} · ~{fmt.rough_duration(eta)} left"
+            return None, fmt.duration(elapsed)
+        if row.state == "COMPLETED" and row.finished_at and row.attempt_started:
+            return 1.0, f"done in {fmt.duration(row.finished_at - row.attempt_started)}"
+        if row.state == "COMPLETED":
+            return 1.0, "done"
+        return None, ""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: ModelIndex) -> None:
+        row: JobRow | None = index.data(JobRowRole)
+        self.initStyleOption(option, index)
+        style = option.widget.style() if option.widget else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter,
+                              option.widget)
+        if row is None:
+            return
+        fraction, text = self.text_for(row, self.model.now())
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(option.rect.adjusted(8, 0, -8, 0))
+        muted = theme.color("muted")
+        if row.state in IN_FLIGHT_VALUES:
+            track = QRectF(rect.left(), rect.center().y() + 5, rect.width(), 4)
+            _pill(painter, track, theme.color("border"))
+            if fraction is not None:
+                done = QRectF(track.left(), track.top(), max(4.0, track.width() * fraction),
+                              track.height())
+                tint = "accent" if row.progress is not None else "info"
+                _pill(painter, done, theme.color(tint))
+            else:  # no number and no estimate yet: an indeterminate stripe
+                _pill(painter, QRectF(track.left(), track.top(), track.width() * 0.25, 4),
+                      theme.color("info", 140))
+            text_rect = QRectF(rect.left(), rect.top(), rect.width(), rect.height() / 2 + 4)
+            painter.setPen(option.palette.color(option.palette.ColorRole.Text))
+            flags = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom
+        else:
+            text_rect = rect
+            painter.setPen(muted)
+            flags = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+        font = option.font
+        font.setPointSizeF(font.pointSizeF() * 0.92)
+        painter.setFont(font)
+        painter.drawText(text_rect, int(flags), text)
+        painter.restore()
+
+
+def is_final(row: JobRow) -> bool:
+    return row.state in FINAL_VALUES

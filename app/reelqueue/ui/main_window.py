@@ -1,0 +1,447 @@
+"""The main window: toolbar, banners, account cards, the filtered jobs table, status bar.
+
+The window only shows things and emits what the user asked for (signals below); the
+controller turns those into engine commands. Dropping a spreadsheet anywhere on the
+window asks for an import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QModelIndex, QPoint, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QStackedWidget,
+    QTableView,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.intake.sheet import TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
+from reelqueue.ui import theme
+from reelqueue.ui.accounts_view import AccountStrip
+from reelqueue.ui.banner import BannerArea
+from reelqueue.ui.jobs_data import STATE_GROUPS
+from reelqueue.ui.jobs_model import (
+    COL_ACCOUNT,
+    COL_ATTEMPTS,
+    COL_ERROR,
+    COL_NAME,
+    COL_OUTPUT,
+    COL_PROGRESS,
+    COL_PROMPT,
+    COL_ROW,
+    COL_STATE,
+    JobFilter,
+    JobIdRole,
+    JobTableModel,
+    ProgressDelegate,
+    StateDelegate,
+)
+
+SHEET_SUFFIXES = frozenset(TEXT_EXTENSIONS) | frozenset(WORKBOOK_EXTENSIONS)
+ROW_HEIGHT = 36
+COLUMN_WIDTHS = {COL_ROW: 56, COL_NAME: 150, COL_PROMPT: 300, COL_ACCOUNT: 120,
+                 COL_STATE: 150, COL_PROGRESS: 200, COL_ATTEMPTS: 76, COL_OUTPUT: 170,
+                 COL_ERROR: 130}
+
+
+def sheet_paths(urls: list[object]) -> list[Path]:
+    """The local spreadsheet files among dropped URLs."""
+    paths = []
+    for url in urls:
+        local = url.toLocalFile() if hasattr(url, "toLocalFile") else ""
+        if local and Path(local).suffix.lower() in SHEET_SUFFIXES:
+            paths.append(Path(local))
+    return paths
+
+
+class EmptyState(QFrame):
+    """What the jobs area shows before the first import.
+
+    Signals:
+        importClicked(): the user wants to choose a sheet.
+    """
+
+    importClicked = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("panel")
+        layout = QVBoxLayout(self)
+        layout.addStretch(1)
+        icon = QLabel()
+        icon.setPixmap(theme.icon("import", "muted", 40).pixmap(QSize(40, 40)))
+        icon.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        title = QLabel("Drop a spreadsheet of prompts here")
+        title.setProperty("role", "heading")
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint = QLabel("CSV, TSV, TXT, XLSX or ODS — one video per row. You can check the "
+                      "column mapping, the first rows and the cost before anything runs.")
+        hint.setProperty("role", "muted")
+        hint.setWordWrap(True)
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint.setMaximumWidth(460)
+        button = QPushButton("Choose a sheet…")
+        button.setProperty("primary", True)
+        button.clicked.connect(self.importClicked.emit)
+        for widget in (icon, title):
+            layout.addWidget(widget)
+        layout.addWidget(hint, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addSpacing(8)
+        layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(1)
+
+
+class MainWindow(QMainWindow):
+    """Signals:
+        importRequested(object): a sheet path (Path), or None to choose one.
+        startRequested(): hand out work. pauseRequested(): stop handing out work.
+        retryFailedRequested(): retry every failed job shown.
+        retryRequested(list, object): job ids and a new seed (or None).
+        cancelRequested(list): job ids to cancel.
+        exportRequested(): export a batch's results.
+        openFolderRequested(): open the output folder.
+        settingsRequested(): show the settings. addAccountRequested(): connect an account.
+        jobActivated(int): show a job's detail.
+        revealRequested(int): show the job's video in its folder.
+        closeRequested(): the user closed the window; the controller decides.
+
+    Attributes:
+        model: the jobs model. banners: the banner area. accounts: the card strip.
+    """
+
+    importRequested = Signal(object)
+    startRequested = Signal()
+    pauseRequested = Signal()
+    retryFailedRequested = Signal()
+    retryRequested = Signal(list, object)
+    cancelRequested = Signal(list)
+    exportRequested = Signal()
+    openFolderRequested = Signal()
+    settingsRequested = Signal()
+    addAccountRequested = Signal()
+    jobActivated = Signal(int)
+    revealRequested = Signal(int)
+    closeRequested = Signal()
+
+    def __init__(self, model: JobTableModel | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("ReelQueue")
+        self.setWindowIcon(theme.app_icon())
+        self.resize(1320, 860)
+        self.setAcceptDrops(True)
+        self.model = model or JobTableModel(parent=self)
+        self.allow_close = False
+        self.paused = True
+        self._build_toolbar()
+
+        central = QWidget()
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(16, 12, 16, 10)
+        outer.setSpacing(10)
+        self.banners = BannerArea()
+        outer.addWidget(self.banners)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setChildrenCollapsible(False)
+        self.accounts = AccountStrip()
+        self.accounts.addAccount.connect(self.addAccountRequested.emit)
+        splitter.addWidget(self.accounts)
+        splitter.addWidget(self._build_jobs_panel())
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        self.splitter = splitter
+        outer.addWidget(splitter, 1)
+        self.setCentralWidget(central)
+        self._build_status_bar()
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(250)
+        self._search_timer.timeout.connect(self._apply_filter)
+        self.set_engine_state("starting")
+
+    # -- building ------------------------------------------------------------------------
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Main")
+        bar.setMovable(False)
+        bar.setIconSize(QSize(18, 18))
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.addToolBar(bar)
+        self.toolbar = bar
+
+        def action(text: str, icon: str, tip: str, slot: object,
+                   shortcut: QKeySequence | None = None) -> QAction:
+            act = QAction(theme.icon(icon), text, self)
+            act.setToolTip(tip)
+            act.triggered.connect(slot)
+            if shortcut is not None:
+                act.setShortcut(shortcut)
+            bar.addAction(act)
+            return act
+
+        self.import_action = action("Import", "import", "Import a spreadsheet of prompts",
+                                    lambda: self.importRequested.emit(None),
+                                    QKeySequence.StandardKey.Open)
+        self.start_action = action("Start", "play", "Hand out work to the accounts",
+                                   self._start_or_pause)
+        start_button = bar.widgetForAction(self.start_action)
+        if isinstance(start_button, QToolButton):
+            start_button.setObjectName("primary")
+        bar.addSeparator()
+        self.retry_action = action("Retry failed", "retry", "Queue every failed job again",
+                                   self.retryFailedRequested.emit)
+        self.cancel_action = action("Cancel", "cancel", "Cancel the selected jobs",
+                                    self._cancel_selected)
+        bar.addSeparator()
+        self.export_action = action("Export", "export", "Export a batch's results to a sheet",
+                                    self.exportRequested.emit)
+        self.folder_action = action("Open folder", "folder", "Open the output folder",
+                                    self.openFolderRequested.emit)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bar.addWidget(spacer)
+        self.account_action = action("Add account", "account-add",
+                                     "Connect a provider account",
+                                     self.addAccountRequested.emit)
+        self.settings_action = action("Settings", "settings", "Folders, retries, theme",
+                                      self.settingsRequested.emit)
+
+    def _build_jobs_panel(self) -> QWidget:
+        panel = QWidget()
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(8)
+        filters = QHBoxLayout()
+        filters.setSpacing(8)
+        title = QLabel("Jobs")
+        title.setProperty("role", "heading")
+        filters.addWidget(title)
+        filters.addSpacing(8)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search name, prompt or file…")
+        self.search.addAction(theme.icon("search", "muted", 16),
+                              QLineEdit.ActionPosition.LeadingPosition)
+        self.search.setClearButtonEnabled(True)
+        self.search.setMinimumWidth(260)
+        self.search.textChanged.connect(lambda _text: self._search_timer.start())
+        filters.addWidget(self.search)
+        self.state_filter = QComboBox()
+        for label in STATE_GROUPS:
+            self.state_filter.addItem(label)
+        self.batch_filter = QComboBox()
+        self.batch_filter.addItem("All batches", None)
+        self.account_filter = QComboBox()
+        self.account_filter.addItem("All accounts", None)
+        for combo in (self.state_filter, self.batch_filter, self.account_filter):
+            combo.setMinimumWidth(140)
+            combo.currentIndexChanged.connect(lambda _i: self._apply_filter())
+            filters.addWidget(combo)
+        filters.addStretch(1)
+        self.shown_label = QLabel()
+        self.shown_label.setProperty("role", "muted")
+        filters.addWidget(self.shown_label)
+        layout.addLayout(filters)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setShowGrid(False)
+        self.table.setWordWrap(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.table.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        vertical = self.table.verticalHeader()
+        vertical.setVisible(False)
+        vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        vertical.setDefaultSectionSize(ROW_HEIGHT)
+        header = self.table.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setStretchLastSection(True)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        for column, width in COLUMN_WIDTHS.items():
+            header.resizeSection(column, width)
+        header.setSectionResizeMode(COL_PROMPT, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)
+        self.state_delegate = StateDelegate(self.table)
+        self.progress_delegate = ProgressDelegate(self.model, self.table)
+        self.table.setItemDelegateForColumn(COL_STATE, self.state_delegate)
+        self.table.setItemDelegateForColumn(COL_PROGRESS, self.progress_delegate)
+        self.table.doubleClicked.connect(self._activated)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+
+        self.empty = EmptyState()
+        self.empty.importClicked.connect(lambda: self.importRequested.emit(None))
+        self.jobs_stack = QStackedWidget()
+        self.jobs_stack.addWidget(self.empty)
+        self.jobs_stack.addWidget(self.table)
+        layout.addWidget(self.jobs_stack, 1)
+        self.model.rowsInserted.connect(lambda *_a: self._update_empty())
+        self.model.modelReset.connect(self._update_empty)
+        self.model.layoutChanged.connect(self._update_empty)
+        self._update_empty()
+        return panel
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        bar.setSizeGripEnabled(False)
+        self.totals_label = QLabel()
+        self.rate_label = QLabel()
+        self.engine_label = QLabel()
+        bar.addWidget(self.totals_label, 1)
+        bar.addPermanentWidget(self.rate_label)
+        bar.addPermanentWidget(self.engine_label)
+
+    # -- state shown -----------------------------------------------------------------------
+    def _update_empty(self) -> None:
+        has_jobs = len(self.model.table) > 0
+        self.jobs_stack.setCurrentWidget(self.table if has_jobs else self.empty)
+        shown, total = self.model.rowCount(), len(self.model.table)
+        self.shown_label.setText(f"{total:,} jobs" if shown == total
+                                 else f"Showing {shown:,} of {total:,}")
+
+    def set_engine_state(self, state: str, detail: str = "") -> None:
+        self.paused = state != "running"
+        running = state == "running"
+        self.start_action.setText("Pause" if running else "Start")
+        self.start_action.setIcon(theme.icon("pause" if running else "play",
+                                             "accent_text" if not running else "text"))
+        start_button = self.toolbar.widgetForAction(self.start_action)
+        if isinstance(start_button, QToolButton):
+            start_button.setObjectName("" if running else "primary")
+            start_button.style().unpolish(start_button)
+            start_button.style().polish(start_button)
+        self.start_action.setEnabled(state not in ("starting", "stopping", "stopped"))
+        words = {"running": "Running", "paused": "Paused", "starting": "Starting…",
+                 "stopping": "Stopping…", "stopped": "Stopped", "drained": "All done",
+                 "stalled": "Stalled"}
+        self.engine_label.setText(words.get(state, state.title())
+                                  + (f" — {detail}" if detail else ""))
+
+    def set_totals(self, text: str, rate: str) -> None:
+        self.totals_label.setText(text)
+        self.rate_label.setText(rate)
+
+    def set_filter_choices(self, batches: list[tuple[int, str]], accounts: list[str]) -> None:
+        for combo, items in ((self.batch_filter, [(name, bid) for bid, name in batches]),
+                             (self.account_filter, [(name, name) for name in accounts])):
+            current = combo.currentData()
+            wanted = [(combo.itemText(0), None), *items]
+            present = [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]
+            if wanted == present:
+                continue
+            combo.blockSignals(True)
+            combo.clear()
+            for text, data in wanted:
+                combo.addItem(text, data)
+            index = combo.findData(current) if current is not None else 0
+            combo.setCurrentIndex(max(0, index))
+            combo.blockSignals(False)
+
+    def show_account(self, name: str) -> None:
+        index = self.account_filter.findData(name)
+        if index >= 0:
+            self.account_filter.setCurrentIndex(index)
+
+    def current_filter(self) -> JobFilter:
+        return JobFilter(states=STATE_GROUPS.get(self.state_filter.currentText()),
+                         batch_id=self.batch_filter.currentData(),
+                         account=self.account_filter.currentData(),
+                         text=self.search.text())
+
+    def _apply_filter(self) -> None:
+        self.model.set_filter(self.current_filter())
+        self._update_empty()
+
+    def selected_job_ids(self) -> list[int]:
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        return self.model.job_ids(rows)
+
+    # -- user actions ------------------------------------------------------------------
+    def _start_or_pause(self) -> None:
+        if self.paused:
+            self.startRequested.emit()
+        else:
+            self.pauseRequested.emit()
+
+    def _cancel_selected(self) -> None:
+        ids = self.selected_job_ids()
+        if ids:
+            self.cancelRequested.emit(ids)
+        else:
+            self.banners.show_banner("info", "Select the jobs to cancel in the table first.",
+                                     key="hint:cancel")
+
+    def _activated(self, index: QModelIndex) -> None:
+        job_id = index.data(JobIdRole)
+        if job_id is not None:
+            self.jobActivated.emit(int(job_id))
+
+    def _context_menu(self, point: QPoint) -> None:
+        index = self.table.indexAt(point)
+        if not index.isValid():
+            return
+        ids = self.selected_job_ids() or [int(index.data(JobIdRole))]
+        menu = QMenu(self)
+        menu.addAction("Details…", lambda: self.jobActivated.emit(int(index.data(JobIdRole))))
+        menu.addAction("Retry", lambda: self.retryRequested.emit(ids, None))
+        menu.addAction("Retry with a new seed", lambda: self.retryRequested.emit(ids, -1))
+        menu.addAction("Cancel", lambda: self.cancelRequested.emit(ids))
+        menu.addSeparator()
+        menu.addAction("Show in folder",
+                       lambda: self.revealRequested.emit(int(index.data(JobIdRole))))
+        menu.popup(self.table.viewport().mapToGlobal(point))
+
+    # -- drag and drop -------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        mime = event.mimeData()
+        if mime.hasUrls() and sheet_paths(list(mime.urls())):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event: object) -> None:
+        event.acceptProposedAction()  # type: ignore[attr-defined]
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = sheet_paths(list(event.mimeData().urls()))
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        for path in paths[:1]:
+            self.importRequested.emit(path)
+        if len(paths) > 1:
+            self.banners.show_banner("info", "Drop one sheet at a time; the first one is "
+                                     "being imported.", key="hint:drop")
+
+    # -- closing -------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.allow_close:
+            event.accept()
+            return
+        event.ignore()
+        self.closeRequested.emit()
+
+    def stop_timers(self) -> None:
+        self._search_timer.stop()
+        for card in self.accounts.cards.values():
+            card.stop_timers()

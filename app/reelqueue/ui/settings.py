@@ -1,0 +1,133 @@
+"""The window's settings and the clean-exit marker, as JSON files in the data folder.
+
+No Qt here: the session and tests read them too. Unknown keys are ignored and bad values
+fall back to the defaults, so a hand-edited or older file never stops the app.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from reelqueue.domain.backoff import BackoffPolicy
+from reelqueue.engine.config import EngineConfig
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE
+
+log = logging.getLogger(__name__)
+
+SETTINGS_NAME = "settings.json"
+SESSION_NAME = "session.json"
+THEMES = ("system", "light", "dark")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Attributes:
+    output_dir: root of the batch folders ("" for the default Videos/ReelQueue).
+    filename_template: how video files are named (see reelqueue.intake.filenames).
+    max_attempts: attempts per job of a newly imported sheet.
+    retry_base, retry_cap: the first retry wait ceiling and the longest wait, seconds.
+    lease_seconds: how long a claim holds without a heartbeat.
+    start_paused_after_crash: after an unclean exit, recover but hand out no new work
+        until the user resumes.
+    theme: "system" (follow the OS light/dark), "light" or "dark".
+    """
+
+    output_dir: str = ""
+    filename_template: str = DEFAULT_TEMPLATE
+    max_attempts: int = 3
+    retry_base: float = 2.0
+    retry_cap: float = 300.0
+    lease_seconds: float = 60.0
+    start_paused_after_crash: bool = True
+    theme: str = "system"
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(
+            lease_seconds=self.lease_seconds,
+            heartbeat_seconds=max(0.5, self.lease_seconds / 3),
+            retry_backoff=BackoffPolicy(self.retry_base, self.retry_cap),
+        )
+
+    def checked(self) -> Settings:
+        """The same settings with every out-of-range value replaced by its default."""
+        default = Settings()
+        fixes: dict[str, Any] = {}
+        if self.max_attempts < 1 or self.max_attempts > 100:
+            fixes["max_attempts"] = default.max_attempts
+        if not 0 < self.retry_base <= self.retry_cap:
+            fixes["retry_base"], fixes["retry_cap"] = default.retry_base, default.retry_cap
+        if not 5 <= self.lease_seconds <= 3600:
+            fixes["lease_seconds"] = default.lease_seconds
+        if self.theme not in THEMES:
+            fixes["theme"] = default.theme
+        if not self.filename_template.strip():
+            fixes["filename_template"] = default.filename_template
+        return replace(self, **fixes) if fixes else self
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s); using defaults", path.name, exc)
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    """Write beside the target, then rename over it: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(value, indent=2, sort_keys=True), "utf-8")
+    os.replace(temporary, path)
+
+
+def load_settings(data_dir: Path) -> Settings:
+    raw = _read_json(data_dir / SETTINGS_NAME)
+    known: dict[str, Any] = {}
+    for item in fields(Settings):
+        if item.name not in raw:
+            continue
+        value = raw[item.name]
+        wanted = type(getattr(Settings(), item.name))
+        if wanted is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if isinstance(value, wanted) and not (wanted is int and isinstance(value, bool)):
+            known[item.name] = value
+    return Settings(**known).checked()
+
+
+def save_settings(data_dir: Path, settings: Settings) -> None:
+    _write_json(data_dir / SETTINGS_NAME, asdict(settings.checked()))
+
+
+@dataclass(frozen=True)
+class SessionMarker:
+    """How the last window session ended.
+
+    Attributes:
+        running: True while a window session runs; still True at the next start means
+            the last one did not end cleanly (crash, kill, power cut).
+        kept_renders: renders the user chose to keep running at the last clean close.
+    """
+
+    running: bool = False
+    kept_renders: int = 0
+
+
+def read_marker(data_dir: Path) -> SessionMarker:
+    raw = _read_json(data_dir / SESSION_NAME)
+    kept = raw.get("kept_renders", 0)
+    return SessionMarker(running=raw.get("running") is True,
+                         kept_renders=kept if isinstance(kept, int) else 0)
+
+
+def write_marker(data_dir: Path, marker: SessionMarker) -> None:
+    _write_json(data_dir / SESSION_NAME, asdict(marker))

@@ -1,0 +1,143 @@
+"""The settings: folders and names, retries, leases, crash behaviour, theme. Non-modal."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from reelqueue.ui.settings import THEMES, Settings
+
+
+class SettingsDialog(QDialog):
+    """Signals:
+        saved(object): the new Settings.
+    """
+
+    saved = Signal(object)
+
+    def __init__(self, settings: Settings, default_output: str,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setModal(False)
+        self.setMinimumWidth(560)
+        self.settings = settings
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(22, 18, 22, 16)
+        layout.setSpacing(12)
+        title = QLabel("Settings")
+        title.setProperty("role", "heading")
+        layout.addWidget(title)
+        form = QFormLayout()
+        form.setVerticalSpacing(10)
+
+        def section(text: str) -> None:
+            label = QLabel(text)
+            label.setProperty("role", "section")
+            form.addRow(label)
+
+        section("OUTPUT")
+        self.output = QLineEdit(settings.output_dir)
+        self.output.setPlaceholderText(default_output)
+        browse = QPushButton("…")
+        browse.setFixedWidth(34)
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.output, 1)
+        row.addWidget(browse)
+        form.addRow("Output folder", row)
+        self.template = QLineEdit(settings.filename_template)
+        self.template.setToolTip("{row:03}, {name}, {seed}, {model}, {provider}, {date}, "
+                                 "{n}, {id}, {batch}")
+        form.addRow("File names", self.template)
+
+        section("RETRIES AND LEASES")
+        self.attempts = QSpinBox()
+        self.attempts.setRange(1, 100)
+        self.attempts.setValue(settings.max_attempts)
+        self.attempts.setSuffix(" attempts per job")
+        form.addRow("Attempt ceiling", self.attempts)
+        self.retry_base = QDoubleSpinBox()
+        self.retry_base.setRange(0.1, 3600)
+        self.retry_base.setValue(settings.retry_base)
+        self.retry_base.setSuffix(" s")
+        self.retry_cap = QDoubleSpinBox()
+        self.retry_cap.setRange(0.1, 86_400)
+        self.retry_cap.setValue(settings.retry_cap)
+        self.retry_cap.setSuffix(" s")
+        backoff = QHBoxLayout()
+        backoff.addWidget(QLabel("first wait up to"))
+        backoff.addWidget(self.retry_base)
+        backoff.addWidget(QLabel("longest"))
+        backoff.addWidget(self.retry_cap)
+        form.addRow("Backoff", backoff)
+        self.lease = QDoubleSpinBox()
+        self.lease.setRange(5, 3600)
+        self.lease.setValue(settings.lease_seconds)
+        self.lease.setSuffix(" s")
+        form.addRow("Lease length", self.lease)
+
+        section("START-UP AND LOOK")
+        self.paused_after_crash = QCheckBox("Start paused after a crash, so I can check first")
+        self.paused_after_crash.setChecked(settings.start_paused_after_crash)
+        form.addRow("", self.paused_after_crash)
+        self.theme = QComboBox()
+        for name in THEMES:
+            self.theme.addItem({"system": "Follow the system", "light": "Light",
+                                "dark": "Dark"}[name], name)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        form.addRow("Theme", self.theme)
+        layout.addLayout(form)
+        note = QLabel("Retry, lease and attempt settings apply to sheets imported from now "
+                      "on and to the engine the next time ReelQueue starts.")
+        note.setWordWrap(True)
+        note.setProperty("role", "muted")
+        layout.addWidget(note)
+
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        cancel = QPushButton("Cancel")
+        cancel.clicked.connect(self.reject)
+        save = QPushButton("Save")
+        save.setProperty("primary", True)
+        save.setDefault(True)
+        save.clicked.connect(self._save)
+        buttons.addWidget(cancel)
+        buttons.addWidget(save)
+        layout.addLayout(buttons)
+
+    def _browse(self) -> None:
+        dialog = QFileDialog(self, "Output folder", self.output.text())
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.fileSelected.connect(self.output.setText)
+        dialog.open()
+
+    def values(self) -> Settings:
+        return replace(
+            self.settings, output_dir=self.output.text().strip(),
+            filename_template=self.template.text().strip() or self.settings.filename_template,
+            max_attempts=self.attempts.value(), retry_base=self.retry_base.value(),
+            retry_cap=max(self.retry_cap.value(), self.retry_base.value()),
+            lease_seconds=self.lease.value(),
+            start_paused_after_crash=self.paused_after_crash.isChecked(),
+            theme=str(self.theme.currentData())).checked()
+
+    def _save(self) -> None:
+        self.saved.emit(self.values())
+        self.accept()
