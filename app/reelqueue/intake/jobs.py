@@ -103,7 +103,7 @@ class JobBuilder:
                     values.account, values.name,
                 )
                 occurrence = occurrences[content] = occurrences.get(content, 0) + 1
-                base_key = "row:" + key_digest(content, occurrence)
+                base_key = f"row:{content}" if occurrence == 1 else f"row:{content}~{occurrence}"
             metadata = {"columns": self._columns(values.row_number)}
             for n in range(1, values.repeat + 1):
                 jobs.append(self._job(values, base_key, n, metadata, allocator))
