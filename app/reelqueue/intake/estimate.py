@@ -62,11 +62,12 @@ def estimate_cost(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec
     usd: dict[tuple[str, str | None], float] = {}
     unpriced: dict[tuple[str, str | None], int] = {}
     sources: set[str] = set()
+    specs: dict[str, ParamSpec] = {}
     for job in jobs:
         group = (job.provider, job.pinned_account)
         seconds = float(job.params.get("duration") or 0.0)
         groups.setdefault(group, []).append(seconds)
-        spec = params_for(job.provider)
+        spec = specs.get(job.provider) or specs.setdefault(job.provider, params_for(job.provider))
         price = spec.price_per_second.get(str(job.params.get("model") or ""))
         if price is None:
             unpriced[group] = unpriced.get(group, 0) + 1

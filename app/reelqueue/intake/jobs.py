@@ -28,8 +28,8 @@ from reelqueue.intake.sheet import SheetRow
 
 
 def key_digest(*parts: object) -> str:
-    joined = "\x1f".join(repr(part) for part in parts)
-    return hashlib.blake2b(joined.encode("utf-8"), digest_size=16).hexdigest()
+    joined = repr(parts)
+    return hashlib.blake2b(joined.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def json_safe(value: object) -> Any:
@@ -98,9 +98,10 @@ class JobBuilder:
                     continue
                 base_key = "id:" + key_digest(self.scope, values.row_id)
             else:
+                # params are built in one fixed field order, so their repr is canonical.
                 content = key_digest(
-                    self.scope, values.prompt, values.provider, sorted(values.params.items()),
-                    values.account, values.name,
+                    self.scope, values.prompt, values.provider, values.params, values.account,
+                    values.name,
                 )
                 occurrence = occurrences[content] = occurrences.get(content, 0) + 1
                 base_key = f"row:{content}" if occurrence == 1 else f"row:{content}~{occurrence}"

@@ -230,4 +230,4 @@ def _is_tab_separated_table(text: str) -> bool:
 
 
 def _has_content(cells: list[str]) -> bool:
-    return any(cell.strip() for cell in cells)
+    return not "".join(cells).isspace() and bool(cells) and any(cells)
