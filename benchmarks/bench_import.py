@@ -156,7 +156,7 @@ def main() -> None:
         csv_peak, xlsx_peak = peak_rss_mb(csv_path), peak_rss_mb(xlsx_path)
     assert base_rows == csv_rows == xlsx_rows == args.rows, (base_rows, csv_rows, xlsx_rows)
     print(f"rows: {args.rows:,}; median of {args.runs} runs; Python {sys.version.split()[0]}")
-    print(f"| what | seconds | rows/s | x baseline | peak RSS |")
+    print("| what | seconds | rows/s | x baseline | peak RSS |")
     print("|---|---:|---:|---:|---:|")
     print(f"| baseline: csv.reader + one executemany (CSV) | {baseline:.2f} | "
           f"{args.rows / baseline:,.0f} | 1.00 | |")

@@ -102,3 +102,10 @@ def test_excel_floats_and_large_integers_arrive_typed(tmp_path: Path) -> None:
     row = read_sheet(path).rows[0].values
     assert row[1] == float(2**60)  # Excel has only doubles: the seed is already rounded
     assert row[2] == datetime.datetime(2026, 1, 2, 3, 4)
+
+
+def test_xlsm_reads_like_xlsx(tmp_path: Path) -> None:
+    macro_enabled = tmp_path / "prompts.xlsm"
+    shutil.copy(SHEETS / "libreoffice_offset.xlsx", macro_enabled)
+    sheet = read_sheet(macro_enabled)
+    assert sheet.format == "xlsm" and [row.row_number for row in sheet.rows] == [5, 6, 7, 8]
