@@ -409,6 +409,7 @@ class AccountStrip(QScrollArea):
         self._row.addStretch(1)
         self.setWidget(inner)
         self.cards: dict[str, AccountCard] = {}
+        self._fit_height()
 
     def set_accounts(self, items: list[AccountCardData]) -> list[AccountCard]:
         """Show these accounts in this order; return the cards created now."""
@@ -431,7 +432,15 @@ class AccountStrip(QScrollArea):
             if self._row.indexOf(card) != position:
                 self._row.insertWidget(position, card)
         self.empty.setVisible(not items)
+        self._fit_height()
         return created
+
+    def _fit_height(self) -> None:
+        """As tall as the tallest card (plus a scroll bar when they do not all fit)."""
+        widgets = list(self.cards.values()) or [self.empty]
+        height = max(w.sizeHint().height() for w in widgets)
+        bar = self.horizontalScrollBar().sizeHint().height() + 4
+        self.setFixedHeight(height + bar)
 
     def sizeHint(self) -> QSize:
         first = next(iter(self.cards.values()), None)

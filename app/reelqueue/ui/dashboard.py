@@ -73,7 +73,7 @@ def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
                           f"{round(row.progress * 100)}%")
     if eta is not None and elapsed is not None:
         return RenderLine(row.name or f"job {row.id}", elapsed / max(1.0, elapsed + eta),
-                          f"~{fmt.rough_duration(eta)}")
+                          f"~{fmt.rough_duration(eta)}" if eta >= 1 else "finishing")
     return RenderLine(row.name or f"job {row.id}", None, fmt.duration(elapsed))
 
 

@@ -20,6 +20,8 @@ def rough_duration(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     seconds = max(0, int(seconds))
+    if seconds < 1:
+        return "< 1 s"
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:
@@ -31,7 +33,7 @@ def rough_duration(seconds: float | None) -> str:
 def money(value: float | None) -> str:
     if value is None:
         return "—"
-    return f"${value:,.2f}" if value >= 0.995 or value == 0 else f"${value:.3f}"
+    return f"${value:.3f}" if 0 < value < 0.01 else f"${value:,.2f}"
 
 
 def clock(at: float | None) -> str:

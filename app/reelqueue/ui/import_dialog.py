@@ -171,7 +171,7 @@ class ImportDialog(QDialog):
         self.setWindowTitle(f"Import {path.name}")
         self.setModal(False)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
-        self.resize(1120, 720)
+        self.resize(1200, 720)
         self.path = path
         self.options = options
         self.plan: ImportPlan | None = None
@@ -199,10 +199,9 @@ class ImportDialog(QDialog):
         self.preview_model = PreviewModel(self)
         self.errors_model = RowErrorModel(self)
         self.preview_view = _table(self.preview_model, 2)
-        self.preview_view.horizontalHeader().resizeSection(0, 48)
-        self.preview_view.horizontalHeader().resizeSection(1, 120)
-        self.preview_view.horizontalHeader().resizeSection(4, 210)
-        self.preview_view.horizontalHeader().resizeSection(5, 150)
+        for column, width in enumerate((40, 110, 0, 56, 150, 140, 84)):
+            if width:
+                self.preview_view.horizontalHeader().resizeSection(column, width)
         self.errors_view = _table(self.errors_model, 2)
         self.tabs.addTab(self.preview_view, "Preview")
         self.mapping_area = QScrollArea()
@@ -248,7 +247,7 @@ class ImportDialog(QDialog):
     def _build_defaults(self) -> QWidget:
         box = QFrame()
         box.setObjectName("panel")
-        box.setFixedWidth(330)
+        box.setFixedWidth(360)
         form = QFormLayout(box)
         form.setContentsMargins(16, 14, 16, 14)
         form.setVerticalSpacing(9)
@@ -271,8 +270,7 @@ class ImportDialog(QDialog):
         self.aspect = QComboBox()
         self.resolution = QComboBox()
         self.output = QLineEdit(str(self.options.output_root))
-        browse = QPushButton("…")
-        browse.setFixedWidth(34)
+        browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         output_row = QHBoxLayout()
         output_row.addWidget(self.output, 1)

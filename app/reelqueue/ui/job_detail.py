@@ -8,7 +8,6 @@ stands in for it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +93,12 @@ class LedgerModel(QAbstractTableModel):
             if entry.event == "completed":
                 return theme.color("success")
         return None
+
+
+def _size(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f} MB"
+    return f"{max(1, round(count / 1000))} KB"
 
 
 def hint_for(label: str | None) -> str:
@@ -291,7 +296,7 @@ class JobDetailDialog(QDialog):
             self.error_text.setText(job.error_message or "")
             self.error_hint.setText(hint_for(job.error_label))
         exists = Path(job.output_path).is_file() if state == "COMPLETED" else False
-        size = f" · {job.output_size / 1_000_000:.1f} MB" if job.output_size else ""
+        size = f" · {_size(job.output_size)}" if job.output_size else ""
         self.output_label.setText(f"{job.output_path}{size}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
@@ -312,8 +317,6 @@ class JobDetailDialog(QDialog):
             values["provider job id"] = job.provider_job_id
         if job.cost is not None:
             values["cost"] = fmt.money(job.cost)
-        if job.metadata:
-            values["sheet columns"] = json.dumps(job.metadata, ensure_ascii=False)[:120]
         form = list(values.items()) or [("parameters", "provider defaults")]
         for row, (key, value) in enumerate(form):
             name = QLabel(str(key).replace("_", " "))

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QMenu,
     QPushButton,
     QSizePolicy,
-    QSplitter,
     QStackedWidget,
     QTableView,
     QToolBar,
@@ -158,16 +157,10 @@ class MainWindow(QMainWindow):
         self.banners = BannerArea()
         outer.addWidget(self.banners)
 
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.setChildrenCollapsible(False)
         self.accounts = AccountStrip()
         self.accounts.addAccount.connect(self.addAccountRequested.emit)
-        splitter.addWidget(self.accounts)
-        splitter.addWidget(self._build_jobs_panel())
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
-        self.splitter = splitter
-        outer.addWidget(splitter, 1)
+        outer.addWidget(self.accounts)
+        outer.addWidget(self._build_jobs_panel(), 1)
         self.setCentralWidget(central)
         self._build_status_bar()
         self._search_timer = QTimer(self)

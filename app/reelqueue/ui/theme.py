@@ -119,6 +119,7 @@ def style_sheet(t: Tokens) -> str:
     selection = QColor(t.accent)
     selection.setAlpha(60 if t.dark else 38)
     sel = f"rgba({selection.red()},{selection.green()},{selection.blue()},{selection.alpha()})"
+    icons = icons_dir().as_posix()
     return f"""
     QMainWindow, QDialog {{ background: {t.window}; }}
     QToolBar {{ background: {t.surface}; border: none; border-bottom: 1px solid {t.border};
@@ -147,7 +148,23 @@ def style_sheet(t: Tokens) -> str:
         selection-color: {t.accent_text}; }}
     QLineEdit:focus, QComboBox:focus, QSpinBox:focus, QDoubleSpinBox:focus,
     QPlainTextEdit:focus {{ border: 1px solid {t.accent}; }}
-    QComboBox::drop-down {{ border: none; width: 18px; }}
+    QComboBox {{ padding-right: 24px; }}
+    QComboBox::drop-down {{ subcontrol-origin: padding; subcontrol-position: center right;
+                            width: 24px; border: none; }}
+    QComboBox::down-arrow {{ image: url({icons}/chevron-down.svg); width: 12px; height: 12px; }}
+    QComboBox QAbstractItemView {{ background: {t.surface}; border: 1px solid {t.border};
+                                   selection-background-color: {sel};
+                                   selection-color: {t.text}; outline: none; }}
+    QSpinBox, QDoubleSpinBox {{ padding-right: 22px; }}
+    QSpinBox::up-button, QDoubleSpinBox::up-button {{ subcontrol-origin: border;
+        subcontrol-position: top right; width: 20px; border: none; background: transparent; }}
+    QSpinBox::down-button, QDoubleSpinBox::down-button {{ subcontrol-origin: border;
+        subcontrol-position: bottom right; width: 20px; border: none; background: transparent; }}
+    QSpinBox::up-arrow, QDoubleSpinBox::up-arrow {{ image: url({icons}/chevron-up.svg);
+        width: 10px; height: 10px; }}
+    QSpinBox::down-arrow, QDoubleSpinBox::down-arrow {{ image: url({icons}/chevron-down.svg);
+        width: 10px; height: 10px; }}
+    QCheckBox {{ spacing: 8px; }}
     QPushButton {{ background: {t.surface}; border: 1px solid {t.border}; border-radius: 6px;
                    padding: 5px 14px; color: {t.text}; }}
     QPushButton:hover {{ background: {t.surface_alt}; }}
