@@ -303,3 +303,20 @@ async def test_cancel_stops_a_running_render(tmp_path: Path) -> None:
     await engine.stop()
     assert result.outcome == "drained"
     assert store.list_jobs()[0].state == JobState.CANCELLED
+
+
+async def test_jobs_pinned_to_a_disabled_account_stall_the_run(tmp_path: Path) -> None:
+    provider = FakeProvider()
+    install(provider)
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [
+        JobSpec("pinned", "p0", "fake", str(tmp_path / "out" / "0.mp4"), pinned_account="off"),
+        JobSpec("free", "p1", "fake", str(tmp_path / "out" / "1.mp4"))], 0)
+    store.add_account(AccountSpec("on", "fake", 1), 0)
+    store.add_account(AccountSpec("off", "fake", 1), 0)
+    store.update_account("off", 0, enabled=False)
+    engine = await drain(store)
+    assert engine.last_result.outcome == "stalled"  # type: ignore[attr-defined]
+    assert "off: disabled" in engine.last_result.detail  # type: ignore[attr-defined]
+    assert states(store) == {"pinned": "QUEUED", "free": "COMPLETED"}

@@ -45,6 +45,15 @@ log = logging.getLogger(__name__)
 KeyLookup = Callable[[str], str | None]
 
 
+async def _wait_event(event: asyncio.Event, timeout: float) -> None:
+    """Wait for the event or the timeout. ``asyncio.timeout`` rather than ``wait_for``:
+    on 3.11, ``wait_for`` around ``Event.wait`` can hang a cancelled task
+    (python/cpython#86296, fixed by the 3.12 rewrite of wait_for)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            await event.wait()
+
+
 def new_instance_id() -> str:
     """Boot-unique owner id (never a hostname: two boots of one machine differ)."""
     return uuid.uuid4().hex
@@ -100,6 +109,9 @@ class Engine:
         self._paused = False
         self._claiming = True
         self._idle = asyncio.Event()
+        self._pass_done = asyncio.Event()
+        self._passes = 0
+        self._last_pass_claims = 0
         self.recovery: RecoveryReport | None = None
 
     # -- start and stop ----------------------------------------------------------------
@@ -256,42 +268,45 @@ class Engine:
                     self.bus.publish(EngineStateEvent("stalled", self.clock.now(), stall))
                     return DrainResult("stalled", stall)
             self._idle.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), timeout=0.5)
+            await _wait_event(self._idle, 0.5)
 
     async def _stall_reason(self, by_state: dict[str, int]) -> str | None:
+        """Jobs wait, nothing runs, no timer is due, and a fresh pump pass claimed nothing:
+        nothing will change without the user (a rejected key, a missing account...)."""
         waiting = sum(by_state.get(s.value, 0) for s in WAITING)
         if not waiting:
             return None
-        # Give the pump one pass at the current state before calling it a stall.
+        passes = self._passes
         self.wake()
-        await asyncio.sleep(0.05)
-        if self._workers:
+        while self._passes == passes:
+            await self._pass_done.wait()
+        if self._workers or self._last_pass_claims:
             return None
-        now = self.clock.now()
-        if await self.store.call(self.store.sync.next_wakeup, now) is not None:
+        if await self.store.call(self.store.sync.next_wakeup, self.clock.now()) is not None:
             return None
         accounts = await self.store.call(self.store.sync.list_accounts)
-        usable = [a for a in accounts if a.enabled and a.status in
-                  (AccountStatus.READY, AccountStatus.RATE_LIMITED)
-                  and self._provider_for(a) is not None]
-        jobs = await self.store.call(self.store.sync.list_jobs, None, list(WAITING), 1)
-        if jobs and self._workers == {}:
-            reasons = [f"{a.name}: {a.status.value}" for a in accounts if a not in usable]
-            providers = {a.provider for a in usable}
-            if jobs[0].provider not in providers or not usable:
-                return (f"{waiting} jobs wait but no usable account can take them"
-                        + (f" ({', '.join(reasons)})" if reasons else
-                           f" (no account for provider {jobs[0].provider!r})"))
-        return None
+        blocked = [f"{a.name}: {a.status.value if a.enabled else 'disabled'}"
+                   for a in accounts
+                   if not a.enabled or a.status not in (AccountStatus.READY,
+                                                        AccountStatus.RATE_LIMITED)
+                   or self._provider_for(a) is None]
+        providers = sorted({j.provider for j in await self.store.call(
+            self.store.sync.list_jobs, None, list(WAITING), 50)})
+        detail = "; ".join(blocked) if blocked else "no account for provider " + ", ".join(
+            providers)
+        return f"{waiting} jobs wait but no usable account can take them ({detail})"
 
     # -- the pump ----------------------------------------------------------------------
     async def _pump(self) -> None:
         while True:
             self._wake.clear()
             try:
+                self._last_pass_claims = 0
                 if not self._paused and self._claiming:
-                    await self._fill_slots()
+                    self._last_pass_claims = await self._fill_slots()
+                self._passes += 1
+                self._pass_done.set()
+                self._pass_done.clear()
                 timeout = await self._until_next_due()
             except asyncio.CancelledError:
                 raise
@@ -302,8 +317,7 @@ class Engine:
                 log.exception("pump pass failed")
                 self._report_error(exc)
                 timeout = 5.0
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            await _wait_event(self._wake, timeout)
 
     async def _until_next_due(self) -> float:
         now = self.clock.now()
@@ -311,7 +325,9 @@ class Engine:
         # A safety net only; every real change wakes the pump directly.
         return 30.0 if due is None else min(30.0, max(0.01, due - now))
 
-    async def _fill_slots(self) -> None:
+    async def _fill_slots(self) -> int:
+        """One pass over the accounts in their fixed order; returns the claims made."""
+        claims = 0
         accounts = await self.store.call(self.store.sync.list_accounts)
         for account in accounts:  # the fixed order of the accounts table
             if not account.enabled:
@@ -332,7 +348,9 @@ class Engine:
                                           self.clock.now(), account=account.name,
                                           attempts=claim.job.attempts))
                 self._start_worker(claim, provider)
+                claims += 1
             await self._publish_account(account.name)
+        return claims
 
     def _provider_for(self, account: Account) -> Provider | None:
         cached = self._providers.get(account.name)
