@@ -114,9 +114,9 @@ class JobBuilder:
         self, values: RowValues, base_key: str, n: int, metadata: dict[str, Any],
         allocator: NameAllocator,
     ) -> JobSpec:
-        params = dict(values.params)
+        params = values.params  # shared with the row's values: nothing mutates either
         if n > 1 and "seed" in params:
-            params["seed"] = int(params["seed"]) + n - 1
+            params = {**params, "seed": int(params["seed"]) + n - 1}
         name = values.name or name_from_prompt(values.prompt)
         template = self.template
         if values.repeat > 1 and not self._template_has_n:
