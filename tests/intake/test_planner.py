@@ -96,6 +96,11 @@ def test_no_header_and_no_prompt_column(tmp_path: Path, catalog: StaticCatalog) 
     assert [(job.prompt, job.params["duration"]) for job in plan.jobs] == [("a dog", 6)]
 
 
+def test_a_header_without_rows_is_refused(tmp_path: Path, catalog: StaticCatalog) -> None:
+    with pytest.raises(InputError, match=r"has a header \(row 1\) but no rows"):
+        plan_text(tmp_path, "prompt,seed\n,\n", catalog)
+
+
 def test_keys_are_stable_and_survive_row_moves(tmp_path: Path, catalog: StaticCatalog) -> None:
     keys = [j.job_key for j in plan_text(tmp_path, "prompt\na\nb\na\n", catalog).jobs]
     assert len(set(keys)) == 3  # two identical rows are two jobs

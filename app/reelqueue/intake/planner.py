@@ -179,6 +179,11 @@ def plan_import(
     )
     headers = display_headers(sheet.headers)
     mapping = _mapping_for(path, sheet, headers, options)
+    if not sheet.rows:
+        raise InputError(
+            f"{path.name} has a header (row {sheet.header_row_number}) but no rows below it: "
+            "there is nothing to import."
+        )
     columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
     validator = RowValidator(columns, defaults, catalog, ImageChecker(path.resolve().parent))
 
