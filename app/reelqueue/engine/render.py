@@ -118,6 +118,8 @@ class RenderAttempt:
         if self.job.state == JobState.SUBMITTING and self.job.client_token:
             await self._reconcile(self.job.client_token)
         elif self.provider_job_id is not None:
+            if await self._resumed_too_often():
+                return
             if self.job.state == JobState.CLAIMED:
                 await self._fenced(await store.call(store.sync.mark_rendering, self.token, now()))
             self._emit(JobState.RENDERING, sub_status="reattached")
@@ -134,6 +136,31 @@ class RenderAttempt:
             store.sync.mark_completed, self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path))
+
+    async def _resumed_too_often(self) -> bool:
+        """Fail the job (and return True) when its render was resumed after crashes more
+        often than its attempt ceiling allows.
+
+        Attempts are counted at claims; resuming a render after a crash (reattach or
+        reconcile) spends none, so a render that kills its worker every time it is resumed
+        would be resumed forever. Here every pick-up is a try: the claims (attempts) plus
+        the resumes since the last claim (seeds/001: "a job that always crashes its worker
+        ends as failed after the max tries").
+        """
+        store = self.ctx.store
+        resumes = 0
+        for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
+            if entry.event == "claimed":
+                break
+            resumes += entry.event in ("reattached", "reconcile")
+        if self.job.attempts + resumes <= self.job.max_attempts:
+            return False
+        error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.INTERNAL.value,
+                         f"The worker died {resumes} times in a row while this job ran; "
+                         "its render was not resumed again. Retry the job to render it anew.")
+        if await store.call(store.sync.mark_failed, self.token, error, self._now()):
+            self._emit(JobState.FAILED, error_label=error.label, error_message=error.message)
+        return True
 
     async def _submit(self) -> None:
         store = self.ctx.store
