@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -174,7 +173,8 @@ def check_crash(root: Path, server: MockProviderServer) -> CheckResult:
     child = subprocess.Popen(
         [sys.executable, "-m", "reelqueue", "--data-dir", str(data), "--videos-dir",
          str(videos), "run", "--no-progress", "--lease-seconds", "10"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=os.name == "posix")
     before: dict[int, Any] = {}
     reader = SqliteStore.open(data / "journal.sqlite3", now=time.time())
     try:
@@ -187,7 +187,7 @@ def check_crash(root: Path, server: MockProviderServer) -> CheckResult:
             if done >= 2 and rendering >= 2:
                 break
             time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
+        child.kill()  # SIGKILL on POSIX, TerminateProcess on Windows: no cleanup runs
         child.wait(10)
         before = {j.id: j for j in reader.list_jobs()}
     finally:
