@@ -7,8 +7,9 @@ validating every row against the mock provider, keys, file names, the estimate, 
 journal's ``add_jobs`` and the manifest) into a fresh ``SqliteStore``. The baseline, run in
 the same process on the same file, is the least any importer must do: ``csv.reader`` and
 one ``executemany`` into a similar table at the same durability (WAL, synchronous=FULL).
-Each figure is the median of ``--runs`` runs. Peak memory is the maximum resident set of a
-child process doing one import (VmHWM), so the interpreter is counted too.
+Each figure is the median of ``--runs`` interleaved rounds (baseline, CSV, XLSX), so a busy
+machine slows all three alike. Peak memory is the maximum resident set (VmHWM) of a child
+process doing one import, so the interpreter is counted too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import resource
 import sqlite3
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 NOW = 1_800_000_000.0
@@ -109,15 +111,16 @@ def import_baseline(sheet: Path, work: Path) -> int:
     return len(rows)
 
 
-def median_seconds(run: Callable[[Path, Path], int], sheet: Path, runs: int) -> tuple[float, int]:
-    timings: list[float] = []
-    count = 0
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as work:
-            started = time.perf_counter()
-            count = run(sheet, Path(work))
-            timings.append(time.perf_counter() - started)
-    return statistics.median(timings), count
+def timed(run: Callable[[Path, Path], int], sheet: Path) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as work:
+        started = time.perf_counter()
+        count = run(sheet, Path(work))
+        return time.perf_counter() - started, count
+
+
+def median_of(results: Iterable[tuple[float, int]]) -> tuple[float, int]:
+    listed = list(results)
+    return statistics.median(seconds for seconds, _ in listed), listed[-1][1]
 
 
 def peak_rss_mb(sheet: Path) -> float:
@@ -160,12 +163,20 @@ def main() -> None:
         csv_path, xlsx_path = folder / "prompts.csv", folder / "prompts.xlsx"
         write_csv(csv_path, args.rows)
         write_xlsx(csv_path, xlsx_path)
-        baseline, base_rows = median_seconds(import_baseline, csv_path, args.runs)
-        csv_time, csv_rows = median_seconds(import_with_reelqueue, csv_path, args.runs)
-        xlsx_time, xlsx_rows = median_seconds(import_with_reelqueue, xlsx_path, args.runs)
+        # Interleaved rounds, so that a busy machine slows all three alike.
+        rounds = [
+            (timed(import_baseline, csv_path), timed(import_with_reelqueue, csv_path),
+             timed(import_with_reelqueue, xlsx_path))
+            for _ in range(args.runs)
+        ]
+        baseline, base_rows = median_of(r[0] for r in rounds)
+        csv_time, csv_rows = median_of(r[1] for r in rounds)
+        xlsx_time, xlsx_rows = median_of(r[2] for r in rounds)
         csv_peak, xlsx_peak = peak_rss_mb(csv_path), peak_rss_mb(xlsx_path)
     assert base_rows == csv_rows == xlsx_rows == args.rows, (base_rows, csv_rows, xlsx_rows)
-    print(f"rows: {args.rows:,}; median of {args.runs} runs; Python {sys.version.split()[0]}")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"rows: {args.rows:,}; median of {args.runs} interleaved runs; "
+          f"Python {sys.version.split()[0]}; {os.cpu_count()} CPUs, load average {load}")
     print("| what | seconds | rows/s | x baseline | peak RSS |")
     print("|---|---:|---:|---:|---:|")
     print(f"| baseline: csv.reader + one executemany (CSV) | {baseline:.2f} | "
