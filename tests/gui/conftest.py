@@ -1,14 +1,19 @@
 """GUI test fixtures: a themed QApplication, a qasync loop the test drives, the window.
 
 pytest-qt has no qasync support, so tests that need the engine create a
-``qasync.QEventLoop`` and run coroutines on it with :func:`run` (the Qt event loop turns
-while they wait, so widgets, timers and signals work). Everything is torn down: the
-session closes in order, windows are deleted, leftover tasks cancelled, the loop closed.
+``qasync.QEventLoop`` and run one coroutine per test on it with :func:`run` (the Qt event
+loop turns while it waits, so widgets, timers and signals work). One coroutine for the
+whole scenario matters: qasync processes Qt events once more after
+``run_until_complete`` returns, outside any running loop, and an engine task stepped
+there would find no loop. Everything is torn down: the session closes in order, windows
+are deleted, leftover tasks cancelled, the loop closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 import os
 import shutil
 from collections.abc import Awaitable, Callable, Iterator
@@ -20,16 +25,18 @@ import pytest
 
 os.environ.setdefault("QT_API", "pyside6")
 
-import qasync  # noqa: E402
-from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+import qasync
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication, QWidget
 
-from reelqueue.cli.context import CliContext  # noqa: E402
-from reelqueue.credentials import MemoryKeyring  # noqa: E402
-from reelqueue.ui import theme  # noqa: E402
-from reelqueue.ui.controller import AppController  # noqa: E402
-from reelqueue.ui.main_window import MainWindow  # noqa: E402
-from reelqueue.ui.session import EngineSession  # noqa: E402
-from reelqueue.ui.settings import Settings  # noqa: E402
+from reelqueue.cli.context import CliContext
+from reelqueue.credentials import MemoryKeyring
+from reelqueue.ui import theme
+from reelqueue.ui.controller import AppController
+from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.qtcompat import QEventLoop
+from reelqueue.ui.session import EngineSession
+from reelqueue.ui.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts" / "screenshots"
@@ -55,7 +62,7 @@ def themed_app(qapp: QApplication) -> QApplication:
 
 @pytest.fixture
 def qloop(themed_app: QApplication) -> Iterator[qasync.QEventLoop]:
-    loop = qasync.QEventLoop(themed_app)
+    loop = QEventLoop(themed_app)
     asyncio.set_event_loop(loop)
     yield loop
     pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
@@ -106,21 +113,21 @@ class WindowHarness:
         self.loop = loop
         self.opened: list[AppController] = []
 
-    def open(self, ctx: CliContext, *, start: bool = True,
-             settings: Settings | None = None, wait_loaded: bool = True) -> AppController:
+    async def open(self, ctx: CliContext, *, start: bool = True,
+                   settings: Settings | None = None) -> AppController:
         window = MainWindow()
         session = EngineSession(ctx, settings or Settings(theme="light"))
         controller = AppController(window, session)
         self.opened.append(controller)
         window.show()
-        run(self.loop, controller.open(start=start))
-        if wait_loaded:
-            run(self.loop, controller.loaded.wait())
+        await controller.open(start=start)
+        await controller.loaded.wait()
         return controller
 
-    def close(self, controller: AppController, *, keep_renders: bool = True) -> int:
-        kept = run(self.loop, controller.shutdown(keep_renders=keep_renders))
+    async def close(self, controller: AppController, *, keep_renders: bool = True) -> int:
+        kept = await controller.shutdown(keep_renders=keep_renders)
         self._dispose(controller)
+        self.opened.remove(controller)
         return int(kept)
 
     def _dispose(self, controller: AppController) -> None:
@@ -128,12 +135,21 @@ class WindowHarness:
         window.allow_close = True
         window.close()
         window.deleteLater()
+        # Delete now, on this thread: left to the garbage collector, the window could be
+        # destroyed on the journal thread ("Timers cannot be stopped from another thread").
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         QApplication.processEvents()
 
-    def close_all(self) -> None:
+    async def _shutdown_all(self) -> None:
         for controller in self.opened:
             if not controller.closing:
-                run(self.loop, controller.shutdown(keep_renders=True))
+                await controller.shutdown(keep_renders=True)
+            elif not controller.session.closed:
+                await controller.session.close(keep_renders=True)
+
+    def close_all(self) -> None:
+        run(self.loop, self._shutdown_all())
+        for controller in self.opened:
             self._dispose(controller)
         self.opened.clear()
 
@@ -147,7 +163,9 @@ def windows(qloop: qasync.QEventLoop, memory_keyring: MemoryKeyring) -> Iterator
         if isinstance(widget, QWidget) and widget.isVisible():
             widget.close()
         widget.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     QApplication.processEvents()
+    gc.collect()
 
 
 def save_screenshot(widget: QWidget, name: str) -> Path:
@@ -158,3 +176,16 @@ def save_screenshot(widget: QWidget, name: str) -> Path:
     assert widget.grab().save(str(target)), f"could not save {target}"
     shutil.copyfile(target, DOCS_SHOTS / f"{name}.png")
     return target
+
+
+def on_qloop(scenario: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an ``async def`` test as one coroutine on the ``windows`` fixture's qasync loop
+    (a plain function to pytest, so pytest-asyncio leaves it alone)."""
+
+    def test(*args: Any, **kwargs: Any) -> None:
+        run(kwargs["windows"].loop, scenario(*args, **kwargs), timeout=240)
+
+    test.__name__ = scenario.__name__
+    test.__doc__ = scenario.__doc__
+    test.__signature__ = inspect.signature(scenario)  # type: ignore[attr-defined]
+    return test

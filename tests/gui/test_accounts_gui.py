@@ -12,7 +12,7 @@ from keyring.backends import fail
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers import registry
 from reelqueue.providers.base import ParamSpec, ProviderConfig
-from tests.gui.conftest import WindowHarness, run, save_screenshot, until
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 GOOD_KEY = "fk-good-0123456789"
 
@@ -42,9 +42,10 @@ def fake_provider() -> Iterator[str]:
     registry._REGISTRY.pop("fakegui", None)
 
 
-def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx, fake_provider,
+@on_qloop
+async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx, fake_provider,
                                              memory_keyring) -> None:
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     assert controller.window.accounts.empty.isVisible()
     dialog = controller.show_account_dialog()
     assert not dialog.isModal()
@@ -55,17 +56,16 @@ def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx, fa
     assert dialog.key.echoMode() == dialog.key.EchoMode.Password
 
     dialog.test_button.click()
-    run(windows.loop, until(lambda: dialog.test_button.isEnabled()))
-    assert "refused the key" in dialog.status.text()
+    await until(lambda: "refused the key" in dialog.status.text())
+    assert dialog.test_button.isEnabled()
 
     dialog.key.setText(GOOD_KEY)
     dialog.test_button.click()
-    run(windows.loop, until(lambda: dialog.test_button.isEnabled()))
-    assert dialog.status.text() == "Key accepted by the provider."
+    await until(lambda: dialog.status.text() == "Key accepted by the provider.")
 
     dialog.capacity.setValue(3)
     dialog.connect_button.click()
-    run(windows.loop, until(lambda: "Studio A" in controller.window.accounts.cards))
+    await until(lambda: "Studio A" in controller.window.accounts.cards)
     assert dialog not in controller.dialogs  # closed and released
     account = controller.summaries[0].account
     assert (account.name, account.provider, account.capacity) == ("Studio A", "fakegui", 3)
@@ -76,9 +76,10 @@ def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx, fa
     save_screenshot(card, "account-card-new")
 
 
-def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, app_ctx,
+@on_qloop
+async def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, app_ctx,
                                                        fake_provider) -> None:
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
@@ -87,7 +88,7 @@ def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, a
         dialog.name.setText("Studio B")
         dialog.key.setText(GOOD_KEY)
         dialog.connect_button.click()
-        run(windows.loop, until(lambda: dialog.connect_button.isEnabled()))
+        await until(lambda: "keyring" in dialog.status.text() and dialog.connect_button.isEnabled())
     finally:
         keyring.set_keyring(previous)
     assert "No usable OS keyring" in dialog.status.text()
@@ -97,7 +98,8 @@ def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, a
     dialog.close()
 
 
-def test_limit_and_pause_apply_live(windows: WindowHarness, app_ctx) -> None:
+@on_qloop
+async def test_limit_and_pause_apply_live(windows: WindowHarness, app_ctx) -> None:
     from reelqueue.domain.models import AccountSpec
     from reelqueue.store.sqlite import SqliteStore
 
@@ -105,12 +107,12 @@ def test_limit_and_pause_apply_live(windows: WindowHarness, app_ctx) -> None:
     store = SqliteStore.open(app_ctx.journal_path, now=1.0)
     store.add_account(AccountSpec("m1", "mock", 2), 1.0)
     store.close()
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     card = controller.window.accounts.cards["m1"]
     card.limit.setValue(5)
-    run(windows.loop, until(lambda: controller.summaries[0].account.capacity == 5, 5))
+    await until(lambda: controller.summaries[0].account.capacity == 5, 5)
     card.pause_button.click()
-    run(windows.loop, until(lambda: card.chip.text() == "paused", 5))
+    await until(lambda: card.chip.text() == "paused", 5)
     assert card.pause_button.text() == "Resume"
     card.pause_button.click()
-    run(windows.loop, until(lambda: card.chip.text() == "ready", 5))
+    await until(lambda: card.chip.text() == "ready", 5)

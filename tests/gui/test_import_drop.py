@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from reelqueue.resources import resource
 from reelqueue.ui.import_dialog import ImportDialog
-from tests.gui.conftest import WindowHarness, run, save_screenshot, until
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 
 def drop_file(widget, path: Path) -> tuple[bool, bool]:
@@ -26,11 +26,12 @@ def drop_file(widget, path: Path) -> tuple[bool, bool]:
     return enter.isAccepted(), drop.isAccepted()
 
 
-def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: WindowHarness,
+@on_qloop
+async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: WindowHarness,
                                                               app_ctx, tmp_path) -> None:
     sheet = tmp_path / "spring prompts.csv"
     shutil.copyfile(resource("sample_prompts.csv"), sheet)
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     window = controller.window
     assert window.jobs_stack.currentWidget() is window.empty
 
@@ -39,7 +40,7 @@ def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: WindowHar
     assert len(dialogs) == 1
     dialog = dialogs[0]
     assert dialog.isVisible() and not dialog.isModal()
-    run(windows.loop, until(lambda: dialog.plan is not None))
+    await until(lambda: dialog.plan is not None)
     plan = dialog.plan
     assert len(plan.new_jobs) == 12 and not plan.errors
     assert dialog.preview_model.rowCount() == 10
@@ -48,7 +49,7 @@ def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: WindowHar
     save_screenshot(dialog, "import-dialog")
 
     dialog.import_button.click()
-    run(windows.loop, until(lambda: len(controller.model.table) == 12))
+    await until(lambda: len(controller.model.table) == 12)
     assert dialog not in controller.dialogs  # closed and released
     assert window.jobs_stack.currentWidget() is window.table
     assert controller.model.rowCount() == 12
@@ -61,33 +62,35 @@ def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: WindowHar
     # the same sheet again: everything is already there, nothing to import
     drop_file(window, sheet)
     again = [d for d in controller.dialogs if isinstance(d, ImportDialog)][-1]
-    run(windows.loop, until(lambda: again.plan is not None))
+    await until(lambda: again.plan is not None)
     assert again.plan.already_present == 12
     assert not again.import_button.isEnabled()
     again.close()
 
 
-def test_a_test_run_imports_only_the_first_rows(windows: WindowHarness, app_ctx,
+@on_qloop
+async def test_a_test_run_imports_only_the_first_rows(windows: WindowHarness, app_ctx,
                                                 tmp_path) -> None:
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     dialog = controller.open_import(resource("sample_prompts.csv"))
-    run(windows.loop, until(lambda: dialog.plan is not None))
+    await until(lambda: dialog.plan is not None)
     dialog.test_run.setChecked(True)
     dialog.test_rows.setValue(3)
     assert dialog.import_button.text() == "Test run 3 rows"
     dialog.import_button.click()
-    run(windows.loop, until(lambda: len(controller.model.table) == 3))
+    await until(lambda: len(controller.model.table) == 3)
     assert [r.name for r in controller.model.table.rows] == ["forest_sunrise", "espresso",
                                                               "black_sand_waves"]
 
 
-def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: WindowHarness, app_ctx,
+@on_qloop
+async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: WindowHarness, app_ctx,
                                                              tmp_path) -> None:
     sheet = tmp_path / "bad.csv"
     sheet.write_text("prompt,duration\nA good one,5\nToo long,500\n,4\n", "utf-8")
-    controller = windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False)
     dialog = controller.open_import(sheet)
-    run(windows.loop, until(lambda: dialog.plan is not None))
+    await until(lambda: dialog.plan is not None)
     assert dialog.errors_model.rowCount() >= 1
     assert dialog.tabs.tabText(2).startswith("Errors (")
     assert "refused" in dialog.summary_label.text()
@@ -96,5 +99,5 @@ def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: WindowHarn
     not_a_sheet = tmp_path / "notes.csv"
     not_a_sheet.write_bytes(b"%PDF-1.4 not a sheet")
     broken = controller.open_import(not_a_sheet)
-    run(windows.loop, until(lambda: broken.error_label.text() != ""))
+    await until(lambda: broken.error_label.text() != "")
     assert not broken.import_button.isEnabled()

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from reelqueue.providers import registry
 from reelqueue.ui import theme
+from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.session import AccountDraft
 
 
@@ -130,7 +131,7 @@ class AccountDialog(QDialog):
         if draft.name.casefold() in self.taken:
             self.set_result(False, f"An account named {draft.name!r} already exists.")
             return
-        signal.emit(draft)  # type: ignore[attr-defined]
+        emit(signal, draft)  # type: ignore[attr-defined]
 
     def set_busy(self, text: str) -> None:
         self.status.setStyleSheet(f"color: {theme.tokens().muted};")

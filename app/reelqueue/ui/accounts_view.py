@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
+from reelqueue.ui.qtcompat import emit
 
 CARD_WIDTH = 318
 MAX_RENDERS_SHOWN = 3
@@ -264,7 +265,7 @@ class AccountCard(QFrame):
                                  "padding: 0; text-align: left; }")
         self.title.setCursor(Qt.CursorShape.PointingHandCursor)
         self.title.setToolTip("Show this account's jobs")
-        self.title.clicked.connect(lambda: self.showJobs.emit(self.name))
+        self.title.clicked.connect(lambda: emit(self.showJobs, self.name))
         self.provider = QLabel(data.provider_title)
         self.provider.setProperty("role", "muted")
         names.addWidget(self.title)
@@ -319,7 +320,7 @@ class AccountCard(QFrame):
         controls.addStretch(1)
         self.ready_button = QPushButton("Mark ready")
         self.ready_button.setToolTip("The key is fixed or credits topped up: use it again")
-        self.ready_button.clicked.connect(lambda: self.markReady.emit(self.name))
+        self.ready_button.clicked.connect(lambda: emit(self.markReady, self.name))
         controls.addWidget(self.ready_button)
         self.pause_button = QPushButton("Pause")
         self.pause_button.clicked.connect(self._toggle_enabled)
@@ -330,7 +331,7 @@ class AccountCard(QFrame):
         self._limit_timer.setSingleShot(True)
         self._limit_timer.setInterval(600)
         self._limit_timer.timeout.connect(
-            lambda: self.capacityChanged.emit(self.name, self.limit.value()))
+            lambda: emit(self.capacityChanged, self.name, self.limit.value()))
         self.set_data(data)
 
     def _limit_edited(self, _value: int) -> None:
@@ -338,7 +339,7 @@ class AccountCard(QFrame):
 
     def _toggle_enabled(self) -> None:
         if self.data is not None:
-            self.enabledChanged.emit(self.name, not self.data.enabled)
+            emit(self.enabledChanged, self.name, not self.data.enabled)
 
     def set_data(self, data: AccountCardData) -> None:
         if data == self.data:

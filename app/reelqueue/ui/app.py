@@ -19,7 +19,7 @@ from typing import Any
 
 os.environ.setdefault("QT_API", "pyside6")
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication
 
 from reelqueue.cli.context import CliContext
@@ -81,12 +81,12 @@ def _setup_logging(ctx: CliContext) -> None:
 def run_app(ctx: CliContext, *, start: bool = True) -> int:
     """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
     queue opens paused). Returns when the window is closed and the engine stopped."""
-    import qasync
+    from reelqueue.ui.qtcompat import QEventLoop
 
     _setup_logging(ctx)
     settings = load_settings(ctx.data_dir)
     app = make_application(settings.theme)
-    loop = qasync.QEventLoop(app)
+    loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
         return int(loop.run_until_complete(main(ctx, settings, start=start)))
@@ -115,3 +115,5 @@ async def main(ctx: CliContext, settings: Any, *, start: bool) -> int:
         undo()
         if not session.closed:
             await session.close(keep_renders=True)
+        window.deleteLater()  # on this thread, not whenever (and wherever) GC gets to it
+        QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

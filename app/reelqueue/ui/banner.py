@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.ui import theme
+from reelqueue.ui.qtcompat import emit
 
 KIND_TINTS = {"info": "info", "success": "success", "warning": "warning", "error": "danger"}
 
@@ -80,7 +81,7 @@ class Banner(QFrame):
 
     def dismiss(self) -> None:
         self.hide()
-        self.dismissed.emit()
+        emit(self.dismissed)
 
 
 class BannerArea(QWidget):

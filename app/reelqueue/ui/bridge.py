@@ -22,6 +22,7 @@ from reelqueue.engine.events import (
     JobEvent,
     RecoveryEvent,
 )
+from reelqueue.ui.qtcompat import emit
 
 HELD_MAX = 100_000
 
@@ -76,12 +77,12 @@ class EngineBridge(QObject):
 
     def _emit(self, event: Event) -> None:
         if isinstance(event, JobEvent):
-            self.jobEvent.emit(event)
+            emit(self.jobEvent, event)
         elif isinstance(event, AccountEvent):
-            self.accountEvent.emit(event)
+            emit(self.accountEvent, event)
         elif isinstance(event, RecoveryEvent):
-            self.recoveryEvent.emit(event)
+            emit(self.recoveryEvent, event)
         elif isinstance(event, EngineStateEvent):
-            self.engineState.emit(event)
+            emit(self.engineState, event)
         elif isinstance(event, EngineErrorEvent):
-            self.engineError.emit(event)
+            emit(self.engineError, event)

@@ -37,6 +37,7 @@ from reelqueue.ui.import_dialog import ImportDialog
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.session import AccountDraft, EngineSession, OpenReport
 from reelqueue.ui.settings import Settings, save_settings
 from reelqueue.ui.settings_dialog import SettingsDialog
@@ -596,5 +597,5 @@ class AppController(QObject):
             self._tray.hide()
         self.window.allow_close = True
         self.window.close()
-        self.finished.emit(0)
+        emit(self.finished, 0)
         return kept

@@ -49,6 +49,7 @@ from reelqueue.intake.mapping import display_headers
 from reelqueue.providers import registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
+from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 PREVIEW_ROWS = 10
@@ -347,7 +348,7 @@ class ImportDialog(QDialog):
         )
 
     def _emit_replan(self) -> None:
-        self.replanRequested.emit(self.current_options())
+        emit(self.replanRequested, self.current_options())
 
     # -- mapping -------------------------------------------------------------------------
     def _mapping_from_boxes(self) -> ColumnMapping | None:
@@ -468,7 +469,7 @@ class ImportDialog(QDialog):
     def _import(self) -> None:
         if self.plan is not None:
             self.import_button.setEnabled(False)
-            self.importRequested.emit(self.plan, self.rows_to_import())
+            emit(self.importRequested, self.plan, self.rows_to_import())
 
     def stop_timers(self) -> None:
         self._replan_timer.stop()

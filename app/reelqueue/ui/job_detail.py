@@ -45,6 +45,7 @@ from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import Chip
 from reelqueue.ui.jobs_data import STATE_LABELS
 from reelqueue.ui.jobs_model import STATE_TINTS
+from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 THUMB = QSize(288, 162)
@@ -214,8 +215,8 @@ class JobDetailDialog(QDialog):
         self.open_button.setIcon(theme.icon("open-file", size=16))
         self.reveal_button = QPushButton("Show in folder")
         self.reveal_button.setIcon(theme.icon("folder", size=16))
-        self.open_button.clicked.connect(lambda: self.openRequested.emit(self._output()))
-        self.reveal_button.clicked.connect(lambda: self.revealRequested.emit(self._output()))
+        self.open_button.clicked.connect(lambda: emit(self.openRequested, self._output()))
+        self.reveal_button.clicked.connect(lambda: emit(self.revealRequested, self._output()))
         file_buttons.addWidget(self.open_button)
         file_buttons.addWidget(self.reveal_button)
         file_buttons.addStretch(1)
@@ -254,7 +255,7 @@ class JobDetailDialog(QDialog):
         self.retry_button.clicked.connect(self._retry)
         self.cancel_button = QPushButton("Cancel job")
         self.cancel_button.setIcon(theme.icon("cancel", size=16))
-        self.cancel_button.clicked.connect(lambda: self.cancelRequested.emit(self.job_id))
+        self.cancel_button.clicked.connect(lambda: emit(self.cancelRequested, self.job_id))
         close = QPushButton("Close")
         close.clicked.connect(self.close)
         actions.addWidget(self.retry_button)
@@ -269,7 +270,7 @@ class JobDetailDialog(QDialog):
         return self.job.output_path if self.job else ""
 
     def _retry(self) -> None:
-        self.retryRequested.emit(self.job_id, self.seed.value() if self.new_seed.isChecked()
+        emit(self.retryRequested, self.job_id, self.seed.value() if self.new_seed.isChecked()
                                  else None)
 
     def set_detail(self, detail: JobDetail) -> None:

@@ -37,6 +37,7 @@ from reelqueue.ui.jobs_data import (
     JobStats,
     JobTable,
 )
+from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -240,7 +241,7 @@ class JobTableModel(QAbstractTableModel):
             if not shown:
                 return len(dirty)
             first, last = min(shown), max(shown)
-        self.dataChanged.emit(self.index(first, 0), self.index(last, len(HEADERS) - 1))
+        emit(self.dataChanged, self.index(first, 0), self.index(last, len(HEADERS) - 1))
         return len(dirty)
 
     # -- filtering -----------------------------------------------------------------------
@@ -264,7 +265,7 @@ class JobTableModel(QAbstractTableModel):
 
     def _relayout(self) -> None:
         """Recompute the view, keeping selections and the current row on their jobs."""
-        self.layoutAboutToBeChanged.emit()
+        emit(self.layoutAboutToBeChanged)
         persistent = self.persistentIndexList()
         ids = [self.row_at(index.row()).id if index.isValid() else None
                for index in persistent]
@@ -276,7 +277,7 @@ class JobTableModel(QAbstractTableModel):
             new_indexes.append(QModelIndex() if row is None
                                else self.index(row, index.column()))
         self.changePersistentIndexList(persistent, new_indexes)
-        self.layoutChanged.emit()
+        emit(self.layoutChanged)
 
     def view_row_of(self, job_id: int) -> int | None:
         index = self.table.index_of(job_id)

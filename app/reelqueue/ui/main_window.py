@@ -52,6 +52,7 @@ from reelqueue.ui.jobs_model import (
     ProgressDelegate,
     StateDelegate,
 )
+from reelqueue.ui.qtcompat import emit
 
 SHEET_SUFFIXES = frozenset(TEXT_EXTENSIONS) | frozenset(WORKBOOK_EXTENSIONS)
 ROW_HEIGHT = 36
@@ -189,7 +190,7 @@ class MainWindow(QMainWindow):
             return act
 
         self.import_action = action("Import", "import", "Import a spreadsheet of prompts",
-                                    lambda: self.importRequested.emit(None),
+                                    lambda: emit(self.importRequested, None),
                                     QKeySequence.StandardKey.Open)
         self.start_action = action("Start", "play", "Hand out work to the accounts",
                                    self._start_or_pause)
@@ -282,7 +283,7 @@ class MainWindow(QMainWindow):
         self.table.customContextMenuRequested.connect(self._context_menu)
 
         self.empty = EmptyState()
-        self.empty.importClicked.connect(lambda: self.importRequested.emit(None))
+        self.empty.importClicked.connect(lambda: emit(self.importRequested, None))
         self.jobs_stack = QStackedWidget()
         self.jobs_stack.addWidget(self.empty)
         self.jobs_stack.addWidget(self.table)
@@ -371,14 +372,14 @@ class MainWindow(QMainWindow):
     # -- user actions ------------------------------------------------------------------
     def _start_or_pause(self) -> None:
         if self.paused:
-            self.startRequested.emit()
+            emit(self.startRequested)
         else:
-            self.pauseRequested.emit()
+            emit(self.pauseRequested)
 
     def _cancel_selected(self) -> None:
         ids = self.selected_job_ids()
         if ids:
-            self.cancelRequested.emit(ids)
+            emit(self.cancelRequested, ids)
         else:
             self.banners.show_banner("info", "Select the jobs to cancel in the table first.",
                                      key="hint:cancel")
@@ -386,7 +387,7 @@ class MainWindow(QMainWindow):
     def _activated(self, index: QModelIndex) -> None:
         job_id = index.data(JobIdRole)
         if job_id is not None:
-            self.jobActivated.emit(int(job_id))
+            emit(self.jobActivated, int(job_id))
 
     def _context_menu(self, point: QPoint) -> None:
         index = self.table.indexAt(point)
@@ -394,13 +395,13 @@ class MainWindow(QMainWindow):
             return
         ids = self.selected_job_ids() or [int(index.data(JobIdRole))]
         menu = QMenu(self)
-        menu.addAction("Details…", lambda: self.jobActivated.emit(int(index.data(JobIdRole))))
-        menu.addAction("Retry", lambda: self.retryRequested.emit(ids, None))
-        menu.addAction("Retry with a new seed", lambda: self.retryRequested.emit(ids, -1))
-        menu.addAction("Cancel", lambda: self.cancelRequested.emit(ids))
+        menu.addAction("Details…", lambda: emit(self.jobActivated, int(index.data(JobIdRole))))
+        menu.addAction("Retry", lambda: emit(self.retryRequested, ids, None))
+        menu.addAction("Retry with a new seed", lambda: emit(self.retryRequested, ids, -1))
+        menu.addAction("Cancel", lambda: emit(self.cancelRequested, ids))
         menu.addSeparator()
         menu.addAction("Show in folder",
-                       lambda: self.revealRequested.emit(int(index.data(JobIdRole))))
+                       lambda: emit(self.revealRequested, int(index.data(JobIdRole))))
         menu.popup(self.table.viewport().mapToGlobal(point))
 
     # -- drag and drop -------------------------------------------------------------------
@@ -421,7 +422,7 @@ class MainWindow(QMainWindow):
             return
         event.acceptProposedAction()
         for path in paths[:1]:
-            self.importRequested.emit(path)
+            emit(self.importRequested, path)
         if len(paths) > 1:
             self.banners.show_banner("info", "Drop one sheet at a time; the first one is "
                                      "being imported.", key="hint:drop")
@@ -432,7 +433,7 @@ class MainWindow(QMainWindow):
             event.accept()
             return
         event.ignore()
-        self.closeRequested.emit()
+        emit(self.closeRequested)
 
     def stop_timers(self) -> None:
         self._search_timer.stop()

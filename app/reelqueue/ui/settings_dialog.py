@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.settings import THEMES, Settings
 
 
@@ -138,5 +139,5 @@ class SettingsDialog(QDialog):
             theme=str(self.theme.currentData())).checked()
 
     def _save(self) -> None:
-        self.saved.emit(self.values())
+        emit(self.saved, self.values())
         self.accept()

@@ -1,0 +1,82 @@
+"""A whole small batch against the mock provider, seen through the window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reelqueue.cli.cmd_demo import DEMO_ACCOUNTS, prepare
+from reelqueue.resources import resource
+from reelqueue.ui.job_detail import JobDetailDialog
+from reelqueue.ui.settings import read_marker
+from tests.gui.conftest import WindowHarness, on_qloop, pause, save_screenshot, until
+
+
+@on_qloop
+async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarness, app_ctx) -> None:
+    prepare(app_ctx, resource("sample_prompts.csv"))
+    controller = await windows.open(app_ctx, start=True)
+    window, table = controller.window, controller.model.table
+    assert len(table) == 12
+    assert set(window.accounts.cards) == {name for name, _ in DEMO_ACCOUNTS}
+
+    # mid-batch: renders are live on the cards and in the table
+    await until(lambda: table.stats.by_state["RENDERING"] >= 3, 30)
+    await pause(1.1)  # one slow tick: cards, status bar
+    assert any(card.gauge.live for card in window.accounts.cards.values())
+    assert "rendering" in window.totals_label.text()
+    save_screenshot(window, "main-window-running")
+
+    await until(lambda: table.stats.by_state["COMPLETED"] == 12, 90)
+    await pause(1.2)
+    assert controller.model.rowCount() == 12
+    assert all(row.state == "COMPLETED" for row in table.rows)
+    assert all(Path(row.output_path).is_file() for row in table.rows)
+    cards = window.accounts.cards
+    assert sum(int(card.completed.text()) for card in cards.values()) == 12
+    assert all(card.gauge.live == 0 and card.chip.text() == "ready" for card in cards.values())
+    assert all(sum(card.sparkline.values) == int(card.completed.text())
+               for card in cards.values())
+    assert window.totals_label.text().startswith("12 jobs · 12 done · 0 failed")
+    banner = window.banners.find("batch:1")
+    assert banner is not None and "12 completed, 0 failed" in banner.text
+    save_screenshot(window, "main-window")
+    save_screenshot(cards["mock-medium"], "account-card")
+
+    # a job's detail: parameters, history from the ledger, the output file
+    dialog = controller.show_job(table.rows[0].id)
+    assert isinstance(dialog, JobDetailDialog) and not dialog.isModal()
+    await until(lambda: dialog.job is not None)
+    events = [entry.event for entry in dialog.ledger_model.entries]
+    assert events[0] == "claimed" and "completed" in events
+    assert dialog.open_button.isEnabled() and not dialog.retry_button.isEnabled()
+    assert dialog.chip.text() == "Completed"
+    save_screenshot(dialog, "job-detail")
+
+    assert await windows.close(controller) == 0
+    assert read_marker(app_ctx.data_dir).running is False
+
+
+@on_qloop
+async def test_failed_job_detail_explains_and_retries(windows: WindowHarness, app_ctx,
+                                                tmp_path) -> None:
+    sheet = tmp_path / "policy.csv"
+    sheet.write_text("name,prompt\nrefused,A scene [[mock:content_policy]]\n", "utf-8")
+    prepare(app_ctx, sheet)
+    controller = await windows.open(app_ctx, start=True)
+    table = controller.model.table
+    await until(lambda: table.stats.by_state["FAILED"] == 1, 30)
+    job = table.rows[0]
+    assert job.error_label == "content policy"
+    dialog = controller.show_job(job.id)
+    await until(lambda: dialog.job is not None)
+    assert dialog.error_box.isVisibleTo(dialog)
+    assert "safety filter" in dialog.error_hint.text()
+    assert dialog.retry_button.isEnabled()
+    save_screenshot(dialog, "job-detail-failed")
+    dialog.new_seed.setChecked(True)
+    dialog.seed.setValue(1234)
+    dialog.retry_button.click()
+    await until(lambda: dialog.job.params.get("seed") == 1234, 10)
+    # the retry runs (and the provider refuses it again): the table follows
+    await until(lambda: table.row(job.id).state == "FAILED" and table.row(job.id).attempts == 1
+                and table.stats.by_account.get(("mock-small", "FAILED"), 0) >= 1, 30)
