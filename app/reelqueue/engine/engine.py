@@ -112,6 +112,7 @@ class Engine:
         self._pass_done = asyncio.Event()
         self._passes = 0
         self._last_pass_claims = 0
+        self._last_pass_started = 0.0
         self.recovery: RecoveryReport | None = None
 
     # -- start and stop ----------------------------------------------------------------
@@ -282,7 +283,10 @@ class Engine:
             await self._pass_done.wait()
         if self._workers or self._last_pass_claims:
             return None
-        if await self.store.call(self.store.sync.next_wakeup, self.clock.now()) is not None:
+        # Due times are compared with the start of that pass, not with now: a retry that
+        # fell due after the pass looked (the next pass claims it) is no stall.
+        if await self.store.call(self.store.sync.next_wakeup,
+                                 self._last_pass_started) is not None:
             return None
         accounts = await self.store.call(self.store.sync.list_accounts)
         blocked = [f"{a.name}: {a.status.value if a.enabled else 'disabled'}"
@@ -300,10 +304,12 @@ class Engine:
     async def _pump(self) -> None:
         while True:
             self._wake.clear()
+            started = self.clock.now()
             try:
                 self._last_pass_claims = 0
                 if not self._paused and self._claiming:
                     self._last_pass_claims = await self._fill_slots()
+                self._last_pass_started = started
                 self._passes += 1
                 self._pass_done.set()
                 self._pass_done.clear()
