@@ -1,0 +1,90 @@
+"""The real ``reelqueue`` command line, with one fault hook installed first.
+
+Usage: ``python tests/proof/_hooked_runner.py HOOK[:ARG] -- REELQUEUE-ARGS...``
+
+Hooks (each reproduces one line of the seeds/001 checklist, deterministically):
+
+``kill-after-save``
+    The first video written is renamed into place, then the process SIGKILLs itself:
+    the file is on disk, its completion is not in the journal.
+``raise-in-submit:MARKER``
+    The mock adapter's submit raises RuntimeError (a bug of ours, not a ProviderError)
+    for prompts containing MARKER: an exception inside the worker.
+``kill-in-submit:MARKER``
+    The process SIGKILLs itself inside the submit of a prompt containing MARKER, before
+    the create request is sent: a job that kills its worker every time it is submitted.
+``kill-in-poll:JOB_KEY``
+    The process SIGKILLs itself when it polls the render of JOB_KEY: a job that kills its
+    worker every time it is resumed, after the provider accepted it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+
+def _die() -> None:
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install(hook: str) -> None:
+    name, _, arg = hook.partition(":")
+    if name == "kill-after-save":
+        from reelqueue.engine import engine as engine_module
+        from reelqueue.engine.outputs import OutputWriter, WrittenFile
+
+        class KillAfterSave(OutputWriter):
+            async def write_atomically(self, chunks: Any, final: Path,
+                                       claim_token: str) -> WrittenFile:
+                written = await super().write_atomically(chunks, final, claim_token)
+                print(f"hook: saved {final.name}; killing before completion is recorded",
+                      flush=True)
+                _die()
+                return written  # pragma: no cover
+
+        engine_module.OutputWriter = KillAfterSave  # type: ignore[misc]
+        return
+
+    from reelqueue.providers import registry
+    from reelqueue.providers.mock import MockProvider
+
+    class Hooked(MockProvider):
+        async def submit(self, request: Any) -> str:
+            if name == "raise-in-submit" and arg in request.prompt:
+                raise RuntimeError("injected bug in the worker")
+            if name == "kill-in-submit" and arg in request.prompt:
+                print("hook: killing inside submit", flush=True)
+                _die()
+            return await super().submit(request)
+
+        async def poll(self, provider_job_id: str) -> Any:
+            if name == "kill-in-poll":
+                raw = await self._client.get(f"{self.base_url}/v1/renders/{provider_job_id}")
+                if raw.json().get("job_key") == arg:
+                    print("hook: killing inside poll", flush=True)
+                    _die()
+            return await super().poll(provider_job_id)
+
+    if name not in ("raise-in-submit", "kill-in-submit", "kill-in-poll"):
+        raise SystemExit(f"unknown hook {hook!r}")
+    info = registry.get("mock")
+    registry.register(replace(info, factory=lambda client, config: Hooked(client, config)))
+
+
+def main(argv: list[str]) -> int:
+    hook, separator, *rest = argv
+    assert separator == "--", "usage: _hooked_runner.py HOOK -- REELQUEUE-ARGS"
+    install(hook)
+    from reelqueue.cli.main import main as reelqueue_main
+
+    return reelqueue_main(rest)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

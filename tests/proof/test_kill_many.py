@@ -1,0 +1,167 @@
+"""Kill at many points (issue 3, item 2).
+
+A 300-job batch on three mock accounts (limits 3, 4, 5); the real ``reelqueue run`` is
+SIGKILLed at least 25 times at random moments (during start-up and recovery, claims, the
+submit window, polling, downloads and completions) and restarted each time on the same data
+folder, then left to drain. Run twice: once with lookup by client token on (a kill inside
+the submit window is reconciled: no create beyond one per job) and once with it off (such
+a kill requeues the job and the ledger records a *possible duplicate charge*).
+
+After every kill the journal is read: every job that had a provider job id then must never
+be created again (its create count at the mock is frozen from that moment on).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reelqueue.domain.states import JobState
+from reelqueue.store.sqlite import SqliteStore
+from tests.proof.harness import (
+    MockProcess,
+    Runner,
+    add_account,
+    check_batch,
+    doctor_ok,
+    events_by_job,
+    in_flight_by_state,
+    integrity_ok,
+    journal,
+    record_figures,
+    wait_for,
+    write_sheet,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+JOBS = 300
+KILLS = 28  # at least 25 are required; a few spare in case the batch drains early
+MIN_KILLS = 25
+LIMITS = {"acct-3": 3, "acct-4": 4, "acct-5": 5}
+MAX_ATTEMPTS = 10
+RUN_ARGS = ["--no-progress", "--max-attempts", str(MAX_ATTEMPTS), "--retry-base", "0.2",
+            "--retry-cap", "2"]
+
+
+def _kill_moment(runner: Runner, reader: SqliteStore, rng: random.Random, n: int,
+                 done: int) -> str:
+    """Wait for a random moment in this runner's life; returns where it was aimed.
+
+    Every fifth kill is aimed at start-up (interpreter start, import of the sheet,
+    recovery). The others wait for the runner's recovery line, then for a random number
+    of further completions (spreading the kills over the whole batch: on average the
+    open jobs divided by the kills still to come), then a random extra fraction of a
+    second, so the other jobs are caught in whatever phase they are in.
+    """
+    if n % 5 == 4:
+        time.sleep(rng.uniform(0.05, 1.0))
+        return "start-up"
+    wait_for(lambda: "Recovery: " in runner.output() or not runner.alive(), 60,
+             "the runner's recovery line")
+    share = (JOBS - done) / (KILLS - n + 1)
+    target = done + rng.randint(1, max(1, round(2 * share)))
+
+    def reached() -> bool:
+        return not runner.alive() or reader.counts().by_state.get("COMPLETED", 0) >= target
+
+    wait_for(reached, 120, f"{target} completions", interval=0.01)
+    time.sleep(rng.uniform(0.0, 0.4))
+    return "running"
+
+
+@pytest.mark.parametrize("lookup", ["on", "off"])
+def test_kill_many_times_then_drain(tmp_path: Path, lookup: str) -> None:
+    seed = 3000 + (lookup == "off")
+    rng = random.Random(seed)
+    data, videos = tmp_path / "data", tmp_path / "videos"
+    sheet = tmp_path / "many.csv"
+    write_sheet(sheet, JOBS, seed)
+    args = [str(sheet), *RUN_ARGS]
+    started = time.monotonic()
+    kills: list[dict[str, Any]] = []
+    frozen: dict[str, int] = {}  # job key -> creates when first seen with a render
+    runner: Runner | None = None
+    with MockProcess(tmp_path / "mock") as mock:
+        for name, capacity in LIMITS.items():
+            add_account(data, name, mock.url, capacity, "--lookup", lookup)
+        try:
+            with journal(data) as reader:
+                done = 0
+                for n in range(KILLS):
+                    runner = Runner(data, videos, args, tmp_path / f"run-{n:02d}.log")
+                    aimed = _kill_moment(runner, reader, rng, n, done)
+                    if not runner.alive():
+                        assert runner.wait() == 0, runner.output()
+                        break  # drained before the kill: no more kills possible
+                    runner.kill()
+                    jobs = reader.list_jobs()
+                    creates = mock.creates_by_key()
+                    for job in jobs:
+                        if job.provider_job_id:
+                            frozen.setdefault(job.job_key, creates[job.job_key])
+                            # Reattached, never resubmitted: the count has not moved.
+                            assert creates[job.job_key] == frozen[job.job_key], job
+                    done = sum(j.state == JobState.COMPLETED for j in jobs)
+                    kills.append({"aimed": aimed, "completed": done,
+                                  "in_flight": in_flight_by_state(jobs)})
+                assert len(kills) >= MIN_KILLS, (
+                    f"only {len(kills)} kills landed before the batch drained")
+            runner = Runner(data, videos, args, tmp_path / "run-final.log")
+            code = runner.wait()
+            assert code == 0, runner.output()
+        finally:
+            if runner is not None:
+                runner.kill()
+        creates = mock.creates_by_key()
+    total = time.monotonic() - started
+
+    doctor_ok(data)
+    integrity_ok(data / "journal.sqlite3")
+    for key, count in frozen.items():
+        assert creates[key] == count, f"{key} was created again after it had a render"
+    with journal(data) as store:
+        figures = check_batch(store, videos, creates, expect_jobs=JOBS, allow_failed=True,
+                              expect_one_create=(lookup == "on"))
+        jobs = {j.id: j for j in store.list_jobs()}
+        ledger = store.ledger()
+    per_job = events_by_job(ledger)
+    # A job may end FAILED only if kills used up its attempts.
+    for job_id in figures.failed_ids:
+        job = jobs[job_id]
+        assert job.attempts >= job.max_attempts, job
+        failed = [e for e in per_job[job_id] if e.event == "failed"][-1]
+        assert (failed.detail.get("source") == "recovery"
+                or "never reached the provider" in (job.error_message or "")), failed
+    events = Counter(e.event for e in ledger)
+    phases: Counter[str] = Counter()
+    for kill in kills:
+        phases.update(kill["in_flight"])
+    result = {
+        "lookup": lookup, "seed": seed, "jobs": JOBS, "kills": len(kills),
+        "kills_aimed_at_start_up": sum(k["aimed"] == "start-up" for k in kills),
+        "kills_with_jobs_in_flight": sum(bool(k["in_flight"]) for k in kills),
+        "completed_at_each_kill": [k["completed"] for k in kills],
+        "in_flight_at_kills_by_state": dict(phases),
+        "by_state": figures.by_state, "failed": len(figures.failed_ids),
+        "create_requests_total": sum(creates.values()),
+        "extra_creates": figures.extra_creates,
+        "jobs_created_more_than_once": figures.jobs_created_more_than_once,
+        "possible_duplicate_charge_entries": events["possible_duplicate_charge"],
+        "jobs_with_render_frozen": len(frozen),
+        "reattached": events["reattached"], "reconciled": events["reconciled"],
+        "completed_from_disk": sum(1 for e in ledger if e.event == "completed"
+                                   and e.detail.get("source") == "recovery"),
+        "total_s": round(total, 1),
+    }
+    record_figures(f"kill_many[lookup={lookup}]", result)
+    if lookup == "on":
+        assert figures.extra_creates == 0
+    # The kills landed across the lifecycle, not only at start-up.
+    assert phases["RENDERING"] > 0
+    assert result["kills_with_jobs_in_flight"] >= MIN_KILLS // 2
