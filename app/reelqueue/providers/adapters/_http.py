@@ -151,9 +151,11 @@ class ApiClient:
         if headers:
             merged.update(headers)
         try:
+            # Never follow a redirect with the key attached: httpx drops Authorization on a
+            # cross-origin hop but keeps other auth headers (x-goog-api-key).
             return await self._client.request(
                 method, self.url(path), headers=merged, json=json_body, params=params,
-                files=files,
+                files=files, follow_redirects=False,
             )
         except httpx.HTTPError as exc:
             raise transport_error(exc, during_create=during_create) from exc

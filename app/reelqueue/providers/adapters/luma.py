@@ -59,8 +59,8 @@ PARAMS = ParamSpec(
     # Per 5 s block at 720p $0.30 ($0.06/s); 10 s costs 3x the 5 s price ($0.09/s) and
     # 1080p $1.20 per 5 s. One number per model: the 720p 5 s rate.
     price_per_second={"ray-3.2": 0.06},
-    price_source="lumalabs.ai pricing via PROVIDERS.md section 4b ([note]), luma-agents "
-    "SDK v0.3.0 of 2026-06-09 (720p, 5 s blocks)",
+    price_source="lumalabs.ai pricing, quoted in PROVIDERS.md section 4b [note]; notes "
+    "compiled late 2026 (720p, per 5 s block)",
     default_capacity=1,  # no published concurrency limit
 )
 

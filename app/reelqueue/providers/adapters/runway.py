@@ -73,8 +73,8 @@ PARAMS = ParamSpec(
     # 1 credit = $0.01: gen4_turbo 5 cr/s, gen4.5 12 cr/s, veo3.1 40 cr/s with audio (20
     # without; we quote the higher). veo3.1_fast has no published price in our notes.
     price_per_second={"gen4.5": 0.12, "gen4_turbo": 0.05, "veo3.1": 0.40},
-    price_source="Runway guides/pricing.md via PROVIDERS.md section 3 ([note]), "
-    "SDK v5.13.0 of 2026-07-27",
+    price_source="docs.dev.runwayml.com guides/pricing.md (1 credit = $0.01), quoted in "
+    "PROVIDERS.md section 3 [note]; notes compiled late 2026 (SDK v5.13.0, 2026-07-27)",
     default_capacity=1,  # Tier 1: 1-2 concurrent per model; excess waits as THROTTLED
 )
 

@@ -69,8 +69,8 @@ PARAMS = ParamSpec(
     # a denser script may still be refused (400 INVALID_ARGUMENT, permanent).
     max_prompt_chars=4000,
     price_per_second={model: prices["720p"] for model, prices in PRICE_BY_RESOLUTION.items()},
-    price_source="ai.google.dev/gemini-api/docs/pricing via PROVIDERS.md section 2 ([note]), "
-    "as of 2026-08 (720p; 1080p/4k in veo.PRICE_BY_RESOLUTION)",
+    price_source="ai.google.dev/gemini-api/docs/pricing, quoted in PROVIDERS.md section 2 "
+    "[note]; notes compiled late 2026 (720p; 1080p/4k in veo.PRICE_BY_RESOLUTION)",
     # No concurrency limit is published; Tier 1 is a $10 spend cap per 10 minutes, about
     # three 8 s Standard clips, so one render at a time is already near the cap.
     default_capacity=1,

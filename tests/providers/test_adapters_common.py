@@ -1,0 +1,92 @@
+"""Rules every adapter keeps, checked across all of them at once."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import httpx
+import pytest
+from provider_fakes import SENTINEL_KEY, Router
+
+import reelqueue.providers.adapters as adapters
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
+from reelqueue.providers import registry
+from reelqueue.providers.base import ProviderConfig
+
+KINDS = ["runway", "veo", "luma", "luma-legacy", "fal", "replicate", "minimax", "kling",
+         "openai-compat"]
+ClientFor = Callable[[Router], httpx.AsyncClient]
+
+
+def config(kind: str, base_url: str | None = None, key: str | None = SENTINEL_KEY
+           ) -> ProviderConfig:
+    if base_url is None and kind == "openai-compat":
+        base_url = "https://gateway.example/v1"
+    return ProviderConfig("acct", base_url, key, settings={"model": "m"})
+
+
+def test_every_kind_is_registered_with_an_extra_validator() -> None:
+    assert set(KINDS) <= set(registry.kinds())
+    assert set(adapters.EXTRA_VALIDATORS) == set(KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_param_spec_is_complete(kind: str) -> None:
+    info = registry.get(kind)
+    spec = info.params
+    assert info.requires_key is True
+    assert spec.default_capacity >= 1
+    assert spec.price_source  # says where prices come from, or that there are none
+    assert set(spec.price_per_second) <= set(spec.models)
+    assert spec.max_prompt_chars > 0
+    if info.default_base_url is not None:
+        assert info.default_base_url.startswith("https://")
+    assert adapters.EXTRA_VALIDATORS[kind]({}) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_adapter_shape(kind: str, client_for: ClientFor) -> None:
+    info = registry.get(kind)
+    provider = info.factory(client_for(Router()), config(kind))
+    assert provider.kind == kind
+    assert isinstance(provider.supports_lookup, bool)
+    assert provider.supports_lookup is (kind == "kling")
+    assert inspect.isasyncgenfunction(type(provider).download)
+    assert SENTINEL_KEY not in repr(provider)
+    assert SENTINEL_KEY not in str(vars(provider))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_plain_http_base_url_is_refused_but_loopback_is_not(
+    kind: str, client_for: ClientFor
+) -> None:
+    info = registry.get(kind)
+    client = client_for(Router())
+    with pytest.raises(InputError):
+        info.factory(client, config(kind, base_url="http://api.example.com"))
+    assert info.factory(client, config(kind, base_url="http://127.0.0.1:9000")).kind == kind
+    assert info.factory(client, config(kind, base_url="http://localhost:9000")).kind == kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_missing_key_is_an_account_error(kind: str, client_for: ClientFor) -> None:
+    with pytest.raises(ProviderError) as caught:
+        registry.get(kind).factory(client_for(Router()), config(kind, key=None))
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_nothing_leaves_for_a_row_the_provider_would_reject(
+    kind: str, client_for: ClientFor
+) -> None:
+    from reelqueue.providers.base import RenderRequest
+
+    router = Router()
+    provider = registry.get(kind).factory(client_for(router), config(kind))
+    too_long = "x" * (registry.get(kind).params.max_prompt_chars + 1)
+    with pytest.raises(ProviderError) as caught:
+        await provider.submit(RenderRequest("k", "t", too_long, {}))
+    assert caught.value.error_class is ErrorClass.PERMANENT
+    assert router.calls == []
