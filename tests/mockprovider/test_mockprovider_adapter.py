@@ -200,10 +200,12 @@ async def test_poll_faults(mp_server: MockProviderServer, directive: str,
 
 
 async def test_poll_unknown_render(mp_provider: MockProvider) -> None:
-    with pytest.raises(ProviderError) as caught:
-        await mp_provider.poll("mr_doesnotexist")
-    assert caught.value.error_class is ErrorClass.PERMANENT
-    assert caught.value.status_code == 404
+    """A restarted mock forgot its renders; mock renders are free, so the render is
+    reported failed (retryable: the engine renders it again)."""
+    status = await mp_provider.poll("mr_doesnotexist")
+    assert status.phase is RemotePhase.FAILED
+    assert status.error is not None and status.error.error_class is ErrorClass.RETRYABLE
+    assert status.error.status_code == 404
 
 
 @pytest.mark.parametrize("directive", ["expired_link*2", "truncated", "html"])

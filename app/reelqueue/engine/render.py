@@ -237,14 +237,6 @@ class RenderAttempt:
                 status = await self.provider.poll(self.provider_job_id)
                 errors = 0
             except ProviderError as exc:
-                if exc.status_code in (404, 410):
-                    # The provider no longer knows this render (expired, deleted, or a
-                    # local mock that restarted): only a new render can finish the job.
-                    self.remote_failed = True
-                    raise RemoteRenderFailed(ProviderError(
-                        f"The provider no longer has this render ({exc})",
-                        error_class=ErrorClass.RETRYABLE,
-                        label=ErrorLabel.PROVIDER_ERROR)) from None
                 if exc.error_class == ErrorClass.PERMANENT:
                     raise
                 if exc.error_class == ErrorClass.ACCOUNT and exc.label != ErrorLabel.RATE_LIMITED:

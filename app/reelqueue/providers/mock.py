@@ -153,12 +153,16 @@ class MockProvider:
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         response = await self._call("GET", f"/v1/renders/{provider_job_id}")
         if response.status_code == 404:
-            raise ProviderError(
-                self._scrub(f"mock provider poll: render {provider_job_id} is unknown"),
-                error_class=ErrorClass.PERMANENT,
+            # A mock that restarted forgot its renders. Unlike a real provider (whose
+            # vanished render was billed; see docs/design-notes.md), a mock render costs
+            # nothing, so it is reported as a failed render and rendered again.
+            return RemoteStatus(phase=RemotePhase.FAILED, sub_status="unknown", error=ProviderError(
+                self._scrub(f"mock provider poll: render {provider_job_id} is unknown "
+                            "(the mock restarted); it is rendered again"),
+                error_class=ErrorClass.RETRYABLE,
                 label=ErrorLabel.PROVIDER_ERROR,
                 status_code=404,
-            )
+            ))
         if response.status_code != 200:
             raise self._status_error(response, what="poll")
         status = _status_from(self._json(response), self.base_url)
