@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reelqueue import __version__
 from reelqueue.cli.context import CliContext, default_data_dir, default_videos_dir
-from reelqueue.domain.errors import KnownError
+from reelqueue.domain.errors import HINTS, KnownError, ProviderError
 
 log = logging.getLogger("reelqueue")
 
@@ -108,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, ctx))
     except KnownError as exc:
         print(f"reelqueue: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except ProviderError as exc:  # e.g. a key check: the provider's answer, in plain words
+        print(f"reelqueue: {exc.label.value}: {exc}\n{HINTS.get(exc.label, '')}".rstrip(),
+              file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("reelqueue: interrupted; in-flight renders are resumed next time.",

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 CREATE_FAULTS: tuple[str, ...] = (
+    "echo_request",
     "bad_key",
     "no_credits",
     "content_policy",

@@ -223,7 +223,12 @@ class MockHandler(BaseHTTPRequestHandler):
         """Answer an injected refusal of a create; True if one was sent."""
         state = self.state
         retry = {"Retry-After": f"{state.options.retry_after:g}"}
-        if state.take_fault(scope, directives.get("bad_key")):
+        if state.take_fault(scope, directives.get("echo_request")):
+            # Some providers quote the whole request (headers included) in an error; the
+            # adapters must scrub the key from anything they put in a message.
+            echoed = f"Authorization: {self.headers.get('Authorization')}"
+            self._error(400, "invalid_request", f"Bad request. You sent: {echoed}")
+        elif state.take_fault(scope, directives.get("bad_key")):
             self._deny()
         elif state.take_fault(scope, directives.get("no_credits")):
             self._error(402, "insufficient_credits", "The account has no credits left.")
