@@ -182,8 +182,14 @@ def on_qloop(scenario: Callable[..., Awaitable[None]]) -> Callable[..., None]:
     """Run an ``async def`` test as one coroutine on the ``windows`` fixture's qasync loop
     (a plain function to pytest, so pytest-asyncio leaves it alone)."""
 
+    async def scenario_then_close(*args: Any, **kwargs: Any) -> None:
+        try:
+            await scenario(*args, **kwargs)
+        finally:  # close in the same coroutine: nothing may run between the two
+            await kwargs["windows"]._shutdown_all()
+
     def test(*args: Any, **kwargs: Any) -> None:
-        run(kwargs["windows"].loop, scenario(*args, **kwargs), timeout=240)
+        run(kwargs["windows"].loop, scenario_then_close(*args, **kwargs), timeout=240)
 
     test.__name__ = scenario.__name__
     test.__doc__ = scenario.__doc__
