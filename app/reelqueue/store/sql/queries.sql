@@ -68,14 +68,40 @@ UPDATE accounts
  WHERE name = :name;
 
 -- name: next_claimable
--- Walks the partial index in priority order; skips rows still waiting out a retry and
--- rows pinned (or holding a finished render) on another account.
-SELECT id FROM jobs INDEXED BY jobs_claimable
- WHERE state IN ('QUEUED', 'RETRY_WAIT')
-   AND provider = :provider
-   AND run_after <= :now
-   AND (pinned_account IS NULL OR pinned_account = :account)
-   AND (account IS NULL OR account = :account)
+-- Three index seeks, then the best of their (at most three) answers by priority and id:
+-- queued jobs any account may take, queued jobs bound to this account (pinned, or holding
+-- its render), and retry waits that are due. The affinity conditions stay as written, so
+-- the answer is the same as one ordered walk over every waiting job; only the cost
+-- differs: it no longer grows with the jobs pinned elsewhere or waiting for a later retry.
+-- (QUEUED rows always have run_after = 0: release_to_queue with a delay makes RETRY_WAIT.)
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, priority FROM jobs INDEXED BY jobs_queued
+         WHERE state = 'QUEUED' AND provider = :provider
+           AND COALESCE(account, pinned_account) IS NULL
+           AND run_after <= :now
+         ORDER BY priority DESC, id
+         LIMIT 1)
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, priority FROM jobs INDEXED BY jobs_queued
+         WHERE state = 'QUEUED' AND provider = :provider
+           AND COALESCE(account, pinned_account) = :account
+           AND run_after <= :now
+           AND (pinned_account IS NULL OR pinned_account = :account)
+           AND (account IS NULL OR account = :account)
+         ORDER BY priority DESC, id
+         LIMIT 1)
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, priority FROM jobs INDEXED BY jobs_retry_due
+         WHERE state = 'RETRY_WAIT' AND provider = :provider
+           AND run_after <= :now
+           AND (pinned_account IS NULL OR pinned_account = :account)
+           AND (account IS NULL OR account = :account)
+         ORDER BY priority DESC, id
+         LIMIT 1)
+)
  ORDER BY priority DESC, id
  LIMIT 1;
 

@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 2). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 3). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -78,8 +78,13 @@ CREATE TABLE jobs (
     CHECK (provider_job_id IS NULL OR client_token IS NOT NULL)
 );
 
-CREATE INDEX jobs_claimable ON jobs (provider, priority DESC, id)
-    WHERE state IN ('QUEUED', 'RETRY_WAIT');
+-- Claims seek, never walk past jobs they cannot take: queued jobs by provider, the account
+-- they are bound to (pinned, or holding that account's render) and priority; retry waits
+-- by due time (queries.sql, next_claimable).
+CREATE INDEX jobs_queued
+    ON jobs (provider, COALESCE(account, pinned_account), priority DESC, id)
+    WHERE state = 'QUEUED';
+CREATE INDEX jobs_retry_due ON jobs (provider, run_after) WHERE state = 'RETRY_WAIT';
 CREATE INDEX jobs_live_by_account ON jobs (account, state);
 CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
 CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
