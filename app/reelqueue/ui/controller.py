@@ -132,6 +132,8 @@ class AppController(QObject):
         self.window.set_engine_state("paused" if report.paused else "running")
         self.timer.start()
         await self.load_rows()
+        self.refresh_cards()
+        self.window.set_totals(*totals_text(self.model.table, time.time()))
         self.loaded.set()
         return report
 
@@ -214,7 +216,9 @@ class AppController(QObject):
             self.spawn(self.refresh_accounts(), "refresh-accounts")
 
     def _on_recovery_event(self, event: RecoveryEvent) -> None:
-        if self.report is not None and event.report.touched:  # a lease take-over later on
+        if self.report is None or event.report is self.report.recovery:
+            return  # start-up recovery: the open report's banner already says it
+        if event.report.touched:  # a lease take-over later on (shared store)
             self.window.banners.show_banner("info", event.report.summary(), key="takeover")
 
     def _on_engine_state(self, event: EngineStateEvent) -> None:

@@ -1,0 +1,213 @@
+"""Window benchmark: 100,000 jobs at open, then 500 live renders updating 5 times a second.
+
+Run: ``QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--jobs N] [--live N]``.
+
+1. Open the window on a journal of ``--jobs`` jobs: time from creating the window to the
+   first paint of the table with rows in it (target < 1.5 s), time until every row is
+   loaded, and resident memory once they are (target < 400 MB).
+2. ``--live`` renders each send a progress event 5 times a second for ``--seconds``,
+   through the engine's event bus, the bridge and the model, as the engine would: busy
+   time of the GUI thread (its CPU time over wall time; target < 20 % of one core) and the
+   longest event-loop stall, measured by a 5 ms Qt timer (target < 50 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+
+from PySide6.QtCore import QElapsedTimer, QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.engine.events import JobEvent
+from reelqueue.store.sqlite import SqliteStore
+from reelqueue.ui.app import make_application
+from reelqueue.ui.controller import AppController
+from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.qtcompat import QEventLoop
+from reelqueue.ui.session import EngineSession
+from reelqueue.ui.settings import Settings
+
+TARGETS = {"first_paint_s": 1.5, "rss_mb": 400.0, "busy_fraction": 0.20, "stall_ms": 50.0}
+
+
+def make_journal(ctx: CliContext, jobs: int) -> float:
+    started = time.perf_counter()
+    ctx.data_dir.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore.open(ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("bench", "bench.csv", str(ctx.videos_dir)), time.time())
+    specs = [JobSpec(job_key=f"bench-{i:06d}",
+                     prompt=f"A cinematic shot number {i}: slow dolly through a neon-lit street "
+                            "at night, rain, reflections in puddles",
+                     provider="mock", output_path=str(ctx.videos_dir / f"{i:06d}_clip.mp4"),
+                     params={"duration": 5, "model": "mock-1", "aspect_ratio": "16:9"},
+                     row_number=i + 2, name=f"clip_{i:06d}") for i in range(jobs)]
+    for start in range(0, jobs, 20_000):
+        store.add_jobs(batch.id, specs[start:start + 20_000], time.time())
+    for name, capacity in (("studio-a", 200), ("studio-b", 200), ("studio-c", 100)):
+        store.add_account(AccountSpec(name, "mock", capacity, base_url="http://127.0.0.1:9"),
+                          time.time())
+    store.close()
+    return time.perf_counter() - started
+
+
+class FirstPaint(QObject):
+    """Notes the first paint of the table's viewport with rows in the model."""
+
+    def __init__(self, window: MainWindow, clock: QElapsedTimer) -> None:
+        super().__init__()
+        self.window, self.clock, self.at_ms = window, clock, None
+        window.table.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (self.at_ms is None and event.type() == QEvent.Type.Paint
+                and self.window.model.rowCount() > 0):
+            self.at_ms = self.clock.elapsed()
+        return False
+
+
+def rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class StallMeter(QObject):
+    """A 5 ms timer; the longest gap between two ticks beyond 5 ms is a stall."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timer = QTimer(self)
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self.tick)
+        self.last = 0.0
+        self.worst = 0.0
+
+    def start(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer.start()
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last - 0.005)
+        self.last = now
+
+
+async def live_renders(controller: AppController, live: int, seconds: float,
+                       rate: float = 5.0) -> dict[str, float]:
+    bus = controller.session.bus
+    ids = [row.id for row in controller.model.table.rows[:live]]
+    accounts = ("studio-a", "studio-b", "studio-c")
+    now = time.time()
+    for i, job_id in enumerate(ids):
+        bus.publish(JobEvent(job_id, "CLAIMED", now, account=accounts[i % 3], attempts=1))
+    await asyncio.sleep(0.5)
+    meter = StallMeter()
+    slices = 20  # events are spread over 20 slices per period, as real polls spread out
+    period = 1.0 / rate
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    meter.start()
+    sent = 0
+    step = 0
+    while time.perf_counter() - wall0 < seconds:
+        chunk = ids[step % slices::slices]
+        at = time.time()
+        for n, job_id in enumerate(chunk):
+            progress = ((at - wall0) / 60 + n / 1000) % 1.0
+            bus.publish(JobEvent(job_id, "RENDERING", at, account=accounts[job_id % 3],
+                                 sub_status="running", progress=progress))
+        sent += len(chunk)
+        step += 1
+        target = wall0 + step * period / slices
+        await asyncio.sleep(max(0.0, target - time.perf_counter()))
+    wall = time.perf_counter() - wall0
+    cpu = time.thread_time() - cpu0
+    meter.timer.stop()
+    return {"events_per_s": sent / wall, "busy_fraction": cpu / wall,
+            "stall_ms": meter.worst * 1000}
+
+
+async def bench(ctx: CliContext, live: int, seconds: float) -> dict[str, float]:
+    clock = QElapsedTimer()
+    clock.start()
+    window = MainWindow()
+    painted = FirstPaint(window, clock)
+    session = EngineSession(ctx, Settings(theme="light"))
+    controller = AppController(window, session)
+    window.show()
+    opening = asyncio.ensure_future(controller.open(start=False))
+    while painted.at_ms is None and not opening.done():
+        await asyncio.sleep(0.005)
+    while painted.at_ms is None:
+        await asyncio.sleep(0.005)
+    first_paint = painted.at_ms / 1000
+    await opening
+    loaded = clock.elapsed() / 1000
+    await asyncio.sleep(1.0)
+    memory = rss_mb()
+    results = {"jobs": float(len(controller.model.table)), "first_paint_s": first_paint,
+               "all_rows_s": loaded, "rss_mb": memory}
+    results.update(await live_renders(controller, live, seconds))
+    await controller.shutdown(keep_renders=True)
+    window.deleteLater()
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--live", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="reelqueue-bench-gui-"))
+    ctx = CliContext(data_dir=folder / "data", videos_dir=folder / "videos")
+    setup = make_journal(ctx, args.jobs)
+    app: QApplication = make_application("light")
+    loop = QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        results = loop.run_until_complete(bench(ctx, args.live, args.seconds))
+    finally:
+        loop.close()
+    print(f"journal of {args.jobs:,} jobs written in {setup:.1f} s (not measured below)")
+    print(f"first paint with rows      {results['first_paint_s']:.3f} s   "
+          f"(target < {TARGETS['first_paint_s']} s, ratio "
+          f"{results['first_paint_s'] / TARGETS['first_paint_s']:.2f})")
+    print(f"all {int(results['jobs']):,} rows loaded    {results['all_rows_s']:.3f} s")
+    print(f"resident memory            {results['rss_mb']:.0f} MB   "
+          f"(target < {TARGETS['rss_mb']:.0f} MB, ratio "
+          f"{results['rss_mb'] / TARGETS['rss_mb']:.2f})")
+    print(f"{args.live} live renders x 5/s   {results['events_per_s']:.0f} events/s")
+    print(f"GUI thread busy            {results['busy_fraction'] * 100:.1f} % of one core   "
+          f"(target < {TARGETS['busy_fraction'] * 100:.0f} %, ratio "
+          f"{results['busy_fraction'] / TARGETS['busy_fraction']:.2f})")
+    print(f"longest event-loop stall   {results['stall_ms']:.1f} ms   "
+          f"(target < {TARGETS['stall_ms']:.0f} ms, ratio "
+          f"{results['stall_ms'] / TARGETS['stall_ms']:.2f})")
+    met = (results["first_paint_s"] < TARGETS["first_paint_s"]
+           and results["rss_mb"] < TARGETS["rss_mb"]
+           and results["busy_fraction"] < TARGETS["busy_fraction"]
+           and results["stall_ms"] < TARGETS["stall_ms"])
+    print("all targets met" if met else "SOME TARGETS MISSED")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
