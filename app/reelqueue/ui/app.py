@@ -54,8 +54,9 @@ def install_excepthook(show: Callable[[BaseException], None]) -> Callable[[], No
 
 
 def make_application(theme_choice: str = "system") -> QApplication:
-    QApplication.setHighDpiScaleFactorRoundingPolicy(
-        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    if QApplication.instance() is None:  # only before the application exists
+        QApplication.setHighDpiScaleFactorRoundingPolicy(
+            Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         app = QApplication(sys.argv[:1])
