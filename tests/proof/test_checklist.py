@@ -219,11 +219,16 @@ async def test_slow_worker_finishes_after_its_lease_was_taken_over(
             shared_store=True, lease_seconds=10.0, heartbeat_seconds=0.1, **FAST))
         engine_a = Engine(store_a, instance_id="instance-a", http_client=client_a,
                           config=EngineConfig(shared_store=True, lease_seconds=1.0,
-                                              heartbeat_seconds=3600.0, **FAST))
+                                              heartbeat_seconds=0.2, **FAST))
         try:
             await engine_b.start(paused=True)  # B claims nothing new: it only takes over
             await engine_a.start()
             await asyncio.wait_for(a_downloading.wait(), 30)
+            # A freezes: its heartbeat stops with its worker (the worker is parked at the
+            # gate); its 1 s lease runs out.
+            heartbeat = engine_a._heartbeat_task
+            assert heartbeat is not None
+            heartbeat.cancel()
             token_a = store_a.get_job(1).claim_token  # type: ignore[union-attr]
             await _until(lambda: store_b.get_job(1).state == JobState.COMPLETED,  # type: ignore[union-attr]
                          30, "instance B to take over and complete the job")
