@@ -11,13 +11,16 @@ from reelqueue.domain.states import AccountStatus, JobState
 
 
 def _json(text: str | None) -> dict[str, Any]:
-    if not text:
+    if not text or text == "{}":
         return {}
     value = json.loads(text)
     return value if isinstance(value, dict) else {}
 
 
-def job_from_row(row: sqlite3.Row) -> Job:
+def job_from_row(sqlite_row: sqlite3.Row) -> Job:
+    # One dict per row: sqlite3.Row looks a name up by scanning its columns, which made
+    # 35 lookups the biggest cost of listing 100k jobs.
+    row = dict(zip(sqlite_row.keys(), sqlite_row, strict=True))
     return Job(
         id=row["id"], batch_id=row["batch_id"], job_key=row["job_key"],
         row_number=row["row_number"], name=row["name"], prompt=row["prompt"],

@@ -1,0 +1,35 @@
+"""Journal rows become domain values field by field, whatever the column order."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.states import JobState
+from reelqueue.store.rows import job_from_row
+from reelqueue.store.sqlite import SqliteStore
+
+pytestmark = pytest.mark.unit
+
+
+def test_every_job_column_lands_in_the_field_of_its_name(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
+    db = store.raw_connection()
+    db.execute("INSERT INTO batches (name, source_path, output_dir, created_at) "
+               "VALUES ('b', 's', '/tmp', 1)")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(jobs)")]
+    values = {name: f"v-{name}" for name in columns}
+    values.update(
+        id=7, batch_id=1, row_number=9, params='{"seed": 3}', metadata='{"note": "n"}',
+        priority=2, state="RENDERING", attempts=1, max_attempts=3, lease_until=50.5,
+        progress=0.25, run_after=4.0, output_size=123, cost=0.5, error_class="retryable",
+        created_at=1.0, updated_at=2.0, started_at=3.0, finished_at=None)
+    marks = ", ".join(f":{name}" for name in columns)
+    db.execute(f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({marks})", values)
+    job = job_from_row(db.execute("SELECT * FROM jobs").fetchone())
+    store.close()
+    expected = {**values, "params": {"seed": 3}, "metadata": {"note": "n"},
+                "state": JobState.RENDERING}
+    assert dataclasses.asdict(job) == expected
