@@ -34,7 +34,12 @@ from reelqueue.engine.events import (
     JobEvent,
     RecoveryEvent,
 )
-from reelqueue.engine.outputs import OutputWriter, check_output, file_exists, remove_partials
+from reelqueue.engine.outputs import (
+    OutputWriter,
+    check_output,
+    missing_outputs,
+    remove_partials,
+)
 from reelqueue.engine.render import RenderAttempt, RenderContext
 from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
@@ -160,10 +165,10 @@ class Engine:
         )
         report = await self.store.call(self.store.sync.recover, params)
         # Verify finished work is still on disk (cheap: size only) and report what is not.
-        completed = await self.store.call(self.store.sync.list_jobs, None, [JobState.COMPLETED])
-        for job in completed:
-            if not file_exists(job).exists:
-                report.missing_outputs.append(job.id)
+        # Only (id, path, size) rows, and the stat calls off the loop: a journal keeps every
+        # completed job (40k of them took 2 s as Job objects; benchmarks/bench_recovery.py).
+        outputs = await self.store.call(self.store.sync.completed_outputs)
+        report.missing_outputs.extend(await asyncio.to_thread(missing_outputs, outputs))
         batches = await self.store.call(self.store.sync.list_batches)
         await asyncio.to_thread(remove_partials, {Path(b.output_dir) for b in batches})
         # Reattached and reconciling renders resume first; they already own their slots.

@@ -13,7 +13,7 @@ import asyncio
 import errno
 import hashlib
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +148,21 @@ def file_exists(job: Job) -> FileCheck:
     except OSError:
         return FileCheck(exists=False)
     return FileCheck(exists=size == (job.output_size or 0), size=size)
+
+
+def missing_outputs(outputs: Iterable[tuple[int, str, int]]) -> list[int]:
+    """The ids of completed jobs whose video is gone or no longer has its recorded size
+    (``Store.completed_outputs`` rows). One ``stat`` each: a journal keeps every completed
+    job, so this runs over tens of thousands of files at each start."""
+    missing: list[int] = []
+    for job_id, path, size in outputs:
+        try:
+            if os.stat(path).st_size == size:
+                continue
+        except OSError:
+            pass
+        missing.append(job_id)
+    return missing
 
 
 def remove_partials(folders: set[Path]) -> int:

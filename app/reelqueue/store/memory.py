@@ -493,6 +493,11 @@ class MemoryStore:
                                                     **report.as_dict()})
             return report
 
+    def completed_outputs(self) -> list[tuple[int, str, int]]:
+        with self._lock:
+            return [(j.id, j.output_path, j.output_size or 0)
+                    for _, j in sorted(self._jobs.items()) if j.state == JobState.COMPLETED]
+
     def next_wakeup(self, now: float) -> float | None:
         with self._lock:
             due = [j.run_after for j in self._jobs.values()

@@ -629,6 +629,9 @@ class SqliteStore:
                 self._ledger("requeued", now, job_id=job.id, account=job.account,
                              detail={"by": "recovery", "from": str(job.state)})
 
+    def completed_outputs(self) -> list[tuple[int, str, int]]:
+        return [(r[0], r[1], r[2]) for r in self._read("completed_outputs")]
+
     def next_wakeup(self, now: float) -> float | None:
         times = [self._read("next_retry_at", now=now)[0][0],
                  self._read("next_cooldown_at", now=now)[0][0]]

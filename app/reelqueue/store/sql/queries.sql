@@ -230,6 +230,9 @@ UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
 -- name: completed_jobs
 SELECT * FROM jobs WHERE state = 'COMPLETED';
 
+-- name: completed_outputs
+SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
+
 -- name: prune_ledger
 DELETE FROM ledger WHERE at < :before;
 
