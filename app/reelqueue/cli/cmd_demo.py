@@ -79,15 +79,20 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         return finish(demo, store, result)
 
 
-def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """``reelqueue`` alone: the window where there is one, else the help."""
+def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParser,
+                        sheet: Path | None = None) -> int:
+    """``reelqueue`` alone (or with a sheet): the window where there is one, else help."""
     if has_display() and gui_available():
         from reelqueue.cli.context import default_data_dir, default_videos_dir
         from reelqueue.ui.app import run_app
 
         ctx = CliContext(data_dir=(args.data_dir or default_data_dir()).resolve(),
                          videos_dir=(args.videos_dir or default_videos_dir()).resolve())
-        return int(run_app(ctx, start=False))
+        return int(run_app(ctx, start=False, open_sheet=sheet))
+    if sheet is not None:
+        print(f"No display to open {sheet} in; import it with 'reelqueue import {sheet}' "
+              f"or render it with 'reelqueue run {sheet}'.")
+        return 2
     parser.print_help()
     if not has_display():
         print("\nNo display found: use the commands above (try 'reelqueue demo').")

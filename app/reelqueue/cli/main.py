@@ -91,8 +91,20 @@ def setup_logging(data_dir: Path, verbose: bool) -> None:
     logging.getLogger("httpcore").setLevel(logging.WARNING)
 
 
+SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sheet = _opened_sheet(argv)
+    if sheet is not None:
+        # "Open with ReelQueue" (the .desktop file, Windows and macOS file associations)
+        # passes the sheet alone: open the window with the import dialog on it.
+        from reelqueue.cli.cmd_demo import open_window_or_help
+
+        argv.remove(str(sheet))
+        return open_window_or_help(parser.parse_args(argv), parser, sheet=sheet)
     args = parser.parse_args(argv)
     if args.command is None:
         from reelqueue.cli.cmd_demo import open_window_or_help
@@ -122,6 +134,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("reelqueue: an unexpected error occurred; details are in "
               f"{ctx.data_dir / 'logs' / 'reelqueue.log'}", file=sys.stderr)
         return EXIT_BUG
+
+
+def _opened_sheet(argv: list[str]) -> Path | None:
+    positional: list[str] = []
+    takes_value = False
+    for arg in argv:
+        if takes_value:
+            takes_value = False
+        elif arg in ("--data-dir", "--videos-dir"):
+            takes_value = True
+        elif not arg.startswith("-"):
+            positional.append(arg)
+    if len(positional) != 1 or positional[0] in _COMMANDS:
+        return None
+    candidate = Path(positional[0])
+    if candidate.suffix.lower() in SHEET_SUFFIXES and candidate.is_file():
+        return candidate
+    return None
+
+
+_COMMANDS = {"run", "demo", "import", "export", "status", "doctor", "retry", "cancel",
+             "accounts", "self-test", "mock-provider"}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -79,7 +80,7 @@ def _setup_logging(ctx: CliContext) -> None:
     setup_logging(ctx.data_dir, verbose=False)
 
 
-def run_app(ctx: CliContext, *, start: bool = True) -> int:
+def run_app(ctx: CliContext, *, start: bool = True, open_sheet: Path | None = None) -> int:
     """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
     queue opens paused). Returns when the window is closed and the engine stopped."""
     from reelqueue.ui.qtcompat import QEventLoop
@@ -90,13 +91,15 @@ def run_app(ctx: CliContext, *, start: bool = True) -> int:
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        return int(loop.run_until_complete(main(ctx, settings, start=start)))
+        return int(loop.run_until_complete(main(ctx, settings, start=start,
+                                                open_sheet=open_sheet)))
     finally:
         loop.close()
         asyncio.set_event_loop(None)
 
 
-async def main(ctx: CliContext, settings: Any, *, start: bool) -> int:
+async def main(ctx: CliContext, settings: Any, *, start: bool,
+               open_sheet: Path | None = None) -> int:
     from reelqueue.ui.controller import AppController
     from reelqueue.ui.main_window import MainWindow
     from reelqueue.ui.session import EngineSession
@@ -110,6 +113,8 @@ async def main(ctx: CliContext, settings: Any, *, start: bool) -> int:
     try:
         window.show()
         report = await controller.open(start=start)
+        if report is not None and open_sheet is not None:
+            controller.open_import(open_sheet)  # "Open with ReelQueue" on a sheet
         code = await done
         return 2 if report is None else code  # None: the journal could not be opened
     finally:
