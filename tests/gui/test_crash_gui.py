@@ -70,7 +70,11 @@ async def test_crash_banner_after_a_killed_run(windows: WindowHarness, app_ctx,
     banner = window.banners.find("recovery")
     assert banner is not None and banner.kind == "warning"
     assert "did not shut down cleanly" in banner.text
-    assert "renders reattached" in banner.text
+    # The banner tells what recovery did: reattached renders, or submissions to
+    # reconcile when the kill landed inside the submit window (both resume, none re-sent).
+    for part in report.recovery.summary().removeprefix("Recovery: ").rstrip(".").split(", "):
+        assert part in banner.text
+    assert "renders reattached" in banner.text or "to reconcile" in banner.text
     assert "paused" in banner.text and "Resume queue" in banner.buttons
     assert window.engine_label.text() == "Paused"
     assert controller.session.running_engine.paused

@@ -19,7 +19,8 @@ def drop_file(widget, path: Path) -> tuple[bool, bool]:
     mime.setUrls([QUrl.fromLocalFile(str(path))])
     where = QPoint(widget.width() // 2, widget.height() // 2)
     buttons, modifiers = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(QPointF(where), Qt.DropAction.CopyAction, mime, buttons, modifiers)
+    # Qt 6 takes a QPoint for drag-enter and a QPointF for drop.
+    enter = QDragEnterEvent(where, Qt.DropAction.CopyAction, mime, buttons, modifiers)
     QApplication.sendEvent(widget, enter)
     drop = QDropEvent(QPointF(where), Qt.DropAction.CopyAction, mime, buttons, modifiers)
     QApplication.sendEvent(widget, drop)
