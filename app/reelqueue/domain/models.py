@@ -208,27 +208,32 @@ class RecoveryReport:
         }
 
     def summary(self) -> str:
+        def n(items: list[int], one: str, many: str) -> str:
+            return f"{len(items)} {one if len(items) == 1 else many}"
+
         if not self.touched:
             return "Recovery: nothing to do (clean start)."
         parts = []
         if self.completed_from_disk:
-            parts.append(f"{len(self.completed_from_disk)} finished videos found on disk")
+            parts.append(n(self.completed_from_disk, "finished video", "finished videos")
+                         + " found on disk")
         if self.reattached:
-            parts.append(f"{len(self.reattached)} renders reattached")
+            parts.append(n(self.reattached, "render", "renders") + " reattached")
         if self.reconcile:
-            parts.append(f"{len(self.reconcile)} submissions to reconcile with the provider")
+            parts.append(n(self.reconcile, "submission", "submissions")
+                         + " to reconcile with the provider")
         if self.requeued_possible_duplicate:
             parts.append(
-                f"{len(self.requeued_possible_duplicate)} requeued after a crash while "
-                "submitting (possible duplicate charge)"
+                n(self.requeued_possible_duplicate, "job", "jobs") + " requeued after a crash "
+                "while submitting (possible duplicate charge)"
             )
         if self.requeued:
-            parts.append(f"{len(self.requeued)} jobs requeued")
+            parts.append(n(self.requeued, "job", "jobs") + " requeued")
         if self.failed:
-            parts.append(f"{len(self.failed)} jobs failed (their last attempt crashed)")
+            parts.append(n(self.failed, "job", "jobs") + " failed (their last attempt crashed)")
         if self.missing_outputs:
             parts.append(
-                f"{len(self.missing_outputs)} completed jobs whose video is missing "
-                "(not rendered again; see 'reelqueue doctor')"
+                n(self.missing_outputs, "completed job whose video is", "completed jobs whose "
+                  "video is") + " missing (not rendered again; see 'reelqueue doctor')"
             )
         return "Recovery: " + ", ".join(parts) + "."

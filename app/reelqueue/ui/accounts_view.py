@@ -80,13 +80,18 @@ class Chip(QLabel):
     """A rounded label tinted with a theme colour."""
 
     def set_chip(self, text: str, tint: str) -> None:
-        self.setText(text)
         base = theme.color(tint)
         fill = theme.color(tint, 46 if theme.tokens().dark else 30)
+        # The font is set on the widget, not in the style sheet, so the layout measures
+        # the text in the font it is drawn with (a longer word is never cut off).
+        font = self.font()
+        font.setPointSizeF(8.5)
+        font.setWeight(QFont.Weight.DemiBold)
+        self.setFont(font)
         self.setStyleSheet(
             f"QLabel {{ color: {base.name()}; background: rgba({fill.red()},{fill.green()},"
-            f"{fill.blue()},{fill.alpha()}); border-radius: 9px; padding: 2px 9px; "
-            "font-size: 8.5pt; font-weight: 600; }")
+            f"{fill.blue()},{fill.alpha()}); border-radius: 9px; padding: 2px 9px; }}")
+        self.setText(text)
 
 
 class Gauge(QWidget):
@@ -292,6 +297,7 @@ class AccountCard(QFrame):
             grid.addWidget(label, 1, column)
         self.spend = QLabel()
         self.spend.setProperty("role", "muted")
+        self.spend.setWordWrap(True)  # "Spent $1,234.50 · est. $310.00 to go" may not fit
         grid.addWidget(self.spend, 2, 0, 1, 3)
         middle.addLayout(grid, 1)
         layout.addLayout(middle)
@@ -353,7 +359,7 @@ class AccountCard(QFrame):
         self.queued.setText(f"{data.queued:,}")
         self.completed.setText(f"{data.completed:,}")
         self.failed.setText(f"{data.failed:,}")
-        estimate = f" · est. {fmt.money(data.estimate)} queued" if data.estimate else ""
+        estimate = f" · est. {fmt.money(data.estimate)} to go" if data.estimate else ""
         self.spend.setText(f"Spent {fmt.money(data.spend)}{estimate}")
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)
