@@ -56,9 +56,9 @@ def _kill_moment(runner: Runner, reader: SqliteStore, rng: random.Random, n: int
     Every fifth kill is aimed at start-up (interpreter start, import of the sheet,
     recovery). The others wait for the runner's recovery line, then for a random number
     of further completions (spreading the kills over the whole batch: on average the
-    open jobs divided by the kills still to come). Then two kills in five wait for a job
-    to show up in the journal as SUBMITTING (the submit window: a few milliseconds) or
-    DOWNLOADING, and kill at once; the others wait a random fraction of a second more,
+    open jobs divided by the kills still to come, plus a margin). Then two kills in five
+    wait for a job to show up in the journal as SUBMITTING (the submit window: a few
+    milliseconds) or DOWNLOADING, and kill at once; the others wait a random fraction more,
     catching the jobs in whatever phase they are in.
     """
     if n % 5 == 4:
@@ -66,7 +66,8 @@ def _kill_moment(runner: Runner, reader: SqliteStore, rng: random.Random, n: int
         return "start-up"
     wait_for(lambda: "Recovery: " in runner.output() or not runner.alive(), 60,
              "the runner's recovery line")
-    share = (JOBS - done) / (KILLS - n + 1)
+    # A margin of a few kills: a restart finishes whatever rendered while it was down.
+    share = (JOBS - done) / (KILLS - n + 6)
     target = done + rng.randint(1, max(1, round(2 * share)))
 
     def reached() -> bool:
