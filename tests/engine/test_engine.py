@@ -242,7 +242,8 @@ async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -
 
 
 async def test_three_accounts_never_exceed_their_limits(tmp_path: Path) -> None:
-    providers = {name: FakeProvider({f"p{i}": Script(polls=3) for i in range(40)})
+    # Renders long enough (many polls) that every account's slots fill up at once.
+    providers = {name: FakeProvider({f"p{i}": Script(polls=40) for i in range(40)})
                  for name in ("a", "b", "c")}
     for name, p in providers.items():
         registry.register(registry.ProviderInfo(

@@ -121,7 +121,14 @@ def key_lookup() -> Any:
 def check_outputs(store: Store) -> None:
     """Refuse before starting when a batch with open jobs cannot write its folder."""
     open_states = [s for s in JobState if s not in FINAL]
-    folders = {Path(job.output_path).parent for job in store.list_jobs(states=open_states)}
+    folders: set[Path] = set()
+    page, offset = 5000, 0
+    while True:  # in pages: a queue of 100k jobs must not be held in memory at once
+        jobs = store.list_jobs(states=open_states, limit=page, offset=offset)
+        folders.update(Path(job.output_path).parent for job in jobs)
+        if len(jobs) < page:
+            break
+        offset += page
     for folder in sorted(folders):
         ensure_writable(folder)
 
