@@ -9,6 +9,7 @@ parameters of every job of the batch) atomically beside the videos.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -20,7 +21,7 @@ from reelqueue.domain.errors import InputError, OutputNotWritable
 from reelqueue.domain.models import Batch, BatchSpec, Job, JobSpec
 from reelqueue.domain.states import JobState
 from reelqueue.intake.filenames import VIDEO_SUFFIX, NameAllocator
-from reelqueue.intake.planner import ImportPlan
+from reelqueue.intake.planner import ImportPlan, bulk_allocation
 from reelqueue.intake.rows import RowError
 from reelqueue.store.base import AddJobsResult
 
@@ -92,6 +93,11 @@ def refusal_message(plan: ImportPlan) -> str:
 
 def apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResult:
     """Create (or reuse) the batch and add the plan's jobs; InputError when refused."""
+    with bulk_allocation():
+        return _apply_import(store, plan, now)
+
+
+def _apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResult:
     if plan.refused:
         raise InputError(refusal_message(plan))
     present = store.existing_job_keys([job.job_key for job in plan.jobs])
@@ -111,15 +117,16 @@ def apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResu
     earlier = store.list_jobs(batch_id=batch.id) if batch else []
     taken = {os.path.basename(job.output_path) for job in earlier}
     taken |= {entry.name for entry in folder.iterdir() if entry.name.endswith(VIDEO_SUFFIX)}
-    specs = _place(plan.jobs, present, folder, taken)
+    specs = _place(plan.jobs, present, folder, taken, Path(plan.batch.output_dir))
     created = batch is None
     if batch is None:
         batch = store.create_batch(replace(plan.batch, output_dir=str(folder)), now)
     added = store.add_jobs(batch.id, specs, now, max_waiting=limit)
     earlier_keys = {job.job_key for job in earlier}
-    entries = [_manifest_entry(job) for job in earlier] + [
-        _manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys
-    ]
+    entries = itertools.chain(
+        map(_manifest_entry, earlier),
+        (_manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys),
+    )
     manifest = write_manifest(folder, batch, entries)
     return ImportResult(
         batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
@@ -154,9 +161,14 @@ def _ensure_writable(folder: Path) -> None:
 
 
 def _place(
-    jobs: Sequence[JobSpec], present: set[str], folder: Path, taken: set[str]
+    jobs: Sequence[JobSpec], present: set[str], folder: Path, taken: set[str],
+    planned_folder: Path,
 ) -> list[JobSpec]:
     """The new jobs moved into ``folder``, renamed where a job or file already has the name."""
+    if not taken and folder == planned_folder:
+        # A new, empty folder where the plan put the jobs: nothing to move or rename (the
+        # plan's names are already unique within the batch).
+        return list(jobs)
     prefix = os.path.join(str(folder), "")
     new_names = {os.path.basename(job.output_path) for job in jobs if job.job_key not in present}
     allocator = NameAllocator(taken | new_names)
@@ -179,10 +191,17 @@ def _manifest_entry(job: Job | JobSpec) -> dict[str, Any]:
     }
 
 
-def write_manifest(folder: Path, batch: Batch, entries: Sequence[dict[str, Any]]) -> Path:
+MANIFEST_CHUNK = 2_000
+"""Manifest entries encoded and written at a time: the whole manifest of a 100,000-job
+batch is never in memory at once."""
+_ENTRY_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
     """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over.
 
-    One job per line: readable, diffable, and written by json's fast C encoder.
+    One job per line: readable, diffable, and written by json's fast C encoder, a chunk
+    of entries at a time (``entries`` may be a generator).
     """
     head = json.dumps({
         "format": "reelqueue-manifest", "version": 1,
@@ -191,10 +210,15 @@ def write_manifest(folder: Path, batch: Batch, entries: Sequence[dict[str, Any]]
     }, ensure_ascii=False)
     target = folder / MANIFEST_NAME
     temporary = folder / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
+    encode = _ENTRY_ENCODER.encode
     try:
         with temporary.open("w", encoding="utf-8") as stream:
             stream.write(head[:-1] + ',\n "jobs": [\n')
-            stream.write(",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries))
+            encoded = map(encode, entries)
+            separator = ""
+            while chunk := list(itertools.islice(encoded, MANIFEST_CHUNK)):
+                stream.write(separator + ",\n".join(chunk))
+                separator = ",\n"
             stream.write("\n]}\n")
             stream.flush()
             os.fsync(stream.fileno())

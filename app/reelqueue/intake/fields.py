@@ -40,11 +40,13 @@ class FieldProblem(Exception):
 
 
 def is_blank(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return value is None or (isinstance(value, str) and (not value or value.isspace()))
 
 
 def cell_text(value: object) -> str:
     """A cell as text: 42.0 -> "42", a date -> "2024-05-01", text stripped."""
+    if type(value) is str:
+        return value.strip()  # the common case, first
     if value is None:
         return ""
     if isinstance(value, bool):

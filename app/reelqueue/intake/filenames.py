@@ -55,19 +55,51 @@ def check_template(template: str) -> str:
 def render_template(template: str, values: Mapping[str, object]) -> str:
     """The template filled in. An empty value stays empty whatever its format spec (no
     ``00000`` for a missing seed); a value that does not fit its spec is used as text."""
-    parts: list[str] = []
-    for literal, field_name, format_spec, _conversion in string.Formatter().parse(template):
-        parts.append(literal)
-        if field_name is None:
-            continue
-        value = values.get(field_name, "")
-        if value == "" or value is None:
-            continue
-        try:
-            parts.append(format(value, format_spec or ""))
-        except (ValueError, TypeError):
-            parts.append(str(value))
-    return "".join(parts)
+    return CompiledTemplate(template).render(values)
+
+
+class CompiledTemplate:
+    """A template parsed once, rendered per job (see :func:`render_template`).
+
+    Attributes:
+        fields: the fields the template uses, in order.
+    """
+
+    def __init__(self, template: str) -> None:
+        parsed = list(string.Formatter().parse(template))
+        self._parts = [
+            (literal, field_name, format_spec or "")
+            for literal, field_name, format_spec, _conversion in parsed
+        ]
+        self.fields = tuple(name for _, name, _ in self._parts if name is not None)
+        # str.format_map gives the same text when every value is set and fits its spec
+        # (checked templates have no conversions, attribute or index access).
+        self._plain = None if any(conversion for *_, conversion in parsed) else template
+
+    def render(self, values: Mapping[str, object]) -> str:
+        if self._plain is not None:
+            for name in self.fields:
+                value = values.get(name)
+                if value is None or value == "":
+                    break
+            else:
+                try:
+                    return self._plain.format_map(values)
+                except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+                    pass
+        parts: list[str] = []
+        for literal, field_name, format_spec in self._parts:
+            parts.append(literal)
+            if field_name is None:
+                continue
+            value = values.get(field_name, "")
+            if value == "" or value is None:
+                continue
+            try:
+                parts.append(format(value, format_spec))
+            except (ValueError, TypeError):
+                parts.append(str(value))
+        return "".join(parts)
 
 
 def name_from_prompt(prompt: str) -> str:
@@ -83,8 +115,11 @@ def name_from_prompt(prompt: str) -> str:
 
 def sanitise_component(text: str, fallback: str) -> str:
     """One safe path component (without suffix) from any text."""
-    text = unicodedata.normalize("NFC", text)
-    text = FORBIDDEN.sub("_", text.replace("\r\n", " ").replace("\n", " "))
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    if "\n" in text:
+        text = text.replace("\r\n", " ").replace("\n", " ")
+    text = FORBIDDEN.sub("_", text)
     text = RUNS.sub("_", text)
     text = text.strip(" ._-")  # also no leading "-", which command lines take as an option
     text = _cut(text)
@@ -98,6 +133,8 @@ def sanitise_component(text: str, fallback: str) -> str:
 
 def _cut(text: str) -> str:
     text = text[:MAX_STEM_CHARS]
+    if text.isascii() and len(text) <= MAX_STEM_BYTES:
+        return text  # one byte per character
     while len(text.encode("utf-8")) > MAX_STEM_BYTES:
         text = text[:-1]
     return text

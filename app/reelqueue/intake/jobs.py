@@ -11,20 +11,18 @@ import datetime
 import hashlib
 import math
 import os
-import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from reelqueue.domain.models import JobSpec
 from reelqueue.intake.filenames import (
+    CompiledTemplate,
     NameAllocator,
     name_from_prompt,
-    render_template,
     sanitise_component,
 )
 from reelqueue.intake.rows import RowError, RowValues
-from reelqueue.intake.sheet import SheetRow
 
 
 def key_digest(*parts: object) -> str:
@@ -62,30 +60,37 @@ class JobBuilder:
         template: str,
         headers: Sequence[str],
         kept_columns: Sequence[str],
-        rows_by_number: Mapping[int, SheetRow],
         date: datetime.datetime,
     ) -> None:
         self.scope = scope
         self.batch_name = batch_name
         self.folder = output_root.expanduser().resolve() / sanitise_component(batch_name, "batch")
         self.template = template
-        self._template_has_n = any(
-            field == "n" for _, field, _, _ in string.Formatter().parse(template)
+        self._template = CompiledTemplate(template)
+        # A repeated row needs {n} in its names; the template gets "_{n}" if it has none.
+        self._repeat_template = (
+            self._template if "n" in self._template.fields
+            else CompiledTemplate(template + "_{n}")
         )
+        self._simple_fields = set(self._repeat_template.fields) <= {"row", "name", "n"}
         kept = set(kept_columns)
+        self._headers = list(headers)
         self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
+        self._all_kept = len(self._kept) == len(self._headers)
         self._folder_prefix = os.path.join(str(self.folder), "")
-        self._rows = rows_by_number
         self._date = date.strftime("%Y-%m-%d")
 
-    def build(self, rows: Sequence[RowValues], id_header: str = "id") -> tuple[
+    def build(self, rows: Iterable[RowValues], id_header: str = "id") -> tuple[
         list[JobSpec], list[RowError]
     ]:
+        """The jobs of ``rows`` (consumed once, in row order), and the rows refused for
+        repeating another row's id."""
         allocator = NameAllocator()
         occurrences: dict[str, int] = {}
         first_row_of_id: dict[str, int] = {}
         jobs: list[JobSpec] = []
         errors: list[RowError] = []
+        scope = self.scope
         for values in rows:
             if values.row_id is not None:
                 first = first_row_of_id.setdefault(values.row_id, values.row_number)
@@ -96,16 +101,19 @@ class JobBuilder:
                         "an id that no other row uses",
                     ))
                     continue
-                base_key = "id:" + key_digest(self.scope, values.row_id)
+                base_key = "id:" + key_digest(scope, values.row_id)
             else:
                 # params are built in one fixed field order, so their repr is canonical.
                 content = key_digest(
-                    self.scope, values.prompt, values.provider, values.params, values.account,
+                    scope, values.prompt, values.provider, values.params, values.account,
                     values.name,
                 )
                 occurrence = occurrences[content] = occurrences.get(content, 0) + 1
                 base_key = f"row:{content}" if occurrence == 1 else f"row:{content}~{occurrence}"
-            metadata = {"columns": self._columns(values.row_number)}
+            metadata = {"columns": self._columns(values.cells)}
+            if values.repeat == 1:
+                jobs.append(self._job(values, base_key, 1, metadata, allocator))
+                continue
             for n in range(1, values.repeat + 1):
                 jobs.append(self._job(values, base_key, n, metadata, allocator))
         return jobs, errors
@@ -118,15 +126,17 @@ class JobBuilder:
         if n > 1 and "seed" in params:
             params = {**params, "seed": int(params["seed"]) + n - 1}
         name = values.name or name_from_prompt(values.prompt)
-        template = self.template
-        if values.repeat > 1 and not self._template_has_n:
-            template += "_{n}"
-        rendered = render_template(template, {
-            "row": values.row_number, "name": name, "seed": params.get("seed", ""),
-            "model": params.get("model", ""), "provider": values.provider,
-            "date": self._date, "n": n, "id": values.row_id or "", "batch": self.batch_name,
-        })
-        file_name = allocator.take(sanitise_component(rendered, f"row_{values.row_number}"))
+        template = self._repeat_template if values.repeat > 1 else self._template
+        fields: dict[str, object] = {"row": values.row_number, "name": name, "n": n}
+        if not self._simple_fields:
+            fields.update(
+                seed=params.get("seed", ""), model=params.get("model", ""),
+                provider=values.provider, date=self._date, id=values.row_id or "",
+                batch=self.batch_name,
+            )
+        file_name = allocator.take(
+            sanitise_component(template.render(fields), f"row_{values.row_number}")
+        )
         return JobSpec(
             job_key=base_key if n == 1 else f"{base_key}#{n}",
             prompt=values.prompt,
@@ -140,8 +150,14 @@ class JobBuilder:
             metadata=metadata if n == 1 else {**metadata, "repeat": n},
         )
 
-    def _columns(self, row_number: int) -> dict[str, Any]:
-        cells = self._rows[row_number].values
+    def _columns(self, cells: Sequence[object]) -> dict[str, Any]:
+        """The row's cells by header, as JSON values, for the export."""
+        if self._all_kept and len(cells) == len(self._headers):
+            columns = dict(zip(self._headers, cells, strict=True))
+            for header, cell in columns.items():
+                if cell is not None and type(cell) is not str:
+                    columns[header] = json_safe(cell)  # workbooks' typed cells
+            return columns
         width = len(cells)
         return {
             header: (cell if type(cell) is str else json_safe(cell))

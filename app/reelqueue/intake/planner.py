@@ -16,7 +16,9 @@ copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -169,6 +171,18 @@ def plan_import(
     now: float | None = None,
 ) -> ImportPlan:
     """Read, map and validate ``path``; raise InputError when the file itself is unusable."""
+    with bulk_allocation():
+        return _plan_import(path, options, existing_keys=existing_keys, catalog=catalog, now=now)
+
+
+def _plan_import(
+    path: Path,
+    options: ImportOptions,
+    *,
+    existing_keys: Callable[[Iterable[str]], set[str]] | None,
+    catalog: ProviderCatalog | None,
+    now: float | None,
+) -> ImportPlan:
     catalog = catalog or RegistryCatalog()
     check_template(options.filename_template)
     defaults = _checked_defaults(options, catalog)
@@ -187,15 +201,6 @@ def plan_import(
     columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
     validator = RowValidator(columns, defaults, catalog, ImageChecker(path.resolve().parent))
 
-    valid: list[RowValues] = []
-    errors: list[RowError] = []
-    for row in sheet.rows:
-        outcome = validator.validate(row)
-        if isinstance(outcome, RowValues):
-            valid.append(outcome)
-        else:
-            errors.extend(outcome)
-
     batch_name = batch_name_for(path, options)
     scope = batch_name.casefold().strip()
     ignored = set(mapping.ignored)
@@ -203,10 +208,22 @@ def plan_import(
     builder = JobBuilder(
         scope=scope, batch_name=batch_name, output_root=options.output_root,
         template=options.filename_template, headers=headers, kept_columns=kept_columns,
-        rows_by_number={row.row_number: row for row in sheet.rows},
         date=datetime.fromtimestamp(now if now is not None else datetime.now().timestamp()),
     )
-    jobs, duplicate_errors = builder.build(valid, id_header=mapping.header_for("id") or "id")
+    errors: list[RowError] = []
+
+    def valid_rows() -> Iterator[RowValues]:
+        validate = validator.validate
+        for row in sheet.rows:
+            outcome = validate(row)
+            if type(outcome) is list:
+                errors.extend(outcome)
+            else:
+                yield outcome  # type: ignore[misc]
+
+    # One pass from cells to jobs: no list of validated rows in between.
+    jobs, duplicate_errors = builder.build(valid_rows(), id_header=mapping.header_for("id") or "id")
+    sheet.rows.clear()  # the jobs hold what they need of the cells
     errors.extend(duplicate_errors)
     errors.sort(key=lambda error: (error.row_number or 0, error.column))
 
@@ -241,6 +258,25 @@ def plan_import(
                     source_path=sheet.source_path, details=sheet.details),
         mapping=mapping, unmapped=unmapped, present_keys=frozenset(present), options=options,
     )
+
+
+@contextmanager
+def bulk_allocation() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a sheet becomes jobs.
+
+    A 100,000-row sheet allocates about a million containers (cells, params, metadata,
+    jobs) and none of them are garbage; the collector would still walk all of them again
+    and again as they pile up (about a sixth of the import's time). Nothing here makes
+    reference cycles, so pausing it frees nothing late. It is switched back on afterwards
+    only if it was on, so a pause inside another leaves it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> BatchDefaults:

@@ -3,16 +3,23 @@
 :class:`RowValidator` turns a :class:`SheetRow` into :class:`RowValues` (every parameter
 normalised, defaults applied) or into a list of :class:`RowError`, one per bad cell, so
 the user fixes a row in one go rather than one error per import.
+
+A row whose cells are each fine is then checked as a whole by the provider's extra rules
+(``EXTRA_VALIDATORS`` of the adapters: what a :class:`ParamSpec` cannot say, such as Veo's
+1080p needing 8 seconds). Each problem they report becomes a :class:`RowError` naming the
+columns involved and what would be accepted, both found by asking the same rules about the
+row with one setting changed (see :class:`ExtraRules`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.catalog import ProviderCatalog
+from reelqueue.intake.catalog import ExtraValidator, ProviderCatalog
 from reelqueue.intake.fields import (
     FieldProblem,
     cell_text,
@@ -26,6 +33,7 @@ from reelqueue.intake.fields import (
     parse_resolution,
     parse_seed,
     parse_text,
+    plain_number,
 )
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.sheet import SheetRow
@@ -42,15 +50,22 @@ class RowError:
 
     Attributes:
         row_number: the row as the user sees it; None for a problem with the batch defaults.
-        column: the column's header, or "(default duration)" for a batch default.
+        column: the column's header, or "(default duration)" for a batch default; for a
+            problem with a combination of cells, the columns joined by ", ".
         message: what is wrong.
         accepted: what would be accepted instead.
+        columns: each column concerned (just ``column`` for a problem with one cell).
     """
 
     row_number: int | None
     column: str
     message: str
     accepted: str
+    columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            object.__setattr__(self, "columns", (self.column,))
 
     def describe(self) -> str:
         where = f"row {self.row_number}" if self.row_number is not None else "defaults"
@@ -68,9 +83,9 @@ class BatchDefaults:
     resolution: str | None = None
 
 
-@dataclass(frozen=True)
-class RowValues:
-    """A valid row, normalised. ``params`` is what the provider receives."""
+class RowValues(NamedTuple):
+    """A valid row, normalised. ``params`` is what the provider receives; ``cells`` are the
+    row's cells as read (kept as metadata). A named tuple: one is made per row."""
 
     row_number: int
     prompt: str
@@ -81,6 +96,7 @@ class RowValues:
     repeat: int
     priority: int
     row_id: str | None
+    cells: Sequence[object] = ()
 
 
 def provider_default_duration(spec: ParamSpec) -> int | float:
@@ -148,7 +164,8 @@ class RowValidator:
         self._catalog = catalog
         self._images = images
         self._specs: dict[str, ParamSpec | InputError] = {}
-        self._provider_defaults: dict[str, tuple[dict[str, Any], list[RefusedDefault]]] = {}
+        self._provider_defaults: dict[str, _ProviderDefaults] = {}
+        self._contexts: dict[str, tuple[ParamSpec, _ProviderDefaults, ExtraRules | None]] = {}
         parsers: dict[str, CellParser] = {
             "model": parse_model, "duration": parse_duration,
             "aspect_ratio": parse_aspect_ratio, "resolution": parse_resolution,
@@ -157,7 +174,8 @@ class RowValidator:
             "priority": _parse_priority, "id": _parse_id,
         }
         self._mapped = [
-            (field_name, *self.columns[field_name], parsers[field_name])
+            (field_name, *self.columns[field_name], parsers[field_name],
+             field_name in PARAM_FIELDS)
             for field_name in (*PARAM_FIELDS, *OTHER_FIELDS) if field_name in self.columns
         ]
         self._prompt_column = self.columns.get("prompt", (-1, "prompt"))
@@ -176,60 +194,81 @@ class RowValidator:
         return cached
 
     def validate(self, row: SheetRow) -> RowValues | list[RowError]:
-        values = row.values
+        row_number, values = row
         width = len(values)
         provider = self.defaults.provider
         if self._provider_column is not None and self._provider_column[0] < width:
             chosen = values[self._provider_column[0]]
             if not is_blank(chosen):
                 provider = cell_text(chosen).lower()
-        try:
-            spec = self.spec_for(provider)
-        except InputError as exc:
-            column = (self._provider_column or (0, "provider"))[1]
-            accepted = "one of " + ", ".join(self._catalog.kinds())
-            return [RowError(row.row_number, column, str(exc).split(".")[0], accepted)]
+        context = self._contexts.get(provider)
+        if context is None:
+            try:
+                context = self._context(provider)
+            except InputError as exc:
+                column = (self._provider_column or (0, "provider"))[1]
+                accepted = "one of " + ", ".join(self._catalog.kinds())
+                return [RowError(row_number, column, str(exc).split(".")[0], accepted)]
+        spec, defaults, rules = context
 
         errors: list[RowError] = []
         index, header = self._prompt_column
         try:
             prompt = parse_prompt(values[index] if 0 <= index < width else None, spec)
         except FieldProblem as problem:
-            errors.append(RowError(row.row_number, header, problem.message, problem.accepted))
+            errors.append(RowError(row_number, header, problem.message, problem.accepted))
             prompt = ""
-        parsed: dict[str, Any] = {}
-        for field_name, index, header, parse in self._mapped:
+        cell_params: dict[str, Any] = {}
+        other: dict[str, Any] = {}
+        for field_name, index, header, parse, is_param in self._mapped:
             if index >= width:
                 continue
             value = values[index]
-            if is_blank(value):
-                continue
+            if value is None or (type(value) is str and (not value or value.isspace())):
+                continue  # blank: the default applies
             try:
-                parsed[field_name] = parse(value, spec)
+                parsed = parse(value, spec)
             except FieldProblem as problem:
-                errors.append(
-                    RowError(row.row_number, header, problem.message, problem.accepted)
-                )
-        defaults, refused_defaults = self._defaults_for(provider, spec)
-        for field_name, column, refusal in refused_defaults:
-            if field_name not in parsed:
-                errors.append(RowError(row.row_number, column, refusal.message, refusal.accepted))
+                errors.append(RowError(row_number, header, problem.message, problem.accepted))
+                continue
+            if is_param:
+                cell_params[field_name] = parsed
+            else:
+                other[field_name] = parsed
+        for field_name, column, refusal in defaults.refused:
+            if field_name not in cell_params:
+                errors.append(RowError(row_number, column, refusal.message, refusal.accepted))
         if errors:
             return errors
-        params = {
-            name: parsed[name] if name in parsed else defaults.get(name)
-            for name in PARAM_FIELDS if name in parsed or defaults.get(name) is not None
-        }
+        params = defaults.merged(cell_params)
+        if rules is not None:
+            problems = rules.check(row_number, params, cell_params, defaults.batch_fields)
+            if problems:
+                return problems
+        if not other:
+            return RowValues(row_number, prompt, provider, params, None, "", 1, 0, None, values)
         return RowValues(
-            row_number=row.row_number, prompt=prompt, provider=provider, params=params,
-            account=parsed.get("account") or None, name=parsed.get("name", ""),
-            repeat=parsed.get("repeat", 1), priority=parsed.get("priority", 0),
-            row_id=parsed.get("id") or None,
+            row_number, prompt, provider, params, other.get("account") or None,
+            other.get("name", ""), other.get("repeat", 1), other.get("priority", 0),
+            other.get("id") or None, values,
         )
 
-    def _defaults_for(
-        self, provider: str, spec: ParamSpec
-    ) -> tuple[dict[str, Any], list[RefusedDefault]]:
+    def _context(
+        self, provider: str
+    ) -> tuple[ParamSpec, _ProviderDefaults, ExtraRules | None]:
+        """What validating a row for ``provider`` needs, looked up once per provider;
+        InputError for an unknown provider."""
+        spec = self.spec_for(provider)
+        defaults = self._defaults_for(provider, spec)
+        finder = getattr(self._catalog, "extra_validator", None)
+        validator = finder(provider) if finder is not None else None
+        rules = None if validator is None else ExtraRules(
+            provider, spec, validator, self.columns, frozenset(defaults.base)
+        )
+        context = self._contexts[provider] = (spec, defaults, rules)
+        return context
+
+    def _defaults_for(self, provider: str, spec: ParamSpec) -> _ProviderDefaults:
         """The values empty cells get on this provider, and the batch defaults it refuses
         (reported on the rows that would use them)."""
         cached = self._provider_defaults.get(provider)
@@ -242,6 +281,9 @@ class RowValidator:
             "aspect_ratio": spec.aspect_ratios[0] if spec.aspect_ratios else None,
             "resolution": spec.resolutions[0] if spec.resolutions else None,
         }
+        batch_fields: set[str] = set()
+        if provider == self.defaults.provider and self.defaults.model is not None:
+            batch_fields.add("model")
         problems: list[RefusedDefault] = []
         batch: list[tuple[str, object, CellParser]] = [
             ("duration", self.defaults.duration, parse_duration),
@@ -253,12 +295,238 @@ class RowValidator:
                 continue
             try:
                 chosen[name] = parse(value, spec)
+                batch_fields.add(name)
             except FieldProblem as problem:
                 problems.append((name, f"(default {name.replace('_', ' ')})", problem))
-        self._provider_defaults[provider] = (chosen, problems)
-        return chosen, problems
+        cached = _ProviderDefaults(chosen, problems, frozenset(batch_fields))
+        self._provider_defaults[provider] = cached
+        return cached
 
     def _image(self, value: object, spec: ParamSpec) -> str:
         if not spec.reference_image:
             raise FieldProblem("this provider does not take a reference image", "an empty cell")
         return self._images.check(value)
+
+
+PARAM_POSITION = {name: position for position, name in enumerate(PARAM_FIELDS)}
+
+
+class _ProviderDefaults:
+    """What empty cells get on one provider, and how to merge a row's cells over it.
+
+    ``params`` are always built in :data:`PARAM_FIELDS` order, because a row's key hashes
+    their ``repr``: the same row must give the same key in every version.
+    """
+
+    def __init__(
+        self, chosen: dict[str, Any], refused: list[RefusedDefault], batch_fields: frozenset[str]
+    ) -> None:
+        self.chosen = chosen
+        self.refused = refused
+        self.batch_fields = batch_fields
+        self.base = {name: chosen[name] for name in PARAM_FIELDS if chosen.get(name) is not None}
+        last = max((PARAM_POSITION[name] for name in self.base), default=-1)
+        # Fields without a default that sort before one with a default: a row setting one
+        # of them needs the ordered merge ({**base, **cells} would put it last).
+        self.gaps = frozenset(
+            name for name in PARAM_FIELDS if name not in self.base and PARAM_POSITION[name] < last
+        )
+
+    def merged(self, cells: dict[str, Any]) -> dict[str, Any]:
+        """The row's params: its cells over the defaults, in PARAM_FIELDS order."""
+        if not cells:
+            return self.base.copy()
+        if not self.gaps or self.gaps.isdisjoint(cells):
+            return {**self.base, **cells}
+        base = self.base
+        return {
+            name: cells[name] if name in cells else base[name]
+            for name in PARAM_FIELDS if name in cells or name in base
+        }
+
+
+FIELD_WORDS = {
+    "model": "model", "duration": "duration", "aspect_ratio": "aspect ratio",
+    "resolution": "resolution", "seed": "seed", "negative_prompt": "negative prompt",
+    "image": "image",
+}
+MESSAGE_WORDS: dict[str, tuple[str, ...]] = {
+    "model": ("model",),
+    "duration": ("duration", "second"),
+    "aspect_ratio": ("aspect ratio", "ratio"),
+    "resolution": ("resolution",),
+    "seed": ("seed",),
+    "negative_prompt": ("negative prompt",),
+    "image": ("image", "first frame", "keyframe"),
+}
+"""Words that name a field in an adapter's message, for fields probing cannot vary (a
+missing image cannot be tried)."""
+MAX_PROBED_DURATIONS = 60
+MAX_LISTED = 4
+
+
+class ExtraRules:
+    """A provider's extra rules (``EXTRA_VALIDATORS[kind]``) turned into row errors.
+
+    The adapter says what is wrong in words ("Veo renders 1080p only at 8 seconds") but not
+    which cells are involved nor what would pass. Both are found by asking the adapter
+    again about the row with one setting changed, to each value the provider declares
+    (or left out, for optional settings): a field whose change makes the problem go away
+    is concerned, and a change after which the adapter has no objection at all is
+    accepted. Fields the message names but that cannot be tried (a missing image) are
+    added by name. The answer is cached per provider, problem and settings, so a sheet
+    with a thousand such rows asks a few dozen questions, not thousands.
+
+    Attributes:
+        provider: the provider kind.
+        validator: ``params -> list of problems`` (empty when the row is fine).
+    """
+
+    def __init__(
+        self, provider: str, spec: ParamSpec, validator: ExtraValidator,
+        columns: Mapping[str, tuple[int, str]], defaulted: frozenset[str] = frozenset(),
+    ) -> None:
+        self.provider = provider
+        self.spec = spec
+        self.validator = validator
+        self._defaulted = defaulted  # fields an empty cell does not leave out
+        self._headers = {name: header for name, (_index, header) in columns.items()}
+        self._explained: dict[tuple[object, ...], tuple[tuple[str, ...], str]] = {}
+
+    def check(
+        self, row_number: int, params: Mapping[str, Any], cells: Mapping[str, Any],
+        batch_fields: frozenset[str],
+    ) -> list[RowError]:
+        """The row's problems under the provider's extra rules; [] when it is fine."""
+        try:
+            problems = list(self.validator(params))
+        except Exception as exc:  # a bug in an adapter must not take the import down
+            return [RowError(
+                row_number, self._headers.get("provider", "provider"),
+                f"the {self.provider} adapter could not check this row "
+                f"({type(exc).__name__}: {exc})",
+                "a row the adapter can check; please report this as a bug",
+            )]
+        errors: list[RowError] = []
+        for message in problems:
+            fields, accepted = self._explain(str(message), params)
+            columns = tuple(
+                self._column(name, params, cells, batch_fields) for name in fields
+            )
+            errors.append(RowError(
+                row_number, ", ".join(columns) or self._headers.get("provider", "provider"),
+                str(message), accepted, columns,
+            ))
+        return errors
+
+    def _column(
+        self, name: str, params: Mapping[str, Any], cells: Mapping[str, Any],
+        batch_fields: frozenset[str],
+    ) -> str:
+        """The header of the field's column; "(default duration)" when the value is a
+        default and the sheet has no such column (or the batch default filled the cell);
+        the field's name when neither the sheet nor the defaults set it."""
+        header = self._headers.get(name)
+        if header is not None and (name in cells or name not in batch_fields):
+            return header  # the cell holds the value, or is where the user would put it
+        words = FIELD_WORDS[name]
+        return f"(default {words})" if name in batch_fields or name in params else words
+
+    def _explain(self, message: str, params: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+        key = (message, *sorted(
+            (name, _shape(name, value)) for name, value in params.items()
+        ))
+        cached = self._explained.get(key)
+        if cached is None:
+            cached = self._explained[key] = self._probe(message, params)
+        return cached
+
+    def _probe(self, message: str, params: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+        try:
+            before = {str(problem) for problem in self.validator(params)}
+        except Exception:
+            before = {message}
+        others = before - {message}
+        fixes: dict[str, list[Any]] = {}
+        for name in PARAM_FIELDS:
+            for candidate in self._candidates(name, params):
+                trial = dict(params)
+                if candidate is None:
+                    trial.pop(name, None)
+                else:
+                    trial[name] = candidate
+                try:
+                    after = {str(problem) for problem in self.validator(trial)}
+                except Exception:
+                    continue
+                # A fix makes this problem go away without bringing a new one (changing
+                # a field may only hide it behind another, which is no fix).
+                if message not in after and after <= others:
+                    fixes.setdefault(name, []).append(candidate)
+        fields = tuple(name for name in PARAM_FIELDS if name in fixes)
+        if not fields:
+            # Nothing that can be tried fixes it (a missing image cannot be tried): the
+            # fields the message names.
+            lowered = message.lower()
+            fields = tuple(
+                name for name in PARAM_FIELDS
+                if any(word in lowered for word in MESSAGE_WORDS[name])
+            )
+        choices = [_describe(name, fixes[name]) for name in fields if name in fixes]
+        text = "; or ".join(choices) if choices else (
+            f"settings {self.provider} accepts together (the message says which)"
+        )
+        return fields, text
+
+    def _candidates(self, name: str, params: Mapping[str, Any]) -> list[Any]:
+        """The values worth trying for one field: the declared ones, or leaving it out."""
+        spec = self.spec
+        current = params.get(name)
+        values: list[Any]
+        if name == "model":
+            values = list(spec.models)
+        elif name == "duration":
+            if spec.durations is not None:
+                values = [plain_number(seconds) for seconds in spec.durations]
+            else:
+                low, high = spec.duration_range
+                values = list(range(max(1, math.ceil(low)), math.floor(high) + 1))
+                values = values[:MAX_PROBED_DURATIONS]
+        elif name == "aspect_ratio":
+            values = list(spec.aspect_ratios)
+        elif name == "resolution":
+            values = list(spec.resolutions)
+        else:
+            values = []
+        candidates = [value for value in values if value != current]
+        if current is not None and name not in self._defaulted:
+            candidates.append(None)  # an empty cell leaves this setting out
+        return candidates
+
+
+def _shape(name: str, value: object) -> object:
+    """What of a parameter the explanation depends on: the value of the declared settings;
+    for free-form ones (seed, negative prompt, image) only whether and how they are set."""
+    if name in ("seed", "negative_prompt"):
+        return True
+    if name == "image":
+        text = str(value)
+        return "https" if text.startswith("https://") else "data" if text.startswith(
+            "data:") else "file"
+    return value
+
+
+def _describe(name: str, values: Sequence[Any]) -> str:
+    """ "duration 4 s or 8 s", "resolution 720p", "no seed" (None: the field left out)."""
+    words = FIELD_WORDS[name]
+    shown = [value for value in values if value is not None][:MAX_LISTED]
+    listed = " or ".join(
+        f"{plain_number(float(value))} s" if name == "duration" else str(value)
+        for value in shown
+    )
+    if len([value for value in values if value is not None]) > MAX_LISTED:
+        listed += " (or another)"
+    choices = [f"{words} {listed}"] if shown else []
+    if None in values:
+        choices.append(f"no {words}")
+    return " or ".join(choices)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from reelqueue.domain.errors import InputError
 from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
@@ -39,9 +40,8 @@ BINARY_MAGICS: dict[bytes, str] = {
 }
 
 
-@dataclass(frozen=True)
-class SheetRow:
-    """One non-empty row.
+class SheetRow(NamedTuple):
+    """One non-empty row (a named tuple: a sheet may have a hundred thousand of them).
 
     Attributes:
         row_number: the number the user sees in their spreadsheet program (1-based).
@@ -49,7 +49,7 @@ class SheetRow:
     """
 
     row_number: int
-    values: list[object]
+    values: list[Any]
 
 
 @dataclass(frozen=True)

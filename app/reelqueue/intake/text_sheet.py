@@ -17,11 +17,18 @@ from __future__ import annotations
 import csv
 import io
 import re
+from operator import itemgetter
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
 from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
-from reelqueue.intake.sheet import Sheet, SheetRow, check_width, find_header_index
+from reelqueue.intake.sheet import (
+    HEADER_SEARCH_ROWS,
+    Sheet,
+    SheetRow,
+    check_width,
+    find_header_index,
+)
 
 DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
@@ -57,16 +64,16 @@ def read_text_sheet(
     if fmt == "txt":
         return _prompt_list(path, text, encoding_used, identity)
     chosen = parse_delimiter(delimiter) if delimiter else sniff_delimiter(text, fmt)
-    records = _parse_records(path, text, chosen)
-    numbered = [(index + 1, cells) for index, cells in enumerate(records) if _has_content(cells)]
+    numbered = _parse_records(path, text, chosen)
+    del text  # the cells are all that is needed from here on
     if not numbered:
         raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
-    header_index = find_header_index([cells for _, cells in numbered]) or 0
+    header_index = find_header_index([row.values for row in numbered[:HEADER_SEARCH_ROWS]]) or 0
     header_row_number, header_cells = numbered[header_index]
     headers = [cell.strip() for cell in header_cells]
-    rows = [SheetRow(row_number=number, values=list(cells))
-            for number, cells in numbered[header_index + 1:]]
-    width = max([len(headers), *(len(row.values) for row in rows)])
+    rows = numbered[header_index + 1:]
+    del numbered
+    width = max(len(headers), max(map(len, map(itemgetter(1), rows)), default=0))
     check_width(path, width)
     headers += [""] * (width - len(headers))
     return Sheet(
@@ -184,14 +191,20 @@ def sniff_delimiter(text: str, fmt: str) -> str:
     return best
 
 
-def _parse_records(path: Path, text: str, delimiter: str) -> list[list[str]]:
+def _parse_records(path: Path, text: str, delimiter: str) -> list[SheetRow]:
+    """The records with content, numbered as a spreadsheet program numbers them (a record
+    with quoted newlines is one row; blank lines count)."""
     if csv.field_size_limit() < CSV_FIELD_LIMIT:
         # A prompt of a megabyte must reach validation (and its clear row error) instead
         # of stopping the reader at csv's default 128 KiB field limit.
         csv.field_size_limit(CSV_FIELD_LIMIT)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        return list(reader)
+        # One pass, no intermediate list: csv.reader makes a fresh list per record.
+        return [
+            SheetRow(number, cells)
+            for number, cells in enumerate(reader, start=1) if _has_content(cells)
+        ]
     except csv.Error as exc:
         raise InputError(
             f"{path.name}, line {reader.line_num}: the CSV cannot be read ({exc}). "
@@ -230,4 +243,8 @@ def _is_tab_separated_table(text: str) -> bool:
 
 
 def _has_content(cells: list[str]) -> bool:
-    return not "".join(cells).isspace() and bool(cells) and any(cells)
+    """True when some cell holds more than whitespace."""
+    for cell in cells:  # noqa: SIM110 - a plain loop: no generator per row
+        if cell and not cell.isspace():
+            return True
+    return False

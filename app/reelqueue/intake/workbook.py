@@ -11,7 +11,9 @@ empty.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 import python_calamine
 
@@ -91,25 +93,25 @@ def choose_sheet(path: Path, book: python_calamine.CalamineWorkbook, wanted: str
 
 def _to_sheet(
     path: Path,
-    cells: Sequence[Sequence[object]],
+    cells: Sequence[list[Any]],
     start_row: int,
     fmt: str,
     name: str,
     identity: str,
 ) -> Sheet:
+    # calamine's rows are fresh lists: they become the rows' values without a copy.
     numbered = [
-        (start_row + index + 1, row) for index, row in enumerate(cells) if _has_content(row)
+        SheetRow(start_row + index, row)
+        for index, row in enumerate(cells, start=1) if _has_content(row)
     ]
     if not numbered:
         raise InputError(
             f"The sheet {name!r} of {path.name} is empty. Choose another sheet with --sheet."
         )
-    header_index = find_header_index([row for _, row in numbered]) or 0
+    header_index = find_header_index([row.values for row in numbered[:HEADER_SEARCH_ROWS]]) or 0
     header_row_number, header_cells = numbered[header_index]
-    rows = [
-        SheetRow(row_number=number, values=list(row)) for number, row in numbered[header_index + 1:]
-    ]
-    width = max(len(row) for _, row in numbered)
+    rows = numbered[header_index + 1:]
+    width = max(map(len, map(itemgetter(1), numbered)))
     check_width(path, width)
     headers = [header_text(cell) for cell in header_cells]
     headers += [""] * (width - len(headers))
@@ -126,4 +128,7 @@ def _to_sheet(
 
 
 def _has_content(row: Sequence[object]) -> bool:
-    return any(cell is not None and (not isinstance(cell, str) or cell.strip()) for cell in row)
+    for cell in row:
+        if cell is not None and (type(cell) is not str or (cell and not cell.isspace())):
+            return True
+    return False
