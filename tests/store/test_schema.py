@@ -126,3 +126,28 @@ def test_a_journal_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(JournalError, match="newer ReelQueue"):
         SqliteStore.open(path, now=1)
+
+
+def test_only_recoverable_writes_skip_the_fsync(tmp_path: Path) -> None:
+    """Claims, progress, downloading and leases commit without fsync; the submission
+    intent, the provider job id and completion always fsync (synchronous back to FULL)."""
+    from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+    from reelqueue.store.base import ClaimParams
+
+    store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
+    db = store.raw_connection()
+    seen: list[str] = []
+    db.set_trace_callback(lambda sql: seen.append(" ".join(sql.split())))
+    batch = store.create_batch(BatchSpec("b", "s", str(tmp_path)), 1)
+    store.add_jobs(batch.id, [JobSpec("k", "p", "mock", str(tmp_path / "o.mp4"))], 1)
+    store.add_account(AccountSpec("a", "mock", 1), 1)
+    seen.clear()
+    claim = store.claim_next_job(ClaimParams("a", "i", 2, 60))
+    assert claim is not None
+    assert seen[0] == "PRAGMA synchronous = NORMAL" and seen[-1] == "PRAGMA synchronous = FULL"
+    seen.clear()
+    assert store.mark_submitting(claim.token, "ct", 3)
+    assert store.record_submitted(claim.token, "pj", 3)
+    assert not any("synchronous" in s for s in seen), "write-ahead steps stay durable"
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    store.close()
