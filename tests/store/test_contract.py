@@ -8,7 +8,7 @@ import pytest
 
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.errors import InputError
-from reelqueue.domain.models import AccountSpec, BatchSpec, FileCheck, Job
+from reelqueue.domain.models import AccountSpec, BatchSpec, FileCheck, Job, JobSpec
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
 from tests.conftest import make_specs, seed_store
@@ -319,3 +319,54 @@ def test_an_account_with_renders_in_flight_cannot_be_removed(
     assert claim(store, clock) is not None
     with pytest.raises(InputError, match="in flight"):
         store.remove_account("acct-a", clock.now())
+
+
+def test_a_bulk_import_keeps_order_ids_and_values_across_statements(
+    store: Store, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SQLite store inserts many jobs per statement: make the statements small, so
+    # that 257 jobs take several full ones and a shorter last one.
+    monkeypatch.setattr(type(store), "ADD_JOBS_PER_INSERT", 7, raising=False)
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path), max_attempts=4),
+                               clock.now())
+    specs = make_specs(tmp_path, 257, priority=3)
+    specs[100] = JobSpec(
+        job_key=specs[100].job_key, prompt="naïve «café» ☕", provider="mock",
+        output_path=specs[100].output_path, params={"seed": 2**53, "duration": 7.5,
+                                                    "model": "m"},
+        pinned_account="acct-a", row_number=102, name="ünï", priority=-4,
+        metadata={"columns": {"notes": "=1+1", "n": None, "x": 1.5}},
+    )
+    first = store.add_jobs(batch.id, specs[:57], clock.now())
+    # Repeated keys inside one import count once; the ones already there are skipped.
+    result = store.add_jobs(batch.id, specs + specs[:5] + specs[200:203], clock.now())
+    assert (result.added, result.already_present) == (200, 65)
+    jobs = store.list_jobs(batch_id=batch.id)
+    assert [job.job_key for job in jobs] == [spec.job_key for spec in specs]
+    assert first.job_ids == tuple(job.id for job in jobs[:57])
+    assert result.job_ids == tuple(job.id for job in jobs[57:])
+    odd = jobs[100]
+    assert (odd.prompt, odd.name, odd.pinned_account, odd.priority, odd.row_number) == (
+        "naïve «café» ☕", "ünï", "acct-a", -4, 102)
+    assert odd.params == {"seed": 2**53, "duration": 7.5, "model": "m"}
+    assert odd.metadata == {"columns": {"notes": "=1+1", "n": None, "x": 1.5}}
+    assert {(job.state, job.max_attempts, job.attempts) for job in jobs} == {
+        (JobState.QUEUED, 4, 0)}
+    assert jobs[5].priority == 3 and jobs[5].created_at == clock.now()
+    # A journal with more jobs than the import: the keys are looked up one by one.
+    extra = [*make_specs(tmp_path, 258)[255:], specs[0]]
+    again = store.add_jobs(batch.id, extra, clock.now())
+    assert (again.added, again.already_present) == (1, 3)
+    assert again.job_ids == (store.list_jobs(batch_id=batch.id)[-1].id,)
+
+
+def test_an_empty_or_all_present_import_adds_nothing(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    assert store.add_jobs(batch.id, [], clock.now(), max_waiting=0).job_ids == ()
+    store.add_jobs(batch.id, make_specs(tmp_path, 3), clock.now())
+    again = store.add_jobs(batch.id, make_specs(tmp_path, 3), clock.now(), max_waiting=0)
+    assert (again.added, again.already_present, again.job_ids) == (0, 3, ())
+    with pytest.raises(InputError, match="There is no batch 99"):
+        store.add_jobs(99, make_specs(tmp_path, 1), clock.now())

@@ -183,11 +183,17 @@ def _place(
     return placed
 
 
+def _file_name(path: str) -> str:
+    """``os.path.basename`` for the paths the intake makes (folder + os.sep + name),
+    without its per-call overhead; the full version where "/" also separates."""
+    return path.rpartition(os.sep)[2] if os.altsep is None else os.path.basename(path)
+
+
 def _manifest_entry(job: Job | JobSpec) -> dict[str, Any]:
     return {
         "key": job.job_key, "row": job.row_number, "name": job.name, "prompt": job.prompt,
         "provider": job.provider, "params": job.params, "account": job.pinned_account,
-        "priority": job.priority, "file": os.path.basename(job.output_path),
+        "priority": job.priority, "file": _file_name(job.output_path),
     }
 
 

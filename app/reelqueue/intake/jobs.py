@@ -49,6 +49,9 @@ class JobBuilder:
     Attributes:
         scope: the batch's identity in job keys (its name, case-folded).
         folder: the batch's output folder (absolute).
+
+    ``typed_cells=False`` says the cells are all text (CSV, TSV, TXT), so they go into
+    the metadata as they are.
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class JobBuilder:
         headers: Sequence[str],
         kept_columns: Sequence[str],
         date: datetime.datetime,
+        typed_cells: bool = True,
     ) -> None:
         self.scope = scope
         self.batch_name = batch_name
@@ -77,6 +81,7 @@ class JobBuilder:
         self._headers = list(headers)
         self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
         self._all_kept = len(self._kept) == len(self._headers)
+        self._typed_cells = typed_cells  # False: every cell is text (CSV, TSV, TXT)
         self._folder_prefix = os.path.join(str(self.folder), "")
         self._date = date.strftime("%Y-%m-%d")
 
@@ -154,9 +159,10 @@ class JobBuilder:
         """The row's cells by header, as JSON values, for the export."""
         if self._all_kept and len(cells) == len(self._headers):
             columns = dict(zip(self._headers, cells, strict=True))
-            for header, cell in columns.items():
-                if cell is not None and type(cell) is not str:
-                    columns[header] = json_safe(cell)  # workbooks' typed cells
+            if self._typed_cells:
+                for header, cell in columns.items():
+                    if cell is not None and type(cell) is not str:
+                        columns[header] = json_safe(cell)  # workbooks' typed cells
             return columns
         width = len(cells)
         return {

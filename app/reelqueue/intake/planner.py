@@ -41,7 +41,7 @@ from reelqueue.intake.mapping import (
 )
 from reelqueue.intake.reader import read_sheet
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
-from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, Sheet
+from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, Sheet
 
 DEFAULT_MAX_WAITING = 100_000
 
@@ -209,6 +209,7 @@ def _plan_import(
         scope=scope, batch_name=batch_name, output_root=options.output_root,
         template=options.filename_template, headers=headers, kept_columns=kept_columns,
         date=datetime.fromtimestamp(now if now is not None else datetime.now().timestamp()),
+        typed_cells=sheet.format not in TEXT_EXTENSIONS.values(),
     )
     errors: list[RowError] = []
 

@@ -165,7 +165,7 @@ class RowValidator:
         self._images = images
         self._specs: dict[str, ParamSpec | InputError] = {}
         self._provider_defaults: dict[str, _ProviderDefaults] = {}
-        self._contexts: dict[str, tuple[ParamSpec, _ProviderDefaults, ExtraRules | None]] = {}
+        self._contexts: dict[str, _Context] = {}
         parsers: dict[str, CellParser] = {
             "model": parse_model, "duration": parse_duration,
             "aspect_ratio": parse_aspect_ratio, "resolution": parse_resolution,
@@ -178,6 +178,7 @@ class RowValidator:
              field_name in PARAM_FIELDS)
             for field_name in (*PARAM_FIELDS, *OTHER_FIELDS) if field_name in self.columns
         ]
+        """(field, column index, header, parser, is a parameter), in PARAM_FIELDS order."""
         self._prompt_column = self.columns.get("prompt", (-1, "prompt"))
         self._provider_column = self.columns.get("provider")
 
@@ -209,7 +210,7 @@ class RowValidator:
                 column = (self._provider_column or (0, "provider"))[1]
                 accepted = "one of " + ", ".join(self._catalog.kinds())
                 return [RowError(row_number, column, str(exc).split(".")[0], accepted)]
-        spec, defaults, rules = context
+        spec, defaults, rules, mapped = context
 
         errors: list[RowError] = []
         index, header = self._prompt_column
@@ -220,7 +221,7 @@ class RowValidator:
             prompt = ""
         cell_params: dict[str, Any] = {}
         other: dict[str, Any] = {}
-        for field_name, index, header, parse, is_param in self._mapped:
+        for field_name, index, header, parse, is_param in mapped:
             if index >= width:
                 continue
             value = values[index]
@@ -253,9 +254,7 @@ class RowValidator:
             other.get("id") or None, values,
         )
 
-    def _context(
-        self, provider: str
-    ) -> tuple[ParamSpec, _ProviderDefaults, ExtraRules | None]:
+    def _context(self, provider: str) -> _Context:
         """What validating a row for ``provider`` needs, looked up once per provider;
         InputError for an unknown provider."""
         spec = self.spec_for(provider)
@@ -265,7 +264,11 @@ class RowValidator:
         rules = None if validator is None else ExtraRules(
             provider, spec, validator, self.columns, frozenset(defaults.base)
         )
-        context = self._contexts[provider] = (spec, defaults, rules)
+        mapped = [
+            (name, index, header, _Remembered(parse) if name in FEW_VALUES else parse, is_param)
+            for name, index, header, parse, is_param in self._mapped
+        ]
+        context = self._contexts[provider] = (spec, defaults, rules, mapped)
         return context
 
     def _defaults_for(self, provider: str, spec: ParamSpec) -> _ProviderDefaults:
@@ -309,6 +312,48 @@ class RowValidator:
 
 
 PARAM_POSITION = {name: position for position, name in enumerate(PARAM_FIELDS)}
+FEW_VALUES = frozenset({"model", "duration", "aspect_ratio", "resolution", "repeat", "priority"})
+"""Fields whose cells take a handful of distinct values in a sheet: parsed once per value."""
+MAX_REMEMBERED = 4_096
+_Mapped = list[tuple[str, int, str, CellParser, bool]]
+_Context = tuple[ParamSpec, "_ProviderDefaults", "ExtraRules | None", _Mapped]
+
+
+class _Remembered:
+    """A cell parser for one provider that parses each distinct cell value once.
+
+    Keyed by the value and, for anything but text, its type (True, 1 and 1.0 are equal
+    in Python but not the same cell). A refusal is remembered as its message and raised
+    afresh each time. At most :data:`MAX_REMEMBERED` values are kept.
+    """
+
+    __slots__ = ("_answers", "_parse")
+
+    def __init__(self, parse: CellParser) -> None:
+        self._parse = parse
+        self._answers: dict[object, Any] = {}
+
+    def __call__(self, value: object, spec: ParamSpec) -> Any:
+        key = value if type(value) is str else (type(value), value)
+        try:
+            answer = self._answers[key]
+        except KeyError:
+            try:
+                answer = self._parse(value, spec)
+            except FieldProblem as problem:
+                answer = _Refusal(problem.message, problem.accepted)
+            if len(self._answers) < MAX_REMEMBERED:
+                self._answers[key] = answer
+        except TypeError:  # an unhashable cell: not from any reader, but never mind
+            return self._parse(value, spec)
+        if type(answer) is _Refusal:
+            raise FieldProblem(answer.message, answer.accepted)
+        return answer
+
+
+class _Refusal(NamedTuple):
+    message: str
+    accepted: str
 
 
 class _ProviderDefaults:
