@@ -426,7 +426,7 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
         with journal(data) as reader:
             poison = next(j for j in reader.list_jobs() if "POISON" in j.prompt)
         arg = poison.job_key if hook == "kill-in-poll" else "POISON"
-        for n in range(3 * poison.max_attempts):
+        for n in range(3 * poison.max_attempts + EngineConfig().max_resumes):
             runner = Runner(data, videos, RUN, tmp_path / f"run-{n}.log", hook=f"{hook}:{arg}")
             try:
                 code = runner.wait(120)
@@ -461,13 +461,14 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
         assert runs.count(-signal.SIGKILL) == 3
     else:
         # One claim and one create; the render is resumed after each kill, never created
-        # again; after three tries (the claim and two resumes) it is not resumed again.
+        # again; after max_resumes resumes that died it is not resumed again.
+        max_resumes = EngineConfig().max_resumes
         assert events.count("claimed") == job.attempts == 1
-        assert events.count("reattached") == 3
+        assert events.count("reattached") == max_resumes + 1
         assert creates[poison.job_key] == 1
-        assert runs.count(-signal.SIGKILL) == 3
+        assert runs.count(-signal.SIGKILL) == max_resumes + 1
         assert job.error_label == "internal error"
-        assert "worker died 3 times" in (job.error_message or "")
+        assert f"worker died {max_resumes + 1} times" in (job.error_message or "")
     record_figures(f"always_crashing[{hook}]", {
         "runs": len(runs), "kills": runs.count(-signal.SIGKILL), "events": events,
         "creates": creates[poison.job_key]})
@@ -499,7 +500,7 @@ async def test_a_render_that_crashes_every_resume_is_not_resumed_forever(
         info = registry.get("mock")
         monkeypatch.setitem(registry._REGISTRY, "mock", replace(info, factory=Hangs))
         lives = 0
-        for _ in range(9):
+        for _ in range(12):
             lives += 1
             polled.clear()
             engine = Engine(store, config=EngineConfig(**FAST))
@@ -514,8 +515,10 @@ async def test_a_render_that_crashes_every_resume_is_not_resumed_forever(
         events = [e.event for e in store.ledger(1)]
     store.close()
     assert job is not None and job.state == JobState.FAILED, (lives, events)
-    assert job.attempts == 1 and events.count("reattached") == 3
-    assert lives == 4  # one claim + two resumes ran and died; the third resume failed it
+    max_resumes = EngineConfig(**FAST).max_resumes
+    assert job.attempts == 1 and events.count("reattached") == max_resumes + 1
+    # one claim and max_resumes resumes ran and died; the next resume failed the job
+    assert lives == max_resumes + 2
     assert "worker died" in (job.error_message or "")
 
 

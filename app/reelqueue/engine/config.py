@@ -21,6 +21,8 @@ class EngineConfig:
     http_timeout_seconds: read timeout of provider calls.
     shared_store: True when several machines share the store (take over expired leases
         only); False on one machine behind the data-folder lock.
+    max_resumes: how many times in a row one render may be resumed after its process
+        died before the job is failed (a resume spends no attempt).
     """
 
     lease_seconds: float = 60.0
@@ -33,3 +35,4 @@ class EngineConfig:
     ledger_retention_days: float = 90.0
     http_timeout_seconds: float = 60.0
     shared_store: bool = False
+    max_resumes: int = 5

@@ -170,7 +170,10 @@ class Engine:
         outputs = await self.store.call(self.store.sync.completed_outputs)
         report.missing_outputs.extend(await asyncio.to_thread(missing_outputs, outputs))
         batches = await self.store.call(self.store.sync.list_batches)
-        await asyncio.to_thread(remove_partials, {Path(b.output_dir) for b in batches})
+        if not self.config.shared_store:
+            # Behind the data-folder lock no other writer is alive: every .part is dead.
+            # On a shared store another instance may be downloading into these folders.
+            await asyncio.to_thread(remove_partials, {Path(b.output_dir) for b in batches})
         # Reattached and reconciling renders resume first; they already own their slots.
         await self._resume_owned()
         return report

@@ -181,7 +181,9 @@ def ensure_writable(folder: Path) -> None:
     """Refuse an output folder that cannot be written, before anything starts."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".reelqueue-write-test-{os.getpid()}"
+        # Named like a partial download, so a kill right here leaves nothing that
+        # start-up cleaning would not remove.
+        probe = folder / f".reelqueue-write-test-{os.getpid()}.part"
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as exc:

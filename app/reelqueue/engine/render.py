@@ -166,9 +166,9 @@ class RenderAttempt:
 
         Attempts are counted at claims; resuming a render after a crash (reattach or
         reconcile) spends none, so a render that kills its worker every time it is resumed
-        would be resumed forever. Here every pick-up is a try: the claims (attempts) plus
-        the resumes since the last claim (seeds/001: "a job that always crashes its worker
-        ends as failed after the max tries").
+        would be resumed forever. The resumes since the last claim are counted from the
+        ledger and bounded by ``EngineConfig.max_resumes`` (seeds/001: "a job that always
+        crashes its worker ends as failed after the max tries").
         """
         store = self.ctx.store
         resumes = 0
@@ -176,7 +176,10 @@ class RenderAttempt:
             if entry.event == "claimed":
                 break
             resumes += entry.event in ("reattached", "reconcile")
-        if self.job.attempts + resumes <= self.job.max_attempts:
+        # Resumes are bounded on their own, more loosely than attempts: a user who closes
+        # the laptop a few times during one long render must not lose it, while a render
+        # that kills the process at every resume still ends (docs/design-notes.md).
+        if resumes <= self.ctx.config.max_resumes:
             return False
         error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.INTERNAL.value,
                          f"The worker died {resumes} times in a row while this job ran; "
@@ -246,7 +249,8 @@ class RenderAttempt:
             return
         # Not there: the provider never accepted it, so submitting again is safe.
         raise ProviderError(
-            "The interrupted submission never reached the provider; it will be resubmitted.",
+            "The interrupted submission never reached the provider (nothing was charged); "
+            "it can be submitted again.",
             error_class=ErrorClass.RETRYABLE,
             label=after_error.label if after_error else ErrorLabel.PROVIDER_ERROR)
 
