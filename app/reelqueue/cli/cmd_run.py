@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,7 +22,7 @@ from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import DrainResult, Engine
-from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent, RecoveryEvent
+from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.engine.outputs import ensure_writable
 from reelqueue.providers import registry
 from reelqueue.store.base import Store
@@ -51,7 +50,6 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                         help="first retry wait ceiling in seconds (full jitter)")
     parser.add_argument("--retry-cap", type=float, default=300.0)
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
-    parser.add_argument("--start-paused", action="store_true", help=argparse.SUPPRESS)
 
 
 def engine_config(args: argparse.Namespace) -> EngineConfig:
@@ -209,8 +207,6 @@ class ProgressPrinter:
                        f"{(event.error_message or '')[:160]}")
         elif isinstance(event, EngineErrorEvent):
             self._line(f"error: {event.message}")
-        elif isinstance(event, RecoveryEvent) and event.report.touched and self.enabled:
-            pass  # printed once by the caller, before the pump starts
 
     def _line(self, text: str) -> None:
         if self.tty:
@@ -262,6 +258,3 @@ def _duration(seconds: float) -> str:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
-
-def stderr_is_tty() -> bool:
-    return sys.stderr.isatty()

@@ -33,7 +33,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
-from reelqueue.domain.states import IN_FLIGHT, AccountStatus, JobState
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
     AddJobsResult,
     ClaimParams,
@@ -801,4 +801,4 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-__all__ = ["IN_FLIGHT", "SCHEMA_VERSION", "SqliteStore"]
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
