@@ -18,13 +18,21 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    cancel_request,
+    check_row,
+    create_answer,
+    created_id,
+    fraction,
+    fresh_video_link,
+    get_json,
+    plain_status,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     duration_problem,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     load_image,
     mentions,
     param_bool,
@@ -32,7 +40,6 @@ from reelqueue.providers.adapters._http import (
     param_str,
     provider_words,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import (
     ParamSpec,
@@ -59,6 +66,10 @@ _TEXT_RATIOS = {("16:9", "720p"): "1280:720", ("9:16", "720p"): "720:1280"}
 _VEO_RATIOS = {**_TEXT_RATIOS, ("16:9", "1080p"): "1920:1080", ("9:16", "1080p"): "1080:1920"}
 _IMAGE_RATIOS = {**_TEXT_RATIOS, ("4:3", "720p"): "1104:832", ("3:4", "720p"): "832:1104",
                  ("1:1", "720p"): "960:960", ("21:9", "720p"): "1584:672"}
+
+# THROTTLED: over the tier's concurrency; the task starts when a slot frees.
+_PHASES = {"PENDING": RemotePhase.QUEUED, "THROTTLED": RemotePhase.QUEUED,
+           "CANCELLED": RemotePhase.CANCELLED}
 
 PARAMS = ParamSpec(
     models=GEN4_MODELS + VEO_MODELS,
@@ -138,19 +149,10 @@ class RunwayProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         path, body = await self._create_body(request)
-        response = await self._api.request("POST", path, json_body=body, during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        task_id = self._api.json_of(response, during_create=True).get("id")
-        if not isinstance(task_id, str) or not task_id:
-            raise self._api.error("the create answer had no task id", ErrorClass.RETRYABLE,
-                                  ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
-        return task_id
+        answer = await create_answer(self._api, path, self._error, json_body=body)
+        return created_id(self._api, answer.get("id"), "task id")
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._task(provider_job_id))
@@ -161,20 +163,17 @@ class RunwayProvider:
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             # Output URLs expire in 24-48 h; the task hands out fresh ones on every GET.
-            latest = self._status(await gone_is_permanent(self._task(provider_job_id)))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error(
-                    f"task {provider_job_id} no longer offers its video ({latest.sub_status})",
-                    ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(
+                self._api, self.poll(provider_job_id),
+                lambda latest: f"task {provider_job_id} no longer offers its video "
+                f"({latest.sub_status})")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
 
     async def cancel(self, provider_job_id: str) -> None:
-        response = await self._api.request("DELETE", f"/v1/tasks/{provider_job_id}")
-        if not response.is_success and response.status_code != 404:
-            raise self._error(response)
+        await cancel_request(self._api, "DELETE", f"/v1/tasks/{provider_job_id}", self._error,
+                             fine=(404,))
 
     # -- internals ------------------------------------------------------------------------
 
@@ -206,22 +205,13 @@ class RunwayProvider:
         return path, body
 
     async def _task(self, task_id: str) -> dict[str, Any]:
-        response = await self._api.request("GET", f"/v1/tasks/{task_id}")
-        if not response.is_success:
-            raise self._error(response)
-        return self._api.json_of(response)
+        return await get_json(self._api, f"/v1/tasks/{task_id}", self._error)
 
     def _status(self, task: Mapping[str, Any]) -> RemoteStatus:
         state = str(task.get("status", ""))
-        if state in ("PENDING", "THROTTLED"):
-            # THROTTLED: over the tier's concurrency; the task starts when a slot frees.
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
         if state == "RUNNING":
-            progress = task.get("progress")
-            value = min(1.0, max(0.0, float(progress))) if isinstance(
-                progress, int | float) else None
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, progress=value,
-                                poll_after=POLL_SECONDS)
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state,
+                                progress=fraction(task.get("progress")), poll_after=POLL_SECONDS)
         if state == "SUCCEEDED":
             output = task.get("output") or []
             url = output[0] if isinstance(output, list) and output else None
@@ -230,11 +220,7 @@ class RunwayProvider:
         if state == "FAILED":
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                 error=self._failure(task))
-        if state == "CANCELLED":
-            return RemoteStatus(RemotePhase.CANCELLED, sub_status=state)
-        # A state newer than our notes: keep polling rather than guess an outcome.
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, task: Mapping[str, Any]) -> ProviderError:
         code = str(task.get("failureCode") or "")
