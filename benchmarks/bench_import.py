@@ -63,15 +63,23 @@ def write_xlsx(csv_path: Path, path: Path) -> None:
     book.save(path)
 
 
+SPLITS: dict[str, list[tuple[float, float]]] = {}
+"""Per sheet format: (plan_import, apply_import) seconds of each timed import."""
+
+
 def import_with_reelqueue(sheet: Path, work: Path) -> int:
     from reelqueue.intake import ImportOptions, apply_import, plan_import
     from reelqueue.store.sqlite import SqliteStore
 
     store = SqliteStore.open(work / "journal.sqlite3", now=NOW)
     try:
+        started = time.perf_counter()
         plan = plan_import(sheet, ImportOptions(output_root=work / "videos"),
                            existing_keys=store.existing_job_keys, now=NOW)
+        planned = time.perf_counter()
         result = apply_import(store, plan, NOW)
+        SPLITS.setdefault(sheet.suffix, []).append(
+            (planned - started, time.perf_counter() - planned))
     finally:
         store.close()
     return result.added
@@ -185,6 +193,11 @@ def main() -> None:
           f"{args.rows / csv_time:,.0f} | {csv_time / baseline:.2f} | {csv_peak:.0f} MB |")
     print(f"| ReelQueue plan_import + apply_import (XLSX) | {xlsx_time:.2f} | "
           f"{args.rows / xlsx_time:,.0f} | {xlsx_time / baseline:.2f} | {xlsx_peak:.0f} MB |")
+    for suffix, splits in SPLITS.items():
+        plan = statistics.median(split[0] for split in splits)
+        apply = statistics.median(split[1] for split in splits)
+        print(f"{suffix[1:].upper()}: plan_import {plan:.2f} s, apply_import {apply:.2f} s "
+              f"(medians)")
 
 
 if __name__ == "__main__":

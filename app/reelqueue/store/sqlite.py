@@ -263,9 +263,10 @@ class SqliteStore:
 
     ADD_JOBS_PER_INSERT = 100
     """Jobs per INSERT statement in :meth:`add_jobs` (fewer if SQLite allows fewer
-    variables). Each execution of a statement redoes per-statement work (the lookup tables
-    of the CHECK constraints' IN lists among it), so one statement per job costs twice
-    the time of the insert itself on a 100,000-job import."""
+    variables). Each execution of a statement opens cursors on the table and its seven
+    indexes (and on batches, for the foreign key) and builds the lookup tables of the
+    CHECK constraints' IN lists: with one job per statement, that set-up made a
+    100,000-job insert take 2.1 s instead of 1.6 s."""
 
     def add_jobs(
         self, batch_id: int, specs: Sequence[JobSpec], now: float,

@@ -12,10 +12,10 @@ SELECT * FROM batches WHERE id = :id;
 SELECT * FROM batches ORDER BY id;
 
 -- name: insert_job
--- Positional, one row of values: add_jobs repeats the VALUES row to insert up to a few
--- hundred jobs per statement (each execution of a statement re-does per-statement work,
--- such as the lookup tables of the CHECK constraints' IN lists). The trailing semicolon
--- is left out so the row can be repeated.
+-- Positional, one row of values: add_jobs repeats the VALUES row to insert up to 100 jobs
+-- per statement (each execution opens cursors on the table and its seven indexes and
+-- builds the lookup tables of the CHECK constraints' IN lists). No trailing semicolon, so
+-- the row can be repeated.
 INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                             pinned_account, priority, output_path, max_attempts,
                             created_at, updated_at, metadata)
