@@ -19,13 +19,21 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    check_row,
+    create_answer,
+    created_id,
+    fresh_video_link,
+    get_json,
+    plain_status,
+    rate_limited,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     error_code_of,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     json_or_none,
     load_image,
     mentions,
@@ -34,7 +42,6 @@ from reelqueue.providers.adapters._http import (
     provider_words,
     rate_limit_reset_of,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -44,6 +51,7 @@ TITLE = "Luma"
 DEFAULT_BASE_URL = "https://agents.lumalabs.ai/v1"
 MODELS = ("ray-3.2",)
 POLL_SECONDS = 5.0  # no documented cadence; renders take minutes, links last an hour
+_PHASES = {"queued": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING}
 
 PARAMS = ParamSpec(
     models=MODELS,
@@ -80,11 +88,7 @@ FAILURE_CODES: dict[str, tuple[ErrorClass, ErrorLabel]] = {
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
     """Ray 3.2 rules ParamSpec cannot say: none known beyond whole-second durations."""
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        return [str(exc)]
-    return []
+    return whole_duration(params)
 
 
 class LumaProvider:
@@ -111,21 +115,10 @@ class LumaProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         body = await self._create_body(request)
-        response = await self._api.request("POST", "/generations", json_body=body,
-                                           during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        generation_id = self._api.json_of(response, during_create=True).get("id")
-        if not isinstance(generation_id, str) or not generation_id:
-            raise self._api.error("the create answer had no generation id",
-                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
-                                  body_maybe_sent=True)
-        return generation_id
+        answer = await create_answer(self._api, "/generations", self._error, json_body=body)
+        return created_id(self._api, answer.get("id"), "generation id")
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._generation(provider_job_id))
@@ -136,11 +129,8 @@ class LumaProvider:
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             # Presigned for one hour; each GET of the generation signs a new one.
-            latest = self._status(await gone_is_permanent(self._generation(provider_job_id)))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error("the generation no longer offers its video",
-                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(self._api, self.poll(provider_job_id),
+                                          lambda _: "the generation no longer offers its video")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
@@ -174,25 +164,17 @@ class LumaProvider:
         return body
 
     async def _generation(self, generation_id: str) -> dict[str, Any]:
-        response = await self._api.request("GET", f"/generations/{generation_id}")
-        if not response.is_success:
-            raise self._error(response)
-        return self._api.json_of(response)
+        return await get_json(self._api, f"/generations/{generation_id}", self._error)
 
     def _status(self, generation: Mapping[str, Any]) -> RemoteStatus:
         state = str(generation.get("state", ""))
-        if state == "queued":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "processing":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "completed":
             return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
                                 video_url=_video_url(generation.get("output")))
         if state == "failed":
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                 error=self._failure(generation))
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, generation: Mapping[str, Any]) -> ProviderError:
         code = str(generation.get("failure_code") or "")
@@ -211,10 +193,8 @@ class LumaProvider:
         message = self._api.message(response)
         if status == 429 or code == "rate_limited":
             wait = retry_after_of(response)
-            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
-                                 label=ErrorLabel.RATE_LIMITED, status_code=status,
-                                 retry_after=wait if wait is not None
-                                 else rate_limit_reset_of(response))
+            return rate_limited(message, response,
+                                wait if wait is not None else rate_limit_reset_of(response))
         if code in FAILURE_CODES and status < 500:
             error_class, label = FAILURE_CODES[code]
             return ProviderError(message, error_class=error_class, label=label,

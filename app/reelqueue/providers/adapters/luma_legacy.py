@@ -18,19 +18,26 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    check_row,
+    create_answer,
+    created_id,
+    fresh_video_link,
+    get_json,
+    plain_status,
+    rate_limited,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     mentions,
     param_int,
     param_str,
     provider_words,
     rate_limit_reset_of,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -40,6 +47,7 @@ TITLE = "Luma Dream Machine"
 DEFAULT_BASE_URL = "https://api.lumalabs.ai/dream-machine/v1"
 MODELS = ("ray-2", "ray-flash-2", "ray-1-6")
 POLL_SECONDS = 5.0  # no documented cadence
+_PHASES = {"queued": RemotePhase.QUEUED, "dreaming": RemotePhase.RUNNING}
 
 PARAMS = ParamSpec(
     models=MODELS,
@@ -62,11 +70,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
     kind = image_kind(params.get("image"))
     if kind and kind != "url":
         problems.append("Luma Dream Machine takes the image as an https link, not a file")
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return problems + whole_duration(params)
 
 
 class LumaLegacyProvider:
@@ -93,21 +97,10 @@ class LumaLegacyProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
-        response = await self._api.request("POST", "/generations",
-                                           json_body=self._create_body(request),
-                                           during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        generation_id = self._api.json_of(response, during_create=True).get("id")
-        if not isinstance(generation_id, str) or not generation_id:
-            raise self._api.error("the create answer had no generation id",
-                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
-                                  body_maybe_sent=True)
-        return generation_id
+        check_row(TITLE, PARAMS, extra_validation, request)
+        answer = await create_answer(self._api, "/generations", self._error,
+                                     json_body=self._create_body(request))
+        return created_id(self._api, answer.get("id"), "generation id")
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._generation(provider_job_id))
@@ -117,11 +110,8 @@ class LumaLegacyProvider:
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
-            latest = self._status(await gone_is_permanent(self._generation(provider_job_id)))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error("the generation no longer offers its video",
-                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(self._api, self.poll(provider_job_id),
+                                          lambda _: "the generation no longer offers its video")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
@@ -149,17 +139,10 @@ class LumaLegacyProvider:
         return body
 
     async def _generation(self, generation_id: str) -> dict[str, Any]:
-        response = await self._api.request("GET", f"/generations/{generation_id}")
-        if not response.is_success:
-            raise self._error(response)
-        return self._api.json_of(response)
+        return await get_json(self._api, f"/generations/{generation_id}", self._error)
 
     def _status(self, generation: Mapping[str, Any]) -> RemoteStatus:
         state = str(generation.get("state", ""))
-        if state == "queued":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "dreaming":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "completed":
             assets = generation.get("assets")
             video = assets.get("video") if isinstance(assets, dict) else None
@@ -168,8 +151,7 @@ class LumaLegacyProvider:
         if state == "failed":
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                 error=self._failure(generation))
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, generation: Mapping[str, Any]) -> ProviderError:
         # The legacy API gives only free text: judge it by its words.
@@ -190,10 +172,8 @@ class LumaLegacyProvider:
         message = self._api.message(response)
         if status == 429:
             wait = retry_after_of(response)
-            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
-                                 label=ErrorLabel.RATE_LIMITED, status_code=status,
-                                 retry_after=wait if wait is not None
-                                 else rate_limit_reset_of(response))
+            return rate_limited(message, response,
+                                wait if wait is not None else rate_limit_reset_of(response))
         if status in (400, 402, 403) and mentions(words, "credit", "balance"):
             return ProviderError(message, error_class=ErrorClass.ACCOUNT,
                                  label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
