@@ -416,11 +416,12 @@ class ExtraRules:
     The adapter says what is wrong in words ("Veo renders 1080p only at 8 seconds") but not
     which cells are involved nor what would pass. Both are found by asking the adapter
     again about the row with one setting changed, to each value the provider declares
-    (or left out, for optional settings): a field whose change makes the problem go away
-    is concerned, and a change after which the adapter has no objection at all is
-    accepted. Fields the message names but that cannot be tried (a missing image) are
-    added by name. The answer is cached per provider, problem and settings, so a sheet
-    with a thousand such rows asks a few dozen questions, not thousands.
+    (or left out, for settings an empty cell leaves out): a change that makes the problem
+    go away without bringing a new one is a fix; its field is concerned and its value
+    accepted. When nothing that can be tried fixes it (a missing image cannot be tried),
+    the concerned fields are the ones the message names. The answer is cached per
+    problem and settings (not seeds, prompts or image paths), so a sheet with a thousand
+    such rows asks a few dozen extra questions, not thousands.
 
     Attributes:
         provider: the provider kind.
