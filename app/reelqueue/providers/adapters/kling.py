@@ -29,12 +29,16 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    check_row,
+    fresh_video_link,
+    plain_status,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     json_or_none,
     load_image,
     mentions,
@@ -42,7 +46,6 @@ from reelqueue.providers.adapters._http import (
     param_int,
     param_str,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -52,6 +55,7 @@ TITLE = "Kling"
 DEFAULT_BASE_URL = "https://api-singapore.klingai.com"
 MODELS = ("kling-3.0",)
 POLL_SECONDS = 10.0  # no documented cadence
+_PHASES = {"submitted": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING}
 CONCURRENCY_BACKOFF = 1.0  # code 1303: "back off from >= 1 s"
 JWT_LIFETIME = 1800  # exp = now + 1800 s, nbf = now - 5 s (legacy v1 auth)
 KEY_CHECK_TOKEN = "reelqueue-key-check"
@@ -99,11 +103,7 @@ PARAMS = ParamSpec(
 
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        return [str(exc)]
-    return []
+    return whole_duration(params)
 
 
 class KlingProvider:
@@ -133,10 +133,7 @@ class KlingProvider:
         await self._tasks({"external_task_ids": KEY_CHECK_TOKEN})
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or MODELS[0]
         has_image = bool(image_kind(request.params.get("image")))
         path = f"/{'image' if has_image else 'text'}-to-video/{model}"
@@ -170,11 +167,9 @@ class KlingProvider:
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
-            latest = await gone_is_permanent(self.poll(provider_job_id))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error("the task no longer offers its video (kept 30 days)",
-                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(
+                self._api, self.poll(provider_job_id),
+                lambda _: "the task no longer offers its video (kept 30 days)")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
@@ -260,10 +255,6 @@ class KlingProvider:
 
     def _status(self, task: Mapping[str, Any]) -> RemoteStatus:
         state = str(task.get("task_status", ""))
-        if state == "submitted":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "processing":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state in ("succeeded", "succeed"):
             result = task.get("task_result")
             videos = result.get("videos") if isinstance(result, dict) else None
@@ -280,8 +271,7 @@ class KlingProvider:
                 error = self._api.error(f"render failed: {reason}", ErrorClass.RETRYABLE,
                                         ErrorLabel.PROVIDER_ERROR)
             return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=error)
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _PHASES, POLL_SECONDS)
 
 
 def _class_by_status(status: int) -> tuple[ErrorClass, ErrorLabel]:

@@ -20,19 +20,27 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    cancel_request,
+    check_row,
+    create_answer,
+    created_id,
+    get_json,
+    plain_status,
+    rate_limited,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     gone_is_permanent,
     image_kind,
-    invalid_params,
     load_image,
     mentions,
     param_int,
     param_str,
     provider_words,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -49,6 +57,8 @@ MODEL_IMAGE_FIELD: dict[str, str] = {
     "google/veo-3.1-fast": "image",
     "google/veo-3.1-lite": "image",
 }
+_PHASES = {"starting": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING,
+           "canceled": RemotePhase.CANCELLED}
 _RESETS_IN = re.compile(r"resets in ~?\s*(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 
 PARAMS = ParamSpec(
@@ -69,11 +79,7 @@ PARAMS = ParamSpec(
 
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        return [str(exc)]
-    return []
+    return whole_duration(params)
 
 
 class ReplicateProvider:
@@ -100,22 +106,12 @@ class ReplicateProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or PARAMS.models[0]
         body = {"input": await self._input(model, request)}
-        response = await self._api.request("POST", f"/models/{model}/predictions",
-                                           json_body=body, during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        prediction_id = self._api.json_of(response, during_create=True).get("id")
-        if not isinstance(prediction_id, str) or not prediction_id:
-            raise self._api.error("the create answer had no prediction id",
-                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
-                                  body_maybe_sent=True)
-        return prediction_id
+        answer = await create_answer(self._api, f"/models/{model}/predictions", self._error,
+                                     json_body=body)
+        return created_id(self._api, answer.get("id"), "prediction id")
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._prediction(provider_job_id))
@@ -138,9 +134,8 @@ class ReplicateProvider:
             yield chunk
 
     async def cancel(self, provider_job_id: str) -> None:
-        response = await self._api.request("POST", f"/predictions/{provider_job_id}/cancel")
-        if not response.is_success and response.status_code != 404:
-            raise self._error(response)
+        await cancel_request(self._api, "POST", f"/predictions/{provider_job_id}/cancel",
+                             self._error, fine=(404,))
 
     # -- internals ------------------------------------------------------------------------
 
@@ -161,32 +156,22 @@ class ReplicateProvider:
         return data
 
     async def _prediction(self, prediction_id: str) -> dict[str, Any]:
-        response = await self._api.request("GET", f"/predictions/{prediction_id}")
-        if not response.is_success:
-            raise self._error(response)
-        return self._api.json_of(response)
+        return await get_json(self._api, f"/predictions/{prediction_id}", self._error)
 
     def _status(self, prediction: Mapping[str, Any]) -> RemoteStatus:
         state = str(prediction.get("status", ""))
-        if state == "starting":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "processing":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "succeeded":
             return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
                                 video_url=_output_url(prediction.get("output")))
         if state == "failed":
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                 error=self._failure(prediction))
-        if state == "canceled":
-            return RemoteStatus(RemotePhase.CANCELLED, sub_status=state)
         if state == "aborted":
             # Only a Cancel-After deadline aborts; nobody asked to cancel, nothing billed.
             return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=self._api.error(
                 "the prediction was aborted before it started (not billed)",
                 ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR))
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, prediction: Mapping[str, Any]) -> ProviderError:
         reason = self._api.shorten(str(prediction.get("error") or "no reason given"))
@@ -205,9 +190,7 @@ class ReplicateProvider:
             if wait is None:
                 found = _RESETS_IN.search(words)
                 wait = float(found.group(1)) if found else None
-            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
-                                 label=ErrorLabel.RATE_LIMITED, retry_after=wait,
-                                 status_code=status)
+            return rate_limited(message, response, wait)
         if status == 402 or (status in (400, 403) and mentions(words, "insufficient credit",
                                                               "billing")):
             return ProviderError(message, error_class=ErrorClass.ACCOUNT,
