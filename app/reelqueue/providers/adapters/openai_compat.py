@@ -24,11 +24,18 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    cancel_request,
+    create_answer,
+    created_id,
+    fraction,
+    fresh_video_link,
+    plain_status,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     error_code_of,
-    gone_is_permanent,
     image_kind,
     invalid_params,
     json_or_none,
@@ -111,15 +118,9 @@ class OpenAICompatProvider:
             problems.append("no model: put one in the row or set the account's 'model'")
         if problems or not model:
             raise invalid_params(TITLE, problems)
-        response = await self._api.request("POST", "/videos", during_create=True,
-                                           files=await self._form(model, request))
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        video_id = self._api.json_of(response, during_create=True).get("id")
-        if not isinstance(video_id, str) or not video_id:
-            raise self._api.error("the create answer had no video id", ErrorClass.RETRYABLE,
-                                  ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
-        return video_id
+        answer = await create_answer(self._api, "/videos", self._error,
+                                     files=await self._form(model, request))
+        return created_id(self._api, answer.get("id"), "video id")
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         response = await self._api.request("GET", f"/videos/{provider_job_id}")
@@ -132,12 +133,10 @@ class OpenAICompatProvider:
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
-            latest = await gone_is_permanent(self.poll(provider_job_id))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error(
-                    f"the video is no longer available ({latest.sub_status}); links last "
-                    "about an hour", ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(
+                self._api, self.poll(provider_job_id),
+                lambda latest: f"the video is no longer available ({latest.sub_status}); "
+                "links last about an hour")
 
         url = status.video_url or self._content_url(provider_job_id)
         async for chunk in self._api.stream_video(url, refresh=fresh_link,
@@ -147,9 +146,8 @@ class OpenAICompatProvider:
 
     async def cancel(self, provider_job_id: str) -> None:
         """``DELETE /videos/{id}``: the shape's only way to drop a job (and its files)."""
-        response = await self._api.request("DELETE", f"/videos/{provider_job_id}")
-        if not response.is_success and response.status_code not in (404, 405):
-            raise self._error(response)
+        await cancel_request(self._api, "DELETE", f"/videos/{provider_job_id}", self._error,
+                             fine=(404, 405))
 
     # -- internals ------------------------------------------------------------------------
 
@@ -178,13 +176,9 @@ class OpenAICompatProvider:
                 response: httpx.Response) -> RemoteStatus:
         state = str(video.get("status", ""))
         poll_after = _poll_after(response)
-        if state == "queued":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=poll_after)
         if state == "in_progress":
-            progress = video.get("progress")
-            value = min(1.0, max(0.0, float(progress) / 100.0)) if isinstance(
-                progress, int | float) else None
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, progress=value,
+            return RemoteStatus(RemotePhase.RUNNING, sub_status=state,
+                                progress=fraction(video.get("progress"), 100.0),
                                 poll_after=poll_after)
         if state == "completed":
             return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
@@ -196,8 +190,7 @@ class OpenAICompatProvider:
             return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=self._api.error(
                 "the video expired before it was downloaded; retry the row to render it "
                 "again", ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED))
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=poll_after)
+        return plain_status(state, {"queued": RemotePhase.QUEUED}, poll_after)
 
     def _failure(self, video: Mapping[str, Any]) -> ProviderError:
         error = video.get("error")

@@ -23,12 +23,16 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    check_row,
+    create_answer,
+    fresh_video_link,
+    get_json,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     json_or_none,
     load_image,
     mentions,
@@ -36,7 +40,6 @@ from reelqueue.providers.adapters._http import (
     param_str,
     provider_words,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -135,17 +138,12 @@ class VeoProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or MODELS[0]
         body = await self._create_body(request)
-        response = await self._api.request("POST", f"/models/{model}:predictLongRunning",
-                                           json_body=body, during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        name = self._api.json_of(response, during_create=True).get("name")
+        answer = await create_answer(self._api, f"/models/{model}:predictLongRunning",
+                                     self._error, json_body=body)
+        name = answer.get("name")
         if not isinstance(name, str) or "/operations/" not in name:
             raise self._api.error("the create answer had no operation name",
                                   ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
@@ -169,12 +167,9 @@ class VeoProvider:
                 return
 
         async def same_or_new_uri() -> str:
-            latest = self._status(await gone_is_permanent(self._operation(provider_job_id)))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error(
-                    "the operation no longer offers its video (files are kept 2 days)",
-                    ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(
+                self._api, self.poll(provider_job_id),
+                lambda _: "the operation no longer offers its video (files are kept 2 days)")
 
         async for chunk in self._api.stream_video(
             url, refresh=same_or_new_uri, send_key_to_api_host=True
@@ -210,10 +205,7 @@ class VeoProvider:
         return {"instances": [instance], "parameters": parameters}
 
     async def _operation(self, name: str) -> dict[str, Any]:
-        response = await self._api.request("GET", f"/{name.lstrip('/')}")
-        if not response.is_success:
-            raise self._error(response)
-        return self._api.json_of(response)
+        return await get_json(self._api, f"/{name.lstrip('/')}", self._error)
 
     def _status(self, operation: Mapping[str, Any]) -> RemoteStatus:
         if "done" not in operation:
