@@ -22,12 +22,18 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    cancel_request,
+    check_row,
+    create_answer,
+    fresh_video_link,
+    plain_status,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     json_or_none,
     load_image,
     mentions,
@@ -35,7 +41,6 @@ from reelqueue.providers.adapters._http import (
     param_str,
     provider_words,
     retry_after_of,
-    spec_problems,
     words_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
@@ -73,11 +78,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
         problems.append(f"{model} makes video from an image: give an image")
     if model in TEXT_MODELS and has_image:
         problems.append(f"{model} is text-to-video; use {model}/image-to-video for an image")
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return problems + whole_duration(params)
 
 
 class FalProvider:
@@ -110,17 +111,10 @@ class FalProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or PARAMS.models[0]
         body = await self._input(request)
-        response = await self._api.request("POST", f"/{model}", json_body=body,
-                                           during_create=True)
-        if not response.is_success:
-            raise self._error(response, during_create=True)
-        answer = self._api.json_of(response, during_create=True)
+        answer = await create_answer(self._api, f"/{model}", self._error, json_body=body)
         request_id = answer.get("request_id")
         if not isinstance(request_id, str) or not request_id:
             raise self._api.error("the submit answer had no request id",
@@ -139,35 +133,29 @@ class FalProvider:
             position = status.get("queue_position")
             sub = f"IN_QUEUE (position {position})" if isinstance(position, int) else state
             return RemoteStatus(RemotePhase.QUEUED, sub_status=sub, poll_after=POLL_SECONDS)
-        if state == "IN_PROGRESS":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "COMPLETED":
             if status.get("error"):
                 return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                     error=self._status_error(status, response))
             return await self._result_status(path)
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, {"IN_PROGRESS": RemotePhase.RUNNING}, POLL_SECONDS)
 
     async def lookup(self, request: RenderRequest) -> str | None:
         return None
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
-            latest = await gone_is_permanent(self._result_status(_job_path(provider_job_id)))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error("the request no longer offers its video",
-                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(self._api,
+                                          self._result_status(_job_path(provider_job_id)),
+                                          lambda _: "the request no longer offers its video")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
 
     async def cancel(self, provider_job_id: str) -> None:
-        response = await self._api.request("PUT", f"{_job_path(provider_job_id)}/cancel")
         # 400 means it is already running or done: nothing more to ask for.
-        if not response.is_success and response.status_code not in (400, 404):
-            raise self._error(response)
+        await cancel_request(self._api, "PUT", f"{_job_path(provider_job_id)}/cancel",
+                             self._error, fine=(400, 404))
 
     # -- internals ------------------------------------------------------------------------
 

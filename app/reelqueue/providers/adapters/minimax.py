@@ -29,13 +29,20 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._common import (
+    cancel_request,
+    check_row,
+    create_answer,
+    fresh_video_link,
+    plain_status,
+    rate_limited,
+    whole_duration,
+)
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
     error_code_of,
-    gone_is_permanent,
     image_kind,
-    invalid_params,
     json_or_none,
     load_image,
     mentions,
@@ -43,7 +50,6 @@ from reelqueue.providers.adapters._http import (
     param_str,
     provider_words,
     retry_after_of,
-    spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderInfo, register
@@ -55,6 +61,10 @@ V1_MODELS = ("MiniMax-Hailuo-2.3", "MiniMax-Hailuo-02")
 V2_MODELS = ("MiniMax-H3", "MiniMax-H3-Max")
 POLL_SECONDS = 10.0  # "poll about every 10 s"
 PROBE_TASK_ID = "0"
+_V1_PHASES = {"Preparing": RemotePhase.QUEUED, "Queueing": RemotePhase.QUEUED,
+              "Processing": RemotePhase.RUNNING}
+_V2_PHASES = {"queued": RemotePhase.QUEUED, "running": RemotePhase.RUNNING,
+              "cancelled": RemotePhase.CANCELLED}
 
 # base_resp.status_code -> (class, label). 1000/1001/1013/2049 are from MiniMax's API
 # reference rather than PROVIDERS.md.
@@ -97,11 +107,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
                         "leave it empty")
     if (param_str(params, "resolution") or "").lower() == "512p" and model != "MiniMax-Hailuo-02":
         problems.append("512p is offered by MiniMax-Hailuo-02 only")
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return problems + whole_duration(params)
 
 
 class MiniMaxProvider:
@@ -136,18 +142,12 @@ class MiniMaxProvider:
             raise error
 
     async def submit(self, request: RenderRequest) -> str:
-        problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
-        if problems:
-            raise invalid_params(TITLE, problems)
+        check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or PARAMS.models[0]
         v2 = model in V2_MODELS
         body = await (self._v2_body(model, request) if v2 else self._v1_body(model, request))
         path = "/v2/video_generation" if v2 else "/v1/video_generation"
-        response = await self._api.request("POST", path, json_body=body, during_create=True)
-        if not response.is_success:
-            raise self._http_error(response, during_create=True)
-        answer = self._api.json_of(response, during_create=True)
+        answer = await create_answer(self._api, path, self._http_error, json_body=body)
         error = self._base_resp_error(answer)
         if error is not None:
             raise error  # a definite refusal (HTTP 200 with a non-zero status code)
@@ -169,11 +169,8 @@ class MiniMaxProvider:
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             # V1 download_url lives one hour; files/retrieve (via poll) signs a new one.
-            latest = await gone_is_permanent(self.poll(provider_job_id))
-            if latest.phase is not RemotePhase.SUCCEEDED or not latest.video_url:
-                raise self._api.error("the task no longer offers its video",
-                                      ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-            return latest.video_url
+            return await fresh_video_link(self._api, self.poll(provider_job_id),
+                                          lambda _: "the task no longer offers its video")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk
@@ -183,9 +180,8 @@ class MiniMaxProvider:
         version, task_id = _split(provider_job_id)
         if version != "v2":
             return
-        response = await self._api.request("DELETE", f"/v2/video_generation/{task_id}")
-        if not response.is_success and response.status_code not in (400, 404, 405, 409):
-            raise self._http_error(response)
+        await cancel_request(self._api, "DELETE", f"/v2/video_generation/{task_id}",
+                             self._http_error, fine=(400, 404, 405, 409))
 
     # -- V1 -------------------------------------------------------------------------------
 
@@ -206,10 +202,6 @@ class MiniMaxProvider:
     async def _poll_v1(self, task_id: str) -> RemoteStatus:
         task = await self._get("/v1/query/video_generation", {"task_id": task_id})
         state = str(task.get("status", ""))
-        if state in ("Preparing", "Queueing"):
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "Processing":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "Success":
             file_id = task.get("file_id")
             if not file_id:
@@ -225,8 +217,7 @@ class MiniMaxProvider:
                 f"render failed: {self._api.shorten(provider_text(task))}",
                 ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
             return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=error)
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _V1_PHASES, POLL_SECONDS)
 
     # -- V2 -------------------------------------------------------------------------------
 
@@ -249,10 +240,6 @@ class MiniMaxProvider:
     async def _poll_v2(self, task_id: str) -> RemoteStatus:
         task = await self._get(f"/v2/query/video_generation/{task_id}", None)
         state = str(task.get("status", ""))
-        if state == "queued":
-            return RemoteStatus(RemotePhase.QUEUED, sub_status=state, poll_after=POLL_SECONDS)
-        if state == "running":
-            return RemoteStatus(RemotePhase.RUNNING, sub_status=state, poll_after=POLL_SECONDS)
         if state == "succeeded":
             url = _v2_video_url(task)
             if url is None and task.get("file_id"):
@@ -265,10 +252,7 @@ class MiniMaxProvider:
         if state == "failed":
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                 error=self._v2_failure(task))
-        if state == "cancelled":
-            return RemoteStatus(RemotePhase.CANCELLED, sub_status=state)
-        return RemoteStatus(RemotePhase.RUNNING, sub_status=state or "unknown",
-                            poll_after=POLL_SECONDS)
+        return plain_status(state, _V2_PHASES, POLL_SECONDS)
 
     def _v2_failure(self, task: Mapping[str, Any]) -> ProviderError:
         from_base = self._base_resp_error(task)
@@ -328,9 +312,7 @@ class MiniMaxProvider:
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
         if status == 429:
-            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
-                                 label=ErrorLabel.RATE_LIMITED, status_code=status,
-                                 retry_after=retry_after_of(response))
+            return rate_limited(message, response, retry_after_of(response))
         return self._api.http_error(response, during_create=during_create)
 
 

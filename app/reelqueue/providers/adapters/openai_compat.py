@@ -31,6 +31,7 @@ from reelqueue.providers.adapters._common import (
     fraction,
     fresh_video_link,
     plain_status,
+    whole_duration,
 )
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
@@ -77,11 +78,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     if image_kind(params.get("image")) == "url":
         problems.append("an OpenAI-compatible gateway takes the image as a file, not a link")
-    try:
-        param_int(params, "duration")
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return problems + whole_duration(params)
 
 
 class OpenAICompatProvider:
