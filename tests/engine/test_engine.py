@@ -321,3 +321,19 @@ async def test_jobs_pinned_to_a_disabled_account_stall_the_run(tmp_path: Path) -
     assert engine.last_result.outcome == "stalled"  # type: ignore[attr-defined]
     assert "off: disabled" in engine.last_result.detail  # type: ignore[attr-defined]
     assert states(store) == {"pinned": "QUEUED", "free": "COMPLETED"}
+
+
+async def test_completion_event_carries_the_cost_the_provider_reported(tmp_path: Path) -> None:
+    provider = FakeProvider()
+    install(provider)
+    store = MemoryStore()
+    add_batch(store, tmp_path, ["p"])
+    store.add_account(AccountSpec("a", "fake", 1), 0)
+    seen: list[JobEvent] = []
+    engine = Engine(store, config=FAST)
+    engine.bus.subscribe(lambda e: seen.append(e) if isinstance(e, JobEvent) else None)
+    await engine.start()
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    done = [e for e in seen if e.state == "COMPLETED"]
+    assert len(done) == 1 and done[0].cost == 0.25 and done[0].output_path

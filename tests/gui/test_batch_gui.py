@@ -37,6 +37,13 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     assert all(sum(card.sparkline.values) == int(card.completed.text())
                for card in cards.values())
     assert window.totals_label.text().startswith("12 jobs · 12 done · 0 failed")
+    # What the provider charged reaches the cards as renders complete (no reload needed).
+    spent = {row.account: 0.0 for row in table.rows}
+    for row in table.rows:
+        spent[row.account] += row.cost or 0.0
+    for name, card in cards.items():
+        if spent.get(name):
+            assert card.spend.text().startswith("Spent $") and "$0.00" not in card.spend.text()
     banner = window.banners.find("batch:1")
     assert banner is not None and "12 completed, 0 failed" in banner.text
     save_screenshot(window, "main-window")

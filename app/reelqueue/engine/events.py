@@ -32,6 +32,7 @@ class JobEvent:
     error_label: str | None = None
     error_message: str | None = None
     output_path: str | None = None
+    cost: float | None = None
 
 
 @dataclass(frozen=True)

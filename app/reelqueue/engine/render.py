@@ -158,7 +158,8 @@ class RenderAttempt:
         await self._fenced(await store.call(
             store.sync.mark_completed, self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
-        self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path))
+        self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
+                   cost=status.cost)
 
     async def _resumed_too_often(self) -> bool:
         """Fail the job (and return True) when its render was resumed after crashes more

@@ -200,6 +200,8 @@ class JobTable:
             row.error_label = row.error_message = None
         if event.output_path is not None:
             row.output_path = event.output_path
+        if event.cost is not None:
+            row.cost = event.cost
         row.updated_at = event.at
         stats.add(row)
         if row.account and state in IN_FLIGHT_VALUES:
