@@ -41,6 +41,7 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     spent = {row.account: 0.0 for row in table.rows}
     for row in table.rows:
         spent[row.account] += row.cost or 0.0
+    assert sum(spent.values()) > 0, "the mock reports a cost for every render"
     for name, card in cards.items():
         if spent.get(name):
             assert card.spend.text().startswith("Spent $") and "$0.00" not in card.spend.text()
