@@ -64,12 +64,12 @@ def test_run_a_sheet_end_to_end(tmp_path: Path) -> None:
                             + ["refused [[mock:content_policy]]"])
         run = rq(data, "run", str(sheet), "--no-progress")
         assert run.returncode == 0, run.stdout + run.stderr
-        assert "Imported 13 new jobs" in run.stdout
+        assert ": 13 new jobs, 0 already there, 0 row errors" in run.stdout
         assert "Finished: 12 completed, 1 failed, 0 cancelled." in run.stdout
         counters = httpx.get(f"{url}/_mock/counters").json()
         assert counters["creates_total"] == 13
         again = rq(data, "run", str(sheet), "--no-progress")
-        assert "Imported 0 new jobs" in again.stdout and "13 were already there" in again.stdout
+        assert ": 0 new jobs, 13 already there" in again.stdout
         assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 13
     status = json.loads(rq(data, "status", "--json").stdout)
     assert status["by_state"] == {"COMPLETED": 12, "FAILED": 1}

@@ -72,22 +72,17 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> None:
-    from reelqueue.intake import ImportOptions, apply_import, plan_import
+    """The same import as ``reelqueue import`` (saved column mapping, row errors, refusal
+    of a whole sheet), in the journal this run already holds."""
+    from reelqueue.cli.cmd_intake import import_for_run
+    from reelqueue.intake import ImportOptions
 
     if not args.sheet.is_file():
         raise InputError(f"{args.sheet} does not exist or is not a file.")
     options = ImportOptions(provider=args.provider,
                             output_root=(args.output_dir or ctx.videos_dir),
                             max_attempts=args.max_attempts)
-    plan = plan_import(args.sheet, options, existing_keys=store.existing_job_keys)
-    for error in plan.errors[:20]:
-        ctx.print(f"  row {error.row_number}: {error.column}: {error.message}")
-    if len(plan.errors) > 20:
-        ctx.print(f"  ... and {len(plan.errors) - 20} more row errors")
-    result = apply_import(store, plan, ctx.clock.now())
-    ctx.print(f"Imported {result.added} new jobs from {args.sheet.name} "
-              f"({result.already_present} were already there, "
-              f"{len(plan.errors)} rows refused).")
+    import_for_run(ctx, args.sheet, options, store=store)
 
 
 @contextlib.contextmanager
