@@ -59,6 +59,12 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> None:
             await event.wait()
 
 
+def _account_key(account: Account) -> tuple[object, ...]:
+    """What an AccountEvent says about an account, to publish it only when it changes."""
+    return (account.status, account.enabled, account.capacity, account.cooldown_until,
+            account.status_detail)
+
+
 def new_instance_id() -> str:
     """Boot-unique owner id (never a hostname: two boots of one machine differ)."""
     return uuid.uuid4().hex
@@ -118,6 +124,7 @@ class Engine:
         self._passes = 0
         self._last_pass_claims = 0
         self._last_pass_started = 0.0
+        self._published: dict[str, tuple[object, ...]] = {}
         self.recovery: RecoveryReport | None = None
 
     # -- start and stop ----------------------------------------------------------------
@@ -352,6 +359,7 @@ class Engine:
             if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
                     and account.cooldown_until <= self.clock.now()):
                 await self.mark_account_ready(account.name)
+            claimed_here = 0
             while self._claiming and not self._paused:
                 claim = await self.store.call(self.store.sync.claim_next_job, ClaimParams(
                     account.name, self.instance_id, self.clock.now(),
@@ -362,8 +370,12 @@ class Engine:
                                           self.clock.now(), account=account.name,
                                           attempts=claim.job.attempts))
                 self._start_worker(claim, provider)
-                claims += 1
-            await self._publish_account(account.name)
+                claimed_here += 1
+            claims += claimed_here
+            # Every finished job wakes a pass: publish only what changed, so the journal
+            # thread is not kept busy with reads nobody needs.
+            if claimed_here or self._published.get(account.name) != _account_key(account):
+                await self._publish_account(account.name, account)
         return claims
 
     def _provider_for(self, account: Account) -> Provider | None:
@@ -403,10 +415,12 @@ class Engine:
         self._idle.set()
         self.wake()
 
-    async def _publish_account(self, name: str) -> None:
-        account = await self.store.call(self.store.sync.get_account, name)
+    async def _publish_account(self, name: str, account: Account | None = None) -> None:
+        if account is None:
+            account = await self.store.call(self.store.sync.get_account, name)
         if account is None:
             return
+        self._published[name] = _account_key(account)
         live = await self.store.call(self.store.sync.live_count, name)
         self.bus.publish(AccountEvent(
             name=name, status=account.status.value if account.enabled else "disabled",
