@@ -16,7 +16,6 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
-    QObject,
     QPersistentModelIndex,
     Qt,
     QTimer,
@@ -49,6 +48,7 @@ from reelqueue.intake.mapping import display_headers
 from reelqueue.providers import registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
+from reelqueue.ui.list_model import ListTableModel
 from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
@@ -57,37 +57,22 @@ KEEP = "(extra column)"
 IGNORE = "ignore"
 
 
-class PreviewModel(QAbstractTableModel):
+class PreviewModel(ListTableModel[PreviewRow]):
     """The first rows of a plan as they will be rendered."""
 
     HEADERS = ("Row", "Name", "Prompt", "Provider", "Parameters", "File", "Status")
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.rows: list[PreviewRow] = []
-
     def set_rows(self, rows: list[PreviewRow]) -> None:
-        self.beginResetModel()
-        self.rows = list(rows)
-        self.endResetModel()
+        self.set_items(rows)
 
-    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
-                and 0 <= section < len(self.HEADERS)):
-            return self.HEADERS[section]
-        return None
+    @property
+    def rows(self) -> list[PreviewRow]:
+        return self.items
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        row = self.rows[index.row()]
+        row = self.items[index.row()]
         column = index.column()
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             params = ", ".join(f"{k} {v}" for k, v in row.params.items() if v not in (None, ""))
@@ -100,37 +85,22 @@ class PreviewModel(QAbstractTableModel):
         return None
 
 
-class RowErrorModel(QAbstractTableModel):
+class RowErrorModel(ListTableModel[RowError]):
     """Row-level errors: where, what, and what would be accepted."""
 
     HEADERS = ("Row", "Column", "Problem", "Accepted")
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.errors: list[RowError] = []
-
     def set_errors(self, errors: list[RowError]) -> None:
-        self.beginResetModel()
-        self.errors = list(errors)
-        self.endResetModel()
+        self.set_items(errors)
 
-    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.errors)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
-                and 0 <= section < len(self.HEADERS)):
-            return self.HEADERS[section]
-        return None
+    @property
+    def errors(self) -> list[RowError]:
+        return self.items
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        error = self.errors[index.row()]
+        error = self.items[index.row()]
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             values = ("defaults" if error.row_number is None else str(error.row_number),
                       error.column, error.message, error.accepted)

@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
     QModelIndex,
-    QObject,
     QPersistentModelIndex,
     QSize,
     Qt,
@@ -45,43 +43,29 @@ from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import Chip
 from reelqueue.ui.jobs_data import STATE_LABELS
 from reelqueue.ui.jobs_model import STATE_TINTS
+from reelqueue.ui.list_model import ListTableModel
 from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 THUMB = QSize(288, 162)
 
 
-class LedgerModel(QAbstractTableModel):
+class LedgerModel(ListTableModel[LedgerEntry]):
     """A job's ledger entries, oldest first."""
 
     HEADERS = ("Time", "Event", "Account", "Details")
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.entries: list[LedgerEntry] = []
-
     def set_entries(self, entries: list[LedgerEntry]) -> None:
-        self.beginResetModel()
-        self.entries = list(entries)
-        self.endResetModel()
+        self.set_items(entries)
 
-    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.entries)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole
-                and 0 <= section < len(self.HEADERS)):
-            return self.HEADERS[section]
-        return None
+    @property
+    def entries(self) -> list[LedgerEntry]:
+        return self.items
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        entry = self.entries[index.row()]
+        entry = self.items[index.row()]
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             detail = ", ".join(f"{k}: {v}" for k, v in entry.detail.items()
                                if v not in (None, "", [], {}))
