@@ -27,7 +27,7 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
 from reelqueue.store.base import AddJobsResult, ClaimParams, Counts, JobError, RecoverParams
-from reelqueue.store.recovery_plan import plan_recovery
+from reelqueue.store.recovery_plan import plan_recovery, record_applied
 
 _CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
 _CLEARED_ERROR: dict[str, Any] = {"error_class": None, "error_label": None,
@@ -427,57 +427,33 @@ class MemoryStore:
             now = params.now
             for action in plan_recovery(leftovers, params):
                 job = action.job
+                token: str | None = None
                 if action.kind == "complete":
                     assert action.file is not None and action.file.sha256 is not None
-                    self._jobs[job.id] = replace(
+                    changed = replace(
                         job, state=JobState.COMPLETED, output_size=action.file.size,
                         output_sha256=action.file.sha256, progress=1.0, finished_at=now,
                         updated_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR)
-                    report.completed_from_disk.append(job.id)
-                    self._note("completed", now, job_id=job.id, account=job.account,
-                               detail={"source": "recovery", "size": action.file.size,
-                                       "sha256": action.file.sha256})
                 elif action.kind in ("reattach", "reconcile"):
                     token = uuid.uuid4().hex
-                    reattach = action.kind == "reattach"
-                    self._jobs[job.id] = replace(
-                        job, state=JobState.RENDERING if reattach else JobState.SUBMITTING,
-                        claim_token=token, lease_owner=params.instance_id,
+                    changed = replace(
+                        job, state=action.resume_state, claim_token=token,
+                        lease_owner=params.instance_id,
                         lease_until=now + params.lease_seconds, updated_at=now)
-                    (report.reattached if reattach else report.reconcile).append(job.id)
-                    self._note("reattached" if reattach else "reconcile", now, job_id=job.id,
-                               account=job.account, claim_token=token,
-                               detail={"provider_job_id": job.provider_job_id,
-                                       "client_token": job.client_token,
-                                       "from": str(job.state)})
                 elif action.kind == "fail":
-                    self._jobs[job.id] = replace(
+                    changed = replace(
                         job, state=JobState.FAILED, finished_at=now, updated_at=now,
                         error_class="retryable", error_label="internal error",
                         error_message=action.reason, **_CLEARED_CLAIM)
-                    report.failed.append(job.id)
-                    if action.possible_duplicate:
-                        self._note("possible_duplicate_charge", now, job_id=job.id,
-                                   account=job.account,
-                                   detail={"client_token": job.client_token})
-                    self._note("failed", now, job_id=job.id, account=job.account,
-                               detail={"source": "recovery", "reason": action.reason})
                 else:
-                    self._jobs[job.id] = replace(
+                    changed = replace(
                         job, state=JobState.QUEUED, run_after=0.0, updated_at=now,
                         account=None, client_token=None, provider_job_id=None,
                         sub_status=None, progress=None, **_CLEARED_CLAIM)
-                    if action.possible_duplicate:
-                        report.requeued_possible_duplicate.append(job.id)
-                        self._note("possible_duplicate_charge", now, job_id=job.id,
-                                   account=job.account,
-                                   detail={"client_token": job.client_token,
-                                           "why": "crashed inside the submit window; the "
-                                                  "provider cannot be asked"})
-                    else:
-                        report.requeued.append(job.id)
-                    self._note("requeued", now, job_id=job.id, account=job.account,
-                               detail={"by": "recovery", "from": str(job.state)})
+                self._jobs[job.id] = changed
+                for note in record_applied(action, report, token):
+                    self._note(note.event, now, job_id=job.id, account=job.account,
+                               claim_token=note.claim_token, detail=note.detail)
             if params.verify_completed:
                 for job in list(self._jobs.values()):
                     if job.state == JobState.COMPLETED and not params.check_output(job).exists:

@@ -14,10 +14,10 @@ kills its worker every time cannot loop forever).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from reelqueue.domain.models import FileCheck, Job
+from reelqueue.domain.models import FileCheck, Job, RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import RecoverParams
 
@@ -31,6 +31,52 @@ class RecoveryAction:
     file: FileCheck | None = None
     possible_duplicate: bool = False
     reason: str = ""
+
+    @property
+    def resume_state(self) -> JobState:
+        """The state a resumed job is put in: polling, or asking by client token."""
+        return JobState.RENDERING if self.kind == "reattach" else JobState.SUBMITTING
+
+
+@dataclass(frozen=True)
+class RecoveryNote:
+    """A ledger entry an applied action leaves (every store writes the same ones)."""
+
+    event: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    claim_token: str | None = None
+
+
+def record_applied(action: RecoveryAction, report: RecoveryReport,
+                   new_token: str | None = None) -> list[RecoveryNote]:
+    """Once a store applied ``action``: count the job in ``report`` and return the ledger
+    entries to append. ``new_token`` is the claim given to a resumed job."""
+    job = action.job
+    if action.kind == "complete":
+        assert action.file is not None
+        report.completed_from_disk.append(job.id)
+        return [RecoveryNote("completed", {"source": "recovery", "size": action.file.size,
+                                           "sha256": action.file.sha256})]
+    if action.kind in ("reattach", "reconcile"):
+        (report.reattached if action.kind == "reattach" else report.reconcile).append(job.id)
+        return [RecoveryNote("reattached" if action.kind == "reattach" else "reconcile",
+                             {"provider_job_id": job.provider_job_id,
+                              "client_token": job.client_token, "from": str(job.state)},
+                             new_token)]
+    if action.kind == "fail":
+        report.failed.append(job.id)
+        flagged = ([RecoveryNote("possible_duplicate_charge", {"client_token": job.client_token})]
+                   if action.possible_duplicate else [])
+        return [*flagged, RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]
+    notes: list[RecoveryNote] = []
+    if action.possible_duplicate:
+        report.requeued_possible_duplicate.append(job.id)
+        notes.append(RecoveryNote("possible_duplicate_charge", {
+            "client_token": job.client_token,
+            "why": "crashed inside the submit window; the provider cannot be asked"}))
+    else:
+        report.requeued.append(job.id)
+    return [*notes, RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
 
 
 def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryAction]:

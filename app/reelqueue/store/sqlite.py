@@ -42,7 +42,7 @@ from reelqueue.store.base import (
     RecoverParams,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
-from reelqueue.store.recovery_plan import RecoveryAction, plan_recovery
+from reelqueue.store.recovery_plan import RecoveryAction, plan_recovery, record_applied
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
 
 log = logging.getLogger(__name__)
@@ -684,50 +684,25 @@ class SqliteStore:
     ) -> None:
         job, now = action.job, params.now
         common = {"id": job.id, "old_token": job.claim_token, "now": now}
+        token: str | None = None
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None
-            if self._exec("recover_complete", size=action.file.size,
-                          sha256=action.file.sha256, **common):
-                report.completed_from_disk.append(job.id)
-                self._ledger("completed", now, job_id=job.id, account=job.account,
-                             detail={"source": "recovery", "size": action.file.size,
-                                     "sha256": action.file.sha256})
+            applied = self._exec("recover_complete", size=action.file.size,
+                                 sha256=action.file.sha256, **common)
         elif action.kind in ("reattach", "reconcile"):
             token = uuid.uuid4().hex
-            state = JobState.RENDERING if action.kind == "reattach" else JobState.SUBMITTING
-            if self._exec("recover_reattach", state=str(state), token=token,
-                          owner=params.instance_id,
-                          lease_until=now + params.lease_seconds, **common):
-                (report.reattached if action.kind == "reattach" else report.reconcile).append(
-                    job.id)
-                self._ledger("reattached" if action.kind == "reattach" else "reconcile",
-                             now, job_id=job.id, account=job.account, claim_token=token,
-                             detail={"provider_job_id": job.provider_job_id,
-                                     "client_token": job.client_token,
-                                     "from": str(job.state)})
+            applied = self._exec("recover_reattach", state=str(action.resume_state),
+                                 token=token, owner=params.instance_id,
+                                 lease_until=now + params.lease_seconds, **common)
         elif action.kind == "fail":
-            if self._exec("recover_fail", error_label="internal error",
-                          error_message=action.reason, **common):
-                report.failed.append(job.id)
-                if action.possible_duplicate:
-                    self._ledger("possible_duplicate_charge", now, job_id=job.id,
-                                 account=job.account,
-                                 detail={"client_token": job.client_token})
-                self._ledger("failed", now, job_id=job.id, account=job.account,
-                             detail={"source": "recovery", "reason": action.reason})
-        else:  # requeue
-            if self._exec("recover_requeue", **common):
-                if action.possible_duplicate:
-                    report.requeued_possible_duplicate.append(job.id)
-                    self._ledger("possible_duplicate_charge", now, job_id=job.id,
-                                 account=job.account,
-                                 detail={"client_token": job.client_token,
-                                         "why": "crashed inside the submit window; the "
-                                                "provider cannot be asked"})
-                else:
-                    report.requeued.append(job.id)
-                self._ledger("requeued", now, job_id=job.id, account=job.account,
-                             detail={"by": "recovery", "from": str(job.state)})
+            applied = self._exec("recover_fail", error_label="internal error",
+                                 error_message=action.reason, **common)
+        else:
+            applied = self._exec("recover_requeue", **common)
+        if applied:  # a row that changed since it was read is left alone
+            for note in record_applied(action, report, token):
+                self._ledger(note.event, now, job_id=job.id, account=job.account,
+                             claim_token=note.claim_token, detail=note.detail)
 
     def completed_outputs(self) -> list[tuple[int, str, int]]:
         return [(r[0], r[1], r[2]) for r in self._read("completed_outputs")]
