@@ -120,11 +120,22 @@ class Provider(Protocol):
         ...
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
-        """Fetch the job's current state."""
+        """Fetch the job's current state.
+
+        A render the provider reports finished is SUCCEEDED even when the answer lacks
+        its file: return ``video_url=None`` then (never FAILED), so the engine reads it
+        again and, failing that, fails the job without creating it again. A failed
+        render's reason goes through the adapter's ``FailureRules``.
+        """
         ...
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        """Find a submission made with ``request.client_token``; None if there is none."""
+        """Find a submission made with ``request.client_token``.
+
+        None only when a well-formed, documented answer says there is none. An answer
+        that cannot be read raises ``outcome_unknown`` (adapters/_common.py): unknown is
+        never "no", or the job would be created (and paid for) again.
+        """
         ...
 
     def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:

@@ -7,6 +7,7 @@ helpers take those decisions as arguments.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -54,12 +55,87 @@ async def create_answer(
     return api.json_of(response, during_create=True)
 
 
-def created_id(api: ApiClient, value: Any, what: str) -> str:
-    """The job id from a create answer; a missing one may still mean a billed job."""
-    if not isinstance(value, str) or not value:
-        raise api.error(f"the create answer had no {what}", ErrorClass.RETRYABLE,
-                        ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
+def created_id(api: ApiClient, value: Any, what: str, raw: Any = None) -> str:
+    """The job id from a create answer; a missing one may still mean a billed job.
+
+    ``raw`` (the answer, or the part of it that should have held the id) goes into the
+    error text, scrubbed and cut, so the user can look for the render in the dashboard.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise outcome_unknown(api, f"the create answer had no readable {what}", raw)
     return value
+
+
+def outcome_unknown(api: ApiClient, what: str, raw: Any = None, *,
+                    status_code: int | None = None) -> ProviderError:
+    """The error for an answer about money that cannot be read (DESIGN.md invariant 11).
+
+    Money fails closed: a create answer without a readable job id, or a lookup answer of
+    a shape the provider does not document, is *unknown*, never "no render exists". The
+    error is permanent and ``body_maybe_sent``, so the engine never creates again by
+    itself: it asks the provider by client token where it can, and otherwise fails the
+    job with the label "submit outcome unknown" and the provider's raw words.
+    """
+    words = "" if raw is None else api.shorten(raw if isinstance(raw, str) else repr(raw))
+    return api.error(f"{what}{f' (answer: {words})' if words else ''}",
+                     ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN,
+                     status_code=status_code, body_maybe_sent=True)
+
+
+@dataclass(frozen=True)
+class FailureRules:
+    """A provider's documented failure reasons, and what each one means for the job.
+
+    The one rule every adapter goes through (DESIGN.md invariant 11): only a reason the
+    provider documents as retryable is retried; a documented account-level reason pauses
+    the account (the dead render is dropped); everything else, including a reason nobody
+    documented, is permanent, so a render is never paid for again on a guess.
+
+    Keys are matched case-insensitively, against the failure code exactly or (keys that
+    are not numbers) as a phrase inside the failure text. Permanent entries are checked
+    first, then account-level, then retryable.
+
+    Attributes:
+        retryable: code or phrase -> label, for reasons documented as worth a new render.
+        account: code or phrase -> KEY_REJECTED / OUT_OF_CREDITS / RATE_LIMITED.
+        permanent: code or phrase -> label (content policy, invalid input...), only to
+            name the failure well: a reason missing from every table is permanent too.
+        source: where the lists come from (SDK file and version, or API reference page).
+    """
+
+    retryable: Mapping[str, ErrorLabel] = field(default_factory=dict)
+    account: Mapping[str, ErrorLabel] = field(default_factory=dict)
+    permanent: Mapping[str, ErrorLabel] = field(default_factory=dict)
+    source: str = ""
+
+    def classify(self, api: ApiClient, reason: Any, code: Any = None, *,
+                 what: str = "render failed") -> ProviderError:
+        """The error for a failed render (or failed request) with this reason and code."""
+        text = "" if reason is None else str(reason)
+        code_text = "" if code is None or code == "" else str(code)
+        shown = api.shorten(text) or "no reason given"
+        message = f"{what}: {f'{code_text}: ' if code_text and code_text not in text else ''}" \
+                  f"{shown}"
+        for table, error_class in ((self.permanent, ErrorClass.PERMANENT),
+                                   (self.account, ErrorClass.ACCOUNT),
+                                   (self.retryable, ErrorClass.RETRYABLE)):
+            label = _match(table, text, code_text)
+            if label is not None:
+                return api.error(message, error_class, label)
+        return api.error(message, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR)
+
+
+def _match(table: Mapping[str, ErrorLabel], text: str, code: str) -> ErrorLabel | None:
+    lowered, code_lowered = text.lower(), code.lower()
+    for key, label in table.items():
+        key_lowered = key.lower()
+        # A number is a code, never a phrase: "7" must not match "retry in 17 s".
+        if key_lowered == code_lowered or (
+                not key_lowered.lstrip("-").isdigit() and key_lowered in lowered):
+            return label
+    return None
 
 
 async def get_json(
