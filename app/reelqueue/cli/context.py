@@ -50,10 +50,10 @@ class CliContext:
         Raises DataDirLocked when another ReelQueue holds the folder, JournalCorrupt when
         the file is not a journal (the file is left untouched).
         """
-        from reelqueue.store.lockfile import DataDirLock
+        from reelqueue.store.lockfile import DataDirLock, make_private_dir
         from reelqueue.store.sqlite import SqliteStore
 
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.data_dir)
         held = DataDirLock(self.data_dir) if lock else None
         if held is not None:
             held.acquire()

@@ -11,7 +11,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Any
 
 from reelqueue import __version__
 from reelqueue.cli.context import CliContext, default_data_dir, default_videos_dir
@@ -68,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setup_logging(data_dir: Path, verbose: bool) -> None:
-    from logging.handlers import RotatingFileHandler
+    from reelqueue.store.lockfile import make_private_dir
 
     root = logging.getLogger()
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -78,9 +80,10 @@ def setup_logging(data_dir: Path, verbose: bool) -> None:
     root.addHandler(stderr)
     logs = data_dir / "logs"
     try:
-        logs.mkdir(parents=True, exist_ok=True)
-        handler = RotatingFileHandler(logs / "reelqueue.log", maxBytes=5_000_000,
-                                      backupCount=3, encoding="utf-8")
+        make_private_dir(data_dir)
+        make_private_dir(logs)
+        handler = PrivateRotatingFileHandler(logs / "reelqueue.log", maxBytes=5_000_000,
+                                             backupCount=3, encoding="utf-8")
     except OSError:
         return
     handler.setFormatter(logging.Formatter(
@@ -89,6 +92,21 @@ def setup_logging(data_dir: Path, verbose: bool) -> None:
     # httpx logs every request URL at INFO; URLs may carry signed tokens. Keep it quiet.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+
+class PrivateRotatingFileHandler(RotatingFileHandler):
+    """A rotating log whose files are the owner's only (0600), the rotated ones too.
+
+    The log names prompts, file paths and provider job ids; it is created through
+    ``os.open`` with mode 0600 rather than ``open`` under the process umask.
+    """
+
+    def _open(self) -> Any:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(self.baseFilename, flags, 0o600)
+        if sys.platform != "win32":
+            os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")

@@ -5,14 +5,17 @@
     ReelQueueError
     ├── KnownError                 the environment's fault; shown to the user plainly
     │   ├── JournalError           the journal cannot be opened or written
-    │   │   ├── JournalCorrupt     the file is not a ReelQueue journal
-    │   │   └── JournalBusy        locked, read-only or full
+    │   │   ├── JournalCorrupt     the file is not a ReelQueue journal, or is damaged
+    │   │   ├── JournalBusy        locked by another program
+    │   │   ├── JournalFull        its disk is full
+    │   │   └── JournalReadOnly    the file or its folder cannot be written
     │   ├── DataDirLocked          another ReelQueue uses this data folder
     │   ├── OutputNotWritable      the output folder cannot be written
     │   ├── KeyringUnavailable     no usable OS keyring backend
     │   ├── KeyTooLong             a key over the platform keyring's limit
     │   └── InputError             a spreadsheet or argument is wrong
-    └── ProviderError              a provider call failed; carries an ErrorClass and label
+    ├── ProviderError              a provider call failed; carries an ErrorClass and label
+    └── JournalBug                 SQLite refused something we asked for: our bug
 
 Exception classes use their docstring as the default message; the message says what to
 do next. Anything not in this tree is a bug (ours) and is logged with a traceback.
@@ -94,9 +97,30 @@ class JournalCorrupt(JournalError):
 
 
 class JournalBusy(JournalError):
-    """The journal is locked, read-only or its disk is full.
+    """The journal is locked by another program.
 
-    Free some space or close the other program, then run the command again.
+    Close the other program (or wait for it), then run the command again.
+    """
+
+
+class JournalFull(JournalError):
+    """The disk that holds the journal is full; the last change was not written.
+
+    Free some space, then run the command again: nothing recorded before was lost.
+    """
+
+
+class JournalReadOnly(JournalError):
+    """The journal cannot be written: the file or its folder is read-only.
+
+    Check the permissions of the data folder, or pass a different --data-dir.
+    """
+
+
+class JournalBug(ReelQueueError):
+    """The journal refused a request ReelQueue made: this is a bug in ReelQueue.
+
+    Please report it with the log file.
     """
 
 

@@ -9,18 +9,27 @@ journal is copied (``journal.sqlite3.bak-vN``) before it is migrated.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from reelqueue.domain.errors import InputError, JournalBusy, JournalCorrupt, JournalError
+from reelqueue.domain.errors import (
+    InputError,
+    JournalBug,
+    JournalBusy,
+    JournalCorrupt,
+    JournalError,
+    JournalFull,
+    JournalReadOnly,
+)
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -56,19 +65,89 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _known_error(exc: sqlite3.Error) -> JournalError:
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.DatabaseError) and (
-        "not a database" in text or "malformed" in text or "file is encrypted" in text
-    ):
-        return JournalCorrupt()
-    if any(word in text for word in ("locked", "busy", "readonly", "read-only", "full",
-                                     "disk i/o", "unable to open")):
-        return JournalBusy(f"The journal could not be written ({exc}). Free some space or "
-                           "close the other program, then run the command again.")
-    return JournalError(f"The journal failed: {exc}")
+# SQLite's primary result codes (https://sqlite.org/rescode.html), read from
+# ``sqlite3.Error.sqlite_errorcode & 0xff``: the extended code's low byte.
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN = 10, 11, 13, 14
+_SQLITE_NOTADB = 26
 
 
+def _known_error(exc: sqlite3.Error, path: Path | None = None) -> Exception:
+    """Sort an SQLite error into the environment's fault (a :class:`JournalError` with a
+    plain message) or ours (:class:`JournalBug`, reported as a bug with the log path).
+
+    Sorted by the primary result code, not by the message's words; errors from before
+    Python 3.11 (no code) fall back on the words.
+    """
+    where = f" ({path})" if path else ""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else _code_from_words(str(exc))
+    if primary == _SQLITE_FULL:
+        return JournalFull(f"The disk that holds the journal{where} is full; the last "
+                           "change was not written. Free some space, then run the command "
+                           "again: nothing recorded before was lost.")
+    if primary in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
+        return JournalReadOnly(f"The journal{where} cannot be written: the file or its "
+                               "folder is read-only. Check the permissions of the data "
+                               "folder, or pass a different --data-dir.")
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return JournalBusy(f"The journal{where} is locked by another program. Close it (or "
+                           "wait for it), then run the command again.")
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return JournalCorrupt(f"The journal{where} is damaged (SQLite: {exc}). It was left "
+                              "as it is: restore it from a backup (a .bak-v* copy is kept "
+                              "beside it before each upgrade), or move it away to start a "
+                              "new one.")
+    if primary == _SQLITE_IOERR:
+        return JournalError(f"The disk did not read or write the journal{where} ({exc}). "
+                            "Check the disk, then run the command again.")
+    return JournalBug(f"The journal refused a request: {exc}. This is a bug in ReelQueue; "
+                      "please report it with the log file.")
+
+
+def _code_from_words(text: str) -> int | None:
+    text = text.lower()
+    for words, code in (("full", _SQLITE_FULL), ("readonly", _SQLITE_READONLY),
+                        ("read-only", _SQLITE_READONLY), ("unable to open", _SQLITE_CANTOPEN),
+                        ("locked", _SQLITE_BUSY), ("busy", _SQLITE_BUSY),
+                        ("malformed", _SQLITE_CORRUPT), ("not a database", _SQLITE_NOTADB),
+                        ("disk i/o", _SQLITE_IOERR)):
+        if words in text:
+            return code
+    return None
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _mapped(method: _F) -> _F:
+    @functools.wraps(method)
+    def call(self: SqliteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise _known_error(exc, self.path) from exc
+
+    return cast(_F, call)
+
+
+def _errors_mapped(cls: type[SqliteStore]) -> type[SqliteStore]:
+    """Every public store operation raises our errors, never a raw ``sqlite3.Error``.
+
+    Reads as well as writes: a damaged page met by a ``SELECT`` must say "the journal is
+    damaged", not "database disk image is malformed" with exit 70. Writes are already
+    mapped inside ``_write`` (where the rollback happens); this covers every other path,
+    including operations added later.
+    """
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_") or name in ("close", "raw_connection"):
+            continue
+        if callable(value) and not isinstance(value, classmethod | staticmethod):
+            setattr(cls, name, _mapped(value))
+    return cls
+
+
+@_errors_mapped
 class SqliteStore:
     """The journal on one SQLite file.
 
@@ -99,7 +178,7 @@ class SqliteStore:
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            raise _known_error(exc) from exc
+            raise _known_error(exc, path) from exc
         db.row_factory = sqlite3.Row
         store = cls(db, path)
         try:
@@ -107,7 +186,7 @@ class SqliteStore:
             store._migrate(now)
         except sqlite3.Error as exc:
             db.close()
-            raise _known_error(exc) from exc
+            raise _known_error(exc, path) from exc
         except BaseException:
             db.close()
             raise
@@ -186,29 +265,53 @@ class SqliteStore:
             if not durable:
                 self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise _known_error(exc) from exc
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise _known_error(exc) from exc
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise _known_error(exc, self.path) from exc
+                try:
+                    yield self._db
+                except sqlite3.Error as exc:
+                    self._rollback()
+                    raise _known_error(exc, self.path) from exc
+                except BaseException:
+                    self._rollback()
+                    raise
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    self._rollback()
+                    raise _known_error(exc, self.path) from exc
             finally:
                 if not durable:
-                    self._db.execute("PRAGMA synchronous = FULL")
+                    self._restore_synchronous()
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already done it.
+
+        After SQLITE_FULL, an I/O error or a failed COMMIT, SQLite may have rolled back by
+        itself; a second ROLLBACK would raise "no transaction is active" over the real
+        error, which must be the one the user sees.
+        """
+        if not self._db.in_transaction:
+            return
+        try:
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.warning("journal: ROLLBACK failed after an error", exc_info=True)
+
+    def _restore_synchronous(self) -> None:
+        try:
+            self._db.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error:
+            log.warning("journal: could not restore synchronous=FULL", exc_info=True)
 
     def _read(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
         with self._lock:
             try:
                 return self._db.execute(self._q[query], params).fetchall()
             except sqlite3.Error as exc:
-                raise _known_error(exc) from exc
+                raise _known_error(exc, self.path) from exc
 
     def _exec(self, query: str, /, **params: Any) -> int:
         """Run a named write inside an open transaction; return the rows changed."""

@@ -196,10 +196,10 @@ class EngineSession:
 
     # -- open ----------------------------------------------------------------------------
     def _open_store(self) -> Store:
-        from reelqueue.store.lockfile import DataDirLock
+        from reelqueue.store.lockfile import DataDirLock, make_private_dir
         from reelqueue.store.sqlite import SqliteStore
 
-        self.ctx.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.ctx.data_dir)
         lock = DataDirLock(self.ctx.data_dir)
         lock.acquire()
         try:
