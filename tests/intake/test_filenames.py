@@ -23,12 +23,31 @@ from reelqueue.intake.filenames import (
 @pytest.mark.parametrize(("text", "safe"), [
     ("../../etc/passwd", "etc_passwd"), ("..", "fallback"), ("", "fallback"),
     ("a/b\\c:d*e?f\"g<h>i|j", "a_b_c_d_e_f_g_h_i_j"), (".hidden", "hidden"),
-    ("trailing. . ", "trailing"), ("CON", "CON_"), ("con.mp4", "con.mp4_"), ("LPT9", "LPT9_"),
+    # A device name keeps its danger with an extension ("nul.txt" is NUL to Windows): the
+    # "_" goes after the device word, not at the end (audit, issue 11 item 7).
+    ("trailing. . ", "trailing"), ("CON", "CON_"), ("con.mp4", "con_.mp4"), ("LPT9", "LPT9_"),
+    ("nul.txt", "nul_.txt"), ("NUL .tar.gz", "NUL_.tar.gz"), ("aux.", "aux_"),
     ("COM¹", "COM¹_"), ("console", "console"), ("tab\there", "tab_here"),
     ("line\nbreak", "line break"),
+    # Invisible characters go: a right-to-left override makes "clip\u202egpj.exe" read as
+    # "clipexe.jpg"; zero-width spaces and joiners, BOMs and C1 controls hide in names.
+    ("clip\u202egpj.exe", "clipgpj.exe"), ("a\u200bb\u200dc\ufeffd", "abcd"),
+    ("x\u2066y\u2069z\u00adw", "xyzw"), ("c1\x85\x9bcontrol", "c1control"),
 ])
 def test_sanitise_component(text: str, safe: str) -> None:
     assert sanitise_component(text, "fallback") == safe
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_no_name_is_a_windows_device_or_holds_invisible_characters(text: str) -> None:
+    import unicodedata
+
+    from reelqueue.intake.filenames import RESERVED
+
+    safe = sanitise_component(text, "fallback")
+    assert safe.split(".")[0].upper().rstrip(" ") not in RESERVED
+    assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in safe)
 
 
 def test_long_names_are_cut_by_characters_and_bytes() -> None:

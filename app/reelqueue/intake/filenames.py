@@ -2,9 +2,12 @@
 
 The template (``{row:03}_{name}`` by default) may use the fields in :data:`TEMPLATE_FIELDS`
 with ordinary format specs; attribute or index access is refused. The rendered name is one
-path component: separators and characters Windows forbids become ``_``, leading dots and
-trailing dots or spaces go (no ``..``, no hidden files), reserved device names such as
-``CON`` or ``COM1`` get a ``_`` suffix, and the name is cut to :data:`MAX_STEM_CHARS`
+path component: separators and characters Windows forbids become ``_``, invisible
+characters go (bidi controls that make ``gpj.exe`` read as ``exe.jpg``, zero-width spaces,
+C1 controls), leading dots and trailing dots or spaces go (no ``..``, no hidden files),
+reserved device names such as ``CON`` or ``COM1`` get a ``_`` after the device word, also
+when an extension follows (``nul.txt`` is the NUL device to Windows: it becomes
+``nul_.txt``), and the name is cut to :data:`MAX_STEM_CHARS`
 characters and :data:`MAX_STEM_BYTES` UTF-8 bytes (file systems count bytes, 255 at most).
 Collisions are resolved in row order, ignoring case (Windows and macOS do), by adding
 ``_2``, ``_3``...
@@ -117,6 +120,7 @@ def sanitise_component(text: str, fallback: str) -> str:
     """One safe path component (without suffix) from any text."""
     if not text.isascii():
         text = unicodedata.normalize("NFC", text)
+        text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE)
     if "\n" in text:
         text = text.replace("\r\n", " ").replace("\n", " ")
     text = FORBIDDEN.sub("_", text)
@@ -126,9 +130,16 @@ def sanitise_component(text: str, fallback: str) -> str:
     text = text.rstrip(" .")
     if not text:
         text = fallback
-    if text.split(".")[0].upper().rstrip(" ") in RESERVED:
-        text = f"{text}_"
+    device, dot, rest = text.partition(".")
+    if device.upper().rstrip(" ") in RESERVED:
+        text = f"{device.rstrip(' ')}_{dot}{rest}"
     return text
+
+
+# Unicode categories taken out of file names: controls (C0 are already forbidden; C1 are
+# not), format characters (bidi overrides and isolates, zero-width space and joiners, BOM,
+# soft hyphen) and lone surrogates.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs"})
 
 
 def _cut(text: str) -> str:
