@@ -92,6 +92,8 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-file-mb", type=float,
                         default=DEFAULT_MAX_FILE_BYTES / 1_048_576, metavar="MB",
                         help="refuse larger files (default 100)")
+    parser.add_argument("--allow-images-anywhere", action="store_true",
+                        help="let rows name reference images outside the sheet's folder")
 
 
 def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOptions:
@@ -108,6 +110,7 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
         partial=not args.all_or_nothing, max_waiting=args.max_waiting,
         max_attempts=args.max_attempts, sheet=args.sheet_name, delimiter=args.delimiter,
         encoding=args.encoding, max_file_bytes=int(args.max_file_mb * 1_048_576),
+        allow_images_anywhere=args.allow_images_anywhere,
     )
 
 

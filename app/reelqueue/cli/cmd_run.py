@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_engine_arguments(run)
     run.add_argument("--provider", default="mock", help="provider of rows that name none")
     run.add_argument("--output-dir", type=Path, default=None, help="root folder of videos")
+    run.add_argument("--allow-images-anywhere", action="store_true",
+                     help="let rows name reference images outside the sheet's folder")
     run.set_defaults(handler=handle)
 
 
@@ -81,7 +83,8 @@ def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> Non
         raise InputError(f"{args.sheet} does not exist or is not a file.")
     options = ImportOptions(provider=args.provider,
                             output_root=(args.output_dir or ctx.videos_dir),
-                            max_attempts=args.max_attempts)
+                            max_attempts=args.max_attempts,
+                            allow_images_anywhere=args.allow_images_anywhere)
     import_for_run(ctx, args.sheet, options, store=store)
 
 

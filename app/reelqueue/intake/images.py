@@ -1,29 +1,35 @@
 """Reference (first-frame) images named in a sheet: https URLs, or local image files.
 
-A local path is read relative to the sheet's folder; the file must exist, be readable and
-start like a PNG, JPEG or WebP image. Results are cached per path, because one image is
-often named by thousands of rows.
+A sheet comes from anyone, so a local image is pinned at import (issue 11, item 5):
+
+- its path is confined to the sheet's folder (no absolute paths, no ``..`` out of it)
+  unless the user allows images anywhere (``--allow-images-anywhere``, or the setting);
+- it is opened without following a symbolic link at the last step, and its real path must
+  stay inside the allowed folder, so a link cannot smuggle in ``~/.ssh/id_rsa``;
+- it must be a regular file of at most :data:`MAX_IMAGE_BYTES` that starts like a PNG, JPEG
+  or WebP image;
+- its sha256 is recorded with the job (``params["image_sha256"]``). At render time the
+  adapter reads the file once, with the same checks, and refuses it if the bytes differ
+  (``providers/adapters/_http.load_image``): a file swapped after import is never sent.
+
+Results are cached per path, because one image is often named by thousands of rows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from reelqueue.domain.images import ImageProblem, image_kind, read_pinned_image
 from reelqueue.intake.fields import FieldProblem, cell_text
 
+__all__ = ["IMAGE_ACCEPTED", "PIN_FIELD", "ImageChecker", "image_kind"]
+
 IMAGE_ACCEPTED = "an https:// URL, or the path of a PNG, JPEG or WebP file"
-
-
-def image_kind(head: bytes) -> str | None:
-    """"png", "jpeg" or "webp" from a file's first 12 bytes; None for anything else."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    return None
+PIN_FIELD = "image_sha256"
+"""The params key that holds a local image's sha256, recorded at import."""
 
 
 class ImageChecker:
@@ -31,11 +37,16 @@ class ImageChecker:
 
     Attributes:
         base_dir: where relative paths are looked up (the sheet's folder).
+        anywhere: True lets a row name an image outside ``base_dir`` (absolute paths,
+            ``..``); links are still refused at the last step.
     """
 
-    def __init__(self, base_dir: Path) -> None:
+    def __init__(self, base_dir: Path, *, anywhere: bool = False) -> None:
         self.base_dir = base_dir
+        self.anywhere = anywhere
+        self._real_base = os.path.realpath(base_dir)
         self._checked: dict[str, str | FieldProblem] = {}
+        self._pins: dict[str, str] = {}
 
     def check(self, value: object) -> str:
         """The URL, or the absolute path of the image; FieldProblem if unusable."""
@@ -51,6 +62,10 @@ class ImageChecker:
             raise cached
         return cached
 
+    def pin(self, checked: object) -> str | None:
+        """The sha256 recorded for a path :meth:`check` returned; None for a URL."""
+        return self._pins.get(checked) if isinstance(checked, str) else None
+
     def _check(self, text: str) -> str:
         if "://" in text:
             parts = urlsplit(text)
@@ -59,22 +74,24 @@ class ImageChecker:
                     f"the image URL {text!r} does not use https", IMAGE_ACCEPTED
                 )
             return text
-        path = Path(text).expanduser()
-        if not path.is_absolute():
-            path = self.base_dir / path
-        try:
-            with path.open("rb") as image:
-                head = image.read(12)
-        except FileNotFoundError:
-            raise FieldProblem(f"the image {text!r} does not exist", IMAGE_ACCEPTED) from None
-        except IsADirectoryError:
-            raise FieldProblem(f"the image {text!r} is a folder", IMAGE_ACCEPTED) from None
-        except OSError as exc:
+        given = Path(text).expanduser()
+        if not self.anywhere and (given.is_absolute() or ".." in given.parts):
             raise FieldProblem(
-                f"the image {text!r} cannot be read ({exc.strerror})", IMAGE_ACCEPTED
-            ) from None
-        if image_kind(head) is None:
-            raise FieldProblem(
-                f"{text!r} is not a PNG, JPEG or WebP image", IMAGE_ACCEPTED
+                f"the image {text!r} is outside the sheet's folder",
+                "a path inside the sheet's folder (or allow images anywhere: "
+                "--allow-images-anywhere)",
             )
-        return str(path.resolve())
+        path = given if given.is_absolute() else self.base_dir / given
+        real = os.path.realpath(path)
+        if not self.anywhere and os.path.commonpath([real, self._real_base]) != self._real_base:
+            raise FieldProblem(
+                f"the image {text!r} leads outside the sheet's folder (through a link)",
+                "a file inside the sheet's folder (or allow images anywhere: "
+                "--allow-images-anywhere)",
+            )
+        try:
+            data = read_pinned_image(path)
+        except ImageProblem as problem:
+            raise FieldProblem(str(problem), IMAGE_ACCEPTED) from None
+        self._pins[real] = hashlib.sha256(data).hexdigest()
+        return real

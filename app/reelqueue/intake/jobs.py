@@ -11,7 +11,7 @@ import datetime
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from reelqueue.intake.filenames import (
     name_from_prompt,
     sanitise_component,
 )
+from reelqueue.intake.images import PIN_FIELD
 from reelqueue.intake.rows import RowError, RowValues
 
 
@@ -65,8 +66,12 @@ class JobBuilder:
         kept_columns: Sequence[str],
         date: datetime.datetime,
         typed_cells: bool = True,
+        image_pins: Callable[[object], str | None] | None = None,
     ) -> None:
         self.scope = scope
+        # The sha256 of each local image, recorded with the job (intake/images.py). Added
+        # after the key is made, so a row's key is what it always was.
+        self._image_pins = image_pins
         self.batch_name = batch_name
         self.folder = output_root.expanduser().resolve() / sanitise_component(batch_name, "batch")
         self.template = template
@@ -130,6 +135,10 @@ class JobBuilder:
         params = values.params  # shared with the row's values: nothing mutates either
         if n > 1 and "seed" in params:
             params = {**params, "seed": int(params["seed"]) + n - 1}
+        if self._image_pins is not None and "image" in params:
+            pin = self._image_pins(params["image"])
+            if pin is not None:
+                params = {**params, PIN_FIELD: pin}
         name = values.name or name_from_prompt(values.prompt)
         template = self._repeat_template if values.repeat > 1 else self._template
         fields: dict[str, object] = {"row": values.row_number, "name": name, "n": n}

@@ -73,6 +73,8 @@ class ImportOptions:
         max_attempts: attempts per job before it fails.
         sheet, delimiter, encoding: how to read the file (None: detect).
         max_file_bytes: larger files are refused before being read.
+        allow_images_anywhere: let rows name reference images outside the sheet's folder
+            (intake/images.py).
     """
 
     provider: str = "mock"
@@ -93,6 +95,7 @@ class ImportOptions:
     delimiter: str | None = None
     encoding: str | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    allow_images_anywhere: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,8 @@ def _plan_import(
             "there is nothing to import."
         )
     columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
-    validator = RowValidator(columns, defaults, catalog, ImageChecker(path.resolve().parent))
+    images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere)
+    validator = RowValidator(columns, defaults, catalog, images)
 
     batch_name = batch_name_for(path, options)
     scope = batch_name.casefold().strip()
@@ -210,6 +214,7 @@ def _plan_import(
         template=options.filename_template, headers=headers, kept_columns=kept_columns,
         date=datetime.fromtimestamp(now if now is not None else datetime.now().timestamp()),
         typed_cells=sheet.format not in TEXT_EXTENSIONS.values(),
+        image_pins=images.pin,
     )
     errors: list[RowError] = []
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import json
 import mimetypes
 import re
@@ -32,6 +33,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
+from reelqueue.domain.images import ImageProblem, read_pinned_image
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
@@ -588,8 +590,14 @@ _DATA_URI = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<b64>;base64)?,(?P
                        re.DOTALL)
 
 
-async def load_image(value: Any, title: str) -> ImageInput:
-    """Read a reference image cell (https URL, data: URI or local file path)."""
+async def load_image(value: Any, title: str, pin: Any = None) -> ImageInput:
+    """Read a reference image cell (https URL, data: URI or local file path).
+
+    A local file is read once with the import's checks (a regular file, not through a
+    link, an image signature, a size cap: intake/images.py) and, when the job recorded its
+    sha256 at import (``params["image_sha256"]``, passed as ``pin``), refused if its bytes
+    changed since: a file swapped after import is never sent to the provider.
+    """
     text = str(value).strip()
     kind = image_kind(text)
     if kind == "url":
@@ -606,9 +614,13 @@ async def load_image(value: Any, title: str) -> ImageInput:
         return ImageInput(url=None, data=data, mime_type=match.group("mime") or "image/png")
     path = Path(text).expanduser()
     try:
-        data = await asyncio.to_thread(path.read_bytes)
-    except OSError as exc:
-        raise _bad_image(title, f"cannot read {path.name!r} ({exc.strerror or exc})") from None
+        data = await asyncio.to_thread(read_pinned_image, path)
+    except ImageProblem as problem:
+        raise _bad_image(title, str(problem)) from None
+    if isinstance(pin, str) and pin and hashlib.sha256(data).hexdigest() != pin.lower():
+        raise _bad_image(title, f"{path.name!r} changed after the sheet was imported; "
+                                "nothing of it was sent. Import the sheet again to use the "
+                                "new file")
     mime = mimetypes.guess_type(path.name)[0] or "image/png"
     return ImageInput(url=None, data=data, mime_type=mime)
 
