@@ -169,12 +169,15 @@ def windows(qloop: qasync.QEventLoop, memory_keyring: MemoryKeyring) -> Iterator
 
 
 def save_screenshot(widget: QWidget, name: str) -> Path:
-    """Save ``widget`` as artifacts/screenshots/NAME.png and copy it to docs/screenshots."""
+    """Save ``widget`` as artifacts/screenshots/NAME.png; copy it to docs/screenshots only
+    when REELQUEUE_UPDATE_DOCS_SCREENSHOTS=1 (a test run must not change tracked files:
+    the docs' pictures are taken on purpose, under a real X server, and looked at)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
     target = ARTIFACTS / f"{name}.png"
     assert widget.grab().save(str(target)), f"could not save {target}"
-    shutil.copyfile(target, DOCS_SHOTS / f"{name}.png")
+    if os.environ.get("REELQUEUE_UPDATE_DOCS_SCREENSHOTS") == "1":
+        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, DOCS_SHOTS / f"{name}.png")
     return target
 
 
