@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,11 +24,16 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, fal
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "queue.fal.run"
 CDN = "v3.fal.media"
@@ -102,7 +110,7 @@ async def test_happy_path_walks_every_documented_state(client_for: ClientFor) ->
     assert submit.headers["authorization"] == f"Key {SENTINEL_KEY}"
     assert json.loads(submit.body) == {"prompt": "A glass city", "aspect_ratio": "9:16",
                                        "duration": "6s", "negative_prompt": "blur",
-                                       "seed": 11}
+                                       "seed": 11, "generate_audio": False}
     assert fake.creates() == 1
     assert "authorization" not in fake.router.calls[-1].headers
 
@@ -286,3 +294,202 @@ def test_registered() -> None:
     assert info.factory is fal.create
     assert info.params.default_capacity == 2
     assert EXTRA_VALIDATORS["fal"] is fal.extra_validation
+
+
+# -- issue 10: audio, finished without a file, failure reasons, unknown outcomes ----------
+
+
+@pytest.mark.parametrize(("audio", "sent"), [(None, False), (True, True), ("yes", True),
+                                             (False, False)])
+async def test_generate_audio_is_off_unless_the_row_asks(
+    client_for: ClientFor, audio: Any, sent: bool
+) -> None:
+    """fal's Veo 3.1 schema defaults generate_audio to true (twice the price per second)."""
+    fake = FakeFal()
+    params = {} if audio is None else {"audio": audio}
+    await make(client_for(fake.router)).submit(request(**params))
+    assert json.loads(fake.router.calls[0].body)["generate_audio"] is sent
+
+
+async def test_result_without_video_is_finished_not_failed(client_for: ClientFor) -> None:
+    fake = FakeFal(states=["status_completed"])
+    fake.router.script("GET", RESULT, json_response(200, {"video": None}))
+    status = await make(client_for(fake.router)).poll(JOB_ID)
+    assert status.phase is RemotePhase.SUCCEEDED
+    assert status.video_url is None
+    assert status.error is None
+
+
+@pytest.mark.parametrize("answer", [
+    {}, {"request_id": ""}, {"request_id": None}, {"request_id": {"id": "x"}},
+    {"status": "IN_QUEUE", "queue_position": 0},
+])
+async def test_create_answer_without_a_request_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeFal()
+    fake.router.script("POST", SUBMIT, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    error = caught.value
+    assert (error.error_class, error.label) == (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert error.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [b"<html>502</html>", b'{"request_id": "76', b"[]",
+                                  b'["764cabcf"]', b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeFal()
+    fake.router.script("POST", SUBMIT, httpx.Response(200, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True  # never "nothing was sent"
+    assert fake.creates() == 1
+
+
+async def test_lookup_never_answers_none(client_for: ClientFor) -> None:
+    """The queue cannot be searched by our token; 'there is none' would be a guess."""
+    provider = make(client_for(Router()))
+    with pytest.raises(ProviderError) as caught:
+        await provider.lookup(request())
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+    assert caught.value.body_maybe_sent is True
+
+
+@pytest.mark.parametrize(("error_type", "error_class", "label"), [
+    ("content_policy_violation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+    ("image_load_error", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+    ("generation_timeout", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+    ("downstream_service_unavailable", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+    ("something_new_2027", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_status_error_types_go_through_the_failure_rules(
+    client_for: ClientFor, error_type: str, error_class: ErrorClass, label: ErrorLabel
+) -> None:
+    fake = FakeFal(states=["status_completed_error"])
+    body = fixture("fal", "status_completed_error")
+    body.update(error="it went wrong", error_type=error_type)
+    fake.router.script("GET", STATUS, json_response(200, body))
+    status = await make(client_for(fake.router)).poll(JOB_ID)
+    assert status.phase is RemotePhase.FAILED and status.error is not None
+    assert (status.error.error_class, status.error.label) == (error_class, label)
+    assert "it went wrong" in str(status.error)
+
+
+# -- through the real engine (MemoryStore), counting creates at the fake ------------------
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one fal account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A glass city", "fal",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("fal-1", "fal", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeFal(states=["status_completed"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+async def test_engine_finished_without_a_file_is_never_created_again(tmp_path: Path) -> None:
+    fake = FakeFal(states=["status_completed"])
+    fake.router.add("GET", RESULT, lambda r, m: json_response(200, {"video": {}}))
+    fake.router.routes.insert(0, fake.router.routes.pop())  # ahead of the normal result
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert fake.creates() == 1
+    assert fake.router.count("GET", RESULT) >= 2  # read again before giving up
+
+
+def _status_failure(error_type: str, text: str) -> dict[str, Any]:
+    body: dict[str, Any] = fixture("fal", "status_completed_error")
+    body.update(error=text, error_type=error_type)
+    return body
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    # Moderation: the status of the finished request says so.
+    ("status", json_response(200, _status_failure(
+        "content_policy_violation", "flagged by a content checker")),
+     ErrorLabel.CONTENT_POLICY, "flagged by a content checker"),
+    # Bad input: the create is refused with a validation error.
+    ("submit", json_response(422, fixture("fal", "error_422_validation")),
+     ErrorLabel.INVALID_INPUT, "Input should be '4s', '6s' or '8s'"),
+    # Unreachable image: the result read reports the image could not be loaded.
+    ("result", json_response(422, {"detail": [{
+        "loc": ["body", "image_url"], "msg": "Failed to load the image from the URL",
+        "type": "image_load_error", "url": "https://docs.fal.ai/errors#image_load_error"}]}),
+     ErrorLabel.INVALID_INPUT, "Failed to load the image"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeFal(states=["status_completed"])
+    pattern = {"status": STATUS, "submit": SUBMIT, "result": RESULT}[where]
+    fake.router.script("POST" if where == "submit" else "GET", pattern, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_out_of_credits_pauses_the_account_and_creates_nothing_more(
+    tmp_path: Path,
+) -> None:
+    """Out of credits is account-level (DESIGN.md invariant 6): the row waits, unfailed."""
+    fake = FakeFal(states=["status_completed"])
+    fake.router.add("POST", SUBMIT, lambda r, m: json_response(
+        403, fixture("fal", "error_403_locked_balance")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("fal-1")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+    assert "Exhausted balance" in (account.status_detail or "")
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeFal(states=["status_completed"])
+    fake.router.script("GET", STATUS, json_response(200, _status_failure(
+        "generation_timeout", "The generation timed out")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeFal(states=["status_completed"])
+    fake.router.script("POST", SUBMIT, json_response(200, {"queue_position": 0}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

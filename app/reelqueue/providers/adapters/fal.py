@@ -4,9 +4,16 @@ Facts from PROVIDERS.md section 5b: ``POST https://queue.fal.run/{model-id}`` wi
 model's input answers ``{request_id, response_url, status_url, cancel_url,
 queue_position}``; ``GET …/requests/{id}/status`` reports ``IN_QUEUE`` (with
 ``queue_position``), ``IN_PROGRESS`` or ``COMPLETED``; ``GET …/requests/{id}`` is the result;
-``PUT …/requests/{id}/cancel`` cancels. ``COMPLETED`` means *finished*, not *succeeded*: the
-result (or the status) can carry an error, and ``X-Fal-Retryable`` / ``X-Fal-Needs-Retry``
-says whether a retry can help. ``content_policy_violation`` is a 422 that never helps.
+``PUT …/requests/{id}/cancel`` cancels (fal-client ``projects/fal_client/src/fal_client/
+client.py``: ``submit``, ``_parse_status``, ``from_request_id``). ``COMPLETED`` means
+*finished*, not *succeeded*: the result (or the status) can carry an error, and
+``X-Fal-Retryable`` / ``X-Fal-Needs-Retry`` says whether a retry can help; without that
+header the error's ``type`` / ``error_type`` goes through :data:`FAILURE_RULES` (only the
+documented transient types are retried). A result that answers 200 without a ``video`` is
+a render fal finished (and billed): it is reported SUCCEEDED without a link, so the engine
+reads it again and never creates it again. The Veo 3.1 endpoints make audio unless told
+not to (``generate_audio``, default true, twice the price): we send ``false`` unless the
+row asks for audio.
 
 The status and result URLs name the app without its sub-path (``fal-ai/veo3.1`` for
 ``fal-ai/veo3.1/fast``), so the job id we keep is that path: ``{owner}/{app}/requests/{id}``.
@@ -23,10 +30,13 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     cancel_request,
     check_row,
     create_answer,
+    created_id,
     fresh_video_link,
+    outcome_unknown,
     plain_status,
     whole_duration,
 )
@@ -37,6 +47,7 @@ from reelqueue.providers.adapters._http import (
     json_or_none,
     load_image,
     mentions,
+    param_bool,
     param_int,
     param_str,
     provider_words,
@@ -53,6 +64,61 @@ TEXT_MODELS = ("fal-ai/veo3.1", "fal-ai/veo3.1/fast")
 IMAGE_MODELS = ("fal-ai/veo3.1/image-to-video", "fal-ai/veo3.1/fast/image-to-video")
 POLL_SECONDS = 5.0  # no documented cadence
 PROBE_REQUEST_ID = "00000000-0000-0000-0000-000000000000"
+# Models whose input schema has ``generate_audio`` (boolean, default true): fal.ai model
+# pages fal-ai/veo3.1[/fast][/image-to-video], "Input Schema" (tests/fixtures/fal/SOURCE.md).
+AUDIO_MODELS = frozenset(TEXT_MODELS + IMAGE_MODELS)
+
+_INVALID, _POLICY = ErrorLabel.INVALID_INPUT, ErrorLabel.CONTENT_POLICY
+# What fal documents for a failed request: model errors (docs.fal.ai/errors, the ``type``
+# of each ``detail`` item) and request errors (fal.ai/docs/documentation/model-apis/
+# request-errors, ``error_type``). The X-Fal-Retryable header, when present, decides first.
+FAILURE_RULES = FailureRules(
+    retryable={
+        # Model errors documented as transient.
+        "internal_server_error": ErrorLabel.PROVIDER_ERROR,
+        "generation_timeout": ErrorLabel.TIMED_OUT,
+        "downstream_service_error": ErrorLabel.PROVIDER_ERROR,
+        "downstream_service_unavailable": ErrorLabel.PROVIDER_ERROR,
+        # Request errors: the runner or the platform, not the input.
+        "request_timeout": ErrorLabel.TIMED_OUT,
+        "startup_timeout": ErrorLabel.TIMED_OUT,
+        "runner_scheduling_failure": ErrorLabel.PROVIDER_ERROR,
+        "runner_connection_timeout": ErrorLabel.PROVIDER_ERROR,
+        "runner_disconnected": ErrorLabel.PROVIDER_ERROR,
+        "runner_connection_refused": ErrorLabel.PROVIDER_ERROR,
+        "runner_connection_error": ErrorLabel.PROVIDER_ERROR,
+        "runner_incomplete_response": ErrorLabel.PROVIDER_ERROR,
+        "runner_server_error": ErrorLabel.PROVIDER_ERROR,
+        "internal_error": ErrorLabel.PROVIDER_ERROR,
+    },
+    # Account trouble reaches us as an HTTP 401/403/429 answer (``_error``), never as the
+    # reason of a finished request.
+    account={},
+    permanent={
+        "content_policy_violation": _POLICY,
+        "image_load_error": _INVALID,  # an image URL fal could not fetch
+        "file_download_error": _INVALID,
+        "image_too_large": _INVALID,
+        "image_too_small": _INVALID,
+        "unsupported_image_format": _INVALID,
+        "feature_not_supported": _INVALID,
+        "no_media_generated": ErrorLabel.PROVIDER_ERROR,
+        "bad_request": _INVALID,
+        # Input validation (the docs link each to docs.fal.ai/errors#<type>).
+        "literal_error": _INVALID,
+        "missing": _INVALID,
+        "greater_than": _INVALID,
+        "greater_than_equal": _INVALID,
+        "less_than": _INVALID,
+        "less_than_equal": _INVALID,
+        "multiple_of": _INVALID,
+        "sequence_too_short": _INVALID,
+        "sequence_too_long": _INVALID,
+        "one_of": _INVALID,
+    },
+    source="docs.fal.ai/errors (model errors) and fal.ai/docs/documentation/model-apis/"
+           "request-errors (request errors), read 2026-11",
+)
 
 PARAMS = ParamSpec(
     models=TEXT_MODELS + IMAGE_MODELS,
@@ -113,13 +179,9 @@ class FalProvider:
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or PARAMS.models[0]
-        body = await self._input(request)
+        body = await self._input(model, request)
         answer = await create_answer(self._api, f"/{model}", self._error, json_body=body)
-        request_id = answer.get("request_id")
-        if not isinstance(request_id, str) or not request_id:
-            raise self._api.error("the submit answer had no request id",
-                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
-                                  body_maybe_sent=True)
+        request_id = created_id(self._api, answer.get("request_id"), "request id", answer)
         return self._job_id(model, request_id, answer.get("status_url"))
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
@@ -134,14 +196,17 @@ class FalProvider:
             sub = f"IN_QUEUE (position {position})" if isinstance(position, int) else state
             return RemoteStatus(RemotePhase.QUEUED, sub_status=sub, poll_after=POLL_SECONDS)
         if state == "COMPLETED":
-            if status.get("error"):
+            if status.get("error") or status.get("error_type"):
                 return RemoteStatus(RemotePhase.FAILED, sub_status=state,
                                     error=self._status_error(status, response))
             return await self._result_status(path)
         return plain_status(state, {"IN_PROGRESS": RemotePhase.RUNNING}, POLL_SECONDS)
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """fal's queue cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "fal's queue cannot be searched for a request by our "
+                              f"client token {request.client_token}; look for it in the "
+                              "fal dashboard")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -159,9 +224,12 @@ class FalProvider:
 
     # -- internals ------------------------------------------------------------------------
 
-    async def _input(self, request: RenderRequest) -> dict[str, Any]:
+    async def _input(self, model: str, request: RenderRequest) -> dict[str, Any]:
         params = request.params
         body: dict[str, Any] = {"prompt": request.prompt}
+        if model in AUDIO_MODELS:
+            # fal's default is true (and twice the price per second): audio only when asked.
+            body["generate_audio"] = bool(param_bool(params, "audio"))
         ratio = param_str(params, "aspect_ratio")
         if ratio:
             body["aspect_ratio"] = ratio
@@ -203,28 +271,55 @@ class FalProvider:
                 raise self._error(response)
             # The request finished with a model error: the render failed.
             return RemoteStatus(RemotePhase.FAILED, sub_status="COMPLETED",
-                                error=self._error(response))
+                                error=self._result_error(response, body))
         result = self._api.json_of(response)
         video = result.get("video")
         url = video.get("url") if isinstance(video, dict) else None
         if not isinstance(url, str) or not url:
-            return RemoteStatus(RemotePhase.FAILED, sub_status="COMPLETED",
-                                error=self._api.error("the result holds no video",
-                                                      ErrorClass.RETRYABLE,
-                                                      ErrorLabel.PROVIDER_ERROR))
+            # Finished and billed, but the answer holds no file: never FAILED (a failed
+            # render may be created again); the engine reads it again instead.
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="COMPLETED (no video in "
+                                "the result)", progress=1.0, video_url=None)
         return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="COMPLETED", progress=1.0,
                             video_url=url)
 
     def _status_error(self, status: Mapping[str, Any], response: httpx.Response) -> ProviderError:
         error_type = str(status.get("error_type") or "")
-        text = self._api.shorten(words_of(status.get("error")))
-        message = f"request failed ({error_type or 'no type'}): {text}"
-        if "content_policy" in error_type or mentions(text, *CONTENT_POLICY_WORDS):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
+        return self._failure(words_of(status.get("error")), {error_type} - {""}, response)
+
+    def _result_error(self, response: httpx.Response, body: Any) -> ProviderError:
+        """The failure a result read reports for a request that finished with an error."""
+        types = _detail_types(body)
+        header_type = response.headers.get("x-fal-error-type")
+        if header_type:
+            types.add(header_type)
+        error = self._failure(provider_words(response), types, response)
+        label = error.label
+        if label is ErrorLabel.PROVIDER_ERROR and error.error_class is ErrorClass.PERMANENT \
+                and response.status_code in (400, 422):
+            label = ErrorLabel.INVALID_INPUT  # fal's answer for input it refused
+        return ProviderError(str(error), error_class=error.error_class, label=label,
+                             status_code=response.status_code)
+
+    def _failure(self, words: str, types: set[str], response: httpx.Response
+                 ) -> ProviderError:
+        """A finished request's failure: the X-Fal-Retryable header when fal sends one,
+        else the documented types (FAILURE_RULES); an undocumented type is permanent."""
+        found = [FAILURE_RULES.classify(self._api, words, error_type, what="request failed")
+                 for error_type in sorted(types)]
+        if not found:
+            found = [FAILURE_RULES.classify(self._api, words, what="request failed")]
+        # One permanent reason (documented or not) is enough to stop: fail closed.
+        error = next((e for e in found if e.error_class is ErrorClass.PERMANENT), found[0])
         retryable = _fal_retryable(response)
-        if retryable is False:
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        if retryable is True and error.label is not ErrorLabel.CONTENT_POLICY:
+            label = (error.label if error.error_class is ErrorClass.RETRYABLE
+                     else ErrorLabel.PROVIDER_ERROR)
+            return self._api.error(_after_title(str(error)), ErrorClass.RETRYABLE, label)
+        if retryable is False and error.error_class is ErrorClass.RETRYABLE:
+            return self._api.error(_after_title(str(error)), ErrorClass.PERMANENT,
+                                   error.label)
+        return error
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
@@ -261,6 +356,11 @@ class FalProvider:
         if status in (400, 422) and mentions(words, *CONTENT_POLICY_WORDS):
             return make(ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _after_title(message: str) -> str:
+    prefix = f"{TITLE}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
 
 
 def _app_root(model: str) -> str:
