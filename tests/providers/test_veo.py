@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,11 +26,16 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, veo
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "generativelanguage.googleapis.com"
 STORAGE = "video-downloads.storage.googleapis.com"
@@ -115,7 +122,7 @@ async def test_happy_path_walks_every_documented_state(client_for: ClientFor) ->
     assert create.headers["x-goog-api-key"] == SENTINEL_KEY
     assert json.loads(create.body) == {
         "instances": [{"prompt": "A lighthouse at dusk"}],
-        "parameters": {"aspectRatio": "9:16", "durationSeconds": "8", "resolution": "1080p",
+        "parameters": {"aspectRatio": "9:16", "durationSeconds": 8, "resolution": "1080p",
                        "negativePrompt": "text, watermark"},
     }
     assert fake.creates() == 1
@@ -157,7 +164,6 @@ async def test_rai_filtered_operation_is_a_content_policy_failure(
 @pytest.mark.parametrize(
     ("name", "error_class", "label"),
     [
-        ("operation_no_samples", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("operation_error_internal", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("operation_error_invalid", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("operation_error_policy", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
@@ -183,7 +189,7 @@ async def test_inline_encoded_video(client_for: ClientFor) -> None:
     provider = make(client_for(fake.router))
     status = await provider.poll(OP_NAME)
     assert status.phase is RemotePhase.SUCCEEDED
-    assert status.video_url is None
+    assert status.video_url == veo.INLINE_VIDEO  # not None: None means "no file"
     assert await collect(provider, status) == VIDEO_BYTES
 
 
@@ -352,3 +358,216 @@ async def test_seed_is_refused_before_sending(client_for: ClientFor) -> None:
         await make(client_for(fake.router)).submit(request(seed=5))
     assert caught.value.label is ErrorLabel.INVALID_INPUT
     assert fake.router.calls == []
+
+
+# -- issue 10: integer duration, finished without a file, rpc codes, unknown outcomes -----
+
+
+async def test_done_without_video_and_without_a_safety_count_is_finished(
+    client_for: ClientFor,
+) -> None:
+    """Not FAILED: a failed render may be created again, and this one may be billed."""
+    fake = FakeVeo(states=["operation_no_samples"])
+    status = await make(client_for(fake.router)).poll(OP_NAME)
+    assert status.phase is RemotePhase.SUCCEEDED
+    assert status.video_url is None and status.error is None
+
+
+async def test_download_of_a_finished_operation_without_video_is_permanent(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeVeo(states=["operation_no_samples"])
+    provider = make(client_for(fake.router))
+    status = await provider.poll(OP_NAME)
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, status)
+    assert caught.value.error_class is ErrorClass.PERMANENT
+    assert "not created again" in str(caught.value)
+    assert fake.creates() == 0
+
+
+def _operation_error(code: int, message: str) -> dict[str, Any]:
+    return {"name": OP_NAME, "done": True, "error": {"code": code, "message": message}}
+
+
+@pytest.mark.parametrize(("code", "message", "error_class", "label"), [
+    (3, "Invalid value for durationSeconds.", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+    (4, "Deadline exceeded.", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+    (7, "The caller does not have permission", ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+    (8, "Resource has been exhausted (e.g. check quota).", ErrorClass.ACCOUNT,
+     ErrorLabel.RATE_LIMITED),
+    (9, "This model requires billing to be enabled on the project.", ErrorClass.ACCOUNT,
+     ErrorLabel.OUT_OF_CREDITS),
+    (9, "User location is not supported for the API use.", ErrorClass.ACCOUNT,
+     ErrorLabel.KEY_REJECTED),
+    (13, "An internal error has occurred.", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+    (14, "The service is currently unavailable.", ErrorClass.RETRYABLE,
+     ErrorLabel.PROVIDER_ERROR),
+    (16, "Request had invalid authentication credentials.", ErrorClass.ACCOUNT,
+     ErrorLabel.KEY_REJECTED),
+    # Undocumented for Veo (UNKNOWN, ABORTED, DATA_LOSS): permanent, never a guess.
+    (2, "Unknown error.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+    (10, "Aborted.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+    (15, "Data loss.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_operation_error_codes_go_through_the_failure_rules(
+    client_for: ClientFor, code: int, message: str, error_class: ErrorClass,
+    label: ErrorLabel,
+) -> None:
+    fake = FakeVeo()
+    fake.router.script("GET", OPERATION, json_response(200, _operation_error(code, message)))
+    status = await make(client_for(fake.router)).poll(OP_NAME)
+    assert status.phase is RemotePhase.FAILED and status.error is not None
+    assert (status.error.error_class, status.error.label) == (error_class, label)
+    assert message.rstrip(".") in str(status.error)
+
+
+@pytest.mark.parametrize("answer", [
+    {}, {"name": ""}, {"name": None}, {"name": "models/veo-3.1-generate-preview"},
+    {"done": False}, {"operations": [{"name": OP_NAME}]},
+])
+async def test_create_answer_without_an_operation_name_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeVeo()
+    fake.router.script("POST", CREATE, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [HTML_PAGE, b'{"name": "models/veo', b"[]", b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeVeo()
+    fake.router.script("POST", CREATE, httpx.Response(200, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+async def test_lookup_never_answers_none(client_for: ClientFor) -> None:
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(Router())).lookup(request())
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+
+
+# -- through the real engine (MemoryStore), counting creates at the fake ------------------
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one Veo account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A lighthouse at dusk", "veo",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("veo-1", "veo", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeVeo(states=["operation_done"])
+    job, _ = await run_engine(tmp_path, fake.router, {"duration": 8})
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+    assert json.loads(fake.router.calls[0].body)["parameters"]["durationSeconds"] == 8
+
+
+async def test_engine_finished_without_a_file_is_never_created_again(tmp_path: Path) -> None:
+    fake = FakeVeo(states=["operation_no_samples"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert fake.creates() == 1
+    assert fake.router.count("GET", OPERATION) >= 2  # read again before giving up
+
+
+@pytest.mark.parametrize(("operation", "label", "words"), [
+    # Moderation: the safety filter's count and reason.
+    (fixture("veo", "operation_rai_filtered"), ErrorLabel.CONTENT_POLICY,
+     "You have not been charged"),
+    # Moderation worded as an INVALID_ARGUMENT operation error.
+    (fixture("veo", "operation_error_policy"), ErrorLabel.CONTENT_POLICY, "usage guidelines"),
+    # Bad input / an image the service could not read.
+    (fixture("veo", "operation_error_invalid"), ErrorLabel.INVALID_INPUT,
+     "The input image could not be processed"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, operation: dict[str, Any], label: ErrorLabel, words: str
+) -> None:
+    fake = FakeVeo()
+    fake.router.add("GET", OPERATION, lambda r, m: json_response(200, operation))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_bad_input_refused_at_create_is_one_create_then_failed(
+    tmp_path: Path,
+) -> None:
+    fake = FakeVeo()
+    fake.router.script("POST", CREATE,
+                       json_response(400, fixture("veo", "error_400_invalid_argument")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.INVALID_INPUT.value
+    assert "durationSeconds" in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_billing_not_enabled_pauses_the_account(tmp_path: Path) -> None:
+    """Out of credits / billing is account-level (DESIGN.md invariant 6): the row waits."""
+    fake = FakeVeo()
+    fake.router.add("POST", CREATE, lambda r, m: json_response(
+        400, fixture("veo", "error_400_billing")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("veo-1")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+    assert "billing" in (account.status_detail or "")
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeVeo(states=["operation_done"])
+    fake.router.script("GET", OPERATION, json_response(200, fixture(
+        "veo", "operation_error_internal")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeVeo()
+    fake.router.script("POST", CREATE, json_response(200, {"done": False}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

@@ -5,7 +5,13 @@ Facts from PROVIDERS.md section 2: ``POST /models/{model}:predictLongRunning`` w
 ``{"name": "models/<model>/operations/<id>"}``; ``GET /v1beta/{name}`` reports it: no
 ``done`` yet (pending), ``done: false`` (running), ``done: true`` with a ``response`` or an
 ``error`` (google.rpc.Status). A finished operation with no samples but
-``raiMediaFilteredCount`` is a safety block (not charged). There is no progress number.
+``raiMediaFilteredCount`` is a safety block (not charged, permanent); with no samples and
+no safety count it is a render Google finished without its file: reported SUCCEEDED with
+no link so the engine reads it again and never creates it again (python-genai#1559). An
+operation ``error`` code goes through :data:`FAILURE_RULES` (google.rpc codes: only the
+transient 4, 13, 14 are retried). ``durationSeconds`` is an integer, as the google-genai
+SDK declares and sends it (``types.py`` ``GenerateVideosConfig.duration_seconds:
+Optional[int]``). There is no progress number.
 The video ``uri`` is a Files-API link that needs the ``x-goog-api-key`` header and
 redirects; files live 2 days. The key header is sent to the API host only.
 No idempotency key and no lookup: ``supports_lookup`` is False. ``seed`` is Vertex-only.
@@ -24,10 +30,12 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     check_row,
     create_answer,
     fresh_video_link,
     get_json,
+    outcome_unknown,
 )
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
@@ -50,6 +58,9 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 MODELS = ("veo-3.1-generate-preview", "veo-3.1-fast-generate-preview",
           "veo-3.1-lite-generate-preview")
 LITE = "veo-3.1-lite-generate-preview"
+# The status's video_url for a video that came inline (encodedVideo): the download reads
+# the operation again. Not a link; nothing but this adapter ever opens it.
+INLINE_VIDEO = "inline:encodedVideo"
 POLL_SECONDS = 10.0  # the official samples poll every 10 s; Veo gives no other hint
 
 # USD per second by resolution (audio included), PROVIDERS.md section 2 [note, /pricing].
@@ -79,13 +90,30 @@ PARAMS = ParamSpec(
     default_capacity=1,
 )
 
-# google.rpc.Code numbers that can end an operation.
-_RPC_INVALID_ARGUMENT = 3
-_RPC_DEADLINE_EXCEEDED = 4
-_RPC_PERMISSION_DENIED = 7
-_RPC_RESOURCE_EXHAUSTED = 8
-_RPC_FAILED_PRECONDITION = 9
-_RPC_UNAUTHENTICATED = 16
+# How a finished operation's ``error.code`` (a google.rpc.Code number) is treated. The
+# codes are google.rpc's (googleapis/googleapis google/rpc/code.proto); what each means on
+# the Gemini API is ai.google.dev/gemini-api/docs/troubleshooting ("Backend service error
+# codes"): 500 INTERNAL, 503 UNAVAILABLE and 504 DEADLINE_EXCEEDED are "retry"; 400
+# FAILED_PRECONDITION is "enable billing on your project" (the account, not the row: it
+# pauses the account, see _precondition_label); 403 PERMISSION_DENIED / 16 UNAUTHENTICATED
+# the key; 429 RESOURCE_EXHAUSTED the quota or the 10-minute spend cap. Phrases come first
+# so a refused prompt is named "content policy", not "invalid input".
+_RPC_FAILED_PRECONDITION = "9"
+FAILURE_RULES = FailureRules(
+    retryable={"13": ErrorLabel.PROVIDER_ERROR,   # INTERNAL
+               "14": ErrorLabel.PROVIDER_ERROR,   # UNAVAILABLE
+               "4": ErrorLabel.TIMED_OUT},        # DEADLINE_EXCEEDED
+    account={"7": ErrorLabel.KEY_REJECTED,        # PERMISSION_DENIED
+             "16": ErrorLabel.KEY_REJECTED,       # UNAUTHENTICATED
+             "8": ErrorLabel.RATE_LIMITED,        # RESOURCE_EXHAUSTED
+             _RPC_FAILED_PRECONDITION: ErrorLabel.OUT_OF_CREDITS},  # billing not enabled
+    permanent={"usage guidelines": ErrorLabel.CONTENT_POLICY,
+               "responsible ai": ErrorLabel.CONTENT_POLICY,
+               "safety": ErrorLabel.CONTENT_POLICY,
+               "3": ErrorLabel.INVALID_INPUT,     # INVALID_ARGUMENT
+               "5": ErrorLabel.INVALID_INPUT},    # NOT_FOUND (a model or file id)
+    source="google/rpc/code.proto; ai.google.dev/gemini-api/docs/troubleshooting",
+)
 
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
@@ -145,26 +173,33 @@ class VeoProvider:
                                      self._error, json_body=body)
         name = answer.get("name")
         if not isinstance(name, str) or "/operations/" not in name:
-            raise self._api.error("the create answer had no operation name",
-                                  ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR,
-                                  body_maybe_sent=True)
+            raise outcome_unknown(self._api, "the create answer had no readable operation "
+                                  "name", answer)
         return name
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._operation(provider_job_id))
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """Operations cannot be listed or searched by our token: never answer "none"."""
+        raise outcome_unknown(self._api, "Veo operations cannot be searched by our client "
+                              f"token {request.client_token}; look for the render in AI "
+                              "Studio")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         url = status.video_url
-        if url is None:
+        if url is None or url == INLINE_VIDEO:
             operation = await self._operation(provider_job_id)
             url = self._status(operation).video_url
-            if url is None:
+            if url == INLINE_VIDEO:
                 # Rare: the video came inline (encodedVideo) instead of as a Files-API uri.
                 yield self._inline_video(operation)
                 return
+            if url is None:
+                raise self._api.error(
+                    "the operation finished without a video; it was not created again "
+                    "(look for it in AI Studio)", ErrorClass.PERMANENT,
+                    ErrorLabel.DOWNLOAD_FAILED)
 
         async def same_or_new_uri() -> str:
             return await fresh_video_link(
@@ -195,7 +230,7 @@ class VeoProvider:
             parameters["aspectRatio"] = ratio
         seconds = param_int(params, "duration")
         if seconds is not None:
-            parameters["durationSeconds"] = str(seconds)  # a string enum on the Gemini API
+            parameters["durationSeconds"] = seconds  # an int in the SDK (types.py)
         resolution = param_str(params, "resolution")
         if resolution:
             parameters["resolution"] = resolution
@@ -228,40 +263,40 @@ class VeoProvider:
                                     video_url=uri)
             if video.get("encodedVideo"):
                 return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="done (inline video)",
-                                    progress=1.0)
-        return RemoteStatus(RemotePhase.FAILED, sub_status="done without video",
-                            error=self._no_video_error(result))
+                                    progress=1.0, video_url=INLINE_VIDEO)
+        filtered = result.get("raiMediaFilteredCount")
+        if isinstance(filtered, int | float) and not isinstance(filtered, bool) \
+                and filtered >= 1:
+            return RemoteStatus(RemotePhase.FAILED, sub_status="done, filtered",
+                                error=self._filtered_error(result))
+        # Done, no sample and no safety count: Google finished (and may have billed) the
+        # render but the answer holds no file (python-genai#1559). Never FAILED: a failed
+        # render may be created again; the engine reads it again instead.
+        return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="done without video",
+                            progress=1.0, video_url=None)
 
-    def _no_video_error(self, result: Mapping[str, Any]) -> ProviderError:
-        filtered = result.get("raiMediaFilteredCount") or 0
+    def _filtered_error(self, result: Mapping[str, Any]) -> ProviderError:
         reasons = result.get("raiMediaFilteredReasons") or []
-        if isinstance(filtered, int | float) and filtered >= 1:
-            why = "; ".join(str(r) for r in reasons[:2]) if isinstance(reasons, list) else ""
-            return self._api.error(
-                "the safety filter blocked the video (not charged)"
-                + (f": {self._api.shorten(why)}" if why else ""),
-                ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        # "done but no generated_videos" happens without a reason (python-genai#1559).
-        return self._api.error("the operation finished without a video and without a reason",
-                               ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        why = "; ".join(str(r) for r in reasons[:2]) if isinstance(reasons, list) else ""
+        return self._api.error(
+            "the safety filter blocked the video (not charged)"
+            + (f": {self._api.shorten(why)}" if why else ""),
+            ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
 
     def _operation_error(self, error: Mapping[str, Any]) -> ProviderError:
         code = error.get("code")
-        text = self._api.shorten(str(error.get("message") or "no message"))
-        message = f"render failed (code {code}): {text}"
-        if mentions(text, *CONTENT_POLICY_WORDS, "usage guidelines", "responsible ai"):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        if code == _RPC_INVALID_ARGUMENT:
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
-        if code in (_RPC_PERMISSION_DENIED, _RPC_UNAUTHENTICATED):
-            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED)
-        if code == _RPC_RESOURCE_EXHAUSTED:
-            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED)
-        if code == _RPC_FAILED_PRECONDITION:
-            return self._api.error(message, ErrorClass.ACCOUNT, _precondition_label(text))
-        if code == _RPC_DEADLINE_EXCEEDED:
-            return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        code_text = str(code) if isinstance(code, int) and not isinstance(code, bool) else ""
+        text = str(error.get("message") or "")
+        failure = FAILURE_RULES.classify(self._api, text, code_text or None,
+                                         what=f"render failed (code {code})")
+        if code_text == _RPC_FAILED_PRECONDITION and failure.error_class is ErrorClass.ACCOUNT:
+            # Billing not enabled, or a region without the free tier: either way the
+            # account cannot render until the user acts; name it by what the text says.
+            label = _precondition_label(text)
+            if label is not failure.label:
+                return ProviderError(str(failure), error_class=ErrorClass.ACCOUNT,
+                                     label=label)
+        return failure
 
     def _inline_video(self, operation: Mapping[str, Any]) -> bytes:
         samples = _video_response(operation).get("generatedSamples") or []
