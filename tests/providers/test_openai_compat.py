@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,16 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, openai_compat
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 GATEWAY = "videos.gateway.example"
 BASE_URL = f"https://{GATEWAY}/v1"
@@ -145,7 +152,10 @@ async def test_model_is_required(client_for: ClientFor) -> None:
     ("name", "error_class", "label"),
     [
         ("video_failed_moderation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
-        ("video_failed_internal", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+        # "internal_error" is no code OpenAI documents: permanent, never a guessed retry.
+        ("video_failed_internal", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+        ("video_failed_server_error", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+        ("video_failed_rate_limited", ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
         ("video_failed_invalid", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("video_expired", ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED),
     ],
@@ -232,7 +242,9 @@ async def test_new_instance_reattaches_by_video_id(client_for: ClientFor) -> Non
     assert await collect(second, status) == VIDEO_BYTES
     assert fake.creates() == 1
     assert second.supports_lookup is False
-    assert await second.lookup(request()) is None
+    with pytest.raises(ProviderError) as caught:  # unknown, never "there is none"
+        await second.lookup(request())
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
 
 
 async def test_cancel_deletes_the_video(client_for: ClientFor) -> None:
@@ -286,3 +298,185 @@ def test_extra_validation_and_registration() -> None:
     assert openai_compat.extra_validation({"image": "/tmp/a.png"}) == []
     assert EXTRA_VALIDATORS["openai-compat"] is openai_compat.extra_validation
     assert registry.get("openai-compat").factory is openai_compat.create
+
+
+# -- issue 10: the SDK's sizes and seconds, the default model, failure codes, unknowns ----
+
+
+@pytest.mark.parametrize(("params", "size"), [
+    ({"aspect_ratio": "16:9"}, "1280x720"),
+    ({"aspect_ratio": "9:16"}, "720x1280"),
+    ({"aspect_ratio": "16:9", "resolution": "1024p"}, "1792x1024"),
+    ({"aspect_ratio": "9:16", "resolution": "1024p"}, "1024x1792"),
+    ({"resolution": "720p"}, "1280x720"),
+])
+async def test_sizes_are_the_sdks(client_for: ClientFor, params: dict[str, Any],
+                                  size: str) -> None:
+    fake = FakeGateway()
+    await make(client_for(fake.router)).submit(request(**params))
+    assert f'name="size"\r\n\r\n{size}\r\n' in fake.router.calls[0].body.decode()
+
+
+async def test_1080p_only_when_the_account_allows_it(client_for: ClientFor) -> None:
+    fake = FakeGateway()
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request(resolution="1080p",
+                                                           aspect_ratio="9:16"))
+    assert caught.value.label is ErrorLabel.INVALID_INPUT
+    assert fake.router.calls == []
+    await make(client_for(fake.router), allow_1080p=True).submit(
+        request(resolution="1080p", aspect_ratio="9:16"))
+    assert 'name="size"\r\n\r\n1080x1920\r\n' in fake.router.calls[0].body.decode()
+
+
+@pytest.mark.parametrize(("duration", "ok"), [(4, True), (8, True), (12, True), ("12", True),
+                                              (5, False), (10, False), (16, False),
+                                              (60, False)])
+async def test_seconds_are_4_8_or_12(client_for: ClientFor, duration: Any, ok: bool) -> None:
+    fake = FakeGateway()
+    provider = make(client_for(fake.router))
+    if ok:
+        await provider.submit(request(duration=duration))
+        assert f'name="seconds"\r\n\r\n{int(duration)}\r\n' in \
+            fake.router.calls[0].body.decode()
+    else:
+        with pytest.raises(ProviderError) as caught:
+            await provider.submit(request(duration=duration))
+        assert caught.value.label is ErrorLabel.INVALID_INPUT
+        assert fake.router.calls == []
+    assert registry.get("openai-compat").params.durations == (4.0, 8.0, 12.0)
+
+
+async def test_the_accounts_default_model_is_sent(client_for: ClientFor) -> None:
+    fake = FakeGateway()
+    await make(client_for(fake.router), model="veo-3.1-fast").submit(request())
+    assert 'name="model"\r\n\r\nveo-3.1-fast\r\n' in fake.router.calls[0].body.decode()
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": ""}, {"id": None}, {"object": "video"},
+                                    {"data": [{"id": VIDEO_ID}]}, {"error": None}])
+async def test_create_answer_without_an_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeGateway()
+    fake.router.script("POST", CREATE, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [b"<html>ok</html>", b'{"id": "video_', b"[]", b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeGateway()
+    fake.router.script("POST", CREATE, httpx.Response(200, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+# -- through the real engine (MemoryStore), counting creates at the fake ------------------
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one gateway account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A tide pool", "openai-compat",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("gw", "openai-compat", 1, BASE_URL, "ref",
+                                  {"model": "wan-2.5"}), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+def _instant(fake: FakeGateway) -> None:
+    """Answer without openai-poll-after-ms, so the engine polls on its own fast pace."""
+    fake.router.add("GET", VIDEO, lambda r, m: json_response(
+        200, fixture("openai_compat", fake.states[-1])))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeGateway(states=["video_completed"])
+    _instant(fake)
+    job, _ = await run_engine(tmp_path, fake.router, {"duration": 8})
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    ("poll", json_response(200, fixture("openai_compat", "video_failed_moderation")),
+     ErrorLabel.CONTENT_POLICY, "blocked by our moderation system"),
+    ("create", json_response(400, fixture("openai_compat", "error_400")),
+     ErrorLabel.INVALID_INPUT, "Invalid type for 'input_reference'"),
+    ("poll", json_response(200, fixture("openai_compat", "video_failed_image_download")),
+     ErrorLabel.INVALID_INPUT, "Failed to download the input_reference image"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeGateway(states=["video_completed"])
+    _instant(fake)
+    fake.router.script("POST" if where == "create" else "GET",
+                       CREATE if where == "create" else VIDEO, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_out_of_quota_pauses_the_account(tmp_path: Path) -> None:
+    """insufficient_quota is account-level (DESIGN.md invariant 6): the row waits."""
+    fake = FakeGateway(states=["video_completed"])
+    fake.router.add("POST", CREATE, lambda r, m: json_response(
+        429, fixture("openai_compat", "error_429_quota")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("gw")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeGateway(states=["video_completed"])
+    _instant(fake)
+    fake.router.script("GET", VIDEO, json_response(200, fixture(
+        "openai_compat", "video_failed_server_error")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeGateway(states=["video_completed"])
+    fake.router.script("POST", CREATE, json_response(200, {"object": "video"}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

@@ -5,14 +5,24 @@ shape with other models behind it (PROVIDERS.md sections 0 and 1). So there is *
 default base URL** and no default model: the account names its gateway (https) and the
 row or the account setting ``model`` names the model.
 
-Shape: ``POST /videos`` as multipart form (``prompt``, ``model``, ``seconds`` as a string,
-``size`` "WxH", ``input_reference`` a file) answers a video object ``{id, status, progress,
+Shape (openai-python ``src/openai/resources/videos.py`` and ``types/video*.py``):
+``POST /videos`` as multipart form (``prompt``, ``model``, ``seconds`` one of the strings
+"4", "8", "12", ``size`` one of 720x1280, 1280x720, 1024x1792, 1792x1024,
+``input_reference`` a file) answers a video object ``{id, status, progress,
 error{code, message}, expires_at…}``; ``GET /videos/{id}`` reports ``queued`` /
 ``in_progress`` (``progress`` 0-100) / ``completed`` / ``failed`` (Batch also ``expired``);
 ``GET /videos/{id}/content`` streams the file with the key (links last about an hour).
 The ``openai-poll-after-ms`` header paces polling. A 429 is either ``rate_limit_exceeded``
-(wait) or ``insufficient_quota`` (credits gone). No idempotency key; the list endpoint
-cannot be filtered by anything of ours, so ``supports_lookup`` is False.
+(wait) or ``insufficient_quota`` (credits gone). A failed video's ``error.code`` goes
+through :data:`FAILURE_RULES`: only ``server_error`` is retried. No idempotency key; the
+list endpoint cannot be filtered by anything of ours, so ``supports_lookup`` is False and
+``lookup`` never answers "there is none".
+
+Row resolution -> size: ``720p`` = 1280x720 / 720x1280 and ``1024p`` = 1792x1024 /
+1024x1792 (the SDK's sizes, by aspect ratio); ``1080p`` = 1920x1080 / 1080x1920 is not in
+the SDK and is sent only when the account's setting ``allow_1080p`` says the gateway's
+model takes it. The account's setting ``model`` (``accounts add/set --model``) is the
+default model.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     cancel_request,
     create_answer,
     created_id,
     fraction,
     fresh_video_link,
+    outcome_unknown,
     plain_status,
     whole_duration,
 )
@@ -53,16 +65,53 @@ from reelqueue.providers.registry import ProviderInfo, register
 KIND = "openai-compat"
 TITLE = "OpenAI-compatible gateway"
 POLL_SECONDS = 10.0  # the guide's 10-20 s, when the gateway sends no openai-poll-after-ms
+# (aspect ratio, resolution) -> size. The first four are the SDK's VideoSize literals
+# (types/video_size.py); 1080p is the gateway's own, allowed per account (allow_1080p).
 _SIZES = {("16:9", "720p"): "1280x720", ("9:16", "720p"): "720x1280",
+          ("16:9", "1024p"): "1792x1024", ("9:16", "1024p"): "1024x1792",
           ("16:9", "1080p"): "1920x1080", ("9:16", "1080p"): "1080x1920"}
+SECONDS = (4, 8, 12)  # types/video_seconds.py: Literal["4", "8", "12"]
 _POLICY_CODES = ("moderation_blocked", "content_policy_violation", "content_filter")
+
+_INVALID, _POLICY = ErrorLabel.INVALID_INPUT, ErrorLabel.CONTENT_POLICY
+# A failed video's ``error.code``. OpenAI documents the codes of a failed generation for
+# its Responses API (openai-python types/responses/response_error.py) and the meaning of
+# each in the error-codes guide (developers.openai.com/docs/guides/error-codes):
+# server_error is "retry after a brief wait"; rate_limit_exceeded / insufficient_quota are
+# the account's. Everything else, including a gateway's own words, is permanent.
+FAILURE_RULES = FailureRules(
+    retryable={"server_error": ErrorLabel.PROVIDER_ERROR},
+    account={"rate_limit_exceeded": ErrorLabel.RATE_LIMITED,
+             "insufficient_quota": ErrorLabel.OUT_OF_CREDITS,
+             "invalid_api_key": ErrorLabel.KEY_REJECTED,
+             "unsupported_country_region_territory": ErrorLabel.KEY_REJECTED},
+    permanent={**dict.fromkeys(_POLICY_CODES, _POLICY),
+               "image_content_policy_violation": _POLICY,
+               "bio_policy": _POLICY,
+               "invalid_prompt": _INVALID,
+               "invalid_image": _INVALID,
+               "invalid_image_format": _INVALID,
+               "invalid_base64_image": _INVALID,
+               "invalid_image_url": _INVALID,
+               "image_too_large": _INVALID,
+               "image_too_small": _INVALID,
+               "image_parse_error": _INVALID,
+               "invalid_image_mode": _INVALID,
+               "image_file_too_large": _INVALID,
+               "unsupported_image_media_type": _INVALID,
+               "empty_image_file": _INVALID,
+               "failed_to_download_image": _INVALID,
+               "image_file_not_found": _INVALID,
+               "invalid_reference_image": _INVALID},
+    source="openai-python types/responses/response_error.py (codes) and "
+           "developers.openai.com/docs/guides/error-codes (what each means), 2026",
+)
 
 PARAMS = ParamSpec(
     models=(),  # whatever the gateway serves; set per row or with the account's "model"
-    durations=None,
-    duration_range=(1.0, 60.0),  # the gateway's model decides (OpenAI's were 4/8/12)
+    durations=tuple(float(n) for n in SECONDS),
     aspect_ratios=("16:9", "9:16"),
-    resolutions=("720p", "1080p"),
+    resolutions=("720p", "1024p", "1080p"),  # 1080p only with the account's allow_1080p
     seed=False,
     negative_prompt=False,
     reference_image=True,
@@ -95,6 +144,7 @@ class OpenAICompatProvider:
     def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=None)
         self._model = str(config.settings.get("model") or "").strip() or None
+        self._allow_1080p = config.settings.get("allow_1080p") is True
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider(account={self._api.account!r})"
@@ -112,12 +162,16 @@ class OpenAICompatProvider:
         problems += extra_validation(request.params)
         model = param_str(request.params, "model") or self._model
         if not model:
-            problems.append("no model: put one in the row or set the account's 'model'")
+            problems.append("no model: put one in the row or give the account a default "
+                            "with 'reelqueue accounts set NAME --model MODEL'")
+        if param_str(request.params, "resolution") == "1080p" and not self._allow_1080p:
+            problems.append("1080p is not one of the /v1/videos sizes; allow it only if the "
+                            "gateway's model takes it (account setting allow_1080p)")
         if problems or not model:
             raise invalid_params(TITLE, problems)
         answer = await create_answer(self._api, "/videos", self._error,
                                      files=await self._form(model, request))
-        return created_id(self._api, answer.get("id"), "video id")
+        return created_id(self._api, answer.get("id"), "video id", answer)
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         response = await self._api.request("GET", f"/videos/{provider_job_id}")
@@ -126,7 +180,10 @@ class OpenAICompatProvider:
         return self._status(provider_job_id, self._api.json_of(response), response)
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """The list cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "the gateway's video list cannot be searched by our "
+                              f"client token {request.client_token}; look for the video in "
+                              "the gateway's dashboard")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -156,8 +213,9 @@ class OpenAICompatProvider:
         if seconds is not None:
             form.append(("seconds", (None, str(seconds))))  # a string enum in this shape
         ratio = param_str(params, "aspect_ratio")
-        if ratio:
-            size = _SIZES.get((ratio, param_str(params, "resolution") or "720p"))
+        resolution = param_str(params, "resolution")
+        if ratio or resolution:
+            size = _SIZES.get((ratio or "16:9", resolution or "720p"))
             if size:
                 form.append(("size", (None, size)))
         if image_kind(params.get("image")):
@@ -192,14 +250,9 @@ class OpenAICompatProvider:
     def _failure(self, video: Mapping[str, Any]) -> ProviderError:
         error = video.get("error")
         error = error if isinstance(error, dict) else {}
-        code = str(error.get("code") or "")
-        text = self._api.shorten(str(error.get("message") or "no reason given"))
-        message = f"render failed ({code or 'no code'}): {text}"
-        if code in _POLICY_CODES or mentions(f"{code} {text}", *CONTENT_POLICY_WORDS):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        if code.startswith("invalid") or code in ("bad_request", "unsupported_value"):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        code = error.get("code")
+        return FAILURE_RULES.classify(self._api, error.get("message"),
+                                      code if isinstance(code, str) else None)
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
