@@ -19,6 +19,11 @@ class EngineConfig:
     rate_limit_default_seconds: account pause on a 429 without Retry-After.
     ledger_retention_days: ledger rows older than this are pruned at start-up.
     http_timeout_seconds: read timeout of provider calls.
+    download_max_bytes: the most bytes one video may have (decoded); a larger one is
+        refused (by Content-Length) or cut off, as a retryable download failure.
+    download_deadline_seconds: the longest one video download may take.
+    download_min_bytes_per_second: the download throughput floor (0: none), averaged
+        over ``download_floor_window_seconds``; a slower download is cut off.
     shared_store: True when several machines share the store (take over expired leases
         only); False on one machine behind the data-folder lock.
     max_resumes: how many times in a row one render may be resumed after its process
@@ -34,5 +39,9 @@ class EngineConfig:
     rate_limit_default_seconds: float = 30.0
     ledger_retention_days: float = 90.0
     http_timeout_seconds: float = 60.0
+    download_max_bytes: int = 2 * 1024**3
+    download_deadline_seconds: float = 30 * 60.0
+    download_min_bytes_per_second: float = 8 * 1024.0
+    download_floor_window_seconds: float = 60.0
     shared_store: bool = False
     max_resumes: int = 5

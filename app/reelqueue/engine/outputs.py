@@ -5,6 +5,11 @@ look like an MP4/MOV/WebM), fsynced, renamed into place and the folder fsynced; 
 does the engine record completion with the size and sha256 computed on the way. A file at
 the final path therefore always is a whole video, which is what lets start-up recovery
 complete a job from the disk instead of rendering it again.
+
+Every download is bounded (DESIGN.md invariant 12, ``providers/download_limits.py``): a
+byte cap, a deadline and a throughput floor, whatever the adapter. A download that passes
+one fails as a retryable ``DOWNLOAD_FAILED`` with its ``.part`` removed; the engine keeps
+the render and downloads it again later.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any, BinaryIO, TypeVar
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, OutputNotWritable, ProviderError
 from reelqueue.domain.models import FileCheck, Job
+from reelqueue.engine.config import EngineConfig
+from reelqueue.providers.download_limits import DownloadLimits, bounded, using_limits
 
 T = TypeVar("T")
 
@@ -33,6 +40,16 @@ class WrittenFile:
     path: Path
     size: int
     sha256: str
+
+
+def limits_from_config(config: EngineConfig) -> DownloadLimits:
+    """The download bounds an engine with ``config`` enforces."""
+    return DownloadLimits(
+        max_bytes=config.download_max_bytes,
+        deadline_seconds=config.download_deadline_seconds,
+        min_bytes_per_second=config.download_min_bytes_per_second,
+        floor_window_seconds=config.download_floor_window_seconds,
+    )
 
 
 def part_path(final: Path, claim_token: str) -> Path:
@@ -57,11 +74,13 @@ class OutputWriter:
     """Writes downloads off the event loop, on its own thread.
 
     Attributes:
+        limits: the byte cap, deadline and throughput floor of every download.
         fault_hook: tests set it to raise an OSError (ENOSPC) on a write.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limits: DownloadLimits | None = None) -> None:
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="outputs")
+        self.limits = limits or DownloadLimits()
         self.fault_hook: object | None = None
 
     def shutdown(self) -> None:
@@ -77,22 +96,26 @@ class OutputWriter:
         part = part_path(final, claim_token)
         digest = hashlib.sha256()
         size = 0
+        limits = self.limits
         handle: BinaryIO = await self._run(open, part, "wb")
+        stream = bounded(chunks, limits)
         try:
             head = b""
-            async for chunk in chunks:
-                if not chunk:
-                    continue
-                if len(head) < 16:
-                    head += chunk[: 16 - len(head)]
-                await self._run(self._write, handle, chunk, digest)
-                size += len(chunk)
+            # The adapter reads the limits too, to refuse a Content-Length over the cap
+            # before any byte comes.
+            with using_limits(limits):
+                async for chunk in stream:
+                    if len(head) < 16:
+                        head += chunk[: 16 - len(head)]
+                    await self._run(self._write, handle, chunk, digest)
+                    size += len(chunk)
             if size == 0 or not looks_like_video(head):
                 raise ProviderError(
                     "The provider sent something that is not a video (an error page?).",
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.DOWNLOAD_FAILED)
             await self._run(self._finish, handle, part, final)
         except BaseException:
+            await stream.aclose()  # closes the adapter's response: no connection is kept
             await self._run(self._discard, handle, part)
             raise
         return WrittenFile(final, size, digest.hexdigest())

@@ -6,10 +6,13 @@ Every adapter builds one :class:`ApiClient` from its account's config. It:
 - sends each request exactly once; retrying is the engine's decision, and a create whose
   body may have gone out is never retried (``transport_error(exc, during_create=True)``);
 - turns a provider's error body into a short text with the API key scrubbed out, even when
-  the provider echoes our request headers back at us;
+  the provider echoes our request headers back at us: the whole text is scrubbed first
+  (any spelling, any case, any run of 8+ characters of the key), then cut (:func:`redact`);
 - streams a finished video while checking that it is one (not an HTML error page), that
-  it is complete (Content-Length), and re-fetches a fresh link once when the old one has
-  expired and the adapter knows how to get another.
+  it is complete (Content-Length) and not over the byte cap (``download_limits``), checking
+  every link and redirect hop (https, or http on loopback only when the API itself is on
+  loopback), and re-fetches a fresh link once when the old one has expired and the adapter
+  knows how to get another.
 
 Nothing here logs a header, a body or a URL query (signed links carry credentials too).
 """
@@ -34,6 +37,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.images import ImageProblem, read_pinned_image
+from reelqueue.providers import download_limits
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
@@ -45,6 +49,9 @@ from reelqueue.providers.registry import check_base_url, is_loopback_url
 
 REDACTED = "[redacted]"
 MAX_MESSAGE_CHARS = 300
+# A run of this many characters of a secret is scrubbed wherever it appears (a prefix, a
+# suffix, the key one character short...); shorter fragments carry too little to matter.
+SECRET_FRAGMENT_CHARS = 8
 MAX_REDIRECTS = 5
 SNIFF_BYTES = 64
 # Statuses a download link answers with once it has expired or was revoked: S3/CloudFront
@@ -80,6 +87,7 @@ class ApiClient:
         title: str,
         default_base_url: str | None,
         auth_headers: AuthHeaders = bearer,
+        require_key: bool = True,
     ) -> None:
         base = config.base_url or default_base_url
         if not base:
@@ -90,16 +98,18 @@ class ApiClient:
         self.title = title
         self.account = config.account
         self._client = client
-        if not config.api_key:
+        if not config.api_key and require_key:
             raise ProviderError(
                 f"{title}: no API key is stored for account {config.account!r}; "
                 "add one with 'reelqueue accounts add'.",
                 error_class=ErrorClass.ACCOUNT,
                 label=ErrorLabel.KEY_REJECTED,
             )
-        self._key = config.api_key
+        self._key = config.api_key or ""
         self._auth_headers = auth_headers
-        self._secrets = _secret_variants(self._key, auth_headers(self._key).values())
+        self._secrets: tuple[str, ...] = ()
+        if self._key:
+            self._secrets = _secret_variants(self._key, auth_headers(self._key).values())
 
     def __repr__(self) -> str:
         return f"ApiClient({self.title!r}, account={self.account!r}, base_url={self.base_url!r})"
@@ -107,13 +117,13 @@ class ApiClient:
     # -- secrets --------------------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        """``text`` with every spelling of the key we know of replaced."""
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        """``text`` with every spelling of the key we know of, and every run of 8+ of its
+        characters, replaced (in any case). Scrub the whole text before cutting it."""
+        return redact(text, self._secrets)
 
     def auth(self) -> dict[str, str]:
+        if not self._key:
+            return {}  # a keyless account (the local mock)
         headers = dict(self._auth_headers(self._key))
         for value in headers.values():
             if value and value not in self._secrets:
@@ -166,12 +176,13 @@ class ApiClient:
 
     def message(self, response: httpx.Response, what: str = "") -> str:
         """A short, key-free text for an error answer: provider, status, provider's words."""
-        detail = self.scrub(provider_words(response))
+        detail = self.shorten(provider_words(response))
         head = f"{self.title}: {what + ': ' if what else ''}HTTP {response.status_code}"
         return f"{head}: {detail}" if detail else head
 
     def shorten(self, text: str) -> str:
-        """A provider's free text (failure reasons), scrubbed and cut to a sane length."""
+        """A provider's free text (failure reasons), scrubbed whole, then cut to a sane
+        length: cutting first could leave a piece of the key the scrub no longer knows."""
         return _truncate(self.scrub(text.strip()))
 
     def http_error(
@@ -288,7 +299,9 @@ class ApiClient:
     ) -> httpx.Response:
         for _ in range(MAX_REDIRECTS + 1):
             self._check_download_url(url)
-            headers: dict[str, str] = {}
+            # Identity: a compressed body could decode to far more than it announced (a
+            # gzip bomb). A server that compresses anyway is still counted decoded.
+            headers: dict[str, str] = {"Accept-Encoding": "identity"}
             if accept:
                 headers["Accept"] = accept
             if send_key_to_api_host and self.is_own_origin(url):
@@ -307,10 +320,12 @@ class ApiClient:
                          ErrorLabel.DOWNLOAD_FAILED)
 
     def _check_download_url(self, url: str) -> None:
+        """Every link and every redirect hop: https, or plain http to loopback only when
+        the API itself is on loopback (a fake or the local mock)."""
         parts = urlsplit(url)
         if parts.scheme == "https" and parts.hostname:
             return
-        if parts.scheme == "http" and is_loopback_url(url):
+        if parts.scheme == "http" and is_loopback_url(url) and is_loopback_url(self.base_url):
             return
         raise self.error(
             f"refusing to download from a non-https link ({parts.scheme or 'no'} scheme)",
@@ -326,6 +341,10 @@ class ApiClient:
                 ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED,
                 status_code=response.status_code,
             )
+        limits = download_limits.current_limits()
+        expected = response.headers.get("content-length")
+        if expected and expected.isdigit() and int(expected) > limits.max_bytes:
+            raise download_limits.too_large(limits, int(expected))
         received = 0
         held = b""  # the first bytes, kept back until they are known not to be a text page
         sniffed = False
@@ -333,7 +352,9 @@ class ApiClient:
             async for chunk in response.aiter_bytes():
                 if not chunk:
                     continue
-                received += len(chunk)
+                received += len(chunk)  # decoded bytes, whatever the Content-Encoding
+                if received > limits.max_bytes:
+                    raise download_limits.too_large(limits)
                 if sniffed:
                     yield chunk
                     continue
@@ -352,7 +373,6 @@ class ApiClient:
         if received == 0:
             raise self.error("download failed: the provider sent an empty file",
                              ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
-        expected = response.headers.get("content-length")
         encoding = response.headers.get("content-encoding", "identity").lower()
         # Content-Length counts encoded bytes; only an unencoded body can be compared.
         if expected and expected.isdigit() and encoding == "identity" and int(expected) != received:
@@ -407,15 +427,16 @@ def rate_limit_reset_of(response: httpx.Response, now: float | None = None) -> f
 
 
 def provider_words(response: httpx.Response) -> str:
-    """The provider's own explanation in an error answer, unscrubbed and possibly empty."""
+    """The provider's own explanation in an error answer: unscrubbed and UNCUT (cut it only
+    after scrubbing, e.g. with ``ApiClient.shorten``), possibly empty."""
     try:
         body: Any = response.json()
     except (ValueError, UnicodeDecodeError):
         text = response.text.strip()
         if not text or text.startswith("<"):
             return response.reason_phrase
-        return _truncate(text)
-    return _truncate(words_of(body)) or response.reason_phrase
+        return text
+    return words_of(body).strip() or response.reason_phrase
 
 
 def words_of(body: Any) -> str:
@@ -477,6 +498,50 @@ def _truncate(text: str) -> str:
     if len(text) > MAX_MESSAGE_CHARS:
         return text[: MAX_MESSAGE_CHARS - 1] + "…"
     return text
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret, and every run of 8+ consecutive characters of one,
+    replaced by ``[redacted]``; letter case is ignored.
+
+    The one scrub every adapter (``ApiClient.scrub``) and the mock adapter use. It covers a
+    provider quoting our header back cut short, upper-cased, or one character short. Run it
+    over the whole text, then cut: a cut first can leave a fragment it no longer knows.
+    """
+    grams: dict[int, set[str]] = {}
+    for secret in secrets:
+        lowered = secret.lower()
+        if 0 < len(lowered) < SECRET_FRAGMENT_CHARS and not lowered.isspace():
+            grams.setdefault(len(lowered), set()).add(lowered)  # a tiny key: whole only
+        # A header value ("Bearer <key>") is cut at its spaces, so "bearer" alone is kept.
+        for piece in lowered.split():
+            size = SECRET_FRAGMENT_CHARS
+            grams.setdefault(size, set()).update(
+                piece[i: i + size] for i in range(len(piece) - size + 1))
+    grams = {size: wanted for size, wanted in grams.items() if wanted}
+    if not grams or not text:
+        return text
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a rare case mapping changes length (e.g. 'İ')
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    hidden = bytearray(len(text))
+    for size, wanted in grams.items():
+        alphabet = "".join(sorted({c for gram in wanted for c in gram}))
+        # Only runs made of the secrets' characters can hold a fragment: find them at C
+        # speed, then look inside the few that can.
+        runs = re.compile(f"[{re.escape(alphabet)}]{{{size},}}")
+        for run in runs.finditer(lowered):
+            for i in range(run.start(), run.end() - size + 1):
+                if lowered[i: i + size] in wanted:
+                    hidden[i: i + size] = b"\x01" * size
+    out: list[str] = []
+    kept = 0
+    for span in re.finditer(rb"\x01+", hidden):
+        out.append(text[kept: span.start()])
+        out.append(REDACTED)
+        kept = span.end()
+    out.append(text[kept:])
+    return "".join(out)
 
 
 def _host(url: httpx.URL | str) -> str:
