@@ -4,12 +4,14 @@ It speaks the mock's small JSON API over the shared ``httpx.AsyncClient`` and ma
 failure onto :class:`~reelqueue.domain.errors.ProviderError`. It sends a create request
 exactly once (no retries here), never sends the API key anywhere but the account's base
 URL (download links get no key), and never puts the key into an error message or repr.
+Its downloads and its scrubbing go through the same :class:`ApiClient` as the real
+adapters: the same link checks (every redirect hop), byte cap and key scrub.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -18,6 +20,7 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers import registry
+from reelqueue.providers.adapters._http import ApiClient
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
@@ -31,7 +34,6 @@ from reelqueue.providers.base import (
 KIND = "mock"
 
 _PHASES: dict[str, RemotePhase] = {phase.value: phase for phase in RemotePhase}
-_BINARY_TYPES = ("video/", "application/octet-stream")
 
 
 class MockProvider:
@@ -56,6 +58,8 @@ class MockProvider:
         self.base_url = registry.check_base_url(config.base_url)
         self._client = client
         self._key = config.api_key or None
+        self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
+                              require_key=False)
 
     def __repr__(self) -> str:
         return f"MockProvider(account={self.account!r}, base_url={self.base_url!r})"
@@ -66,9 +70,9 @@ class MockProvider:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _scrub(self, text: str) -> str:
-        """``text`` cut short and with the key blanked, should the server echo it."""
-        text = text[:300]
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` with the key scrubbed (every spelling, any 8+ of its characters), then
+        cut short: the one scrub of every adapter (``ApiClient.shorten``)."""
+        return self._api.shorten(text)
 
     async def _call(
         self,
@@ -85,7 +89,7 @@ class MockProvider:
         try:
             return await self._client.request(
                 method, f"{self.base_url}{path}", params=params, content=content,
-                headers=headers,
+                headers=headers, follow_redirects=False,
             )
         except httpx.HTTPError as exc:
             raise transport_error(exc, during_create=during_create) from None
@@ -165,7 +169,7 @@ class MockProvider:
             ))
         if response.status_code != 200:
             raise self._status_error(response, what="poll")
-        status = _status_from(self._json(response), self.base_url)
+        status = _status_from(self._json(response), self.base_url, self._scrub)
         poll_after = _float_or_none(response.headers.get("X-Poll-After"))
         return RemoteStatus(
             phase=status.phase, sub_status=status.sub_status, progress=status.progress,
@@ -200,34 +204,15 @@ class MockProvider:
         return None
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
-        url = status.video_url or (await self.poll(provider_job_id)).video_url
-        for attempt in range(2):
+        async def fresh_link() -> str:
+            url = (await self.poll(provider_job_id)).video_url
             if not url:
                 raise _download_failed("the render has no video link")
-            try:
-                async with self._client.stream("GET", url) as response:
-                    if response.status_code != 200:
-                        await response.aread()
-                        code = _error_fields(response)[0]
-                        expired = response.status_code == 403 and code == "link_expired"
-                        if not expired or attempt > 0:
-                            raise _download_failed(
-                                f"HTTP {response.status_code} {code}".rstrip(),
-                                response.status_code,
-                            )
-                    else:
-                        expected = _expected_video_length(response)
-                        received = 0
-                        async for chunk in response.aiter_bytes():
-                            received += len(chunk)
-                            yield chunk
-                        if expected is not None and received != expected:
-                            raise _download_failed(f"got {received} of {expected} bytes")
-                        return
-            except httpx.HTTPError as exc:
-                raise _download_failed(f"{type(exc).__name__} during the download") from None
-            # The link expired: ask for a fresh one and try once more.
-            url = (await self.poll(provider_job_id)).video_url
+            return url
+
+        # Links carry a signature, not the key: none is sent with them.
+        async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
+            yield chunk
 
     async def cancel(self, provider_job_id: str) -> None:
         response = await self._call("POST", f"/v1/renders/{provider_job_id}/cancel")
@@ -248,12 +233,13 @@ def _error_fields(response: httpx.Response) -> tuple[str, str]:
     return str(error.get("code") or ""), str(error.get("message") or "")
 
 
-def _status_from(body: Mapping[str, Any], base_url: str) -> RemoteStatus:
+def _status_from(body: Mapping[str, Any], base_url: str,
+                 scrub: Callable[[str], str]) -> RemoteStatus:
     word = str(body.get("status") or "")
     phase = _PHASES.get(word)
     if phase is None:
         raise ProviderError(
-            f"mock provider poll: unknown status {word[:40]!r}",
+            f"mock provider poll: unknown status {scrub(word)[:40]!r}",
             error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR,
         )
     progress = _float_or_none(body.get("progress"))
@@ -265,12 +251,12 @@ def _status_from(body: Mapping[str, Any], base_url: str) -> RemoteStatus:
         raw = body.get("error")
         fields = raw if isinstance(raw, dict) else {}
         code = str(fields.get("code") or "unknown")
-        message = str(fields.get("message") or "")[:300]
+        message = scrub(str(fields.get("message") or ""))
         if code == "content_policy":
             error_class, label = ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY
         else:
             error_class, label = ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR
-        error = ProviderError(f"mock render failed: {code}: {message}",
+        error = ProviderError(f"mock render failed: {scrub(code)}: {message}",
                               error_class=error_class, label=label)
     return RemoteStatus(
         phase=phase,
@@ -282,30 +268,11 @@ def _status_from(body: Mapping[str, Any], base_url: str) -> RemoteStatus:
     )
 
 
-def _expected_video_length(response: httpx.Response) -> int | None:
-    """The announced length of a 200 download; raises unless it is a video."""
-    content_type = response.headers.get("Content-Type", "")
-    if not content_type.lower().startswith(_BINARY_TYPES):
-        raise _download_failed(
-            f"the link answered {content_type or 'no content type'}, not a video"
-        )
-    if response.headers.get("Content-Encoding"):
-        return None  # Content-Length counts the encoded bytes, not the decoded ones
-    return _int_or_none(response.headers.get("Content-Length"))
-
-
 def _float_or_none(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
         return float(value)
-    except ValueError:
-        return None
-
-
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
     except ValueError:
         return None
 
