@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,11 +24,16 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, replicate
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "api.replicate.com"
 CDN = "replicate.delivery"
@@ -239,3 +247,189 @@ def test_registered() -> None:
     assert info.factory is replicate.create
     assert info.default_base_url == "https://api.replicate.com/v1"
     assert EXTRA_VALIDATORS["replicate"] is replicate.extra_validation
+
+
+# -- issue 10: the older 429 wording, failure texts, unknown outcomes, the engine ---------
+
+
+@pytest.mark.parametrize(("body", "wait"), [
+    (fixture("replicate", "error_429_older"), 1.0),
+    ({"detail": "Request was throttled. Expected available in 17 seconds."}, 17.0),
+    (fixture("replicate", "error_429"), 30.0),
+])
+async def test_429_wordings_give_the_wait(client_for: ClientFor, body: Any,
+                                          wait: float) -> None:
+    fake = FakeReplicate()
+    fake.router.script("POST", CREATE, json_response(429, body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (ErrorClass.ACCOUNT,
+                                                              ErrorLabel.RATE_LIMITED)
+    assert caught.value.retry_after == wait
+
+
+@pytest.mark.parametrize(("text", "error_class", "label"), [
+    ("The input or output was flagged as sensitive. (E005)", ErrorClass.PERMANENT,
+     ErrorLabel.CONTENT_POLICY),
+    ("E1001: Model out of memory", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+    ("E1000: An unexpected error occurred.", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+    ("E6716: Timeout starting prediction", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+    ("CUDA error: device-side assert triggered", ErrorClass.PERMANENT,
+     ErrorLabel.PROVIDER_ERROR),
+    (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_failure_texts_go_through_the_failure_rules(
+    client_for: ClientFor, text: str | None, error_class: ErrorClass, label: ErrorLabel
+) -> None:
+    body = fixture("replicate", "prediction_failed_sensitive")
+    body["error"] = text
+    fake = FakeReplicate()
+    fake.router.script("GET", PREDICTION, json_response(200, body))
+    status = await make(client_for(fake.router)).poll(PRED_ID)
+    assert status.phase is RemotePhase.FAILED and status.error is not None
+    assert (status.error.error_class, status.error.label) == (error_class, label)
+
+
+async def test_succeeded_without_output_is_finished_without_a_file(
+    client_for: ClientFor,
+) -> None:
+    body = fixture("replicate", "prediction_succeeded")
+    body["output"] = None
+    fake = FakeReplicate()
+    fake.router.script("GET", PREDICTION, json_response(200, body))
+    status = await make(client_for(fake.router)).poll(PRED_ID)
+    assert status.phase is RemotePhase.SUCCEEDED and status.video_url is None
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": ""}, {"id": None}, {"status": "starting"},
+                                    {"prediction": {"id": PRED_ID}}])
+async def test_create_answer_without_an_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeReplicate()
+    fake.router.script("POST", CREATE, json_response(201, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [b"<html>ok</html>", b'{"id": "ufaw', b"[]", b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeReplicate()
+    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+async def test_lookup_never_answers_none(client_for: ClientFor) -> None:
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(Router())).lookup(request())
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one Replicate account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A lantern festival", "replicate",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("rep", "replicate", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    ("poll", json_response(200, fixture("replicate", "prediction_failed_sensitive")),
+     ErrorLabel.CONTENT_POLICY, "flagged as sensitive"),
+    ("create", json_response(422, fixture("replicate", "error_422")),
+     ErrorLabel.INVALID_INPUT, "duration must be one of the following"),
+    ("poll", json_response(200, fixture("replicate", "prediction_failed_image")),
+     ErrorLabel.PROVIDER_ERROR, "Failed to load image"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    fake.router.script("POST" if where == "create" else "GET",
+                       CREATE if where == "create" else PREDICTION, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_insufficient_credit_pauses_the_account(tmp_path: Path) -> None:
+    """Out of credits is account-level (DESIGN.md invariant 6): the row waits."""
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    fake.router.add("POST", CREATE, lambda r, m: json_response(
+        402, fixture("replicate", "error_402")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("rep")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    fake.router.script("GET", PREDICTION, json_response(200, fixture(
+        "replicate", "prediction_failed_unknown_e1000")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_rate_limit_with_the_older_wording_waits_then_creates_once(
+    tmp_path: Path,
+) -> None:
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    body = {"detail": "Request was throttled. Expected available in 0.05 seconds."}
+    fake.router.script("POST", CREATE, json_response(429, body))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert job.attempts == 1  # the 429 spent no attempt
+    assert fake.creates() == 2  # the refused one and the one that went through
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    fake.router.script("POST", CREATE, json_response(201, {"status": "starting"}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

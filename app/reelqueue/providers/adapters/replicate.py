@@ -6,8 +6,12 @@ only widens the window in which an answer can be lost); ``GET /v1/predictions/{i
 reports ``starting`` / ``processing`` / ``succeeded`` / ``failed`` / ``canceled`` (and
 ``aborted`` when a ``Cancel-After`` deadline passed before start, which we never set).
 Outputs of API predictions are **deleted after one hour** (``data_removed``), so a video
-not fetched by then is gone. 429 bodies say "Your rate limit resets in ~30s".
-No idempotency key and no lookup by our token.
+not fetched by then is gone. 429 bodies say "Your rate limit resets in ~30s", or in the
+older wording of the HTTP reference "Request was throttled. Expected available in 1
+second."; both give the wait. A failed prediction's ``error`` text goes through
+:data:`FAILURE_RULES` (replicate.com/docs/reference/error-codes): only the codes documented
+as worth a retry are retried. No idempotency key and no lookup by our token, so ``lookup``
+never answers "there is none".
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     cancel_request,
     check_row,
     create_answer,
     created_id,
     get_json,
+    outcome_unknown,
     plain_status,
     rate_limited,
     whole_duration,
@@ -60,6 +66,27 @@ MODEL_IMAGE_FIELD: dict[str, str] = {
 _PHASES = {"starting": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING,
            "canceled": RemotePhase.CANCELLED}
 _RESETS_IN = re.compile(r"resets in ~?\s*(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
+# The older wording (replicate.com/docs/reference/http, "Rate limits"):
+# {"detail":"Request was throttled. Expected available in 1 second."}
+_AVAILABLE_IN = re.compile(r"available in\s*~?\s*(\d+(?:\.\d+)?)\s*(?:seconds?|s\b)",
+                           re.IGNORECASE)
+
+# A failed prediction's ``error`` text (replicate.com/docs/reference/error-codes: "E####"
+# codes inside the text). E1000 "Unknown Error: try retrying your prediction" and E6716
+# "Timeout Starting Prediction" are the documented retries; "please retry" is Replicate's
+# own instruction in an interrupted prediction ("Prediction interrupted; please retry (code:
+# PA)"). Everything else, including a model's own exception text, is permanent.
+FAILURE_RULES = FailureRules(
+    retryable={"E1000": ErrorLabel.PROVIDER_ERROR,
+               "E6716": ErrorLabel.TIMED_OUT,
+               "please retry": ErrorLabel.PROVIDER_ERROR},
+    account={},  # credit and rate limits come as HTTP 402/429 answers (``_error``)
+    permanent={"E005": ErrorLabel.CONTENT_POLICY,   # "flagged as sensitive"
+               "flagged as sensitive": ErrorLabel.CONTENT_POLICY,
+               "E1001": ErrorLabel.INVALID_INPUT},  # out of memory: the input is too big
+    source="replicate.com/docs/reference/error-codes (2026); prediction texts in "
+           "tests/fixtures/replicate",
+)
 
 PARAMS = ParamSpec(
     models=tuple(MODEL_IMAGE_FIELD),
@@ -111,13 +138,16 @@ class ReplicateProvider:
         body = {"input": await self._input(model, request)}
         answer = await create_answer(self._api, f"/models/{model}/predictions", self._error,
                                      json_body=body)
-        return created_id(self._api, answer.get("id"), "prediction id")
+        return created_id(self._api, answer.get("id"), "prediction id", answer)
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._prediction(provider_job_id))
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """Predictions cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "Replicate predictions cannot be searched by our "
+                              f"client token {request.client_token}; look for it in the "
+                              "Replicate dashboard")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -174,12 +204,8 @@ class ReplicateProvider:
         return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, prediction: Mapping[str, Any]) -> ProviderError:
-        reason = self._api.shorten(str(prediction.get("error") or "no reason given"))
-        message = f"prediction failed: {reason}"
-        # E005: "The input or output was flagged as sensitive."
-        if "E005" in reason or mentions(reason, *CONTENT_POLICY_WORDS):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        return FAILURE_RULES.classify(self._api, prediction.get("error"),
+                                      what="prediction failed")
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
@@ -188,7 +214,7 @@ class ReplicateProvider:
         if status == 429:
             wait = retry_after_of(response)
             if wait is None:
-                found = _RESETS_IN.search(words)
+                found = _RESETS_IN.search(words) or _AVAILABLE_IN.search(words)
                 wait = float(found.group(1)) if found else None
             return rate_limited(message, response, wait)
         if status == 402 or (status in (400, 403) and mentions(words, "insufficient credit",
