@@ -39,7 +39,7 @@ from provider_fakes import (
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
-from reelqueue.domain.states import JobState, RemotePhase
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
@@ -661,6 +661,7 @@ def test_rows_kling_would_refuse_are_caught_at_import(params: dict[str, Any],
 
 
 @pytest.mark.parametrize("params", [{}, {"duration": 15}, {"duration": 3, "audio": False},
+                                    {"model": "kling-v2-5-turbo", "audio": False},
                                     {"model": "kling-v1-6", "duration": 10, "cfg_scale": 0.3},
                                     {"image": "https://img.example/a.png", "model": "kling-v1-5"}])
 def test_rows_kling_takes_pass(params: dict[str, Any]) -> None:
@@ -738,6 +739,22 @@ async def test_documented_permanent_code_fails_the_row_after_one_create(
     assert job.state is JobState.FAILED and job.error_class == "permanent"
     assert ERRORS[str(code)]["body"]["message"] in (job.error_message or "")
     assert fake.posts() == 1 and fake.tasks == {}
+
+
+async def test_out_of_credits_pauses_the_account_and_fails_nothing(tmp_path: Path) -> None:
+    fake = StrictKling()
+    fake.router.script("POST", CREATE, kling_error(1102))
+    store = await run_rows(tmp_path, fake, [{}])
+    assert jobs(store)[0].state is JobState.QUEUED
+    account = store.get_account("kl")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+    assert fake.posts() == 1 and fake.tasks == {}
+
+
+async def test_old_model_with_audio_off_sends_no_sound_field(client_for: ClientFor) -> None:
+    fake = StrictKling()
+    await make(client_for(fake.router)).submit(request(model="kling-v2-5-turbo", audio=False))
+    assert "sound" not in next(iter(fake.tasks.values()))["body"]
 
 
 @pytest.mark.parametrize("code", [5000, 5001])

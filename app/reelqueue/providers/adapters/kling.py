@@ -156,7 +156,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
     else:
         if seconds is not None and model != V3 and seconds not in CLASSIC_DURATIONS:
             problems.append(f"{model} makes 5 or 10 second videos ({V3}: 3-15)")
-    if param_bool(params, "audio") is not None and model not in SOUND_MODELS:
+    if param_bool(params, "audio") and model not in SOUND_MODELS:
         problems.append(f"{model} makes no sound (only {', '.join(sorted(SOUND_MODELS))})")
     if has_image and param_str(params, "aspect_ratio"):
         problems.append("an image row takes its frame from the image; leave aspect_ratio "
@@ -282,7 +282,7 @@ class KlingProvider:
         if resolution:
             body["mode"] = MODES[resolution]
         audio = param_bool(params, "audio")
-        if audio is not None:
+        if audio is not None and model in SOUND_MODELS:  # older models make no sound at all
             body["sound"] = "on" if audio else "off"
         ratio = param_str(params, "aspect_ratio")
         if ratio and endpoint == TEXT:
