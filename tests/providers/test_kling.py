@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
@@ -554,6 +556,73 @@ async def test_unreadable_lookup_answer_is_unknown_never_absent(
         await make(client_for(fake.router)).lookup(request())
     assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
     assert caught.value.error_class is ErrorClass.PERMANENT
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["code", "message", "data", "task_id", "task_info",
+                         "external_task_id", "task_status", "x"]), inner, max_size=4),
+    max_leaves=12)
+ANSWERS = st.one_of(
+    JSON.map(lambda body: (200, json.dumps(body).encode())),
+    st.binary(max_size=40).map(lambda raw: (200, raw)),
+    st.builds(lambda data: (200, json.dumps({"code": 0, "data": data}).encode()), JSON),
+)
+PROPERTY = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@PROPERTY
+@given(answer=ANSWERS)
+async def test_property_no_create_answer_reads_as_a_definite_no(
+    client_for: ClientFor, answer: tuple[int, bytes]
+) -> None:
+    """Random and malformed create answers: an id only from a well-formed envelope; else
+    an error that is either a documented refusal or an unknown outcome, never resent."""
+    fake = StrictKling()
+    fake.router.script("POST", CREATE, httpx.Response(answer[0], content=answer[1]))
+    try:
+        job_id = await make(client_for(fake.router)).submit(request())
+    except ProviderError as error:
+        body = json_or_none_bytes(answer[1])
+        code = body.get("code") if isinstance(body, dict) else None
+        refused = isinstance(code, int) and not isinstance(code, bool) and code != 0
+        if refused:  # a documented refusal: only the server timeout may have created
+            assert error.body_maybe_sent is (code == 5002)
+        else:
+            assert error.label is ErrorLabel.SUBMIT_UNKNOWN and error.body_maybe_sent
+            assert error.error_class is ErrorClass.PERMANENT
+    else:
+        envelope = json.loads(answer[1])
+        assert envelope["code"] == 0
+        assert job_id == f"text2video/{envelope['data']['task_id']}"
+    assert fake.posts() == 1
+
+
+@PROPERTY
+@given(answer=ANSWERS)
+async def test_property_no_lookup_answer_but_1203_reads_as_absent(
+    client_for: ClientFor, answer: tuple[int, bytes]
+) -> None:
+    fake = StrictKling()
+    fake.router.script("GET", rf"{API}/v1/videos/text2video/tok-1",
+                       httpx.Response(answer[0], content=answer[1]))
+    body = json_or_none_bytes(answer[1])
+    try:
+        found = await make(client_for(fake.router)).lookup(request())
+    except ProviderError:
+        return
+    if isinstance(body, dict) and body.get("code") == kling.NOT_FOUND:
+        return  # the documented "no such task", confirmed by the (empty) list
+    assert found is not None
+
+
+def json_or_none_bytes(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 @pytest.mark.parametrize("data", [{}, {"task_id": "999"}, {"task_id": "1", "task_status": 3},
