@@ -473,6 +473,19 @@ async def test_unreadable_create_answer_is_an_unknown_outcome(
     assert fake.posts() == 1
 
 
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_a_bare_server_error_page_on_create_leaves_the_outcome_open(
+    client_for: ClientFor, status: int
+) -> None:
+    fake = StrictKling()
+    fake.router.script("POST", CREATE, httpx.Response(status, content=HTML_PAGE,
+                                                      headers={"Content-Type": "text/html"}))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.error_class is ErrorClass.RETRYABLE
+    assert caught.value.body_maybe_sent is True, "so the engine asks by external id first"
+
+
 async def test_lookup_finds_a_task_whose_create_answer_was_lost(client_for: ClientFor) -> None:
     fake = StrictKling()
 

@@ -349,7 +349,12 @@ class KlingProvider:
         if code is not None and code != 0:
             raise self._code_error(code, body, response, during_create)
         if not response.is_success:
-            raise self._api.http_error(response, during_create=during_create)
+            error = self._api.http_error(response, during_create=during_create)
+            # Kling's own server errors carry a code (5000-5002, handled above); a bare 5xx
+            # page comes from something in between, after which the create may have run.
+            error.body_maybe_sent = error.body_maybe_sent or (
+                during_create and response.status_code >= 500)
+            raise error
         if (code is None or "data" not in body) and not money:
             raise self._api.error(f"{what} is not a Kling envelope", ErrorClass.RETRYABLE,
                                   ErrorLabel.PROVIDER_ERROR, status_code=response.status_code)
