@@ -87,8 +87,10 @@ class StrictKling:
         steps: the fixtures a task's queries walk through, one per query.
     """
 
-    def __init__(self, steps: list[str] | None = None, secret: str = SENTINEL_KEY) -> None:
+    def __init__(self, steps: list[str] | None = None, secret: str = SENTINEL_KEY,
+                 clock: Callable[[], float] = time.time) -> None:
         self.router = Router()
+        self.clock = clock
         self.steps = steps or ["query_submitted", "query_processing", "query_succeed"]
         self.secret = secret
         self.tasks: dict[str, dict[str, Any]] = {}
@@ -127,7 +129,7 @@ class StrictKling:
             return kling_error(1002, "bad header or signature")
         if set(claims) != {"iss", "exp", "nbf"} or claims["iss"] != ACCESS:
             return kling_error(1002, "bad claims")
-        now = time.time()
+        now = self.clock()
         if not all(isinstance(claims[k], int) for k in ("exp", "nbf")):
             return kling_error(1002, "times must be integers")
         if claims["nbf"] > now:
@@ -678,6 +680,27 @@ async def test_jwt_is_signed_renewed_and_never_shown(client_for: ClientFor) -> N
     assert SENTINEL_KEY not in all_texts(caught.value)
 
 
+async def test_jwt_is_renewed_five_minutes_before_it_expires(client_for: ClientFor) -> None:
+    clock = [time.time()]
+    fake = StrictKling(clock=lambda: clock[0])
+    provider = kling.KlingProvider(client_for(fake.router), ProviderConfig("kl", None, KEY),
+                                   clock=lambda: clock[0])
+
+    async def token_now() -> dict[str, int]:
+        await provider.check_key()
+        token = fake.router.calls[-1].headers["authorization"].removeprefix("Bearer ")
+        claims: dict[str, int] = json.loads(base64.urlsafe_b64decode(
+            token.split(".")[1] + "=="))
+        return claims
+
+    first = await token_now()
+    clock[0] += 1800 - 301
+    assert await token_now() == first
+    clock[0] += 2
+    renewed = await token_now()
+    assert renewed["exp"] > first["exp"] and renewed["nbf"] == int(clock[0]) - 5
+
+
 async def test_a_key_without_colon_is_sent_as_a_bearer_api_key(client_for: ClientFor) -> None:
     fake = StrictKling()
     with pytest.raises(ProviderError) as caught:
@@ -861,6 +884,31 @@ async def test_create_answer_without_id_is_settled_by_lookup_not_a_second_create
     store = await run_rows(tmp_path, fake, [{}])
     assert jobs(store)[0].state is JobState.COMPLETED
     assert fake.posts() == 1 and len(fake.tasks) == 1
+
+
+async def test_server_timeout_on_create_is_settled_by_lookup(tmp_path: Path) -> None:
+    fake = StrictKling(steps=["query_succeed"])
+
+    def created_then_timed_out(request: httpx.Request) -> httpx.Response:
+        fake._create(request, fake_match("text2video"))
+        return kling_error(5002)
+
+    fake.router.script("POST", CREATE, created_then_timed_out)
+    store = await run_rows(tmp_path, fake, [{}])
+    assert jobs(store)[0].state is JobState.COMPLETED
+    assert fake.posts() == 1 and len(fake.tasks) == 1
+    assert "reconciled" in [e.event for e in store.ledger()]
+
+
+async def test_a_new_instance_reattaches_by_the_stored_job_id(client_for: ClientFor) -> None:
+    """A render left RENDERING by a dead process is polled by its stored id, not created."""
+    fake = StrictKling(steps=["query_succeed"])
+    job_id = await make(client_for(fake.router)).submit(request(token="tok-old"))
+    second = make(client_for(fake.router))
+    status = await second.poll(job_id)
+    assert status.phase is RemotePhase.SUCCEEDED
+    assert await collect(second, job_id, status) == VIDEO_BYTES
+    assert fake.posts() == 1
 
 
 async def test_unreadable_create_and_lookup_fail_the_row_without_a_second_create(

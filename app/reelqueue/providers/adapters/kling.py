@@ -35,7 +35,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -185,7 +185,9 @@ class KlingProvider:
     kind: str = KIND
     supports_lookup: bool = True
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock  # wall-clock seconds: the JWT's exp and nbf are Unix times
         self._jwt: tuple[str, float] | None = None
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
                               auth_headers=self._auth_headers)
@@ -261,7 +263,7 @@ class KlingProvider:
         access, sep, secret = key.partition(":")
         if not sep:
             return {"Authorization": f"Bearer {key}"}
-        now = time.time()
+        now = self._clock()
         if self._jwt is None or self._jwt[1] - now < JWT_RENEW_BEFORE:
             self._jwt = (_jwt(access, secret, now), now + JWT_LIFETIME)
         return {"Authorization": f"Bearer {self._jwt[0]}"}
