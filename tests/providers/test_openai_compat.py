@@ -480,3 +480,17 @@ async def test_engine_unreadable_create_answer_fails_without_a_second_create(
     assert job.state is JobState.FAILED
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
+
+
+def test_accounts_add_takes_a_default_model_for_gateways_only() -> None:
+    from reelqueue.cli.cmd_accounts import default_model_setting
+    from reelqueue.cli.main import build_parser
+
+    args = build_parser().parse_args(["accounts", "add", "gw", "--provider", "openai-compat",
+                                      "--base-url", BASE_URL, "--model", " wan-2.5 "])
+    assert default_model_setting(args.provider, args.model) == {"model": "wan-2.5"}
+    assert default_model_setting("openai-compat", None) == {}
+    with pytest.raises(InputError):
+        default_model_setting("runway", "gen4.5")  # Runway takes the model per row
+    with pytest.raises(InputError):
+        default_model_setting("openai-compat", "  ")

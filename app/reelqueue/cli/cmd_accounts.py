@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add.add_argument("--no-check", action="store_true", help="store the key without testing it")
     add.add_argument("--lookup", choices=("on", "off"), default=None,
                      help="mock only: whether the provider can be asked by client token")
+    add.add_argument("--model", default=None,
+                     help="openai-compat only: the gateway's model for rows that name none")
     add.set_defaults(handler=handle_add)
     commands.add_parser("list", help="list accounts").set_defaults(handler=handle_list)
     remove = commands.add_parser("remove", help="remove an account and its key")
@@ -94,6 +96,22 @@ def _check(name: str, provider: str, base_url: str | None, key: str | None,
         asyncio.run(check_key(name, provider, url, key, settings))
 
 
+DEFAULT_MODEL_KINDS = ("openai-compat",)
+"""Providers whose account names a default model (a gateway serves whatever it serves)."""
+
+
+def default_model_setting(provider: str, model: str | None) -> dict[str, object]:
+    """The account setting for ``--model``; refused for providers that have no default."""
+    if model is None:
+        return {}
+    if provider not in DEFAULT_MODEL_KINDS:
+        raise InputError(f"--model sets the default model of an OpenAI-compatible gateway; "
+                         f"{provider!r} takes the model per row.")
+    if not model.strip():
+        raise InputError("--model needs a model name.")
+    return {"model": model.strip()}
+
+
 def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.credentials.keystore import KeyStore, key_ref_for
 
@@ -107,6 +125,7 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     settings: dict[str, object] = {}
     if args.lookup is not None:
         settings["lookup"] = args.lookup == "on"
+    settings.update(default_model_setting(args.provider, args.model))
     with ctx.open_store() as store:
         if store.get_account(args.name) is not None:
             raise InputError(f"An account named {args.name!r} already exists.")
