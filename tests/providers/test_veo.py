@@ -613,3 +613,15 @@ async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
         assert isinstance(body, dict)
         assert job_id == body["name"] and "/operations/" in job_id
     assert fake.creates() == 1
+
+
+async def test_engine_unreadable_image_fails_before_anything_is_sent(tmp_path: Path) -> None:
+    """Veo takes the image inline, so an "unreachable image" is our own file: refused
+    before the create, nothing paid."""
+    fake = FakeVeo(states=["operation_done"])
+    job, _ = await run_engine(tmp_path, fake.router,
+                              {"duration": 8, "image": str(tmp_path / "missing.png")})
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.INVALID_INPUT.value
+    assert "reference image unusable" in (job.error_message or "")
+    assert fake.creates() == 0
