@@ -475,3 +475,15 @@ async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
         assert isinstance(body, dict)
         assert job_id == str(body["id"])
     assert fake.creates() == 1
+
+
+async def test_engine_succeeded_without_output_is_never_created_again(tmp_path: Path) -> None:
+    body = fixture("replicate", "prediction_succeeded")
+    body["output"] = None
+    fake = FakeReplicate(states=["prediction_succeeded"])
+    fake.router.add("GET", PREDICTION, lambda r, m: json_response(200, body))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert "not created again" in (job.error_message or "")
+    assert fake.creates() == 1

@@ -212,7 +212,8 @@ class FalProvider:
         async def fresh_link() -> str:
             return await fresh_video_link(self._api,
                                           self._result_status(_job_path(provider_job_id)),
-                                          lambda _: "the request no longer offers its video")
+                                          lambda _: "the request finished without a video (or no "
+                                          "longer offers it); it was not created again")
 
         async for chunk in self._api.stream_video(status.video_url, refresh=fresh_link):
             yield chunk

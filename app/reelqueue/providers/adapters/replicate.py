@@ -153,10 +153,15 @@ class ReplicateProvider:
         async def fresh_link() -> str:
             prediction = await gone_is_permanent(self._prediction(provider_job_id))
             latest = self._status(prediction)
-            if prediction.get("data_removed") or not latest.video_url:
+            if prediction.get("data_removed"):
                 raise self._api.error(
                     "the video was deleted (Replicate keeps API outputs for one hour); "
                     "retry the row to render it again", ErrorClass.PERMANENT,
+                    ErrorLabel.DOWNLOAD_FAILED)
+            if not latest.video_url:
+                raise self._api.error(
+                    "the prediction finished without an output; it was not created again "
+                    "(look for it in the Replicate dashboard)", ErrorClass.PERMANENT,
                     ErrorLabel.DOWNLOAD_FAILED)
             return latest.video_url
 
