@@ -109,6 +109,87 @@ async def test_plain_http_download_link_is_refused(client_for: ClientFor) -> Non
     assert router.calls == []
 
 
+async def test_plain_http_loopback_link_needs_a_loopback_api(client_for: ClientFor) -> None:
+    """A provider on the internet cannot point us at a service on this machine."""
+    router = Router()
+    router.add("GET", r"127\.0\.0\.1/v\.mp4", lambda r, m: httpx.Response(
+        200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
+    with pytest.raises(ProviderError) as caught:
+        await collect(api(client_for(router)).stream_video("http://127.0.0.1:8080/v.mp4"))
+    assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
+    assert router.calls == []
+    local = _http.ApiClient(client_for(router),
+                            ProviderConfig("a", "http://127.0.0.1:8080", SENTINEL_KEY),
+                            title="Local", default_base_url=None)
+    assert await collect(local.stream_video("http://127.0.0.1:8080/v.mp4")) == VIDEO_BYTES
+
+
+@pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/",
+                                    "file:///etc/passwd", "http://127.0.0.1:2375/x",
+                                    "ftp://cdn.test/v.mp4"])
+async def test_every_redirect_hop_is_checked(client_for: ClientFor, target: str) -> None:
+    router = Router()
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+        302, headers={"Location": target}))
+    with pytest.raises(ProviderError) as caught:
+        await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
+    assert [str(c.url) for c in router.calls] == ["https://cdn.test/v"]
+
+
+async def test_downloads_ask_for_identity_encoding(client_for: ClientFor) -> None:
+    router = Router()
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+        200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
+    await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
+    assert router.calls[0].headers["accept-encoding"] == "identity"
+
+
+async def test_content_length_over_the_cap_is_refused_before_reading(
+    client_for: ClientFor,
+) -> None:
+    class Endless(httpx.AsyncByteStream):
+        read = 0
+
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            while True:
+                Endless.read += 1
+                yield VIDEO_BYTES
+
+    router = Router()
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+        200, stream=Endless(), headers={"Content-Type": "video/mp4",
+                                        "Content-Length": str(3 * 1024**3)}))
+    with pytest.raises(ProviderError) as caught:
+        await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
+    assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
+    assert "announced 3221225472 bytes" in str(caught.value)
+    assert Endless.read == 0
+
+
+async def test_mock_adapter_downloads_go_through_the_same_checks(
+    client_for: ClientFor,
+) -> None:
+    from reelqueue.domain.states import RemotePhase
+    from reelqueue.providers.base import RemoteStatus
+    from reelqueue.providers.mock import MockProvider
+
+    router = Router()
+    router.add("GET", r"127\.0\.0\.1/files/r1\.mp4", lambda r, m: httpx.Response(
+        302, headers={"Location": "http://10.0.0.7/steal"}))
+    provider = MockProvider(client_for(router), ProviderConfig("a", "http://127.0.0.1:9",
+                                                               SENTINEL_KEY))
+    for link in ("http://127.0.0.1:9/files/r1.mp4", "file:///etc/passwd"):
+        status = RemoteStatus(phase=RemotePhase.SUCCEEDED, sub_status="succeeded",
+                              video_url=link)
+        with pytest.raises(ProviderError) as caught:
+            await collect(provider.download("r1", status))
+        assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
+    assert [str(c.url) for c in router.calls] == ["http://127.0.0.1:9/files/r1.mp4"]
+    assert "authorization" not in router.calls[0].headers
+
+
 @pytest.mark.parametrize(
     ("content", "headers"),
     [
