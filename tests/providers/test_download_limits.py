@@ -278,6 +278,25 @@ def test_engine_settings_become_the_writers_limits() -> None:
     assert DownloadLimits().max_bytes == 2 * 1024**3
 
 
+def test_cli_and_window_settings_reach_the_engine_config() -> None:
+    import argparse
+
+    from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
+    from reelqueue.ui.settings import Settings
+
+    parser = argparse.ArgumentParser()
+    add_engine_arguments(parser)
+    config = engine_config(parser.parse_args(["--max-video-mb", "10", "--download-minutes",
+                                              "2"]))
+    assert limits_from_config(config).max_bytes == 10 * 1024 * 1024
+    assert limits_from_config(config).deadline_seconds == 120.0
+    assert limits_from_config(engine_config(parser.parse_args([]))) == DownloadLimits()
+    window = Settings(max_video_mb=10, download_minutes=2).engine_config()
+    assert (window.download_max_bytes, window.download_deadline_seconds) == (
+        10 * 1024 * 1024, 120.0)
+    assert Settings(max_video_mb=0, download_minutes=-1).checked() == Settings()
+
+
 async def test_engine_downloads_again_without_rendering_again(tmp_path: Path) -> None:
     """A download cut off by the floor keeps the render: the next attempt only downloads.
 

@@ -51,14 +51,23 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-base", type=float, default=2.0,
                         help="first retry wait ceiling in seconds (full jitter)")
     parser.add_argument("--retry-cap", type=float, default=300.0)
+    parser.add_argument("--max-video-mb", type=float, default=2048.0,
+                        help="refuse or cut off a video download larger than this (MiB, "
+                             "default 2048)")
+    parser.add_argument("--download-minutes", type=float, default=30.0,
+                        help="cut off one video download after this long (default 30)")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
 
 
 def engine_config(args: argparse.Namespace) -> EngineConfig:
+    if args.max_video_mb <= 0 or args.download_minutes <= 0:
+        raise InputError("--max-video-mb and --download-minutes must be positive.")
     return EngineConfig(
         lease_seconds=args.lease_seconds,
         heartbeat_seconds=max(0.5, args.lease_seconds / 3),
         retry_backoff=BackoffPolicy(args.retry_base, args.retry_cap),
+        download_max_bytes=int(args.max_video_mb * 1024 * 1024),
+        download_deadline_seconds=args.download_minutes * 60.0,
     )
 
 

@@ -35,6 +35,8 @@ class Settings:
     start_paused_after_crash: after an unclean exit, recover but hand out no new work
         until the user resumes.
     theme: "system" (follow the OS light/dark), "light" or "dark".
+    max_video_mb: a video download larger than this (MiB) is refused or cut off.
+    download_minutes: one video download is cut off after this long.
     """
 
     output_dir: str = ""
@@ -45,12 +47,16 @@ class Settings:
     lease_seconds: float = 60.0
     start_paused_after_crash: bool = True
     theme: str = "system"
+    max_video_mb: float = 2048.0
+    download_minutes: float = 30.0
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
             lease_seconds=self.lease_seconds,
             heartbeat_seconds=max(0.5, self.lease_seconds / 3),
             retry_backoff=BackoffPolicy(self.retry_base, self.retry_cap),
+            download_max_bytes=int(self.max_video_mb * 1024 * 1024),
+            download_deadline_seconds=self.download_minutes * 60.0,
         )
 
     def checked(self) -> Settings:
@@ -63,6 +69,10 @@ class Settings:
             fixes["retry_base"], fixes["retry_cap"] = default.retry_base, default.retry_cap
         if not 5 <= self.lease_seconds <= 3600:
             fixes["lease_seconds"] = default.lease_seconds
+        if not 1 <= self.max_video_mb <= 1024 * 1024:
+            fixes["max_video_mb"] = default.max_video_mb
+        if not 1 <= self.download_minutes <= 24 * 60:
+            fixes["download_minutes"] = default.download_minutes
         if self.theme not in THEMES:
             fixes["theme"] = default.theme
         if not self.filename_template.strip():
