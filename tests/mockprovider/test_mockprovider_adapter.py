@@ -24,6 +24,7 @@ from reelqueue.domain.states import RemotePhase
 from reelqueue.mockprovider import MockProviderServer
 from reelqueue.providers import registry
 from reelqueue.providers.base import ProviderConfig, RemoteStatus
+from reelqueue.providers.download_limits import DownloadLimits, using_limits
 from reelqueue.providers.mock import MockProvider, create
 
 pytestmark = pytest.mark.integration
@@ -219,6 +220,30 @@ async def test_download_faults(mp_server: MockProviderServer, mp_client: httpx.A
     assert caught.value.error_class is ErrorClass.RETRYABLE
     assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
     _assert_no_key(caught.value)
+
+
+@pytest.mark.parametrize("directive", ["oversize=4", "gzip_bomb=4"])
+async def test_hostile_downloads_stop_at_the_byte_cap(mp_provider: MockProvider,
+                                                      directive: str) -> None:
+    """The mock's hostile downloads (4 MiB, chunked or as a gzip bomb) stop at a 1 MiB cap
+    inside the adapter, counted in decoded bytes; without the cap they arrive whole."""
+    render_id = await mp_provider.submit(make_request(f"[[mock:{directive}*1]]"))
+    status = await wait_finished(mp_provider, render_id)
+    received = 0
+    with using_limits(DownloadLimits(max_bytes=1 << 20)), pytest.raises(ProviderError) as caught:
+        async for chunk in mp_provider.download(render_id, status):
+            received += len(chunk)
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
+    assert "cap" in str(caught.value) and received <= 1 << 20
+    assert await download_all(mp_provider, render_id, status) == SAMPLE  # *1: once only
+
+
+async def test_hostile_downloads_send_what_they_say(mp_provider: MockProvider) -> None:
+    render_id = await mp_provider.submit(make_request("[[mock:gzip_bomb=3]]"))
+    status = await wait_finished(mp_provider, render_id)
+    data = await download_all(mp_provider, render_id, status)
+    assert data.startswith(SAMPLE) and len(data) == 3 << 20
 
 
 async def test_expired_link_is_refreshed_once(mp_provider: MockProvider,

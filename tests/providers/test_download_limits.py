@@ -297,23 +297,29 @@ def test_cli_and_window_settings_reach_the_engine_config() -> None:
     assert Settings(max_video_mb=0, download_minutes=-1).checked() == Settings()
 
 
-async def test_engine_downloads_again_without_rendering_again(tmp_path: Path) -> None:
-    """A download cut off by the floor keeps the render: the next attempt only downloads.
+@pytest.mark.parametrize(("fault", "why"), [
+    ("slow_download=0.3*1", "too slow"),  # 1 KiB per 0.3 s, under a 64 KiB/s floor
+    ("oversize=8*1", "cap"),  # 8 MiB chunked, over a 1 MiB cap
+    ("gzip_bomb=8*1", "cap"),  # 8 MiB decoded from a few KiB
+])
+async def test_engine_downloads_again_without_rendering_again(tmp_path: Path, fault: str,
+                                                              why: str) -> None:
+    """A download cut off by a bound keeps the render: the next attempt only downloads.
 
-    The mock provider sends the first download at 1 KiB per 0.3 s (under a 64 KiB/s
-    floor), the second at full speed. The job completes with one create and two downloads.
+    The mock provider's first download of the render is hostile, the second normal. The
+    job completes with one create and two downloads.
     """
     options = MockOptions(render_seconds_min=0.05, render_seconds_max=0.1, seed=3)
     with MockProviderServer(options) as server:
         store = MemoryStore()
         batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
-        store.add_jobs(batch.id, [JobSpec("k0", "fox [[mock:slow_download=0.3*1]]", "mock",
+        store.add_jobs(batch.id, [JobSpec("k0", f"fox [[mock:{fault}]]", "mock",
                                           str(tmp_path / "out" / "000.mp4"), row_number=2)], 0)
         store.add_account(AccountSpec("m", "mock", 1, server.url), 0)
         config = EngineConfig(
             retry_backoff=BackoffPolicy(0.01, 0.05), poll_backoff=BackoffPolicy(0.01, 0.05),
-            poll_min_seconds=0.005, heartbeat_seconds=0.05, download_min_bytes_per_second=
-            64 * 1024, download_floor_window_seconds=0.5)
+            poll_min_seconds=0.005, heartbeat_seconds=0.05, download_max_bytes=1024 * 1024,
+            download_min_bytes_per_second=64 * 1024, download_floor_window_seconds=0.5)
         engine = Engine(store, config=config, rng=random.Random(1))
         # Until engine.py builds its writer from the config (one line, see
         # docs/security-downloads.md), the test hands the same limits over itself.
@@ -333,6 +339,6 @@ async def test_engine_downloads_again_without_rendering_again(tmp_path: Path) ->
     ledger = store.ledger(job.id)
     waits = [e.detail for e in ledger if e.event == "retry_wait"]
     assert [(w["label"], w["keeps_render"]) for w in waits] == [("download failed", True)]
-    assert "too slow" in waits[0]["message"]
+    assert why in waits[0]["message"]
     assert [e.event for e in ledger].count("submitting") == 1
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["000.mp4"]

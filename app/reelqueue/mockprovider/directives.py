@@ -31,8 +31,11 @@ RENDER_FAULTS: tuple[str, ...] = ("render_fail",)
 POLL_FAULTS: tuple[str, ...] = ("poll_timeout", "poll_malformed")
 """Faults answered on ``GET /v1/renders/{id}``; budget per render."""
 
-DOWNLOAD_FAULTS: tuple[str, ...] = ("expired_link", "truncated", "html", "slow_download")
-"""Faults answered on ``GET /v1/files/{id}.mp4``; budget per render."""
+DOWNLOAD_FAULTS: tuple[str, ...] = ("expired_link", "truncated", "html", "slow_download",
+                                     "oversize", "gzip_bomb")
+"""Faults answered on ``GET /v1/files/{id}.mp4``; budget per render. ``oversize=MIB``
+streams the video then zeros, chunked, until MIB MiB (default 64) or the client hangs up;
+``gzip_bomb=MIB`` sends a small gzip body that decodes to MIB MiB (default 64)."""
 
 SETTINGS: tuple[str, ...] = ("render_seconds",)
 """Directives that set a value rather than inject a fault (``render_seconds=3``)."""

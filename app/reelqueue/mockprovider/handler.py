@@ -7,6 +7,8 @@ memory is :class:`~reelqueue.mockprovider.state.MockState`, reached through the 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import logging
 import re
@@ -27,6 +29,9 @@ POLL_AFTER = "0.2"
 MAX_BODY = 1 << 20
 SLOW_CHUNK = 1024
 DEFAULT_SLOW_DELAY = 0.1
+MIB = 1 << 20
+DEFAULT_HOSTILE_MIB = 64.0
+"""How much ``oversize`` and ``gzip_bomb`` send (decoded) when given no value."""
 
 _RENDER = re.compile(r"^/v1/renders/([A-Za-z0-9_-]+)$")
 _CANCEL = re.compile(r"^/v1/renders/([A-Za-z0-9_-]+)/cancel$")
@@ -320,6 +325,10 @@ class MockHandler(BaseHTTPRequestHandler):
             self._error(403, "link_expired", "This download link has expired.")
         elif state.take_fault(render.id, directives.get("html")):
             self._send(200, b"<html>error</html>", "text/html; charset=utf-8")
+        elif state.take_fault(render.id, directives.get("oversize")):
+            self._oversize(video, _mib(directives.get("oversize")))
+        elif state.take_fault(render.id, directives.get("gzip_bomb")):
+            self._gzip_bomb(video, _mib(directives.get("gzip_bomb")))
         elif state.take_fault(render.id, directives.get("truncated")):
             self._stream(video, len(video) // 2, state.options.download_delay_per_chunk)
             self.close_connection = True
@@ -329,6 +338,43 @@ class MockHandler(BaseHTTPRequestHandler):
             if state.take_fault(render.id, slow) and slow is not None:
                 delay = slow.value if slow.value is not None else max(delay, DEFAULT_SLOW_DELAY)
             self._stream(video, len(video), delay)
+
+    def _oversize(self, video: bytes, total: int) -> None:
+        """A video head, then zeros, chunked with no length, until ``total`` bytes or the
+        client hangs up (a hostile CDN: the client must stop at its byte cap)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "video/mp4")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        block, sent = video[:64 * 1024], 0
+        with contextlib.suppress(OSError):
+            while sent < total and not self.state.stopping.is_set():
+                self.wfile.write(b"%x\r\n%b\r\n" % (len(block), block))
+                sent += len(block)
+                block = bytes(64 * 1024)
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _gzip_bomb(self, video: bytes, total: int) -> None:
+        """A small gzip body (sent although the client asked for identity) that decodes
+        to the video followed by zeros, ``total`` bytes in all."""
+        buffer = io.BytesIO()
+        packer = gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=9)
+        packer.write(video)
+        left = max(0, total - len(video))
+        while left:
+            packer.write(bytes(min(left, MIB)))
+            left -= min(left, MIB)
+        packer.close()
+        body = buffer.getvalue()
+        self.send_response(200)
+        self.send_header("Content-Type", "video/mp4")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
 
     def _stream(self, video: bytes, send: int, delay: float) -> None:
         """Announce the whole video, then send its first ``send`` bytes."""
@@ -345,3 +391,8 @@ class MockHandler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(video[offset : min(offset + SLOW_CHUNK, send)])
             self.wfile.flush()
+
+
+def _mib(directive: Directive | None) -> int:
+    value = directive.value if directive is not None and directive.value else None
+    return int((value if value is not None else DEFAULT_HOSTILE_MIB) * MIB)
