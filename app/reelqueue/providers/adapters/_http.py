@@ -344,7 +344,7 @@ class ApiClient:
         limits = download_limits.current_limits()
         expected = response.headers.get("content-length")
         if expected and expected.isdigit() and int(expected) > limits.max_bytes:
-            raise download_limits.too_large(limits, int(expected))
+            raise self._too_large(limits, int(expected))
         received = 0
         held = b""  # the first bytes, kept back until they are known not to be a text page
         sniffed = False
@@ -354,7 +354,7 @@ class ApiClient:
                     continue
                 received += len(chunk)  # decoded bytes, whatever the Content-Encoding
                 if received > limits.max_bytes:
-                    raise download_limits.too_large(limits)
+                    raise self._too_large(limits)
                 if sniffed:
                     yield chunk
                     continue
@@ -380,6 +380,11 @@ class ApiClient:
                 f"download truncated: got {received} of {expected} bytes",
                 ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED,
             )
+
+    def _too_large(self, limits: download_limits.DownloadLimits,
+                   announced: int | None = None) -> ProviderError:
+        reason = download_limits.too_large(limits, announced)
+        return self.error(str(reason), reason.error_class, reason.label)
 
     def _sniff(self, head: bytes, response: httpx.Response) -> None:
         start = head.lstrip()[:1]
