@@ -33,6 +33,12 @@ from reelqueue.intake.estimate import CostEstimate, estimate_cost
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.jobs import JobBuilder
+from reelqueue.intake.limits import (
+    DEFAULT_MAX_CELL_CHARS,
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_UNZIPPED_BYTES,
+    SheetLimits,
+)
 from reelqueue.intake.mapping import (
     ColumnMapping,
     display_headers,
@@ -73,6 +79,8 @@ class ImportOptions:
         max_attempts: attempts per job before it fails.
         sheet, delimiter, encoding: how to read the file (None: detect).
         max_file_bytes: larger files are refused before being read.
+        max_cells, max_cell_chars, max_unzipped_bytes: the budget a sheet must fit before
+            it is loaded (:mod:`reelqueue.intake.limits`); ``max_waiting`` is its row limit.
         allow_images_anywhere: let rows name reference images outside the sheet's folder
             (intake/images.py).
     """
@@ -95,7 +103,19 @@ class ImportOptions:
     delimiter: str | None = None
     encoding: str | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_cells: int = DEFAULT_MAX_CELLS
+    max_cell_chars: int = DEFAULT_MAX_CELL_CHARS
+    max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES
     allow_images_anywhere: bool = False
+
+    @property
+    def limits(self) -> SheetLimits:
+        """The budget the sheet must fit before it is loaded."""
+        return SheetLimits(
+            max_file_bytes=self.max_file_bytes, max_cells=self.max_cells,
+            max_cell_chars=self.max_cell_chars, max_rows=self.max_waiting,
+            max_unzipped_bytes=self.max_unzipped_bytes,
+        )
 
 
 @dataclass(frozen=True)
@@ -192,7 +212,7 @@ def _plan_import(
     path = Path(path)
     sheet = read_sheet(
         path, sheet=options.sheet, delimiter=options.delimiter, encoding=options.encoding,
-        max_bytes=options.max_file_bytes,
+        limits=options.limits,
     )
     headers = display_headers(sheet.headers)
     mapping = _mapping_for(path, sheet, headers, options)

@@ -2,7 +2,9 @@
 
 The reader is chosen from the file's extension *and* its first bytes (a workbook renamed
 ``.csv`` is refused with a hint instead of being read as garbage). Files above a size limit
-are refused before being read. Readers live in :mod:`.text_sheet` (CSV, TSV, TXT) and
+are refused before being read, and every sheet is measured against a
+:class:`~.limits.SheetLimits` budget before (workbooks) or while (text) it is read.
+Readers live in :mod:`.text_sheet` (CSV, TSV, TXT) and
 :mod:`.workbook` (XLSX, XLSM, XLSB, XLS, ODS through python-calamine).
 """
 
@@ -12,6 +14,7 @@ import hashlib
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
+from reelqueue.intake.limits import SheetLimits
 from reelqueue.intake.sheet import (
     BINARY_MAGICS,
     DEFAULT_MAX_FILE_BYTES,
@@ -30,19 +33,28 @@ def read_sheet(
     delimiter: str | None = None,
     encoding: str | None = None,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    limits: SheetLimits | None = None,
 ) -> Sheet:
-    """Read ``path`` into a :class:`Sheet`, or raise :class:`InputError` saying why not."""
+    """Read ``path`` into a :class:`Sheet`, or raise :class:`InputError` saying why not.
+
+    ``limits`` is the budget the sheet must fit (:class:`.limits.SheetLimits`); without
+    it the defaults, with ``max_bytes`` as the file-size cap.
+    """
     path = Path(path)
-    data = read_limited(path, max_bytes)
+    limits = limits or SheetLimits(max_file_bytes=max_bytes)
+    data = read_limited(path, limits.max_file_bytes)
     identity = hashlib.sha256(data).hexdigest()
     suffix = path.suffix.lower()
     if suffix in WORKBOOK_EXTENSIONS:
-        return read_workbook(path, WORKBOOK_EXTENSIONS[suffix], sheet=sheet, identity=identity)
+        del data  # the workbook is measured and read from the file
+        return read_workbook(path, WORKBOOK_EXTENSIONS[suffix], sheet=sheet, identity=identity,
+                             limits=limits)
     if suffix in TEXT_EXTENSIONS or suffix == "":
         fmt = TEXT_EXTENSIONS.get(suffix, "csv")
         refuse_binary(path, data)
         return read_text_sheet(
-            path, data, fmt, delimiter=delimiter, encoding=encoding, identity=identity
+            path, data, fmt, delimiter=delimiter, encoding=encoding, identity=identity,
+            limits=limits,
         )
     known = ", ".join(sorted({*TEXT_EXTENSIONS, *WORKBOOK_EXTENSIONS}))
     raise InputError(

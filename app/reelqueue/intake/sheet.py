@@ -8,10 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from reelqueue.domain.errors import InputError
 from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
+
+if TYPE_CHECKING:
+    from reelqueue.intake.limits import SheetLimits
 
 DEFAULT_MAX_FILE_BYTES = 100 * 1024 * 1024
 """Files above this are refused before being read (configurable per import)."""
@@ -83,6 +86,20 @@ def check_width(path: Path, width: int) -> None:
             f"{path.name} has {width:,} columns; ReelQueue reads at most {MAX_COLUMNS:,} "
             "(Excel's own limit). Is it really a table of prompts?"
         )
+
+
+def check_rows(path: Path, rows: int, limits: SheetLimits) -> None:
+    """Refuse a sheet with more data rows than could ever be queued."""
+    if rows > limits.max_rows:
+        raise_too_many_rows(path, limits.max_rows, rows)
+
+
+def raise_too_many_rows(path: Path, max_rows: int, seen: int) -> NoReturn:
+    raise InputError(
+        f"{path.name} has more than {max_rows:,} rows ({seen:,} read so far, then ReelQueue "
+        f"stopped reading); the queue takes at most {max_rows:,} jobs, so nothing was "
+        "imported. Split the sheet, or raise the limit with --max-waiting."
+    )
 
 
 def header_text(value: object) -> str:

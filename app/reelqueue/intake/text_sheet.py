@@ -21,13 +21,16 @@ from operator import itemgetter
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
+from reelqueue.intake.limits import SheetLimits
 from reelqueue.intake.mapping import ALIAS_TO_FIELD, normalise_header
 from reelqueue.intake.sheet import (
     HEADER_SEARCH_ROWS,
     Sheet,
     SheetRow,
+    check_rows,
     check_width,
     find_header_index,
+    raise_too_many_rows,
 )
 
 DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
@@ -56,15 +59,18 @@ def read_text_sheet(
     delimiter: str | None,
     encoding: str | None,
     identity: str,
+    limits: SheetLimits | None = None,
 ) -> Sheet:
+    limits = limits or SheetLimits()
     text, encoding_used = decode_text(path, data, encoding)
+    del data
     refuse_binary_text(path, text)
     if fmt == "txt" and not delimiter and _is_tab_separated_table(text):
         fmt = "tsv"  # Excel's "Unicode Text" export: a UTF-16 table named .txt
     if fmt == "txt":
-        return _prompt_list(path, text, encoding_used, identity)
+        return _prompt_list(path, text, encoding_used, identity, limits)
     chosen = parse_delimiter(delimiter) if delimiter else sniff_delimiter(text, fmt)
-    numbered = _parse_records(path, text, chosen)
+    numbered = _parse_records(path, text, chosen, limits)
     del text  # the cells are all that is needed from here on
     if not numbered:
         raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
@@ -73,6 +79,7 @@ def read_text_sheet(
     headers = [cell.strip() for cell in header_cells]
     rows = numbered[header_index + 1:]
     del numbered
+    check_rows(path, len(rows), limits)
     width = max(len(headers), max(map(len, map(itemgetter(1), rows)), default=0))
     check_width(path, width)
     headers += [""] * (width - len(headers))
@@ -191,36 +198,74 @@ def sniff_delimiter(text: str, fmt: str) -> str:
     return best
 
 
-def _parse_records(path: Path, text: str, delimiter: str) -> list[SheetRow]:
+def _parse_records(
+    path: Path, text: str, delimiter: str, limits: SheetLimits
+) -> list[SheetRow]:
     """The records with content, numbered as a spreadsheet program numbers them (a record
-    with quoted newlines is one row; blank lines count)."""
-    if csv.field_size_limit() < CSV_FIELD_LIMIT:
-        # A prompt of a megabyte must reach validation (and its clear row error) instead
-        # of stopping the reader at csv's default 128 KiB field limit.
-        csv.field_size_limit(CSV_FIELD_LIMIT)
+    with quoted newlines is one row; blank lines count).
+
+    Bounded: a cell longer than ``max_cell_chars`` stops the reader (csv's own field
+    limit, set to it), and so do more rows than ``max_rows`` (plus the rows the header may
+    sit below) or more cells than ``max_cells``: the rest is never parsed.
+    """
+    # csv's field limit is process-wide; every reader sets its own before parsing.
+    csv.field_size_limit(min(limits.max_cell_chars, CSV_FIELD_LIMIT))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    ceiling = limits.max_rows + HEADER_SEARCH_ROWS
+    numbered: list[SheetRow] = []
+    append = numbered.append
+    cells = 0
     try:
         # One pass, no intermediate list: csv.reader makes a fresh list per record.
-        return [
-            SheetRow(number, cells)
-            for number, cells in enumerate(reader, start=1) if _has_content(cells)
-        ]
+        for number, record in enumerate(reader, start=1):
+            if _has_content(record):
+                append(SheetRow(number, record))
+                cells += len(record)
+                if len(numbered) > ceiling:
+                    raise_too_many_rows(path, limits.max_rows, len(numbered))
+                if cells > limits.max_cells:
+                    raise InputError(
+                        f"{path.name} has more than {limits.max_cells:,} cells (ReelQueue "
+                        f"stopped reading at line {reader.line_num:,}). Remove the empty "
+                        "columns, or raise the limit with --max-cells."
+                    )
     except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise _cell_too_long(path, reader.line_num, limits) from None
         raise InputError(
             f"{path.name}, line {reader.line_num}: the CSV cannot be read ({exc}). "
             "A quote is probably not closed."
         ) from None
+    return numbered
 
 
-def _prompt_list(path: Path, text: str, encoding_used: str, identity: str) -> Sheet:
-    prompts = [
-        (number, line.strip())
-        for number, line in enumerate(LINE_BREAK.split(text), start=1)
-        if line.strip()
-    ]
-    if prompts and prompts[0][1].lower() in ("prompt", "prompts"):
-        prompts = prompts[1:]  # a header line, as a sheet exported to TXT has
-    rows = [SheetRow(row_number=number, values=[prompt]) for number, prompt in prompts]
+def _cell_too_long(path: Path, line: int, limits: SheetLimits) -> InputError:
+    return InputError(
+        f"{path.name}, line {line:,}: a cell is longer than {limits.max_cell_chars:,} "
+        "characters, the most ReelQueue reads (a prompt is a few hundred; a quote that is "
+        "never closed makes the rest of the file one cell). Nothing was imported. Fix the "
+        "cell, or raise the limit with --max-cell-kb."
+    )
+
+
+def _prompt_list(
+    path: Path, text: str, encoding_used: str, identity: str, limits: SheetLimits
+) -> Sheet:
+    rows: list[SheetRow] = []
+    header_skipped = False
+    # Universal newlines, read lazily: \r\n, \r and \n each end a line, as LINE_BREAK.
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        prompt = line.strip()
+        if not prompt:
+            continue
+        if len(prompt) > limits.max_cell_chars:
+            raise _cell_too_long(path, number, limits)
+        if not rows and not header_skipped and prompt.lower() in ("prompt", "prompts"):
+            header_skipped = True  # a header line, as a sheet exported to TXT has
+            continue
+        rows.append(SheetRow(row_number=number, values=[prompt]))
+        if len(rows) > limits.max_rows:
+            raise_too_many_rows(path, limits.max_rows, len(rows))
     if not rows:
         raise InputError(f"{path.name} holds only empty lines: there is nothing to import.")
     return Sheet(

@@ -18,19 +18,51 @@ from typing import Any
 import python_calamine
 
 from reelqueue.domain.errors import InputError
+from reelqueue.intake.limits import SheetLimits, measure_workbook
 from reelqueue.intake.sheet import (
     HEADER_SEARCH_ROWS,
+    ZIP_MAGIC,
     Sheet,
     SheetRow,
+    check_rows,
     check_width,
     find_header_index,
     header_text,
+    raise_too_many_rows,
 )
+from reelqueue.intake.workbook_child import read_in_child
+
+MEASURABLE = frozenset({"xlsx", "xlsm", "ods"})
+"""ZIP workbooks of XML parts: measured before calamine opens them."""
 
 RESAVE_HINT = "Open it in your spreadsheet program, save it again, and import the new file."
 
 
-def read_workbook(path: Path, fmt: str, *, sheet: str | None, identity: str) -> Sheet:
+def read_workbook(
+    path: Path, fmt: str, *, sheet: str | None, identity: str, limits: SheetLimits
+) -> Sheet:
+    """Measure, then read: calamine only ever sees a workbook that fit ``limits``.
+
+    XLSX, XLSM and ODS (ZIP containers) are measured by :func:`.limits.measure_workbook`
+    and read here; XLS, XLSB and anything else (an encrypted workbook is an OLE file) are
+    read by a memory-limited child process (:mod:`.workbook_child`).
+    """
+    with path.open("rb") as stream:
+        is_zip = stream.read(4) == ZIP_MAGIC
+    if is_zip and fmt in MEASURABLE:
+        measure_workbook(path, fmt, limits)
+        name, rows = load_cells(path, fmt, sheet=sheet, max_rows=limits.max_rows)
+    else:
+        name, rows = read_in_child(path, fmt, sheet=sheet, max_rows=limits.max_rows)
+    return _to_sheet(path, rows, fmt, name, identity, limits)
+
+
+def load_cells(
+    path: Path, fmt: str, *, sheet: str | None, max_rows: int
+) -> tuple[str, list[tuple[int, list[Any]]]]:
+    """The chosen sheet's name and its non-empty rows with their numbers as the user sees
+    them, read by calamine; reading stops (InputError) once the rows pass ``max_rows``
+    plus the rows the header may sit below."""
     try:
         # from_path, not the bytes: calamine picks the reader by extension, and only then
         # recognises an encrypted (password-protected) container for what it is.
@@ -38,8 +70,15 @@ def read_workbook(path: Path, fmt: str, *, sheet: str | None, identity: str) -> 
         with book:
             name = choose_sheet(path, book, sheet)
             worksheet = book.get_sheet_by_name(name)
-            start_row = (worksheet.start or (0, 0))[0]
-            cells = worksheet.to_python(skip_empty_area=True)
+            # iter_rows starts at the sheet's first row (empty rows above the data
+            # included), one row at a time: only rows with content are kept, numbered.
+            rows: list[tuple[int, list[Any]]] = []
+            ceiling = max_rows + HEADER_SEARCH_ROWS
+            for number, row in enumerate(worksheet.iter_rows(), start=1):
+                if _has_content(row):
+                    rows.append((number, row))
+                    if len(rows) > ceiling:
+                        raise_too_many_rows(path, max_rows, len(rows))
     except python_calamine.PasswordError:
         raise InputError(
             f"{path.name} is password-protected, so ReelQueue cannot read it. Remove the "
@@ -60,7 +99,7 @@ def read_workbook(path: Path, fmt: str, *, sheet: str | None, identity: str) -> 
             f"{path.name} cannot be read as a workbook ({fmt.upper()}): it is damaged. "
             f"{RESAVE_HINT}"
         ) from None
-    return _to_sheet(path, cells, start_row, fmt, name, identity)
+    return name, rows
 
 
 def choose_sheet(path: Path, book: python_calamine.CalamineWorkbook, wanted: str | None) -> str:
@@ -93,17 +132,15 @@ def choose_sheet(path: Path, book: python_calamine.CalamineWorkbook, wanted: str
 
 def _to_sheet(
     path: Path,
-    cells: Sequence[list[Any]],
-    start_row: int,
+    content_rows: list[tuple[int, list[Any]]],
     fmt: str,
     name: str,
     identity: str,
+    limits: SheetLimits,
 ) -> Sheet:
     # calamine's rows are fresh lists: they become the rows' values without a copy.
-    numbered = [
-        SheetRow(start_row + index, row)
-        for index, row in enumerate(cells, start=1) if _has_content(row)
-    ]
+    numbered = [SheetRow(number, values) for number, values in content_rows]
+    del content_rows
     if not numbered:
         raise InputError(
             f"The sheet {name!r} of {path.name} is empty. Choose another sheet with --sheet."
@@ -111,6 +148,7 @@ def _to_sheet(
     header_index = find_header_index([row.values for row in numbered[:HEADER_SEARCH_ROWS]]) or 0
     header_row_number, header_cells = numbered[header_index]
     rows = numbered[header_index + 1:]
+    check_rows(path, len(rows), limits)
     width = max(map(len, map(itemgetter(1), numbered)))
     check_width(path, width)
     headers = [header_text(cell) for cell in header_cells]
