@@ -31,7 +31,7 @@ from reelqueue.engine.outputs import OutputWriter, limits_from_config
 from reelqueue.mockprovider import MockOptions, MockProviderServer
 from reelqueue.providers.adapters._http import ApiClient
 from reelqueue.providers.base import ProviderConfig
-from reelqueue.providers.download_limits import DownloadLimits
+from reelqueue.providers.download_limits import DownloadLimits, bounded
 from reelqueue.resources import resource
 from reelqueue.store.memory import MemoryStore
 
@@ -342,3 +342,31 @@ async def test_engine_downloads_again_without_rendering_again(tmp_path: Path, fa
     assert why in waits[0]["message"]
     assert [e.event for e in ledger].count("submitting") == 1
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["000.mp4"]
+
+
+async def test_a_steady_download_over_many_floor_windows_passes() -> None:
+    """The floor cuts off only a slow window: a steady stream crossing several windows,
+    and one that pauses less than a window, both get through whole."""
+
+    async def steady() -> AsyncIterator[bytes]:
+        for _ in range(40):
+            await asyncio.sleep(0.03)
+            yield bytes(2048)  # ~66 KiB/s over ~1.2 s, floor 1 KiB/s per 0.4 s window
+
+    limits = DownloadLimits(max_bytes=CAP, deadline_seconds=60.0,
+                            min_bytes_per_second=1024, floor_window_seconds=0.4)
+    assert sum([len(c) async for c in bounded(steady(), limits)]) == 40 * 2048
+
+
+async def test_exactly_the_cap_passes_and_one_byte_more_does_not() -> None:
+    async def body(size: int) -> AsyncIterator[bytes]:
+        yield bytes(size // 2)
+        yield bytes(size - size // 2)
+
+    limits = DownloadLimits(max_bytes=1000, min_bytes_per_second=0)
+    assert sum([len(c) async for c in bounded(body(1000), limits)]) == 1000
+    got = 0
+    with pytest.raises(ProviderError, match="cap"):
+        async for chunk in bounded(body(1001), limits):
+            got += len(chunk)
+    assert got == 500  # the chunk that would pass the cap is never handed on
