@@ -345,8 +345,8 @@ async def test_engine_downloads_again_without_rendering_again(tmp_path: Path, fa
 
 
 async def test_a_steady_download_over_many_floor_windows_passes() -> None:
-    """The floor cuts off only a slow window: a steady stream crossing several windows,
-    and one that pauses less than a window, both get through whole."""
+    """The floor cuts off only a slow window: a steady stream crossing several windows
+    gets through whole."""
 
     async def steady() -> AsyncIterator[bytes]:
         for _ in range(40):
