@@ -115,8 +115,10 @@ class OutputWriter:
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.DOWNLOAD_FAILED)
             await self._run(self._finish, handle, part, final)
         except BaseException:
-            await stream.aclose()  # closes the adapter's response: no connection is kept
-            await self._run(self._discard, handle, part)
+            try:
+                await stream.aclose()  # closes the adapter's response: no connection kept
+            finally:
+                await self._run(self._discard, handle, part)
             raise
         return WrittenFile(final, size, digest.hexdigest())
 
