@@ -1,8 +1,54 @@
-"""Small text helpers shared by the views (durations, money, clock times). No Qt here."""
+"""Small text helpers shared by the views: the ONE place for plurals, numbers, money,
+durations and clock times, so "1 render" / "5,000 renders" read the same everywhere.
+
+No Qt here (the dashboard and tests use it without a QApplication). Number grouping
+follows the user's locale: the theme hands Qt's ``QLocale`` separators to
+:func:`use_locale` at start-up; until then (and under a C locale) it is "1,234.5".
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+
+_GROUP = ","
+_DECIMAL = "."
+
+# Nouns whose plural is not "+s". Keep it to the words the views use.
+_IRREGULAR = {"batch": "batches", "entry": "entries", "is": "are", "was": "were",
+              "has": "have", "this": "these"}
+
+
+def use_locale(group: str, decimal: str) -> None:
+    """Group thousands with ``group`` and mark decimals with ``decimal`` from now on."""
+    global _GROUP, _DECIMAL
+    if decimal and group != decimal:
+        _GROUP, _DECIMAL = group, decimal
+
+
+def _localise(text: str) -> str:
+    """"12,345.67" (Python's grouping) -> the locale's separators."""
+    if (_GROUP, _DECIMAL) == (",", "."):
+        return text
+    return text.replace(",", "\0").replace(".", _DECIMAL).replace("\0", _GROUP)
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """5000 -> "5,000"; number(1234.5, 1) -> "1,234.5" (the locale's separators)."""
+    return _localise(f"{value:,.{decimals}f}")
+
+
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """The word that goes with ``n``: plural(1, "render") -> "render", 2 -> "renders"."""
+    if n == 1:
+        return word
+    return many or _IRREGULAR.get(word) or f"{word}s"
+
+
+def count(n: int, word: str, many: str | None = None) -> str:
+    """count(1, "render") -> "1 render"; count(5000, "render") -> "5,000 renders";
+    count(2, "row refused", "rows refused") -> "2 rows refused"."""
+    return f"{number(n)} {plural(n, word, many)}"
 
 
 def duration(seconds: float | None) -> str:
@@ -31,9 +77,10 @@ def rough_duration(seconds: float | None) -> str:
 
 
 def money(value: float | None) -> str:
+    """12345.678 -> "$12,345.68"; below a cent three decimals ("$0.004"); None -> "—"."""
     if value is None:
         return "—"
-    return f"${value:.3f}" if 0 < value < 0.01 else f"${value:,.2f}"
+    return "$" + (number(value, 3) if 0 < value < 0.01 else number(value, 2))
 
 
 def clock(at: float | None) -> str:
@@ -48,3 +95,62 @@ def stamp(at: float | None) -> str:
     if at is None:
         return ""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+# -- jobs --------------------------------------------------------------------------------
+def job_title(name: str | None, row_number: int | None, job_id: int) -> str:
+    """What to call a job: its name, else its row in the sheet (what the user sees in the
+    spreadsheet), and only without either the journal's id."""
+    if name:
+        return name
+    return f"Row {row_number}" if row_number is not None else f"Job {job_id}"
+
+
+def attempts(state: str, used: int, ceiling: int) -> str:
+    """"attempt 2 of 3" while a job may still be tried again; "" once it completed or was
+    cancelled (the ceiling no longer means anything), "3 attempts" once it failed."""
+    if state in ("COMPLETED", "CANCELLED"):
+        return ""
+    if state == "FAILED":
+        return count(used, "attempt")
+    return f"attempt {used} of {ceiling}"
+
+
+# Ledger detail keys that are bookkeeping for the engine, not news for the user: the
+# instance owning a lease, claim and client tokens, which write a fence refused.
+_HIDDEN_DETAIL = frozenset({"owner", "instance", "client_token", "claim_token", "token",
+                            "lease_until", "write", "batch_id"})
+_DETAIL_NAMES = {"provider_job_id": "provider job id", "from": "was", "error": "error",
+                 "found": "found at the provider", "path": "file", "cost": "cost",
+                 "attempt": "attempt", "seed": "seed", "state": "state"}
+
+
+def _detail_value(key: str, value: object) -> str:
+    if key == "cost" and isinstance(value, int | float) and not isinstance(value, bool):
+        return money(float(value))
+    if key in ("from", "state") and isinstance(value, str):
+        return value.replace("_", " ").lower()
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return number(value)
+    return str(value)
+
+
+def history_detail(event: str, detail: Mapping[str, object]) -> str:
+    """A ledger entry's details in plain words: no owner or token ids, no "resume: False".
+
+    ``resume`` on a claim becomes "picks up the render already submitted" when true and
+    disappears when false (a fresh claim is the ordinary case).
+    """
+    parts: list[str] = []
+    for key, value in detail.items():
+        if key in _HIDDEN_DETAIL or value in (None, "", [], {}):
+            continue
+        if key == "resume":
+            if value is True:
+                parts.append("picks up the render already submitted")
+            continue
+        name = _DETAIL_NAMES.get(key, key.replace("_", " "))
+        parts.append(f"{name}: {_detail_value(key, value)}")
+    return ", ".join(parts)

@@ -67,8 +67,7 @@ class LedgerModel(ListTableModel[LedgerEntry]):
             return None
         entry = self.items[index.row()]
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
-            detail = ", ".join(f"{k}: {v}" for k, v in entry.detail.items()
-                               if v not in (None, "", [], {}))
+            detail = fmt.history_detail(entry.event, entry.detail)
             values = (fmt.stamp(entry.at), entry.event.replace("_", " "),
                       entry.account or "", detail)
             return values[index.column()]
@@ -260,8 +259,8 @@ class JobDetailDialog(QDialog):
     def set_detail(self, detail: JobDetail) -> None:
         job = detail.job
         self.job = job
-        self.setWindowTitle(f"Job {job.id} — {job.name or 'untitled'}")
-        self.title.setText(job.name or f"Job {job.id}")
+        self.setWindowTitle(fmt.job_title(job.name, job.row_number, job.id))
+        self.title.setText(fmt.job_title(job.name, job.row_number, job.id))
         state = job.state.value
         label = STATE_LABELS.get(state, state)
         if job.sub_status and state == "RENDERING":
@@ -269,8 +268,8 @@ class JobDetailDialog(QDialog):
         self.chip.set_chip(label, STATE_TINTS.get(state, "neutral"))
         row = f"row {job.row_number} · " if job.row_number is not None else ""
         where = f" on {job.account}" if job.account else ""
-        self.subtitle.setText(f"{row}{job.provider}{where} · attempt {job.attempts} of "
-                              f"{job.max_attempts} · job {job.id}")
+        tries = fmt.attempts(state, job.attempts, job.max_attempts)
+        self.subtitle.setText(f"{row}{job.provider}{where}{' · ' + tries if tries else ''}")
         self.prompt.setPlainText(job.prompt)
         self._set_params(job)
         has_error = bool(job.error_label)

@@ -98,8 +98,8 @@ def _state_text(row: JobRow) -> str:
     return label
 
 
-def _attempts(row: JobRow) -> str:
-    return f"{row.attempts}/{row.max_attempts}"
+def _attempts(row: JobRow) -> str:  # "1/3" on a completed job reads as "2 tries left"
+    return "" if row.state in ("COMPLETED", "CANCELLED") else f"{row.attempts}/{row.max_attempts}"
 
 
 def _output(row: JobRow) -> str:

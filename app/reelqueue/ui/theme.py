@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
+from PySide6.QtCore import QByteArray, QLocale, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -28,6 +28,7 @@ from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QApplication
 
 from reelqueue.resources import resources_dir
+from reelqueue.ui import format as fmt
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +210,8 @@ def apply_theme(app: QApplication, choice: str = "system") -> Tokens:
 
 def install(app: QApplication, choice: str = "system") -> None:
     """Fonts, theme, window icon; re-theme when the system switches light/dark."""
+    locale = QLocale()
+    fmt.use_locale(locale.groupSeparator(), locale.decimalPoint())
     family = load_fonts()
     font = QFont(family, BASE_POINT_SIZE)
     font.setHintingPreference(QFont.HintingPreference.PreferNoHinting)
