@@ -475,19 +475,21 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
 
 
 @pytest.mark.timeout(120)
-async def test_a_render_that_crashes_every_resume_is_not_resumed_forever(
+async def test_a_render_that_crashes_every_resume_is_parked_and_retry_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The in-process minimal form of ``kill-in-poll``: the process dies (here: the engine
-    is dropped with its worker mid-poll, exactly what a kill leaves in the journal) every
-    time the render is resumed. Attempts are counted at claims only, so without a bound on
-    resumes the job would be reattached forever."""
+    is dropped with its worker mid-poll and no orderly-stop record, exactly what a kill
+    leaves in the journal) every time the render is resumed. Attempts are counted at
+    claims only, so without a bound on resumes the job would be reattached forever; at the
+    bound it is parked (its paid render kept), not failed, and the user's retry reads the
+    render again and downloads it: no second create (issue 10)."""
     out = tmp_path / "out"
     store = SqliteStore.open(tmp_path / "journal.sqlite3", now=time.time())
     batch = store.create_batch(BatchSpec("b", "s.csv", str(out)), time.time())
     store.add_jobs(batch.id, [JobSpec("poison", "poison", "mock", str(out / "p.mp4"))],
                    time.time())
-    with MockProviderServer(MockOptions(render_seconds_min=5, render_seconds_max=5)) as server:
+    with MockProviderServer(MockOptions(render_seconds_min=2, render_seconds_max=2)) as server:
         store.add_account(AccountSpec("acct", "mock", 1, server.url), time.time())
         polled = asyncio.Event()
 
@@ -505,21 +507,37 @@ async def test_a_render_that_crashes_every_resume_is_not_resumed_forever(
             polled.clear()
             engine = Engine(store, config=EngineConfig(**FAST))
             await engine.start()
-            await _until(lambda: polled.is_set() or store.get_job(1).state in FINAL,  # type: ignore[union-attr]
-                         30, "the render to be polled or the job to end")
-            await engine.stop()  # the worker dies mid-poll; the row stays in flight
+            await _until(lambda: polled.is_set() or store.get_job(1).state  # type: ignore[union-attr]
+                         in FINAL | {JobState.PARKED},
+                         30, "the render to be polled or the job to settle")
+            await engine.stop(orderly=False)  # a kill: the row stays in flight, no record
             engine.close_store()
             if not polled.is_set():
-                break  # not resumed again: the job is final
+                break  # not resumed again: the job is parked
         job = store.get_job(1)
         events = [e.event for e in store.ledger(1)]
+        assert job is not None and job.state == JobState.PARKED, (lives, events)
+        max_resumes = EngineConfig(**FAST).max_resumes
+        assert job.attempts == 1 and events.count("reattached") == max_resumes + 1
+        # one claim and max_resumes resumes ran and died; the next resume parked the job
+        assert lives == max_resumes + 2
+        assert job.provider_job_id and job.error_label == "parked"
+        assert server.counters()["creates_by_job_key"] == {"poison": 1}
+        # The user's retry: the render is read again and downloaded, never created again.
+        monkeypatch.setitem(registry._REGISTRY, "mock", info)
+        engine = Engine(store, config=EngineConfig(**FAST))
+        await engine.start()
+        assert await engine.retry([1]) == [1]
+        result = await engine.run_until_drained(budget_seconds=60)
+        await engine.stop()
+        engine.close_store()
+        job = store.get_job(1)
+        creates = server.counters()["creates_by_job_key"]
     store.close()
-    assert job is not None and job.state == JobState.FAILED, (lives, events)
-    max_resumes = EngineConfig(**FAST).max_resumes
-    assert job.attempts == 1 and events.count("reattached") == max_resumes + 1
-    # one claim and max_resumes resumes ran and died; the next resume failed the job
-    assert lives == max_resumes + 2
-    assert "worker died" in (job.error_message or "")
+    assert result.outcome == "drained", result
+    assert job is not None and job.state == JobState.COMPLETED, job
+    assert creates == {"poison": 1}, creates
+    assert (out / "p.mp4").exists()
 
 
 # -- 7. two processes on one database never exceed an account's limit --------------------------

@@ -48,6 +48,8 @@ class ErrorLabel(StrEnum):
     DISK = "disk error"
     INTERNAL = "internal error"
     SUBMIT_UNKNOWN = "submit outcome unknown"
+    NO_FILE = "finished without file"
+    PARKED = "parked"
 
 
 HINTS: dict[ErrorLabel, str] = {
@@ -67,10 +69,15 @@ HINTS: dict[ErrorLabel, str] = {
     ErrorLabel.DISK: "The video could not be written to disk (full or not writable).",
     ErrorLabel.INTERNAL: "ReelQueue hit an internal error; the job is retried. "
     "Please report it with the log.",
-    ErrorLabel.SUBMIT_UNKNOWN: "The create request may have reached the provider but no "
-    "answer came back, and this provider cannot be asked. It was not resubmitted, so you "
-    "are not charged twice; retry it yourself if no render appears in the provider's "
-    "dashboard.",
+    ErrorLabel.SUBMIT_UNKNOWN: "The create request may have reached the provider, and the "
+    "provider could not be asked (or gave an answer that cannot be read). It was not sent "
+    "again, so you are not charged twice; look for the client token in the provider's "
+    "dashboard and retry the job only if no render is there.",
+    ErrorLabel.NO_FILE: "The provider reported the render finished but gave no file. It "
+    "was not created again (a finished render is paid); check the provider's dashboard. "
+    "Retry reads it again without creating it.",
+    ErrorLabel.PARKED: "The process died each time this render was resumed, so it was "
+    "parked with its render kept. Retry it to read the render again (no new render).",
 }
 
 

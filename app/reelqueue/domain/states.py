@@ -13,9 +13,12 @@ call; the table below is the written-down diagram (DESIGN.md, "Job states")::
     in flight   --set_retry_wait-->        RETRY_WAIT     (retryable error, attempts left)
     in flight   --release_to_queue-->      QUEUED         (account-level error, no attempt)
     in flight   --mark_failed-->           FAILED         (permanent, or attempts used up)
+    in flight   --park_job-->              PARKED         (its resume keeps killing the
+                                                           process; keeps its render)
     any open    --cancel_job-->            CANCELLED      (user)
     in flight   --recover-->               COMPLETED / CLAIMED(reattach) / QUEUED
-    FAILED/CANCELLED --requeue_jobs-->     QUEUED         (user: retry)
+    FAILED/CANCELLED/PARKED --requeue_jobs--> QUEUED      (user: retry; a job that has a
+                                                           render keeps it: read it first)
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class JobState(StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    PARKED = "PARKED"
 
 
 IN_FLIGHT: frozenset[JobState] = frozenset(
@@ -47,6 +51,12 @@ FINAL: frozenset[JobState] = frozenset(
     {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED}
 )
 """States a job never leaves on its own (only a user's retry reopens FAILED/CANCELLED)."""
+
+SETTLED: frozenset[JobState] = FINAL | {JobState.PARKED}
+"""States the engine does not move a job out of: the final ones, and PARKED (a render
+whose resume kept killing the process; it keeps its provider job id and waits for the
+user's retry, which reads it again and never creates it anew). A run ends when every
+job is settled; a parked job is not finished and is shown as needing attention."""
 
 
 class RemotePhase(StrEnum):

@@ -27,7 +27,11 @@ class EngineConfig:
     shared_store: True when several machines share the store (take over expired leases
         only); False on one machine behind the data-folder lock.
     max_resumes: how many times in a row one render may be resumed after its process
-        died before the job is failed (a resume spends no attempt).
+        died (orderly stops do not count) before the job is parked (a resume spends no
+        attempt; a parked job keeps its render for the user's retry).
+    finished_without_file_polls: how many more times a render the provider reports
+        finished without its file is read (with the poll back-off) before the job fails;
+        it is never created again.
     """
 
     lease_seconds: float = 60.0
@@ -45,3 +49,4 @@ class EngineConfig:
     download_floor_window_seconds: float = 60.0
     shared_store: bool = False
     max_resumes: int = 5
+    finished_without_file_polls: int = 3

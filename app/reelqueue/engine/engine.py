@@ -23,7 +23,7 @@ import httpx
 from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, RecoveryReport
-from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
+from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import (
@@ -40,7 +40,7 @@ from reelqueue.engine.outputs import (
     missing_outputs,
     remove_partials,
 )
-from reelqueue.engine.render import RenderAttempt, RenderContext
+from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
 from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
 from reelqueue.store.base import ClaimParams, RecoverParams, Store
@@ -139,9 +139,14 @@ class Engine:
         self.bus.publish(EngineStateEvent("paused" if paused else "running", self.clock.now()))
         return report
 
-    async def stop(self) -> None:
+    async def stop(self, *, orderly: bool = True) -> None:
         """Stop in order: the pump, the workers (their jobs stay in flight and are
-        reattached next time), the heartbeat, then the HTTP client and threads."""
+        reattached next time), the heartbeat, then the HTTP client and threads.
+
+        Each job left in flight gets a ``stopped_in_flight`` ledger entry: an orderly stop
+        (Ctrl+C, SIGTERM, the window closed keeping renders) is no crash, so its resume is
+        not counted against ``max_resumes``. ``orderly=False`` leaves the journal as a
+        killed process would (for tests of crash recovery)."""
         self._claiming = False
         for task in (self._pump_task, self._heartbeat_task):
             if task:
@@ -151,6 +156,8 @@ class Engine:
             task.cancel()
         await asyncio.gather(*(t for t in (self._pump_task, self._heartbeat_task) if t),
                              *workers, return_exceptions=True)
+        if orderly:
+            await self._record_stopped_in_flight()
         if self._own_client:
             await self._http.aclose()
         self.writer.shutdown()
@@ -158,6 +165,19 @@ class Engine:
 
     def close_store(self) -> None:
         self.store.shutdown()
+
+    async def _record_stopped_in_flight(self) -> None:
+        try:
+            owned = await self.store.call(self.store.sync.list_jobs, None, list(IN_FLIGHT))
+            for job in owned:
+                if job.lease_owner == self.instance_id:
+                    await self.store.call(
+                        self.store.sync.note, STOPPED_IN_FLIGHT, self.clock.now(),
+                        job_id=job.id, account=job.account, claim_token=job.claim_token,
+                        detail={"state": str(job.state),
+                                "provider_job_id": job.provider_job_id})
+        except ReelQueueError as exc:  # the stop goes on; the resume may count as a crash
+            log.warning("could not record the orderly stop: %s", exc)
 
     async def _recover(self) -> RecoveryReport:
         accounts = await self.store.call(self.store.sync.list_accounts)
@@ -270,7 +290,10 @@ class Engine:
         deadline = None if budget_seconds is None else self.clock.now() + budget_seconds
         while True:
             counts = await self.store.call(self.store.sync.counts)
-            open_jobs = sum(n for s, n in counts.by_state.items() if JobState(s) not in FINAL)
+            # Parked jobs wait for the user: settled, not open (and shown as needing
+            # attention by the front ends).
+            open_jobs = sum(n for s, n in counts.by_state.items()
+                            if JobState(s) not in SETTLED)
             if open_jobs == 0 and not self._workers:
                 self.bus.publish(EngineStateEvent("drained", self.clock.now()))
                 return DrainResult("drained")

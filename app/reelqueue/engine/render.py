@@ -24,10 +24,14 @@ from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import AccountEvent, EventBus, JobEvent
 from reelqueue.engine.outputs import OutputWriter
+from reelqueue.engine.retry_plan import estimated_price
 from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
 from reelqueue.store.base import JobError
 
 log = logging.getLogger(__name__)
+
+STOPPED_IN_FLIGHT = "stopped_in_flight"
+"""Ledger event of a job left in flight by an orderly stop (Engine.stop)."""
 
 
 class ClaimLost(Exception):
@@ -40,6 +44,29 @@ class RemoteRenderFailed(Exception):
     def __init__(self, error: ProviderError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class SubmissionUnresolved(Exception):
+    """A create may have reached the provider and asking for it by client token failed:
+    the outcome is unknown, which is never read as "no" (DESIGN.md invariant 11)."""
+
+    def __init__(self, error: ProviderError, client_token: str) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.client_token = client_token
+
+
+def unresolved_message(words: str, client_token: str) -> str:
+    """The FAILED text of a submission whose outcome stays unknown."""
+    return (f"Submit outcome unknown: {words}. The create request may have reached the "
+            "provider; it was not resent, so you are not charged twice. Look for "
+            f"client token {client_token} in the provider's dashboard; retry the job only "
+            "if no render is there.")
+
+
+FINISHED_WITHOUT_FILE = (
+    "The provider reported the render finished but gave no file; it was not created "
+    "again (a finished render is paid) — check the provider's dashboard.")
 
 
 @dataclass
@@ -91,6 +118,7 @@ class RenderAttempt:
         self.provider_job_id = claim.job.provider_job_id
         self.remote_failed = False
         self.submitted_at: float | None = None
+        self.user_retry = False
 
     # -- helpers -----------------------------------------------------------------------
     def _now(self) -> float:
@@ -118,8 +146,10 @@ class RenderAttempt:
         except asyncio.CancelledError:
             # Shutting down: the job stays in flight and is reattached at the next start.
             raise
+        except SubmissionUnresolved as exc:
+            await self._handle_unresolved(exc)
         except RemoteRenderFailed as exc:
-            await self._handle_error(exc.error, keep_render=False)
+            await self._handle_remote_failure(exc.error)
         except ProviderError as exc:
             await self._handle_error(exc, keep_render=self.provider_job_id is not None)
         except OSError as exc:
@@ -138,12 +168,18 @@ class RenderAttempt:
 
     async def _lifecycle(self) -> None:
         store, now = self.ctx.store, self._now
-        if self.job.state == JobState.SUBMITTING and self.job.client_token:
+        if self.provider_job_id is None and self.job.client_token:
+            # An unresolved submission (crash inside the submit window, or a create whose
+            # outcome stayed unknown): ask for it by client token; never create blindly.
+            if self.job.state == JobState.CLAIMED:
+                await self._fenced(await store.call(store.sync.mark_submitting, self.token,
+                                                    self.job.client_token, now()))
             await self._reconcile(self.job.client_token)
         elif self.provider_job_id is not None:
-            if await self._resumed_too_often():
+            if await self._park_if_resumes_keep_crashing():
                 return
             if self.job.state == JobState.CLAIMED:
+                self.user_retry = await self._first_claim_after_user_retry()
                 await self._fenced(await store.call(store.sync.mark_rendering, self.token, now()))
             self._emit(JobState.RENDERING, sub_status="reattached")
         else:
@@ -161,33 +197,51 @@ class RenderAttempt:
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
 
-    async def _resumed_too_often(self) -> bool:
-        """Fail the job (and return True) when its render was resumed after crashes more
-        often than its attempt ceiling allows.
+    async def _park_if_resumes_keep_crashing(self) -> bool:
+        """Park the job (and return True) when its render was resumed after unclean exits
+        more than ``EngineConfig.max_resumes`` times in a row.
 
-        Attempts are counted at claims; resuming a render after a crash (reattach or
-        reconcile) spends none, so a render that kills its worker every time it is resumed
-        would be resumed forever. The resumes since the last claim are counted from the
-        ledger and bounded by ``EngineConfig.max_resumes`` (seeds/001: "a job that always
-        crashes its worker ends as failed after the max tries").
+        A resume spends no attempt, so a render that kills the process every time it is
+        resumed would be resumed forever; failing it would throw away a paid render (and a
+        retry would pay again). It is parked instead: it keeps its provider job id, is not
+        resumed by itself, and the user's retry reads it again (docs/design-notes.md).
+        Orderly stops (Ctrl+C, SIGTERM, the window closed keeping renders) leave a
+        ``stopped_in_flight`` entry and do not count: only a resume that follows a claim, or
+        another resume, with no orderly stop in between is a sign of a crash.
         """
         store = self.ctx.store
-        resumes = 0
+        crashes = 0
+        for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
+            if entry.event in ("claimed", "requeued"):
+                break
+            if entry.event == STOPPED_IN_FLIGHT:
+                crashes -= 1  # the resume right after an orderly stop is no crash
+                break
+            crashes += entry.event in ("reattached", "reconcile")
+        if crashes <= self.ctx.config.max_resumes:
+            return False
+        error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.PARKED.value,
+                         f"The process died {crashes} times in a row while this render was "
+                         "resumed; it was parked, not failed, and keeps its render "
+                         f"({self.provider_job_id}). Retry it to read the render again "
+                         "(no new render, no charge).")
+        if await store.call(store.sync.park_job, self.token, error, self._now()):
+            self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
+        return True
+
+    async def _first_claim_after_user_retry(self) -> bool:
+        """True when this claim is the first since the user's retry of a job that kept its
+        render: a render gone at the provider is then created again on purpose."""
+        store = self.ctx.store
+        claims = 0
         for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
             if entry.event == "claimed":
-                break
-            resumes += entry.event in ("reattached", "reconcile")
-        # Resumes are bounded on their own, more loosely than attempts: a user who closes
-        # the laptop a few times during one long render must not lose it, while a render
-        # that kills the process at every resume still ends (docs/design-notes.md).
-        if resumes <= self.ctx.config.max_resumes:
-            return False
-        error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.INTERNAL.value,
-                         f"The worker died {resumes} times in a row while this job ran; "
-                         "its render was not resumed again. Retry the job to render it anew.")
-        if await store.call(store.sync.mark_failed, self.token, error, self._now()):
-            self._emit(JobState.FAILED, error_label=error.label, error_message=error.message)
-        return True
+                claims += 1
+                if claims > 1:
+                    return False
+            elif entry.event == "requeued" and entry.detail.get("by") == "user":
+                return bool(entry.detail.get("rereads"))
+        return False
 
     async def _submit(self) -> None:
         store = self.ctx.store
@@ -223,23 +277,27 @@ class RenderAttempt:
         if self.provider.supports_lookup:
             await self._reconcile(client_token, after_error=exc)
             return
-        raise ProviderError(
-            f"{exc} — the create request may have reached the provider; it was not resent "
-            "(no provider offers an idempotency key).",
-            error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN) from None
+        raise SubmissionUnresolved(exc, client_token)
 
     async def _reconcile(self, client_token: str, after_error: ProviderError | None = None
                          ) -> None:
         """Find our submission by client token; continue it if found."""
         store = self.ctx.store
+        if not self.provider.supports_lookup:
+            raise SubmissionUnresolved(after_error or ProviderError(
+                "this provider cannot be asked for an earlier submission",
+                error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
+                client_token)
         found: str | None = None
         for attempt in range(3):
             try:
                 found = await self.provider.lookup(self._request(client_token))
                 break
             except ProviderError as exc:
+                # Unknown is never "no": an unreadable or failed lookup leaves the
+                # submission unresolved (its client token is kept), never re-created.
                 if exc.error_class != ErrorClass.RETRYABLE or attempt == 2:
-                    raise
+                    raise SubmissionUnresolved(exc, client_token) from exc
                 await asyncio.sleep(self.ctx.config.retry_backoff.delay(attempt + 1,
                                                                         self.ctx.rng))
         await store.call(store.sync.note, "reconciled", self._now(), job_id=self.job.id,
@@ -261,6 +319,7 @@ class RenderAttempt:
         last_sub_status: str | None = None
         polls = 0
         errors = 0
+        no_file = 0
         # An earlier (time, progress) of this render: a render this attempt submitted was
         # at 0% when the provider accepted it.
         pace = None if self.submitted_at is None else (self.submitted_at, 0.0)
@@ -270,6 +329,10 @@ class RenderAttempt:
                 seen_at = self._now()
                 errors = 0
             except ProviderError as exc:
+                if self.user_retry and polls == 0 and exc.status_code in (404, 410):
+                    # The user asked for this job again and the provider says its render
+                    # is gone: create it anew, on purpose and on the record.
+                    raise RemoteRenderFailed(exc) from exc
                 if exc.error_class == ErrorClass.PERMANENT:
                     raise
                 if exc.error_class == ErrorClass.ACCOUNT and exc.label != ErrorLabel.RATE_LIMITED:
@@ -282,7 +345,19 @@ class RenderAttempt:
                 continue
             polls += 1
             if status.phase == RemotePhase.SUCCEEDED:
-                return status
+                if status.video_url:
+                    return status
+                # Finished is paid: read it again (the file may show up), never create it
+                # again; in the end fail it without a create.
+                no_file += 1
+                if no_file > config.finished_without_file_polls:
+                    raise ProviderError(FINISHED_WITHOUT_FILE + f" (job {self.provider_job_id}"
+                                        f", provider said: {status.sub_status or 'finished'})",
+                                        error_class=ErrorClass.PERMANENT,
+                                        label=ErrorLabel.NO_FILE)
+                await asyncio.sleep(max(config.poll_min_seconds,
+                                        config.poll_backoff.delay(no_file + 1, self.ctx.rng)))
+                continue
             if status.phase in (RemotePhase.FAILED, RemotePhase.CANCELLED):
                 self.remote_failed = True
                 raise RemoteRenderFailed(status.error or ProviderError(
@@ -325,6 +400,83 @@ class RenderAttempt:
             return
         if ok:
             self._emit(state, error_label=exc.label.value, error_message=str(exc))
+
+    async def _handle_remote_failure(self, exc: ProviderError) -> None:
+        """The provider's render failed: it is never reattached (DESIGN.md invariant 11).
+
+        Account-level reason (rate limited, budget, quota): the account pauses once and the
+        job waits with the render dropped; a later claim creates anew, counted as an
+        attempt. Retryable reason: a retry wait, render dropped. Otherwise (and when the
+        attempts are used up) FAILED with the provider's reason and the render dropped.
+        A user's retry that found its render gone creates anew as a deliberate re-render.
+        """
+        store, now = self.ctx.store, self._now()
+        error = JobError(str(exc.error_class), exc.label.value, str(exc))
+        rerender = self.user_retry and exc.error_class != ErrorClass.PERMANENT
+        if rerender:
+            usd, unpriced = estimated_price([self.job])
+            await store.call(store.sync.note, "deliberate_rerender", now, job_id=self.job.id,
+                             account=self.claim.account, claim_token=self.token.token,
+                             detail={"provider_job_id": self.provider_job_id,
+                                     "estimated_usd": None if unpriced else usd,
+                                     "why": str(exc)})
+        try:
+            if exc.error_class == ErrorClass.ACCOUNT:
+                await self._pause_account(exc)
+            if (not rerender and exc.error_class == ErrorClass.PERMANENT) or (
+                    self.job.attempts >= self.job.max_attempts and not rerender):
+                ok = await store.call(store.sync.mark_failed, self.token, error, now,
+                                      drop_render=True)
+                state = JobState.FAILED
+            else:
+                # A dropped render is created anew at once (an account pause holds that
+                # account back by itself); a retryable failure waits its back-off.
+                delay = 0.0 if rerender or exc.error_class == ErrorClass.ACCOUNT else (
+                    exc.retry_after or self.ctx.config.retry_backoff.delay(
+                        self.job.attempts, self.ctx.rng))
+                ok = await store.call(store.sync.set_retry_wait, self.token, error, now + delay,
+                                      now, keep_provider_job=False)
+                state = JobState.RETRY_WAIT
+        except Exception:
+            log.exception("job %s: could not record its error", self.job.id)
+            return
+        if ok:
+            self._emit(state, error_label=exc.label.value, error_message=str(exc))
+
+    async def _handle_unresolved(self, exc: SubmissionUnresolved) -> None:
+        """Asking for an earlier submission failed: keep its client token (and account) so
+        the next claim asks again, never creates; fail it (outcome unknown, with the
+        provider's words and the client token) when it cannot be asked or the attempts are
+        used up. An account-level answer pauses the account, spending no attempt."""
+        store, now = self.ctx.store, self._now()
+        cause = exc.error
+        try:
+            if cause.error_class == ErrorClass.ACCOUNT and self.provider.supports_lookup:
+                await self._pause_account(cause)
+                error = JobError(str(cause.error_class), cause.label.value, str(cause))
+                ok = await store.call(store.sync.release_to_queue, self.token, error, now,
+                                      keep_submission=True)
+                state = JobState.QUEUED
+            elif (cause.error_class == ErrorClass.RETRYABLE and self.provider.supports_lookup
+                  and self.job.attempts < self.job.max_attempts):
+                error = JobError(str(cause.error_class), cause.label.value,
+                                 f"The provider could not be asked whether the submission "
+                                 f"arrived ({cause}); it is asked again, nothing is created.")
+                delay = cause.retry_after or self.ctx.config.retry_backoff.delay(
+                    self.job.attempts, self.ctx.rng)
+                ok = await store.call(store.sync.set_retry_wait, self.token, error,
+                                      now + delay, now, keep_provider_job=True)
+                state = JobState.RETRY_WAIT
+            else:
+                error = JobError(str(ErrorClass.PERMANENT), ErrorLabel.SUBMIT_UNKNOWN.value,
+                                 unresolved_message(str(cause), exc.client_token))
+                ok = await store.call(store.sync.mark_failed, self.token, error, now)
+                state = JobState.FAILED
+        except Exception:
+            log.exception("job %s: could not record its error", self.job.id)
+            return
+        if ok:
+            self._emit(state, error_label=error.label, error_message=error.message)
 
     async def _pause_account(self, exc: ProviderError) -> None:
         store, now = self.ctx.store, self._now()

@@ -140,8 +140,21 @@ class Store(Protocol):
     ) -> bool: ...
     def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *, run_after: float | None = None,
-    ) -> bool: ...
-    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool: ...
+        keep_submission: bool = False,
+    ) -> bool:
+        """Account-level trouble: back to the queue without spending the attempt. A job
+        with a render keeps it and its account; ``keep_submission`` keeps an unresolved
+        submission's client token and account too (it is asked for before any create)."""
+        ...
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
+                    drop_render: bool = False) -> bool:
+        """``drop_render``: the provider's render itself failed; forget its id so that a
+        user's retry creates anew instead of reattaching a dead render."""
+        ...
+    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        """PARKED: a render whose resume keeps killing the process. Keeps its provider job
+        id (required), holds no claim, is not resumed by itself; a user's retry reads it."""
+        ...
     def note(
         self, event: str, now: float, *, job_id: int | None = None,
         account: str | None = None, claim_token: str | None = None,
@@ -152,7 +165,10 @@ class Store(Protocol):
     def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]: ...
     def requeue_jobs(
         self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """The user's retry of FAILED / CANCELLED / PARKED jobs. A job that has a render
+        keeps it (unless ``new_seed``): the next claim reads it before anything is created."""
+        ...
 
     # -- recovery and audit ------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport: ...

@@ -348,25 +348,38 @@ class MemoryStore:
 
     def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *,
-        run_after: float | None = None,
+        run_after: float | None = None, keep_submission: bool = False,
     ) -> bool:
         job = self._jobs.get(token.job_id)
-        keeps = job is not None and job.provider_job_id is not None
+        keeps = job is not None and (job.provider_job_id is not None or keep_submission)
         extra: dict[str, Any] = {} if keeps else {"account": None, "client_token": None}
         return self._fenced(
             token, IN_FLIGHT, "released", now, "release_to_queue",
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"keeps_submission": True} if keep_submission else {})},
             state=JobState.RETRY_WAIT if run_after else JobState.QUEUED,
             run_after=run_after or 0.0,
             attempts=max((job.attempts if job else 1) - 1, 0), sub_status=None,
             progress=None, error_class=error.error_class, error_label=error.label,
             error_message=error.message, **_CLEARED_CLAIM, **extra)
 
-    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool:
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
+                    drop_render: bool = False) -> bool:
+        dropped: dict[str, Any] = {"provider_job_id": None} if drop_render else {}
         return self._fenced(
             token, IN_FLIGHT, "failed", now, "mark_failed",
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"dropped_render": True} if drop_render else {})},
             state=JobState.FAILED, finished_at=now, error_class=error.error_class,
+            error_label=error.label, error_message=error.message, **_CLEARED_CLAIM, **dropped)
+
+    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        job = self._jobs.get(token.job_id)
+        return self._fenced(
+            token, IN_FLIGHT, "parked", now, "park",
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            extra_ok=job is not None and job.provider_job_id is not None,
+            state=JobState.PARKED, sub_status=None, error_class=error.error_class,
             error_label=error.label, error_message=error.message, **_CLEARED_CLAIM)
 
     def note(
@@ -402,18 +415,25 @@ class MemoryStore:
         with self._lock:
             for job_id in job_ids:
                 job = self._jobs.get(job_id)
-                if job is None or job.state not in (JobState.FAILED, JobState.CANCELLED):
+                if job is None or job.state not in (JobState.FAILED, JobState.CANCELLED,
+                                                    JobState.PARKED):
                     continue
                 params = dict(job.params)
                 if new_seed is not None:
                     params["seed"] = new_seed
+                # A job that has a render keeps it unless a new seed was asked for: the
+                # next claim reads it first (queries.sql, requeue_job).
+                keep = new_seed is None and job.provider_job_id is not None
                 self._jobs[job_id] = replace(
                     job, state=JobState.QUEUED, finished_at=None, updated_at=now, attempts=0,
-                    run_after=0.0, account=None, client_token=None, provider_job_id=None,
+                    run_after=0.0, account=job.account if keep else None,
+                    client_token=job.client_token if keep else None,
+                    provider_job_id=job.provider_job_id if keep else None,
                     sub_status=None, progress=None, params=params)
                 done.append(job_id)
-                self._note("requeued", now, job_id=job_id,
-                           detail={"by": "user", "new_seed": new_seed})
+                self._note("requeued", now, job_id=job_id, detail={
+                    "by": "user", "new_seed": new_seed, "from": str(job.state),
+                    "rereads": job.provider_job_id if keep else None})
         return done
 
     # -- recovery and audit ------------------------------------------------------------

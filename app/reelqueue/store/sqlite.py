@@ -56,7 +56,7 @@ from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row,
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -698,18 +698,30 @@ class SqliteStore:
 
     def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *,
-        run_after: float | None = None,
+        run_after: float | None = None, keep_submission: bool = False,
     ) -> bool:
         return self._fenced(
             "fenced_release_to_queue", "released", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"keeps_submission": True} if keep_submission else {})},
             run_after=run_after or 0.0, error_class=error.error_class,
             error_label=error.label, error_message=error.message,
+            keep_submission=int(keep_submission),
         )
 
-    def mark_failed(self, token: ClaimToken, error: JobError, now: float) -> bool:
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
+                    drop_render: bool = False) -> bool:
         return self._fenced(
             "fenced_mark_failed", "failed", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"dropped_render": True} if drop_render else {})},
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message, drop_render=int(drop_render),
+        )
+
+    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        return self._fenced(
+            "fenced_park", "parked", token, now,
             {"error_class": error.error_class, "label": error.label, "message": error.message},
             error_class=error.error_class, error_label=error.label,
             error_message=error.message,
@@ -746,10 +758,14 @@ class SqliteStore:
         done: list[int] = []
         with self._write():
             for job_id in job_ids:
-                if self._exec("requeue_job", id=job_id, now=now, seed=new_seed):
+                row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
+                keep = new_seed is None
+                if row is not None and self._exec("requeue_job", id=job_id, now=now,
+                                                  seed=new_seed, keep=int(keep)):
                     done.append(job_id)
-                    self._ledger("requeued", now, job_id=job_id,
-                                 detail={"by": "user", "new_seed": new_seed})
+                    self._ledger("requeued", now, job_id=job_id, detail={
+                        "by": "user", "new_seed": new_seed, "from": row["state"],
+                        "rereads": row["provider_job_id"] if keep else None})
         return done
 
     # -- recovery ----------------------------------------------------------------------

@@ -164,22 +164,37 @@ UPDATE jobs SET state = 'RETRY_WAIT', run_after = :run_after, updated_at = :now,
 
 -- name: fenced_release_to_queue
 -- Account-level trouble: the job goes back without spending the attempt it was claimed
--- with. A job that already has a render keeps it (and stays with that account).
+-- with. A job that already has a render keeps it (and stays with that account); so does
+-- one whose submission is unresolved (:keep_submission: its client token is asked for at
+-- that account before anything is created again).
 UPDATE jobs SET state = CASE WHEN :run_after > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED' END,
        run_after = :run_after, attempts = MAX(attempts - 1, 0), updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-       account = CASE WHEN provider_job_id IS NULL THEN NULL ELSE account END,
-       client_token = CASE WHEN provider_job_id IS NULL THEN NULL ELSE client_token END,
+       account = CASE WHEN provider_job_id IS NULL AND NOT :keep_submission THEN NULL
+                      ELSE account END,
+       client_token = CASE WHEN provider_job_id IS NULL AND NOT :keep_submission THEN NULL
+                           ELSE client_token END,
        sub_status = NULL, progress = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
 -- name: fenced_mark_failed
+-- :drop_render: the provider's render itself failed; a user's retry must not reattach it.
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       provider_job_id = CASE WHEN :drop_render THEN NULL ELSE provider_job_id END,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_park
+-- The render's resume keeps killing the process: keep the render (provider job id, account,
+-- client token) for the user's retry, hold no claim, and do not resume it by itself.
+UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = :error_class, error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token = :token AND provider_job_id IS NOT NULL
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
 -- name: cancel_job
@@ -188,12 +203,18 @@ UPDATE jobs SET state = 'CANCELLED', finished_at = :now, updated_at = :now,
  WHERE id = :id AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
 
 -- name: requeue_job
+-- The user's retry. A job that has a render keeps it (and its account), unless a new seed
+-- was asked for: the next claim reads it first (finished -> download, running ->
+-- reattach) and creates anew only when the provider says it is gone (issue 10).
 UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = :now, attempts = 0,
-       run_after = 0, account = NULL, client_token = NULL, provider_job_id = NULL,
+       run_after = 0,
+       account = CASE WHEN :keep AND provider_job_id IS NOT NULL THEN account END,
+       client_token = CASE WHEN :keep AND provider_job_id IS NOT NULL THEN client_token END,
+       provider_job_id = CASE WHEN :keep THEN provider_job_id END,
        sub_status = NULL, progress = NULL,
        params = CASE WHEN :seed IS NULL THEN params
                      ELSE json_set(params, '$.seed', :seed) END
- WHERE id = :id AND state IN ('FAILED', 'CANCELLED');
+ WHERE id = :id AND state IN ('FAILED', 'CANCELLED', 'PARKED');
 
 -- name: insert_ledger
 INSERT INTO ledger (at, event, job_id, account, claim_token, detail)

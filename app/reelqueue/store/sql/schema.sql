@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 3). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 4). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -43,7 +43,7 @@ CREATE TABLE jobs (
     output_path     TEXT NOT NULL,
     state           TEXT NOT NULL DEFAULT 'QUEUED'
         CHECK (state IN ('QUEUED', 'CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING',
-                         'RETRY_WAIT', 'COMPLETED', 'FAILED', 'CANCELLED')),
+                         'RETRY_WAIT', 'COMPLETED', 'FAILED', 'CANCELLED', 'PARKED')),
     attempts        INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     max_attempts    INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
     account         TEXT,
@@ -75,7 +75,9 @@ CREATE TABLE jobs (
            = (claim_token IS NOT NULL AND lease_owner IS NOT NULL
               AND lease_until IS NOT NULL AND account IS NOT NULL)),
     -- a provider job id only after the submission intent was committed
-    CHECK (provider_job_id IS NULL OR client_token IS NOT NULL)
+    CHECK (provider_job_id IS NULL OR client_token IS NOT NULL),
+    -- parked = a render kept for the user (it is never created again by itself)
+    CHECK (state <> 'PARKED' OR provider_job_id IS NOT NULL)
 );
 
 -- Claims seek, never walk past jobs they cannot take: queued jobs by provider, the account

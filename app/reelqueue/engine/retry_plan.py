@@ -1,0 +1,108 @@
+"""What a user's retry will do and cost, said before it is done (issue 10, "Retry asks
+before it pays").
+
+A job that has a provider job id is read again from the provider (no charge): finished ->
+downloaded, running -> reattached; only a render the provider says is gone is created
+again, as a deliberate re-render written in the ledger with its estimated price. A job
+without one is rendered again. Permanent failures (content policy, invalid input...) are
+left out unless asked for: the same row would most likely fail the same way, at a price.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from reelqueue.domain.errors import ErrorClass, KnownError
+from reelqueue.domain.models import Job, JobSpec
+from reelqueue.domain.states import JobState
+from reelqueue.intake.estimate import estimate_cost
+from reelqueue.providers import registry
+from reelqueue.providers.base import ParamSpec
+
+RETRYABLE_STATES = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.PARKED})
+
+
+def _params_for(provider: str) -> ParamSpec:
+    try:
+        return registry.get(provider).params
+    except KnownError:
+        return ParamSpec()
+
+
+def estimated_price(jobs: Iterable[Job]) -> tuple[float, int]:
+    """(estimated USD of the priced jobs, how many have no known price)."""
+    specs = [JobSpec(j.job_key, j.prompt, j.provider, j.output_path, params=dict(j.params),
+                     pinned_account=j.pinned_account) for j in jobs]
+    estimate = estimate_cost(specs, _params_for)
+    return estimate.total_usd, estimate.unpriced_jobs
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    """Attributes:
+    reread: jobs whose render is read again first (no charge unless it is gone).
+    rerender: jobs that will be rendered (and paid for) again.
+    skipped_permanent: permanent failures left out (``include_permanent`` not given).
+    not_retryable: jobs that are not failed, cancelled or parked (left alone).
+    rerender_usd: the estimated price of ``rerender``; ``unpriced``: those without a price.
+    """
+
+    reread: tuple[Job, ...]
+    rerender: tuple[Job, ...]
+    skipped_permanent: tuple[Job, ...]
+    not_retryable: tuple[int, ...]
+    rerender_usd: float
+    unpriced: int
+
+    @property
+    def job_ids(self) -> list[int]:
+        return [j.id for j in (*self.reread, *self.rerender)]
+
+    def summary(self) -> str:
+        """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
+        rendered again (est. $1.20)'."""
+        total = len(self.reread) + len(self.rerender)
+        parts = []
+        if self.reread:
+            parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
+                         "created again only if the provider says the render is gone)")
+        if self.rerender:
+            price = f"est. ${self.rerender_usd:.2f}"
+            if self.unpriced:
+                price += f" + {self.unpriced} without a known price"
+            parts.append(f"{len(self.rerender)} will be rendered again ({price})")
+        text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
+                                                             if parts else "")
+        if self.skipped_permanent:
+            text += (f". {len(self.skipped_permanent)} permanent failures (content policy, "
+                     "invalid input...) were left out; add --include-permanent to retry "
+                     "them too")
+        if self.not_retryable:
+            text += (f". {len(self.not_retryable)} are not failed, cancelled or parked and "
+                     "are left alone")
+        return text + "."
+
+
+def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
+               include_permanent: bool = True, new_seed: int | None = None) -> RetryPlan:
+    """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
+    rendered again."""
+    reread: list[Job] = []
+    rerender: list[Job] = []
+    skipped: list[Job] = []
+    other: list[int] = []
+    for job_id in dict.fromkeys(job_ids):
+        job = jobs.get(job_id)
+        if job is None or job.state not in RETRYABLE_STATES:
+            other.append(job_id)
+        elif (not include_permanent and job.state == JobState.FAILED
+              and job.error_class == ErrorClass.PERMANENT.value and not job.provider_job_id):
+            skipped.append(job)
+        elif job.provider_job_id and new_seed is None:
+            reread.append(job)
+        else:
+            rerender.append(job)
+    usd, unpriced = estimated_price(rerender)
+    return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
+                     unpriced)
