@@ -247,7 +247,7 @@ class FalProvider:
         if seed is not None:
             body["seed"] = seed
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             body["image_url"] = image.url_or_data_uri()  # fal accepts data URIs too
         return body
 

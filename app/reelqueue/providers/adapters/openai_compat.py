@@ -219,7 +219,7 @@ class OpenAICompatProvider:
             if size:
                 form.append(("size", (None, size)))
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             name = "reference." + (image.mime_type.split("/")[-1] or "png")
             form.append(("input_reference", (name, image.data or b"", image.mime_type)))
         return form

@@ -186,7 +186,7 @@ class ReplicateProvider:
             if number is not None:
                 data[name] = number
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             data[MODEL_IMAGE_FIELD.get(model, "image")] = image.url_or_data_uri()
         return data
 

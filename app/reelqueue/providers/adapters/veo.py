@@ -221,7 +221,7 @@ class VeoProvider:
         params = request.params
         instance: dict[str, Any] = {"prompt": request.prompt}
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             instance["image"] = {"bytesBase64Encoded": image.b64(),
                                  "mimeType": image.mime_type}
         parameters: dict[str, Any] = {}
