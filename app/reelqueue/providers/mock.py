@@ -10,6 +10,7 @@ adapters: the same link checks (every redirect hop), byte cap and key scrub.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -20,7 +21,7 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers import registry
-from reelqueue.providers.adapters._http import ApiClient
+from reelqueue.providers.adapters._http import ApiClient, image_kind, load_image
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
@@ -133,11 +134,20 @@ class MockProvider:
         self._json(response)
 
     async def submit(self, request: RenderRequest) -> str:
+        params = dict(request.params)
+        if image_kind(params.get("image")):
+            # Read like a real adapter reads it (the import's pin, no links, size and
+            # signature), so the mock proves a swapped image is never sent; the mock only
+            # needs to know which image it was.
+            image = await load_image(params["image"], "Mock provider",
+                                     params.get("image_sha256"))
+            params["image"] = image.url or "sha256:" + hashlib.sha256(image.data or b"")\
+                .hexdigest()
         body = {
             "prompt": request.prompt,
             "client_token": request.client_token,
             "job_key": request.job_key,
-            "params": dict(request.params),
+            "params": params,
         }
         content = json.dumps(body, default=str).encode()
         response = await self._call("POST", "/v1/renders", during_create=True, content=content)
