@@ -23,6 +23,10 @@ class Script:
     remote_failures: how many renders of this prompt fail remotely.
     download_errors: raised by the first downloads.
     body: what the download sends.
+    lookup_errors: raised by the first lookups, one per call.
+    lost: a create that raises a body-maybe-sent error did NOT reach the provider.
+    no_file_polls: how many finished answers come without the file (-1: every one).
+    remote_error: the failure of a remotely failed render (default: retryable).
     """
 
     submit_errors: list[ProviderError] = field(default_factory=list)
@@ -30,6 +34,10 @@ class Script:
     remote_failures: int = 0
     download_errors: list[BaseException] = field(default_factory=list)
     body: bytes = VIDEO
+    lookup_errors: list[ProviderError] = field(default_factory=list)
+    lost: bool = False
+    no_file_polls: int = 0
+    remote_error: ProviderError | None = None
 
 
 class FakeProvider:
@@ -45,6 +53,9 @@ class FakeProvider:
         self.live = 0
         self.max_live = 0
         self.gate: asyncio.Event | None = None
+        self.polls_of: dict[str, int] = {}
+        self.lookups = 0
+        self.gone: set[str] = set()  # render ids whose polls answer 404 (dropped)
 
     def _script(self, prompt: str) -> Script:
         return self.scripts.setdefault(prompt, Script())
@@ -57,7 +68,7 @@ class FakeProvider:
         script = self._script(request.prompt)
         if script.submit_errors:
             error = script.submit_errors.pop(0)
-            if error.body_maybe_sent:  # the provider did get it
+            if error.body_maybe_sent and not script.lost:  # the provider did get it
                 self._create(request, script)
             raise error
         return self._create(request, script)
@@ -77,7 +88,12 @@ class FakeProvider:
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         if self.gate is not None:
             await self.gate.wait()
+        self.polls_of[provider_job_id] = self.polls_of.get(provider_job_id, 0) + 1
         render = self.renders[provider_job_id]
+        script = self._script(str(render["prompt"]))
+        if provider_job_id in self.gone:
+            raise ProviderError("404 no such task", error_class=ErrorClass.PERMANENT,
+                                label=ErrorLabel.PROVIDER_ERROR, status_code=404)
         left = int(render["polls"])  # type: ignore[call-overload]
         if left > 0:
             render["polls"] = left - 1
@@ -85,13 +101,21 @@ class FakeProvider:
         self.live -= 1 if not render.get("done") else 0
         render["done"] = True
         if render["failed"]:
-            return RemoteStatus(RemotePhase.FAILED, "failed", error=ProviderError(
-                "render failed", error_class=ErrorClass.RETRYABLE,
-                label=ErrorLabel.PROVIDER_ERROR))
+            return RemoteStatus(RemotePhase.FAILED, "failed", error=script.remote_error
+                                or ProviderError("render failed",
+                                                 error_class=ErrorClass.RETRYABLE,
+                                                 label=ErrorLabel.PROVIDER_ERROR))
+        if script.no_file_polls:
+            script.no_file_polls -= 1 if script.no_file_polls > 0 else 0
+            return RemoteStatus(RemotePhase.SUCCEEDED, "succeeded", progress=1.0)
         return RemoteStatus(RemotePhase.SUCCEEDED, "succeeded", cost=0.25,
                             video_url=f"mem://{provider_job_id}")
 
     async def lookup(self, request: RenderRequest) -> str | None:
+        self.lookups += 1
+        script = self._script(request.prompt)
+        if script.lookup_errors:
+            raise script.lookup_errors.pop(0)
         return self.by_token.get(request.client_token)
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:

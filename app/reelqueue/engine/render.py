@@ -39,11 +39,13 @@ class ClaimLost(Exception):
 
 
 class RemoteRenderFailed(Exception):
-    """The provider's render failed; a retry needs a new render."""
+    """The provider's render failed (``gone``: the provider no longer knows it); a retry
+    needs a new render."""
 
-    def __init__(self, error: ProviderError) -> None:
+    def __init__(self, error: ProviderError, *, gone: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
+        self.gone = gone
 
 
 class SubmissionUnresolved(Exception):
@@ -149,7 +151,7 @@ class RenderAttempt:
         except SubmissionUnresolved as exc:
             await self._handle_unresolved(exc)
         except RemoteRenderFailed as exc:
-            await self._handle_remote_failure(exc.error)
+            await self._handle_remote_failure(exc.error, gone=exc.gone)
         except ProviderError as exc:
             await self._handle_error(exc, keep_render=self.provider_job_id is not None)
         except OSError as exc:
@@ -332,7 +334,7 @@ class RenderAttempt:
                 if self.user_retry and polls == 0 and exc.status_code in (404, 410):
                     # The user asked for this job again and the provider says its render
                     # is gone: create it anew, on purpose and on the record.
-                    raise RemoteRenderFailed(exc) from exc
+                    raise RemoteRenderFailed(exc, gone=True) from exc
                 if exc.error_class == ErrorClass.PERMANENT:
                     raise
                 if exc.error_class == ErrorClass.ACCOUNT and exc.label != ErrorLabel.RATE_LIMITED:
@@ -401,7 +403,7 @@ class RenderAttempt:
         if ok:
             self._emit(state, error_label=exc.label.value, error_message=str(exc))
 
-    async def _handle_remote_failure(self, exc: ProviderError) -> None:
+    async def _handle_remote_failure(self, exc: ProviderError, *, gone: bool = False) -> None:
         """The provider's render failed: it is never reattached (DESIGN.md invariant 11).
 
         Account-level reason (rate limited, budget, quota): the account pauses once and the
@@ -412,7 +414,7 @@ class RenderAttempt:
         """
         store, now = self.ctx.store, self._now()
         error = JobError(str(exc.error_class), exc.label.value, str(exc))
-        rerender = self.user_retry and exc.error_class != ErrorClass.PERMANENT
+        rerender = self.user_retry and (gone or exc.error_class != ErrorClass.PERMANENT)
         if rerender:
             usd, unpriced = estimated_price([self.job])
             await store.call(store.sync.note, "deliberate_rerender", now, job_id=self.job.id,

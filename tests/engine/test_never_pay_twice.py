@@ -1,0 +1,278 @@
+"""Issue 10, the engine side: a job is never created again on a guess.
+
+Every test counts the creates the scripted provider received. Unknown outcomes (a create
+that may have arrived, a lookup that fails or cannot be read) are never read as "no"; a
+finished render without its file is read again, never created again; a failed render is
+dropped, never reattached; a user's retry reads a kept render before anything is paid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.models import AccountSpec
+from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.engine.engine import Engine
+from reelqueue.store.memory import MemoryStore
+from tests.engine.fakes import FakeProvider, Script
+from tests.engine.test_engine import FAST, add_batch, drain, install
+
+pytestmark = pytest.mark.unit
+
+
+def maybe_sent(text: str = "read timeout") -> ProviderError:
+    return ProviderError(text, error_class=ErrorClass.RETRYABLE, label=ErrorLabel.TIMED_OUT,
+                         body_maybe_sent=True)
+
+
+def retryable(text: str = "503 busy") -> ProviderError:
+    return ProviderError(text, error_class=ErrorClass.RETRYABLE,
+                         label=ErrorLabel.PROVIDER_ERROR)
+
+
+def unreadable(text: str) -> ProviderError:
+    """What adapters raise through _common.outcome_unknown."""
+    return ProviderError(text, error_class=ErrorClass.PERMANENT,
+                         label=ErrorLabel.SUBMIT_UNKNOWN, body_maybe_sent=True)
+
+
+class CountingStore(MemoryStore):
+    """Counts account pauses (status changes to something other than ready)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pauses: list[AccountStatus] = []
+
+    def set_account_status(self, name: str, status: AccountStatus, now: float, **kw: Any
+                           ) -> None:
+        if status != AccountStatus.READY:
+            self.pauses.append(status)
+        super().set_account_status(name, status, now, **kw)
+
+
+def one_job(tmp_path: Path, script: Script, *, lookup: bool = True
+            ) -> tuple[FakeProvider, CountingStore]:
+    provider = FakeProvider({"p": script}, supports_lookup=lookup)
+    install(provider)
+    store = CountingStore()
+    add_batch(store, tmp_path, ["p"])
+    store.add_account(AccountSpec("a", "fake", 1), 0)
+    return provider, store
+
+
+def events(store: MemoryStore, job_id: int = 1) -> list[str]:
+    return [e.event for e in store.ledger(job_id)]
+
+
+# -- 1. unknown is never "no" ------------------------------------------------------------
+async def test_lookups_that_keep_failing_end_outcome_unknown_without_a_second_create(
+        tmp_path: Path) -> None:
+    """Before: three failed lookups took the retryable path with the client token
+    cleared, and the next claim sent a fresh create."""
+    provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
+                                               lookup_errors=[retryable()] * 30))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1}
+    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+    assert job.client_token and job.client_token in (job.error_message or "")
+    assert "503 busy" in (job.error_message or "")
+    # every attempt asked (three lookups each), none created
+    assert job.attempts == 3 and provider.lookups == 9
+
+
+async def test_a_lookup_that_fails_once_then_finds_the_render_completes_it(
+        tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
+                                               lookup_errors=[retryable()] * 3))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, job
+    assert provider.creates == {"k0": 1}
+    assert events(store).count("retry_wait") == 1
+
+
+async def test_an_account_error_during_lookup_pauses_and_keeps_the_submission(
+        tmp_path: Path) -> None:
+    """Before: released to the queue with the client token cleared -> a second create."""
+    limited = ProviderError("429", error_class=ErrorClass.ACCOUNT,
+                            label=ErrorLabel.RATE_LIMITED, retry_after=0.02)
+    provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
+                                               lookup_errors=[limited]))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, job
+    assert provider.creates == {"k0": 1}
+    assert store.pauses == [AccountStatus.RATE_LIMITED]
+    released = next(e for e in store.ledger(1) if e.event == "released")
+    assert released.detail.get("keeps_submission") is True
+
+
+async def test_an_unreadable_lookup_answer_fails_at_once_with_the_token(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(
+        submit_errors=[maybe_sent()],
+        lookup_errors=[unreadable("lookup answer of an undocumented shape (<html>)")]))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1} and job.attempts == 1
+    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+    assert "<html>" in (job.error_message or "")
+    assert job.client_token and job.client_token in (job.error_message or "")
+
+
+async def test_an_unreadable_create_answer_is_looked_up_never_resent(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(
+        submit_errors=[unreadable("the create answer had no readable task id")]))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, job  # found by its client token
+    assert provider.creates == {"k0": 1} and provider.lookups == 1
+
+
+async def test_without_lookup_an_unknown_create_fails_without_a_retry(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()]), lookup=False)
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1} and job.attempts == 1
+    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+    assert job.client_token and job.client_token in (job.error_message or "")
+
+
+async def test_a_well_formed_no_is_the_only_road_to_a_new_create(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()], lost=True))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED
+    assert provider.creates == {"k0": 2} and provider.lookups == 1
+
+
+# -- 2. finished without its file ----------------------------------------------------------
+async def test_finished_without_file_is_read_again_then_failed_never_created(
+        tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(no_file_polls=-1))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1}
+    assert job.state == JobState.FAILED and job.error_label == "finished without file"
+    assert "it was not created again" in (job.error_message or "")
+    assert job.provider_job_id == "r1"  # kept: a retry reads it again
+    # the first finished answer, then the configured re-reads
+    assert provider.polls_of["r1"] == 1 + 1 + FAST.finished_without_file_polls
+
+
+async def test_a_file_that_shows_up_on_a_re_read_is_downloaded(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(no_file_polls=2))
+    await drain(store)
+    assert store.list_jobs()[0].state == JobState.COMPLETED
+    assert provider.creates == {"k0": 1}
+
+
+# -- 3. a failed render is never reattached --------------------------------------------------
+async def test_an_account_level_render_failure_drops_the_render_and_pauses_once(
+        tmp_path: Path) -> None:
+    """Before: released keeping the dead render id, reattached every 30 s, pausing the
+    account each time, forever."""
+    budget = ProviderError("rate_limited: too many generations", retry_after=0.02,
+                           error_class=ErrorClass.ACCOUNT, label=ErrorLabel.RATE_LIMITED)
+    provider, store = one_job(tmp_path, Script(remote_failures=1, remote_error=budget))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, job
+    assert provider.creates == {"k0": 2}  # a fresh render, counted as an attempt
+    assert job.attempts == 2
+    assert provider.polls_of["r1"] == 2  # running, failed: never polled again after that
+    assert store.pauses == [AccountStatus.RATE_LIMITED]
+
+
+async def test_a_retryable_render_failure_creates_a_new_render(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script(remote_failures=1))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED and job.provider_job_id == "r2"
+    assert provider.creates == {"k0": 2} and provider.polls_of["r1"] == 2
+
+
+async def test_a_permanent_render_failure_fails_with_the_reason(tmp_path: Path) -> None:
+    policy = ProviderError("Contains blacklisted words", error_class=ErrorClass.PERMANENT,
+                           label=ErrorLabel.CONTENT_POLICY)
+    provider, store = one_job(tmp_path, Script(remote_failures=1, remote_error=policy))
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1}
+    assert job.state == JobState.FAILED and job.error_label == "content policy"
+    assert "blacklisted words" in (job.error_message or "")
+    assert job.provider_job_id is None  # a retry must not reattach the dead render
+
+
+# -- 4. orderly stops are no crashes -----------------------------------------------------------
+async def test_many_orderly_stops_during_one_render_cost_nothing(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script())
+    provider.gate = asyncio.Event()  # the render is "running" while we stop and start
+    for _ in range(FAST.max_resumes + 3):
+        engine = Engine(store, config=FAST, rng=random.Random(1))
+        await engine.start()
+        for _ in range(2000):
+            if store.list_jobs()[0].state == JobState.RENDERING:
+                break
+            await asyncio.sleep(0.001)
+        await engine.stop()
+        engine.close_store()
+    provider.gate.set()
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    assert events(store).count("stopped_in_flight") == FAST.max_resumes + 3
+
+
+# -- 5. retry asks before it pays ------------------------------------------------------------
+async def test_retry_of_a_finished_render_downloads_it_without_a_create(tmp_path: Path) -> None:
+    script = Script(no_file_polls=-1)
+    provider, store = one_job(tmp_path, script)
+    await drain(store)
+    assert store.list_jobs()[0].state == JobState.FAILED
+    script.no_file_polls = 0  # the provider's file shows up
+    engine = Engine(store, config=FAST, rng=random.Random(1))
+    await engine.start()
+    assert await engine.retry([1]) == [1]
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED
+    assert provider.creates == {"k0": 1}
+    assert "deliberate_rerender" not in events(store)
+
+
+async def test_retry_of_a_gone_render_creates_it_on_purpose_and_on_the_record(
+        tmp_path: Path) -> None:
+    script = Script(no_file_polls=-1)
+    provider, store = one_job(tmp_path, script)
+    await drain(store)
+    script.no_file_polls = 0
+    provider.gone.add("r1")  # the provider dropped the render
+    engine = Engine(store, config=FAST, rng=random.Random(1))
+    await engine.start()
+    await engine.retry([1])
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 2}
+    rerender = next(e for e in store.ledger(1) if e.event == "deliberate_rerender")
+    assert rerender.detail["provider_job_id"] == "r1"
+    assert "estimated_usd" in rerender.detail
+
+
+async def test_a_gone_render_without_a_user_retry_is_not_created_again(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script())
+    provider.gone.add("r1")
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert provider.creates == {"k0": 1}
+    assert job.state == JobState.FAILED and "deliberate_rerender" not in events(store)
