@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
 
@@ -210,7 +211,7 @@ def _parse_records(
     """
     # csv's field limit is process-wide; every reader sets its own before parsing.
     csv.field_size_limit(min(limits.max_cell_chars, CSV_FIELD_LIMIT))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader = csv.reader(lines_of(text), delimiter=delimiter)
     ceiling = limits.max_rows + HEADER_SEARCH_ROWS
     numbered: list[SheetRow] = []
     append = numbered.append
@@ -237,6 +238,16 @@ def _parse_records(
             "A quote is probably not closed."
         ) from None
     return numbered
+
+
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def lines_of(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their endings, as a file opened with ``newline=""``
+    gives them, one at a time: ``io.StringIO`` would first copy the whole text into a
+    buffer of 4 bytes a character."""
+    return (match.group() for match in LINE.finditer(text))
 
 
 def _cell_too_long(path: Path, line: int, limits: SheetLimits) -> InputError:
