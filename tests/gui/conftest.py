@@ -26,17 +26,25 @@ import pytest
 os.environ.setdefault("QT_API", "pyside6")
 
 import qasync
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
 from reelqueue.cli.context import CliContext
 from reelqueue.credentials import MemoryKeyring
 from reelqueue.ui import theme
 from reelqueue.ui.controller import AppController
-from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.main_window import MainWindow, placement_store
 from reelqueue.ui.qtcompat import QEventLoop
 from reelqueue.ui.session import EngineSession
 from reelqueue.ui.settings import Settings
+
+# Before pytest-qt makes the QApplication: the smallest screen the window must fit
+# (the offscreen platform's default is 800x800).
+# (1920x1080 at 150 % is the same logical size; tests/gui/test_layout.py starts windows
+# on both real configurations in a child process.)
+SCREEN_CONFIG = Path(__file__).with_name("screen_1280x720.json")
+if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={SCREEN_CONFIG}"
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts" / "screenshots"
@@ -54,10 +62,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def themed_app(qapp: QApplication) -> QApplication:
+def themed_app(qapp: QApplication, tmp_path_factory: pytest.TempPathFactory) -> QApplication:
+    # The window remembers its place in the user's QSettings: never the tester's own.
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
+                      str(tmp_path_factory.mktemp("qsettings")))
     theme.install(qapp, "light")
     qapp.setQuitOnLastWindowClosed(False)
     return qapp
+
+
+@pytest.fixture(autouse=True)
+def fresh_placement(themed_app: QApplication) -> Iterator[None]:
+    """Each test starts with no remembered window place or card mode."""
+    placement_store().clear()
+    yield
+    placement_store().clear()
 
 
 @pytest.fixture

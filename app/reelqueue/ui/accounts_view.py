@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -31,7 +31,9 @@ from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
 
 CARD_WIDTH = 318
+COMPACT_WIDTH = 252
 MAX_RENDERS_SHOWN = 3
+NBSP = "\u00a0"  # keeps "est. $110.91 to go" on one line when the spend line wraps
 
 
 @dataclass(frozen=True)
@@ -257,9 +259,11 @@ class AccountCard(QFrame):
         self.setFixedWidth(CARD_WIDTH)
         self.name = data.name
         self.data: AccountCardData | None = None
+        self.compact = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 14, 16, 14)
         layout.setSpacing(10)
+        self._layout = layout
 
         head = QHBoxLayout()
         names = QVBoxLayout()
@@ -269,7 +273,7 @@ class AccountCard(QFrame):
         self.title.setStyleSheet("QPushButton { font-size: 11pt; font-weight: 600; "
                                  "padding: 0; text-align: left; }")
         self.title.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.title.setToolTip("Show this account's jobs")
+        self.title.setToolTip(f"{data.name}: show this account's jobs")
         self.title.clicked.connect(lambda: emit(self.showJobs, self.name))
         self.provider = QLabel(data.provider_title)
         self.provider.setProperty("role", "muted")
@@ -280,6 +284,17 @@ class AccountCard(QFrame):
         head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(head)
 
+        # Everything below the head folds away in the compact card (a one-line summary
+        # stands in for it), so many accounts fit a small screen.
+        self.details = QWidget()
+        details = QVBoxLayout(self.details)
+        details.setContentsMargins(0, 0, 0, 0)
+        details.setSpacing(10)
+        self.summary = QLabel()
+        self.summary.setProperty("role", "muted")
+        self.summary.setWordWrap(True)
+        self.summary.hide()
+        layout.addWidget(self.summary)
         middle = QHBoxLayout()
         middle.setSpacing(14)
         self.gauge = Gauge()
@@ -300,23 +315,24 @@ class AccountCard(QFrame):
         self.spend.setWordWrap(True)  # "Spent $1,234.50 · est. $310.00 to go" may not fit
         grid.addWidget(self.spend, 2, 0, 1, 3)
         middle.addLayout(grid, 1)
-        layout.addLayout(middle)
+        details.addLayout(middle)
 
         spark_head = QLabel("COMPLETED · LAST HOUR")
         spark_head.setProperty("role", "section")
-        layout.addWidget(spark_head)
+        details.addWidget(spark_head)
         self.sparkline = Sparkline()
-        layout.addWidget(self.sparkline)
+        details.addWidget(self.sparkline)
         renders_head = QLabel("CURRENT RENDERS")
         renders_head.setProperty("role", "section")
-        layout.addWidget(renders_head)
+        details.addWidget(renders_head)
         self.renders = RenderBars()
-        layout.addWidget(self.renders)
+        details.addWidget(self.renders)
+        layout.addWidget(self.details)
 
         controls = QHBoxLayout()
-        limit_label = QLabel("Limit")
-        limit_label.setProperty("role", "muted")
-        controls.addWidget(limit_label)
+        self.limit_label = QLabel("Limit")
+        self.limit_label.setProperty("role", "muted")
+        controls.addWidget(self.limit_label)
         self.limit = QSpinBox()
         self.limit.setRange(1, 999)
         self.limit.setToolTip("Renders at once. Applies live: lowering it never stops "
@@ -324,10 +340,15 @@ class AccountCard(QFrame):
         self.limit.valueChanged.connect(self._limit_edited)
         controls.addWidget(self.limit)
         controls.addStretch(1)
+        # "Mark ready" gets a row of its own (shown only when needed): beside the limit box
+        # and the pause button it had no room left and was cut to "ark reac".
         self.ready_button = QPushButton("Mark ready")
         self.ready_button.setToolTip("The key is fixed or credits topped up: use it again")
         self.ready_button.clicked.connect(lambda: emit(self.markReady, self.name))
-        controls.addWidget(self.ready_button)
+        self.ready_row = QHBoxLayout()
+        self.ready_row.addWidget(self.ready_button)
+        self.ready_row.addStretch(1)
+        layout.addLayout(self.ready_row)
         self.pause_button = QPushButton("Pause")
         self.pause_button.clicked.connect(self._toggle_enabled)
         controls.addWidget(self.pause_button)
@@ -347,6 +368,35 @@ class AccountCard(QFrame):
         if self.data is not None:
             emit(self.enabledChanged, self.name, not self.data.enabled)
 
+    def set_compact(self, compact: bool) -> None:
+        """Fold the card to its name, state, a two-line summary and its buttons."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        self.setFixedWidth(COMPACT_WIDTH if compact else CARD_WIDTH)
+        self._layout.setContentsMargins(*((12, 10, 12, 10) if compact else (16, 14, 16, 14)))
+        self._layout.setSpacing(6 if compact else 10)
+        self.details.setVisible(not compact)
+        self.provider.setVisible(not compact)
+        self.summary.setVisible(compact)
+        self.limit_label.setVisible(not compact)
+        self.limit.setVisible(not compact)
+        self._set_title()
+
+    def _set_title(self) -> None:
+        """The name, elided to the room the chip leaves (the full name is in the tooltip)."""
+        if self.data is None:
+            return
+        margins = self._layout.contentsMargins()
+        room = (self.maximumWidth() - margins.left() - margins.right()
+                - self.chip.sizeHint().width() - 12)
+        font = self.title.font()
+        font.setPointSizeF(11)
+        font.setWeight(QFont.Weight.DemiBold)
+        metrics = QFontMetrics(font)
+        self.title.setText(metrics.elidedText(self.data.name, Qt.TextElideMode.ElideRight,
+                                              max(40, room)))
+
     def set_data(self, data: AccountCardData) -> None:
         if data == self.data:
             return
@@ -355,12 +405,19 @@ class AccountCard(QFrame):
         if old is None or old.chip() != data.chip() or old.detail != data.detail:
             self.chip.set_chip(*data.chip())
             self.chip.setToolTip(data.detail or "")
+            self._set_title()
         self.gauge.set_values(data.live, data.capacity)
-        self.queued.setText(f"{data.queued:,}")
-        self.completed.setText(f"{data.completed:,}")
-        self.failed.setText(f"{data.failed:,}")
-        estimate = f" · est. {fmt.money(data.estimate)} to go" if data.estimate else ""
-        self.spend.setText(f"Spent {fmt.money(data.spend)}{estimate}")
+        self.queued.setText(fmt.number(data.queued))
+        self.completed.setText(fmt.number(data.completed))
+        self.failed.setText(fmt.number(data.failed))
+        estimate = (f" · est.{NBSP}{fmt.money(data.estimate)}{NBSP}to{NBSP}go"
+                    if data.estimate else "")
+        spent = f"Spent {fmt.money(data.spend)}"
+        self.spend.setText(f"{spent}{estimate}")
+        self.summary.setText(
+            f"{data.live}/{data.capacity} running · {fmt.number(data.queued)} queued · "
+            f"{fmt.number(data.completed)} done · {fmt.number(data.failed)} failed · "
+            f"{spent}")
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)
         if not self._limit_timer.isActive() and self.limit.value() != data.capacity:
@@ -380,9 +437,15 @@ class AccountStrip(QScrollArea):
 
     Signals:
         addAccount(): the user wants to connect an account.
+        countChanged(int): the number of cards changed (the window may fold them).
+
+    Attributes:
+        cards: the cards by account name. compact: the cards are folded (see
+            :meth:`AccountCard.set_compact`).
     """
 
     addAccount = Signal()
+    countChanged = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -416,11 +479,20 @@ class AccountStrip(QScrollArea):
         self._row.addStretch(1)
         self.setWidget(inner)
         self.cards: dict[str, AccountCard] = {}
+        self.compact = False
+        self._fit_height()
+
+    def set_compact(self, compact: bool) -> None:
+        """Fold (True) or unfold every card, now and for cards added later."""
+        self.compact = compact
+        for card in self.cards.values():
+            card.set_compact(compact)
         self._fit_height()
 
     def set_accounts(self, items: list[AccountCardData]) -> list[AccountCard]:
         """Show these accounts in this order; return the cards created now."""
         created: list[AccountCard] = []
+        before = len(self.cards)
         wanted = [item.name for item in items]
         for name in list(self.cards):
             if name not in wanted:
@@ -432,6 +504,7 @@ class AccountStrip(QScrollArea):
             card = self.cards.get(item.name)
             if card is None:
                 card = AccountCard(item)
+                card.set_compact(self.compact)
                 self.cards[item.name] = card
                 created.append(card)
             else:
@@ -440,19 +513,21 @@ class AccountStrip(QScrollArea):
                 self._row.insertWidget(position, card)
         self.empty.setVisible(not items)
         self._fit_height()
+        if len(self.cards) != before:
+            emit(self.countChanged, len(self.cards))
         return created
 
     def _fit_height(self) -> None:
         """As tall as the tallest card (plus a scroll bar when they do not all fit)."""
         widgets = list(self.cards.values()) or [self.empty]
-        height = max(w.sizeHint().height() for w in widgets)
+        # The cards have a fixed width and wrapped text: ask for their height at it.
+        height = max(w.heightForWidth(w.maximumWidth()) if w.hasHeightForWidth()
+                     else w.sizeHint().height() for w in widgets)
         bar = self.horizontalScrollBar().sizeHint().height() + 4
         self.setFixedHeight(height + bar)
 
     def sizeHint(self) -> QSize:
-        first = next(iter(self.cards.values()), None)
-        height = first.sizeHint().height() if first else self.empty.sizeHint().height()
-        return QSize(CARD_WIDTH * 3, height + 16)
+        return QSize(CARD_WIDTH * 3, self.height())
 
 
 def per_minute(completions: list[float], now: float) -> tuple[int, ...]:

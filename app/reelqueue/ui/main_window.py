@@ -9,11 +9,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPoint, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import (
+    QChildEvent,
+    QEvent,
+    QMargins,
+    QModelIndex,
+    QPoint,
+    QRect,
+    QSettings,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QScreen,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDialog,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -55,10 +77,69 @@ from reelqueue.ui.jobs_model import (
 from reelqueue.ui.qtcompat import emit
 
 SHEET_SUFFIXES = frozenset(TEXT_EXTENSIONS) | frozenset(WORKBOOK_EXTENSIONS)
+PREFERRED_SIZE = QSize(1320, 860)
+# The window's floor: it must fit 1280x720 (and 1920x1080 at 150 %, the same logical size)
+# with a title bar and a task bar, and still show every label whole.
+MINIMUM_SIZE = QSize(960, 560)
+# Before the window manager has framed the window its frame is unknown: assume a title bar.
+FRAME_GUESS = QMargins(1, 32, 1, 1)
+# Fold the account cards by default when the screen is shorter than this, or when there
+# are more accounts than fit side by side; the user's own choice wins and is remembered.
+COMPACT_BELOW_HEIGHT = 900
+COMPACT_ABOVE_ACCOUNTS = 4
 ROW_HEIGHT = 36
 COLUMN_WIDTHS = {COL_ROW: 56, COL_NAME: 150, COL_PROMPT: 300, COL_ACCOUNT: 120,
                  COL_STATE: 150, COL_PROGRESS: 200, COL_ATTEMPTS: 76, COL_OUTPUT: 170,
                  COL_ERROR: 130}
+
+
+def fit_geometry(available: QRect, wanted: QRect | None, *,
+                 preferred: QSize = PREFERRED_SIZE, minimum: QSize = MINIMUM_SIZE,
+                 frame: QMargins = FRAME_GUESS) -> QRect:
+    """Where the window's client area goes on a screen whose free area is ``available``.
+
+    ``wanted`` is the saved geometry (None at first start: ``preferred`` centred). The
+    result, with its ``frame`` around it, lies inside ``available``: never larger, never
+    off its edges; it is at least ``minimum`` where the screen has room for that. Qt
+    geometry is in device-independent pixels, so 1920x1080 at 150 % is simply a
+    1280x720 ``available`` here: the device pixel ratio needs no term of its own.
+    """
+    room = available.marginsRemoved(frame)
+    if wanted is None or not wanted.isValid():
+        # A first window leaves a little of the desktop showing on a small screen.
+        size = preferred.boundedTo(QSize(int(room.width() * 0.96), int(room.height() * 0.96)))
+        size = size.expandedTo(minimum).boundedTo(room.size())
+        x = room.left() + (room.width() - size.width()) // 2
+        y = room.top() + (room.height() - size.height()) // 2
+        return QRect(QPoint(x, y), size)
+    size = wanted.size().expandedTo(minimum).boundedTo(room.size())
+    x = min(max(wanted.x(), room.left()), room.right() + 1 - size.width())
+    y = min(max(wanted.y(), room.top()), room.bottom() + 1 - size.height())
+    return QRect(QPoint(x, y), size)
+
+
+def fit_dialog(dialog: QWidget) -> None:
+    """Keep a dialog inside its screen's free area (centred over the window, a tall
+    dialog's buttons could end up below a 720-pixel screen)."""
+    screen = dialog.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    frame = dialog.frameGeometry()
+    inner = dialog.geometry()
+    margins = FRAME_GUESS if frame == inner else QMargins(
+        inner.left() - frame.left(), inner.top() - frame.top(),
+        frame.right() - inner.right(), frame.bottom() - inner.bottom())
+    fitted = fit_geometry(screen.availableGeometry(), inner, minimum=dialog.minimumSize(),
+                          frame=margins)
+    if fitted != inner:
+        dialog.setGeometry(fitted)
+
+
+def placement_store() -> QSettings:
+    """Where the window remembers its place and card mode: per user and machine (not in
+    the data folder, which another machine may share)."""
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
+                     "ReelQueue", "ReelQueue")
 
 
 def sheet_paths(urls: list[object]) -> list[Path]:
@@ -144,8 +225,11 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle("ReelQueue")
         self.setWindowIcon(theme.app_icon())
-        self.resize(1320, 860)
+        self.setMinimumSize(MINIMUM_SIZE)
+        self.resize(PREFERRED_SIZE)
         self.setAcceptDrops(True)
+        self._placed = False
+        self._compact_choice: bool | None = None  # the user's own fold/unfold choice
         self.model = model or JobTableModel(parent=self)
         self.allow_close = False
         self.paused = True
@@ -160,6 +244,8 @@ class MainWindow(QMainWindow):
 
         self.accounts = AccountStrip()
         self.accounts.addAccount.connect(self.addAccountRequested.emit)
+        self.accounts.countChanged.connect(lambda _n: self._apply_compact())
+        outer.addLayout(self._build_accounts_head())
         outer.addWidget(self.accounts)
         outer.addWidget(self._build_jobs_panel(), 1)
         self.setCentralWidget(central)
@@ -215,6 +301,112 @@ class MainWindow(QMainWindow):
                                      self.addAccountRequested.emit)
         self.settings_action = action("Settings", "settings", "Folders, retries, theme",
                                       self.settingsRequested.emit)
+
+    def _build_accounts_head(self) -> QHBoxLayout:
+        head = QHBoxLayout()
+        head.setSpacing(8)
+        title = QLabel("ACCOUNTS")
+        title.setProperty("role", "section")
+        head.addWidget(title)
+        head.addStretch(1)
+        self.compact_button = QPushButton("Fold cards")
+        self.compact_button.setProperty("flat", True)
+        self.compact_button.setCheckable(True)
+        self.compact_button.setToolTip("Show each account as a small card (more room for "
+                                       "the jobs) or with its charts and renders")
+        self.compact_button.toggled.connect(self._compact_toggled)
+        head.addWidget(self.compact_button)
+        return head
+
+    def _compact_toggled(self, compact: bool) -> None:
+        self._compact_choice = compact
+        self._apply_compact()
+        store = placement_store()
+        store.setValue("window/compact_cards", "on" if compact else "off")
+        store.sync()
+
+    def _apply_compact(self) -> None:
+        compact = self._compact_choice
+        if compact is None:
+            screen = self.screen()
+            short = (screen is not None
+                     and screen.availableGeometry().height() < COMPACT_BELOW_HEIGHT)
+            compact = short or len(self.accounts.cards) > COMPACT_ABOVE_ACCOUNTS
+        if compact != self.accounts.compact:
+            self.accounts.set_compact(compact)
+        self.compact_button.blockSignals(True)
+        self.compact_button.setChecked(compact)
+        self.compact_button.setText("Unfold cards" if compact else "Fold cards")
+        self.compact_button.blockSignals(False)
+
+    # -- placement -----------------------------------------------------------------------
+    def _frame_margins(self) -> QMargins:
+        inner, outer = self.geometry(), self.frameGeometry()
+        if inner == outer:
+            return FRAME_GUESS
+        return QMargins(inner.left() - outer.left(), inner.top() - outer.top(),
+                        outer.right() - inner.right(), outer.bottom() - inner.bottom())
+
+    def _target_screen(self, wanted: QRect | None) -> QScreen | None:
+        if wanted is not None:
+            screen = QGuiApplication.screenAt(wanted.center())
+            if screen is not None:
+                return screen
+        return self.screen() or QGuiApplication.primaryScreen()
+
+    def place_on_screen(self) -> None:
+        """Size and move the window into its screen's free area: at first show, from the
+        saved place (re-clamped: the screen may be smaller now), and on a screen change."""
+        store = placement_store()
+        saved = store.value("window/geometry")
+        wanted: QRect | None = None
+        if not self._placed and isinstance(saved, str):
+            try:
+                x, y, w, h = (int(part) for part in saved.split(","))
+                wanted = QRect(x, y, w, h)
+            except ValueError:
+                wanted = None
+        elif self._placed:
+            wanted = self.geometry()
+        choice = store.value("window/compact_cards")
+        if self._compact_choice is None and choice in ("on", "off"):
+            self._compact_choice = choice == "on"
+        self._apply_compact()
+        screen = self._target_screen(wanted)
+        if screen is None or self.isMaximized() or self.isFullScreen():
+            return
+        self.setGeometry(fit_geometry(screen.availableGeometry(), wanted,
+                                      frame=self._frame_margins()))
+        if not self._placed and store.value("window/maximized") in (True, "true"):
+            self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
+
+    def remember_placement(self) -> None:
+        rect = self.normalGeometry() if self.isMaximized() else self.geometry()
+        store = placement_store()
+        store.setValue("window/geometry",
+                       f"{rect.x()},{rect.y()},{rect.width()},{rect.height()}")
+        store.setValue("window/maximized", self.isMaximized())
+        store.sync()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if not self._placed:
+            self.place_on_screen()
+            self._placed = True
+            handle = self.windowHandle()
+            if handle is not None:
+                handle.screenChanged.connect(lambda _screen: self.place_on_screen())
+        super().showEvent(event)
+
+    def childEvent(self, event: QChildEvent) -> None:
+        # Dialogs are the window's children: each is fitted to the screen when it shows.
+        if event.type() == QEvent.Type.ChildPolished and isinstance(event.child(), QDialog):
+            event.child().installEventFilter(self)
+        super().childEvent(event)
+
+    def eventFilter(self, watched: object, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Show and isinstance(watched, QDialog):
+            fit_dialog(watched)
+        return super().eventFilter(watched, event)  # type: ignore[arg-type]
 
     def _build_jobs_panel(self) -> QWidget:
         panel = QWidget()
@@ -430,6 +622,8 @@ class MainWindow(QMainWindow):
     # -- closing -------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.allow_close:
+            if self._placed:
+                self.remember_placement()
             event.accept()
             return
         event.ignore()
