@@ -1,27 +1,38 @@
 """MiniMax Hailuo adapter (kind ``minimax``): the V1 (Hailuo 2.3 / 02) and V2 (H3) APIs.
 
-Facts from PROVIDERS.md section 5d ([note] only):
+Built on MiniMax's own API reference (platform.minimax.io / platform.minimaxi.com, the
+OpenAPI files behind ``video-generation-t2v``, ``-i2v``, ``-query``, ``-download``,
+``errorcode``, ``video-generation-v2-create``, ``-v2-query``, ``-v2-delete``) and the
+official MiniMax-MCP server and ``mmx`` CLI; tests/fixtures/minimax/SOURCE.md names them.
 
-- V1: ``POST /v1/video_generation`` ``{model, prompt, duration 6|10, resolution,
-  first_frame_image}`` → ``task_id``; ``GET /v1/query/video_generation?task_id=`` reports
-  ``Preparing`` / ``Queueing`` / ``Processing`` / ``Success`` (with ``file_id``) / ``Fail``;
-  ``GET /v1/files/retrieve?file_id=`` gives a ``download_url`` valid one hour (a fresh one
-  each call). Errors come as ``base_resp.status_code`` — often inside an HTTP 200: 1002
-  rate limit, 1004 auth, 1008 insufficient balance, 1026/1027 sensitive prompt/output,
-  2013 bad parameters.
-- V2: ``POST /v2/video_generation`` with a ``content[]`` array; ``GET
-  /v2/query/video_generation/{task_id}`` reports ``queued`` / ``running`` / ``succeeded`` /
-  ``failed`` / ``cancelled``; ``DELETE`` cancels a queued task. HTTP 401, 402
-  ``insufficient_balance``, 422 sensitive content (not validation!), 429.
+- V1: ``POST /v1/video_generation`` ``{model, prompt, first_frame_image, duration 6|10,
+  resolution}`` → ``{task_id, base_resp}``; ``GET /v1/query/video_generation?task_id=``
+  reports ``Preparing`` / ``Queueing`` / ``Processing`` / ``Success`` (with ``file_id``) /
+  ``Fail``; ``GET /v1/files/retrieve?file_id=`` signs a ``download_url`` (valid about one
+  hour; a fresh one each call). Errors come as ``base_resp.status_code``, usually inside
+  an HTTP 200. Valid combinations (from the reference's tables): 1080P only at 6 s; 512P
+  only for MiniMax-Hailuo-02 image-to-video; MiniMax-Hailuo-2.3-Fast image-to-video only.
+- V2 (``MiniMax-H3``): ``POST /v2/video_generation`` ``{model, content[], resolution
+  768P|2K, duration 4-15, ratio}`` (all but ``ratio`` required; ``ratio`` required and not
+  ``adaptive`` for text-only renders) → ``{task_id}``; ``GET
+  /v2/query/video_generation/{task_id}`` → ``{"task": {status, content: {url}, error:
+  {code, message}}}`` with ``queued`` / ``running`` / ``succeeded`` / ``failed`` /
+  ``cancelled``. Errors are real HTTP statuses with ``{type: "error", error: {type,
+  message "... (code)", http_code}}``. ``DELETE`` cancels a *queued* task but deletes the
+  record of a finished one, so :meth:`cancel` asks first.
 
-The job id says which API made it: ``v1:<task_id>`` or ``v2:<task_id>``. The key must match
-the host (``api.minimax.io`` international, ``api.minimaxi.com`` China: set the account's
-base URL). No idempotency key; the V2 list endpoint's filters are not documented in our
-notes, so nothing can find a submission by our token: ``supports_lookup`` is False.
+Every failure code, V1 or V2, goes through :data:`FAILURE_RULES` (only documented
+"retry later" codes are retried). A create answer without a readable task id, or a query
+answer of an undocumented shape, is an unknown outcome: never read as "not created". A
+finished render without its file (``Success`` with an empty ``file_id``, ``succeeded``
+without ``content.url``) is still SUCCEEDED: the engine reads it again and never creates
+it again. The job id says which API made it: ``v1:<task_id>`` or ``v2:<task_id>``. No
+idempotency key and no search by our token: ``supports_lookup`` is False.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -30,25 +41,22 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
-    cancel_request,
+    FailureRules,
     check_row,
-    create_answer,
+    created_id,
     fresh_video_link,
+    outcome_unknown,
     plain_status,
-    rate_limited,
     whole_duration,
 )
 from reelqueue.providers.adapters._http import (
-    CONTENT_POLICY_WORDS,
     ApiClient,
-    error_code_of,
     image_kind,
+    invalid_params,
     json_or_none,
     load_image,
-    mentions,
     param_int,
     param_str,
-    provider_words,
     retry_after_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
@@ -57,39 +65,70 @@ from reelqueue.providers.registry import ProviderInfo, register
 KIND = "minimax"
 TITLE = "MiniMax"
 DEFAULT_BASE_URL = "https://api.minimax.io"
-V1_MODELS = ("MiniMax-Hailuo-2.3", "MiniMax-Hailuo-02")
-V2_MODELS = ("MiniMax-H3", "MiniMax-H3-Max")
+FAST_MODEL = "MiniMax-Hailuo-2.3-Fast"
+V1_MODELS = ("MiniMax-Hailuo-2.3", FAST_MODEL, "MiniMax-Hailuo-02")
+V2_MODELS = ("MiniMax-H3",)  # the V2 create schema's model enum
+V1_DURATIONS = (6, 10)
+V2_DURATIONS = tuple(range(4, 16))
+V2_RESOLUTIONS = ("768P", "2K")
+V2_RATIOS = ("21:9", "16:9", "4:3", "1:1", "3:4", "9:16")
+V2_DEFAULT_SECONDS = 6  # V1's documented default; V2 requires a value
+V2_DEFAULT_RESOLUTION = "768P"
+V2_DEFAULT_RATIO = "16:9"  # a text-only V2 render must name one (never "adaptive")
+V1_PROMPT_MAX = 2000
+V2_PROMPT_MAX = 7000
 POLL_SECONDS = 10.0  # "poll about every 10 s"
 PROBE_TASK_ID = "0"
+_V1_FAILED = ("Fail", "Failed")  # the reference says Fail; the official mmx CLI checks Failed
 _V1_PHASES = {"Preparing": RemotePhase.QUEUED, "Queueing": RemotePhase.QUEUED,
               "Processing": RemotePhase.RUNNING}
 _V2_PHASES = {"queued": RemotePhase.QUEUED, "running": RemotePhase.RUNNING,
               "cancelled": RemotePhase.CANCELLED}
+_TRAILING_CODE = re.compile(r"\((\d{3,6})\)\s*$")
 
-# base_resp.status_code -> (class, label). 1000/1001/1013/2049 are from MiniMax's API
-# reference rather than PROVIDERS.md.
-STATUS_CODES: dict[int, tuple[ErrorClass, ErrorLabel]] = {
-    1000: (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),    # unknown error
-    1001: (ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),         # timeout
-    1002: (ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
-    1004: (ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
-    1008: (ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
-    1013: (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),    # internal service error
-    1026: (ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),    # sensitive prompt
-    1027: (ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),    # sensitive output
-    2013: (ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    2049: (ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),        # invalid api key
-}
+# MiniMax's error codes (V1 base_resp.status_code, V2 "... (code)" and task.error.code).
+FAILURE_RULES = FailureRules(
+    retryable={
+        "1000": ErrorLabel.PROVIDER_ERROR,  # unknown error: "retry your requests later"
+        "1001": ErrorLabel.TIMED_OUT,       # request timeout: "retry later"
+        "1013": ErrorLabel.PROVIDER_ERROR,  # internal service error (files/retrieve list)
+        "1024": ErrorLabel.PROVIDER_ERROR,  # internal error: "retry later"
+        "1033": ErrorLabel.PROVIDER_ERROR,  # system error: "retry later"
+    },
+    account={
+        "1002": ErrorLabel.RATE_LIMITED,    # rate limit (RPM)
+        "1039": ErrorLabel.RATE_LIMITED,    # token limit (TPM)
+        "1041": ErrorLabel.RATE_LIMITED,    # connection limit
+        "2045": ErrorLabel.RATE_LIMITED,    # rate growth limit
+        "2056": ErrorLabel.RATE_LIMITED,    # usage limit, wait for the next 5-hour window
+        "1004": ErrorLabel.KEY_REJECTED,    # not authorized
+        "2049": ErrorLabel.KEY_REJECTED,    # invalid api key
+        "1008": ErrorLabel.OUT_OF_CREDITS,  # insufficient balance
+    },
+    permanent={
+        "1026": ErrorLabel.CONTENT_POLICY,  # sensitive input
+        "1027": ErrorLabel.CONTENT_POLICY,  # sensitive output
+        "2013": ErrorLabel.INVALID_INPUT,   # invalid params
+        "1042": ErrorLabel.INVALID_INPUT,   # invisible character ratio limit
+    },
+    source="platform.minimax.io/docs/api-reference/errorcode (+ the files/retrieve and "
+           "query base_resp lists, V2 OaiError examples)",
+)
 
 PARAMS = ParamSpec(
     models=V1_MODELS + V2_MODELS,
-    durations=(6.0, 10.0),
-    aspect_ratios=(),  # not a MiniMax parameter: the model / first frame decides
-    resolutions=("768p", "1080p", "512p"),
+    # The intake fills an empty duration cell with 5 s when 5 is listed, whatever the
+    # model: that would refuse every V1 row without a duration. So 5 is left out (MiniMax-H3
+    # renders 4 and 6-15 s here) and an empty cell means 6 s, valid on both APIs.
+    durations=tuple(float(s) for s in (6, 10, 4, 7, 8, 9, 11, 12, 13, 14, 15)),
+    # Left empty so an empty cell stays empty (V1 and image rows take none); a V2
+    # text-only row's ratio is checked against V2_RATIOS by extra_validation.
+    aspect_ratios=(),
+    resolutions=("768p", "1080p", "512p", "2K"),
     seed=False,
     negative_prompt=False,
     reference_image=True,
-    max_prompt_chars=2000,  # MiniMax's API reference; PROVIDERS.md does not say
+    max_prompt_chars=V2_PROMPT_MAX,  # V1 allows 2000 (checked before sending)
     price_per_second={},  # PROVIDERS.md gives no MiniMax prices (failures are not charged)
     price_source="none: PROVIDERS.md section 5d lists no MiniMax prices (2026)",
     # H3 allows 30 concurrent tasks; Hailuo is capped at 20 requests/min, and each
@@ -99,15 +138,40 @@ PARAMS = ParamSpec(
 
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
-    """MiniMax rules ParamSpec cannot say: no aspect ratio; 512p only on Hailuo-02."""
-    problems: list[str] = []
+    """The per-model combinations of MiniMax's reference that ParamSpec cannot say."""
+    problems = whole_duration(params)
+    if problems:
+        return problems
     model = param_str(params, "model") or PARAMS.models[0]
-    if param_str(params, "aspect_ratio"):
-        problems.append("MiniMax takes no aspect ratio (the model or first frame sets it); "
+    image = bool(image_kind(params.get("image")))
+    seconds = param_int(params, "duration")
+    resolution = (param_str(params, "resolution") or "").upper()
+    ratio = param_str(params, "aspect_ratio")
+    if model in V2_MODELS:
+        if resolution and resolution not in V2_RESOLUTIONS:
+            problems.append(f"{model} renders 768P or 2K only (not {resolution.lower()})")
+        if image and ratio:
+            problems.append(f"{model} takes its aspect ratio from the first frame; leave "
+                            "aspect_ratio empty on rows with an image")
+        elif ratio and ratio not in V2_RATIOS:
+            problems.append(f"{model} takes the aspect ratios {', '.join(V2_RATIOS)}")
+        return problems
+    if model not in V1_MODELS:
+        return problems  # ParamSpec names the unknown model
+    if ratio:
+        problems.append(f"{model} takes no aspect ratio (the model or first frame sets it); "
                         "leave it empty")
-    if (param_str(params, "resolution") or "").lower() == "512p" and model != "MiniMax-Hailuo-02":
-        problems.append("512p is offered by MiniMax-Hailuo-02 only")
-    return problems + whole_duration(params)
+    if seconds is not None and seconds not in V1_DURATIONS:
+        problems.append(f"{model} renders 6 or 10 seconds")
+    if model == FAST_MODEL and not image:
+        problems.append(f"{model} is image-to-video only: give the row a first-frame image")
+    if resolution == "2K":
+        problems.append("2K is offered by MiniMax-H3 only")
+    if resolution == "512P" and (model != "MiniMax-Hailuo-02" or not image):
+        problems.append("512p is offered by MiniMax-Hailuo-02 image-to-video only")
+    if resolution == "1080P" and seconds == 10:
+        problems.append(f"{model} renders 1080p at 6 seconds only")
+    return problems
 
 
 class MiniMaxProvider:
@@ -131,31 +195,24 @@ class MiniMaxProvider:
         """Query a task that does not exist (``GET /v1/query/video_generation?task_id=0``).
 
         MiniMax documents no account endpoint for video; the query is read-only and free:
-        a bad key answers 401 or ``base_resp`` 1004/2049, a good one "not found".
+        a bad key answers 401 or ``base_resp`` 1004/2049, a good one "invalid params".
         """
         response = await self._api.request("GET", "/v1/query/video_generation",
                                            params={"task_id": PROBE_TASK_ID})
         if not response.is_success:
             raise self._http_error(response)
-        error = self._base_resp_error(json_or_none(response))
-        if error is not None and error.error_class is ErrorClass.ACCOUNT:
-            raise error
+        code, text = _error_code(json_or_none(response))
+        if code is not None:
+            error = self._coded_error(code, text, response)
+            if error.error_class is ErrorClass.ACCOUNT:
+                raise error
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
         model = param_str(request.params, "model") or PARAMS.models[0]
-        v2 = model in V2_MODELS
-        body = await (self._v2_body(model, request) if v2 else self._v1_body(model, request))
-        path = "/v2/video_generation" if v2 else "/v1/video_generation"
-        answer = await create_answer(self._api, path, self._http_error, json_body=body)
-        error = self._base_resp_error(answer)
-        if error is not None:
-            raise error  # a definite refusal (HTTP 200 with a non-zero status code)
-        task_id = answer.get("task_id") or answer.get("id")
-        if not isinstance(task_id, str | int) or not str(task_id):
-            raise self._api.error("the create answer had no task id", ErrorClass.RETRYABLE,
-                                  ErrorLabel.PROVIDER_ERROR, body_maybe_sent=True)
-        return f"{'v2' if v2 else 'v1'}:{task_id}"
+        if model in V2_MODELS:
+            return f"v2:{await self._submit_v2(model, request)}"
+        return f"v1:{await self._submit_v1(model, request)}"
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         version, task_id = _split(provider_job_id)
@@ -164,11 +221,12 @@ class MiniMaxProvider:
         return await self._poll_v1(task_id)
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        raise outcome_unknown(self._api, "MiniMax tasks cannot be searched by our client "
+                              "token, so an interrupted create cannot be checked")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
-            # V1 download_url lives one hour; files/retrieve (via poll) signs a new one.
+            # V1: files/retrieve (via poll) signs a new link; V2: a new query does.
             return await fresh_video_link(self._api, self.poll(provider_job_id),
                                           lambda _: "the task no longer offers its video")
 
@@ -176,17 +234,29 @@ class MiniMaxProvider:
             yield chunk
 
     async def cancel(self, provider_job_id: str) -> None:
-        """V2 tasks can be cancelled while queued; V1 has no cancel."""
+        """Cancel a V2 task that is still queued; V1 has no cancel.
+
+        ``DELETE /v2/video_generation/{id}`` cancels a queued task but *deletes the record*
+        of a finished one (and refuses a running one), so it is sent only after a query
+        shows the task queued: a paid render is never deleted by a cancel.
+        """
         version, task_id = _split(provider_job_id)
         if version != "v2":
             return
-        await cancel_request(self._api, "DELETE", f"/v2/video_generation/{task_id}",
-                             self._http_error, fine=(400, 404, 405, 409))
+        status = await self._poll_v2(task_id)
+        if status.sub_status != "queued":
+            return
+        response = await self._api.request("DELETE", f"/v2/video_generation/{task_id}")
+        if not response.is_success and response.status_code not in (400, 404, 409):
+            raise self._http_error(response)
 
     # -- V1 -------------------------------------------------------------------------------
 
-    async def _v1_body(self, model: str, request: RenderRequest) -> dict[str, Any]:
+    async def _submit_v1(self, model: str, request: RenderRequest) -> str:
         params = request.params
+        if len(request.prompt) > V1_PROMPT_MAX:
+            raise invalid_params(TITLE, [f"{model} takes prompts of up to {V1_PROMPT_MAX} "
+                                         "characters"])
         body: dict[str, Any] = {"model": model, "prompt": request.prompt}
         seconds = param_int(params, "duration")
         if seconds is not None:
@@ -195,135 +265,171 @@ class MiniMaxProvider:
         if resolution:
             body["resolution"] = resolution.upper()  # MiniMax spells it "768P"
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             body["first_frame_image"] = image.url_or_data_uri()
-        return body
+        answer = await self._create("/v1/video_generation", body)
+        code, text = _error_code(answer)
+        task_id = answer.get("task_id")
+        if code is not None:
+            if isinstance(task_id, str) and task_id.strip():
+                # A refusal code beside a task id: whether it runs (and bills) is unknown.
+                raise outcome_unknown(self._api, "the create answer has both a task id and "
+                                      f"error {code}", answer)
+            raise self._coded_error(code, text)  # a definite refusal: nothing was created
+        return created_id(self._api, task_id, "task id", answer)
 
     async def _poll_v1(self, task_id: str) -> RemoteStatus:
         task = await self._get("/v1/query/video_generation", {"task_id": task_id})
-        state = str(task.get("status", ""))
-        if state == "Success":
-            file_id = task.get("file_id")
-            if not file_id:
-                return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=self._api.error(
-                    "the task succeeded without a file id", ErrorClass.RETRYABLE,
-                    ErrorLabel.PROVIDER_ERROR))
-            file = (await self._get("/v1/files/retrieve", {"file_id": str(file_id)})).get("file")
-            url = file.get("download_url") if isinstance(file, dict) else None
-            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
-                                video_url=str(url) if url else None)
-        if state == "Fail":
-            error = self._base_resp_error(task) or self._api.error(
-                f"render failed: {self._api.shorten(provider_text(task))}",
-                ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
-            return RemoteStatus(RemotePhase.FAILED, sub_status=state, error=error)
-        return plain_status(state, _V1_PHASES, POLL_SECONDS)
+        state = task.get("status")
+        code, text = _error_code(task)
+        if state in _V1_FAILED:
+            return RemoteStatus(RemotePhase.FAILED, sub_status=str(state),
+                                error=FAILURE_RULES.classify(self._api, text, code))
+        if code is not None:
+            raise self._coded_error(code, text)  # the query itself was refused
+        if not isinstance(state, str) or not state:
+            raise outcome_unknown(self._api, f"the answer about task {task_id} has no status",
+                                  task)
+        if state != "Success":
+            return plain_status(state, _V1_PHASES, POLL_SECONDS)
+        file_id = task.get("file_id")
+        if file_id in (None, "", 0) or isinstance(file_id, bool):
+            # Finished (and billed) without a file: never created again (engine re-reads).
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="Success (no file id)",
+                                progress=1.0, video_url=None)
+        answer = await self._get("/v1/files/retrieve", {"file_id": str(file_id)})
+        code, text = _error_code(answer)
+        if code is not None:
+            raise self._coded_error(code, text)
+        file = answer.get("file")
+        url = file.get("download_url") if isinstance(file, dict) else None
+        if not isinstance(url, str) or not url.strip():
+            return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="Success (file without a "
+                                "download link)", progress=1.0, video_url=None)
+        return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
+                            video_url=url)
 
     # -- V2 -------------------------------------------------------------------------------
 
-    async def _v2_body(self, model: str, request: RenderRequest) -> dict[str, Any]:
+    async def _submit_v2(self, model: str, request: RenderRequest) -> str:
         params = request.params
+        if not request.prompt.strip():
+            raise invalid_params(TITLE, [f"{model} needs a prompt"])
         content: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
-            content.append({"type": "image_url",
-                            "image_url": {"url": image.url_or_data_uri()}})
-        body: dict[str, Any] = {"model": model, "content": content}
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
+            content.append({"type": "image_url", "image_url": {"url": image.url_or_data_uri()},
+                            "role": "first_frame"})
         seconds = param_int(params, "duration")
-        if seconds is not None:
-            body["duration"] = seconds
-        resolution = param_str(params, "resolution")
-        if resolution:
-            body["resolution"] = resolution.upper()
-        return body
+        body: dict[str, Any] = {
+            "model": model,
+            "content": content,
+            "resolution": (param_str(params, "resolution") or V2_DEFAULT_RESOLUTION).upper(),
+            "duration": V2_DEFAULT_SECONDS if seconds is None else seconds,
+            # With a first frame the image decides ("adaptive"); text-only needs a ratio.
+            "ratio": "adaptive" if len(content) > 1 else (
+                param_str(params, "aspect_ratio") or V2_DEFAULT_RATIO),
+        }
+        answer = await self._create("/v2/video_generation", body)
+        return created_id(self._api, answer.get("task_id"), "task id", answer)
 
     async def _poll_v2(self, task_id: str) -> RemoteStatus:
-        task = await self._get(f"/v2/query/video_generation/{task_id}", None)
-        state = str(task.get("status", ""))
+        answer = await self._get(f"/v2/query/video_generation/{task_id}", None)
+        task = answer.get("task")
+        if not isinstance(task, dict):
+            raise outcome_unknown(self._api, f"the answer about task {task_id} has no task "
+                                  "object", answer)
+        state = task.get("status")
+        if not isinstance(state, str) or not state:
+            raise outcome_unknown(self._api, f"the answer about task {task_id} has no status",
+                                  task)
         if state == "succeeded":
-            url = _v2_video_url(task)
-            if url is None and task.get("file_id"):
-                file = (await self._get("/v1/files/retrieve",
-                                        {"file_id": str(task["file_id"])})).get("file")
-                url = str(file["download_url"]) if isinstance(file, dict) and file.get(
-                    "download_url") else None
+            content = task.get("content")
+            url = content.get("url") if isinstance(content, dict) else None
+            if not isinstance(url, str) or not url.strip():
+                return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="succeeded (no "
+                                    "content.url)", progress=1.0, video_url=None)
             return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
                                 video_url=url)
         if state == "failed":
+            error = task.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            if code in (None, "") and isinstance(text, str):
+                found = _TRAILING_CODE.search(text)
+                code = found.group(1) if found else None
             return RemoteStatus(RemotePhase.FAILED, sub_status=state,
-                                error=self._v2_failure(task))
+                                error=FAILURE_RULES.classify(self._api, text, code))
         return plain_status(state, _V2_PHASES, POLL_SECONDS)
 
-    def _v2_failure(self, task: Mapping[str, Any]) -> ProviderError:
-        from_base = self._base_resp_error(task)
-        if from_base is not None:
-            return from_base
-        code = error_code_of(task)
-        text = self._api.shorten(provider_text(task))
-        message = f"render failed ({code or 'no code'}): {text}"
-        if code in ("sensitive", "sensitive_content", "content_policy") or mentions(
-                f"{code} {text}", *CONTENT_POLICY_WORDS):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        if code == "insufficient_balance":
-            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
-
     # -- shared ---------------------------------------------------------------------------
+
+    async def _create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a create exactly once; an answer that is not a JSON object is unknown."""
+        response = await self._api.request("POST", path, during_create=True, json_body=body)
+        if not response.is_success:
+            raise self._http_error(response, during_create=True)
+        answer = json_or_none(response)
+        if not isinstance(answer, dict):
+            raise outcome_unknown(self._api, "the create answer was not a JSON object",
+                                  response.text, status_code=response.status_code)
+        return answer
 
     async def _get(self, path: str, params: Mapping[str, str] | None) -> dict[str, Any]:
         response = await self._api.request("GET", path, params=params)
         if not response.is_success:
             raise self._http_error(response)
-        answer = self._api.json_of(response)
-        error = self._base_resp_error(answer)
-        if error is not None and answer.get("status") not in ("Fail", "failed"):
-            raise error  # the query itself was refused (bad key, rate limit...)
-        return answer
+        return self._api.json_of(response)  # not JSON (a proxy page): retryable, re-polled
 
-    def _base_resp_error(self, body: Any) -> ProviderError | None:
-        """The error of a ``base_resp`` with a non-zero ``status_code``, or None."""
-        base = body.get("base_resp") if isinstance(body, dict) else None
-        if not isinstance(base, dict):
-            return None
-        code = base.get("status_code")
-        if not isinstance(code, int) or code == 0:
-            return None
-        text = self._api.shorten(str(base.get("status_msg") or "no message"))
-        error_class, label = STATUS_CODES.get(
-            code, (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR))
-        return self._api.error(f"error {code}: {text}", error_class, label)
+    def _coded_error(self, code: str, text: str | None,
+                     response: httpx.Response | None = None) -> ProviderError:
+        """A MiniMax error code through :data:`FAILURE_RULES` (a definite answer)."""
+        error = FAILURE_RULES.classify(self._api, text, code, what="refused")
+        if response is not None:
+            error.status_code = response.status_code
+            error.retry_after = retry_after_of(response)
+        return error
 
     def _http_error(self, response: httpx.Response, *, during_create: bool = False
                     ) -> ProviderError:
-        status = response.status_code
-        body = json_or_none(response)
-        from_base = self._base_resp_error(body)
-        if from_base is not None and status < 500:
-            return from_base
-        code = error_code_of(body)
-        words = provider_words(response)
-        message = self._api.message(response)
-        if status == 402 or code == "insufficient_balance":
-            return ProviderError(message, error_class=ErrorClass.ACCOUNT,
-                                 label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
-        if status == 422 and (code.startswith("sensitive") or mentions(
-                words, *CONTENT_POLICY_WORDS) or not code):
-            # V2 answers sensitive content with 422.
-            return ProviderError(message, error_class=ErrorClass.PERMANENT,
-                                 label=ErrorLabel.CONTENT_POLICY, status_code=status)
-        if status == 429:
-            return rate_limited(message, response, retry_after_of(response))
-        return self._api.http_error(response, during_create=during_create)
+        code, text = _error_code(json_or_none(response))
+        if code is not None:
+            # MiniMax's own error body: a definite answer, nothing was created.
+            return self._coded_error(code, text, response)
+        error = self._api.http_error(response, during_create=during_create)
+        if response.status_code == 422:
+            # V2 documents 422 as "input contains sensitive content".
+            error.error_class, error.label = ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY
+        if during_create and response.status_code >= 500:
+            # Not MiniMax's error body: something in between answered, the create may
+            # have run.
+            error.body_maybe_sent = True
+        return error
 
 
-def provider_text(body: Mapping[str, Any]) -> str:
+def _error_code(body: Any) -> tuple[str | None, str | None]:
+    """The MiniMax error code and text of an answer, or (None, None) for none.
+
+    V1: ``base_resp.status_code`` (0 is success). V2: ``error.message`` ending in
+    ``(code)``, as in ``{"type": "error", "error": {"message": "rate limit (1002)"}}``.
+    """
+    if not isinstance(body, dict):
+        return None, None
+    base = body.get("base_resp")
+    if isinstance(base, dict):
+        code = base.get("status_code")
+        message = base.get("status_msg")
+        text = message if isinstance(message, str) else None
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return str(code), text
     error = body.get("error")
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("code") or "no reason given")
-    for key in ("error", "message", "failure_reason", "status_msg"):
-        if body.get(key):
-            return str(body[key])
-    return "no reason given"
+    if body.get("type") == "error" and isinstance(error, dict):
+        message = error.get("message")
+        if isinstance(message, str):
+            found = _TRAILING_CODE.search(message)
+            if found:
+                return found.group(1), message
+    return None, None
 
 
 def _split(provider_job_id: str) -> tuple[str, str]:
@@ -331,30 +437,6 @@ def _split(provider_job_id: str) -> tuple[str, str]:
     if sep and version in ("v1", "v2") and task_id:
         return version, task_id
     return "v1", provider_job_id  # a bare id is a V1 task
-
-
-def _v2_video_url(task: Mapping[str, Any]) -> str | None:
-    """The video link of a V2 task; the notes do not give the field, so look in the
-    likely places (``video_url``, ``download_url``, ``video.url``, ``output``...)."""
-    for key in ("video_url", "download_url", "url"):
-        value = task.get(key)
-        if isinstance(value, str) and value:
-            return value
-    for key in ("video", "output", "result", "file"):
-        value = task.get(key)
-        if isinstance(value, dict):
-            found = _v2_video_url(value)
-            if found:
-                return found
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, dict):
-                    found = _v2_video_url(item)
-                    if found:
-                        return found
-                if isinstance(item, str) and item.startswith("https://"):
-                    return item
-    return None
 
 
 def create(client: httpx.AsyncClient, config: ProviderConfig) -> MiniMaxProvider:
