@@ -197,3 +197,57 @@ def test_export_of_an_unknown_batch(tmp_path: Path, store: Store) -> None:
 ])
 def test_escape_formula(cell: str, escaped: str) -> None:
     assert escape_formula(cell) == escaped
+
+
+def test_an_unchanged_manifest_is_not_rewritten(
+    tmp_path: Path, catalog: StaticCatalog, store: Store
+) -> None:
+    # ``run SHEET`` imports the sheet at every start: an unchanged batch writes nothing.
+    first = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
+    manifest = Path(first.manifest_path)
+    written = manifest.read_bytes()
+    manifest.chmod(0o444)  # a rewrite (temporary file + rename) would replace the inode
+    inode = manifest.stat().st_ino
+    again = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
+    assert again.manifest_path == first.manifest_path and again.added == 0
+    assert manifest.stat().st_ino == inode and manifest.read_bytes() == written
+    assert not list(manifest.parent.glob(".*.tmp"))
+    # A changed batch is written again, as before.
+    edited = apply_import(store, plan_for(tmp_path, catalog, store,
+                                          SHEET.replace("an owl", "a grey owl")), NOW)
+    assert edited.added == 1 and manifest.stat().st_ino != inode
+    assert len(json.loads(manifest.read_text(encoding="utf-8"))["jobs"]) == 3
+
+
+def test_start_up_removes_manifest_temporaries_a_killed_import_left(tmp_path: Path) -> None:
+    from reelqueue.intake.apply import remove_stale_manifest_temps
+
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    (folder / ".manifest.json.4242.tmp").write_text("{half")
+    (folder / "manifest.json").write_text("{}")
+    (folder / "001_fox.mp4").write_bytes(b"video")
+    (folder / ".manifest.json.99.tmp").symlink_to(folder / "001_fox.mp4")
+    assert remove_stale_manifest_temps([folder, tmp_path / "gone"]) == 1
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".manifest.json.99.tmp", "001_fox.mp4", "manifest.json"]
+
+
+async def test_engine_start_up_clears_the_temporaries_of_its_batch_folders(
+    tmp_path: Path, catalog: StaticCatalog
+) -> None:
+    import random
+
+    from reelqueue.engine.engine import Engine
+    from reelqueue.store.memory import MemoryStore
+
+    store = MemoryStore()
+    result = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
+    folder = Path(result.output_dir)
+    (folder / ".manifest.json.31337.tmp").write_text('{"format": "reelqueue-man')
+    engine = Engine(store, rng=random.Random(1))
+    await engine.start(paused=True)
+    await engine.stop()
+    engine.close_store()
+    assert not list(folder.glob(".*.tmp"))
+    assert (folder / "manifest.json").is_file()

@@ -41,6 +41,7 @@ from reelqueue.engine.outputs import (
     remove_partials,
 )
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
+from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
 from reelqueue.store.base import ClaimParams, RecoverParams, Store
@@ -200,7 +201,9 @@ class Engine:
         if not self.config.shared_store:
             # Behind the data-folder lock no other writer is alive: every .part is dead.
             # On a shared store another instance may be downloading into these folders.
-            await asyncio.to_thread(remove_partials, {Path(b.output_dir) for b in batches})
+            folders = {Path(b.output_dir) for b in batches}
+            await asyncio.to_thread(remove_partials, folders)
+            await asyncio.to_thread(remove_stale_manifest_temps, folders)
         # Reattached and reconciling renders resume first; they already own their slots.
         await self._resume_owned()
         return report

@@ -4,7 +4,9 @@
 leaves the journal as it was. It reuses the batch of the same name (re-importing a sheet
 adds only new or edited rows), keeps new files from landing on the name of an existing
 job or an existing file in the batch folder, and writes ``manifest.json`` (prompts and
-parameters of every job of the batch) atomically beside the videos.
+parameters of every job of the batch) atomically beside the videos, unless the manifest
+there already says exactly that (``run SHEET`` of an unchanged sheet writes nothing).
+:func:`remove_stale_manifest_temps` clears what a killed import left at start-up.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +28,7 @@ from reelqueue.intake.rows import RowError
 from reelqueue.store.base import AddJobsResult
 
 MANIFEST_NAME = "manifest.json"
+MANIFEST_TEMP_PREFIX = f".{MANIFEST_NAME}."
 
 
 class IntakeStore(Protocol):
@@ -123,11 +126,17 @@ def _apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportRes
         batch = store.create_batch(replace(plan.batch, output_dir=str(folder)), now)
     added = store.add_jobs(batch.id, specs, now, max_waiting=limit)
     earlier_keys = {job.job_key for job in earlier}
-    entries = itertools.chain(
-        map(_manifest_entry, earlier),
-        (_manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys),
-    )
-    manifest = write_manifest(folder, batch, entries)
+
+    def entries() -> Iterator[dict[str, Any]]:
+        return itertools.chain(
+            map(_manifest_entry, earlier),
+            (_manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys),
+        )
+
+    if manifest_matches(folder, batch, entries()):
+        manifest = folder / MANIFEST_NAME  # e.g. ``run SHEET`` again: nothing to rewrite
+    else:
+        manifest = write_manifest(folder, batch, entries())
     return ImportResult(
         batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
         batch_created=created, added=added.added, already_present=added.already_present,
@@ -190,9 +199,13 @@ def _file_name(path: str) -> str:
 
 
 def _manifest_entry(job: Job | JobSpec) -> dict[str, Any]:
+    # Parameters in key order: a job read back from the journal (whose JSON is stored
+    # with sorted keys) then gives the same line as the spec it was made from, so an
+    # unchanged batch compares equal and its manifest is not rewritten.
     return {
         "key": job.job_key, "row": job.row_number, "name": job.name, "prompt": job.prompt,
-        "provider": job.provider, "params": job.params, "account": job.pinned_account,
+        "provider": job.provider, "params": dict(sorted(job.params.items())),
+        "account": job.pinned_account,
         "priority": job.priority, "file": _file_name(job.output_path),
     }
 
@@ -203,29 +216,31 @@ batch is never in memory at once."""
 _ENTRY_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
-def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
-    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over.
-
-    One job per line: readable, diffable, and written by json's fast C encoder, a chunk
-    of entries at a time (``entries`` may be a generator).
-    """
+def _manifest_pieces(batch: Batch, entries: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The manifest's text, a chunk of entries at a time: one job per line, readable,
+    diffable, and written by json's fast C encoder (``entries`` may be a generator)."""
     head = json.dumps({
         "format": "reelqueue-manifest", "version": 1,
         "batch": {"id": batch.id, "name": batch.name, "source": batch.source_path,
                   "created_at": batch.created_at},
     }, ensure_ascii=False)
+    yield head[:-1] + ',\n "jobs": [\n'
+    encoded = map(_ENTRY_ENCODER.encode, entries)
+    separator = ""
+    while chunk := list(itertools.islice(encoded, MANIFEST_CHUNK)):
+        yield separator + ",\n".join(chunk)
+        separator = ",\n"
+    yield "\n]}\n"
+
+
+def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
+    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over."""
     target = folder / MANIFEST_NAME
-    temporary = folder / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
-    encode = _ENTRY_ENCODER.encode
+    temporary = folder / f"{MANIFEST_TEMP_PREFIX}{os.getpid()}.tmp"
     try:
         with temporary.open("w", encoding="utf-8") as stream:
-            stream.write(head[:-1] + ',\n "jobs": [\n')
-            encoded = map(encode, entries)
-            separator = ""
-            while chunk := list(itertools.islice(encoded, MANIFEST_CHUNK)):
-                stream.write(separator + ",\n".join(chunk))
-                separator = ",\n"
-            stream.write("\n]}\n")
+            for piece in _manifest_pieces(batch, entries):
+                stream.write(piece)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, target)
@@ -235,3 +250,39 @@ def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]
             f"The manifest could not be written to {folder} ({exc.strerror})."
         ) from exc
     return target
+
+
+def manifest_matches(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> bool:
+    """True when ``manifest.json`` already holds exactly what :func:`write_manifest` would
+    write: compared piece by piece as it is encoded, never the whole text in memory."""
+    target = folder / MANIFEST_NAME
+    try:
+        stream = target.open("rb")
+    except OSError:
+        return False
+    with stream:
+        for piece in _manifest_pieces(batch, entries):
+            expected = piece.encode("utf-8")
+            if stream.read(len(expected)) != expected:
+                return False
+        return stream.read(1) == b""
+
+
+def remove_stale_manifest_temps(folders: Iterable[Path]) -> int:
+    """Delete the ``.manifest.json.<pid>.tmp`` files an import killed mid-write left in
+    the batch folders. Called at start-up, behind the data-folder lock, before this
+    process imports anything; no other process writes manifests then."""
+    removed = 0
+    for folder in folders:
+        try:
+            stale = [entry for entry in folder.glob(f"{MANIFEST_TEMP_PREFIX}*.tmp")
+                     if entry.is_file() and not entry.is_symlink()]
+        except OSError:
+            continue
+        for entry in stale:
+            try:
+                entry.unlink()
+            except OSError:  # gone already, or not ours to delete: leave it
+                continue
+            removed += 1
+    return removed
