@@ -661,6 +661,21 @@ async def test_expired_download_url_is_signed_again(client_for: ClientFor) -> No
     assert fake.creates() == 0
 
 
+async def test_expired_v2_link_is_refreshed_by_a_new_query(client_for: ClientFor) -> None:
+    fake = FakeMiniMax(v2_states=["v2_task_succeeded"])
+    provider = make(client_for(fake.router))
+    job_id = f"v2:{V2_TASK}"
+    status = await provider.poll(job_id)
+    fresh = fixture("minimax", "v2_task_succeeded")
+    fresh["task"]["content"]["url"] += "?fresh=1"
+    fake.router.script("GET", V2_QUERY, json_response(200, fresh))
+    assert status.video_url is not None
+    fake.expired.add(status.video_url)
+    assert await collect(provider, job_id, status) == VIDEO_BYTES
+    assert fake.router.count("GET", V2_QUERY) == 2
+    assert fake.creates() == 0
+
+
 @pytest.mark.parametrize("model", ["MiniMax-Hailuo-2.3", "MiniMax-H3"])
 async def test_new_instance_reattaches_by_job_id(client_for: ClientFor, model: str) -> None:
     fake = FakeMiniMax()
