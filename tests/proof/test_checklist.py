@@ -415,7 +415,9 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
     """``raise-in-submit``: an exception inside the worker (a bug of ours) every time.
     ``kill-in-submit`` / ``kill-in-poll``: the job SIGKILLs the whole runner every time it
     is submitted / every time its render is polled, and the user keeps restarting it.
-    Either way the job ends FAILED after the attempt ceiling (3) and the others complete."""
+    The job ends FAILED after the attempt ceiling (3) -- or, once its render exists
+    (``kill-in-poll``), PARKED with the render kept, and ``retry`` then downloads that
+    render without a second create (issue 10) -- and the others complete."""
     prompts = [f"healthy {i} [[mock:render_seconds=0.3]]" for i in range(3)]
     prompts.append("POISON [[mock:render_seconds=0.3]]")
     runs: list[int] = []
@@ -437,16 +439,27 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
                 break
             assert code == -signal.SIGKILL, runner.output()
         creates = mock.creates_by_key()
+        if hook == "kill-in-poll":
+            # The user's retry of the parked job (the crash is fixed: no hook) reads its
+            # render again and downloads it; it is never created again.
+            status = cli(data, "status", "--json")
+            parked_count = json.loads(status.stdout)["needs_attention"]["parked"]
+            retried = cli(data, "retry", "--failed", "--yes")
+            assert retried.returncode == 0, retried.stderr
+            _finish(data, videos, RUN, tmp_path / "after-retry.log")
+            after_retry = mock.creates_by_key()
     assert runs[-1] == 0, f"still crashing after {len(runs)} runs: {runs}"
     with journal(data) as store:
         check_batch(store, videos, creates, expect_jobs=len(prompts), allow_failed=True)
         job = store.get_job(poison.id)
         events = [e.event for e in store.ledger(poison.id)]
         others = [j for j in store.list_jobs() if j.id != poison.id]
-    assert job is not None and job.state == JobState.FAILED, (job, events)
+    # kill-in-poll: parked (counted below), then completed by the user's retry
+    expected = JobState.COMPLETED if hook == "kill-in-poll" else JobState.FAILED
+    assert job is not None and job.state == expected, (job, events)
     assert job.max_attempts == 3
     assert all(j.state == JobState.COMPLETED for j in others)
-    assert events.count("failed") == 1
+    assert events.count("failed") == (0 if hook == "kill-in-poll" else 1)
     if hook == "raise-in-submit":
         assert events.count("claimed") == job.attempts == 3
         assert events.count("retry_wait") == 2 and job.error_label == "internal error"
@@ -461,14 +474,17 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
         assert runs.count(-signal.SIGKILL) == 3
     else:
         # One claim and one create; the render is resumed after each kill, never created
-        # again; after max_resumes resumes that died it is not resumed again.
+        # again; after max_resumes resumes that died it is parked, keeping its render.
         max_resumes = EngineConfig().max_resumes
-        assert events.count("claimed") == job.attempts == 1
+        # one claim before it was parked, one after the user's retry (attempts reset)
+        assert events.count("claimed") == 2 and job.attempts == 1
         assert events.count("reattached") == max_resumes + 1
         assert creates[poison.job_key] == 1
         assert runs.count(-signal.SIGKILL) == max_resumes + 1
-        assert job.error_label == "internal error"
-        assert f"worker died {max_resumes + 1} times" in (job.error_message or "")
+        assert events.count("parked") == 1 and parked_count == 1
+        assert "1 will be re-read from the provider (no charge" in retried.stdout
+        assert "deliberate_rerender" not in events
+        assert after_retry[poison.job_key] == 1, after_retry
     record_figures(f"always_crashing[{hook}]", {
         "runs": len(runs), "kills": runs.count(-signal.SIGKILL), "events": events,
         "creates": creates[poison.job_key]})

@@ -46,7 +46,10 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
         "error_label": j.error_label, "last_error": j.error_message,
     } for j in store.list_jobs(batch_id=batch)]
-    return {"by_state": counts.by_state, "accounts": accounts, "jobs": jobs}
+    # Parked renders (their resume kept killing the process) wait for the user's retry.
+    parked = counts.by_state.get(JobState.PARKED.value, 0)
+    return {"by_state": counts.by_state, "accounts": accounts, "jobs": jobs,
+            "needs_attention": {"parked": parked}}
 
 
 def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -61,6 +64,9 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
     total = sum(data["by_state"].values())
     ctx.print(f"{total} jobs: " + ", ".join(
         f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")
+    if data["needs_attention"]["parked"]:
+        ctx.print(f"  needs attention: {data['needs_attention']['parked']} parked (their "
+                  "render was kept; 'reelqueue retry --failed' reads it again, no charge)")
     for a in data["accounts"]:
         state = a["status"] if a["enabled"] else "disabled"
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
