@@ -79,8 +79,10 @@ def test_a_setting_to_leave_empty_and_a_link_instead_of_a_file(tmp_path: Path) -
     (tmp_path / "first.png").write_bytes(PNG)
     minimax = plan_real(tmp_path, "prompt,aspect ratio\na,16:9\nb,\n", provider="minimax")
     assert [job.row_number for job in minimax.jobs] == [3]
+    # MiniMax V1 (the default model) takes no ratio; the V2 model MiniMax-H3 does, so
+    # switching the model is the other fix the row is offered.
     assert [(e.row_number, e.columns, e.accepted) for e in minimax.errors] == [
-        (2, ("aspect ratio",), "no aspect ratio")]
+        (2, ("(default model)", "aspect ratio"), "model MiniMax-H3; or no aspect ratio")]
     veo = plan_real(tmp_path, "prompt,image,duration\na,https://example.com/a.png,8\n"
                     "b,first.png,8\nc,first.png,4\n", provider="veo")
     assert [job.row_number for job in veo.jobs] == [3]
