@@ -37,6 +37,7 @@ from reelqueue.engine.events import (
 from reelqueue.engine.outputs import (
     OutputWriter,
     check_output,
+    limits_from_config,
     missing_outputs,
     remove_partials,
 )
@@ -109,8 +110,9 @@ class Engine:
         self._own_client = http_client is None
         self._http = http_client or httpx.AsyncClient(
             timeout=httpx.Timeout(self.config.http_timeout_seconds, connect=10.0),
-            follow_redirects=True)
-        self.writer = OutputWriter()
+            # Redirects are followed by ApiClient itself, each hop checked (issue 11).
+            follow_redirects=False)
+        self.writer = OutputWriter(limits_from_config(self.config))
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
                                   rng or random.Random())
         self._providers: dict[str, tuple[Account, Provider]] = {}
