@@ -170,9 +170,10 @@ class ImportDialog(QDialog):
         self.preview_model = PreviewModel(self)
         self.errors_model = RowErrorModel(self)
         self.preview_view = _table(self.preview_model, 2)
+        header = self.preview_view.horizontalHeader()
         for column, width in enumerate((40, 110, 0, 56, 150, 140, 84)):
-            if width:
-                self.preview_view.horizontalHeader().resizeSection(column, width)
+            if width:  # never narrower than its title ("Provider" showed as "Provide")
+                header.resizeSection(column, max(width, header.sectionSizeHint(column)))
         self.errors_view = _table(self.errors_model, 2)
         self.tabs.addTab(self.preview_view, "Preview")
         self.mapping_area = QScrollArea()
@@ -409,32 +410,35 @@ class ImportDialog(QDialog):
             return
         new = len(plan.new_jobs)
         refused_rows = len({e.row_number for e in plan.errors})
-        parts = [f"<b>{new:,} new jobs</b>"]
+        parts = [f"<b>{fmt.count(new, 'new job')}</b>"]
         if plan.already_present:
-            parts.append(f"{plan.already_present:,} already imported (skipped)")
+            parts.append(f"{fmt.number(plan.already_present)} already imported (skipped)")
         if refused_rows:
-            parts.append(f"<span style='color:{theme.tokens().danger}'>{refused_rows:,} rows "
-                         "refused — see Errors</span>")
+            parts.append(f"<span style='color:{theme.tokens().danger}'>"
+                         f"{fmt.count(refused_rows, 'row refused', 'rows refused')} "
+                         "— see Errors</span>")
         if plan.unmapped:
             parts.append(f"kept as extra columns: {', '.join(plan.unmapped)}")
         self.summary_label.setText(" · ".join(parts))
         estimate = plan.estimate
-        lines = [f"{line.label}: {line.jobs} jobs, {line.seconds:.0f} s of video"
+        lines = [f"{line.label}: {fmt.count(line.jobs, 'job')}, "
+                 f"{fmt.number(line.seconds)} s of video"
                  + (f", {fmt.money(line.usd)}" if line.usd is not None else ", price unknown")
                  for line in estimate.lines]
         text = f"Estimated cost {fmt.money(estimate.total_usd)}"
         if lines:
             text += " — " + "; ".join(lines)
         if estimate.unpriced_jobs:
-            text += f" ({estimate.unpriced_jobs} jobs without a known price)"
+            text += f" ({fmt.count(estimate.unpriced_jobs, 'job')} without a known price)"
         if estimate.sources:
             text += f". Prices: {', '.join(estimate.sources)}; an estimate, not an invoice."
         self.estimate_label.setText(text)
         count = self.rows_to_import()
         to_add = min(new, count) if count is not None else new
         self.import_button.setEnabled(not plan.refused and (to_add > 0 or count is not None))
-        self.import_button.setText(f"Test run {count} rows" if count is not None
-                                   else f"Import {to_add:,} jobs" if to_add else "Nothing new")
+        self.import_button.setText(f"Test run {fmt.count(count, 'row')}" if count is not None
+                                   else f"Import {fmt.count(to_add, 'job')}" if to_add
+                                   else "Nothing new")
 
     def _import(self) -> None:
         if self.plan is not None:

@@ -135,6 +135,24 @@ def fit_dialog(dialog: QWidget) -> None:
         dialog.setGeometry(fitted)
 
 
+def hold_text_height(dialog: QWidget) -> None:
+    """Never let a dialog be squeezed below the height its contents ask for at its width
+    (word-wrapped text included): a long message must grow the dialog, not crush the
+    fields and buttons to a few pixels. Capped by the screen's free height."""
+    layout = dialog.layout()
+    if layout is None:
+        return
+    width = dialog.width()
+    need = (layout.totalHeightForWidth(width) if layout.hasHeightForWidth()
+            else layout.totalSizeHint().height())
+    screen = dialog.screen() or QGuiApplication.primaryScreen()
+    if screen is not None:
+        room = screen.availableGeometry().marginsRemoved(FRAME_GUESS).height()
+        need = min(need, room)
+    if need > 0 and dialog.minimumHeight() != need:
+        dialog.setMinimumHeight(need)
+
+
 def placement_store() -> QSettings:
     """Where the window remembers its place and card mode: per user and machine (not in
     the data folder, which another machine may share)."""
@@ -177,7 +195,10 @@ class EmptyState(QFrame):
         hint.setProperty("role", "muted")
         hint.setWordWrap(True)
         hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        hint.setMaximumWidth(460)
+        # A wrapped label centred in a column gets its one-line height and was cut to two
+        # half lines: give it a width and the height its lines need at that width.
+        hint.setFixedWidth(460)
+        hint.setMinimumHeight(hint.heightForWidth(460))
         button = QPushButton("Choose a sheet…")
         button.setProperty("primary", True)
         button.clicked.connect(self.importClicked.emit)
@@ -404,8 +425,13 @@ class MainWindow(QMainWindow):
         super().childEvent(event)
 
     def eventFilter(self, watched: object, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Show and isinstance(watched, QDialog):
-            fit_dialog(watched)
+        if isinstance(watched, QDialog):
+            if event.type() == QEvent.Type.Show:
+                # After QDialog's own show handling has centred it over the window.
+                QTimer.singleShot(0, watched, lambda: fit_dialog(watched))
+            if event.type() in (QEvent.Type.Show, QEvent.Type.Resize,
+                                QEvent.Type.LayoutRequest):
+                hold_text_height(watched)
         return super().eventFilter(watched, event)  # type: ignore[arg-type]
 
     def _build_jobs_panel(self) -> QWidget:
