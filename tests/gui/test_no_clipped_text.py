@@ -246,3 +246,17 @@ def test_job_detail(window: MainWindow, tmp_path: Path) -> None:
     assert dialog.ledger_model.index(0, 3).data() == ""  # no owner, no "resume: False"
     save_screenshot(dialog, "layout-job-detail")
     dialog.close()
+
+
+def test_settings_labels_keep_apart_from_their_boxes_and_say_no_jargon(
+        window: MainWindow) -> None:
+    settle(window)
+    dialog = SettingsDialog(Settings(), "/videos", window)
+    settle(dialog)
+    for label, box in ((dialog.retry_base_label, dialog.retry_base),
+                       (dialog.retry_cap_label, dialog.retry_cap)):
+        gap = box.geometry().left() - label.geometry().right()
+        assert gap >= 6, f"{label.text()!r} touches its box ({gap} px)"
+    texts = " ".join(w.text() for w in dialog.findChildren(QLabel))
+    assert "Lease" not in texts and "lease" not in texts and "Backoff" not in texts
+    dialog.close()

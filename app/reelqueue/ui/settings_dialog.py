@@ -1,4 +1,5 @@
-"""The settings: folders and names, retries, leases, crash behaviour, theme. Non-modal."""
+"""The settings: folders and names, retries, crash take-over, crash behaviour, theme.
+Non-modal. Wording is plain: no "lease", no "backoff"."""
 
 from __future__ import annotations
 
@@ -67,12 +68,12 @@ class SettingsDialog(QDialog):
                                  "{n}, {id}, {batch}")
         form.addRow("File names", self.template)
 
-        section("RETRIES AND LEASES")
+        section("RETRIES")
         self.attempts = QSpinBox()
         self.attempts.setRange(1, 100)
         self.attempts.setValue(settings.max_attempts)
-        self.attempts.setSuffix(" attempts per job")
-        form.addRow("Attempt ceiling", self.attempts)
+        self.attempts.setSuffix(" at most")
+        form.addRow("Tries per job", self.attempts)
         self.retry_base = QDoubleSpinBox()
         self.retry_base.setRange(0.1, 3600)
         self.retry_base.setValue(settings.retry_base)
@@ -82,16 +83,26 @@ class SettingsDialog(QDialog):
         self.retry_cap.setValue(settings.retry_cap)
         self.retry_cap.setSuffix(" s")
         backoff = QHBoxLayout()
-        backoff.addWidget(QLabel("first wait up to"))
-        backoff.addWidget(self.retry_base)
-        backoff.addWidget(QLabel("longest"))
-        backoff.addWidget(self.retry_cap)
-        form.addRow("Backoff", backoff)
+        backoff.setSpacing(8)
+        self.retry_base_label = QLabel("first up to")
+        self.retry_cap_label = QLabel("at most")
+        for label, box in ((self.retry_base_label, self.retry_base),
+                           (self.retry_cap_label, self.retry_cap)):
+            label.setProperty("role", "muted")
+            label.setBuddy(box)
+            backoff.addWidget(label)
+            backoff.addWidget(box, 1)
+            backoff.addSpacing(6)  # the labels touched the box before them
+        form.addRow("Wait between tries", backoff)
         self.lease = QDoubleSpinBox()
         self.lease.setRange(5, 3600)
         self.lease.setValue(settings.lease_seconds)
         self.lease.setSuffix(" s")
-        form.addRow("Lease length", self.lease)
+        self.lease.setToolTip("How long a render may go without a sign of life from this "
+                              "ReelQueue (a crash, a sleeping laptop) before another "
+                              "ReelQueue on the same journal may pick it up. The render is "
+                              "picked up, never paid for twice.")
+        form.addRow("Pick up a silent render after", self.lease)
 
         section("START-UP AND LOOK")
         self.paused_after_crash = QCheckBox("Start paused after a crash, so I can check first")
@@ -104,8 +115,8 @@ class SettingsDialog(QDialog):
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         form.addRow("Theme", self.theme)
         layout.addLayout(form)
-        note = QLabel("Retry, lease and attempt settings apply to sheets imported from now "
-                      "on and to the engine the next time ReelQueue starts.")
+        note = QLabel("Tries per job apply to sheets imported from now on; the waits and "
+                      "the pick-up time apply the next time ReelQueue starts.")
         note.setWordWrap(True)
         note.setProperty("role", "muted")
         layout.addWidget(note)
