@@ -22,7 +22,7 @@ from reelqueue.intake.sheet import (
     WORKBOOK_EXTENSIONS,
     Sheet,
 )
-from reelqueue.intake.text_sheet import read_text_sheet
+from reelqueue.intake.text_sheet import decode_text, read_text_sheet
 from reelqueue.intake.workbook import read_workbook
 
 
@@ -52,9 +52,10 @@ def read_sheet(
     if suffix in TEXT_EXTENSIONS or suffix == "":
         fmt = TEXT_EXTENSIONS.get(suffix, "csv")
         refuse_binary(path, data)
+        text = decode_text(path, data, encoding)
+        del data  # from here on only the text: a 100 MB file is not held twice
         return read_text_sheet(
-            path, data, fmt, delimiter=delimiter, encoding=encoding, identity=identity,
-            limits=limits,
+            path, text, fmt, delimiter=delimiter, identity=identity, limits=limits,
         )
     known = ", ".join(sorted({*TEXT_EXTENSIONS, *WORKBOOK_EXTENSIONS}))
     raise InputError(

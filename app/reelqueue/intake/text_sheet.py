@@ -54,17 +54,17 @@ SAVE_AS_HINT = "Save it from your spreadsheet program as 'CSV UTF-8' and import 
 
 def read_text_sheet(
     path: Path,
-    data: bytes,
+    decoded: tuple[str, str],
     fmt: str,
     *,
     delimiter: str | None,
-    encoding: str | None,
     identity: str,
     limits: SheetLimits | None = None,
 ) -> Sheet:
+    """Parse ``decoded`` (the text and the encoding it came from, see :func:`decode_text`)."""
     limits = limits or SheetLimits()
-    text, encoding_used = decode_text(path, data, encoding)
-    del data
+    text, encoding_used = decoded
+    del decoded
     refuse_binary_text(path, text)
     if fmt == "txt" and not delimiter and _is_tab_separated_table(text):
         fmt = "tsv"  # Excel's "Unicode Text" export: a UTF-16 table named .txt
