@@ -84,6 +84,13 @@ async def test_failed_job_detail_explains_and_retries(windows: WindowHarness, ap
     dialog.new_seed.setChecked(True)
     dialog.seed.setValue(1234)
     dialog.retry_button.click()
+    # A new seed renders again, at a price: the window says what it will cost and waits
+    # for the user (issue 10, "Retry asks before it pays").
+    await until(lambda: controller.window.banners.find("retry") is not None, 10)
+    confirm = controller.window.banners.find("retry")
+    assert "rendered again (est. $" in confirm.text
+    assert dialog.job.params.get("seed") != 1234, "nothing may change before the user says so"
+    next(iter(confirm.buttons.values())).click()
     await until(lambda: dialog.job.params.get("seed") == 1234, 10)
     # the retry runs (and the provider refuses it again): the table follows
     await until(lambda: table.row(job.id).state == "FAILED" and table.row(job.id).attempts == 1

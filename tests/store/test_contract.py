@@ -370,3 +370,97 @@ def test_an_empty_or_all_present_import_adds_nothing(
     assert (again.added, again.already_present, again.job_ids) == (0, 3, ())
     with pytest.raises(InputError, match="There is no batch 99"):
         store.add_jobs(99, make_specs(tmp_path, 1), clock.now())
+
+
+# -- issue 10: never pay twice -----------------------------------------------------------------
+def _rendering(store: Store, clock: FakeClock):  # type: ignore[no-untyped-def]
+    c = claim(store, clock)
+    assert c and store.mark_submitting(c.token, "ct", clock.now())
+    assert store.record_submitted(c.token, "pj", clock.now())
+    return c
+
+
+def test_a_parked_job_keeps_its_render_holds_no_claim_and_recovery_leaves_it(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1, accounts={"acct-a": 1})
+    c = _rendering(store, clock)
+    parked = JobError("retryable", "parked", "resume keeps crashing")
+    assert store.park_job(c.token, parked, clock.now())
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.PARKED and job.provider_job_id == "pj"
+    assert job.claim_token is None and job.lease_owner is None and job.finished_at is None
+    assert job.account == "acct-a" and job.error_label == "parked"
+    assert store.live_count("acct-a") == 0
+    assert claim(store, clock) is None, "a parked job is not resumed by itself"
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file))
+    assert not report.touched
+    assert store.get_job(c.job.id).state == JobState.PARKED  # type: ignore[union-attr]
+    doctor = store.doctor_queries(instance_alive=False)
+    assert not any(doctor.values()), doctor
+    assert not store.park_job(c.token, parked, clock.now()), "fenced: no claim any more"
+
+
+def test_park_needs_a_render(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    c = claim(store, clock)
+    assert c and not store.park_job(c.token, ERR, clock.now())
+    assert store.get_job(c.job.id).state == JobState.CLAIMED  # type: ignore[union-attr]
+
+
+def test_retry_keeps_a_render_so_it_is_read_before_anything_is_paid(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=2, accounts={"acct-a": 2})
+    parked_claim = _rendering(store, clock)
+    assert store.park_job(parked_claim.token, ERR, clock.now())
+    failed_claim = claim(store, clock)
+    assert failed_claim and store.mark_submitting(failed_claim.token, "ct2", clock.now())
+    assert store.record_submitted(failed_claim.token, "pj2", clock.now())
+    assert store.mark_failed(failed_claim.token, JobError("permanent", "finished without file",
+                                                          "no file"), clock.now())
+    ids = [parked_claim.job.id, failed_claim.job.id]
+    assert store.requeue_jobs(ids, clock.now()) == ids
+    for job_id, render in zip(ids, ("pj", "pj2"), strict=True):
+        job = store.get_job(job_id)
+        assert job and job.state == JobState.QUEUED and job.attempts == 0
+        assert job.provider_job_id == render and job.account == "acct-a" and job.client_token
+    again = claim(store, clock)
+    assert again and again.job.provider_job_id in ("pj", "pj2")
+    assert not store.mark_submitting(again.token, "ct3", clock.now()), "read, never created"
+    requeued = [e for e in store.ledger(ids[0]) if e.event == "requeued"]
+    assert requeued[-1].detail["rereads"] == "pj" and requeued[-1].detail["from"] == "PARKED"
+
+
+def test_retry_with_a_new_seed_or_of_a_dropped_render_creates_anew(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=2)
+    seeded = _rendering(store, clock)
+    assert store.mark_failed(seeded.token, ERR, clock.now())
+    dropped = _rendering(store, clock)
+    assert store.mark_failed(dropped.token, JobError("permanent", "content policy", "no"),
+                             clock.now(), drop_render=True)
+    assert store.get_job(dropped.job.id).provider_job_id is None  # type: ignore[union-attr]
+    assert store.requeue_jobs([seeded.job.id], clock.now(), new_seed=3) == [seeded.job.id]
+    assert store.requeue_jobs([dropped.job.id], clock.now()) == [dropped.job.id]
+    for job_id in (seeded.job.id, dropped.job.id):
+        job = store.get_job(job_id)
+        assert job and job.provider_job_id is None and job.client_token is None
+        assert job.account is None
+
+
+def test_release_keeping_an_unresolved_submission(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1, accounts={"acct-a": 1, "acct-b": 1})
+    c = claim(store, clock, "acct-a")
+    assert c and store.mark_submitting(c.token, "ct-unresolved", clock.now())
+    assert store.release_to_queue(c.token, JobError("account", "rate limited", "429"),
+                                  clock.now(), keep_submission=True)
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.QUEUED and job.attempts == 0
+    assert job.client_token == "ct-unresolved" and job.account == "acct-a"
+    assert claim(store, clock, "acct-b") is None, "asked for where it was sent"
+    again = claim(store, clock, "acct-a")
+    assert again and again.job.client_token == "ct-unresolved"

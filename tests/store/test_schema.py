@@ -151,3 +151,24 @@ def test_only_recoverable_writes_skip_the_fsync(tmp_path: Path) -> None:
     assert not any("synchronous" in s for s in seen), "write-ahead steps stay durable"
     assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
     store.close()
+
+
+def test_schema_4_keeps_the_jobs_and_allows_parked_only_with_a_render(tmp_path: Path) -> None:
+    """Migration 0004 rebuilds the jobs table (a CHECK cannot be changed in place)."""
+    old = tmp_path / "old.sqlite3"
+    make_v1(old)
+    db = sqlite3.connect(old)
+    db.execute("INSERT INTO jobs (batch_id, job_key, prompt, provider, output_path, state, "
+               "client_token, provider_job_id, created_at, updated_at, finished_at) "
+               "VALUES (1, 'k1', 'p', 'mock', '/tmp/k1.mp4', 'FAILED', 'ct', 'pj', 1, 1, 1)")
+    db.commit()
+    db.close()
+    store = SqliteStore.open(old, now=2)
+    job = store.get_job(1)
+    assert job is not None and job.job_key == "k1" and job.provider_job_id == "pj"
+    db = store.raw_connection()
+    db.execute("UPDATE jobs SET state = 'PARKED', finished_at = NULL WHERE id = 1")
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute("UPDATE jobs SET provider_job_id = NULL WHERE id = 1")
+    db.rollback()
+    store.close()

@@ -42,6 +42,7 @@ from reelqueue.engine.outputs import (
     remove_partials,
 )
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
+from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
@@ -256,6 +257,18 @@ class Engine:
             self.bus.publish(JobEvent(job_id, JobState.CANCELLED.value, self.clock.now()))
         self.wake()
         return done
+
+    async def retry_plan(self, job_ids: list[int], *, new_seed: int | None = None,
+                         include_permanent: bool = True) -> RetryPlan:
+        """What :meth:`retry` of these jobs would do and cost (read again vs rendered
+        again, with the estimated price), for the front ends to say before doing it."""
+        jobs = {}
+        for job_id in dict.fromkeys(job_ids):
+            job = await self.store.call(self.store.sync.get_job, job_id)
+            if job is not None:
+                jobs[job_id] = job
+        return plan_retry(job_ids, jobs, new_seed=new_seed,
+                          include_permanent=include_permanent)
 
     async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
         done = await self.store.call(self.store.sync.requeue_jobs, job_ids, self.clock.now(),

@@ -30,6 +30,7 @@ from reelqueue.engine.events import (
 )
 from reelqueue.intake import ImportOptions, ImportPlan
 from reelqueue.ui import files, theme
+from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.dashboard import compose_cards, totals_text
@@ -291,7 +292,8 @@ class AppController(QObject):
         done = sum(r.state == "COMPLETED" for r in rows)
         failed = sum(r.state == "FAILED" for r in rows)
         name = self.batches.get(batch_id, f"batch {batch_id}")
-        text = f"Batch “{name}” finished: {done} completed, {failed} failed."
+        text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
+                f"{fmt.number(failed)} failed.")
         actions = [("Open folder", self.open_output_folder)]
         if failed:
             actions.insert(0, ("Retry failed", self.retry_failed))
@@ -319,26 +321,43 @@ class AppController(QObject):
         done = await self.session.cancel(job_ids)
         if len(done) < len(job_ids):
             self.window.banners.show_banner(
-                "info", f"Cancelled {len(done)} of {len(job_ids)} jobs; the others had "
-                "already finished.", key="cancelled")
+                "info", f"Cancelled {fmt.number(len(done))} of "
+                f"{fmt.count(len(job_ids), 'job')}; the others had already finished.",
+                key="cancelled")
 
     def retry(self, job_ids: list[int], seed: object = None) -> None:
         new_seed = random.randrange(2**31) if seed == -1 else seed
         self.spawn(self._retry(job_ids, new_seed if isinstance(new_seed, int) else None),
                    "retry")
 
-    async def _retry(self, job_ids: list[int], seed: int | None) -> None:
+    async def _retry(self, job_ids: list[int], seed: int | None, *,
+                     confirmed: bool = False) -> None:
+        # Retry asks before it pays (issue 10): a known charge waits for the banner's
+        # button; re-reading a kept render is free and goes at once.
+        plan = await self.session.retry_plan(job_ids, seed)
+        if plan.rerender_usd > 0 and not confirmed:
+            self.window.banners.show_banner(
+                "warning", f"Retry: {plan.summary()}",
+                [(f"Retry (est. ${plan.rerender_usd:.2f})", lambda: self.spawn(
+                    self._retry(job_ids, seed, confirmed=True), "retry"))], key="retry")
+            return
         done = await self.session.retry(job_ids, seed)
         if not done:
-            self.window.banners.show_banner("info", "Only failed or cancelled jobs can be "
-                                            "retried.", key="retry")
+            self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
+                                            "can be retried.", key="retry")
             return
+        if plan.reread:
+            self.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
         await self._refresh_rows(done)
+        if confirmed:  # from the banner: the job's open detail view follows too
+            for dialog in list(self.dialogs):
+                if isinstance(dialog, JobDetailDialog) and dialog.job_id in done:
+                    await self._load_detail(dialog)
 
     def retry_failed(self) -> None:
         batch = self.window.batch_filter.currentData()
         ids = [r.id for r in self.model.table.rows
-               if r.state == "FAILED" and (batch is None or r.batch_id == batch)]
+               if r.state in ("FAILED", "PARKED") and (batch is None or r.batch_id == batch)]
         if not ids:
             self.window.banners.show_banner("info", "There are no failed jobs to retry.",
                                             key="retry")
@@ -402,10 +421,11 @@ class AppController(QObject):
         dialog.accept()
         await self.refresh_batches()
         await self.load_rows()
-        what = f"a test run of {result.added} jobs" if rows is not None else \
-            f"{result.added} new jobs"
+        what = f"a test run of {fmt.count(result.added, 'job')}" if rows is not None else \
+            fmt.count(result.added, "new job")
         text = (f"Imported {what} into batch “{result.batch_name}”"
-                + (f" ({result.already_present} were already there)"
+                + (f" ({fmt.number(result.already_present)} "
+                   f"{fmt.plural(result.already_present, 'was')} already there)"
                    if result.already_present else "") + ".")
         actions = [("Start", self._start_from_banner)] if self.window.paused else []
         if not self.summaries:
@@ -428,7 +448,7 @@ class AppController(QObject):
             self.window.banners.show_banner("info", "Import a sheet first; there is nothing "
                                             "to export yet.", key="export")
             return
-        dialog = QFileDialog(self.window, "Export results")
+        dialog = QFileDialog(self.window, "Export results", str(self._output_folder()))
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilters(["CSV (*.csv)", "Excel workbook (*.xlsx)"])
         dialog.selectFile(f"{self.batches.get(batch, 'results')} results.csv")
@@ -437,12 +457,24 @@ class AppController(QObject):
         self.dialogs.append(dialog)
 
     async def _export(self, batch: int, path: Path) -> None:
-        fmt = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
-        count = await self.session.export(batch, path, fmt)
-        self.window.banners.show_banner("success", f"Exported {count} rows to {path}.",
-                                        [("Show", lambda: files.reveal(path))], key="export")
+        kind = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
+        count = await self.session.export(batch, path, kind)
+        self.window.banners.show_banner("success", f"Exported {fmt.count(count, 'row')} to "
+                                        f"{path}.", [("Show", lambda: self._reveal(path))],
+                                        key="export")
+
+    def _reveal(self, path: Path) -> None:
+        if not files.reveal(path):
+            self.window.no_file_opener(path)
 
     def open_output_folder(self) -> None:
+        folder = self._output_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        if not files.open_path(folder):
+            self.window.no_file_opener(folder)
+
+    def _output_folder(self) -> Path:
+        """The chosen batch's folder, else the output root (where exports go too)."""
         settings = self.session.settings
         folder = Path(settings.output_dir) if settings.output_dir else self.session.ctx.videos_dir
         batch = self.window.batch_filter.currentData()
@@ -450,13 +482,12 @@ class AppController(QObject):
             rows = [r for r in self.model.table.rows[:1000] if r.batch_id == batch]
             if rows:
                 folder = Path(rows[0].output_path).parent
-        folder.mkdir(parents=True, exist_ok=True)
-        files.open_path(folder)
+        return folder
 
     def reveal_job(self, job_id: int) -> None:
         row = self.model.table.row(job_id)
         if row is not None:
-            files.reveal(Path(row.output_path))
+            self._reveal(Path(row.output_path))
 
     # -- dialogs -------------------------------------------------------------------------
     def _forget(self, dialog: Any) -> None:

@@ -284,7 +284,7 @@ class JobDetailDialog(QDialog):
         self.output_label.setText(f"{job.output_path}{size}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
-        self.retry_button.setEnabled(state in ("FAILED", "CANCELLED"))
+        self.retry_button.setEnabled(state in ("FAILED", "CANCELLED", "PARKED"))
         self.cancel_button.setEnabled(state not in ("COMPLETED", "FAILED", "CANCELLED"))
         self.seed.setValue(int(job.params.get("seed") or 0) + 1)
         self.ledger_model.set_entries(detail.ledger)

@@ -28,6 +28,7 @@ STATE_LABELS = {
     "QUEUED": "Queued", "CLAIMED": "Starting", "SUBMITTING": "Submitting",
     "RENDERING": "Rendering", "DOWNLOADING": "Downloading", "RETRY_WAIT": "Retry wait",
     "COMPLETED": "Completed", "FAILED": "Failed", "CANCELLED": "Cancelled",
+    "PARKED": "Parked (needs attention)",
 }
 
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
@@ -35,7 +36,7 @@ STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "Waiting": WAITING_VALUES,
     "Running": IN_FLIGHT_VALUES,
     "Completed": frozenset({"COMPLETED"}),
-    "Failed": frozenset({"FAILED"}),
+    "Failed": frozenset({"FAILED", "PARKED"}),
     "Cancelled": frozenset({"CANCELLED"}),
 }
 

@@ -56,7 +56,7 @@ StateRole = Qt.ItemDataRole.UserRole + 3
 STATE_TINTS = {
     "QUEUED": "neutral", "RETRY_WAIT": "warning", "CLAIMED": "info", "SUBMITTING": "info",
     "RENDERING": "accent", "DOWNLOADING": "info", "COMPLETED": "success", "FAILED": "danger",
-    "CANCELLED": "neutral",
+    "CANCELLED": "neutral", "PARKED": "warning",
 }
 
 

@@ -28,6 +28,7 @@ from reelqueue.domain.models import AccountSpec, RecoveryReport
 from reelqueue.engine import queries
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import EventBus
+from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, apply_import, plan_import
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.estimate import estimate_cost
@@ -288,6 +289,9 @@ class EngineSession:
 
     async def retry(self, job_ids: list[int], new_seed: int | None = None) -> list[int]:
         return await self.running_engine.retry(job_ids, new_seed=new_seed)
+
+    async def retry_plan(self, job_ids: list[int], new_seed: int | None = None) -> RetryPlan:
+        return await self.running_engine.retry_plan(job_ids, new_seed=new_seed)
 
     async def set_capacity(self, account: str, capacity: int) -> None:
         await self.running_engine.set_capacity(account, capacity)
