@@ -55,10 +55,11 @@ ALLOWED: dict[str, frozenset[JobState]] = {
     "retry_wait": IN_FLIGHT,
     "released": IN_FLIGHT,
     "failed": IN_FLIGHT,
+    "parked": IN_FLIGHT,
 }
 """Which states each fenced write accepts (besides naming the current claim)."""
 
-ENDS_ATTEMPT = frozenset({"completed", "retry_wait", "released", "failed"})
+ENDS_ATTEMPT = frozenset({"completed", "retry_wait", "released", "failed", "parked"})
 
 
 @dataclass
@@ -135,6 +136,8 @@ def _fenced_call(store: Store, op: str, token: ClaimToken, now: float,
         return store.release_to_queue(token, ACCOUNT, now, run_after=args["run_after"])
     if op == "failed":
         return store.mark_failed(token, PERMANENT, now)
+    if op == "parked":
+        return store.park_job(token, RETRYABLE, now)
     raise AssertionError(f"unknown write {op}")
 
 
@@ -226,7 +229,7 @@ class StoreMachine(RuleBasedStateMachine):
         expected = current and job.state in ALLOWED[op]
         if op == "submitting":
             expected = expected and job.provider_job_id is None
-        if op == "rendering":
+        if op in ("rendering", "parked"):
             expected = expected and job.provider_job_id is not None
         now = self.clock.now()
         for name, store in self.stores.items():
@@ -279,6 +282,9 @@ class StoreMachine(RuleBasedStateMachine):
                 job.account = job.client_token = None
         elif op == "failed":
             job.state = JobState.FAILED
+            job.clear_claim()
+        elif op == "parked":  # keeps its render (and account) for the user's retry
+            job.state = JobState.PARKED
             job.clear_claim()
 
     def _check_output(self, job: Job) -> FileCheck:
@@ -484,6 +490,13 @@ class StoreMachine(RuleBasedStateMachine):
         instance, claim = self._pick_held(data)
         self._write(instance, claim, "failed")
 
+    @precondition(lambda self: any(self.held.values()))
+    @rule(data=st.data())
+    def resume_keeps_crashing(self, data: st.DataObject) -> None:
+        """The worker parks its job (refused when the job has no render)."""
+        instance, claim = self._pick_held(data)
+        self._write(instance, claim, "parked")
+
     @precondition(lambda self: any(j.state == JobState.DOWNLOADING for j in self.jobs.values()))
     @rule(data=st.data())
     def video_saved(self, data: st.DataObject) -> None:
@@ -523,13 +536,15 @@ class StoreMachine(RuleBasedStateMachine):
     def user_retry(self, data: st.DataObject, seed: int | None) -> None:
         ids = data.draw(st.lists(st.sampled_from(sorted(self.jobs)), max_size=3, unique=True),
                         label="retry")
-        expected = [i for i in ids
-                    if self.jobs[i].state in (JobState.FAILED, JobState.CANCELLED)]
+        expected = [i for i in ids if self.jobs[i].state in (
+            JobState.FAILED, JobState.CANCELLED, JobState.PARKED)]
         for name, store in self.stores.items():
             assert store.requeue_jobs(ids, self.clock.now(), new_seed=seed) == expected, name
         for job_id in expected:
             job = self.jobs[job_id]
             job.state, job.attempts, job.run_after = JobState.QUEUED, 0, 0.0
+            if seed is None and job.provider_job_id is not None:
+                continue  # the render is kept: read again before anything is paid
             job.account = job.client_token = None
             job.drop_render()
 
