@@ -1,0 +1,83 @@
+"""``reelqueue retry`` says what it will do and cost before it does it (issue 10)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.domain.states import JobState
+from reelqueue.store.base import ClaimParams, JobError
+from reelqueue.store.lockfile import make_private_dir
+from reelqueue.store.sqlite import SqliteStore
+from tests.cli.test_cli_e2e import rq
+
+pytestmark = pytest.mark.integration
+
+PRICED = {"model": "mock-1", "duration": 5}  # mock-1: $0.01 a second
+
+
+def _journal(data: Path) -> dict[str, int]:
+    """Four failed-ish jobs: a finished render without its file (kept), a retryable
+    failure without a render, a content-policy refusal, and a parked render."""
+    make_private_dir(data)
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(data / "videos")), time.time())
+    names = ["no_file", "retryable", "policy", "parked"]
+    store.add_jobs(batch.id, [JobSpec(n, n, "mock", str(data / "videos" / f"{n}.mp4"),
+                                      params=dict(PRICED)) for n in names], time.time())
+    store.add_account(AccountSpec("acct", "mock", 4, "http://127.0.0.1:9"), time.time())
+    ids = {}
+    for _ in names:
+        claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+        assert claim is not None
+        ids[claim.job.prompt] = claim.job.id
+        token, now = claim.token, time.time()
+        if claim.job.prompt in ("no_file", "parked"):
+            assert store.mark_submitting(token, "ct", now)
+            assert store.record_submitted(token, f"pj-{claim.job.prompt}", now)
+        if claim.job.prompt == "no_file":
+            store.mark_failed(token, JobError("permanent", "finished without file", "x"), now)
+        elif claim.job.prompt == "retryable":
+            store.mark_failed(token, JobError("retryable", "provider error", "500"), now)
+        elif claim.job.prompt == "policy":
+            store.mark_failed(token, JobError("permanent", "content policy", "no"), now,
+                              drop_render=True)
+        else:
+            store.park_job(token, JobError("retryable", "parked", "crashes"), now)
+    store.close()
+    return ids
+
+
+def test_retry_failed_says_what_it_re_reads_and_what_it_pays(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ids = _journal(data)
+    done = rq(data, "retry", "--failed")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "3 jobs: 2 will be re-read from the provider (no charge" in out, out
+    assert "1 will be rendered again (est. $0.05)" in out, out
+    assert "1 permanent failures" in out and "--include-permanent" in out, out
+    assert "3 jobs queued again." in out
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    jobs = {j.prompt: j for j in store.list_jobs()}
+    store.close()
+    assert jobs["policy"].state == JobState.FAILED, "permanent failures are left out"
+    assert jobs["no_file"].state == JobState.QUEUED
+    assert jobs["no_file"].provider_job_id == "pj-no_file", "kept: read before paying"
+    assert jobs["parked"].provider_job_id == "pj-parked"
+    assert jobs["retryable"].state == JobState.QUEUED and jobs["retryable"].provider_job_id is None
+    assert set(ids) == set(jobs)
+
+
+def test_include_permanent_and_named_jobs(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ids = _journal(data)
+    done = rq(data, "retry", "--failed", "--include-permanent", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "4 jobs: 2 will be re-read" in done.stdout
+    assert "2 will be rendered again (est. $0.10)" in done.stdout
+    again = rq(data, "retry", str(ids["no_file"]))
+    assert "not failed, cancelled or parked" in again.stdout, again.stdout
