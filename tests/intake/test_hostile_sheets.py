@@ -19,8 +19,10 @@ from reelqueue.store.sqlite import SqliteStore
 
 HOSTILE = Path(__file__).parents[1] / "fixtures" / "sheets" / "hostile"
 
-PEAK_RSS_BOUND_MB = 400
-"""The documented bound on an import's peak memory (docs/intake.md, "Limits")."""
+PEAK_RSS_BOUND_MB = 512
+"""The documented bound on an import's peak memory within the default limits
+(docs/intake.md, "Limits"; benchmarks/bench_import_hostile.py measures the largest
+sheets that are imported)."""
 
 pytestmark = [
     pytest.mark.integration,
@@ -37,11 +39,19 @@ def _maker():  # type: ignore[no-untyped-def]
     return module
 
 
-# Runs the command line and, on the way out, reports the process's own peak RSS.
+# Runs the command line and, on the way out, reports the process's own peak RSS: VmHWM
+# where /proc has it (ru_maxrss may carry the parent's peak across fork + exec).
 WRAPPER = (
     "import atexit, resource, runpy, sys\n"
-    "atexit.register(lambda: sys.stderr.write('\\nPEAK_RSS_KB=%d\\n' % "
-    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "def peak():\n"
+    "    try:\n"
+    "        for line in open('/proc/self/status'):\n"
+    "            if line.startswith('VmHWM:'):\n"
+    "                return int(line.split()[1])\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "atexit.register(lambda: sys.stderr.write('\\nPEAK_RSS_KB=%d\\n' % peak()))\n"
     "sys.argv = ['reelqueue', *sys.argv[1:]]\n"
     "runpy.run_module('reelqueue', run_name='__main__')\n"
 )
@@ -98,7 +108,7 @@ REFUSED = {
 SETTING = {
     "sparse.xlsx": "--max-cells", "wide_tall.xlsx": "--max-cells",
     "lying_dimension.xlsx": "--max-cells", "no_reference.xlsx": "--max-cells",
-    "huge_cell.xlsx": "--max-cell-kb", "zip_bomb.xlsx": "--max-unzipped-mb",
+    "huge_cell.xlsx": "--max-cell-kb", "zip_bomb.xlsx": "--max-text-mb",
     "repeated.ods": "--max-cells",
 }
 

@@ -147,3 +147,13 @@ def test_the_childs_answer_may_hold_plain_data_only() -> None:
 
     value = ("ok", "S", [(1, [datetime.datetime(2026, 1, 1), 1.5, "x", None, True])])
     assert _DataOnly(io.BytesIO(pickle.dumps(value))).load() == value
+
+
+def test_a_text_sheet_is_measured_as_decoded(tmp_path: Path) -> None:
+    # cp1252 takes one byte for a euro sign; Python holds it in two: the budget is on the
+    # decoded text, what the import really holds.
+    sheet = tmp_path / "euros.csv"
+    sheet.write_bytes(("prompt\n" + ("\u20ac" * 500 + "\n") * 20).encode("cp1252"))
+    with pytest.raises(InputError, match=r"decodes to 0 MB of text.*--max-text-mb"):
+        read_sheet(sheet, limits=SheetLimits(max_text_bytes=15_000))
+    assert len(read_sheet(sheet, limits=SheetLimits(max_text_bytes=30_000)).rows) == 20

@@ -6,7 +6,7 @@ is wrong, what would be accepted), how many rows were imported before, and the c
 estimate. ``--dry-run`` stops there and writes nothing. Exit 0 when the import went ahead
 (rows with errors are reported and left out), 2 when it was refused, also when the sheet
 is over a limit measured before it is loaded (``--max-cells``, ``--max-cell-kb``,
-``--max-unzipped-mb``, ``--max-file-mb``; rows past ``--max-waiting`` stop the reading).
+``--max-text-mb``, ``--max-file-mb``; rows past ``--max-waiting`` stop the reading).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
 from reelqueue.intake.limits import (
     DEFAULT_MAX_CELL_CHARS,
     DEFAULT_MAX_CELLS,
-    DEFAULT_MAX_UNZIPPED_BYTES,
+    DEFAULT_MAX_TEXT_BYTES,
 )
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES
@@ -106,10 +106,10 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="KB", help="refuse a cell (or CSV line) longer than this many "
                                            f"thousand characters (default "
                                            f"{DEFAULT_MAX_CELL_CHARS // 1024:,})")
-    parser.add_argument("--max-unzipped-mb", type=float,
-                        default=DEFAULT_MAX_UNZIPPED_BYTES / 1_048_576, metavar="MB",
-                        help="refuse a workbook that unpacks to more (default "
-                             f"{DEFAULT_MAX_UNZIPPED_BYTES // 1_048_576})")
+    parser.add_argument("--max-text-mb", type=float,
+                        default=DEFAULT_MAX_TEXT_BYTES / 1_048_576, metavar="MB",
+                        help="refuse a sheet whose text, unpacked or decoded, is larger "
+                             f"(default {DEFAULT_MAX_TEXT_BYTES // 1_048_576})")
     parser.add_argument("--allow-images-anywhere", action="store_true",
                         help="let rows name reference images outside the sheet's folder")
 
@@ -119,8 +119,8 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
         raise InputError("--max-attempts must be at least 1.")
     if args.max_waiting < 1:
         raise InputError("--max-waiting must be at least 1.")
-    if args.max_cells < 1 or args.max_cell_kb <= 0 or args.max_unzipped_mb <= 0:
-        raise InputError("--max-cells, --max-cell-kb and --max-unzipped-mb must be positive.")
+    if args.max_cells < 1 or args.max_cell_kb <= 0 or args.max_text_mb <= 0:
+        raise InputError("--max-cells, --max-cell-kb and --max-text-mb must be positive.")
     return ImportOptions(
         provider=args.provider, model=args.model, duration=args.duration,
         aspect_ratio=args.aspect_ratio, resolution=args.resolution,
@@ -131,7 +131,7 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
         max_attempts=args.max_attempts, sheet=args.sheet_name, delimiter=args.delimiter,
         encoding=args.encoding, max_file_bytes=int(args.max_file_mb * 1_048_576),
         max_cells=args.max_cells, max_cell_chars=max(1, int(args.max_cell_kb * 1024)),
-        max_unzipped_bytes=int(args.max_unzipped_mb * 1_048_576),
+        max_text_bytes=int(args.max_text_mb * 1_048_576),
         allow_images_anywhere=args.allow_images_anywhere,
     )
 

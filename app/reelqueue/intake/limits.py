@@ -7,7 +7,7 @@ an abort). So before calamine sees an XLSX, XLSM or ODS file, :func:`measure_wor
 reads the file the cheap way and refuses it above a :class:`SheetLimits` budget:
 
 - the ZIP directory: at most :data:`MAX_ZIP_ENTRIES` parts, no duplicate names, only
-  stored or deflated parts, the declared uncompressed total under ``max_unzipped_bytes``;
+  stored or deflated parts, the declared uncompressed total under ``max_text_bytes``;
 - every part is *decompressed here*, streamed, counting the bytes that really come out (a
   directory can lie about sizes; a part that inflates past its declared size or past the
   budget is a ZIP bomb);
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -44,8 +45,10 @@ rows of 20 columns; calamine holds them in 64 MB."""
 DEFAULT_MAX_CELL_CHARS = 2 * 1024 * 1024
 """The longest cell (and CSV line) read: a 1 MB prompt still reaches its clear row error."""
 
-DEFAULT_MAX_UNZIPPED_BYTES = 256 * 1024 * 1024
-"""All parts of a workbook together, decompressed."""
+DEFAULT_MAX_TEXT_BYTES = 100 * 1024 * 1024
+"""A sheet's text once unpacked (all parts of a workbook, decompressed) or decoded (a
+text sheet, as Python holds it: 1, 2 or 4 bytes a character). An import takes about
+three times its text in memory, so this is what bounds an import's peak (docs/intake.md)."""
 
 MAX_ZIP_ENTRIES = 10_000
 MAX_TAG_BYTES = 64 * 1024
@@ -65,14 +68,15 @@ class SheetLimits:
         max_cell_chars: the longest cell; for CSV also the longest line.
         max_rows: data rows below the header (the queue limit: more could never be
             queued); reading stops as soon as a sheet passes it.
-        max_unzipped_bytes: a workbook's parts together, decompressed.
+        max_text_bytes: a workbook's parts together, decompressed; a text sheet's
+            text, decoded.
     """
 
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_cells: int = DEFAULT_MAX_CELLS
     max_cell_chars: int = DEFAULT_MAX_CELL_CHARS
     max_rows: int = 100_000
-    max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
 
 
 @dataclass
@@ -388,17 +392,29 @@ def _check_entries(path: Path, infos: list[zipfile.ZipInfo], limits: SheetLimits
                 f"{info.compress_type}). Save the sheet again from your spreadsheet program."
             )
         declared += info.file_size
-    if declared > limits.max_unzipped_bytes:
+    if declared > limits.max_text_bytes:
         raise _unzipped_too_big(path, declared, limits)
 
 
 def _unzipped_too_big(path: Path, size: int, limits: SheetLimits) -> InputError:
     return InputError(
         f"{path.name} unpacks to {size / 1_048_576:,.0f} MB or more; ReelQueue unpacks at most "
-        f"{limits.max_unzipped_bytes / 1_048_576:,.0f} MB of a workbook (a ZIP bomb, or far "
-        "more than a sheet of prompts). Raise the limit with --max-unzipped-mb if the file is "
-        "really yours, or export the sheet as CSV."
+        f"{limits.max_text_bytes / 1_048_576:,.0f} MB of a workbook (a ZIP bomb, or far "
+        "more than a sheet of prompts). Split the sheet, or raise the limit with "
+        "--max-text-mb if the file is really yours."
     )
+
+
+def check_text_size(path: Path, text: str, limits: SheetLimits) -> None:
+    """Refuse a decoded text sheet that takes more memory than the budget."""
+    size = sys.getsizeof(text) - sys.getsizeof("")  # the characters, not the header
+    if size > limits.max_text_bytes:
+        raise InputError(
+            f"{path.name} decodes to {size / 1_048_576:,.0f} MB of text; ReelQueue reads at "
+            f"most {limits.max_text_bytes / 1_048_576:,.0f} MB of a sheet's text (about "
+            "100,000 rows of 1,000-character prompts). Split the sheet, or raise the limit "
+            "with --max-text-mb."
+        )
 
 
 def inflate(
@@ -415,7 +431,7 @@ def inflate(
     left = info.compress_size
     inflater = zlib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
     produced = 0
-    budget = limits.max_unzipped_bytes - before
+    budget = limits.max_text_bytes - before
     while left > 0:
         raw = stream.read(min(READ_CHUNK, left))
         if not raw:

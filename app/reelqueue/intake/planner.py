@@ -36,7 +36,7 @@ from reelqueue.intake.jobs import JobBuilder
 from reelqueue.intake.limits import (
     DEFAULT_MAX_CELL_CHARS,
     DEFAULT_MAX_CELLS,
-    DEFAULT_MAX_UNZIPPED_BYTES,
+    DEFAULT_MAX_TEXT_BYTES,
     SheetLimits,
 )
 from reelqueue.intake.mapping import (
@@ -79,7 +79,7 @@ class ImportOptions:
         max_attempts: attempts per job before it fails.
         sheet, delimiter, encoding: how to read the file (None: detect).
         max_file_bytes: larger files are refused before being read.
-        max_cells, max_cell_chars, max_unzipped_bytes: the budget a sheet must fit before
+        max_cells, max_cell_chars, max_text_bytes: the budget a sheet must fit before
             it is loaded (:mod:`reelqueue.intake.limits`); ``max_waiting`` is its row limit.
         allow_images_anywhere: let rows name reference images outside the sheet's folder
             (intake/images.py).
@@ -105,7 +105,7 @@ class ImportOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_cells: int = DEFAULT_MAX_CELLS
     max_cell_chars: int = DEFAULT_MAX_CELL_CHARS
-    max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
     allow_images_anywhere: bool = False
 
     @property
@@ -114,7 +114,7 @@ class ImportOptions:
         return SheetLimits(
             max_file_bytes=self.max_file_bytes, max_cells=self.max_cells,
             max_cell_chars=self.max_cell_chars, max_rows=self.max_waiting,
-            max_unzipped_bytes=self.max_unzipped_bytes,
+            max_text_bytes=self.max_text_bytes,
         )
 
 

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.limits import SheetLimits
+from reelqueue.intake.limits import SheetLimits, check_text_size
 from reelqueue.intake.sheet import (
     BINARY_MAGICS,
     DEFAULT_MAX_FILE_BYTES,
@@ -54,6 +54,7 @@ def read_sheet(
         refuse_binary(path, data)
         text = decode_text(path, data, encoding)
         del data  # from here on only the text: a 100 MB file is not held twice
+        check_text_size(path, text[0], limits)
         return read_text_sheet(
             path, text, fmt, delimiter=delimiter, identity=identity, limits=limits,
         )
