@@ -130,6 +130,9 @@ def test_xls_is_read_in_a_child_and_a_child_past_its_memory_is_a_plain_refusal()
     name, rows = read_in_child(SHEETS / "libreoffice_offset.xls", "xls", sheet="Prompts",
                                max_rows=100)
     assert name == "Prompts" and rows and all(isinstance(number, int) for number, _ in rows)
+    with pytest.raises(InputError, match=r"more than 0 MB of text.*--max-text-mb"):
+        read_in_child(SHEETS / "libreoffice_offset.xls", "xls", sheet="Prompts", max_rows=100,
+                      max_answer_bytes=100)
     if os.name != "posix":
         pytest.skip("RLIMIT_AS is POSIX only")
     # The sparse workbook makes calamine ask for 549 GB: in the child that is an abort of

@@ -53,7 +53,8 @@ def read_workbook(
         measure_workbook(path, fmt, limits)
         name, rows = load_cells(path, fmt, sheet=sheet, max_rows=limits.max_rows)
     else:
-        name, rows = read_in_child(path, fmt, sheet=sheet, max_rows=limits.max_rows)
+        name, rows = read_in_child(path, fmt, sheet=sheet, max_rows=limits.max_rows,
+                                   max_answer_bytes=limits.max_text_bytes)
     return _to_sheet(path, rows, fmt, name, identity, limits)
 
 

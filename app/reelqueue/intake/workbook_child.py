@@ -43,12 +43,18 @@ class _DataOnly(pickle.Unpickler):
 
 def read_in_child(
     path: Path, fmt: str, *, sheet: str | None, max_rows: int,
+    max_answer_bytes: int = 100 * 1024 * 1024,
     memory_bytes: int = DEFAULT_CHILD_MEMORY_BYTES,
     timeout: float = CHILD_TIMEOUT_SECONDS,
 ) -> tuple[str, list[tuple[int, list[Any]]]]:
-    """(sheet name, numbered non-empty rows) read by a memory-limited child; InputError if not."""
+    """(sheet name, numbered non-empty rows) read by a memory-limited child; InputError if not.
+
+    The child refuses to answer with more than ``max_answer_bytes`` of pickled rows (the
+    text budget), so the parent never unpickles more than a text sheet could hold.
+    """
     request = json.dumps({"path": str(path), "fmt": fmt, "sheet": sheet,
-                          "max_rows": max_rows, "memory_bytes": memory_bytes})
+                          "max_rows": max_rows, "memory_bytes": memory_bytes,
+                          "max_answer_bytes": max_answer_bytes})
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -104,7 +110,14 @@ def main() -> None:
         answer = ("error", str(exc))
     except MemoryError:
         sys.exit(3)
-    sys.stdout.buffer.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+    limit = int(request["max_answer_bytes"])
+    if len(data) > limit:
+        data = pickle.dumps(("error", (
+            f"{Path(request['path']).name}: its sheet holds more than "
+            f"{limit / 1_048_576:,.0f} MB of text; ReelQueue reads at most that much of a "
+            "sheet. Split the sheet, or raise the limit with --max-text-mb.")))
+    sys.stdout.buffer.write(data)
     sys.stdout.flush()
 
 
