@@ -302,17 +302,20 @@ class StoreMachine(RuleBasedStateMachine):
             "requeued", "failed")}
         duplicates: list[int] = []
         for job in leftovers:
+            # a claimed job that kept an unresolved submission is in the window too
+            in_window = job.state == JobState.SUBMITTING or (
+                job.client_token is not None and job.provider_job_id is None)
             if job.file_on_disk:
                 plan["completed_from_disk"].append(job.id)
             elif job.provider_job_id:
                 plan["reattached"].append(job.id)
-            elif job.state == JobState.SUBMITTING and job.account in lookup:
+            elif in_window and job.account in lookup:
                 plan["reconcile"].append(job.id)
             elif job.attempts >= job.max_attempts:
                 plan["failed"].append(job.id)
-                if job.state == JobState.SUBMITTING:
+                if in_window:
                     duplicates.append(job.id)
-            elif job.state == JobState.SUBMITTING:
+            elif in_window:
                 plan["requeued_possible_duplicate"].append(job.id)
                 duplicates.append(job.id)
             else:

@@ -4,8 +4,9 @@ Pure decisions, shared by every store implementation so they cannot drift apart:
 
 1. its finished file is already on disk        -> complete (no second render)
 2. it has a provider job id                    -> reattach (poll and download, never submit)
-3. it died inside the submit window and its
-   provider can be asked by client token       -> reconcile
+3. it died inside the submit window (or holds an
+   unresolved submission) and its provider can
+   be asked by client token                    -> reconcile
 4. it died inside the submit window otherwise  -> requeue, ledger: possible duplicate charge
 5. anything else                               -> requeue
 A job whose claim used its last attempt fails instead of being requeued (so a job that
@@ -79,6 +80,13 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
     return [*notes, RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
 
 
+def _in_submit_window(job: Job) -> bool:
+    """Died inside the submit window: SUBMITTING, or claimed again while an earlier
+    submission was still unresolved (its client token kept, no provider job id yet)."""
+    return job.state == JobState.SUBMITTING or (
+        job.client_token is not None and job.provider_job_id is None)
+
+
 def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryAction]:
     actions: list[RecoveryAction] = []
     for job in leftovers:
@@ -87,10 +95,10 @@ def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryA
             actions.append(RecoveryAction(job, "complete", file=check))
         elif job.provider_job_id:
             actions.append(RecoveryAction(job, "reattach"))
-        elif job.state == JobState.SUBMITTING and job.account in params.lookup_accounts:
+        elif _in_submit_window(job) and job.account in params.lookup_accounts:
             actions.append(RecoveryAction(job, "reconcile"))
         else:
-            in_window = job.state == JobState.SUBMITTING
+            in_window = _in_submit_window(job)
             if job.attempts >= job.max_attempts:
                 actions.append(RecoveryAction(
                     job, "fail", possible_duplicate=in_window,
