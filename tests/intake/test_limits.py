@@ -160,3 +160,19 @@ def test_a_text_sheet_is_measured_as_decoded(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"decodes to 0 MB of text.*--max-text-mb"):
         read_sheet(sheet, limits=SheetLimits(max_text_bytes=15_000))
     assert len(read_sheet(sheet, limits=SheetLimits(max_text_bytes=30_000)).rows) == 20
+
+
+def test_a_sheet_part_not_named_xml_is_measured_too(tmp_path: Path) -> None:
+    path = tmp_path / "renamed.xlsx"
+    far = make.sheet_xml(f'<row r="1">{cell("A1", "prompt")}</row>'
+                         f'<row r="1048576">{cell("XFD1048576", "x")}</row>')
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("[Content_Types].xml", make.CONTENT_TYPES.format(extra=""))
+        book.writestr("_rels/.rels", make.ROOT_RELS)
+        book.writestr("xl/workbook.xml", make.WORKBOOK)
+        book.writestr("xl/_rels/workbook.xml.rels", make.WORKBOOK_RELS.format(extra="").replace(
+            "worksheets/sheet1.xml", "worksheets/sheet1.bin"))
+        book.writestr("xl/worksheets/sheet1.bin", far)
+    # The message names the sheet: the part was found through the workbook's relationships.
+    with pytest.raises(InputError, match="sheet 'Prompts' spans 1,048,576 rows x 16,384"):
+        read_sheet(path)

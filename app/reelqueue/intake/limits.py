@@ -11,7 +11,7 @@ reads the file the cheap way and refuses it above a :class:`SheetLimits` budget:
 - every part is *decompressed here*, streamed, counting the bytes that really come out (a
   directory can lie about sizes; a part that inflates past its declared size or past the
   budget is a ZIP bomb);
-- every XML part is scanned, streamed, with a regex over the tags: the ``<dimension
+- every part is scanned, streamed, with a regex over the tags (whatever its name): the ``<dimension
   ref>``, each cell's reference (cells without one are placed as calamine places them),
   ODS rows and cells with their repeat counts, the longest text between two tags. The
   extent (rows x columns from the first to the last cell, what calamine allocates) and
@@ -335,10 +335,10 @@ def measure_workbook(path: Path, fmt: str, limits: SheetLimits) -> None:
             names = sheet_names(archive, infos, limits) if fmt != "ods" else {}
             total = 0
             for info in infos:
-                is_xml = info.filename.lower().endswith(".xml")
-                scanner: XlsxScanner | OdsScanner | None = None
-                if is_xml:
-                    scanner = OdsScanner() if fmt == "ods" else XlsxScanner()
+                # Every part, whatever its name: a workbook's relationships may point a
+                # sheet at a part not named .xml, and calamine reads it as XML all the same.
+                scanner: XlsxScanner | OdsScanner = (
+                    OdsScanner() if fmt == "ods" else XlsxScanner())
                 chunks = inflate(path, stream, info, limits, total)
                 total += _scan(path, info.filename, chunks, scanner, limits)
                 if isinstance(scanner, XlsxScanner):
