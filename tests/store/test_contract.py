@@ -464,3 +464,28 @@ def test_release_keeping_an_unresolved_submission(
     assert claim(store, clock, "acct-b") is None, "asked for where it was sent"
     again = claim(store, clock, "acct-a")
     assert again and again.job.client_token == "ct-unresolved"
+
+
+@pytest.mark.parametrize("lookup", [True, False])
+def test_recovery_of_a_claim_holding_an_unresolved_submission(
+    store: Store, tmp_path: Path, clock: FakeClock, lookup: bool
+) -> None:
+    """Claimed again with its earlier client token kept, then the process died before it
+    asked: still inside the submit window, never requeued as if nothing had been sent."""
+    seed_store(store, tmp_path, clock.now(), jobs=1, accounts={"acct-a": 1})
+    c = claim(store, clock)
+    assert c and store.mark_submitting(c.token, "ct-open", clock.now())
+    assert store.set_retry_wait(c.token, ERR, clock.now(), clock.now(), keep_provider_job=True)
+    again = claim(store, clock)
+    assert again and again.job.state == JobState.CLAIMED and again.job.client_token == "ct-open"
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         lookup_accounts=frozenset({"acct-a"}) if lookup
+                                         else frozenset()))
+    job = store.get_job(c.job.id)
+    assert job is not None
+    if lookup:
+        assert report.reconcile == [c.job.id]
+        assert job.state == JobState.SUBMITTING and job.client_token == "ct-open"
+    else:
+        assert report.requeued_possible_duplicate == [c.job.id]
+        assert "possible_duplicate_charge" in [e.event for e in store.ledger(c.job.id)]
