@@ -95,7 +95,7 @@ async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: Wind
     assert dialog.errors_model.rowCount() >= 1
     assert dialog.tabs.tabText(2).startswith("Errors (")
     assert "refused" in dialog.summary_label.text()
-    assert dialog.import_button.text() == "Import 1 jobs"
+    assert dialog.import_button.text() == "Import 1 job"
 
     not_a_sheet = tmp_path / "notes.csv"
     not_a_sheet.write_bytes(b"%PDF-1.4 not a sheet")

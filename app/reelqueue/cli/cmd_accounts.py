@@ -46,11 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     test = commands.add_parser("test", help="check an account's key again")
     test.add_argument("name")
     test.set_defaults(handler=handle_test)
-    change = commands.add_parser("set", help="change an account's limit or switch it on/off")
+    change = commands.add_parser("set", help="change an account's limit, pause or resume it")
     change.add_argument("name")
     change.add_argument("--capacity", type=int, default=None)
-    change.add_argument("--enable", dest="enabled", action="store_true", default=None)
-    change.add_argument("--disable", dest="enabled", action="store_false")
+    # "paused" is the window's word; --enable/--disable stay for scripts that use them.
+    change.add_argument("--resume", "--enable", dest="enabled", action="store_true",
+                        default=None, help="hand this account work again")
+    change.add_argument("--pause", "--disable", dest="enabled", action="store_false",
+                        help="give it no new work (running renders finish)")
     change.set_defaults(handler=handle_set)
 
 
@@ -148,7 +151,7 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _describe(account: Account, live: int) -> str:
-    state = account.status.value if account.enabled else "disabled"
+    state = account.status.value if account.enabled else "paused"  # the window's word too
     where = f" {account.base_url}" if account.base_url else ""
     return (f"{account.position:>2}. {account.name} ({account.provider}{where}) "
             f"limit {account.capacity}, running {live}, {state}"

@@ -68,7 +68,7 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"  needs attention: {data['needs_attention']['parked']} parked (their "
                   "render was kept; 'reelqueue retry --failed' reads it again, no charge)")
     for a in data["accounts"]:
-        state = a["status"] if a["enabled"] else "disabled"
+        state = a["status"] if a["enabled"] else "paused"  # the window's word too
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
                   f"running, {state}")
     for j in data["jobs"][: args.limit]:

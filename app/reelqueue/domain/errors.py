@@ -60,7 +60,8 @@ HINTS: dict[ErrorLabel, str] = {
     ErrorLabel.RATE_LIMITED: "The provider asked us to slow down; the account pauses until "
     "the time it gave, then resumes by itself.",
     ErrorLabel.CONTENT_POLICY: "The provider's safety filter refused this prompt or image. "
-    "Edit the row and retry it.",
+    "Change it in your sheet and import the sheet again (the changed row comes in as a new "
+    "job); retried unchanged, it will most likely be refused again.",
     ErrorLabel.TIMED_OUT: "The provider did not answer in time. The job is retried.",
     ErrorLabel.PROVIDER_ERROR: "The provider reported an error on its side.",
     ErrorLabel.INVALID_INPUT: "The provider rejected the parameters of this row.",

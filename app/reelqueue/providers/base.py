@@ -166,6 +166,20 @@ def parse_retry_after(value: str | None, default: float | None = None) -> float 
     return max(0.0, when.timestamp() - time.time())
 
 
+# What each httpx transport failure means, in the user's words (not "ConnectError").
+_TRANSPORT_WORDS = {
+    "ConnectError": "Could not connect to the provider (network down or address wrong)",
+    "ConnectTimeout": "The provider did not accept the connection in time",
+    "ReadTimeout": "The provider stopped answering (timed out waiting for a reply)",
+    "WriteTimeout": "Timed out sending the request to the provider",
+    "PoolTimeout": "Timed out waiting for a free connection to the provider",
+    "ReadError": "The connection to the provider broke while reading its answer",
+    "WriteError": "The connection to the provider broke while sending the request",
+    "RemoteProtocolError": "The provider closed the connection or sent an unreadable answer",
+    "ProxyError": "The proxy refused the connection to the provider",
+}
+
+
 def transport_error(exc: httpx.HTTPError, *, during_create: bool) -> ProviderError:
     """Convert an httpx transport failure, deciding whether a create body may have gone out.
 
@@ -177,7 +191,7 @@ def transport_error(exc: httpx.HTTPError, *, during_create: bool) -> ProviderErr
         ErrorLabel.PROVIDER_ERROR
     )
     return ProviderError(
-        f"{type(exc).__name__} talking to the provider",
+        _TRANSPORT_WORDS.get(type(exc).__name__, "The connection to the provider failed"),
         error_class=ErrorClass.RETRYABLE,
         label=label,
         body_maybe_sent=during_create and not nothing_sent,

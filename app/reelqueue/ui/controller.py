@@ -448,7 +448,7 @@ class AppController(QObject):
             self.window.banners.show_banner("info", "Import a sheet first; there is nothing "
                                             "to export yet.", key="export")
             return
-        dialog = QFileDialog(self.window, "Export results", str(self._output_folder()))
+        dialog = QFileDialog(self.window, "Export results", str(self._output_folder(batch)))
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilters(["CSV (*.csv)", "Excel workbook (*.xlsx)"])
         dialog.selectFile(f"{self.batches.get(batch, 'results')} results.csv")
@@ -473,11 +473,13 @@ class AppController(QObject):
         if not files.open_path(folder):
             self.window.no_file_opener(folder)
 
-    def _output_folder(self) -> Path:
-        """The chosen batch's folder, else the output root (where exports go too)."""
+    def _output_folder(self, batch: int | None = None) -> Path:
+        """The batch's folder (default: the one chosen in the filter), else the output
+        root. Exports start there too, beside the videos."""
         settings = self.session.settings
         folder = Path(settings.output_dir) if settings.output_dir else self.session.ctx.videos_dir
-        batch = self.window.batch_filter.currentData()
+        if batch is None:
+            batch = self.window.batch_filter.currentData()
         if batch is not None:
             rows = [r for r in self.model.table.rows[:1000] if r.batch_id == batch]
             if rows:

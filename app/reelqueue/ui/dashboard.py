@@ -86,8 +86,9 @@ def totals_text(table: JobTable, now: float) -> tuple[str, str]:
     running = sum(by_state.get(s, 0) for s in IN_FLIGHT_VALUES)
     waiting = sum(by_state.get(s, 0) for s in WAITING_VALUES)
     open_jobs = total - sum(by_state.get(s, 0) for s in FINAL_VALUES)
-    text = (f"{total:,} jobs · {done:,} done · {failed:,} failed · {running:,} rendering · "
-            f"{waiting:,} waiting")
+    n = fmt.number
+    text = (f"{fmt.count(total, 'job')} · {n(done)} done · {n(failed)} failed · "
+            f"{n(running)} rendering · {n(waiting)} waiting")
     rate = table.throughput_per_minute(now)
     if rate <= 0:
         return text, "—/min"

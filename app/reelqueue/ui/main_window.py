@@ -54,6 +54,7 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.intake.sheet import TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
+from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import AccountStrip
 from reelqueue.ui.banner import BannerArea
@@ -527,8 +528,8 @@ class MainWindow(QMainWindow):
         has_jobs = len(self.model.table) > 0
         self.jobs_stack.setCurrentWidget(self.table if has_jobs else self.empty)
         shown, total = self.model.rowCount(), len(self.model.table)
-        self.shown_label.setText(f"{total:,} jobs" if shown == total
-                                 else f"Showing {shown:,} of {total:,}")
+        self.shown_label.setText(fmt.count(total, "job") if shown == total
+                                 else f"Showing {fmt.number(shown)} of {fmt.number(total)}")
 
     def set_engine_state(self, state: str, detail: str = "") -> None:
         self.paused = state != "running"
@@ -589,10 +590,24 @@ class MainWindow(QMainWindow):
 
     # -- user actions ------------------------------------------------------------------
     def _start_or_pause(self) -> None:
+        if self.paused and not self.accounts.cards:
+            # Start with no account would "run" and do nothing: say what to do instead.
+            self.banners.show_banner(
+                "info", "Connect a provider account first: Start hands the queued jobs to "
+                "your accounts, and there are none yet.",
+                [("Connect an account…", self.addAccountRequested.emit)], key="hint:start")
+            return
         if self.paused:
             emit(self.startRequested)
         else:
             emit(self.pauseRequested)
+
+    def no_file_opener(self, path: Path) -> None:
+        """Opening a file or folder failed (no file manager or player is set up)."""
+        self.banners.show_banner(
+            "warning", f"Nothing on this system opens {path} (no file manager or default "
+            "application is set up). The files are there: open the folder yourself.",
+            key="hint:opener")
 
     def _cancel_selected(self) -> None:
         ids = self.selected_job_ids()
