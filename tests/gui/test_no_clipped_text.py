@@ -238,13 +238,13 @@ def test_job_detail(window: MainWindow, tmp_path: Path) -> None:
                           claim_token="t", detail={"owner": "inst-1", "resume": False})]
     dialog = JobDetailDialog(2, window)
     dialog.set_detail(JobDetail(job=job, ledger=ledger))
-    for size in (None, QSize(1, 1)):
+    for size, name in ((None, "opened"), (QSize(1, 1), "floor")):
         settle(dialog, size)
         assert clipped(dialog) == []
+        save_screenshot(dialog, f"layout-job-detail-{name}")
     assert dialog.title.text() == "Row 3"
     assert "attempt" not in dialog.subtitle.text() or "3 attempts" in dialog.subtitle.text()
     assert dialog.ledger_model.index(0, 3).data() == ""  # no owner, no "resume: False"
-    save_screenshot(dialog, "layout-job-detail")
     dialog.close()
 
 

@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QTableView,
     QVBoxLayout,
@@ -206,13 +208,24 @@ class JobDetailDialog(QDialog):
         right.addLayout(file_buttons)
         right.addStretch(1)
         body.addLayout(right, 0)
-        layout.addLayout(body, 3)
+        # On a 720-pixel screen a failed job's prompt, error and hint need more height than
+        # there is: they scroll instead of being crushed (issue 13, clipped text).
+        body_widget = QWidget()
+        body_widget.setLayout(body)
+        body_scroll = QScrollArea()
+        body_scroll.setWidgetResizable(True)
+        body_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        body_scroll.setWidget(body_widget)
+        body_scroll.setMinimumHeight(360)  # the history gives way first
+        layout.addWidget(body_scroll, 3)
 
         history_head = QLabel("HISTORY")
         history_head.setProperty("role", "section")
         layout.addWidget(history_head)
         self.ledger_model = LedgerModel(self)
         self.ledger_view = QTableView()
+        self.ledger_view.setMinimumHeight(110)  # header and three entries, then it scrolls
+        self.ledger_view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
         self.ledger_view.setModel(self.ledger_model)
         self.ledger_view.verticalHeader().setVisible(False)
         self.ledger_view.verticalHeader().setDefaultSectionSize(28)
@@ -225,7 +238,7 @@ class JobDetailDialog(QDialog):
         header.resizeSection(1, 130)
         header.resizeSection(2, 120)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        layout.addWidget(self.ledger_view, 2)
+        layout.addWidget(self.ledger_view, 1)
 
         actions = QHBoxLayout()
         self.new_seed = QCheckBox("with a new seed")
