@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +15,7 @@ from reelqueue.domain.states import JobState
 from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.lockfile import make_private_dir
 from reelqueue.store.sqlite import SqliteStore
-from tests.cli.test_cli_e2e import rq
+from tests.cli.test_cli_e2e import CLI, rq
 
 pytestmark = pytest.mark.integration
 
@@ -81,3 +84,31 @@ def test_include_permanent_and_named_jobs(tmp_path: Path) -> None:
     assert "2 will be rendered again (est. $0.10)" in done.stdout
     again = rq(data, "retry", str(ids["no_file"]))
     assert "not failed, cancelled or parked" in again.stdout, again.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX terminal")
+@pytest.mark.parametrize(("answer", "changed"), [("n", False), ("y", True)])
+def test_on_a_terminal_retry_asks_before_it_pays(tmp_path: Path, answer: str,
+                                                 changed: bool) -> None:
+    import pty  # POSIX only
+
+    data = tmp_path / "data"
+    ids = _journal(data)
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*CLI, "--data-dir", str(data), "--videos-dir", str(data / "videos"), "retry",
+             str(ids["retryable"])], stdin=follower, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        os.write(leader, f"{answer}\n".encode())
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert "1 will be rendered again (est. $0.05)" in out and "Go ahead? [y/N]" in out, err
+    assert proc.returncode == (0 if changed else 1), (out, err)
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    job = store.get_job(ids["retryable"])
+    store.close()
+    assert job is not None
+    assert job.state == (JobState.QUEUED if changed else JobState.FAILED)
