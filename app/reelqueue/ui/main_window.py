@@ -186,7 +186,8 @@ class EmptyState(QFrame):
         layout = QVBoxLayout(self)
         layout.addStretch(1)
         icon = QLabel()
-        icon.setPixmap(theme.icon("import", "muted", 40).pixmap(QSize(40, 40)))
+        self.icon_label = icon
+        self._set_icon()
         icon.setAlignment(Qt.AlignmentFlag.AlignCenter)
         title = QLabel("Drop a spreadsheet of prompts here")
         title.setProperty("role", "heading")
@@ -209,6 +210,15 @@ class EmptyState(QFrame):
         layout.addSpacing(8)
         layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
         layout.addStretch(1)
+
+    def _set_icon(self) -> None:
+        self.icon_label.setPixmap(theme.icon("import", "muted", 40).pixmap(QSize(40, 40)))
+
+    def changeEvent(self, event: QEvent) -> None:
+        # A label keeps a pixmap, not an icon: draw it again in the new theme's colour.
+        if event.type() in (QEvent.Type.StyleChange, QEvent.Type.PaletteChange):
+            self._set_icon()
+        super().changeEvent(event)
 
 
 class MainWindow(QMainWindow):

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QLocale, QRectF, QSize, Qt
+from PySide6.QtCore import QByteArray, QLocale, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QColor,
     QFont,
     QFontDatabase,
     QGuiApplication,
     QIcon,
+    QIconEngine,
     QPainter,
     QPalette,
     QPixmap,
@@ -204,7 +205,6 @@ def apply_theme(app: QApplication, choice: str = "system") -> Tokens:
     app.setStyle("Fusion")
     app.setPalette(palette_for(_current))
     app.setStyleSheet(style_sheet(_current))
-    icon.cache_clear()
     return _current
 
 
@@ -225,26 +225,73 @@ def icons_dir() -> Path:
 
 
 @cache
-def icon(name: str, tint: str = "text", size: int = 20) -> QIcon:
-    """An SVG icon from resources/icons, stroked in the theme colour ``tint``."""
-    path = icons_dir() / f"{name}.svg"
+def _svg_text(name: str) -> str | None:
     try:
-        text = path.read_text("utf-8")
+        return (icons_dir() / f"{name}.svg").read_text("utf-8")
     except OSError:
         log.warning("icon %s is missing", name)
-        return QIcon()
-    text = text.replace("currentColor", getattr(_current, tint))
-    renderer = QSvgRenderer(QByteArray(text.encode()))
-    result = QIcon()
-    for scale in (1, 2):
-        pixmap = QPixmap(QSize(size * scale, size * scale))
-        pixmap.fill(Qt.GlobalColor.transparent)
+        return None
+
+
+@lru_cache(maxsize=512)
+def _render(name: str, colour: str, width: int, height: int, scale: float) -> QPixmap:
+    """The icon ``name`` stroked in ``colour``, ``width`` x ``height`` logical pixels."""
+    pixmap = QPixmap(QSize(max(1, round(width * scale)), max(1, round(height * scale))))
+    pixmap.fill(Qt.GlobalColor.transparent)
+    text = _svg_text(name)
+    if text is not None:
+        renderer = QSvgRenderer(QByteArray(text.replace("currentColor", colour).encode()))
         painter = QPainter(pixmap)
-        renderer.render(painter, QRectF(0, 0, size * scale, size * scale))
+        renderer.render(painter, QRectF(0, 0, pixmap.width(), pixmap.height()))
         painter.end()
-        pixmap.setDevicePixelRatio(scale)
-        result.addPixmap(pixmap)
-    return result
+    pixmap.setDevicePixelRatio(scale)
+    return pixmap
+
+
+class TintedIconEngine(QIconEngine):
+    """Draws an SVG icon in the colour its tint has in the theme in force *when it is
+    painted*, so icons already handed to buttons and actions follow a live switch to dark
+    mode (a QIcon of pixmaps kept the old colour: dark icons on a dark toolbar)."""
+
+    def __init__(self, name: str, tint: str, size: int) -> None:
+        super().__init__()
+        self.name, self.tint, self.size = name, tint, size
+
+    def clone(self) -> QIconEngine:
+        return TintedIconEngine(self.name, self.tint, self.size)
+
+    def _colour(self, mode: QIcon.Mode) -> str:
+        return str(getattr(_current, "muted" if mode == QIcon.Mode.Disabled else self.tint))
+
+    def actualSize(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QSize:
+        return size
+
+    def availableSizes(self, mode: QIcon.Mode = QIcon.Mode.Normal,
+                       state: QIcon.State = QIcon.State.Off) -> list[QSize]:
+        return [QSize(self.size, self.size)]
+
+    def pixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State) -> QPixmap:
+        return self.scaledPixmap(size, mode, state, 1.0)
+
+    def scaledPixmap(self, size: QSize, mode: QIcon.Mode, state: QIcon.State,
+                     scale: float) -> QPixmap:
+        return QPixmap(_render(self.name, self._colour(mode), size.width(), size.height(),
+                               max(1.0, scale)))
+
+    def paint(self, painter: QPainter, rect: QRect, mode: QIcon.Mode,
+              state: QIcon.State) -> None:
+        scale = painter.device().devicePixelRatioF() if painter.device() else 1.0
+        painter.drawPixmap(rect, _render(self.name, self._colour(mode), rect.width(),
+                                         rect.height(), max(1.0, scale)))
+
+
+@cache
+def icon(name: str, tint: str = "text", size: int = 20) -> QIcon:
+    """An SVG icon from resources/icons, stroked in the theme colour ``tint`` — the colour
+    of the theme in force whenever it is drawn (see :class:`TintedIconEngine`)."""
+    if _svg_text(name) is None:
+        return QIcon()
+    return QIcon(TintedIconEngine(name, tint, size))
 
 
 def app_icon() -> QIcon:
