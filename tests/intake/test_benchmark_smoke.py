@@ -22,3 +22,14 @@ def test_benchmark_runs_on_a_small_sheet() -> None:
     )
     assert "ReelQueue plan_import + apply_import (CSV)" in result.stdout
     assert "x baseline" in result.stdout
+
+
+@pytest.mark.slow
+def test_hostile_benchmark_runs_and_stays_under_the_bound() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "app")}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_import_hostile.py"), "--skip-large"],
+        check=True, capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert "| sparse.xlsx |" in result.stdout and "refused:" in result.stdout
+    assert "under the documented bound of 512 MB" in result.stdout, result.stdout
