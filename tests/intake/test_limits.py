@@ -176,3 +176,20 @@ def test_a_sheet_part_not_named_xml_is_measured_too(tmp_path: Path) -> None:
     # The message names the sheet: the part was found through the workbook's relationships.
     with pytest.raises(InputError, match="sheet 'Prompts' spans 1,048,576 rows x 16,384"):
         read_sheet(path)
+
+
+def test_text_runs_are_measured_in_one_pass_and_a_bracket_does_not_split_them(
+    tmp_path: Path,
+) -> None:
+    # Three million '>' between two tags: a regex like '>[^<]{N}' would rescan the run
+    # from each of them (hours); the measure reads it once.
+    brackets = xlsx(tmp_path, f'<row r="1">{cell("A1", "prompt")}</row>'
+                              f'<row r="2">{cell("A2", ">" * 3_000_000)}</row>', "brackets.xlsx")
+    measure_workbook(brackets, "xlsx", SheetLimits(max_cell_chars=1_000_000))
+    with pytest.raises(InputError, match="a cell of more than 500,000 characters"):
+        measure_workbook(brackets, "xlsx", SheetLimits(max_cell_chars=500_000))
+    # A raw '>' inside a cell's text does not cut it into short runs.
+    split = xlsx(tmp_path, f'<row r="1">{cell("A1", "x" * 300 + ">" + "x" * 300)}</row>',
+                 "split.xlsx")
+    with pytest.raises(InputError, match="a cell of more than 100 characters"):
+        measure_workbook(split, "xlsx", SheetLimits(max_cell_chars=100))

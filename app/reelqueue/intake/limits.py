@@ -88,7 +88,7 @@ class PartMeasure:
         first_row, last_row, first_col, last_col: the extent of the cells (0-based).
         farthest: the reference of the cell that set ``last_row`` or ``last_col``.
         dimension: rows x columns declared by ``<dimension ref>``, 0 without one.
-        longest_text: the longest run of text between two tags, in bytes.
+        dimension_ref: that reference, as written.
     """
 
     cells: int = 0
@@ -99,7 +99,6 @@ class PartMeasure:
     farthest: str = ""
     dimension: int = 0
     dimension_ref: str = ""
-    longest_text: int = 0
 
     @property
     def rows(self) -> int:
@@ -265,7 +264,6 @@ class OdsScanner:
 
     def __init__(self) -> None:
         self.tables: list[tuple[str, PartMeasure]] = []
-        self.measure = PartMeasure()  # the text measure of the whole part
         self._table: PartMeasure | None = None
         self._rows = 0            # rows so far in the current table (repeats expanded)
         self._row_repeats = 1
@@ -483,9 +481,6 @@ def _scan(
     size = 0
     carry = b""
     text_run = 0
-    in_text = False
-    limit_bytes = limits.max_cell_chars * 4  # UTF-8: up to 4 bytes a character
-    too_long = re.compile(rb">[^<]{%d}" % (limit_bytes + 1))
     for chunk in chunks:
         size += len(chunk)
         if scanner is None:
@@ -504,20 +499,31 @@ def _scan(
         else:
             for match in ODS_TAG.finditer(body):
                 scanner.tag(match)
-        # The longest text between two tags (a cell's value is one such run).
-        first_lt = body.find(b"<")
-        if in_text:
-            text_run += len(body) if first_lt < 0 else first_lt
-            if text_run > limit_bytes:
-                raise _cell_too_long(path, part, limits)
-        if first_lt >= 0:
-            if too_long.search(body, first_lt):
-                raise _cell_too_long(path, part, limits)
-            tail_gt = body.rfind(b">")
-            in_text = tail_gt > body.rfind(b"<")
-            text_run = len(body) - tail_gt - 1 if in_text else 0
-        scanner.measure.longest_text = max(scanner.measure.longest_text, text_run)
+        text_run = _longest_text(path, part, body, text_run, limits)
     return size
+
+
+def _longest_text(path: Path, part: str, body: bytes, run: int, limits: SheetLimits) -> int:
+    """Refuse a run of text between two tags longer than a cell may be; return the length
+    of the run still open at the end of ``body`` (``run``: the one open at its start).
+
+    Linear in ``body`` at C speed: split at every ``<`` (each piece is a tag, then the text
+    after it); only a piece longer than the limit is looked at closer. A regex such as
+    ``>[^<]{N}`` would rescan a long run from each of its characters.
+    """
+    limit_bytes = limits.max_cell_chars * 4  # UTF-8: up to 4 bytes a character
+    pieces = body.split(b"<")
+    run += len(pieces[0])  # the text continuing from the previous chunk
+    if run > limit_bytes:
+        raise _cell_too_long(path, part, limits)
+    if len(pieces) == 1:
+        return run
+    if max(map(len, pieces)) > limit_bytes:
+        for piece in pieces[1:]:
+            if len(piece) > limit_bytes and len(piece) - piece.find(b">") - 1 > limit_bytes:
+                raise _cell_too_long(path, part, limits)
+    last = pieces[-1]
+    return len(last) - last.find(b">") - 1
 
 
 def _cell_too_long(path: Path, part: str, limits: SheetLimits) -> InputError:
