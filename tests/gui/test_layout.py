@@ -160,8 +160,10 @@ def test_many_accounts_become_a_strip_of_small_cards(themed_app: QApplication) -
         window.accounts.set_accounts(cards(2))
         window.accounts.set_accounts(cards(7))
         assert window.accounts.compact and window.compact_button.isChecked()
+        QApplication.processEvents()
         folded = window.accounts.height()
         window.compact_button.setChecked(False)
+        QApplication.processEvents()
         assert window.accounts.height() > folded + 120  # the full cards are much taller
     finally:
         close(window)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractScrollArea,
@@ -54,13 +54,13 @@ NO_KEYRING = (
     "text, so the account was not added.")
 
 
-def _in_scroll_viewport(widget: QWidget, root: QWidget) -> bool:
+def _scroll_area_of(widget: QWidget, root: QWidget) -> QAbstractScrollArea | None:
     parent = widget.parentWidget()
     while parent is not None and parent is not root:
         if isinstance(parent.parentWidget(), QAbstractScrollArea):
-            return True
+            return parent.parentWidget()
         parent = parent.parentWidget()
-    return False
+    return None
 
 
 def clipped(root: QWidget) -> list[str]:
@@ -92,10 +92,21 @@ def clipped(root: QWidget) -> list[str]:
         if isinstance(widget, QAbstractButton) and widget.parentWidget() is not None \
                 and widget.parentWidget().inherits("QToolBarExtension"):
             continue
-        if not _in_scroll_viewport(widget, root):
+        area = _scroll_area_of(widget, root)
+        center = widget.mapTo(root, widget.rect().center())
+        if area is None:
             where = QRect(widget.mapTo(root, widget.rect().topLeft()), widget.size())
             if not root.rect().contains(where):
                 found.append(f"{name}: outside its window at {where.getRect()}")
+                continue
+        else:
+            viewport = area.viewport()
+            if not QRect(viewport.mapTo(root, QPoint(0, 0)), viewport.size()).contains(center):
+                continue  # scrolled out of view: the scroll bar shows there is more
+        hit = root.childAt(center)
+        if hit is not None and hit is not widget and not widget.isAncestorOf(hit):
+            found.append(f"{name}: covered by {type(hit).__name__} "
+                         f"{getattr(hit, 'text', lambda: '')()[:30]!r}")
     return found
 
 

@@ -33,6 +33,7 @@ from reelqueue.ui.qtcompat import emit
 CARD_WIDTH = 318
 COMPACT_WIDTH = 252
 MAX_RENDERS_SHOWN = 3
+MIN_STRIP_HEIGHT = 140  # a short window squeezes the cards down to this, then they scroll
 NBSP = "\u00a0"  # keeps "est. $110.91 to go" on one line when the spend line wraps
 
 
@@ -128,9 +129,14 @@ class Gauge(QWidget):
         font = QFont(self.font())
         font.setPointSizeF(font.pointSizeF() * 1.35)
         font.setWeight(QFont.Weight.DemiBold)
+        text = f"{self.live}/{self.capacity}"
+        room = self.width() - 22  # inside the ring: "999/999" must not spill over it
+        width = QFontMetrics(font).horizontalAdvance(text)
+        if width > room:
+            font.setPointSizeF(font.pointSizeF() * room / width)
         painter.setFont(font)
         painter.drawText(QRectF(0, 0, self.width(), self.height() - 8),
-                         int(Qt.AlignmentFlag.AlignCenter), f"{self.live}/{self.capacity}")
+                         int(Qt.AlignmentFlag.AlignCenter), text)
         small = QFont(self.font())
         small.setPointSizeF(small.pointSizeF() * 0.78)
         painter.setFont(small)
@@ -330,6 +336,7 @@ class AccountCard(QFrame):
         layout.addWidget(self.details)
 
         controls = QHBoxLayout()
+        self.controls = controls
         self.limit_label = QLabel("Limit")
         self.limit_label.setProperty("role", "muted")
         controls.addWidget(self.limit_label)
@@ -381,6 +388,11 @@ class AccountCard(QFrame):
         self.summary.setVisible(compact)
         self.limit_label.setVisible(not compact)
         self.limit.setVisible(not compact)
+        # Folded, "Mark ready" shares the pause button's row (the limit box is away).
+        source, target = ((self.ready_row, self.controls) if compact
+                          else (self.controls, self.ready_row))
+        source.removeWidget(self.ready_button)
+        target.insertWidget(0, self.ready_button)
         self._set_title()
 
     def _set_title(self) -> None:
@@ -414,10 +426,11 @@ class AccountCard(QFrame):
                     if data.estimate else "")
         spent = f"Spent {fmt.money(data.spend)}"
         self.spend.setText(f"{spent}{estimate}")
-        self.summary.setText(
-            f"{data.live}/{data.capacity} running · {fmt.number(data.queued)} queued · "
-            f"{fmt.number(data.completed)} done · {fmt.number(data.failed)} failed · "
-            f"{spent}")
+        # Wrapped only between the parts: "12,345 done", never "12,345 / done".
+        self.summary.setText(" · ".join(part.replace(" ", NBSP) for part in (
+            f"{data.live}/{data.capacity} running", f"{fmt.number(data.queued)} queued",
+            f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed",
+            spent)))
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)
         if not self._limit_timer.isActive() and self.limit.value() != data.capacity:
@@ -451,7 +464,8 @@ class AccountStrip(QScrollArea):
         super().__init__(parent)
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.setFrameShape(QFrame.Shape.NoFrame)
         inner = QWidget()
         self._row = QHBoxLayout(inner)
@@ -518,16 +532,23 @@ class AccountStrip(QScrollArea):
         return created
 
     def _fit_height(self) -> None:
-        """As tall as the tallest card (plus a scroll bar when they do not all fit)."""
+        self.updateGeometry()  # the cards' height may have changed: ask the layout again
+
+    def _cards_height(self) -> int:
         widgets = list(self.cards.values()) or [self.empty]
         # The cards have a fixed width and wrapped text: ask for their height at it.
-        height = max(w.heightForWidth(w.maximumWidth()) if w.hasHeightForWidth()
-                     else w.sizeHint().height() for w in widgets)
-        bar = self.horizontalScrollBar().sizeHint().height() + 4
-        self.setFixedHeight(height + bar)
+        return max(w.heightForWidth(w.maximumWidth()) if w.hasHeightForWidth()
+                   else w.sizeHint().height() for w in widgets)
 
     def sizeHint(self) -> QSize:
-        return QSize(CARD_WIDTH * 3, self.height())
+        """As tall as the tallest card, plus a scroll bar when they do not all fit. Never
+        taller (size policy Maximum); on a short window it gives way and scrolls instead
+        of being drawn under the jobs table."""
+        bar = self.horizontalScrollBar().sizeHint().height() + 4
+        return QSize(CARD_WIDTH * 3, self._cards_height() + bar)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(CARD_WIDTH, min(self.sizeHint().height(), MIN_STRIP_HEIGHT))
 
 
 def per_minute(completions: list[float], now: float) -> tuple[int, ...]:
