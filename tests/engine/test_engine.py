@@ -224,13 +224,16 @@ async def test_unknown_submission_without_lookup_is_never_resent(tmp_path: Path)
     assert provider.creates == {"k0": 1}
 
 
-async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -> None:
-    class Crashing(FakeProvider):
-        async def submit(self, request):  # type: ignore[no-untyped-def]
-            self.creates[request.job_key] = self.creates.get(request.job_key, 0) + 1
-            raise ZeroDivisionError("bug in a worker")
+class Crashing(FakeProvider):
+    async def submit(self, request):  # type: ignore[no-untyped-def]
+        self.creates[request.job_key] = self.creates.get(request.job_key, 0) + 1
+        raise ZeroDivisionError("bug in a worker")
 
-    provider = Crashing()
+
+async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -> None:
+    # The bug is inside submit, where the create may already have left: the provider is
+    # asked by client token (it says "no such submission") before the next try.
+    provider = Crashing(supports_lookup=True)
     install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
@@ -239,6 +242,20 @@ async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.attempts == 3
     assert job.error_label == "internal error" and "ZeroDivisionError" in (job.error_message or "")
+    assert provider.lookups == 1
+
+
+async def test_a_bug_inside_submit_without_lookup_is_an_unknown_outcome(tmp_path: Path) -> None:
+    provider = Crashing()
+    install(provider)
+    store = MemoryStore()
+    add_batch(store, tmp_path, ["p"])
+    store.add_account(AccountSpec("a", "fake", 1), 0)
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.FAILED and job.attempts == 1 and provider.creates == {"k0": 1}
+    assert job.error_label == "submit outcome unknown"
+    assert "ZeroDivisionError" in (job.error_message or "")
 
 
 async def test_three_accounts_never_exceed_their_limits(tmp_path: Path) -> None:

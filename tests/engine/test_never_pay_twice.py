@@ -276,3 +276,25 @@ async def test_a_gone_render_without_a_user_retry_is_not_created_again(tmp_path:
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
     assert job.state == JobState.FAILED and "deliberate_rerender" not in events(store)
+
+
+async def test_a_bug_inside_submit_keeps_the_token_and_asks_before_creating(
+        tmp_path: Path) -> None:
+    """An unexpected exception while the create may be on its way is no "no" either."""
+    provider, store = one_job(tmp_path, Script())
+    real_submit = provider.submit
+    calls = 0
+
+    async def sent_then_bug(request):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        render_id = await real_submit(request)
+        if calls == 1:
+            raise RuntimeError("adapter bug after the body went out")
+        return render_id
+
+    provider.submit = sent_then_bug  # type: ignore[method-assign]
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1} and provider.lookups == 1

@@ -121,6 +121,10 @@ class RenderAttempt:
         self.remote_failed = False
         self.submitted_at: float | None = None
         self.user_retry = False
+        # True while a submission whose outcome is unknown is being asked for: any error
+        # then keeps its client token (an exception must never turn unknown into "no").
+        self.unresolved = False
+        self.pending_token: str | None = None  # the client token of the last create sent
 
     # -- helpers -----------------------------------------------------------------------
     def _now(self) -> float:
@@ -153,20 +157,29 @@ class RenderAttempt:
         except RemoteRenderFailed as exc:
             await self._handle_remote_failure(exc.error, gone=exc.gone)
         except ProviderError as exc:
-            await self._handle_error(exc, keep_render=self.provider_job_id is not None)
+            await self._handle_error(exc, keep_render=self._keeps_render)
         except OSError as exc:
             label = ErrorLabel.DISK
             message = ("The disk is full" if exc.errno == errno.ENOSPC
                        else f"Writing the video failed: {exc.strerror or exc}")
             await self._handle_error(
                 ProviderError(message, error_class=ErrorClass.RETRYABLE, label=label),
-                keep_render=self.provider_job_id is not None)
+                keep_render=self._keeps_render)
         except Exception as exc:  # a bug of ours: retryable, logged with its traceback
             log.exception("job %s: unexpected error in the render worker", self.job.id)
-            await self._handle_error(
-                ProviderError(f"Internal error: {type(exc).__name__}: {exc}",
-                              error_class=ErrorClass.RETRYABLE, label=ErrorLabel.INTERNAL),
-                keep_render=self.provider_job_id is not None)
+            error = ProviderError(f"Internal error: {type(exc).__name__}: {exc}",
+                                  error_class=ErrorClass.RETRYABLE, label=ErrorLabel.INTERNAL)
+            if (self.unresolved and not self.provider.supports_lookup
+                    and self.pending_token is not None):
+                # The create may have left and this provider cannot be asked: unknown.
+                await self._handle_unresolved(SubmissionUnresolved(error, self.pending_token))
+                return
+            await self._handle_error(error, keep_render=self._keeps_render)
+
+    @property
+    def _keeps_render(self) -> bool:
+        """A retry keeps the render, or the unresolved submission (client token)."""
+        return self.provider_job_id is not None or self.unresolved
 
     async def _lifecycle(self) -> None:
         store, now = self.ctx.store, self._now
@@ -252,13 +265,19 @@ class RenderAttempt:
         await self._fenced(await store.call(store.sync.mark_submitting, self.token,
                                             client_token, self._now()))
         self._emit(JobState.SUBMITTING)
+        # Until the adapter answers, the create may be on its way: an unexpected exception
+        # in there (a bug) keeps the client token, so the next claim asks before anything
+        # is created again.
+        self.unresolved, self.pending_token = True, client_token
         try:
             provider_job_id = await self.provider.submit(self._request(client_token))
         except ProviderError as exc:
             if not exc.body_maybe_sent:
+                self.unresolved = False  # a definite refusal: nothing was created
                 raise
             await self._unknown_submission(client_token, exc)
             return
+        self.unresolved = False
         self.submitted_at = self._now()
         await self._record_submitted(provider_job_id)
 
@@ -290,6 +309,7 @@ class RenderAttempt:
                 "this provider cannot be asked for an earlier submission",
                 error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
                 client_token)
+        self.unresolved = True
         found: str | None = None
         for attempt in range(3):
             try:
@@ -302,6 +322,7 @@ class RenderAttempt:
                     raise SubmissionUnresolved(exc, client_token) from exc
                 await asyncio.sleep(self.ctx.config.retry_backoff.delay(attempt + 1,
                                                                         self.ctx.rng))
+        self.unresolved = False  # a well-formed answer: found, or "no such submission"
         await store.call(store.sync.note, "reconciled", self._now(), job_id=self.job.id,
                          account=self.claim.account, claim_token=self.token.token,
                          detail={"client_token": client_token, "found": found})
