@@ -10,6 +10,7 @@ scroll area's viewport, which scrolls).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -208,18 +209,21 @@ def test_settings_dialog(window: MainWindow) -> None:
 
 def test_import_dialog(window: MainWindow, tmp_path: Path) -> None:
     settle(window)
-    sheet = resource("sample_prompts.csv")
-    plan = plan_import(Path(sheet), ImportOptions(output_root=tmp_path / "videos"), now=1.0)
+    sheet = tmp_path / ("Northwind spring campaign, all regions, final v2 "
+                        "(approved by legal on the third of March).csv")
+    shutil.copyfile(resource("sample_prompts.csv"), sheet)
+    plan = plan_import(sheet, ImportOptions(output_root=tmp_path / "videos"), now=1.0)
     estimate = CostEstimate(lines=(
         CostLine("openai_compat", LONG_NAME, 12_345, 61_725.0, 12_345.67),
         CostLine("veo", None, 45_678, 228_390.0, 110.91, unpriced_jobs=3)),
         total_usd=12_456.58, unpriced_jobs=3, sources=("built-in price list 2026-11",))
     plan = replace(plan, estimate=estimate, unmapped=["mood", "camera notes"])
-    dialog = ImportDialog(Path(sheet), ImportOptions(output_root=tmp_path / "videos"), window)
+    dialog = ImportDialog(sheet, ImportOptions(output_root=tmp_path / "videos"), window)
     dialog.set_plan(plan)
     for size in (None, QSize(1, 1)):
         settle(dialog, size)
         assert clipped(dialog) == []
+        assert SCREEN.contains(dialog.frameGeometry())
     header = dialog.preview_view.horizontalHeader()
     metrics = header.fontMetrics()
     for column, title in enumerate(dialog.preview_model.HEADERS):

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QTableView,
     QTabWidget,
@@ -143,6 +144,9 @@ class ImportDialog(QDialog):
         self.setModal(False)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
         self.resize(1200, 720)
+        # Narrower, its wrapped header and estimate need more height than a 720-pixel
+        # screen has.
+        self.setMinimumWidth(940)
         self.path = path
         self.options = options
         self.plan: ImportPlan | None = None
@@ -160,6 +164,10 @@ class ImportDialog(QDialog):
         title.setProperty("role", "heading")
         self.source_label = QLabel("Reading the sheet…")
         self.source_label.setProperty("role", "muted")
+        # A long file name or output folder wraps instead of widening the dialog off a
+        # small screen.
+        for label in (title, self.source_label):
+            label.setWordWrap(True)
         layout.addWidget(title)
         layout.addWidget(self.source_label)
 
@@ -220,6 +228,8 @@ class ImportDialog(QDialog):
         box = QFrame()
         box.setObjectName("panel")
         box.setFixedWidth(360)
+        # Its fields never shrink below their height (the preview table gives way instead).
+        box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Minimum)
         form = QFormLayout(box)
         form.setContentsMargins(16, 14, 16, 14)
         form.setVerticalSpacing(9)
