@@ -133,6 +133,7 @@ DIMENSION_TAG = re.compile(
     rb"<()(" + _NAME_PREFIX + rb"dimension)(?=[\s/>])" + _ATTRS + rb">"
 )
 CELL_TAG = re.compile(rb"<" + _NAME_PREFIX + rb"c(?=[\s/>])")
+PLAIN_CELL_WITH_REF = re.compile(rb"<c r=\"([A-Za-z]{1,3})([0-9]{1,7})\"(?=[\s/>])")
 CELL_WITH_REF = re.compile(
     rb"<" + _NAME_PREFIX + rb"c\s+r=\"([A-Za-z]{1,3})([0-9]{1,7})\"(?=[\s/>])"
 )
@@ -205,11 +206,19 @@ class XlsxScanner:
         if self.measure.dimension_ref == "" and b"dimension" in body:
             for match in DIMENSION_TAG.finditer(body):
                 self.tag(match)
-        tags = CELL_TAG.findall(body)
-        if not tags:
-            return
-        refs = CELL_WITH_REF.findall(body)
-        if self.exact and len(refs) == len(tags):
+        if self.exact and b":c" not in body:
+            # No prefixed cell can hide here: plain byte counts find every cell tag.
+            tags = sum(body.count(b"<c" + end) for end in (b" ", b">", b"/", b"\t", b"\n",
+                                                            b"\r"))
+            if not tags:
+                return
+            refs = PLAIN_CELL_WITH_REF.findall(body)
+        else:
+            tags = len(CELL_TAG.findall(body))
+            if not tags:
+                return
+            refs = CELL_WITH_REF.findall(body)
+        if self.exact and len(refs) == tags:
             self._place_refs(refs)
             return
         self.exact = False
@@ -217,8 +226,9 @@ class XlsxScanner:
             self.tag(match)
 
     def _place_refs(self, refs: list[tuple[bytes, bytes]]) -> None:
-        rows = [int(row) for _, row in refs]
-        letters = {letters.upper() for letters, _ in refs}
+        letter_refs, row_refs = zip(*refs, strict=True)
+        rows = set(map(int, set(row_refs)))
+        letters = {letters.upper() for letters in set(letter_refs)}
         widest = max(letters, key=lambda text: (len(text), text))
         narrowest = min(letters, key=lambda text: (len(text), text))
         measure = self.measure
@@ -512,6 +522,12 @@ def _longest_text(path: Path, part: str, body: bytes, run: int, limits: SheetLim
     ``>[^<]{N}`` would rescan a long run from each of its characters.
     """
     limit_bytes = limits.max_cell_chars * 4  # UTF-8: up to 4 bytes a character
+    if run + len(body) <= limit_bytes:
+        # No run can pass the limit inside this chunk: only the one left open matters.
+        last_lt = body.rfind(b"<")
+        if last_lt < 0:
+            return run + len(body)
+        return len(body) - body.find(b">", last_lt) - 1  # the text after the last tag
     pieces = body.split(b"<")
     run += len(pieces[0])  # the text continuing from the previous chunk
     if run > limit_bytes:
