@@ -138,3 +138,18 @@ async def test_export_dialog_opens_in_the_batch_folder(windows: WindowHarness, a
     assert folder == Path(controller.model.table.rows[0].output_path).parent
     assert app_ctx.videos_dir in folder.parents  # not the working directory
     dialogs[0].close()
+
+
+def test_a_card_names_a_render_without_a_name_by_its_sheet_row() -> None:
+    from dataclasses import replace
+
+    from reelqueue.ui.dashboard import _render_line, totals_text
+    from reelqueue.ui.jobs_data import JobTable, stats_of
+    from tests.gui.test_models import make_row
+
+    row = replace(make_row(2, "RENDERING", account="a"), name=None)  # sheet row 3
+    table = JobTable()
+    table.append([row], stats_of([row]))
+    assert _render_line(table, row, 2000.0).name == "Row 3"
+    text, _rate = totals_text(table, 2000.0)
+    assert text.startswith("1 job ·")  # not "1 jobs"

@@ -68,13 +68,14 @@ def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     assert isinstance(row, JobRow)
     eta = table.eta_seconds(row, now)
     elapsed = now - row.attempt_started if row.attempt_started else None
+    title = fmt.job_title(row.name, row.row_number, row.id)  # "Row 3", never "job 2"
     if row.progress is not None:
-        return RenderLine(row.name or f"job {row.id}", row.progress,
+        return RenderLine(title, row.progress,
                           f"{round(row.progress * 100)}%")
     if eta is not None and elapsed is not None:
-        return RenderLine(row.name or f"job {row.id}", elapsed / max(1.0, elapsed + eta),
+        return RenderLine(title, elapsed / max(1.0, elapsed + eta),
                           f"~{fmt.rough_duration(eta)}" if eta >= 1 else "finishing")
-    return RenderLine(row.name or f"job {row.id}", None, fmt.duration(elapsed))
+    return RenderLine(title, None, fmt.duration(elapsed))
 
 
 def totals_text(table: JobTable, now: float) -> tuple[str, str]:
