@@ -208,7 +208,25 @@ app.processEvents()
 bar = window.statusBar()
 settings = window.toolbar.widgetForAction(window.settings_action)
 rect = lambda r: [r.x(), r.y(), r.width(), r.height()]
+# The same clipping walk as test_no_clipped_text, at this scale (fonts hint differently).
+from tests.gui.test_no_clipped_text import NO_KEYRING, big_cards, clipped
+from reelqueue.ui.account_dialog import AccountDialog
+from reelqueue.ui.settings import Settings
+from reelqueue.ui.settings_dialog import SettingsDialog
+window.accounts.set_accounts(big_cards())
+app.processEvents()
+found = clipped(window)
+account = AccountDialog(set(), window)
+account.set_result(False, NO_KEYRING)
+settings_dialog = SettingsDialog(Settings(), "/videos", window)
+for dialog in (account, settings_dialog):
+    dialog.show()
+    for _ in range(3):
+        app.processEvents()
+    found += clipped(dialog)
+    dialog.close()
 print(json.dumps({
+    "clipped": found,
     "available": rect(window.screen().availableGeometry()),
     "dpr": window.devicePixelRatio(),
     "frame": rect(window.frameGeometry()),
@@ -230,7 +248,8 @@ def test_real_window_in_a_child_process_fits(tmp_path: Path, screen: tuple[int, 
     env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}",
                QT_SCALE_FACTOR=scale, QT_API="pyside6")
     done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "settings"), start],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+                          env=env, capture_output=True, text=True, timeout=120, check=False,
+                          cwd=HERE.parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["available"] == [0, 0, 1280, 720]  # both are 1280x720 logical pixels
@@ -238,3 +257,4 @@ def test_real_window_in_a_child_process_fits(tmp_path: Path, screen: tuple[int, 
     x, y, w, h = result["frame"]
     assert x >= 0 and y >= 0 and x + w <= 1280 and y + h <= 720
     assert result["status_bar_inside"] and result["settings_inside"]
+    assert result["clipped"] == []
