@@ -193,3 +193,20 @@ def test_text_runs_are_measured_in_one_pass_and_a_bracket_does_not_split_them(
                  "split.xlsx")
     with pytest.raises(InputError, match="a cell of more than 100 characters"):
         measure_workbook(split, "xlsx", SheetLimits(max_cell_chars=100))
+
+
+def test_a_zip64_locator_or_an_oversized_directory_is_refused_before_zipfile_reads_it(
+    tmp_path: Path,
+) -> None:
+    data = (HOSTILE / "trailing_empty.ods").read_bytes()
+    end = data.rfind(b"PK\x05\x06")
+    zip64 = tmp_path / "zip64.ods"
+    zip64.write_bytes(data[:end] + b"PK\x06\x07" + bytes(16) + data[end:])
+    with pytest.raises(InputError, match="ZIP64"):
+        read_sheet(zip64)
+    huge_directory = tmp_path / "directory.ods"
+    record = bytearray(data[end:])
+    record[12:16] = (64 * 1024 * 1024).to_bytes(4, "little")  # central directory size
+    huge_directory.write_bytes(data[:end] + bytes(record))
+    with pytest.raises(InputError, match="a directory over 4 MB"):
+        read_sheet(huge_directory)

@@ -51,6 +51,8 @@ text sheet, as Python holds it: 1, 2 or 4 bytes a character). An import takes ab
 three times its text in memory, so this is what bounds an import's peak (docs/intake.md)."""
 
 MAX_ZIP_ENTRIES = 10_000
+MAX_DIRECTORY_BYTES = 4 * 1024 * 1024
+"""The ZIP's central directory: 10,000 entries with long names fit in well under this."""
 MAX_TAG_BYTES = 64 * 1024
 """A single XML tag longer than this is not a spreadsheet's."""
 READ_CHUNK = 1024 * 1024
@@ -364,15 +366,24 @@ def _check_directory(path: Path, stream: BinaryIO) -> None:
     tail_size = min(size, 65_557)
     stream.seek(size - tail_size)
     tail = stream.read(tail_size)
-    at = tail.rfind(b"PK\x05\x06")
+    # As zipfile finds it: a record ending the file without a comment, else the last one.
+    if tail[-22:-18] == b"PK\x05\x06" and tail[-2:] == b"\x00\x00":
+        at = len(tail) - 22
+    else:
+        at = tail.rfind(b"PK\x05\x06")
     if at < 0 or at + 22 > len(tail):
         return  # zipfile will say it is damaged
     entries, directory_bytes = struct.unpack("<HI", tail[at + 10 : at + 16])
-    if entries == 0xFFFF or directory_bytes == 0xFFFFFFFF or entries > MAX_ZIP_ENTRIES:
+    # zipfile trusts a ZIP64 locator just before this record over the record itself, and
+    # reads the whole directory (directory_bytes) whatever the count says.
+    zip64 = at >= 20 and tail[at - 20 : at - 16] == b"PK\x06\x07"
+    if (zip64 or entries == 0xFFFF or entries > MAX_ZIP_ENTRIES
+            or directory_bytes > MAX_DIRECTORY_BYTES):
         raise InputError(
-            f"{path.name} has more parts than any workbook (ZIP64 or over "
-            f"{MAX_ZIP_ENTRIES:,} entries); ReelQueue does not read it. Save the sheet again "
-            "from your spreadsheet program, or export it as CSV."
+            f"{path.name} has more parts than any workbook (ZIP64, over "
+            f"{MAX_ZIP_ENTRIES:,} entries or a directory over "
+            f"{MAX_DIRECTORY_BYTES // 1_048_576} MB); ReelQueue does not read it. Save the "
+            "sheet again from your spreadsheet program, or export it as CSV."
         )
     stream.seek(0)
 
