@@ -210,3 +210,18 @@ def test_a_zip64_locator_or_an_oversized_directory_is_refused_before_zipfile_rea
     huge_directory.write_bytes(data[:end] + bytes(record))
     with pytest.raises(InputError, match="a directory over 4 MB"):
         read_sheet(huge_directory)
+
+
+@pytest.mark.parametrize("attribute", ['office:value="1"', 'table:formula="of:=1"',
+                                       'office:boolean-value="true"'])
+def test_ods_cells_with_a_value_but_no_value_type_are_counted(
+    attribute: str, tmp_path: Path
+) -> None:
+    # calamine keeps a cell with any value or formula attribute and expands its repeats.
+    path = tmp_path / "values.ods"
+    make.write_ods(path, f"<table:table-row>{make.ods_cell('prompt')}</table:table-row>"
+                         '<table:table-row table:number-rows-repeated="1000">'
+                         f'<table:table-cell {attribute} table:number-columns-repeated="1000"/>'
+                         "</table:table-row>")
+    with pytest.raises(InputError, match=r"spans 1,001 rows x 1,000 columns"):
+        measure_workbook(path, "ods", SheetLimits(max_cells=100_000))

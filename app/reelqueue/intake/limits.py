@@ -304,7 +304,9 @@ class OdsScanner:
         if closing:
             return
         repeats = _repeat(raw, b"table:number-columns-repeated", MAX_COLUMNS)
-        filled = not self_closing or b"office:value-type" in raw
+        # calamine keeps (and expands) a cell with any value or formula attribute, or with
+        # content; an attribute-less self-closing cell is an empty repeat it defers.
+        filled = not self_closing or b"office:" in raw or b"table:formula" in raw
         self._row_width = min(self._row_width + repeats, MAX_COLUMNS)
         if filled:
             self._row_filled = self._row_width - 1
