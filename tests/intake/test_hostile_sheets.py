@@ -103,13 +103,14 @@ REFUSED = {
     "zip_bomb.xlsx": "unpacks to 300 MB or more",
     "lying_bomb.xlsx": "unpacks to more than the 1,024 bytes its directory declares",
     "duplicate_names.xlsx": "holds two parts named 'xl/worksheets/sheet1.xml'",
+    "shared_strings_count.xlsx": "declares 4,000,000,000 different texts",
     "repeated.ods": "spans 1,048,576 rows x 16,384 columns",
 }
 SETTING = {
     "sparse.xlsx": "--max-cells", "wide_tall.xlsx": "--max-cells",
     "lying_dimension.xlsx": "--max-cells", "no_reference.xlsx": "--max-cells",
     "huge_cell.xlsx": "--max-cell-kb", "zip_bomb.xlsx": "--max-text-mb",
-    "repeated.ods": "--max-cells",
+    "repeated.ods": "--max-cells", "shared_strings_count.xlsx": "--max-cells",
 }
 
 
@@ -163,16 +164,17 @@ def test_a_25_mb_single_cell_csv_is_refused(journal: Path, tmp_path: Path) -> No
     assert peak < PEAK_RSS_BOUND_MB, f"peak RSS {peak:.0f} MB"
 
 
-def test_the_sparse_file_really_kills_an_unguarded_reader() -> None:
+@pytest.mark.parametrize("name", ["sparse.xlsx", "shared_strings_count.xlsx"])
+def test_the_file_really_kills_an_unguarded_reader(name: str) -> None:
     """Proof the fixture is hostile: calamine on it, in a child limited to 2 GB of address
-    space, dies (the 549 GB allocation fails and Rust aborts) instead of returning."""
+    space, dies (the 549 GB range or the 96 GB string table fails and Rust aborts)."""
     script = (
         "import resource, python_calamine as pc, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
         "book = pc.CalamineWorkbook.from_path(sys.argv[1])\n"
-        "book.get_sheet_by_name('Prompts').to_python()\n"
+        "book.get_sheet_by_name(book.sheet_names[0]).to_python()\n"
         "print('read')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(HOSTILE / "sparse.xlsx")],
+    done = subprocess.run([sys.executable, "-c", script, str(HOSTILE / name)],
                           capture_output=True, timeout=120, check=False)
     assert done.returncode != 0 and b"read" not in done.stdout

@@ -91,6 +91,7 @@ class PartMeasure:
         farthest: the reference of the cell that set ``last_row`` or ``last_col``.
         dimension: rows x columns declared by ``<dimension ref>``, 0 without one.
         dimension_ref: that reference, as written.
+        shared_strings: the ``uniqueCount`` a shared-strings part declares.
     """
 
     cells: int = 0
@@ -101,6 +102,7 @@ class PartMeasure:
     farthest: str = ""
     dimension: int = 0
     dimension_ref: str = ""
+    shared_strings: int = 0
 
     @property
     def rows(self) -> int:
@@ -135,6 +137,7 @@ DIMENSION_TAG = re.compile(
     rb"<()(" + _NAME_PREFIX + rb"dimension)(?=[\s/>])" + _ATTRS + rb">"
 )
 CELL_TAG = re.compile(rb"<" + _NAME_PREFIX + rb"c(?=[\s/>])")
+SST_TAG = re.compile(rb"<" + _NAME_PREFIX + rb"sst(?=[\s/>])" + _ATTRS + rb">")
 PLAIN_CELL_WITH_REF = re.compile(rb"<c r=\"([A-Za-z]{1,3})([0-9]{1,7})\"(?=[\s/>])")
 CELL_WITH_REF = re.compile(
     rb"<" + _NAME_PREFIX + rb"c\s+r=\"([A-Za-z]{1,3})([0-9]{1,7})\"(?=[\s/>])"
@@ -208,6 +211,13 @@ class XlsxScanner:
         if self.measure.dimension_ref == "" and b"dimension" in body:
             for match in DIMENSION_TAG.finditer(body):
                 self.tag(match)
+        if not self.measure.shared_strings and b"sst" in body:
+            # calamine reserves room for the declared number of shared strings up front.
+            for match in SST_TAG.finditer(body):
+                declared = attributes(match.group(1)).get(b"uniqueCount", b"").strip()
+                if declared.isdigit():
+                    self.measure.shared_strings = max(self.measure.shared_strings,
+                                                      int(declared))
         if self.exact and b":c" not in body:
             # No prefixed cell can hide here: plain byte counts find every cell tag.
             tags = sum(body.count(b"<c" + end) for end in (b" ", b">", b"/", b"\t", b"\n",
@@ -578,6 +588,12 @@ def _judge(path: Path, sheet: str, measure: PartMeasure, limits: SheetLimits) ->
             f"{limits.max_cells:,} cells of a sheet. Delete the stray cells far from the "
             "table (select the empty rows and columns after it and delete them), or raise "
             "the limit with --max-cells."
+        )
+    if measure.shared_strings > limits.max_cells:
+        raise InputError(
+            f"{path.name} declares {measure.shared_strings:,} different texts (its shared "
+            f"strings); a sheet of at most {limits.max_cells:,} cells cannot have more. Save "
+            "it again from your spreadsheet program, or raise the limit with --max-cells."
         )
     if measure.dimension > limits.max_cells:
         raise InputError(
