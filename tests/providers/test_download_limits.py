@@ -321,9 +321,8 @@ async def test_engine_downloads_again_without_rendering_again(tmp_path: Path, fa
             poll_min_seconds=0.005, heartbeat_seconds=0.05, download_max_bytes=1024 * 1024,
             download_min_bytes_per_second=64 * 1024, download_floor_window_seconds=0.5)
         engine = Engine(store, config=config, rng=random.Random(1))
-        # Until engine.py builds its writer from the config (one line, see
-        # docs/security-downloads.md), the test hands the same limits over itself.
-        engine.writer.limits = limits_from_config(config)
+        # The engine builds its writer from the config: these limits, not the defaults.
+        assert engine.writer.limits == limits_from_config(config)
         await engine.start()
         try:
             await asyncio.wait_for(engine.run_until_drained(), 30)
