@@ -1,10 +1,19 @@
-"""The Luma Agents adapter against a fake agents.lumalabs.ai."""
+"""The Luma Agents adapter against a strict fake agents.lumalabs.ai.
+
+The fake has only the two endpoints the API has (luma-agents-python 0.3.0 ``.stats.yml``:
+``POST /generations``, ``GET /generations/{id}``); anything else, or an unknown id, is a
+404 in the API's JSON error shape, and a wrong key is a 401.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Callable
+import random
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +31,24 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.cli import cmd_accounts
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, luma
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "agents.lumalabs.ai"
 CDN = "storage.cdn-luma.com"
 GEN_ID = "4f6c1d2e-8a9b-4c3d-9e1f-2a3b4c5d6e7f"
 CREATE = rf"{API}/v1/generations"
 GENERATION = rf"{API}/v1/generations/{GEN_ID}"
+ANY_GENERATION = rf"{API}/v1/generations/[^/]+"
 ClientFor = Callable[[Router], httpx.AsyncClient]
 
 
@@ -46,15 +62,27 @@ class FakeLuma:
         self.position = -1
         self.signatures = 0
         self.expired: set[str] = set()
-        self.router.add("POST", CREATE, lambda r, m: json_response(201, fixture("luma",
-                                                                               "create")))
-        self.router.add("GET", GENERATION, self._get)
-        self.router.add("GET", rf"{API}/v1/files",
-                        lambda r, m: json_response(200, fixture("luma", "files")))
+        self.router.add("POST", CREATE, self._authorized(
+            lambda r, m: json_response(201, fixture("luma", "create"))))
+        self.router.add("GET", GENERATION, self._authorized(self._get))
+        # Only the two endpoints exist: any other id (or path) is the API's JSON 404.
+        self.router.add("GET", ANY_GENERATION, self._authorized(
+            lambda r, m: json_response(404, fixture("luma", "error_404"))))
+        self.router.add("GET", rf"{API}/.*",
+                        lambda r, m: json_response(404, {"detail": "Not Found"}))
         self.router.add("GET", rf"{CDN}/.*", self._video)
 
     def creates(self) -> int:
         return self.router.count("POST", CREATE)
+
+    @staticmethod
+    def _authorized(handler: Any) -> Any:
+        def check(request: httpx.Request, match: Any) -> httpx.Response:
+            if request.headers.get("authorization") != f"Bearer {SENTINEL_KEY}":
+                return json_response(401, fixture("luma", "error_401"))
+            result: httpx.Response = handler(request, match)
+            return result
+        return check
 
     def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
         self.position = min(self.position + 1, len(self.states) - 1)
@@ -223,16 +251,83 @@ async def test_key_never_appears_in_errors_even_when_echoed(
     assert SENTINEL_KEY not in caplog.text
 
 
-async def test_check_key(client_for: ClientFor) -> None:
+async def test_check_key_reads_a_generation_that_cannot_exist(client_for: ClientFor) -> None:
+    """Only POST/GET /generations exist: the documented 404 for an unknown id means the
+    key was accepted; nothing is created."""
     fake = FakeLuma()
     provider = make(client_for(fake.router))
     await provider.check_key()
-    assert fake.router.calls[-1].url.params["limit"] == "1"
-    fake.router.script("GET", rf"{API}/v1/files", json_response(401, fixture("luma",
-                                                                            "error_401")))
+    call = fake.router.calls[-1]
+    assert call.method == "GET"
+    assert call.url.path.startswith("/v1/generations/")
+    assert call.url.path != f"/v1/generations/{GEN_ID}"
+    assert fake.creates() == 0
+    bad_key = luma.create(client_for(fake.router), ProviderConfig("luma-main", None, "wrong"))
     with pytest.raises(ProviderError) as caught:
-        await provider.check_key()
+        await bad_key.check_key()
+    assert (caught.value.error_class, caught.value.label) == (ErrorClass.ACCOUNT,
+                                                              ErrorLabel.KEY_REJECTED)
+
+
+async def test_check_key_refuses_a_404_that_is_not_the_api(client_for: ClientFor) -> None:
+    fake = FakeLuma()
+    fake.router.script("GET", ANY_GENERATION, httpx.Response(
+        404, content=b"<html>Not here</html>", headers={"Content-Type": "text/html"}))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).check_key()
+    assert "base URL" in str(caught.value)
+    assert caught.value.label is not ErrorLabel.INVALID_INPUT
+
+
+class _StrictLuma(BaseHTTPRequestHandler):
+    """A loopback Luma Agents with only its two endpoints, for the CLI's key check."""
+
+    def _answer(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != f"Bearer {SENTINEL_KEY}":
+            self._answer(401, fixture("luma", "error_401"))
+        elif self.path.startswith("/v1/generations/") and self.path.count("/") == 3:
+            self._answer(404, fixture("luma", "error_404"))
+        else:
+            self._answer(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:
+        self._answer(404, {"detail": "Not Found"})  # never reached by a key check
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def strict_luma_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StrictLuma)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+async def test_accounts_add_key_check_works_against_the_two_endpoints(
+    strict_luma_url: str,
+) -> None:
+    """``accounts add --provider luma`` runs ``cmd_accounts.check_key``: a good key passes,
+    a wrong one is refused as a key problem (not a row-parameters message)."""
+    await cmd_accounts.check_key("luma-main", "luma", strict_luma_url, SENTINEL_KEY, {})
+    with pytest.raises(ProviderError) as caught:
+        await cmd_accounts.check_key("luma-main", "luma", strict_luma_url, "wrong-key", {})
     assert caught.value.label is ErrorLabel.KEY_REJECTED
+    assert "wrong-key" not in all_texts(caught.value)
 
 
 def test_registered() -> None:
@@ -241,4 +336,199 @@ def test_registered() -> None:
     assert info.default_base_url == "https://agents.lumalabs.ai/v1"
     assert info.params.models == ("ray-3.2",)
     assert info.params.durations == (5.0, 10.0)
+    assert info.params.resolutions == ("720p", "1080p", "540p")  # the SDK's list: no 360p
     assert EXTRA_VALIDATORS["luma"] is luma.extra_validation
+
+
+# -- issue 10: documented rules, unknown outcomes, the engine ------------------------------
+
+
+def test_an_anchor_image_only_with_5_seconds() -> None:
+    assert luma.extra_validation({"image": "https://img.example.test/a.jpg", "duration": 5}) \
+        == []
+    assert luma.extra_validation({"duration": 10}) == []
+    problems = luma.extra_validation({"image": "https://img.example.test/a.jpg",
+                                      "duration": 10})
+    assert problems and "5 second" in problems[0]
+
+
+async def test_360p_and_image_with_10s_are_refused_before_sending(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeLuma()
+    provider = make(client_for(fake.router))
+    for params in ({"resolution": "360p"},
+                   {"image": "https://img.example.test/a.jpg", "duration": 10}):
+        with pytest.raises(ProviderError) as caught:
+            await provider.submit(request(**params))
+        assert caught.value.label is ErrorLabel.INVALID_INPUT
+    assert fake.router.calls == []
+
+
+@pytest.mark.parametrize(("code", "error_class"), [
+    ("a_code_from_next_year", ErrorClass.PERMANENT),
+    (None, ErrorClass.PERMANENT),
+])
+async def test_undocumented_failure_codes_are_permanent(
+    client_for: ClientFor, code: str | None, error_class: ErrorClass
+) -> None:
+    body = fixture("luma", "failed_generation_failed")
+    body["failure_code"] = code
+    body["failure_reason"] = "Something new went wrong"
+    fake = FakeLuma()
+    fake.router.script("GET", GENERATION, json_response(200, body))
+    status = await make(client_for(fake.router)).poll(GEN_ID)
+    assert status.phase is RemotePhase.FAILED and status.error is not None
+    assert status.error.error_class is error_class
+    assert "Something new went wrong" in str(status.error)
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": ""}, {"id": None}, {"state": "queued"},
+                                    {"generation": {"id": GEN_ID}}, {"id": ["x"]}])
+async def test_create_answer_without_an_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeLuma()
+    fake.router.script("POST", CREATE, json_response(201, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [b"<html>ok</html>", b'{"id": "4f6c', b"[]", b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeLuma()
+    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": GEN_ID}, {"state": None}, {"state": 3},
+                                    {"generation": {"state": "completed"}}])
+async def test_poll_answer_without_a_state_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeLuma()
+    fake.router.script("GET", GENERATION, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).poll(GEN_ID)
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one Luma Agents account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A paper boat", "luma",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("luma-main", "luma", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeLuma(states=["generation_completed"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    # moderation
+    ("poll", json_response(200, fixture("luma", "failed_content_moderated")),
+     ErrorLabel.CONTENT_POLICY, "content_moderated"),
+    # bad input (the image could not be decoded / the request was refused)
+    ("poll", json_response(200, fixture("luma", "failed_corrupt_input")),
+     ErrorLabel.INVALID_INPUT, "corrupt_input"),
+    ("poll", json_response(200, fixture("luma", "failed_invalid_request")),
+     ErrorLabel.INVALID_INPUT, "invalid_request"),
+    # unreachable image: "422 Bad media data (base64 or URL)"
+    ("create", json_response(422, fixture("luma", "error_422_image_url")),
+     ErrorLabel.INVALID_INPUT, "could not be fetched"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeLuma(states=["generation_completed"])
+    fake.router.script("POST" if where == "create" else "GET",
+                       CREATE if where == "create" else GENERATION, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_out_of_credits_pauses_the_account_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    """402 "Insufficient balance": account-level (DESIGN.md invariant 6), the row waits."""
+    fake = FakeLuma(states=["generation_completed"])
+    fake.router.add("POST", CREATE, lambda r, m: json_response(402, fixture("luma",
+                                                                            "error_402")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("luma-main")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+
+
+async def test_engine_rate_limited_failure_pauses_once_then_creates_afresh(
+    tmp_path: Path,
+) -> None:
+    """A render that failed with ``rate_limited`` is dropped, never reattached: the account
+    pauses once and a fresh create follows (issue 10, item 6)."""
+    fake = FakeLuma(states=["generation_completed"])
+    fake.router.script("GET", GENERATION, json_response(200, fixture(
+        "luma", "failed_rate_limited")))
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+    pauses = [entry for entry in store.ledger() if entry.event == "account_status"
+              and entry.detail.get("status") == str(AccountStatus.RATE_LIMITED)]
+    assert len(pauses) == 1
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeLuma(states=["generation_completed"])
+    fake.router.script("GET", GENERATION, json_response(200, fixture(
+        "luma", "failed_generation_failed")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_poll_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeLuma(states=["generation_completed"])
+    fake.router.script("GET", GENERATION, json_response(200, {"generation": "?"}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

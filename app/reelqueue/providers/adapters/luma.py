@@ -1,17 +1,25 @@
 """Luma Agents API adapter (kind ``luma``): Ray 3.2 video generations.
 
-Facts from PROVIDERS.md section 4b and the luma-agents SDK types: ``POST /generations``
+Facts from the luma-agents SDK (lumalabs/luma-agents-python 0.3.0, commit 38837df:
+``.stats.yml`` "configured_endpoints: 2", ``api.md``, ``types/``) and Luma's Agents docs
+(docs.agents.lumalabs.ai guides/error-handling, guides/videos/generation). Only two
+endpoints exist, so the key check asks for a generation that cannot exist (a documented
+404 means the key was accepted). ``POST /generations``
 with ``type: "video"``, ``model``, ``prompt``, top-level ``aspect_ratio`` and a nested
 ``video`` object (``duration`` "5s"/"10s", ``resolution``, ``start_frame`` as ``{url}`` or
 ``{data, media_type}``) answers a Generation; ``GET /generations/{id}`` reports ``state``
 ``queued`` / ``processing`` / ``completed`` / ``failed`` with ``failure_code`` and
 ``failure_reason``; ``output[]`` holds ``{type, url}`` with a presigned URL that expires in
 one hour, and every GET hands out a fresh one. No progress number, no idempotency key, no
-lookup by our token (``user_id`` is for abuse attribution only).
+lookup by our token (``user_id`` is for abuse attribution only). ``failure_code`` goes
+through ``FAILURE_RULES``: ``rate_limited`` and ``budget_exhausted`` are account-level (the
+engine drops the dead render and pauses the account once). An answer without a readable
+id or state is an unknown outcome, never "absent".
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -20,11 +28,13 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     check_row,
     create_answer,
     created_id,
     fresh_video_link,
     get_json,
+    outcome_unknown,
     plain_status,
     rate_limited,
     whole_duration,
@@ -32,7 +42,6 @@ from reelqueue.providers.adapters._common import (
 from reelqueue.providers.adapters._http import (
     CONTENT_POLICY_WORDS,
     ApiClient,
-    error_code_of,
     image_kind,
     json_or_none,
     load_image,
@@ -59,7 +68,7 @@ PARAMS = ParamSpec(
     # The SDK lists more (3:1 ... 1:3) and says the server checks per model; these are
     # the common video ratios.
     aspect_ratios=("16:9", "9:16", "1:1", "4:3", "3:4", "21:9"),
-    resolutions=("720p", "1080p", "540p", "360p"),
+    resolutions=("720p", "1080p", "540p"),  # the SDK's VideoResolution (no 360p)
     seed=False,
     negative_prompt=False,
     reference_image=True,
@@ -72,23 +81,31 @@ PARAMS = ParamSpec(
     default_capacity=1,  # no published concurrency limit
 )
 
-# failure_code -> (class, label), from the SDK's GenerationFailureCode and PROVIDERS.md.
-FAILURE_CODES: dict[str, tuple[ErrorClass, ErrorLabel]] = {
-    "content_moderated": (ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
-    "budget_exhausted": (ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
-    "rate_limited": (ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
-    "image_too_large": (ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    "unsupported_format": (ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    "corrupt_input": (ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    "invalid_request": (ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    "generation_failed": (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-    "output_not_found": (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-}
+# The SDK's GenerationFailureCode (types/generation_failure_code.py), classified by the
+# "Retryable?" column of docs.agents.lumalabs.ai/guides/error-handling. A code missing
+# here (a newer one) is permanent: it is never rendered again on a guess.
+FAILURE_RULES = FailureRules(
+    retryable={"generation_failed": ErrorLabel.PROVIDER_ERROR,   # "retry same request"
+               "output_not_found": ErrorLabel.PROVIDER_ERROR},   # "retry same request"
+    account={"budget_exhausted": ErrorLabel.OUT_OF_CREDITS,      # "add funds, then retry"
+             "rate_limited": ErrorLabel.RATE_LIMITED},
+    permanent={"content_moderated": ErrorLabel.CONTENT_POLICY,
+               "image_too_large": ErrorLabel.INVALID_INPUT,
+               "unsupported_format": ErrorLabel.INVALID_INPUT,
+               "corrupt_input": ErrorLabel.INVALID_INPUT,
+               "invalid_request": ErrorLabel.INVALID_INPUT},
+    source="lumalabs/luma-agents-python 0.3.0 types/generation_failure_code.py; "
+           "docs.agents.lumalabs.ai/guides/error-handling (2026)",
+)
 
 
 def extra_validation(params: Mapping[str, Any]) -> list[str]:
-    """Ray 3.2 rules ParamSpec cannot say: none known beyond whole-second durations."""
-    return whole_duration(params)
+    """Ray 3.2 rules ParamSpec cannot say: an anchor image only with 5 s, whole seconds."""
+    problems = whole_duration(params)
+    if not problems and image_kind(params.get("image")) and param_int(params, "duration") == 10:
+        # Luma's video guide: image-to-video (start/end frame) is not supported with 10s.
+        problems.append("Luma Ray 3.2 takes a start image only with a 5 second duration")
+    return problems
 
 
 class LumaProvider:
@@ -109,16 +126,29 @@ class LumaProvider:
         return f"LumaProvider(account={self._api.account!r})"
 
     async def check_key(self) -> None:
-        """``GET /files?limit=1``: the cheapest read-only list the Agents API offers."""
-        response = await self._api.request("GET", "/files", params={"limit": 1})
-        if not response.is_success:
-            raise self._error(response)
+        """``GET /generations/{an id that cannot exist}``: the only read the API has.
+
+        A 404 in the API's JSON error shape means the key was accepted and no such
+        generation exists; 401/403 mean the key was refused. A 404 that is not the API's
+        own answer (an HTML page: a wrong base URL) proves nothing and is an error.
+        """
+        response = await self._api.request("GET", f"/generations/{uuid.uuid4()}")
+        if response.is_success:
+            return
+        if response.status_code == 404:
+            if isinstance(json_or_none(response), dict):
+                return
+            raise self._api.error(
+                "the base URL did not answer like the Luma Agents API (HTTP 404 without its "
+                "JSON error); check the base URL", ErrorClass.PERMANENT,
+                ErrorLabel.PROVIDER_ERROR, status_code=404)
+        raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
         body = await self._create_body(request)
         answer = await create_answer(self._api, "/generations", self._error, json_body=body)
-        return created_id(self._api, answer.get("id"), "generation id")
+        return created_id(self._api, answer.get("id"), "generation id", answer)
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._generation(provider_job_id))
@@ -167,7 +197,11 @@ class LumaProvider:
         return await get_json(self._api, f"/generations/{generation_id}", self._error)
 
     def _status(self, generation: Mapping[str, Any]) -> RemoteStatus:
-        state = str(generation.get("state", ""))
+        state = generation.get("state")
+        if not isinstance(state, str) or not state:
+            # A Generation always has a state: an answer without one is not about it.
+            raise outcome_unknown(self._api, "the answer about the generation has no state",
+                                  generation)
         if state == "completed":
             return RemoteStatus(RemotePhase.SUCCEEDED, sub_status=state, progress=1.0,
                                 video_url=_video_url(generation.get("output")))
@@ -177,28 +211,22 @@ class LumaProvider:
         return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, generation: Mapping[str, Any]) -> ProviderError:
-        code = str(generation.get("failure_code") or "")
-        reason = self._api.shorten(str(generation.get("failure_reason") or "no reason given"))
-        error_class, label = FAILURE_CODES.get(code, (ErrorClass.RETRYABLE,
-                                                      ErrorLabel.PROVIDER_ERROR))
-        if not code and mentions(reason, *CONTENT_POLICY_WORDS):
-            error_class, label = ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY
-        return self._api.error(f"generation failed ({code or 'no code'}): {reason}",
-                               error_class, label)
+        code = generation.get("failure_code")
+        return FAILURE_RULES.classify(
+            self._api, generation.get("failure_reason"),
+            code if isinstance(code, str) and code else None, what="generation failed")
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+        # Synchronous errors are told apart by HTTP status (guides/error-handling: "branch
+        # on the status code, then read detail"): 402 balance, 413/422 bad media, 429
+        # rate limit (RPM or concurrent jobs) with Retry-After, 502/503 retry.
         status = response.status_code
-        code = error_code_of(json_or_none(response))
         words = provider_words(response)
         message = self._api.message(response)
-        if status == 429 or code == "rate_limited":
+        if status == 429:
             wait = retry_after_of(response)
             return rate_limited(message, response,
                                 wait if wait is not None else rate_limit_reset_of(response))
-        if code in FAILURE_CODES and status < 500:
-            error_class, label = FAILURE_CODES[code]
-            return ProviderError(message, error_class=error_class, label=label,
-                                 status_code=status)
         if status in (400, 402, 403) and mentions(words, "credit", "balance", "budget"):
             return ProviderError(message, error_class=ErrorClass.ACCOUNT,
                                  label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
