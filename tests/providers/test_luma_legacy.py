@@ -1,10 +1,17 @@
-"""The Luma Dream Machine (legacy) adapter against a fake api.lumalabs.ai."""
+"""The Luma Dream Machine (legacy) adapter against a fake api.lumalabs.ai.
+
+The fake answers the create only at ``POST /generations/video`` (lumaai-python 1.18.1
+``api.md``) and fails generations with the texts of docs.lumalabs.ai/docs/errors.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,16 +28,21 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, luma_legacy
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "api.lumalabs.ai"
 CDN = "storage.cdn-luma.com"
 GEN_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
-CREATE = rf"{API}/dream-machine/v1/generations"
+CREATE = rf"{API}/dream-machine/v1/generations/video"
 GENERATION = rf"{API}/dream-machine/v1/generations/{GEN_ID}"
 ClientFor = Callable[[Router], httpx.AsyncClient]
 
@@ -97,10 +109,14 @@ async def test_happy_path_walks_every_documented_state(client_for: ClientFor) ->
 @pytest.mark.parametrize(
     ("name", "error_class", "label"),
     [
-        ("failed_moderation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
-        ("failed_credits", ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
-        ("failed_invalid", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-        ("failed_internal", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+        ("failed_blacklisted_words", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+        ("failed_prompt_moderation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+        ("failed_frame_moderation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+        ("failed_input_frames", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+        ("failed_prompt_processing", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+        ("failed_job", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+        # Not on Luma's list: permanent (it was retried on a keyword guess before).
+        ("failed_internal", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
     ],
 )
 async def test_failure_reasons(
@@ -208,3 +224,182 @@ def test_registered() -> None:
     assert info.factory is luma_legacy.create
     assert info.default_base_url == "https://api.lumalabs.ai/dream-machine/v1"
     assert EXTRA_VALIDATORS["luma-legacy"] is luma_legacy.extra_validation
+    assert info.params.max_prompt_chars == 5000
+
+
+# -- issue 10: the current create path, prompt length, unknown outcomes, the engine -------
+
+
+async def test_create_goes_to_generations_video_only(client_for: ClientFor) -> None:
+    fake = FakeDreamMachine()
+    await make(client_for(fake.router)).submit(request())
+    assert [(c.method, c.url.path) for c in fake.router.calls] == [
+        ("POST", "/dream-machine/v1/generations/video")]
+
+
+@pytest.mark.parametrize(("prompt", "ok"), [("ab", False), ("  a ", False), ("abc", True),
+                                            ("x" * 5000, True), ("x" * 5001, False)])
+async def test_prompt_is_3_to_5000_characters(client_for: ClientFor, prompt: str,
+                                              ok: bool) -> None:
+    fake = FakeDreamMachine()
+    provider = make(client_for(fake.router))
+    row = RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params={})
+    if ok:
+        assert await provider.submit(row) == GEN_ID
+        assert fake.creates() == 1
+    else:
+        with pytest.raises(ProviderError) as caught:
+            await provider.submit(row)
+        assert caught.value.label is ErrorLabel.INVALID_INPUT
+        assert fake.router.calls == []
+
+
+def test_prompt_minimum_is_worded() -> None:
+    assert luma_legacy.prompt_problems("abc") == []
+    assert luma_legacy.prompt_problems("") == []  # "empty" is the spec's own problem
+    assert "at least 3" in luma_legacy.prompt_problems("ab")[0]
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": ""}, {"id": None}, {"state": "queued"},
+                                    {"generation": {"id": GEN_ID}}, {"id": {"x": 1}}])
+async def test_create_answer_without_an_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeDreamMachine()
+    fake.router.script("POST", CREATE, json_response(201, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("body", [b"<html>ok</html>", b'{"id": "9a8b', b"[]", b""])
+async def test_unreadable_create_answer_may_have_been_billed(
+    client_for: ClientFor, body: bytes
+) -> None:
+    fake = FakeDreamMachine()
+    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": GEN_ID}, {"state": None}, {"state": 2},
+                                    {"generation": {"state": "completed"}}])
+async def test_poll_answer_without_a_state_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeDreamMachine()
+    fake.router.script("GET", GENERATION, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).poll(GEN_ID)
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+
+
+async def test_completed_without_a_video_is_finished_without_a_file(
+    client_for: ClientFor,
+) -> None:
+    body = fixture("luma_legacy", "generation_completed")
+    body["assets"] = None
+    fake = FakeDreamMachine()
+    fake.router.script("GET", GENERATION, json_response(200, body))
+    status = await make(client_for(fake.router)).poll(GEN_ID)
+    assert status.phase is RemotePhase.SUCCEEDED and status.video_url is None
+
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
+                     ) -> tuple[Job, MemoryStore]:
+    """One row on one Dream Machine account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A koi pond", "luma-legacy",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("dm", "luma-legacy", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeDreamMachine(states=["generation_completed"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    # moderation: each of these was rendered three times before (issue 10, item 3)
+    ("poll", json_response(200, fixture("luma_legacy", "failed_blacklisted_words")),
+     ErrorLabel.CONTENT_POLICY, "Contains blacklisted words"),
+    ("poll", json_response(200, fixture("luma_legacy", "failed_prompt_moderation")),
+     ErrorLabel.CONTENT_POLICY, "Advanced prompt moderation failed"),
+    # unreachable image
+    ("poll", json_response(200, fixture("luma_legacy", "failed_input_frames")),
+     ErrorLabel.INVALID_INPUT, "Failed to read user input frames"),
+    # bad input refused by the create
+    ("create", json_response(400, fixture("luma_legacy", "error_400_prompt_short")),
+     ErrorLabel.INVALID_INPUT, "Prompt is too short"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeDreamMachine(states=["generation_completed"])
+    fake.router.script("POST" if where == "create" else "GET",
+                       CREATE if where == "create" else GENERATION, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_out_of_credits_pauses_the_account_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeDreamMachine(states=["generation_completed"])
+    fake.router.add("POST", CREATE, lambda r, m: json_response(
+        400, fixture("luma_legacy", "error_400_credits")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("dm")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeDreamMachine(states=["generation_completed"])
+    fake.router.script("GET", GENERATION, json_response(200, fixture("luma_legacy",
+                                                                     "failed_job")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeDreamMachine(states=["generation_completed"])
+    fake.router.script("POST", CREATE, json_response(201, {"state": "queued"}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

@@ -1,12 +1,18 @@
 """Luma Dream Machine (legacy) API adapter (kind ``luma-legacy``).
 
-Facts from PROVIDERS.md section 4a and the lumaai SDK: ``POST /generations`` with
-``prompt``, ``model`` (``ray-2``, ``ray-flash-2``, ``ray-1-6``), ``aspect_ratio``,
+Facts from the lumaai SDK (lumalabs/lumaai-python 1.18.1, ``api.md``,
+``resources/generations/video.py``, ``types/generation.py``) and Luma's error page
+(docs.lumalabs.ai/docs/errors): ``POST /generations/video`` (the SDK's path since
+2025-05-28; the docs' curl still shows ``/generations``) with ``prompt`` (3 to 5,000
+characters), ``model`` (``ray-2``, ``ray-flash-2``, ``ray-1-6``), ``aspect_ratio``,
 ``resolution``, ``duration`` ("5s"/"9s"), ``keyframes.frame0 = {type: "image", url}``
 answers a Generation; ``GET /generations/{id}`` reports ``state`` ``queued`` /
-``dreaming`` / ``completed`` / ``failed`` with ``failure_reason`` and ``assets.video``.
-Luma calls this API deprecated; new work goes to the Agents API (``luma``). No progress
-number, no idempotency key, no lookup by our token.
+``dreaming`` / ``completed`` / ``failed`` with the free-text ``failure_reason`` and
+``assets.video``. Failure texts go through ``FAILURE_RULES`` (the documented list): only
+"Job failed" is retried; moderation and unreadable keyframes are permanent. An answer
+without a readable id or state is an unknown outcome, never "absent". Luma calls this API
+deprecated; new work goes to the Agents API (``luma``). No progress number, no
+idempotency key, no lookup by our token.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     check_row,
     create_answer,
     created_id,
     fresh_video_link,
     get_json,
+    outcome_unknown,
     plain_status,
     rate_limited,
     whole_duration,
@@ -45,9 +53,38 @@ from reelqueue.providers.registry import ProviderInfo, register
 KIND = "luma-legacy"
 TITLE = "Luma Dream Machine"
 DEFAULT_BASE_URL = "https://api.lumalabs.ai/dream-machine/v1"
+CREATE_PATH = "/generations/video"  # lumaai-python api.md: "post /generations/video"
 MODELS = ("ray-2", "ray-flash-2", "ray-1-6")
 POLL_SECONDS = 5.0  # no documented cadence
+MIN_PROMPT_CHARS = 3  # "Prompt is too short, minimum length is 3 characters"
+MAX_PROMPT_CHARS = 5000  # "Prompt is too long, maximum length is 5000 characters"
 _PHASES = {"queued": RemotePhase.QUEUED, "dreaming": RemotePhase.RUNNING}
+
+# A failed generation's ``failure_reason`` (docs.lumalabs.ai/docs/errors, "After
+# submission"), matched as phrases. Only the generic "Job failed" is documented as worth
+# another render; every other reason, listed or not, is permanent (DESIGN.md invariant 11).
+# The "before submission" texts come back on a refused create; they are listed so a
+# failure_reason that repeats one is named as bad input.
+FAILURE_RULES = FailureRules(
+    retryable={"Job failed": ErrorLabel.PROVIDER_ERROR},
+    account={},  # no credit or rate failure_reason is documented (credits: a create 400)
+    permanent={
+        "Contains blacklisted words": ErrorLabel.CONTENT_POLICY,
+        "Advanced prompt moderation failed": ErrorLabel.CONTENT_POLICY,
+        "Frame moderation failed": ErrorLabel.CONTENT_POLICY,
+        "Failed to read user input frames": ErrorLabel.INVALID_INPUT,
+        "Prompt is too short": ErrorLabel.INVALID_INPUT,
+        "Prompt is too long": ErrorLabel.INVALID_INPUT,
+        "Prompt is required": ErrorLabel.INVALID_INPUT,
+        "Loop is not supported": ErrorLabel.INVALID_INPUT,
+        "No keyframes provided": ErrorLabel.INVALID_INPUT,
+        "Unknown request type": ErrorLabel.INVALID_INPUT,
+        # "Our language system ran into issues processing the prompt": not documented
+        # as retryable, so a new render is the user's call.
+        "Prompt processing failed": ErrorLabel.PROVIDER_ERROR,
+    },
+    source="docs.lumalabs.ai/docs/errors (Before submission / After submission), 2026",
+)
 
 PARAMS = ParamSpec(
     models=MODELS,
@@ -57,7 +94,7 @@ PARAMS = ParamSpec(
     seed=False,
     negative_prompt=False,
     reference_image=True,
-    max_prompt_chars=4000,  # not documented
+    max_prompt_chars=MAX_PROMPT_CHARS,
     price_per_second={},  # PROVIDERS.md gives no prices for the legacy API
     price_source="none: PROVIDERS.md section 4a lists no legacy prices (2026)",
     default_capacity=1,  # no published concurrency limit
@@ -71,6 +108,19 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
     if kind and kind != "url":
         problems.append("Luma Dream Machine takes the image as an https link, not a file")
     return problems + whole_duration(params)
+
+
+def prompt_problems(prompt: str) -> list[str]:
+    """The documented 3-character minimum (the maximum is ``PARAMS.max_prompt_chars``).
+
+    The intake's validators see only the row's settings, not its prompt, so the import
+    checks the maximum alone; ``submit`` checks both before anything is sent.
+    """
+    length = len(prompt.strip())
+    if 0 < length < MIN_PROMPT_CHARS:
+        return [f"the prompt is {length} characters; Luma Dream Machine needs at least "
+                f"{MIN_PROMPT_CHARS}"]
+    return []
 
 
 class LumaLegacyProvider:
@@ -97,10 +147,12 @@ class LumaLegacyProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        check_row(TITLE, PARAMS, extra_validation, request)
-        answer = await create_answer(self._api, "/generations", self._error,
+        check_row(TITLE, PARAMS,
+                  lambda params: extra_validation(params) + prompt_problems(request.prompt),
+                  request)
+        answer = await create_answer(self._api, CREATE_PATH, self._error,
                                      json_body=self._create_body(request))
-        return created_id(self._api, answer.get("id"), "generation id")
+        return created_id(self._api, answer.get("id"), "generation id", answer)
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._generation(provider_job_id))
@@ -142,7 +194,11 @@ class LumaLegacyProvider:
         return await get_json(self._api, f"/generations/{generation_id}", self._error)
 
     def _status(self, generation: Mapping[str, Any]) -> RemoteStatus:
-        state = str(generation.get("state", ""))
+        state = generation.get("state")
+        if not isinstance(state, str) or not state:
+            # A Generation always has a state: an answer without one is not about it.
+            raise outcome_unknown(self._api, "the answer about the generation has no state",
+                                  generation)
         if state == "completed":
             assets = generation.get("assets")
             video = assets.get("video") if isinstance(assets, dict) else None
@@ -154,17 +210,9 @@ class LumaLegacyProvider:
         return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, generation: Mapping[str, Any]) -> ProviderError:
-        # The legacy API gives only free text: judge it by its words.
-        reason = self._api.shorten(str(generation.get("failure_reason") or "no reason given"))
-        message = f"generation failed: {reason}"
-        if mentions(reason, *CONTENT_POLICY_WORDS):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        if mentions(reason, "insufficient credit", "not enough credit", "out of credit"):
-            return self._api.error(message, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS)
-        if mentions(reason, "invalid", "unsupported", "too large", "could not load",
-                    "failed to load"):
-            return self._api.error(message, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
-        return self._api.error(message, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        # The legacy API gives only free text: the documented list decides.
+        return FAILURE_RULES.classify(self._api, generation.get("failure_reason"),
+                                      what="generation failed")
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
