@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,15 +25,23 @@ from provider_fakes import (
     video_response,
 )
 
+from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
-from reelqueue.domain.states import RemotePhase
+from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.engine import render
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, runway
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.store.memory import MemoryStore
 
 API = "api.dev.runwayml.com"
 CDN = "dnznrvs05pmza.cloudfront.net"
 TASK_ID = "17f20503-6c24-4c16-946b-35dbbce2af2f"
+CREATE = rf"{API}/v1/(text|image)_to_video"
+TASK = rf"{API}/v1/tasks/{TASK_ID}"
 ClientFor = Callable[[Router], httpx.AsyncClient]
 
 
@@ -162,8 +172,12 @@ async def test_veo_on_runway_maps_1080p_and_audio(client_for: ClientFor) -> None
     ("name", "error_class", "label"),
     [
         ("task_failed_safety", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+        ("task_failed_safety_output", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("task_failed_preprocessing", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("task_failed_bad_output", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+        # No retry advice in the docs: permanent, never rendered again on a guess.
+        ("task_failed_preprocessing_internal", ErrorClass.PERMANENT,
+         ErrorLabel.PROVIDER_ERROR),
     ],
 )
 async def test_failed_task_maps_failure_code(
@@ -461,3 +475,228 @@ async def test_task_deleted_before_download_is_a_permanent_download_failure(
         await collect(provider, TASK_ID, status)
     assert (caught.value.error_class, caught.value.label) == (
         ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
+
+
+# -- issue 10: failure codes by family, the two 429s, unknown outcomes, the engine ---------
+
+
+@pytest.mark.parametrize(("code", "family"), [
+    ("SAFETY.INPUT.TEXT", "SAFETY.INPUT"), ("SAFETY.OUTPUT.VIDEO", "SAFETY.OUTPUT"),
+    ("SAFETY.SOMETHING", "SAFETY"), ("INTERNAL.BAD_OUTPUT.CODE01", "INTERNAL.BAD_OUTPUT"),
+    ("INPUT_PREPROCESSING.SAFETY.TEXT", "INPUT_PREPROCESSING.SAFETY.TEXT"),
+    ("INPUT_PREPROCESSING.INTERNAL", "INPUT_PREPROCESSING.INTERNAL"),
+    ("INPUT_PREPROCESSING.IMAGE", "INPUT_PREPROCESSING"),
+    ("INTERNAL.TIMEOUT", "INTERNAL.TIMEOUT"), ("SAFETYNET", "SAFETYNET"), ("", ""),
+])
+def test_failure_family(code: str, family: str) -> None:
+    assert runway.failure_family(code) == family
+
+
+@pytest.mark.parametrize(("code", "error_class", "label"), [
+    ("INTERNAL.TIMEOUT", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+    ("INPUT_PREPROCESSING.IMAGE", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+    ("SAFETYNET", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+    (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+    (42, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_undocumented_failure_codes_are_permanent(
+    client_for: ClientFor, code: Any, error_class: ErrorClass, label: ErrorLabel
+) -> None:
+    task = fixture("runway", "task_failed_bad_output")
+    task["failureCode"] = code
+    fake = FakeRunway()
+    fake.router.script("GET", TASK, json_response(200, task))
+    status = await make(client_for(fake.router)).poll(TASK_ID)
+    assert status.phase is RemotePhase.FAILED and status.error is not None
+    assert (status.error.error_class, status.error.label) == (error_class, label)
+
+
+@pytest.mark.parametrize(("headers", "wait"), [({}, None), ({"Retry-After": "3"}, 3.0)])
+async def test_a_429_on_a_poll_is_short_lived_not_the_daily_cap(
+    client_for: ClientFor, headers: dict[str, str], wait: float | None
+) -> None:
+    """api-details/errors: 429 "too many requests within a period of time", may retry.
+    Only a refused create is the daily cap; a poll's 429 never asks for the hour."""
+    fake = FakeRunway()
+    fake.router.script("GET", TASK, json_response(429, fixture("runway", "error_429_poll"),
+                                                  headers))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).poll(TASK_ID)
+    error = caught.value
+    assert (error.error_class, error.label) == (ErrorClass.RETRYABLE, ErrorLabel.RATE_LIMITED)
+    assert error.retry_after == wait
+    assert "daily" not in str(error)
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": ""}, {"id": None}, {"status": "PENDING"},
+                                    {"task": {"id": TASK_ID}}, {"id": [TASK_ID]}])
+async def test_create_answer_without_an_id_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeRunway()
+    fake.router.script("POST", CREATE, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).submit(request())
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert caught.value.body_maybe_sent is True
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize("answer", [{}, {"id": TASK_ID}, {"status": None}, {"status": 1},
+                                    {"task": {"status": "SUCCEEDED"}}])
+async def test_poll_answer_without_a_status_is_an_unknown_outcome(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeRunway()
+    fake.router.script("GET", TASK, json_response(200, answer))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(fake.router)).poll(TASK_ID)
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+
+
+async def test_succeeded_without_output_is_finished_without_a_file(
+    client_for: ClientFor,
+) -> None:
+    task = fixture("runway", "task_succeeded")
+    task["output"] = []
+    fake = FakeRunway()
+    fake.router.script("GET", TASK, json_response(200, task))
+    status = await make(client_for(fake.router)).poll(TASK_ID)
+    assert status.phase is RemotePhase.SUCCEEDED and status.video_url is None
+
+
+FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
+    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
+    rate_limit_default_seconds=0.05)
+
+
+async def run_engine(tmp_path: Path, router: Router, config: EngineConfig = FAST,
+                     params: dict[str, Any] | None = None) -> tuple[Job, MemoryStore]:
+    """One row on one Runway account, run until nothing more can happen."""
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", "A red fox in snow", "runway",
+                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
+                                      row_number=2)], 0)
+    store.add_account(AccountSpec("studio", "runway", 1, None, "ref"), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=config, key_lookup=lambda ref: SENTINEL_KEY,
+                    http_client=client, rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store
+
+
+class VirtualSleep:
+    """The render loop's ``asyncio`` with a fake clock: every wait it asks for is written
+    down and lasts a couple of milliseconds, so an hour-long wait shows as 3600, fast."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
+
+    async def sleep(self, delay: float, result: Any = None) -> Any:
+        self.waits.append(delay)
+        return await asyncio.sleep(min(delay, 0.002), result)
+
+
+@pytest.mark.parametrize(("headers", "longest"), [({}, 20.0), ({"Retry-After": "4"}, 20.0)])
+async def test_engine_a_429_on_a_poll_delays_the_render_by_seconds_not_an_hour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headers: dict[str, str], longest: float
+) -> None:
+    """Issue 10, item 4. The default poll back-off (1-20 s, jittered) is in force; the
+    account is never paused, no attempt is spent and the task is created once."""
+    clock = VirtualSleep()
+    monkeypatch.setattr(render, "asyncio", clock)
+    fake = FakeRunway(states=["task_running", "task_succeeded"])
+    fake.router.script("GET", TASK, json_response(429, fixture("runway", "error_429_poll"),
+                                                  headers))
+    config = EngineConfig(heartbeat_seconds=0.05)
+    job, store = await run_engine(tmp_path, fake.router, config)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 1
+    assert job.attempts == 1
+    assert clock.waits, "the render loop waited between polls"
+    assert max(clock.waits) <= longest
+    assert runway.DAILY_CAP_COOLDOWN not in clock.waits
+    if headers:
+        assert clock.waits[0] == 4.0  # Retry-After of the refused poll, taken as given
+    assert not [e for e in store.ledger() if e.event == "account_status"]
+    account = store.get_account("studio")
+    assert account is not None and account.status is AccountStatus.READY
+
+
+async def test_engine_completes_a_row(tmp_path: Path) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert Path(job.output_path).read_bytes() == VIDEO_BYTES
+    assert fake.creates() == 1
+
+
+@pytest.mark.parametrize(("where", "answer", "label", "words"), [
+    # moderation (the raw moderation text is not shown; the code is)
+    ("poll", json_response(200, fixture("runway", "task_failed_safety")),
+     ErrorLabel.CONTENT_POLICY, "SAFETY.INPUT.TEXT"),
+    ("poll", json_response(200, fixture("runway", "task_failed_safety_output")),
+     ErrorLabel.CONTENT_POLICY, "SAFETY.OUTPUT.VIDEO"),
+    # bad input
+    ("create", json_response(400, fixture("runway", "error_400_validation")),
+     ErrorLabel.INVALID_INPUT, "Validation of body failed"),
+    # unreachable image (troubleshooting: "Failed to fetch asset", a 400 on the create)
+    ("create", json_response(400, fixture("runway", "error_400_asset")),
+     ErrorLabel.INVALID_INPUT, "Failed to fetch asset"),
+])
+async def test_engine_documented_permanent_failure_one_create_then_failed(
+    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    fake.router.script("POST" if where == "create" else "GET",
+                       CREATE if where == "create" else TASK, answer)
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == label.value
+    assert words in (job.error_message or "")
+    assert fake.creates() == 1
+
+
+async def test_engine_out_of_credits_pauses_the_account_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    fake.router.add("POST", CREATE, lambda r, m: json_response(
+        400, fixture("runway", "error_400_credits")))
+    fake.router.routes.insert(0, fake.router.routes.pop())
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.QUEUED
+    assert fake.creates() == 1
+    account = store.get_account("studio")
+    assert account is not None and account.status is AccountStatus.OUT_OF_CREDITS
+
+
+async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: Path) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    fake.router.script("GET", TASK, json_response(200, fixture("runway",
+                                                               "task_failed_bad_output")))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED
+    assert fake.creates() == 2
+
+
+async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+    tmp_path: Path,
+) -> None:
+    fake = FakeRunway(states=["task_succeeded"])
+    fake.router.script("POST", CREATE, json_response(200, {"status": "PENDING"}))
+    job, _ = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.FAILED
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert fake.creates() == 1

@@ -1,12 +1,19 @@
 """Runway API adapter (kind ``runway``): text- and image-to-video tasks.
 
-Facts from PROVIDERS.md section 3: ``POST /v1/text_to_video`` or ``/v1/image_to_video``
-answers ``{id}``; ``GET /v1/tasks/{id}`` reports ``PENDING`` / ``THROTTLED`` (over the tier's
-concurrency: the task waits, it is not refused) / ``RUNNING`` (``progress`` 0..1) /
+Facts from runwayml/sdk-python 5.13.0 (commit c604e0e: ``api.md``,
+``types/task_retrieve_response.py``) and Runway's API docs (docs.dev.runwayml.com
+api-details/errors, api-details/task-failures, usage/tiers): ``POST /v1/text_to_video``
+or ``/v1/image_to_video`` answers ``{id}``; ``GET /v1/tasks/{id}`` reports ``PENDING`` /
+``THROTTLED`` (over the tier's concurrency: the task waits, it is not refused) /
+``RUNNING`` (``progress`` 0..1) /
 ``SUCCEEDED`` (``output``: URLs that expire in 24-48 h; re-GET the task for fresh ones) /
-``FAILED`` (``failure`` + ``failureCode``) / ``CANCELLED``. There is no RPM limit: a 429 means
-the daily generation cap (a rolling 24 h window), so the account pauses for a long while.
-No idempotency key, no way to find a task by our token: ``supports_lookup`` is False.
+``FAILED`` (``failure`` + ``failureCode``, classified by ``FAILURE_RULES``) / ``CANCELLED``.
+A 429 has two meanings: on a create it is the daily generation cap (a rolling 24 h
+window), so the account pauses for a long while; on any other request (a poll) it is the
+short-lived "too many requests within a period of time", so only that request waits, a
+few seconds (Retry-After, else the engine's jittered poll back-off). An answer without a
+readable id or status is an unknown outcome, never "absent". No idempotency key, no way to
+find a task by our token: ``supports_lookup`` is False.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._common import (
+    FailureRules,
     cancel_request,
     check_row,
     create_answer,
@@ -26,6 +34,7 @@ from reelqueue.providers.adapters._common import (
     fraction,
     fresh_video_link,
     get_json,
+    outcome_unknown,
     plain_status,
 )
 from reelqueue.providers.adapters._http import (
@@ -33,6 +42,7 @@ from reelqueue.providers.adapters._http import (
     ApiClient,
     duration_problem,
     image_kind,
+    json_or_none,
     load_image,
     mentions,
     param_bool,
@@ -56,10 +66,43 @@ API_VERSION = "2024-11-06"
 GEN4_MODELS = ("gen4.5", "gen4_turbo")
 VEO_MODELS = ("veo3.1", "veo3.1_fast")
 POLL_SECONDS = 6.0  # the SDK's wait_for_task_output cadence (jitter is the engine's job)
-# A 429 is the daily cap of a rolling 24 h window: slots free up as old generations age
-# out, at an unknown time. Without a Retry-After we try again after this long; one refused
-# create an hour costs nothing. Accounts may override it (settings "daily_cap_cooldown").
+# A 429 on a create is the daily cap of a rolling 24 h window: slots free up as old
+# generations age out, at an unknown time. Without a Retry-After we try again after this
+# long; one refused create an hour costs nothing. Accounts may override it (settings
+# "daily_cap_cooldown"). A 429 on a poll never waits this long (see ``_error``).
 DAILY_CAP_COOLDOWN = 3600.0
+
+# failureCode families (docs.dev.runwayml.com/api-details/task-failures). SAFETY.INPUT.*,
+# SAFETY.OUTPUT.* and INPUT_PREPROCESSING.SAFETY.TEXT: "You should not retry" (retrying
+# blocked content can suspend the account). INTERNAL.BAD_OUTPUT.*: "You may retry these
+# generations, but they are not likely to succeed": the one documented retry.
+# INPUT_PREPROCESSING.INTERNAL ("a problem performing content moderation") carries no
+# retry advice, so like every undocumented code it is permanent. A code is matched by its
+# longest documented family (``failure_family``).
+FAILURE_RULES = FailureRules(
+    retryable={"INTERNAL.BAD_OUTPUT": ErrorLabel.PROVIDER_ERROR},
+    account={},  # credits and the daily cap come as HTTP 400/429 answers (``_error``)
+    permanent={"SAFETY": ErrorLabel.CONTENT_POLICY,
+               "SAFETY.INPUT": ErrorLabel.CONTENT_POLICY,
+               "SAFETY.OUTPUT": ErrorLabel.CONTENT_POLICY,
+               "INPUT_PREPROCESSING.SAFETY": ErrorLabel.CONTENT_POLICY,
+               "INPUT_PREPROCESSING.SAFETY.TEXT": ErrorLabel.CONTENT_POLICY,
+               "INPUT_PREPROCESSING.INTERNAL": ErrorLabel.PROVIDER_ERROR,
+               "INPUT_PREPROCESSING": ErrorLabel.INVALID_INPUT},
+    source="docs.dev.runwayml.com/api-details/task-failures (2026); runwayml/sdk-python "
+           "5.13.0 types/task_retrieve_response.py (failureCode)",
+)
+_FAMILIES = sorted({*FAILURE_RULES.retryable, *FAILURE_RULES.permanent}, key=len,
+                   reverse=True)
+
+
+def failure_family(code: str) -> str:
+    """The longest documented family a failureCode belongs to ("SAFETY.INPUT.TEXT" ->
+    "SAFETY.INPUT"), or the code itself when none is documented."""
+    for family in _FAMILIES:
+        if code == family or code.startswith(family + "."):
+            return family
+    return code
 
 # (aspect ratio, resolution) -> Runway's pixel "ratio".
 _TEXT_RATIOS = {("16:9", "720p"): "1280:720", ("9:16", "720p"): "720:1280"}
@@ -152,7 +195,7 @@ class RunwayProvider:
         check_row(TITLE, PARAMS, extra_validation, request)
         path, body = await self._create_body(request)
         answer = await create_answer(self._api, path, self._error, json_body=body)
-        return created_id(self._api, answer.get("id"), "task id")
+        return created_id(self._api, answer.get("id"), "task id", answer)
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._task(provider_job_id))
@@ -208,7 +251,10 @@ class RunwayProvider:
         return await get_json(self._api, f"/v1/tasks/{task_id}", self._error)
 
     def _status(self, task: Mapping[str, Any]) -> RemoteStatus:
-        state = str(task.get("status", ""))
+        state = task.get("status")
+        if not isinstance(state, str) or not state:
+            # Every task answer has a status: one without it is not about the task.
+            raise outcome_unknown(self._api, "the answer about the task has no status", task)
         if state == "RUNNING":
             return RemoteStatus(RemotePhase.RUNNING, sub_status=state,
                                 progress=fraction(task.get("progress")), poll_after=POLL_SECONDS)
@@ -223,41 +269,73 @@ class RunwayProvider:
         return plain_status(state, _PHASES, POLL_SECONDS)
 
     def _failure(self, task: Mapping[str, Any]) -> ProviderError:
-        code = str(task.get("failureCode") or "")
+        raw_code = task.get("failureCode")
+        code = raw_code if isinstance(raw_code, str) else ""
         reason = self._api.shorten(str(task.get("failure") or "no reason given"))
-        if code.startswith("SAFETY.") or code.startswith("INPUT_PREPROCESSING.SAFETY"):
-            # Runway: never retry blocked content (retries can suspend the account) and do
-            # not show the raw moderation text to users; the code says enough.
-            return self._api.error(f"moderation refused the render ({code})",
-                                   ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
-        if code.startswith("INTERNAL.BAD_OUTPUT"):
-            return self._api.error(
-                f"render failed ({code}): {reason}. Retrying rarely helps; check the input "
-                "image (e.g. overlaid text)", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
-        if (code.startswith("INPUT") and "INTERNAL" not in code) or code.startswith("ASSET"):
-            return self._api.error(f"render refused its input ({code}): {reason}",
-                                   ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
-        return self._api.error(f"render failed ({code or 'no code'}): {reason}",
-                               ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+        # The rules decide by the code's documented family; the words are ours.
+        decided = FAILURE_RULES.classify(self._api, None, failure_family(code) or None)
+        if decided.label is ErrorLabel.CONTENT_POLICY:
+            # Runway: do not show the raw moderation text to users; the code says enough.
+            message = f"moderation refused the render ({code})"
+        elif decided.error_class is ErrorClass.RETRYABLE:
+            message = (f"render failed ({code}): {reason}. Retrying rarely helps; check the "
+                       "input image (e.g. overlaid text)")
+        elif decided.label is ErrorLabel.INVALID_INPUT:
+            message = f"render refused its input ({code}): {reason}"
+        else:
+            message = f"render failed ({code or 'no code'}): {reason}"
+        return self._api.error(message, decided.error_class, decided.label)
 
     def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         words = provider_words(response)
         message = self._api.message(response)
-        if status == 429:
-            # No RPM limit at Runway: a 429 is the daily generation cap.
+        issues = _issues(json_or_none(response))
+        if issues:
+            # A 400 names each bad field and why ("promptImage: Failed to fetch asset..."):
+            # without them the user sees only "Validation of body failed".
+            words = f"{words} ({issues})"
+            message = f"{message} ({self._api.shorten(issues)})"
+        if status == 429 and during_create:
+            # A refused create is the daily generation cap: the account pauses.
             wait = retry_after_of(response)
             return ProviderError(
                 f"{message} (daily generation cap reached)",
                 error_class=ErrorClass.ACCOUNT, label=ErrorLabel.RATE_LIMITED,
                 retry_after=self._cooldown if wait is None else wait, status_code=status)
+        if status == 429:
+            # Any other request (a poll, the key check): "too many requests within a period
+            # of time", short-lived (api-details/errors: "May retry? Yes", with backoff and
+            # jitter). Only this request waits: Retry-After if given, else None so the
+            # engine's jittered poll back-off applies. Never the daily-cap cool-down.
+            return ProviderError(
+                f"{message} (too many requests; trying again in a few seconds)",
+                error_class=ErrorClass.RETRYABLE, label=ErrorLabel.RATE_LIMITED,
+                retry_after=retry_after_of(response), status_code=status)
         if status in (400, 402) and mentions(words, "credit", "balance"):
             return ProviderError(message, error_class=ErrorClass.ACCOUNT,
                                  label=ErrorLabel.OUT_OF_CREDITS, status_code=status)
         if status == 400 and mentions(words, *CONTENT_POLICY_WORDS):
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
+        if issues and status in (400, 422):
+            return ProviderError(message, error_class=ErrorClass.PERMANENT,
+                                 label=ErrorLabel.INVALID_INPUT, status_code=status)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _issues(body: Any) -> str:
+    """The per-field problems of a 400 answer (``issues[]`` of ``{path, message}``)."""
+    if not isinstance(body, dict) or not isinstance(body.get("issues"), list):
+        return ""
+    parts = []
+    for issue in body["issues"][:5]:
+        if not isinstance(issue, dict) or not isinstance(issue.get("message"), str):
+            continue
+        path = issue.get("path")
+        where = ".".join(str(p) for p in path) if isinstance(path, list) and path else ""
+        parts.append(f"{where}: {issue['message']}" if where else issue["message"])
+    return "; ".join(parts)
 
 
 def create(client: httpx.AsyncClient, config: ProviderConfig) -> RunwayProvider:
