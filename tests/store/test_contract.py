@@ -489,3 +489,99 @@ def test_recovery_of_a_claim_holding_an_unresolved_submission(
     else:
         assert report.requeued_possible_duplicate == [c.job.id]
         assert "possible_duplicate_charge" in [e.event for e in store.ledger(c.job.id)]
+
+
+# -- priority and paused batches (issue 13) ------------------------------------------------
+def _two_batches(store: Store, tmp_path: Path, clock: FakeClock,
+                 capacity: int = 10) -> tuple[int, int]:
+    first = store.create_batch(BatchSpec("first", "a.csv", str(tmp_path / "a")), clock.now())
+    second = store.create_batch(BatchSpec("second", "b.csv", str(tmp_path / "b")), clock.now())
+    store.add_jobs(first.id, make_specs(tmp_path / "a", 3), clock.now())
+    store.add_jobs(second.id, [JobSpec(f"second-{i}", f"p{i}", "mock",
+                                       str(tmp_path / "b" / f"{i}.mp4"))
+                               for i in range(3)], clock.now())
+    store.add_account(AccountSpec("acct-a", "mock", capacity), clock.now())
+    return first.id, second.id
+
+
+def _claim_all(store: Store, clock: FakeClock) -> list[str]:
+    keys = []
+    while (c := claim(store, clock)) is not None:
+        keys.append(c.job.job_key)
+    return keys
+
+
+def test_claims_take_higher_priority_first_then_older(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    _first, _second = _two_batches(store, tmp_path, clock)
+    ids = {j.job_key: j.id for j in store.list_jobs()}
+    moved = store.prioritize_jobs([ids["second-2"]], clock.now())
+    assert (moved.priority, moved.changed, moved.job_ids) == (1, 1, (ids["second-2"],))
+    also = store.prioritize_jobs([ids["key-00001"], 99_999], clock.now(), priority=-2)
+    assert also.job_ids == (ids["key-00001"],), "an unknown id changes nothing"
+    assert _claim_all(store, clock) == ["second-2", "key-00000", "key-00002", "second-0",
+                                        "second-1", "key-00001"]
+    assert [e.detail["priority"] for e in store.ledger(ids["second-2"])
+            if e.event == "prioritized"] == [1]
+
+
+def test_a_batch_moved_to_the_front_goes_before_older_batches(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    first, second = _two_batches(store, tmp_path, clock)
+    store.prioritize_jobs([store.list_jobs(first)[0].id], clock.now(), priority=5)
+    result = store.prioritize_batch(second, clock.now())
+    assert (result.priority, result.changed) == (6, 3), "one above the highest waiting"
+    keys = _claim_all(store, clock)
+    assert keys[:3] == ["second-0", "second-1", "second-2"]
+    assert keys[3] == "key-00000"
+
+
+def test_priority_leaves_finished_jobs_alone(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    first, _second = _two_batches(store, tmp_path, clock, capacity=1)
+    c = claim(store, clock)
+    assert c is not None
+    run_to_completion(store, clock, c)
+    result = store.prioritize_batch(first, clock.now(), priority=7)
+    assert result.changed == 2
+    done = store.get_job(c.job.id)
+    assert done is not None and done.priority == 0 and done.state == JobState.COMPLETED
+    assert store.prioritize_jobs([c.job.id], clock.now(), priority=3).changed == 0
+
+
+def test_a_paused_batch_is_not_claimed_and_resumes(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    first, _second = _two_batches(store, tmp_path, clock)
+    paused = store.set_batch_paused(first, True, clock.now())
+    assert paused is not None and paused.settings.get("paused")
+    store.prioritize_batch(first, clock.now())  # even at the front, a paused batch waits
+    assert _claim_all(store, clock) == ["second-0", "second-1", "second-2"]
+    assert claim(store, clock) is None
+    resumed = store.set_batch_paused(first, False, clock.now())
+    assert resumed is not None and not resumed.settings.get("paused")
+    assert _claim_all(store, clock) == ["key-00000", "key-00001", "key-00002"]
+    events = [e.event for e in store.ledger() if e.event.startswith("batch_")]
+    assert events[-3:] == ["batch_paused", "batch_prioritized", "batch_resumed"]
+    assert store.set_batch_paused(999, True, clock.now()) is None
+
+
+def test_a_paused_batch_still_finishes_its_renders_in_flight(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    first, _second = _two_batches(store, tmp_path, clock)
+    c = claim(store, clock)
+    assert c is not None and c.job.batch_id == first
+    assert store.mark_submitting(c.token, "ct-1", clock.now())
+    assert store.record_submitted(c.token, "pj-1", clock.now())
+    store.set_batch_paused(first, True, clock.now())
+    # A poll failed: the render goes to RETRY_WAIT keeping its provider job id.
+    assert store.set_retry_wait(c.token, ERR, clock.now() + 5, clock.now(),
+                                keep_provider_job=True)
+    clock.advance(6)
+    keys = _claim_all(store, clock)
+    assert keys[0] == c.job.job_key, "the paid render is read again despite the pause"
+    assert not any(k.startswith("key-") for k in keys[1:]), "no new render of the batch"

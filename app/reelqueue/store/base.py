@@ -81,6 +81,19 @@ class RecoverParams:
 
 
 @dataclass(frozen=True)
+class Prioritized:
+    """Attributes:
+    priority: the priority the jobs now have (claims take higher first, then older).
+    job_ids: the jobs changed (finished ones keep theirs); for a batch, not listed.
+    changed: how many jobs changed.
+    """
+
+    priority: int
+    changed: int
+    job_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Counts:
     by_state: dict[str, int]
     live_by_account: dict[str, int]
@@ -168,6 +181,22 @@ class Store(Protocol):
     ) -> list[int]:
         """The user's retry of FAILED / CANCELLED / PARKED jobs. A job that has a render
         keeps it (unless ``new_seed``): the next claim reads it before anything is created."""
+        ...
+
+    def prioritize_jobs(
+        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        """Give unfinished jobs a priority; None moves them to the front (one above the
+        highest priority of any waiting job), in one write transaction."""
+        ...
+    def prioritize_batch(
+        self, batch_id: int, now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        """:meth:`prioritize_jobs` for every unfinished job of a batch (one statement)."""
+        ...
+    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
+        """A paused batch's jobs are not claimed (``settings["paused"]``); jobs holding a
+        render are, so renders in flight finish. None: no such batch."""
         ...
 
     # -- recovery and audit ------------------------------------------------------------

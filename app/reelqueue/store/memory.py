@@ -26,7 +26,14 @@ from reelqueue.domain.models import (
     RecoveryReport,
 )
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
-from reelqueue.store.base import AddJobsResult, ClaimParams, Counts, JobError, RecoverParams
+from reelqueue.store.base import (
+    AddJobsResult,
+    ClaimParams,
+    Counts,
+    JobError,
+    Prioritized,
+    RecoverParams,
+)
 from reelqueue.store.recovery_plan import plan_recovery, record_applied
 
 _CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
@@ -257,6 +264,9 @@ class MemoryStore:
                 and j.run_after <= params.now
                 and j.pinned_account in (None, account.name)
                 and j.account in (None, account.name)
+                # a paused batch's jobs wait, except a render in flight (queries.sql)
+                and (j.provider_job_id is not None
+                     or not self._batches[j.batch_id].settings.get("paused"))
             ]
             if not candidates:
                 return None
@@ -435,6 +445,57 @@ class MemoryStore:
                     "by": "user", "new_seed": new_seed, "from": str(job.state),
                     "rereads": job.provider_job_id if keep else None})
         return done
+
+    def _priority(self, priority: int | None) -> int:
+        if priority is not None:
+            return int(priority)
+        waiting = [j.priority for j in self._jobs.values() if j.state in WAITING]
+        return max(waiting, default=0) + 1
+
+    def prioritize_jobs(
+        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        done: list[int] = []
+        with self._lock:
+            value = self._priority(priority)
+            for job_id in dict.fromkeys(job_ids):
+                job = self._jobs.get(job_id)
+                if job is None or job.state in FINAL:
+                    continue
+                self._jobs[job_id] = replace(job, priority=value, updated_at=now)
+                done.append(job_id)
+                self._note("prioritized", now, job_id=job_id,
+                           detail={"priority": value, "front": priority is None})
+        return Prioritized(value, len(done), tuple(done))
+
+    def prioritize_batch(
+        self, batch_id: int, now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        with self._lock:
+            value = self._priority(priority)
+            changed = 0
+            for job in list(self._jobs.values()):
+                if job.batch_id == batch_id and job.state not in FINAL:
+                    self._jobs[job.id] = replace(job, priority=value, updated_at=now)
+                    changed += 1
+            self._note("batch_prioritized", now, detail={
+                "batch_id": batch_id, "priority": value, "front": priority is None,
+                "jobs": changed})
+        return Prioritized(value, changed)
+
+    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return None
+            settings = {k: v for k, v in batch.settings.items() if k != "paused"}
+            if paused:
+                settings["paused"] = True
+            batch = replace(batch, settings=settings)
+            self._batches[batch_id] = batch
+            self._note("batch_paused" if paused else "batch_resumed", now,
+                       detail={"batch_id": batch_id})
+            return batch
 
     # -- recovery and audit ------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport:

@@ -48,6 +48,7 @@ from reelqueue.store.base import (
     ClaimParams,
     Counts,
     JobError,
+    Prioritized,
     RecoverParams,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
@@ -767,6 +768,44 @@ class SqliteStore:
                         "by": "user", "new_seed": new_seed, "from": row["state"],
                         "rereads": row["provider_job_id"] if keep else None})
         return done
+
+    def _priority(self, priority: int | None) -> int:
+        if priority is not None:
+            return int(priority)
+        return int(self._db.execute(self._q["front_priority"]).fetchone()[0])
+
+    def prioritize_jobs(
+        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        done: list[int] = []
+        with self._write():
+            value = self._priority(priority)
+            for job_id in dict.fromkeys(job_ids):
+                if self._exec("set_job_priority", id=job_id, priority=value, now=now):
+                    done.append(job_id)
+                    self._ledger("prioritized", now, job_id=job_id,
+                                 detail={"priority": value, "front": priority is None})
+        return Prioritized(value, len(done), tuple(done))
+
+    def prioritize_batch(
+        self, batch_id: int, now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        with self._write():
+            value = self._priority(priority)
+            changed = self._exec("set_batch_priority", batch_id=batch_id, priority=value,
+                                 now=now)
+            self._ledger("batch_prioritized", now, detail={
+                "batch_id": batch_id, "priority": value, "front": priority is None,
+                "jobs": changed})
+        return Prioritized(value, changed)
+
+    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
+        with self._write():
+            if not self._exec("set_batch_paused", id=batch_id, paused=int(paused)):
+                return None
+            self._ledger("batch_paused" if paused else "batch_resumed", now,
+                         detail={"batch_id": batch_id})
+        return self.get_batch(batch_id)
 
     # -- recovery ----------------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport:

@@ -77,12 +77,16 @@ UPDATE accounts
 -- the answer is the same as one ordered walk over every waiting job; only the cost
 -- differs: it no longer grows with the jobs pinned elsewhere or waiting for a later retry.
 -- (QUEUED rows always have run_after = 0: release_to_queue with a delay makes RETRY_WAIT.)
+-- A paused batch's jobs are not claimed, except those holding a render (a render in flight
+-- finishes: reading it costs nothing more); the paused ids are one small list per query.
 SELECT id FROM (
     SELECT * FROM (
         SELECT id, priority FROM jobs INDEXED BY jobs_queued
          WHERE state = 'QUEUED' AND provider = :provider
            AND COALESCE(account, pinned_account) IS NULL
            AND run_after <= :now
+           AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+                SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -93,6 +97,8 @@ SELECT id FROM (
            AND run_after <= :now
            AND (pinned_account IS NULL OR pinned_account = :account)
            AND (account IS NULL OR account = :account)
+           AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+                SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -102,6 +108,8 @@ SELECT id FROM (
            AND run_after <= :now
            AND (pinned_account IS NULL OR pinned_account = :account)
            AND (account IS NULL OR account = :account)
+           AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+                SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
          ORDER BY priority DESC, id
          LIMIT 1)
 )
@@ -196,6 +204,27 @@ UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token AND provider_job_id IS NOT NULL
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: front_priority
+-- "To the front": one above the highest priority of any job still waiting.
+SELECT COALESCE(MAX(priority), 0) + 1 FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: set_job_priority
+-- Only jobs that can still be claimed (or are in flight and may come back) take a
+-- priority; a finished job keeps the one it had.
+UPDATE jobs SET priority = :priority, updated_at = :now
+ WHERE id = :id AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: set_batch_priority
+UPDATE jobs SET priority = :priority, updated_at = :now
+ WHERE batch_id = :batch_id AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: set_batch_paused
+-- Kept in the batch's settings (no schema change); resuming removes the key again.
+UPDATE batches
+   SET settings = CASE WHEN :paused THEN json_set(settings, '$.paused', json('true'))
+                       ELSE json_remove(settings, '$.paused') END
+ WHERE id = :id;
 
 -- name: cancel_job
 UPDATE jobs SET state = 'CANCELLED', finished_at = :now, updated_at = :now,
