@@ -154,7 +154,9 @@ class LumaProvider:
         return self._status(await self._generation(provider_job_id))
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """Luma generations cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "Luma generations cannot be searched by our client token "
+                              f"{request.client_token}; look for it in the Luma dashboard")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:

@@ -158,7 +158,10 @@ class LumaLegacyProvider:
         return self._status(await self._generation(provider_job_id))
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """Generations cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "Dream Machine generations cannot be searched by "
+                              f"our client token {request.client_token}; look for it in "
+                              "the Luma dashboard")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:

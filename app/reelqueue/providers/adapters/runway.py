@@ -201,7 +201,9 @@ class RunwayProvider:
         return self._status(await self._task(provider_job_id))
 
     async def lookup(self, request: RenderRequest) -> str | None:
-        return None
+        """Runway tasks cannot be searched by our token: never answer "there is none"."""
+        raise outcome_unknown(self._api, "Runway tasks cannot be searched by our client token "
+                              f"{request.client_token}; look for it in the Runway developer portal")
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
