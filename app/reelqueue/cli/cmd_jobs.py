@@ -1,4 +1,5 @@
-"""``reelqueue retry`` and ``reelqueue cancel``: the user's commands on jobs."""
+"""The user's commands on jobs and batches: ``retry``, ``cancel``, ``prioritize`` and
+``batch pause|resume|list``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import sys
 
 from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import Batch
 from reelqueue.domain.states import JobState
 from reelqueue.engine.retry_plan import plan_retry
 
@@ -30,6 +33,41 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cancel = sub.add_parser("cancel", help="cancel jobs (not yet finished)")
     cancel.add_argument("job_ids", nargs="+", type=int)
     cancel.set_defaults(handler=handle_cancel)
+    prioritize = sub.add_parser(
+        "prioritize", help="move jobs or a whole batch to the front of the queue",
+        description="Claims take the highest priority first, then the oldest job. Without "
+        "--priority the jobs go to the front (one above the highest waiting job).")
+    prioritize.add_argument("job_ids", nargs="*", type=int)
+    prioritize.add_argument("--batch", default=None, help="every unfinished job of this "
+                            "batch (its number or name)")
+    prioritize.add_argument("--priority", type=int, default=None,
+                            help="this priority instead of the front (0 is the default; "
+                            "higher goes first, negative goes last)")
+    prioritize.set_defaults(handler=handle_prioritize)
+    batch_commands(sub)
+
+
+def batch_commands(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    """``reelqueue batch ACTION``: the sub-commands of one batch. Returns the ``ACTION``
+    parsers so other commands on a batch can join them (created once, whoever is first)."""
+    parser = sub.choices.get("batch")
+    if parser is None:
+        parser = sub.add_parser("batch", help="list, pause or resume a batch")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            actions = action
+            break
+    else:
+        actions = parser.add_subparsers(dest="batch_action", metavar="ACTION", required=True)
+    for name, paused, text in (
+            ("pause", True, "its waiting jobs are not started (renders in flight finish)"),
+            ("resume", False, "its jobs are started again")):
+        cmd = actions.add_parser(name, help=f"{name} a batch: {text}")
+        cmd.add_argument("batch", help="the batch's number or name ('batch list')")
+        cmd.set_defaults(handler=handle_batch_pause, paused=paused)
+    listing = actions.add_parser("list", help="every batch, its jobs and whether it is paused")
+    listing.set_defaults(handler=handle_batch_list)
+    return actions
 
 
 def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -61,4 +99,76 @@ def handle_cancel(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.open_store() as store:
         done = store.cancel_jobs(args.job_ids, ctx.clock.now())
     ctx.print(f"{len(done)} jobs cancelled.")
+    return 0
+
+
+def find_batch(batches: list[Batch], ref: str) -> Batch:
+    """A batch by its number, else by its name (case-insensitive, must be unique)."""
+    if ref.strip().isdigit():
+        for batch in batches:
+            if batch.id == int(ref):
+                return batch
+    named = [b for b in batches if b.name.casefold() == ref.strip().casefold()]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise InputError(f"{len(named)} batches are named {ref!r} (numbers "
+                         f"{', '.join(str(b.id) for b in named)}): give the number.")
+    raise InputError(f"There is no batch {ref!r}; 'reelqueue batch list' shows them.")
+
+
+def handle_prioritize(args: argparse.Namespace, ctx: CliContext) -> int:
+    if not args.job_ids and args.batch is None:
+        raise InputError("Name the jobs to move, or a batch with --batch.")
+    with ctx.open_store() as store:
+        now = ctx.clock.now()
+        if args.batch is not None:
+            batch = find_batch(store.list_batches(), args.batch)
+            result = store.prioritize_batch(batch.id, now, priority=args.priority)
+            ctx.print(f"Batch {batch.id} ({batch.name}): {_jobs(result.changed, 'unfinished')}"
+                      f" {_moved(result.priority, front=args.priority is None)}.")
+        if args.job_ids:
+            result = store.prioritize_jobs(args.job_ids, now, priority=args.priority)
+            left = len(set(args.job_ids)) - result.changed
+            ctx.print(f"{_jobs(result.changed)} "
+                      f"{_moved(result.priority, front=args.priority is None)}."
+                      + (f" {_jobs(left)} already finished or unknown, left alone."
+                         if left else ""))
+    return 0
+
+
+def _jobs(n: int, adjective: str = "") -> str:
+    return f"{n} {adjective + ' ' if adjective else ''}job{'s' if n != 1 else ''}"
+
+
+def _moved(priority: int, *, front: bool) -> str:
+    return (f"moved to the front (priority {priority})" if front
+            else f"given priority {priority}")
+
+
+def handle_batch_pause(args: argparse.Namespace, ctx: CliContext) -> int:
+    with ctx.open_store() as store:
+        batch = find_batch(store.list_batches(), args.batch)
+        store.set_batch_paused(batch.id, args.paused, ctx.clock.now())
+    if args.paused:
+        ctx.print(f"Batch {batch.id} ({batch.name}) paused: its waiting jobs are not started; "
+                  "renders already running finish. 'reelqueue batch resume "
+                  f"{batch.id}' starts them again.")
+    else:
+        ctx.print(f"Batch {batch.id} ({batch.name}) resumed.")
+    return 0
+
+
+def handle_batch_list(args: argparse.Namespace, ctx: CliContext) -> int:
+    with ctx.open_store() as store:
+        batches = store.list_batches()
+        for batch in batches:
+            jobs = store.list_jobs(batch_id=batch.id)
+            open_jobs = sum(1 for j in jobs if j.state not in (
+                JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED))
+            paused = " · paused" if batch.settings.get("paused") else ""
+            ctx.print(f"{batch.id:>4}  {batch.name}  {len(jobs)} jobs, {open_jobs} "
+                      f"unfinished{paused}")
+    if not batches:
+        ctx.print("No batch yet: import a sheet first.")
     return 0
