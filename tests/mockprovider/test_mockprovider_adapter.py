@@ -304,3 +304,28 @@ def _assert_no_key(error: BaseException) -> None:
     text = "".join(traceback.format_exception(error))
     for shown in (str(error), repr(error), text):
         assert SENTINEL not in shown
+
+
+async def test_an_account_paces_its_own_renders(mp_client: httpx.AsyncClient,
+                                                mp_server: MockProviderServer) -> None:
+    """The demo's accounts carry ``render_seconds``: each create asks the server for a
+    render time in that range instead of the server's own (fast) one."""
+    provider = make_provider(mp_client, mp_server.url, render_seconds=[30, 40])
+    render_id = await provider.submit(make_request(job_key="paced"))
+    state = mp_server._running().state
+    render = state.get(render_id)
+    assert render is not None and 30 <= render.duration <= 40
+    assert state.phase(render, render.created + 29) in ("queued", "running")
+    plain = await make_provider(mp_client, mp_server.url).submit(make_request(job_key="fast"))
+    fast = state.get(plain)
+    assert fast is not None and fast.duration <= FAST.render_seconds_max
+
+
+async def test_a_malformed_pace_is_refused(mp_client: httpx.AsyncClient,
+                                           mp_server: MockProviderServer) -> None:
+    for pace in ([5], [9, 3], ["1", "2"], [0, 7200]):
+        response = await mp_client.post(f"{mp_server.url}/v1/renders", json={
+            "prompt": "p", "client_token": "ct", "job_key": "k", "params": {},
+            "render_seconds": pace})
+        assert response.status_code == 400, pace
+        assert response.json()["error"]["code"] == "invalid_request"

@@ -209,11 +209,17 @@ class MockHandler(BaseHTTPRequestHandler):
         except DirectiveError as exc:
             self._error(400, "unknown_directive", str(exc))
             return
+        pace = payload.get("render_seconds")
+        if pace is not None and not _valid_pace(pace):
+            self._error(400, "invalid_request", "'render_seconds' must be [low, high] "
+                        "seconds, 0 <= low <= high <= 3600.")
+            return
         if self._create_refused(scope, directives):
             return
         render = state.create_render(
             job_key=scope, client_token=token, prompt=prompt, params=params,
             directives=directives,
+            render_seconds=(float(pace[0]), float(pace[1])) if pace is not None else None,
         )
         if state.take_fault(scope, directives.get("create_timeout")):
             self._hang_then_drop()
@@ -391,6 +397,13 @@ class MockHandler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(video[offset : min(offset + SLOW_CHUNK, send)])
             self.wfile.flush()
+
+
+def _valid_pace(pace: object) -> bool:
+    """A mock account's own render time range (the demo paces its renders with it)."""
+    return (isinstance(pace, list) and len(pace) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in pace)
+            and 0 <= pace[0] <= pace[1] <= 3600)
 
 
 def _mib(directive: Directive | None) -> int:

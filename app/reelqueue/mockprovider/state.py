@@ -132,16 +132,18 @@ class MockState:
         prompt: str,
         params: dict[str, Any],
         directives: dict[str, Directive],
+        render_seconds: tuple[float, float] | None = None,
     ) -> Render:
+        """``render_seconds``: the account's own pace (a range), over the server's."""
         fail_reason: str | None = None
         if self.take_fault(job_key, directives.get("render_fail")):
             fail_reason = "injected"
         elif self.chance(self.options.fail_rate):
             fail_reason = "random"
         with self._lock:
-            duration = self._rng.uniform(
-                self.options.render_seconds_min, self.options.render_seconds_max
-            )
+            low, high = render_seconds or (
+                self.options.render_seconds_min, self.options.render_seconds_max)
+            duration = self._rng.uniform(low, high)
             setting = directives.get("render_seconds")
             if setting is not None and setting.value is not None:
                 duration = setting.value

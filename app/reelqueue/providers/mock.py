@@ -55,6 +55,10 @@ class MockProvider:
             )
         self.kind = KIND
         self.supports_lookup = bool(config.settings.get("lookup", True))
+        # The account's own render time range, [low, high] seconds, sent with each create
+        # (the demo's accounts pace their renders so a newcomer sees them run).
+        pace = config.settings.get("render_seconds")
+        self._pace = [float(v) for v in pace] if isinstance(pace, list | tuple) else None
         self.account = config.account
         self.base_url = registry.check_base_url(config.base_url)
         self._client = client
@@ -143,12 +147,14 @@ class MockProvider:
                                      params.get("image_sha256"))
             params["image"] = image.url or "sha256:" + hashlib.sha256(image.data or b"")\
                 .hexdigest()
-        body = {
+        body: dict[str, Any] = {
             "prompt": request.prompt,
             "client_token": request.client_token,
             "job_key": request.job_key,
             "params": params,
         }
+        if self._pace is not None:
+            body["render_seconds"] = self._pace
         content = json.dumps(body, default=str).encode()
         response = await self._call("POST", "/v1/renders", during_create=True, content=content)
         if response.status_code not in (200, 201):
