@@ -149,3 +149,13 @@ def test_a_failing_rule_refuses_the_row_instead_of_the_import(
     (error,) = plan.errors
     assert error.column == "provider"
     assert error.message == "the mock adapter could not check this row (KeyError: 'model')"
+
+
+def test_a_provider_minimum_prompt_length_is_a_row_error_at_import(tmp_path: Path) -> None:
+    # Luma Dream Machine: "Prompt is too short, minimum length is 3 characters".
+    plan = plan_real(tmp_path, "prompt\nab\n  ok \nabc\n", provider="luma-legacy")
+    assert [job.row_number for job in plan.jobs] == [4]
+    assert [(e.row_number, e.message) for e in plan.errors] == [
+        (2, "the prompt is 2 characters; this provider needs at least 3"),
+        (3, "the prompt is 2 characters; this provider needs at least 3"),
+    ]

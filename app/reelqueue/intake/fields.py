@@ -75,6 +75,11 @@ def parse_prompt(value: object, spec: ParamSpec) -> str:
     text = parse_text(value, "prompt", spec.max_prompt_chars)
     if not text:
         raise FieldProblem("the prompt is empty", "text describing the video")
+    if len(text.strip()) < spec.min_prompt_chars:
+        raise FieldProblem(
+            f"the prompt is {len(text.strip())} characters; this provider needs at least "
+            f"{spec.min_prompt_chars}",
+            f"text of {spec.min_prompt_chars} to {spec.max_prompt_chars:,} characters")
     return text
 
 

@@ -81,6 +81,7 @@ class ParamSpec:
         negative_prompt: whether a negative prompt is accepted.
         reference_image: whether a first-frame / reference image is accepted.
         max_prompt_chars: the longest prompt accepted.
+        min_prompt_chars: the shortest prompt accepted (ignoring surrounding spaces).
         price_per_second: model -> USD per second of video (estimates only).
         price_source: where the prices come from, and when.
     """
@@ -94,6 +95,7 @@ class ParamSpec:
     negative_prompt: bool = False
     reference_image: bool = False
     max_prompt_chars: int = 4000
+    min_prompt_chars: int = 1
     price_per_second: Mapping[str, float] = field(default_factory=dict)
     price_source: str = ""
     default_capacity: int = 1

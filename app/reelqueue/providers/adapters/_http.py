@@ -767,4 +767,7 @@ def spec_problems(spec: ParamSpec, params: Mapping[str, Any], prompt: str) -> li
                         f"{spec.max_prompt_chars}")
     if not prompt.strip():
         problems.append("the prompt is empty")
+    elif len(prompt.strip()) < spec.min_prompt_chars:
+        problems.append(f"the prompt is {len(prompt.strip())} characters; the minimum is "
+                        f"{spec.min_prompt_chars}")
     return problems

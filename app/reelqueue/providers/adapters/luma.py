@@ -183,7 +183,7 @@ class LumaProvider:
         if resolution:
             video["resolution"] = resolution
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE)
+            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             video["start_frame"] = ({"url": image.url} if image.url else
                                     {"data": image.b64(), "media_type": image.mime_type})
         body: dict[str, Any] = {"type": "video", "prompt": request.prompt,

@@ -95,6 +95,7 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=MAX_PROMPT_CHARS,
+    min_prompt_chars=MIN_PROMPT_CHARS,
     price_per_second={},  # PROVIDERS.md gives no prices for the legacy API
     price_source="none: PROVIDERS.md section 4a lists no legacy prices (2026)",
     default_capacity=1,  # no published concurrency limit
@@ -111,11 +112,8 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
 
 
 def prompt_problems(prompt: str) -> list[str]:
-    """The documented 3-character minimum (the maximum is ``PARAMS.max_prompt_chars``).
-
-    The intake's validators see only the row's settings, not its prompt, so the import
-    checks the maximum alone; ``submit`` checks both before anything is sent.
-    """
+    """The documented 3-character minimum (``PARAMS.min_prompt_chars``, also checked at
+    import); ``submit`` checks it again before anything is sent."""
     length = len(prompt.strip())
     if 0 < length < MIN_PROMPT_CHARS:
         return [f"the prompt is {length} characters; Luma Dream Machine needs at least "

@@ -233,7 +233,7 @@ class RunwayProvider:
                                 "duration": duration}
         image = params.get("image")
         if image_kind(image):
-            loaded = await load_image(image, TITLE)
+            loaded = await load_image(image, TITLE, params.get("image_sha256"))
             body["promptImage"] = loaded.url_or_data_uri()
             path = "/v1/image_to_video"
             ratios = _VEO_RATIOS if is_veo else _IMAGE_RATIOS
