@@ -3,12 +3,20 @@
 Needs no account and no key. Where there is a display (and the GUI extra is installed) it
 opens the window on the demo batch; otherwise it runs headless with a progress line.
 Its journal and videos live in ``demo`` folders apart from the user's own.
+
+Pacing: each demo account asks the built-in mock for renders of 20-26 s
+(``render_seconds``), so every card shows renders progressing for at least 20 s: the
+three accounts (2 + 3 + 4 slots) take 9 of the 12 jobs at once and the last 3 as slots
+free up, about 45 s in all, in the window as on the headless progress line.
+``--reset`` clears the demo (its journal, and the videos in its batch folders) and runs
+it again.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,11 +25,16 @@ from reelqueue.domain.models import AccountSpec
 from reelqueue.resources import resource
 
 DEMO_ACCOUNTS = (("mock-small", 2), ("mock-medium", 3), ("mock-large", 4))
+DEMO_RENDER_SECONDS = (20.0, 26.0)
+"""How long each demo render takes at the built-in mock (the accounts' own setting)."""
+DEMO_BATCH = "demo"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     demo = sub.add_parser("demo", help="render the sample sheet on built-in mock accounts")
     demo.add_argument("--no-gui", action="store_true", help="headless, even with a display")
+    demo.add_argument("--reset", action="store_true",
+                      help="clear the demo (its jobs and videos) and run it again")
     demo.add_argument("--sheet", type=Path, default=None, help=argparse.SUPPRESS)
     demo.set_defaults(handler=handle)
 
@@ -46,26 +59,70 @@ def demo_context(ctx: CliContext) -> CliContext:
                       out=ctx.out, clock=ctx.clock)
 
 
-def prepare(ctx: CliContext, sheet: Path) -> None:
-    """Create the demo accounts and import the sample sheet (idempotent)."""
+def prepare(ctx: CliContext, sheet: Path,
+            render_seconds: tuple[float, float] | None = DEMO_RENDER_SECONDS) -> None:
+    """Create the demo accounts and import the sample sheet (idempotent).
+    ``render_seconds``: the accounts' pace (None: the mock's own, fast; for tests)."""
     from reelqueue.intake import ImportOptions, apply_import, plan_import
 
+    settings = {"render_seconds": list(render_seconds)} if render_seconds else {}
+    unpaced = []
     with ctx.open_store() as store:
         for name, capacity in DEMO_ACCOUNTS:
-            if store.get_account(name) is None:
-                store.add_account(AccountSpec(name, "mock", capacity), ctx.clock.now())
+            account = store.get_account(name)
+            if account is None:
+                store.add_account(AccountSpec(name, "mock", capacity, settings=settings),
+                                  ctx.clock.now())
+            elif render_seconds and "render_seconds" not in account.settings:
+                unpaced.append(name)  # made by an older version: renders of 0.2-2 s
         plan = plan_import(sheet, ImportOptions(provider="mock", output_root=ctx.videos_dir,
-                                                batch_name="demo"),
+                                                batch_name=DEMO_BATCH),
                            existing_keys=store.existing_job_keys)
         result = apply_import(store, plan, ctx.clock.now())
     ctx.print(f"Demo: {result.added} new jobs from {sheet.name} "
               f"({result.already_present} already there) on "
               f"{len(DEMO_ACCOUNTS)} mock accounts; journal in {ctx.data_dir}, "
               f"videos in {ctx.videos_dir}.")
+    if not result.added:
+        ctx.print("The demo has run before: 'reelqueue demo --reset' clears it and runs "
+                  "it again.")
+    elif unpaced:
+        ctx.print("These demo accounts come from an older version and render in a blink: "
+                  "'reelqueue demo --reset' sets them up again.")
+
+
+def reset(ctx: CliContext) -> None:
+    """Clear the demo: its journal and the videos of its batches. Only the demo's own
+    folders are touched (``ctx`` is :func:`demo_context`), behind the data-folder lock,
+    so a demo open in a window is refused, not pulled from under it."""
+    from reelqueue.store.lockfile import DataDirLock, make_private_dir
+
+    make_private_dir(ctx.data_dir)
+    lock = DataDirLock(ctx.data_dir)
+    lock.acquire()
+    try:
+        folders: list[Path] = []
+        if ctx.journal_path.exists():
+            with ctx.open_store(lock=False) as store:
+                folders = [Path(b.output_dir) for b in store.list_batches()]
+        videos = ctx.videos_dir.resolve()
+        removed = 0
+        for folder in folders:
+            folder = folder.resolve()
+            if folder != videos and folder.is_relative_to(videos) and folder.is_dir():
+                removed += sum(1 for f in folder.rglob("*") if f.is_file())
+                shutil.rmtree(folder)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            ctx.journal_path.with_name(ctx.journal_path.name + suffix).unlink(missing_ok=True)
+    finally:
+        lock.release()
+    ctx.print(f"Demo reset: its journal and {removed} files in its video folders removed.")
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     demo = demo_context(ctx)
+    if args.reset:
+        reset(demo)
     prepare(demo, args.sheet or resource("sample_prompts.csv"))
     if not args.no_gui and has_display() and gui_available():
         from reelqueue.ui.app import run_app
