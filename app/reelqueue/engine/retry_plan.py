@@ -59,9 +59,11 @@ class RetryPlan:
     def job_ids(self) -> list[int]:
         return [j.id for j in (*self.reread, *self.rerender)]
 
-    def summary(self) -> str:
+    def summary(self, *, include_hint: str = "add --include-permanent to retry them too"
+                ) -> str:
         """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
-        rendered again (est. $1.20)'."""
+        rendered again (est. $1.20)'. ``include_hint``: how to retry the permanent failures
+        left out, in the front end's words."""
         total = len(self.reread) + len(self.rerender)
         parts = []
         if self.reread:
@@ -76,8 +78,7 @@ class RetryPlan:
                                                              if parts else "")
         if self.skipped_permanent:
             text += (f". {len(self.skipped_permanent)} permanent failures (content policy, "
-                     "invalid input...) were left out; add --include-permanent to retry "
-                     "them too")
+                     f"invalid input...) were left out; {include_hint}")
         if self.not_retryable:
             text += (f". {len(self.not_retryable)} are not failed, cancelled or parked and "
                      "are left alone")

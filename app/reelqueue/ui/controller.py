@@ -20,7 +20,7 @@ from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QSystemTrayIcon
 
 from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.engine import queries
+from reelqueue.engine import queries, queue_commands
 from reelqueue.engine.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -45,6 +45,9 @@ from reelqueue.ui.settings_dialog import SettingsDialog
 
 log = logging.getLogger(__name__)
 
+# Cancelling these may cost: the create was (or may have been) sent and billed.
+CHARGED_STATES = frozenset({"SUBMITTING", "RENDERING", "DOWNLOADING"})
+FINISHED_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 TICK_MS = 200
 SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
 FIRST_PAGE = 2_000
@@ -103,6 +106,9 @@ class AppController(QObject):
         w.retryFailedRequested.connect(self.retry_failed)
         w.retryRequested.connect(self.retry)
         w.cancelRequested.connect(self.cancel)
+        w.prioritizeRequested.connect(self.prioritize)
+        w.batchPriorityRequested.connect(self.prioritize_batch)
+        w.batchPauseRequested.connect(self.pause_batch)
         w.exportRequested.connect(self.export)
         w.openFolderRequested.connect(self.open_output_folder)
         w.settingsRequested.connect(self.show_settings)
@@ -193,14 +199,21 @@ class AppController(QObject):
     async def refresh_accounts(self) -> None:
         self.summaries = await queries.accounts(self.session.running_engine.store)
         self.refresh_cards()
-        self.window.set_filter_choices(sorted(self.batches.items()),
+        self.window.set_filter_choices(sorted(self._batch_choices().items()),
                                        [s.account.name for s in self.summaries])
 
     async def refresh_batches(self) -> None:
         batches = await queries.batches(self.session.running_engine.store)
         self.batches = {b.id: b.name for b in batches}
-        self.window.set_filter_choices(sorted(self.batches.items()),
+        self.window.batch_names = dict(self.batches)
+        self.window.paused_batches = {b.id for b in batches if queue_commands.is_paused(b)}
+        self.window.set_filter_choices(sorted(self._batch_choices().items()),
                                        [s.account.name for s in self.summaries])
+
+    def _batch_choices(self) -> dict[int, str]:
+        """Batch names for the filter, a paused one marked so."""
+        return {bid: name + (" (paused)" if bid in self.window.paused_batches else "")
+                for bid, name in self.batches.items()}
 
     # -- events --------------------------------------------------------------------------
     def _on_job_event(self, event: JobEvent) -> None:
@@ -314,16 +327,56 @@ class AppController(QObject):
         if self.session.engine is not None and not self.session.closed:
             self.session.pause_queue()
 
-    def cancel(self, job_ids: list[int]) -> None:
-        self.spawn(self._cancel(job_ids), "cancel")
-
-    async def _cancel(self, job_ids: list[int]) -> None:
-        done = await self.session.cancel(job_ids)
-        if len(done) < len(job_ids):
+    def cancel(self, job_ids: list[int]) -> QMessageBox | None:
+        """Cancel asks first, naming what it may cost (renders in flight may already be
+        charged); one queued job goes without a question. Returns the question asked."""
+        rows = [r for i in job_ids if (r := self.model.table.row(i)) is not None]
+        open_ids = [r.id for r in rows if r.state not in FINISHED_STATES]
+        rendering = sum(r.state in CHARGED_STATES for r in rows)
+        if rows and not open_ids:
             self.window.banners.show_banner(
-                "info", f"Cancelled {fmt.number(len(done))} of "
-                f"{fmt.count(len(job_ids), 'job')}; the others had already finished.",
-                key="cancelled")
+                "info", f"Nothing to cancel: {fmt.plural(len(rows), 'this')} "
+                f"{fmt.plural(len(rows), 'job')} already finished.", key="cancelled")
+            return None
+        if len(open_ids) <= 1 and not rendering and len(rows) == len(job_ids):
+            self.spawn(self._cancel(job_ids, rendering), "cancel")
+            return None
+        n = len(open_ids) if rows else len(job_ids)
+        box = QMessageBox(QMessageBox.Icon.Question, "Cancel jobs",
+                          f"Cancel {fmt.count(n, 'job')}?", parent=self.window)
+        box.setInformativeText(
+            (f"{fmt.number(rendering)} {fmt.plural(rendering, 'is')} rendering now and may "
+             "already be charged; the provider is asked to stop "
+             f"{fmt.plural(rendering, 'it', 'them')}. " if rendering else "")
+            + "Cancelled jobs stay in the list; Retry queues them again.")
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setEscapeButton(QMessageBox.StandardButton.No)
+        box.button(QMessageBox.StandardButton.Yes).setText(f"Cancel {fmt.count(n, 'job')}")
+        box.button(QMessageBox.StandardButton.No).setText("Keep them")
+
+        def answered(button: object) -> None:
+            if button is box.button(QMessageBox.StandardButton.Yes):
+                self.spawn(self._cancel(job_ids, rendering), "cancel")
+
+        box.buttonClicked.connect(answered)
+        box.finished.connect(lambda _r: self._forget(box))
+        box.setWindowModality(box.windowModality().WindowModal)
+        self.dialogs.append(box)
+        self.cancel_box = box
+        box.open()
+        return box
+
+    async def _cancel(self, job_ids: list[int], rendering: int = 0) -> None:
+        done = await self.session.cancel(job_ids)
+        text = f"Cancelled {fmt.count(len(done), 'job')}"
+        if rendering:
+            text += (f", {fmt.count(rendering, 'render')} stopped while running (the "
+                     "provider may have charged for what it rendered)")
+        if len(done) < len(job_ids):
+            text += (f"; {fmt.number(len(job_ids) - len(done))} had already finished and "
+                     "were left as they were")
+        self.window.banners.show_banner("info", text + ".", key="cancelled")
 
     def retry(self, job_ids: list[int], seed: object = None) -> None:
         new_seed = random.randrange(2**31) if seed == -1 else seed
@@ -362,7 +415,76 @@ class AppController(QObject):
             self.window.banners.show_banner("info", "There are no failed jobs to retry.",
                                             key="retry")
             return
-        self.retry(ids)
+        self.spawn(self._retry_failed(ids), "retry-failed")
+
+    async def _retry_failed(self, ids: list[int], *, include_permanent: bool = False,
+                            confirmed: bool = False) -> None:
+        """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
+        input...) are left out unless asked for; it says what it re-reads for free and
+        what it renders again at a price, and a price waits for the user's button."""
+        plan = await self.session.running_engine.retry_plan(
+            ids, include_permanent=include_permanent)
+        skipped = len(plan.skipped_permanent)
+        text = plan.summary(include_hint="'Also retry' queues them too")
+        also = [(f"Also retry {fmt.number(skipped)} refused by the provider's rules",
+                 lambda: self.spawn(self._retry_failed(ids, include_permanent=True),
+                                    "retry-failed"))] if skipped else []
+        if not plan.job_ids:
+            self.window.banners.show_banner("info", f"Retry failed: {text}", also,
+                                            key="retry")
+            return
+        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+            price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
+                     else "price unknown" if not plan.rerender_usd
+                     else f"est. ${plan.rerender_usd:.2f} + unknown")
+            self.window.banners.show_banner(
+                "warning", f"Retry failed: {text}",
+                [(f"Retry ({price})", lambda: self.spawn(self._retry_failed(
+                    ids, include_permanent=include_permanent, confirmed=True),
+                    "retry-failed")), *also], key="retry")
+            return
+        done = await self.session.retry(plan.job_ids)
+        self.window.banners.show_banner(
+            "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
+        await self._refresh_rows(done)
+
+    # -- queue order -------------------------------------------------------------------
+    def prioritize(self, job_ids: list[int]) -> None:
+        self.spawn(self._prioritize(job_ids), "prioritize")
+
+    async def _prioritize(self, job_ids: list[int]) -> None:
+        result = await queue_commands.prioritize_jobs(self.session.running_engine, job_ids)
+        left = len(set(job_ids)) - result.changed
+        self.window.banners.show_banner(
+            "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
+            + (f"; {fmt.number(left)} already finished" if left else "") + ".",
+            key="priority")
+
+    def prioritize_batch(self, batch_id: int) -> None:
+        self.spawn(self._prioritize_batch(batch_id), "prioritize-batch")
+
+    async def _prioritize_batch(self, batch_id: int) -> None:
+        result = await queue_commands.prioritize_batch(self.session.running_engine, batch_id)
+        name = self.batches.get(batch_id, f"batch {batch_id}")
+        self.window.banners.show_banner(
+            "info", f"Batch “{name}” moved to the front: its "
+            f"{fmt.count(result.changed, 'unfinished job')} go before the others.",
+            key="priority")
+
+    def pause_batch(self, batch_id: int, paused: bool) -> None:
+        self.spawn(self._pause_batch(batch_id, paused), "pause-batch")
+
+    async def _pause_batch(self, batch_id: int, paused: bool) -> None:
+        batch = await queue_commands.set_batch_paused(self.session.running_engine, batch_id,
+                                                      paused)
+        await self.refresh_batches()
+        if batch is None:
+            return
+        text = (f"Batch “{batch.name}” paused: its waiting jobs are not started; renders "
+                "already running finish." if paused else
+                f"Batch “{batch.name}” resumed.")
+        actions = [("Resume", lambda: self.pause_batch(batch_id, False))] if paused else []
+        self.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
         self.spawn(self._account_command(self.session.set_capacity(account, capacity)))

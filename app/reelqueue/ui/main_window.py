@@ -228,6 +228,9 @@ class MainWindow(QMainWindow):
         retryFailedRequested(): retry every failed job shown.
         retryRequested(list, object): job ids and a new seed (or None).
         cancelRequested(list): job ids to cancel.
+        prioritizeRequested(list): job ids to move to the front of the queue.
+        batchPriorityRequested(int): a batch id whose jobs go to the front.
+        batchPauseRequested(int, bool): a batch id; True pauses it, False resumes it.
         exportRequested(): export a batch's results.
         openFolderRequested(): open the output folder.
         settingsRequested(): show the settings. addAccountRequested(): connect an account.
@@ -245,6 +248,9 @@ class MainWindow(QMainWindow):
     retryFailedRequested = Signal()
     retryRequested = Signal(list, object)
     cancelRequested = Signal(list)
+    prioritizeRequested = Signal(list)
+    batchPriorityRequested = Signal(int)
+    batchPauseRequested = Signal(int, bool)
     exportRequested = Signal()
     openFolderRequested = Signal()
     settingsRequested = Signal()
@@ -265,6 +271,8 @@ class MainWindow(QMainWindow):
         self.model = model or JobTableModel(parent=self)
         self.allow_close = False
         self.paused = True
+        self.batch_names: dict[int, str] = {}  # the controller keeps these two current
+        self.paused_batches: set[int] = set()
         self._build_toolbar()
 
         central = QWidget()
@@ -642,6 +650,18 @@ class MainWindow(QMainWindow):
         menu.addAction("Retry", lambda: emit(self.retryRequested, ids, None))
         menu.addAction("Retry with a new seed", lambda: emit(self.retryRequested, ids, -1))
         menu.addAction("Cancel", lambda: emit(self.cancelRequested, ids))
+        menu.addSeparator()
+        menu.addAction("Move to the front of the queue",
+                       lambda: emit(self.prioritizeRequested, ids))
+        row = self.model.table.row(int(index.data(JobIdRole)))
+        if row is not None:
+            batch = row.batch_id
+            name = self.batch_names.get(batch, f"batch {batch}")
+            menu.addAction(f"Move batch “{name}” to the front",
+                           lambda: emit(self.batchPriorityRequested, batch))
+            paused = batch in self.paused_batches
+            menu.addAction(f"{'Resume' if paused else 'Pause'} batch “{name}”",
+                           lambda: emit(self.batchPauseRequested, batch, not paused))
         menu.addSeparator()
         menu.addAction("Show in folder",
                        lambda: emit(self.revealRequested, int(index.data(JobIdRole))))

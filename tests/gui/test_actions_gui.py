@@ -1,0 +1,139 @@
+"""The window's actions on jobs (issue 13): cancel asks naming what may be charged, retry
+of failed jobs leaves permanent failures out unless asked, priority and paused batches."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QMessageBox
+
+from reelqueue.cli.cmd_demo import prepare
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.models import BatchSpec, JobSpec
+from reelqueue.store.base import ClaimParams, JobError
+from reelqueue.store.lockfile import make_private_dir
+from reelqueue.store.sqlite import SqliteStore
+from tests.gui.conftest import WindowHarness, on_qloop, until
+
+PRICED = {"model": "mock-1", "duration": 5}  # mock-1: $0.01 a second
+
+
+@on_qloop
+async def test_cancel_asks_naming_renders_that_may_be_charged(
+        windows: WindowHarness, app_ctx: CliContext, tmp_path: Path) -> None:
+    sheet = tmp_path / "long.csv"
+    sheet.write_text("name,prompt\n" + "".join(
+        f"s{i},Scene {i} [[mock:render_seconds=60]]\n" for i in range(12)), "utf-8")
+    prepare(app_ctx, sheet)
+    controller = await windows.open(app_ctx, start=True)
+    table = controller.model.table
+    await until(lambda: table.stats.by_state["RENDERING"] == 9
+                and table.stats.by_state["QUEUED"] == 3, 60)
+    controller.pause_queue()
+    queued = [r.id for r in table.rows if r.state == "QUEUED"]
+    # One queued job: cancelled without a question.
+    assert controller.cancel(queued[:1]) is None
+    await until(lambda: table.row(queued[0]).state == "CANCELLED", 10)
+
+    ids = [r.id for r in table.rows]
+    box = controller.cancel(ids)
+    assert box is not None and box.isVisible()
+    assert box.text() == "Cancel 11 jobs?"
+    assert "9 are rendering now and may already be charged" in box.informativeText()
+    assert box.defaultButton() is box.button(QMessageBox.StandardButton.No)
+    box.button(QMessageBox.StandardButton.No).click()  # the user keeps them
+    await until(lambda: not box.isVisible(), 5)
+    assert table.stats.by_state["RENDERING"] == 9 and table.stats.by_state["QUEUED"] == 2
+
+    box = controller.cancel(ids)
+    assert box is not None
+    box.button(QMessageBox.StandardButton.Yes).click()
+    await until(lambda: table.stats.by_state["CANCELLED"] == 12, 20)
+    banner = controller.window.banners.find("cancelled")
+    assert banner is not None
+    assert banner.text.startswith("Cancelled 11 jobs, 9 renders stopped while running")
+    assert "1 had already finished" in banner.text
+    assert banner.kind != "success"
+
+
+def _failed_journal(ctx: CliContext) -> dict[str, int]:
+    """A content-policy refusal and a retryable failure, neither with a render."""
+    make_private_dir(ctx.data_dir)
+    store = SqliteStore.open(ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec(n, n, "mock", str(ctx.videos_dir / f"{n}.mp4"),
+                                      params=dict(PRICED)) for n in ("policy", "flaky")],
+                   time.time())
+    from reelqueue.domain.models import AccountSpec
+
+    store.add_account(AccountSpec("acct", "mock", 4, "http://127.0.0.1:9"), time.time())
+    ids = {}
+    for label in ("content policy", "provider error"):
+        claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+        assert claim is not None
+        ids[claim.job.prompt] = claim.job.id
+        kind = "permanent" if label == "content policy" else "retryable"
+        store.mark_failed(claim.token, JobError(kind, label, "no"), time.time())
+    store.close()
+    return ids
+
+
+@on_qloop
+async def test_retry_failed_leaves_permanent_failures_out_unless_asked(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    ids = _failed_journal(app_ctx)
+    controller = await windows.open(app_ctx, start=False)
+    table, banners = controller.model.table, controller.window.banners
+    controller.window.retry_action.trigger()
+    await until(lambda: banners.find("retry") is not None, 10)
+    banner = banners.find("retry")
+    # Same words as 'reelqueue retry --failed', and a price waits for the user.
+    assert "1 job: 1 will be rendered again (est. $0.05)" in banner.text
+    assert "1 permanent failures (content policy, invalid input...) were left out" \
+        in banner.text
+    assert set(banner.buttons) == {"Retry (est. $0.05)",
+                                   "Also retry 1 refused by the provider's rules"}
+    assert table.row(ids["flaky"]).state == "FAILED", "nothing changes before the click"
+    banner.buttons["Retry (est. $0.05)"].click()
+    await until(lambda: table.row(ids["flaky"]).state == "QUEUED", 10)
+    assert table.row(ids["policy"]).state == "FAILED", "the refusal was left out"
+    await until(lambda: banners.find("retry") is not None
+                and banners.find("retry").text.startswith("Queued 1 job again."), 10)
+    banners.find("retry").buttons["Also retry 1 refused by the provider's rules"].click()
+    await until(lambda: "Retry (est. $0.05)" in getattr(banners.find("retry"), "buttons", {})
+                and "permanent" not in banners.find("retry").text, 10)
+    banners.find("retry").buttons["Retry (est. $0.05)"].click()
+    await until(lambda: table.row(ids["policy"]).state == "QUEUED", 10)
+
+
+@on_qloop
+async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    for name in ("first", "second"):
+        batch = store.create_batch(BatchSpec(name, "s.csv", str(app_ctx.videos_dir)),
+                                   time.time())
+        store.add_jobs(batch.id, [JobSpec(f"{name}{i}", "p", "mock",
+                                          str(app_ctx.videos_dir / f"{name}{i}.mp4"))
+                                  for i in range(2)], time.time())
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    window, engine = controller.window, controller.session.running_engine
+    controller.prioritize_batch(2)
+    await until(lambda: window.banners.find("priority") is not None, 10)
+    assert "Batch “second” moved to the front: its 2 unfinished jobs" in \
+        window.banners.find("priority").text
+    controller.pause_batch(1, True)
+    await until(lambda: window.paused_batches == {1}, 10)
+    assert window.batch_filter.findText("first (paused)") > 0
+    assert "paused: its waiting jobs are not started" in \
+        window.banners.find("batch-paused:1").text
+    jobs = await engine.store.call(engine.store.sync.list_jobs)
+    assert [j.priority for j in jobs] == [0, 0, 1, 1]
+    batch = await engine.store.call(engine.store.sync.get_batch, 1)
+    assert batch is not None and batch.settings.get("paused") is True
+    window.banners.find("batch-paused:1").buttons["Resume"].click()
+    await until(lambda: not window.paused_batches, 10)
+    assert window.batch_filter.findText("first") > 0
