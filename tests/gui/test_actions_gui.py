@@ -137,3 +137,19 @@ async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
     window.banners.find("batch-paused:1").buttons["Resume"].click()
     await until(lambda: not window.paused_batches, 10)
     assert window.batch_filter.findText("first") > 0
+
+
+@on_qloop
+async def test_a_finished_demo_offers_to_run_again(windows: WindowHarness,
+                                                    tmp_path: Path) -> None:
+    ctx = CliContext(data_dir=tmp_path / "data" / "demo", videos_dir=tmp_path / "videos")
+    sheet = tmp_path / "two.csv"
+    sheet.write_text("name,prompt\na,One scene\nb,Two scene\n", "utf-8")
+    prepare(ctx, sheet, render_seconds=None)
+    controller = await windows.open(ctx, start=True)
+    table, banners = controller.model.table, controller.window.banners
+    await until(lambda: banners.find("batch:1") is not None, 60)
+    banners.find("batch:1").buttons["Run the demo again"].click()
+    await until(lambda: len(table) == 2 + 12, 20)
+    assert set(controller.batches.values()) == {"demo", "demo 2"}
+    assert "The demo runs again: 12 new jobs in batch “demo 2”" in banners.find("demo").text

@@ -310,6 +310,8 @@ class AppController(QObject):
         actions = [("Open folder", self.open_output_folder)]
         if failed:
             actions.insert(0, ("Retry failed", self.retry_failed))
+        if self._is_demo(name):
+            actions.append(("Run the demo again", self.run_demo_again))
         self.window.banners.show_banner("success" if not failed else "warning", text, actions,
                                         key=f"batch:{batch_id}")
         if QSystemTrayIcon.isSystemTrayAvailable():
@@ -447,6 +449,36 @@ class AppController(QObject):
         self.window.banners.show_banner(
             "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
         await self._refresh_rows(done)
+
+    # -- the demo ------------------------------------------------------------------------
+    def _is_demo(self, batch_name: str) -> bool:
+        from reelqueue.cli.cmd_demo import DEMO_BATCH
+
+        return (self.session.ctx.data_dir.name == "demo"
+                and batch_name.split(" ")[0] == DEMO_BATCH)
+
+    def run_demo_again(self) -> None:
+        self.spawn(self._run_demo_again(), "demo-again")
+
+    async def _run_demo_again(self) -> None:
+        """The sample sheet once more, as a new batch ("demo 2"...): the journal is open
+        here, so the finished one stays on the record ('reelqueue demo --reset' clears it)."""
+        from reelqueue.cli.cmd_demo import DEMO_BATCH
+        from reelqueue.resources import resource
+
+        taken = set(self.batches.values())
+        n = 2
+        while f"{DEMO_BATCH} {n}" in taken:
+            n += 1
+        options = self.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
+        plan = await self.session.plan_import(resource("sample_prompts.csv"), options)
+        result = await self.session.apply_import(plan)
+        await self.refresh_batches()
+        await self.load_rows()
+        self.start_queue()
+        self.window.banners.show_banner(
+            "info", f"The demo runs again: {fmt.count(result.added, 'new job')} in batch "
+            f"“{result.batch_name}”.", key="demo")
 
     # -- queue order -------------------------------------------------------------------
     def prioritize(self, job_ids: list[int]) -> None:
