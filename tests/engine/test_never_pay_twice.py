@@ -19,6 +19,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import AccountSpec
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.engine import Engine
+from reelqueue.store.base import ClaimParams
 from reelqueue.store.memory import MemoryStore
 from tests.engine.fakes import FakeProvider, Script
 from tests.engine.test_engine import FAST, add_batch, drain, install
@@ -298,3 +299,58 @@ async def test_a_bug_inside_submit_keeps_the_token_and_asks_before_creating(
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))
     assert provider.creates == {"k0": 1} and provider.lookups == 1
+
+
+# -- 6. a crash inside the submit window (invariant 11 amends invariant 4) -----------------
+def died_while_submitting(tmp_path: Path, *, lookup: bool
+                          ) -> tuple[FakeProvider, CountingStore]:
+    """One job whose process died after its intent (client token) was committed: the
+    create may or may not have left."""
+    provider, store = one_job(tmp_path, Script(), lookup=lookup)
+    claim = store.claim_next_job(ClaimParams("a", "dead-instance", 0.0, 60.0))
+    assert claim and store.mark_submitting(claim.token, "ct-died", 0.0)
+    return provider, store
+
+
+async def test_died_while_submitting_without_lookup_fails_unknown_never_created(
+        tmp_path: Path) -> None:
+    provider, store = died_while_submitting(tmp_path, lookup=False)
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.FAILED, (job, events(store))
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert "ct-died" in (job.error_message or "")
+    assert provider.creates == {} and provider.lookups == 0
+    assert "submit_outcome_unknown" in events(store)
+    assert "possible_duplicate_charge" not in events(store)
+
+
+async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
+        tmp_path: Path) -> None:
+    provider, store = died_while_submitting(tmp_path, lookup=False)
+    await drain(store)
+    engine = Engine(store, config=FAST, rng=random.Random(1))
+    await engine.start()
+    plan = await engine.retry_plan([1])
+    assert [j.id for j in plan.rerender] == [1], "said to be rendered again, with a price"
+    assert await engine.retry([1]) == [1]
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    rerender = next(e for e in store.ledger(1) if e.event == "deliberate_rerender")
+    assert rerender.detail["client_token"] == "ct-died"
+    assert "estimated_usd" in rerender.detail
+    order = events(store)
+    assert order.index("deliberate_rerender") < order.index("submitting"), order
+
+
+async def test_died_while_submitting_with_lookup_is_asked_then_created_once(
+        tmp_path: Path) -> None:
+    provider, store = died_while_submitting(tmp_path, lookup=True)
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.lookups == 1 and provider.creates == {"k0": 1}
+    assert "deliberate_rerender" not in events(store)

@@ -298,9 +298,8 @@ class StoreMachine(RuleBasedStateMachine):
         leftovers = [j for _, j in sorted(self.jobs.items()) if j.state in IN_FLIGHT
                      and (not only_expired or (j.lease_until or 0) < now)]
         plan: dict[str, list[int]] = {k: [] for k in (
-            "completed_from_disk", "reattached", "reconcile", "requeued_possible_duplicate",
+            "completed_from_disk", "reattached", "reconcile", "failed_submit_unknown",
             "requeued", "failed")}
-        duplicates: list[int] = []
         for job in leftovers:
             # a claimed job that kept an unresolved submission is in the window too
             in_window = job.state == JobState.SUBMITTING or (
@@ -311,13 +310,10 @@ class StoreMachine(RuleBasedStateMachine):
                 plan["reattached"].append(job.id)
             elif in_window and job.account in lookup:
                 plan["reconcile"].append(job.id)
+            elif in_window:  # invariant 11 amends 4: never requeued to be created again
+                plan["failed_submit_unknown"].append(job.id)
             elif job.attempts >= job.max_attempts:
                 plan["failed"].append(job.id)
-                if in_window:
-                    duplicates.append(job.id)
-            elif in_window:
-                plan["requeued_possible_duplicate"].append(job.id)
-                duplicates.append(job.id)
             else:
                 plan["requeued"].append(job.id)
         for name, store in self.stores.items():
@@ -327,9 +323,14 @@ class StoreMachine(RuleBasedStateMachine):
             got = {k: sorted(v) for k, v in report.as_dict().items() if k in plan}
             assert got == plan, f"{name}: recovery did {got}, expected {plan}"
             assert report.missing_outputs == []
-            for job_id in duplicates:
+            for job_id in plan["failed_submit_unknown"]:
+                row = store.get_job(job_id)
+                assert row and row.state == JobState.FAILED, f"{name}: job {job_id}"
+                assert row.error_label == "submit outcome unknown", f"{name}: job {job_id}"
+                assert row.client_token and row.client_token in (row.error_message or "")
                 events = [e.event for e in store.ledger(job_id)]
-                assert "possible_duplicate_charge" in events, f"{name}: job {job_id}"
+                assert "submit_outcome_unknown" in events, f"{name}: job {job_id}"
+                assert "possible_duplicate_charge" not in events, f"{name}: job {job_id}"
         for job_id in plan["completed_from_disk"]:
             job = self.jobs[job_id]
             job.state = JobState.COMPLETED
@@ -342,10 +343,10 @@ class StoreMachine(RuleBasedStateMachine):
                 claim = self._new_claim(job_id, instance)
                 job.state, job.claim, job.owner = state, claim, instance
                 job.lease_until = now + LEASE
-        for job_id in plan["failed"]:
+        for job_id in plan["failed"] + plan["failed_submit_unknown"]:
             self.jobs[job_id].state = JobState.FAILED
             self.jobs[job_id].clear_claim()
-        for job_id in plan["requeued"] + plan["requeued_possible_duplicate"]:
+        for job_id in plan["requeued"]:
             job = self.jobs[job_id]
             job.state, job.run_after = JobState.QUEUED, 0.0
             job.account = job.client_token = job.provider_job_id = None

@@ -236,12 +236,24 @@ def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: Fake
                                          verify_completed=True))
     assert report.completed_from_disk == [on_disk.job.id]
     assert report.reattached == [rendering.job.id]
-    assert report.requeued_possible_duplicate == [in_window.job.id]
+    # Invariant 11 amends 4: died while submitting, provider cannot be asked -> failed as
+    # an unknown outcome with its client token, never requeued to be created again.
+    assert report.failed_submit_unknown == [in_window.job.id]
     assert report.requeued == [just_claimed.job.id]
     job = store.get_job(on_disk.job.id)
     assert job and job.state == JobState.COMPLETED and job.output_sha256 == "cd" * 32
+    unknown = store.get_job(in_window.job.id)
+    assert unknown and unknown.state == JobState.FAILED
+    assert unknown.error_label == "submit outcome unknown"
+    assert unknown.error_class == "permanent"
+    assert "ct-" + in_window.token.token in (unknown.error_message or "")
     events = [e.event for e in store.ledger(in_window.job.id)]
-    assert "possible_duplicate_charge" in events
+    assert events[-2:] == ["submit_outcome_unknown", "failed"]
+    assert "requeued" not in events
+    claimed_after = []
+    while (again := claim(store, clock)) is not None:
+        claimed_after.append(again.job.id)
+    assert sorted(claimed_after) == sorted([just_claimed.job.id, 5, 6]), claimed_after
     assert store.doctor_queries(instance_alive=True)["completed_twice"] == []
     assert "recovery" in [e.event for e in store.ledger()]
 
@@ -487,8 +499,10 @@ def test_recovery_of_a_claim_holding_an_unresolved_submission(
         assert report.reconcile == [c.job.id]
         assert job.state == JobState.SUBMITTING and job.client_token == "ct-open"
     else:
-        assert report.requeued_possible_duplicate == [c.job.id]
-        assert "possible_duplicate_charge" in [e.event for e in store.ledger(c.job.id)]
+        assert report.failed_submit_unknown == [c.job.id]
+        assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+        assert "ct-open" in (job.error_message or "")
+        assert "submit_outcome_unknown" in [e.event for e in store.ledger(c.job.id)]
 
 
 # -- priority and paused batches (issue 13) ------------------------------------------------

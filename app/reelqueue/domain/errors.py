@@ -82,6 +82,14 @@ HINTS: dict[ErrorLabel, str] = {
 }
 
 
+def submit_unknown_message(words: str, client_token: str) -> str:
+    """The FAILED text of a submission whose outcome stays unknown (engine and recovery)."""
+    return (f"Submit outcome unknown: {words}. The create request may have reached the "
+            "provider; it was not resent, so you are not charged twice. Look for "
+            f"client token {client_token} in the provider's dashboard; retry the job only "
+            "if no render is there.")
+
+
 class ReelQueueError(Exception):
     """ReelQueue failed."""
 

@@ -177,7 +177,7 @@ class RecoveryReport:
     completed_from_disk: list[int] = field(default_factory=list)
     reattached: list[int] = field(default_factory=list)
     reconcile: list[int] = field(default_factory=list)
-    requeued_possible_duplicate: list[int] = field(default_factory=list)
+    failed_submit_unknown: list[int] = field(default_factory=list)
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     missing_outputs: list[int] = field(default_factory=list)
@@ -189,7 +189,7 @@ class RecoveryReport:
             len(self.completed_from_disk)
             + len(self.reattached)
             + len(self.reconcile)
-            + len(self.requeued_possible_duplicate)
+            + len(self.failed_submit_unknown)
             + len(self.requeued)
             + len(self.failed)
             + len(self.missing_outputs)
@@ -200,7 +200,7 @@ class RecoveryReport:
             "completed_from_disk": self.completed_from_disk,
             "reattached": self.reattached,
             "reconcile": self.reconcile,
-            "requeued_possible_duplicate": self.requeued_possible_duplicate,
+            "failed_submit_unknown": self.failed_submit_unknown,
             "requeued": self.requeued,
             "failed": self.failed,
             "missing_outputs": self.missing_outputs,
@@ -222,10 +222,11 @@ class RecoveryReport:
         if self.reconcile:
             parts.append(n(self.reconcile, "submission", "submissions")
                          + " to reconcile with the provider")
-        if self.requeued_possible_duplicate:
+        if self.failed_submit_unknown:
             parts.append(
-                n(self.requeued_possible_duplicate, "job", "jobs") + " requeued after a crash "
-                "while submitting (possible duplicate charge)"
+                n(self.failed_submit_unknown, "job", "jobs") + " failed as 'submit outcome "
+                "unknown' (the process died while submitting and the provider cannot be "
+                "asked; not sent again, see 'reelqueue status')"
             )
         if self.requeued:
             parts.append(n(self.requeued, "job", "jobs") + " requeued")

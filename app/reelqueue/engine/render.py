@@ -15,9 +15,15 @@ import random
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.errors import (
+    ErrorClass,
+    ErrorLabel,
+    ProviderError,
+    submit_unknown_message,
+)
 from reelqueue.domain.models import Claim
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
@@ -56,14 +62,6 @@ class SubmissionUnresolved(Exception):
         super().__init__(str(error))
         self.error = error
         self.client_token = client_token
-
-
-def unresolved_message(words: str, client_token: str) -> str:
-    """The FAILED text of a submission whose outcome stays unknown."""
-    return (f"Submit outcome unknown: {words}. The create request may have reached the "
-            "provider; it was not resent, so you are not charged twice. Look for "
-            f"client token {client_token} in the provider's dashboard; retry the job only "
-            "if no render is there.")
 
 
 FINISHED_WITHOUT_FILE = (
@@ -194,10 +192,12 @@ class RenderAttempt:
             if await self._park_if_resumes_keep_crashing():
                 return
             if self.job.state == JobState.CLAIMED:
-                self.user_retry = await self._first_claim_after_user_retry()
+                retry = await self._user_retry_of_this_claim()
+                self.user_retry = bool(retry and retry.get("rereads"))
                 await self._fenced(await store.call(store.sync.mark_rendering, self.token, now()))
             self._emit(JobState.RENDERING, sub_status="reattached")
         else:
+            await self._note_rerender_of_an_unknown_create()
             await self._submit()
         status = await self._poll_until_done()
         await self._fenced(await store.call(store.sync.mark_downloading, self.token, now()))
@@ -244,19 +244,42 @@ class RenderAttempt:
             self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
         return True
 
-    async def _first_claim_after_user_retry(self) -> bool:
-        """True when this claim is the first since the user's retry of a job that kept its
-        render: a render gone at the provider is then created again on purpose."""
+    async def _user_retry_of_this_claim(self) -> dict[str, Any] | None:
+        """The user's ``requeued`` entry when this claim is the first since it, else None.
+
+        Its ``rereads`` names a kept render (a render gone at the provider is then created
+        again on purpose), its ``unresolved_client_token`` a create whose outcome stayed
+        unknown (the new create is then a deliberate re-render too)."""
         store = self.ctx.store
         claims = 0
         for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
             if entry.event == "claimed":
                 claims += 1
                 if claims > 1:
-                    return False
+                    return None
             elif entry.event == "requeued" and entry.detail.get("by") == "user":
-                return bool(entry.detail.get("rereads"))
-        return False
+                return entry.detail
+        return None
+
+    async def _note_rerender_of_an_unknown_create(self) -> None:
+        """A create after the user's retry of a 'submit outcome unknown' job may pay for a
+        second render (the first may exist): write it as a deliberate re-render, with the
+        old client token and the estimated price, before it is sent."""
+        if self.job.state != JobState.CLAIMED:
+            return
+        retry = await self._user_retry_of_this_claim()
+        old_token = retry.get("unresolved_client_token") if retry else None
+        if not old_token:
+            return
+        store = self.ctx.store
+        usd, unpriced = estimated_price([self.job])
+        await store.call(store.sync.note, "deliberate_rerender", self._now(),
+                         job_id=self.job.id, account=self.claim.account,
+                         claim_token=self.token.token,
+                         detail={"provider_job_id": None, "client_token": old_token,
+                                 "estimated_usd": None if unpriced else usd,
+                                 "why": "the user retried a job whose earlier create may "
+                                        "have reached the provider (submit outcome unknown)"})
 
     async def _submit(self) -> None:
         store = self.ctx.store
@@ -492,7 +515,7 @@ class RenderAttempt:
                 state = JobState.RETRY_WAIT
             else:
                 error = JobError(str(ErrorClass.PERMANENT), ErrorLabel.SUBMIT_UNKNOWN.value,
-                                 unresolved_message(str(cause), exc.client_token))
+                                 submit_unknown_message(str(cause), exc.client_token))
                 ok = await store.call(store.sync.mark_failed, self.token, error, now)
                 state = JobState.FAILED
         except Exception:

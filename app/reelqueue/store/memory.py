@@ -34,7 +34,12 @@ from reelqueue.store.base import (
     Prioritized,
     RecoverParams,
 )
-from reelqueue.store.recovery_plan import plan_recovery, record_applied
+from reelqueue.store.recovery_plan import (
+    failure_of,
+    plan_recovery,
+    record_applied,
+    unresolved_token,
+)
 
 _CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
 _CLEARED_ERROR: dict[str, Any] = {"error_class": None, "error_label": None,
@@ -443,7 +448,9 @@ class MemoryStore:
                 done.append(job_id)
                 self._note("requeued", now, job_id=job_id, detail={
                     "by": "user", "new_seed": new_seed, "from": str(job.state),
-                    "rereads": job.provider_job_id if keep else None})
+                    "rereads": job.provider_job_id if keep else None,
+                    "unresolved_client_token": unresolved_token(
+                        job.client_token, job.provider_job_id, job.error_label)})
         return done
 
     def _priority(self, priority: int | None) -> int:
@@ -521,11 +528,12 @@ class MemoryStore:
                         job, state=action.resume_state, claim_token=token,
                         lease_owner=params.instance_id,
                         lease_until=now + params.lease_seconds, updated_at=now)
-                elif action.kind == "fail":
+                elif action.kind in ("fail", "unknown"):
+                    error_class, label, message = failure_of(action)
                     changed = replace(
                         job, state=JobState.FAILED, finished_at=now, updated_at=now,
-                        error_class="retryable", error_label="internal error",
-                        error_message=action.reason, **_CLEARED_CLAIM)
+                        error_class=error_class, error_label=label, error_message=message,
+                        **_CLEARED_CLAIM)
                 else:
                     changed = replace(
                         job, state=JobState.QUEUED, run_after=0.0, updated_at=now,

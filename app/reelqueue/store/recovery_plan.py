@@ -7,7 +7,9 @@ Pure decisions, shared by every store implementation so they cannot drift apart:
 3. it died inside the submit window (or holds an
    unresolved submission) and its provider can
    be asked by client token                    -> reconcile
-4. it died inside the submit window otherwise  -> requeue, ledger: possible duplicate charge
+4. it died inside the submit window otherwise  -> FAILED "submit outcome unknown", with
+                                                  its client token (never created again by
+                                                  itself: invariant 11 amends invariant 4)
 5. anything else                               -> requeue
 A job whose claim used its last attempt fails instead of being requeued (so a job that
 kills its worker every time cannot loop forever).
@@ -18,11 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, submit_unknown_message
 from reelqueue.domain.models import FileCheck, Job, RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import RecoverParams
 
-ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail"]
+ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown"]
+
+UNKNOWN_WHY = ("the process died while it was submitting and this provider cannot be asked "
+               "by client token whether the create arrived")
+"""Why a job that died inside the submit window without lookup is failed, not requeued."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,6 @@ class RecoveryAction:
     job: Job
     kind: ActionKind
     file: FileCheck | None = None
-    possible_duplicate: bool = False
     reason: str = ""
 
     @property
@@ -66,18 +72,34 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
                              new_token)]
     if action.kind == "fail":
         report.failed.append(job.id)
-        flagged = ([RecoveryNote("possible_duplicate_charge", {"client_token": job.client_token})]
-                   if action.possible_duplicate else [])
-        return [*flagged, RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]
-    notes: list[RecoveryNote] = []
-    if action.possible_duplicate:
-        report.requeued_possible_duplicate.append(job.id)
-        notes.append(RecoveryNote("possible_duplicate_charge", {
-            "client_token": job.client_token,
-            "why": "crashed inside the submit window; the provider cannot be asked"}))
-    else:
-        report.requeued.append(job.id)
-    return [*notes, RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
+        return [RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]
+    if action.kind == "unknown":
+        report.failed_submit_unknown.append(job.id)
+        return [RecoveryNote("submit_outcome_unknown", {"client_token": job.client_token,
+                                                        "source": "recovery",
+                                                        "why": UNKNOWN_WHY}),
+                RecoveryNote("failed", {"source": "recovery", "reason": action.reason,
+                                        "label": ErrorLabel.SUBMIT_UNKNOWN.value})]
+    report.requeued.append(job.id)
+    return [RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
+
+
+def failure_of(action: RecoveryAction) -> tuple[str, str, str]:
+    """(error class, label, message) a failing action writes on its job."""
+    if action.kind == "unknown":
+        return (ErrorClass.PERMANENT.value, ErrorLabel.SUBMIT_UNKNOWN.value, action.reason)
+    return (ErrorClass.RETRYABLE.value, ErrorLabel.INTERNAL.value, action.reason)
+
+
+def unresolved_token(client_token: str | None, provider_job_id: str | None,
+                     error_label: str | None) -> str | None:
+    """The client token of a create whose outcome stayed unknown (it may exist at the
+    provider), written in the user's ``requeued`` entry so the engine records the new
+    create as a deliberate re-render; None for any other job."""
+    if (client_token and not provider_job_id
+            and error_label == ErrorLabel.SUBMIT_UNKNOWN.value):
+        return client_token
+    return None
 
 
 def _in_submit_window(job: Job) -> bool:
@@ -97,14 +119,16 @@ def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryA
             actions.append(RecoveryAction(job, "reattach"))
         elif _in_submit_window(job) and job.account in params.lookup_accounts:
             actions.append(RecoveryAction(job, "reconcile"))
+        elif _in_submit_window(job):
+            # Invariant 11 amends invariant 4's "otherwise resubmitted": the create may
+            # have reached the provider, which cannot be asked, so it is never sent again
+            # by itself; the user's retry creates it again, on the record.
+            actions.append(RecoveryAction(job, "unknown", reason=submit_unknown_message(
+                UNKNOWN_WHY, job.client_token or "(none recorded)")))
+        elif job.attempts >= job.max_attempts:
+            actions.append(RecoveryAction(
+                job, "fail", reason=f"the worker died during attempt {job.attempts} of "
+                                    f"{job.max_attempts}; no attempts left"))
         else:
-            in_window = _in_submit_window(job)
-            if job.attempts >= job.max_attempts:
-                actions.append(RecoveryAction(
-                    job, "fail", possible_duplicate=in_window,
-                    reason=f"the worker died during attempt {job.attempts} of "
-                           f"{job.max_attempts}; no attempts left",
-                ))
-            else:
-                actions.append(RecoveryAction(job, "requeue", possible_duplicate=in_window))
+            actions.append(RecoveryAction(job, "requeue"))
     return actions

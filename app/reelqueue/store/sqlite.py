@@ -52,7 +52,13 @@ from reelqueue.store.base import (
     RecoverParams,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
-from reelqueue.store.recovery_plan import RecoveryAction, plan_recovery, record_applied
+from reelqueue.store.recovery_plan import (
+    RecoveryAction,
+    failure_of,
+    plan_recovery,
+    record_applied,
+    unresolved_token,
+)
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
 
 log = logging.getLogger(__name__)
@@ -766,7 +772,10 @@ class SqliteStore:
                     done.append(job_id)
                     self._ledger("requeued", now, job_id=job_id, detail={
                         "by": "user", "new_seed": new_seed, "from": row["state"],
-                        "rereads": row["provider_job_id"] if keep else None})
+                        "rereads": row["provider_job_id"] if keep else None,
+                        "unresolved_client_token": unresolved_token(
+                            row["client_token"], row["provider_job_id"],
+                            row["error_label"])})
         return done
 
     def _priority(self, priority: int | None) -> int:
@@ -852,9 +861,10 @@ class SqliteStore:
             applied = self._exec("recover_reattach", state=str(action.resume_state),
                                  token=token, owner=params.instance_id,
                                  lease_until=now + params.lease_seconds, **common)
-        elif action.kind == "fail":
-            applied = self._exec("recover_fail", error_label="internal error",
-                                 error_message=action.reason, **common)
+        elif action.kind in ("fail", "unknown"):
+            error_class, label, message = failure_of(action)
+            applied = self._exec("recover_fail", error_class=error_class, error_label=label,
+                                 error_message=message, **common)
         else:
             applied = self._exec("recover_requeue", **common)
         if applied:  # a row that changed since it was read is left alone

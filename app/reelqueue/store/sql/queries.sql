@@ -277,7 +277,8 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
 -- name: recover_fail
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-       error_class = 'retryable', error_label = :error_label, error_message = :error_message
+       error_class = :error_class, error_label = :error_label,
+       error_message = :error_message
  WHERE id = :id AND claim_token IS :old_token;
 
 -- name: completed_jobs
