@@ -112,3 +112,36 @@ def test_on_a_terminal_retry_asks_before_it_pays(tmp_path: Path, answer: str,
     store.close()
     assert job is not None
     assert job.state == (JobState.QUEUED if changed else JobState.FAILED)
+
+
+def test_status_names_what_needs_attention_and_retry_parked_reads_it(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ids = _journal(data)
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    batch = store.list_batches()[0]
+    store.add_jobs(batch.id, [JobSpec("lost", "lost", "mock", str(data / "videos" / "l.mp4"),
+                                      params=dict(PRICED))], time.time())
+    claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+    assert claim is not None and store.mark_submitting(claim.token, "ct-lost", time.time())
+    assert store.mark_failed(claim.token, JobError(
+        "permanent", "submit outcome unknown", "Submit outcome unknown: ... ct-lost"),
+        time.time())
+    store.close()
+    status = rq(data, "status")
+    assert status.returncode == 0, status.stderr
+    out = status.stdout
+    assert "needs attention: 1 parked: its render exists; run 'reelqueue retry --parked'" \
+        in out, out
+    assert f"1 with a submit outcome unknown (#{claim.job.id})" in out, out
+    assert "ct-lost" in out, "the client token to look for is shown"
+    done = rq(data, "retry", "--parked")
+    assert done.returncode == 0, done.stderr
+    assert "1 job: 1 will be re-read from the provider (no charge" in done.stdout, done.stdout
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    jobs = {j.prompt: j for j in store.list_jobs()}
+    store.close()
+    assert jobs["parked"].state == JobState.QUEUED
+    assert jobs["parked"].provider_job_id == "pj-parked"
+    assert {jobs[n].state for n in ("no_file", "retryable", "policy", "lost")} == {
+        JobState.FAILED}, "--parked touches parked jobs only"
+    assert set(ids) < set(jobs)

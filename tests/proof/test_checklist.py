@@ -439,12 +439,17 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
                 break
             assert code == -signal.SIGKILL, runner.output()
         creates = mock.creates_by_key()
+        last_run = runner.output()
         if hook == "kill-in-poll":
-            # The user's retry of the parked job (the crash is fixed: no hook) reads its
-            # render again and downloads it; it is never created again.
+            # The run that parked it says so, and what to run; the user's retry of the
+            # parked job (the crash is fixed: no hook) reads its render again and
+            # downloads it; it is never created again.
+            assert "Finished: 3 completed, 0 failed, 0 cancelled, 1 parked." in last_run
+            assert "Needs attention: 1 parked: its render exists; run 'reelqueue retry " \
+                "--parked'" in last_run, last_run
             status = cli(data, "status", "--json")
             parked_count = json.loads(status.stdout)["needs_attention"]["parked"]
-            retried = cli(data, "retry", "--failed", "--yes")
+            retried = cli(data, "retry", "--parked", "--yes")
             assert retried.returncode == 0, retried.stderr
             _finish(data, videos, RUN, tmp_path / "after-retry.log")
             after_retry = mock.creates_by_key()

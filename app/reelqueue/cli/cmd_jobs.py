@@ -23,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     retry.add_argument("--failed", action="store_true",
                        help="every failed and parked job (permanent failures only with "
                        "--include-permanent)")
+    retry.add_argument("--parked", action="store_true",
+                       help="every parked job: its render is read again (no new render)")
     retry.add_argument("--include-permanent", action="store_true",
                        help="with --failed: also content-policy, invalid-input and "
                        "outcome-unknown failures")
@@ -75,6 +77,8 @@ def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
         ids = list(args.job_ids)
         if args.failed:
             ids += [j.id for j in store.list_jobs(states=[JobState.FAILED, JobState.PARKED])]
+        if args.parked:
+            ids += [j.id for j in store.list_jobs(states=[JobState.PARKED])]
         jobs = {job_id: job for job_id in ids if (job := store.get_job(job_id)) is not None}
         # Named jobs are retried as asked; --failed leaves permanent failures out unless
         # --include-permanent (they would most likely fail again, at a price).

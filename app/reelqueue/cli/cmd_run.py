@@ -20,6 +20,7 @@ from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine.attention import needs_attention
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import DrainResult, Engine
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
@@ -183,7 +184,13 @@ def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
     done = counts.get("COMPLETED", 0)
     failed = counts.get("FAILED", 0)
     cancelled = counts.get("CANCELLED", 0)
-    ctx.print(f"Finished: {done} completed, {failed} failed, {cancelled} cancelled.")
+    parked = counts.get("PARKED", 0)
+    ctx.print(f"Finished: {done} completed, {failed} failed, {cancelled} cancelled"
+              + (f", {parked} parked." if parked else "."))
+    # Jobs that wait on the user (parked renders, creates of unknown outcome), each with
+    # what to run next: they are not plain failures to retry blindly.
+    for line in needs_attention(store).sentences():
+        ctx.print(f"Needs attention: {line}")
     if result.outcome == "stalled":
         ctx.print(f"Stalled: {result.detail}. Fix the account ('reelqueue accounts test "
                   "NAME') and run again; nothing was failed.")

@@ -11,6 +11,7 @@ from typing import Any
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import DataDirLocked
 from reelqueue.domain.states import JobState
+from reelqueue.engine.attention import needs_attention
 from reelqueue.engine.outputs import check_output
 from reelqueue.store.base import Store
 
@@ -46,10 +47,10 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
         "error_label": j.error_label, "last_error": j.error_message,
     } for j in store.list_jobs(batch_id=batch)]
-    # Parked renders (their resume kept killing the process) wait for the user's retry.
-    parked = counts.by_state.get(JobState.PARKED.value, 0)
+    # Parked renders (their resume kept killing the process) and creates of unknown
+    # outcome wait for the user (engine/attention.py says what to do about each).
     return {"by_state": counts.by_state, "accounts": accounts, "jobs": jobs,
-            "needs_attention": {"parked": parked}}
+            "needs_attention": needs_attention(store, batch).as_dict()}
 
 
 def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -58,15 +59,15 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         return 0
     with _open_read(ctx) as store:
         data = status_data(store, args.batch)
+        attention = needs_attention(store, args.batch)
     if args.json:
         ctx.print(json.dumps(data, indent=2))
         return 0
     total = sum(data["by_state"].values())
     ctx.print(f"{total} jobs: " + ", ".join(
         f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")
-    if data["needs_attention"]["parked"]:
-        ctx.print(f"  needs attention: {data['needs_attention']['parked']} parked (their "
-                  "render was kept; 'reelqueue retry --failed' reads it again, no charge)")
+    for line in attention.sentences():
+        ctx.print(f"  needs attention: {line}")
     for a in data["accounts"]:
         state = a["status"] if a["enabled"] else "paused"  # the window's word too
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "

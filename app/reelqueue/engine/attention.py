@@ -1,0 +1,64 @@
+"""Jobs that need the user, and what to do about each kind, in one place for the CLI's
+closing line, ``status`` and (later) the window.
+
+Two kinds wait on the user, and neither is a failure to just retry blindly:
+
+- *parked*: a render whose resume kept killing the process. The render exists and is
+  kept; ``reelqueue retry --parked`` reads it again (poll + download, no new render).
+- *submit outcome unknown*: a create that may have reached a provider that cannot be
+  asked (or answered unreadably). It was not sent again (DESIGN.md invariant 11); the user
+  looks for the client token in the provider's dashboard, and retries (a paid re-render,
+  written in the ledger as ``deliberate_rerender``) only if nothing is there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reelqueue.domain.errors import ErrorLabel
+from reelqueue.domain.states import JobState
+from reelqueue.store.base import Store
+
+
+@dataclass(frozen=True)
+class NeedsAttention:
+    """Attributes:
+    parked: ids of parked jobs (their renders exist and are kept).
+    submit_unknown: ids of jobs FAILED as "submit outcome unknown".
+    """
+
+    parked: tuple[int, ...] = ()
+    submit_unknown: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.parked or self.submit_unknown)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"parked": len(self.parked), "submit_unknown": len(self.submit_unknown)}
+
+    def sentences(self) -> list[str]:
+        """One plain sentence per kind, saying what to run next."""
+        lines = []
+        if self.parked:
+            n = len(self.parked)
+            lines.append(f"{n} parked: {'its render exists' if n == 1 else 'their renders exist'}"
+                         "; run 'reelqueue retry --parked' (read again, no charge) or see "
+                         "'reelqueue status'.")
+        if self.submit_unknown:
+            n = len(self.submit_unknown)
+            ids = ", ".join(f"#{i}" for i in self.submit_unknown[:5])
+            more = f" and {n - 5} more" if n > 5 else ""
+            lines.append(f"{n} with a submit outcome unknown ({ids}{more}): the create may "
+                         "have reached the provider and was not sent again; look for the "
+                         "client token ('reelqueue status') in the provider's dashboard, and "
+                         "'reelqueue retry ID' only if no render is there (paid).")
+        return lines
+
+
+def needs_attention(store: Store, batch_id: int | None = None) -> NeedsAttention:
+    """The parked and submit-unknown jobs of the journal (or of one batch)."""
+    jobs = store.list_jobs(batch_id=batch_id, states=[JobState.PARKED, JobState.FAILED])
+    return NeedsAttention(
+        parked=tuple(j.id for j in jobs if j.state == JobState.PARKED),
+        submit_unknown=tuple(j.id for j in jobs if j.state == JobState.FAILED
+                             and j.error_label == ErrorLabel.SUBMIT_UNKNOWN.value))
