@@ -387,13 +387,16 @@ class AppController(QObject):
 
     async def _retry(self, job_ids: list[int], seed: int | None, *,
                      confirmed: bool = False) -> None:
-        # Retry asks before it pays (issue 10): a known charge waits for the banner's
-        # button; re-reading a kept render is free and goes at once.
+        # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
+        # waits for the banner's button; re-reading a kept render is free and goes at once.
         plan = await self.session.retry_plan(job_ids, seed)
-        if plan.rerender_usd > 0 and not confirmed:
+        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+            price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
+                     else "price unknown" if not plan.rerender_usd
+                     else f"est. ${plan.rerender_usd:.2f} + unknown")
             self.window.banners.show_banner(
                 "warning", f"Retry: {plan.summary()}",
-                [(f"Retry (est. ${plan.rerender_usd:.2f})", lambda: self.spawn(
+                [(f"Retry ({price})", lambda: self.spawn(
                     self._retry(job_ids, seed, confirmed=True), "retry"))], key="retry")
             return
         done = await self.session.retry(job_ids, seed)
