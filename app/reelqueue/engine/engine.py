@@ -33,6 +33,7 @@ from reelqueue.engine.events import (
     EventBus,
     JobEvent,
     RecoveryEvent,
+    stall_reasons,
 )
 from reelqueue.engine.outputs import (
     OutputWriter,
@@ -128,6 +129,7 @@ class Engine:
         self._passes = 0
         self._last_pass_claims = 0
         self._last_pass_started = 0.0
+        self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self.recovery: RecoveryReport | None = None
 
@@ -233,10 +235,12 @@ class Engine:
     def pause(self) -> None:
         """Stop handing out new work; running renders go on."""
         self._paused = True
+        self._state_key = None
         self.bus.publish(EngineStateEvent("paused", self.clock.now()))
 
     def resume(self) -> None:
         self._paused = False
+        self._state_key = None  # the next pass says what is true (stalled, done...)
         self.bus.publish(EngineStateEvent("running", self.clock.now()))
         self.wake()
 
@@ -356,6 +360,46 @@ class Engine:
             providers)
         return f"{waiting} jobs wait but no usable account can take them ({detail})"
 
+    async def _publish_state(self, pass_started: float) -> None:
+        """After a pass, say what is true (EngineStateEvent), only when it changed: no
+        journal read while renders run; when nothing runs, why the waiting jobs wait."""
+        now, running = self.clock.now(), len(self._workers)
+        if self._paused or not self._claiming:
+            event = EngineStateEvent("paused", now, running=running)
+            key: tuple[object, ...] = ("paused",)
+        elif running:
+            event, key = EngineStateEvent("running", now, running=running), ("running",)
+        else:
+            counts = await self.store.call(self.store.sync.counts)
+            waiting = sum(counts.by_state.get(s.value, 0) for s in WAITING)
+            if not waiting:
+                event, key = EngineStateEvent("done", now), ("done",)
+            else:
+                accounts = await self.store.call(self.store.sync.list_accounts)
+                providers = {j.provider for j in await self.store.call(
+                    self.store.sync.list_jobs, None, list(WAITING), 200)}
+                paused = [b.name for b in await self.store.call(self.store.sync.list_batches)
+                          if b.settings.get("paused")]
+                reasons, takes_work = stall_reasons(
+                    accounts, providers, lambda a: self._provider_for(a) is not None,
+                    self._has_key, paused)
+                due = await self.store.call(self.store.sync.next_wakeup, pass_started)
+                state = "waiting" if due is not None and takes_work else "stalled"
+                event = EngineStateEvent(state, now, waiting=waiting,
+                                         next_due=due if state == "waiting" else None,
+                                         reasons=reasons)
+                key = (state, waiting, event.next_due, reasons)
+        if key != self._state_key:
+            self._state_key = key
+            self.bus.publish(event)
+
+    def _has_key(self, account: Account) -> bool:
+        try:
+            needs = registry.get(account.provider).requires_key
+        except KnownError:
+            return True  # not a key problem: the account is unusable (unknown provider)
+        return not needs or bool(account.key_ref and self._key_lookup(account.key_ref))
+
     # -- the pump ----------------------------------------------------------------------
     async def _pump(self) -> None:
         while True:
@@ -369,6 +413,7 @@ class Engine:
                 self._passes += 1
                 self._pass_done.set()
                 self._pass_done.clear()
+                await self._publish_state(started)
                 timeout = await self._until_next_due()
             except asyncio.CancelledError:
                 raise

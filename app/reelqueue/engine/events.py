@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from reelqueue.domain.models import RecoveryReport
+from reelqueue.domain.models import Account, RecoveryReport
+from reelqueue.domain.states import AccountStatus
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +56,52 @@ class RecoveryEvent:
 
 
 @dataclass(frozen=True)
+class StallReason:
+    """Why waiting jobs are not taken by an account (or a provider has no account).
+
+    Attributes:
+        subject: the account name, the provider kind (``no_account``) or the batch name
+            (``batch_paused``).
+        code: ``disabled`` (the user paused the account), ``no_key`` (its key is not in
+            the keyring), ``no_account`` (no account for that provider), ``batch_paused``,
+            ``unusable`` (the account's settings are refused), or the account's status
+            value (``out_of_credits``, ``key_rejected``, ``rate_limited``, a spend cap's
+            own status...: front ends word the codes they know and show any other as is).
+        until: when it ends by itself (a rate limit's cool-down), else None.
+        detail: the provider's or the engine's own words, if any.
+    """
+
+    subject: str
+    code: str
+    until: float | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
 class EngineStateEvent:
-    """The engine started, paused, resumed, drained, stalled or stopped."""
+    """The engine started, paused, resumed, drained, stalled or stopped.
+
+    The pump publishes what is true after each pass, when it changed: ``running``
+    (renders in flight), ``waiting`` (jobs wait and nothing runs, but a retry or an
+    account's cool-down falls due at ``next_due``), ``stalled`` (jobs wait, nothing runs
+    and nothing will change without the user: ``reasons``), ``done`` (no job waits or
+    runs) or ``paused`` (the user paused the queue; renders in flight finish).
+    ``run_until_drained`` also says ``drained``/``stalled`` (with ``detail`` only), and
+    ``stop()`` says ``stopped``.
+
+    Attributes:
+        waiting: jobs waiting (queued or in a retry wait) when known, else 0.
+        running: renders this engine has in flight.
+        reasons: per account (or provider) why waiting jobs are not taken.
+    """
 
     state: str
     at: float
     detail: str = ""
+    waiting: int = 0
+    running: int = 0
+    next_due: float | None = None
+    reasons: tuple[StallReason, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +110,42 @@ class EngineErrorEvent:
 
     message: str
     at: float
+
+
+def stall_reasons(accounts: Iterable[Account], waiting_providers: Iterable[str],
+                  can_use: Callable[[Account], bool], has_key: Callable[[Account], bool],
+                  paused_batches: Iterable[str] = ()) -> tuple[tuple[StallReason, ...], bool]:
+    """Why the waiting jobs of ``waiting_providers`` are not taken, per account (only
+    accounts of those providers), and whether any of those providers still has an account
+    that can take work now or after a cool-down (False: nothing changes without the user).
+    """
+    wanted = set(waiting_providers)
+    reasons: list[StallReason] = []
+    served: set[str] = set()
+    for account in accounts:
+        if account.provider not in wanted:
+            continue
+        if not account.enabled:
+            reasons.append(StallReason(account.name, "disabled"))
+        elif not has_key(account):
+            reasons.append(StallReason(account.name, "no_key"))
+        elif not can_use(account):
+            reasons.append(StallReason(account.name, "unusable", detail=account.status_detail))
+        elif account.status == AccountStatus.RATE_LIMITED:
+            reasons.append(StallReason(account.name, account.status.value,
+                                       until=account.cooldown_until,
+                                       detail=account.status_detail))
+            served.add(account.provider)
+        elif account.status != AccountStatus.READY:
+            reasons.append(StallReason(account.name, str(account.status.value),
+                                       detail=account.status_detail))
+        else:
+            served.add(account.provider)
+    have_account = {a.provider for a in accounts if a.provider in wanted}
+    reasons.extend(StallReason(provider, "no_account")
+                   for provider in sorted(wanted - have_account))
+    reasons.extend(StallReason(name, "batch_paused") for name in paused_batches)
+    return tuple(reasons), bool(served)
 
 
 Event = JobEvent | AccountEvent | RecoveryEvent | EngineStateEvent | EngineErrorEvent

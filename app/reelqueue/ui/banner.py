@@ -85,7 +85,12 @@ class Banner(QFrame):
 
 
 class BannerArea(QWidget):
-    """A column of banners above the content; newest at the bottom."""
+    """A column of banners above the content; newest at the bottom.
+
+    Lifecycle: one banner per key (a kind: "recovery", "stalled", "imported", "retry"...);
+    a newer one of the same key replaces the older, and the controller removes a banner
+    when what it says is no longer true (the stalled one once work moves, "Imported ...
+    [Start]" once the run starts)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -116,6 +121,12 @@ class BannerArea(QWidget):
 
     def find(self, key: str) -> Banner | None:
         return next((b for b in self.banners() if b.key == key), None)
+
+    def remove_family(self, prefix: str) -> None:
+        """Remove every banner whose key starts with ``prefix`` (one kind of banner)."""
+        for banner in self.banners():
+            if banner.key.startswith(prefix):
+                self.remove(banner.key)
 
     def remove(self, key: str) -> None:
         for banner in self.banners():

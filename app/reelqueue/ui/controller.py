@@ -33,13 +33,13 @@ from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.bridge import EngineBridge
-from reelqueue.ui.dashboard import compose_cards, totals_text
+from reelqueue.ui.dashboard import compose_cards, engine_words, stall_banner, totals_text
 from reelqueue.ui.import_dialog import ImportDialog
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.qtcompat import emit
-from reelqueue.ui.session import AccountDraft, EngineSession, OpenReport
+from reelqueue.ui.session import AccountDraft, EngineSession, OpenReport, RecoveryFollowUp
 from reelqueue.ui.settings import Settings, save_settings
 from reelqueue.ui.settings_dialog import SettingsDialog
 
@@ -86,6 +86,10 @@ class AppController(QObject):
         self._open_by_batch: dict[int, int] = {}
         self._plan_serial = 0
         self._tray: QSystemTrayIcon | None = None
+        self.engine_state: EngineStateEvent | None = None  # the engine's last word
+        self.follow_up: RecoveryFollowUp | None = None  # what became of recovered renders
+        self._status_dirty = False  # an event arrived: status bar on the next tick
+        self._cards_dirty = False  # a state or account changed: cards on the next tick
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self.tick)
@@ -135,34 +139,59 @@ class AppController(QObject):
         self._show_open_report(report)
         await self.refresh_accounts()
         await self.refresh_batches()
-        self.bridge.attach()
-        self.window.set_engine_state("paused" if report.paused else "running")
+        if self.engine_state is None:
+            self.window.set_engine_state("paused" if report.paused else "running")
+        self.bridge.attach()  # held events (the engine's state above all) arrive now
         self.timer.start()
         await self.load_rows()
         self.refresh_cards()
-        self.window.set_totals(*totals_text(self.model.table, time.time()))
+        self.refresh_status()
         self.loaded.set()
         return report
 
     def _show_open_report(self, report: OpenReport) -> None:
         recovery = report.recovery
-        if report.unclean:
-            text = ("ReelQueue did not shut down cleanly last time. "
-                    + recovery.summary().replace("Recovery: ", "Recovery: ", 1))
-            actions = []
-            if report.paused:
-                text += (" The queue is paused so you can check first; renders that were "
-                         "already submitted continue.")
-                actions.append(("Resume queue", self._resume_from_banner))
-            self.window.banners.show_banner("warning", text, actions, key="recovery")
-        elif report.kept_renders and recovery.touched:
-            self.window.banners.show_banner(
-                "info", f"Picked up the renders kept from last time. {recovery.summary()}",
-                key="recovery")
+        builtin = self.session.builtin_mock_accounts(s.account for s in self.summaries)
+        self.follow_up = RecoveryFollowUp(recovery, builtin)
+        if report.unclean or (report.kept_renders and recovery.touched):
+            actions = ([("Resume queue", self._resume_from_banner)]
+                       if report.unclean and report.paused else [])
+            self.window.banners.show_banner("warning" if report.unclean else "info",
+                                            self._recovery_text(), actions, key="recovery")
         elif recovery.missing_outputs:
             self.window.banners.show_banner("warning", recovery.summary(), key="recovery")
         for problem in report.keyring_problems[:1]:
             self.window.banners.show_banner("error", problem, key="keyring")
+
+    def _recovery_text(self) -> str:
+        """The recovery banner: what recovery did, and what became of each render it
+        handed back, as the provider answered (never promised ahead)."""
+        report, follow = self.report, self.follow_up
+        if report is None or follow is None:
+            return ""
+        head = ("ReelQueue did not shut down cleanly last time." if report.unclean
+                else "Renders kept from last time:")
+        parts = [head]
+        if follow.jobs:
+            if not report.unclean:
+                parts = [f"{fmt.count(len(follow.jobs), 'render')} kept from last time:"]
+            parts.append(follow.text() if follow.outcomes else
+                         f"checking {fmt.count(len(follow.jobs), 'render')} with the "
+                         "provider…")
+        facts = follow.facts()
+        if facts:
+            parts.append(facts)
+        if report.unclean and report.paused and self.window.paused:
+            picked = follow.count("picked_up")
+            parts.append("The queue is paused so you can check first"
+                         + (f"; the {fmt.count(picked, 'render')} picked up "
+                            f"{fmt.plural(picked, 'goes', 'go')} on." if picked else "."))
+        return " ".join(p if p.endswith((".", "…", ":")) else p + "." for p in parts)
+
+    def _update_recovery_banner(self) -> None:
+        banner = self.window.banners.find("recovery")
+        if banner is not None:
+            banner.label.setText(self._recovery_text())
 
     def _resume_from_banner(self) -> None:
         self.start_queue()
@@ -217,6 +246,12 @@ class AppController(QObject):
 
     # -- events --------------------------------------------------------------------------
     def _on_job_event(self, event: JobEvent) -> None:
+        self._status_dirty = True
+        row = self.model.table.row(event.job_id)
+        if row is None or row.state != event.state:
+            self._cards_dirty = True
+        if self.follow_up is not None and self.follow_up.observe(event):
+            self._update_recovery_banner()
         if not self.model.apply_event(event):
             queue = self._pending.setdefault(event.job_id, [])
             if sum(map(len, self._pending.values())) < PENDING_MAX:
@@ -226,6 +261,7 @@ class AppController(QObject):
 
     def _on_account_event(self, event: AccountEvent) -> None:
         self.account_events[event.name] = event
+        self._status_dirty = self._cards_dirty = True
         if not any(s.account.name == event.name for s in self.summaries):
             self.spawn(self.refresh_accounts(), "refresh-accounts")
 
@@ -236,13 +272,28 @@ class AppController(QObject):
             self.window.banners.show_banner("info", event.report.summary(), key="takeover")
 
     def _on_engine_state(self, event: EngineStateEvent) -> None:
-        if self.closing:
-            return
+        """The engine said what is true (running, waiting, stalled, done, paused): the
+        button, the status bar and the stalled banner follow; stale banners go."""
+        if self.closing or event.state in ("drained", "stopped"):
+            return  # the drain's own words (CLI); the window says "done" from the pump
+        if event.state == "stalled" and not event.reasons:
+            return  # run_until_drained's text-only word; the pump's has the reasons
+        self.engine_state = event
+        self.window.set_engine_state(event.state)
+        banners = self.window.banners
+        if event.state == "stalled":
+            actions = ([("Connect an account…", self.show_account_dialog)]
+                       if any(r.code == "no_account" for r in event.reasons) else [])
+            banners.show_banner("warning", stall_banner(event), actions, key="stalled")
+        else:
+            banners.remove("stalled")
+        if event.state == "running":
+            # The run started: "Imported ... [Start]" and the Start hints are stale.
+            banners.remove("imported")
+            banners.remove("hint:start")
         if event.state in ("running", "paused"):
-            self.window.set_engine_state(event.state)
-        elif event.state == "stalled":
-            self.window.banners.show_banner("warning", f"Stalled: {event.detail}.",
-                                            key="stalled")
+            self._update_recovery_banner()
+        self.refresh_status()
 
     def _on_engine_error(self, event: EngineErrorEvent) -> None:
         self.window.banners.show_banner("error", event.message, key=f"engine:{event.message}")
@@ -268,11 +319,17 @@ class AppController(QObject):
             ids, table.completed_since_tick = table.completed_since_tick, []
             self.spawn(self._refresh_rows(ids), "refresh-completed")
         if self._ticks % SLOW_TICKS:
+            # Event-driven: what an event changed shows on the next tick (200 ms), in
+            # the table, the cards and the status bar alike.
+            if self._cards_dirty:
+                self.refresh_cards()
+            if self._status_dirty:
+                self.refresh_status()
             return
         now = time.time()
         table.prune_completions(now)
         self.refresh_cards(now)
-        self.window.set_totals(*totals_text(table, now))
+        self.refresh_status(now)
         view = self.window.table
         first = view.rowAt(0)
         last = view.rowAt(view.viewport().height() - 1)
@@ -280,7 +337,21 @@ class AppController(QObject):
             view.viewport().update()
         self._check_batches_finished()
 
+    def refresh_status(self, now: float | None = None) -> None:
+        """The status bar: counts, rate and ETA (only while something renders) and the
+        engine's word, from the same mirror the table shows."""
+        self._status_dirty = False
+        table = self.model.table
+        self.window.set_totals(*totals_text(table, now or time.time()))
+        if self.closing or self.session.closed:
+            return
+        if self.window.paused and (self.engine_state is None
+                                   or self.engine_state.state != "paused"):
+            return  # starting or stopping: set_engine_state's own word stands
+        self.window.set_engine_text(*engine_words(self.engine_state, table))
+
     def refresh_cards(self, now: float | None = None) -> None:
+        self._cards_dirty = False
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
                               now or time.time())
         for card in self.window.accounts.set_accounts(cards):
@@ -304,16 +375,23 @@ class AppController(QObject):
         rows = [r for r in self.model.table.rows if r.batch_id == batch_id]
         done = sum(r.state == "COMPLETED" for r in rows)
         failed = sum(r.state == "FAILED" for r in rows)
+        cancelled = sum(r.state == "CANCELLED" for r in rows)
+        parked = sum(r.state == "PARKED" for r in rows)
         name = self.batches.get(batch_id, f"batch {batch_id}")
         text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
-                f"{fmt.number(failed)} failed.")
+                f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
+                + (f", {fmt.number(parked)} parked (they keep their render; Retry reads "
+                   "it again)" if parked else "") + ".")
         actions = [("Open folder", self.open_output_folder)]
         if failed:
             actions.insert(0, ("Retry failed", self.retry_failed))
         if self._is_demo(name):
             actions.append(("Run the demo again", self.run_demo_again))
-        self.window.banners.show_banner("success" if not failed else "warning", text, actions,
-                                        key=f"batch:{batch_id}")
+        # Green only when something completed and nothing failed or waits for the user.
+        kind = ("warning" if failed or parked else "success" if done else "info")
+        # One "finished" banner: the newest batch's replaces an older one.
+        self.window.banners.remove_family("batch:")
+        self.window.banners.show_banner(kind, text, actions, key=f"batch:{batch_id}")
         if QSystemTrayIcon.isSystemTrayAvailable():
             if self._tray is None:
                 self._tray = QSystemTrayIcon(theme.app_icon(), self)
@@ -753,9 +831,22 @@ class AppController(QObject):
         box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",
                           f"{live} render{'s are' if live != 1 else ' is'} still running at "
                           "the provider.", parent=self.window)
-        box.setInformativeText("Keep them for next time: ReelQueue reattaches to them when "
-                               "you open it again, so nothing is rendered or paid twice. "
-                               "Or cancel them now.")
+        builtin = set(self.session.builtin_mock_accounts(s.account for s in self.summaries))
+        on_mock = sum(len(ids) for name, ids in self.model.table.live.items()
+                      if name in builtin)
+        real = live - on_mock
+        info = []
+        if real:
+            info.append(f"Keep for next time: {fmt.plural(real, 'this render', 'these renders')}"
+                        " at the provider keep running there; when you open ReelQueue "
+                        "again it asks the provider for each and picks up those it still "
+                        "has (one it no longer has is rendered again).")
+        if on_mock:
+            info.append(f"{fmt.count(on_mock, 'render')} on the built-in mock stop with "
+                        "ReelQueue: nothing of them survives, whatever you choose; they are "
+                        "rendered again next time (the mock charges nothing).")
+        info.append("Or cancel them now.")
+        box.setInformativeText(" ".join(info))
         keep = box.addButton("Keep for next time", QMessageBox.ButtonRole.AcceptRole)
         cancel = box.addButton("Cancel renders and quit", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton("Don't quit", QMessageBox.ButtonRole.RejectRole)

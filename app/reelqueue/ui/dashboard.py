@@ -6,7 +6,7 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
-from reelqueue.engine.events import AccountEvent
+from reelqueue.engine.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.providers import registry
 from reelqueue.ui import format as fmt
@@ -78,19 +78,112 @@ def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     return RenderLine(title, None, fmt.duration(elapsed))
 
 
+REASON_WORDS = {
+    "out_of_credits": "out of credits", "key_rejected": "key rejected",
+    "key_missing": "no key", "no_key": "its key is not in the keyring",
+    "disabled": "paused", "rate_limited": "rate limited", "no_account": "no account",
+    "batch_paused": "batch paused", "unusable": "cannot be used",
+    "spend_cap": "spend cap reached", "spend_cap_reached": "spend cap reached",
+    "cap_reached": "spend cap reached",
+}
+REASON_ADVICE = {
+    "out_of_credits": "top up its credits, then press Mark ready on its card",
+    "key_rejected": "put a valid key in (connect the account again), then Mark ready",
+    "key_missing": "connect the account again with its key",
+    "no_key": "connect the account again with its key",
+    "disabled": "press Resume on its card",
+    "rate_limited": "it resumes by itself",
+    "no_account": "connect an account for this provider",
+    "batch_paused": "resume the batch from the table's menu",
+    "unusable": "check the account's settings (see the log)",
+    "spend_cap": "raise the cap in Settings or wait for the next period",
+    "spend_cap_reached": "raise the cap in Settings or wait for the next period",
+    "cap_reached": "raise the cap in Settings or wait for the next period",
+}
+
+
+def reason_text(reason: StallReason, *, advice: bool = False) -> str:
+    """"studio-a: out of credits" / "provider Runway: no account" (+ what to do)."""
+    words = REASON_WORDS.get(reason.code, reason.code.replace("_", " "))
+    if reason.code == "rate_limited" and reason.until:
+        words += f" until {fmt.clock(reason.until)}"
+    subject = (f"provider {provider_title(reason.subject)}" if reason.code == "no_account"
+               else f"batch “{reason.subject}”" if reason.code == "batch_paused"
+               else reason.subject)
+    text = f"{subject}: {words}"
+    hint = REASON_ADVICE.get(reason.code) if advice else None
+    return f"{text} ({hint})" if hint else text
+
+
+def open_counts(table: JobTable) -> tuple[int, int]:
+    """(rendering, waiting) in the mirror."""
+    by_state = table.stats.by_state
+    return (sum(by_state.get(s, 0) for s in IN_FLIGHT_VALUES),
+            sum(by_state.get(s, 0) for s in WAITING_VALUES))
+
+
+def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, str]:
+    """The status bar's engine part, and its tooltip. Derived from what is true: the
+    engine's last word, checked against the mirror (renders in flight mean "Running",
+    whatever the last event said; nothing open means "All done")."""
+    by_state = table.stats.by_state
+    rendering, waiting = open_counts(table)
+    name = state.state if state is not None else "running"
+    if name in ("stopping", "stopped", "starting"):
+        return {"stopping": "Stopping…", "stopped": "Stopped",
+                "starting": "Starting…"}[name], ""
+    if name == "paused":
+        return ("Paused" + (f" · {fmt.count(rendering, 'render')} finishing"
+                            if rendering else ""), "Start hands waiting jobs out again")
+    if rendering:
+        return f"Running · {fmt.number(rendering)} rendering", ""
+    if not waiting:
+        n = fmt.number
+        parts = [f"{n(by_state.get('COMPLETED', 0))} completed",
+                 f"{n(by_state.get('FAILED', 0))} failed",
+                 f"{n(by_state.get('CANCELLED', 0))} cancelled"]
+        if by_state.get("PARKED", 0):
+            parts.append(f"{n(by_state['PARKED'])} parked")
+        return ("All done · " + ", ".join(parts) if len(table) else "Nothing to do"), ""
+    if state is not None and name == "waiting" and state.next_due:
+        return (f"Waiting for a retry · next at {fmt.clock(state.next_due)}",
+                "; ".join(reason_text(r) for r in state.reasons))
+    if state is not None and name == "stalled":
+        short = ", ".join(dict.fromkeys(REASON_WORDS.get(r.code, r.code.replace("_", " "))
+                                        for r in state.reasons)) or "no usable account"
+        return (f"Stalled · {short}",
+                "; ".join(reason_text(r, advice=True) for r in state.reasons))
+    return "Running", ""
+
+
+def stall_banner(state: EngineStateEvent) -> str:
+    """The stalled banner: how many wait, why (per account) and what the user can do."""
+    reasons = "; ".join(reason_text(r, advice=True) for r in state.reasons)
+    return (f"Stalled: {fmt.count(state.waiting, 'job')} "
+            f"{fmt.plural(state.waiting, 'waits', 'wait')} and no account can take "
+            f"{fmt.plural(state.waiting, 'it', 'them')} now"
+            + (f" — {reasons}." if reasons else "."))
+
+
 def totals_text(table: JobTable, now: float) -> tuple[str, str]:
-    """The status bar: counts, and throughput with an ETA for what is left."""
+    """The status bar: counts (cancelled and parked too), and throughput with an ETA for
+    what is left, only while something renders (no ETA for a stalled queue)."""
     by_state = table.stats.by_state
     total = len(table)
     done = by_state.get("COMPLETED", 0)
     failed = by_state.get("FAILED", 0)
-    running = sum(by_state.get(s, 0) for s in IN_FLIGHT_VALUES)
-    waiting = sum(by_state.get(s, 0) for s in WAITING_VALUES)
-    open_jobs = total - sum(by_state.get(s, 0) for s in FINAL_VALUES)
+    cancelled = by_state.get("CANCELLED", 0)
+    parked = by_state.get("PARKED", 0)
+    running, waiting = open_counts(table)
+    open_jobs = total - sum(by_state.get(s, 0) for s in FINAL_VALUES) - parked
     n = fmt.number
     text = (f"{fmt.count(total, 'job')} · {n(done)} done · {n(failed)} failed · "
-            f"{n(running)} rendering · {n(waiting)} waiting")
+            f"{n(cancelled)} cancelled · "
+            + (f"{n(parked)} parked · " if parked else "")
+            + f"{n(running)} rendering · {n(waiting)} waiting")
     rate = table.throughput_per_minute(now)
+    if not running:
+        return text, ""
     if rate <= 0:
         return text, "—/min"
     eta = f" · ETA {fmt.rough_duration(open_jobs / rate * 60)}" if open_jobs else ""

@@ -550,8 +550,10 @@ class MainWindow(QMainWindow):
                                  else f"Showing {fmt.number(shown)} of {fmt.number(total)}")
 
     def set_engine_state(self, state: str, detail: str = "") -> None:
-        self.paused = state != "running"
-        running = state == "running"
+        """The Start/Pause button and the engine's word in the status bar. The queue is
+        on (button "Pause") while running, waiting for a retry, stalled or done."""
+        running = state in ("running", "waiting", "stalled", "done", "drained")
+        self.paused = not running
         self.start_action.setText("Pause" if running else "Start")
         self.start_action.setIcon(theme.icon("pause" if running else "play",
                                              "accent_text" if not running else "text"))
@@ -566,6 +568,11 @@ class MainWindow(QMainWindow):
                  "stalled": "Stalled"}
         self.engine_label.setText(words.get(state, state.title())
                                   + (f" — {detail}" if detail else ""))
+
+    def set_engine_text(self, text: str, tooltip: str = "") -> None:
+        """What the engine is doing, derived from the truth (see ui/dashboard.py)."""
+        self.engine_label.setText(text)
+        self.engine_label.setToolTip(tooltip)
 
     def set_totals(self, text: str, rate: str) -> None:
         self.totals_label.setText(text)

@@ -27,7 +27,7 @@ from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import AccountSpec, RecoveryReport
 from reelqueue.engine import queries
 from reelqueue.engine.engine import Engine
-from reelqueue.engine.events import EventBus
+from reelqueue.engine.events import EventBus, JobEvent
 from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, apply_import, plan_import
 from reelqueue.intake.catalog import RegistryCatalog
@@ -136,6 +136,107 @@ class OpenReport:
     keyring_problems: list[str] = field(default_factory=list)
 
 
+PICKED_UP = "picked_up"
+NEVER_ARRIVED = "never_arrived"
+RENDER_AGAIN = "render_again"
+FAILED = "failed"
+CANCELLED = "cancelled"
+# The words a resumed attempt says before the provider answered (engine/render.py).
+NOT_YET_ANSWERED = frozenset({"reattached", "submitted"})
+
+
+class RecoveryFollowUp:
+    """What became of the renders recovery handed back (reattached, or submissions to
+    reconcile), per job, from the first answer of the provider: the window words its
+    recovery banner from this, after it happened, never ahead (issue 13).
+
+    Attributes:
+        jobs: the job ids followed. outcomes: job id -> PICKED_UP (the provider answered
+            the poll: the render goes on), NEVER_ARRIVED (the submission never reached the
+            provider: sent now, nothing charged), RENDER_AGAIN (the provider no longer has
+            the render: it is created again), FAILED or CANCELLED.
+        on_builtin: job id -> True when its account is on the built-in mock (which stops
+            with ReelQueue, so its renders never survive).
+    """
+
+    def __init__(self, report: RecoveryReport, builtin_accounts: Iterable[str] = ()) -> None:
+        self.report = report
+        self.jobs = frozenset(report.reattached) | frozenset(report.reconcile)
+        self.builtin_accounts = frozenset(builtin_accounts)
+        self.outcomes: dict[int, str] = {}
+        self.on_builtin: dict[int, bool] = {}
+
+    @property
+    def settled(self) -> bool:
+        return len(self.outcomes) == len(self.jobs)
+
+    def observe(self, event: JobEvent) -> bool:
+        """Take one job event; True when it settled a followed job's outcome."""
+        job = event.job_id
+        if job not in self.jobs or job in self.outcomes:
+            return False
+        state = event.state
+        answered = event.sub_status not in NOT_YET_ANSWERED or event.progress is not None
+        if state in ("DOWNLOADING", "COMPLETED") or (state == "RENDERING" and answered):
+            outcome = PICKED_UP
+        elif state in ("QUEUED", "RETRY_WAIT"):
+            outcome = (NEVER_ARRIVED if "never reached the provider"
+                       in (event.error_message or "") else RENDER_AGAIN)
+        elif state in ("FAILED", "PARKED"):
+            outcome = FAILED
+        elif state == "CANCELLED":
+            outcome = CANCELLED
+        else:
+            return False
+        self.outcomes[job] = outcome
+        self.on_builtin[job] = event.account in self.builtin_accounts
+        return True
+
+    def count(self, outcome: str, builtin: bool | None = None) -> int:
+        return sum(1 for job, o in self.outcomes.items()
+                   if o == outcome and (builtin is None or self.on_builtin[job] == builtin))
+
+    def text(self) -> str:
+        """What happened so far, in the user's words (counts via ui/format)."""
+        from reelqueue.ui import format as fmt
+
+        if not self.jobs:
+            return ""
+        parts: list[str] = []
+        picked = self.count(PICKED_UP)
+        if picked:
+            parts.append(f"{fmt.count(picked, 'render')} picked up again")
+        gone_builtin = self.count(RENDER_AGAIN, builtin=True)
+        gone_real = self.count(RENDER_AGAIN, builtin=False)
+        if gone_real:
+            parts.append(f"{fmt.number(gone_real)} could not be found at the provider and "
+                         "will be rendered again")
+        if gone_builtin:
+            parts.append(f"{fmt.number(gone_builtin)} ran on the built-in mock, which stops "
+                         "with ReelQueue: those renders are gone and will be rendered again "
+                         "(the mock charges nothing)")
+        never = self.count(NEVER_ARRIVED)
+        if never:
+            parts.append(f"{fmt.count(never, 'submission')} never reached the provider and "
+                         f"{fmt.plural(never, 'is', 'are')} sent now (nothing was charged)")
+        failed = self.count(FAILED)
+        if failed:
+            parts.append(f"{fmt.number(failed)} failed (see the job details)")
+        cancelled = self.count(CANCELLED)
+        if cancelled:
+            parts.append(f"{fmt.number(cancelled)} cancelled")
+        waiting = len(self.jobs) - len(self.outcomes)
+        if waiting:
+            parts.append(f"{fmt.count(waiting, 'render')} still being checked with the "
+                         "provider…")
+        return ", ".join(parts) + ("" if waiting else ".")
+
+    def facts(self) -> str:
+        """The rest of the recovery report (already done when it is read)."""
+        rest = replace(self.report, reattached=[], reconcile=[])
+        return rest.summary().removeprefix("Recovery: ") if rest.touched else ""
+
+
 @dataclass(frozen=True)
 class AccountDraft:
     """What the connect-account dialog collected. ``key`` is never logged or shown."""
@@ -232,6 +333,11 @@ class EngineSession:
         report = await engine.start(paused=paused)
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
                           paused=paused, recovery=report, keyring_problems=problems)
+
+    def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
+        """Names of the accounts served by the built-in mock (it stops with ReelQueue:
+        none of their renders survive a close or a crash)."""
+        return [a.name for a in accounts if a.provider == "mock" and not a.base_url]
 
     # -- close ---------------------------------------------------------------------------
     async def close(self, *, keep_renders: bool = True) -> int:
