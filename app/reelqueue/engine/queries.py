@@ -136,6 +136,12 @@ async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS) 
     return await astore.call(_rows_page, astore.sync, offset, limit)
 
 
+async def job_order(astore: AsyncStore, order: str, descending: bool = False) -> list[int]:
+    """Every job id sorted by a column of the jobs table (``store.base.JOB_ORDERS``), the
+    journal doing the sort on its thread."""
+    return await astore.call(astore.sync.job_ids_ordered, order, descending)
+
+
 async def job_rows_by_id(astore: AsyncStore, job_ids: list[int]) -> list[JobRow]:
     """Fresh rows for a few jobs (after a command changed them)."""
 

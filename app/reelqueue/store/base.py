@@ -93,6 +93,18 @@ class Prioritized:
     job_ids: tuple[int, ...] = ()
 
 
+JOB_ORDERS = ("row", "name", "prompt", "account", "state", "progress", "attempts", "output",
+              "error")
+"""What :meth:`Store.job_ids_ordered` sorts by: the jobs table's columns, in its order.
+
+row: the sheet's row number (none first). name, prompt, output (the output path), error
+(the error label; none first): text, ASCII case folded (SQLite's NOCASE). account: the
+account, else "<provider> · any" as the table shows it. state: the lifecycle order
+(queued, retry wait, claimed, submitting, rendering, downloading, completed, parked,
+failed, cancelled). progress (none first), attempts: numbers. Ties always go by job id.
+"""
+
+
 @dataclass(frozen=True)
 class Counts:
     by_state: dict[str, int]
@@ -116,6 +128,12 @@ class Store(Protocol):
         self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[Job]: ...
+    def job_ids_ordered(
+        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
+    ) -> list[int]:
+        """Job ids sorted by ``order`` (one of :data:`JOB_ORDERS`), ties by id; descending
+        is exactly the ascending order reversed. ValueError for an unknown order."""
+        ...
     def count_waiting(self) -> int: ...
     def counts(self) -> Counts: ...
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
 from reelqueue.store.base import (
+    JOB_ORDERS,
     AddJobsResult,
     ClaimParams,
     Counts,
@@ -45,6 +46,36 @@ _CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lea
 _CLEARED_ERROR: dict[str, Any] = {"error_class": None, "error_label": None,
                                   "error_message": None}
 
+
+
+# The same orders as queries.sql's job_order_* expressions (SQLite: NULL sorts first;
+# NOCASE folds ASCII letters only, then compares code points as UTF-8 bytes do).
+_NOCASE = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_STATE_RANK = {state: rank for rank, state in enumerate(
+    ("QUEUED", "RETRY_WAIT", "CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING",
+     "COMPLETED", "PARKED", "FAILED", "CANCELLED"))}
+
+
+def _nocase(text: str | None) -> tuple[bool, str]:
+    return (text is not None, (text or "").translate(_NOCASE))
+
+
+def _number(value: float | None) -> tuple[bool, float]:
+    return (value is not None, value or 0.0)
+
+
+_ORDER_KEYS: dict[str, Callable[[Job], Any]] = {
+    "row": lambda j: _number(j.row_number),
+    "name": lambda j: _nocase(j.name),
+    "prompt": lambda j: _nocase(j.prompt),
+    "account": lambda j: _nocase(j.account if j.account is not None
+                                 else f"{j.provider} · any"),
+    "state": lambda j: _STATE_RANK.get(str(j.state), len(_STATE_RANK)),
+    "progress": lambda j: _number(j.progress),
+    "attempts": lambda j: j.attempts,
+    "output": lambda j: _nocase(j.output_path),
+    "error": lambda j: _nocase(j.error_label),
+}
 
 class MemoryStore:
     def __init__(self) -> None:
@@ -164,6 +195,17 @@ class MemoryStore:
                     if (batch_id is None or j.batch_id == batch_id)
                     and (wanted is None or j.state in wanted)]
         return jobs[offset:offset + limit] if limit is not None else jobs[offset:]
+
+    def job_ids_ordered(
+        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
+    ) -> list[int]:
+        if order not in JOB_ORDERS:
+            raise ValueError(f"unknown job order {order!r}; one of {', '.join(JOB_ORDERS)}")
+        key = _ORDER_KEYS[order]
+        with self._lock:
+            ids = [job.id for job in sorted(self._jobs.values(),
+                                            key=lambda j: (key(j), j.id), reverse=descending)]
+        return ids[offset:offset + limit] if limit is not None else ids[offset:]
 
     def count_waiting(self) -> int:
         with self._lock:

@@ -44,6 +44,7 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
+    JOB_ORDERS,
     AddJobsResult,
     ClaimParams,
     Counts,
@@ -543,6 +544,21 @@ class SqliteStore:
             args.extend([limit, offset])
         with self._lock:
             return [job_from_row(r) for r in self._db.execute(sql, args)]
+
+    def job_ids_ordered(
+        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
+    ) -> list[int]:
+        if order not in JOB_ORDERS:
+            raise ValueError(f"unknown job order {order!r}; one of {', '.join(JOB_ORDERS)}")
+        # The key is a named expression from queries.sql, picked from a fixed list.
+        sql = self._q["job_ids_ordered"].format(key=self._q[f"job_order_{order}"],
+                                                direction="DESC" if descending else "ASC")
+        params = {"limit": -1 if limit is None else limit, "offset": offset}
+        with self._lock:
+            try:
+                return [r[0] for r in self._db.execute(sql, params)]
+            except sqlite3.Error as exc:
+                raise _known_error(exc, self.path) from exc
 
     def count_waiting(self) -> int:
         return int(self._read("count_waiting")[0][0])
