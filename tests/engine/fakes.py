@@ -27,6 +27,8 @@ class Script:
     lost: a create that raises a body-maybe-sent error did NOT reach the provider.
     no_file_polls: how many finished answers come without the file (-1: every one).
     remote_error: the failure of a remotely failed render (default: retryable).
+    submit_seconds: how long a create takes to be answered (the render exists from the
+        moment it is sent).
     """
 
     submit_errors: list[ProviderError] = field(default_factory=list)
@@ -38,6 +40,7 @@ class Script:
     lost: bool = False
     no_file_polls: int = 0
     remote_error: ProviderError | None = None
+    submit_seconds: float = 0.0
 
 
 class FakeProvider:
@@ -66,6 +69,10 @@ class FakeProvider:
     async def submit(self, request: RenderRequest) -> str:
         self.creates[request.job_key] = self.creates.get(request.job_key, 0) + 1
         script = self._script(request.prompt)
+        if script.submit_seconds:
+            render_id = self._create(request, script)  # it reached the provider
+            await asyncio.sleep(script.submit_seconds)
+            return render_id
         if script.submit_errors:
             error = script.submit_errors.pop(0)
             if error.body_maybe_sent and not script.lost:  # the provider did get it

@@ -232,6 +232,30 @@ async def test_many_orderly_stops_during_one_render_cost_nothing(tmp_path: Path)
     assert events(store).count("stopped_in_flight") == FAST.max_resumes + 3
 
 
+async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Path) -> None:
+    """Ctrl+C while a create is on its way, on a provider that cannot be asked: the stop
+    waits for the answer and records the render, which the next start reattaches; not a
+    'submit outcome unknown' failure, and one create in all."""
+    provider, store = one_job(tmp_path, Script(submit_seconds=0.3), lookup=False)
+    engine = Engine(store, config=FAST, rng=random.Random(1))
+    await engine.start()
+    for _ in range(2000):
+        if store.list_jobs()[0].state == JobState.SUBMITTING:
+            break
+        await asyncio.sleep(0.001)
+    assert store.list_jobs()[0].state == JobState.SUBMITTING
+    await engine.stop()
+    engine.close_store()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.RENDERING and job.provider_job_id == "r1", job
+    assert "stopped_in_flight" in events(store)
+    await drain(store)
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    assert "submit_outcome_unknown" not in events(store)
+
+
 # -- 5. retry asks before it pays ------------------------------------------------------------
 async def test_retry_of_a_finished_render_downloads_it_without_a_create(tmp_path: Path) -> None:
     script = Script(no_file_polls=-1)

@@ -292,8 +292,12 @@ class RenderAttempt:
         # in there (a bug) keeps the client token, so the next claim asks before anything
         # is created again.
         self.unresolved, self.pending_token = True, client_token
+        create = asyncio.ensure_future(self.provider.submit(self._request(client_token)))
         try:
-            provider_job_id = await self.provider.submit(self._request(client_token))
+            provider_job_id = await asyncio.shield(create)
+        except asyncio.CancelledError:
+            await self._finish_create_on_stop(create)
+            raise
         except ProviderError as exc:
             if not exc.body_maybe_sent:
                 self.unresolved = False  # a definite refusal: nothing was created
@@ -303,6 +307,30 @@ class RenderAttempt:
         self.unresolved = False
         self.submitted_at = self._now()
         await self._record_submitted(provider_job_id)
+
+    async def _finish_create_on_stop(self, create: asyncio.Future[str]) -> None:
+        """An orderly stop (Ctrl+C, the window closed) while a create is on its way: wait
+        for the provider's answer and record its job id, so the render is reattached next
+        time, instead of ending "submit outcome unknown" on a provider that cannot be asked
+        (or being looked up on one that can). The HTTP client's timeout bounds the wait; a
+        second cancel (the user insisting) ends it, and the journal keeps the intent for
+        recovery to settle, as after a crash."""
+        try:
+            provider_job_id = await create
+        except asyncio.CancelledError:
+            create.cancel()
+            return
+        except Exception:  # refused or unknown: the journal's intent tells recovery
+            log.info("job %s: a create answered with an error during the stop", self.job.id)
+            return
+        try:
+            self.unresolved = False
+            await self._record_submitted(provider_job_id)
+            log.info("job %s: the create under way at the stop was recorded (%s)",
+                     self.job.id, provider_job_id)
+        except Exception:
+            log.exception("job %s: could not record the create answered during the stop",
+                          self.job.id)
 
     async def _record_submitted(self, provider_job_id: str) -> None:
         store = self.ctx.store
