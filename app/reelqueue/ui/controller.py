@@ -136,8 +136,8 @@ class AppController(QObject):
             self.session.closed = True
             return None
         self.report = report
+        await self.refresh_accounts()  # the banner names built-in mock accounts
         self._show_open_report(report)
-        await self.refresh_accounts()
         await self.refresh_batches()
         if self.engine_state is None:
             self.window.set_engine_state("paused" if report.paused else "running")
