@@ -120,6 +120,8 @@ class AppController(QObject):
         w.jobActivated.connect(self.show_job)
         w.revealRequested.connect(self.reveal_job)
         w.closeRequested.connect(self.request_close)
+        self.model.orderRequested.connect(
+            lambda order, descending: self.spawn(self._sort_rows(order, descending), "sort"))
 
     def spawn(self, coro: Any, name: str = "ui-command") -> asyncio.Task[Any]:
         return self.session.spawn(coro, name)
@@ -359,6 +361,13 @@ class AppController(QObject):
             card.enabledChanged.connect(self.set_enabled)
             card.markReady.connect(self.mark_ready)
             card.showJobs.connect(self.window.show_account)
+
+    async def _sort_rows(self, order: str, descending: bool) -> None:
+        """The jobs table's sort, done by the journal (jobs_model.py)."""
+        if self.session.engine is None or self.session.closed:
+            return
+        ids = await queries.job_order(self.session.running_engine.store, order, descending)
+        self.model.set_order(order, descending, ids)
 
     async def _refresh_rows(self, job_ids: list[int]) -> None:
         rows = await queries.job_rows_by_id(self.session.running_engine.store, job_ids)

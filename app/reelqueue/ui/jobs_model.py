@@ -5,6 +5,13 @@ read. New rows come in pages, one ``beginInsertRows`` each. Events change the ro
 but the views hear of it once per tick (:meth:`JobTableModel.flush`, driven by a timer):
 one ``dataChanged`` spanning the changed rows, or one layout change when a filter's
 membership changed.
+
+Sorting is the journal's work (``Store.job_ids_ordered``, an ORDER BY on its thread): a
+click on a header asks for the ids in order (:attr:`JobTableModel.orderRequested`, run by
+the controller) and :meth:`JobTableModel.set_order` shows them, the filter applied over
+that order. The sort survives live updates: an event that changes a row's value in the
+sorted column, or new rows, make the order stale, and the model asks again at most once
+per :data:`RESORT_SECONDS` (one layout change each time, selections kept on their jobs).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from PySide6.QtCore import (
     QRect,
     QRectF,
     Qt,
+    Signal,
 )
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
@@ -45,6 +53,27 @@ COL_ROW, COL_NAME, COL_PROMPT, COL_ACCOUNT, COL_STATE, COL_PROGRESS, COL_ATTEMPT
     COL_OUTPUT, COL_ERROR = range(9)
 HEADERS = ("Row", "Name", "Prompt", "Account", "State", "Progress", "Attempts", "Output",
            "Error")
+
+SORT_ORDERS = ("row", "name", "prompt", "account", "state", "progress", "attempts", "output",
+               "error")
+"""The journal's order (``store.base.JOB_ORDERS``) behind each column, in column order."""
+RESORT_SECONDS = 1.0
+"""A sorted table is put in order again at most this often while rows change."""
+ORDER_TIMEOUT = 10.0
+"""An order asked for and not answered in this time is asked for again."""
+
+# What a column sorts on, read from a JobRow: a change of it makes the order stale.
+_SORT_VALUE = (
+    lambda r: r.row_number,
+    lambda r: r.name,
+    lambda r: r.prompt,
+    lambda r: (r.account, r.provider),
+    lambda r: r.state,
+    lambda r: r.progress,
+    lambda r: r.attempts,
+    lambda r: r.output_path,
+    lambda r: r.error_label,
+)
 
 JobIdRole = Qt.ItemDataRole.UserRole + 1
 """The job's id (int)."""
@@ -124,10 +153,19 @@ _DISPLAY = (
 
 
 class JobTableModel(QAbstractTableModel):
-    """Attributes:
+    """Signals:
+        orderRequested(str, bool): the model wants every job id in this order (one of
+            :data:`SORT_ORDERS`), descending or not, from the journal; answer with
+            :meth:`set_order`.
+
+    Attributes:
     table: the rows and counters this model shows.
     filter: the filter in force.
+    sort_column: the column sorted by (-1: none, jobs in id order).
+    sort_descending: the sort's direction.
     """
+
+    orderRequested = Signal(str, bool)
 
     def __init__(self, table: JobTable | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -136,6 +174,13 @@ class JobTableModel(QAbstractTableModel):
         self._view: list[int] | None = None  # indices into table.rows; None: all of them
         self._view_pos: dict[int, int] | None = None
         self.now = time.time
+        self.sort_column = -1
+        self.sort_descending = False
+        self._order: list[int] | None = None  # table indices in the sort's order
+        self._order_for: tuple[int, bool] | None = None  # the sort _order was made for
+        self._order_stale = False
+        self._asked_at: float | None = None  # an order asked for, not answered yet
+        self._ordered_at = 0.0
 
     # -- Qt model API ----------------------------------------------------------------------
     def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
@@ -190,6 +235,67 @@ class JobTableModel(QAbstractTableModel):
             return Qt.ItemFlag.NoItemFlags
         return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
 
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort by ``column`` (a header click); -1 goes back to id order. The order comes
+        from the journal (:attr:`orderRequested`); flipping the direction of the sort in
+        force shows at once (ties go by id, so descending is ascending reversed)."""
+        descending = order == Qt.SortOrder.DescendingOrder
+        if not 0 <= column < len(HEADERS):
+            if self.sort_column < 0:
+                return
+            self.sort_column, self._order, self._order_for = -1, None, None
+            self._order_stale = False
+            self._relayout()
+            return
+        if (column, descending) == (self.sort_column, self.sort_descending):
+            return
+        self.sort_column, self.sort_descending = column, descending
+        if self._order is not None and self._order_for == (column, not descending):
+            self._order.reverse()
+            self._order_for = (column, descending)
+            self._relayout()
+            if not self._order_stale:
+                return
+        self._ask_order()
+
+    def _ask_order(self) -> None:
+        self._order_stale = False
+        self._asked_at = time.monotonic()
+        emit(self.orderRequested, SORT_ORDERS[self.sort_column], self.sort_descending)
+
+    def set_order(self, order: str, descending: bool, job_ids: list[int]) -> bool:
+        """Show the jobs in the order the journal gave (every job id, in order). An answer
+        for a sort no longer in force is dropped (False). Jobs the answer does not know
+        yet (added since) follow at the end until the next order."""
+        if self.sort_column < 0 or (order, descending) != (SORT_ORDERS[self.sort_column],
+                                                           self.sort_descending):
+            return False
+        self._asked_at = None
+        self._ordered_at = time.monotonic()
+        index_of = self.table.index_of
+        ordered = [i for i in map(index_of, job_ids) if i is not None]
+        if len(ordered) < len(self.table.rows):
+            known = set(ordered)
+            ordered.extend(i for i in range(len(self.table.rows)) if i not in known)
+            self._order_stale = True
+        self._order = ordered
+        self._order_for = (self.sort_column, descending)
+        self._relayout()
+        return True
+
+    def _sort_value(self, row: JobRow | None) -> Any:
+        return None if row is None else _SORT_VALUE[self.sort_column](row)
+
+    def _maybe_reorder(self) -> None:
+        """Ask the journal for the order again when rows moved, at most once a period."""
+        if not self._order_stale or self.sort_column < 0:
+            return
+        now = time.monotonic()
+        if self._asked_at is not None and now - self._asked_at < ORDER_TIMEOUT:
+            return  # the answer is on its way; what changed since is asked for after
+        if now - self._ordered_at >= RESORT_SECONDS:
+            self._ask_order()
+
     # -- feeding -------------------------------------------------------------------------
     def add_rows(self, rows: list[JobRow], stats: JobStats | None = None) -> int:
         """Append a page of new jobs with one ``beginInsertRows``; return how many."""
@@ -200,6 +306,9 @@ class JobTableModel(QAbstractTableModel):
         fresh = [row for row in rows if table.index_of(row.id) is None]
         if not fresh:
             return 0
+        if self._order is not None:
+            self._order.extend(range(start, start + len(fresh)))
+            self._order_stale = True
         if self._view is None:
             self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
             table.append(fresh, stats if len(fresh) == len(rows) else None)
@@ -218,14 +327,25 @@ class JobTableModel(QAbstractTableModel):
 
     def apply_event(self, event: JobEvent) -> bool:
         """Apply an event now; views hear of it at the next :meth:`flush`."""
-        return self.table.apply(event)
+        if self.sort_column < 0 or self._order_stale:
+            return self.table.apply(event)
+        row = self.table.row(event.job_id)
+        before = self._sort_value(row)
+        applied = self.table.apply(event)
+        if row is not None and self._sort_value(row) != before:
+            self._order_stale = True
+        return applied
 
     def replace_rows(self, rows: list[JobRow]) -> None:
         for row in rows:
-            self.table.replace(row)
+            before = self._sort_value(self.table.row(row.id)) if self.sort_column >= 0 else None
+            if self.table.replace(row) and self.sort_column >= 0 \
+                    and self._sort_value(row) != before:
+                self._order_stale = True
 
     def flush(self) -> int:
         """Tell the views what changed since the last tick; return the rows changed."""
+        self._maybe_reorder()
         dirty = self.table.take_dirty()
         if not dirty:
             return 0
@@ -258,10 +378,14 @@ class JobTableModel(QAbstractTableModel):
         return self._view_pos
 
     def _compute_view(self) -> list[int] | None:
+        order = self._order
         if not self.filter.active:
-            return None
+            return None if order is None else list(order)
         matches = self.filter.matches
-        return [i for i, row in enumerate(self.table.rows) if matches(row)]
+        if order is None:
+            return [i for i, row in enumerate(self.table.rows) if matches(row)]
+        rows = self.table.rows
+        return [i for i in order if matches(rows[i])]
 
     def _relayout(self) -> None:
         """Recompute the view, keeping selections and the current row on their jobs."""

@@ -511,6 +511,11 @@ class MainWindow(QMainWindow):
             header.resizeSection(column, width)
         header.setSectionResizeMode(COL_PROMPT, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
+        # A header click sorts, in the journal (jobs_model.py); a third click goes back
+        # to id order. No indicator at first: the jobs come in id order.
+        header.setSortIndicatorClearable(True)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        self.table.setSortingEnabled(True)
         self.state_delegate = StateDelegate(self.table)
         self.progress_delegate = ProgressDelegate(self.model, self.table)
         self.table.setItemDelegateForColumn(COL_STATE, self.state_delegate)

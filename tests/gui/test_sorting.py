@@ -1,0 +1,181 @@
+"""The jobs table sorts by any column, the journal doing the sort, on both stores; the
+order survives live updates and filters; the window's header drives it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPersistentModelIndex, QPoint, Qt
+from PySide6.QtTest import QTest
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.clock import FakeClock
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.engine.events import JobEvent
+from reelqueue.engine.queries import to_row
+from reelqueue.store.base import JOB_ORDERS, ClaimParams, JobError, Store
+from reelqueue.store.sqlite import SqliteStore
+from reelqueue.ui import jobs_model
+from reelqueue.ui.jobs_model import (
+    COL_NAME,
+    COL_ROW,
+    COL_STATE,
+    HEADERS,
+    SORT_ORDERS,
+    JobFilter,
+    JobIdRole,
+    JobTableModel,
+)
+from tests.gui.conftest import WindowHarness, on_qloop, until
+
+NAMES = ["delta", "Alpha", "charlie", "bravo", "Echo", "alpha", "", "zulu", "Bravo", "mike"]
+
+
+def fill(store: Store, tmp_path: Path, now: float) -> None:
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), now)
+    store.add_jobs(batch.id, [
+        JobSpec(job_key=f"k{i}", prompt=f"{name} prompt {i % 3}", provider="mock", name=name,
+                output_path=str(tmp_path / f"{i:03d}_{name}.mp4"),
+                row_number=None if i == 4 else (i * 7) % 11)
+        for i, name in enumerate(NAMES)], now)
+
+
+def model_on(store: Store) -> JobTableModel:
+    """A jobs model fed from ``store``, its order asked of the store at once."""
+    model = JobTableModel()
+    model.add_rows([to_row(job, lambda _p, _m: None) for job in store.list_jobs()])
+    model.orderRequested.connect(
+        lambda order, desc: model.set_order(order, desc, store.job_ids_ordered(order, desc)))
+    return model
+
+
+def shown_ids(model: JobTableModel) -> list[int]:
+    return [model.index(r, 0).data(JobIdRole) for r in range(model.rowCount())]
+
+
+def test_every_column_has_a_journal_order() -> None:
+    assert len(SORT_ORDERS) == len(HEADERS)
+    assert set(SORT_ORDERS) == set(JOB_ORDERS)
+
+
+@pytest.mark.parametrize("column", range(len(HEADERS)), ids=lambda c: HEADERS[c])
+def test_each_column_sorts_like_the_journal_on_both_stores(
+    store: Store, tmp_path: Path, clock: FakeClock, qtmodeltester, column: int
+) -> None:
+    fill(store, tmp_path, clock.now())
+    model = model_on(store)
+    model.sort(column, Qt.SortOrder.AscendingOrder)
+    ascending = store.job_ids_ordered(SORT_ORDERS[column])
+    assert shown_ids(model) == ascending
+    model.sort(column, Qt.SortOrder.DescendingOrder)
+    assert shown_ids(model) == ascending[::-1]
+    qtmodeltester.check(model)
+    model.sort(-1)  # the third click: id order again
+    assert shown_ids(model) == sorted(ascending)
+
+
+def test_the_shown_text_is_in_order(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    """Read from the cells, independent of the store's own key: names case-insensitively,
+    row numbers with the empty one first."""
+    fill(store, tmp_path, clock.now())
+    model = model_on(store)
+    model.sort(COL_NAME, Qt.SortOrder.AscendingOrder)
+    names = [model.index(r, COL_NAME).data() for r in range(model.rowCount())]
+    assert names == sorted(NAMES, key=str.lower)
+    assert names[1:3] == ["Alpha", "alpha"], "equal names keep id order"
+    model.sort(COL_ROW, Qt.SortOrder.DescendingOrder)
+    rows = [model.index(r, COL_ROW).data() for r in range(model.rowCount())]
+    assert rows[-1] == "" and [int(v) for v in rows[:-1]] == sorted(
+        (int(v) for v in rows[:-1]), reverse=True)
+
+
+def test_sort_survives_live_updates_filters_and_new_rows(
+    store: Store, tmp_path: Path, clock: FakeClock, qtmodeltester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(jobs_model, "RESORT_SECONDS", 0.0)
+    fill(store, tmp_path, clock.now())
+    model = model_on(store)
+    asked: list[tuple[str, bool]] = []
+    model.orderRequested.connect(lambda order, desc: asked.append((order, desc)))
+    model.sort(COL_STATE, Qt.SortOrder.DescendingOrder)
+    assert asked == [("state", True)]
+    last = model.index(model.rowCount() - 1, 0)
+    kept = QPersistentModelIndex(last)
+    job_id = last.data(JobIdRole)
+    # The job fails in the journal, and the window hears of it by an event.
+    store.add_account(AccountSpec("acct", "mock", 20), clock.now())
+    store.prioritize_jobs([job_id], clock.now())
+    claim = store.claim_next_job(ClaimParams("acct", "inst", clock.now(), 60.0))
+    assert claim is not None and claim.job.id == job_id
+    assert store.mark_failed(claim.token, JobError("permanent", "content policy", "no"),
+                             clock.now())
+    model.apply_event(JobEvent(job_id, "FAILED", clock.now() + 1, account="acct",
+                               error_label="content policy"))
+    model.flush()
+    assert asked == [("state", True)] * 2, "a changed sort value asks for the order again"
+    assert shown_ids(model)[0] == job_id, "failed sorts after queued: first when descending"
+    assert kept.isValid() and kept.row() == 0 and kept.data(JobIdRole) == job_id
+    # An event that changes no sorted value asks nothing.
+    count = len(asked)
+    model.apply_event(JobEvent(job_id, "FAILED", clock.now() + 2,
+                               error_label="content policy"))
+    model.flush()
+    assert len(asked) == count
+    # A filter applies over the order; new rows join it.
+    model.set_filter(JobFilter(text="a"))
+    qtmodeltester.check(model)
+    batch = store.list_batches()[0]
+    store.add_jobs(batch.id, [JobSpec(job_key="new", prompt="late prompt", provider="mock",
+                                      name="aaa late", output_path=str(tmp_path / "n.mp4"),
+                                      row_number=99)], clock.now())
+    new = [to_row(j, lambda _p, _m: None) for j in store.list_jobs()][-1:]
+    model.add_rows(new)
+    model.flush()
+    model.set_filter(JobFilter())
+    assert shown_ids(model) == store.job_ids_ordered("state", descending=True)
+    qtmodeltester.check(model)
+
+
+def test_a_late_answer_for_an_old_sort_is_dropped(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    fill(store, tmp_path, clock.now())
+    model = JobTableModel()
+    model.add_rows([to_row(job, lambda _p, _m: None) for job in store.list_jobs()])
+    model.sort(COL_NAME, Qt.SortOrder.AscendingOrder)
+    model.sort(COL_ROW, Qt.SortOrder.AscendingOrder)
+    assert not model.set_order("name", False, store.job_ids_ordered("name"))
+    assert shown_ids(model) == sorted(shown_ids(model)), "still id order"
+    assert model.set_order("row", False, store.job_ids_ordered("row"))
+    assert shown_ids(model) == store.job_ids_ordered("row")
+
+
+@on_qloop
+async def test_clicking_a_header_sorts_the_window(windows: WindowHarness, app_ctx: CliContext,
+                                                  tmp_path: Path) -> None:
+    app_ctx.data_dir.mkdir(parents=True)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    fill(store, tmp_path, time.time())
+    expected = store.job_ids_ordered("name", descending=False)
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    table, model = controller.window.table, controller.model
+    assert table.horizontalHeader().sortIndicatorSection() == -1
+    assert shown_ids(model) == sorted(expected), "id order until a header is clicked"
+    header = table.horizontalHeader()
+
+    def click_name() -> None:
+        middle = QPoint(header.sectionViewportPosition(COL_NAME)
+                        + header.sectionSize(COL_NAME) // 2, header.height() // 2)
+        QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=middle)
+
+    click_name()
+    await until(lambda: shown_ids(model) == expected, timeout=10)
+    assert header.sortIndicatorSection() == COL_NAME
+    click_name()
+    await until(lambda: shown_ids(model) == expected[::-1], timeout=10)
+    click_name()  # the third click: back to id order
+    await until(lambda: shown_ids(model) == sorted(expected), timeout=10)
