@@ -57,6 +57,10 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
         assert f"{name}: out of credits" in banner.text
     assert "Mark ready" in banner.text  # what the user can do
     assert "22 waiting" in window.totals_label.text()
+    # The shared queue once, above the cards; no card claims the 22 as its own.
+    await until(lambda: window.queue_label.text() == "Shared queue: 22 waiting for 3 accounts",
+                5)
+    assert all(card.queued.text() == "0" for card in window.accounts.cards.values())
     save_screenshot(window, "stalled")
 
     # The user tops up one account: work moves, the stalled banner goes, and when the
@@ -246,3 +250,17 @@ async def test_recovery_with_a_separate_mock_process_picks_renders_up(
             assert job.state.value in ("RENDERING", "DOWNLOADING", "COMPLETED")
         save_screenshot(window, "crash-banner")
         await windows._shutdown_all()
+
+
+def test_a_lowered_limit_is_explained(themed_app) -> None:
+    from reelqueue.ui.accounts_view import AccountCard, AccountCardData
+
+    card = AccountCard(AccountCardData(name="studio", provider_title="Mock", status="ready",
+                                       enabled=True, capacity=1, live=4))
+    assert card.over_label.text() == "4 running, limit now 1: no new renders until below"
+    assert not card.over_label.isHidden()
+    card.set_data(AccountCardData(name="studio", provider_title="Mock", status="ready",
+                                  enabled=True, capacity=4, live=4))
+    assert card.over_label.isHidden()
+    card.stop_timers()
+    card.deleteLater()

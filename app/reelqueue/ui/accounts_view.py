@@ -57,7 +57,7 @@ class AccountCardData:
     live: int
     cooldown_until: float | None = None
     detail: str | None = None
-    queued: int = 0
+    queued: int = 0  # waiting jobs only this account can take (they hold its render)
     completed: int = 0
     failed: int = 0
     spend: float = 0.0
@@ -308,7 +308,10 @@ class AccountCard(QFrame):
         grid = QGridLayout()
         grid.setHorizontalSpacing(14)
         grid.setVerticalSpacing(0)
-        self.queued, queued_label = _metric("0", "queued")
+        self.queued, queued_label = _metric("0", "waiting")
+        queued_label.setToolTip("Waiting jobs only this account can take (they hold its "
+                                "render or submission); the shared queue is counted once, "
+                                "above the cards")
         self.completed, done_label = _metric("0", "done")
         self.failed, failed_label = _metric("0", "failed")
         for column, (number, label) in enumerate(((self.queued, queued_label),
@@ -322,6 +325,11 @@ class AccountCard(QFrame):
         grid.addWidget(self.spend, 2, 0, 1, 3)
         middle.addLayout(grid, 1)
         details.addLayout(middle)
+        self.over_label = QLabel()  # a limit lowered below the renders running
+        self.over_label.setProperty("role", "muted")
+        self.over_label.setWordWrap(True)
+        self.over_label.hide()
+        details.addWidget(self.over_label)
 
         spark_head = QLabel("COMPLETED · LAST HOUR")
         spark_head.setProperty("role", "section")
@@ -427,8 +435,13 @@ class AccountCard(QFrame):
         spent = f"Spent {fmt.money(data.spend)}"
         self.spend.setText(f"{spent}{estimate}")
         # Wrapped only between the parts: "12,345 done", never "12,345 / done".
+        over = over_limit_text(data.live, data.capacity)
+        self.over_label.setText(over)
+        self.over_label.setVisible(bool(over))
+        self.gauge.setToolTip(over)
         self.summary.setText(" · ".join(part.replace(" ", NBSP) for part in (
-            f"{data.live}/{data.capacity} running", f"{fmt.number(data.queued)} queued",
+            over or f"{data.live}/{data.capacity} running",
+            f"{fmt.number(data.queued)} waiting here",
             f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed",
             spent)))
         self.sparkline.set_values(data.per_minute)
@@ -549,6 +562,14 @@ class AccountStrip(QScrollArea):
 
     def minimumSizeHint(self) -> QSize:
         return QSize(CARD_WIDTH, min(self.sizeHint().height(), MIN_STRIP_HEIGHT))
+
+
+def over_limit_text(live: int, capacity: int) -> str:
+    """A limit lowered mid-run: "4 running, limit now 1: no new renders until below"."""
+    if live <= capacity:
+        return ""
+    return (f"{fmt.number(live)} running, limit now {fmt.number(capacity)}: no new renders "
+            "until below")
 
 
 def per_minute(completions: list[float], now: float) -> tuple[int, ...]:

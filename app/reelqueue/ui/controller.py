@@ -33,7 +33,13 @@ from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.bridge import EngineBridge
-from reelqueue.ui.dashboard import compose_cards, engine_words, stall_banner, totals_text
+from reelqueue.ui.dashboard import (
+    compose_cards,
+    engine_words,
+    shared_queue_text,
+    stall_banner,
+    totals_text,
+)
 from reelqueue.ui.import_dialog import ImportDialog
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.jobs_data import stats_of
@@ -356,6 +362,7 @@ class AppController(QObject):
         self._cards_dirty = False
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
                               now or time.time())
+        self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.set_capacity)
             card.enabledChanged.connect(self.set_enabled)

@@ -51,7 +51,9 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             name=account.name, provider_title=provider_title(account.provider),
             status=status, enabled=enabled, capacity=capacity, live=len(live_rows),
             cooldown_until=cooldown, detail=detail,
-            queued=stats.waiting_by_provider.get(account.provider, 0) if enabled else 0,
+            # Its own: waiting jobs bound to it (they hold its render or submission);
+            # the shared queue is shown once, above the cards (shared_queue_text).
+            queued=sum(stats.by_account.get((account.name, s), 0) for s in WAITING_VALUES),
             completed=stats.by_account.get((account.name, "COMPLETED"), 0),
             failed=stats.by_account.get((account.name, "FAILED"), 0),
             spend=stats.spend.get(account.name, 0.0),
@@ -60,6 +62,18 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             renders=tuple(_render_line(table, row, now) for row in live_rows),
         ))
     return cards
+
+
+def shared_queue_text(table: JobTable, summaries: list[AccountSummary]) -> str:
+    """"Shared queue: 22 waiting for 3 accounts" — once, above the cards."""
+    _rendering, waiting = open_counts(table)
+    bound = sum(n for (account, state), n in table.stats.by_account.items()
+                if account and state in WAITING_VALUES)
+    shared = max(0, waiting - bound)
+    if not summaries:
+        return ""
+    return (f"Shared queue: {fmt.number(shared)} waiting for "
+            f"{fmt.count(len(summaries), 'account')}")
 
 
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:

@@ -348,6 +348,10 @@ class MainWindow(QMainWindow):
         title = QLabel("ACCOUNTS")
         title.setProperty("role", "section")
         head.addWidget(title)
+        # The shared queue once, above the cards (each card counts only its own jobs).
+        self.queue_label = QLabel()
+        self.queue_label.setProperty("role", "muted")
+        head.addWidget(self.queue_label)
         head.addStretch(1)
         self.compact_button = QPushButton("Fold cards")
         self.compact_button.setProperty("flat", True)
@@ -578,6 +582,9 @@ class MainWindow(QMainWindow):
         """What the engine is doing, derived from the truth (see ui/dashboard.py)."""
         self.engine_label.setText(text)
         self.engine_label.setToolTip(tooltip)
+
+    def set_shared_queue(self, text: str) -> None:
+        self.queue_label.setText(text)
 
     def set_totals(self, text: str, rate: str) -> None:
         self.totals_label.setText(text)
