@@ -26,6 +26,7 @@ from reelqueue.domain.models import (
     RecoveryReport,
 )
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.spend import SpendSummary
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,14 @@ class ClaimParams:
     instance_id: the boot-unique owner id of the claiming process.
     now: the current time (epoch seconds).
     lease_seconds: how long the claim holds without a heartbeat.
+    day_start: the local midnight of ``now``, where an account's daily spend cap starts.
     """
 
     account: str
     instance_id: str
     now: float
     lease_seconds: float
+    day_start: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,10 @@ class Store(Protocol):
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,
         enabled: bool | None = None, base_url: str | None = None,
-    ) -> Account: ...
+        settings: dict[str, Any] | None = None,
+    ) -> Account:
+        """``settings`` is merged into the account's (a None value removes the key)."""
+        ...
     def set_account_status(
         self, name: str, status: AccountStatus, now: float, *,
         detail: str | None = None, cooldown_until: float | None = None,
@@ -215,6 +221,16 @@ class Store(Protocol):
     def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
         """A paused batch's jobs are not claimed (``settings["paused"]``); jobs holding a
         render are, so renders in flight finish. None: no such batch."""
+        ...
+
+    def update_batch_settings(
+        self, batch_id: int, patch: dict[str, Any], now: float,
+    ) -> Batch | None:
+        """Merge ``patch`` into the batch's settings (a None value removes the key), e.g.
+        ``{"max_spend": 80}``. None: no such batch."""
+        ...
+    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
+        """Spend per capped batch and per account since ``day_start`` (store/spend.py)."""
         ...
 
     # -- recovery and audit ------------------------------------------------------------

@@ -6,6 +6,7 @@ both implementations so they cannot drift. Nothing here survives the process, by
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +41,17 @@ from reelqueue.store.recovery_plan import (
     plan_recovery,
     record_applied,
     unresolved_token,
+)
+from reelqueue.store.spend import (
+    MAX_SKIPS,
+    SLACK,
+    SPEND_EVENT,
+    AccountSpend,
+    BatchSpend,
+    SpendSummary,
+    cap_of,
+    price_of,
+    refusal,
 )
 
 _CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
@@ -256,6 +268,7 @@ class MemoryStore:
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,
         enabled: bool | None = None, base_url: str | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> Account:
         if capacity is not None and capacity < 1:
             raise InputError("An account's limit must be at least 1.")
@@ -268,11 +281,14 @@ class MemoryStore:
                 capacity=account.capacity if capacity is None else capacity,
                 enabled=account.enabled if enabled is None else enabled,
                 base_url=account.base_url if base_url is None else base_url,
+                settings=account.settings if settings is None
+                else _merged(account.settings, settings),
             )
             self._accounts[name] = account
             self._note("account_changed", now, account=name, detail={
                 k: v for k, v in {"capacity": capacity, "enabled": enabled,
-                                  "base_url": base_url}.items() if v is not None})
+                                  "base_url": base_url, "settings": settings}.items()
+                if v is not None})
             return account
 
     def set_account_status(
@@ -315,9 +331,10 @@ class MemoryStore:
                 and (j.provider_job_id is not None
                      or not self._batches[j.batch_id].settings.get("paused"))
             ]
-            if not candidates:
+            picked = self._spend_checked(account, params, candidates)
+            if picked is None:
                 return None
-            job = min(candidates, key=lambda j: (-j.priority, j.id))
+            job = picked
             token = uuid.uuid4().hex
             job = replace(
                 job, state=JobState.CLAIMED, account=account.name, claim_token=token,
@@ -334,6 +351,104 @@ class MemoryStore:
             return Claim(job, account.name, ClaimToken(job.id, token),
                          resumed=job.provider_job_id is not None)
 
+    def _spend_checked(
+        self, account: Account, params: ClaimParams, candidates: list[Job],
+    ) -> Job | None:
+        """The best candidate no spend cap refuses (as sqlite.py's claim)."""
+        skip: set[int] = set()
+        creates = True
+        account_cap = cap_of(account.settings, "daily_cap")
+        for _ in range(MAX_SKIPS + 2):
+            left = [j for j in candidates if j.provider_job_id is not None
+                    or (creates and j.batch_id not in skip)]
+            if not left:
+                return None
+            job = min(left, key=lambda j: (-j.priority, j.id))
+            refused = refusal(
+                needs_create=job.provider_job_id is None and job.client_token is None,
+                price=price_of(job.metadata),
+                batch_cap=cap_of(self._batches[job.batch_id].settings, "max_spend"),
+                batch_committed=functools.partial(self._batch_committed, job.batch_id),
+                account_cap=account_cap,
+                account_committed=functools.partial(self._account_committed, account.name,
+                                                    params.day_start),
+            )
+            if refused is None:
+                return job
+            if refused.scope == "account" or len(skip) >= MAX_SKIPS:
+                creates = False
+            else:
+                skip.add(job.batch_id)
+        return None
+
+    def _reserved(self, keep: Callable[[Job], bool]) -> float:
+        """The price of claimed jobs that will create (no render, no unresolved intent)."""
+        return sum(price_of(j.metadata) or 0.0 for j in self._jobs.values()
+                   if j.state is JobState.CLAIMED and j.provider_job_id is None
+                   and j.client_token is None and keep(j))
+
+    def _batch_spent(self, batch_id: int) -> float:
+        return sum(float(e.detail.get("usd") or 0.0) for e in self._ledger
+                   if e.event == SPEND_EVENT and e.job_id in self._jobs
+                   and self._jobs[e.job_id].batch_id == batch_id)
+
+    def _account_spent(self, account: str, day_start: float) -> float:
+        return sum(float(e.detail.get("usd") or 0.0) for e in self._ledger
+                   if e.event == SPEND_EVENT and e.account == account and e.at >= day_start)
+
+    def _batch_committed(self, batch_id: int) -> float:
+        return self._batch_spent(batch_id) + self._reserved(lambda j: j.batch_id == batch_id)
+
+    def _account_committed(self, account: str, day_start: float) -> float:
+        return (self._account_spent(account, day_start)
+                + self._reserved(lambda j: j.account == account))
+
+    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
+        with self._lock:
+            waiting = [j for j in self._jobs.values() if j.state in WAITING
+                       and j.provider_job_id is None and j.client_token is None]
+
+            def held(jobs: Iterable[Job], room: float) -> int:
+                return sum(1 for j in jobs
+                           if (price := price_of(j.metadata)) is None or price > room)
+
+            batches: list[BatchSpend] = []
+            for batch in sorted(self._batches.values(), key=lambda b: b.id):
+                cap = cap_of(batch.settings, "max_spend")
+                if cap is None:
+                    continue
+                bid = batch.id
+                spent = self._batch_spent(bid)
+                reserved = self._reserved(lambda j, b=bid: j.batch_id == b)  # type: ignore[misc]
+                batches.append(BatchSpend(
+                    bid, batch.name, spent, reserved, cap,
+                    held([j for j in waiting if j.batch_id == bid],
+                         cap - spent - reserved + SLACK)))
+            accounts: list[AccountSpend] = []
+            for account in sorted(self._accounts.values(), key=lambda a: a.position):
+                acap = cap_of(account.settings, "daily_cap")
+                name = account.name
+                spent = self._account_spent(name, day_start)
+                reserved = self._reserved(lambda j, a=name: j.account == a)  # type: ignore[misc]
+                count = 0 if acap is None else held(
+                    [j for j in waiting if j.provider == account.provider
+                     and j.pinned_account in (None, name) and j.account in (None, name)],
+                    acap - spent - reserved + SLACK)
+                accounts.append(AccountSpend(name, spent, reserved, acap, count))
+            return SpendSummary(tuple(batches), tuple(accounts))
+
+    def update_batch_settings(
+        self, batch_id: int, patch: dict[str, Any], now: float,
+    ) -> Batch | None:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return None
+            batch = replace(batch, settings=_merged(batch.settings, patch))
+            self._batches[batch_id] = batch
+            self._note("batch_changed", now, detail={"batch_id": batch_id, **patch})
+            return batch
+
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
         with self._lock:
             renewed = 0
@@ -345,11 +460,19 @@ class MemoryStore:
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
-        job = self._jobs.get(token.job_id)
-        return self._fenced(token, frozenset({JobState.CLAIMED}), "submitting", now,
-                            "mark_submitting", {"client_token": client_token},
-                            extra_ok=job is not None and job.provider_job_id is None,
-                            state=JobState.SUBMITTING, client_token=client_token)
+        with self._lock:  # the intent and its spend together (sqlite.py)
+            job = self._jobs.get(token.job_id)
+            if not self._fenced(token, frozenset({JobState.CLAIMED}), "submitting", now,
+                                "mark_submitting", {"client_token": client_token},
+                                extra_ok=job is not None and job.provider_job_id is None,
+                                state=JobState.SUBMITTING, client_token=client_token):
+                return False
+            assert job is not None
+            price = price_of(job.metadata)
+            if price is not None:
+                self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
+                           claim_token=token.token, detail={"usd": price})
+            return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._fenced(token, frozenset({JobState.SUBMITTING}), "submitted", now,
@@ -379,13 +502,23 @@ class MemoryStore:
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
-        job = self._jobs.get(token.job_id)
-        return self._fenced(
-            token, frozenset({JobState.DOWNLOADING}), "completed", now, "mark_completed",
-            {"size": size, "sha256": sha256, "cost": cost},
-            state=JobState.COMPLETED, output_size=size, output_sha256=sha256,
-            cost=cost if cost is not None else (job.cost if job else None), progress=1.0,
-            finished_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR)
+        with self._lock:
+            job = self._jobs.get(token.job_id)
+            if not self._fenced(
+                token, frozenset({JobState.DOWNLOADING}), "completed", now, "mark_completed",
+                {"size": size, "sha256": sha256, "cost": cost},
+                state=JobState.COMPLETED, output_size=size, output_sha256=sha256,
+                cost=cost if cost is not None else (job.cost if job else None), progress=1.0,
+                finished_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR):
+                return False
+            assert job is not None
+            if cost is not None:
+                difference = float(cost) - (price_of(job.metadata) or 0.0)
+                if abs(difference) > SLACK:
+                    self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
+                               claim_token=token.token,
+                               detail={"usd": round(difference, 6), "reported_cost": cost})
+            return True
 
     def set_retry_wait(
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
@@ -593,7 +726,8 @@ class MemoryStore:
                                    detail={"path": job.output_path})
             if params.prune_before is not None:
                 before = len(self._ledger)
-                self._ledger = [e for e in self._ledger if e.at >= params.prune_before]
+                self._ledger = [e for e in self._ledger  # spend is kept (queries.sql)
+                                if e.at >= params.prune_before or e.event == SPEND_EVENT]
                 report.pruned_ledger_rows = before - len(self._ledger)
             if report.touched or report.pruned_ledger_rows:
                 self._note("recovery", now, detail={"instance": params.instance_id,
@@ -637,3 +771,14 @@ class MemoryStore:
                 "live_claims_after_exit": live,
                 "integrity": [],
             }
+
+
+def _merged(settings: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch one level deep (SQLite's json_patch): None removes the key."""
+    merged = dict(settings)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged

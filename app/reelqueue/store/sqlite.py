@@ -61,6 +61,17 @@ from reelqueue.store.recovery_plan import (
     unresolved_token,
 )
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
+from reelqueue.store.spend import (
+    MAX_SKIPS,
+    SLACK,
+    SPEND_EVENT,
+    AccountSpend,
+    BatchSpend,
+    SpendSummary,
+    cap_of,
+    price_of,
+    refusal,
+)
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +281,9 @@ class SqliteStore:
         always durable (docs/design-notes.md).
         """
         with self._lock:
+            if self._db.in_transaction:  # nested in an open write: part of it
+                yield self._db
+                return
             if not durable:
                 self._db.execute("PRAGMA synchronous = NORMAL")
             try:
@@ -604,18 +618,21 @@ class SqliteStore:
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,
         enabled: bool | None = None, base_url: str | None = None,
+        settings: dict[str, Any] | None = None,
     ) -> Account:
         if capacity is not None and capacity < 1:
             raise InputError("An account's limit must be at least 1.")
         with self._write():
             changed = self._exec("update_account", name=name, capacity=capacity,
                                  enabled=None if enabled is None else int(enabled),
-                                 base_url=base_url)
+                                 base_url=base_url,
+                                 settings=None if settings is None else _dumps(settings))
             if not changed:
                 raise InputError(f"There is no account named {name!r}.")
             self._ledger("account_changed", now, account=name, detail={
                 k: v for k, v in {"capacity": capacity, "enabled": enabled,
-                                  "base_url": base_url}.items() if v is not None})
+                                  "base_url": base_url, "settings": settings}.items()
+                if v is not None})
         account = self.get_account(name)
         assert account is not None
         return account
@@ -650,9 +667,7 @@ class SqliteStore:
                                     {"account": account.name}).fetchone()[0]
             if live >= account.capacity:
                 return None
-            candidate = self._db.execute(self._q["next_claimable"], {
-                "provider": account.provider, "now": params.now, "account": account.name,
-            }).fetchone()
+            candidate = self._spend_checked_candidate(account, params)
             if candidate is None:
                 return None
             token = uuid.uuid4().hex
@@ -672,14 +687,113 @@ class SqliteStore:
         return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
                      resumed=job.provider_job_id is not None)
 
+    def _spend_checked_candidate(
+        self, account: Account, params: ClaimParams,
+    ) -> sqlite3.Row | None:
+        """The next claimable job that no spend cap refuses (inside the claim's write
+        transaction, so no other process can pass a cap at the same time)."""
+        skip: list[int] = []
+        creates = True
+        account_cap = cap_of(account.settings, "daily_cap")
+        for _ in range(MAX_SKIPS + 2):
+            candidate = self._db.execute(self._q["next_claimable"], {
+                "provider": account.provider, "now": params.now, "account": account.name,
+                "creates": int(creates), "skip_batches": _dumps(skip),
+            }).fetchone()
+            if candidate is None:
+                return None
+            row = self._db.execute(self._q["spend_candidate"],
+                                   {"id": candidate["id"]}).fetchone()
+            batch_cap = row["max_spend"] if isinstance(row["max_spend"], int | float) else None
+            refused = refusal(
+                needs_create=row["provider_job_id"] is None and row["client_token"] is None,
+                price=row["price"] if isinstance(row["price"], int | float) else None,
+                batch_cap=None if batch_cap is None else float(batch_cap),
+                batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),
+                account_cap=account_cap,
+                account_committed=functools.partial(self._account_committed, account.name,
+                                                    params.day_start),
+            )
+            if refused is None:
+                return cast(sqlite3.Row, candidate)
+            if refused.scope == "account":
+                creates = False
+            elif len(skip) < MAX_SKIPS:
+                skip.append(int(row["batch_id"]))
+            else:
+                creates = False
+        return None
+
+    def _batch_committed(self, batch_id: int) -> float:
+        spent = self._db.execute(self._q["spend_of_batch"], {"batch": batch_id}).fetchone()[0]
+        reserved = self._db.execute(self._q["reserved_of_batch"],
+                                    {"batch": batch_id}).fetchone()[0]
+        return float(spent) + float(reserved)
+
+    def _account_committed(self, account: str, day_start: float) -> float:
+        spent = self._db.execute(self._q["spend_of_account"],
+                                 {"account": account, "day_start": day_start}).fetchone()[0]
+        reserved = self._db.execute(self._q["reserved_of_account"],
+                                    {"account": account}).fetchone()[0]
+        return float(spent) + float(reserved)
+
+    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
+        with self._lock:
+            batches: list[BatchSpend] = []
+            for row in self._db.execute(self._q["capped_batches"]).fetchall():
+                if not isinstance(row["max_spend"], int | float):
+                    continue
+                cap = float(row["max_spend"])
+                spent = float(self._db.execute(self._q["spend_of_batch"],
+                                               {"batch": row["id"]}).fetchone()[0])
+                reserved = float(self._db.execute(self._q["reserved_of_batch"],
+                                                  {"batch": row["id"]}).fetchone()[0])
+                waiting = int(self._db.execute(self._q["waiting_creates_of_batch"], {
+                    "batch": row["id"], "room": cap - spent - reserved + SLACK}).fetchone()[0])
+                batch = self.get_batch(int(row["id"]))
+                batches.append(BatchSpend(int(row["id"]), batch.name if batch else "",
+                                          spent, reserved, cap, waiting))
+            accounts: list[AccountSpend] = []
+            for account in self.list_accounts():
+                acap = cap_of(account.settings, "daily_cap")
+                spent = float(self._db.execute(self._q["spend_of_account"], {
+                    "account": account.name, "day_start": day_start}).fetchone()[0])
+                reserved = float(self._db.execute(self._q["reserved_of_account"],
+                                                  {"account": account.name}).fetchone()[0])
+                waiting = 0 if acap is None else int(self._db.execute(
+                    self._q["waiting_creates_of_account"], {
+                        "account": account.name, "provider": account.provider,
+                        "room": acap - spent - reserved + SLACK}).fetchone()[0])
+                accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
+        return SpendSummary(tuple(batches), tuple(accounts))
+
+    def update_batch_settings(
+        self, batch_id: int, patch: dict[str, Any], now: float,
+    ) -> Batch | None:
+        with self._write():
+            if not self._exec("update_batch_settings", id=batch_id, patch=_dumps(patch)):
+                return None
+            self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
+        return self.get_batch(batch_id)
+
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
         with self._write(durable=False):
             return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds)
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
-        return self._fenced("fenced_mark_submitting", "submitting", token, now,
-                            {"client_token": client_token}, client_token=client_token)
+        # The intent and its spend are one transaction: from here the render may be billed.
+        with self._write():
+            if not self._fenced("fenced_mark_submitting", "submitting", token, now,
+                                {"client_token": client_token}, client_token=client_token):
+                return False
+            row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
+                                   (token.job_id,)).fetchone()
+            price = price_of(json.loads(row["metadata"] or "{}"))
+            if price is not None:
+                self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=row["account"],
+                             claim_token=token.token, detail={"usd": price})
+            return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._fenced("fenced_record_submitted", "submitted", token, now,
@@ -702,9 +816,23 @@ class SqliteStore:
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
-        return self._fenced("fenced_mark_completed", "completed", token, now,
-                            {"size": size, "sha256": sha256, "cost": cost},
-                            size=size, sha256=sha256, cost=cost)
+        with self._write():
+            row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
+                                   (token.job_id,)).fetchone()
+            if not self._fenced("fenced_mark_completed", "completed", token, now,
+                                {"size": size, "sha256": sha256, "cost": cost},
+                                size=size, sha256=sha256, cost=cost):
+                return False
+            if cost is not None and row is not None:
+                # The provider's reported cost corrects the price its intent wrote.
+                difference = float(cost) - (price_of(json.loads(row["metadata"] or "{}"))
+                                            or 0.0)
+                if abs(difference) > SLACK:
+                    self._ledger(SPEND_EVENT, now, job_id=token.job_id,
+                                 account=row["account"], claim_token=token.token,
+                                 detail={"usd": round(difference, 6),
+                                         "reported_cost": cost})
+            return True
 
     def set_retry_wait(
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,

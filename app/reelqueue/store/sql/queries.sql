@@ -62,7 +62,9 @@ DELETE FROM accounts WHERE name = :name;
 UPDATE accounts
    SET capacity = COALESCE(:capacity, capacity),
        enabled = COALESCE(:enabled, enabled),
-       base_url = COALESCE(:base_url, base_url)
+       base_url = COALESCE(:base_url, base_url),
+       settings = CASE WHEN :settings IS NULL THEN settings
+                       ELSE json_patch(settings, :settings) END
  WHERE name = :name;
 
 -- name: set_account_status
@@ -79,6 +81,9 @@ UPDATE accounts
 -- (QUEUED rows always have run_after = 0: release_to_queue with a delay makes RETRY_WAIT.)
 -- A paused batch's jobs are not claimed, except those holding a render (a render in flight
 -- finishes: reading it costs nothing more); the paused ids are one small list per query.
+-- Spend caps (docs/design-notes.md): :skip_batches (a JSON list) are batches whose next
+-- create the cap refused; :creates = 0 when the account's daily cap is reached (only jobs
+-- holding a render, which cost nothing more, are taken).
 SELECT id FROM (
     SELECT * FROM (
         SELECT id, priority FROM jobs INDEXED BY jobs_queued
@@ -87,6 +92,8 @@ SELECT id FROM (
            AND run_after <= :now
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
+           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
+                SELECT value FROM json_each(:skip_batches))))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -99,6 +106,8 @@ SELECT id FROM (
            AND (account IS NULL OR account = :account)
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
+           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
+                SELECT value FROM json_each(:skip_batches))))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -110,6 +119,8 @@ SELECT id FROM (
            AND (account IS NULL OR account = :account)
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
+           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
+                SELECT value FROM json_each(:skip_batches))))
          ORDER BY priority DESC, id
          LIMIT 1)
 )
@@ -326,7 +337,8 @@ SELECT * FROM jobs WHERE state = 'COMPLETED';
 SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
 
 -- name: prune_ledger
-DELETE FROM ledger WHERE at < :before;
+-- Spend entries are kept: a batch's cap counts every one of them (docs "Spend caps").
+DELETE FROM ledger WHERE at < :before AND event <> 'spend';
 
 -- name: next_retry_at
 SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > :now;
@@ -353,3 +365,53 @@ SELECT a.name, a.capacity, COUNT(j.id) AS live FROM accounts a
   JOIN jobs j ON j.account = a.name
    AND j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
  GROUP BY a.name HAVING live > a.capacity;
+
+-- name: update_batch_settings
+-- A JSON merge patch (a null removes the key).
+UPDATE batches SET settings = json_patch(settings, :patch) WHERE id = :id;
+
+-- name: spend_of_batch
+SELECT COALESCE(SUM(json_extract(l.detail, '$.usd')), 0.0)
+  FROM jobs j JOIN ledger l ON l.event = 'spend' AND l.job_id = j.id
+ WHERE j.batch_id = :batch;
+
+-- name: reserved_of_batch
+-- Claimed jobs that will create: their price is reserved until the intent moves it to spent.
+SELECT COALESCE(SUM(json_extract(metadata, '$.price')), 0.0) FROM jobs INDEXED BY jobs_by_batch
+ WHERE batch_id = :batch AND state = 'CLAIMED'
+   AND provider_job_id IS NULL AND client_token IS NULL;
+
+-- name: spend_of_account
+SELECT COALESCE(SUM(json_extract(detail, '$.usd')), 0.0) FROM ledger INDEXED BY ledger_by_time
+ WHERE at >= :day_start AND event = 'spend' AND account = :account;
+
+-- name: reserved_of_account
+SELECT COALESCE(SUM(json_extract(metadata, '$.price')), 0.0) FROM jobs
+ WHERE account = :account AND state = 'CLAIMED'
+   AND provider_job_id IS NULL AND client_token IS NULL;
+
+-- name: spend_candidate
+SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
+       json_extract(j.metadata, '$.price') AS price,
+       json_extract(b.settings, '$.max_spend') AS max_spend
+  FROM jobs j JOIN batches b ON b.id = j.batch_id
+ WHERE j.id = :id;
+
+-- name: capped_batches
+SELECT id, json_extract(settings, '$.max_spend') AS max_spend FROM batches
+ WHERE json_extract(settings, '$.max_spend') IS NOT NULL;
+
+-- name: waiting_creates_of_batch
+-- Jobs needing a create that do not fit in :room (price unknown or dearer).
+SELECT COUNT(*) FROM jobs INDEXED BY jobs_by_batch
+ WHERE batch_id = :batch AND state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL
+   AND COALESCE(json_extract(metadata, '$.price') > :room, 1);
+
+-- name: waiting_creates_of_account
+SELECT COUNT(*) FROM jobs
+ WHERE state IN ('QUEUED', 'RETRY_WAIT') AND provider = :provider
+   AND provider_job_id IS NULL AND client_token IS NULL
+   AND COALESCE(json_extract(metadata, '$.price') > :room, 1)
+   AND (pinned_account IS NULL OR pinned_account = :account)
+   AND (account IS NULL OR account = :account);

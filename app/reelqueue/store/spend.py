@@ -1,0 +1,114 @@
+"""Spend caps: what both stores decide at claim time (docs/design-notes.md "Spend caps").
+
+A job's price is the price-table estimate stored at import (``jobs.metadata["price"]``).
+Spent money is in the ledger (``spend`` entries: the price when the submission intent is
+written, the difference when the provider reports the cost); a claimed job that will
+create has its price reserved. The check and the claim are one write transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+SLACK = 1e-9
+"""Rounding slack: a cap of exactly 5 x the price admits 5 renders."""
+
+SPEND_EVENT = "spend"
+MAX_SKIPS = 4
+"""How many refused batches one claim steps over before it gives up (a few at most)."""
+
+
+def cap_of(settings: Mapping[str, Any], key: str) -> float | None:
+    """A cap from batch or account settings (``max_spend``, ``daily_cap``); None: no cap."""
+    value = settings.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def price_of(metadata: Mapping[str, Any]) -> float | None:
+    value = metadata.get("price")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a candidate was not claimed. scope "batch": step over its batch; "account": the
+    account takes only jobs that need no create."""
+
+    scope: Literal["batch", "account"]
+    reason: str
+
+
+def refusal(
+    *, needs_create: bool, price: float | None, batch_cap: float | None,
+    batch_committed: Callable[[], float], account_cap: float | None,
+    account_committed: Callable[[], float],
+) -> Refusal | None:
+    """None when the candidate may be claimed. A job holding a render (or an unresolved
+    submission, whose intent already wrote its spend) costs nothing more."""
+    if not needs_create or (batch_cap is None and account_cap is None):
+        return None
+    if price is None:
+        return Refusal("batch", "price unknown")
+    if account_cap is not None and account_committed() + price > account_cap + SLACK:
+        return Refusal("account", "spend cap reached")
+    if batch_cap is not None and batch_committed() + price > batch_cap + SLACK:
+        return Refusal("batch", "spend cap reached")
+    return None
+
+
+@dataclass(frozen=True)
+class BatchSpend:
+    """A batch with a cap. spent: the ledger's spend; reserved: claimed jobs about to
+    create; waiting: jobs that need a create the cap holds back (price unknown, or more
+    than the room left)."""
+
+    batch_id: int
+    name: str
+    spent: float
+    reserved: float
+    cap: float
+    waiting: int
+
+    @property
+    def reached(self) -> bool:
+        return self.waiting > 0
+
+
+@dataclass(frozen=True)
+class AccountSpend:
+    """An account's spend since local midnight (``day_start``), its daily cap (None: none)
+    and the jobs needing a create that the cap holds back."""
+
+    account: str
+    spent_today: float
+    reserved: float
+    cap: float | None
+    waiting: int
+
+    @property
+    def reached(self) -> bool:
+        return self.cap is not None and self.waiting > 0
+
+
+@dataclass(frozen=True)
+class SpendSummary:
+    batches: tuple[BatchSpend, ...] = ()
+    accounts: tuple[AccountSpend, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "batches": [{"batch_id": b.batch_id, "name": b.name, "spent": round(b.spent, 4),
+                         "reserved": round(b.reserved, 4), "cap": b.cap,
+                         "waiting_for_cap": b.waiting}
+                        for b in self.batches],
+            "accounts": [{"account": a.account, "spent_today": round(a.spent_today, 4),
+                          "reserved": round(a.reserved, 4), "daily_cap": a.cap,
+                          "waiting_for_cap": a.waiting}
+                         for a in self.accounts],
+        }
