@@ -24,7 +24,8 @@ def test_a_plain_sheet_becomes_jobs_with_defaults(tmp_path: Path, catalog: Stati
                           "resolution": "480p"}
     assert job.row_number == 2
     assert job.output_path == str((tmp_path / "videos" / "sheet" / "002_a cat.mp4").resolve())
-    assert job.metadata == {"columns": {"Prompt": "a cat", "Notes": "keep me"}}
+    # the price of one render (0.01 $/s x 5 s) is kept for the spend caps
+    assert job.metadata == {"columns": {"Prompt": "a cat", "Notes": "keep me"}, "price": 0.05}
     assert plan.unmapped == ["Notes"]
     assert plan.batch.name == "sheet"
     assert plan.batch.settings["intake"]["columns"] == ["Prompt", "Notes"]

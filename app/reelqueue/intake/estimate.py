@@ -94,3 +94,23 @@ def estimate_cost(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec
         unpriced_jobs=sum(unpriced.values()),
         sources=tuple(sorted(sources)),
     )
+
+
+def job_price(job: JobSpec, spec: ParamSpec) -> float | None:
+    """One render's price (USD): the model's price per second times the duration, as
+    :func:`estimate_cost` counts it; None when the model has no price."""
+    per_second = spec.price_per_second.get(str(job.params.get("model") or ""))
+    if per_second is None:
+        return None
+    return round(per_second * float(job.params.get("duration") or 0.0), 6)
+
+
+def stamp_prices(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec]) -> None:
+    """Store each job's price in its metadata (``"price"``) for the spend caps
+    (docs/design-notes.md); a job without one is "price unknown"."""
+    specs: dict[str, ParamSpec] = {}
+    for job in jobs:
+        spec = specs.get(job.provider) or specs.setdefault(job.provider, params_for(job.provider))
+        price = job_price(job, spec)
+        if price is not None:
+            job.metadata["price"] = price

@@ -29,7 +29,7 @@ import platformdirs
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import BatchSpec, JobSpec
 from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog
-from reelqueue.intake.estimate import CostEstimate, estimate_cost
+from reelqueue.intake.estimate import CostEstimate, estimate_cost, stamp_prices
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.jobs import JobBuilder
@@ -250,6 +250,7 @@ def _plan_import(
     # One pass from cells to jobs: no list of validated rows in between.
     jobs, duplicate_errors = builder.build(valid_rows(), id_header=mapping.header_for("id") or "id")
     sheet.rows.clear()  # the jobs hold what they need of the cells
+    stamp_prices(jobs, catalog.params)  # each job's own metadata dict (jobs.py)
     errors.extend(duplicate_errors)
     errors.sort(key=lambda error: (error.row_number or 0, error.column))
 
