@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QSystemTrayIcon
 
 from reelqueue.domain.errors import KnownError, ProviderError
@@ -48,6 +47,7 @@ from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.session import AccountDraft, EngineSession, OpenReport, RecoveryFollowUp
 from reelqueue.ui.settings import Settings, save_settings
 from reelqueue.ui.settings_dialog import SettingsDialog
+from reelqueue.ui.thumbnails import Thumbnailer
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ class AppController(QObject):
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self.tick)
+        # Thumbnails (PyAV, a worker thread) are kept in the data folder by sha256.
+        self.thumbnails = Thumbnailer(session.ctx.data_dir / "thumbnails", self)
         session.on_error = self.show_exception
         self._connect()
 
@@ -756,12 +758,11 @@ class AppController(QObject):
                 dialog.raise_()
                 dialog.activateWindow()
                 return dialog
-        dialog = JobDetailDialog(job_id, self.window)
+        dialog = JobDetailDialog(job_id, self.window, thumbnails=self.thumbnails)
         dialog.retryRequested.connect(
             lambda jid, seed: self.spawn(self._detail_command(dialog, self._retry([jid], seed))))
         dialog.cancelRequested.connect(
             lambda jid: self.spawn(self._detail_command(dialog, self._cancel([jid]))))
-        dialog.openRequested.connect(lambda path: files.open_path(Path(path)))
         dialog.revealRequested.connect(lambda path: files.reveal(Path(path)))
         dialog.finished.connect(lambda _r: self._forget(dialog))
         self.dialogs.append(dialog)
@@ -777,11 +778,7 @@ class AppController(QObject):
         detail = await queries.job_detail(self.session.running_engine.store, dialog.job_id)
         if detail is None or dialog not in self.dialogs:
             return
-        dialog.set_detail(detail)
-        if detail.job.state.value == "COMPLETED":
-            thumb = await asyncio.to_thread(files.thumbnail_file, Path(detail.job.output_path))
-            if thumb is not None and dialog in self.dialogs:
-                dialog.set_thumbnail(QPixmap(str(thumb)))
+        dialog.set_detail(detail)  # it asks self.thumbnails for a completed job's picture
 
     def show_account_dialog(self) -> AccountDialog:
         dialog = AccountDialog({s.account.name for s in self.summaries}, self.window)
@@ -892,6 +889,7 @@ class AppController(QObject):
                 dialog.stop_timers()
             dialog.close()
         self.window.stop_timers()
+        self.thumbnails.close()
         kept = await self.session.close(keep_renders=keep_renders)
         self.bridge.disconnect_bus()
         if self._tray is not None:

@@ -1,15 +1,12 @@
-"""Opening and revealing files, and video thumbnails (ffmpeg, where there is one)."""
+"""Opening and revealing files (thumbnails: thumbnails.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import platformdirs
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QDesktopServices
 
@@ -34,24 +31,3 @@ def reveal(path: Path) -> bool:
         log.info("could not reveal %s; opening its folder", path)
     folder = path if path.is_dir() else path.parent
     return open_path(folder)
-
-
-def thumbnail_file(video: Path) -> Path | None:
-    """A cached JPEG of the video's first second (blocking: call on a worker thread)."""
-    ffmpeg = shutil.which("ffmpeg")
-    if ffmpeg is None or not video.is_file():
-        return None
-    stat = video.stat()
-    key = hashlib.sha1(f"{video}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
-    cache = Path(platformdirs.user_cache_dir("ReelQueue", appauthor=False)) / "thumbnails"
-    target = cache / f"{key}.jpg"
-    if target.is_file():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run([ffmpeg, "-v", "error", "-y", "-ss", "0.5", "-i", str(video),
-                        "-frames:v", "1", "-vf", "scale=576:-2", str(target)],
-                       check=True, timeout=20, capture_output=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return target if target.is_file() else None

@@ -1,9 +1,10 @@
 """A job's detail: prompt and parameters, error with a plain hint, output, history.
 
 Non-modal; one window per job. The controller loads the job and its ledger on the journal
-thread and calls :meth:`JobDetailDialog.set_detail`; a thumbnail is made on a worker
-thread where ffmpeg exists (Qt's essentials have no video decoder), else a film frame
-stands in for it.
+thread and calls :meth:`JobDetailDialog.set_detail`. A completed job's thumbnail comes
+from the window's :class:`~reelqueue.ui.thumbnails.Thumbnailer` (PyAV on a worker thread,
+cached by the video's sha256); a film frame stands in until it arrives, and for good when
+the video gives none. Play opens the video (:mod:`reelqueue.ui.preview`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
-    QSize,
     Qt,
     Signal,
 )
@@ -46,10 +46,11 @@ from reelqueue.ui.accounts_view import Chip
 from reelqueue.ui.jobs_data import STATE_LABELS
 from reelqueue.ui.jobs_model import STATE_TINTS
 from reelqueue.ui.list_model import ListTableModel
+from reelqueue.ui.preview import THUMB, PreviewPane
 from reelqueue.ui.qtcompat import emit
+from reelqueue.ui.thumbnails import Thumbnail, Thumbnailer
 
 ModelIndex = QModelIndex | QPersistentModelIndex
-THUMB = QSize(288, 162)
 
 
 class LedgerModel(ListTableModel[LedgerEntry]):
@@ -98,21 +99,27 @@ class JobDetailDialog(QDialog):
     """Signals:
         retryRequested(int, object): the job id and a new seed (None: keep the seed).
         cancelRequested(int): the job id.
-        openRequested(str): a file to open. revealRequested(str): a file to show in its folder.
+        revealRequested(str): a file to show in its folder.
 
     Attributes:
         job_id: the job shown.
+        preview: the thumbnail and Play (:class:`~reelqueue.ui.preview.PreviewPane`).
+        thumbnails: where thumbnails come from (None: the film frame only).
     """
 
     retryRequested = Signal(int, object)
     cancelRequested = Signal(int)
-    openRequested = Signal(str)
     revealRequested = Signal(str)
 
-    def __init__(self, job_id: int, parent: QWidget | None = None) -> None:
+    def __init__(self, job_id: int, parent: QWidget | None = None, *,
+                 thumbnails: Thumbnailer | None = None,
+                 preview: PreviewPane | None = None) -> None:
         super().__init__(parent)
         self.job_id = job_id
         self.job: Job | None = None
+        self.thumbnails = thumbnails
+        if thumbnails is not None:
+            thumbnails.ready.connect(self._thumbnail_ready)
         self.setModal(False)
         self.setWindowTitle(f"Job {job_id}")
         self.resize(920, 700)
@@ -181,14 +188,9 @@ class JobDetailDialog(QDialog):
         output_head = QLabel("OUTPUT")
         output_head.setProperty("role", "section")
         right.addWidget(output_head)
-        self.thumbnail = QLabel()
-        self.thumbnail.setFixedSize(THUMB)
-        self.thumbnail.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.thumbnail.setStyleSheet(
-            f"background: {theme.tokens().surface_alt}; border: 1px solid "
-            f"{theme.tokens().border}; border-radius: 8px;")
-        self.set_thumbnail(None)
-        right.addWidget(self.thumbnail)
+        self.preview = preview or PreviewPane()
+        self.thumbnail = self.preview.thumbnail
+        right.addWidget(self.preview)
         self.output_label = QLabel()
         self.output_label.setWordWrap(True)
         self.output_label.setMaximumWidth(THUMB.width())
@@ -196,16 +198,25 @@ class JobDetailDialog(QDialog):
         self.output_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         right.addWidget(self.output_label)
         file_buttons = QHBoxLayout()
-        self.open_button = QPushButton("Open")
-        self.open_button.setIcon(theme.icon("open-file", size=16))
+        self.open_button = QPushButton("Play")
+        self.open_button.setIcon(theme.icon("play", size=16))
+        self.open_button.setToolTip("Plays here where Qt's multimedia module is installed, "
+                                    "else opens your video player")
         self.reveal_button = QPushButton("Show in folder")
         self.reveal_button.setIcon(theme.icon("folder", size=16))
-        self.open_button.clicked.connect(lambda: emit(self.openRequested, self._output()))
+        self.open_button.clicked.connect(lambda: self.preview.play(Path(self._output())))
         self.reveal_button.clicked.connect(lambda: emit(self.revealRequested, self._output()))
         file_buttons.addWidget(self.open_button)
         file_buttons.addWidget(self.reveal_button)
         file_buttons.addStretch(1)
         right.addLayout(file_buttons)
+        self.play_notice = QLabel()
+        self.play_notice.setWordWrap(True)
+        self.play_notice.setMaximumWidth(THUMB.width())
+        self.play_notice.setProperty("role", "muted")
+        self.play_notice.setVisible(False)
+        self.preview.notice.connect(self._show_notice)
+        right.addWidget(self.play_notice)
         right.addStretch(1)
         body.addLayout(right, 0)
         # On a 720-pixel screen a failed job's prompt, error and hint need more height than
@@ -301,6 +312,20 @@ class JobDetailDialog(QDialog):
         self.cancel_button.setEnabled(state not in ("COMPLETED", "FAILED", "CANCELLED"))
         self.seed.setValue(int(job.params.get("seed") or 0) + 1)
         self.ledger_model.set_entries(detail.ledger)
+        if exists and self.thumbnails is not None:
+            self.thumbnails.request(job.output_path, job.output_sha256)
+
+    def stop_timers(self) -> None:
+        """Called by the controller as the dialog goes: stop a video playing in it."""
+        self.preview.stop()
+
+    def _thumbnail_ready(self, thumb: Thumbnail) -> None:
+        if self.job is not None and thumb.video == self.job.output_path:
+            self.set_thumbnail(None if thumb.image is None else QPixmap.fromImage(thumb.image))
+
+    def _show_notice(self, text: str) -> None:
+        self.play_notice.setText(text)
+        self.play_notice.setVisible(bool(text))
 
     def _set_params(self, job: Job) -> None:
         while self.params_layout.count():
@@ -326,8 +351,4 @@ class JobDetailDialog(QDialog):
         self.params_layout.setColumnStretch(1, 1)
 
     def set_thumbnail(self, pixmap: QPixmap | None) -> None:
-        if pixmap is None or pixmap.isNull():
-            self.thumbnail.setPixmap(theme.icon("film", "muted", 48).pixmap(QSize(48, 48)))
-            return
-        self.thumbnail.setPixmap(pixmap.scaled(THUMB, Qt.AspectRatioMode.KeepAspectRatio,
-                                               Qt.TransformationMode.SmoothTransformation))
+        self.preview.set_picture(pixmap)
