@@ -33,6 +33,7 @@ from reelqueue.engine.events import (
     EventBus,
     JobEvent,
     RecoveryEvent,
+    spend_cap_reasons,
     stall_reasons,
 )
 from reelqueue.engine.outputs import (
@@ -48,6 +49,7 @@ from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
 from reelqueue.store.base import ClaimParams, RecoverParams, Store
+from reelqueue.store.spend import local_day_start
 
 log = logging.getLogger(__name__)
 
@@ -356,6 +358,12 @@ class Engine:
                    or self._provider_for(a) is None]
         providers = sorted({j.provider for j in await self.store.call(
             self.store.sync.list_jobs, None, list(WAITING), 50)})
+        now = self.clock.now()
+        capped = spend_cap_reasons(await self.store.call(
+            self.store.sync.spend_summary, now, local_day_start(now)))
+        if capped and not blocked:
+            return f"{waiting} jobs wait: " + "; ".join(
+                f"{r.subject}: {r.detail}" for r in capped)
         detail = "; ".join(blocked) if blocked else "no account for provider " + ", ".join(
             providers)
         return f"{waiting} jobs wait but no usable account can take them ({detail})"
@@ -383,6 +391,8 @@ class Engine:
                 reasons, takes_work = stall_reasons(
                     accounts, providers, lambda a: self._provider_for(a) is not None,
                     self._has_key, paused)
+                reasons += spend_cap_reasons(await self.store.call(
+                    self.store.sync.spend_summary, now, local_day_start(now)))
                 due = await self.store.call(self.store.sync.next_wakeup, pass_started)
                 state = "waiting" if due is not None and takes_work else "stalled"
                 event = EngineStateEvent(state, now, waiting=waiting,
@@ -447,9 +457,10 @@ class Engine:
                 await self.mark_account_ready(account.name)
             claimed_here = 0
             while self._claiming and not self._paused:
+                now = self.clock.now()
                 claim = await self.store.call(self.store.sync.claim_next_job, ClaimParams(
-                    account.name, self.instance_id, self.clock.now(),
-                    self.config.lease_seconds))
+                    account.name, self.instance_id, now,
+                    self.config.lease_seconds, local_day_start(now)))
                 if claim is None:
                     break
                 self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED.value,
@@ -508,10 +519,17 @@ class Engine:
             return
         self._published[name] = _account_key(account)
         live = await self.store.call(self.store.sync.live_count, name)
+        now = self.clock.now()
+        spend = next((a for a in (await self.store.call(
+            self.store.sync.spend_summary, now, local_day_start(now))).accounts
+            if a.account == name), None)
         self.bus.publish(AccountEvent(
             name=name, status=account.status.value if account.enabled else "disabled",
             live=live, capacity=account.capacity, at=self.clock.now(),
-            cooldown_until=account.cooldown_until, detail=account.status_detail))
+            cooldown_until=account.cooldown_until, detail=account.status_detail,
+            spent_today=spend.spent_today if spend else 0.0,
+            daily_cap=spend.cap if spend else None,
+            cap_waiting=spend.waiting if spend else 0))
 
     def _report_error(self, exc: BaseException) -> None:
         self.bus.publish(EngineErrorEvent(str(exc), self.clock.now()))

@@ -15,6 +15,7 @@ from typing import Any
 
 from reelqueue.domain.models import Account, RecoveryReport
 from reelqueue.domain.states import AccountStatus
+from reelqueue.store.spend import SpendSummary
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,14 @@ class AccountEvent:
     at: float
     cooldown_until: float | None = None
     detail: str | None = None
+    spent_today: float = 0.0  # spend caps: USD since local midnight, the daily cap, and
+    daily_cap: float | None = None  # how many jobs it holds back (0: not reached)
+    cap_waiting: int = 0
+
+    @property
+    def spend_capped(self) -> bool:
+        """The account's daily spend cap holds jobs back (stall reason "spend cap reached")."""
+        return self.cap_waiting > 0
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,18 @@ def stall_reasons(accounts: Iterable[Account], waiting_providers: Iterable[str],
                    for provider in sorted(wanted - have_account))
     reasons.extend(StallReason(name, "batch_paused") for name in paused_batches)
     return tuple(reasons), bool(served)
+
+
+def spend_cap_reasons(summary: SpendSummary) -> tuple[StallReason, ...]:
+    """Code ``spend_cap`` ("spend cap reached") for every account or batch whose cap holds
+    jobs back; the detail says what was spent of what (docs/design-notes.md)."""
+    reasons = [StallReason(a.account, "spend_cap", detail=(
+        f"spend cap reached: ${a.spent_today + a.reserved:.2f} of ${a.cap:.2f} today, "
+        f"{a.waiting} waiting")) for a in summary.accounts if a.reached and a.cap is not None]
+    reasons += [StallReason(b.name, "spend_cap", detail=(
+        f"spend cap reached: ${b.spent + b.reserved:.2f} of ${b.cap:.2f}, "
+        f"{b.waiting} waiting")) for b in summary.batches if b.reached]
+    return tuple(reasons)
 
 
 Event = JobEvent | AccountEvent | RecoveryEvent | EngineStateEvent | EngineErrorEvent

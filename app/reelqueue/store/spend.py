@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 SLACK = 1e-9
@@ -18,6 +19,12 @@ SLACK = 1e-9
 SPEND_EVENT = "spend"
 MAX_SKIPS = 4
 """How many refused batches one claim steps over before it gives up (a few at most)."""
+
+
+def local_day_start(now: float) -> float:
+    """The machine's local midnight of ``now``: where an account's daily cap starts."""
+    moment = datetime.fromtimestamp(now)
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
 
 
 def cap_of(settings: Mapping[str, Any], key: str) -> float | None:
