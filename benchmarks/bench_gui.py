@@ -5,10 +5,15 @@ Run: ``QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--jobs N] [--li
 1. Open the window on a journal of ``--jobs`` jobs: time from creating the window to the
    first paint of the table with rows in it (target < 1.5 s), time until every row is
    loaded, and resident memory once they are (target < 400 MB).
-2. ``--live`` renders each send a progress event 5 times a second for ``--seconds``,
-   through the engine's event bus, the bridge and the model, as the engine would: busy
-   time of the GUI thread (its CPU time over wall time; target < 20 % of one core) and the
-   longest event-loop stall, measured by a 5 ms Qt timer (target < 50 ms).
+2. Sort the table by a column (``--sort``, default progress) by the header, as a click
+   does: the journal sorts on its thread; time until the order shows.
+3. ``--live`` renders each send a progress event 5 times a second for ``--seconds``,
+   through the engine's event bus, the bridge and the model, as the engine would, with
+   the table still sorted (progress changes with every event, so it is put in order
+   again once a second) and, unless ``--no-thumbnails``, a thumbnail of a 1080p video
+   made every half second (each one decoded: a new sha256 each time): busy time of the
+   GUI thread (its CPU time over wall time; target < 20 % of one core) and the longest
+   event-loop stall, measured by a 5 ms Qt timer (target < 50 ms).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
-from PySide6.QtCore import QElapsedTimer, QEvent, QObject, QTimer
+from PySide6.QtCore import QElapsedTimer, QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from reelqueue.cli.context import CliContext
@@ -35,10 +40,12 @@ from reelqueue.engine.events import JobEvent
 from reelqueue.store.sqlite import SqliteStore
 from reelqueue.ui.app import make_application
 from reelqueue.ui.controller import AppController
+from reelqueue.ui.jobs_model import SORT_ORDERS
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.qtcompat import QEventLoop
 from reelqueue.ui.session import EngineSession
 from reelqueue.ui.settings import Settings
+from reelqueue.ui.thumbnails import Thumbnailer
 
 TARGETS = {"first_paint_s": 1.5, "rss_mb": 400.0, "busy_fraction": 0.20, "stall_ms": 50.0}
 
@@ -61,6 +68,24 @@ def make_journal(ctx: CliContext, jobs: int) -> float:
                           time.time())
     store.close()
     return time.perf_counter() - started
+
+
+def make_video(path: Path, width: int = 1920, height: int = 1080, frames: int = 12) -> Path:
+    """A 1080p H.264 clip of noise (the costliest keyframe to decode), by PyAV."""
+    import av
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=24)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for _ in range(frames):
+            frame = av.VideoFrame(width, height, "yuv420p")
+            for plane in frame.planes:
+                plane.update(os.urandom(plane.buffer_size))
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
 
 
 class FirstPaint(QObject):
@@ -110,8 +135,24 @@ class StallMeter(QObject):
         self.last = now
 
 
+async def sort_by(controller: AppController, column: int) -> dict[str, float]:
+    """Sort as a header click does; time until the journal's order is shown."""
+    model = controller.model
+    meter = StallMeter()
+    meter.start()
+    started = time.perf_counter()
+    applied: list[float] = []
+    model.layoutChanged.connect(lambda *_a: applied.append(time.perf_counter()))
+    controller.window.table.sortByColumn(column, Qt.SortOrder.AscendingOrder)
+    while not applied:
+        await asyncio.sleep(0.005)
+    meter.timer.stop()
+    return {"sort_s": applied[-1] - started, "sort_stall_ms": meter.worst * 1000}
+
+
 async def live_renders(controller: AppController, live: int, seconds: float,
-                       rate: float = 5.0) -> dict[str, float]:
+                       rate: float = 5.0, video: Path | None = None,
+                       thumbs: Path | None = None) -> dict[str, float]:
     bus = controller.session.bus
     ids = [row.id for row in controller.model.table.rows[:live]]
     accounts = ("studio-a", "studio-b", "studio-c")
@@ -119,6 +160,10 @@ async def live_renders(controller: AppController, live: int, seconds: float,
     for i, job_id in enumerate(ids):
         bus.publish(JobEvent(job_id, "CLAIMED", now, account=accounts[i % 3], attempts=1))
     await asyncio.sleep(0.5)
+    thumbnailer = Thumbnailer(thumbs) if video is not None and thumbs is not None else None
+    made: list[str] = []
+    if thumbnailer is not None:
+        thumbnailer.ready.connect(lambda thumb: made.append(thumb.source))
     meter = StallMeter()
     slices = 20  # events are spread over 20 slices per period, as real polls spread out
     period = 1.0 / rate
@@ -134,17 +179,25 @@ async def live_renders(controller: AppController, live: int, seconds: float,
             bus.publish(JobEvent(job_id, "RENDERING", at, account=accounts[job_id % 3],
                                  sub_status="running", progress=progress))
         sent += len(chunk)
+        if thumbnailer is not None and video is not None and step % (slices * 5 // 2) == 0:
+            # a new name and key each time: decoded every time, never from a cache
+            copy = video.with_name(f"{step}-{video.name}")
+            os.link(video, copy)
+            thumbnailer.request(copy, f"{step:064x}")
         step += 1
         target = wall0 + step * period / slices
         await asyncio.sleep(max(0.0, target - time.perf_counter()))
     wall = time.perf_counter() - wall0
     cpu = time.thread_time() - cpu0
     meter.timer.stop()
+    if thumbnailer is not None:
+        thumbnailer.close()
     return {"events_per_s": sent / wall, "busy_fraction": cpu / wall,
-            "stall_ms": meter.worst * 1000}
+            "stall_ms": meter.worst * 1000, "thumbnails": float(made.count("made"))}
 
 
-async def bench(ctx: CliContext, live: int, seconds: float) -> dict[str, float]:
+async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
+                video: Path | None) -> dict[str, float]:
     clock = QElapsedTimer()
     clock.start()
     window = MainWindow()
@@ -164,7 +217,10 @@ async def bench(ctx: CliContext, live: int, seconds: float) -> dict[str, float]:
     memory = rss_mb()
     results = {"jobs": float(len(controller.model.table)), "first_paint_s": first_paint,
                "all_rows_s": loaded, "rss_mb": memory}
-    results.update(await live_renders(controller, live, seconds))
+    if sort != "none":
+        results.update(await sort_by(controller, SORT_ORDERS.index(sort)))
+    results.update(await live_renders(controller, live, seconds, video=video,
+                                      thumbs=ctx.data_dir / "thumbnails"))
     await controller.shutdown(keep_renders=True)
     window.deleteLater()
     return results
@@ -175,15 +231,19 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--live", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--sort", choices=("none", *SORT_ORDERS), default="progress")
+    parser.add_argument("--no-thumbnails", action="store_true")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="reelqueue-bench-gui-"))
     ctx = CliContext(data_dir=folder / "data", videos_dir=folder / "videos")
     setup = make_journal(ctx, args.jobs)
+    video = None if args.no_thumbnails else make_video(folder / "1080p.mp4")
     app: QApplication = make_application("light")
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        results = loop.run_until_complete(bench(ctx, args.live, args.seconds))
+        results = loop.run_until_complete(bench(ctx, args.live, args.seconds, args.sort,
+                                                video))
     finally:
         loop.close()
     print(f"journal of {args.jobs:,} jobs written in {setup:.1f} s (not measured below)")
@@ -194,7 +254,12 @@ def main() -> int:
     print(f"resident memory            {results['rss_mb']:.0f} MB   "
           f"(target < {TARGETS['rss_mb']:.0f} MB, ratio "
           f"{results['rss_mb'] / TARGETS['rss_mb']:.2f})")
-    print(f"{args.live} live renders x 5/s   {results['events_per_s']:.0f} events/s")
+    if "sort_s" in results:
+        print(f"sorted by {args.sort:<10}       {results['sort_s']:.3f} s to show, longest "
+              f"stall {results['sort_stall_ms']:.1f} ms")
+    print(f"{args.live} live renders x 5/s   {results['events_per_s']:.0f} events/s"
+          + (f", sorted by {args.sort}" if args.sort != "none" else "")
+          + (f", {int(results['thumbnails'])} 1080p thumbnails made" if video else ""))
     print(f"GUI thread busy            {results['busy_fraction'] * 100:.1f} % of one core   "
           f"(target < {TARGETS['busy_fraction'] * 100:.0f} %, ratio "
           f"{results['busy_fraction'] / TARGETS['busy_fraction']:.2f})")
