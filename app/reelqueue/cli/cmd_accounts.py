@@ -54,6 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         default=None, help="hand this account work again")
     change.add_argument("--pause", "--disable", dest="enabled", action="store_false",
                         help="give it no new work (running renders finish)")
+    change.add_argument("--daily-cap", default=None, metavar="USD|none",
+                        help="start no render once today's spend (local day) would pass "
+                             "this; 'none': no cap")
+    change.add_argument("--model", default=None,
+                        help="openai-compat only: the gateway's model for rows that name none")
+    change.add_argument("--allow-1080p", dest="allow_1080p", action="store_true",
+                        default=None, help="openai-compat only: the gateway's model "
+                                           "renders 1080p")
+    change.add_argument("--no-allow-1080p", dest="allow_1080p", action="store_false")
     change.set_defaults(handler=handle_set)
 
 
@@ -213,8 +222,32 @@ def handle_test(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store() as store:
+    from reelqueue.cli.cmd_spend import parse_usd
+
+    settings: dict[str, object] = {}
+    if args.daily_cap is not None:
+        settings["daily_cap"] = parse_usd(args.daily_cap)
+    only_cap = (args.capacity is None and args.enabled is None and args.model is None
+                and args.allow_1080p is None)
+    # A cap alone is one write in the journal: made even while 'run' holds the folder
+    # (that engine reads it on its next pass, within 30 s).
+    with ctx.open_store(lock=not (only_cap and settings)) as store:
+        current = store.get_account(args.name)
+        if current is None:
+            raise InputError(f"There is no account named {args.name!r}.")
+        if args.model is not None:
+            settings.update(default_model_setting(current.provider, args.model))
+        if args.allow_1080p is not None:
+            if current.provider not in DEFAULT_MODEL_KINDS:
+                raise InputError("--allow-1080p is an openai-compat setting (whether the "
+                                 f"gateway's model renders 1080p); {current.provider!r} "
+                                 "has none.")
+            settings["allow_1080p"] = True if args.allow_1080p else None
         account = store.update_account(args.name, ctx.clock.now(), capacity=args.capacity,
-                                       enabled=args.enabled)
+                                       enabled=args.enabled, settings=settings or None)
         ctx.print(_describe(account, store.live_count(account.name)))
+        cap = account.settings.get("daily_cap")
+        if args.daily_cap is not None:
+            ctx.print(f"Daily spend cap: ${cap:.2f}." if isinstance(cap, int | float)
+                      else "Daily spend cap: none.")
     return 0

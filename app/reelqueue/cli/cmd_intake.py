@@ -57,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           help="show the preview, errors and estimate; write nothing")
     importer.add_argument("--preview-rows", type=int, default=5, metavar="N",
                           help="rows shown in the preview (default 5)")
+    importer.add_argument("--max-spend", default=None, metavar="USD",
+                          help="the batch starts no render past this spend ('none': no cap)")
     importer.set_defaults(handler=handle_import)
 
     exporter = subparsers.add_parser(
@@ -148,7 +150,10 @@ def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions)
 
 
 def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
+    from reelqueue.cli.cmd_spend import apply_batch_cap, parse_usd
+
     options = options_from_args(args, ctx)
+    max_spend = None if args.max_spend is None else parse_usd(args.max_spend)
     if args.dry_run:
         plan = _plan_without_writing(ctx, args.path, options)
         print_plan(ctx, plan, args.preview_rows)
@@ -166,7 +171,12 @@ def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print(refusal_message(plan))
             return EXIT_REFUSED
         result = apply_import(store, plan, ctx.clock.now())
+        if args.max_spend is not None:
+            apply_batch_cap(store, result.batch_id, max_spend, ctx.clock.now())
     print_result(ctx, result)
+    if args.max_spend is not None:
+        ctx.print(f"Spend cap of batch {result.batch_id}: "
+                  + ("none." if max_spend is None else f"${max_spend:.2f}."))
     return EXIT_OK
 
 

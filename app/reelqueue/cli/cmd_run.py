@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--output-dir", type=Path, default=None, help="root folder of videos")
     run.add_argument("--allow-images-anywhere", action="store_true",
                      help="let rows name reference images outside the sheet's folder")
+    run.add_argument("--max-spend", default=None, metavar="USD",
+                     help="the sheet's batch starts no render past this spend in USD "
+                          "('none': no cap)")
     run.set_defaults(handler=handle)
 
 
@@ -75,6 +78,13 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.max_attempts < 1:
         raise InputError("--max-attempts must be at least 1.")
+    if getattr(args, "max_spend", None) is not None:
+        if args.sheet is None:
+            raise InputError("--max-spend caps the batch of the sheet given to run; for a "
+                             "batch already imported: 'reelqueue batch cap BATCH USD'.")
+        from reelqueue.cli.cmd_spend import parse_usd
+
+        parse_usd(args.max_spend)  # refused before anything is imported
     with ctx.open_store() as store:
         if args.sheet is not None:
             import_sheet(ctx, store, args)
@@ -95,7 +105,14 @@ def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> Non
                             output_root=(args.output_dir or ctx.videos_dir),
                             max_attempts=args.max_attempts,
                             allow_images_anywhere=args.allow_images_anywhere)
-    import_for_run(ctx, args.sheet, options, store=store)
+    result = import_for_run(ctx, args.sheet, options, store=store)
+    if getattr(args, "max_spend", None) is not None:
+        from reelqueue.cli.cmd_spend import apply_batch_cap, parse_usd
+
+        usd = parse_usd(args.max_spend)
+        apply_batch_cap(store, result.batch_id, usd, ctx.clock.now())
+        ctx.print(f"Spend cap of batch {result.batch_id}: "
+                  + ("none." if usd is None else f"${usd:.2f}."))
 
 
 @contextlib.contextmanager

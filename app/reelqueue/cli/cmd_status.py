@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+from reelqueue.cli.cmd_spend import describe as describe_spend
+from reelqueue.cli.cmd_spend import summary as spend_summary
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import DataDirLocked
 from reelqueue.domain.states import JobState
 from reelqueue.engine.attention import needs_attention
 from reelqueue.engine.outputs import check_output
 from reelqueue.store.base import Store
+from reelqueue.store.spend import local_day_start
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,11 +50,15 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "account": j.account, "provider_job_id": j.provider_job_id,
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
         "error_label": j.error_label, "last_error": j.error_message,
+        "price": j.metadata.get("price"), "cost": j.cost,
     } for j in store.list_jobs(batch_id=batch)]
     # Parked renders (their resume kept killing the process) and creates of unknown
     # outcome wait for the user (engine/attention.py says what to do about each).
+    now = time.time()  # spend caps: what each capped batch and account has spent
+    spend = store.spend_summary(now, local_day_start(now))
     return {"by_state": counts.by_state, "accounts": accounts, "jobs": jobs,
-            "needs_attention": needs_attention(store, batch).as_dict()}
+            "needs_attention": needs_attention(store, batch).as_dict(),
+            "spend": spend.as_dict()}
 
 
 def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -60,6 +68,7 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
     with _open_read(ctx) as store:
         data = status_data(store, args.batch)
         attention = needs_attention(store, args.batch)
+        spend_lines = describe_spend(spend_summary(store, ctx))
     if args.json:
         ctx.print(json.dumps(data, indent=2))
         return 0
@@ -68,6 +77,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")
     for line in attention.sentences():
         ctx.print(f"  needs attention: {line}")
+    for line in spend_lines:
+        ctx.print(f"  {line}")
     for a in data["accounts"]:
         state = a["status"] if a["enabled"] else "paused"  # the window's word too
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "

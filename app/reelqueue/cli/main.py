@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_intake.register(sub)
     cmd_status.register(sub)
     cmd_jobs.register(sub)
+    from reelqueue.cli import cmd_spend
+
+    cmd_spend.register(sub)
     cmd_accounts.register(sub)
     cmd_selftest.register(sub)
 

@@ -1,0 +1,98 @@
+"""Spend caps from the command line (docs/design-notes.md "Spend caps"):
+``reelqueue batch cap BATCH USD|none``; ``run``/``import --max-spend`` and
+``accounts set --daily-cap`` use :func:`parse_usd` and :func:`apply_batch_cap`.
+
+A cap is one write in the journal, so it is made without the data-folder lock: while
+``reelqueue run`` runs in another process, that engine reads the new cap on its next pass
+(its timer, at most 30 s; the claim reads caps from the journal every time).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from reelqueue.cli.cmd_jobs import batch_commands, find_batch
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+from reelqueue.store.base import Store
+from reelqueue.store.spend import SpendSummary
+
+
+def parse_usd(text: str) -> float | None:
+    """A cap in USD ('50', '12.5', '$20'), or None for 'none' / 'off' (no cap)."""
+    cleaned = text.strip().lstrip("$").strip()
+    if cleaned.casefold() in ("none", "off", "no"):
+        return None
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise InputError(f"A spend cap is an amount in USD (like 50 or 12.5) or 'none'; "
+                         f"{text!r} is neither.") from None
+    if not value >= 0 or value == float("inf"):
+        raise InputError(f"A spend cap cannot be {text!r}: give 0 or more, or 'none'.")
+    return value
+
+
+def _batch_actions(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    """The ``batch ACTION`` parsers cmd_jobs made (made here first if it has not run)."""
+    parser = sub.choices.get("batch")
+    if parser is None:
+        return batch_commands(sub)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return batch_commands(sub)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    actions = _batch_actions(sub)
+    cap = actions.add_parser(
+        "cap", help="stop starting renders once the batch has spent USD ('none': no cap)")
+    cap.add_argument("batch", help="the batch's number or name ('batch list')")
+    cap.add_argument("usd", type=str, metavar="USD|none")
+    cap.set_defaults(handler=handle_batch_cap)
+
+
+def apply_batch_cap(store: Store, batch_id: int, usd: float | None, now: float) -> None:
+    if store.update_batch_settings(batch_id, {"max_spend": usd}, now) is None:
+        raise InputError(f"There is no batch {batch_id}.")
+
+
+def handle_batch_cap(args: argparse.Namespace, ctx: CliContext) -> int:
+    usd = parse_usd(args.usd)
+    with ctx.open_store(lock=False) as store:
+        batch = find_batch(store.list_batches(), args.batch)
+        apply_batch_cap(store, batch.id, usd, ctx.clock.now())
+        mine = [b for b in summary(store, ctx).batches if b.batch_id == batch.id]
+    if usd is None:
+        ctx.print(f"Batch {batch.id} ({batch.name}): no spend cap.")
+    else:
+        spent = mine[0].spent if mine else 0.0
+        ctx.print(f"Batch {batch.id} ({batch.name}): spend cap ${usd:.2f}, spent ${spent:.2f}"
+                  + (f"; {mine[0].waiting} jobs wait for the cap" if mine and mine[0].waiting
+                     else "") + ".")
+    ctx.print("A running 'reelqueue run' picks the change up within 30 seconds.")
+    return 0
+
+
+def summary(store: Store, ctx: CliContext) -> SpendSummary:
+    from reelqueue.store.spend import local_day_start
+
+    now = ctx.clock.now()
+    return store.spend_summary(now, local_day_start(now))
+
+
+def describe(spend: SpendSummary) -> list[str]:
+    """Lines for ``status``: every capped batch, every account's spend today."""
+    lines = []
+    for b in spend.batches:
+        held = f", cap reached: {b.waiting} waiting" if b.waiting else ""
+        lines.append(f"Batch {b.batch_id} ({b.name}): spent ${b.spent:.2f} of "
+                     f"${b.cap:.2f}{held}")
+    for a in spend.accounts:
+        if a.cap is None and not a.spent_today:
+            continue
+        cap = f" of ${a.cap:.2f}" if a.cap is not None else ""
+        held = f", cap reached: {a.waiting} waiting" if a.waiting else ""
+        lines.append(f"Account {a.account}: spent today ${a.spent_today:.2f}{cap}{held}")
+    return lines
