@@ -20,6 +20,7 @@ from reelqueue.ui import thumbnails
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.preview import PreviewPane
 from reelqueue.ui.thumbnails import Thumbnail, Thumbnailer, cached_thumbnail
+from tests.gui.conftest import save_screenshot
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "resources" / "sample.mp4"
@@ -134,8 +135,11 @@ def test_job_detail_shows_the_thumbnail_and_says_when_nothing_played(
                              preview=PreviewPane(opener=no_player, inline=False))
     qtbot.addWidget(dialog)
     placeholder = dialog.thumbnail.pixmap().toImage()
+    assert not dialog.preview.has_picture
     with qtbot.waitSignal(thumbnailer.ready, timeout=20_000):
         dialog.set_detail(completed_job(tmp_path, video))
+    assert dialog.preview.has_picture
+    save_screenshot(dialog, "job-detail-thumbnail")
     shown = dialog.thumbnail.pixmap().toImage()
     assert shown.size() != placeholder.size(), "the video's picture replaced the film frame"
     assert shown.width() > 48 and shown.format() != QImage.Format.Format_Invalid

@@ -70,9 +70,16 @@ class PreviewPane(QStackedWidget):
         self.addWidget(self.thumbnail)
         self._player: Any = None
         self._video: Path | None = None
+        self._has_picture = False
         self.set_picture(None)
 
+    @property
+    def has_picture(self) -> bool:
+        """The video's own picture is shown (not the film frame)."""
+        return self._has_picture
+
     def set_picture(self, pixmap: QPixmap | None) -> None:
+        self._has_picture = pixmap is not None and not pixmap.isNull()
         if pixmap is None or pixmap.isNull():
             self.thumbnail.setPixmap(theme.icon("film", "muted", 48).pixmap(QSize(48, 48)))
             return
