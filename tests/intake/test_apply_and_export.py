@@ -161,8 +161,8 @@ def test_export_csv_round_trips_with_results_and_escaping(
     rows = list(csv.reader(raw.decode("utf-8-sig").splitlines()))
     assert rows[0][:4] == ["name", "prompt", "seed", "notes"]
     assert rows[0][4:] == ["source_row", "status", "attempts", "output_path", "provider",
-                           "account_used", "provider_job_id", "cost_usd", "error_class",
-                           "error_label", "error_message"]
+                           "account_used", "provider_job_id", "price_usd", "cost_usd",
+                           "error_class", "error_label", "error_message"]
     fox = dict(zip(rows[0], rows[1], strict=True))
     assert fox["notes"] == "'=HYPERLINK(\"http://x\")"
     assert fox["seed"] == "1"  # numbers are not escaped
@@ -170,6 +170,8 @@ def test_export_csv_round_trips_with_results_and_escaping(
         "FAILED", "acct-a", "content policy")
     owl = dict(zip(rows[0], rows[2], strict=True))
     assert (owl["notes"], owl["status"], owl["source_row"]) == ("'-5 degrees", "QUEUED", "3")
+    # the price kept at import (0.01 $/s x 5 s in the test catalog); no cost reported yet
+    assert (owl["price_usd"], owl["cost_usd"]) == ("0.05", "")
 
 
 def test_export_xlsx_keeps_formulas_as_text(

@@ -1,11 +1,13 @@
 """The way back out: a batch's rows with their original columns and their results.
 
 Every job becomes one row: the sheet's original columns (kept as metadata at import) then
-:data:`RESULT_COLUMNS`. Text cells that a spreadsheet would run as a formula (starting
-with ``= + - @``, or a tab or carriage return) get a leading apostrophe, the usual guard
-against formula injection; numbers stay numbers. CSV is written in UTF-8 with a BOM, so
-Excel opens it in the right encoding. The file is written beside its target and renamed
-over it, so a crash never leaves half an export.
+:data:`RESULT_COLUMNS` (``price_usd``: the price-table estimate of one render kept at
+import, the spend caps' price; ``cost_usd``: what the provider reported). Text cells
+that a spreadsheet would run as a formula (starting with ``= + - @``, or a tab or
+carriage return) get a leading apostrophe, the usual guard against formula injection;
+numbers stay numbers. CSV is written in UTF-8 with a BOM, so Excel opens it in the right
+encoding. The file is written beside its target and renamed over it, so a crash never
+leaves half an export.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from reelqueue.intake.apply import IntakeStore
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "source_row", "status", "attempts", "output_path", "provider", "account_used",
-    "provider_job_id", "cost_usd", "error_class", "error_label", "error_message",
+    "provider_job_id", "price_usd", "cost_usd", "error_class", "error_label", "error_message",
 )
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 FALLBACK_COLUMNS = ("row", "name", "prompt")
@@ -89,7 +91,8 @@ def _row(job: Job, original: Sequence[str]) -> list[Any]:
         cells = {"row": job.row_number, "name": job.name, "prompt": job.prompt}
     return [cells.get(name) for name in original] + [
         job.row_number, job.state.value, job.attempts, job.output_path, job.provider, job.account,
-        job.provider_job_id, job.cost, job.error_class, job.error_label, job.error_message,
+        job.provider_job_id, job.metadata.get("price"), job.cost, job.error_class,
+        job.error_label, job.error_message,
     ]
 
 
