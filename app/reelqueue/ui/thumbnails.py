@@ -164,7 +164,7 @@ def _store(target: Path, image: QImage | None) -> None:
         temporary = target.with_name(f".{target.name}.{threading.get_ident()}.tmp")
         if image is None:
             temporary.write_bytes(b"")
-        elif not image.save(str(temporary), b"JPG", 85):
+        elif not image.save(str(temporary), "JPG", 85):  # type: ignore[call-overload]
             raise OSError("the picture could not be written")
         os.replace(temporary, target)
     except OSError as exc:  # a cache that cannot be written only costs a decode later
