@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Take the screenshots in docs/screenshots under a real X server (Xvfb + openbox).
+
+Every shot is the real app (``python -m reelqueue`` with its own ``--data-dir`` and
+``--videos-dir`` in a temporary folder), on a real X server, driven from outside with
+xdotool, captured from the root window with ImageMagick. Nothing is installed by this
+script; on Debian/Ubuntu the tools come from:
+
+    apt-get install --no-install-recommends xvfb openbox xdotool x11-utils imagemagick
+
+and the Python side is the project's own virtualenv (``. .venv/bin/activate``).
+
+Screens and themes:
+    1280x720 at 100 %                 -> ``*-1280x720-{light,dark}.png``
+    1920x1080 at 150 % (QT_SCALE_FACTOR=1.5, the same 1280x720 logical pixels)
+                                      -> ``*-1920x1080-150pct-{light,dark}.png``
+The theme is the app's own setting (``settings.json`` in the data folder: "light"/"dark").
+
+Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
+import-errors, account-no-keyring, job-detail.
+
+Usage:
+    python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
+                                       [--size 1280x720|1920x1080-150pct ...]
+                                       [--theme light|dark ...] [--keep] [--source DIR]
+
+Look at every image before committing it: clipped text, a wrong state or an empty
+window are defects of the app, not of the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO
+"""The checkout whose app/ is run (--source: e.g. a `git archive HEAD app resources`
+export, to shoot the committed app while the working tree is being edited)."""
+TOOLS = ("Xvfb", "openbox", "xdotool", "xwininfo", "import", "convert")
+
+
+@dataclass(frozen=True)
+class Screen:
+    width: int
+    height: int
+    scale: float
+
+    @property
+    def label(self) -> str:
+        base = f"{self.width}x{self.height}"
+        return base if self.scale == 1 else f"{base}-{round(self.scale * 100)}pct"
+
+
+SCREENS = {s.label: s for s in (Screen(1280, 720, 1.0), Screen(1920, 1080, 1.5))}
+
+SAMPLE = "\n".join([
+    "name,prompt",
+    "fox,A red fox trotting through fresh snow at dawn",
+    "harbour,Fishing boats leaving a harbour in light fog",
+    "city,A neon-lit city street in the rain at night",
+    "forest,Sunbeams through a pine forest",
+    "waves,Slow waves rolling onto a black sand beach",
+    "market,A busy spice market seen from above",
+]) + "\n"
+
+STALL_SHEET = "name,prompt\n" + "\n".join(
+    [
+        "fox,A red fox trotting through fresh snow at dawn",
+        "account-test,Test shot [[mock:no_credits]]",
+    ]
+    + [f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(1, 21)]
+) + "\n"
+
+BAD_SHEET = "\n".join([
+    "name,prompt,duration,seed",
+    "fox,A red fox trotting through fresh snow at dawn,5,1",
+    "empty,,5,2",
+    "boat,Fishing boats leaving a harbour,abc,3",
+    "long," + "A very long prompt. " * 210 + ",5,4",
+    "city,A neon-lit city street in the rain at night,99,x",
+    "waves,Slow waves rolling onto a black sand beach,5,6",
+    "forest,Sunbeams through a pine forest,8,7",
+]) + "\n"
+
+
+class Session:
+    """One X server (Xvfb + openbox) at one screen size."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.display = ""
+
+    def __enter__(self) -> Session:
+        r, w = os.pipe()
+        xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0",
+             f"{self.screen.width}x{self.screen.height}x24", "-nolisten", "tcp", "-dpi", "96"],
+            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(w)
+        self.procs.append(xvfb)
+        with os.fdopen(r) as pipe:
+            number = pipe.readline().strip()
+        if not number:
+            raise SystemExit("Xvfb did not start")
+        self.display = f":{number}"
+        wm = subprocess.Popen(["openbox", "--sm-disable", "--config-file", self.wm_config()],
+                              env=self.env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(wm)
+        time.sleep(1.0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in reversed(self.procs):
+            stop(proc)
+        shutil.rmtree(self.config_dir, ignore_errors=True)
+
+    def wm_config(self) -> str:
+        """openbox's default configuration with main windows maximized (as most users run
+        it; dialogs keep the size and place the app gives them)."""
+        self.config_dir = Path(tempfile.mkdtemp(prefix="reelqueue-openbox-"))
+        text = Path("/etc/xdg/openbox/rc.xml").read_text("utf-8")
+        rule = ('<applications>\n<application name="*" class="*" type="normal">'
+                "<maximized>yes</maximized></application>")
+        path = self.config_dir / "rc.xml"
+        path.write_text(text.replace("<applications>", rule, 1), "utf-8")
+        return str(path)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ, DISPLAY=self.display, QT_QPA_PLATFORM="xcb",
+                   PYTHONPATH=str(SOURCE / "app"), LANG="en_US.UTF-8")
+        env.pop("WAYLAND_DISPLAY", None)
+        if self.screen.scale != 1:
+            env["QT_SCALE_FACTOR"] = str(self.screen.scale)
+        env.update(extra)
+        return env
+
+    def xdo(self, *args: str) -> str:
+        out = subprocess.run(["xdotool", *args], env=self.env(), capture_output=True,
+                             text=True, timeout=30)
+        return out.stdout.strip()
+
+    def capture(self, path: Path) -> None:
+        raw = path.with_suffix(".raw.png")
+        subprocess.run(["import", "-window", "root", str(raw)], env=self.env(), check=True)
+        # No alpha, no metadata, best zlib: small files that still show every pixel.
+        subprocess.run(["convert", str(raw), "-alpha", "off", "-strip",
+                        "-define", "png:compression-level=9", "-define",
+                        "png:exclude-chunks=date,time", f"PNG24:{path}"], check=True)
+        raw.unlink()
+        print(f"  wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}",
+              flush=True)
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """End a process this script started (its own process group if it has one)."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM) if os.getpgid(proc.pid) == proc.pid \
+            else proc.terminate()
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        kill(proc)
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL, as a crash would."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait(10)
+
+
+class Scene:
+    """A temporary data and videos folder, the theme set, and the app started on them."""
+
+    def __init__(self, x: Session, theme: str, root: Path) -> None:
+        self.x, self.theme = x, theme
+        self.data, self.videos = root / "data", root / "videos"
+        self.data.mkdir(parents=True)
+        self.videos.mkdir()
+        self.root = root
+        for folder in (self.data, self.data / "demo"):  # the demo keeps its own folder
+            folder.mkdir(exist_ok=True)
+            (folder / "settings.json").write_text(json.dumps({"theme": theme}), "utf-8")
+
+    def cli(self, *args: str, stdin: str = "", **env: str) -> str:
+        """A headless command on this scene's folders (no display)."""
+        full = dict(self.x.env(**env))
+        full.pop("DISPLAY", None)
+        out = subprocess.run([sys.executable, "-m", "reelqueue", "--data-dir", str(self.data),
+                              "--videos-dir", str(self.videos), *args], env=full,
+                             input=stdin, capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise SystemExit(f"reelqueue {' '.join(args)} failed:\n{out.stdout}{out.stderr}")
+        return out.stdout
+
+    def app(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
+        """The window (``reelqueue`` with ``args``), in its own process group."""
+        log = open(self.root / "app.log", "ab")  # noqa: SIM115 - closed with the process
+        return subprocess.Popen([sys.executable, "-m", "reelqueue", "--data-dir",
+                                 str(self.data), "--videos-dir", str(self.videos), *args],
+                                env=self.x.env(**env), stdout=log, stderr=log,
+                                start_new_session=True)
+
+    def sheet(self, name: str, text: str) -> Path:
+        path = self.root / name
+        path.write_text(text, "utf-8")
+        return path
+
+
+def wait_window(x: Session, proc: subprocess.Popen[bytes], title: str = "ReelQueue",
+                timeout: float = 60) -> str:
+    """The id of the app's visible window named ``title`` (waits for it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the app exited ({proc.returncode}) before its window showed")
+        found = x.xdo("search", "--all", "--onlyvisible", "--pid", str(proc.pid), "--name", title)
+        if found:
+            return found.splitlines()[0]
+        time.sleep(0.3)
+    raise SystemExit(f"no window named {title!r} after {timeout} s")
+
+
+def wait_dialog(x: Session, proc: subprocess.Popen[bytes], main: str,
+                timeout: float = 30) -> str:
+    """The id of a visible window of the app other than ``main`` (waits for it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = x.xdo("search", "--onlyvisible", "--pid", str(proc.pid))
+        others = [w for w in found.splitlines() if w and w != main]
+        if others:
+            return others[0]
+        time.sleep(0.3)
+    raise SystemExit(f"no dialog opened after {timeout} s")
+
+
+def geometry(x: Session, window: str) -> tuple[int, int, int, int]:
+    """Left, top, width, height of ``window`` in screen pixels (xwininfo's absolute
+    position: xdotool's getwindowgeometry counts the frame's offset twice under openbox)."""
+    out = subprocess.run(["xwininfo", "-id", window], env=x.env(), capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    values = {}
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(":")
+        values[key] = value.strip()
+    return (int(values["Absolute upper-left X"]), int(values["Absolute upper-left Y"]),
+            int(values["Width"]), int(values["Height"]))
+
+
+def click(x: Session, window: str, fx: float, fy: float, *, from_right: bool = False,
+          double: bool = False) -> None:
+    """Click at logical (fx, fy) pixels inside ``window`` (from its right edge when
+    ``from_right``), scaled to the screen."""
+    left, top, width, _height = geometry(x, window)
+    s = x.screen.scale
+    px = left + width - round(fx * s) if from_right else left + round(fx * s)
+    py = top + round(fy * s)
+    x.xdo("mousemove", str(px), str(py))
+    time.sleep(0.3)
+    x.xdo("click", "--repeat", "2" if double else "1", "--delay", "120", "1")
+    x.xdo("mousemove", "0", "0")  # no hover highlight or tooltip in the shot
+
+
+def settle(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+# --- scenes -------------------------------------------------------------------------------
+
+def first_run(scene: Scene, out: Path) -> None:
+    """A new user's first start: no account, no job."""
+    proc = scene.app()
+    try:
+        wait_window(scene.x, proc)
+        settle(3)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def demo_running(scene: Scene, out: Path) -> None:
+    """``reelqueue demo`` about 12 s in: every card rendering."""
+    proc = scene.app("demo")
+    try:
+        wait_window(scene.x, proc)
+        settle(12)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def stalled(scene: Scene, out: Path) -> None:
+    """The demo accounts on a sheet with one out-of-credits row: it moves from account to
+    account until every one is out of credits; once the renders in flight finish, the
+    engine is stalled with jobs waiting."""
+    sheet = scene.sheet("stall.csv", STALL_SHEET)
+    proc = scene.app("demo", "--sheet", str(sheet))
+    try:
+        wait_window(scene.x, proc)
+        settle(40)  # demo renders take 20-26 s; then nothing can run
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def crash_recovered(scene: Scene, out: Path) -> None:
+    """The demo window SIGKILLed with renders in flight, then started again."""
+    proc = scene.app("demo")
+    try:
+        wait_window(scene.x, proc)
+        settle(8)
+    finally:
+        kill(proc)
+    proc = scene.app("demo")
+    try:
+        wait_window(scene.x, proc)
+        settle(12)  # the recovery follow-up asks the provider about each render
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def import_errors(scene: Scene, out: Path) -> None:
+    """A sheet with bad rows opened with ReelQueue: the import dialog lists the errors."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    sheet = scene.sheet("shots-with-errors.csv", BAD_SHEET)
+    proc = scene.app(str(sheet))
+    try:
+        wait_window(scene.x, proc, title="Import")
+        settle(3)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def account_no_keyring(scene: Scene, out: Path) -> None:
+    """'Add account' where no keyring can be reached (no Secret Service on D-Bus)."""
+    env = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+           "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/bus"}
+    proc = scene.app(**env)
+    try:
+        window = wait_window(scene.x, proc)
+        settle(2)
+        click(scene.x, window, *ADD_ACCOUNT, from_right=True)
+        dialog = wait_dialog(scene.x, proc, window)
+        settle(1)
+        # The built-in mock (checked locally, nothing leaves the machine), a name and a
+        # key; Connect then fails at the keyring and the dialog says why and what to do.
+        x = scene.x
+        x.xdo("windowfocus", "--sync", dialog)
+        x.xdo("type", "--delay", "60", "Mock")  # the provider list has the focus
+        x.xdo("key", "Tab")
+        x.xdo("type", "--delay", "30", "Studio A")
+        x.xdo("key", "Tab")
+        x.xdo("type", "--delay", "30", "mk-demo-0123456789")
+        x.xdo("key", "Return")
+        settle(3)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def job_detail(scene: Scene, out: Path) -> None:
+    """A finished job's detail (with its thumbnail where one can be made)."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    sheet = scene.sheet("shots.csv", SAMPLE)
+    scene.cli("run", str(sheet), "--no-progress")
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        click(scene.x, window, *FIRST_ROW, double=True)
+        wait_dialog(scene.x, proc, window)
+        settle(4)  # the thumbnail is made off the GUI thread
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+# Logical pixels inside the main window (the same at 100 % and 150 %: both screens are
+# 1280x720 logical). ADD_ACCOUNT is measured from the window's right edge.
+ADD_ACCOUNT = (183.0, 26.0)
+FIRST_ROW = (300.0, 330.0)
+
+SCENES: dict[str, Callable[[Scene, Path], None]] = {
+    "first-run": first_run,
+    "demo-running": demo_running,
+    "stalled": stalled,
+    "crash-recovered": crash_recovered,
+    "import-errors": import_errors,
+    "account-no-keyring": account_no_keyring,
+    "job-detail": job_detail,
+}
+
+
+@contextmanager
+def scratch(keep: bool) -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="reelqueue-shots-"))
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"  kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--scene", action="append", choices=sorted(SCENES))
+    parser.add_argument("--size", action="append", choices=sorted(SCREENS))
+    parser.add_argument("--theme", action="append", choices=("light", "dark"))
+    parser.add_argument("--keep", action="store_true", help="keep the scenes' temp folders")
+    parser.add_argument("--source", type=Path, default=REPO,
+                        help="a checkout (app/ and resources/) to run instead of this one")
+    args = parser.parse_args(argv)
+    global SOURCE
+    SOURCE = args.source.resolve()
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        print(f"missing: {', '.join(missing)}; see the apt-get line at the top of this "
+              "script", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    for size in args.size or list(SCREENS):
+        with Session(SCREENS[size]) as x:
+            for theme in args.theme or ["light", "dark"]:
+                for name in args.scene or list(SCENES):
+                    print(f"{name} {size} {theme}", flush=True)
+                    with scratch(args.keep) as root:
+                        SCENES[name](Scene(x, theme, root),
+                                     args.out / f"{name}-{size}-{theme}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
