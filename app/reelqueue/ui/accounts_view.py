@@ -62,6 +62,9 @@ class AccountCardData:
     failed: int = 0
     spend: float = 0.0
     estimate: float | None = None
+    spent_today: float = 0.0  # spend caps (the engine's AccountEvent): today's spend,
+    daily_cap: float | None = None  # the daily cap (None: none) and the jobs it holds
+    cap_waiting: int = 0
     per_minute: tuple[int, ...] = (0,) * 60
     renders: tuple[RenderLine, ...] = ()
 
@@ -432,8 +435,13 @@ class AccountCard(QFrame):
         self.failed.setText(fmt.number(data.failed))
         estimate = (f" · est.{NBSP}{fmt.money(data.estimate)}{NBSP}to{NBSP}go"
                     if data.estimate else "")
-        spent = f"Spent {fmt.money(data.spend)}"
-        self.spend.setText(f"{spent}{estimate}")
+        spent = f"Spent {fmt.money(data.spend)}{estimate}"
+        if data.daily_cap is not None:  # "Spent today $x of $cap", the cap's own line
+            spent += (f"\nSpent today {fmt.money(data.spent_today)} of "
+                      f"{fmt.money(data.daily_cap)}")
+            if data.cap_waiting:
+                spent += f" · cap reached: {fmt.number(data.cap_waiting)}{NBSP}waiting"
+        self.spend.setText(spent)
         # Wrapped only between the parts: "12,345 done", never "12,345 / done".
         over = over_limit_text(data.live, data.capacity)
         self.over_label.setText(over)

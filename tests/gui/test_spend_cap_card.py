@@ -1,0 +1,39 @@
+"""The account card's spend-cap line (docs/design-notes.md "Spend caps")."""
+
+from __future__ import annotations
+
+import pytest
+
+from reelqueue.engine.events import AccountEvent
+from reelqueue.ui.accounts_view import AccountCard, AccountCardData
+
+pytestmark = pytest.mark.gui
+
+
+def card_text(data: AccountCardData) -> str:
+    card = AccountCard(data)
+    try:
+        return card.spend.text()
+    finally:
+        card.stop_timers()
+        card.deleteLater()
+
+
+def test_a_card_says_what_was_spent_today_of_its_cap_and_what_waits(qapp: object) -> None:
+    base = AccountCardData(name="studio", provider_title="Runway", status="ready",
+                           enabled=True, capacity=2, live=0, spend=12.5)
+    assert "Spent today" not in card_text(base)
+    capped = AccountCardData(**{**base.__dict__, "spent_today": 20.0, "daily_cap": 20.0,
+                                "cap_waiting": 7})
+    text = card_text(capped)
+    assert "Spent today $20.00 of $20.00" in text
+    assert "cap reached: 7\u00a0waiting" in text
+    under = AccountCardData(**{**base.__dict__, "spent_today": 3.0, "daily_cap": 20.0})
+    assert "cap reached" not in card_text(under)
+
+
+def test_the_engine_event_says_when_the_cap_holds_jobs() -> None:
+    event = AccountEvent("a", "ready", 0, 2, 0.0, spent_today=20.0, daily_cap=20.0,
+                         cap_waiting=3)
+    assert event.spend_capped
+    assert not AccountEvent("a", "ready", 0, 2, 0.0).spend_capped
