@@ -102,3 +102,19 @@ async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: Wind
     broken = controller.open_import(not_a_sheet)
     await until(lambda: broken.error_label.text() != "")
     assert not broken.import_button.isEnabled()
+
+
+@on_qloop
+async def test_a_spend_cap_set_in_the_dialog_lands_on_the_batch(windows: WindowHarness,
+                                                               app_ctx, tmp_path) -> None:
+    controller = await windows.open(app_ctx, start=False)
+    dialog = controller.open_import(resource("sample_prompts.csv"))
+    await until(lambda: dialog.plan is not None)
+    assert dialog.spend_cap() is None  # "no limit" unless asked
+    dialog.max_spend.setValue(0.35)
+    assert dialog.spend_cap() == 0.35
+    dialog.import_button.click()
+    await until(lambda: len(controller.model.table) == 12)
+    engine = controller.session.running_engine
+    batches = await engine.store.call(engine.store.sync.list_batches)
+    assert [b.settings.get("max_spend") for b in batches] == [0.35]

@@ -667,7 +667,8 @@ class AppController(QObject):
 
     async def _apply(self, dialog: ImportDialog, plan: ImportPlan, rows: int | None) -> None:
         try:
-            result = await self.session.apply_import(plan, rows)
+            result = await self.session.apply_import(plan, rows,
+                                                     max_spend=dialog.spend_cap())
         except KnownError as exc:
             dialog.set_error(str(exc))
             return

@@ -260,6 +260,14 @@ class ImportDialog(QDialog):
         self.template = QLineEdit(self.options.filename_template)
         self.template.setToolTip("Fields: {row}, {name}, {seed}, {model}, {provider}, {date}, "
                                  "{n}, {id}, {batch}")
+        self.max_spend = QDoubleSpinBox()
+        self.max_spend.setRange(0, 1_000_000)
+        self.max_spend.setDecimals(2)
+        self.max_spend.setPrefix("$")
+        self.max_spend.setSpecialValueText("no limit")
+        self.max_spend.setToolTip(
+            "The batch stops starting renders once their estimated prices would pass this "
+            "sum; the rest wait (nothing fails). Change it later with 'reelqueue batch cap'.")
         self.test_run = QCheckBox("Test run: only the first")
         self.test_rows = QSpinBox()
         self.test_rows.setRange(1, 100_000)
@@ -280,6 +288,7 @@ class ImportDialog(QDialog):
         form.addRow("Resolution", self.resolution)
         form.addRow("Output folder", output_row)
         form.addRow("File names", self.template)
+        form.addRow("Stop at", self.max_spend)
         form.addRow(test_row)
         self.provider.currentIndexChanged.connect(lambda _i: self._provider_changed())
         for combo in (self.model, self.aspect, self.resolution):
@@ -413,6 +422,11 @@ class ImportDialog(QDialog):
 
     def rows_to_import(self) -> int | None:
         return self.test_rows.value() if self.test_run.isChecked() else None
+
+    def spend_cap(self) -> float | None:
+        """The batch's spend cap in dollars; None when "no limit"."""
+        value = self.max_spend.value()
+        return value if value > 0 else None
 
     def _update_summary(self) -> None:
         plan = self.plan

@@ -431,15 +431,26 @@ class EngineSession:
         return replace(plan, already_present=len(present), present_keys=frozenset(present),
                        estimate=estimate_cost(new_jobs, RegistryCatalog().params))
 
-    async def apply_import(self, plan: ImportPlan, first_rows: int | None = None) -> ImportResult:
-        """Write the plan (or only its first ``first_rows`` jobs: a test run)."""
+    async def apply_import(self, plan: ImportPlan, first_rows: int | None = None, *,
+                           max_spend: float | None = None) -> ImportResult:
+        """Write the plan (or only its first ``first_rows`` jobs: a test run), with the
+        batch's spend cap when one is given."""
         if plan.refused:
             raise InputError("The sheet has row errors and nothing valid to import.")
         if first_rows is not None:
             plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
         engine = self.running_engine
-        result = await engine.store.call(apply_import, engine.store.sync, plan,
-                                         self.clock.now())
+        now = self.clock.now()
+
+        def write(store: Store) -> ImportResult:
+            # One call on the journal's thread: the pump's claims run there too, so none
+            # can take a job of the new batch before its cap is in place.
+            result = apply_import(store, plan, now)
+            if max_spend is not None:
+                store.update_batch_settings(result.batch_id, {"max_spend": max_spend}, now)
+            return result
+
+        result = await engine.store.call(write, engine.store.sync)
         engine.wake()
         return result
 
