@@ -100,8 +100,7 @@ REASON_WORDS = {
     "key_missing": "no key", "no_key": "its key is not in the keyring",
     "disabled": "paused", "rate_limited": "rate limited", "no_account": "no account",
     "batch_paused": "batch paused", "unusable": "cannot be used",
-    "spend_cap": "spend cap reached", "spend_cap_reached": "spend cap reached",
-    "cap_reached": "spend cap reached",
+    "spend_cap": "spend cap reached",
 }
 REASON_ADVICE = {
     "out_of_credits": "top up its credits, then press Mark ready on its card",
@@ -113,9 +112,8 @@ REASON_ADVICE = {
     "no_account": "connect an account for this provider",
     "batch_paused": "resume the batch from the table's menu",
     "unusable": "check the account's settings (see the log)",
-    "spend_cap": "raise the cap in Settings or wait for the next period",
-    "spend_cap_reached": "raise the cap in Settings or wait for the next period",
-    "cap_reached": "raise the cap in Settings or wait for the next period",
+    "spend_cap": "raise the cap ('reelqueue batch cap BATCH USD', or 'reelqueue accounts "
+                 "set NAME --daily-cap USD') or, for a daily cap, wait for tomorrow",
 }
 
 
