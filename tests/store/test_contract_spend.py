@@ -223,6 +223,33 @@ def test_memory_store_matches_on_the_same_calls(tmp_path: Path, clock: FakeClock
     assert claim(store, clock) is not None and claim(store, clock) is None
 
 
+def test_an_unresolved_submission_looked_up_again_is_spent_once(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    from reelqueue.store.base import JobError
+
+    setup(store, tmp_path, clock, cap=2 * PRICE)
+    first = claim(store, clock)
+    assert first is not None
+    assert store.mark_submitting(first.token, "ct-once", clock.now())
+    # The create's outcome is unknown and the lookup met account trouble: the job goes back
+    # keeping its client token; its next claim re-enters SUBMITTING with the same intent
+    # to ask for it (engine/render.py), which sends no create.
+    assert store.release_to_queue(first.token, JobError("account", "rate_limited", "429"),
+                                  clock.now(), keep_submission=True)
+    again = claim(store, clock)
+    assert again is not None and again.job.id == first.job.id
+    assert again.job.client_token == "ct-once"
+    assert store.mark_submitting(again.token, "ct-once", clock.now())
+    assert spend_entries(store) == [PRICE], "one intent, one spend"
+    other = claim(store, clock)
+    assert other is not None and other.job.id != first.job.id, (
+        "the cap of two prices still has room for a second render")
+    assert store.mark_submitting(other.token, "ct-other", clock.now())
+    assert spend_entries(store) == [PRICE, PRICE]
+    assert claim(store, clock) is None
+
+
 def _err():  # type: ignore[no-untyped-def]
     from reelqueue.store.base import JobError
     return JobError("retryable", "stopped", "stopped")

@@ -469,7 +469,8 @@ class MemoryStore:
                 return False
             assert job is not None
             price = price_of(job.metadata)
-            if price is not None:
+            # The same intent again (looked up, not sent) costs nothing more (sqlite.py).
+            if price is not None and job.client_token != client_token:
                 self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
                            claim_token=token.token, detail={"usd": price})
             return True

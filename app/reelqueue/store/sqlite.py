@@ -784,13 +784,17 @@ class SqliteStore:
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
         with self._write():
+            before = self._db.execute("SELECT client_token FROM jobs WHERE id = ?",
+                                      (token.job_id,)).fetchone()
             if not self._fenced("fenced_mark_submitting", "submitting", token, now,
                                 {"client_token": client_token}, client_token=client_token):
                 return False
             row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
                                    (token.job_id,)).fetchone()
             price = price_of(json.loads(row["metadata"] or "{}"))
-            if price is not None:
+            # The same intent again (an unresolved submission re-entering SUBMITTING to be
+            # looked up) sends no create: its spend was written with the first.
+            if price is not None and before["client_token"] != client_token:
                 self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=row["account"],
                              claim_token=token.token, detail={"usd": price})
             return True
