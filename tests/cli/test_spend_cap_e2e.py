@@ -26,6 +26,9 @@ def test_run_with_max_spend_starts_five_renders_then_batch_cap_none_finishes(
         run = rq(data, "run", str(sheet), "--no-progress", "--max-spend", "0.2")
         assert "Spend cap of batch 1: $0.20." in run.stdout, run.stdout + run.stderr
         assert "spend cap reached" in run.stdout + run.stderr
+        # The advice fits the reason: raise the cap, not "fix the account".
+        assert "reelqueue batch cap" in run.stdout and "accounts test" not in run.stdout
+        assert "3 jobs wait because of a spend cap" in run.stdout
         assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 5
         status = json.loads(rq(data, "status", "--json").stdout)
         assert status["by_state"] == {"COMPLETED": 5, "QUEUED": 3}

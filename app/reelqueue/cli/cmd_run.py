@@ -209,8 +209,12 @@ def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
     for line in needs_attention(store).sentences():
         ctx.print(f"Needs attention: {line}")
     if result.outcome == "stalled":
-        ctx.print(f"Stalled: {result.detail}. Fix the account ('reelqueue accounts test "
-                  "NAME') and run again; nothing was failed.")
+        if "because of a spend cap" in result.detail:
+            advice = ("Raise the cap ('reelqueue batch cap BATCH USD' or 'reelqueue accounts "
+                      "set NAME --daily-cap USD', 'none' to lift it) and run again")
+        else:
+            advice = "Fix the account ('reelqueue accounts test NAME') and run again"
+        ctx.print(f"Stalled: {result.detail}. {advice}; nothing was failed.")
         return EXIT_STALLED
     if result.outcome == "budget":
         ctx.print(f"Time budget reached: {result.detail}. Run again to continue.")

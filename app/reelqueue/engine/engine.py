@@ -361,12 +361,13 @@ class Engine:
         now = self.clock.now()
         capped = spend_cap_reasons(await self.store.call(
             self.store.sync.spend_summary, now, local_day_start(now)))
+        jobs_wait = f"{waiting:,} job waits" if waiting == 1 else f"{waiting:,} jobs wait"
         if capped and not blocked:
-            return f"{waiting} jobs wait: " + "; ".join(
+            return f"{jobs_wait} because of a spend cap: " + "; ".join(
                 f"{r.subject}: {r.detail}" for r in capped)
         detail = "; ".join(blocked) if blocked else "no account for provider " + ", ".join(
             providers)
-        return f"{waiting} jobs wait but no usable account can take them ({detail})"
+        return f"{jobs_wait} but no usable account can take them ({detail})"
 
     async def _publish_state(self, pass_started: float) -> None:
         """After a pass, say what is true (EngineStateEvent), only when it changed: no
