@@ -135,6 +135,24 @@ def test_a_capped_batch_does_not_hold_up_other_batches(
     assert [c.job.batch_id if c else None for c in got] == [other.id, other.id, None]
 
 
+def test_many_capped_batches_do_not_hold_up_a_later_batch(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    # Older batches come first in the claim order; every one of them is at its cap. The
+    # claim steps over each refused batch (however many) to the batch that may still spend.
+    for n in range(7):
+        capped = store.create_batch(BatchSpec(f"c{n}", f"c{n}.csv", str(tmp_path)),
+                                    clock.now())
+        store.add_jobs(capped.id, priced(tmp_path, 2, prefix=f"capped{n}"), clock.now())
+        assert store.update_batch_settings(capped.id, {"max_spend": 0.0}, clock.now())
+    free = store.create_batch(BatchSpec("f", "f.csv", str(tmp_path)), clock.now())
+    store.add_jobs(free.id, priced(tmp_path, 1, prefix="free"), clock.now())
+    store.add_account(AccountSpec("acct-a", "mock", 20), clock.now())
+    got = claim(store, clock)
+    assert got is not None and got.job.batch_id == free.id
+    assert claim(store, clock) is None
+
+
 def test_an_account_daily_cap_counts_from_day_start(
     store: Store, tmp_path: Path, clock: FakeClock,
 ) -> None:

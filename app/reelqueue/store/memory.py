@@ -43,7 +43,6 @@ from reelqueue.store.recovery_plan import (
     unresolved_token,
 )
 from reelqueue.store.spend import (
-    MAX_SKIPS,
     SLACK,
     SPEND_EVENT,
     AccountSpend,
@@ -358,7 +357,7 @@ class MemoryStore:
         skip: set[int] = set()
         creates = True
         account_cap = cap_of(account.settings, "daily_cap")
-        for _ in range(MAX_SKIPS + 2):
+        for _ in range(len(self._batches) + 2):  # each refusal steps over one batch
             left = [j for j in candidates if j.provider_job_id is not None
                     or (creates and j.batch_id not in skip)]
             if not left:
@@ -375,7 +374,7 @@ class MemoryStore:
             )
             if refused is None:
                 return job
-            if refused.scope == "account" or len(skip) >= MAX_SKIPS:
+            if refused.scope == "account":
                 creates = False
             else:
                 skip.add(job.batch_id)

@@ -17,8 +17,6 @@ SLACK = 1e-9
 """Rounding slack: a cap of exactly 5 x the price admits 5 renders."""
 
 SPEND_EVENT = "spend"
-MAX_SKIPS = 4
-"""How many refused batches one claim steps over before it gives up (a few at most)."""
 
 
 def local_day_start(now: float) -> float:

@@ -62,7 +62,6 @@ from reelqueue.store.recovery_plan import (
 )
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
 from reelqueue.store.spend import (
-    MAX_SKIPS,
     SLACK,
     SPEND_EVENT,
     AccountSpend,
@@ -695,7 +694,10 @@ class SqliteStore:
         skip: list[int] = []
         creates = True
         account_cap = cap_of(account.settings, "daily_cap")
-        for _ in range(MAX_SKIPS + 2):
+        # Each refusal steps over one more batch (or stops creates once): however many
+        # batches are at their caps, a later one that may spend is reached.
+        batches = self._db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
+        for _ in range(batches + 2):
             candidate = self._db.execute(self._q["next_claimable"], {
                 "provider": account.provider, "now": params.now, "account": account.name,
                 "creates": int(creates), "skip_batches": _dumps(skip),
@@ -718,10 +720,8 @@ class SqliteStore:
                 return cast(sqlite3.Row, candidate)
             if refused.scope == "account":
                 creates = False
-            elif len(skip) < MAX_SKIPS:
-                skip.append(int(row["batch_id"]))
             else:
-                creates = False
+                skip.append(int(row["batch_id"]))
         return None
 
     def _batch_committed(self, batch_id: int) -> float:
