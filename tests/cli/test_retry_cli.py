@@ -62,7 +62,7 @@ def test_retry_failed_says_what_it_re_reads_and_what_it_pays(tmp_path: Path) -> 
     out = done.stdout
     assert "3 jobs: 2 will be re-read from the provider (no charge" in out, out
     assert "1 will be rendered again (est. $0.05)" in out, out
-    assert "1 permanent failures" in out and "--include-permanent" in out, out
+    assert "1 permanent failure (content policy" in out and "--include-permanent" in out, out
     assert "3 jobs queued again." in out
     store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
     jobs = {j.prompt: j for j in store.list_jobs()}

@@ -90,7 +90,7 @@ async def test_retry_failed_leaves_permanent_failures_out_unless_asked(
     banner = banners.find("retry")
     # Same words as 'reelqueue retry --failed', and a price waits for the user.
     assert "1 job: 1 will be rendered again (est. $0.05)" in banner.text
-    assert "1 permanent failures (content policy, invalid input...) were left out" \
+    assert "1 permanent failure (content policy, invalid input...) was left out" \
         in banner.text
     assert set(banner.buttons) == {"Retry (est. $0.05)",
                                    "Also retry 1 refused by the provider's rules"}

@@ -77,11 +77,14 @@ class RetryPlan:
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
-            text += (f". {len(self.skipped_permanent)} permanent failures (content policy, "
-                     f"invalid input...) were left out; {include_hint}")
+            n = len(self.skipped_permanent)
+            text += (f". {n} permanent failure{'s' if n != 1 else ''} (content policy, "
+                     f"invalid input...) {'were' if n != 1 else 'was'} left out; "
+                     f"{include_hint}")
         if self.not_retryable:
-            text += (f". {len(self.not_retryable)} are not failed, cancelled or parked and "
-                     "are left alone")
+            n = len(self.not_retryable)
+            text += (f". {n} {'are' if n != 1 else 'is'} not failed, cancelled or parked "
+                     f"and {'are' if n != 1 else 'is'} left alone")
         return text + "."
 
 
