@@ -68,7 +68,7 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> None:
 def _account_key(account: Account) -> tuple[object, ...]:
     """What an AccountEvent says about an account, to publish it only when it changes."""
     return (account.status, account.enabled, account.capacity, account.cooldown_until,
-            account.status_detail)
+            account.status_detail, account.settings.get("daily_cap"))
 
 
 def new_instance_id() -> str:
@@ -307,6 +307,15 @@ class Engine:
         await self._publish_account(account)
         self.wake()
 
+    async def set_daily_cap(self, account: str, usd: float | None) -> Account:
+        """The account's daily spend cap (None: none). Raising or removing it releases the
+        jobs it held at once; the card hears of it now, also while the queue is paused."""
+        updated = await self.store.call(self.store.sync.update_account, account,
+                                        self.clock.now(), settings={"daily_cap": usd})
+        await self._publish_account(account)
+        self.wake()
+        return updated
+
     # -- draining ----------------------------------------------------------------------
     async def run_until_drained(self, *, budget_seconds: float | None = None,
                                 batch_id: int | None = None) -> DrainResult:
@@ -528,7 +537,9 @@ class Engine:
             name=name, status=account.status.value if account.enabled else "disabled",
             live=live, capacity=account.capacity, at=self.clock.now(),
             cooldown_until=account.cooldown_until, detail=account.status_detail,
-            spent_today=spend.spent_today if spend else 0.0,
+            # Committed today: spent plus the renders being started (their price moves
+            # from reserved to spent with the intent), so the figure the claim checks.
+            spent_today=spend.spent_today + spend.reserved if spend else 0.0,
             daily_cap=spend.cap if spend else None,
             cap_waiting=spend.waiting if spend else 0))
 

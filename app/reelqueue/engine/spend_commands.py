@@ -26,11 +26,7 @@ async def set_batch_cap(engine: Engine, batch_id: int, usd: float | None) -> Bat
 
 async def set_daily_cap(engine: Engine, account: str, usd: float | None) -> Account:
     """The account's ``daily_cap`` (None: no cap)."""
-    store = engine.store
-    updated = await store.call(store.sync.update_account, account, engine.clock.now(),
-                               settings={"daily_cap": usd})
-    engine.wake()
-    return updated
+    return await engine.set_daily_cap(account, usd)
 
 
 async def spend_summary(engine: Engine) -> SpendSummary:
