@@ -17,7 +17,9 @@ from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
+    QMessageBox,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -255,9 +257,12 @@ class AccountCard(QFrame):
         enabledChanged(str, bool): the user paused (False) or resumed (True) the account.
         markReady(str): the user fixed the key or topped up credits.
         showJobs(str): the user wants the table filtered to this account.
+        dailyCapChanged(str, object): the user set the account's daily spend cap in USD
+            (a float), or removed it (None).
     """
 
     capacityChanged = Signal(str, int)
+    dailyCapChanged = Signal(str, object)
     enabledChanged = Signal(str, bool)
     markReady = Signal(str)
     showJobs = Signal(str)
@@ -357,6 +362,12 @@ class AccountCard(QFrame):
                               "running renders.")
         self.limit.valueChanged.connect(self._limit_edited)
         controls.addWidget(self.limit)
+        self.cap_button = QPushButton("Cap…")  # "Daily cap…" does not fit beside the limit
+        self.cap_button.setToolTip("Daily spend cap: stop starting renders on this account "
+                                   "once it has spent this much today (USD, the computer's "
+                                   "calendar day)")
+        self.cap_button.clicked.connect(self._ask_daily_cap)
+        controls.addWidget(self.cap_button)
         controls.addStretch(1)
         # "Mark ready" gets a row of its own (shown only when needed): beside the limit box
         # and the pause button it had no room left and was cut to "ark reac".
@@ -382,6 +393,35 @@ class AccountCard(QFrame):
     def _limit_edited(self, _value: int) -> None:
         self._limit_timer.start()
 
+    def _ask_daily_cap(self) -> None:
+        current = self.data.daily_cap if self.data else None
+        text, ok = QInputDialog.getText(
+            self, "Daily spend cap",
+            f"Stop starting renders on {self.name} once it has spent this much today\n"
+            "(USD; the day is this computer's calendar day). Empty: no cap.",
+            text="" if current is None else f"{current:g}")
+        if not ok:
+            return
+        problem = self.apply_daily_cap_text(text)
+        if problem:
+            QMessageBox.warning(self, "Daily spend cap", problem)
+
+    def apply_daily_cap_text(self, text: str) -> str | None:
+        """Emit ``dailyCapChanged`` for what the user typed ('20', '$12.50', empty or
+        'none': no cap); return what is wrong with it instead, changing nothing."""
+        cleaned = text.strip().lstrip("$").strip().replace(",", "")
+        if cleaned.casefold() in ("", "none", "off", "no"):
+            emit(self.dailyCapChanged, self.name, None)
+            return None
+        try:
+            value = float(cleaned)
+        except ValueError:
+            return f"“{text}” is not an amount: type one like 20 or 12.50, or leave it empty."
+        if not 0 <= value < float("inf"):
+            return "A daily cap is 0 or more (0 starts nothing); leave it empty for no cap."
+        emit(self.dailyCapChanged, self.name, value)
+        return None
+
     def _toggle_enabled(self) -> None:
         if self.data is not None:
             emit(self.enabledChanged, self.name, not self.data.enabled)
@@ -399,6 +439,7 @@ class AccountCard(QFrame):
         self.summary.setVisible(compact)
         self.limit_label.setVisible(not compact)
         self.limit.setVisible(not compact)
+        self.cap_button.setVisible(not compact)
         # Folded, "Mark ready" shares the pause button's row (the limit box is away).
         source, target = ((self.ready_row, self.controls) if compact
                           else (self.controls, self.ready_row))

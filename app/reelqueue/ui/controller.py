@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QSystemTrayIcon
 
 from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.engine import queries, queue_commands
+from reelqueue.engine import queries, queue_commands, spend_commands
 from reelqueue.engine.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -369,6 +369,7 @@ class AppController(QObject):
             card.capacityChanged.connect(self.set_capacity)
             card.enabledChanged.connect(self.set_enabled)
             card.markReady.connect(self.mark_ready)
+            card.dailyCapChanged.connect(self.set_daily_cap)
             card.showJobs.connect(self.window.show_account)
 
     async def _sort_rows(self, order: str, descending: bool) -> None:
@@ -622,6 +623,11 @@ class AppController(QObject):
 
     def set_enabled(self, account: str, enabled: bool) -> None:
         self.spawn(self._account_command(self.session.set_enabled(account, enabled)))
+
+    def set_daily_cap(self, account: str, usd: float | None) -> None:
+        """From the card: raising or removing the cap releases the jobs it held at once."""
+        self.spawn(self._account_command(spend_commands.set_daily_cap(
+            self.session.running_engine, account, usd)))
 
     def mark_ready(self, account: str) -> None:
         self.spawn(self._account_command(self.session.mark_ready(account)))
