@@ -130,3 +130,45 @@ def all_texts(exc: BaseException) -> str:
         parts += [str(current), repr(current), repr(current.args)]
         current = current.__cause__ or current.__context__
     return "\n".join(parts)
+
+
+# -- one row through the real engine (MemoryStore), for the adapters' engine tests ----------
+
+async def run_one_row(
+    tmp_path: Path, router: Router, kind: str, *, prompt: str, account: str,
+    params: dict[str, Any] | None = None, base_url: str | None = None,
+    settings: dict[str, Any] | None = None, key: str = SENTINEL_KEY,
+    config: Any = None,
+) -> tuple[Any, Any]:
+    """One row of ``kind`` on one account whose API is ``router``, run by the real engine
+    until nothing more can happen; returns the job and the store (to read the ledger).
+
+    The engine is imported here, not at the top: the fakes are also used without it."""
+    import asyncio
+    import random
+
+    from reelqueue.domain.backoff import BackoffPolicy
+    from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+    from reelqueue.engine.config import EngineConfig
+    from reelqueue.engine.engine import Engine
+    from reelqueue.store.memory import MemoryStore
+
+    config = config or EngineConfig(
+        retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(0.001, 0.01),
+        poll_min_seconds=0.0005, heartbeat_seconds=0.05, rate_limit_default_seconds=0.05)
+    store = MemoryStore()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),
+                                      params=params or {}, row_number=2)], 0)
+    store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    engine = Engine(store, config=config, key_lookup=lambda ref: key, http_client=client,
+                    rng=random.Random(1))
+    try:
+        await engine.start()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+    finally:
+        await engine.stop()
+        engine.close_store()
+        await client.aclose()
+    return store.list_jobs()[0], store

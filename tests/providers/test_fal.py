@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,15 +21,13 @@ from provider_fakes import (
     fixture,
     json_response,
     read_timeout,
+    run_one_row,
     video_response,
 )
 
-from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
+from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import Engine
 from reelqueue.providers import registry
 from reelqueue.providers.adapters import EXTRA_VALIDATORS, fal
 from reelqueue.providers.base import ProviderConfig, RenderRequest
@@ -383,31 +379,11 @@ async def test_status_error_types_go_through_the_failure_rules(
 
 # -- through the real engine (MemoryStore), counting creates at the fake ------------------
 
-FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
-    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
-    rate_limit_default_seconds=0.05)
-
-
 async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any] | None = None
                      ) -> tuple[Job, MemoryStore]:
     """One row on one fal account, run until nothing more can happen."""
-    store = MemoryStore()
-    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
-    store.add_jobs(batch.id, [JobSpec("k0", "A glass city", "fal",
-                                      str(tmp_path / "out" / "0.mp4"), params=params or {},
-                                      row_number=2)], 0)
-    store.add_account(AccountSpec("fal-1", "fal", 1, None, "ref"), 0)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
-    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
-                    http_client=client, rng=random.Random(1))
-    try:
-        await engine.start()
-        await asyncio.wait_for(engine.run_until_drained(), 20)
-    finally:
-        await engine.stop()
-        engine.close_store()
-        await client.aclose()
-    return store.list_jobs()[0], store
+    return await run_one_row(tmp_path, router, "fal", prompt="A glass city",
+                             account="fal-1", params=params)
 
 
 async def test_engine_completes_a_row(tmp_path: Path) -> None:
