@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from answer_properties import AnswerShape, answer_properties
 from provider_fakes import (
     SENTINEL_KEY,
     VIDEO_BYTES,
@@ -382,77 +381,12 @@ async def test_engine_unreadable_create_answer_fails_without_a_second_create(
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
 
-STATES = ("queued", "dreaming", "completed", "failed")
-KEYS = ("id", "state", "assets", "failure_reason", "generation_type", "x")
-FAKE, CREATED, POLL, JOB_ID = FakeDreamMachine, 201, GENERATION, GEN_ID
-STATE_KEY, ENDING_STATES = "state", ("failed",)
-
 
 # -- property: no answer is read as "nothing was created" or "the render failed" ----------
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12)
-    | st.sampled_from(STATES),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(KEYS), inner, max_size=4),
-    max_leaves=12)
-_ANSWERS = st.one_of(_JSON.map(lambda body: json.dumps(body).encode()),
-                     st.binary(max_size=40))
-
-
-def _decoded(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=_ANSWERS)
-async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
-    client_for: ClientFor, raw: bytes
-) -> None:
-    """Random and malformed 2xx create answers: a job id only from a readable id field;
-    anything else says the create may have gone through, so it is never sent again."""
-    fake = FAKE()
-    fake.router.script("POST", CREATE, httpx.Response(CREATED, content=raw))
-    try:
-        job_id = await make(client_for(fake.router)).submit(request())
-    except ProviderError as error:
-        assert error.body_maybe_sent is True
-        if isinstance(_decoded(raw), dict):
-            assert error.label is ErrorLabel.SUBMIT_UNKNOWN
-    else:
-        body = _decoded(raw)
-        assert isinstance(body, dict) and job_id == str(body["id"])
-    assert fake.creates() == 1
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).lookup(request())
-    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
-
-
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=_ANSWERS)
-async def test_property_a_poll_answer_never_reads_as_a_failed_render(
-    client_for: ClientFor, raw: bytes
-) -> None:
-    """Random and malformed poll answers: only the documented failed/cancelled state ends
-    a render (which could lead to a new create); a body without a readable state is an
-    unknown outcome (or, not JSON at all, a retryable unreadable answer)."""
-    fake = FAKE()
-    fake.router.script("GET", POLL, httpx.Response(200, content=raw))
-    body = _decoded(raw)
-    try:
-        status = await make(client_for(fake.router)).poll(JOB_ID)
-    except ProviderError as error:
-        if isinstance(body, dict):
-            assert error.label is ErrorLabel.SUBMIT_UNKNOWN
-        else:
-            assert error.error_class is ErrorClass.RETRYABLE
-    else:
-        assert isinstance(body, dict)
-        if status.phase in (RemotePhase.FAILED, RemotePhase.CANCELLED):
-            assert body[STATE_KEY] in ENDING_STATES
-    assert fake.creates() == 0
+(test_property_a_create_answer_is_an_id_or_an_unknown_outcome,
+ test_property_a_poll_answer_never_reads_as_a_failed_render) = answer_properties(AnswerShape(
+    states=("queued", "dreaming", "completed", "failed"),
+    keys=("id", "state", "assets", "failure_reason", "generation_type", "x"),
+    fake=FakeDreamMachine, make=make, request=request, create=CREATE, created=201,
+    poll=GENERATION, job_id=GEN_ID, state_key="state", ending=("failed",)))
