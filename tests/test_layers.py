@@ -20,9 +20,11 @@ ALLOWED: dict[str, set[str]] = {
     "mockprovider": {"domain", "resources"},
     "intake": {"domain", "providers", "store"},
     "engine": {"domain", "store", "providers", "credentials", "intake", "resources"},
-    "cli": {"domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
+    "application": {"domain", "store", "providers", "credentials", "intake", "engine",
+                    "mockprovider", "resources"},
+    "cli": {"application", "domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
             "resources", "ui"},
-    "ui": {"domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
+    "ui": {"application", "domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
            "resources", "cli"},
 }
 QT = ("PySide6", "qasync", "PyQt5", "PyQt6", "shiboken6")

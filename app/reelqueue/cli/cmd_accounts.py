@@ -11,16 +11,14 @@ import argparse
 import asyncio
 import getpass
 import sys
-from contextlib import nullcontext
 
-import httpx
-
+from reelqueue.application.builtin_mock import running_mock
+from reelqueue.application.keys import check_key
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import ErrorLabel, InputError, ProviderError
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
 from reelqueue.providers import registry
-from reelqueue.providers.base import ProviderConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -81,31 +79,13 @@ def read_key(provider_title: str, required: bool) -> str | None:
     return key or None
 
 
-async def check_key(account: str, provider_kind: str, base_url: str | None,
-                    key: str | None, settings: dict[str, object]) -> None:
-    info = registry.get(provider_kind)
-    async with httpx.AsyncClient(timeout=30.0, follow_redirects=True) as client:
-        url = base_url or info.default_base_url
-        provider = info.factory(client, ProviderConfig(
-            account=account, base_url=registry.check_base_url(url) if url else None,
-            api_key=key, settings=settings))
-        await provider.check_key()
-
-
-def _mock_for(provider: str, base_url: str | None):  # type: ignore[no-untyped-def]
-    if provider != "mock" or base_url:
-        return nullcontext()
-    from reelqueue.mockprovider.options import MockOptions
-    from reelqueue.mockprovider.server import MockProviderServer
-
-    return MockProviderServer(MockOptions())
-
-
 def _check(name: str, provider: str, base_url: str | None, key: str | None,
            settings: dict[str, object]) -> None:
-    with _mock_for(provider, base_url) as server:
-        url = base_url or (server.url if server is not None else None)
-        asyncio.run(check_key(name, provider, url, key, settings))
+    if provider == "mock" and not base_url:
+        with running_mock() as url:
+            asyncio.run(check_key(name, provider, url, key, settings))
+    else:
+        asyncio.run(check_key(name, provider, base_url, key, settings))
 
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)

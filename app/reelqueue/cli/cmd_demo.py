@@ -20,14 +20,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from reelqueue.application.demo import DEMO_ACCOUNTS, DEMO_BATCH, DEMO_RENDER_SECONDS
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import AccountSpec
 from reelqueue.resources import resource
-
-DEMO_ACCOUNTS = (("mock-small", 2), ("mock-medium", 3), ("mock-large", 4))
-DEMO_RENDER_SECONDS = (20.0, 26.0)
-"""How long each demo render takes at the built-in mock (the accounts' own setting)."""
-DEMO_BATCH = "demo"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

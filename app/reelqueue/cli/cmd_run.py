@@ -11,11 +11,10 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application.builtin_mock import builtin_mock
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
@@ -25,7 +24,6 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import DrainResult, Engine
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.engine.outputs import ensure_writable
-from reelqueue.providers import registry
 from reelqueue.store.base import Store
 
 EXIT_STALLED = 3
@@ -113,25 +111,6 @@ def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> Non
         apply_batch_cap(store, result.batch_id, usd, ctx.clock.now())
         ctx.print(f"Spend cap of batch {result.batch_id}: "
                   + ("none." if usd is None else f"${usd:.2f}."))
-
-
-@contextlib.contextmanager
-def builtin_mock(store: Store) -> Iterator[str | None]:
-    """Start the built-in mock provider if an account of kind ``mock`` has no URL."""
-    needs = [a for a in store.list_accounts() if a.provider == "mock" and not a.base_url]
-    if not needs:
-        yield None
-        return
-    from reelqueue.mockprovider.options import MockOptions
-    from reelqueue.mockprovider.server import MockProviderServer
-
-    info = registry.get("mock")
-    with MockProviderServer(MockOptions()) as server:
-        registry.register(replace(info, default_base_url=server.url))
-        try:
-            yield server.url
-        finally:
-            registry.register(info)
 
 
 def key_lookup() -> Any:

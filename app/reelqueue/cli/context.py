@@ -1,71 +1,15 @@
-"""What every command gets: its folders, its output stream, the clock, and the journal.
-
-Attributes of :class:`CliContext`:
-    data_dir: the journal, the lock file and logs live here.
-    videos_dir: the root under which each batch gets its own folder of videos.
-    out: where the command prints (stdout, or a buffer in tests).
-    clock: the injected clock.
-"""
+"""What every command gets: the application layer's context (folders, output stream,
+clock, journal), under the name the commands use."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TextIO
+from reelqueue.application.context import (
+    APP_NAME,
+    AppContext,
+    default_data_dir,
+    default_videos_dir,
+)
 
-import platformdirs
+CliContext = AppContext
 
-from reelqueue.domain.clock import Clock, SystemClock
-from reelqueue.store.base import Store
-
-APP_NAME = "ReelQueue"
-
-
-def default_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-
-
-def default_videos_dir() -> Path:
-    return Path(platformdirs.user_videos_dir()) / APP_NAME
-
-
-@dataclass
-class CliContext:
-    data_dir: Path
-    videos_dir: Path
-    out: TextIO = field(default_factory=lambda: sys.stdout)
-    clock: Clock = field(default_factory=SystemClock)
-
-    @property
-    def journal_path(self) -> Path:
-        return self.data_dir / "journal.sqlite3"
-
-    @contextmanager
-    def open_store(self, *, lock: bool = True) -> Iterator[Store]:
-        """Open the journal, holding the data-folder lock unless ``lock`` is False.
-
-        Raises DataDirLocked when another ReelQueue holds the folder, JournalCorrupt when
-        the file is not a journal (the file is left untouched).
-        """
-        from reelqueue.store.lockfile import DataDirLock, make_private_dir
-        from reelqueue.store.sqlite import SqliteStore
-
-        make_private_dir(self.data_dir)
-        held = DataDirLock(self.data_dir) if lock else None
-        if held is not None:
-            held.acquire()
-        try:
-            store = SqliteStore.open(self.journal_path, now=self.clock.now())
-            try:
-                yield store
-            finally:
-                store.close()
-        finally:
-            if held is not None:
-                held.release()
-
-    def print(self, *parts: object) -> None:
-        print(*parts, file=self.out, flush=True)
+__all__ = ["APP_NAME", "CliContext", "default_data_dir", "default_videos_dir"]

@@ -23,7 +23,7 @@ os.environ.setdefault("QT_API", "pyside6")
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication
 
-from reelqueue.cli.context import CliContext
+from reelqueue.application.context import AppContext
 from reelqueue.ui import theme
 from reelqueue.ui.settings import load_settings
 
@@ -72,15 +72,15 @@ def make_application(theme_choice: str = "system") -> QApplication:
     return app
 
 
-def _setup_logging(ctx: CliContext) -> None:
+def _setup_logging(ctx: AppContext) -> None:
     if logging.getLogger().handlers:
         return
-    from reelqueue.cli.main import setup_logging
+    from reelqueue.application.logs import setup_logging
 
     setup_logging(ctx.data_dir, verbose=False)
 
 
-def run_app(ctx: CliContext, *, start: bool = True, open_sheet: Path | None = None) -> int:
+def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = None) -> int:
     """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
     queue opens paused). Returns when the window is closed and the engine stopped."""
     from reelqueue.ui.qtcompat import QEventLoop
@@ -98,7 +98,7 @@ def run_app(ctx: CliContext, *, start: bool = True, open_sheet: Path | None = No
         asyncio.set_event_loop(None)
 
 
-async def main(ctx: CliContext, settings: Any, *, start: bool,
+async def main(ctx: AppContext, settings: Any, *, start: bool,
                open_sheet: Path | None = None) -> int:
     from reelqueue.ui.controller import AppController
     from reelqueue.ui.main_window import MainWindow

@@ -552,7 +552,7 @@ class AppController(QObject):
 
     # -- the demo ------------------------------------------------------------------------
     def _is_demo(self, batch_name: str) -> bool:
-        from reelqueue.cli.cmd_demo import DEMO_BATCH
+        from reelqueue.application.demo import DEMO_BATCH
 
         return (self.session.ctx.data_dir.name == "demo"
                 and batch_name.split(" ")[0] == DEMO_BATCH)
@@ -563,7 +563,7 @@ class AppController(QObject):
     async def _run_demo_again(self) -> None:
         """The sample sheet once more, as a new batch ("demo 2"...): the journal is open
         here, so the finished one stays on the record ('reelqueue demo --reset' clears it)."""
-        from reelqueue.cli.cmd_demo import DEMO_BATCH
+        from reelqueue.application.demo import DEMO_BATCH
         from reelqueue.resources import resource
 
         taken = set(self.batches.values())

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reelqueue.cli.context import CliContext
+from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application.context import AppContext
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import AccountSpec, RecoveryReport
@@ -81,40 +82,6 @@ class KeyCache:
         self.keystore.check_available()
         self.keystore.set_key(ref, key)
         self._keys[ref] = key.strip()
-
-
-class BuiltinMock:
-    """The in-process mock provider for mock accounts without a URL (as ``reelqueue run``)."""
-
-    def __init__(self, options: Any | None = None) -> None:
-        self._options = options
-        self._server: Any | None = None
-        self._original: registry.ProviderInfo | None = None
-
-    @property
-    def url(self) -> str | None:
-        return self._server.url if self._server is not None else None
-
-    def ensure(self) -> str:
-        """Start the server if it is not running (blocking: call on a worker thread)."""
-        if self._server is not None:
-            return str(self._server.url)
-        from reelqueue.mockprovider.options import MockOptions
-        from reelqueue.mockprovider.server import MockProviderServer
-
-        server = MockProviderServer(self._options or MockOptions()).start()
-        self._server = server
-        self._original = registry.get("mock")
-        registry.register(replace(self._original, default_base_url=server.url))
-        return str(server.url)
-
-    def stop(self) -> None:
-        if self._original is not None:
-            registry.register(self._original)
-            self._original = None
-        if self._server is not None:
-            server, self._server = self._server, None
-            server.stop()
 
 
 @dataclass(frozen=True)
@@ -259,7 +226,7 @@ class EngineSession:
     on_error: where failures of spawned tasks go (default: ``sys.excepthook``).
     """
 
-    def __init__(self, ctx: CliContext, settings: Settings, *, keys: KeyCache | None = None,
+    def __init__(self, ctx: AppContext, settings: Settings, *, keys: KeyCache | None = None,
                  mock: BuiltinMock | None = None, clock: Clock | None = None) -> None:
         self.ctx = ctx
         self.settings = settings
@@ -322,7 +289,7 @@ class EngineSession:
         self.engine = engine
         in_flight = await queries.in_flight_count(engine.store)
         summaries = await queries.accounts(engine.store)
-        if any(s.account.provider == "mock" and not s.account.base_url for s in summaries):
+        if builtin_mock_accounts(s.account for s in summaries):
             await asyncio.to_thread(self.mock.ensure)
         refs = [s.account.key_ref for s in summaries if s.account.key_ref]
         problems = await asyncio.to_thread(self.keys.load, refs) if refs else []
@@ -337,7 +304,7 @@ class EngineSession:
     def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
         """Names of the accounts served by the built-in mock (it stops with ReelQueue:
         none of their renders survive a close or a crash)."""
-        return [a.name for a in accounts if a.provider == "mock" and not a.base_url]
+        return builtin_mock_accounts(accounts)
 
     # -- close ---------------------------------------------------------------------------
     async def close(self, *, keep_renders: bool = True) -> int:
@@ -463,7 +430,7 @@ class EngineSession:
     # -- accounts ------------------------------------------------------------------------
     async def test_key(self, draft: AccountDraft) -> None:
         """Ask the provider whether the key works (its cheapest read-only call)."""
-        from reelqueue.cli.cmd_accounts import check_key
+        from reelqueue.application.keys import check_key
 
         base_url = draft.base_url
         if draft.provider == "mock" and not base_url:

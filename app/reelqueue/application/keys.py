@@ -1,0 +1,20 @@
+"""Checking an account's key: the provider's cheapest read-only call."""
+
+from __future__ import annotations
+
+import httpx
+
+from reelqueue.providers import registry
+from reelqueue.providers.base import ProviderConfig
+
+
+async def check_key(account: str, provider_kind: str, base_url: str | None,
+                    key: str | None, settings: dict[str, object]) -> None:
+    """Raise the provider's error when ``key`` does not work for ``provider_kind``."""
+    info = registry.get(provider_kind)
+    async with httpx.AsyncClient(timeout=30.0, follow_redirects=True) as client:
+        url = base_url or info.default_base_url
+        provider = info.factory(client, ProviderConfig(
+            account=account, base_url=registry.check_base_url(url) if url else None,
+            api_key=key, settings=settings))
+        await provider.check_key()
