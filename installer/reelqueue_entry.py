@@ -86,9 +86,9 @@ def main() -> int:
     _drop_python_m()
     if os.environ.get("REELQUEUE_FROZEN_SMOKE") == "window":
         _install_window_probe()
-    from reelqueue.cli.main import main as cli_main
+    from reelqueue.entry import main as reelqueue_main
 
-    return cli_main()
+    return reelqueue_main()
 
 
 if __name__ == "__main__":

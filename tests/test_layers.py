@@ -22,10 +22,10 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"domain", "store", "providers", "credentials", "intake", "resources"},
     "application": {"domain", "store", "providers", "credentials", "intake", "engine",
                     "mockprovider", "resources"},
-    "cli": {"application", "domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
-            "resources", "ui"},
-    "ui": {"application", "domain", "store", "providers", "credentials", "intake", "engine", "mockprovider",
-           "resources", "cli"},
+    "cli": {"application", "domain", "store", "providers", "credentials", "intake", "engine",
+            "mockprovider", "resources", "ui"},
+    "ui": {"application", "domain", "store", "providers", "credentials", "intake", "engine",
+           "mockprovider", "resources", "cli"},
 }
 QT = ("PySide6", "qasync", "PyQt5", "PyQt6", "shiboken6")
 

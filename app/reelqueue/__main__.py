@@ -1,7 +1,7 @@
-"""``python -m reelqueue`` runs the command line."""
+"""``python -m reelqueue`` runs the program (the window or the command line)."""
 
 from __future__ import annotations
 
-from reelqueue.cli.main import main
+from reelqueue.entry import main
 
 raise SystemExit(main())

@@ -1,7 +1,8 @@
 """``reelqueue demo``: the sample sheet rendered by three built-in mock accounts.
 
-Needs no account and no key. Where there is a display (and the GUI extra is installed) it
-opens the window on the demo batch; otherwise it runs headless with a progress line.
+Needs no account and no key. Where there is a display and the program has a window (the
+GUI extra is installed; :mod:`reelqueue.entry` gives the opener) it opens the window on
+the demo batch; otherwise it runs headless with a progress line.
 Its journal and videos live in ``demo`` folders apart from the user's own.
 
 Pacing: each demo account asks the built-in mock for renders of 20-26 s
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from reelqueue.application.demo import DEMO_ACCOUNTS, DEMO_BATCH, DEMO_RENDER_SECONDS
-from reelqueue.cli.context import CliContext
+from reelqueue.cli.context import CliContext, WindowOpener
 from reelqueue.domain.models import AccountSpec
 from reelqueue.resources import resource
 
@@ -41,18 +42,9 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def gui_available() -> bool:
-    """The GUI extra is installed and the window module exists (Qt itself is only
-    imported by the ui package)."""
-    from importlib.util import find_spec
-
-    return all(find_spec(name) is not None for name in ("PySide6", "qasync")) and (
-        find_spec("reelqueue.ui.app") is not None)
-
-
 def demo_context(ctx: CliContext) -> CliContext:
     return CliContext(data_dir=ctx.data_dir / "demo", videos_dir=ctx.videos_dir / "demo",
-                      out=ctx.out, clock=ctx.clock)
+                      out=ctx.out, clock=ctx.clock, open_window=ctx.open_window)
 
 
 def prepare(ctx: CliContext, sheet: Path,
@@ -120,10 +112,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.reset:
         reset(demo)
     prepare(demo, args.sheet or resource("sample_prompts.csv"))
-    if not args.no_gui and has_display() and gui_available():
-        from reelqueue.ui.app import run_app
-
-        return int(run_app(demo, start=True))
+    if not args.no_gui and has_display() and demo.open_window is not None:
+        return demo.open_window(demo, start=True)
     from reelqueue.cli.cmd_run import drive, finish
     from reelqueue.engine.config import EngineConfig
 
@@ -133,15 +123,16 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParser,
-                        sheet: Path | None = None) -> int:
-    """``reelqueue`` alone (or with a sheet): the window where there is one, else help."""
-    if has_display() and gui_available():
+                        sheet: Path | None = None,
+                        open_window: WindowOpener | None = None) -> int:
+    """``reelqueue`` alone (or with a sheet): the window where there is one (``open_window``
+    given and a display), else help."""
+    if has_display() and open_window is not None:
         from reelqueue.cli.context import default_data_dir, default_videos_dir
-        from reelqueue.ui.app import run_app
 
         ctx = CliContext(data_dir=(args.data_dir or default_data_dir()).resolve(),
                          videos_dir=(args.videos_dir or default_videos_dir()).resolve())
-        return int(run_app(ctx, start=False, open_sheet=sheet))
+        return open_window(ctx, start=False, open_sheet=sheet)
     if sheet is not None:
         print(f"No display to open {sheet} in; import it with 'reelqueue import {sheet}' "
               f"or render it with 'reelqueue run {sheet}'.")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reelqueue import __version__
 from reelqueue.application.logs import setup_logging
-from reelqueue.cli.context import CliContext, default_data_dir, default_videos_dir
+from reelqueue.cli.context import CliContext, WindowOpener, default_data_dir, default_videos_dir
 from reelqueue.domain.errors import HINTS, KnownError, ProviderError
 
 log = logging.getLogger("reelqueue")
@@ -74,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
 SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *,
+         open_window: WindowOpener | None = None) -> int:
+    """Run the command of ``argv``; ``open_window`` opens the window where a command wants
+    it (None: headless only; :mod:`reelqueue.entry` gives it when the GUI is installed)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     sheet = _opened_sheet(argv)
@@ -84,16 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from reelqueue.cli.cmd_demo import open_window_or_help
 
         argv.remove(str(sheet))
-        return open_window_or_help(parser.parse_args(argv), parser, sheet=sheet)
+        return open_window_or_help(parser.parse_args(argv), parser, sheet=sheet,
+                                   open_window=open_window)
     args = parser.parse_args(argv)
     if args.command is None:
         from reelqueue.cli.cmd_demo import open_window_or_help
 
-        return open_window_or_help(args, parser)
+        return open_window_or_help(args, parser, open_window=open_window)
     data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
     videos_dir = args.videos_dir or default_videos_dir()
     ctx = CliContext(data_dir=data_dir.expanduser().resolve(),
-                     videos_dir=videos_dir.expanduser().resolve())
+                     videos_dir=videos_dir.expanduser().resolve(), open_window=open_window)
     if getattr(args, "needs_context", True):
         setup_logging(ctx.data_dir, args.verbose)
     try:

@@ -1,0 +1,40 @@
+"""The ``reelqueue`` program: decides which front end runs.
+
+The only module that may import both front ends (``tests/test_layers.py``): the command
+line parses the arguments and runs headless commands; where a command wants the window
+(``reelqueue`` alone, ``reelqueue SHEET`` from "Open with", ``reelqueue demo``) it calls
+the window opener given here, which exists only when the GUI extra is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from reelqueue.application.context import AppContext
+
+
+def gui_available() -> bool:
+    """The GUI extra is installed and the window module exists (Qt itself is imported
+    only by the ui package, and only when the window opens)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("PySide6", "qasync")) and (
+        find_spec("reelqueue.ui.app") is not None)
+
+
+def open_window(ctx: AppContext, *, start: bool, open_sheet: Path | None = None) -> int:
+    """Open the window on ``ctx``'s journal (see :func:`reelqueue.ui.app.run_app`)."""
+    from reelqueue.ui.app import run_app
+
+    return int(run_app(ctx, start=start, open_sheet=open_sheet))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from reelqueue.cli.main import main as cli_main
+
+    return cli_main(argv, open_window=open_window if gui_available() else None)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
