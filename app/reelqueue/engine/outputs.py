@@ -165,16 +165,6 @@ def check_output(job: Job) -> FileCheck:
     return FileCheck(exists=True, size=size, sha256=digest.hexdigest())
 
 
-def file_exists(job: Job) -> FileCheck:
-    """A cheaper check for completed jobs at start-up: the file is there with its size."""
-    path = Path(job.output_path)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return FileCheck(exists=False)
-    return FileCheck(exists=size == (job.output_size or 0), size=size)
-
-
 def missing_outputs(outputs: Iterable[tuple[int, str, int]]) -> list[int]:
     """The ids of completed jobs whose video is gone or no longer has its recorded size
     (``Store.completed_outputs`` rows). One ``stat`` each: a journal keeps every completed

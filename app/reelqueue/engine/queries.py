@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
-from reelqueue.domain.states import IN_FLIGHT, JobState
+from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.providers import registry
 from reelqueue.store.base import Store
@@ -177,28 +176,7 @@ async def batches(astore: AsyncStore) -> list[Batch]:
     return await astore.call(astore.sync.list_batches)
 
 
-async def counts_by_state(astore: AsyncStore) -> dict[str, int]:
-    return (await astore.call(astore.sync.counts)).by_state
-
-
 async def in_flight_count(astore: AsyncStore) -> int:
     """Jobs a previous run left in flight (before recovery: a sign of an unclean exit)."""
     counts = await astore.call(astore.sync.counts)
     return sum(counts.by_state.get(state.value, 0) for state in IN_FLIGHT)
-
-
-async def spend_by_account(astore: AsyncStore) -> dict[str, float]:
-    """What the providers said they charged, per account (completed jobs only)."""
-
-    def read(store: Store) -> dict[str, float]:
-        spend: dict[str, float] = {}
-        for job in store.list_jobs(states=[JobState.COMPLETED]):
-            if job.account and job.cost:
-                spend[job.account] = spend.get(job.account, 0.0) + job.cost
-        return spend
-
-    return await astore.call(read, astore.sync)
-
-
-async def output_folders(astore: AsyncStore) -> list[Path]:
-    return [Path(batch.output_dir) for batch in await batches(astore)]

@@ -116,7 +116,6 @@ class RenderAttempt:
         self.job = claim.job
         self.token = claim.token
         self.provider_job_id = claim.job.provider_job_id
-        self.remote_failed = False
         self.submitted_at: float | None = None
         self.user_retry = False
         # True while a submission whose outcome is unknown is being asked for: any error
@@ -433,7 +432,6 @@ class RenderAttempt:
                                         config.poll_backoff.delay(no_file + 1, self.ctx.rng)))
                 continue
             if status.phase in (RemotePhase.FAILED, RemotePhase.CANCELLED):
-                self.remote_failed = True
                 raise RemoteRenderFailed(status.error or ProviderError(
                     f"The provider's render ended {status.phase.value}",
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR))

@@ -27,9 +27,6 @@ SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
 -- name: get_job
 SELECT * FROM jobs WHERE id = :id;
 
--- name: job_id_by_key
-SELECT id FROM jobs WHERE job_key = :job_key;
-
 -- name: counts_by_state
 SELECT state, COUNT(*) FROM jobs GROUP BY state;
 
