@@ -324,7 +324,7 @@ def stalled(scene: Scene, out: Path) -> None:
     proc = scene.app("demo", "--sheet", str(sheet))
     try:
         wait_window(scene.x, proc)
-        settle(40)  # demo renders take 20-26 s; then nothing can run
+        settle(45)  # demo renders take 20-26 s; then nothing can run
         scene.x.capture(out)
     finally:
         stop(proc)
