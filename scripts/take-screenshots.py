@@ -7,6 +7,11 @@ xdotool, captured from the root window with ImageMagick. Nothing is installed by
 script; on Debian/Ubuntu the tools come from:
 
     apt-get install --no-install-recommends xvfb openbox xdotool x11-utils imagemagick
+    apt-get install --no-install-recommends libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4
+        libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-shape0
+        libxcb-xinerama0 libegl1
+(the second line's libraries are what Qt's xcb platform plugin loads; without
+libxcb-cursor0 the app aborts with "Could not load the Qt platform plugin xcb"),
 
 and the Python side is the project's own virtualenv (``. .venv/bin/activate``).
 
