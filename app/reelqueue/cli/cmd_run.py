@@ -250,7 +250,10 @@ class ProgressPrinter:
         if self.first_done is None and final_n:
             self.first_done = (now, final_n)
         eta = ""
-        if self.first_done and final_n > self.first_done[1]:
+        # An ETA from the finishing rate, only while jobs still wait for a slot: once the
+        # last renders are in flight the rate says nothing about when they end (it fell
+        # and the "ETA" grew while the demo's last wave rendered).
+        if waiting and self.first_done and final_n > self.first_done[1]:
             rate = (final_n - self.first_done[1]) / max(1e-6, now - self.first_done[0])
             eta = f" · ETA {_duration((total - final_n) / rate)}" if rate > 0 else ""
         accounts = " ".join(f"{name}:{n}" for name, n in sorted(counts.live_by_account.items()))
