@@ -172,7 +172,8 @@ async def test_recovery_with_the_builtin_mock_says_the_renders_are_gone(
     never = follow.count("never_arrived")
     assert gone + never == len(follow.jobs)
     if gone:
-        assert f"{gone} ran on the built-in mock" in text and "gone" in text
+        renders = "render" if gone == 1 else "renders"
+        assert f"{gone} {renders} ran on the built-in mock" in text and "gone" in text
     if never:
         assert "never reached the provider" in text
     assert "The queue is paused so you can check first." in text

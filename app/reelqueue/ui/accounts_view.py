@@ -488,11 +488,13 @@ class AccountCard(QFrame):
         self.over_label.setText(over)
         self.over_label.setVisible(bool(over))
         self.gauge.setToolTip(over)
-        self.summary.setText(" · ".join(part.replace(" ", NBSP) for part in (
+        # The separator keeps its dot with the part before it (a wrapped line never starts
+        # with "·"), and the money goes on its own line rather than trailing a "·".
+        counts = (NBSP + "· ").join(part.replace(" ", NBSP) for part in (
             over or f"{data.live}/{data.capacity} running",
             f"{fmt.number(data.queued)} waiting here",
-            f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed",
-            spent)))
+            f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed"))
+        self.summary.setText(f"{counts}\n{spent}" if spent else counts)
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)
         if not self._limit_timer.isActive() and self.limit.value() != data.capacity:

@@ -179,9 +179,9 @@ class RecoveryFollowUp:
             parts.append(f"{fmt.number(gone_real)} could not be found at the provider and "
                          "will be rendered again")
         if gone_builtin:
-            parts.append(f"{fmt.number(gone_builtin)} ran on the built-in mock, which stops "
-                         "with ReelQueue: those renders are gone and will be rendered again "
-                         "(the mock charges nothing)")
+            parts.append(f"{fmt.count(gone_builtin, 'render')} ran on the built-in mock, "
+                         "which stops with ReelQueue: those renders are gone and will be "
+                         "rendered again (the mock charges nothing)")
         never = self.count(NEVER_ARRIVED)
         if never:
             parts.append(f"{fmt.count(never, 'submission')} never reached the provider and "
