@@ -382,6 +382,8 @@ class MainWindow(QMainWindow):
         self.compact_button.setChecked(compact)
         self.compact_button.setText("Unfold cards" if compact else "Fold cards")
         self.compact_button.blockSignals(False)
+        # Nothing to fold before the first account is connected.
+        self.compact_button.setVisible(bool(self.accounts.cards))
 
     # -- placement -----------------------------------------------------------------------
     def _frame_margins(self) -> QMargins:
