@@ -171,9 +171,27 @@ def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, 
     return "Running", ""
 
 
+def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
+    """Reasons that share a code and carry no detail of their own are said once, with
+    their advice once: "mock-small, mock-medium, mock-large: out of credits (top up…)"."""
+    groups: dict[tuple[str, float | None], list[StallReason]] = {}
+    for reason in reasons:
+        groups.setdefault((reason.code, reason.until), []).append(reason)
+    texts = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap"):
+            texts.extend(reason_text(r, advice=True) for r in group)
+            continue
+        text = reason_text(first, advice=True)
+        subjects = ", ".join(r.subject for r in group)
+        texts.append(subjects + text[len(first.subject):])
+    return "; ".join(texts)
+
+
 def stall_banner(state: EngineStateEvent) -> str:
     """The stalled banner: how many wait, why (per account) and what the user can do."""
-    reasons = "; ".join(reason_text(r, advice=True) for r in state.reasons)
+    reasons = grouped_reasons(state.reasons)
     return (f"Stalled: {fmt.count(state.waiting, 'job')} "
             f"{fmt.plural(state.waiting, 'waits', 'wait')} and no account can take "
             f"{fmt.plural(state.waiting, 'it', 'them')} now"
