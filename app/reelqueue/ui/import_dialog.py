@@ -183,6 +183,9 @@ class ImportDialog(QDialog):
             if width:  # never narrower than its title ("Provider" showed as "Provide")
                 header.resizeSection(column, max(width, header.sectionSizeHint(column)))
         self.errors_view = _table(self.errors_model, 2)
+        # What would be accepted is as long as the problem: the two share the width.
+        self.errors_view.horizontalHeader().setSectionResizeMode(
+            3, QHeaderView.ResizeMode.Stretch)
         self.tabs.addTab(self.preview_view, "Preview")
         self.mapping_area = QScrollArea()
         self.mapping_area.setWidgetResizable(True)
