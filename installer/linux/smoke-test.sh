@@ -212,8 +212,11 @@ size=$(du -sh "$APP" | cut -f1)
 mb=$(du -sm "$APP" | cut -f1)
 files=$(find "$APP" -type f | wc -l)
 tarball=$(ls -t dist/ReelQueue-*-linux-*.tar.gz 2>/dev/null | head -1 || true)
-note "size: $APP is $size on disk ($mb MiB, $files files; target < 150 MB)${tarball:+; $(basename "$tarball") $(du -h "$tarball" | cut -f1)}"
-[ "$mb" -lt 150 ] || bad "size: $mb MiB is over the 150 MB target"
+# Target: 150 MB for the app, plus the video decoder PyAV bundles for thumbnails (issue 13:
+# no system ffmpeg): its libraries are 71 MiB, stripped, all needed by libavcodec
+# (docs/installer.md, "Size").
+note "size: $APP is $size on disk ($mb MiB, $files files; target < 225 MB)${tarball:+; $(basename "$tarball") $(du -h "$tarball" | cut -f1)}"
+[ "$mb" -lt 225 ] || bad "size: $mb MiB is over the 225 MB target"
 
 mkdir -p build
 {
