@@ -118,3 +118,47 @@ def answer_properties(shape: AnswerShape) -> tuple[Callable[..., Any], Callable[
 
     return (test_property_a_create_answer_is_an_id_or_an_unknown_outcome,
             test_property_a_poll_answer_never_reads_as_a_failed_render)
+
+
+def create_answer_property(
+    *, fake: Callable[[], Any], make: Callable[[httpx.AsyncClient], Any],
+    request: Callable[[], Any], create: str, created: int, id_key: str,
+    reads_as: Callable[[dict[str, Any], str], bool],
+) -> Callable[..., Any]:
+    """The create-answer property for adapters whose create answer is one JSON object:
+    random and malformed 2xx answers give a job id only from a readable ``id_key`` (as
+    ``reads_as(body, job_id)`` checks); anything else is an error saying the create may
+    have gone through, the documented unknown outcome for a JSON object."""
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+            st.sampled_from([id_key, "status", "error", "detail", "data", "x"]), inner,
+            max_size=4),
+        max_leaves=12)
+    answers = st.one_of(values.map(lambda body: json.dumps(body).encode()),
+                        st.binary(max_size=40))
+
+    @settings(max_examples=120, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(raw=answers)
+    async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
+        client_for: Callable[..., httpx.AsyncClient], raw: bytes
+    ) -> None:
+        """Random and malformed 2xx create answers: a job id only from a readable id
+        field; anything else is an error that says the create may have gone through."""
+        provider_fake = fake()
+        provider_fake.router.script("POST", create, httpx.Response(created, content=raw))
+        try:
+            job_id = await make(client_for(provider_fake.router)).submit(request())
+        except ProviderError as error:
+            assert error.body_maybe_sent is True  # the engine never resends it by itself
+            if isinstance(_decoded(raw), dict):  # no usable id: the unknown outcome
+                assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
+                                                            ErrorLabel.SUBMIT_UNKNOWN)
+        else:
+            body = _decoded(raw)
+            assert isinstance(body, dict)
+            assert reads_as(body, job_id)
+        assert provider_fake.creates() == 1
+
+    return test_property_a_create_answer_is_an_id_or_an_unknown_outcome

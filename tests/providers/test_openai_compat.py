@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -10,8 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from answer_properties import create_answer_property
 from provider_fakes import (
     SENTINEL_KEY,
     VIDEO_BYTES,
@@ -477,39 +475,6 @@ def test_accounts_add_takes_a_default_model_for_gateways_only() -> None:
 
 # -- property: no create answer is read as "nothing was created" --------------------------
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["id", "status", "error", "detail", "data", "x"]), inner,
-        max_size=4),
-    max_leaves=12)
-_ANSWERS = st.one_of(_JSON.map(lambda body: json.dumps(body).encode()),
-                     st.binary(max_size=40))
-
-
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=_ANSWERS)
-async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
-    client_for: ClientFor, raw: bytes
-) -> None:
-    """Random and malformed 2xx create answers: a job id only from a readable id field;
-    anything else is an error that says the create may have gone through."""
-    fake = FakeGateway()
-    fake.router.script("POST", CREATE, httpx.Response(200, content=raw))
-    try:
-        job_id = await make(client_for(fake.router)).submit(request())
-    except ProviderError as error:
-        assert error.body_maybe_sent is True  # the engine never resends it by itself
-        try:
-            readable = isinstance(json.loads(raw), dict)
-        except ValueError:
-            readable = False
-        if readable:  # a JSON object without a usable id: the documented unknown outcome
-            assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
-                                                        ErrorLabel.SUBMIT_UNKNOWN)
-    else:
-        body = json.loads(raw)
-        assert isinstance(body, dict)
-        assert job_id == str(body["id"])
-    assert fake.creates() == 1
+test_property_a_create_answer_is_an_id_or_an_unknown_outcome = create_answer_property(
+    fake=FakeGateway, make=make, request=request, create=CREATE, created=200, id_key="id",
+    reads_as=lambda body, job_id: job_id == str(body["id"]))
