@@ -1,17 +1,41 @@
 """Runs every store call on one dedicated thread, so the event loop never waits on fsync.
 
 One thread also serialises this process's writes, which keeps SQLite's lock waits short.
+:class:`AsyncStore` has one typed ``async`` twin of each :class:`~reelqueue.store.base.Store`
+operation (same name, parameters and result; ``tests/engine/test_async_store.py`` checks
+that none is missing), so callers write ``await store.get_job(7)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from reelqueue.store.base import Store
+from reelqueue.domain.models import (
+    Account,
+    AccountSpec,
+    Batch,
+    BatchSpec,
+    Claim,
+    ClaimToken,
+    Job,
+    LedgerEntry,
+    RecoveryReport,
+)
+from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.base import (
+    AddJobsResult,
+    ClaimParams,
+    Counts,
+    JobError,
+    Prioritized,
+    RecoverParams,
+    Store,
+)
+from reelqueue.store.spend import SpendSummary
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -19,7 +43,7 @@ T = TypeVar("T")
 
 class AsyncStore:
     """Attributes:
-    sync: the wrapped store (for code already running on the store thread, and tests).
+    sync: the wrapped store (for code already running on the journal thread, and tests).
     """
 
     def __init__(self, store: Store) -> None:
@@ -27,8 +51,238 @@ class AsyncStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn`` on the journal thread. Only for work that is not one store operation
+        but must run there, in order with the store's writes: several reads that belong
+        together (a page of rows), an import's writes (``intake.apply``), an export's read.
+        A single store operation has its typed method below."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close the store (on the journal thread)."""
+        await self.call(self.sync.close)
+
+    # -- batches and jobs --------------------------------------------------------------
+    async def create_batch(self, spec: BatchSpec, now: float) -> Batch:
+        """Store.create_batch on the journal thread."""
+        return await self.call(self.sync.create_batch, spec, now)
+
+    async def get_batch(self, batch_id: int) -> Batch | None:
+        """Store.get_batch on the journal thread."""
+        return await self.call(self.sync.get_batch, batch_id)
+
+    async def list_batches(self) -> list[Batch]:
+        """Store.list_batches on the journal thread."""
+        return await self.call(self.sync.list_batches)
+
+    async def add_jobs(
+        self, batch_id: int, specs: Sequence[Any], now: float, max_waiting: int | None = None
+    ) -> AddJobsResult:
+        """Store.add_jobs on the journal thread."""
+        return await self.call(self.sync.add_jobs, batch_id, specs, now, max_waiting)
+
+    async def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
+        """Store.existing_job_keys on the journal thread."""
+        return await self.call(self.sync.existing_job_keys, keys)
+
+    async def get_job(self, job_id: int) -> Job | None:
+        """Store.get_job on the journal thread."""
+        return await self.call(self.sync.get_job, job_id)
+
+    async def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]:
+        """Store.list_jobs on the journal thread."""
+        return await self.call(self.sync.list_jobs, batch_id, states, limit, offset)
+
+    async def job_ids_ordered(
+        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
+    ) -> list[int]:
+        """Store.job_ids_ordered on the journal thread."""
+        return await self.call(self.sync.job_ids_ordered, order, descending, limit, offset)
+
+    async def count_waiting(self) -> int:
+        """Store.count_waiting on the journal thread."""
+        return await self.call(self.sync.count_waiting)
+
+    async def counts(self) -> Counts:
+        """Store.counts on the journal thread."""
+        return await self.call(self.sync.counts)
+
+    # -- accounts ----------------------------------------------------------------------
+    async def add_account(self, spec: AccountSpec, now: float) -> Account:
+        """Store.add_account on the journal thread."""
+        return await self.call(self.sync.add_account, spec, now)
+
+    async def get_account(self, name: str) -> Account | None:
+        """Store.get_account on the journal thread."""
+        return await self.call(self.sync.get_account, name)
+
+    async def list_accounts(self) -> list[Account]:
+        """Store.list_accounts on the journal thread."""
+        return await self.call(self.sync.list_accounts)
+
+    async def remove_account(self, name: str, now: float) -> None:
+        """Store.remove_account on the journal thread."""
+        await self.call(self.sync.remove_account, name, now)
+
+    async def update_account(
+        self, name: str, now: float, *, capacity: int | None = None,
+        enabled: bool | None = None, base_url: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Account:
+        """Store.update_account on the journal thread."""
+        return await self.call(self.sync.update_account, name, now, capacity=capacity,
+                               enabled=enabled, base_url=base_url, settings=settings)
+
+    async def set_account_status(
+        self, name: str, status: AccountStatus, now: float, *,
+        detail: str | None = None, cooldown_until: float | None = None,
+    ) -> None:
+        """Store.set_account_status on the journal thread."""
+        await self.call(self.sync.set_account_status, name, status, now, detail=detail,
+                        cooldown_until=cooldown_until)
+
+    async def live_count(self, account: str) -> int:
+        """Store.live_count on the journal thread."""
+        return await self.call(self.sync.live_count, account)
+
+    # -- claims and fenced transitions -------------------------------------------------
+    async def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        """Store.claim_next_job on the journal thread."""
+        return await self.call(self.sync.claim_next_job, params)
+
+    async def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+        """Store.renew_leases on the journal thread."""
+        return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds)
+
+    async def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+        """Store.mark_submitting on the journal thread."""
+        return await self.call(self.sync.mark_submitting, token, client_token, now)
+
+    async def record_submitted(
+        self, token: ClaimToken, provider_job_id: str, now: float
+    ) -> bool:
+        """Store.record_submitted on the journal thread."""
+        return await self.call(self.sync.record_submitted, token, provider_job_id, now)
+
+    async def mark_rendering(self, token: ClaimToken, now: float) -> bool:
+        """Store.mark_rendering on the journal thread."""
+        return await self.call(self.sync.mark_rendering, token, now)
+
+    async def record_progress(
+        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
+    ) -> bool:
+        """Store.record_progress on the journal thread."""
+        return await self.call(self.sync.record_progress, token, sub_status, progress, now)
+
+    async def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+        """Store.mark_downloading on the journal thread."""
+        return await self.call(self.sync.mark_downloading, token, now)
+
+    async def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        """Store.mark_completed on the journal thread."""
+        return await self.call(self.sync.mark_completed, token, size=size, sha256=sha256,
+                               cost=cost, now=now)
+
+    async def set_retry_wait(
+        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
+        keep_provider_job: bool,
+    ) -> bool:
+        """Store.set_retry_wait on the journal thread."""
+        return await self.call(self.sync.set_retry_wait, token, error, run_after, now,
+                               keep_provider_job=keep_provider_job)
+
+    async def release_to_queue(
+        self, token: ClaimToken, error: JobError, now: float, *, run_after: float | None = None,
+        keep_submission: bool = False,
+    ) -> bool:
+        """Store.release_to_queue on the journal thread."""
+        return await self.call(self.sync.release_to_queue, token, error, now,
+                               run_after=run_after, keep_submission=keep_submission)
+
+    async def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
+                          drop_render: bool = False) -> bool:
+        """Store.mark_failed on the journal thread."""
+        return await self.call(self.sync.mark_failed, token, error, now,
+                               drop_render=drop_render)
+
+    async def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        """Store.park_job on the journal thread."""
+        return await self.call(self.sync.park_job, token, error, now)
+
+    async def note(
+        self, event: str, now: float, *, job_id: int | None = None,
+        account: str | None = None, claim_token: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Store.note on the journal thread."""
+        await self.call(self.sync.note, event, now, job_id=job_id, account=account,
+                        claim_token=claim_token, detail=detail)
+
+    # -- user commands -----------------------------------------------------------------
+    async def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
+        """Store.cancel_jobs on the journal thread."""
+        return await self.call(self.sync.cancel_jobs, job_ids, now)
+
+    async def requeue_jobs(
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+    ) -> list[int]:
+        """Store.requeue_jobs on the journal thread."""
+        return await self.call(self.sync.requeue_jobs, job_ids, now, new_seed=new_seed)
+
+    async def prioritize_jobs(
+        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        """Store.prioritize_jobs on the journal thread."""
+        return await self.call(self.sync.prioritize_jobs, job_ids, now, priority=priority)
+
+    async def prioritize_batch(
+        self, batch_id: int, now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        """Store.prioritize_batch on the journal thread."""
+        return await self.call(self.sync.prioritize_batch, batch_id, now, priority=priority)
+
+    async def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
+        """Store.set_batch_paused on the journal thread."""
+        return await self.call(self.sync.set_batch_paused, batch_id, paused, now)
+
+    async def update_batch_settings(
+        self, batch_id: int, patch: dict[str, Any], now: float,
+    ) -> Batch | None:
+        """Store.update_batch_settings on the journal thread."""
+        return await self.call(self.sync.update_batch_settings, batch_id, patch, now)
+
+    async def spend_summary(self, now: float, day_start: float) -> SpendSummary:
+        """Store.spend_summary on the journal thread."""
+        return await self.call(self.sync.spend_summary, now, day_start)
+
+    # -- recovery and audit ------------------------------------------------------------
+    async def recover(self, params: RecoverParams) -> RecoveryReport:
+        """Store.recover on the journal thread."""
+        return await self.call(self.sync.recover, params)
+
+    async def next_wakeup(self, now: float) -> float | None:
+        """Store.next_wakeup on the journal thread."""
+        return await self.call(self.sync.next_wakeup, now)
+
+    async def completed_outputs(self) -> list[tuple[int, str, int]]:
+        """Store.completed_outputs on the journal thread."""
+        return await self.call(self.sync.completed_outputs)
+
+    async def ledger(
+        self, job_id: int | None = None, limit: int | None = None
+    ) -> list[LedgerEntry]:
+        """Store.ledger on the journal thread."""
+        return await self.call(self.sync.ledger, job_id, limit)
+
+    async def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        """Store.doctor_queries on the journal thread."""
+        return await self.call(self.sync.doctor_queries, instance_alive)

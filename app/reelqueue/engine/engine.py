@@ -176,11 +176,11 @@ class Engine:
 
     async def _record_stopped_in_flight(self) -> None:
         try:
-            owned = await self.store.call(self.store.sync.list_jobs, None, list(IN_FLIGHT))
+            owned = await self.store.list_jobs(None, list(IN_FLIGHT))
             for job in owned:
                 if job.lease_owner == self.instance_id:
-                    await self.store.call(
-                        self.store.sync.note, STOPPED_IN_FLIGHT, self.clock.now(),
+                    await self.store.note(
+                        STOPPED_IN_FLIGHT, self.clock.now(),
                         job_id=job.id, account=job.account, claim_token=job.claim_token,
                         detail={"state": str(job.state),
                                 "provider_job_id": job.provider_job_id})
@@ -188,7 +188,7 @@ class Engine:
             log.warning("could not record the orderly stop: %s", exc)
 
     async def _recover(self) -> RecoveryReport:
-        accounts = await self.store.call(self.store.sync.list_accounts)
+        accounts = await self.store.list_accounts()
         lookup = frozenset(a.name for a in accounts if self._provider_for(a) is not None
                            and self._providers[a.name][1].supports_lookup)
         now = self.clock.now()
@@ -198,13 +198,13 @@ class Engine:
             lookup_accounts=lookup,
             prune_before=now - self.config.ledger_retention_days * 86400,
         )
-        report = await self.store.call(self.store.sync.recover, params)
+        report = await self.store.recover(params)
         # Verify finished work is still on disk (cheap: size only) and report what is not.
         # Only (id, path, size) rows, and the stat calls off the loop: a journal keeps every
         # completed job (40k of them took 2 s as Job objects; benchmarks/bench_recovery.py).
-        outputs = await self.store.call(self.store.sync.completed_outputs)
+        outputs = await self.store.completed_outputs()
         report.missing_outputs.extend(await asyncio.to_thread(missing_outputs, outputs))
-        batches = await self.store.call(self.store.sync.list_batches)
+        batches = await self.store.list_batches()
         if not self.config.shared_store:
             # Behind the data-folder lock no other writer is alive: every .part is dead.
             # On a shared store another instance may be downloading into these folders.
@@ -217,12 +217,12 @@ class Engine:
 
     async def _resume_owned(self) -> None:
         """Start workers for in-flight jobs this instance owns but does not run yet."""
-        owned = await self.store.call(self.store.sync.list_jobs, None, list(IN_FLIGHT))
+        owned = await self.store.list_jobs(None, list(IN_FLIGHT))
         for job in owned:
             if (job.lease_owner != self.instance_id or job.account is None
                     or job.claim_token is None or job.id in self._workers):
                 continue
-            account = await self.store.call(self.store.sync.get_account, job.account)
+            account = await self.store.get_account(job.account)
             provider = self._provider_for(account) if account else None
             if provider is None:
                 continue
@@ -255,7 +255,7 @@ class Engine:
         self.wake()
 
     async def cancel(self, job_ids: list[int]) -> list[int]:
-        done = await self.store.call(self.store.sync.cancel_jobs, job_ids, self.clock.now())
+        done = await self.store.cancel_jobs(job_ids, self.clock.now())
         for job_id in done:
             task = self._workers.get(job_id)
             if task:
@@ -270,15 +270,14 @@ class Engine:
         again, with the estimated price), for the front ends to say before doing it."""
         jobs = {}
         for job_id in dict.fromkeys(job_ids):
-            job = await self.store.call(self.store.sync.get_job, job_id)
+            job = await self.store.get_job(job_id)
             if job is not None:
                 jobs[job_id] = job
         return plan_retry(job_ids, jobs, new_seed=new_seed,
                           include_permanent=include_permanent)
 
     async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
-        done = await self.store.call(self.store.sync.requeue_jobs, job_ids, self.clock.now(),
-                                     new_seed=new_seed)
+        done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed)
         for job_id in done:
             self.bus.publish(JobEvent(job_id, JobState.QUEUED.value, self.clock.now(),
                                       attempts=0))
@@ -287,22 +286,19 @@ class Engine:
 
     async def set_capacity(self, account: str, capacity: int) -> None:
         """Applies live: a lower limit only stops new claims; running renders go on."""
-        await self.store.call(self.store.sync.update_account, account, self.clock.now(),
-                              capacity=capacity)
+        await self.store.update_account(account, self.clock.now(), capacity=capacity)
         self._providers.pop(account, None)
         await self._publish_account(account)
         self.wake()
 
     async def set_enabled(self, account: str, enabled: bool) -> None:
-        await self.store.call(self.store.sync.update_account, account, self.clock.now(),
-                              enabled=enabled)
+        await self.store.update_account(account, self.clock.now(), enabled=enabled)
         await self._publish_account(account)
         self.wake()
 
     async def mark_account_ready(self, account: str) -> None:
         """After the user fixed a key or topped up credits."""
-        await self.store.call(self.store.sync.set_account_status, account,
-                              AccountStatus.READY, self.clock.now())
+        await self.store.set_account_status(account, AccountStatus.READY, self.clock.now())
         self._providers.pop(account, None)
         await self._publish_account(account)
         self.wake()
@@ -310,8 +306,8 @@ class Engine:
     async def set_daily_cap(self, account: str, usd: float | None) -> Account:
         """The account's daily spend cap (None: none). Raising or removing it releases the
         jobs it held at once; the card hears of it now, also while the queue is paused."""
-        updated = await self.store.call(self.store.sync.update_account, account,
-                                        self.clock.now(), settings={"daily_cap": usd})
+        updated = await self.store.update_account(account, self.clock.now(),
+                                                  settings={"daily_cap": usd})
         await self._publish_account(account)
         self.wake()
         return updated
@@ -322,7 +318,7 @@ class Engine:
         """Wait until every job is final (or stalled, or the budget ran out)."""
         deadline = None if budget_seconds is None else self.clock.now() + budget_seconds
         while True:
-            counts = await self.store.call(self.store.sync.counts)
+            counts = await self.store.counts()
             # Parked jobs wait for the user: settled, not open (and shown as needing
             # attention by the front ends).
             open_jobs = sum(n for s, n in counts.by_state.items()
@@ -356,20 +352,19 @@ class Engine:
             return None
         # Due times are compared with the start of that pass, not with now: a retry that
         # fell due after the pass looked (the next pass claims it) is no stall.
-        if await self.store.call(self.store.sync.next_wakeup,
-                                 self._last_pass_started) is not None:
+        if await self.store.next_wakeup(self._last_pass_started) is not None:
             return None
-        accounts = await self.store.call(self.store.sync.list_accounts)
+        accounts = await self.store.list_accounts()
         blocked = [f"{a.name}: {a.status.value if a.enabled else 'disabled'}"
                    for a in accounts
                    if not a.enabled or a.status not in (AccountStatus.READY,
                                                         AccountStatus.RATE_LIMITED)
                    or self._provider_for(a) is None]
-        providers = sorted({j.provider for j in await self.store.call(
-            self.store.sync.list_jobs, None, list(WAITING), 50)})
+        providers = sorted({j.provider for j in await self.store.list_jobs(
+            None, list(WAITING), 50)})
         now = self.clock.now()
-        capped = spend_cap_reasons(await self.store.call(
-            self.store.sync.spend_summary, now, local_day_start(now)))
+        capped = spend_cap_reasons(await self.store.spend_summary(
+            now, local_day_start(now)))
         jobs_wait = f"{waiting:,} job waits" if waiting == 1 else f"{waiting:,} jobs wait"
         if capped and not blocked:
             return f"{jobs_wait} because of a spend cap: " + "; ".join(
@@ -388,22 +383,22 @@ class Engine:
         elif running:
             event, key = EngineStateEvent("running", now, running=running), ("running",)
         else:
-            counts = await self.store.call(self.store.sync.counts)
+            counts = await self.store.counts()
             waiting = sum(counts.by_state.get(s.value, 0) for s in WAITING)
             if not waiting:
                 event, key = EngineStateEvent("done", now), ("done",)
             else:
-                accounts = await self.store.call(self.store.sync.list_accounts)
-                providers = {j.provider for j in await self.store.call(
-                    self.store.sync.list_jobs, None, list(WAITING), 200)}
-                paused = [b.name for b in await self.store.call(self.store.sync.list_batches)
+                accounts = await self.store.list_accounts()
+                providers = {j.provider for j in await self.store.list_jobs(
+                    None, list(WAITING), 200)}
+                paused = [b.name for b in await self.store.list_batches()
                           if b.settings.get("paused")]
                 reasons, takes_work = stall_reasons(
                     accounts, providers, lambda a: self._provider_for(a) is not None,
                     self._has_key, paused)
-                reasons += spend_cap_reasons(await self.store.call(
-                    self.store.sync.spend_summary, now, local_day_start(now)))
-                due = await self.store.call(self.store.sync.next_wakeup, pass_started)
+                reasons += spend_cap_reasons(await self.store.spend_summary(
+                    now, local_day_start(now)))
+                due = await self.store.next_wakeup(pass_started)
                 state = "waiting" if due is not None and takes_work else "stalled"
                 event = EngineStateEvent(state, now, waiting=waiting,
                                          next_due=due if state == "waiting" else None,
@@ -448,14 +443,14 @@ class Engine:
 
     async def _until_next_due(self) -> float:
         now = self.clock.now()
-        due = await self.store.call(self.store.sync.next_wakeup, now)
+        due = await self.store.next_wakeup(now)
         # A safety net only; every real change wakes the pump directly.
         return 30.0 if due is None else min(30.0, max(0.01, due - now))
 
     async def _fill_slots(self) -> int:
         """One pass over the accounts in their fixed order; returns the claims made."""
         claims = 0
-        accounts = await self.store.call(self.store.sync.list_accounts)
+        accounts = await self.store.list_accounts()
         for account in accounts:  # the fixed order of the accounts table
             if not account.enabled:
                 continue
@@ -468,7 +463,7 @@ class Engine:
             claimed_here = 0
             while self._claiming and not self._paused:
                 now = self.clock.now()
-                claim = await self.store.call(self.store.sync.claim_next_job, ClaimParams(
+                claim = await self.store.claim_next_job(ClaimParams(
                     account.name, self.instance_id, now,
                     self.config.lease_seconds, local_day_start(now)))
                 if claim is None:
@@ -524,14 +519,14 @@ class Engine:
 
     async def _publish_account(self, name: str, account: Account | None = None) -> None:
         if account is None:
-            account = await self.store.call(self.store.sync.get_account, name)
+            account = await self.store.get_account(name)
         if account is None:
             return
         self._published[name] = _account_key(account)
-        live = await self.store.call(self.store.sync.live_count, name)
+        live = await self.store.live_count(name)
         now = self.clock.now()
-        spend = next((a for a in (await self.store.call(
-            self.store.sync.spend_summary, now, local_day_start(now))).accounts
+        spend = next((a for a in (await self.store.spend_summary(
+            now, local_day_start(now))).accounts
             if a.account == name), None)
         self.bus.publish(AccountEvent(
             name=name, status=account.status.value if account.enabled else "disabled",
@@ -555,8 +550,8 @@ class Engine:
         while True:
             await asyncio.sleep(self.config.heartbeat_seconds)
             try:
-                await self.store.call(self.store.sync.renew_leases, self.instance_id,
-                                      self.clock.now(), self.config.lease_seconds)
+                await self.store.renew_leases(self.instance_id,
+                                              self.clock.now(), self.config.lease_seconds)
                 if self.config.shared_store:
                     await self._take_over_expired()
             except ReelQueueError as exc:
@@ -565,7 +560,7 @@ class Engine:
     async def _take_over_expired(self) -> None:
         params = RecoverParams(self.instance_id, self.clock.now(), self.config.lease_seconds,
                                True, check_output)
-        report = await self.store.call(self.store.sync.recover, params)
+        report = await self.store.recover(params)
         if report.touched:
             self.bus.publish(RecoveryEvent(report, self.clock.now()))
             await self._resume_owned()

@@ -138,7 +138,7 @@ async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS) 
 async def job_order(astore: AsyncStore, order: str, descending: bool = False) -> list[int]:
     """Every job id sorted by a column of the jobs table (``store.base.JOB_ORDERS``), the
     journal doing the sort on its thread."""
-    return await astore.call(astore.sync.job_ids_ordered, order, descending)
+    return await astore.job_ids_ordered(order, descending)
 
 
 async def job_rows_by_id(astore: AsyncStore, job_ids: list[int]) -> list[JobRow]:
@@ -173,10 +173,10 @@ async def accounts(astore: AsyncStore) -> list[AccountSummary]:
 
 
 async def batches(astore: AsyncStore) -> list[Batch]:
-    return await astore.call(astore.sync.list_batches)
+    return await astore.list_batches()
 
 
 async def in_flight_count(astore: AsyncStore) -> int:
     """Jobs a previous run left in flight (before recovery: a sign of an unclean exit)."""
-    counts = await astore.call(astore.sync.counts)
+    counts = await astore.counts()
     return sum(counts.by_state.get(state.value, 0) for state in IN_FLIGHT)

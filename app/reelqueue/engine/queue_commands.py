@@ -16,8 +16,7 @@ async def prioritize_jobs(engine: Engine, job_ids: list[int],
                           priority: int | None = None) -> Prioritized:
     """Give the jobs ``priority`` (None: move them to the front)."""
     store = engine.store
-    result = await store.call(store.sync.prioritize_jobs, job_ids, engine.clock.now(),
-                              priority=priority)
+    result = await store.prioritize_jobs(job_ids, engine.clock.now(), priority=priority)
     engine.wake()
     return result
 
@@ -26,8 +25,7 @@ async def prioritize_batch(engine: Engine, batch_id: int,
                            priority: int | None = None) -> Prioritized:
     """Every unfinished job of the batch (None: to the front)."""
     store = engine.store
-    result = await store.call(store.sync.prioritize_batch, batch_id, engine.clock.now(),
-                              priority=priority)
+    result = await store.prioritize_batch(batch_id, engine.clock.now(), priority=priority)
     engine.wake()
     return result
 
@@ -35,8 +33,7 @@ async def prioritize_batch(engine: Engine, batch_id: int,
 async def set_batch_paused(engine: Engine, batch_id: int, paused: bool) -> Batch | None:
     """Pause (its jobs are not claimed; renders in flight finish) or resume a batch."""
     store = engine.store
-    batch = await store.call(store.sync.set_batch_paused, batch_id, paused,
-                             engine.clock.now())
+    batch = await store.set_batch_paused(batch_id, paused, engine.clock.now())
     engine.wake()
     return batch
 

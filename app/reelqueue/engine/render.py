@@ -184,8 +184,8 @@ class RenderAttempt:
             # An unresolved submission (crash inside the submit window, or a create whose
             # outcome stayed unknown): ask for it by client token; never create blindly.
             if self.job.state == JobState.CLAIMED:
-                await self._fenced(await store.call(store.sync.mark_submitting, self.token,
-                                                    self.job.client_token, now()))
+                await self._fenced(await store.mark_submitting(
+                    self.token, self.job.client_token, now()))
             await self._reconcile(self.job.client_token)
         elif self.provider_job_id is not None:
             if await self._park_if_resumes_keep_crashing():
@@ -193,20 +193,20 @@ class RenderAttempt:
             if self.job.state == JobState.CLAIMED:
                 retry = await self._user_retry_of_this_claim()
                 self.user_retry = bool(retry and retry.get("rereads"))
-                await self._fenced(await store.call(store.sync.mark_rendering, self.token, now()))
+                await self._fenced(await store.mark_rendering(self.token, now()))
             self._emit(JobState.RENDERING, sub_status="reattached")
         else:
             await self._note_rerender_of_an_unknown_create()
             await self._submit()
         status = await self._poll_until_done()
-        await self._fenced(await store.call(store.sync.mark_downloading, self.token, now()))
+        await self._fenced(await store.mark_downloading(self.token, now()))
         self._emit(JobState.DOWNLOADING)
         assert self.provider_job_id is not None
         written = await self.ctx.writer.write_atomically(
             self.provider.download(self.provider_job_id, status), Path(self.job.output_path),
             self.token.token)
-        await self._fenced(await store.call(
-            store.sync.mark_completed, self.token, size=written.size, sha256=written.sha256,
+        await self._fenced(await store.mark_completed(
+            self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
@@ -225,7 +225,7 @@ class RenderAttempt:
         """
         store = self.ctx.store
         crashes = 0
-        for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
+        for entry in reversed(await store.ledger(self.job.id)):
             if entry.event in ("claimed", "requeued"):
                 break
             if entry.event == STOPPED_IN_FLIGHT:
@@ -239,7 +239,7 @@ class RenderAttempt:
                          "resumed; it was parked, not failed, and keeps its render "
                          f"({self.provider_job_id}). Retry it to read the render again "
                          "(no new render, no charge).")
-        if await store.call(store.sync.park_job, self.token, error, self._now()):
+        if await store.park_job(self.token, error, self._now()):
             self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
         return True
 
@@ -251,7 +251,7 @@ class RenderAttempt:
         unknown (the new create is then a deliberate re-render too)."""
         store = self.ctx.store
         claims = 0
-        for entry in reversed(await store.call(store.sync.ledger, self.job.id)):
+        for entry in reversed(await store.ledger(self.job.id)):
             if entry.event == "claimed":
                 claims += 1
                 if claims > 1:
@@ -272,7 +272,7 @@ class RenderAttempt:
             return
         store = self.ctx.store
         usd, unpriced = estimated_price([self.job])
-        await store.call(store.sync.note, "deliberate_rerender", self._now(),
+        await store.note("deliberate_rerender", self._now(),
                          job_id=self.job.id, account=self.claim.account,
                          claim_token=self.token.token,
                          detail={"provider_job_id": None, "client_token": old_token,
@@ -284,8 +284,7 @@ class RenderAttempt:
         store = self.ctx.store
         client_token = uuid.uuid4().hex
         # Write-ahead: the intent is committed before a byte goes to the provider.
-        await self._fenced(await store.call(store.sync.mark_submitting, self.token,
-                                            client_token, self._now()))
+        await self._fenced(await store.mark_submitting(self.token, client_token, self._now()))
         self._emit(JobState.SUBMITTING)
         # Until the adapter answers, the create may be on its way: an unexpected exception
         # in there (a bug) keeps the client token, so the next claim asks before anything
@@ -334,14 +333,14 @@ class RenderAttempt:
     async def _record_submitted(self, provider_job_id: str) -> None:
         store = self.ctx.store
         self.provider_job_id = provider_job_id
-        await self._fenced(await store.call(store.sync.record_submitted, self.token,
-                                            provider_job_id, self._now()))
+        await self._fenced(await store.record_submitted(self.token, provider_job_id,
+                                                        self._now()))
         self._emit(JobState.RENDERING, sub_status="submitted")
 
     async def _unknown_submission(self, client_token: str, exc: ProviderError) -> None:
         """The create may have reached the provider. Never send it again blindly."""
         store = self.ctx.store
-        await store.call(store.sync.note, "submit_outcome_unknown", self._now(),
+        await store.note("submit_outcome_unknown", self._now(),
                          job_id=self.job.id, account=self.claim.account,
                          claim_token=self.token.token,
                          detail={"client_token": client_token, "error": str(exc)})
@@ -373,7 +372,7 @@ class RenderAttempt:
                 await asyncio.sleep(self.ctx.config.retry_backoff.delay(attempt + 1,
                                                                         self.ctx.rng))
         self.unresolved = False  # a well-formed answer: found, or "no such submission"
-        await store.call(store.sync.note, "reconciled", self._now(), job_id=self.job.id,
+        await store.note("reconciled", self._now(), job_id=self.job.id,
                          account=self.claim.account, claim_token=self.token.token,
                          detail={"client_token": client_token, "found": found})
         if found:
@@ -437,8 +436,8 @@ class RenderAttempt:
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR))
             sub_status = status.sub_status or status.phase.value
             if sub_status != last_sub_status:
-                await self._fenced(await store.call(store.sync.record_progress, self.token,
-                                                    sub_status, status.progress, self._now()))
+                await self._fenced(await store.record_progress(
+                    self.token, sub_status, status.progress, self._now()))
                 last_sub_status = sub_status
             self._emit(JobState.RENDERING, sub_status=sub_status, progress=status.progress)
             hint = status.poll_after or config.poll_backoff.ceiling(polls)
@@ -455,17 +454,17 @@ class RenderAttempt:
         try:
             if exc.error_class == ErrorClass.ACCOUNT:
                 await self._pause_account(exc)
-                ok = await store.call(store.sync.release_to_queue, self.token, error, now)
+                ok = await store.release_to_queue(self.token, error, now)
                 state = JobState.QUEUED
             elif (exc.error_class == ErrorClass.PERMANENT
                   or self.job.attempts >= self.job.max_attempts):
-                ok = await store.call(store.sync.mark_failed, self.token, error, now)
+                ok = await store.mark_failed(self.token, error, now)
                 state = JobState.FAILED
             else:
                 delay = exc.retry_after or self.ctx.config.retry_backoff.delay(
                     self.job.attempts, self.ctx.rng)
-                ok = await store.call(store.sync.set_retry_wait, self.token, error, now + delay,
-                                      now, keep_provider_job=keep_render)
+                ok = await store.set_retry_wait(self.token, error, now + delay,
+                                                now, keep_provider_job=keep_render)
                 state = JobState.RETRY_WAIT
         except Exception:
             log.exception("job %s: could not record its error", self.job.id)
@@ -487,7 +486,7 @@ class RenderAttempt:
         rerender = self.user_retry and (gone or exc.error_class != ErrorClass.PERMANENT)
         if rerender:
             usd, unpriced = estimated_price([self.job])
-            await store.call(store.sync.note, "deliberate_rerender", now, job_id=self.job.id,
+            await store.note("deliberate_rerender", now, job_id=self.job.id,
                              account=self.claim.account, claim_token=self.token.token,
                              detail={"provider_job_id": self.provider_job_id,
                                      "estimated_usd": None if unpriced else usd,
@@ -497,8 +496,8 @@ class RenderAttempt:
                 await self._pause_account(exc)
             if (not rerender and exc.error_class == ErrorClass.PERMANENT) or (
                     self.job.attempts >= self.job.max_attempts and not rerender):
-                ok = await store.call(store.sync.mark_failed, self.token, error, now,
-                                      drop_render=True)
+                ok = await store.mark_failed(self.token, error, now,
+                                             drop_render=True)
                 state = JobState.FAILED
             else:
                 # A dropped render is created anew at once (an account pause holds that
@@ -506,8 +505,8 @@ class RenderAttempt:
                 delay = 0.0 if rerender or exc.error_class == ErrorClass.ACCOUNT else (
                     exc.retry_after or self.ctx.config.retry_backoff.delay(
                         self.job.attempts, self.ctx.rng))
-                ok = await store.call(store.sync.set_retry_wait, self.token, error, now + delay,
-                                      now, keep_provider_job=False)
+                ok = await store.set_retry_wait(self.token, error, now + delay,
+                                                now, keep_provider_job=False)
                 state = JobState.RETRY_WAIT
         except Exception:
             log.exception("job %s: could not record its error", self.job.id)
@@ -526,8 +525,8 @@ class RenderAttempt:
             if cause.error_class == ErrorClass.ACCOUNT and self.provider.supports_lookup:
                 await self._pause_account(cause)
                 error = JobError(str(cause.error_class), cause.label.value, str(cause))
-                ok = await store.call(store.sync.release_to_queue, self.token, error, now,
-                                      keep_submission=True)
+                ok = await store.release_to_queue(self.token, error, now,
+                                                  keep_submission=True)
                 state = JobState.QUEUED
             elif (cause.error_class == ErrorClass.RETRYABLE and self.provider.supports_lookup
                   and self.job.attempts < self.job.max_attempts):
@@ -536,13 +535,13 @@ class RenderAttempt:
                                  f"arrived ({cause}); it is asked again, nothing is created.")
                 delay = cause.retry_after or self.ctx.config.retry_backoff.delay(
                     self.job.attempts, self.ctx.rng)
-                ok = await store.call(store.sync.set_retry_wait, self.token, error,
-                                      now + delay, now, keep_provider_job=True)
+                ok = await store.set_retry_wait(self.token, error,
+                                                now + delay, now, keep_provider_job=True)
                 state = JobState.RETRY_WAIT
             else:
                 error = JobError(str(ErrorClass.PERMANENT), ErrorLabel.SUBMIT_UNKNOWN.value,
                                  submit_unknown_message(str(cause), exc.client_token))
-                ok = await store.call(store.sync.mark_failed, self.token, error, now)
+                ok = await store.mark_failed(self.token, error, now)
                 state = JobState.FAILED
         except Exception:
             log.exception("job %s: could not record its error", self.job.id)
@@ -561,10 +560,10 @@ class RenderAttempt:
             status, until = AccountStatus.OUT_OF_CREDITS, None
         else:
             status, until = AccountStatus.KEY_REJECTED, None
-        await store.call(store.sync.set_account_status, account, status, now,
-                         detail=str(exc), cooldown_until=until)
-        row = await store.call(store.sync.get_account, account)
-        live = await store.call(store.sync.live_count, account)
+        await store.set_account_status(account, status, now,
+                                       detail=str(exc), cooldown_until=until)
+        row = await store.get_account(account)
+        live = await store.live_count(account)
         self.ctx.bus.publish(AccountEvent(
             name=account, status=status.value, live=live,
             capacity=row.capacity if row else 0, at=now, cooldown_until=until,

@@ -18,8 +18,7 @@ __all__ = ["local_day_start", "set_batch_cap", "set_daily_cap", "spend_summary"]
 async def set_batch_cap(engine: Engine, batch_id: int, usd: float | None) -> Batch | None:
     """The batch's ``max_spend`` (None: no cap). None: no such batch."""
     store = engine.store
-    batch = await store.call(store.sync.update_batch_settings, batch_id,
-                             {"max_spend": usd}, engine.clock.now())
+    batch = await store.update_batch_settings(batch_id, {"max_spend": usd}, engine.clock.now())
     engine.wake()
     return batch
 
@@ -31,4 +30,4 @@ async def set_daily_cap(engine: Engine, account: str, usd: float | None) -> Acco
 
 async def spend_summary(engine: Engine) -> SpendSummary:
     store, now = engine.store, engine.clock.now()
-    return await store.call(store.sync.spend_summary, now, local_day_start(now))
+    return await store.spend_summary(now, local_day_start(now))

@@ -30,7 +30,7 @@ from reelqueue.engine import queries
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import EventBus, JobEvent
 from reelqueue.engine.retry_plan import RetryPlan
-from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, apply_import, plan_import
+from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, plan_import
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.estimate import estimate_cost
 from reelqueue.providers import registry
@@ -338,7 +338,7 @@ class EngineSession:
         from reelqueue.domain.states import IN_FLIGHT
 
         engine = self.running_engine
-        jobs = await engine.store.call(engine.store.sync.list_jobs, None, list(IN_FLIGHT))
+        jobs = await engine.store.list_jobs(None, list(IN_FLIGHT))
         return [job.id for job in jobs]
 
     def _close_store(self, engine: Engine) -> None:
@@ -391,7 +391,7 @@ class EngineSession:
                                        now=self.clock.now())
         engine = self.running_engine
         keys = [job.job_key for job in plan.jobs]
-        present = await engine.store.call(engine.store.sync.existing_job_keys, keys)
+        present = await engine.store.existing_job_keys(keys)
         if not present:
             return plan
         new_jobs = [job for job in plan.jobs if job.job_key not in present]
@@ -406,20 +406,9 @@ class EngineSession:
             raise InputError("The sheet has row errors and nothing valid to import.")
         if first_rows is not None:
             plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
-        engine = self.running_engine
-        now = self.clock.now()
+        from reelqueue.engine.import_commands import import_plan
 
-        def write(store: Store) -> ImportResult:
-            # One call on the journal's thread: the pump's claims run there too, so none
-            # can take a job of the new batch before its cap is in place.
-            result = apply_import(store, plan, now)
-            if max_spend is not None:
-                store.update_batch_settings(result.batch_id, {"max_spend": max_spend}, now)
-            return result
-
-        result = await engine.store.call(write, engine.store.sync)
-        engine.wake()
-        return result
+        return await import_plan(self.running_engine, plan, max_spend=max_spend)
 
     async def export(self, batch_id: int, path: Path, fmt: str) -> int:
         from reelqueue.intake import export_results
@@ -453,7 +442,7 @@ class EngineSession:
         if info.requires_key and not (draft.key or "").strip():
             raise InputError(f"{info.title} needs an API key.")
         engine = self.running_engine
-        if await engine.store.call(engine.store.sync.get_account, name) is not None:
+        if await engine.store.get_account(name) is not None:
             raise InputError(f"An account named {name!r} already exists.")
         draft = replace(draft, name=name, base_url=base_url)
         if check:
@@ -464,6 +453,7 @@ class EngineSession:
         if draft.key and draft.key.strip():
             key_ref = key_ref_for(name)
             await asyncio.to_thread(self.keys.store, key_ref, draft.key)
-        await engine.store.call(engine.store.sync.add_account, AccountSpec(
-            name, draft.provider, draft.capacity, base_url, key_ref), self.clock.now())
-        engine.wake()
+        from reelqueue.engine.account_commands import add_account
+
+        await add_account(engine, AccountSpec(
+            name, draft.provider, draft.capacity, base_url, key_ref))
