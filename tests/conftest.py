@@ -16,6 +16,7 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
+from tests import pgserver
 
 
 @pytest.fixture
@@ -32,6 +33,24 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
         opened = MemoryStore()
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pgserver.Server | str]:
+    """A throwaway PostgreSQL server for the session (tests/pgserver.py), started the first
+    time a test asks for it; or the reason there is none."""
+    with pgserver.session_server() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_dsn(pg_server: pgserver.Server | str) -> str:
+    """The session server's DSN; skips the test (fails it when PostgreSQL is required)
+    when there is no server."""
+    if isinstance(pg_server, str):
+        pgserver.unavailable(pg_server)
+    assert isinstance(pg_server, pgserver.Server)
+    return pg_server.dsn
 
 
 def make_specs(

@@ -1,0 +1,968 @@
+"""The team journal on PostgreSQL (issue 15): the ``Store`` contract for several machines.
+
+Same rules as the SQLite journal, kept across machines by PostgreSQL's own locks:
+
+- A claim is one transaction: the account's row is locked (``SELECT … FOR UPDATE``), its
+  live renders counted, the job taken with ``FOR UPDATE SKIP LOCKED`` and marked CLAIMED.
+  Every claim on one account queues on that row, so the live renders of all machines
+  together never pass the account's limit; claims on different accounts never wait for
+  each other (a job another claim is taking is stepped over). A capped batch's spend is
+  counted under its row's lock too.
+- Every write after a claim is fenced by the claim token, exactly as in SQLite.
+- Takeover (``recover`` with ``only_expired``) moves only rows whose lease has expired, and
+  each update re-checks the token and the expiry, so a lease renewed meanwhile stays put.
+- ``renew_leases`` renews an instance's leases and writes its heartbeat into ``instances``
+  in one statement.
+
+Named SQL lives in ``sql_pg/*.sql``. The schema is versioned in ``reelqueue_meta``; a fresh
+database is made from ``sql_pg/schema.sql``, an older one brought up by
+``sql_pg/migrations/NNNN.sql`` under an advisory lock (two machines starting at once do not
+both migrate). The DSN's password never reaches a message (``postgres_support``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, TypeVar, cast
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
+
+from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
+from reelqueue.domain.models import (
+    Account,
+    AccountSpec,
+    Batch,
+    BatchSpec,
+    Claim,
+    ClaimToken,
+    Job,
+    JobSpec,
+    LedgerEntry,
+    RecoveryReport,
+)
+from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.base import (
+    JOB_ORDERS,
+    AddJobsResult,
+    ClaimParams,
+    Counts,
+    JobError,
+    Prioritized,
+    RecoverParams,
+)
+from reelqueue.store.postgres_support import (
+    account_from_pg,
+    batch_from_pg,
+    describe_dsn,
+    dsn_password,
+    dumps,
+    job_from_pg,
+    known_error,
+    ledger_from_pg,
+)
+from reelqueue.store.recovery_plan import (
+    RecoveryAction,
+    failure_of,
+    plan_recovery,
+    record_applied,
+    unresolved_token,
+)
+from reelqueue.store.spend import (
+    SLACK,
+    SPEND_EVENT,
+    AccountSpend,
+    BatchSpend,
+    SpendSummary,
+    cap_of,
+    price_of,
+    refusal,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
+IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
+
+Row = dict[str, Any]
+
+
+def _sql_file(name: str) -> str:
+    return resources.files("reelqueue.store").joinpath("sql_pg", name).read_text("utf-8")
+
+
+@cache
+def pg_queries() -> dict[str, str]:
+    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped)."""
+    queries: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in _sql_file("queries.sql").splitlines():
+        if line.startswith("-- name:"):
+            if current:
+                queries[current] = "\n".join(lines).strip()
+            current, lines = line.split(":", 1)[1].strip(), []
+        elif current is not None and not line.startswith("--"):
+            lines.append(line)
+    if current:
+        queries[current] = "\n".join(lines).strip()
+    return queries
+
+
+def pg_schema_sql() -> str:
+    return _sql_file("schema.sql")
+
+
+def pg_migration_sql(version: int) -> str:
+    return _sql_file(f"migrations/{version:04d}.sql")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One ReelQueue sharing the database (the ``instances`` registry).
+
+    Attributes:
+        id: its boot-unique instance id (the lease owner of its claims).
+        live_renders: the in-flight jobs its last heartbeat renewed.
+        stopped_at: when it said goodbye (None: running, or died without saying so).
+    """
+
+    id: str
+    host: str
+    pid: int
+    version: str
+    started_at: float
+    heartbeat_at: float
+    live_renders: int
+    stopped_at: float | None
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _mapped(method: _F) -> _F:
+    @functools.wraps(method)
+    def call(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _DRIVER_ERRORS as exc:
+            raise known_error(exc, self.where, self._password) from exc
+
+    return cast(_F, call)
+
+
+def _errors_mapped(cls: type[PostgresStore]) -> type[PostgresStore]:
+    """Every public operation raises our errors, never a raw ``psycopg.Error``."""
+    for name, value in list(vars(cls).items()):
+        if name.startswith("_") or name in ("open", "close", "where"):
+            continue
+        if callable(value) and not isinstance(value, classmethod | staticmethod):
+            setattr(cls, name, _mapped(value))
+    return cls
+
+
+_DRIVER_ERRORS: tuple[type[BaseException], ...] = (psycopg.Error, PoolTimeout, TooManyRequests)
+"""What the driver and its pool raise (the pool's errors are psycopg's OperationalError
+today; named anyway so a change there cannot leak a raw error)."""
+
+
+@_errors_mapped
+class PostgresStore:
+    """The journal in one PostgreSQL schema, shared by every instance of a team.
+
+    Attributes:
+        where: the database named for messages (``user@host:port/db``, no password).
+        schema: the PostgreSQL schema holding the tables (None: the server's search path).
+        migrated_from: the schema version found on open, if a migration ran (else None).
+    """
+
+    def __init__(self, pool: ConnectionPool, where: str, schema: str | None,
+                 password: str | None) -> None:
+        self._pool = pool
+        self._lock = threading.RLock()
+        self._conn: psycopg.Connection[Row] | None = None
+        self._q = pg_queries()
+        self._password = password
+        self.where = where
+        self.schema = schema
+        self.migrated_from: int | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.where!r}, schema={self.schema!r})"
+
+    # -- opening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, dsn: str, *, now: float, schema: str | None = None, max_size: int = 4,
+             connect_timeout: float = 10.0) -> PostgresStore:
+        """Connect (a small pool: a connection that died with the server is replaced on
+        its next use), create ``schema`` if asked for and missing, and bring the tables to
+        :data:`SCHEMA_VERSION`. JournalError (password-free) when the server cannot be
+        reached or refuses the login."""
+        where, password = describe_dsn(dsn), dsn_password(dsn)
+        kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
+                                  "connect_timeout": max(1, int(connect_timeout)),
+                                  "application_name": "reelqueue"}
+        if schema is not None:
+            if not schema.replace("_", "").isalnum():
+                raise InputError(f"{schema!r} is not a plain schema name (letters, digits, _).")
+            kwargs["options"] = f"-c search_path={schema}"
+        try:
+            pool: ConnectionPool = ConnectionPool(
+                dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
+                check=ConnectionPool.check_connection, timeout=connect_timeout,
+                name="reelqueue")
+            pool.open(wait=True, timeout=connect_timeout)
+        except _DRIVER_ERRORS as exc:
+            raise known_error(exc, where, password) from None
+        store = cls(pool, where, schema, password)
+        try:
+            store._prepare(now)
+        except _DRIVER_ERRORS as exc:
+            pool.close()
+            raise known_error(exc, where, password) from None
+        except BaseException:
+            pool.close()
+            raise
+        return store
+
+    def _prepare(self, now: float) -> None:
+        with self._tx() as db:
+            if self.schema is not None:
+                db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            # One migrator at a time: a second instance waits here, then finds it done.
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            meta = db.execute("SELECT to_regclass('reelqueue_meta') IS NOT NULL AS ok"
+                              ).fetchone()
+            if not (meta and meta["ok"]):
+                tables = db.execute(
+                    "SELECT COUNT(*) AS n FROM information_schema.tables "
+                    "WHERE table_schema = current_schema()").fetchone()
+                if tables and tables["n"]:
+                    raise JournalCorrupt(
+                        f"The schema {self.schema or 'public'} of {self.where} holds tables "
+                        "that are not a ReelQueue journal. It was left untouched; choose "
+                        "another database or schema.")
+                db.execute(pg_schema_sql())
+                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES "
+                           "('schema_version', %s)", (str(SCHEMA_VERSION),))
+                return
+            row = db.execute("SELECT value FROM reelqueue_meta "
+                             "WHERE key = 'schema_version'").fetchone()
+            version = int(row["value"]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise JournalError(
+                    f"The team database was written by a newer ReelQueue (schema "
+                    f"{version}, this version knows {SCHEMA_VERSION}). Update ReelQueue.")
+            if version == SCHEMA_VERSION:
+                return
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                db.execute(pg_migration_sql(step))
+            db.execute("UPDATE reelqueue_meta SET value = %s WHERE key = 'schema_version'",
+                       (str(SCHEMA_VERSION),))
+            self._ledger("migrated", now, detail={"from": version, "to": SCHEMA_VERSION})
+            self.migrated_from = version
+            log.info("team database %s migrated from schema %d", self.where, version)
+
+    def close(self) -> None:
+        with self._lock:
+            self._pool.close()
+
+    # -- helpers -----------------------------------------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Row]]:
+        """One transaction (READ COMMITTED); nested calls join the open one. Committed
+        when the block ends, rolled back when it raises."""
+        with self._lock:
+            if self._conn is not None:
+                yield self._conn
+                return
+            with self._pool.connection() as conn:
+                db = cast("psycopg.Connection[Row]", conn)
+                self._conn = db
+                try:
+                    with db.transaction():
+                        yield db
+                finally:
+                    self._conn = None
+
+    def _one(self, query: str, /, **params: Any) -> Row | None:
+        with self._tx() as db:
+            return db.execute(self._q[query], params).fetchone()
+
+    def _all(self, query: str, /, **params: Any) -> list[Row]:
+        with self._tx() as db:
+            return db.execute(self._q[query], params).fetchall()
+
+    def _scalar(self, query: str, /, **params: Any) -> Any:
+        row = self._one(query, **params)
+        return None if row is None else next(iter(row.values()))
+
+    def _exec(self, query: str, /, **params: Any) -> int:
+        with self._tx() as db:
+            return db.execute(self._q[query], params).rowcount
+
+    def _ledger(
+        self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
+        claim_token: str | None = None, detail: dict[str, Any] | None = None,
+    ) -> None:
+        self._exec("insert_ledger", now=now, event=event, job_id=job_id, account=account,
+                   claim_token=claim_token, detail=Jsonb(detail or {}, dumps=dumps))
+
+    def _fenced(
+        self, query: str, event: str | None, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        """One fenced transition: the update names the job and its claim token."""
+        with self._tx():
+            changed = self._exec(query, id=token.job_id, token=token.token, now=now, **params)
+            account = self._scalar("account_of_job", id=token.job_id)
+            if changed:
+                if event:
+                    self._ledger(event, now, job_id=token.job_id, account=account,
+                                 claim_token=token.token, detail=detail)
+                return True
+            self._ledger("fenced_out", now, job_id=token.job_id, account=account,
+                         claim_token=token.token, detail={"write": query.removeprefix("fenced_")})
+            return False
+
+    # -- batches and jobs --------------------------------------------------------------
+    def create_batch(self, spec: BatchSpec, now: float) -> Batch:
+        with self._tx():
+            batch_id = int(self._scalar(
+                "insert_batch", name=spec.name, source_path=spec.source_path,
+                output_dir=spec.output_dir, max_attempts=spec.max_attempts,
+                settings=Jsonb(spec.settings, dumps=dumps), now=now))
+            self._ledger("batch_created", now, detail={"batch_id": batch_id, "name": spec.name})
+            batch = self.get_batch(batch_id)
+        assert batch is not None
+        return batch
+
+    def get_batch(self, batch_id: int) -> Batch | None:
+        row = self._one("get_batch", id=batch_id)
+        return batch_from_pg(row) if row else None
+
+    def list_batches(self) -> list[Batch]:
+        return [batch_from_pg(r) for r in self._all("list_batches")]
+
+    ADD_JOBS_PER_INSERT = 5_000
+    """Jobs per INSERT statement in :meth:`add_jobs` (the rows travel as arrays)."""
+
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[JobSpec], now: float,
+        max_waiting: int | None = None,
+    ) -> AddJobsResult:
+        with self._tx() as db:
+            batch = self.get_batch(batch_id)
+            if batch is None:
+                raise InputError(f"There is no batch {batch_id}.")
+            present = self._existing_keys(db, [s.job_key for s in specs])
+            unique: dict[str, JobSpec] = {}
+            for spec in specs:
+                if spec.job_key not in present:
+                    unique.setdefault(spec.job_key, spec)
+            if max_waiting is not None:
+                waiting = int(self._scalar("count_waiting"))
+                room = max(0, max_waiting - waiting)
+                if len(unique) > room:
+                    raise InputError(
+                        f"The queue holds {waiting} waiting jobs and its limit is "
+                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
+                        "Nothing was imported; import fewer rows or raise the limit."
+                    )
+            ids_by_key: dict[str, int] = {}
+            todo = list(unique.values())
+            for start in range(0, len(todo), self.ADD_JOBS_PER_INSERT):
+                chunk = todo[start:start + self.ADD_JOBS_PER_INSERT]
+                rows = db.execute(self._q["insert_jobs"], {
+                    "batch_id": batch_id, "max_attempts": batch.max_attempts, "now": now,
+                    "keys": [s.job_key for s in chunk],
+                    "rows": [s.row_number for s in chunk],
+                    "names": [s.name for s in chunk], "prompts": [s.prompt for s in chunk],
+                    "providers": [s.provider for s in chunk],
+                    "params": [dumps(s.params) for s in chunk],
+                    "pins": [s.pinned_account for s in chunk],
+                    "priorities": [s.priority for s in chunk],
+                    "outputs": [s.output_path for s in chunk],
+                    "metas": [dumps(s.metadata) for s in chunk],
+                }).fetchall()
+                ids_by_key.update((r["job_key"], r["id"]) for r in rows)
+            # Another machine may have imported the same key meanwhile: it is present.
+            ids = [ids_by_key[k] for k in unique if k in ids_by_key]
+            added = len(ids)
+            self._ledger("imported", now, detail={
+                "batch_id": batch_id, "added": added, "already_present": len(specs) - added,
+            })
+        return AddJobsResult(added=added, already_present=len(specs) - added,
+                             job_ids=tuple(ids))
+
+    def _existing_keys(self, db: psycopg.Connection[Row], keys: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), 10_000):
+            chunk = list(keys[start:start + 10_000])
+            found.update(r["job_key"] for r in db.execute(self._q["existing_job_keys"],
+                                                          {"keys": chunk}))
+        return found
+
+    def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
+        with self._tx() as db:
+            return self._existing_keys(db, list(keys))
+
+    def get_job(self, job_id: int) -> Job | None:
+        row = self._one("get_job", id=job_id)
+        return job_from_pg(row) if row else None
+
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]:
+        sql = "SELECT * FROM jobs"
+        where: list[str] = []
+        args: dict[str, Any] = {}
+        if batch_id is not None:
+            where.append("batch_id = %(batch_id)s")
+            args["batch_id"] = batch_id
+        if states is not None:
+            where.append("state = ANY(%(states)s::text[])")
+            args["states"] = [str(s) for s in states]
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT %(limit)s OFFSET %(offset)s"
+            args.update(limit=limit, offset=offset)
+        with self._tx() as db:
+            return [job_from_pg(r) for r in db.execute(sql.encode(), args)]
+
+    def job_ids_ordered(
+        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
+    ) -> list[int]:
+        if order not in JOB_ORDERS:
+            raise ValueError(f"unknown job order {order!r}; one of {', '.join(JOB_ORDERS)}")
+        # The key is a named expression from queries.sql, picked from a fixed list.
+        sql = self._q["job_ids_ordered"].format(
+            key=self._q[f"job_order_{order}"], direction="DESC" if descending else "ASC",
+            nulls="NULLS LAST" if descending else "NULLS FIRST")
+        with self._tx() as db:
+            return [r["id"] for r in db.execute(sql.encode(),
+                                                {"limit": limit, "offset": offset})]
+
+    def count_waiting(self) -> int:
+        return int(self._scalar("count_waiting"))
+
+    def counts(self) -> Counts:
+        with self._tx():
+            by_state = {r["state"]: r["count"] for r in self._all("counts_by_state")}
+            live = {r["account"]: r["count"] for r in self._all("live_by_account")}
+        return Counts(by_state=by_state, live_by_account=live)
+
+    # -- accounts ----------------------------------------------------------------------
+    def add_account(self, spec: AccountSpec, now: float) -> Account:
+        with self._tx():
+            self._exec("lock_accounts")
+            added = self._exec("insert_account", name=spec.name, provider=spec.provider,
+                               capacity=spec.capacity, base_url=spec.base_url,
+                               key_ref=spec.key_ref,
+                               settings=Jsonb(spec.settings, dumps=dumps), now=now)
+            if not added:
+                raise InputError(f"An account named {spec.name!r} already exists.")
+            self._ledger("account_added", now, account=spec.name,
+                         detail={"provider": spec.provider, "capacity": spec.capacity})
+            account = self.get_account(spec.name)
+        assert account is not None
+        return account
+
+    def get_account(self, name: str) -> Account | None:
+        row = self._one("get_account", name=name)
+        return account_from_pg(row) if row else None
+
+    def list_accounts(self) -> list[Account]:
+        return [account_from_pg(r) for r in self._all("list_accounts")]
+
+    def remove_account(self, name: str, now: float) -> None:
+        with self._tx():
+            # The account's lock: no claim can add a render while it is being removed.
+            if self._one("lock_account", name=name) is None:
+                raise InputError(f"There is no account named {name!r}.")
+            live = int(self._scalar("live_count", account=name))
+            if live:
+                raise InputError(
+                    f"Account {name!r} has {live} renders in flight; wait for them or "
+                    "disable the account first."
+                )
+            self._exec("delete_account", name=name)
+            self._ledger("account_removed", now, account=name)
+
+    def update_account(
+        self, name: str, now: float, *, capacity: int | None = None,
+        enabled: bool | None = None, base_url: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> Account:
+        if capacity is not None and capacity < 1:
+            raise InputError("An account's limit must be at least 1.")
+        with self._tx():
+            changed = self._exec("update_account", name=name, capacity=capacity,
+                                 enabled=enabled, base_url=base_url,
+                                 settings=None if settings is None
+                                 else Jsonb(settings, dumps=dumps))
+            if not changed:
+                raise InputError(f"There is no account named {name!r}.")
+            self._ledger("account_changed", now, account=name, detail={
+                k: v for k, v in {"capacity": capacity, "enabled": enabled,
+                                  "base_url": base_url, "settings": settings}.items()
+                if v is not None})
+            account = self.get_account(name)
+        assert account is not None
+        return account
+
+    def set_account_status(
+        self, name: str, status: AccountStatus, now: float, *,
+        detail: str | None = None, cooldown_until: float | None = None,
+    ) -> None:
+        with self._tx():
+            self._exec("set_account_status", name=name, status=str(status), detail=detail,
+                       cooldown_until=cooldown_until)
+            self._ledger("account_status", now, account=name, detail={
+                "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
+
+    def live_count(self, account: str) -> int:
+        return int(self._scalar("live_count", account=account))
+
+    # -- claims ------------------------------------------------------------------------
+    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        with self._tx():
+            row = self._one("lock_account", name=params.account)
+            if row is None:
+                return None
+            account = account_from_pg(row)
+            if not _eligible(account, params.now):
+                return None
+            # Counted under the account's row lock: every claim on this account, from any
+            # machine, waits for this transaction, so none can take the same last slot.
+            if int(self._scalar("live_count", account=account.name)) >= account.capacity:
+                return None
+            candidate = self._spend_checked_candidate(account, params)
+            if candidate is None:
+                return None
+            token = uuid.uuid4().hex
+            claimed = self._one(
+                "claim_job", id=candidate, account=account.name, token=token,
+                owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+                now=params.now)
+            if claimed is None:  # the row is locked by this transaction: cannot happen
+                return None
+            job = job_from_pg(claimed)
+            self._ledger("claimed", params.now, job_id=job.id, account=account.name,
+                         claim_token=token, detail={"owner": params.instance_id,
+                                                    "attempt": job.attempts,
+                                                    "resume": job.provider_job_id is not None})
+        return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
+                     resumed=job.provider_job_id is not None)
+
+    def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
+        """The next claimable job (locked) that no spend cap refuses."""
+        skip: list[int] = []
+        creates = True
+        account_cap = cap_of(account.settings, "daily_cap")
+        batches = int(self._scalar_sql("SELECT COUNT(*) FROM batches"))
+        for _ in range(batches + 2):
+            candidate = self._one("next_claimable", provider=account.provider,
+                                  now=params.now, account=account.name, creates=creates,
+                                  skip_batches=skip)
+            if candidate is None:
+                return None
+            row = self._one("spend_candidate", id=candidate["id"])
+            assert row is not None
+            price, max_spend = row["price"], row["max_spend"]
+            batch_cap = (float(max_spend) if isinstance(max_spend, int | float)
+                         and not isinstance(max_spend, bool) else None)
+            needs_create = row["provider_job_id"] is None and row["client_token"] is None
+            refused = refusal(
+                needs_create=needs_create,
+                price=price if isinstance(price, int | float)
+                and not isinstance(price, bool) else None,
+                batch_cap=batch_cap,
+                batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),
+                account_cap=account_cap,
+                account_committed=functools.partial(self._account_committed, account.name,
+                                                    params.day_start),
+            )
+            if refused is None:
+                return int(candidate["id"])
+            if refused.scope == "account":
+                creates = False
+            else:
+                skip.append(int(row["batch_id"]))
+        return None
+
+    def _scalar_sql(self, sql: str) -> Any:
+        with self._tx() as db:
+            row = db.execute(sql.encode()).fetchone()
+        return None if row is None else next(iter(row.values()))
+
+    def _batch_committed(self, batch_id: int) -> float:
+        # The batch's row lock: claims for one capped batch from several machines count
+        # its spend one after the other.
+        self._one("lock_batch", id=batch_id)
+        return (float(self._scalar("spend_of_batch", batch=batch_id))
+                + float(self._scalar("reserved_of_batch", batch=batch_id)))
+
+    def _account_committed(self, account: str, day_start: float) -> float:
+        return (float(self._scalar("spend_of_account", account=account, day_start=day_start))
+                + float(self._scalar("reserved_of_account", account=account)))
+
+    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
+        with self._tx():
+            batches: list[BatchSpend] = []
+            for row in self._all("capped_batches"):
+                if not isinstance(row["max_spend"], int | float):
+                    continue
+                cap = float(row["max_spend"])
+                spent = float(self._scalar("spend_of_batch", batch=row["id"]))
+                reserved = float(self._scalar("reserved_of_batch", batch=row["id"]))
+                waiting = int(self._scalar("waiting_creates_of_batch", batch=row["id"],
+                                           room=cap - spent - reserved + SLACK))
+                batch = self.get_batch(int(row["id"]))
+                batches.append(BatchSpend(int(row["id"]), batch.name if batch else "",
+                                          spent, reserved, cap, waiting))
+            accounts: list[AccountSpend] = []
+            for account in self.list_accounts():
+                acap = cap_of(account.settings, "daily_cap")
+                spent = float(self._scalar("spend_of_account", account=account.name,
+                                           day_start=day_start))
+                reserved = float(self._scalar("reserved_of_account", account=account.name))
+                waiting = 0 if acap is None else int(self._scalar(
+                    "waiting_creates_of_account", account=account.name,
+                    provider=account.provider, room=acap - spent - reserved + SLACK))
+                accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
+        return SpendSummary(tuple(batches), tuple(accounts))
+
+    def update_batch_settings(
+        self, batch_id: int, patch: dict[str, Any], now: float,
+    ) -> Batch | None:
+        with self._tx():
+            if not self._exec("update_batch_settings", id=batch_id,
+                              patch=Jsonb(patch, dumps=dumps)):
+                return None
+            self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
+            return self.get_batch(batch_id)
+
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+        return int(self._scalar("renew_leases", owner=instance_id, now=now,
+                                lease_until=now + lease_seconds))
+
+    # -- fenced transitions ------------------------------------------------------------
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+        # The intent and its spend are one transaction: from here the render may be billed.
+        with self._tx():
+            before = self._one("get_job", id=token.job_id)
+            if not self._fenced("fenced_mark_submitting", "submitting", token, now,
+                                {"client_token": client_token}, client_token=client_token):
+                return False
+            assert before is not None
+            price = price_of(before["metadata"] or {})
+            # The same intent again (an unresolved submission re-entering SUBMITTING to be
+            # looked up) sends no create: its spend was written with the first.
+            if price is not None and before["client_token"] != client_token:
+                self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=before["account"],
+                             claim_token=token.token, detail={"usd": price})
+            return True
+
+    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
+        return self._fenced("fenced_record_submitted", "submitted", token, now,
+                            {"provider_job_id": provider_job_id},
+                            provider_job_id=provider_job_id)
+
+    def mark_rendering(self, token: ClaimToken, now: float) -> bool:
+        return self._fenced("fenced_mark_rendering", "resumed", token, now)
+
+    def record_progress(
+        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
+    ) -> bool:
+        return self._fenced("fenced_record_progress", "remote_status", token, now,
+                            {"sub_status": sub_status}, sub_status=sub_status,
+                            progress=progress)
+
+    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+        return self._fenced("fenced_mark_downloading", "downloading", token, now)
+
+    def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        with self._tx():
+            row = self._one("get_job", id=token.job_id)
+            if not self._fenced("fenced_mark_completed", "completed", token, now,
+                                {"size": size, "sha256": sha256, "cost": cost},
+                                size=size, sha256=sha256, cost=cost):
+                return False
+            if cost is not None and row is not None:
+                # The provider's reported cost corrects the price its intent wrote.
+                difference = float(cost) - (price_of(row["metadata"] or {}) or 0.0)
+                if abs(difference) > SLACK:
+                    self._ledger(SPEND_EVENT, now, job_id=token.job_id,
+                                 account=row["account"], claim_token=token.token,
+                                 detail={"usd": round(difference, 6),
+                                         "reported_cost": cost})
+            return True
+
+    def set_retry_wait(
+        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
+        keep_provider_job: bool,
+    ) -> bool:
+        return self._fenced(
+            "fenced_set_retry_wait", "retry_wait", token, now,
+            {"error_class": error.error_class, "label": error.label,
+             "message": error.message, "run_after": run_after,
+             "keeps_render": keep_provider_job},
+            run_after=run_after, keep=bool(keep_provider_job), error_class=error.error_class,
+            error_label=error.label, error_message=error.message,
+        )
+
+    def release_to_queue(
+        self, token: ClaimToken, error: JobError, now: float, *,
+        run_after: float | None = None, keep_submission: bool = False,
+    ) -> bool:
+        return self._fenced(
+            "fenced_release_to_queue", "released", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"keeps_submission": True} if keep_submission else {})},
+            run_after=float(run_after or 0.0), error_class=error.error_class,
+            error_label=error.label, error_message=error.message,
+            keep_submission=bool(keep_submission),
+        )
+
+    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
+                    drop_render: bool = False) -> bool:
+        return self._fenced(
+            "fenced_mark_failed", "failed", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message,
+             **({"dropped_render": True} if drop_render else {})},
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message, drop_render=bool(drop_render),
+        )
+
+    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        return self._fenced(
+            "fenced_park", "parked", token, now,
+            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message,
+        )
+
+    def note(
+        self, event: str, now: float, *, job_id: int | None = None,
+        account: str | None = None, claim_token: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        with self._tx():
+            self._ledger(event, now, job_id=job_id, account=account,
+                         claim_token=claim_token, detail=detail)
+
+    # -- user commands -----------------------------------------------------------------
+    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
+        done: list[int] = []
+        with self._tx():
+            for job_id in job_ids:
+                row = self._one("get_job_for_update", id=job_id)
+                if row is None:
+                    continue
+                if self._exec("cancel_job", id=job_id, now=now):
+                    done.append(job_id)
+                    self._ledger("cancelled", now, job_id=job_id, account=row["account"],
+                                 claim_token=row["claim_token"],
+                                 detail={"from": row["state"],
+                                         "provider_job_id": row["provider_job_id"]})
+        return done
+
+    def requeue_jobs(
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+    ) -> list[int]:
+        done: list[int] = []
+        with self._tx():
+            for job_id in job_ids:
+                row = self._one("get_job_for_update", id=job_id)
+                keep = new_seed is None
+                if row is not None and self._exec("requeue_job", id=job_id, now=now,
+                                                  seed=new_seed, keep=keep):
+                    done.append(job_id)
+                    self._ledger("requeued", now, job_id=job_id, detail={
+                        "by": "user", "new_seed": new_seed, "from": row["state"],
+                        "rereads": row["provider_job_id"] if keep else None,
+                        "unresolved_client_token": unresolved_token(
+                            row["client_token"], row["provider_job_id"],
+                            row["error_label"])})
+        return done
+
+    def _priority(self, priority: int | None) -> int:
+        if priority is not None:
+            return int(priority)
+        return int(self._scalar("front_priority"))
+
+    def prioritize_jobs(
+        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        done: list[int] = []
+        with self._tx():
+            value = self._priority(priority)
+            for job_id in dict.fromkeys(job_ids):
+                if self._exec("set_job_priority", id=job_id, priority=value, now=now):
+                    done.append(job_id)
+                    self._ledger("prioritized", now, job_id=job_id,
+                                 detail={"priority": value, "front": priority is None})
+        return Prioritized(value, len(done), tuple(done))
+
+    def prioritize_batch(
+        self, batch_id: int, now: float, *, priority: int | None = None
+    ) -> Prioritized:
+        with self._tx():
+            value = self._priority(priority)
+            changed = self._exec("set_batch_priority", batch_id=batch_id, priority=value,
+                                 now=now)
+            self._ledger("batch_prioritized", now, detail={
+                "batch_id": batch_id, "priority": value, "front": priority is None,
+                "jobs": changed})
+        return Prioritized(value, changed)
+
+    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
+        with self._tx():
+            if not self._exec("set_batch_paused", id=batch_id, paused=bool(paused)):
+                return None
+            self._ledger("batch_paused" if paused else "batch_resumed", now,
+                         detail={"batch_id": batch_id})
+            return self.get_batch(batch_id)
+
+    # -- recovery ----------------------------------------------------------------------
+    def recover(self, params: RecoverParams) -> RecoveryReport:
+        """Recovery / takeover (DESIGN.md invariant 7) in one transaction.
+
+        Output files are looked at before the transaction. Each update names the claim
+        token it saw and, with ``only_expired``, the lease's expiry: a row another machine
+        renewed or took over meanwhile is left alone.
+        """
+        query = "in_flight_expired" if params.only_expired else "in_flight_all"
+        leftovers = [job_from_pg(r) for r in self._all(query, now=params.now)]
+        actions = plan_recovery(leftovers, params)
+        completed = ([job_from_pg(r) for r in self._all("completed_jobs")]
+                     if params.verify_completed else [])
+        report = RecoveryReport()
+        with self._tx():
+            for action in actions:
+                self._apply_recovery(action, params, report)
+            for job in completed:
+                if not params.check_output(job).exists:
+                    report.missing_outputs.append(job.id)
+                    self._ledger("output_missing", params.now, job_id=job.id,
+                                 detail={"path": job.output_path})
+            if params.prune_before is not None:
+                report.pruned_ledger_rows = self._exec("prune_ledger",
+                                                       before=params.prune_before)
+            if report.touched or report.pruned_ledger_rows:
+                self._ledger("recovery", params.now, detail={
+                    "instance": params.instance_id, **report.as_dict()})
+        return report
+
+    def _apply_recovery(
+        self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
+    ) -> None:
+        job, now = action.job, params.now
+        common = {"id": job.id, "old_token": job.claim_token, "now": now,
+                  "any_lease": not params.only_expired}
+        token: str | None = None
+        if action.kind == "complete":
+            assert action.file is not None and action.file.sha256 is not None
+            applied = self._exec("recover_complete", size=action.file.size,
+                                 sha256=action.file.sha256, **common)
+        elif action.kind in ("reattach", "reconcile"):
+            token = uuid.uuid4().hex
+            applied = self._exec("recover_reattach", state=str(action.resume_state),
+                                 token=token, owner=params.instance_id,
+                                 lease_until=now + params.lease_seconds, **common)
+        elif action.kind in ("fail", "unknown"):
+            error_class, label, message = failure_of(action)
+            applied = self._exec("recover_fail", error_class=error_class, error_label=label,
+                                 error_message=message, **common)
+        else:
+            applied = self._exec("recover_requeue", **common)
+        if applied:  # a row that changed since it was read is left alone
+            for note in record_applied(action, report, token):
+                self._ledger(note.event, now, job_id=job.id, account=job.account,
+                             claim_token=note.claim_token, detail=note.detail)
+
+    def completed_outputs(self) -> list[tuple[int, str, int]]:
+        return [(r["id"], r["output_path"], r["output_size"])
+                for r in self._all("completed_outputs")]
+
+    def next_wakeup(self, now: float) -> float | None:
+        with self._tx():
+            times = [self._scalar("next_retry_at", now=now),
+                     self._scalar("next_cooldown_at", now=now)]
+        due = [float(t) for t in times if t is not None]
+        return min(due) if due else None
+
+    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
+        rows = (self._all("ledger_for_job", job_id=job_id) if job_id is not None
+                else self._all("ledger_all"))
+        entries = [ledger_from_pg(r) for r in rows]
+        return entries[-limit:] if limit else entries
+
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        with self._tx():
+            results: dict[str, list[Any]] = {
+                "completed_twice": [tuple(r.values())
+                                    for r in self._all("doctor_completed_twice")],
+                "over_capacity": [tuple(r.values())
+                                  for r in self._all("doctor_over_capacity")],
+            }
+            results["live_claims_after_exit"] = (
+                [] if instance_alive
+                else [tuple(r.values()) for r in self._all("doctor_live_claims")])
+        # The server checks its own pages (data checksums, WAL); nothing to ask here.
+        results["integrity"] = []
+        return results
+
+    # -- the instances registry (PostgreSQL only) -------------------------------------
+    def register_instance(self, instance_id: str, *, host: str, pid: int, version: str,
+                          now: float) -> None:
+        """Say hello: this instance shares the database from now on."""
+        with self._tx():
+            self._exec("register_instance", id=instance_id, host=host, pid=pid,
+                       version=version, now=now)
+
+    def stop_instance(self, instance_id: str, now: float) -> None:
+        """Say goodbye on a clean exit (its leases are released by then)."""
+        with self._tx():
+            self._exec("stop_instance", id=instance_id, now=now)
+
+    def list_instances(self) -> list[Instance]:
+        return [Instance(id=r["id"], host=r["host"], pid=r["pid"], version=r["version"],
+                         started_at=r["started_at"], heartbeat_at=r["heartbeat_at"],
+                         live_renders=r["live_renders"], stopped_at=r["stopped_at"])
+                for r in self._all("list_instances")]
+
+    # -- used by tests and benchmarks --------------------------------------------------
+    @contextmanager
+    def raw_connection(self) -> Iterator[psycopg.Connection[Row]]:
+        """A connection of the pool inside one transaction (committed at the end)."""
+        with self._tx() as db:
+            yield db
+
+
+def _eligible(account: Account, now: float) -> bool:
+    if not account.enabled:
+        return False
+    if account.cooldown_until is not None and account.cooldown_until > now:
+        return False
+    return account.status in (AccountStatus.READY, AccountStatus.RATE_LIMITED)
+
+
+__all__ = ["SCHEMA_VERSION", "Instance", "PostgresStore", "pg_queries"]

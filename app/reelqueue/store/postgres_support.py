@@ -1,0 +1,150 @@
+"""What the PostgreSQL store needs besides its queries: the database's name without its
+password, the sorting of psycopg errors into ours, and rows turned into domain values.
+
+A DSN may carry a password (``postgresql://user:secret@host/db`` or ``password=...``). It
+never reaches a log, an exception text or a ``repr``: every message names the database by
+:func:`describe_dsn` (user, host, port, database) and every driver message is passed
+through :func:`scrub` first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+
+from reelqueue.domain.errors import (
+    JournalBug,
+    JournalBusy,
+    JournalCorrupt,
+    JournalError,
+    JournalFull,
+    JournalReadOnly,
+)
+from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.states import AccountStatus, JobState
+
+_URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", re.IGNORECASE)
+_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def dsn_password(dsn: str) -> str | None:
+    """The password written in ``dsn`` (None when it has none or cannot be parsed)."""
+    try:
+        value = conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        return None
+    return str(value) if value else None
+
+
+def describe_dsn(dsn: str) -> str:
+    """``user@host:port/dbname``: what a message may say about the database."""
+    try:
+        parts = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "the team database (its address could not be read)"
+    host = str(parts.get("host") or parts.get("hostaddr") or "localhost")
+    port = str(parts.get("port") or 5432)
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    dbname = str(parts.get("dbname") or "")
+    return f"{user}{host}:{port}/{dbname}"
+
+
+def scrub(text: str, *secrets: str | None) -> str:
+    """``text`` without any password: URL and keyword forms, and each of ``secrets``."""
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _KV_PASSWORD.sub(r"\1***", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def known_error(exc: BaseException, where: str, password: str | None) -> Exception:
+    """Sort a driver error into the environment's fault (a :class:`JournalError` with a
+    plain message) or ours (:class:`JournalBug`), by SQLSTATE class, never by words."""
+    detail = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else
+                   type(exc).__name__, password)
+    state = getattr(exc, "sqlstate", None) or ""
+    if state == "53100":
+        return JournalFull(f"The disk of the team database ({where}) is full; the last "
+                           "change was not written. Ask its administrator to free space: "
+                           "nothing recorded before was lost.")
+    if state in ("25006", "42501") or state.startswith("28"):
+        what = ("refused the login" if state.startswith("28")
+                else "does not let this user write")
+        return JournalReadOnly(f"The team database ({where}) {what} ({detail}). Check the "
+                               "user and its password (keyring or pgpass file) and its "
+                               "rights.")
+    if state in ("40001", "40P01", "55P03", "57014"):
+        return JournalBusy(f"The team database ({where}) is busy ({detail}). Run the "
+                           "command again.")
+    if state.startswith("XX"):
+        return JournalCorrupt(f"The team database ({where}) reports damage ({detail}). "
+                              "Ask its administrator to restore it from a backup.")
+    if (isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+            or state.startswith(("08", "53", "57P"))
+            or type(exc).__name__ == "PoolTimeout"):
+        return JournalError(f"The team database ({where}) cannot be reached ({detail}). "
+                            "Check that the server runs and the network, then run the "
+                            "command again: nothing recorded before was lost.")
+    return JournalBug(f"The team database refused a request: {detail}. This is a bug in "
+                      "ReelQueue; please report it with the log file.")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _json(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = json.loads(value) if value else {}
+    return value if isinstance(value, dict) else {}
+
+
+def job_from_pg(row: dict[str, Any]) -> Job:
+    return Job(
+        id=row["id"], batch_id=row["batch_id"], job_key=row["job_key"],
+        row_number=row["row_number"], name=row["name"], prompt=row["prompt"],
+        provider=row["provider"], params=_json(row["params"]),
+        pinned_account=row["pinned_account"], priority=row["priority"],
+        output_path=row["output_path"], state=JobState(row["state"]),
+        attempts=row["attempts"], max_attempts=row["max_attempts"], account=row["account"],
+        claim_token=row["claim_token"], lease_owner=row["lease_owner"],
+        lease_until=row["lease_until"], client_token=row["client_token"],
+        provider_job_id=row["provider_job_id"], sub_status=row["sub_status"],
+        progress=row["progress"], run_after=row["run_after"],
+        output_size=row["output_size"], output_sha256=row["output_sha256"],
+        cost=row["cost"], error_class=row["error_class"], error_label=row["error_label"],
+        error_message=row["error_message"], created_at=row["created_at"],
+        updated_at=row["updated_at"], started_at=row["started_at"],
+        finished_at=row["finished_at"], metadata=_json(row["metadata"]),
+    )
+
+
+def account_from_pg(row: dict[str, Any]) -> Account:
+    return Account(
+        name=row["name"], provider=row["provider"], capacity=row["capacity"],
+        position=row["position"], enabled=bool(row["enabled"]), base_url=row["base_url"],
+        key_ref=row["key_ref"], status=AccountStatus(row["status"]),
+        status_detail=row["status_detail"], cooldown_until=row["cooldown_until"],
+        settings=_json(row["settings"]), created_at=row["created_at"],
+    )
+
+
+def batch_from_pg(row: dict[str, Any]) -> Batch:
+    return Batch(
+        id=row["id"], name=row["name"], source_path=row["source_path"],
+        output_dir=row["output_dir"], max_attempts=row["max_attempts"],
+        created_at=row["created_at"], settings=_json(row["settings"]),
+    )
+
+
+def ledger_from_pg(row: dict[str, Any]) -> LedgerEntry:
+    return LedgerEntry(
+        seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
+        account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
+    )

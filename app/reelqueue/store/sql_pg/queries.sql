@@ -1,0 +1,465 @@
+-- Named queries of the PostgreSQL store. Only reelqueue/store/postgres.py knows these names.
+-- Parameters are psycopg's named placeholders (%(now)s...). The current time is always a
+-- parameter. Every query runs under READ COMMITTED; the claim takes its row locks itself.
+
+-- name: insert_batch
+INSERT INTO batches (name, source_path, output_dir, max_attempts, settings, created_at)
+VALUES (%(name)s, %(source_path)s, %(output_dir)s, %(max_attempts)s, %(settings)s, %(now)s)
+RETURNING id;
+
+-- name: get_batch
+SELECT * FROM batches WHERE id = %(id)s;
+
+-- name: list_batches
+SELECT * FROM batches ORDER BY id;
+
+-- name: insert_jobs
+-- One statement for a whole chunk of an import: the rows come as parallel arrays, keys
+-- already present are skipped, and the new ids come back in the order given.
+INSERT INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
+                  pinned_account, priority, output_path, max_attempts, created_at,
+                  updated_at, metadata)
+SELECT %(batch_id)s, k, r, n, p, pv, pa::jsonb, pin, pr, o, %(max_attempts)s, %(now)s,
+       %(now)s, m::jsonb
+  FROM unnest(%(keys)s::text[], %(rows)s::integer[], %(names)s::text[], %(prompts)s::text[],
+              %(providers)s::text[], %(params)s::text[], %(pins)s::text[],
+              %(priorities)s::integer[], %(outputs)s::text[], %(metas)s::text[])
+       WITH ORDINALITY AS t(k, r, n, p, pv, pa, pin, pr, o, m, ord)
+ ORDER BY ord
+ON CONFLICT (job_key) DO NOTHING
+RETURNING id, job_key;
+
+-- name: existing_job_keys
+SELECT job_key FROM jobs WHERE job_key = ANY(%(keys)s::text[]);
+
+-- name: count_waiting
+SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: get_job
+SELECT * FROM jobs WHERE id = %(id)s;
+
+-- name: get_job_for_update
+SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
+
+-- name: account_of_job
+SELECT account FROM jobs WHERE id = %(id)s;
+
+-- name: counts_by_state
+SELECT state, COUNT(*) FROM jobs GROUP BY state;
+
+-- name: live_by_account
+SELECT account, COUNT(*) FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ GROUP BY account;
+
+-- name: live_count
+SELECT COUNT(*) FROM jobs
+ WHERE account = %(account)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: insert_account
+-- The accounts table is locked for the position: two machines adding accounts at once
+-- would otherwise both take MAX(position) + 1.
+INSERT INTO accounts (name, provider, capacity, position, base_url, key_ref, settings,
+                      created_at)
+VALUES (%(name)s, %(provider)s, %(capacity)s,
+        (SELECT COALESCE(MAX(position), 0) + 1 FROM accounts),
+        %(base_url)s, %(key_ref)s, %(settings)s, %(now)s)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: lock_accounts
+LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE;
+
+-- name: get_account
+SELECT * FROM accounts WHERE name = %(name)s;
+
+-- name: lock_account
+-- The claim's first step: every claim on one account queues here, so the free slots it
+-- counts next cannot be taken by another machine before this transaction commits.
+SELECT * FROM accounts WHERE name = %(name)s FOR UPDATE;
+
+-- name: list_accounts
+SELECT * FROM accounts ORDER BY position, name;
+
+-- name: delete_account
+DELETE FROM accounts WHERE name = %(name)s;
+
+-- name: update_account
+-- settings: a JSON merge patch one level deep (a null removes the key).
+UPDATE accounts
+   SET capacity = COALESCE(%(capacity)s, capacity),
+       enabled = COALESCE(%(enabled)s, enabled),
+       base_url = COALESCE(%(base_url)s, base_url),
+       settings = CASE WHEN %(settings)s::jsonb IS NULL THEN settings
+                       ELSE (settings || %(settings)s::jsonb) - ARRAY(
+                            SELECT key FROM jsonb_each(%(settings)s::jsonb)
+                             WHERE jsonb_typeof(value) = 'null') END
+ WHERE name = %(name)s;
+
+-- name: set_account_status
+UPDATE accounts
+   SET status = %(status)s, status_detail = %(detail)s, cooldown_until = %(cooldown_until)s
+ WHERE name = %(name)s;
+
+-- name: next_claimable
+-- The same three index seeks as the SQLite store's next_claimable (queued jobs any account
+-- may take, queued jobs bound to this account, retry waits that are due), each taking its
+-- row with FOR UPDATE SKIP LOCKED: a job another machine is claiming right now is stepped
+-- over, not waited for. The best of the (at most three) answers is claimed; the others stay
+-- locked only until this transaction ends. %(skip_batches)s and %(creates)s: spend caps.
+WITH anyone AS (
+    SELECT id, priority FROM jobs
+      WHERE state = 'QUEUED' AND provider = %(provider)s
+        AND COALESCE(account, pinned_account) IS NULL
+        AND run_after <= %(now)s
+        AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+             SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
+        AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
+             %(skip_batches)s::bigint[])))
+      ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
+      LIMIT 1 FOR UPDATE SKIP LOCKED),
+bound AS (
+    SELECT id, priority FROM jobs
+      WHERE state = 'QUEUED' AND provider = %(provider)s
+        AND COALESCE(account, pinned_account) = %(account)s
+        AND run_after <= %(now)s
+        AND (pinned_account IS NULL OR pinned_account = %(account)s)
+        AND (account IS NULL OR account = %(account)s)
+        AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+             SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
+        AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
+             %(skip_batches)s::bigint[])))
+      ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
+      LIMIT 1 FOR UPDATE SKIP LOCKED),
+due AS (
+    SELECT id, priority FROM jobs
+      WHERE state = 'RETRY_WAIT' AND provider = %(provider)s
+        AND run_after <= %(now)s
+        AND (pinned_account IS NULL OR pinned_account = %(account)s)
+        AND (account IS NULL OR account = %(account)s)
+        AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
+             SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
+        AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
+             %(skip_batches)s::bigint[])))
+      ORDER BY priority DESC, id
+      LIMIT 1 FOR UPDATE SKIP LOCKED)
+SELECT id, priority FROM (SELECT * FROM anyone UNION ALL SELECT * FROM bound
+                            UNION ALL SELECT * FROM due) AS candidates
+ ORDER BY priority DESC, id
+ LIMIT 1;
+
+-- name: claim_job
+UPDATE jobs
+   SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,
+       lease_owner = %(owner)s, lease_until = %(lease_until)s, attempts = attempts + 1,
+       started_at = COALESCE(started_at, %(now)s), updated_at = %(now)s,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = %(id)s AND state IN ('QUEUED', 'RETRY_WAIT')
+RETURNING *;
+
+-- name: renew_leases
+-- One statement: the instance's leases and its heartbeat in the instances registry.
+WITH renewed AS (
+    UPDATE jobs SET lease_until = %(lease_until)s
+     WHERE lease_owner = %(owner)s
+       AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+    RETURNING id
+), beat AS (
+    UPDATE instances SET heartbeat_at = %(now)s,
+           live_renders = (SELECT COUNT(*) FROM renewed)
+     WHERE id = %(owner)s
+)
+SELECT COUNT(*) FROM renewed;
+
+-- name: fenced_mark_submitting
+UPDATE jobs SET state = 'SUBMITTING', client_token = %(client_token)s, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'CLAIMED'
+   AND provider_job_id IS NULL;
+
+-- name: fenced_record_submitted
+UPDATE jobs SET state = 'RENDERING', provider_job_id = %(provider_job_id)s,
+       sub_status = 'submitted', updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'SUBMITTING';
+
+-- name: fenced_mark_rendering
+UPDATE jobs SET state = 'RENDERING', updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')
+   AND provider_job_id IS NOT NULL;
+
+-- name: fenced_record_progress
+UPDATE jobs SET sub_status = %(sub_status)s, progress = %(progress)s, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'RENDERING';
+
+-- name: fenced_mark_downloading
+UPDATE jobs SET state = 'DOWNLOADING', updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'RENDERING';
+
+-- name: fenced_mark_completed
+UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
+       cost = COALESCE(%(cost)s, cost), progress = 1.0, finished_at = %(now)s,
+       updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'DOWNLOADING';
+
+-- name: fenced_set_retry_wait
+UPDATE jobs SET state = 'RETRY_WAIT', run_after = %(run_after)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = CASE WHEN %(keep)s THEN account ELSE NULL END,
+       provider_job_id = CASE WHEN %(keep)s THEN provider_job_id ELSE NULL END,
+       client_token = CASE WHEN %(keep)s THEN client_token ELSE NULL END,
+       sub_status = NULL, progress = NULL, error_class = %(error_class)s,
+       error_label = %(error_label)s, error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token = %(token)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_release_to_queue
+-- Account-level trouble: back without spending the attempt (see the SQLite store's).
+UPDATE jobs SET state = CASE WHEN %(run_after)s > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED' END,
+       run_after = %(run_after)s, attempts = GREATEST(attempts - 1, 0),
+       updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = CASE WHEN provider_job_id IS NULL AND NOT %(keep_submission)s THEN NULL
+                      ELSE account END,
+       client_token = CASE WHEN provider_job_id IS NULL AND NOT %(keep_submission)s
+                           THEN NULL ELSE client_token END,
+       sub_status = NULL, progress = NULL, error_class = %(error_class)s,
+       error_label = %(error_label)s, error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token = %(token)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_mark_failed
+UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       provider_job_id = CASE WHEN %(drop_render)s THEN NULL ELSE provider_job_id END,
+       error_class = %(error_class)s, error_label = %(error_label)s,
+       error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token = %(token)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_park
+UPDATE jobs SET state = 'PARKED', updated_at = %(now)s, sub_status = NULL,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = %(error_class)s, error_label = %(error_label)s,
+       error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND provider_job_id IS NOT NULL
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: front_priority
+SELECT COALESCE(MAX(priority), 0) + 1 FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: set_job_priority
+UPDATE jobs SET priority = %(priority)s, updated_at = %(now)s
+ WHERE id = %(id)s AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: set_batch_priority
+UPDATE jobs SET priority = %(priority)s, updated_at = %(now)s
+ WHERE batch_id = %(batch_id)s AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: set_batch_paused
+UPDATE batches
+   SET settings = CASE WHEN %(paused)s THEN settings || '{"paused": true}'::jsonb
+                       ELSE settings - 'paused' END
+ WHERE id = %(id)s;
+
+-- name: cancel_job
+UPDATE jobs SET state = 'CANCELLED', finished_at = %(now)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL
+ WHERE id = %(id)s AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
+
+-- name: requeue_job
+UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = %(now)s, attempts = 0,
+       run_after = 0,
+       account = CASE WHEN %(keep)s AND provider_job_id IS NOT NULL THEN account END,
+       client_token = CASE WHEN %(keep)s AND provider_job_id IS NOT NULL
+                           THEN client_token END,
+       provider_job_id = CASE WHEN %(keep)s THEN provider_job_id END,
+       sub_status = NULL, progress = NULL,
+       params = CASE WHEN %(seed)s::bigint IS NULL THEN params
+                     ELSE jsonb_set(params, '{seed}', to_jsonb(%(seed)s::bigint)) END
+ WHERE id = %(id)s AND state IN ('FAILED', 'CANCELLED', 'PARKED');
+
+-- name: insert_ledger
+INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+VALUES (%(now)s, %(event)s, %(job_id)s, %(account)s, %(claim_token)s, %(detail)s);
+
+-- name: in_flight_all
+SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ ORDER BY id;
+
+-- name: in_flight_expired
+SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND lease_until < %(now)s
+ ORDER BY id;
+
+-- Recovery's updates name the claim token they saw and, on a shared store (only expired
+-- leases taken over: %(any_lease)s false), the expiry: a lease renewed meanwhile stays put.
+-- name: recover_complete
+UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
+       progress = 1.0, finished_at = %(now)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = NULL, error_label = NULL, error_message = NULL
+ WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND (%(any_lease)s OR lease_until < %(now)s);
+
+-- name: recover_reattach
+UPDATE jobs SET state = %(state)s, claim_token = %(token)s, lease_owner = %(owner)s,
+       lease_until = %(lease_until)s, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND (%(any_lease)s OR lease_until < %(now)s);
+
+-- name: recover_requeue
+UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
+       client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
+ WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND (%(any_lease)s OR lease_until < %(now)s);
+
+-- name: recover_fail
+UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = %(error_class)s, error_label = %(error_label)s,
+       error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND (%(any_lease)s OR lease_until < %(now)s);
+
+-- The jobs table's sort: {key} is one of the job_order_* expressions below, chosen by name
+-- from that list; NULLs first ascending (as SQLite), ties by id, DESC is ASC reversed.
+-- name: job_ids_ordered
+SELECT id FROM jobs ORDER BY {key} {direction} {nulls}, id {direction}
+ LIMIT %(limit)s OFFSET %(offset)s;
+
+-- name: job_order_row
+row_number
+
+-- ASCII-only case folding compared byte by byte: SQLite's NOCASE.
+-- name: job_order_name
+translate(name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') COLLATE "C"
+
+-- name: job_order_prompt
+translate(prompt, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') COLLATE "C"
+
+-- name: job_order_account
+translate(COALESCE(account, provider || ' · any'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+          'abcdefghijklmnopqrstuvwxyz') COLLATE "C"
+
+-- name: job_order_state
+CASE state WHEN 'QUEUED' THEN 0 WHEN 'RETRY_WAIT' THEN 1 WHEN 'CLAIMED' THEN 2
+           WHEN 'SUBMITTING' THEN 3 WHEN 'RENDERING' THEN 4 WHEN 'DOWNLOADING' THEN 5
+           WHEN 'COMPLETED' THEN 6 WHEN 'PARKED' THEN 7 WHEN 'FAILED' THEN 8 ELSE 9 END
+
+-- name: job_order_progress
+progress
+
+-- name: job_order_attempts
+attempts
+
+-- name: job_order_output
+translate(output_path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') COLLATE "C"
+
+-- name: job_order_error
+translate(error_label, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') COLLATE "C"
+
+-- name: completed_jobs
+SELECT * FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
+
+-- name: completed_outputs
+SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
+
+-- name: prune_ledger
+DELETE FROM ledger WHERE at < %(before)s AND event <> 'spend';
+
+-- name: next_retry_at
+SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > %(now)s;
+
+-- name: next_cooldown_at
+SELECT MIN(cooldown_until) FROM accounts WHERE cooldown_until > %(now)s;
+
+-- name: ledger_for_job
+SELECT * FROM ledger WHERE job_id = %(job_id)s ORDER BY seq;
+
+-- name: ledger_all
+SELECT * FROM ledger ORDER BY seq;
+
+-- name: doctor_completed_twice
+SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
+ GROUP BY job_id HAVING COUNT(*) > 1;
+
+-- name: doctor_live_claims
+SELECT id, state, lease_owner FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: doctor_over_capacity
+SELECT a.name, a.capacity, COUNT(j.id) AS live FROM accounts a
+  JOIN jobs j ON j.account = a.name
+   AND j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ GROUP BY a.name, a.capacity HAVING COUNT(j.id) > a.capacity;
+
+-- name: update_batch_settings
+UPDATE batches
+   SET settings = (settings || %(patch)s::jsonb) - ARRAY(
+       SELECT key FROM jsonb_each(%(patch)s::jsonb) WHERE jsonb_typeof(value) = 'null')
+ WHERE id = %(id)s;
+
+-- name: lock_batch
+-- A capped batch's spend is counted under its row lock: two machines claiming for one
+-- batch cannot both pass its cap.
+SELECT id FROM batches WHERE id = %(id)s FOR UPDATE;
+
+-- name: spend_of_batch
+SELECT COALESCE(SUM((l.detail ->> 'usd')::double precision), 0.0)
+  FROM jobs j JOIN ledger l ON l.event = 'spend' AND l.job_id = j.id
+ WHERE j.batch_id = %(batch)s;
+
+-- name: reserved_of_batch
+SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                           THEN (metadata ->> 'price')::double precision END)), 0.0) FROM jobs
+ WHERE batch_id = %(batch)s AND state = 'CLAIMED'
+   AND provider_job_id IS NULL AND client_token IS NULL;
+
+-- name: spend_of_account
+SELECT COALESCE(SUM((detail ->> 'usd')::double precision), 0.0) FROM ledger
+ WHERE at >= %(day_start)s AND event = 'spend' AND account = %(account)s;
+
+-- name: reserved_of_account
+SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                           THEN (metadata ->> 'price')::double precision END)), 0.0) FROM jobs
+ WHERE account = %(account)s AND state = 'CLAIMED'
+   AND provider_job_id IS NULL AND client_token IS NULL;
+
+-- name: spend_candidate
+SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
+       j.metadata -> 'price' AS price, b.settings -> 'max_spend' AS max_spend
+  FROM jobs j JOIN batches b ON b.id = j.batch_id
+ WHERE j.id = %(id)s;
+
+-- name: capped_batches
+SELECT id, settings -> 'max_spend' AS max_spend FROM batches
+ WHERE settings ? 'max_spend' AND jsonb_typeof(settings -> 'max_spend') <> 'null'
+ ORDER BY id;
+
+-- name: waiting_creates_of_batch
+SELECT COUNT(*) FROM jobs
+ WHERE batch_id = %(batch)s AND state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL
+   AND COALESCE((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                           THEN (metadata ->> 'price')::double precision END) > %(room)s, TRUE);
+
+-- name: waiting_creates_of_account
+SELECT COUNT(*) FROM jobs
+ WHERE state IN ('QUEUED', 'RETRY_WAIT') AND provider = %(provider)s
+   AND provider_job_id IS NULL AND client_token IS NULL
+   AND COALESCE((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                           THEN (metadata ->> 'price')::double precision END) > %(room)s, TRUE)
+   AND (pinned_account IS NULL OR pinned_account = %(account)s)
+   AND (account IS NULL OR account = %(account)s);
+
+-- name: register_instance
+INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, %(now)s, %(now)s)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL;
+
+-- name: stop_instance
+UPDATE instances SET stopped_at = %(now)s, live_renders = 0 WHERE id = %(id)s;
+
+-- name: list_instances
+SELECT * FROM instances ORDER BY started_at, id;

@@ -1,0 +1,42 @@
+"""The store tests run on every implementation: SQLite, memory and PostgreSQL (issue 15).
+
+The PostgreSQL param uses the session's throwaway server (tests/pgserver.py), one fresh
+schema per test; without a server it is skipped with the reason (failed when
+REELQUEUE_REQUIRE_POSTGRES=1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.clock import FakeClock
+from reelqueue.store.base import Store
+from reelqueue.store.memory import MemoryStore
+from reelqueue.store.sqlite import SqliteStore
+from tests import pgserver
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    """Every contract test runs once per store implementation."""
+    if request.param == "postgresql":
+        dsn: str = request.getfixturevalue("pg_dsn")
+        from reelqueue.store.postgres import PostgresStore
+
+        schema = pgserver.new_schema_name()
+        opened: Store = PostgresStore.open(dsn, now=clock.now(), schema=schema)
+        try:
+            yield opened
+        finally:
+            opened.close()
+            pgserver.drop_schema(dsn, schema)
+        return
+    if request.param == "sqlite":
+        opened = SqliteStore.open(tmp_path / "journal.sqlite3", now=clock.now())
+    else:
+        opened = MemoryStore()
+    yield opened
+    opened.close()
