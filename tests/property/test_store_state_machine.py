@@ -6,9 +6,11 @@ error paths (retry wait keeping the render or not, release to the queue, fail), 
 user's cancel and retry, instance crashes followed by local recovery (every in-flight
 row is a leftover) or shared recovery (only expired leases), and late writes of workers
 that lost their claim. The same program runs on :class:`SqliteStore` and
-:class:`MemoryStore` at once, and a small model predicts every answer. After each step
-both stores must agree with the model and with each other (that catches drift between
-the two implementations), and DESIGN.md's invariants must hold in both.
+:class:`MemoryStore` at once (and, in :class:`TestStoreStateMachineOnPostgres`, on
+:class:`PostgresStore` as a third, on the session's throwaway server), and a small model
+predicts every answer. After each step every store must agree with the model and with the
+others (that catches drift between the implementations), and DESIGN.md's invariants must
+hold in each.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -37,6 +40,7 @@ from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, Jo
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
+from tests import pgserver
 
 LEASE = 30.0
 SIZE = 1234
@@ -196,7 +200,7 @@ class StoreMachine(RuleBasedStateMachine):
             ids[name] = store.add_jobs(batch.id, specs, now).job_ids
             for account, capacity in zip(names, capacities, strict=True):
                 store.add_account(AccountSpec(account, "mock", capacity), now)
-        assert ids["sqlite"] == ids["memory"]
+        assert all(found == ids["sqlite"] for found in ids.values()), ids
         for job_id, spec in zip(ids["sqlite"], specs, strict=True):
             self.jobs[job_id] = ModelJob(job_id, spec.provider, spec.priority,
                                          spec.pinned_account, max_attempts)
@@ -619,10 +623,11 @@ class StoreMachine(RuleBasedStateMachine):
                 assert seen == want, f"{name}: job {job_id} is {seen}, model {want}"
                 token = None if model.claim is None else self.tokens[model.claim][name].token
                 assert real.claim_token == token, f"{name}: job {job_id} claim token"
-        first, second = rows["sqlite"], rows["memory"]
-        for job_id in first:
-            assert _comparable(first[job_id]) == _comparable(second[job_id]), (
-                f"the stores drifted apart on job {job_id}")
+        first = rows["sqlite"]
+        for name, other in rows.items():
+            for job_id in first:
+                assert _comparable(first[job_id]) == _comparable(other[job_id]), (
+                    f"{name} drifted apart from sqlite on job {job_id}")
 
     @invariant()
     def design_invariants_hold(self) -> None:
@@ -664,7 +669,8 @@ class StoreMachine(RuleBasedStateMachine):
             assert doctor["integrity"] == [], name
         ledgers = [Counter((e.event, e.job_id) for e in s.ledger())
                    for s in self.stores.values()]
-        assert ledgers[0] == ledgers[1], "the two ledgers tell different stories"
+        assert all(ledger == ledgers[0] for ledger in ledgers[1:]), (
+            "the ledgers tell different stories")
 
 
 StoreMachine.TestCase.settings = settings(
@@ -672,3 +678,37 @@ StoreMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestStoreStateMachine = StoreMachine.TestCase
+
+
+class PostgresStoreMachine(StoreMachine):
+    """The same program with :class:`PostgresStore` as a third store (one fresh schema per
+    example on the session's server; ``dsn`` is set by the test class's fixture)."""
+
+    dsn: str | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        from reelqueue.store.postgres import PostgresStore
+
+        assert self.dsn is not None, "the pg_dsn fixture sets the server first"
+        self.schema = pgserver.new_schema_name()
+        self.stores["postgresql"] = PostgresStore.open(self.dsn, now=self.clock.now(),
+                                                       schema=self.schema)
+
+    def teardown(self) -> None:
+        super().teardown()
+        assert self.dsn is not None
+        pgserver.drop_schema(self.dsn, self.schema)
+
+
+class TestStoreStateMachineOnPostgres(PostgresStoreMachine.TestCase):  # type: ignore[misc,valid-type]
+    # Each ``Machine.TestCase`` access makes a new class, so settings go on this one.
+    settings = settings(
+        max_examples=60, stateful_step_count=40, deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+    @pytest.fixture(autouse=True)
+    def _postgres(self, pg_dsn: str) -> None:
+        """Skipped (failed when PostgreSQL is required) without a server."""
+        PostgresStoreMachine.dsn = pg_dsn
