@@ -68,6 +68,14 @@ class Server:
                                *args], capture_output=True, text=True, timeout=timeout,
                               check=False)
 
+    def restart(self) -> subprocess.CompletedProcess[str]:
+        """``pg_ctl restart`` (same port and options). The log file is named again: without
+        it the new server would write to pg_ctl's own output, which a caller reading that
+        output would wait on forever."""
+        assert self.folder is not None
+        return self.ctl("restart", "-m", "fast", "-w", "-t", "60",
+                        "-l", str(self.folder / "server.log"), timeout=90)
+
     def stop(self) -> None:
         if self.folder is None:
             return

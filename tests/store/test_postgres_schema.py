@@ -243,6 +243,39 @@ def test_no_password_in_messages_or_repr(pg_dsn: str) -> None:
         pgserver.drop_schema(pg_dsn, store.schema)
 
 
+def test_the_store_comes_back_after_the_server_restarts(
+    pg_server: pgserver.Server | str, pg_dsn: str, schemas: list[str], tmp_path: Path
+) -> None:
+    """pg_ctl restart under an open store: the pool replaces its dead connections and the
+    next operations work (one may fail as "cannot be reached", never as a bug)."""
+    if not isinstance(pg_server, pgserver.Server) or pg_server.folder is None:
+        pytest.skip("needs the throwaway server (not one given by DSN)")
+    store = PostgresStore.open(pg_dsn, now=1, schema=new_schema(schemas))
+    try:
+        batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), 1)
+        restarted = pg_server.restart()
+        assert restarted.returncode == 0, restarted.stderr
+        try:
+            store.add_jobs(batch.id, make_specs(tmp_path, 2), 2)
+        except JournalError as exc:
+            assert "cannot be reached" in str(exc)
+            store.add_jobs(batch.id, make_specs(tmp_path, 2), 2)
+        assert [j.job_key for j in store.list_jobs()] == ["key-00000", "key-00001"]
+    finally:
+        store.close()
+
+
+def test_no_server_is_a_skip_or_when_required_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(pgserver.REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="need a server: no binaries"):
+        pgserver.unavailable("no binaries")
+    monkeypatch.setenv(pgserver.REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="REELQUEUE_REQUIRE_POSTGRES=1"):
+        pgserver.unavailable("no binaries")
+
+
 def test_dsn_helpers_keep_the_password_out() -> None:
     url = "postgresql://bob:hunter2@db.example:6543/reels?sslmode=verify-full"
     assert describe_dsn(url) == "bob@db.example:6543/reels"
