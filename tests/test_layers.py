@@ -1,5 +1,5 @@
 """The layers of DESIGN.md, checked on the source: dependencies point down, Qt stays in ui/,
-and the front ends (ui/, cli/) never import each other: both go through application/, and
+and the front ends (ui/, cli/, api/) never import each other: both go through application/, and
 only the entry module (``reelqueue/entry.py``, which decides which front end runs) imports
 both."""
 
@@ -35,8 +35,9 @@ ALLOWED: dict[str, set[str]] = {
     # issue 12, after which ui keeps only "application" and "domain".
     "cli": {"application"} | BELOW_FRONT_ENDS,
     "ui": {"application"} | BELOW_FRONT_ENDS,
+    "api": {"application"} | BELOW_FRONT_ENDS,
     # Top-level modules.
-    "entry": {"application", "cli", "ui"},  # the one place that may import both front ends
+    "entry": {"application", "cli", "ui", "api"},  # the one place that may import both front ends
     "__main__": {"entry"},
     "__init__": set(),
     "resources": set(),
@@ -133,6 +134,12 @@ def test_every_layer_and_the_entry_module_are_checked() -> None:
      "imports reelqueue.cli.main"),
     ("ui/planted.py", "from reelqueue.cli.context import CliContext\n",
      "imports reelqueue.cli.context"),
+    ("cli/planted.py", "from reelqueue.api.serve import run_serve\n",
+     "imports reelqueue.api.serve"),
+    ("api/planted.py", "from reelqueue.cli.cmd_run import engine_config\n",
+     "imports reelqueue.cli.cmd_run"),
+    ("application/planted.py", "from reelqueue.api.server import ApiServer\n",
+     "imports reelqueue.api.server"),
     ("application/planted.py", "from reelqueue.ui.session import EngineSession\n",
      "imports reelqueue.ui.session"),
     ("application/planted.py", "from PySide6.QtCore import QObject\n",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reelqueue.application.context import AppContext
+from reelqueue.application.serving import ServeOptions
 
 
 def gui_available() -> bool:
@@ -30,10 +31,18 @@ def open_window(ctx: AppContext, *, start: bool, open_sheet: Path | None = None)
     return int(run_app(ctx, start=start, open_sheet=open_sheet))
 
 
+def serve_api(ctx: AppContext, options: ServeOptions) -> int:
+    """Run the engine and the HTTP API (see :func:`reelqueue.api.serve.run_serve`)."""
+    from reelqueue.api.serve import run_serve
+
+    return run_serve(ctx, options)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from reelqueue.cli.main import main as cli_main
 
-    return cli_main(argv, open_window=open_window if gui_available() else None)
+    return cli_main(argv, open_window=open_window if gui_available() else None,
+                    serve_api=serve_api)
 
 
 if __name__ == "__main__":

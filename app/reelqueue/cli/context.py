@@ -4,6 +4,7 @@ clock, journal) and, when the program has a window, the way to open it.
 Attributes of :class:`CliContext` beyond :class:`~reelqueue.application.context.AppContext`:
     open_window: opens the window on a context (given by :mod:`reelqueue.entry`; None when
         the GUI extra is not installed). The command line never imports the window itself.
+    serve_api: runs the HTTP API (``reelqueue serve``), given by :mod:`reelqueue.entry`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from reelqueue.application.context import (
     default_data_dir,
     default_videos_dir,
 )
+from reelqueue.application.serving import ApiRunner
 
 
 class WindowOpener(Protocol):
@@ -28,6 +30,7 @@ class WindowOpener(Protocol):
 @dataclass
 class CliContext(AppContext):
     open_window: WindowOpener | None = None
+    serve_api: ApiRunner | None = None
 
 
 __all__ = ["APP_NAME", "CliContext", "WindowOpener", "default_data_dir",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from reelqueue import __version__
 from reelqueue.application.logs import setup_logging
+from reelqueue.application.serving import ApiRunner
 from reelqueue.cli.context import CliContext, WindowOpener, default_data_dir, default_videos_dir
 from reelqueue.domain.errors import HINTS, KnownError, ProviderError
 
@@ -62,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_spend.register(sub)
     cmd_accounts.register(sub)
     cmd_selftest.register(sub)
+    from reelqueue.cli import cmd_serve, cmd_tokens
+
+    cmd_serve.register(sub)
+    cmd_tokens.register(sub)
 
     mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
     from reelqueue.mockprovider import cli as mock_cli
@@ -75,7 +80,7 @@ SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")
 
 
 def main(argv: Sequence[str] | None = None, *,
-         open_window: WindowOpener | None = None) -> int:
+         open_window: WindowOpener | None = None, serve_api: ApiRunner | None = None) -> int:
     """Run the command of ``argv``; ``open_window`` opens the window where a command wants
     it (None: headless only; :mod:`reelqueue.entry` gives it when the GUI is installed)."""
     parser = build_parser()
@@ -97,7 +102,8 @@ def main(argv: Sequence[str] | None = None, *,
     data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
     videos_dir = args.videos_dir or default_videos_dir()
     ctx = CliContext(data_dir=data_dir.expanduser().resolve(),
-                     videos_dir=videos_dir.expanduser().resolve(), open_window=open_window)
+                     videos_dir=videos_dir.expanduser().resolve(), open_window=open_window,
+                     serve_api=serve_api)
     if getattr(args, "needs_context", True):
         setup_logging(ctx.data_dir, args.verbose)
     try:
@@ -139,7 +145,7 @@ def _opened_sheet(argv: list[str]) -> Path | None:
 
 
 _COMMANDS = {"run", "demo", "import", "export", "status", "doctor", "retry", "cancel",
-             "accounts", "self-test", "mock-provider"}
+             "accounts", "self-test", "mock-provider", "serve", "tokens"}
 
 
 if __name__ == "__main__":

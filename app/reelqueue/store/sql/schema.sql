@@ -112,3 +112,13 @@ CREATE TRIGGER ledger_append_only BEFORE UPDATE ON ledger
 BEGIN
     SELECT RAISE(ABORT, 'the ledger is append-only');
 END;
+
+-- Tokens of the HTTP API (issue 14): a salted sha256 only; token_id is the token's public part.
+CREATE TABLE api_tokens (
+    name        TEXT PRIMARY KEY,
+    token_id    TEXT NOT NULL UNIQUE,
+    salt        BLOB NOT NULL,
+    digest      BLOB NOT NULL,
+    scope       TEXT NOT NULL CHECK (scope IN ('read', 'submit', 'admin')),
+    created_at  REAL NOT NULL
+);

@@ -1,0 +1,71 @@
+"""Running the engine and the HTTP API together in one headless process (``reelqueue
+serve``), on one asyncio loop, until SIGTERM / SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+from reelqueue.api.server import ApiServer, ApiServices
+from reelqueue.api.tls import ensure_self_signed, fingerprint, server_context
+from reelqueue.application.builtin_mock import builtin_mock
+from reelqueue.application.context import AppContext
+from reelqueue.application.serving import ServeOptions, check_options
+from reelqueue.application.submit import JobSubmitter
+from reelqueue.engine.engine import Engine
+from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.store.base import Store
+from reelqueue.store.journal_reader import JournalReader
+from reelqueue.store.tokens import TokenStore
+
+
+def run_serve(ctx: AppContext, options: ServeOptions) -> int:
+    check_options(options)
+    with ctx.open_store() as store, builtin_mock(store):
+        return asyncio.run(_serve(ctx, store, options))
+
+
+def _key_lookup() -> object:
+    from reelqueue.credentials.keystore import KeyStore
+
+    return KeyStore().get_key
+
+
+async def _serve(ctx: AppContext, store: Store, options: ServeOptions) -> int:
+    ssl_context = None
+    if options.tls:
+        cert, key = ((options.cert, options.key)
+                     if options.cert is not None and options.key is not None
+                     else ensure_self_signed(ctx.data_dir, options.host))
+        ssl_context = server_context(cert, key)
+        ctx.print(f"TLS certificate {cert}")
+        ctx.print(f"SHA-256 fingerprint {fingerprint(cert)}")
+    engine = Engine(store, config=options.engine, key_lookup=_key_lookup())  # type: ignore[arg-type]
+    reader = JournalReader(ctx.journal_path)
+    tokens = TokenStore(ctx.journal_path)
+    submitter = JobSubmitter(engine, reader, ctx.videos_dir, RegistryCatalog(),
+                             options.max_waiting)
+    server = ApiServer(ApiServices(engine, submitter, reader, tokens), options.host,
+                       options.port, ssl_context)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    report = await engine.start(paused=options.paused)
+    ctx.print(report.summary())
+    try:
+        await server.start()
+        scheme = "http" if ssl_context is None else "https"
+        shown = f"[{options.host}]" if ":" in options.host else options.host
+        ctx.print(f"Serving {scheme}://{shown}:{server.port}/v1 (Ctrl+C stops)")
+        await stop.wait()
+    finally:
+        await server.stop()
+        await engine.stop()
+        engine.close_store()
+        reader.close()
+        tokens.close()
+    ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
+    return 0

@@ -1,0 +1,349 @@
+"""The routes of the HTTP API, on aiohttp, running on the engine's asyncio loop.
+
+Every route calls the application layer (submit, the engine's commands) or reads through
+the journal reader; none writes to the store itself. See docs/api.md for the why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, error, middleware, needs
+from reelqueue.api.openapi import openapi_document
+from reelqueue.api.requests import BodyInvalid, parse_job
+from reelqueue.application.submit import (
+    IdempotencyConflict,
+    JobInvalid,
+    JobSubmitter,
+    QueueFull,
+)
+from reelqueue.domain.models import Job
+from reelqueue.domain.states import JobState
+from reelqueue.engine.engine import Engine
+from reelqueue.store.journal_reader import JournalReader
+from reelqueue.store.tokens import TokenInfo, TokenStore
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_PAGE = 500
+MAX_IDEMPOTENCY_KEY = 200
+RETRY_AFTER_SECONDS = 5
+SSE_PAGE = 500
+SSE_IDLE_SECONDS = 1.0
+VIDEO_CHUNK = 256 * 1024
+
+
+@dataclass
+class ApiServices:
+    """What the routes use. Attributes: engine (running), submitter, reader, tokens."""
+
+    engine: Engine
+    submitter: JobSubmitter
+    reader: JournalReader
+    tokens: TokenStore
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id, "batch_id": job.batch_id, "name": job.name, "prompt": job.prompt,
+        "provider": job.provider, "account": job.account or job.pinned_account,
+        "params": job.params, "priority": job.priority, "state": job.state.value,
+        "attempts": job.attempts, "max_attempts": job.max_attempts,
+        "sub_status": job.sub_status, "progress": job.progress,
+        "error": None if job.error_label is None else {
+            "label": job.error_label, "message": job.error_message},
+        "output": None if job.state is not JobState.COMPLETED else {
+            "size": job.output_size, "sha256": job.output_sha256},
+        "cost": job.cost, "created_at": job.created_at, "updated_at": job.updated_at,
+        "finished_at": job.finished_at,
+    }
+
+
+class Routes:
+    def __init__(self, services: ApiServices) -> None:
+        self.s = services
+
+    async def _read_json(self, request: web.Request) -> object:
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise web.HTTPBadRequest(text=json.dumps({"error": f"Malformed JSON: {exc}"}),
+                                     content_type="application/json") from None
+
+    async def health(self, request: web.Request) -> web.Response:
+        engine = self.s.engine
+        try:
+            journal = await asyncio.to_thread(self.s.reader.writable)
+        except Exception:
+            log.warning("health: the journal cannot be read", exc_info=True)
+            journal = "unreadable"
+        return web.json_response({
+            "status": "up" if journal == "writable" else "degraded", "journal": journal,
+            "engine": "paused" if engine.paused else "running",
+            "active_renders": engine.active_workers,
+        })
+
+    async def openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    @needs("submit")
+    async def submit_job(self, request: web.Request) -> web.Response:
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY):
+            return error(422, f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters.")
+        body = await self._read_json(request)
+        try:
+            job_request = parse_job(body)
+        except BodyInvalid as exc:
+            return error(422, "The job is not valid.", fields=exc.problems)
+        client: TokenInfo = request[CLIENT_KEY]
+        try:
+            outcome = await self.s.submitter.submit(job_request, client=client.name,
+                                                   idempotency_key=key)
+        except QueueFull as exc:
+            response = error(429, str(exc), waiting=exc.waiting, limit=exc.limit)
+            response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
+        except IdempotencyConflict as exc:
+            return error(409, str(exc), job_id=exc.job_id)
+        except JobInvalid as exc:
+            return error(422, "The job is not valid.",
+                         fields={e.column: f"{e.message} (accepted: {e.accepted})"
+                                 for e in exc.errors})
+        return web.json_response({"id": outcome.job_id, "replay": outcome.replay},
+                                 status=200 if outcome.replay else 201)
+
+    async def _job(self, request: web.Request) -> Job:
+        try:
+            job_id = int(request.match_info["job_id"])
+        except ValueError:
+            raise web.HTTPNotFound(text='{"error": "No such job."}',
+                                   content_type="application/json") from None
+        store = self.s.engine.store
+        job = await store.call(store.sync.get_job, job_id)
+        if job is None:
+            raise web.HTTPNotFound(text=json.dumps({"error": f"There is no job {job_id}."}),
+                                   content_type="application/json")
+        return job
+
+    @needs("read")
+    async def get_job(self, request: web.Request) -> web.Response:
+        return web.json_response(job_json(await self._job(request)))
+
+    @needs("read")
+    async def list_jobs(self, request: web.Request) -> web.Response:
+        query = request.query
+        try:
+            cursor = int(query.get("cursor", "0"))
+            limit = min(MAX_PAGE, max(1, int(query.get("limit", "100"))))
+            batch = int(query["batch"]) if "batch" in query else None
+        except ValueError:
+            return error(422, "cursor, limit and batch must be whole numbers.")
+        states = [s.upper() for s in query.getall("state", [])]
+        unknown = [s for s in states if s not in JobState.__members__]
+        if unknown:
+            return error(422, f"Unknown state {unknown[0]!r}; known: "
+                              + ", ".join(JobState.__members__))
+        jobs = await asyncio.to_thread(self.s.reader.jobs_after, cursor, limit,
+                                       batch_id=batch, states=states)
+        next_cursor = jobs[-1].id if len(jobs) == limit else None
+        return web.json_response({"jobs": [job_json(j) for j in jobs],
+                                  "next_cursor": next_cursor})
+
+    @needs("admin")
+    async def cancel_job(self, request: web.Request) -> web.Response:
+        job = await self._job(request)
+        changed = await self.s.engine.cancel([job.id])
+        return web.json_response({"id": job.id, "cancelled": job.id in changed})
+
+    @needs("admin")
+    async def retry_job(self, request: web.Request) -> web.Response:
+        job = await self._job(request)
+        changed = await self.s.engine.retry([job.id])
+        return web.json_response({"id": job.id, "requeued": job.id in changed})
+
+    @needs("read")
+    async def video(self, request: web.Request) -> web.StreamResponse:
+        job = await self._job(request)
+        if job.state is not JobState.COMPLETED or not job.output_sha256:
+            return error(409, f"Job {job.id} has no finished video (state {job.state.value}).")
+        path = Path(job.output_path)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return error(410, f"The video of job {job.id} is no longer at {path}.")
+        etag = f'"{job.output_sha256}"'
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
+        start, end = 0, size - 1
+        status = 200
+        wanted = request.headers.get("Range")
+        if wanted and request.headers.get("If-Range", etag) == etag:
+            parsed = _parse_range(wanted, size)
+            if parsed is None:
+                return web.Response(status=416, headers={"Content-Range": f"bytes */{size}"})
+            start, end = parsed
+            status = 206
+        response = web.StreamResponse(status=status, headers={
+            "ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "video/mp4",
+            "Content-Length": str(end - start + 1)})
+        if status == 206:
+            response.headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+        await response.prepare(request)
+        with path.open("rb") as handle:
+            handle.seek(start)
+            left = end - start + 1
+            while left > 0:
+                chunk = await asyncio.to_thread(handle.read, min(VIDEO_CHUNK, left))
+                if not chunk:
+                    break
+                await response.write(chunk)
+                left -= len(chunk)
+        await response.write_eof()
+        return response
+
+    @needs("read")
+    async def accounts(self, request: web.Request) -> web.Response:
+        store = self.s.engine.store
+        accounts = await store.call(store.sync.list_accounts)
+        counts = await store.call(store.sync.counts)
+        return web.json_response({"accounts": [{
+            "name": a.name, "provider": a.provider, "capacity": a.capacity,
+            "live": counts.live_by_account.get(a.name, 0), "enabled": a.enabled,
+            "status": str(a.status.value), "status_detail": a.status_detail,
+            "cooldown_until": a.cooldown_until,
+            "daily_cap": a.settings.get("daily_cap"),
+        } for a in accounts]})
+
+    @needs("read")
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """Server-Sent Events from the ledger: each entry's ``seq`` is its event id, so a
+        client that reconnects with ``Last-Event-ID`` misses nothing and sees nothing twice."""
+        raw = request.headers.get("Last-Event-ID") or request.query.get("after")
+        try:
+            after = int(raw) if raw else await asyncio.to_thread(self.s.reader.last_ledger_seq)
+        except ValueError:
+            return error(422, "Last-Event-ID must be an event id (a whole number).")
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        woken = asyncio.Event()
+        unsubscribe = self.s.engine.bus.subscribe(lambda _event: woken.set())
+        try:
+            await response.write(b": connected\n\n")
+            while True:
+                entries = await asyncio.to_thread(self.s.reader.ledger_after, after, SSE_PAGE)
+                for entry in entries:
+                    data = json.dumps({"seq": entry.seq, "at": entry.at, "event": entry.event,
+                                       "job_id": entry.job_id, "account": entry.account,
+                                       "detail": entry.detail}, default=str)
+                    await response.write(
+                        f"id: {entry.seq}\nevent: {entry.event}\ndata: {data}\n\n".encode())
+                    after = entry.seq
+                if len(entries) == SSE_PAGE:
+                    continue
+                woken.clear()
+                try:
+                    await asyncio.wait_for(woken.wait(), SSE_IDLE_SECONDS)
+                except TimeoutError:
+                    await response.write(b": keep-alive\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            unsubscribe()
+        return response
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None:
+    unit, _, spec = header.partition("=")
+    if unit.strip() != "bytes" or "," in spec or size == 0:
+        return None
+    first, _, last = spec.strip().partition("-")
+    try:
+        if first == "":
+            length = int(last)
+            if length <= 0:
+                return None
+            return max(0, size - length), size - 1
+        start = int(first)
+        end = int(last) if last else size - 1
+    except ValueError:
+        return None
+    if start > end or start >= size:
+        return None
+    return start, min(end, size - 1)
+
+
+def build_app(services: ApiServices) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES,
+                          middlewares=[middleware(services.tokens, FailureThrottle()),
+                                       _json_errors])
+    routes = Routes(services)
+    app.router.add_get("/v1/health", routes.health)
+    app.router.add_get("/v1/openapi.json", routes.openapi)
+    app.router.add_post("/v1/jobs", routes.submit_job)
+    app.router.add_get("/v1/jobs", routes.list_jobs)
+    app.router.add_get("/v1/jobs/{job_id}", routes.get_job)
+    app.router.add_post("/v1/jobs/{job_id}/cancel", routes.cancel_job)
+    app.router.add_post("/v1/jobs/{job_id}/retry", routes.retry_job)
+    app.router.add_get("/v1/jobs/{job_id}/video", routes.video)
+    app.router.add_get("/v1/accounts", routes.accounts)
+    app.router.add_get("/v1/events", routes.events)
+    return app
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """aiohttp's own HTTP errors (413, 405, 404...) as JSON; a bug is a logged 500."""
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json":
+            raise
+        return error(exc.status, exc.reason)
+    except Exception:
+        log.exception("API request %s %s failed", request.method, request.path)
+        return error(500, "Internal error; details are in the server's log.")
+
+
+class ApiServer:
+    """An aiohttp site on the running loop. Attributes: host, port (the bound port)."""
+
+    def __init__(self, services: ApiServices, host: str, port: int,
+                 ssl_context: ssl.SSLContext | None) -> None:
+        self.host = host
+        self.port = port
+        self._app = build_app(services)
+        self._ssl = ssl_context
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl,
+                           backlog=512)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets: Any = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+

@@ -1,0 +1,44 @@
+"""``reelqueue serve``: the engine and the HTTP API in one headless process (issue 14).
+
+Binds to loopback by default; TLS always (a self-signed certificate is made in the data
+folder on first start and its SHA-256 fingerprint printed, for clients to pin), except
+``--no-tls``, which only a loopback address may use. The server itself is the ``api``
+front end, reached through the runner :mod:`reelqueue.entry` puts in the context.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
+from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    serve = sub.add_parser("serve", help="run the engine and the HTTP API (docs/api.md)")
+    serve.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                       help=f"address to bind (default {DEFAULT_LISTEN}; port 0: any free)")
+    serve.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate")
+    serve.add_argument("--tls-key", type=Path, default=None, help="PEM private key")
+    serve.add_argument("--no-tls", action="store_true",
+                       help="plain HTTP (refused for a non-loopback address)")
+    serve.add_argument("--max-waiting", type=int, default=DEFAULT_MAX_WAITING, metavar="N",
+                       help="submits get 429 while this many jobs wait (default "
+                            f"{DEFAULT_MAX_WAITING}, as import)")
+    serve.add_argument("--paused", action="store_true", help="start with the pump paused")
+    add_engine_arguments(serve)
+    serve.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, ctx: CliContext) -> int:
+    host, port = parse_listen(args.listen)
+    options = ServeOptions(host=host, port=port, tls=not args.no_tls, cert=args.tls_cert,
+                           key=args.tls_key, max_waiting=args.max_waiting,
+                           paused=args.paused, engine=engine_config(args))
+    if ctx.serve_api is None:
+        raise InputError("This build of ReelQueue has no HTTP API.")
+    return ctx.serve_api(ctx, options)

@@ -1,0 +1,112 @@
+"""Tokens of the HTTP API, kept in the journal's ``api_tokens`` table (schema 5).
+
+A token reads ``rq_<id>_<secret>``: ``id`` (public, 8 bytes of hex) finds the row by its
+index; the row holds a per-token random salt and ``sha256(salt + secret)``, compared with
+:func:`hmac.compare_digest`. A fast hash is enough here: the secret is 32 random bytes
+(``secrets.token_urlsafe(32)``), so there is no dictionary to guess from and a slow hash
+(scrypt) would only cost every request its milliseconds. The token itself is returned once,
+by :meth:`TokenStore.add`, and stored nowhere.
+
+The table is reached through its own connection (WAL: readers never wait on the engine's
+writes), so ``reelqueue tokens revoke`` in another process takes effect at the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.domain.errors import InputError
+
+SCOPES = ("read", "submit", "admin")
+"""Each scope includes the ones before it: submit can read, admin can do everything."""
+
+TOKEN_PREFIX = "rq_"
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """Attributes:
+    name: the client's name, chosen by the user.
+    scope: one of :data:`SCOPES`.
+    created_at: epoch seconds.
+    """
+
+    name: str
+    scope: str
+    created_at: float
+
+    def allows(self, needed: str) -> bool:
+        return SCOPES.index(self.scope) >= SCOPES.index(needed)
+
+
+def _digest(salt: bytes, secret: str) -> bytes:
+    return hashlib.sha256(salt + secret.encode("utf-8")).digest()
+
+
+class TokenStore:
+    """The API tokens of one journal (the journal must exist at schema 5 or later)."""
+
+    def __init__(self, journal: Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self._db = sqlite3.connect(str(journal), isolation_level=None,
+                                   timeout=busy_timeout_ms / 1000, check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def add(self, name: str, scope: str, now: float) -> str:
+        """Store a new token for ``name``; returns the token (the only time it exists)."""
+        name = name.strip()
+        if not name or len(name) > 100:
+            raise InputError("A token's name must be 1 to 100 characters.")
+        if scope not in SCOPES:
+            raise InputError(f"Unknown scope {scope!r}: use one of {', '.join(SCOPES)}.")
+        token_id = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        salt = secrets.token_bytes(16)
+        with self._lock:
+            try:
+                self._db.execute(
+                    "INSERT INTO api_tokens (name, token_id, salt, digest, scope, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (name, token_id, salt, _digest(salt, secret), scope, now))
+            except sqlite3.IntegrityError as exc:
+                raise InputError(f"There is already a token named {name!r}; revoke it "
+                                 "first or choose another name.") from exc
+        return f"{TOKEN_PREFIX}{token_id}_{secret}"
+
+    def revoke(self, name: str) -> bool:
+        with self._lock:
+            cursor = self._db.execute("DELETE FROM api_tokens WHERE name = ?", (name,))
+        return cursor.rowcount > 0
+
+    def list(self) -> list[TokenInfo]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT name, scope, created_at FROM api_tokens ORDER BY name").fetchall()
+        return [TokenInfo(name, scope, created) for name, scope, created in rows]
+
+    def verify(self, token: str) -> TokenInfo | None:
+        """The token's owner, or None for a malformed, unknown or revoked token."""
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        token_id, sep, secret = token[len(TOKEN_PREFIX):].partition("_")
+        if not sep or len(token_id) != 16 or not secret:
+            return None
+        with self._lock:
+            row = self._db.execute(
+                "SELECT name, salt, digest, scope, created_at FROM api_tokens"
+                " WHERE token_id = ?", (token_id,)).fetchone()
+        if row is None:
+            return None
+        name, salt, digest, scope, created = row
+        if not hmac.compare_digest(_digest(salt, secret), digest):
+            return None
+        return TokenInfo(name, scope, created)
