@@ -133,7 +133,7 @@ class Routes:
             raise web.HTTPNotFound(text='{"error": "No such job."}',
                                    content_type="application/json") from None
         store = self.s.engine.store
-        job = await store.call(store.sync.get_job, job_id)
+        job = await store.get_job(job_id)
         if job is None:
             raise web.HTTPNotFound(text=json.dumps({"error": f"There is no job {job_id}."}),
                                    content_type="application/json")
@@ -218,8 +218,8 @@ class Routes:
     @needs("read")
     async def accounts(self, request: web.Request) -> web.Response:
         store = self.s.engine.store
-        accounts = await store.call(store.sync.list_accounts)
-        counts = await store.call(store.sync.counts)
+        accounts = await store.list_accounts()
+        counts = await store.counts()
         return web.json_response({"accounts": [{
             "name": a.name, "provider": a.provider, "capacity": a.capacity,
             "live": counts.live_by_account.get(a.name, 0), "enabled": a.enabled,
