@@ -15,7 +15,6 @@ import os
 import socket
 import sqlite3
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile

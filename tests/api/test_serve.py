@@ -159,3 +159,41 @@ def test_bad_input_is_a_4xx_with_a_message_and_writes_nothing(
     assert cases["unknown field"].json()["fields"] == {"colour": "unknown field"}
     assert "out of range" in cases["bad duration"].json()["fields"]["duration"]
     assert after == before
+
+
+def test_batches_upload_a_sheet_or_a_json_list_with_the_imports_rules(
+        folders: tuple[Path, Path]) -> None:
+    data, videos = folders
+    token = make_token(data, "script", "submit")
+    rows = [{"prompt": "a red kite", "name": "kite"},
+            {"prompt": "a blue boat", "params": {"duration": 4}},
+            {"prompt": "too long", "params": {"duration": 999}}]
+    sheet = b"prompt,duration\nsunrise over hills,5\nrain on glass,6\n"
+    with ServeProcess(data, videos, "--paused") as server, server.client(token) as client:
+        before = _ledger_size(data)
+        dry = client.post("/v1/batches?dry_run=1&filename=shots.csv", content=sheet,
+                          headers={"Content-Type": "text/csv"})
+        assert _ledger_size(data) == before  # a dry run writes nothing
+        first = client.post("/v1/batches?name=kites", json=rows)
+        again = client.post("/v1/batches?name=kites", json=rows)
+        uploaded = client.post("/v1/batches?filename=shots.csv", content=sheet,
+                               headers={"Content-Type": "text/csv"})
+        nameless = client.post("/v1/batches", content=sheet,
+                               headers={"Content-Type": "text/csv"})
+        not_a_list = client.post("/v1/batches", json={"prompt": "x"})
+        listed = client.get("/v1/jobs").json()["jobs"]
+    assert dry.status_code == 200 and dry.json()["would_add"] == 2
+    assert [p["prompt"] for p in dry.json()["preview"]] == ["sunrise over hills",
+                                                           "rain on glass"]
+    assert first.status_code == 201, first.text
+    assert (first.json()["added"], first.json()["already_present"]) == (2, 0)
+    assert [(r["row"], r["column"]) for r in first.json()["refused_rows"]] == [
+        (4, "duration")]
+    assert again.status_code == 200
+    assert (again.json()["added"], again.json()["already_present"]) == (0, 2)
+    assert uploaded.status_code == 201 and uploaded.json()["added"] == 2
+    assert uploaded.json()["batch_id"] != first.json()["batch_id"]
+    assert nameless.status_code == 422 and "filename" in nameless.json()["error"]
+    assert not_a_list.status_code == 422
+    assert len(listed) == 4
+    assert not list((data / "uploads").iterdir())  # uploads are deleted after the import

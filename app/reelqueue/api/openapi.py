@@ -72,6 +72,14 @@ def openapi_document() -> dict[str, Any]:
                     for n, t in (("cursor", "integer"), ("limit", "integer"),
                                  ("batch", "integer"), ("state", "string"))]),
             },
+            "/v1/batches": {"post": _op(
+                "Import a batch: a spreadsheet (?filename=) or a JSON list of jobs", "submit",
+                {"201": "{batch_id, added, already_present, refused_rows, estimate}",
+                 "200": "dry run (?dry_run=1): {preview, would_add, estimate} / nothing new",
+                 "413": "over 100 MiB", "422": "refused (row errors or unusable file)",
+                 "429": "the rows would pass the queue limit; nothing written"},
+                parameters=[{"name": n, "in": "query", "schema": {"type": "string"}}
+                            for n in ("filename", "name", "provider", "dry_run")])},
             "/v1/jobs/{job_id}": {"get": _op("One job", "read", {"200": "job", "404": "none"},
                                              parameters=[JOB_ID])},
             "/v1/jobs/{job_id}/cancel": {"post": _op("Cancel a job", "admin", {

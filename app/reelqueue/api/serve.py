@@ -46,7 +46,9 @@ async def _serve(ctx: AppContext, store: Store, options: ServeOptions) -> int:
     tokens = TokenStore(ctx.journal_path)
     submitter = JobSubmitter(engine, reader, ctx.videos_dir, RegistryCatalog(),
                              options.max_waiting)
-    server = ApiServer(ApiServices(engine, submitter, reader, tokens), options.host,
+    services = ApiServices(engine, submitter, reader, tokens,
+                           upload_root=ctx.data_dir / "uploads")
+    server = ApiServer(services, options.host,
                        options.port, ssl_context)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

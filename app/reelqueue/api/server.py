@@ -19,21 +19,26 @@ from aiohttp import web
 from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, error, middleware, needs
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.requests import BodyInvalid, parse_job
+from reelqueue.application.batch_upload import json_rows_as_csv, upload_batch
 from reelqueue.application.submit import (
     IdempotencyConflict,
     JobInvalid,
     JobSubmitter,
     QueueFull,
 )
+from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
 from reelqueue.engine.engine import Engine
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
 from reelqueue.store.journal_reader import JournalReader
 from reelqueue.store.tokens import TokenInfo, TokenStore
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+"""An uploaded sheet: the import's own default file limit."""
 MAX_PAGE = 500
 MAX_IDEMPOTENCY_KEY = 200
 RETRY_AFTER_SECONDS = 5
@@ -44,12 +49,14 @@ VIDEO_CHUNK = 256 * 1024
 
 @dataclass
 class ApiServices:
-    """What the routes use. Attributes: engine (running), submitter, reader, tokens."""
+    """What the routes use. Attributes: engine (running), submitter, reader, tokens,
+    upload_root (a private folder where an uploaded sheet lives while it is imported)."""
 
     engine: Engine
     submitter: JobSubmitter
     reader: JournalReader
     tokens: TokenStore
+    upload_root: Path | None = None
 
 
 def job_json(job: Job) -> dict[str, Any]:
@@ -138,6 +145,66 @@ class Routes:
             raise web.HTTPNotFound(text=json.dumps({"error": f"There is no job {job_id}."}),
                                    content_type="application/json")
         return job
+
+    @needs("submit")
+    async def upload_batch(self, request: web.Request) -> web.Response:
+        """A spreadsheet (``?filename=prompts.xlsx``, the file as the body) or a JSON list
+        of jobs; ``?dry_run=1`` plans only; ``?name=`` the batch, ``?provider=`` the
+        default provider. The import's rules, keys and queue limit apply."""
+        query = request.query
+        dry_run = query.get("dry_run", "") in ("1", "true", "yes")
+        name = query.get("name") or None
+        try:
+            data = await _read_limited(request, MAX_UPLOAD_BYTES)
+            if request.content_type == "application/json":
+                try:
+                    rows = json.loads(data)
+                except (ValueError, UnicodeDecodeError) as exc:
+                    return error(400, f"Malformed JSON: {exc}")
+                content = json_rows_as_csv(rows)
+                file_name = f"{name or 'api-batch'}.csv"
+            else:
+                content = data
+                file_name = query.get("filename", "")
+                if not file_name:
+                    return error(422, "Name the upload: ?filename=prompts.xlsx (or send a "
+                                      "JSON list with Content-Type: application/json).")
+            submitter = self.s.submitter
+            options = ImportOptions(
+                provider=(query.get("provider") or "mock").lower(),
+                output_root=submitter.videos_dir, batch_name=name,
+                max_waiting=submitter.max_waiting or DEFAULT_MAX_WAITING)
+            upload_root = self.s.upload_root or submitter.videos_dir / ".uploads"
+            outcome = await upload_batch(self.s.engine, self.s.reader, upload_root, content,
+                                         file_name, options, dry_run=dry_run)
+        except QueueFull as exc:
+            response = error(429, str(exc), waiting=exc.waiting, limit=exc.limit)
+            response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
+        except InputError as exc:
+            return error(422, str(exc))
+        plan = outcome.plan
+        body: dict[str, Any] = {
+            "batch_name": plan.batch.name,
+            "refused_rows": [{"row": e.row_number, "column": e.column, "message": e.message,
+                              "accepted": e.accepted} for e in outcome.errors],
+            "estimate": {"total_usd": plan.estimate.total_usd,
+                         "jobs": plan.estimate.jobs,
+                         "unpriced_jobs": plan.estimate.unpriced_jobs},
+        }
+        if outcome.result is None:
+            body.update(dry_run=dry_run, would_add=len(plan.new_jobs),
+                        already_present=plan.already_present,
+                        preview=[{"row": p.row_number, "name": p.name, "prompt": p.prompt,
+                                  "provider": p.provider, "params": p.params,
+                                  "file_name": p.file_name,
+                                  "already_present": p.already_present}
+                                 for p in plan.preview(20)])
+            return web.json_response(body, status=200 if dry_run else 422)
+        result = outcome.result
+        body.update(batch_id=result.batch_id, added=result.added,
+                    already_present=result.already_present)
+        return web.json_response(body, status=201 if result.added else 200)
 
     @needs("read")
     async def get_job(self, request: web.Request) -> web.Response:
@@ -267,6 +334,20 @@ class Routes:
         return response
 
 
+async def _read_limited(request: web.Request, limit: int) -> bytes:
+    """The body, refused (413) past ``limit`` bytes before more is read."""
+    if request.content_length is not None and request.content_length > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     unit, _, spec = header.partition("=")
     if unit.strip() != "bytes" or "," in spec or size == 0:
@@ -296,6 +377,7 @@ def build_app(services: ApiServices) -> web.Application:
     app.router.add_get("/v1/openapi.json", routes.openapi)
     app.router.add_post("/v1/jobs", routes.submit_job)
     app.router.add_get("/v1/jobs", routes.list_jobs)
+    app.router.add_post("/v1/batches", routes.upload_batch)
     app.router.add_get("/v1/jobs/{job_id}", routes.get_job)
     app.router.add_post("/v1/jobs/{job_id}/cancel", routes.cancel_job)
     app.router.add_post("/v1/jobs/{job_id}/retry", routes.retry_job)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reelqueue.domain.models import Job, LedgerEntry
@@ -35,6 +35,19 @@ class JournalReader:
             row = self._db.execute("SELECT * FROM jobs WHERE job_key = ?",
                                    (job_key,)).fetchone()
         return None if row is None else job_from_row(row)
+
+    def existing_keys(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` the journal has (500 at a time)."""
+        wanted = list(keys)
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                rows = self._db.execute(
+                    f"SELECT job_key FROM jobs WHERE job_key IN ({', '.join('?' * len(chunk))})",
+                    chunk).fetchall()
+                found.update(row[0] for row in rows)
+        return found
 
     def jobs_after(self, after_id: int, limit: int, *, batch_id: int | None = None,
                    states: Sequence[str] = ()) -> list[Job]:
