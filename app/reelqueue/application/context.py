@@ -6,6 +6,9 @@ Attributes of :class:`AppContext`:
     videos_dir: the root under which each batch gets its own folder of videos.
     out: where the command prints (stdout, or a buffer in tests).
     clock: the injected clock.
+    store_url: the team journal (``postgresql://…``, issue 15) instead of the local
+        SQLite journal; None for the local one. The data folder stays this machine's
+        (lock, logs, keys, videos) either way.
 """
 
 from __future__ import annotations
@@ -39,10 +42,16 @@ class AppContext:
     videos_dir: Path
     out: TextIO = field(default_factory=lambda: sys.stdout)
     clock: Clock = field(default_factory=SystemClock)
+    store_url: str | None = None
 
     @property
     def journal_path(self) -> Path:
         return self.data_dir / "journal.sqlite3"
+
+    @property
+    def has_journal(self) -> bool:
+        """Whether there is a journal to read (a team database always counts as one)."""
+        return self.store_url is not None or self.journal_path.exists()
 
     @contextmanager
     def open_store(self, *, lock: bool = True) -> Iterator[Store]:
@@ -59,7 +68,14 @@ class AppContext:
         if held is not None:
             held.acquire()
         try:
-            store = SqliteStore.open(self.journal_path, now=self.clock.now())
+            store: Store
+            if self.store_url is not None:
+                from reelqueue.application.team import keyring_lookup, open_team_store
+
+                store = open_team_store(self.store_url, now=self.clock.now(),
+                                        key_lookup=keyring_lookup())
+            else:
+                store = SqliteStore.open(self.journal_path, now=self.clock.now())
             try:
                 yield store
             finally:

@@ -182,7 +182,7 @@ def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _plan_without_writing(ctx: CliContext, path: Path, options: ImportOptions) -> ImportPlan:
     """A plan that knows what the journal holds, if there is a journal; creates none."""
-    if not ctx.journal_path.exists():
+    if not ctx.has_journal:
         return plan_import(path, options, now=ctx.clock.now())
     with ctx.open_store(lock=False) as store:
         options = with_saved_overrides(store, path, options)

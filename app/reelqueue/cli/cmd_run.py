@@ -86,7 +86,12 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.open_store() as store:
         if args.sheet is not None:
             import_sheet(ctx, store, args)
-        result = drive(ctx, store, engine_config(args), budget=args.budget_seconds,
+        config = engine_config(args)
+        if ctx.store_url is not None:  # a team database: take over expired leases only
+            from reelqueue.application.team import team_config
+
+            config = team_config(config)
+        result = drive(ctx, store, config, budget=args.budget_seconds,
                        progress=not args.no_progress)
         return finish(ctx, store, result)
 

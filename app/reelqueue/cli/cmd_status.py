@@ -62,7 +62,7 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
 
 
 def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
-    if not ctx.journal_path.exists():
+    if not ctx.has_journal:
         ctx.print(f"No journal yet in {ctx.data_dir}.")
         return 0
     with _open_read(ctx) as store:
@@ -111,7 +111,7 @@ def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
 
 
 def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
-    if not ctx.journal_path.exists():
+    if not ctx.has_journal:
         ctx.print(f"No journal in {ctx.data_dir}; nothing to check.")
         return 0
     # If another ReelQueue holds the folder, its live claims are legitimate.
@@ -120,7 +120,8 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     lock = DataDirLock(ctx.data_dir)
     try:
         lock.acquire()
-        alive = False
+        # A team database: other machines' live claims are legitimate too.
+        alive = ctx.store_url is not None
     except DataDirLocked:
         alive = True
     try:

@@ -36,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="journal, lock and logs (default: the user data folder)")
     parser.add_argument("--videos-dir", type=Path, default=None,
                         help="where batch folders of videos go (default: Videos/ReelQueue)")
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="the team journal on PostgreSQL (postgresql://user@host/db, "
+                             "no password in it; default: $REELQUEUE_STORE, else the local "
+                             "journal in the data folder)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -67,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd_serve.register(sub)
     cmd_tokens.register(sub)
+    from reelqueue.cli import cmd_migrate, cmd_worker
+
+    cmd_worker.register(sub)
+    cmd_migrate.register(sub)
 
     mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
     from reelqueue.mockprovider import cli as mock_cli
@@ -101,9 +109,10 @@ def main(argv: Sequence[str] | None = None, *,
         return open_window_or_help(args, parser, open_window=open_window)
     data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
     videos_dir = args.videos_dir or default_videos_dir()
+    store_url = args.store or os.environ.get("REELQUEUE_STORE") or None
     ctx = CliContext(data_dir=data_dir.expanduser().resolve(),
                      videos_dir=videos_dir.expanduser().resolve(), open_window=open_window,
-                     serve_api=serve_api)
+                     serve_api=serve_api, store_url=store_url)
     if getattr(args, "needs_context", True):
         setup_logging(ctx.data_dir, args.verbose)
     try:
@@ -132,7 +141,7 @@ def _opened_sheet(argv: list[str]) -> Path | None:
     for arg in argv:
         if takes_value:
             takes_value = False
-        elif arg in ("--data-dir", "--videos-dir"):
+        elif arg in ("--data-dir", "--videos-dir", "--store"):
             takes_value = True
         elif not arg.startswith("-"):
             positional.append(arg)
@@ -145,7 +154,8 @@ def _opened_sheet(argv: list[str]) -> Path | None:
 
 
 _COMMANDS = {"run", "demo", "import", "export", "status", "doctor", "retry", "cancel",
-             "accounts", "self-test", "mock-provider", "serve", "tokens"}
+             "accounts", "self-test", "mock-provider", "serve", "tokens", "worker",
+             "migrate-to", "store-password"}
 
 
 if __name__ == "__main__":

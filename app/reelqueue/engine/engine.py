@@ -413,6 +413,9 @@ class Engine:
             needs = registry.get(account.provider).requires_key
         except KnownError:
             return True  # not a key problem: the account is unusable (unknown provider)
+        # On a shared store an account naming a key is only used where that key is
+        # (issue 15: "key not on this machine"), also for a provider that needs none.
+        needs = needs or bool(self.config.shared_store and account.key_ref)
         return not needs or bool(account.key_ref and self._key_lookup(account.key_ref))
 
     # -- the pump ----------------------------------------------------------------------
@@ -489,8 +492,9 @@ class Engine:
         except KnownError:
             return None
         key = self._key_lookup(account.key_ref) if account.key_ref else None
-        if info.requires_key and not key:
-            return None
+        if not key and (info.requires_key
+                        or (self.config.shared_store and account.key_ref)):
+            return None  # "key not on this machine": never claimed here
         try:
             base_url = account.base_url or info.default_base_url
             if base_url:

@@ -1,0 +1,174 @@
+"""The team queue (issue 15): opening the shared PostgreSQL journal and running a worker.
+
+- :func:`open_team_store` opens ``--store postgresql://…`` (or ``REELQUEUE_STORE``). The
+  database password never travels in the address: it comes from the OS keyring (saved with
+  ``reelqueue store-password URL``, under :func:`database_key_ref`) or from libpq's own
+  pgpass file (``~/.pgpass`` or ``PGPASSFILE``). Every other part of the address
+  (``sslmode=verify-full``, ``sslrootcert=…``, ``connect_timeout``…) goes to libpq as it is.
+- :func:`run_worker` runs the engine headless on a shared store until told to stop: it
+  says hello in the instances registry, renders for the accounts whose key this machine
+  holds (the others are "key not on this machine" and never claimed), takes over expired
+  leases of dead instances on its heartbeat, and on stop leaves its renders in flight for
+  whoever picks them up (an orderly stop, as ``run`` does on Ctrl+C), then says goodbye.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from reelqueue import __version__
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import Account
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
+from reelqueue.engine.events import Event
+from reelqueue.providers import registry
+
+if TYPE_CHECKING:
+    from reelqueue.store.postgres import PostgresStore
+
+log = logging.getLogger(__name__)
+
+STORE_ENV = "REELQUEUE_STORE"
+TEAM_SCHEMES = ("postgresql://", "postgres://")
+
+KeyLookup = Callable[[str], "str | None"]
+
+
+def is_team_url(url: str) -> bool:
+    return url.lower().startswith(TEAM_SCHEMES)
+
+
+def check_team_url(url: str) -> str:
+    """``url`` when it names a PostgreSQL database without a password; InputError else."""
+    from reelqueue.store.postgres_support import describe_dsn, dsn_password
+
+    if not is_team_url(url):
+        raise InputError("--store takes a PostgreSQL address such as "
+                         "postgresql://user@host:5432/reelqueue?sslmode=verify-full.")
+    if dsn_password(url):
+        raise InputError(
+            f"The address of {describe_dsn(url)} carries a password; leave it out (it would "
+            "show in the process list and in shell history). Save it once with "
+            "'reelqueue store-password URL' (OS keyring) or in a pgpass file.")
+    return url
+
+
+def database_key_ref(url: str) -> str:
+    """The keyring reference of the database password: ``database:user@host:port/db``."""
+    from reelqueue.store.postgres_support import describe_dsn
+
+    return f"database:{describe_dsn(url)}"
+
+
+def connection_string(url: str, password: str | None) -> str:
+    """``url`` with ``password`` added as a connection parameter (libpq reads a pgpass
+    file itself when there is none)."""
+    from psycopg import conninfo
+
+    return conninfo.make_conninfo(url, password=password) if password else url
+
+
+def open_team_store(url: str, *, now: float, key_lookup: KeyLookup | None = None,
+                    schema: str | None = None) -> PostgresStore:
+    """Open the team journal at ``url`` (JournalError, password-free, when it cannot)."""
+    from reelqueue.store.postgres import PostgresStore
+
+    check_team_url(url)
+    password = key_lookup(database_key_ref(url)) if key_lookup is not None else None
+    return PostgresStore.open(connection_string(url, password), now=now, schema=schema)
+
+
+def keyring_lookup() -> KeyLookup:
+    """Reads from the OS keyring; a keyring that cannot answer reads as "no key"."""
+    from reelqueue.credentials.keystore import KeyStore
+    from reelqueue.domain.errors import KeyringUnavailable
+
+    keys = KeyStore()
+
+    def lookup(ref: str) -> str | None:
+        try:
+            return keys.get_key(ref)
+        except KeyringUnavailable as exc:
+            log.info("keyring unavailable: %s", exc)
+            return None
+
+    return lookup
+
+
+@dataclass(frozen=True)
+class AccountAvailability:
+    """Whether this machine can render for one account of the team."""
+
+    name: str
+    provider: str
+    usable: bool
+    reason: str = ""
+
+
+def key_availability(accounts: list[Account], key_lookup: KeyLookup) -> list[AccountAvailability]:
+    """Which accounts this machine renders for: those whose key its keyring holds (or
+    whose provider needs none and names no key)."""
+    out = []
+    for account in accounts:
+        try:
+            needs = registry.get(account.provider).requires_key or bool(account.key_ref)
+        except Exception:  # an unknown provider: not a key question
+            out.append(AccountAvailability(account.name, account.provider, False,
+                                           "provider not known to this version"))
+            continue
+        if needs and not (account.key_ref and key_lookup(account.key_ref)):
+            out.append(AccountAvailability(account.name, account.provider, False,
+                                           "key not on this machine"))
+        else:
+            out.append(AccountAvailability(account.name, account.provider, True))
+    return out
+
+
+def team_config(config: EngineConfig) -> EngineConfig:
+    """``config`` for a shared store: take over expired leases only."""
+    return replace(config, shared_store=True)
+
+
+async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: KeyLookup,
+                     stop: asyncio.Event, on_event: Callable[[Event], None] | None = None,
+                     on_started: Callable[[Engine], None] | None = None,
+                     instance_id: str | None = None) -> Engine:
+    """Run an engine on the team store until ``stop`` is set; returns the stopped engine.
+
+    The engine's start-up recovery takes over only expired leases (``shared_store``);
+    renders in flight at the stop stay claimed by this instance until their lease runs
+    out, then any instance reattaches them by provider job id.
+    """
+    engine = Engine(store, config=team_config(config), key_lookup=key_lookup,
+                    instance_id=instance_id)
+    if on_event is not None:
+        engine.bus.subscribe(on_event)
+    now = engine.clock.now()
+    await engine.store.call(store.register_instance, engine.instance_id,
+                            host=socket.gethostname(), pid=os.getpid(),
+                            version=__version__, now=now)
+    try:
+        await engine.start()
+        if on_started is not None:
+            on_started(engine)
+        await stop.wait()
+    finally:
+        await engine.stop()
+        try:
+            await engine.store.call(store.stop_instance, engine.instance_id,
+                                    engine.clock.now())
+        finally:
+            engine.close_store()
+    return engine
+
+
+__all__ = ["STORE_ENV", "AccountAvailability", "check_team_url", "connection_string",
+           "database_key_ref", "is_team_url", "key_availability", "keyring_lookup",
+           "open_team_store", "run_worker", "team_config"]

@@ -1,0 +1,37 @@
+"""``reelqueue migrate-to URL``: copy this machine's journal into an empty team database."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    migrate = sub.add_parser(
+        "migrate-to", help="copy the local journal into an EMPTY PostgreSQL database")
+    migrate.add_argument("url", help="postgresql://user@host:port/db (no password in it)")
+    migrate.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, ctx: CliContext) -> int:
+    from reelqueue.application.migrate import copy_journal
+    from reelqueue.application.team import keyring_lookup, open_team_store
+    from reelqueue.store.sqlite import SqliteStore
+
+    if not ctx.journal_path.exists():
+        raise InputError(f"There is no journal in {ctx.data_dir} to copy.")
+    # The local journal is opened (migrated to the current schema, its folder locked so
+    # nothing writes it meanwhile), then read row for row.
+    with replace(ctx, store_url=None).open_store() as source:
+        assert isinstance(source, SqliteStore)
+        target = open_team_store(args.url, now=ctx.clock.now(), key_lookup=keyring_lookup())
+        try:
+            copied = copy_journal(ctx.journal_path, target)
+        finally:
+            target.close()
+    ctx.print(f"Copied {copied.summary()} into {target.where}. Start the team with "
+              f"'reelqueue --store {args.url} worker'.")
+    return 0

@@ -1,0 +1,108 @@
+"""``reelqueue worker``: render for a team database headless, forever (issue 15), and
+``reelqueue store-password URL``: keep the team database's password in the OS keyring.
+
+The worker stops cleanly on SIGTERM or SIGINT: it stops claiming, leaves its renders in
+flight (each with a ``stopped_in_flight`` ledger entry, so the resume is not counted as a
+crash) and says goodbye in the instances registry; another instance takes the renders
+over once their leases run out, by provider job id, never creating them again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import getpass
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from reelqueue.application.team import (
+    KeyLookup,
+    check_team_url,
+    database_key_ref,
+    key_availability,
+    run_worker,
+)
+from reelqueue.cli.cmd_run import add_engine_arguments, engine_config, key_lookup
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.errors import InputError
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
+from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
+
+if TYPE_CHECKING:
+    from reelqueue.store.postgres import PostgresStore
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    worker = sub.add_parser(
+        "worker", help="render for the team database (--store URL) until SIGTERM")
+    add_engine_arguments(worker)
+    worker.set_defaults(handler=handle_worker)
+    password = sub.add_parser(
+        "store-password",
+        help="save the team database's password in the OS keyring (read from stdin)")
+    password.add_argument("url", help="postgresql://user@host:port/db (no password in it)")
+    password.set_defaults(handler=handle_store_password)
+
+
+def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
+    if ctx.store_url is None:
+        raise InputError("A worker renders for a team database: give --store "
+                         "postgresql://user@host/db or set REELQUEUE_STORE.")
+    config = engine_config(args)
+    keys = key_lookup()
+    with ctx.open_store() as store:
+        from reelqueue.store.postgres import PostgresStore
+
+        assert isinstance(store, PostgresStore)
+        ctx.print(f"Team database: {store.where}")
+        for item in key_availability(store.list_accounts(), keys):
+            ctx.print(f"  account {item.name} ({item.provider}): "
+                      + ("renders here" if item.usable else item.reason))
+        return asyncio.run(_work(ctx, store, config, keys, quiet=args.no_progress))
+
+
+async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
+                keys: KeyLookup, *, quiet: bool) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, JobEvent) and event.state == "FAILED":
+            ctx.print(f"job {event.job_id} failed: {event.error_label}")
+        elif isinstance(event, EngineErrorEvent):
+            ctx.print(f"error: {event.message}")
+        elif not quiet and isinstance(event, JobEvent) and event.state == "COMPLETED":
+            ctx.print(f"job {event.job_id} completed")
+
+    def on_started(engine: Engine) -> None:
+        report = engine.recovery
+        ctx.print(f"Worker {engine.instance_id} running"
+                  + (f"; {report.summary()}" if report is not None else "")
+                  + ". Stop with Ctrl+C or SIGTERM.")
+
+    await run_worker(store, config, key_lookup=keys, stop=stop, on_event=on_event,
+                     on_started=on_started)
+    ctx.print("Worker stopped; its renders in flight go on with the next instance.")
+    return 0
+
+
+def handle_store_password(args: argparse.Namespace, ctx: CliContext) -> int:
+    from reelqueue.credentials.keystore import KeyStore
+
+    url = check_team_url(args.url)
+    if sys.stdin.isatty():
+        password = getpass.getpass("Database password: ")
+    else:
+        password = sys.stdin.readline().rstrip("\n")
+    if not password:
+        raise InputError("The password is empty; nothing was saved.")
+    KeyStore().set_key(database_key_ref(url), password)
+    ctx.print(f"Saved the password of {database_key_ref(url)[len('database:'):]} in the "
+              "keyring.")
+    return 0

@@ -1,0 +1,1 @@
+"""Tests of the team queue on PostgreSQL (issue 15): workers, kill tests, migrate-to."""

@@ -1,0 +1,23 @@
+"""Fixtures of the team tests: a fresh database per test on the session's server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests import pgserver
+from tests.team.harness import drop_database, new_database
+
+
+@pytest.fixture
+def team_url(pg_server: pgserver.Server | str) -> Iterator[str]:
+    """The address of a fresh, empty database (dropped afterwards)."""
+    if isinstance(pg_server, str):
+        pgserver.unavailable(pg_server)
+    assert isinstance(pg_server, pgserver.Server)
+    url = new_database(pg_server.dsn)
+    try:
+        yield url
+    finally:
+        drop_database(pg_server.dsn, url)

@@ -1,0 +1,156 @@
+"""``reelqueue --store URL worker``: renders only for the accounts whose key this machine
+holds, says hello and goodbye in the instances registry, stops cleanly on SIGTERM; the
+database password never travels in the address."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from reelqueue.application.team import (
+    check_team_url,
+    connection_string,
+    database_key_ref,
+    open_team_store,
+)
+from reelqueue.domain.errors import InputError
+from tests.proof.harness import MockProcess, write_sheet
+from tests.team.file_keyring import write_keys
+from tests.team.harness import Worker, read, settle, team_cli
+
+pytestmark = [pytest.mark.integration]
+
+KEY_A = "sk-team-test-aaaa-1111"
+KEY_B = "sk-team-test-bbbb-2222"
+
+
+def add_accounts(admin: Path, url: str, mock_url: str,
+                 limits: dict[str, tuple[int, str]]) -> None:
+    for name, (capacity, key) in limits.items():
+        done = team_cli(admin, url, "accounts", "add", name, "--provider", "mock",
+                        "--capacity", str(capacity), "--base-url", mock_url, "--no-check",
+                        keyring_file=admin / "keyring.json", stdin=key + "\n")
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def import_sheet(admin: Path, url: str, sheet: Path, videos: Path) -> None:
+    done = team_cli(admin, url, "import", str(sheet), "--output-dir", str(videos),
+                    keyring_file=admin / "keyring.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
+                                                           team_url: str) -> None:
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    with MockProcess(tmp_path / "mock", "--seed", "3", "--render-seconds-min", "0.1",
+                     "--render-seconds-max", "0.4", "--accept-key", KEY_A,
+                     "--accept-key", KEY_B) as mock:
+        add_accounts(admin, team_url, mock.url, {"acct-a": (2, KEY_A), "acct-b": (3, KEY_B)})
+        write_sheet(tmp_path / "sheet.csv", 8, seed=5, low=0.1, high=0.4)
+        import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
+        worker = Worker("machine-a", tmp_path, team_url, "--no-progress", "--lease-seconds",
+                        "6")
+        write_keys(worker.keyring_file, {"account:acct-a": KEY_A})
+        try:
+            worker.start().wait_running()
+            out = worker.output()
+            assert "account acct-a (mock): renders here" in out
+            assert "account acct-b (mock): key not on this machine" in out
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'COMPLETED'")[0][0] == 8, 120, "8 completions")
+            instances = read(team_url, "SELECT pid, stopped_at FROM instances")
+            assert instances == [(worker.proc.pid, None)]  # type: ignore[union-attr]
+            assert worker.terminate() == 0
+        finally:
+            worker.stop_quietly()
+    accounts = read(team_url, "SELECT DISTINCT account FROM jobs")
+    assert accounts == [("acct-a",)], "a job was claimed for the account whose key is away"
+    stopped = read(team_url, "SELECT stopped_at IS NOT NULL FROM instances")
+    assert stopped == [(True,)]
+    out = worker.output()
+    assert "Worker stopped" in out
+    for text in (out, (worker.data / "logs" / "reelqueue.log").read_text()
+                 if (worker.data / "logs" / "reelqueue.log").exists() else ""):
+        assert KEY_A not in text and KEY_B not in text
+    # No key or token in the database either: only references.
+    dump = str(read(team_url, "SELECT * FROM accounts")) + str(
+        read(team_url, "SELECT * FROM ledger"))
+    assert KEY_A not in dump and KEY_B not in dump
+
+
+def test_sigterm_while_rendering_leaves_renders_for_the_next_instance(
+        tmp_path: Path, team_url: str) -> None:
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    with MockProcess(tmp_path / "mock", "--seed", "4") as mock:
+        add_accounts(admin, team_url, mock.url, {"acct-a": (2, KEY_A)})
+        write_sheet(tmp_path / "sheet.csv", 4, seed=6, low=3.0, high=4.0)
+        import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
+        first = Worker("machine-a", tmp_path, team_url, "--no-progress",
+                       "--lease-seconds", "3")
+        second = Worker("machine-b", tmp_path, team_url, "--no-progress",
+                        "--lease-seconds", "3")
+        for worker in (first, second):
+            write_keys(worker.keyring_file, {"account:acct-a": KEY_A})
+        try:
+            first.start().wait_running()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'RENDERING'")[0][0] == 2, 60, "two renders")
+            first.signal(signal.SIGTERM)
+            assert first.proc is not None and first.proc.wait(timeout=60) == 0
+            second.start().wait_running()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'COMPLETED'")[0][0] == 4, 120, "4 completions")
+            assert second.terminate() == 0
+        finally:
+            first.stop_quietly()
+            second.stop_quietly()
+        creates = mock.creates_by_key()
+    assert sorted(creates.values()) == [1, 1, 1, 1], creates
+    stops = read(team_url, "SELECT COUNT(*) FROM ledger WHERE event = 'stopped_in_flight'")
+    assert stops[0][0] == 2
+    reattached = read(team_url, "SELECT COUNT(*) FROM ledger WHERE event = 'reattached'")
+    assert reattached[0][0] >= 2
+
+
+def test_the_address_may_not_carry_a_password() -> None:
+    with pytest.raises(InputError) as caught:
+        check_team_url("postgresql://team:hunter2secret@db.example:5432/reelqueue")
+    assert "hunter2secret" not in str(caught.value)
+    assert "store-password" in str(caught.value)
+    with pytest.raises(InputError):
+        check_team_url("sqlite:///journal.sqlite3")
+
+
+def test_the_password_comes_from_the_keyring_and_ssl_options_pass_through() -> None:
+    url = "postgresql://team@db.example:5433/reelqueue?sslmode=verify-full&sslrootcert=/ca.pem"
+    assert database_key_ref(url) == "database:team@db.example:5433/reelqueue"
+    built = connection_string(url, "s3cret")
+    from psycopg import conninfo
+
+    parts = conninfo.conninfo_to_dict(built)
+    assert parts["password"] == "s3cret"
+    assert parts["sslmode"] == "verify-full"
+    assert parts["sslrootcert"] == "/ca.pem"
+    assert connection_string(url, None) == url  # libpq reads a pgpass file by itself
+
+
+def test_a_refused_login_never_shows_the_keyring_password(team_url: str) -> None:
+    asked: list[str] = []
+
+    def lookup(ref: str) -> str | None:
+        asked.append(ref)
+        return "pw-from-keyring-zz9"
+
+    # The throwaway server trusts loopback logins, so ask for a user that does not exist.
+    url = team_url.replace("reelqueue@", "nobody_here@")
+    from reelqueue.domain.errors import JournalError
+
+    with pytest.raises(JournalError) as caught:
+        open_team_store(url, now=0.0, key_lookup=lookup)
+    assert asked == [database_key_ref(url)]
+    assert "pw-from-keyring-zz9" not in str(caught.value)
+    assert "nobody_here@" in str(caught.value)
