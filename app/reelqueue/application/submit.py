@@ -146,6 +146,8 @@ class JobSubmitter:
         self.catalog = catalog
         self.max_waiting = max_waiting
         self._batch_ids: dict[str, int] = {}
+        self._pending: list[tuple[str, JobSpec, asyncio.Future[SubmitOutcome]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     def build_spec(self, request: JobRequest, job_key: str, body_sha256: str,
                    client: str) -> JobSpec:
@@ -187,15 +189,74 @@ class JobSubmitter:
         if known is not None:  # a replay: answered from the journal, nothing written
             return self._replay(known, body_sha256)
         spec = self.build_spec(request, job_key, body_sha256, client)
-        store = self.engine.store
-        outcome = await store.call(self._write, store.sync, request.batch, spec)
+        waiter: asyncio.Future[SubmitOutcome] = asyncio.get_running_loop().create_future()
+        self._pending.append((request.batch, spec, waiter))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_pending())
+        outcome = await waiter
         if outcome.replay:  # the same key raced in between: add_jobs kept the first
             existing = await asyncio.to_thread(self.reader.job_by_key, job_key)
             if existing is None:  # pragma: no cover - keys are never deleted
                 raise SubmitError("The job of this Idempotency-Key cannot be found.")
             return self._replay(existing, body_sha256)
-        self.engine.wake()
         return outcome
+
+    async def _flush_pending(self) -> None:
+        """Group commit: the submits that arrived while the last write ran are written
+        together, in one transaction per batch (one fsync for many clients). Each waiter
+        is answered only after its transaction committed."""
+        store = self.engine.store
+        while self._pending:
+            group, self._pending = self._pending, []
+            try:
+                answers = await store.call(self._write_group, store.sync,
+                                           [(batch, spec) for batch, spec, _ in group])
+            except Exception as exc:
+                for _, _, waiter in group:
+                    if not waiter.done():
+                        waiter.set_exception(exc)
+                continue
+            for (_, _, waiter), answer in zip(group, answers, strict=True):
+                if waiter.done():
+                    continue
+                if isinstance(answer, SubmitOutcome):
+                    waiter.set_result(answer)
+                else:
+                    waiter.set_exception(answer)
+            self.engine.wake()
+
+    def _write_group(self, store: Store, items: list[tuple[str, JobSpec]]
+                     ) -> list[SubmitOutcome | Exception]:
+        """On the journal thread: each batch's jobs in one ``add_jobs`` (queue limit
+        counted inside it); when they do not all fit, one by one, so each submit gets its
+        own answer (201 or 429)."""
+        answers: list[SubmitOutcome | Exception | None] = [None] * len(items)
+        by_batch: dict[str, list[int]] = {}
+        for index, (batch, _) in enumerate(items):
+            by_batch.setdefault(batch, []).append(index)
+        for batch, indexes in by_batch.items():
+            specs = [items[i][1] for i in indexes]
+            try:
+                batch_id = self._batch_id(store, batch)
+                present = store.existing_job_keys([spec.job_key for spec in specs])
+                result = store.add_jobs(batch_id, specs, self.engine.clock.now(),
+                                        max_waiting=self.max_waiting)
+            except InputError:
+                for i in indexes:
+                    try:
+                        answers[i] = self._write(store, batch, items[i][1])
+                    except Exception as exc:
+                        answers[i] = exc
+                continue
+            new_ids = iter(result.job_ids)
+            seen: set[str] = set(present)
+            for i, spec in zip(indexes, specs, strict=True):
+                if spec.job_key in seen:
+                    answers[i] = SubmitOutcome(0, True)  # looked up by the caller
+                else:
+                    seen.add(spec.job_key)
+                    answers[i] = SubmitOutcome(next(new_ids), False)
+        return [a if a is not None else SubmitError("not written") for a in answers]
 
     @staticmethod
     def _replay(job: Job, body_sha256: str) -> SubmitOutcome:
