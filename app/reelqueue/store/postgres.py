@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -148,6 +149,26 @@ class Instance:
     stopped_at: float | None
 
 
+class _RecentlyUsed:
+    """The pool's check before it hands a connection out: an empty query (one round trip)
+    finds a connection the server dropped (a restart, a network cut) and the pool replaces
+    it, but a connection that completed a transaction within the last ``fresh_seconds`` is
+    handed out unchecked: under load that saves a round trip per transaction, and a server
+    dying meanwhile fails that one operation as "cannot be reached" all the same."""
+
+    def __init__(self, fresh_seconds: float = 1.0) -> None:
+        self.fresh_seconds = fresh_seconds
+        self._last: dict[int, float] = {}
+
+    def mark(self, conn: psycopg.Connection[Any]) -> None:
+        self._last[id(conn)] = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        last = self._last.pop(id(conn), None)
+        if last is None or time.monotonic() - last > self.fresh_seconds:
+            ConnectionPool.check_connection(conn)
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -194,6 +215,7 @@ class PostgresStore:
         self._conn: psycopg.Connection[Row] | None = None
         self._q = pg_queries()
         self._password = password
+        self._recently_used = _RecentlyUsed()
         self.where = where
         self.schema = schema
         self.migrated_from: int | None = None
@@ -217,15 +239,16 @@ class PostgresStore:
             if not schema.replace("_", "").isalnum():
                 raise InputError(f"{schema!r} is not a plain schema name (letters, digits, _).")
             kwargs["options"] = f"-c search_path={schema}"
+        recently_used = _RecentlyUsed()
         try:
             pool: ConnectionPool = ConnectionPool(
                 dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                check=ConnectionPool.check_connection, timeout=connect_timeout,
-                name="reelqueue")
+                check=recently_used.check, timeout=connect_timeout, name="reelqueue")
             pool.open(wait=True, timeout=connect_timeout)
         except _DRIVER_ERRORS as exc:
             raise known_error(exc, where, password) from None
         store = cls(pool, where, schema, password)
+        store._recently_used = recently_used
         try:
             store._prepare(now)
         except _DRIVER_ERRORS as exc:
@@ -293,6 +316,7 @@ class PostgresStore:
                 try:
                     with db.transaction():
                         yield db
+                    self._recently_used.mark(db)
                 finally:
                     self._conn = None
 
@@ -324,9 +348,14 @@ class PostgresStore:
         detail: dict[str, Any] | None = None, **params: Any,
     ) -> bool:
         """One fenced transition: the update names the job and its claim token."""
-        with self._tx():
-            changed = self._exec(query, id=token.job_id, token=token.token, now=now, **params)
-            account = self._scalar("account_of_job", id=token.job_id)
+        with self._tx() as db:
+            # The update returns the job's account: one round trip when the write holds.
+            done = db.execute(_returning_account(self._q[query]),
+                              {"id": token.job_id, "token": token.token, "now": now,
+                               **params}).fetchone()
+            changed = done is not None
+            account = (done["account"] if done is not None
+                       else self._scalar("account_of_job", id=token.job_id))
             if changed:
                 if event:
                     self._ledger(event, now, job_id=token.job_id, account=account,
@@ -574,15 +603,16 @@ class PostgresStore:
         skip: list[int] = []
         creates = True
         account_cap = cap_of(account.settings, "daily_cap")
-        batches = int(self._scalar_sql("SELECT COUNT(*) FROM batches"))
-        for _ in range(batches + 2):
-            candidate = self._one("next_claimable", provider=account.provider,
-                                  now=params.now, account=account.name, creates=creates,
-                                  skip_batches=skip)
-            if candidate is None:
+        tries, batches = 0, None
+        # Each refusal steps over one more batch (or stops creates once); the batches are
+        # counted only once a cap refused something.
+        while batches is None or tries < batches + 2:
+            tries += 1
+            row = self._one("next_claimable", provider=account.provider,
+                            now=params.now, account=account.name, creates=creates,
+                            skip_batches=skip)
+            if row is None:
                 return None
-            row = self._one("spend_candidate", id=candidate["id"])
-            assert row is not None
             price, max_spend = row["price"], row["max_spend"]
             batch_cap = (float(max_spend) if isinstance(max_spend, int | float)
                          and not isinstance(max_spend, bool) else None)
@@ -598,7 +628,9 @@ class PostgresStore:
                                                     params.day_start),
             )
             if refused is None:
-                return int(candidate["id"])
+                return int(row["id"])
+            if batches is None:
+                batches = int(self._scalar_sql("SELECT COUNT(*) FROM batches"))
             if refused.scope == "account":
                 creates = False
             else:
@@ -955,6 +987,12 @@ class PostgresStore:
         """A connection of the pool inside one transaction (committed at the end)."""
         with self._tx() as db:
             yield db
+
+
+@cache
+def _returning_account(update: str) -> bytes:
+    """A fenced update (one row at most) that returns the job's account when it holds."""
+    return (update.rstrip().rstrip(";") + "\nRETURNING account").encode()
 
 
 def _eligible(account: Account, now: float) -> bool:

@@ -143,9 +143,14 @@ due AS (
              %(skip_batches)s::bigint[])))
       ORDER BY priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED)
-SELECT id, priority FROM (SELECT * FROM anyone UNION ALL SELECT * FROM bound
-                            UNION ALL SELECT * FROM due) AS candidates
- ORDER BY priority DESC, id
+-- The answer carries what the spend caps ask about it (spend_candidate's columns), so a
+-- claim makes one round trip for both.
+SELECT c.id, c.priority, j.batch_id, j.provider_job_id, j.client_token,
+       j.metadata -> 'price' AS price, b.settings -> 'max_spend' AS max_spend
+  FROM (SELECT * FROM anyone UNION ALL SELECT * FROM bound
+        UNION ALL SELECT * FROM due) AS c
+  JOIN jobs j ON j.id = c.id JOIN batches b ON b.id = j.batch_id
+ ORDER BY c.priority DESC, c.id
  LIMIT 1;
 
 -- name: claim_job
@@ -425,12 +430,6 @@ SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
                            THEN (metadata ->> 'price')::double precision END)), 0.0) FROM jobs
  WHERE account = %(account)s AND state = 'CLAIMED'
    AND provider_job_id IS NULL AND client_token IS NULL;
-
--- name: spend_candidate
-SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
-       j.metadata -> 'price' AS price, b.settings -> 'max_spend' AS max_spend
-  FROM jobs j JOIN batches b ON b.id = j.batch_id
- WHERE j.id = %(id)s;
 
 -- name: capped_batches
 SELECT id, settings -> 'max_spend' AS max_spend FROM batches
