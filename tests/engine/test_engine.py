@@ -16,8 +16,9 @@ from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import JobEvent
-from reelqueue.providers import registry
 from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderInfo, ProviderRegistry
 from reelqueue.store.base import Store
 from reelqueue.store.memory import MemoryStore
 from tests.engine.fakes import VIDEO, FakeProvider, Script
@@ -29,9 +30,10 @@ FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=Backo
     rate_limit_default_seconds=0.05)
 
 
-def install(provider: FakeProvider, kind: str = "fake") -> None:
-    registry.register(registry.ProviderInfo(kind, "Fake", lambda client, cfg: provider,
-                                            ParamSpec(), None, requires_key=False))
+def install(provider: FakeProvider, kind: str = "fake") -> ProviderRegistry:
+    """The built-in providers plus ``provider`` as ``kind``: the test's own registry."""
+    return builtin_registry().with_provider(ProviderInfo(
+        kind, "Fake", lambda client, cfg: provider, ParamSpec(), None, requires_key=False))
 
 
 def add_batch(store: Store, tmp_path: Path, prompts: list[str], kind: str = "fake",
@@ -60,11 +62,11 @@ def states(store: Store) -> dict[str, str]:
 
 async def test_batch_completes_with_files_on_disk_and_hashes(tmp_path: Path) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, [f"p{i}" for i in range(10)])
     store.add_account(AccountSpec("a", "fake", 3), 0)
-    engine = await drain(store)
+    engine = await drain(store, providers=providers)
     assert engine.last_result.outcome == "drained"  # type: ignore[attr-defined]
     assert set(states(store).values()) == {"COMPLETED"}
     for job in store.list_jobs():
@@ -81,11 +83,11 @@ async def test_retryable_errors_retry_then_fail_at_the_ceiling(tmp_path: Path) -
     boom = ProviderError("500", error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR)
     provider = FakeProvider({"flaky": Script(submit_errors=[boom]),
                              "doomed": Script(submit_errors=[boom] * 5)})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["flaky", "doomed"])
     store.add_account(AccountSpec("a", "fake", 2), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     jobs = {j.prompt: j for j in store.list_jobs()}
     assert jobs["flaky"].state == JobState.COMPLETED and jobs["flaky"].attempts == 2
     assert jobs["doomed"].state == JobState.FAILED and jobs["doomed"].attempts == 3
@@ -97,11 +99,11 @@ async def test_permanent_error_fails_at_once(tmp_path: Path) -> None:
     policy = ProviderError("nope", error_class=ErrorClass.PERMANENT,
                            label=ErrorLabel.CONTENT_POLICY)
     provider = FakeProvider({"bad": Script(submit_errors=[policy])})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["bad"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.attempts == 1
     assert job.error_class == "permanent" and job.error_label == "content policy"
@@ -111,11 +113,11 @@ async def test_rate_limit_pauses_the_account_without_spending_attempts(tmp_path:
     limited = ProviderError("429", error_class=ErrorClass.ACCOUNT,
                             label=ErrorLabel.RATE_LIMITED, retry_after=0.05)
     provider = FakeProvider({"p": Script(submit_errors=[limited, limited])})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED
     assert job.attempts == 1, "the two rate-limited claims were given back"
@@ -129,11 +131,11 @@ async def test_rejected_key_stalls_instead_of_failing_jobs(tmp_path: Path) -> No
     rejected = ProviderError("401", error_class=ErrorClass.ACCOUNT,
                              label=ErrorLabel.KEY_REJECTED)
     provider = FakeProvider({"p": Script(submit_errors=[rejected])})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p", "q"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    engine = await drain(store)
+    engine = await drain(store, providers=providers)
     assert engine.last_result.outcome == "stalled"  # type: ignore[attr-defined]
     assert "key_rejected" in engine.last_result.detail  # type: ignore[attr-defined]
     assert set(states(store).values()) == {"QUEUED"}
@@ -147,22 +149,22 @@ async def test_remote_failure_renders_again_but_download_failure_does_not(
                               label=ErrorLabel.DOWNLOAD_FAILED)
     provider = FakeProvider({"remote": Script(remote_failures=1),
                              "dl": Script(download_errors=[truncated])})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["remote", "dl"])
     store.add_account(AccountSpec("a", "fake", 2), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     assert set(states(store).values()) == {"COMPLETED"}
     assert provider.creates == {"k0": 2, "k1": 1}, "a failed download never re-renders"
 
 
 async def test_html_instead_of_video_is_retried_and_never_saved(tmp_path: Path) -> None:
     provider = FakeProvider({"p": Script(body=b"<html>error</html>")})
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"], max_attempts=2)
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.error_label == "download failed"
     assert provider.creates == {"k0": 1}
@@ -174,11 +176,11 @@ async def test_disk_full_during_download_leaves_the_job_retryable(tmp_path: Path
     import errno
 
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=FAST, rng=random.Random(1))
     failures = [OSError(errno.ENOSPC, "No space left on device")]
 
     def full_disk(handle: object, chunk: bytes) -> None:
@@ -200,11 +202,11 @@ async def test_unknown_submission_is_reconciled_by_lookup(tmp_path: Path) -> Non
     timeout = ProviderError("read timeout", error_class=ErrorClass.RETRYABLE,
                             label=ErrorLabel.TIMED_OUT, body_maybe_sent=True)
     provider = FakeProvider({"p": Script(submit_errors=[timeout])}, supports_lookup=True)
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED and provider.creates == {"k0": 1}
     assert [e.detail["found"] for e in store.ledger(job.id) if e.event == "reconciled"] == ["r1"]
@@ -214,11 +216,11 @@ async def test_unknown_submission_without_lookup_is_never_resent(tmp_path: Path)
     timeout = ProviderError("read timeout", error_class=ErrorClass.RETRYABLE,
                             label=ErrorLabel.TIMED_OUT, body_maybe_sent=True)
     provider = FakeProvider({"p": Script(submit_errors=[timeout])}, supports_lookup=False)
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
     assert provider.creates == {"k0": 1}
@@ -234,11 +236,11 @@ async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -
     # The bug is inside submit, where the create may already have left: the provider is
     # asked by client token (it says "no such submission") before the next try.
     provider = Crashing(supports_lookup=True)
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.attempts == 3
     assert job.error_label == "internal error" and "ZeroDivisionError" in (job.error_message or "")
@@ -247,11 +249,11 @@ async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -
 
 async def test_a_bug_inside_submit_without_lookup_is_an_unknown_outcome(tmp_path: Path) -> None:
     provider = Crashing()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store)
+    await drain(store, providers=providers)
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED and job.attempts == 1 and provider.creates == {"k0": 1}
     assert job.error_label == "submit outcome unknown"
@@ -262,8 +264,9 @@ async def test_three_accounts_never_exceed_their_limits(tmp_path: Path) -> None:
     # Renders long enough (many polls) that every account's slots fill up at once.
     providers = {name: FakeProvider({f"p{i}": Script(polls=40) for i in range(40)})
                  for name in ("a", "b", "c")}
+    registry = builtin_registry()
     for name, p in providers.items():
-        registry.register(registry.ProviderInfo(
+        registry = registry.with_provider(ProviderInfo(
             f"fake-{name}", "Fake", lambda client, cfg, p=p: p, ParamSpec(), None,
             requires_key=False))
     store = MemoryStore()
@@ -273,7 +276,7 @@ async def test_three_accounts_never_exceed_their_limits(tmp_path: Path) -> None:
     for name, cap in (("a", 1), ("b", 2), ("c", 3)):
         store.add_account(AccountSpec(name, f"fake-{name}", cap), 0)
     seen: list[JobEvent] = []
-    engine = Engine(store, config=FAST, rng=random.Random(2))
+    engine = Engine(store, config=FAST, rng=random.Random(2), providers=registry)
     engine.bus.subscribe(lambda e: seen.append(e) if isinstance(e, JobEvent) else None)
     await engine.start()
     await asyncio.wait_for(engine.run_until_drained(), 30)
@@ -286,11 +289,11 @@ async def test_three_accounts_never_exceed_their_limits(tmp_path: Path) -> None:
 
 async def test_pause_stops_new_claims_and_resume_continues(tmp_path: Path) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p1", "p2"])
     store.add_account(AccountSpec("a", "fake", 2), 0)
-    engine = Engine(store, config=FAST)
+    engine = Engine(store, providers=providers, config=FAST)
     await engine.start(paused=True)
     await asyncio.sleep(0.1)
     assert provider.creates == {}
@@ -304,11 +307,11 @@ async def test_cancel_stops_a_running_render(tmp_path: Path) -> None:
     provider = FakeProvider({"slow": Script(polls=10_000)})
     provider_gate = asyncio.Event()
     provider.gate = provider_gate
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["slow"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
-    engine = Engine(store, config=FAST)
+    engine = Engine(store, providers=providers, config=FAST)
     await engine.start()
     for _ in range(200):
         if store.list_jobs()[0].state == JobState.RENDERING:
@@ -325,7 +328,7 @@ async def test_cancel_stops_a_running_render(tmp_path: Path) -> None:
 
 async def test_jobs_pinned_to_a_disabled_account_stall_the_run(tmp_path: Path) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     batch = store.create_batch(BatchSpec("b", "s", str(tmp_path / "out")), 0)
     store.add_jobs(batch.id, [
@@ -334,7 +337,7 @@ async def test_jobs_pinned_to_a_disabled_account_stall_the_run(tmp_path: Path) -
     store.add_account(AccountSpec("on", "fake", 1), 0)
     store.add_account(AccountSpec("off", "fake", 1), 0)
     store.update_account("off", 0, enabled=False)
-    engine = await drain(store)
+    engine = await drain(store, providers=providers)
     assert engine.last_result.outcome == "stalled"  # type: ignore[attr-defined]
     assert "off: disabled" in engine.last_result.detail  # type: ignore[attr-defined]
     assert states(store) == {"pinned": "QUEUED", "free": "COMPLETED"}
@@ -342,12 +345,12 @@ async def test_jobs_pinned_to_a_disabled_account_stall_the_run(tmp_path: Path) -
 
 async def test_completion_event_carries_the_cost_the_provider_reported(tmp_path: Path) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
     seen: list[JobEvent] = []
-    engine = Engine(store, config=FAST)
+    engine = Engine(store, providers=providers, config=FAST)
     engine.bus.subscribe(lambda e: seen.append(e) if isinstance(e, JobEvent) else None)
     await engine.start()
     await asyncio.wait_for(engine.run_until_drained(), 20)

@@ -60,7 +60,6 @@ class CountingStore(MemoryStore):
 def one_job(tmp_path: Path, script: Script, *, lookup: bool = True
             ) -> tuple[FakeProvider, CountingStore]:
     provider = FakeProvider({"p": script}, supports_lookup=lookup)
-    install(provider)
     store = CountingStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
@@ -78,7 +77,7 @@ async def test_lookups_that_keep_failing_end_outcome_unknown_without_a_second_cr
     cleared, and the next claim sent a fresh create."""
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
                                                lookup_errors=[retryable()] * 30))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
     assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
@@ -92,7 +91,7 @@ async def test_a_lookup_that_fails_once_then_finds_the_render_completes_it(
         tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
                                                lookup_errors=[retryable()] * 3))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, job
     assert provider.creates == {"k0": 1}
@@ -106,7 +105,7 @@ async def test_an_account_error_during_lookup_pauses_and_keeps_the_submission(
                             label=ErrorLabel.RATE_LIMITED, retry_after=0.02)
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()],
                                                lookup_errors=[limited]))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, job
     assert provider.creates == {"k0": 1}
@@ -119,7 +118,7 @@ async def test_an_unreadable_lookup_answer_fails_at_once_with_the_token(tmp_path
     provider, store = one_job(tmp_path, Script(
         submit_errors=[maybe_sent()],
         lookup_errors=[unreadable("lookup answer of an undocumented shape (<html>)")]))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1} and job.attempts == 1
     assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
@@ -130,7 +129,7 @@ async def test_an_unreadable_lookup_answer_fails_at_once_with_the_token(tmp_path
 async def test_an_unreadable_create_answer_is_looked_up_never_resent(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(
         submit_errors=[unreadable("the create answer had no readable task id")]))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, job  # found by its client token
     assert provider.creates == {"k0": 1} and provider.lookups == 1
@@ -138,7 +137,7 @@ async def test_an_unreadable_create_answer_is_looked_up_never_resent(tmp_path: P
 
 async def test_without_lookup_an_unknown_create_fails_without_a_retry(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()]), lookup=False)
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1} and job.attempts == 1
     assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
@@ -147,7 +146,7 @@ async def test_without_lookup_an_unknown_create_fails_without_a_retry(tmp_path: 
 
 async def test_a_well_formed_no_is_the_only_road_to_a_new_create(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()], lost=True))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED
     assert provider.creates == {"k0": 2} and provider.lookups == 1
@@ -157,7 +156,7 @@ async def test_a_well_formed_no_is_the_only_road_to_a_new_create(tmp_path: Path)
 async def test_finished_without_file_is_read_again_then_failed_never_created(
         tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(no_file_polls=-1))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
     assert job.state == JobState.FAILED and job.error_label == "finished without file"
@@ -169,7 +168,7 @@ async def test_finished_without_file_is_read_again_then_failed_never_created(
 
 async def test_a_file_that_shows_up_on_a_re_read_is_downloaded(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(no_file_polls=2))
-    await drain(store)
+    await drain(store, providers=install(provider))
     assert store.list_jobs()[0].state == JobState.COMPLETED
     assert provider.creates == {"k0": 1}
 
@@ -182,7 +181,7 @@ async def test_an_account_level_render_failure_drops_the_render_and_pauses_once(
     budget = ProviderError("rate_limited: too many generations", retry_after=0.02,
                            error_class=ErrorClass.ACCOUNT, label=ErrorLabel.RATE_LIMITED)
     provider, store = one_job(tmp_path, Script(remote_failures=1, remote_error=budget))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, job
     assert provider.creates == {"k0": 2}  # a fresh render, counted as an attempt
@@ -193,7 +192,7 @@ async def test_an_account_level_render_failure_drops_the_render_and_pauses_once(
 
 async def test_a_retryable_render_failure_creates_a_new_render(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(remote_failures=1))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED and job.provider_job_id == "r2"
     assert provider.creates == {"k0": 2} and provider.polls_of["r1"] == 2
@@ -203,7 +202,7 @@ async def test_a_permanent_render_failure_fails_with_the_reason(tmp_path: Path) 
     policy = ProviderError("Contains blacklisted words", error_class=ErrorClass.PERMANENT,
                            label=ErrorLabel.CONTENT_POLICY)
     provider, store = one_job(tmp_path, Script(remote_failures=1, remote_error=policy))
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
     assert job.state == JobState.FAILED and job.error_label == "content policy"
@@ -216,7 +215,7 @@ async def test_many_orderly_stops_during_one_render_cost_nothing(tmp_path: Path)
     provider, store = one_job(tmp_path, Script())
     provider.gate = asyncio.Event()  # the render is "running" while we stop and start
     for _ in range(FAST.max_resumes + 3):
-        engine = Engine(store, config=FAST, rng=random.Random(1))
+        engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
         await engine.start()
         for _ in range(2000):
             if store.list_jobs()[0].state == JobState.RENDERING:
@@ -225,7 +224,7 @@ async def test_many_orderly_stops_during_one_render_cost_nothing(tmp_path: Path)
         await engine.stop()
         engine.close_store()
     provider.gate.set()
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))
     assert provider.creates == {"k0": 1}
@@ -237,7 +236,7 @@ async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Pa
     waits for the answer and records the render, which the next start reattaches; not a
     'submit outcome unknown' failure, and one create in all."""
     provider, store = one_job(tmp_path, Script(submit_seconds=0.3), lookup=False)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
     for _ in range(2000):
         if store.list_jobs()[0].state == JobState.SUBMITTING:
@@ -249,7 +248,7 @@ async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Pa
     job = store.list_jobs()[0]
     assert job.state == JobState.RENDERING and job.provider_job_id == "r1", job
     assert "stopped_in_flight" in events(store)
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))
     assert provider.creates == {"k0": 1}
@@ -260,10 +259,10 @@ async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Pa
 async def test_retry_of_a_finished_render_downloads_it_without_a_create(tmp_path: Path) -> None:
     script = Script(no_file_polls=-1)
     provider, store = one_job(tmp_path, script)
-    await drain(store)
+    await drain(store, providers=install(provider))
     assert store.list_jobs()[0].state == JobState.FAILED
     script.no_file_polls = 0  # the provider's file shows up
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
     assert await engine.retry([1]) == [1]
     await asyncio.wait_for(engine.run_until_drained(), 20)
@@ -278,10 +277,10 @@ async def test_retry_of_a_gone_render_creates_it_on_purpose_and_on_the_record(
         tmp_path: Path) -> None:
     script = Script(no_file_polls=-1)
     provider, store = one_job(tmp_path, script)
-    await drain(store)
+    await drain(store, providers=install(provider))
     script.no_file_polls = 0
     provider.gone.add("r1")  # the provider dropped the render
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
     await engine.retry([1])
     await asyncio.wait_for(engine.run_until_drained(), 20)
@@ -297,7 +296,7 @@ async def test_retry_of_a_gone_render_creates_it_on_purpose_and_on_the_record(
 async def test_a_gone_render_without_a_user_retry_is_not_created_again(tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script())
     provider.gone.add("r1")
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
     assert job.state == JobState.FAILED and "deliberate_rerender" not in events(store)
@@ -319,7 +318,7 @@ async def test_a_bug_inside_submit_keeps_the_token_and_asks_before_creating(
         return render_id
 
     provider.submit = sent_then_bug  # type: ignore[method-assign]
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))
     assert provider.creates == {"k0": 1} and provider.lookups == 1
@@ -339,7 +338,7 @@ def died_while_submitting(tmp_path: Path, *, lookup: bool
 async def test_died_while_submitting_without_lookup_fails_unknown_never_created(
         tmp_path: Path) -> None:
     provider, store = died_while_submitting(tmp_path, lookup=False)
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.FAILED, (job, events(store))
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
@@ -352,8 +351,8 @@ async def test_died_while_submitting_without_lookup_fails_unknown_never_created(
 async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
         tmp_path: Path) -> None:
     provider, store = died_while_submitting(tmp_path, lookup=False)
-    await drain(store)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    await drain(store, providers=install(provider))
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
     plan = await engine.retry_plan([1])
     assert [j.id for j in plan.rerender] == [1], "said to be rendered again, with a price"
@@ -373,7 +372,7 @@ async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
 async def test_died_while_submitting_with_lookup_is_asked_then_created_once(
         tmp_path: Path) -> None:
     provider, store = died_while_submitting(tmp_path, lookup=True)
-    await drain(store)
+    await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))
     assert provider.lookups == 1 and provider.creates == {"k0": 1}

@@ -64,12 +64,13 @@ class PacedProvider(FakeProvider):
 
 async def test_the_engine_does_not_wait_out_a_long_hint(tmp_path: Path) -> None:
     provider = PacedProvider(seconds=0.3, hint=30.0)
-    install(provider, "paced")
+    providers = install(provider, "paced")
     store = MemoryStore()
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), 0)
     store.add_jobs(batch.id, [JobSpec("k", "p", "paced", str(tmp_path / "k.mp4"))], 0)
     store.add_account(AccountSpec("a", "paced", 1), 0)
-    engine = Engine(store, config=EngineConfig(poll_min_seconds=0.01), rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=EngineConfig(poll_min_seconds=0.01),
+                    rng=random.Random(1))
     await engine.start()
     # A fixed 30 s cadence would take 30 s; the pace of the progress says ~0.3 s.
     await asyncio.wait_for(engine.run_until_drained(), 10)

@@ -27,11 +27,11 @@ def last_card(events: list[object], name: str) -> AccountEvent:
 async def test_a_daily_cap_set_from_the_window_is_published_while_paused(
     tmp_path: Path,
 ) -> None:
-    install(FakeProvider())
+    providers = install(FakeProvider())
     store = MemoryStore()
     add_priced_batch(store, tmp_path, 3, cap=None)
     store.add_account(AccountSpec("a", "fake", 2), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=FAST, rng=random.Random(1))
     events: list[object] = []
     engine.bus.subscribe(events.append)
     await engine.start(paused=True)
@@ -51,10 +51,10 @@ async def test_a_daily_cap_set_from_the_window_is_published_while_paused(
 async def test_a_daily_cap_changed_by_another_process_reaches_the_card_on_the_next_pass(
     tmp_path: Path,
 ) -> None:
-    install(FakeProvider())
+    providers = install(FakeProvider())
     store = MemoryStore()
     store.add_account(AccountSpec("a", "fake", 2), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=FAST, rng=random.Random(1))
     events: list[object] = []
     engine.bus.subscribe(events.append)
     await engine.start()

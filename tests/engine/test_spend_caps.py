@@ -40,11 +40,11 @@ async def test_a_cap_of_five_prices_starts_five_renders_then_raising_it_finishes
     tmp_path: Path, kind: str,
 ) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore() if kind == "memory" else SqliteStore.open(tmp_path / "j.sqlite3", now=0)
     batch_id = add_priced_batch(store, tmp_path, 9, cap=5 * PRICE)
     store.add_account(AccountSpec("a", "fake", 3), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=FAST, rng=random.Random(1))
     events: list[object] = []
     engine.bus.subscribe(events.append)
     await engine.start()
@@ -78,11 +78,11 @@ async def test_a_cap_of_five_prices_starts_five_renders_then_raising_it_finishes
 
 async def test_an_account_daily_cap_is_published_on_its_card(tmp_path: Path) -> None:
     provider = FakeProvider()
-    install(provider)
+    providers = install(provider)
     store = MemoryStore()
     add_priced_batch(store, tmp_path, 4, cap=None)
     store.add_account(AccountSpec("a", "fake", 2, settings={"daily_cap": 2 * PRICE}), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1))
+    engine = Engine(store, providers=providers, config=FAST, rng=random.Random(1))
     events: list[object] = []
     engine.bus.subscribe(events.append)
     await engine.start()

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from reelqueue.cli.context import CliContext
 from reelqueue.credentials import MemoryKeyring
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.ui import theme
 from reelqueue.ui.controller import AppController
 from reelqueue.ui.main_window import MainWindow, placement_store
@@ -133,9 +134,10 @@ class WindowHarness:
         self.opened: list[AppController] = []
 
     async def open(self, ctx: CliContext, *, start: bool = True,
-                   settings: Settings | None = None) -> AppController:
+                   settings: Settings | None = None,
+                   providers: ProviderRegistry | None = None) -> AppController:
         window = MainWindow()
-        session = EngineSession(ctx, settings or Settings(theme="light"))
+        session = EngineSession(ctx, settings or Settings(theme="light"), providers=providers)
         controller = AppController(window, session)
         self.opened.append(controller)
         window.show()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import keyring
-import pytest
 from keyring.backends import fail
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.providers import registry
 from reelqueue.providers.base import ParamSpec, ProviderConfig
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderInfo
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 GOOD_KEY = "fk-good-0123456789"
@@ -32,24 +31,22 @@ class KeyCheckingProvider:
                                 status_code=401)
 
 
-@pytest.fixture
-def fake_provider() -> Iterator[str]:
-    registry.register(registry.ProviderInfo(
-        kind="fakegui", title="Fake provider", default_base_url="https://fake.invalid",
-        factory=lambda client, config: KeyCheckingProvider(config),  # type: ignore[arg-type,return-value]
-        params=ParamSpec(models=("f-1",), default_capacity=5)))
-    yield "fakegui"
-    registry._REGISTRY.pop("fakegui", None)
+FAKE_KIND = "fakegui"
+WITH_FAKE = builtin_registry().with_provider(ProviderInfo(
+    kind=FAKE_KIND, title="Fake provider", default_base_url="https://fake.invalid",
+    factory=lambda client, config: KeyCheckingProvider(config),  # type: ignore[arg-type,return-value]
+    params=ParamSpec(models=("f-1",), default_capacity=5)))
+"""The built-in providers and the fake one: the window is opened with this registry."""
 
 
 @on_qloop
-async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx, fake_provider,
+async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_ctx,
                                              memory_keyring) -> None:
-    controller = await windows.open(app_ctx, start=False)
+    controller = await windows.open(app_ctx, start=False, providers=WITH_FAKE)
     assert controller.window.accounts.empty.isVisible()
     dialog = controller.show_account_dialog()
     assert not dialog.isModal()
-    dialog.provider.setCurrentIndex(dialog.provider.findData(fake_provider))
+    dialog.provider.setCurrentIndex(dialog.provider.findData(FAKE_KIND))
     assert dialog.capacity.value() == 5  # defaulted from the provider
     dialog.name.setText("Studio A")
     dialog.key.setText("fk-wrong")
@@ -77,14 +74,14 @@ async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_c
 
 
 @on_qloop
-async def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, app_ctx,
-                                                       fake_provider) -> None:
-    controller = await windows.open(app_ctx, start=False)
+async def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarness, app_ctx
+                                                       ) -> None:
+    controller = await windows.open(app_ctx, start=False, providers=WITH_FAKE)
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
         dialog = controller.show_account_dialog()
-        dialog.provider.setCurrentIndex(dialog.provider.findData(fake_provider))
+        dialog.provider.setCurrentIndex(dialog.provider.findData(FAKE_KIND))
         dialog.name.setText("Studio B")
         dialog.key.setText(GOOD_KEY)
         dialog.connect_button.click()

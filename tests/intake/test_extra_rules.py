@@ -3,16 +3,12 @@ columns concerned and what would be accepted, through ``plan_import``."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from reelqueue.intake import ImportOptions, RegistryCatalog, StaticCatalog, plan_import
-from reelqueue.intake.catalog import ADAPTERS_MODULE
-from reelqueue.providers.adapters import EXTRA_VALIDATORS
+from reelqueue.providers.builtin import builtin_registry
 
 from .conftest import FIXED, FLEXIBLE, NOW, plan_text
 
@@ -64,7 +60,7 @@ def test_each_problem_of_a_row_is_its_own_error(tmp_path: Path) -> None:
     plan = plan_real(tmp_path, "prompt,model,seed\na,veo3.1,5\n", provider="runway")
     assert not plan.jobs and plan.refused
     # The messages are the adapter's own, for the params the row would have been sent with.
-    duration, seed = EXTRA_VALIDATORS["runway"]({
+    duration, seed = builtin_registry().get("runway").rules({
         "model": "veo3.1", "duration": 5, "aspect_ratio": "16:9", "resolution": "720p",
         "seed": 5,
     })
@@ -102,14 +98,7 @@ def test_providers_without_rules_are_unaffected(tmp_path: Path) -> None:
     plan = plan_real(tmp_path, "prompt,duration\na,4\n")  # the mock provider
     assert plan.errors == [] and len(plan.jobs) == 1
     assert RegistryCatalog().extra_validator("mock") is None
-    assert RegistryCatalog().extra_validator("veo") is EXTRA_VALIDATORS["veo"]
-
-
-def test_a_build_without_the_adapters_has_no_extra_rules(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, ADAPTERS_MODULE, None)  # import raises ModuleNotFoundError
-    assert RegistryCatalog().extra_validator("veo") is None
+    assert RegistryCatalog().extra_validator("veo") is builtin_registry().get("veo").rules
 
 
 def test_rules_are_asked_a_bounded_number_of_times(

@@ -22,8 +22,8 @@ from mockprovider_helpers import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.mockprovider import MockProviderServer
-from reelqueue.providers import registry
 from reelqueue.providers.base import ProviderConfig, RemoteStatus
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 from reelqueue.providers.mock import MockProvider, create
 
@@ -291,13 +291,13 @@ async def test_config_problems(mp_client: httpx.AsyncClient) -> None:
 
 
 def test_registered() -> None:
-    info = registry.get("mock")
+    info = builtin_registry().get("mock")
     assert info.factory is create
     assert info.default_base_url is None and info.requires_key is False
     assert info.params.models == ("mock-1", "mock-2")
     assert info.params.price_per_second == {"mock-1": 0.01, "mock-2": 0.02}
     assert info.params.default_capacity == 4
-    assert "mock" in registry.kinds()
+    assert "mock" in builtin_registry().kinds()
 
 
 def _assert_no_key(error: BaseException) -> None:

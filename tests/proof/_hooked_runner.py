@@ -51,7 +51,6 @@ def install(hook: str) -> None:
         engine_module.OutputWriter = KillAfterSave  # type: ignore[misc]
         return
 
-    from reelqueue.providers import registry
     from reelqueue.providers.mock import MockProvider
 
     class Hooked(MockProvider):
@@ -73,8 +72,17 @@ def install(hook: str) -> None:
 
     if name not in ("raise-in-submit", "kill-in-submit", "kill-in-poll"):
         raise SystemExit(f"unknown hook {hook!r}")
-    info = registry.get("mock")
-    registry.register(replace(info, factory=lambda client, config: Hooked(client, config)))
+    # This process's built-in providers, with the hooked mock adapter: ``reelqueue run``
+    # hands the default registry to its engine (a registry is never changed; the
+    # function that supplies the default one is replaced, here only).
+    from reelqueue.application import builtin_mock
+    from reelqueue.providers import builtin
+
+    hooked = builtin.builtin_registry().with_provider(replace(
+        builtin.builtin_registry().get("mock"),
+        factory=lambda client, config: Hooked(client, config)))
+    for module in (builtin, builtin_mock):
+        module.builtin_registry = lambda: hooked  # type: ignore[attr-defined]
 
 
 def main(argv: list[str]) -> int:

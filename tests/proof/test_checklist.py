@@ -37,8 +37,8 @@ from reelqueue.engine.engine import Engine
 from reelqueue.engine.outputs import check_output
 from reelqueue.mockprovider.options import MockOptions
 from reelqueue.mockprovider.server import MockProviderServer
-from reelqueue.providers import registry
 from reelqueue.providers.base import RemoteStatus
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.mock import MockProvider
 from reelqueue.store.base import ClaimParams, RecoverParams
 from reelqueue.store.sqlite import SqliteStore
@@ -185,7 +185,7 @@ async def _until(predicate: Any, timeout: float, what: str) -> None:
 
 @pytest.mark.timeout(120)
 async def test_slow_worker_finishes_after_its_lease_was_taken_over(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Two engines (two instances) on one journal file, shared-store mode. Instance A
     stalls mid-download and stops heartbeating; its 1 s lease runs out; instance B takes
@@ -212,13 +212,15 @@ async def test_slow_worker_finishes_after_its_lease_was_taken_over(
                 async for chunk in super().download(provider_job_id, status):
                     yield chunk
 
-        info = registry.get("mock")
-        monkeypatch.setitem(registry._REGISTRY, "mock", replace(
+        info = builtin_registry().get("mock")
+        providers = builtin_registry().with_provider(replace(
             info, factory=lambda client, config: (Stalled if client is client_a
                                                   else MockProvider)(client, config)))
-        engine_b = Engine(store_b, instance_id="instance-b", config=EngineConfig(
+        engine_b = Engine(store_b, instance_id="instance-b", providers=providers,
+                          config=EngineConfig(
             shared_store=True, lease_seconds=10.0, heartbeat_seconds=0.1, **FAST))
         engine_a = Engine(store_a, instance_id="instance-a", http_client=client_a,
+                          providers=providers,
                           config=EngineConfig(shared_store=True, lease_seconds=1.0,
                                               heartbeat_seconds=0.2, **FAST))
         try:
@@ -497,7 +499,7 @@ def test_a_job_that_always_crashes_its_worker_ends_failed(tmp_path: Path, hook: 
 
 @pytest.mark.timeout(120)
 async def test_a_render_that_crashes_every_resume_is_parked_and_retry_reads_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """The in-process minimal form of ``kill-in-poll``: the process dies (here: the engine
     is dropped with its worker mid-poll and no orderly-stop record, exactly what a kill
@@ -520,13 +522,13 @@ async def test_a_render_that_crashes_every_resume_is_parked_and_retry_reads_it(
                 await asyncio.Event().wait()  # the process "dies" here
                 raise AssertionError("unreachable")
 
-        info = registry.get("mock")
-        monkeypatch.setitem(registry._REGISTRY, "mock", replace(info, factory=Hangs))
+        info = builtin_registry().get("mock")
+        hangs = builtin_registry().with_provider(replace(info, factory=Hangs))
         lives = 0
         for _ in range(12):
             lives += 1
             polled.clear()
-            engine = Engine(store, config=EngineConfig(**FAST))
+            engine = Engine(store, config=EngineConfig(**FAST), providers=hangs)
             await engine.start()
             await _until(lambda: polled.is_set() or store.get_job(1).state  # type: ignore[union-attr]
                          in FINAL | {JobState.PARKED},
@@ -545,8 +547,7 @@ async def test_a_render_that_crashes_every_resume_is_parked_and_retry_reads_it(
         assert job.provider_job_id and job.error_label == "parked"
         assert server.counters()["creates_by_job_key"] == {"poison": 1}
         # The user's retry: the render is read again and downloaded, never created again.
-        monkeypatch.setitem(registry._REGISTRY, "mock", info)
-        engine = Engine(store, config=EngineConfig(**FAST))
+        engine = Engine(store, config=EngineConfig(**FAST))  # the real mock adapter again
         await engine.start()
         assert await engine.retry([1]) == [1]
         result = await engine.run_until_drained(budget_seconds=60)

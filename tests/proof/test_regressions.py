@@ -19,8 +19,9 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
-from reelqueue.providers import registry
 from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderInfo
 from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.memory import MemoryStore
 from tests.engine.fakes import FakeProvider
@@ -48,7 +49,7 @@ class TimeMovesOnAfterEachClaim(MemoryStore):
 
 
 async def test_a_retry_falling_due_during_the_stall_check_is_not_a_stall(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Found by test_fault_matrix.py::test_disk_full_during_download (about 1 run in 7).
 
@@ -59,7 +60,7 @@ async def test_a_retry_falling_due_during_the_stall_check_is_not_a_stall(
     account, and the job was claimed by the pump an instant later and left in flight.
     """
     provider = FakeProvider()
-    monkeypatch.setitem(registry._REGISTRY, "fake", registry.ProviderInfo(
+    providers = builtin_registry().with_provider(ProviderInfo(
         "fake", "Fake", lambda client, config: provider, ParamSpec(), None,
         requires_key=False))
     clock = FakeClock()
@@ -72,7 +73,7 @@ async def test_a_retry_falling_due_during_the_stall_check_is_not_a_stall(
     # The first attempt failed; the retry falls due between two claim calls.
     assert store.set_retry_wait(claim.token, JobError("retryable", "provider error", "x"),
                                 clock.now() + 0.5, clock.now(), keep_provider_job=False)
-    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1))
+    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1), providers=providers)
     await engine.start()
     try:
         result = await asyncio.wait_for(engine.run_until_drained(), 20)

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from provider_fakes import SENTINEL_KEY, Router
 
-import reelqueue.providers.adapters as adapters
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
-from reelqueue.providers import registry
 from reelqueue.providers.base import ProviderConfig
+from reelqueue.providers.builtin import BUILTIN_PROVIDERS, builtin_registry
+from reelqueue.providers.registry import no_rules
 
 KINDS = ["runway", "veo", "luma", "luma-legacy", "fal", "replicate", "minimax", "kling",
          "openai-compat"]
@@ -26,14 +26,16 @@ def config(kind: str, base_url: str | None = None, key: str | None = SENTINEL_KE
     return ProviderConfig("acct", base_url, key, settings={"model": "m"})
 
 
-def test_every_kind_is_registered_with_an_extra_validator() -> None:
-    assert set(KINDS) <= set(registry.kinds())
-    assert set(adapters.EXTRA_VALIDATORS) == set(KINDS)
+def test_every_kind_is_built_in_with_its_own_rules() -> None:
+    assert [info.kind for info in BUILTIN_PROVIDERS] == ["mock", *KINDS]
+    assert builtin_registry().kinds() == sorted(["mock", *KINDS])
+    assert all(builtin_registry().get(kind).rules is not no_rules for kind in KINDS)
+    assert builtin_registry().get("mock").rules is no_rules
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_param_spec_is_complete(kind: str) -> None:
-    info = registry.get(kind)
+    info = builtin_registry().get(kind)
     spec = info.params
     assert info.requires_key is True
     assert spec.default_capacity >= 1
@@ -42,12 +44,12 @@ def test_param_spec_is_complete(kind: str) -> None:
     assert spec.max_prompt_chars > 0
     if info.default_base_url is not None:
         assert info.default_base_url.startswith("https://")
-    assert adapters.EXTRA_VALIDATORS[kind]({}) == []
+    assert builtin_registry().get(kind).rules({}) == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_adapter_shape(kind: str, client_for: ClientFor) -> None:
-    info = registry.get(kind)
+    info = builtin_registry().get(kind)
     provider = info.factory(client_for(Router()), config(kind))
     assert provider.kind == kind
     assert isinstance(provider.supports_lookup, bool)
@@ -61,7 +63,7 @@ async def test_adapter_shape(kind: str, client_for: ClientFor) -> None:
 async def test_plain_http_base_url_is_refused_but_loopback_is_not(
     kind: str, client_for: ClientFor
 ) -> None:
-    info = registry.get(kind)
+    info = builtin_registry().get(kind)
     client = client_for(Router())
     with pytest.raises(InputError):
         info.factory(client, config(kind, base_url="http://api.example.com"))
@@ -72,7 +74,7 @@ async def test_plain_http_base_url_is_refused_but_loopback_is_not(
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_missing_key_is_an_account_error(kind: str, client_for: ClientFor) -> None:
     with pytest.raises(ProviderError) as caught:
-        registry.get(kind).factory(client_for(Router()), config(kind, key=None))
+        builtin_registry().get(kind).factory(client_for(Router()), config(kind, key=None))
     assert (caught.value.error_class, caught.value.label) == (
         ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED)
 
@@ -84,8 +86,8 @@ async def test_nothing_leaves_for_a_row_the_provider_would_reject(
     from reelqueue.providers.base import RenderRequest
 
     router = Router()
-    provider = registry.get(kind).factory(client_for(router), config(kind))
-    too_long = "x" * (registry.get(kind).params.max_prompt_chars + 1)
+    provider = builtin_registry().get(kind).factory(client_for(router), config(kind))
+    too_long = "x" * (builtin_registry().get(kind).params.max_prompt_chars + 1)
     with pytest.raises(ProviderError) as caught:
         await provider.submit(RenderRequest("k", "t", too_long, {}))
     assert caught.value.error_class is ErrorClass.PERMANENT

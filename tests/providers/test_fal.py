@@ -27,9 +27,9 @@ from provider_fakes import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, fal
+from reelqueue.providers.adapters import fal
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "queue.fal.run"
@@ -287,10 +287,10 @@ def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
 
 
 def test_registered() -> None:
-    info = registry.get("fal")
+    info = builtin_registry().get("fal")
     assert info.factory is fal.create
     assert info.params.default_capacity == 2
-    assert EXTRA_VALIDATORS["fal"] is fal.extra_validation
+    assert builtin_registry().get("fal").rules is fal.extra_validation
 
 
 # -- issue 10: audio, finished without a file, failure reasons, unknown outcomes ----------

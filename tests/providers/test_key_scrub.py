@@ -27,10 +27,10 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.mockprovider import MockOptions, MockProviderServer
-from reelqueue.providers import registry
 from reelqueue.providers.adapters import _http
 from reelqueue.providers.adapters._common import FailureRules
 from reelqueue.providers.base import ProviderConfig
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.mock import MockProvider
 from reelqueue.store.sqlite import SqliteStore
 
@@ -119,12 +119,12 @@ def test_a_derived_token_is_scrubbed_too() -> None:
 
 
 @pytest.mark.parametrize("shift", [12, 45])
-@pytest.mark.parametrize("kind", registry.kinds())
+@pytest.mark.parametrize("kind", builtin_registry().kinds())
 async def test_every_adapter_scrubs_an_echoed_header_past_the_cut(kind: str, shift: int
                                                                    ) -> None:
     """Every registered adapter: its error for an answer quoting our key header with the
     key starting ``shift`` characters before the cut holds no piece of the key."""
-    info = registry.get(kind)
+    info = builtin_registry().get(kind)
     echoed: list[str] = []
 
     def echo(request: httpx.Request) -> httpx.Response:

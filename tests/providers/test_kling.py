@@ -44,9 +44,9 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, kling
+from reelqueue.providers.adapters import kling
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "api-singapore.klingai.com"
@@ -761,7 +761,7 @@ async def test_dead_link_is_replaced_by_polling_again(client_for: ClientFor) -> 
 )
 def test_rows_kling_would_refuse_are_caught_at_import(params: dict[str, Any],
                                                        problem: str) -> None:
-    problems = EXTRA_VALIDATORS["kling"](params)
+    problems = builtin_registry().get("kling").rules(params)
     assert any(problem in p for p in problems), problems
 
 
@@ -774,11 +774,11 @@ def test_rows_kling_takes_pass(params: dict[str, Any]) -> None:
 
 
 def test_registered() -> None:
-    info = registry.get("kling")
+    info = builtin_registry().get("kling")
     assert info.factory is kling.create
     assert info.params.models[0] == "kling-v3"
     assert info.params.duration_range == (3.0, 15.0)
-    assert EXTRA_VALIDATORS["kling"] is kling.extra_validation
+    assert builtin_registry().get("kling").rules is kling.extra_validation
 
 
 # -- whole rows through the engine --------------------------------------------------------

@@ -35,9 +35,9 @@ from reelqueue.cli import cmd_accounts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, luma
+from reelqueue.providers.adapters import luma
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "agents.lumalabs.ai"
@@ -328,13 +328,13 @@ async def test_accounts_add_key_check_works_against_the_two_endpoints(
 
 
 def test_registered() -> None:
-    info = registry.get("luma")
+    info = builtin_registry().get("luma")
     assert info.factory is luma.create
     assert info.default_base_url == "https://agents.lumalabs.ai/v1"
     assert info.params.models == ("ray-3.2",)
     assert info.params.durations == (5.0, 10.0)
     assert info.params.resolutions == ("720p", "1080p", "540p")  # the SDK's list: no 360p
-    assert EXTRA_VALIDATORS["luma"] is luma.extra_validation
+    assert builtin_registry().get("luma").rules is luma.extra_validation
 
 
 # -- issue 10: documented rules, unknown outcomes, the engine ------------------------------

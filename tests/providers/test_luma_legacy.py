@@ -31,9 +31,9 @@ from provider_fakes import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, luma_legacy
+from reelqueue.providers.adapters import luma_legacy
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "api.lumalabs.ai"
@@ -217,10 +217,10 @@ async def test_local_image_is_refused_before_sending(client_for: ClientFor) -> N
 
 
 def test_registered() -> None:
-    info = registry.get("luma-legacy")
+    info = builtin_registry().get("luma-legacy")
     assert info.factory is luma_legacy.create
     assert info.default_base_url == "https://api.lumalabs.ai/dream-machine/v1"
-    assert EXTRA_VALIDATORS["luma-legacy"] is luma_legacy.extra_validation
+    assert builtin_registry().get("luma-legacy").rules is luma_legacy.extra_validation
     assert info.params.max_prompt_chars == 5000
 
 

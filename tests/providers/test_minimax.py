@@ -41,9 +41,9 @@ from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.intake import ImportOptions, plan_import
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, minimax
+from reelqueue.providers.adapters import minimax
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "api.minimax.io"
@@ -806,10 +806,10 @@ def test_sheet_rows_without_duration_or_ratio_cells_import_for_both_apis(
 
 
 def test_registered() -> None:
-    info = registry.get("minimax")
+    info = builtin_registry().get("minimax")
     assert info.factory is minimax.create
     assert info.default_base_url == "https://api.minimax.io"
-    assert EXTRA_VALIDATORS["minimax"] is minimax.extra_validation
+    assert builtin_registry().get("minimax").rules is minimax.extra_validation
 
 
 # -- through the real engine (MemoryStore), counting creates at the fake ------------------

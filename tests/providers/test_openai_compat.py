@@ -26,9 +26,9 @@ from provider_fakes import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, openai_compat
+from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 GATEWAY = "videos.gateway.example"
@@ -125,7 +125,7 @@ async def test_happy_path_walks_every_documented_state(
 
 async def test_no_default_base_url_and_https_only(client_for: ClientFor) -> None:
     client = client_for(Router())
-    assert registry.get("openai-compat").default_base_url is None
+    assert builtin_registry().get("openai-compat").default_base_url is None
     with pytest.raises(InputError):
         openai_compat.create(client, ProviderConfig("gw", None, SENTINEL_KEY))
     with pytest.raises(InputError):
@@ -293,8 +293,8 @@ async def test_check_key_falls_back_to_models(client_for: ClientFor) -> None:
 def test_extra_validation_and_registration() -> None:
     assert openai_compat.extra_validation({"image": "https://x.test/a.png"}) != []
     assert openai_compat.extra_validation({"image": "/tmp/a.png"}) == []
-    assert EXTRA_VALIDATORS["openai-compat"] is openai_compat.extra_validation
-    assert registry.get("openai-compat").factory is openai_compat.create
+    assert builtin_registry().get("openai-compat").rules is openai_compat.extra_validation
+    assert builtin_registry().get("openai-compat").factory is openai_compat.create
 
 
 # -- issue 10: the SDK's sizes and seconds, the default model, failure codes, unknowns ----
@@ -341,7 +341,7 @@ async def test_seconds_are_4_8_or_12(client_for: ClientFor, duration: Any, ok: b
             await provider.submit(request(duration=duration))
         assert caught.value.label is ErrorLabel.INVALID_INPUT
         assert fake.router.calls == []
-    assert registry.get("openai-compat").params.durations == (4.0, 8.0, 12.0)
+    assert builtin_registry().get("openai-compat").params.durations == (4.0, 8.0, 12.0)
 
 
 async def test_the_accounts_default_model_is_sent(client_for: ClientFor) -> None:

@@ -27,9 +27,9 @@ from provider_fakes import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, replicate
+from reelqueue.providers.adapters import replicate
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "api.replicate.com"
@@ -240,10 +240,10 @@ async def test_check_key(client_for: ClientFor) -> None:
 
 
 def test_registered() -> None:
-    info = registry.get("replicate")
+    info = builtin_registry().get("replicate")
     assert info.factory is replicate.create
     assert info.default_base_url == "https://api.replicate.com/v1"
-    assert EXTRA_VALIDATORS["replicate"] is replicate.extra_validation
+    assert builtin_registry().get("replicate").rules is replicate.extra_validation
 
 
 # -- issue 10: the older 429 wording, failure texts, unknown outcomes, the engine ---------

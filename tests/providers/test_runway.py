@@ -33,9 +33,9 @@ from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine import render
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, runway
+from reelqueue.providers.adapters import runway
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "api.dev.runwayml.com"
@@ -436,13 +436,13 @@ async def test_base_url_must_be_https(client_for: ClientFor) -> None:
 
 
 def test_registered_with_its_params() -> None:
-    info = registry.get("runway")
+    info = builtin_registry().get("runway")
     assert info.factory is runway.create
     assert info.default_base_url == "https://api.dev.runwayml.com"
     assert info.params.models[0] == "gen4.5"
     assert info.params.default_capacity == 1
     assert info.params.price_per_second["gen4.5"] == pytest.approx(0.12)
-    assert EXTRA_VALIDATORS["runway"] is runway.extra_validation
+    assert builtin_registry().get("runway").rules is runway.extra_validation
 
 
 @pytest.mark.parametrize(

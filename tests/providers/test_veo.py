@@ -29,9 +29,9 @@ from provider_fakes import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
-from reelqueue.providers import registry
-from reelqueue.providers.adapters import EXTRA_VALIDATORS, veo
+from reelqueue.providers.adapters import veo
 from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 API = "generativelanguage.googleapis.com"
@@ -324,12 +324,12 @@ async def test_check_key(client_for: ClientFor) -> None:
 
 
 def test_registered() -> None:
-    info = registry.get("veo")
+    info = builtin_registry().get("veo")
     assert info.factory is veo.create
     assert info.params.durations == (4.0, 6.0, 8.0)
     assert info.params.seed is False
     assert info.params.price_per_second["veo-3.1-fast-generate-preview"] == pytest.approx(0.10)
-    assert EXTRA_VALIDATORS["veo"] is veo.extra_validation
+    assert builtin_registry().get("veo").rules is veo.extra_validation
 
 
 @pytest.mark.parametrize(

@@ -1,33 +1,39 @@
 """The built-in mock provider: started in-process for ``mock`` accounts without a URL
-(``reelqueue run``, ``reelqueue accounts add/test``, the window), stopped with them."""
+(``reelqueue run``, ``reelqueue accounts add/test``, the window), stopped with them.
+
+Its address reaches an engine as that engine's own registry
+(:meth:`BuiltinMock.providers`: the given one with the mock's default URL set); no
+registry is changed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
+
+MOCK_KIND = "mock"
 
 
 def builtin_mock_accounts(accounts: Iterable[Any]) -> list[str]:
     """Names of the accounts the built-in mock serves (kind ``mock``, no URL of their own)."""
-    return [a.name for a in accounts if a.provider == "mock" and not a.base_url]
+    return [a.name for a in accounts if a.provider == MOCK_KIND and not a.base_url]
 
 
 class BuiltinMock:
     """The in-process mock provider server, started on demand.
 
-    While it runs, the ``mock`` provider's default URL points at it (the registry patch
-    issue 12 replaces by a per-engine override).
+    Attributes:
+        url: the server's address while it runs, else None.
     """
 
     def __init__(self, options: Any | None = None) -> None:
         self._options = options
         self._server: Any | None = None
-        self._original: registry.ProviderInfo | None = None
 
     @property
     def url(self) -> str | None:
@@ -40,31 +46,39 @@ class BuiltinMock:
         from reelqueue.mockprovider.options import MockOptions
         from reelqueue.mockprovider.server import MockProviderServer
 
-        server = MockProviderServer(self._options or MockOptions()).start()
-        self._server = server
-        self._original = registry.get("mock")
-        registry.register(replace(self._original, default_base_url=server.url))
-        return str(server.url)
+        self._server = MockProviderServer(self._options or MockOptions()).start()
+        return str(self._server.url)
+
+    def providers(self, base: ProviderRegistry | None = None) -> ProviderRegistry:
+        """``base`` (default: the built-in providers) with the ``mock`` provider's default
+        URL set to this server while it runs; ``base`` itself when it does not."""
+        base = base or builtin_registry()
+        url = self.url
+        return base if url is None else base.with_base_url(MOCK_KIND, url)
 
     def stop(self) -> None:
-        """Restore the registry and stop the server; idempotent."""
-        if self._original is not None:
-            registry.register(self._original)
-            self._original = None
+        """Stop the server; idempotent."""
         if self._server is not None:
             server, self._server = self._server, None
             server.stop()
 
 
 @contextmanager
-def builtin_mock(store: Store) -> Iterator[str | None]:
+def builtin_mock(
+    store: Store, base: ProviderRegistry | None = None
+) -> Iterator[ProviderRegistry]:
     """Run the built-in mock while the block runs if an account of the journal needs it;
-    yields its URL, or None when no account does."""
+    yields the registry to render with (``base`` with the mock's URL when it runs)."""
+    base = base or builtin_registry()
     if not builtin_mock_accounts(store.list_accounts()):
-        yield None
+        yield base
         return
-    with running_mock() as url:
-        yield url
+    mock = BuiltinMock()
+    try:
+        mock.ensure()
+        yield mock.providers(base)
+    finally:
+        mock.stop()
 
 
 @contextmanager

@@ -18,7 +18,8 @@ from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import ErrorLabel, InputError, ProviderError
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import check_base_url
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                        required=True)
     add = commands.add_parser("add", help="connect an account (key from stdin or a prompt)")
     add.add_argument("name")
-    add.add_argument("--provider", required=True, help=f"one of: {', '.join(registry.kinds())}")
+    kinds = ", ".join(builtin_registry().kinds())
+    add.add_argument("--provider", required=True, help=f"one of: {kinds}")
     add.add_argument("--capacity", type=int, default=None,
                      help="renders at once (default: what the provider's entry tier allows)")
     add.add_argument("--base-url", default=None, help="API base URL (https, or loopback)")
@@ -107,11 +109,11 @@ def default_model_setting(provider: str, model: str | None) -> dict[str, object]
 def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.credentials.keystore import KeyStore, key_ref_for
 
-    info = registry.get(args.provider)
+    info = builtin_registry().get(args.provider)
     capacity = args.capacity if args.capacity is not None else info.params.default_capacity
     if capacity < 1:
         raise InputError("--capacity must be at least 1.")
-    base_url = registry.check_base_url(args.base_url) if args.base_url else None
+    base_url = check_base_url(args.base_url) if args.base_url else None
     if info.default_base_url is None and base_url is None and args.provider != "mock":
         raise InputError(f"Provider {args.provider!r} needs --base-url.")
     settings: dict[str, object] = {}
@@ -179,7 +181,7 @@ def handle_test(args: argparse.Namespace, ctx: CliContext) -> int:
         if account is None:
             raise InputError(f"There is no account named {args.name!r}.")
         key = KeyStore().get_key(account.key_ref) if account.key_ref else None
-        info = registry.get(account.provider)
+        info = builtin_registry().get(account.provider)
         if info.requires_key and not key:
             store.set_account_status(args.name, AccountStatus.KEY_MISSING, ctx.clock.now(),
                                      detail="no key in the OS keyring")

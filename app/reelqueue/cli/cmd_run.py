@@ -24,6 +24,7 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import DrainResult, Engine
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.engine.outputs import ensure_writable
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 EXIT_STALLED = 3
@@ -146,13 +147,14 @@ def drive(ctx: CliContext, store: Store, config: EngineConfig, *, budget: float 
     if not store.list_accounts():
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")
-    with builtin_mock(store):
-        return asyncio.run(_drive(ctx, store, config, budget, progress, paused))
+    with builtin_mock(store) as providers:
+        return asyncio.run(_drive(ctx, store, config, providers, budget, progress, paused))
 
 
-async def _drive(ctx: CliContext, store: Store, config: EngineConfig, budget: float | None,
-                 progress: bool, paused: bool) -> DrainResult:
-    engine = Engine(store, config=config, key_lookup=key_lookup())
+async def _drive(ctx: CliContext, store: Store, config: EngineConfig,
+                 providers: ProviderRegistry, budget: float | None, progress: bool,
+                 paused: bool) -> DrainResult:
+    engine = Engine(store, config=config, key_lookup=key_lookup(), providers=providers)
     printer = ProgressPrinter(ctx, store, enabled=progress)
     engine.bus.subscribe(printer.on_event)
     loop = asyncio.get_running_loop()

@@ -46,8 +46,9 @@ from reelqueue.engine.outputs import (
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.apply import remove_stale_manifest_temps
-from reelqueue.providers import registry
 from reelqueue.providers.base import Provider, ProviderConfig
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry, check_base_url
 from reelqueue.store.base import ClaimParams, RecoverParams, Store
 from reelqueue.store.spend import local_day_start
 
@@ -89,6 +90,7 @@ class Engine:
     """Attributes:
     store: the journal, called from one thread.
     bus: where events go.
+    providers: the provider kinds this engine renders with (default: the built-in ones).
     instance_id: this process's owner id for claims and leases.
     recovery: the report of start-up recovery, once ``start()`` ran.
     """
@@ -104,8 +106,10 @@ class Engine:
         instance_id: str | None = None,
         rng: random.Random | None = None,
         bus: EventBus | None = None,
+        providers: ProviderRegistry | None = None,
     ) -> None:
         self.config = config or EngineConfig()
+        self.providers = providers or builtin_registry()
         self.clock = clock or SystemClock()
         self.store = AsyncStore(store)
         self.bus = bus or EventBus()
@@ -118,7 +122,7 @@ class Engine:
             follow_redirects=False)
         self.writer = OutputWriter(limits_from_config(self.config))
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
-                                  rng or random.Random())
+                                  rng or random.Random(), self.providers)
         self._providers: dict[str, tuple[Account, Provider]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
@@ -134,6 +138,15 @@ class Engine:
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self.recovery: RecoveryReport | None = None
+
+    def use_providers(self, providers: ProviderRegistry) -> None:
+        """Render with ``providers`` from now on (the window starts the built-in mock after
+        its engine: the mock's address comes in as a new registry). Adapters already built
+        are rebuilt at their next claim; renders under way keep theirs."""
+        if providers is not self.providers:
+            self.providers = providers
+            self._providers.clear()
+            self.wake()
 
     # -- start and stop ----------------------------------------------------------------
     async def start(self, *, paused: bool = False) -> RecoveryReport:
@@ -274,7 +287,7 @@ class Engine:
             if job is not None:
                 jobs[job_id] = job
         return plan_retry(job_ids, jobs, new_seed=new_seed,
-                          include_permanent=include_permanent)
+                          include_permanent=include_permanent, providers=self.providers)
 
     async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
         done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed)
@@ -410,7 +423,7 @@ class Engine:
 
     def _has_key(self, account: Account) -> bool:
         try:
-            needs = registry.get(account.provider).requires_key
+            needs = self.providers.get(account.provider).requires_key
         except KnownError:
             return True  # not a key problem: the account is unusable (unknown provider)
         # On a shared store an account naming a key is only used where that key is
@@ -488,7 +501,7 @@ class Engine:
         if cached and cached[0] == account:
             return cached[1]
         try:
-            info = registry.get(account.provider)
+            info = self.providers.get(account.provider)
         except KnownError:
             return None
         key = self._key_lookup(account.key_ref) if account.key_ref else None
@@ -498,7 +511,7 @@ class Engine:
         try:
             base_url = account.base_url or info.default_base_url
             if base_url:
-                base_url = registry.check_base_url(base_url)
+                base_url = check_base_url(base_url)
             provider = info.factory(self._http, ProviderConfig(
                 account=account.name, base_url=base_url, api_key=key,
                 settings=account.settings))

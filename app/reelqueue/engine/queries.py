@@ -16,7 +16,8 @@ from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
 from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 PAGE_ROWS = 20_000
@@ -81,7 +82,10 @@ class JobDetail:
     ledger: list[LedgerEntry]
 
 
-def _price_lookup() -> Callable[[str, str], float | None]:
+def _price_lookup(
+    providers: ProviderRegistry | None = None,
+) -> Callable[[str, str], float | None]:
+    registry = providers or builtin_registry()
     cache: dict[str, dict[str, float]] = {}
 
     def price(provider: str, model: str) -> float | None:

@@ -32,6 +32,7 @@ from reelqueue.engine.events import AccountEvent, EventBus, JobEvent
 from reelqueue.engine.outputs import OutputWriter
 from reelqueue.engine.retry_plan import estimated_price
 from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class RenderContext:
     config: EngineConfig
     writer: OutputWriter
     rng: random.Random
+    providers: ProviderRegistry
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -271,7 +273,7 @@ class RenderAttempt:
         if not old_token:
             return
         store = self.ctx.store
-        usd, unpriced = estimated_price([self.job])
+        usd, unpriced = estimated_price([self.job], self.ctx.providers)
         await store.note("deliberate_rerender", self._now(),
                          job_id=self.job.id, account=self.claim.account,
                          claim_token=self.token.token,
@@ -485,7 +487,7 @@ class RenderAttempt:
         error = JobError(str(exc.error_class), exc.label.value, str(exc))
         rerender = self.user_retry and (gone or exc.error_class != ErrorClass.PERMANENT)
         if rerender:
-            usd, unpriced = estimated_price([self.job])
+            usd, unpriced = estimated_price([self.job], self.ctx.providers)
             await store.note("deliberate_rerender", now, job_id=self.job.id,
                              account=self.claim.account, claim_token=self.token.token,
                              detail={"provider_job_id": self.provider_job_id,

@@ -17,24 +17,29 @@ from reelqueue.domain.errors import ErrorClass, KnownError
 from reelqueue.domain.models import Job, JobSpec
 from reelqueue.domain.states import JobState
 from reelqueue.intake.estimate import estimate_cost
-from reelqueue.providers import registry
 from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 
 RETRYABLE_STATES = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.PARKED})
 
 
-def _params_for(provider: str) -> ParamSpec:
-    try:
-        return registry.get(provider).params
-    except KnownError:
-        return ParamSpec()
+def estimated_price(
+    jobs: Iterable[Job], providers: ProviderRegistry | None = None
+) -> tuple[float, int]:
+    """(estimated USD of the priced jobs, how many have no known price), at the prices of
+    ``providers`` (default: the built-in ones)."""
+    registry = providers or builtin_registry()
 
+    def params_for(provider: str) -> ParamSpec:
+        try:
+            return registry.get(provider).params
+        except KnownError:
+            return ParamSpec()
 
-def estimated_price(jobs: Iterable[Job]) -> tuple[float, int]:
-    """(estimated USD of the priced jobs, how many have no known price)."""
     specs = [JobSpec(j.job_key, j.prompt, j.provider, j.output_path, params=dict(j.params),
                      pinned_account=j.pinned_account) for j in jobs]
-    estimate = estimate_cost(specs, _params_for)
+    estimate = estimate_cost(specs, params_for)
     return estimate.total_usd, estimate.unpriced_jobs
 
 
@@ -89,7 +94,8 @@ class RetryPlan:
 
 
 def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
-               include_permanent: bool = True, new_seed: int | None = None) -> RetryPlan:
+               include_permanent: bool = True, new_seed: int | None = None,
+               providers: ProviderRegistry | None = None) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
     rendered again."""
     reread: list[Job] = []
@@ -107,6 +113,6 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
             reread.append(job)
         else:
             rerender.append(job)
-    usd, unpriced = estimated_price(rerender)
+    usd, unpriced = estimated_price(rerender, providers)
     return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
                      unpriced)

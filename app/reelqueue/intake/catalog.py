@@ -1,25 +1,24 @@
 """What the intake needs to know about providers: their kinds, declared parameters and
 the extra rules a :class:`ParamSpec` cannot express.
 
-The default catalog asks the provider registry and the adapters' ``EXTRA_VALIDATORS``;
+The default catalog asks a provider registry (its :class:`ProviderInfo` carry the rules);
 tests and tools pass a :class:`StaticCatalog` so that validation is exercised against
 parameters (and rules) they choose.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from reelqueue.domain.errors import InputError
 from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry, no_rules
 
 ExtraValidator = Callable[[Mapping[str, Any]], list[str]]
 """``params -> problems``: a provider's rules beyond its ParamSpec, in words a user
 understands; empty when the row is fine."""
-
-ADAPTERS_MODULE = "reelqueue.providers.adapters"
 
 
 class ProviderCatalog(Protocol):
@@ -36,33 +35,28 @@ class ProviderCatalog(Protocol):
 
 
 class RegistryCatalog:
-    """The providers registered in :mod:`reelqueue.providers.registry`."""
+    """The providers of a :class:`ProviderRegistry` (default: the built-in ones), with
+    each provider's own row rules.
+
+    Attributes:
+        providers: the registry asked.
+    """
+
+    def __init__(self, providers: ProviderRegistry | None = None) -> None:
+        self.providers = providers or builtin_registry()
 
     def params(self, kind: str) -> ParamSpec:
-        from reelqueue.providers import registry
-
-        return registry.get(kind).params
+        return self.providers.get(kind).params
 
     def kinds(self) -> list[str]:
-        from reelqueue.providers import registry
-
-        return registry.kinds()
+        return self.providers.kinds()
 
     def extra_validator(self, kind: str) -> ExtraValidator | None:
-        """``EXTRA_VALIDATORS[kind]`` of the live adapters. The registry loads them lazily
-        and they land separately from the intake, so a build without them (or without
-        the table) simply has no extra rules; any other import error is a real bug."""
-        try:
-            adapters = importlib.import_module(ADAPTERS_MODULE)
-        except ModuleNotFoundError as exc:
-            if exc.name != ADAPTERS_MODULE:
-                raise
+        """The provider's rules; None for an unknown kind or one without rules."""
+        info = self.providers.infos.get(kind)
+        if info is None or info.rules is no_rules:
             return None
-        validators = getattr(adapters, "EXTRA_VALIDATORS", None)
-        if not isinstance(validators, Mapping):
-            return None
-        validator = validators.get(kind)
-        return validator if callable(validator) else None
+        return info.rules
 
 
 class StaticCatalog:

@@ -20,7 +20,6 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers import registry
 from reelqueue.providers.adapters._http import ApiClient, image_kind, load_image
 from reelqueue.providers.base import (
     ParamSpec,
@@ -31,6 +30,7 @@ from reelqueue.providers.base import (
     parse_retry_after,
     transport_error,
 )
+from reelqueue.providers.registry import ProviderInfo, check_base_url
 
 KIND = "mock"
 
@@ -60,7 +60,7 @@ class MockProvider:
         pace = config.settings.get("render_seconds")
         self._pace = [float(v) for v in pace] if isinstance(pace, list | tuple) else None
         self.account = config.account
-        self.base_url = registry.check_base_url(config.base_url)
+        self.base_url = check_base_url(config.base_url)
         self._client = client
         self._key = config.api_key or None
         self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
@@ -315,24 +315,22 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> MockProvider:
     return MockProvider(client, config)
 
 
-registry.register(
-    registry.ProviderInfo(
-        kind=KIND,
-        title="Mock provider (local)",
-        factory=create,
-        params=ParamSpec(
-            models=("mock-1", "mock-2"),
-            duration_range=(1, 20),
-            aspect_ratios=("16:9", "9:16", "1:1"),
-            resolutions=("480p", "720p"),
-            seed=True,
-            negative_prompt=True,
-            reference_image=True,
-            price_per_second={"mock-1": 0.01, "mock-2": 0.02},
-            price_source="mock, 2026-11",
-            default_capacity=4,
-        ),
-        default_base_url=None,
-        requires_key=False,
-    )
+INFO = ProviderInfo(
+    kind=KIND,
+    title="Mock provider (local)",
+    factory=create,
+    params=ParamSpec(
+        models=("mock-1", "mock-2"),
+        duration_range=(1, 20),
+        aspect_ratios=("16:9", "9:16", "1:1"),
+        resolutions=("480p", "720p"),
+        seed=True,
+        negative_prompt=True,
+        reference_image=True,
+        price_per_second={"mock-1": 0.01, "mock-2": 0.02},
+        price_source="mock, 2026-11",
+        default_capacity=4,
+    ),
+    default_base_url=None,
+    requires_key=False,
 )

@@ -1,14 +1,20 @@
 """Which provider kinds exist, how each is built, and what each accepts.
 
-Adapters register themselves here (one line each) so the engine, the intake and the CLI
-find them by kind without importing every module by hand.
+A :class:`ProviderRegistry` is an immutable set of :class:`ProviderInfo`, given to whoever
+needs it (the engine, the intake's catalog, the front ends). Nothing registers itself at
+import time and nothing changes a registry at run time: :meth:`ProviderRegistry.with_base_url`
+and :meth:`ProviderRegistry.with_provider` return a new one (the built-in mock's address is
+one engine's override, a test's fake provider is that test's own registry). The built-in
+providers are listed in :mod:`reelqueue.providers.builtin`.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,6 +23,14 @@ from reelqueue.domain.errors import InputError
 from reelqueue.providers.base import ParamSpec, Provider, ProviderConfig
 
 ProviderFactory = Callable[[httpx.AsyncClient, ProviderConfig], Provider]
+ParamRules = Callable[[Mapping[str, Any]], list[str]]
+"""``params -> problems``: a provider's rules for a row beyond its :class:`ParamSpec`
+(e.g. Veo's 1080p needs 8 s); empty when the row is fine."""
+
+
+def no_rules(params: Mapping[str, Any]) -> list[str]:
+    """The rules of a provider whose :class:`ParamSpec` says everything."""
+    return []
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,7 @@ class ProviderInfo:
     params: what the provider accepts.
     default_base_url: the API's base URL when the account gives none.
     requires_key: False only for the mock provider.
+    rules: the row rules its ``params`` cannot say (checked at import and before a create).
     """
 
     kind: str
@@ -36,43 +51,54 @@ class ProviderInfo:
     params: ParamSpec
     default_base_url: str | None
     requires_key: bool = True
+    rules: ParamRules = no_rules
 
 
-_REGISTRY: dict[str, ProviderInfo] = {}
-_builtin_loaded = False
+class ProviderRegistry:
+    """An immutable set of providers, by kind.
 
+    Attributes:
+        infos: kind -> its :class:`ProviderInfo` (read-only).
+    """
 
-def register(info: ProviderInfo) -> None:
-    _REGISTRY[info.kind] = info
+    __slots__ = ("infos",)
 
+    def __init__(self, infos: Iterable[ProviderInfo]) -> None:
+        by_kind: dict[str, ProviderInfo] = {}
+        for info in infos:
+            if info.kind in by_kind:
+                raise ValueError(f"provider kind {info.kind!r} given twice")
+            by_kind[info.kind] = info
+        self.infos: Mapping[str, ProviderInfo] = MappingProxyType(by_kind)
 
-def _load_builtin() -> None:
-    # Imported for their register() side effect; kept in one place.
-    global _builtin_loaded
-    if _builtin_loaded:
-        return
-    _builtin_loaded = True
-    import reelqueue.providers.mock
+    def get(self, kind: str) -> ProviderInfo:
+        """The provider of this kind; InputError naming the known ones otherwise."""
+        try:
+            return self.infos[kind]
+        except KeyError:
+            known = ", ".join(sorted(self.infos))
+            raise InputError(f"Unknown provider {kind!r}. Known providers: {known}.") from None
 
-    try:
-        import reelqueue.providers.adapters  # noqa: F401
-    except ModuleNotFoundError as exc:  # pragma: no cover - adapters land separately
-        if exc.name != "reelqueue.providers.adapters":
-            raise
+    def kinds(self) -> list[str]:
+        return sorted(self.infos)
 
+    def __iter__(self) -> Iterator[ProviderInfo]:
+        return iter(self.infos.values())
 
-def get(kind: str) -> ProviderInfo:
-    _load_builtin()
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise InputError(f"Unknown provider {kind!r}. Known providers: {known}.") from None
+    def __contains__(self, kind: object) -> bool:
+        return kind in self.infos
 
+    def with_provider(self, info: ProviderInfo) -> ProviderRegistry:
+        """A new registry with ``info`` added (or replacing the provider of its kind)."""
+        return ProviderRegistry([*(i for i in self if i.kind != info.kind), info])
 
-def kinds() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    def with_base_url(self, kind: str, url: str) -> ProviderRegistry:
+        """A new registry whose ``kind`` provider defaults to ``url`` (e.g. the built-in
+        mock's address for one engine)."""
+        return self.with_provider(replace(self.get(kind), default_base_url=url))
+
+    def __repr__(self) -> str:
+        return f"ProviderRegistry({', '.join(self.kinds())})"
 
 
 def is_loopback_url(url: str) -> bool:

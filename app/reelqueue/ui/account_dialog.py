@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.session import AccountDraft
@@ -35,12 +36,14 @@ class AccountDialog(QDialog):
     testRequested = Signal(object)
     connectRequested = Signal(object)
 
-    def __init__(self, taken_names: set[str], parent: QWidget | None = None) -> None:
+    def __init__(self, taken_names: set[str], parent: QWidget | None = None,
+                 providers: ProviderRegistry | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Connect an account")
         self.setModal(False)
         self.setMinimumWidth(520)
         self.taken = {name.casefold() for name in taken_names}
+        self._providers = providers or builtin_registry()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(22, 18, 22, 16)
         layout.setSpacing(12)
@@ -56,8 +59,8 @@ class AccountDialog(QDialog):
         form = QFormLayout()
         form.setVerticalSpacing(10)
         self.provider = QComboBox()
-        for kind in registry.kinds():
-            self.provider.addItem(registry.get(kind).title, kind)
+        for kind in self._providers.kinds():
+            self.provider.addItem(self._providers.get(kind).title, kind)
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. Studio A")
         self.key = QLineEdit()
@@ -108,7 +111,7 @@ class AccountDialog(QDialog):
         self.show_key.setText("Hide" if shown else "Show")
 
     def _provider_changed(self) -> None:
-        info = registry.get(self.provider.currentData())
+        info = self._providers.get(self.provider.currentData())
         self.capacity.setValue(info.params.default_capacity)
         self.key.setPlaceholderText("Paste the API key" if info.requires_key
                                     else "Not needed for this provider")

@@ -788,7 +788,8 @@ class AppController(QObject):
         dialog.set_detail(detail)  # it asks self.thumbnails for a completed job's picture
 
     def show_account_dialog(self) -> AccountDialog:
-        dialog = AccountDialog({s.account.name for s in self.summaries}, self.window)
+        dialog = AccountDialog({s.account.name for s in self.summaries}, self.window,
+                               providers=self.session.providers)
         dialog.testRequested.connect(lambda draft: self.spawn(self._test_key(dialog, draft)))
         dialog.connectRequested.connect(
             lambda draft: self.spawn(self._add_account(dialog, draft)))

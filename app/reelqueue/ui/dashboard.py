@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reelqueue.engine.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.engine.queries import AccountSummary
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui.accounts_view import AccountCardData, RenderLine, per_minute
 from reelqueue.ui.jobs_data import FINAL_VALUES, IN_FLIGHT_VALUES, WAITING_VALUES, JobTable
@@ -16,7 +16,7 @@ from reelqueue.ui.jobs_data import FINAL_VALUES, IN_FLIGHT_VALUES, WAITING_VALUE
 
 def provider_title(kind: str) -> str:
     try:
-        return registry.get(kind).title
+        return builtin_registry().get(kind).title
     except Exception:  # an account of a provider this build does not know
         return kind
 

@@ -46,7 +46,7 @@ from PySide6.QtWidgets import (
 
 from reelqueue.intake import FIELDS, ColumnMapping, ImportOptions, ImportPlan, PreviewRow, RowError
 from reelqueue.intake.mapping import display_headers
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.list_model import ListTableModel
@@ -243,8 +243,8 @@ class ImportDialog(QDialog):
         self.batch_name = QLineEdit()
         self.batch_name.setPlaceholderText(self.path.stem)
         self.provider = QComboBox()
-        for kind in registry.kinds():
-            self.provider.addItem(registry.get(kind).title, kind)
+        for kind in builtin_registry().kinds():
+            self.provider.addItem(builtin_registry().get(kind).title, kind)
         self.provider.setCurrentIndex(max(0, self.provider.findData(self.options.provider)))
         self.model = QComboBox()
         self.duration = QDoubleSpinBox()
@@ -303,7 +303,7 @@ class ImportDialog(QDialog):
 
     def _provider_changed(self) -> None:
         kind = self.provider.currentData()
-        params = registry.get(kind).params
+        params = builtin_registry().get(kind).params
         for combo, values in ((self.model, params.models),
                               (self.aspect, params.aspect_ratios),
                               (self.resolution, params.resolutions)):

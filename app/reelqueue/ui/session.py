@@ -33,7 +33,8 @@ from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, plan_import
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.estimate import estimate_cost
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry, check_base_url
 from reelqueue.store.base import Store
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
 
@@ -223,12 +224,15 @@ class EngineSession:
     engine: the engine, once :meth:`open` ran.
     keys: keys read ahead from the OS keyring.
     mock: the built-in mock provider.
+    providers: the provider kinds offered and rendered with (default: the built-in ones).
     on_error: where failures of spawned tasks go (default: ``sys.excepthook``).
     """
 
     def __init__(self, ctx: AppContext, settings: Settings, *, keys: KeyCache | None = None,
-                 mock: BuiltinMock | None = None, clock: Clock | None = None) -> None:
+                 mock: BuiltinMock | None = None, clock: Clock | None = None,
+                 providers: ProviderRegistry | None = None) -> None:
         self.ctx = ctx
+        self.providers = providers or builtin_registry()
         self.settings = settings
         self.bus = EventBus()
         self.keys = keys or KeyCache()
@@ -285,12 +289,13 @@ class EngineSession:
         self._store = store
         marker = await asyncio.to_thread(read_marker, self.ctx.data_dir)
         engine = Engine(store, config=self.settings.engine_config(), clock=self.clock,
-                        key_lookup=self.keys.lookup, bus=self.bus)
+                        key_lookup=self.keys.lookup, bus=self.bus,
+                        providers=self.mock.providers(self.providers))
         self.engine = engine
         in_flight = await queries.in_flight_count(engine.store)
         summaries = await queries.accounts(engine.store)
         if builtin_mock_accounts(s.account for s in summaries):
-            await asyncio.to_thread(self.mock.ensure)
+            await self._ensure_mock()
         refs = [s.account.key_ref for s in summaries if s.account.key_ref]
         problems = await asyncio.to_thread(self.keys.load, refs) if refs else []
         kept = marker.kept_renders if not marker.running else 0
@@ -300,6 +305,13 @@ class EngineSession:
         report = await engine.start(paused=paused)
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
                           paused=paused, recovery=report, keyring_problems=problems)
+
+    async def _ensure_mock(self) -> str:
+        """Start the built-in mock; the engine renders with its address from then on."""
+        url = await asyncio.to_thread(self.mock.ensure)
+        if self.engine is not None:
+            self.engine.use_providers(self.mock.providers(self.providers))
+        return url
 
     def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
         """Names of the accounts served by the built-in mock (it stops with ReelQueue:
@@ -423,8 +435,9 @@ class EngineSession:
 
         base_url = draft.base_url
         if draft.provider == "mock" and not base_url:
-            base_url = await asyncio.to_thread(self.mock.ensure)
-        await check_key(draft.name, draft.provider, base_url, draft.key, {})
+            base_url = await self._ensure_mock()
+        await check_key(draft.name, draft.provider, base_url, draft.key, {},
+                        providers=self.providers)
 
     async def add_account(self, draft: AccountDraft, *, check: bool = True) -> None:
         """Test the key, put it in the OS keyring, then add the account to the journal."""
@@ -435,8 +448,8 @@ class EngineSession:
             raise InputError("Give the account a name.")
         if draft.capacity < 1:
             raise InputError("The limit must be at least 1.")
-        info = registry.get(draft.provider)
-        base_url = registry.check_base_url(draft.base_url) if draft.base_url else None
+        info = self.providers.get(draft.provider)
+        base_url = check_base_url(draft.base_url) if draft.base_url else None
         if info.default_base_url is None and base_url is None and draft.provider != "mock":
             raise InputError(f"{info.title} needs the API's base URL.")
         if info.requires_key and not (draft.key or "").strip():
@@ -448,7 +461,7 @@ class EngineSession:
         if check:
             await self.test_key(draft)
         elif draft.provider == "mock" and not base_url:
-            await asyncio.to_thread(self.mock.ensure)
+            await self._ensure_mock()
         key_ref = None
         if draft.key and draft.key.strip():
             key_ref = key_ref_for(name)

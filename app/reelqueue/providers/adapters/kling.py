@@ -61,7 +61,7 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "kling"
 TITLE = "Kling"
@@ -460,5 +460,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> KlingProvider:
     return KlingProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=DEFAULT_BASE_URL, requires_key=True,
+                    rules=extra_validation)

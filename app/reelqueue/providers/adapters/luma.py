@@ -53,7 +53,7 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "luma"
 TITLE = "Luma"
@@ -254,5 +254,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> LumaProvider:
     return LumaProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=DEFAULT_BASE_URL, requires_key=True,
+                    rules=extra_validation)

@@ -60,7 +60,7 @@ from reelqueue.providers.adapters._http import (
     spec_problems,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "openai-compat"
 TITLE = "OpenAI-compatible gateway"
@@ -285,5 +285,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> OpenAICompatPro
     return OpenAICompatProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=None, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=None, requires_key=True,
+                    rules=extra_validation)

@@ -49,7 +49,7 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "replicate"
 TITLE = "Replicate"
@@ -252,5 +252,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> ReplicateProvid
     return ReplicateProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=DEFAULT_BASE_URL, requires_key=True,
+                    rules=extra_validation)

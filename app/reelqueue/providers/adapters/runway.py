@@ -57,7 +57,7 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "runway"
 TITLE = "Runway"
@@ -344,5 +344,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> RunwayProvider:
     return RunwayProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=DEFAULT_BASE_URL, requires_key=True,
+                    rules=extra_validation)

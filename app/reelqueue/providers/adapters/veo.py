@@ -50,7 +50,7 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
 )
 from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
-from reelqueue.providers.registry import ProviderInfo, register
+from reelqueue.providers.registry import ProviderInfo
 
 KIND = "veo"
 TITLE = "Google Veo"
@@ -380,5 +380,6 @@ def create(client: httpx.AsyncClient, config: ProviderConfig) -> VeoProvider:
     return VeoProvider(client, config)
 
 
-register(ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
-                      default_base_url=DEFAULT_BASE_URL, requires_key=True))
+INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
+                    default_base_url=DEFAULT_BASE_URL, requires_key=True,
+                    rules=extra_validation)
