@@ -28,7 +28,8 @@ from reelqueue.domain.models import Account
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import Event
-from reelqueue.providers import registry
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
     from reelqueue.store.postgres import PostgresStore
@@ -112,9 +113,11 @@ class AccountAvailability:
     reason: str = ""
 
 
-def key_availability(accounts: list[Account], key_lookup: KeyLookup) -> list[AccountAvailability]:
+def key_availability(accounts: list[Account], key_lookup: KeyLookup,
+                     providers: ProviderRegistry | None = None) -> list[AccountAvailability]:
     """Which accounts this machine renders for: those whose key its keyring holds (or
     whose provider needs none and names no key)."""
+    registry = providers or builtin_registry()
     out = []
     for account in accounts:
         try:
