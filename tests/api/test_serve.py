@@ -197,3 +197,13 @@ def test_batches_upload_a_sheet_or_a_json_list_with_the_imports_rules(
     assert not_a_list.status_code == 422
     assert len(listed) == 4
     assert not list((data / "uploads").iterdir())  # uploads are deleted after the import
+
+
+def test_serve_refuses_what_it_cannot_do_safely(folders: tuple[Path, Path]) -> None:
+    data, _ = folders
+    plain = cli(data, "serve", "--listen", "0.0.0.0:0", "--no-tls")
+    assert plain.returncode == 2 and "needs TLS" in plain.stderr
+    half = cli(data, "serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem")
+    assert half.returncode == 2 and "go together" in half.stderr
+    team = cli(data, "--store", "postgresql://127.0.0.1:1/none", "serve")
+    assert team.returncode == 2 and "local journal only" in team.stderr

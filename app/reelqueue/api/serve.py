@@ -13,6 +13,7 @@ from reelqueue.application.builtin_mock import builtin_mock
 from reelqueue.application.context import AppContext
 from reelqueue.application.serving import ServeOptions, check_options
 from reelqueue.application.submit import JobSubmitter
+from reelqueue.domain.errors import InputError
 from reelqueue.engine.engine import Engine
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.store.base import Store
@@ -22,6 +23,10 @@ from reelqueue.store.tokens import TokenStore
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
     check_options(options)
+    if ctx.store_url is not None:
+        # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
+        raise InputError("'reelqueue serve' runs on the local journal only; drop --store "
+                         "(a team queue is served by its workers, not over this API yet).")
     with ctx.open_store() as store, builtin_mock(store):
         return asyncio.run(_serve(ctx, store, options))
 
