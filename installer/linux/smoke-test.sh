@@ -10,6 +10,7 @@
 #      client, the offscreen and xcb platforms; no QML, Quick, WebEngine or PDF;
 #   2. `reelqueue --version` prints the project's version;
 #   3. `reelqueue self-test` passes headless (QT_QPA_PLATFORM=offscreen, no display);
+#      then `reelqueue serve` answers a submit over HTTPS (curl pins its certificate);
 #   4. keyring, in a real Secret Service (scripts/ci-secret-service.sh run, unless already
 #      inside one): `accounts add` with the key on stdin stores it where secret-tool finds
 #      it, `accounts remove` deletes it; and without a D-Bus session the app refuses with
@@ -145,6 +146,33 @@ if [ "$rc" = 0 ] && [ "$passes" -ge 4 ] && ! grep -q '^FAIL' "$tmp/self-test.out
     ok "self-test: $passes checks passed headless in $elapsed s (parallel, retries, SIGKILL crash + reattach, keys)"
 else
     bad "self-test: exit $rc, $passes PASS lines (see above)"
+fi
+
+# --- 3b. the HTTP API (aiohttp, cryptography) -----------------------------------------------
+# A token, then `serve` on a free loopback port with its self-signed certificate; curl
+# pins that certificate and submits one job (issue 14).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token=$("$BIN" --data-dir "$tmp/api" tokens add smoke 2>"$tmp/api-token.err" | tail -1 || true)
+"$BIN" --data-dir "$tmp/api" --videos-dir "$tmp/api-videos" serve --paused \
+    --listen "127.0.0.1:$port" >"$tmp/serve.out" 2>&1 &
+serve_pid=$!
+answer=""
+for _ in $(seq 1 100); do
+    if grep -q "Serving https://" "$tmp/serve.out" 2>/dev/null; then
+        answer=$(curl -s --cacert "$tmp/api/api-cert.pem" -H "Authorization: Bearer $token" \
+            -H "Idempotency-Key: smoke-1" -d '{"prompt": "smoke"}' \
+            "https://127.0.0.1:$port/v1/jobs" || true)
+        break
+    fi
+    sleep 0.2
+done
+kill "$serve_pid" 2>/dev/null || true
+wait "$serve_pid" 2>/dev/null || true
+if [ "$answer" = '{"id": 1, "replay": false}' ]; then
+    ok "api: the frozen app served HTTPS (self-signed, pinned by curl) and took a job"
+else
+    sed 's/^/    /' "$tmp/serve.out" >&2
+    bad "api: serve/submit failed (answer '$answer')"
 fi
 
 # --- 4. keyring ----------------------------------------------------------------------------

@@ -3,10 +3,13 @@ with an httpx client that verifies the pinned self-signed certificate."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from tests.api.serve_harness import ServeProcess, make_token
 from tests.proof.harness import cli, journal
@@ -51,7 +54,10 @@ def test_the_same_key_twice_makes_one_job_and_another_body_is_a_conflict(
 def test_the_certificate_is_verified(folders: tuple[Path, Path], tmp_path: Path) -> None:
     data, videos = folders
     with ServeProcess(data, videos, "--paused") as server:
-        assert "SHA-256 fingerprint " in server.output()
+        cert = x509.load_pem_x509_certificate(server.cert.read_bytes())
+        digest = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
+        shown = ":".join(digest[i:i + 2] for i in range(0, 64, 2)).upper()
+        assert f"TLS certificate fingerprint (SHA-256) {shown}" in server.output()
         assert oct(server.data.joinpath("api-key.pem").stat().st_mode & 0o777) == "0o600"
         with pytest.raises(httpx.ConnectError) as refused:  # the system CAs do not know it
             httpx.get(f"{server.url}/v1/health", timeout=30)

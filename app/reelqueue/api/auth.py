@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from reelqueue.store.tokens import TokenStore
+from reelqueue.store.tokens import TokenInfo, TokenStore
 
 FREE_FAILURES = 5
 FAILURE_WINDOW_SECONDS = 60.0
@@ -19,7 +19,7 @@ MAX_DELAY_SECONDS = 5.0
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CLIENT_KEY = "reelqueue.client"
+CLIENT_KEY = web.RequestKey("reelqueue.client", TokenInfo)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
