@@ -34,8 +34,8 @@ async def _submit_all(tmp_path: Path, max_waiting: int | None,
     reader = JournalReader(journal)
     try:
         await engine.start(paused=True)
-        submitter = JobSubmitter(engine, reader, tmp_path / "videos", RegistryCatalog(),
-                                 max_waiting)
+        submitter = JobSubmitter(engine, reader, tmp_path / "videos",
+                                 RegistryCatalog(engine.providers), max_waiting)
         answers = await asyncio.gather(
             *(submitter.submit(request, client="c", idempotency_key=key)
               for request, key in requests), return_exceptions=True)

@@ -17,6 +17,7 @@ from reelqueue.application.submit import JobSubmitter
 from reelqueue.domain.errors import InputError
 from reelqueue.engine.engine import Engine
 from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 from reelqueue.store.journal_reader import JournalReader
 from reelqueue.store.tokens import TokenStore
@@ -28,8 +29,8 @@ def run_serve(ctx: AppContext, options: ServeOptions) -> int:
         # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
         raise InputError("'reelqueue serve' runs on the local journal only; drop --store "
                          "(a team queue is served by its workers, not over this API yet).")
-    with ctx.open_store() as store, builtin_mock(store):
-        return asyncio.run(_serve(ctx, store, options))
+    with ctx.open_store() as store, builtin_mock(store) as providers:
+        return asyncio.run(_serve(ctx, store, options, providers))
 
 
 def _key_lookup() -> object:
@@ -72,8 +73,8 @@ async def start_api(ctx: AppContext, engine: Engine, options: ServeOptions) -> R
         print_fingerprint = fingerprint(cert)
     reader = JournalReader(ctx.journal_path)
     tokens = TokenStore(ctx.journal_path)
-    submitter = JobSubmitter(engine, reader, ctx.videos_dir, RegistryCatalog(),
-                             options.max_waiting)
+    submitter = JobSubmitter(engine, reader, ctx.videos_dir,
+                             RegistryCatalog(engine.providers), options.max_waiting)
     services = ApiServices(engine, submitter, reader, tokens,
                            upload_root=ctx.data_dir / "uploads")
     server = ApiServer(services, options.host, options.port, ssl_context)
@@ -89,8 +90,10 @@ async def start_api(ctx: AppContext, engine: Engine, options: ServeOptions) -> R
                       reader, tokens)
 
 
-async def _serve(ctx: AppContext, store: Store, options: ServeOptions) -> int:
-    engine = Engine(store, config=options.engine, key_lookup=_key_lookup())  # type: ignore[arg-type]
+async def _serve(ctx: AppContext, store: Store, options: ServeOptions,
+                 providers: ProviderRegistry) -> int:
+    engine = Engine(store, config=options.engine, key_lookup=_key_lookup(),  # type: ignore[arg-type]
+                    providers=providers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

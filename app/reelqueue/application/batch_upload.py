@@ -24,6 +24,7 @@ from reelqueue.application.submit import JOB_PARAM_FIELDS, QueueFull
 from reelqueue.domain.errors import InputError
 from reelqueue.engine.engine import Engine
 from reelqueue.intake.apply import ImportResult, apply_import
+from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.filenames import sanitise_component
 from reelqueue.intake.planner import ImportOptions, ImportPlan, plan_import
 from reelqueue.intake.rows import RowError
@@ -86,6 +87,7 @@ async def upload_batch(engine: Engine, reader: JournalReader, upload_root: Path,
         await asyncio.to_thread(path.write_bytes, content)
         plan = await asyncio.to_thread(plan_import, path, options,
                                        existing_keys=reader.existing_keys,
+                                       catalog=RegistryCatalog(engine.providers),
                                        now=engine.clock.now())
         if dry_run or plan.refused:
             return BatchUploadOutcome(plan, None, list(plan.errors))
