@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import glob
 import hashlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -189,6 +190,18 @@ def remove_partials(folders: set[Path]) -> int:
         for part in folder.glob(".*.part"):
             part.unlink(missing_ok=True)
             removed += 1
+    return removed
+
+
+def remove_parts_of(final: Path) -> int:
+    """Delete the ``.part`` files of every attempt at ``final`` (called once the job is
+    completed: no attempt of it may still write). On a shared store the start-up cleaning
+    cannot run (another instance may be downloading into the folder), so a dead
+    attempt's partial file goes when its job completes, wherever that happens."""
+    removed = 0
+    for part in final.parent.glob(f".{glob.escape(final.name)}.*.part"):
+        part.unlink(missing_ok=True)
+        removed += 1
     return removed
 
 

@@ -29,7 +29,7 @@ from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import AccountEvent, EventBus, JobEvent
-from reelqueue.engine.outputs import OutputWriter
+from reelqueue.engine.outputs import OutputWriter, remove_parts_of
 from reelqueue.engine.retry_plan import estimated_price
 from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
 from reelqueue.providers.registry import ProviderRegistry
@@ -210,6 +210,8 @@ class RenderAttempt:
         await self._fenced(await store.mark_completed(
             self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
+        if self.ctx.config.shared_store:  # a dead machine's partial file of this job
+            await asyncio.to_thread(remove_parts_of, Path(self.job.output_path))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -128,6 +129,12 @@ class MockHandler(BaseHTTPRequestHandler):
         scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
         return scheme.lower() == "bearer" and key.strip() in accepted
 
+    def _key_id(self) -> str:
+        """The API key named by a short hash (counters may be printed; keys never are)."""
+        _, _, key = (self.headers.get("Authorization") or "").partition(" ")
+        key = key.strip()
+        return hashlib.sha256(key.encode()).hexdigest()[:12] if key else "no-key"
+
     def _deny(self) -> None:
         self._error(401, "invalid_api_key", "The API key was not accepted.")
 
@@ -220,6 +227,7 @@ class MockHandler(BaseHTTPRequestHandler):
             job_key=scope, client_token=token, prompt=prompt, params=params,
             directives=directives,
             render_seconds=(float(pace[0]), float(pace[1])) if pace is not None else None,
+            key_id=self._key_id(),
         )
         if state.take_fault(scope, directives.get("create_timeout")):
             self._hang_then_drop()

@@ -41,6 +41,7 @@ class Render:
     duration: float
     fail_reason: str | None = None
     cancelled: bool = False
+    key_id: str = ""
 
 
 @dataclass
@@ -53,6 +54,7 @@ class _Counters:
     downloads_total: int = 0
     cancels_total: int = 0
     renders_total: int = 0
+    peak_renders_by_key: Counter[str] = field(default_factory=Counter)
 
 
 class MockState:
@@ -96,6 +98,7 @@ class MockState:
                 "downloads_total": c.downloads_total,
                 "cancels_total": c.cancels_total,
                 "renders_total": c.renders_total,
+                "peak_renders_by_key": dict(c.peak_renders_by_key),
             }
 
     def reset_counters(self) -> None:
@@ -133,8 +136,12 @@ class MockState:
         params: dict[str, Any],
         directives: dict[str, Directive],
         render_seconds: tuple[float, float] | None = None,
+        key_id: str = "",
     ) -> Render:
-        """``render_seconds``: the account's own pace (a range), over the server's."""
+        """``render_seconds``: the account's own pace (a range), over the server's.
+        ``key_id`` names the API key (a hash, never the key): the peak number of renders
+        running at once per key is counted (``peak_renders_by_key``), the figure a real
+        provider's concurrency limit is about."""
         fail_reason: str | None = None
         if self.take_fault(job_key, directives.get("render_fail")):
             fail_reason = "injected"
@@ -157,9 +164,17 @@ class MockState:
                 created=time.monotonic(),
                 duration=duration,
                 fail_reason=fail_reason,
+                key_id=key_id,
             )
             self._renders[render.id] = render
             self._counters.renders_total += 1
+            # Running renders only end, so the peak is reached at some create: count here.
+            now = render.created
+            running = sum(1 for r in self._renders.values()
+                          if r is render or (r.key_id == key_id and not r.cancelled
+                                             and r.created <= now < r.created + r.duration))
+            peaks = self._counters.peak_renders_by_key
+            peaks[key_id] = max(peaks[key_id], running)
             return render
 
     def get(self, render_id: str) -> Render | None:

@@ -1,0 +1,37 @@
+"""The mock provider counts the peak number of renders running at once per API key (the
+figure the team kill test checks against each account's limit), naming keys by a hash."""
+
+from __future__ import annotations
+
+import hashlib
+
+import httpx
+import pytest
+
+from reelqueue.mockprovider import MockOptions, MockProviderServer
+
+pytestmark = pytest.mark.integration
+
+
+def _key_id(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _create(client: httpx.Client, url: str, key: str, n: int, seconds: float) -> None:
+    body = {"prompt": f"shot {n} [[mock:render_seconds={seconds}]]", "client_token": f"t{n}",
+            "job_key": f"j{n}", "params": {}}
+    response = client.post(f"{url}/v1/renders", json=body,
+                           headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 201, response.text
+
+
+def test_peak_running_renders_are_counted_per_key() -> None:
+    with MockProviderServer(MockOptions(seed=1)) as server, httpx.Client() as client:
+        url = server.url
+        for n in range(3):  # three long renders at once on key A
+            _create(client, url, "key-aaaa", n, 60.0)
+        _create(client, url, "key-bbbb", 3, 0.0)  # finished at once: never two running
+        _create(client, url, "key-bbbb", 4, 0.0)
+        peaks = client.get(f"{url}/_mock/counters").json()["peak_renders_by_key"]
+    assert peaks == {_key_id("key-aaaa"): 3, _key_id("key-bbbb"): 1}
+    assert "key-aaaa" not in str(peaks)
