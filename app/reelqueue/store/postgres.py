@@ -94,6 +94,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
+IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
 
 Row = dict[str, Any]
@@ -401,6 +402,8 @@ class PostgresStore:
                 if spec.job_key not in present:
                     unique.setdefault(spec.job_key, spec)
             if max_waiting is not None:
+                # Imports with a queue limit count one after the other, from any machine.
+                db.execute("SELECT pg_advisory_xact_lock(%s)", (IMPORT_LOCK,))
                 waiting = int(self._scalar("count_waiting"))
                 room = max(0, max_waiting - waiting)
                 if len(unique) > room:
@@ -942,10 +945,13 @@ class PostgresStore:
         return min(due) if due else None
 
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
-        rows = (self._all("ledger_for_job", job_id=job_id) if job_id is not None
-                else self._all("ledger_all"))
-        entries = [ledger_from_pg(r) for r in rows]
-        return entries[-limit:] if limit else entries
+        if limit:
+            rows = self._all("ledger_tail", job_id=job_id, limit=limit)
+        elif job_id is not None:
+            rows = self._all("ledger_for_job", job_id=job_id)
+        else:
+            rows = self._all("ledger_all")
+        return [ledger_from_pg(r) for r in rows]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         with self._tx():

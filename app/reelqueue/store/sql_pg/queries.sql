@@ -385,6 +385,14 @@ SELECT * FROM ledger WHERE job_id = %(job_id)s ORDER BY seq;
 -- name: ledger_all
 SELECT * FROM ledger ORDER BY seq;
 
+-- name: ledger_tail
+-- The last %(limit)s entries (of one job, or of all when %(job_id)s is null), oldest first:
+-- a team's ledger is not read whole over the network for a short tail.
+SELECT * FROM (SELECT * FROM ledger
+                WHERE %(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint
+                ORDER BY seq DESC LIMIT %(limit)s) AS tail
+ ORDER BY seq;
+
 -- name: doctor_completed_twice
 SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
  GROUP BY job_id HAVING COUNT(*) > 1;
