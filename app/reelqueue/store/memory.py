@@ -52,12 +52,7 @@ from reelqueue.store.spend import (
     price_of,
     refusal,
 )
-
-_CLEARED_CLAIM: dict[str, Any] = {"claim_token": None, "lease_owner": None, "lease_until": None}
-_CLEARED_ERROR: dict[str, Any] = {"error_class": None, "error_label": None,
-                                  "error_message": None}
-
-
+from reelqueue.store.transitions import TRANSITIONS, apply_transition
 
 # The same orders as queries.sql's job_order_* expressions (SQLite: NULL sorts first;
 # NOCASE folds ASCII letters only, then compares code points as UTF-8 bytes do).
@@ -112,19 +107,22 @@ class MemoryStore:
         self._next_seq += 1
 
     def _fenced(
-        self, token: ClaimToken, allowed: frozenset[JobState], event: str | None, now: float,
-        write: str, detail: dict[str, Any] | None = None, extra_ok: bool = True,
-        **changes: Any,
+        self, token: ClaimToken, transition: str, event: str | None, now: float,
+        write: str, detail: dict[str, Any] | None = None, *, to: JobState | None = None,
+        drop: Iterable[str] = (), **values: Any,
     ) -> bool:
+        """Apply the fenced transition (store/transitions.py) if the job still holds the
+        claim and is in one of its states; else log ``fenced_out``."""
         with self._lock:
             job = self._jobs.get(token.job_id)
-            if (job is None or job.claim_token != token.token or job.state not in allowed
-                    or not extra_ok):
+            if (job is None or job.claim_token != token.token
+                    or not TRANSITIONS[transition].allows(job)):
                 self._note("fenced_out", now, job_id=token.job_id,
                            account=job.account if job else None, claim_token=token.token,
                            detail={"write": write})
                 return False
-            self._jobs[job.id] = replace(job, updated_at=now, **changes)
+            self._jobs[job.id] = apply_transition(job, transition, now, to=to, drop=drop,
+                                                  **values)
             if event:
                 self._note(event, now, job_id=job.id, account=job.account,
                            claim_token=token.token, detail=detail)
@@ -335,12 +333,11 @@ class MemoryStore:
                 return None
             job = picked
             token = uuid.uuid4().hex
-            job = replace(
-                job, state=JobState.CLAIMED, account=account.name, claim_token=token,
+            job = apply_transition(
+                job, "claim_job", params.now, account=account.name, claim_token=token,
                 lease_owner=params.instance_id, lease_until=params.now + params.lease_seconds,
                 attempts=job.attempts + 1,
                 started_at=job.started_at if job.started_at is not None else params.now,
-                updated_at=params.now, **_CLEARED_ERROR,
             )
             self._jobs[job.id] = job
             self._note("claimed", params.now, job_id=job.id, account=account.name,
@@ -461,10 +458,9 @@ class MemoryStore:
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
         with self._lock:  # the intent and its spend together (sqlite.py)
             job = self._jobs.get(token.job_id)
-            if not self._fenced(token, frozenset({JobState.CLAIMED}), "submitting", now,
+            if not self._fenced(token, "fenced_mark_submitting", "submitting", now,
                                 "mark_submitting", {"client_token": client_token},
-                                extra_ok=job is not None and job.provider_job_id is None,
-                                state=JobState.SUBMITTING, client_token=client_token):
+                                client_token=client_token):
                 return False
             assert job is not None
             price = price_of(job.metadata)
@@ -475,29 +471,23 @@ class MemoryStore:
             return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        return self._fenced(token, frozenset({JobState.SUBMITTING}), "submitted", now,
+        return self._fenced(token, "fenced_record_submitted", "submitted", now,
                             "record_submitted", {"provider_job_id": provider_job_id},
-                            state=JobState.RENDERING, provider_job_id=provider_job_id,
-                            sub_status="submitted")
+                            provider_job_id=provider_job_id, sub_status="submitted")
 
     def mark_rendering(self, token: ClaimToken, now: float) -> bool:
-        job = self._jobs.get(token.job_id)
-        return self._fenced(
-            token, frozenset({JobState.CLAIMED, JobState.SUBMITTING, JobState.RENDERING}),
-            "resumed", now, "mark_rendering",
-            extra_ok=job is not None and job.provider_job_id is not None,
-            state=JobState.RENDERING)
+        return self._fenced(token, "fenced_mark_rendering", "resumed", now, "mark_rendering")
 
     def record_progress(
         self, token: ClaimToken, sub_status: str, progress: float | None, now: float
     ) -> bool:
-        return self._fenced(token, frozenset({JobState.RENDERING}), "remote_status", now,
+        return self._fenced(token, "fenced_record_progress", "remote_status", now,
                             "record_progress", {"sub_status": sub_status},
                             sub_status=sub_status, progress=progress)
 
     def mark_downloading(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced(token, frozenset({JobState.RENDERING}), "downloading", now,
-                            "mark_downloading", state=JobState.DOWNLOADING)
+        return self._fenced(token, "fenced_mark_downloading", "downloading", now,
+                            "mark_downloading")
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
@@ -505,11 +495,11 @@ class MemoryStore:
         with self._lock:
             job = self._jobs.get(token.job_id)
             if not self._fenced(
-                token, frozenset({JobState.DOWNLOADING}), "completed", now, "mark_completed",
+                token, "fenced_mark_completed", "completed", now, "mark_completed",
                 {"size": size, "sha256": sha256, "cost": cost},
-                state=JobState.COMPLETED, output_size=size, output_sha256=sha256,
+                output_size=size, output_sha256=sha256,
                 cost=cost if cost is not None else (job.cost if job else None), progress=1.0,
-                finished_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR):
+                finished_at=now):
                 return False
             assert job is not None
             if cost is not None:
@@ -524,17 +514,14 @@ class MemoryStore:
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
         keep_provider_job: bool,
     ) -> bool:
-        job = self._jobs.get(token.job_id)
-        keep: dict[str, Any] = {} if keep_provider_job or job is None else {
-            "account": None, "provider_job_id": None, "client_token": None}
         return self._fenced(
-            token, IN_FLIGHT, "retry_wait", now, "set_retry_wait",
+            token, "fenced_set_retry_wait", "retry_wait", now, "set_retry_wait",
             {"error_class": error.error_class, "label": error.label,
              "message": error.message, "run_after": run_after,
              "keeps_render": keep_provider_job},
-            state=JobState.RETRY_WAIT, run_after=run_after, sub_status=None, progress=None,
-            error_class=error.error_class, error_label=error.label,
-            error_message=error.message, **_CLEARED_CLAIM, **keep)
+            drop=() if keep_provider_job else ("account", "provider_job_id", "client_token"),
+            run_after=run_after, error_class=error.error_class, error_label=error.label,
+            error_message=error.message)
 
     def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *,
@@ -542,35 +529,32 @@ class MemoryStore:
     ) -> bool:
         job = self._jobs.get(token.job_id)
         keeps = job is not None and (job.provider_job_id is not None or keep_submission)
-        extra: dict[str, Any] = {} if keeps else {"account": None, "client_token": None}
         return self._fenced(
-            token, IN_FLIGHT, "released", now, "release_to_queue",
+            token, "fenced_release_to_queue", "released", now, "release_to_queue",
             {"error_class": error.error_class, "label": error.label, "message": error.message,
              **({"keeps_submission": True} if keep_submission else {})},
-            state=JobState.RETRY_WAIT if run_after else JobState.QUEUED,
-            run_after=run_after or 0.0,
-            attempts=max((job.attempts if job else 1) - 1, 0), sub_status=None,
-            progress=None, error_class=error.error_class, error_label=error.label,
-            error_message=error.message, **_CLEARED_CLAIM, **extra)
+            to=JobState.RETRY_WAIT if run_after else JobState.QUEUED,
+            drop=() if keeps else ("account", "client_token"),
+            run_after=run_after or 0.0, attempts=max((job.attempts if job else 1) - 1, 0),
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message)
 
     def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
                     drop_render: bool = False) -> bool:
-        dropped: dict[str, Any] = {"provider_job_id": None} if drop_render else {}
         return self._fenced(
-            token, IN_FLIGHT, "failed", now, "mark_failed",
+            token, "fenced_mark_failed", "failed", now, "mark_failed",
             {"error_class": error.error_class, "label": error.label, "message": error.message,
              **({"dropped_render": True} if drop_render else {})},
-            state=JobState.FAILED, finished_at=now, error_class=error.error_class,
-            error_label=error.label, error_message=error.message, **_CLEARED_CLAIM, **dropped)
+            drop=("provider_job_id",) if drop_render else (), finished_at=now,
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message)
 
     def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        job = self._jobs.get(token.job_id)
         return self._fenced(
-            token, IN_FLIGHT, "parked", now, "park",
+            token, "fenced_park", "parked", now, "park",
             {"error_class": error.error_class, "label": error.label, "message": error.message},
-            extra_ok=job is not None and job.provider_job_id is not None,
-            state=JobState.PARKED, sub_status=None, error_class=error.error_class,
-            error_label=error.label, error_message=error.message, **_CLEARED_CLAIM)
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message)
 
     def note(
         self, event: str, now: float, *, job_id: int | None = None,
@@ -587,10 +571,9 @@ class MemoryStore:
         with self._lock:
             for job_id in job_ids:
                 job = self._jobs.get(job_id)
-                if job is None or job.state in FINAL:
+                if job is None or not TRANSITIONS["cancel_job"].allows(job):
                     continue
-                self._jobs[job_id] = replace(job, state=JobState.CANCELLED, finished_at=now,
-                                             updated_at=now, **_CLEARED_CLAIM)
+                self._jobs[job_id] = apply_transition(job, "cancel_job", now, finished_at=now)
                 done.append(job_id)
                 self._note("cancelled", now, job_id=job_id, account=job.account,
                            claim_token=job.claim_token,
@@ -605,8 +588,7 @@ class MemoryStore:
         with self._lock:
             for job_id in job_ids:
                 job = self._jobs.get(job_id)
-                if job is None or job.state not in (JobState.FAILED, JobState.CANCELLED,
-                                                    JobState.PARKED):
+                if job is None or not TRANSITIONS["requeue_job"].allows(job):
                     continue
                 params = dict(job.params)
                 if new_seed is not None:
@@ -614,12 +596,9 @@ class MemoryStore:
                 # A job that has a render keeps it unless a new seed was asked for: the
                 # next claim reads it first (queries.sql, requeue_job).
                 keep = new_seed is None and job.provider_job_id is not None
-                self._jobs[job_id] = replace(
-                    job, state=JobState.QUEUED, finished_at=None, updated_at=now, attempts=0,
-                    run_after=0.0, account=job.account if keep else None,
-                    client_token=job.client_token if keep else None,
-                    provider_job_id=job.provider_job_id if keep else None,
-                    sub_status=None, progress=None, params=params)
+                self._jobs[job_id] = apply_transition(
+                    job, "requeue_job", now, attempts=0, run_after=0.0, params=params,
+                    drop=() if keep else ("account", "client_token", "provider_job_id"))
                 done.append(job_id)
                 self._note("requeued", now, job_id=job_id, detail={
                     "by": "user", "new_seed": new_seed, "from": str(job.state),
@@ -693,27 +672,22 @@ class MemoryStore:
                 token: str | None = None
                 if action.kind == "complete":
                     assert action.file is not None and action.file.sha256 is not None
-                    changed = replace(
-                        job, state=JobState.COMPLETED, output_size=action.file.size,
-                        output_sha256=action.file.sha256, progress=1.0, finished_at=now,
-                        updated_at=now, **_CLEARED_CLAIM, **_CLEARED_ERROR)
+                    changed = apply_transition(
+                        job, "recover_complete", now, output_size=action.file.size,
+                        output_sha256=action.file.sha256, progress=1.0, finished_at=now)
                 elif action.kind in ("reattach", "reconcile"):
                     token = uuid.uuid4().hex
-                    changed = replace(
-                        job, state=action.resume_state, claim_token=token,
-                        lease_owner=params.instance_id,
-                        lease_until=now + params.lease_seconds, updated_at=now)
+                    changed = apply_transition(
+                        job, "recover_reattach", now, to=action.resume_state,
+                        claim_token=token, lease_owner=params.instance_id,
+                        lease_until=now + params.lease_seconds)
                 elif action.kind in ("fail", "unknown"):
                     error_class, label, message = failure_of(action)
-                    changed = replace(
-                        job, state=JobState.FAILED, finished_at=now, updated_at=now,
-                        error_class=error_class, error_label=label, error_message=message,
-                        **_CLEARED_CLAIM)
+                    changed = apply_transition(
+                        job, "recover_fail", now, finished_at=now, error_class=error_class,
+                        error_label=label, error_message=message)
                 else:
-                    changed = replace(
-                        job, state=JobState.QUEUED, run_after=0.0, updated_at=now,
-                        account=None, client_token=None, provider_job_id=None,
-                        sub_status=None, progress=None, **_CLEARED_CLAIM)
+                    changed = apply_transition(job, "recover_requeue", now, run_after=0.0)
                 self._jobs[job.id] = changed
                 for note in record_applied(action, report, token):
                     self._note(note.event, now, job_id=job.id, account=job.account,

@@ -1,0 +1,119 @@
+"""The transition table (store/transitions.py) and the SQL statements agree, and the
+check fails when they do not (planted mismatches)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.models import Job
+from reelqueue.domain.states import IN_FLIGHT, JobState
+from reelqueue.store.transitions import TRANSITIONS, apply_transition
+from tests.store.sql_transitions import (
+    named_statements,
+    parse_transition,
+    transition_mismatches,
+)
+
+pytestmark = pytest.mark.unit
+
+QUERIES = (Path(__file__).resolve().parents[2] / "app" / "reelqueue" / "store" / "sql"
+           / "queries.sql").read_text(encoding="utf-8")
+
+
+def test_queries_sql_agrees_with_the_table() -> None:
+    assert transition_mismatches(QUERIES, TRANSITIONS) == []
+
+
+def test_every_fenced_statement_is_in_the_table() -> None:
+    fenced = {name for name in named_statements(QUERIES) if name.startswith("fenced_")}
+    assert len(fenced) == 10
+    assert fenced <= set(TRANSITIONS)
+
+
+def test_the_parser_reads_a_statement_as_written() -> None:
+    parsed = parse_transition(named_statements(QUERIES)["fenced_set_retry_wait"])
+    assert parsed.from_states == IN_FLIGHT
+    assert parsed.to_states == {JobState.RETRY_WAIT}
+    assert parsed.clears == {"claim_token", "lease_owner", "lease_until", "sub_status",
+                             "progress"}
+    assert parsed.may_clear == {"account", "provider_job_id", "client_token"}
+    assert parsed.sets == {"run_after", "error_class", "error_label", "error_message"}
+    assert parsed.fenced and parsed.render is None
+
+
+@pytest.mark.parametrize(("planted", "expected"), [
+    # a from-state dropped from the SQL
+    (("AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')",
+      "AND state IN ('CLAIMED', 'RENDERING')"),
+     "fenced_mark_rendering: from_states is {CLAIMED, RENDERING} in the SQL, "
+     "{CLAIMED, RENDERING, SUBMITTING} in the table"),
+    # a cleared column forgotten
+    (("UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,\n"
+      "       claim_token = NULL, lease_owner = NULL, lease_until = NULL,\n"
+      "       provider_job_id",
+      "UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,\n"
+      "       claim_token = NULL, lease_owner = NULL,\n"
+      "       provider_job_id"),
+     "fenced_mark_failed: clears is {claim_token, lease_owner} in the SQL, "
+     "{claim_token, lease_owner, lease_until} in the table"),
+    # the fence itself removed
+    (("WHERE id = :id AND claim_token = :token AND state = 'DOWNLOADING'",
+      "WHERE id = :id AND state = 'DOWNLOADING'"),
+     "fenced_mark_completed: fenced is False in the SQL, True in the table"),
+    # a conditional clear made unconditional
+    (("provider_job_id = CASE WHEN :drop_render THEN NULL ELSE provider_job_id END",
+      "provider_job_id = NULL"),
+     "fenced_mark_failed: clears is {claim_token, lease_owner, lease_until, provider_job_id}"
+     " in the SQL, {claim_token, lease_owner, lease_until} in the table"),
+    # the render condition lost
+    (("AND state = 'CLAIMED'\n   AND provider_job_id IS NULL;", "AND state = 'CLAIMED';"),
+     "fenced_mark_submitting: render is None in the SQL, False in the table"),
+    # a new fenced statement without a row
+    (("-- name: front_priority", "-- name: fenced_new\nUPDATE jobs SET state = 'QUEUED' "
+      "WHERE id = :id AND claim_token = :token;\n\n-- name: front_priority"),
+     "fenced_new: not in the table"),
+])
+def test_a_planted_mismatch_is_found(planted: tuple[str, str], expected: str) -> None:
+    old, new = planted
+    assert QUERIES.count(old) == 1
+    assert expected in transition_mismatches(QUERIES.replace(old, new), TRANSITIONS)
+
+
+def test_a_table_row_that_differs_is_found() -> None:
+    table = dict(TRANSITIONS)
+    table["cancel_job"] = replace(TRANSITIONS["cancel_job"], to_states=frozenset(
+        {JobState.FAILED}))
+    assert transition_mismatches(QUERIES, table) == [
+        "cancel_job: to_states is {CANCELLED} in the SQL, {FAILED} in the table"]
+
+
+def _job(**changes: object) -> Job:
+    job = Job(id=1, batch_id=1, job_key="k", row_number=1, name="n", prompt="p",
+              provider="mock", params={}, pinned_account=None, priority=0, output_path="o",
+              state=JobState.RENDERING, attempts=1, max_attempts=3, account="a",
+              claim_token="t", lease_owner="me", lease_until=9.0, client_token="c",
+              provider_job_id="r1", sub_status="running", progress=0.5, run_after=0.0,
+              output_size=None, output_sha256=None, cost=None, error_class=None,
+              error_label=None, error_message=None, created_at=0.0, updated_at=0.0,
+              started_at=0.0, finished_at=None, metadata={})
+    return replace(job, **changes)
+
+
+def test_apply_transition_sets_clears_and_refuses_wrong_columns() -> None:
+    job = apply_transition(_job(), "fenced_mark_failed", 5.0, drop={"provider_job_id"},
+                           finished_at=5.0, error_class="permanent", error_label="x",
+                           error_message="y")
+    assert (job.state, job.claim_token, job.lease_owner, job.lease_until) == (
+        JobState.FAILED, None, None, None)
+    assert (job.provider_job_id, job.finished_at, job.updated_at) == (None, 5.0, 5.0)
+    with pytest.raises(ValueError, match="sets"):
+        apply_transition(_job(), "fenced_mark_downloading", 5.0, progress=1.0)
+    with pytest.raises(ValueError, match="cannot clear"):
+        apply_transition(_job(), "fenced_park", 5.0, drop={"account"}, error_class="a",
+                         error_label="b", error_message="c")
+    with pytest.raises(ValueError, match="target state"):
+        apply_transition(_job(), "fenced_release_to_queue", 5.0, run_after=0.0, attempts=0,
+                         error_class="a", error_label="b", error_message="c")
