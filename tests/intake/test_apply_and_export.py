@@ -100,7 +100,8 @@ def test_backpressure_refuses_whole_and_leaves_the_journal(
     apply_import(store, plan_for(tmp_path, catalog, store, "prompt\na\nb\nc\n"), NOW)
     before = snapshot(store)
     plan = plan_for(tmp_path, catalog, store, max_waiting=4, batch_name="more")
-    with pytest.raises(InputError, match="limit is 4 and 3 are waiting, so 1 more fit"):
+    with pytest.raises(InputError, match="holds 3 waiting jobs and its limit is 4: only 1 of "
+                       "these 2 new jobs fit"):
         apply_import(store, plan, NOW)
     assert snapshot(store) == before
     # Re-importing what is already there needs no room.

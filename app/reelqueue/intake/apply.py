@@ -26,6 +26,7 @@ from reelqueue.intake.filenames import VIDEO_SUFFIX, NameAllocator
 from reelqueue.intake.planner import ImportPlan, bulk_allocation
 from reelqueue.intake.rows import RowError
 from reelqueue.store.base import AddJobsResult
+from reelqueue.store.queue_limit import check_queue_room
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_TEMP_PREFIX = f".{MANIFEST_NAME}."
@@ -106,14 +107,7 @@ def _apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportRes
     present = store.existing_job_keys([job.job_key for job in plan.jobs])
     new_count = sum(1 for job in plan.jobs if job.job_key not in present)
     limit = plan.options.max_waiting
-    waiting = store.count_waiting()
-    if new_count and waiting + new_count > limit:
-        fit = max(0, limit - waiting)
-        raise InputError(
-            f"Importing {new_count:,} jobs would put {waiting + new_count:,} in the queue; the "
-            f"limit is {limit:,} and {waiting:,} are waiting, so {fit:,} more fit now. Nothing "
-            "was imported: split the sheet, wait for the queue to drain, or raise the limit."
-        )
+    check_queue_room(store.count_waiting(), new_count, limit)
     batch = find_batch(store, plan.scope)
     folder = Path(batch.output_dir) if batch else _free_folder(store, Path(plan.batch.output_dir))
     _ensure_writable(folder)

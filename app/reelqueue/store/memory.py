@@ -36,6 +36,7 @@ from reelqueue.store.base import (
     Prioritized,
     RecoverParams,
 )
+from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     failure_of,
     plan_recovery,
@@ -156,14 +157,7 @@ class MemoryStore:
                 if spec.job_key not in self._keys:
                     unique.setdefault(spec.job_key, spec)
             if max_waiting is not None:
-                waiting = self.count_waiting()
-                room = max(0, max_waiting - waiting)
-                if len(unique) > room:
-                    raise InputError(
-                        f"The queue holds {waiting} waiting jobs and its limit is "
-                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
-                        "Nothing was imported; import fewer rows or raise the limit."
-                    )
+                check_queue_room(self.count_waiting(), len(unique), max_waiting)
             ids = []
             for spec in unique.values():
                 job = Job(

@@ -53,6 +53,7 @@ from reelqueue.store.base import (
     RecoverParams,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
+from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     RecoveryAction,
     failure_of,
@@ -408,13 +409,7 @@ class SqliteStore:
                     unique.setdefault(spec.job_key, spec)
             if max_waiting is not None:
                 waiting = self._db.execute(self._q["count_waiting"]).fetchone()[0]
-                room = max(0, max_waiting - waiting)
-                if len(unique) > room:
-                    raise InputError(
-                        f"The queue holds {waiting} waiting jobs and its limit is "
-                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
-                        "Nothing was imported; import fewer rows or raise the limit."
-                    )
+                check_queue_room(waiting, len(unique), max_waiting)
             first_id = self._db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM jobs").fetchone()[0]
             # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
             encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
