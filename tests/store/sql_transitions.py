@@ -1,10 +1,11 @@
 """Reads the job transitions out of a store's ``.sql`` text, to compare them with
 ``reelqueue.store.transitions.TRANSITIONS``.
 
-Point :func:`transition_mismatches` at any store's SQL (SQLite's queries.sql, PostgreSQL's)
-to check it. Only the shapes the stores use are understood: ``UPDATE jobs SET a = ..., ...
-WHERE ...`` with ``state IN (...)`` / ``state NOT IN (...)`` / ``state = '...'``,
-``provider_job_id IS [NOT] NULL`` and ``claim_token = :token`` / ``IS :old_token``.
+Point :func:`transition_mismatches` at any store's SQL (SQLite's queries.sql, PostgreSQL's;
+either parameter style) to check it. Only the shapes the stores use are understood:
+``UPDATE jobs SET a = ..., ... WHERE ...`` with ``state IN (...)`` /
+``state NOT IN (...)`` / ``state = '...'``, ``provider_job_id IS [NOT] NULL`` and
+``claim_token = :token`` / ``IS :old_token``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ class ParsedTransition:
 
 
 def named_statements(sql: str) -> dict[str, str]:
-    """Statement text by name, comments dropped."""
+    """Statement text by name, comments dropped, parameters written ``:name`` whatever
+    the driver's style (psycopg's ``%(name)s``), ``IS NOT DISTINCT FROM`` as ``IS``."""
+    sql = re.sub(r"%\((\w+)\)s", r":\1", sql).replace("IS NOT DISTINCT FROM", "IS")
     parts = _NAME.split(sql)
     statements = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):

@@ -19,12 +19,15 @@ from tests.store.sql_transitions import (
 
 pytestmark = pytest.mark.unit
 
-QUERIES = (Path(__file__).resolve().parents[2] / "app" / "reelqueue" / "store" / "sql"
-           / "queries.sql").read_text(encoding="utf-8")
+SQL = Path(__file__).resolve().parents[2] / "app" / "reelqueue" / "store"
+QUERIES = (SQL / "sql" / "queries.sql").read_text(encoding="utf-8")
 
 
-def test_queries_sql_agrees_with_the_table() -> None:
-    assert transition_mismatches(QUERIES, TRANSITIONS) == []
+@pytest.mark.parametrize("folder", ["sql", "sql_pg"])
+def test_each_stores_sql_agrees_with_the_table(folder: str) -> None:
+    """SQLite's queries.sql and PostgreSQL's (psycopg parameters) say the same."""
+    assert transition_mismatches((SQL / folder / "queries.sql").read_text(encoding="utf-8"),
+                                 TRANSITIONS) == []
 
 
 def test_every_fenced_statement_is_in_the_table() -> None:
