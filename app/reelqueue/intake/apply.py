@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -78,11 +79,7 @@ class ImportResult:
 
 def find_batch(store: IntakeStore, scope: str) -> Batch | None:
     """The batch an earlier import of the same name created, if any."""
-    for batch in store.list_batches():
-        intake = batch.settings.get("intake")
-        if isinstance(intake, dict) and intake.get("scope") == scope:
-            return batch
-    return None
+    return _batch_of(store.list_batches(), scope)
 
 
 def refusal_message(plan: ImportPlan) -> str:
@@ -96,29 +93,90 @@ def refusal_message(plan: ImportPlan) -> str:
 
 
 def apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResult:
-    """Create (or reuse) the batch and add the plan's jobs; InputError when refused."""
+    """Create (or reuse) the batch and add the plan's jobs; InputError when refused.
+
+    The four steps in a row, for a caller that owns the journal (the CLI before its engine
+    starts). A running engine runs the journal steps on its journal thread and the file
+    steps off it (``engine/import_commands.py``), so renders never wait behind a folder
+    or a 100,000-entry manifest."""
     with bulk_allocation():
-        return _apply_import(store, plan, now)
+        reading = read_journal(store, plan)
+        specs = place_jobs(plan, reading)
+        batch, added = write_jobs(store, plan, reading, specs, now)
+        return finish_import(plan, reading, specs, batch, added)
 
 
-def _apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportResult:
+class ImportRaced(Exception):
+    """The journal changed between reading it and writing the jobs (another import made
+    the batch or took the folder): read it again."""
+
+
+@dataclass(frozen=True)
+class JournalReading:
+    """What an import needs from the journal before it touches a file.
+
+    Attributes:
+        present: the keys of the plan's jobs the journal already has.
+        batch: the batch an earlier import of the same sheet made (None: a new one).
+        earlier: that batch's jobs.
+        folder: the batch's folder (for a new batch, one no other batch renders into).
+    """
+
+    present: frozenset[str]
+    batch: Batch | None
+    earlier: list[Job]
+    folder: Path
+
+
+def read_journal(store: IntakeStore, plan: ImportPlan) -> JournalReading:
+    """Step 1 (journal): refuse a refused plan or one over the queue limit, else find the
+    batch and its jobs. Reads only."""
     if plan.refused:
         raise InputError(refusal_message(plan))
-    present = store.existing_job_keys([job.job_key for job in plan.jobs])
+    # One key lookup: a plan made against this journal already knows which it has
+    # (between the plan and now only imports add jobs, and add_jobs checks again).
+    present = (plan.present_keys if plan.keys_checked
+               else frozenset(store.existing_job_keys([job.job_key for job in plan.jobs])))
     new_count = sum(1 for job in plan.jobs if job.job_key not in present)
-    limit = plan.options.max_waiting
-    check_queue_room(store.count_waiting(), new_count, limit)
-    batch = find_batch(store, plan.scope)
-    folder = Path(batch.output_dir) if batch else _free_folder(store, Path(plan.batch.output_dir))
-    _ensure_writable(folder)
+    check_queue_room(store.count_waiting(), new_count, plan.options.max_waiting)
+    batches = store.list_batches()
+    batch = _batch_of(batches, plan.scope)
+    folder = Path(batch.output_dir) if batch else _free_folder(batches,
+                                                                Path(plan.batch.output_dir))
     earlier = store.list_jobs(batch_id=batch.id) if batch else []
-    taken = {os.path.basename(job.output_path) for job in earlier}
+    return JournalReading(present, batch, earlier, folder)
+
+
+def place_jobs(plan: ImportPlan, reading: JournalReading) -> list[JobSpec]:
+    """Step 2 (files): create the folder and name the new jobs' files so that none lands
+    on an existing job's or file's name. Touches no journal."""
+    folder = reading.folder
+    _ensure_writable(folder)
+    taken = {os.path.basename(job.output_path) for job in reading.earlier}
     taken |= {entry.name for entry in folder.iterdir() if entry.name.endswith(VIDEO_SUFFIX)}
-    specs = _place(plan.jobs, present, folder, taken, Path(plan.batch.output_dir))
-    created = batch is None
+    return _place(plan.jobs, reading.present, folder, taken, Path(plan.batch.output_dir))
+
+
+def write_jobs(store: IntakeStore, plan: ImportPlan, reading: JournalReading,
+               specs: list[JobSpec], now: float) -> tuple[Batch, AddJobsResult]:
+    """Step 3 (journal): create the batch if it is new and add the jobs (the store checks
+    the queue limit again in its write). ImportRaced when the journal changed since step 1."""
+    batches = store.list_batches()
+    batch = _batch_of(batches, plan.scope)
+    if (batch.id if batch else None) != (reading.batch.id if reading.batch else None) or (
+            batch is None and reading.folder in {Path(b.output_dir) for b in batches}):
+        raise ImportRaced()
     if batch is None:
-        batch = store.create_batch(replace(plan.batch, output_dir=str(folder)), now)
-    added = store.add_jobs(batch.id, specs, now, max_waiting=limit)
+        batch = store.create_batch(replace(plan.batch, output_dir=str(reading.folder)), now)
+    added = store.add_jobs(batch.id, specs, now, max_waiting=plan.options.max_waiting)
+    return batch, added
+
+
+def finish_import(plan: ImportPlan, reading: JournalReading, specs: list[JobSpec],
+                  batch: Batch, added: AddJobsResult) -> ImportResult:
+    """Step 4 (files): write the manifest beside the videos (unless it already says
+    exactly this) and say what the import did."""
+    folder, earlier = reading.folder, reading.earlier
     earlier_keys = {job.job_key for job in earlier}
 
     def entries() -> Iterator[dict[str, Any]]:
@@ -133,14 +191,23 @@ def _apply_import(store: IntakeStore, plan: ImportPlan, now: float) -> ImportRes
         manifest = write_manifest(folder, batch, entries())
     return ImportResult(
         batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
-        batch_created=created, added=added.added, already_present=added.already_present,
-        errors=list(plan.errors), job_ids=tuple(added.job_ids), manifest_path=str(manifest),
+        batch_created=reading.batch is None, added=added.added,
+        already_present=added.already_present, errors=list(plan.errors),
+        job_ids=tuple(added.job_ids), manifest_path=str(manifest),
     )
 
 
-def _free_folder(store: IntakeStore, folder: Path) -> Path:
+def _batch_of(batches: Iterable[Batch], scope: str) -> Batch | None:
+    for batch in batches:
+        intake = batch.settings.get("intake")
+        if isinstance(intake, dict) and intake.get("scope") == scope:
+            return batch
+    return None
+
+
+def _free_folder(batches: Iterable[Batch], folder: Path) -> Path:
     """``folder``, or ``folder_2``... when another batch already renders into it."""
-    used = {Path(batch.output_dir) for batch in store.list_batches()}
+    used = {Path(batch.output_dir) for batch in batches}
     candidate, counter = folder, 1
     while candidate in used:
         counter += 1
@@ -164,7 +231,7 @@ def _ensure_writable(folder: Path) -> None:
 
 
 def _place(
-    jobs: Sequence[JobSpec], present: set[str], folder: Path, taken: set[str],
+    jobs: Sequence[JobSpec], present: AbstractSet[str], folder: Path, taken: set[str],
     planned_folder: Path,
 ) -> list[JobSpec]:
     """The new jobs moved into ``folder``, renamed where a job or file already has the name."""

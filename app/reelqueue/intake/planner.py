@@ -17,6 +17,7 @@ copies.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -146,6 +147,8 @@ class ImportPlan:
         unmapped: columns kept as metadata only.
         present_keys: the keys of ``jobs`` already in the journal.
         options: the options planned with.
+        keys_checked: True when ``present_keys`` came from the journal the plan will be
+            written to (``existing_keys`` given), so writing it need not look them up again.
     """
 
     batch: BatchSpec
@@ -158,6 +161,7 @@ class ImportPlan:
     unmapped: list[str]
     present_keys: frozenset[str]
     options: ImportOptions
+    keys_checked: bool = False
 
     @property
     def refused(self) -> bool:
@@ -284,26 +288,34 @@ def _plan_import(
                     header_row_number=sheet.header_row_number,
                     source_path=sheet.source_path, details=sheet.details),
         mapping=mapping, unmapped=unmapped, present_keys=frozenset(present), options=options,
+        keys_checked=existing_keys is not None,
     )
 
 
 @contextmanager
 def bulk_allocation() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a sheet becomes jobs.
+    """Pause Python's cyclic garbage collector while a sheet becomes jobs, on the main
+    thread only.
 
     A 100,000-row sheet allocates about a million containers (cells, params, metadata,
     jobs) and none of them are garbage; the collector would still walk all of them again
     and again as they pile up (about a sixth of the import's time). Nothing here makes
     reference cycles, so pausing it frees nothing late. It is switched back on afterwards
     only if it was on, so a pause inside another leaves it off.
+
+    The switch is process-wide, so it is flipped only by a caller on the main thread (the
+    CLI, which runs nothing else meanwhile). On a worker thread (the window plans and
+    writes imports off its GUI thread while the GUI and the engine go on) it does nothing:
+    one thread must not switch the collector off under the others (issue 12 item 7).
     """
-    was_enabled = gc.isenabled()
+    if threading.current_thread() is not threading.main_thread() or not gc.isenabled():
+        yield
+        return
     gc.disable()
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        gc.enable()
 
 
 def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> BatchDefaults:
