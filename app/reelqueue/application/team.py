@@ -33,6 +33,7 @@ from reelqueue.providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
     from reelqueue.store.postgres import PostgresStore
+    from reelqueue.store.postgres_notify import WakeListener
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,22 @@ def key_availability(accounts: list[Account], key_lookup: KeyLookup,
     return out
 
 
+def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.AbstractEventLoop,
+                    fallback_seconds: float) -> WakeListener:
+    from reelqueue.store.postgres_notify import (
+        WakeListener,
+        install_wake_triggers,
+        listen_conninfo,
+    )
+
+    install_wake_triggers(store)
+    dsn, schema = listen_conninfo(store)
+    def wake() -> None:  # called on the listener's thread
+        loop.call_soon_threadsafe(engine.wake)
+
+    return WakeListener(dsn, schema, wake, fallback_seconds=fallback_seconds).start()
+
+
 def team_config(config: EngineConfig) -> EngineConfig:
     """``config`` for a shared store: take over expired leases only."""
     return replace(config, shared_store=True)
@@ -142,8 +159,13 @@ def team_config(config: EngineConfig) -> EngineConfig:
 async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: KeyLookup,
                      stop: asyncio.Event, on_event: Callable[[Event], None] | None = None,
                      on_started: Callable[[Engine], None] | None = None,
-                     instance_id: str | None = None) -> Engine:
+                     instance_id: str | None = None,
+                     wake_fallback_seconds: float | None = 5.0) -> Engine:
     """Run an engine on the team store until ``stop`` is set; returns the stopped engine.
+
+    Wake-ups across machines: the team database notifies every instance of new work
+    (``store/postgres_notify.py``); ``wake_fallback_seconds`` is the timer used while that
+    connection is down (None: no listener, the pump's own timers only).
 
     The engine's start-up recovery takes over only expired leases (``shared_store``);
     renders in flight at the stop stay claimed by this instance until their lease runs
@@ -157,12 +179,19 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
     await engine.store.call(store.register_instance, engine.instance_id,
                             host=socket.gethostname(), pid=os.getpid(),
                             version=__version__, now=now)
+    listener: WakeListener | None = None
     try:
         await engine.start()
+        if wake_fallback_seconds is not None:
+            listener = await engine.store.call(_start_listener, store, engine,
+                                               asyncio.get_running_loop(),
+                                               wake_fallback_seconds)
         if on_started is not None:
             on_started(engine)
         await stop.wait()
     finally:
+        if listener is not None:
+            await asyncio.to_thread(listener.stop)
         await engine.stop()
         try:
             await engine.store.call(store.stop_instance, engine.instance_id,
