@@ -1,0 +1,86 @@
+"""``reelqueue migrate-to URL``: a local journal copied into an empty team database, row
+for row (ids, states, claims, history); a database that is not empty is refused and left
+as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from reelqueue.domain.models import ClaimToken
+from reelqueue.store.base import ClaimParams
+from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.sqlite import SqliteStore
+from tests.conftest import make_specs, seed_store
+from tests.proof.harness import cli
+
+pytestmark = [pytest.mark.integration]
+
+
+def _local_journal(data: Path, tmp_path: Path) -> None:
+    data.mkdir()
+    now = time.time()
+    store = SqliteStore.open(data / "journal.sqlite3", now=now)
+    try:
+        batch = seed_store(store, tmp_path, now, jobs=6, accounts={"acct-a": 2, "acct-b": 1})
+        store.update_batch_settings(batch, {"spend_cap_usd": 4.5}, now)
+        first = store.claim_next_job(ClaimParams("acct-a", "old-instance", now, 60, now - 9))
+        second = store.claim_next_job(ClaimParams("acct-a", "old-instance", now, 60, now - 9))
+        assert first is not None and second is not None
+        token = ClaimToken(first.job.id, first.token.token)
+        assert store.mark_submitting(token, "ct-1", now)
+        assert store.record_submitted(token, "mr_123", now)
+        store.cancel_jobs([6], now)
+    finally:
+        store.close()
+
+
+def test_migrate_copies_everything_into_an_empty_database(tmp_path: Path,
+                                                          team_url: str) -> None:
+    data = tmp_path / "data"
+    _local_journal(data, tmp_path)
+    done = cli(data, "migrate-to", team_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Copied 1 batches, 2 accounts, 6 jobs" in done.stdout
+    local = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    team = PostgresStore.open(team_url, now=time.time())
+    try:
+        assert team.list_jobs() == local.list_jobs()
+        assert team.list_accounts() == local.list_accounts()
+        assert team.list_batches() == local.list_batches()
+        assert team.ledger() == local.ledger()
+        rendering = [j for j in team.list_jobs() if j.provider_job_id]
+        assert [(j.state.value, j.provider_job_id) for j in rendering] == [
+            ("RENDERING", "mr_123")]
+        # New rows continue after the copied ids.
+        spec = dataclasses.replace(make_specs(tmp_path, 1)[0], job_key="key-new")
+        added = team.add_jobs(1, [spec], time.time())
+        assert added.job_ids == (7,)
+        assert team.ledger()[-1].seq > local.ledger()[-1].seq
+    finally:
+        local.close()
+        team.close()
+    # A second copy into the same (now not empty) database is refused, nothing changed.
+    before = _snapshot(team_url)
+    again = cli(data, "migrate-to", team_url)
+    assert again.returncode == 2
+    assert "is not empty" in again.stderr and "Nothing was changed" in again.stderr
+    assert _snapshot(team_url) == before
+
+
+def _snapshot(url: str) -> tuple[object, ...]:
+    store = PostgresStore.open(url, now=time.time())
+    try:
+        return (store.list_jobs(), store.list_accounts(),
+                [dataclasses.astuple(e) for e in store.ledger()])
+    finally:
+        store.close()
+
+
+def test_migrate_without_a_journal_says_so(tmp_path: Path, team_url: str) -> None:
+    done = cli(tmp_path / "nothing", "migrate-to", team_url)
+    assert done.returncode == 2
+    assert "no journal" in done.stderr
