@@ -702,7 +702,7 @@ class PostgresStoreMachine(StoreMachine):
 
 
 class TestStoreStateMachineOnPostgres(PostgresStoreMachine.TestCase):  # type: ignore[misc,valid-type]
-    # Each ``Machine.TestCase`` access makes a new class, so settings go on this one.
+    # The same budget as TestStoreStateMachine, on this class itself.
     settings = settings(
         max_examples=60, stateful_step_count=40, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
