@@ -72,6 +72,7 @@ from reelqueue.store.postgres_support import (
     known_error,
     ledger_from_pg,
 )
+from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     RecoveryAction,
     failure_of,
@@ -404,14 +405,8 @@ class PostgresStore:
             if max_waiting is not None:
                 # Imports with a queue limit count one after the other, from any machine.
                 db.execute("SELECT pg_advisory_xact_lock(%s)", (IMPORT_LOCK,))
-                waiting = int(self._scalar("count_waiting"))
-                room = max(0, max_waiting - waiting)
-                if len(unique) > room:
-                    raise InputError(
-                        f"The queue holds {waiting} waiting jobs and its limit is "
-                        f"{max_waiting}: only {room} of these {len(unique)} new jobs fit. "
-                        "Nothing was imported; import fewer rows or raise the limit."
-                    )
+                check_queue_room(int(self._scalar("count_waiting")), len(unique),
+                                 max_waiting)
             ids_by_key: dict[str, int] = {}
             todo = list(unique.values())
             for start in range(0, len(todo), self.ADD_JOBS_PER_INSERT):
