@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from reelqueue.api.auth import FREE_FAILURES, MAX_DELAY_SECONDS, FailureThrottle
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.server import ApiServices, _parse_range, build_app
 from reelqueue.store.sqlite import SqliteStore
@@ -65,3 +66,16 @@ def test_tokens_are_stored_hashed_and_checked_with_their_scope(tmp_path: Path) -
     finally:
         tokens.close()
     assert token.rsplit("_", 1)[1].encode() not in journal.read_bytes()
+
+
+def test_repeated_failures_from_one_address_are_slowed_down() -> None:
+    throttle = FailureThrottle()
+    delays = []
+    for _ in range(9):
+        delays.append(throttle.delay("10.0.0.1"))
+        throttle.failed("10.0.0.1")
+    assert delays == [0.0] * FREE_FAILURES + [0.25, 0.5, 1.0, 2.0]
+    assert throttle.delay("10.0.0.2") == 0.0  # another address is not slowed
+    for _ in range(10):
+        throttle.failed("10.0.0.1")
+    assert throttle.delay("10.0.0.1") == MAX_DELAY_SECONDS
