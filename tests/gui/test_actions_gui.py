@@ -50,7 +50,7 @@ async def test_cancel_asks_naming_renders_that_may_be_charged(
     assert box is not None
     box.button(QMessageBox.StandardButton.Yes).click()
     await until(lambda: table.stats.by_state["CANCELLED"] == 12, 20)
-    banner = controller.window.banners.find("cancelled")
+    banner = controller.window.banners.get("cancelled")
     assert banner is not None
     assert banner.text.startswith("Cancelled 11 jobs, 9 renders stopped while running")
     assert "1 had already finished" in banner.text
@@ -86,8 +86,8 @@ async def test_retry_failed_leaves_permanent_failures_out_unless_asked(
     controller = await windows.open(app_ctx, start=False)
     table, banners = controller.model.table, controller.window.banners
     controller.window.retry_action.trigger()
-    await until(lambda: banners.find("retry") is not None, 10)
-    banner = banners.find("retry")
+    await until(lambda: banners.get("retry") is not None, 10)
+    banner = banners.get("retry")
     # Same words as 'reelqueue retry --failed', and a price waits for the user.
     assert "1 job: 1 will be rendered again (est. $0.05)" in banner.text
     assert "1 permanent failure (content policy, invalid input...) was left out" \
@@ -98,12 +98,12 @@ async def test_retry_failed_leaves_permanent_failures_out_unless_asked(
     banner.buttons["Retry (est. $0.05)"].click()
     await until(lambda: table.row(ids["flaky"]).state == "QUEUED", 10)
     assert table.row(ids["policy"]).state == "FAILED", "the refusal was left out"
-    await until(lambda: banners.find("retry") is not None
-                and banners.find("retry").text.startswith("Queued 1 job again."), 10)
-    banners.find("retry").buttons["Also retry 1 refused by the provider's rules"].click()
-    await until(lambda: "Retry (est. $0.05)" in getattr(banners.find("retry"), "buttons", {})
-                and "permanent" not in banners.find("retry").text, 10)
-    banners.find("retry").buttons["Retry (est. $0.05)"].click()
+    await until(lambda: banners.get("retry") is not None
+                and banners.get("retry").text.startswith("Queued 1 job again."), 10)
+    banners.get("retry").buttons["Also retry 1 refused by the provider's rules"].click()
+    await until(lambda: "Retry (est. $0.05)" in getattr(banners.get("retry"), "buttons", {})
+                and "permanent" not in banners.get("retry").text, 10)
+    banners.get("retry").buttons["Retry (est. $0.05)"].click()
     await until(lambda: table.row(ids["policy"]).state == "QUEUED", 10)
 
 
@@ -122,19 +122,19 @@ async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
     controller = await windows.open(app_ctx, start=False)
     window, engine = controller.window, controller.session.running_engine
     controller.prioritize_batch(2)
-    await until(lambda: window.banners.find("priority") is not None, 10)
+    await until(lambda: window.banners.get("priority") is not None, 10)
     assert "Batch “second” moved to the front: its 2 unfinished jobs" in \
-        window.banners.find("priority").text
+        window.banners.get("priority").text
     controller.pause_batch(1, True)
     await until(lambda: window.paused_batches == {1}, 10)
     assert window.batch_filter.findText("first (paused)") > 0
     assert "paused: its waiting jobs are not started" in \
-        window.banners.find("batch-paused:1").text
+        window.banners.get("batch-paused:1").text
     jobs = await engine.store.call(engine.store.sync.list_jobs)
     assert [j.priority for j in jobs] == [0, 0, 1, 1]
     batch = await engine.store.call(engine.store.sync.get_batch, 1)
     assert batch is not None and batch.settings.get("paused") is True
-    window.banners.find("batch-paused:1").buttons["Resume"].click()
+    window.banners.get("batch-paused:1").buttons["Resume"].click()
     await until(lambda: not window.paused_batches, 10)
     assert window.batch_filter.findText("first") > 0
 
@@ -148,8 +148,8 @@ async def test_a_finished_demo_offers_to_run_again(windows: WindowHarness,
     prepare(ctx, sheet, render_seconds=None)
     controller = await windows.open(ctx, start=True)
     table, banners = controller.model.table, controller.window.banners
-    await until(lambda: banners.find("batch:1") is not None, 60)
-    banners.find("batch:1").buttons["Run the demo again"].click()
+    await until(lambda: banners.get("batch:1") is not None, 60)
+    banners.get("batch:1").buttons["Run the demo again"].click()
     await until(lambda: len(table) == 2 + 12, 20)
     assert set(controller.batches.values()) == {"demo", "demo 2"}
-    assert "The demo runs again: 12 new jobs in batch “demo 2”" in banners.find("demo").text
+    assert "The demo runs again: 12 new jobs in batch “demo 2”" in banners.get("demo").text

@@ -46,7 +46,7 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     for name, card in cards.items():
         if spent.get(name):
             assert card.spend.text().startswith("Spent $") and "$0.00" not in card.spend.text()
-    banner = window.banners.find("batch:1")
+    banner = window.banners.get("batch:1")
     assert banner is not None and "12 completed, 0 failed" in banner.text
     save_screenshot(window, "main-window")
     save_screenshot(cards["mock-medium"], "account-card")
@@ -87,8 +87,8 @@ async def test_failed_job_detail_explains_and_retries(windows: WindowHarness, ap
     dialog.retry_button.click()
     # A new seed renders again, at a price: the window says what it will cost and waits
     # for the user (issue 10, "Retry asks before it pays").
-    await until(lambda: controller.window.banners.find("retry") is not None, 10)
-    confirm = controller.window.banners.find("retry")
+    await until(lambda: controller.window.banners.get("retry") is not None, 10)
+    confirm = controller.window.banners.get("retry")
     assert "rendered again (est. $" in confirm.text
     assert dialog.job.params.get("seed") != 1234, "nothing may change before the user says so"
     next(iter(confirm.buttons.values())).click()

@@ -67,7 +67,7 @@ async def test_crash_banner_after_a_killed_run(windows: WindowHarness, app_ctx,
     report = controller.report
     assert report is not None and report.unclean and report.paused
     assert len(report.recovery.reattached) + len(report.recovery.reconcile) >= left
-    banner = window.banners.find("recovery")
+    banner = window.banners.get("recovery")
     assert banner is not None and banner.kind == "warning"
     assert "did not shut down cleanly" in banner.text
     # The banner tells what became of each render once the provider answered, never
@@ -84,7 +84,7 @@ async def test_crash_banner_after_a_killed_run(windows: WindowHarness, app_ctx,
     banner.buttons["Resume queue"].click()
     await until(lambda: not window.engine_label.text().startswith("Paused"), 5)
     assert not window.paused
-    assert window.banners.find("recovery") is None
+    assert window.banners.get("recovery") is None
 
 
 @on_qloop
@@ -109,5 +109,5 @@ async def test_closing_with_renders_asks_and_keeps_them(windows: WindowHarness, 
     report = reopened.report
     assert report is not None and not report.unclean and report.kept_renders >= 3
     assert len(report.recovery.reattached) + len(report.recovery.reconcile) >= 3
-    banner = reopened.window.banners.find("recovery")
+    banner = reopened.window.banners.get("recovery")
     assert banner is not None and "kept from last time" in banner.text

@@ -56,7 +56,7 @@ async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: Win
     assert controller.model.rowCount() == 12
     assert controller.model.table.stats.by_state["QUEUED"] == 12
     assert window.batch_filter.findText("spring prompts") > 0
-    banner = window.banners.find("imported")
+    banner = window.banners.get("imported")
     assert banner is not None and "12 new jobs" in banner.text
     assert "Connect an account" in banner.text  # no account yet: says what to do next
 

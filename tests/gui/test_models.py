@@ -79,7 +79,7 @@ def test_one_insert_per_page_and_one_data_changed_per_tick(qtbot) -> None:
     assert inserts == [(0, 999), (1000, 2999)]
     for job_id in (5, 17, 2500):
         for progress in (0.1, 0.2, 0.3):
-            assert model.apply_event(JobEvent(job_id, "RENDERING", 2000.0 + progress,
+            assert model.apply_event(JobEvent(job_id, JobState.RENDERING, 2000.0 + progress,
                                               account="a", progress=progress))
     assert changes == []  # nothing reaches the views before the tick
     assert model.flush() == 3
@@ -94,17 +94,17 @@ def test_counters_follow_events() -> None:
     table.append(rows, stats_of(rows))
     assert table.stats.by_state["QUEUED"] == 3
     assert table.stats.open_by_batch[1] == 3
-    table.apply(JobEvent(1, "CLAIMED", 1001.0, account="a", attempts=1))
-    table.apply(JobEvent(1, "RENDERING", 1002.0, account="a", progress=0.5))
+    table.apply(JobEvent(1, JobState.CLAIMED, 1001.0, account="a", attempts=1))
+    table.apply(JobEvent(1, JobState.RENDERING, 1002.0, account="a", progress=0.5))
     assert [r.id for r in table.live_rows("a")] == [1]
     assert table.stats.by_account[("a", "RENDERING")] == 1
-    table.apply(JobEvent(1, "COMPLETED", 1010.0, account="a", progress=1.0))
+    table.apply(JobEvent(1, JobState.COMPLETED, 1010.0, account="a", progress=1.0))
     assert table.live_rows("a") == []
     assert table.stats.by_account[("a", "COMPLETED")] == 1
     assert table.stats.open_by_batch[1] == 2
     assert table.typical_seconds["a"] == pytest.approx(9.0)
     # an event older than what the row shows (read from the journal after it) is ignored
-    table.apply(JobEvent(1, "RENDERING", 1005.0, account="a"))
+    table.apply(JobEvent(1, JobState.RENDERING, 1005.0, account="a"))
     assert table.row(1).state == "COMPLETED"
 
 
@@ -126,7 +126,7 @@ def test_filter_change_keeps_the_selected_job(qtbot) -> None:
     # a job leaving the filter by an event leaves the view at the next tick
     model.set_filter(JobFilter(states=frozenset({"QUEUED"})))
     before = model.rowCount()
-    model.apply_event(JobEvent(12, "CLAIMED", 2000.0, account="a"))
+    model.apply_event(JobEvent(12, JobState.CLAIMED, 2000.0, account="a"))
     model.flush()
     assert model.rowCount() == before - 1
     assert model.view_row_of(12) is None

@@ -13,6 +13,7 @@ from PySide6.QtTest import QTest
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.domain.states import JobState
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.queries import to_row
 from reelqueue.store.base import JOB_ORDERS, ClaimParams, JobError, Store
@@ -112,7 +113,7 @@ def test_sort_survives_live_updates_filters_and_new_rows(
     assert claim is not None and claim.job.id == job_id
     assert store.mark_failed(claim.token, JobError("permanent", "content policy", "no"),
                              clock.now())
-    model.apply_event(JobEvent(job_id, "FAILED", clock.now() + 1, account="acct",
+    model.apply_event(JobEvent(job_id, JobState.FAILED, clock.now() + 1, account="acct",
                                error_label="content policy"))
     model.flush()
     assert asked == [("state", True)] * 2, "a changed sort value asks for the order again"
@@ -120,7 +121,7 @@ def test_sort_survives_live_updates_filters_and_new_rows(
     assert kept.isValid() and kept.row() == 0 and kept.data(JobIdRole) == job_id
     # An event that changes no sorted value asks nothing.
     count = len(asked)
-    model.apply_event(JobEvent(job_id, "FAILED", clock.now() + 2,
+    model.apply_event(JobEvent(job_id, JobState.FAILED, clock.now() + 2,
                                error_label="content policy"))
     model.flush()
     assert len(asked) == count

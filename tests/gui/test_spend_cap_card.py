@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from reelqueue.domain.states import AccountStatus
 from reelqueue.engine.events import AccountEvent
 from reelqueue.ui.accounts_view import AccountCard, AccountCardData
 
@@ -33,7 +34,7 @@ def test_a_card_says_what_was_spent_today_of_its_cap_and_what_waits(qapp: object
 
 
 def test_the_engine_event_says_when_the_cap_holds_jobs() -> None:
-    event = AccountEvent("a", "ready", 0, 2, 0.0, spent_today=20.0, daily_cap=20.0,
+    event = AccountEvent("a", AccountStatus.READY, 0, 2, 0.0, spent_today=20.0, daily_cap=20.0,
                          cap_waiting=3)
     assert event.spend_capped
-    assert not AccountEvent("a", "ready", 0, 2, 0.0).spend_capped
+    assert not AccountEvent("a", AccountStatus.READY, 0, 2, 0.0).spend_capped

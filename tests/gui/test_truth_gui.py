@@ -46,11 +46,11 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
     out_of_credits_everywhere(app_ctx, tmp_path)
     controller = await windows.open(app_ctx, start=True)
     window = controller.window
-    await until(lambda: window.banners.find("stalled") is not None, 30)
+    await until(lambda: window.banners.get("stalled") is not None, 30)
     label = window.engine_label.text()
     assert label.startswith("Stalled") and "out of credits" in label, label
     assert "Running" not in label and "ETA" not in window.rate_label.text()
-    banner = window.banners.find("stalled")
+    banner = window.banners.get("stalled")
     assert banner is not None and banner.kind == "warning"
     assert "22 jobs wait" in banner.text
     # The three accounts share one reason: named together, the advice said once.
@@ -67,7 +67,7 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
     # The user tops up one account: work moves, the stalled banner goes, and when the
     # last job is done the window says so (never "Running" after the end).
     controller.mark_ready(DEMO_ACCOUNTS[0][0])
-    await until(lambda: window.banners.find("stalled") is None, 30)
+    await until(lambda: window.banners.get("stalled") is None, 30)
     await until(lambda: window.engine_label.text().startswith("All done"), 60)
     assert window.engine_label.text() == "All done · 22 completed, 0 failed, 0 cancelled"
     assert window.rate_label.text() == ""  # no rate or ETA when nothing renders
@@ -89,8 +89,8 @@ async def test_no_account_for_provider_is_a_stall(windows: WindowHarness, app_ct
         apply_import(store, plan, app_ctx.clock.now())
     controller = await windows.open(app_ctx, start=True)
     window = controller.window
-    await until(lambda: window.banners.find("stalled") is not None, 30)
-    banner = window.banners.find("stalled")
+    await until(lambda: window.banners.get("stalled") is not None, 30)
+    banner = window.banners.get("stalled")
     assert banner is not None
     assert "provider Mock" in banner.text or "provider mock" in banner.text, banner.text
     assert "no account" in banner.text and "Connect an account…" in banner.buttons
@@ -108,8 +108,8 @@ async def test_cancelled_counted_and_finished_banner_not_green(
     ids = [row.id for row in controller.model.table.rows]
     assert len(ids) == 22
     await controller._cancel(ids)
-    await until(lambda: window.banners.find("batch:1") is not None, 10)
-    banner = window.banners.find("batch:1")
+    await until(lambda: window.banners.get("batch:1") is not None, 10)
+    banner = window.banners.get("batch:1")
     assert banner is not None
     assert "0 completed, 0 failed, 22 cancelled" in banner.text
     assert banner.kind != "success"  # nothing completed: never green
@@ -135,10 +135,10 @@ async def test_banners_replace_their_kind_and_stale_ones_go(windows: WindowHarne
     assert [b.text for b in imported] == ["Imported 29 new jobs into batch “demo”."]
     banners.show_banner("success", "Batch “a” finished.", key="batch:7")
     banners.remove_family("batch:")
-    assert banners.find("batch:7") is None
+    assert banners.get("batch:7") is None
     # Started from the toolbar (not the banner's own button): the banner is stale.
     controller.start_queue()
-    await until(lambda: banners.find("imported") is None, 10)
+    await until(lambda: banners.get("imported") is None, 10)
     await until(lambda: controller.window.engine_label.text().startswith("Running"), 30)
 
 
@@ -163,10 +163,10 @@ async def test_recovery_with_the_builtin_mock_says_the_renders_are_gone(
     window = controller.window
     follow = controller.follow_up
     assert follow is not None and len(follow.jobs) >= left
-    banner = window.banners.find("recovery")
+    banner = window.banners.get("recovery")
     assert banner is not None and "did not shut down cleanly" in banner.text
     await until(lambda: follow.settled, 60)
-    text = window.banners.find("recovery").text
+    text = window.banners.get("recovery").text
     assert follow.count("picked_up") == 0  # nothing of the old mock survived
     assert "picked up again" not in text and "reattached" not in text
     gone = follow.count("render_again")
@@ -239,7 +239,7 @@ async def test_recovery_with_a_separate_mock_process_picks_renders_up(
         follow = controller.follow_up
         assert follow is not None and set(before) <= follow.jobs
         await until(lambda: follow.settled, 60)
-        text = window.banners.find("recovery").text
+        text = window.banners.get("recovery").text
         assert follow.count("picked_up") == len(follow.jobs)
         assert f"{len(follow.jobs)} renders picked up again" in text, text
         assert "could not be found" not in text and "built-in mock" not in text

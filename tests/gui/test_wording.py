@@ -70,7 +70,7 @@ def test_start_with_no_account_says_what_to_do(themed_app: QApplication) -> None
     window.set_engine_state("paused")
     try:
         window.start_action.trigger()
-        banner = window.banners.find("hint:start")
+        banner = window.banners.get("hint:start")
         assert banner is not None and "Connect a provider account" in banner.text
         assert started == []  # nothing to hand work to: not started behind the user's back
         window.accounts.set_accounts([AccountCardData(
@@ -104,7 +104,7 @@ async def test_open_folder_without_a_file_opener_says_so(windows: WindowHarness,
     window = controller.window
     # The offscreen platform has no file opener at all: the real "bare Linux" case.
     controller.open_output_folder()
-    banner = window.banners.find("hint:opener")
+    banner = window.banners.get("hint:opener")
     assert banner is not None and "Nothing on this system opens" in banner.text
     assert str(app_ctx.videos_dir) in banner.text
     window.banners.remove("hint:opener")
@@ -116,7 +116,7 @@ async def test_open_folder_without_a_file_opener_says_so(windows: WindowHarness,
     finally:
         QDesktopServices.unsetUrlHandler("file")
     assert opener.opened == [str(app_ctx.videos_dir)]
-    assert window.banners.find("hint:opener") is None
+    assert window.banners.get("hint:opener") is None
 
 
 @on_qloop

@@ -29,6 +29,7 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import (
     AccountEvent,
     EngineErrorEvent,
+    EngineState,
     EngineStateEvent,
     EventBus,
     JobEvent,
@@ -273,7 +274,7 @@ class Engine:
             task = self._workers.get(job_id)
             if task:
                 task.cancel()
-            self.bus.publish(JobEvent(job_id, JobState.CANCELLED.value, self.clock.now()))
+            self.bus.publish(JobEvent(job_id, JobState.CANCELLED, self.clock.now()))
         self.wake()
         return done
 
@@ -292,7 +293,7 @@ class Engine:
     async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
         done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed)
         for job_id in done:
-            self.bus.publish(JobEvent(job_id, JobState.QUEUED.value, self.clock.now(),
+            self.bus.publish(JobEvent(job_id, JobState.QUEUED, self.clock.now(),
                                       attempts=0))
         self.wake()
         return done
@@ -412,7 +413,7 @@ class Engine:
                 reasons += spend_cap_reasons(await self.store.spend_summary(
                     now, local_day_start(now)))
                 due = await self.store.next_wakeup(pass_started)
-                state = "waiting" if due is not None and takes_work else "stalled"
+                state: EngineState = "waiting" if due is not None and takes_work else "stalled"
                 event = EngineStateEvent(state, now, waiting=waiting,
                                          next_due=due if state == "waiting" else None,
                                          reasons=reasons)
@@ -484,7 +485,7 @@ class Engine:
                     self.config.lease_seconds, local_day_start(now)))
                 if claim is None:
                     break
-                self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED.value,
+                self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED,
                                           self.clock.now(), account=account.name,
                                           attempts=claim.job.attempts))
                 self._start_worker(claim, provider)
@@ -546,7 +547,7 @@ class Engine:
             now, local_day_start(now))).accounts
             if a.account == name), None)
         self.bus.publish(AccountEvent(
-            name=name, status=account.status.value if account.enabled else "disabled",
+            name=name, status=account.status if account.enabled else "disabled",
             live=live, capacity=account.capacity, at=self.clock.now(),
             cooldown_until=account.cooldown_until, detail=account.status_detail,
             # Committed today: spent plus the renders being started (their price moves

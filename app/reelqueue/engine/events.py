@@ -11,13 +11,20 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from reelqueue.domain.models import Account, RecoveryReport
-from reelqueue.domain.states import AccountStatus
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.spend import SpendSummary
 
 log = logging.getLogger(__name__)
+
+AccountEventStatus = AccountStatus | Literal["disabled"]
+"""An account's status as events carry it: its stored status, or ``"disabled"`` while the
+user has paused it (the stored status is then kept for when it is enabled again)."""
+
+EngineState = Literal["running", "waiting", "stalled", "done", "paused", "drained", "stopped"]
+"""What :class:`EngineStateEvent` says (its docstring tells when each is published)."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +32,7 @@ class JobEvent:
     """A job changed state, sub-status or progress."""
 
     job_id: int
-    state: str
+    state: JobState
     at: float
     account: str | None = None
     sub_status: str | None = None
@@ -42,7 +49,7 @@ class AccountEvent:
     """An account's status or live count changed."""
 
     name: str
-    status: str
+    status: AccountEventStatus
     live: int
     capacity: int
     at: float
@@ -104,7 +111,7 @@ class EngineStateEvent:
         reasons: per account (or provider) why waiting jobs are not taken.
     """
 
-    state: str
+    state: EngineState
     at: float
     detail: str = ""
     waiting: int = 0

@@ -129,9 +129,9 @@ class RenderAttempt:
     def _now(self) -> float:
         return self.ctx.clock.now()
 
-    def _emit(self, state: JobState | str, **fields: object) -> None:
+    def _emit(self, state: JobState, **fields: object) -> None:
         self.ctx.bus.publish(JobEvent(
-            job_id=self.job.id, state=str(state), at=self._now(), account=self.claim.account,
+            job_id=self.job.id, state=state, at=self._now(), account=self.claim.account,
             attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
 
     async def _fenced(self, ok: bool) -> None:
@@ -569,6 +569,6 @@ class RenderAttempt:
         row = await store.get_account(account)
         live = await store.live_count(account)
         self.ctx.bus.publish(AccountEvent(
-            name=account, status=status.value, live=live,
+            name=account, status=status, live=live,
             capacity=row.capacity if row else 0, at=now, cooldown_until=until,
             detail=str(exc)))

@@ -6,7 +6,7 @@ the controller shows the keyring's own explanation here, with what to do.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -126,7 +126,7 @@ class AccountDialog(QDialog):
                             key=self.key.text().strip() or None,
                             base_url=self.base_url.text().strip() or None)
 
-    def _emit(self, signal: Signal) -> None:  # type: ignore[valid-type]
+    def _emit(self, signal: SignalInstance) -> None:
         draft = self.draft()
         if not draft.name:
             self.set_result(False, "Give the account a name.")
@@ -134,7 +134,7 @@ class AccountDialog(QDialog):
         if draft.name.casefold() in self.taken:
             self.set_result(False, f"An account named {draft.name!r} already exists.")
             return
-        emit(signal, draft)  # type: ignore[attr-defined]
+        emit(signal, draft)
 
     def set_busy(self, text: str) -> None:
         self.status.setStyleSheet(f"color: {theme.tokens().muted};")

@@ -579,16 +579,16 @@ class AccountStrip(QScrollArea):
                 card.setParent(None)
                 card.deleteLater()
         for position, item in enumerate(items):
-            card = self.cards.get(item.name)
-            if card is None:
-                card = AccountCard(item)
-                card.set_compact(self.compact)
-                self.cards[item.name] = card
-                created.append(card)
+            known = self.cards.get(item.name)
+            if known is None:
+                known = AccountCard(item)
+                known.set_compact(self.compact)
+                self.cards[item.name] = known
+                created.append(known)
             else:
-                card.set_data(item)
-            if self._row.indexOf(card) != position:
-                self._row.insertWidget(position, card)
+                known.set_data(item)
+            if self._row.indexOf(known) != position:
+                self._row.insertWidget(position, known)
         self.empty.setVisible(not items)
         self._fit_height()
         if len(self.cards) != before:
@@ -599,7 +599,7 @@ class AccountStrip(QScrollArea):
         self.updateGeometry()  # the cards' height may have changed: ask the layout again
 
     def _cards_height(self) -> int:
-        widgets = list(self.cards.values()) or [self.empty]
+        widgets: list[QWidget] = list(self.cards.values()) or [self.empty]
         # The cards have a fixed width and wrapped text: ask for their height at it.
         return max(w.heightForWidth(w.maximumWidth()) if w.hasHeightForWidth()
                    else w.sizeHint().height() for w in widgets)

@@ -109,7 +109,12 @@ async def main(ctx: AppContext, settings: Any, *, start: bool,
     controller = AppController(window, session)
     undo = install_excepthook(controller.show_exception)
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    controller.finished.connect(lambda code: done.done() or done.set_result(code))
+
+    def finish(code: int) -> None:
+        if not done.done():
+            done.set_result(code)
+
+    controller.finished.connect(finish)
     try:
         window.show()
         report = await controller.open(start=start)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
@@ -17,6 +17,9 @@ from PySide6.QtWidgets import (
 
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
+
+BannerAction = tuple[str, Callable[[], object]]
+"""A banner button: its text and what it runs (its return value is ignored)."""
 
 KIND_TINTS = {"info": "info", "success": "success", "warning": "warning", "error": "danger"}
 
@@ -34,7 +37,7 @@ class Banner(QFrame):
 
     dismissed = Signal()
 
-    def __init__(self, kind: str, text: str, actions: list[tuple[str, Callable[[], None]]],
+    def __init__(self, kind: str, text: str, actions: Sequence[BannerAction],
                  key: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.key = key
@@ -100,7 +103,7 @@ class BannerArea(QWidget):
         self.setVisible(False)
 
     def show_banner(self, kind: str, text: str,
-                    actions: list[tuple[str, Callable[[], None]]] | None = None,
+                    actions: Sequence[BannerAction] | None = None,
                     key: str | None = None) -> Banner:
         key = key or f"{kind}:{text}"
         self.remove(key)
@@ -119,7 +122,7 @@ class BannerArea(QWidget):
                 found.append(widget)
         return found
 
-    def find(self, key: str) -> Banner | None:
+    def get(self, key: str) -> Banner | None:
         return next((b for b in self.banners() if b.key == key), None)
 
     def remove_family(self, prefix: str) -> None:

@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QSystemTrayIcon
 
 from reelqueue.domain.errors import KnownError, ProviderError
+from reelqueue.domain.states import JobState
 from reelqueue.engine import queries, queue_commands, spend_commands
 from reelqueue.engine.events import (
     AccountEvent,
@@ -31,6 +32,7 @@ from reelqueue.intake import ImportOptions, ImportPlan
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog
+from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.dashboard import (
     compose_cards,
@@ -52,8 +54,8 @@ from reelqueue.ui.thumbnails import Thumbnailer
 log = logging.getLogger(__name__)
 
 # Cancelling these may cost: the create was (or may have been) sent and billed.
-CHARGED_STATES = frozenset({"SUBMITTING", "RENDERING", "DOWNLOADING"})
-FINISHED_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+CHARGED_STATES = frozenset({JobState.SUBMITTING, JobState.RENDERING, JobState.DOWNLOADING})
+FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
 TICK_MS = 200
 SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
 FIRST_PAGE = 2_000
@@ -199,7 +201,7 @@ class AppController(QObject):
         return " ".join(p if p.endswith((".", "…", ":")) else p + "." for p in parts)
 
     def _update_recovery_banner(self) -> None:
-        banner = self.window.banners.find("recovery")
+        banner = self.window.banners.get("recovery")
         if banner is not None:
             banner.label.setText(self._recovery_text())
 
@@ -392,10 +394,10 @@ class AppController(QObject):
 
     def _batch_finished(self, batch_id: int) -> None:
         rows = [r for r in self.model.table.rows if r.batch_id == batch_id]
-        done = sum(r.state == "COMPLETED" for r in rows)
-        failed = sum(r.state == "FAILED" for r in rows)
-        cancelled = sum(r.state == "CANCELLED" for r in rows)
-        parked = sum(r.state == "PARKED" for r in rows)
+        done = sum(r.state == JobState.COMPLETED for r in rows)
+        failed = sum(r.state == JobState.FAILED for r in rows)
+        cancelled = sum(r.state == JobState.CANCELLED for r in rows)
+        parked = sum(r.state == JobState.PARKED for r in rows)
         name = self.batches.get(batch_id, f"batch {batch_id}")
         text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
                 f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
@@ -512,7 +514,8 @@ class AppController(QObject):
     def retry_failed(self) -> None:
         batch = self.window.batch_filter.currentData()
         ids = [r.id for r in self.model.table.rows
-               if r.state in ("FAILED", "PARKED") and (batch is None or r.batch_id == batch)]
+               if r.state in (JobState.FAILED, JobState.PARKED)
+               and (batch is None or r.batch_id == batch)]
         if not ids:
             self.window.banners.show_banner("info", "There are no failed jobs to retry.",
                                             key="retry")
@@ -687,7 +690,8 @@ class AppController(QObject):
                 + (f" ({fmt.number(result.already_present)} "
                    f"{fmt.plural(result.already_present, 'was')} already there)"
                    if result.already_present else "") + ".")
-        actions = [("Start", self._start_from_banner)] if self.window.paused else []
+        actions: list[BannerAction] = (
+            [("Start", self._start_from_banner)] if self.window.paused else [])
         if not self.summaries:
             text += " Connect an account to render them."
             actions = [("Connect an account…", self.show_account_dialog)]

@@ -6,6 +6,7 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
+from reelqueue.domain.states import JobState
 from reelqueue.engine.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.providers.builtin import builtin_registry
@@ -25,8 +26,8 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
                   events: dict[str, AccountEvent], now: float) -> list[AccountCardData]:
     stats = table.stats
     by_account_times: dict[str | None, list[float]] = {}
-    for at, account in table.completions:
-        by_account_times.setdefault(account, []).append(at)
+    for at, done_by in table.completions:
+        by_account_times.setdefault(done_by, []).append(at)
     capacity_by_provider: dict[str, int] = {}
     for summary in summaries:
         account = summary.account
@@ -54,8 +55,8 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             # Its own: waiting jobs bound to it (they hold its render or submission);
             # the shared queue is shown once, above the cards (shared_queue_text).
             queued=sum(stats.by_account.get((account.name, s), 0) for s in WAITING_VALUES),
-            completed=stats.by_account.get((account.name, "COMPLETED"), 0),
-            failed=stats.by_account.get((account.name, "FAILED"), 0),
+            completed=stats.by_account.get((account.name, JobState.COMPLETED), 0),
+            failed=stats.by_account.get((account.name, JobState.FAILED), 0),
             spend=stats.spend.get(account.name, 0.0),
             estimate=round(estimate, 4) if estimate > 0 else None,
             spent_today=event.spent_today if event else 0.0,
@@ -157,7 +158,7 @@ def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, 
         parts = [f"{n(by_state.get('COMPLETED', 0))} completed",
                  f"{n(by_state.get('FAILED', 0))} failed",
                  f"{n(by_state.get('CANCELLED', 0))} cancelled"]
-        if by_state.get("PARKED", 0):
+        if by_state.get(JobState.PARKED, 0):
             parts.append(f"{n(by_state['PARKED'])} parked")
         return ("All done · " + ", ".join(parts) if len(table) else "Nothing to do"), ""
     if state is not None and name == "waiting" and state.next_due:
@@ -177,7 +178,7 @@ def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
     groups: dict[tuple[str, float | None], list[StallReason]] = {}
     for reason in reasons:
         groups.setdefault((reason.code, reason.until), []).append(reason)
-    texts = []
+    texts: list[str] = []
     for group in groups.values():
         first = group[0]
         if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap"):
@@ -203,10 +204,10 @@ def totals_text(table: JobTable, now: float) -> tuple[str, str]:
     what is left, only while something renders (no ETA for a stalled queue)."""
     by_state = table.stats.by_state
     total = len(table)
-    done = by_state.get("COMPLETED", 0)
-    failed = by_state.get("FAILED", 0)
-    cancelled = by_state.get("CANCELLED", 0)
-    parked = by_state.get("PARKED", 0)
+    done = by_state.get(JobState.COMPLETED, 0)
+    failed = by_state.get(JobState.FAILED, 0)
+    cancelled = by_state.get(JobState.CANCELLED, 0)
+    parked = by_state.get(JobState.PARKED, 0)
     running, waiting = open_counts(table)
     open_jobs = total - sum(by_state.get(s, 0) for s in FINAL_VALUES) - parked
     n = fmt.number

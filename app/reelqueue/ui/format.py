@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from reelqueue.domain.states import JobState
+
 _GROUP = ","
 _DECIMAL = "."
 
@@ -109,9 +111,9 @@ def job_title(name: str | None, row_number: int | None, job_id: int) -> str:
 def attempts(state: str, used: int, ceiling: int) -> str:
     """"attempt 2 of 3" while a job may still be tried again; "" once it completed or was
     cancelled (the ceiling no longer means anything), "3 attempts" once it failed."""
-    if state in ("COMPLETED", "CANCELLED"):
+    if state in (JobState.COMPLETED, JobState.CANCELLED):
         return ""
-    if state == "FAILED":
+    if state == JobState.FAILED:
         return count(used, "attempt")
     return f"attempt {used} of {ceiling}"
 

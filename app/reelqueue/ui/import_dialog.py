@@ -203,10 +203,10 @@ class ImportDialog(QDialog):
         self.estimate_label = QLabel()
         self.estimate_label.setWordWrap(True)
         self.estimate_label.setProperty("role", "muted")
-        column = QVBoxLayout()
-        column.addWidget(self.summary_label)
-        column.addWidget(self.estimate_label)
-        summary_layout.addLayout(column, 1)
+        texts = QVBoxLayout()
+        texts.addWidget(self.summary_label)
+        texts.addWidget(self.estimate_label)
+        summary_layout.addLayout(texts, 1)
         layout.addWidget(summary)
 
         buttons = QHBoxLayout()
@@ -316,10 +316,14 @@ class ImportDialog(QDialog):
             combo.blockSignals(False)
         self._changed()
 
+    def _folder_chosen(self, folder: str) -> None:
+        self.output.setText(folder)
+        self._changed()
+
     def _browse(self) -> None:
         dialog = QFileDialog(self, "Output folder", self.output.text())
         dialog.setFileMode(QFileDialog.FileMode.Directory)
-        dialog.fileSelected.connect(lambda folder: (self.output.setText(folder), self._changed()))
+        dialog.fileSelected.connect(self._folder_chosen)
         dialog.open()
 
     def _changed(self) -> None:

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from reelqueue.domain.errors import HINTS, ErrorLabel
 from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.domain.states import JobState
 from reelqueue.engine.queries import JobDetail
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
@@ -287,7 +288,7 @@ class JobDetailDialog(QDialog):
         self.title.setText(fmt.job_title(job.name, job.row_number, job.id))
         state = job.state.value
         label = STATE_LABELS.get(state, state)
-        if job.sub_status and state == "RENDERING":
+        if job.sub_status and state == JobState.RENDERING:
             label += f" · {job.sub_status}"
         self.chip.set_chip(label, STATE_TINTS.get(state, "neutral"))
         row = f"row {job.row_number} · " if job.row_number is not None else ""
@@ -303,13 +304,15 @@ class JobDetailDialog(QDialog):
                                      f"({job.error_class or 'error'})")
             self.error_text.setText(job.error_message or "")
             self.error_hint.setText(hint_for(job.error_label))
-        exists = Path(job.output_path).is_file() if state == "COMPLETED" else False
+        exists = Path(job.output_path).is_file() if state == JobState.COMPLETED else False
         size = f" · {_size(job.output_size)}" if job.output_size else ""
         self.output_label.setText(f"{job.output_path}{size}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
-        self.retry_button.setEnabled(state in ("FAILED", "CANCELLED", "PARKED"))
-        self.cancel_button.setEnabled(state not in ("COMPLETED", "FAILED", "CANCELLED"))
+        self.retry_button.setEnabled(
+            state in (JobState.FAILED, JobState.CANCELLED, JobState.PARKED))
+        self.cancel_button.setEnabled(
+            state not in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED))
         self.seed.setValue(int(job.params.get("seed") or 0) + 1)
         self.ledger_model.set_entries(detail.ledger)
         if exists and self.thumbnails is not None:
@@ -330,8 +333,9 @@ class JobDetailDialog(QDialog):
     def _set_params(self, job: Job) -> None:
         while self.params_layout.count():
             item = self.params_layout.takeAt(0)
-            if item is not None and item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         values: dict[str, object] = dict(job.params)
         if job.pinned_account:
             values["pinned account"] = job.pinned_account

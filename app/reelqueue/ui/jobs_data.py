@@ -10,7 +10,7 @@ summarised on a worker thread (:func:`stats_of`) and merged in one step.
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -24,20 +24,21 @@ WAITING_VALUES = frozenset(s.value for s in WAITING)
 COMPLETED = JobState.COMPLETED.value
 HOUR = 3600.0
 
-STATE_LABELS = {
-    "QUEUED": "Queued", "CLAIMED": "Starting", "SUBMITTING": "Submitting",
-    "RENDERING": "Rendering", "DOWNLOADING": "Downloading", "RETRY_WAIT": "Retry wait",
-    "COMPLETED": "Completed", "FAILED": "Failed", "CANCELLED": "Cancelled",
-    "PARKED": "Parked (needs attention)",
+STATE_LABELS: dict[str, str] = {
+    JobState.QUEUED: "Queued", JobState.CLAIMED: "Starting",
+    JobState.SUBMITTING: "Submitting", JobState.RENDERING: "Rendering",
+    JobState.DOWNLOADING: "Downloading", JobState.RETRY_WAIT: "Retry wait",
+    JobState.COMPLETED: "Completed", JobState.FAILED: "Failed",
+    JobState.CANCELLED: "Cancelled", JobState.PARKED: "Parked (needs attention)",
 }
 
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "All states": None,
     "Waiting": WAITING_VALUES,
     "Running": IN_FLIGHT_VALUES,
-    "Completed": frozenset({"COMPLETED"}),
-    "Failed": frozenset({"FAILED", "PARKED"}),
-    "Cancelled": frozenset({"CANCELLED"}),
+    "Completed": frozenset({JobState.COMPLETED}),
+    "Failed": frozenset({JobState.FAILED, JobState.PARKED}),
+    "Cancelled": frozenset({JobState.CANCELLED}),
 }
 
 
@@ -49,8 +50,9 @@ class JobStats:
     by_account: Counter[tuple[str, str]] = field(default_factory=Counter)
     open_by_batch: Counter[int] = field(default_factory=Counter)
     waiting_by_provider: Counter[str] = field(default_factory=Counter)
-    waiting_estimate: Counter[str] = field(default_factory=Counter)
-    spend: Counter[str] = field(default_factory=Counter)
+    # USD sums: typeshed's Counter holds ints only, so float sums are plain defaultdicts.
+    waiting_estimate: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    spend: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     completions: list[tuple[float, str | None]] = field(default_factory=list)
 
     def add(self, row: JobRow, sign: int = 1) -> None:
@@ -68,9 +70,12 @@ class JobStats:
             self.spend[row.account] += sign * row.cost
 
     def merge(self, other: JobStats) -> None:
-        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
-                     "waiting_estimate", "spend"):
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider"):
             getattr(self, name).update(getattr(other, name))
+        for mine, theirs in ((self.waiting_estimate, other.waiting_estimate),
+                             (self.spend, other.spend)):
+            for key, value in theirs.items():
+                mine[key] += value
 
 
 def stats_of(rows: Iterable[JobRow], since: float | None = None) -> JobStats:
@@ -172,7 +177,8 @@ class JobTable:
             self.live.get(row.account, set()).discard(index)
         state = event.state
         if state != row.state:
-            if state == "CLAIMED" or (state in IN_FLIGHT_VALUES and row.attempt_started is None):
+            if state == JobState.CLAIMED or (state in IN_FLIGHT_VALUES
+                                             and row.attempt_started is None):
                 row.attempt_started = event.at
             if state == COMPLETED:
                 self._completed(row, event.at)
@@ -182,7 +188,7 @@ class JobTable:
                 row.finished_at = None
             if state in WAITING_VALUES:
                 row.progress = None
-                if state == "QUEUED" and event.error_label is None:
+                if state == JobState.QUEUED and event.error_label is None:
                     row.error_label = row.error_message = None
             row.state = state
             row.sub_status = None

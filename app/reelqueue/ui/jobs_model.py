@@ -34,6 +34,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from reelqueue.domain.states import JobState
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.queries import JobRow
 from reelqueue.ui import format as fmt
@@ -82,10 +83,11 @@ JobRowRole = Qt.ItemDataRole.UserRole + 2
 StateRole = Qt.ItemDataRole.UserRole + 3
 """The job state's value (str)."""
 
-STATE_TINTS = {
-    "QUEUED": "neutral", "RETRY_WAIT": "warning", "CLAIMED": "info", "SUBMITTING": "info",
-    "RENDERING": "accent", "DOWNLOADING": "info", "COMPLETED": "success", "FAILED": "danger",
-    "CANCELLED": "neutral", "PARKED": "warning",
+STATE_TINTS: dict[str, str] = {
+    JobState.QUEUED: "neutral", JobState.RETRY_WAIT: "warning", JobState.CLAIMED: "info",
+    JobState.SUBMITTING: "info", JobState.RENDERING: "accent", JobState.DOWNLOADING: "info",
+    JobState.COMPLETED: "success", JobState.FAILED: "danger", JobState.CANCELLED: "neutral",
+    JobState.PARKED: "warning",
 }
 
 
@@ -122,13 +124,15 @@ class JobFilter:
 
 def _state_text(row: JobRow) -> str:
     label = STATE_LABELS.get(row.state, row.state)
-    if row.sub_status and row.state == "RENDERING":
+    if row.sub_status and row.state == JobState.RENDERING:
         return f"{label} · {row.sub_status}"
     return label
 
 
 def _attempts(row: JobRow) -> str:  # "1/3" on a completed job reads as "2 tries left"
-    return "" if row.state in ("COMPLETED", "CANCELLED") else f"{row.attempts}/{row.max_attempts}"
+    if row.state in (JobState.COMPLETED, JobState.CANCELLED):
+        return ""
+    return f"{row.attempts}/{row.max_attempts}"
 
 
 def _output(row: JobRow) -> str:
@@ -476,9 +480,9 @@ class ProgressDelegate(QStyledItemDelegate):
                 fraction = elapsed / max(1.0, elapsed + eta)
                 return fraction, f"{fmt.duration(elapsed)} · ~{fmt.rough_duration(eta)} left"
             return None, fmt.duration(elapsed)
-        if row.state == "COMPLETED" and row.finished_at and row.attempt_started:
+        if row.state == JobState.COMPLETED and row.finished_at and row.attempt_started:
             return 1.0, f"done in {fmt.duration(row.finished_at - row.attempt_started)}"
-        if row.state == "COMPLETED":
+        if row.state == JobState.COMPLETED:
             return 1.0, "done"
         return None, ""
 

@@ -306,7 +306,7 @@ class MainWindow(QMainWindow):
         self.toolbar = bar
 
         def action(text: str, icon: str, tip: str, slot: object,
-                   shortcut: QKeySequence | None = None) -> QAction:
+                   shortcut: QKeySequence | QKeySequence.StandardKey | None = None) -> QAction:
             act = QAction(theme.icon(icon), text, self)
             act.setToolTip(tip)
             act.triggered.connect(slot)

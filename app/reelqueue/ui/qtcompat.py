@@ -10,13 +10,12 @@ an installed binding leaks again.
 
 from __future__ import annotations
 
-from typing import Any
-
 import qasync
+from PySide6.QtCore import SignalInstance
 
 QEventLoop = qasync.QEventLoop
 
 
-def emit(signal: Any, *args: Any) -> None:
+def emit(signal: SignalInstance, *args: object) -> None:
     """``signal.emit(*args)``."""
     signal.emit(*args)
