@@ -1,8 +1,22 @@
-"""Shared fixtures: both store implementations, a fake clock, sample job specs."""
+"""Shared fixtures: both store implementations, a fake clock, sample job specs, and a guard
+that fails any test during which a ``reelqueue`` logger logged an unexpected WARNING.
+
+A test whose warning is the point declares it::
+
+    @pytest.mark.expect_warnings("fenced out", "could not record")  # regexes, searched
+    def test_...(): ...
+
+or, when the text is only known inside the test, through the ``expect_warnings`` fixture:
+``expect_warnings.add("account 'a' ...")``. Each pattern is a regular expression searched in
+the record's message; an expected warning that does not come is not an error (some
+parametrised cases warn and others do not).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +31,59 @@ from reelqueue.store.base import Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
 from tests import pgserver
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "expect_warnings(*patterns): the WARNING logs this test means to cause "
+        "(regular expressions searched in the message); any other fails the test")
+
+
+class ExpectedWarnings(logging.Handler):
+    """Records WARNING+ records of the ``reelqueue`` loggers during one test.
+
+    Attributes:
+        records: every WARNING+ record logged.
+        patterns: the regular expressions of the expected ones.
+    """
+
+    def __init__(self, patterns: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+        self.patterns = list(patterns)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def add(self, *patterns: str) -> None:
+        """Expect warnings whose message matches any of ``patterns`` (regexes, searched)."""
+        self.patterns.extend(patterns)
+
+    def unexpected(self) -> list[logging.LogRecord]:
+        return [r for r in self.records
+                if not any(re.search(p, r.getMessage()) for p in self.patterns)]
+
+
+@pytest.fixture(autouse=True)
+def expect_warnings(request: pytest.FixtureRequest) -> Iterator[ExpectedWarnings]:
+    """Fails the test at teardown when a ``reelqueue`` logger logged a WARNING (or worse)
+    that the test did not declare (module docstring)."""
+    patterns = [p for marker in request.node.iter_markers("expect_warnings")
+                for p in marker.args]
+    guard = ExpectedWarnings(patterns)
+    logger = logging.getLogger("reelqueue")
+    logger.addHandler(guard)
+    try:
+        yield guard
+    finally:
+        logger.removeHandler(guard)
+    unexpected = guard.unexpected()
+    if unexpected:
+        lines = "\n".join(f"  {r.levelname} {r.name}: {r.getMessage()[:300]}"
+                          for r in unexpected[:10])
+        pytest.fail(f"{len(unexpected)} unexpected WARNING log(s) (declare them with "
+                    f"@pytest.mark.expect_warnings(pattern) if they are the point):\n{lines}",
+                    pytrace=False)
 
 
 @pytest.fixture

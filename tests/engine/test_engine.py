@@ -232,6 +232,7 @@ class Crashing(FakeProvider):
         raise ZeroDivisionError("bug in a worker")
 
 
+@pytest.mark.expect_warnings("unexpected error in the render worker")  # the bug is the point
 async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -> None:
     # The bug is inside submit, where the create may already have left: the provider is
     # asked by client token (it says "no such submission") before the next try.
@@ -247,6 +248,7 @@ async def test_a_crashing_worker_ends_failed_after_the_ceiling(tmp_path: Path) -
     assert provider.lookups == 1
 
 
+@pytest.mark.expect_warnings("unexpected error in the render worker")  # the bug is the point
 async def test_a_bug_inside_submit_without_lookup_is_an_unknown_outcome(tmp_path: Path) -> None:
     provider = Crashing()
     providers = install(provider)

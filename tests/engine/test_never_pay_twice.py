@@ -302,6 +302,7 @@ async def test_a_gone_render_without_a_user_retry_is_not_created_again(tmp_path:
     assert job.state == JobState.FAILED and "deliberate_rerender" not in events(store)
 
 
+@pytest.mark.expect_warnings("unexpected error in the render worker")  # the bug is the point
 async def test_a_bug_inside_submit_keeps_the_token_and_asks_before_creating(
         tmp_path: Path) -> None:
     """An unexpected exception while the create may be on its way is no "no" either."""
