@@ -54,4 +54,6 @@ def test_a_cap_is_refused_unless_it_is_an_amount_or_none(tmp_path: Path) -> None
     sheet = write_sheet(tmp_path / "s.csv", ["a shot"])
     bad = rq(data, "run", str(sheet), "--no-progress", "--max-spend", "lots")
     assert bad.returncode != 0 and "'lots' is neither" in bad.stderr
-    assert not (data / "journal.sqlite3").exists() or "1 new jobs" not in bad.stdout
+    # Refused before anything was read or written: no journal, nothing imported.
+    assert not (data / "journal.sqlite3").exists()
+    assert "new jobs" not in bad.stdout, bad.stdout

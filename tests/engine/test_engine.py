@@ -15,7 +15,7 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
-from reelqueue.engine.events import JobEvent
+from reelqueue.engine.events import EngineStateEvent, JobEvent
 from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderInfo, ProviderRegistry
@@ -296,9 +296,19 @@ async def test_pause_stops_new_claims_and_resume_continues(tmp_path: Path) -> No
     add_batch(store, tmp_path, ["p1", "p2"])
     store.add_account(AccountSpec("a", "fake", 2), 0)
     engine = Engine(store, providers=providers, config=FAST)
+    said: list[str] = []
+    engine.bus.subscribe(lambda e: said.append(e.state)
+                         if isinstance(e, EngineStateEvent) else None)
     await engine.start(paused=True)
-    await asyncio.sleep(0.1)
+    # start() says "paused"; the pump says it again after its first pass (it had said
+    # nothing yet): a whole pass ran while paused, and it claimed nothing.
+    async def paused_pass() -> None:
+        while said.count("paused") < 2:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(paused_pass(), 10)
     assert provider.creates == {}
+    assert set(states(store).values()) == {"QUEUED"}
     engine.resume()
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()

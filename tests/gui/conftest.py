@@ -108,10 +108,6 @@ async def until(predicate: Callable[[], object], timeout: float = 30.0,
         await asyncio.sleep(step)
 
 
-async def pause(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
 @pytest.fixture
 def memory_keyring() -> Iterator[MemoryKeyring]:
     previous = keyring.get_keyring()

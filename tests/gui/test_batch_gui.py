@@ -8,7 +8,7 @@ from reelqueue.cli.cmd_demo import DEMO_ACCOUNTS, prepare
 from reelqueue.resources import resource
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.settings import read_marker
-from tests.gui.conftest import WindowHarness, on_qloop, pause, save_screenshot, until
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 
 @on_qloop
@@ -22,13 +22,15 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
 
     # mid-batch: renders are live on the cards and in the table
     await until(lambda: table.stats.by_state["RENDERING"] >= 3, 30)
-    await pause(1.1)  # one slow tick: cards, status bar
-    assert any(card.gauge.live for card in window.accounts.cards.values())
-    assert "rendering" in window.totals_label.text()
+    # The cards and the status bar follow within a tick (no fixed sleep: the condition).
+    await until(lambda: any(card.gauge.live for card in window.accounts.cards.values()), 5)
+    await until(lambda: "rendering" in window.totals_label.text(), 5)
     save_screenshot(window, "main-window-running")
 
     await until(lambda: table.stats.by_state["COMPLETED"] == 12, 90)
-    await pause(1.2)
+    cards = window.accounts.cards
+    await until(lambda: sum(int(card.completed.text()) for card in cards.values()) == 12
+                and all(card.gauge.live == 0 for card in cards.values()), 5)
     assert controller.model.rowCount() == 12
     assert all(row.state == "COMPLETED" for row in table.rows)
     assert all(Path(row.output_path).is_file() for row in table.rows)
@@ -46,6 +48,8 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     for name, card in cards.items():
         if spent.get(name):
             assert card.spend.text().startswith("Spent $") and "$0.00" not in card.spend.text()
+    # The "finished" banner comes on the next slow tick (once a second).
+    await until(lambda: window.banners.get("batch:1") is not None, 5)
     banner = window.banners.get("batch:1")
     assert banner is not None and "12 completed, 0 failed" in banner.text
     save_screenshot(window, "main-window")

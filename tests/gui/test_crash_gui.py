@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from reelqueue.cli.cmd_demo import prepare
+from reelqueue.ui import format as fmt
+from reelqueue.ui.session import NEVER_ARRIVED, RENDER_AGAIN
 from reelqueue.ui.settings import Settings, read_marker
 from tests.gui.conftest import REPO, WindowHarness, on_qloop, save_screenshot, until
 
@@ -73,8 +75,19 @@ async def test_crash_banner_after_a_killed_run(windows: WindowHarness, app_ctx,
     # The banner tells what became of each render once the provider answered, never
     # ahead (issue 13: it used to say "reattached ... continue" of renders the built-in
     # mock had lost): checking first, then the outcome (tests/gui/test_truth_gui.py).
-    assert "checking" in banner.text or "could not be found" in banner.text \
-        or "built-in mock" in banner.text or "never reached" in banner.text, banner.text
+    # The killed run's renders were on its own built-in mock, which died with it: once
+    # every one has its answer, none is picked up, and the banner says each outcome in
+    # the mock's words (never a real provider's "could not be found").
+    follow = controller.follow_up
+    assert follow is not None
+    await until(lambda: follow.settled, 30)
+    gone = follow.count(RENDER_AGAIN, builtin=True)
+    never = follow.count(NEVER_ARRIVED)
+    assert gone + never == len(follow.jobs) >= left, follow.outcomes
+    assert (f"{fmt.count(gone, 'render')} ran on the built-in mock" in banner.text) \
+        == bool(gone), banner.text
+    assert ("never reached the provider" in banner.text) == bool(never), banner.text
+    assert "could not be found" not in banner.text and "checking" not in banner.text
     assert "reattached" not in banner.text and "continue" not in banner.text
     assert "paused" in banner.text and "Resume queue" in banner.buttons
     assert window.engine_label.text().startswith("Paused")

@@ -258,7 +258,8 @@ def test_job_detail(window: MainWindow, tmp_path: Path) -> None:
         assert clipped(dialog) == []
         save_screenshot(dialog, f"layout-job-detail-{name}")
     assert dialog.title.text() == "Row 3"
-    assert "attempt" not in dialog.subtitle.text() or "3 attempts" in dialog.subtitle.text()
+    # A failed job says how many attempts it used, never "attempt 3 of 3".
+    assert dialog.subtitle.text() == f"row 3 · openai_compat on {LONG_NAME} · 3 attempts"
     assert dialog.ledger_model.index(0, 3).data() == ""  # no owner, no "resume: False"
     dialog.close()
 

@@ -92,7 +92,8 @@ async def test_no_account_for_provider_is_a_stall(windows: WindowHarness, app_ct
     await until(lambda: window.banners.get("stalled") is not None, 30)
     banner = window.banners.get("stalled")
     assert banner is not None
-    assert "provider Mock" in banner.text or "provider mock" in banner.text, banner.text
+    # The provider by its title, never its internal kind ("mock").
+    assert "provider Mock provider (local)" in banner.text, banner.text
     assert "no account" in banner.text and "Connect an account…" in banner.buttons
     assert "no account" in window.engine_label.text()
 

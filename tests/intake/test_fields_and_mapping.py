@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -159,4 +160,15 @@ def test_display_headers_are_unique_and_named() -> None:
 
 
 def test_column_mapping_is_a_value() -> None:
-    assert ColumnMapping({"prompt": "A"}) == ColumnMapping({"prompt": "A"})
+    # Equal by content (not two identical constructions only: a different field, header
+    # or ignored set is a different value), frozen, and overrides make a new one.
+    mapping = ColumnMapping({"prompt": "A"})
+    assert mapping == ColumnMapping({"prompt": "A"})
+    assert mapping != ColumnMapping({"prompt": "B"})
+    assert mapping != ColumnMapping({"seed": "A"})
+    assert mapping != ColumnMapping({"prompt": "A"}, ignored=frozenset({"B"}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mapping.ignored = frozenset({"B"})  # type: ignore[misc]
+    changed = mapping.with_overrides(["A", "B"], {"B": "seed"})
+    assert changed == ColumnMapping({"prompt": "A", "seed": "B"})
+    assert mapping == ColumnMapping({"prompt": "A"})
