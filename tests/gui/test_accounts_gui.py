@@ -44,7 +44,7 @@ async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_c
                                              memory_keyring) -> None:
     controller = await windows.open(app_ctx, start=False, providers=WITH_FAKE)
     assert controller.window.accounts.empty.isVisible()
-    dialog = controller.show_account_dialog()
+    dialog = controller.keeper.show_account_dialog()
     assert not dialog.isModal()
     dialog.provider.setCurrentIndex(dialog.provider.findData(FAKE_KIND))
     assert dialog.capacity.value() == 5  # defaulted from the provider
@@ -63,7 +63,7 @@ async def test_connect_an_account_with_a_key_check(windows: WindowHarness, app_c
     dialog.capacity.setValue(3)
     dialog.connect_button.click()
     await until(lambda: "Studio A" in controller.window.accounts.cards)
-    assert dialog not in controller.dialogs  # closed and released
+    assert dialog not in controller.keeper.open  # closed and released
     account = controller.summaries[0].account
     assert (account.name, account.provider, account.capacity) == ("Studio A", "fakegui", 3)
     assert account.key_ref == "account:Studio A"
@@ -80,7 +80,7 @@ async def test_no_keyring_says_what_to_do_and_stores_nothing(windows: WindowHarn
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
-        dialog = controller.show_account_dialog()
+        dialog = controller.keeper.show_account_dialog()
         dialog.provider.setCurrentIndex(dialog.provider.findData(FAKE_KIND))
         dialog.name.setText("Studio B")
         dialog.key.setText(GOOD_KEY)

@@ -30,14 +30,14 @@ async def test_cancel_asks_naming_renders_that_may_be_charged(
     table = controller.model.table
     await until(lambda: table.stats.by_state["RENDERING"] == 9
                 and table.stats.by_state["QUEUED"] == 3, 60)
-    controller.pause_queue()
+    controller.actions.pause_queue()
     queued = [r.id for r in table.rows if r.state == "QUEUED"]
     # One queued job: cancelled without a question.
-    assert controller.cancel(queued[:1]) is None
+    assert controller.actions.cancel(queued[:1]) is None
     await until(lambda: table.row(queued[0]).state == "CANCELLED", 10)
 
     ids = [r.id for r in table.rows]
-    box = controller.cancel(ids)
+    box = controller.actions.cancel(ids)
     assert box is not None and box.isVisible()
     assert box.text() == "Cancel 11 jobs?"
     assert "9 are rendering now and may already be charged" in box.informativeText()
@@ -46,7 +46,7 @@ async def test_cancel_asks_naming_renders_that_may_be_charged(
     await until(lambda: not box.isVisible(), 5)
     assert table.stats.by_state["RENDERING"] == 9 and table.stats.by_state["QUEUED"] == 2
 
-    box = controller.cancel(ids)
+    box = controller.actions.cancel(ids)
     assert box is not None
     box.button(QMessageBox.StandardButton.Yes).click()
     await until(lambda: table.stats.by_state["CANCELLED"] == 12, 20)
@@ -121,11 +121,11 @@ async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
     store.close()
     controller = await windows.open(app_ctx, start=False)
     window, engine = controller.window, controller.session.running_engine
-    controller.prioritize_batch(2)
+    controller.actions.prioritize_batch(2)
     await until(lambda: window.banners.get("priority") is not None, 10)
     assert "Batch “second” moved to the front: its 2 unfinished jobs" in \
         window.banners.get("priority").text
-    controller.pause_batch(1, True)
+    controller.actions.pause_batch(1, True)
     await until(lambda: window.paused_batches == {1}, 10)
     assert window.batch_filter.findText("first (paused)") > 0
     assert "paused: its waiting jobs are not started" in \

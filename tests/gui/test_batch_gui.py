@@ -56,7 +56,7 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     save_screenshot(cards["mock-medium"], "account-card")
 
     # a job's detail: parameters, history from the ledger, the output file
-    dialog = controller.show_job(table.rows[0].id)
+    dialog = controller.keeper.show_job(table.rows[0].id)
     assert isinstance(dialog, JobDetailDialog) and not dialog.isModal()
     await until(lambda: dialog.job is not None)
     events = [entry.event for entry in dialog.ledger_model.entries]
@@ -80,7 +80,7 @@ async def test_failed_job_detail_explains_and_retries(windows: WindowHarness, ap
     await until(lambda: table.stats.by_state["FAILED"] == 1, 30)
     job = table.rows[0]
     assert job.error_label == "content policy"
-    dialog = controller.show_job(job.id)
+    dialog = controller.keeper.show_job(job.id)
     await until(lambda: dialog.job is not None)
     assert dialog.error_box.isVisibleTo(dialog)
     assert "safety filter" in dialog.error_hint.text()

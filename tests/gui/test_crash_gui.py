@@ -109,7 +109,7 @@ async def test_closing_with_renders_asks_and_keeps_them(windows: WindowHarness, 
     controller = await windows.open(app_ctx, start=True)
     await until(lambda: controller.model.table.stats.by_state["RENDERING"] >= 3, 30)
     controller.window.close()  # the user closes the window
-    box = controller.close_box
+    box = controller.closer.close_box
     assert box.isVisible() and "still running" in box.text()
     keep = next(b for b in box.buttons() if b.text() == "Keep for next time")
     keep.click()

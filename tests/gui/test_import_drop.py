@@ -37,7 +37,7 @@ async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: Win
     assert window.jobs_stack.currentWidget() is window.empty
 
     assert drop_file(window, sheet) == (True, True)
-    dialogs = [d for d in controller.dialogs if isinstance(d, ImportDialog)]
+    dialogs = [d for d in controller.keeper.open if isinstance(d, ImportDialog)]
     assert len(dialogs) == 1
     dialog = dialogs[0]
     assert dialog.isVisible() and not dialog.isModal()
@@ -51,7 +51,7 @@ async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: Win
 
     dialog.import_button.click()
     await until(lambda: len(controller.model.table) == 12)
-    assert dialog not in controller.dialogs  # closed and released
+    assert dialog not in controller.keeper.open  # closed and released
     assert window.jobs_stack.currentWidget() is window.table
     assert controller.model.rowCount() == 12
     assert controller.model.table.stats.by_state["QUEUED"] == 12
@@ -62,7 +62,7 @@ async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: Win
 
     # the same sheet again: everything is already there, nothing to import
     drop_file(window, sheet)
-    again = [d for d in controller.dialogs if isinstance(d, ImportDialog)][-1]
+    again = [d for d in controller.keeper.open if isinstance(d, ImportDialog)][-1]
     await until(lambda: again.plan is not None)
     assert again.plan.already_present == 12
     assert not again.import_button.isEnabled()
@@ -73,7 +73,7 @@ async def test_dropped_sheet_goes_through_the_dialog_into_the_table(windows: Win
 async def test_a_test_run_imports_only_the_first_rows(windows: WindowHarness, app_ctx,
                                                 tmp_path) -> None:
     controller = await windows.open(app_ctx, start=False)
-    dialog = controller.open_import(resource("sample_prompts.csv"))
+    dialog = controller.keeper.open_import(resource("sample_prompts.csv"))
     await until(lambda: dialog.plan is not None)
     dialog.test_run.setChecked(True)
     dialog.test_rows.setValue(3)
@@ -90,7 +90,7 @@ async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: Wind
     sheet = tmp_path / "bad.csv"
     sheet.write_text("prompt,duration\nA good one,5\nToo long,500\n,4\n", "utf-8")
     controller = await windows.open(app_ctx, start=False)
-    dialog = controller.open_import(sheet)
+    dialog = controller.keeper.open_import(sheet)
     await until(lambda: dialog.plan is not None)
     assert dialog.errors_model.rowCount() >= 1
     assert dialog.tabs.tabText(2).startswith("Errors (")
@@ -99,7 +99,7 @@ async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: Wind
 
     not_a_sheet = tmp_path / "notes.csv"
     not_a_sheet.write_bytes(b"%PDF-1.4 not a sheet")
-    broken = controller.open_import(not_a_sheet)
+    broken = controller.keeper.open_import(not_a_sheet)
     await until(lambda: broken.error_label.text() != "")
     assert not broken.import_button.isEnabled()
 
@@ -108,7 +108,7 @@ async def test_a_sheet_with_errors_shows_them_before_anything_runs(windows: Wind
 async def test_a_spend_cap_set_in_the_dialog_lands_on_the_batch(windows: WindowHarness,
                                                                app_ctx, tmp_path) -> None:
     controller = await windows.open(app_ctx, start=False)
-    dialog = controller.open_import(resource("sample_prompts.csv"))
+    dialog = controller.keeper.open_import(resource("sample_prompts.csv"))
     await until(lambda: dialog.plan is not None)
     assert dialog.spend_cap() is None  # "no limit" unless asked
     dialog.max_spend.setValue(0.35)

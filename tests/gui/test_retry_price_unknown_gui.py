@@ -34,7 +34,7 @@ async def test_a_re_render_of_unknown_price_waits_for_the_button(
     job_id = _unpriced_failure(app_ctx)
     controller = await windows.open(app_ctx, start=False)
     table, banners = controller.model.table, controller.window.banners
-    controller.retry([job_id])
+    controller.actions.retry([job_id])
     await until(lambda: banners.get("retry") is not None, 10)
     banner = banners.get("retry")
     assert "1 will be rendered again" in banner.text and "without a known price" \

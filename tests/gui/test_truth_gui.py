@@ -66,7 +66,7 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
 
     # The user tops up one account: work moves, the stalled banner goes, and when the
     # last job is done the window says so (never "Running" after the end).
-    controller.mark_ready(DEMO_ACCOUNTS[0][0])
+    controller.actions.mark_ready(DEMO_ACCOUNTS[0][0])
     await until(lambda: window.banners.get("stalled") is None, 30)
     await until(lambda: window.engine_label.text().startswith("All done"), 60)
     assert window.engine_label.text() == "All done · 22 completed, 0 failed, 0 cancelled"
@@ -108,14 +108,14 @@ async def test_cancelled_counted_and_finished_banner_not_green(
     window = controller.window
     ids = [row.id for row in controller.model.table.rows]
     assert len(ids) == 22
-    await controller._cancel(ids)
+    await controller.actions.cancel_now(ids)
     await until(lambda: window.banners.get("batch:1") is not None, 10)
     banner = window.banners.get("batch:1")
     assert banner is not None
     assert "0 completed, 0 failed, 22 cancelled" in banner.text
     assert banner.kind != "success"  # nothing completed: never green
     await until(lambda: "22 cancelled" in window.totals_label.text(), 5)
-    controller.start_queue()
+    controller.actions.start_queue()
     await until(lambda: window.engine_label.text().startswith("All done"), 30)
     assert window.engine_label.text() == "All done · 0 completed, 0 failed, 22 cancelled"
 
@@ -138,7 +138,7 @@ async def test_banners_replace_their_kind_and_stale_ones_go(windows: WindowHarne
     banners.remove_family("batch:")
     assert banners.get("batch:7") is None
     # Started from the toolbar (not the banner's own button): the banner is stale.
-    controller.start_queue()
+    controller.actions.start_queue()
     await until(lambda: banners.get("imported") is None, 10)
     await until(lambda: controller.window.engine_label.text().startswith("Running"), 30)
 

@@ -103,7 +103,7 @@ async def test_open_folder_without_a_file_opener_says_so(windows: WindowHarness,
     controller = await windows.open(app_ctx, start=False)
     window = controller.window
     # The offscreen platform has no file opener at all: the real "bare Linux" case.
-    controller.open_output_folder()
+    controller.keeper.open_output_folder()
     banner = window.banners.get("hint:opener")
     assert banner is not None and "Nothing on this system opens" in banner.text
     assert str(app_ctx.videos_dir) in banner.text
@@ -112,7 +112,7 @@ async def test_open_folder_without_a_file_opener_says_so(windows: WindowHarness,
     opener = FileUrls()
     QDesktopServices.setUrlHandler("file", opener, "open")
     try:
-        controller.open_output_folder()
+        controller.keeper.open_output_folder()
     finally:
         QDesktopServices.unsetUrlHandler("file")
     assert opener.opened == [str(app_ctx.videos_dir)]
@@ -131,8 +131,8 @@ async def test_export_dialog_opens_in_the_batch_folder(windows: WindowHarness, a
     await controller.refresh_batches()
     await controller.load_rows()
     await until(lambda: len(controller.model.table) == 12)
-    controller.export()
-    dialogs = [d for d in controller.dialogs if isinstance(d, QFileDialog)]
+    controller.keeper.export()
+    dialogs = [d for d in controller.keeper.open if isinstance(d, QFileDialog)]
     assert len(dialogs) == 1
     folder = Path(dialogs[0].directory().absolutePath())
     assert folder == Path(controller.model.table.rows[0].output_path).parent

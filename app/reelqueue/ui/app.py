@@ -119,7 +119,7 @@ async def main(ctx: AppContext, settings: Any, *, start: bool,
         window.show()
         report = await controller.open(start=start)
         if report is not None and open_sheet is not None:
-            controller.open_import(open_sheet)  # "Open with ReelQueue" on a sheet
+            controller.keeper.open_import(open_sheet)  # "Open with ReelQueue" on a sheet
         code = await done
         return 2 if report is None else code  # None: the journal could not be opened
     finally:

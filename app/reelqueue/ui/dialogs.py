@@ -1,0 +1,242 @@
+"""The window's dialogs and their commands: import (plan, then apply), a job's detail,
+connect an account, settings, export and the output folder. Dialogs are modeless; each
+is kept in :attr:`DialogKeeper.open` until it closes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QApplication, QFileDialog
+
+from reelqueue.domain.errors import KnownError, ProviderError
+from reelqueue.engine import queries
+from reelqueue.intake import ImportOptions, ImportPlan
+from reelqueue.ui import files, theme
+from reelqueue.ui import format as fmt
+from reelqueue.ui.account_dialog import AccountDialog
+from reelqueue.ui.banner import BannerAction
+from reelqueue.ui.import_dialog import ImportDialog
+from reelqueue.ui.job_detail import JobDetailDialog
+from reelqueue.ui.session import AccountDraft
+from reelqueue.ui.settings import Settings, save_settings
+from reelqueue.ui.settings_dialog import SettingsDialog
+from reelqueue.ui.thumbnails import Thumbnailer
+
+if TYPE_CHECKING:
+    from reelqueue.ui.controller import AppController
+
+
+class DialogKeeper:
+    """Opens the dialogs, runs what they ask through the session, and forgets them when
+    they close.
+
+    Attributes:
+        ctl: the controller. open: the dialogs open now (file dialogs and questions too).
+        thumbnails: completed videos' pictures for the job detail (a worker thread).
+    """
+
+    def __init__(self, ctl: AppController, thumbnails: Thumbnailer) -> None:
+        self.ctl = ctl
+        self.thumbnails = thumbnails
+        self.open: list[Any] = []
+        self._plan_serial = 0
+
+    def request_import(self, path: Path | None) -> None:
+        if path is not None:
+            self.open_import(Path(path))
+            return
+        dialog = QFileDialog(self.ctl.window, "Import a sheet of prompts")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setNameFilter("Sheets (*.csv *.tsv *.tab *.txt *.xlsx *.xlsm *.xlsb *.xls *.ods)")
+        dialog.fileSelected.connect(lambda name: self.open_import(Path(name)))
+        dialog.open()
+        self.open.append(dialog)
+
+    def open_import(self, path: Path) -> ImportDialog:
+        dialog = ImportDialog(path, self.ctl.session.import_options(), self.ctl.window)
+        dialog.replanRequested.connect(lambda options: self.ctl.spawn(self._plan(dialog, options)))
+        dialog.importRequested.connect(
+            lambda plan, rows: self.ctl.spawn(self._apply(dialog, plan, rows), "import"))
+        dialog.finished.connect(lambda _r: self.forget(dialog))
+        self.open.append(dialog)
+        dialog.show()
+        self.ctl.spawn(self._plan(dialog, dialog.current_options()), "plan-import")
+        return dialog
+
+    async def _plan(self, dialog: ImportDialog, options: ImportOptions) -> None:
+        self._plan_serial += 1
+        serial = self._plan_serial
+        try:
+            plan = await self.ctl.session.plan_import(dialog.path, options)
+        except KnownError as exc:
+            if serial == self._plan_serial:
+                dialog.set_error(str(exc))
+            return
+        if serial == self._plan_serial:
+            dialog.set_plan(plan)
+
+    async def _apply(self, dialog: ImportDialog, plan: ImportPlan, rows: int | None) -> None:
+        try:
+            result = await self.ctl.session.apply_import(plan, rows,
+                                                     max_spend=dialog.spend_cap())
+        except KnownError as exc:
+            dialog.set_error(str(exc))
+            return
+        dialog.accept()
+        await self.ctl.refresh_batches()
+        await self.ctl.load_rows()
+        what = f"a test run of {fmt.count(result.added, 'job')}" if rows is not None else \
+            fmt.count(result.added, "new job")
+        text = (f"Imported {what} into batch “{result.batch_name}”"
+                + (f" ({fmt.number(result.already_present)} "
+                   f"{fmt.plural(result.already_present, 'was')} already there)"
+                   if result.already_present else "") + ".")
+        actions: list[BannerAction] = (
+            [("Start", self.ctl._start_from_banner)] if self.ctl.window.paused else [])
+        if not self.ctl.summaries:
+            text += " Connect an account to render them."
+            actions = [("Connect an account…", self.show_account_dialog)]
+        self.ctl.window.banners.show_banner("success", text, actions, key="imported")
+
+    def _chosen_batch(self) -> int | None:
+        batch = self.ctl.window.batch_filter.currentData()
+        return batch if batch is not None else max(self.ctl.batches, default=None)
+
+    def export(self) -> None:
+        batch = self._chosen_batch()
+        if batch is None:
+            self.ctl.window.banners.show_banner("info", "Import a sheet first; there is nothing "
+                                            "to export yet.", key="export")
+            return
+        dialog = QFileDialog(self.ctl.window, "Export results", str(self._output_folder(batch)))
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(["CSV (*.csv)", "Excel workbook (*.xlsx)"])
+        dialog.selectFile(f"{self.ctl.batches.get(batch, 'results')} results.csv")
+        dialog.fileSelected.connect(lambda name: self.ctl.spawn(self._export(batch, Path(name))))
+        dialog.open()
+        self.open.append(dialog)
+
+    async def _export(self, batch: int, path: Path) -> None:
+        kind = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
+        count = await self.ctl.session.export(batch, path, kind)
+        self.ctl.window.banners.show_banner("success", f"Exported {fmt.count(count, 'row')} to "
+                                        f"{path}.", [("Show", lambda: self._reveal(path))],
+                                        key="export")
+
+    def _reveal(self, path: Path) -> None:
+        if not files.reveal(path):
+            self.ctl.window.no_file_opener(path)
+
+    def open_output_folder(self) -> None:
+        folder = self._output_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        if not files.open_path(folder):
+            self.ctl.window.no_file_opener(folder)
+
+    def _output_folder(self, batch: int | None = None) -> Path:
+        """The batch's folder (default: the one chosen in the filter), else the output
+        root. Exports start there too, beside the videos."""
+        settings = self.ctl.session.settings
+        folder = (Path(settings.output_dir) if settings.output_dir
+                  else self.ctl.session.ctx.videos_dir)
+        if batch is None:
+            batch = self.ctl.window.batch_filter.currentData()
+        if batch is not None:
+            rows = [r for r in self.ctl.model.table.rows[:1000] if r.batch_id == batch]
+            if rows:
+                folder = Path(rows[0].output_path).parent
+        return folder
+
+    def reveal_job(self, job_id: int) -> None:
+        row = self.ctl.model.table.row(job_id)
+        if row is not None:
+            self._reveal(Path(row.output_path))
+
+    def forget(self, dialog: Any) -> None:
+        if hasattr(dialog, "stop_timers"):
+            dialog.stop_timers()
+        if dialog in self.open:
+            self.open.remove(dialog)
+        dialog.deleteLater()
+
+    def show_job(self, job_id: int) -> JobDetailDialog:
+        for dialog in self.open:
+            if isinstance(dialog, JobDetailDialog) and dialog.job_id == job_id:
+                dialog.raise_()
+                dialog.activateWindow()
+                return dialog
+        dialog = JobDetailDialog(job_id, self.ctl.window, thumbnails=self.thumbnails)
+        actions = self.ctl.actions
+        dialog.retryRequested.connect(lambda jid, seed: self.ctl.spawn(
+            self._detail_command(dialog, actions.retry_now([jid], seed))))
+        dialog.cancelRequested.connect(lambda jid: self.ctl.spawn(
+            self._detail_command(dialog, actions.cancel_now([jid]))))
+        dialog.revealRequested.connect(lambda path: files.reveal(Path(path)))
+        dialog.finished.connect(lambda _r: self.forget(dialog))
+        self.open.append(dialog)
+        dialog.show()
+        self.ctl.spawn(self.load_detail(dialog), "job-detail")
+        return dialog
+
+    async def _detail_command(self, dialog: JobDetailDialog, command: Any) -> None:
+        await command
+        await self.load_detail(dialog)
+
+    async def load_detail(self, dialog: JobDetailDialog) -> None:
+        detail = await queries.job_detail(self.ctl.session.running_engine.store, dialog.job_id)
+        if detail is None or dialog not in self.open:
+            return
+        dialog.set_detail(detail)  # it asks self.thumbnails for a completed job's picture
+
+    def show_account_dialog(self) -> AccountDialog:
+        dialog = AccountDialog({s.account.name for s in self.ctl.summaries}, self.ctl.window,
+                               providers=self.ctl.session.providers)
+        dialog.testRequested.connect(lambda draft: self.ctl.spawn(self._test_key(dialog, draft)))
+        dialog.connectRequested.connect(
+            lambda draft: self.ctl.spawn(self._add_account(dialog, draft)))
+        dialog.finished.connect(lambda _r: self.forget(dialog))
+        self.open.append(dialog)
+        dialog.show()
+        return dialog
+
+    async def _test_key(self, dialog: AccountDialog, draft: AccountDraft) -> None:
+        dialog.set_busy("Asking the provider…")
+        try:
+            await self.ctl.session.test_key(draft)
+        except (KnownError, ProviderError) as exc:
+            dialog.set_result(False, str(exc))
+            return
+        dialog.set_result(True, "Key accepted by the provider.")
+
+    async def _add_account(self, dialog: AccountDialog, draft: AccountDraft) -> None:
+        dialog.set_busy("Checking the key and storing it in the OS keyring…")
+        try:
+            await self.ctl.session.add_account(draft)
+        except (KnownError, ProviderError) as exc:
+            dialog.set_result(False, str(exc))
+            return
+        dialog.accept()
+        await self.ctl.refresh_accounts()
+        self.ctl.window.banners.show_banner("success", f"Account {draft.name} connected "
+                                        f"(limit {draft.capacity}).", key="account")
+
+    def show_settings(self) -> SettingsDialog:
+        default = str(self.ctl.session.ctx.videos_dir)
+        dialog = SettingsDialog(self.ctl.session.settings, default, self.ctl.window)
+        dialog.saved.connect(lambda settings: self.ctl.spawn(self._save_settings(settings)))
+        dialog.finished.connect(lambda _r: self.forget(dialog))
+        self.open.append(dialog)
+        dialog.show()
+        return dialog
+
+    async def _save_settings(self, settings: Settings) -> None:
+        old = self.ctl.session.settings
+        await asyncio.to_thread(save_settings, self.ctl.session.ctx.data_dir, settings)
+        self.ctl.session.settings = settings
+        if settings.theme != old.theme:
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                theme.apply_theme(app, settings.theme)
+                self.ctl.refresh_cards()

@@ -1,0 +1,91 @@
+"""The jobs table's rows from the journal: read page by page, events held for rows not read
+yet, the journal's sort order, completed rows read again (their size, cost, file)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from reelqueue.engine import queries
+from reelqueue.engine.events import JobEvent
+from reelqueue.ui.jobs_data import stats_of
+from reelqueue.ui.jobs_model import JobTableModel
+from reelqueue.ui.session import EngineSession
+
+FIRST_PAGE = 2_000
+PENDING_MAX = 50_000
+
+Spawn = Callable[[Coroutine[Any, Any, Any], str], "asyncio.Task[Any]"]
+
+
+class JobPager:
+    """Fills the jobs model from the journal.
+
+    Attributes:
+        model: the jobs model filled. session: whose engine's store is read.
+        loaded: set once the first full load finished (events for unknown rows then
+            trigger a read of the new rows).
+        after_load: called after each load (the batch watch counts open jobs again).
+    """
+
+    def __init__(self, model: JobTableModel, session: EngineSession, spawn: Spawn,
+                 after_load: Callable[[], None]) -> None:
+        self.model = model
+        self.session = session
+        self.spawn = spawn
+        self.after_load = after_load
+        self.loaded = asyncio.Event()
+        self._pending: dict[int, list[JobEvent]] = {}
+        self._fetching = False
+        self._refetch = False
+
+    async def load_rows(self) -> None:
+        """Read jobs not shown yet, a first small page (fast first paint) then big ones."""
+        if self._fetching:
+            self._refetch = True
+            return
+        self._fetching = True
+        try:
+            while True:
+                self._refetch = False
+                engine = self.session.running_engine
+                size = FIRST_PAGE if not len(self.model.table) else queries.PAGE_ROWS
+                rows = await queries.job_rows(engine.store, len(self.model.table), size)
+                if rows:
+                    stats = await asyncio.to_thread(stats_of, rows)
+                    self.model.add_rows(rows, stats)
+                    self._apply_pending()
+                if len(rows) < size and not self._refetch:
+                    break
+        finally:
+            self._fetching = False
+        self.after_load()
+
+    def apply(self, event: JobEvent) -> None:
+        """Apply an event to its row; one for a row not read yet waits for it (up to
+        PENDING_MAX held events) and starts a read of the new rows."""
+        if self.model.apply_event(event):
+            return
+        queue = self._pending.setdefault(event.job_id, [])
+        if sum(map(len, self._pending.values())) < PENDING_MAX:
+            queue.append(event)
+        if not self._fetching and self.loaded.is_set():
+            self.spawn(self.load_rows(), "load-new-rows")
+
+    def _apply_pending(self) -> None:
+        table = self.model.table
+        for job_id in [i for i in self._pending if table.index_of(i) is not None]:
+            for event in self._pending.pop(job_id):
+                table.apply(event)
+
+    async def sort_rows(self, order: str, descending: bool) -> None:
+        """The jobs table's sort, done by the journal (jobs_model.py)."""
+        if self.session.engine is None or self.session.closed:
+            return
+        ids = await queries.job_order(self.session.running_engine.store, order, descending)
+        self.model.set_order(order, descending, ids)
+
+    async def refresh_rows(self, job_ids: list[int]) -> None:
+        rows = await queries.job_rows_by_id(self.session.running_engine.store, job_ids)
+        self.model.replace_rows(rows)

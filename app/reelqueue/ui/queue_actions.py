@@ -1,0 +1,252 @@
+"""What the user asks of the queue from the window: start, pause, cancel (asking first
+when it may cost), retry (a price waits for the banner's button), retry failed, run the
+demo again, queue order, batch pause, and the account cards' commands."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QMessageBox
+
+from reelqueue.domain.states import JobState
+from reelqueue.engine import queue_commands, spend_commands
+from reelqueue.ui import format as fmt
+from reelqueue.ui.job_detail import JobDetailDialog
+
+if TYPE_CHECKING:
+    from reelqueue.ui.controller import AppController
+
+# Cancelling these may cost: the create was (or may have been) sent and billed.
+CHARGED_STATES = frozenset({JobState.SUBMITTING, JobState.RENDERING, JobState.DOWNLOADING})
+FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+
+
+class QueueActions:
+    """The queue's commands, each run as a task of the session; outcomes are banners.
+
+    Attributes:
+        ctl: the controller (window, session, model, the other parts).
+        cancel_box: the last "Cancel jobs" question asked (None before the first).
+    """
+
+    def __init__(self, ctl: AppController) -> None:
+        self.ctl = ctl
+        self.cancel_box: QMessageBox | None = None
+
+    def start_queue(self) -> None:
+        if self.ctl.session.engine is not None and not self.ctl.session.closed:
+            self.ctl.session.start_queue()
+
+    def pause_queue(self) -> None:
+        if self.ctl.session.engine is not None and not self.ctl.session.closed:
+            self.ctl.session.pause_queue()
+
+    def cancel(self, job_ids: list[int]) -> QMessageBox | None:
+        """Cancel asks first, naming what it may cost (renders in flight may already be
+        charged); one queued job goes without a question. Returns the question asked."""
+        rows = [r for i in job_ids if (r := self.ctl.model.table.row(i)) is not None]
+        open_ids = [r.id for r in rows if r.state not in FINISHED_STATES]
+        rendering = sum(r.state in CHARGED_STATES for r in rows)
+        if rows and not open_ids:
+            self.ctl.window.banners.show_banner(
+                "info", f"Nothing to cancel: {fmt.plural(len(rows), 'this')} "
+                f"{fmt.plural(len(rows), 'job')} already finished.", key="cancelled")
+            return None
+        if len(open_ids) <= 1 and not rendering and len(rows) == len(job_ids):
+            self.ctl.spawn(self.cancel_now(job_ids, rendering), "cancel")
+            return None
+        n = len(open_ids) if rows else len(job_ids)
+        box = QMessageBox(QMessageBox.Icon.Question, "Cancel jobs",
+                          f"Cancel {fmt.count(n, 'job')}?", parent=self.ctl.window)
+        box.setInformativeText(
+            (f"{fmt.number(rendering)} {fmt.plural(rendering, 'is')} rendering now and may "
+             "already be charged; the provider is asked to stop "
+             f"{fmt.plural(rendering, 'it', 'them')}. " if rendering else "")
+            + "Cancelled jobs stay in the list; Retry queues them again.")
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        box.setEscapeButton(QMessageBox.StandardButton.No)
+        box.button(QMessageBox.StandardButton.Yes).setText(f"Cancel {fmt.count(n, 'job')}")
+        box.button(QMessageBox.StandardButton.No).setText("Keep them")
+
+        def answered(button: object) -> None:
+            if button is box.button(QMessageBox.StandardButton.Yes):
+                self.ctl.spawn(self.cancel_now(job_ids, rendering), "cancel")
+
+        box.buttonClicked.connect(answered)
+        box.finished.connect(lambda _r: self.ctl.keeper.forget(box))
+        box.setWindowModality(box.windowModality().WindowModal)
+        self.ctl.keeper.open.append(box)
+        self.cancel_box = box
+        box.open()
+        return box
+
+    async def cancel_now(self, job_ids: list[int], rendering: int = 0) -> None:
+        done = await self.ctl.session.cancel(job_ids)
+        text = f"Cancelled {fmt.count(len(done), 'job')}"
+        if rendering:
+            text += (f", {fmt.count(rendering, 'render')} stopped while running (the "
+                     "provider may have charged for what it rendered)")
+        if len(done) < len(job_ids):
+            text += (f"; {fmt.number(len(job_ids) - len(done))} had already finished and "
+                     "were left as they were")
+        self.ctl.window.banners.show_banner("info", text + ".", key="cancelled")
+
+    def retry(self, job_ids: list[int], seed: object = None) -> None:
+        new_seed = random.randrange(2**31) if seed == -1 else seed
+        self.ctl.spawn(
+            self.retry_now(job_ids, new_seed if isinstance(new_seed, int) else None), "retry")
+
+    async def retry_now(self, job_ids: list[int], seed: int | None, *,
+                     confirmed: bool = False) -> None:
+        # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
+        # waits for the banner's button; re-reading a kept render is free and goes at once.
+        plan = await self.ctl.session.retry_plan(job_ids, seed)
+        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+            price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
+                     else "price unknown" if not plan.rerender_usd
+                     else f"est. ${plan.rerender_usd:.2f} + unknown")
+            self.ctl.window.banners.show_banner(
+                "warning", f"Retry: {plan.summary()}",
+                [(f"Retry ({price})", lambda: self.ctl.spawn(
+                    self.retry_now(job_ids, seed, confirmed=True), "retry"))], key="retry")
+            return
+        done = await self.ctl.session.retry(job_ids, seed)
+        if not done:
+            self.ctl.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
+                                            "can be retried.", key="retry")
+            return
+        if plan.reread:
+            self.ctl.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
+        await self.ctl.pager.refresh_rows(done)
+        if confirmed:  # from the banner: the job's open detail view follows too
+            for dialog in list(self.ctl.keeper.open):
+                if isinstance(dialog, JobDetailDialog) and dialog.job_id in done:
+                    await self.ctl.keeper.load_detail(dialog)
+
+    def retry_failed(self) -> None:
+        batch = self.ctl.window.batch_filter.currentData()
+        ids = [r.id for r in self.ctl.model.table.rows
+               if r.state in (JobState.FAILED, JobState.PARKED)
+               and (batch is None or r.batch_id == batch)]
+        if not ids:
+            self.ctl.window.banners.show_banner("info", "There are no failed jobs to retry.",
+                                            key="retry")
+            return
+        self.ctl.spawn(self._retry_failed(ids), "retry-failed")
+
+    async def _retry_failed(self, ids: list[int], *, include_permanent: bool = False,
+                            confirmed: bool = False) -> None:
+        """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
+        input...) are left out unless asked for; it says what it re-reads for free and
+        what it renders again at a price, and a price waits for the user's button."""
+        plan = await self.ctl.session.running_engine.retry_plan(
+            ids, include_permanent=include_permanent)
+        skipped = len(plan.skipped_permanent)
+        text = plan.summary(include_hint="'Also retry' queues them too")
+        also = [(f"Also retry {fmt.number(skipped)} refused by the provider's rules",
+                 lambda: self.ctl.spawn(self._retry_failed(ids, include_permanent=True),
+                                    "retry-failed"))] if skipped else []
+        if not plan.job_ids:
+            self.ctl.window.banners.show_banner("info", f"Retry failed: {text}", also,
+                                            key="retry")
+            return
+        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+            price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
+                     else "price unknown" if not plan.rerender_usd
+                     else f"est. ${plan.rerender_usd:.2f} + unknown")
+            self.ctl.window.banners.show_banner(
+                "warning", f"Retry failed: {text}",
+                [(f"Retry ({price})", lambda: self.ctl.spawn(self._retry_failed(
+                    ids, include_permanent=include_permanent, confirmed=True),
+                    "retry-failed")), *also], key="retry")
+            return
+        done = await self.ctl.session.retry(plan.job_ids)
+        self.ctl.window.banners.show_banner(
+            "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
+        await self.ctl.pager.refresh_rows(done)
+
+    def is_demo(self, batch_name: str) -> bool:
+        from reelqueue.application.demo import DEMO_BATCH
+
+        return (self.ctl.session.ctx.data_dir.name == "demo"
+                and batch_name.split(" ")[0] == DEMO_BATCH)
+
+    def run_demo_again(self) -> None:
+        self.ctl.spawn(self._run_demo_again(), "demo-again")
+
+    async def _run_demo_again(self) -> None:
+        """The sample sheet once more, as a new batch ("demo 2"...): the journal is open
+        here, so the finished one stays on the record ('reelqueue demo --reset' clears it)."""
+        from reelqueue.application.demo import DEMO_BATCH
+        from reelqueue.resources import resource
+
+        taken = set(self.ctl.batches.values())
+        n = 2
+        while f"{DEMO_BATCH} {n}" in taken:
+            n += 1
+        options = self.ctl.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
+        plan = await self.ctl.session.plan_import(resource("sample_prompts.csv"), options)
+        result = await self.ctl.session.apply_import(plan)
+        await self.ctl.refresh_batches()
+        await self.ctl.load_rows()
+        self.start_queue()
+        self.ctl.window.banners.show_banner(
+            "info", f"The demo runs again: {fmt.count(result.added, 'new job')} in batch "
+            f"“{result.batch_name}”.", key="demo")
+
+    def prioritize(self, job_ids: list[int]) -> None:
+        self.ctl.spawn(self._prioritize(job_ids), "prioritize")
+
+    async def _prioritize(self, job_ids: list[int]) -> None:
+        result = await queue_commands.prioritize_jobs(self.ctl.session.running_engine, job_ids)
+        left = len(set(job_ids)) - result.changed
+        self.ctl.window.banners.show_banner(
+            "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
+            + (f"; {fmt.number(left)} already finished" if left else "") + ".",
+            key="priority")
+
+    def prioritize_batch(self, batch_id: int) -> None:
+        self.ctl.spawn(self._prioritize_batch(batch_id), "prioritize-batch")
+
+    async def _prioritize_batch(self, batch_id: int) -> None:
+        result = await queue_commands.prioritize_batch(self.ctl.session.running_engine, batch_id)
+        name = self.ctl.batches.get(batch_id, f"batch {batch_id}")
+        self.ctl.window.banners.show_banner(
+            "info", f"Batch “{name}” moved to the front: its "
+            f"{fmt.count(result.changed, 'unfinished job')} go before the others.",
+            key="priority")
+
+    def pause_batch(self, batch_id: int, paused: bool) -> None:
+        self.ctl.spawn(self._pause_batch(batch_id, paused), "pause-batch")
+
+    async def _pause_batch(self, batch_id: int, paused: bool) -> None:
+        batch = await queue_commands.set_batch_paused(self.ctl.session.running_engine, batch_id,
+                                                      paused)
+        await self.ctl.refresh_batches()
+        if batch is None:
+            return
+        text = (f"Batch “{batch.name}” paused: its waiting jobs are not started; renders "
+                "already running finish." if paused else
+                f"Batch “{batch.name}” resumed.")
+        actions = [("Resume", lambda: self.pause_batch(batch_id, False))] if paused else []
+        self.ctl.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
+
+    def set_capacity(self, account: str, capacity: int) -> None:
+        self.ctl.spawn(self._account_command(self.ctl.session.set_capacity(account, capacity)))
+
+    def set_enabled(self, account: str, enabled: bool) -> None:
+        self.ctl.spawn(self._account_command(self.ctl.session.set_enabled(account, enabled)))
+
+    def set_daily_cap(self, account: str, usd: float | None) -> None:
+        """From the card: raising or removing the cap releases the jobs it held at once."""
+        self.ctl.spawn(self._account_command(spend_commands.set_daily_cap(
+            self.ctl.session.running_engine, account, usd)))
+
+    def mark_ready(self, account: str) -> None:
+        self.ctl.spawn(self._account_command(self.ctl.session.mark_ready(account)))
+
+    async def _account_command(self, command: Any) -> None:
+        await command
+        await self.ctl.refresh_accounts()

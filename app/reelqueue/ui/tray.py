@@ -1,0 +1,74 @@
+"""When a batch finishes: its banner (what completed, failed, was cancelled or parked, with
+Retry failed / Open folder / Run the demo again) and a message from the tray icon."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QSystemTrayIcon
+
+from reelqueue.domain.states import JobState
+from reelqueue.ui import format as fmt
+from reelqueue.ui import theme
+from reelqueue.ui.banner import BannerAction
+
+if TYPE_CHECKING:
+    from reelqueue.ui.controller import AppController
+
+
+class BatchFinishWatch:
+    """Counts each batch's open jobs from one slow tick to the next; a batch whose count
+    drops to zero is finished and said so once.
+
+    Attributes:
+        tray: the tray icon, made on the first message (None where there is no tray).
+    """
+
+    def __init__(self, controller: AppController) -> None:
+        self.controller = controller
+        self.tray: QSystemTrayIcon | None = None
+        self._open_by_batch: dict[int, int] = {}
+
+    def recount(self) -> None:
+        """Take the current counts as the baseline (after rows were read)."""
+        stats = self.controller.model.table.stats
+        self._open_by_batch = dict(stats.open_by_batch.items())
+
+    def check(self) -> None:
+        current = self.controller.model.table.stats.open_by_batch
+        for batch_id, before in list(self._open_by_batch.items()):
+            if before > 0 and current.get(batch_id, 0) == 0:
+                self.finished(batch_id)
+        self._open_by_batch = {b: n for b, n in current.items() if n > 0}
+
+    def finished(self, batch_id: int) -> None:
+        c = self.controller
+        rows = [r for r in c.model.table.rows if r.batch_id == batch_id]
+        done = sum(r.state == JobState.COMPLETED for r in rows)
+        failed = sum(r.state == JobState.FAILED for r in rows)
+        cancelled = sum(r.state == JobState.CANCELLED for r in rows)
+        parked = sum(r.state == JobState.PARKED for r in rows)
+        name = c.batches.get(batch_id, f"batch {batch_id}")
+        text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
+                f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
+                + (f", {fmt.number(parked)} parked (they keep their render; Retry reads "
+                   "it again)" if parked else "") + ".")
+        actions: list[BannerAction] = [("Open folder", c.keeper.open_output_folder)]
+        if failed:
+            actions.insert(0, ("Retry failed", c.actions.retry_failed))
+        if c.actions.is_demo(name):
+            actions.append(("Run the demo again", c.actions.run_demo_again))
+        # Green only when something completed and nothing failed or waits for the user.
+        kind = ("warning" if failed or parked else "success" if done else "info")
+        # One "finished" banner: the newest batch's replaces an older one.
+        c.window.banners.remove_family("batch:")
+        c.window.banners.show_banner(kind, text, actions, key=f"batch:{batch_id}")
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            if self.tray is None:
+                self.tray = QSystemTrayIcon(theme.app_icon(), c)
+                self.tray.show()
+            self.tray.showMessage("ReelQueue", text)
+
+    def hide(self) -> None:
+        if self.tray is not None:
+            self.tray.hide()
