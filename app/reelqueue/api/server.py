@@ -80,10 +80,7 @@ class Routes:
         self.s = services
 
     async def _read_json(self, request: web.Request) -> object:
-        try:
-            raw = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            raise
+        raw = await request.read()  # 413 past client_max_size
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -327,8 +324,8 @@ class Routes:
                     await asyncio.wait_for(woken.wait(), SSE_IDLE_SECONDS)
                 except TimeoutError:
                     await response.write(b": keep-alive\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
+        except ConnectionResetError:
+            pass  # the client went away; a cancellation (server shutdown) propagates
         finally:
             unsubscribe()
         return response
