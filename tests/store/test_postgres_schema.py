@@ -244,24 +244,71 @@ def test_no_password_in_messages_or_repr(pg_dsn: str) -> None:
 
 
 def test_the_store_comes_back_after_the_server_restarts(
-    pg_server: pgserver.Server | str, pg_dsn: str, schemas: list[str], tmp_path: Path
+    pg_server: pgserver.Server | str, pg_dsn: str, schemas: list[str], tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """pg_ctl restart under an open store: the pool replaces its dead connections and the
-    next operations work (one may fail as "cannot be reached", never as a bug)."""
+    """pg_ctl restart between two operations of an open store (its connection used just
+    before, so the pool hands it out unchecked): the operation meets the dead connection
+    before its COMMIT, the server rolled it back, and it runs again on a new connection:
+    no error reaches the caller and nothing is written twice."""
     if not isinstance(pg_server, pgserver.Server) or pg_server.folder is None:
         pytest.skip("needs the throwaway server (not one given by DSN)")
     store = PostgresStore.open(pg_dsn, now=1, schema=new_schema(schemas))
     try:
         batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), 1)
+        store._recently_used.fresh_seconds = 3600  # as under load: handed out unchecked
         restarted = pg_server.restart()
         assert restarted.returncode == 0, restarted.stderr
-        try:
-            store.add_jobs(batch.id, make_specs(tmp_path, 2), 2)
-        except JournalError as exc:
-            assert "cannot be reached" in str(exc)
-            store.add_jobs(batch.id, make_specs(tmp_path, 2), 2)
+        caplog.set_level("WARNING", logger="reelqueue.store.postgres")
+        result = store.add_jobs(batch.id, make_specs(tmp_path, 2), 2)
+        assert result.added == 2
         assert [j.job_key for j in store.list_jobs()] == ["key-00000", "key-00001"]
+        assert [e.event for e in store.ledger()] == ["batch_created", "imported"]
+        assert any("connection was lost" in r.getMessage() for r in caplog.records), (
+            "the dead connection was met (else this test proves nothing)")
     finally:
+        store.close()
+
+
+def test_a_failed_commit_is_not_run_again(pg_dsn: str, schemas: list[str]) -> None:
+    """A connection lost while COMMIT was under way may have committed: that error goes to
+    the caller ("cannot be reached"), the operation is not run a second time."""
+    store = PostgresStore.open(pg_dsn, now=1, schema=new_schema(schemas))
+    calls: list[int] = []
+    original = store._pool.connection
+
+    class CommitFails:
+        def __init__(self, db: psycopg.Connection[Any]) -> None:
+            self._db = db
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._db, name)
+
+        def transaction(self) -> Any:
+            from contextlib import contextmanager
+
+            @contextmanager
+            def failing() -> Iterator[None]:
+                with self._db.transaction(force_rollback=True):
+                    calls.append(1)
+                    yield
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+            return failing()
+
+    from contextlib import contextmanager
+
+    @contextmanager
+    def connection(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with original(*args, **kwargs) as db:
+            yield CommitFails(db)
+
+    store._pool.connection = connection  # type: ignore[method-assign]
+    try:
+        with pytest.raises(JournalError, match="cannot be reached"):
+            store.note("once", 1.0)
+        assert calls == [1], "the operation ran once, not again after its COMMIT failed"
+    finally:
+        store._pool.connection = original  # type: ignore[method-assign]
         store.close()
 
 

@@ -71,6 +71,7 @@ from reelqueue.store.postgres_support import (
     job_from_pg,
     known_error,
     ledger_from_pg,
+    scrub,
 )
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
@@ -177,10 +178,19 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def _mapped(method: _F) -> _F:
     @functools.wraps(method)
     def call(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except _DRIVER_ERRORS as exc:
-            raise known_error(exc, self.where, self._password) from exc
+        outermost = self._conn is None  # not a step of a transaction already open
+        for attempt in (1, 2):
+            try:
+                return method(self, *args, **kwargs)
+            except _DRIVER_ERRORS as exc:
+                if outermost and attempt == 1 and self._lost_before_commit(exc):
+                    log.warning("team database %s: the connection was lost (%s); the "
+                                "operation runs again on a new one", self.where,
+                                scrub(str(exc).strip().splitlines()[0] if str(exc).strip()
+                                      else type(exc).__name__, self._password))
+                    continue
+                raise known_error(exc, self.where, self._password) from exc
+        raise AssertionError("unreachable")
 
     return cast(_F, call)
 
@@ -218,6 +228,7 @@ class PostgresStore:
         self._q = pg_queries()
         self._password = password
         self._recently_used = _RecentlyUsed()
+        self._committing = False
         self.where = where
         self.schema = schema
         self.migrated_from: int | None = None
@@ -315,12 +326,25 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 db = cast("psycopg.Connection[Row]", conn)
                 self._conn = db
+                self._committing = False
                 try:
                     with db.transaction():
                         yield db
+                        self._committing = True  # from here the outcome may be unknown
                     self._recently_used.mark(db)
                 finally:
                     self._conn = None
+
+    def _lost_before_commit(self, exc: BaseException) -> bool:
+        """The connection died (a server restart, a cut network) before this transaction's
+        COMMIT was sent: the server rolled it back, so running the operation again on a new
+        connection cannot apply it twice. A failure during COMMIT is never retried (it may
+        have committed), nor a pool timeout (the wait already happened)."""
+        if self._committing or isinstance(exc, PoolTimeout | TooManyRequests):
+            return False
+        state = getattr(exc, "sqlstate", None) or ""
+        return isinstance(exc, psycopg.OperationalError) and (
+            not state or state.startswith("08") or state in ("57P01", "57P02", "57P03"))
 
     def _one(self, query: str, /, **params: Any) -> Row | None:
         with self._tx() as db:
