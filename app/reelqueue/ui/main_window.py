@@ -14,6 +14,7 @@ from PySide6.QtCore import (
     QEvent,
     QMargins,
     QModelIndex,
+    QObject,
     QPoint,
     QRect,
     QSettings,
@@ -26,6 +27,7 @@ from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QDragEnterEvent,
+    QDragMoveEvent,
     QDropEvent,
     QGuiApplication,
     QKeySequence,
@@ -449,7 +451,7 @@ class MainWindow(QMainWindow):
             event.child().installEventFilter(self)
         super().childEvent(event)
 
-    def eventFilter(self, watched: object, event: QEvent) -> bool:
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if isinstance(watched, QDialog):
             if event.type() == QEvent.Type.Show:
                 # After QDialog's own show handling has centred it over the window.
@@ -457,7 +459,7 @@ class MainWindow(QMainWindow):
             if event.type() in (QEvent.Type.Show, QEvent.Type.Resize,
                                 QEvent.Type.LayoutRequest):
                 hold_text_height(watched)
-        return super().eventFilter(watched, event)  # type: ignore[arg-type]
+        return super().eventFilter(watched, event)
 
     def _build_jobs_panel(self) -> QWidget:
         panel = QWidget()
@@ -696,8 +698,8 @@ class MainWindow(QMainWindow):
         else:
             event.ignore()
 
-    def dragMoveEvent(self, event: object) -> None:
-        event.acceptProposedAction()  # type: ignore[attr-defined]
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
         paths = sheet_paths(list(event.mimeData().urls()))

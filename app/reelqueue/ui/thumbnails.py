@@ -164,6 +164,8 @@ def _store(target: Path, image: QImage | None) -> None:
         temporary = target.with_name(f".{target.name}.{threading.get_ident()}.tmp")
         if image is None:
             temporary.write_bytes(b"")
+        # PySide6's stub types the format as bytes, but the binding refuses bytes and takes
+        # only str ("called with wrong argument values"): the stub is wrong here.
         elif not image.save(str(temporary), "JPG", 85):  # type: ignore[call-overload]
             raise OSError("the picture could not be written")
         os.replace(temporary, target)
