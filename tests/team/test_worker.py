@@ -66,6 +66,10 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
             assert worker.terminate() == 0
         finally:
             worker.stop_quietly()
+    status = team_cli(admin, team_url, "status", keyring_file=admin / "keyring.json")
+    assert status.returncode == 0 and "8 jobs: 8 completed" in status.stdout, status
+    doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json")
+    assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor
     accounts = read(team_url, "SELECT DISTINCT account FROM jobs")
     assert accounts == [("acct-a",)], "a job was claimed for the account whose key is away"
     stopped = read(team_url, "SELECT stopped_at IS NOT NULL FROM instances")
