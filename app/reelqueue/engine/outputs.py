@@ -15,10 +15,12 @@ the render and downloads it again later.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import glob
 import hashlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -193,15 +195,20 @@ def remove_partials(folders: set[Path]) -> int:
     return removed
 
 
-def remove_parts_of(final: Path) -> int:
-    """Delete the ``.part`` files of every attempt at ``final`` (called once the job is
-    completed: no attempt of it may still write). On a shared store the start-up cleaning
-    cannot run (another instance may be downloading into the folder), so a dead
-    attempt's partial file goes when its job completes, wherever that happens."""
+def remove_parts_of(final: Path, *, idle_seconds: float) -> int:
+    """Delete the ``.part`` files of other attempts at ``final`` that nothing wrote for
+    ``idle_seconds`` (called once the job is completed). On a shared store the start-up
+    cleaning cannot run (another instance may be downloading into the folder), so a dead
+    attempt's partial file goes when its job completes, wherever that happens. A fresh one
+    is left alone: it may be a frozen instance's, which comes back, downloads the same bytes
+    and is fenced out at its completion (tests/proof/test_checklist.py)."""
     removed = 0
+    cutoff = time.time() - idle_seconds
     for part in final.parent.glob(f".{glob.escape(final.name)}.*.part"):
-        part.unlink(missing_ok=True)
-        removed += 1
+        with contextlib.suppress(FileNotFoundError):
+            if part.stat().st_mtime < cutoff:
+                part.unlink()
+                removed += 1
     return removed
 
 

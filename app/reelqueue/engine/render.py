@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import random
 import uuid
@@ -211,7 +212,9 @@ class RenderAttempt:
             self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
         if self.ctx.config.shared_store:  # a dead machine's partial file of this job
-            await asyncio.to_thread(remove_parts_of, Path(self.job.output_path))
+            await asyncio.to_thread(functools.partial(
+                remove_parts_of, Path(self.job.output_path),
+                idle_seconds=self.ctx.config.lease_seconds / 2))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
 
