@@ -1,4 +1,4 @@
-"""The providers' extra rules (``EXTRA_VALIDATORS``) at import: row errors naming the
+"""The providers' own row rules (``ProviderInfo.rules``) at import: row errors naming the
 columns concerned and what would be accepted, through ``plan_import``."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from reelqueue.intake import ImportOptions, RegistryCatalog, StaticCatalog, plan_import
+from reelqueue.providers.base import ParamProblem
 from reelqueue.providers.builtin import builtin_registry
 
 from .conftest import FIXED, FLEXIBLE, NOW, plan_text
@@ -60,10 +61,10 @@ def test_each_problem_of_a_row_is_its_own_error(tmp_path: Path) -> None:
     plan = plan_real(tmp_path, "prompt,model,seed\na,veo3.1,5\n", provider="runway")
     assert not plan.jobs and plan.refused
     # The messages are the adapter's own, for the params the row would have been sent with.
-    duration, seed = builtin_registry().get("runway").rules({
+    duration, seed = (problem.message for problem in builtin_registry().get("runway").rules({
         "model": "veo3.1", "duration": 5, "aspect_ratio": "16:9", "resolution": "720p",
         "seed": 5,
-    })
+    }))
     assert sorted(described(plan)) == sorted([
         (2, ("model", "(default duration)"), duration,
          "model gen4.5; or duration 4 s or 6 s or 8 s"),
@@ -97,19 +98,20 @@ def test_cell_errors_come_first_and_the_rules_see_only_valid_rows(tmp_path: Path
 def test_providers_without_rules_are_unaffected(tmp_path: Path) -> None:
     plan = plan_real(tmp_path, "prompt,duration\na,4\n")  # the mock provider
     assert plan.errors == [] and len(plan.jobs) == 1
-    assert RegistryCatalog().extra_validator("mock") is None
-    assert RegistryCatalog().extra_validator("veo") is builtin_registry().get("veo").rules
+    assert RegistryCatalog().rules("mock") is None
+    assert RegistryCatalog().rules("veo") is builtin_registry().get("veo").rules
 
 
-def test_rules_are_asked_a_bounded_number_of_times(
+def test_rules_are_asked_once_per_row_and_say_what_they_accept(
     tmp_path: Path, catalog: StaticCatalog
 ) -> None:
     calls: list[Mapping[str, Any]] = []
 
-    def long_needs_hd(params: Mapping[str, Any]) -> list[str]:
+    def long_needs_hd(params: Mapping[str, Any]) -> list[ParamProblem]:
         calls.append(dict(params))
         if params.get("duration", 0) > 10 and params.get("resolution") != "720p":
-            return ["clips over 10 seconds need 720p"]
+            return [ParamProblem.of("clips over 10 seconds need 720p",
+                                    resolution=["720p"], duration=range(1, 11))]
         return []
 
     rules = StaticCatalog({"mock": FLEXIBLE, "fixed": FIXED}, {"mock": long_needs_hd})
@@ -121,15 +123,15 @@ def test_rules_are_asked_a_bounded_number_of_times(
         ("duration", "(default resolution)"),
         "duration 1 s or 2 s or 3 s or 4 s (or another); or resolution 720p",
     )}
-    # One call per row, and the explanation worked out once (seeds differ, but do not
-    # matter to the explanation), not once per row.
-    assert len(calls) < 501 + 40
+    # One call per row: the rules say the fields and fixes themselves (nothing is probed).
+    assert len(calls) == 501
+    assert plan.errors[0].message == "clips over 10 seconds need 720p"
 
 
 def test_a_failing_rule_refuses_the_row_instead_of_the_import(
     tmp_path: Path, catalog: StaticCatalog
 ) -> None:
-    def broken(params: Mapping[str, Any]) -> list[str]:
+    def broken(params: Mapping[str, Any]) -> list[ParamProblem]:
         raise KeyError("model")
 
     rules = StaticCatalog({"mock": FLEXIBLE}, {"mock": broken})

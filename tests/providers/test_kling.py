@@ -762,7 +762,7 @@ async def test_dead_link_is_replaced_by_polling_again(client_for: ClientFor) -> 
 def test_rows_kling_would_refuse_are_caught_at_import(params: dict[str, Any],
                                                        problem: str) -> None:
     problems = builtin_registry().get("kling").rules(params)
-    assert any(problem in p for p in problems), problems
+    assert any(problem in p.message for p in problems), problems
 
 
 @pytest.mark.parametrize("params", [{}, {"duration": 15}, {"duration": 3, "audio": False},

@@ -346,7 +346,8 @@ def test_an_anchor_image_only_with_5_seconds() -> None:
     assert luma.extra_validation({"duration": 10}) == []
     problems = luma.extra_validation({"image": "https://img.example.test/a.jpg",
                                       "duration": 10})
-    assert problems and "5 second" in problems[0]
+    assert problems and "5 second" in problems[0].message
+    assert problems[0].accepted == {"duration": (5,), "image": (None,)}
 
 
 async def test_360p_and_image_with_10s_are_refused_before_sending(

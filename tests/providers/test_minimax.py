@@ -766,7 +766,7 @@ def test_extra_validation(params: dict[str, Any], words: str | None) -> None:
     if words is None:
         assert problems == []
     else:
-        assert any(words in p for p in problems), problems
+        assert any(words in p.message for p in problems), problems
 
 
 @pytest.mark.parametrize(("prompt", "params"), [

@@ -8,17 +8,13 @@ parameters (and rules) they choose.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from reelqueue.domain.errors import InputError
 from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import ProviderRegistry, no_rules
-
-ExtraValidator = Callable[[Mapping[str, Any]], list[str]]
-"""``params -> problems``: a provider's rules beyond its ParamSpec, in words a user
-understands; empty when the row is fine."""
+from reelqueue.providers.registry import ParamRules, ProviderRegistry, no_rules
 
 
 class ProviderCatalog(Protocol):
@@ -28,9 +24,9 @@ class ProviderCatalog(Protocol):
 
     def kinds(self) -> list[str]: ...
 
-    def extra_validator(self, kind: str) -> ExtraValidator | None:
-        """The provider's extra rules, or None when it has none. Optional: a catalog
-        without this method has no extra rules."""
+    def rules(self, kind: str) -> ParamRules | None:
+        """The provider's rules beyond its ParamSpec (each problem names its fields and
+        what they would accept), or None when it has none."""
         ...
 
 
@@ -51,7 +47,7 @@ class RegistryCatalog:
     def kinds(self) -> list[str]:
         return self.providers.kinds()
 
-    def extra_validator(self, kind: str) -> ExtraValidator | None:
+    def rules(self, kind: str) -> ParamRules | None:
         """The provider's rules; None for an unknown kind or one without rules."""
         info = self.providers.infos.get(kind)
         if info is None or info.rules is no_rules:
@@ -64,12 +60,12 @@ class StaticCatalog:
 
     Attributes:
         specs: provider kind -> its parameters.
-        validators: provider kind -> its extra rules (none by default).
+        validators: provider kind -> its rules beyond the ParamSpec (none by default).
     """
 
     def __init__(
         self, specs: Mapping[str, ParamSpec],
-        validators: Mapping[str, ExtraValidator] | None = None,
+        validators: Mapping[str, ParamRules] | None = None,
     ) -> None:
         self.specs = dict(specs)
         self.validators = dict(validators or {})
@@ -84,5 +80,5 @@ class StaticCatalog:
     def kinds(self) -> list[str]:
         return sorted(self.specs)
 
-    def extra_validator(self, kind: str) -> ExtraValidator | None:
+    def rules(self, kind: str) -> ParamRules | None:
         return self.validators.get(kind)

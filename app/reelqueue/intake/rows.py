@@ -4,22 +4,20 @@
 normalised, defaults applied) or into a list of :class:`RowError`, one per bad cell, so
 the user fixes a row in one go rather than one error per import.
 
-A row whose cells are each fine is then checked as a whole by the provider's extra rules
-(``EXTRA_VALIDATORS`` of the adapters: what a :class:`ParamSpec` cannot say, such as Veo's
-1080p needing 8 seconds). Each problem they report becomes a :class:`RowError` naming the
-columns involved and what would be accepted, both found by asking the same rules about the
-row with one setting changed (see :class:`ExtraRules`).
+A row whose cells are each fine is then checked as a whole by the provider's rules (its
+:attr:`ProviderInfo.rules`: what a :class:`ParamSpec` cannot say, such as Veo's 1080p
+needing 8 seconds). Each :class:`ParamProblem` they report names its fields and what they
+would accept; :class:`ProviderRules` turns it into a :class:`RowError` on those columns.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.catalog import ExtraValidator, ProviderCatalog
+from reelqueue.intake.catalog import ProviderCatalog
 from reelqueue.intake.fields import (
     FieldProblem,
     cell_text,
@@ -37,7 +35,8 @@ from reelqueue.intake.fields import (
 )
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.sheet import SheetRow
-from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.base import ParamProblem, ParamSpec
+from reelqueue.providers.registry import ParamRules
 
 DEFAULT_DURATION = 5.0
 MAX_NAME_CHARS = 500
@@ -259,11 +258,9 @@ class RowValidator:
         InputError for an unknown provider."""
         spec = self.spec_for(provider)
         defaults = self._defaults_for(provider, spec)
-        finder = getattr(self._catalog, "extra_validator", None)
-        validator = finder(provider) if finder is not None else None
-        rules = None if validator is None else ExtraRules(
-            provider, spec, validator, self.columns, frozenset(defaults.base)
-        )
+        provider_rules = self._catalog.rules(provider)
+        rules = None if provider_rules is None else ProviderRules(
+            provider, provider_rules, self.columns)
         mapped = [
             (name, index, header, _Remembered(parse) if name in FEW_VALUES else parse, is_param)
             for name, index, header, parse, is_param in self._mapped
@@ -316,7 +313,7 @@ FEW_VALUES = frozenset({"model", "duration", "aspect_ratio", "resolution", "repe
 """Fields whose cells take a handful of distinct values in a sheet: parsed once per value."""
 MAX_REMEMBERED = 4_096
 _Mapped = list[tuple[str, int, str, CellParser, bool]]
-_Context = tuple[ParamSpec, "_ProviderDefaults", "ExtraRules | None", _Mapped]
+_Context = tuple[ParamSpec, "_ProviderDefaults", "ProviderRules | None", _Mapped]
 
 
 class _Remembered:
@@ -395,57 +392,35 @@ FIELD_WORDS = {
     "resolution": "resolution", "seed": "seed", "negative_prompt": "negative prompt",
     "image": "image",
 }
-MESSAGE_WORDS: dict[str, tuple[str, ...]] = {
-    "model": ("model",),
-    "duration": ("duration", "second"),
-    "aspect_ratio": ("aspect ratio", "ratio"),
-    "resolution": ("resolution",),
-    "seed": ("seed",),
-    "negative_prompt": ("negative prompt",),
-    "image": ("image", "first frame", "keyframe"),
-}
-"""Words that name a field in an adapter's message, for fields probing cannot vary (a
-missing image cannot be tried)."""
-MAX_PROBED_DURATIONS = 60
 MAX_LISTED = 4
 
 
-class ExtraRules:
-    """A provider's extra rules (``EXTRA_VALIDATORS[kind]``) turned into row errors.
+class ProviderRules:
+    """A provider's rules (:attr:`ProviderInfo.rules`) turned into row errors.
 
-    The adapter says what is wrong in words ("Veo renders 1080p only at 8 seconds") but not
-    which cells are involved nor what would pass. Both are found by asking the adapter
-    again about the row with one setting changed, to each value the provider declares
-    (or left out, for settings an empty cell leaves out): a change that makes the problem
-    go away without bringing a new one is a fix; its field is concerned and its value
-    accepted. When nothing that can be tried fixes it (a missing image cannot be tried),
-    the concerned fields are the ones the message names. The answer is cached per
-    problem and settings (not seeds, prompts or image paths), so a sheet with a thousand
-    such rows asks a few dozen extra questions, not thousands.
+    Each :class:`ParamProblem` names the fields concerned and the values that would fix
+    it; the error names their columns (or "(default duration)" for a batch default) and
+    says what would be accepted ("duration 8 s; or resolution 720p").
 
     Attributes:
         provider: the provider kind.
-        validator: ``params -> list of problems`` (empty when the row is fine).
+        rules: ``params -> problems`` (empty when the row is fine).
     """
 
     def __init__(
-        self, provider: str, spec: ParamSpec, validator: ExtraValidator,
-        columns: Mapping[str, tuple[int, str]], defaulted: frozenset[str] = frozenset(),
+        self, provider: str, rules: ParamRules, columns: Mapping[str, tuple[int, str]],
     ) -> None:
         self.provider = provider
-        self.spec = spec
-        self.validator = validator
-        self._defaulted = defaulted  # fields an empty cell does not leave out
+        self.rules = rules
         self._headers = {name: header for name, (_index, header) in columns.items()}
-        self._explained: dict[tuple[object, ...], tuple[tuple[str, ...], str]] = {}
 
     def check(
         self, row_number: int, params: Mapping[str, Any], cells: Mapping[str, Any],
         batch_fields: frozenset[str],
     ) -> list[RowError]:
-        """The row's problems under the provider's extra rules; [] when it is fine."""
+        """The row's problems under the provider's rules; [] when it is fine."""
         try:
-            problems = list(self.validator(params))
+            problems = list(self.rules(params))
         except Exception as exc:  # a bug in an adapter must not take the import down
             return [RowError(
                 row_number, self._headers.get("provider", "provider"),
@@ -454,14 +429,13 @@ class ExtraRules:
                 "a row the adapter can check; please report this as a bug",
             )]
         errors: list[RowError] = []
-        for message in problems:
-            fields, accepted = self._explain(str(message), params)
-            columns = tuple(
-                self._column(name, params, cells, batch_fields) for name in fields
-            )
+        for problem in problems:
+            fields = sorted((name for name in problem.fields if name in PARAM_POSITION),
+                            key=PARAM_POSITION.__getitem__)
+            columns = tuple(self._column(name, params, cells, batch_fields) for name in fields)
             errors.append(RowError(
                 row_number, ", ".join(columns) or self._headers.get("provider", "provider"),
-                str(message), accepted, columns,
+                problem.message, self._accepted(problem, fields), columns,
             ))
         return errors
 
@@ -478,99 +452,24 @@ class ExtraRules:
         words = FIELD_WORDS[name]
         return f"(default {words})" if name in batch_fields or name in params else words
 
-    def _explain(self, message: str, params: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
-        key = (message, *sorted(
-            (name, _shape(name, value)) for name, value in params.items()
-        ))
-        cached = self._explained.get(key)
-        if cached is None:
-            cached = self._explained[key] = self._probe(message, params)
-        return cached
-
-    def _probe(self, message: str, params: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
-        try:
-            before = {str(problem) for problem in self.validator(params)}
-        except Exception:
-            before = {message}
-        others = before - {message}
-        fixes: dict[str, list[Any]] = {}
-        for name in PARAM_FIELDS:
-            for candidate in self._candidates(name, params):
-                trial = dict(params)
-                if candidate is None:
-                    trial.pop(name, None)
-                else:
-                    trial[name] = candidate
-                try:
-                    after = {str(problem) for problem in self.validator(trial)}
-                except Exception:
-                    continue
-                # A fix makes this problem go away without bringing a new one (changing
-                # a field may only hide it behind another, which is no fix).
-                if message not in after and after <= others:
-                    fixes.setdefault(name, []).append(candidate)
-        fields = tuple(name for name in PARAM_FIELDS if name in fixes)
-        if not fields:
-            # Nothing that can be tried fixes it (a missing image cannot be tried): the
-            # fields the message names.
-            lowered = message.lower()
-            fields = tuple(
-                name for name in PARAM_FIELDS
-                if any(word in lowered for word in MESSAGE_WORDS[name])
-            )
-        choices = [_describe(name, fixes[name]) for name in fields if name in fixes]
-        text = "; or ".join(choices) if choices else (
+    def _accepted(self, problem: ParamProblem, fields: Sequence[str]) -> str:
+        choices = [_describe(name, problem.accepted[name]) for name in fields
+                   if problem.accepted.get(name)]
+        return "; or ".join(choices) if choices else (
             f"settings {self.provider} accepts together (the message says which)"
         )
-        return fields, text
-
-    def _candidates(self, name: str, params: Mapping[str, Any]) -> list[Any]:
-        """The values worth trying for one field: the declared ones, or leaving it out."""
-        spec = self.spec
-        current = params.get(name)
-        values: list[Any]
-        if name == "model":
-            values = list(spec.models)
-        elif name == "duration":
-            if spec.durations is not None:
-                values = [plain_number(seconds) for seconds in spec.durations]
-            else:
-                low, high = spec.duration_range
-                values = list(range(max(1, math.ceil(low)), math.floor(high) + 1))
-                values = values[:MAX_PROBED_DURATIONS]
-        elif name == "aspect_ratio":
-            values = list(spec.aspect_ratios)
-        elif name == "resolution":
-            values = list(spec.resolutions)
-        else:
-            values = []
-        candidates = [value for value in values if value != current]
-        if current is not None and name not in self._defaulted:
-            candidates.append(None)  # an empty cell leaves this setting out
-        return candidates
-
-
-def _shape(name: str, value: object) -> object:
-    """What of a parameter the explanation depends on: the value of the declared settings;
-    for free-form ones (seed, negative prompt, image) only whether and how they are set."""
-    if name in ("seed", "negative_prompt"):
-        return True
-    if name == "image":
-        text = str(value)
-        return "https" if text.startswith("https://") else "data" if text.startswith(
-            "data:") else "file"
-    return value
 
 
 def _describe(name: str, values: Sequence[Any]) -> str:
     """ "duration 4 s or 8 s", "resolution 720p", "no seed" (None: the field left out)."""
     words = FIELD_WORDS[name]
-    shown = [value for value in values if value is not None][:MAX_LISTED]
+    given = [value for value in values if value is not None]
+    shown = given[:MAX_LISTED]
     listed = " or ".join(
         f"{plain_number(float(value))} s" if name == "duration" else str(value)
         for value in shown
     )
-    if len([value for value in values if value is not None]) > MAX_LISTED:
+    if len(given) > MAX_LISTED:
         listed += " (or another)"
     choices = [f"{words} {listed}"] if shown else []
     if None in values:

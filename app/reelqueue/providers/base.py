@@ -9,7 +9,7 @@ exception text, a log line or a ``repr``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -99,6 +99,33 @@ class ParamSpec:
     price_per_second: Mapping[str, float] = field(default_factory=dict)
     price_source: str = ""
     default_capacity: int = 1
+
+
+@dataclass(frozen=True)
+class ParamProblem:
+    """One thing a provider's rules refuse in a row's parameters (beyond its ParamSpec).
+
+    Attributes:
+        message: what is wrong, in words a user understands.
+        fields: the parameters concerned ("model", "duration", "aspect_ratio",
+            "resolution", "seed", "negative_prompt", "image").
+        accepted: field -> the values that would fix the problem on their own, best first
+            (None: leaving the field empty); a concerned field may offer none.
+    """
+
+    message: str
+    fields: tuple[str, ...]
+    accepted: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, message: str, **accepted: Iterable[Any]) -> ParamProblem:
+        """``ParamProblem.of("Veo renders 1080p only at 8 seconds", duration=[8],
+        resolution=["720p"])``: the keywords are the fields concerned, in order."""
+        values = {name: tuple(choices) for name, choices in accepted.items()}
+        return cls(message, tuple(values), values)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class Provider(Protocol):

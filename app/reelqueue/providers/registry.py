@@ -20,15 +20,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from reelqueue.domain.errors import InputError
-from reelqueue.providers.base import ParamSpec, Provider, ProviderConfig
+from reelqueue.providers.base import ParamProblem, ParamSpec, Provider, ProviderConfig
 
 ProviderFactory = Callable[[httpx.AsyncClient, ProviderConfig], Provider]
-ParamRules = Callable[[Mapping[str, Any]], list[str]]
+ParamRules = Callable[[Mapping[str, Any]], list[ParamProblem]]
 """``params -> problems``: a provider's rules for a row beyond its :class:`ParamSpec`
 (e.g. Veo's 1080p needs 8 s); empty when the row is fine."""
 
 
-def no_rules(params: Mapping[str, Any]) -> list[str]:
+def no_rules(params: Mapping[str, Any]) -> list[ParamProblem]:
     """The rules of a provider whose :class:`ParamSpec` says everything."""
     return []
 

@@ -6,7 +6,8 @@ helpers take those decisions as arguments.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+import math
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,27 +22,38 @@ from reelqueue.providers.adapters._http import (
     param_int,
     spec_problems,
 )
-from reelqueue.providers.base import ParamSpec, RemoteStatus, RenderRequest
+from reelqueue.providers.base import ParamProblem, ParamSpec, RemoteStatus, RenderRequest
 
 # An adapter's own reading of an error answer: ``on_error(response, during_create=...)``.
 ErrorReader = Callable[..., ProviderError]
-Validator = Callable[[Mapping[str, Any]], list[str]]
+Validator = Callable[[Mapping[str, Any]], list[ParamProblem]]
 
 
-def check_row(title: str, spec: ParamSpec, extra: Validator, request: RenderRequest) -> None:
-    """Raise the invalid-input error for a row ``spec`` or ``extra`` rejects; nothing is sent."""
+def check_row(title: str, spec: ParamSpec, extra: Validator, request: RenderRequest,
+              more: Sequence[str] = ()) -> None:
+    """Raise the invalid-input error for a row ``spec`` or ``extra`` rejects (or with the
+    ``more`` problems an adapter found itself); nothing is sent."""
     problems = spec_problems(spec, request.params, request.prompt)
-    problems += extra(request.params)
+    problems += [problem.message for problem in extra(request.params)]
+    problems += more
     if problems:
         raise invalid_params(title, problems)
 
 
-def whole_duration(params: Mapping[str, Any]) -> list[str]:
+def whole_seconds(spec: ParamSpec) -> tuple[int, ...]:
+    """The whole numbers of seconds ``spec`` accepts, in its order."""
+    if spec.durations is not None:
+        return tuple(int(d) for d in spec.durations if float(d).is_integer())
+    low, high = spec.duration_range
+    return tuple(range(max(1, math.ceil(low)), math.floor(high) + 1))
+
+
+def whole_duration(params: Mapping[str, Any], spec: ParamSpec) -> list[ParamProblem]:
     """The problem with a duration that is not a whole number of seconds, if any."""
     try:
         param_int(params, "duration")
     except ValueError as exc:
-        return [str(exc)]
+        return [ParamProblem.of(str(exc), duration=whole_seconds(spec))]
     return []
 
 

@@ -39,6 +39,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, Provider
 from reelqueue.domain.images import ImageProblem, read_pinned_image
 from reelqueue.providers import download_limits
 from reelqueue.providers.base import (
+    ParamProblem,
     ParamSpec,
     ProviderConfig,
     classify_http_status,
@@ -604,19 +605,24 @@ def param_bool(params: Mapping[str, Any], name: str) -> bool | None:
 
 
 def duration_problem(params: Mapping[str, Any], allowed: Iterable[int] | None = None,
-                     lo: int | None = None, hi: int | None = None) -> list[str]:
-    """Problems with ``params['duration']`` against a set or an integer range."""
+                     lo: int | None = None, hi: int | None = None,
+                     **also: Iterable[Any]) -> list[ParamProblem]:
+    """Problems with ``params['duration']`` against a set or an integer range; ``also``:
+    other fields whose values would fix it (e.g. a model that takes this duration)."""
+    choices = tuple(allowed) if allowed is not None else tuple(range(lo or 1, (hi or 0) + 1))
     try:
         seconds = param_int(params, "duration")
     except ValueError as exc:
-        return [str(exc)]
+        return [ParamProblem.of(str(exc), duration=choices)]
     if seconds is None:
         return []
-    choices = tuple(allowed) if allowed is not None else None
-    if choices is not None and seconds not in choices:
-        return [f"duration must be one of {', '.join(map(str, choices))} seconds"]
+    if allowed is not None and seconds not in choices:
+        return [ParamProblem.of(
+            f"duration must be one of {', '.join(map(str, choices))} seconds",
+            **also, duration=choices)]
     if lo is not None and hi is not None and not lo <= seconds <= hi:
-        return [f"duration must be {lo}-{hi} seconds"]
+        return [ParamProblem.of(f"duration must be {lo}-{hi} seconds", **also,
+                                duration=choices)]
     return []
 
 

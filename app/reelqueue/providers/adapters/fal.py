@@ -54,7 +54,13 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
     words_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "fal"
@@ -135,16 +141,19 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """fal rules ParamSpec cannot say: image models need an image, text models take none."""
     model = param_str(params, "model") or PARAMS.models[0]
     has_image = bool(image_kind(params.get("image")))
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     if model in IMAGE_MODELS and not has_image:
-        problems.append(f"{model} makes video from an image: give an image")
+        problems.append(ParamProblem.of(
+            f"{model} makes video from an image: give an image", model=TEXT_MODELS, image=[]))
     if model in TEXT_MODELS and has_image:
-        problems.append(f"{model} is text-to-video; use {model}/image-to-video for an image")
-    return problems + whole_duration(params)
+        problems.append(ParamProblem.of(
+            f"{model} is text-to-video; use {model}/image-to-video for an image",
+            model=IMAGE_MODELS, image=[None]))
+    return problems + whole_duration(params, PARAMS)
 
 
 class FalProvider:

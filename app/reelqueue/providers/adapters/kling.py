@@ -60,7 +60,13 @@ from reelqueue.providers.adapters._http import (
     param_str,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "kling"
@@ -142,35 +148,45 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """What the ParamSpec cannot say: models per endpoint, durations and sound per model."""
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     model = param_str(params, "model") or V3
     has_image = bool(image_kind(params.get("image")))
     if not has_image and model in IMAGE_MODELS and model not in TEXT_MODELS:
-        problems.append(f"{model} only animates an image; give an image or another model")
+        problems.append(ParamProblem.of(
+            f"{model} only animates an image; give an image or another model",
+            model=TEXT_MODELS, image=[]))
     try:
         seconds = param_int(params, "duration")
     except ValueError as exc:
-        problems.append(str(exc))
+        problems.append(ParamProblem.of(str(exc), duration=CLASSIC_DURATIONS))
     else:
         if seconds is not None and model != V3 and seconds not in CLASSIC_DURATIONS:
-            problems.append(f"{model} makes 5 or 10 second videos ({V3}: 3-15)")
+            problems.append(ParamProblem.of(
+                f"{model} makes 5 or 10 second videos ({V3}: 3-15)",
+                model=[V3], duration=CLASSIC_DURATIONS))
     if param_bool(params, "audio") and model not in SOUND_MODELS:
-        problems.append(f"{model} makes no sound (only {', '.join(sorted(SOUND_MODELS))})")
+        problems.append(ParamProblem.of(
+            f"{model} makes no sound (only {', '.join(sorted(SOUND_MODELS))})",
+            model=sorted(SOUND_MODELS)))
     if has_image and param_str(params, "aspect_ratio"):
-        problems.append("an image row takes its frame from the image; leave aspect_ratio "
-                        "empty")
+        problems.append(ParamProblem.of(
+            "an image row takes its frame from the image; leave aspect_ratio empty",
+            aspect_ratio=[None], image=[None]))
     negative = param_str(params, "negative_prompt")
     if negative and len(negative) > MAX_PROMPT_CHARS:
-        problems.append(f"the negative prompt is {len(negative)} characters; the limit is "
-                        f"{MAX_PROMPT_CHARS}")
+        problems.append(ParamProblem.of(
+            f"the negative prompt is {len(negative)} characters; the limit is "
+            f"{MAX_PROMPT_CHARS}", negative_prompt=[]))
     cfg = params.get("cfg_scale")
     if cfg not in (None, ""):
         if model not in CFG_MODELS:
-            problems.append(f"{model} takes no cfg_scale (only the kling-v1 models)")
+            problems.append(ParamProblem.of(
+                f"{model} takes no cfg_scale (only the kling-v1 models)",
+                model=sorted(CFG_MODELS & set(IMAGE_MODELS))))
         elif _cfg_scale(cfg) is None:
-            problems.append("cfg_scale must be a number from 0 to 1")
+            problems.append(ParamProblem.of("cfg_scale must be a number from 0 to 1"))
     return problems
 
 

@@ -52,7 +52,13 @@ from reelqueue.providers.adapters._http import (
     rate_limit_reset_of,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "luma"
@@ -99,12 +105,14 @@ FAILURE_RULES = FailureRules(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """Ray 3.2 rules ParamSpec cannot say: an anchor image only with 5 s, whole seconds."""
-    problems = whole_duration(params)
+    problems = whole_duration(params, PARAMS)
     if not problems and image_kind(params.get("image")) and param_int(params, "duration") == 10:
         # Luma's video guide: image-to-video (start/end frame) is not supported with 10s.
-        problems.append("Luma Ray 3.2 takes a start image only with a 5 second duration")
+        problems.append(ParamProblem.of(
+            "Luma Ray 3.2 takes a start image only with a 5 second duration",
+            duration=[5], image=[None]))
     return problems
 
 

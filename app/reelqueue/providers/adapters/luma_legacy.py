@@ -47,7 +47,13 @@ from reelqueue.providers.adapters._http import (
     rate_limit_reset_of,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "luma-legacy"
@@ -102,13 +108,14 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """Legacy rules ParamSpec cannot say: keyframes are links, not files."""
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     kind = image_kind(params.get("image"))
     if kind and kind != "url":
-        problems.append("Luma Dream Machine takes the image as an https link, not a file")
-    return problems + whole_duration(params)
+        problems.append(ParamProblem.of(
+            "Luma Dream Machine takes the image as an https link, not a file", image=[None]))
+    return problems + whole_duration(params, PARAMS)
 
 
 def prompt_problems(prompt: str) -> list[str]:
@@ -145,9 +152,8 @@ class LumaLegacyProvider:
             raise self._error(response)
 
     async def submit(self, request: RenderRequest) -> str:
-        check_row(TITLE, PARAMS,
-                  lambda params: extra_validation(params) + prompt_problems(request.prompt),
-                  request)
+        check_row(TITLE, PARAMS, extra_validation, request,
+                  more=prompt_problems(request.prompt))
         answer = await create_answer(self._api, CREATE_PATH, self._error,
                                      json_body=self._create_body(request))
         return created_id(self._api, answer.get("id"), "generation id", answer)

@@ -59,7 +59,13 @@ from reelqueue.providers.adapters._http import (
     param_str,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "minimax"
@@ -137,9 +143,9 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """The per-model combinations of MiniMax's reference that ParamSpec cannot say."""
-    problems = whole_duration(params)
+    problems = whole_duration(params, PARAMS)
     if problems:
         return problems
     model = param_str(params, "model") or PARAMS.models[0]
@@ -149,29 +155,63 @@ def extra_validation(params: Mapping[str, Any]) -> list[str]:
     ratio = param_str(params, "aspect_ratio")
     if model in V2_MODELS:
         if resolution and resolution not in V2_RESOLUTIONS:
-            problems.append(f"{model} renders 768P or 2K only (not {resolution.lower()})")
+            problems.append(ParamProblem.of(
+                f"{model} renders 768P or 2K only (not {resolution.lower()})",
+                model=_v1_models_for(resolution, seconds, image, ratio),
+                resolution=["768p", "2K", None]))
         if image and ratio:
-            problems.append(f"{model} takes its aspect ratio from the first frame; leave "
-                            "aspect_ratio empty on rows with an image")
+            problems.append(ParamProblem.of(
+                f"{model} takes its aspect ratio from the first frame; leave aspect_ratio "
+                "empty on rows with an image", aspect_ratio=[None], image=[None]))
         elif ratio and ratio not in V2_RATIOS:
-            problems.append(f"{model} takes the aspect ratios {', '.join(V2_RATIOS)}")
+            problems.append(ParamProblem.of(
+                f"{model} takes the aspect ratios {', '.join(V2_RATIOS)}",
+                aspect_ratio=[*V2_RATIOS, None]))
         return problems
     if model not in V1_MODELS:
         return problems  # ParamSpec names the unknown model
+    v2 = [m for m in V2_MODELS if _v2_takes(resolution, seconds, image, ratio)]
     if ratio:
-        problems.append(f"{model} takes no aspect ratio (the model or first frame sets it); "
-                        "leave it empty")
+        problems.append(ParamProblem.of(
+            f"{model} takes no aspect ratio (the model or first frame sets it); leave it empty",
+            model=v2, aspect_ratio=[None]))
     if seconds is not None and seconds not in V1_DURATIONS:
-        problems.append(f"{model} renders 6 or 10 seconds")
+        problems.append(ParamProblem.of(f"{model} renders 6 or 10 seconds", model=v2,
+                                        duration=V1_DURATIONS))
     if model == FAST_MODEL and not image:
-        problems.append(f"{model} is image-to-video only: give the row a first-frame image")
+        problems.append(ParamProblem.of(
+            f"{model} is image-to-video only: give the row a first-frame image",
+            model=[m for m in V1_MODELS if m != FAST_MODEL], image=[]))
     if resolution == "2K":
-        problems.append("2K is offered by MiniMax-H3 only")
+        problems.append(ParamProblem.of("2K is offered by MiniMax-H3 only", model=v2,
+                                        resolution=["768p", "1080p"]))
     if resolution == "512P" and (model != "MiniMax-Hailuo-02" or not image):
-        problems.append("512p is offered by MiniMax-Hailuo-02 image-to-video only")
+        problems.append(ParamProblem.of(
+            "512p is offered by MiniMax-Hailuo-02 image-to-video only",
+            model=["MiniMax-Hailuo-02"] if image else [], resolution=["768p"]))
     if resolution == "1080P" and seconds == 10:
-        problems.append(f"{model} renders 1080p at 6 seconds only")
+        problems.append(ParamProblem.of(f"{model} renders 1080p at 6 seconds only",
+                                        duration=[6], resolution=["768p"]))
     return problems
+
+
+def _v2_takes(resolution: str, seconds: int | None, image: bool, ratio: str | None) -> bool:
+    """Whether MiniMax-H3 takes a row with these settings (to offer it as a fix)."""
+    return ((not resolution or resolution in V2_RESOLUTIONS)
+            and (seconds is None or seconds in V2_DURATIONS)
+            and not (image and ratio) and (not ratio or ratio in V2_RATIOS))
+
+
+def _v1_models_for(resolution: str, seconds: int | None, image: bool,
+                   ratio: str | None) -> list[str]:
+    """The V1 models that take a row with these settings (to offer one as a fix)."""
+    if ratio or (seconds is not None and seconds not in V1_DURATIONS):
+        return []
+    if resolution == "1080P" and seconds == 10:
+        return []
+    if resolution == "512P":
+        return ["MiniMax-Hailuo-02"] if image else []
+    return [m for m in V1_MODELS if image or m != FAST_MODEL]
 
 
 class MiniMaxProvider:

@@ -59,7 +59,13 @@ from reelqueue.providers.adapters._http import (
     provider_words,
     spec_problems,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "openai-compat"
@@ -122,12 +128,14 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """The /v1/videos shape takes the reference image as an uploaded file, not a link."""
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     if image_kind(params.get("image")) == "url":
-        problems.append("an OpenAI-compatible gateway takes the image as a file, not a link")
-    return problems + whole_duration(params)
+        problems.append(ParamProblem.of(
+            "an OpenAI-compatible gateway takes the image as a file, not a link",
+            image=[None]))
+    return problems + whole_duration(params, PARAMS)
 
 
 class OpenAICompatProvider:
@@ -159,7 +167,7 @@ class OpenAICompatProvider:
 
     async def submit(self, request: RenderRequest) -> str:
         problems = spec_problems(PARAMS, request.params, request.prompt)
-        problems += extra_validation(request.params)
+        problems += [problem.message for problem in extra_validation(request.params)]
         model = param_str(request.params, "model") or self._model
         if not model:
             problems.append("no model: put one in the row or give the account a default "

@@ -48,7 +48,13 @@ from reelqueue.providers.adapters._http import (
     provider_words,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "replicate"
@@ -105,8 +111,8 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
-    return whole_duration(params)
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
+    return whole_duration(params, PARAMS)
 
 
 class ReplicateProvider:

@@ -52,6 +52,7 @@ from reelqueue.providers.adapters._http import (
     retry_after_of,
 )
 from reelqueue.providers.base import (
+    ParamProblem,
     ParamSpec,
     ProviderConfig,
     RemoteStatus,
@@ -133,33 +134,45 @@ PARAMS = ParamSpec(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """Rules ParamSpec cannot say: per-model durations, ratios and the image-only model."""
     model = param_str(params, "model") or PARAMS.models[0]
     ratio = param_str(params, "aspect_ratio") or "16:9"
     resolution = param_str(params, "resolution") or "720p"
     has_image = bool(image_kind(params.get("image")))
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     if model in VEO_MODELS:
-        problems += duration_problem(params, allowed=(4, 6, 8))
+        # The Gen-4 models that would take this row as it is (720p, its ratio, any image).
+        gen4 = [m for m in GEN4_MODELS if (has_image or m != "gen4_turbo")
+                and (ratio, resolution) in (_IMAGE_RATIOS if has_image else _TEXT_RATIOS)]
+        problems += duration_problem(params, allowed=(4, 6, 8), model=gen4)
         if (ratio, resolution) not in _VEO_RATIOS:
-            problems.append(f"{model} on Runway takes 16:9 or 9:16 at 720p or 1080p")
+            problems.append(ParamProblem.of(
+                f"{model} on Runway takes 16:9 or 9:16 at 720p or 1080p",
+                aspect_ratio=["16:9", "9:16"] if resolution in ("720p", "1080p") else [],
+                resolution=["720p", "1080p"] if ratio in ("16:9", "9:16") else []))
         if params.get("seed") not in (None, ""):
-            problems.append(f"{model} on Runway takes no seed")
+            problems.append(ParamProblem.of(f"{model} on Runway takes no seed", model=gen4,
+                                            seed=[None]))
     else:
         problems += duration_problem(params, lo=2, hi=10)
         if model == "gen4_turbo" and not has_image:
-            problems.append("gen4_turbo makes video from an image only: give an image")
+            problems.append(ParamProblem.of(
+                "gen4_turbo makes video from an image only: give an image",
+                model=["gen4.5"], image=[]))
         if resolution != "720p":
-            problems.append(f"{model} renders 720p only (1080p needs veo3.1 or veo3.1_fast)")
+            problems.append(ParamProblem.of(
+                f"{model} renders 720p only (1080p needs veo3.1 or veo3.1_fast)",
+                model=VEO_MODELS if (ratio, resolution) in _VEO_RATIOS else [],
+                resolution=["720p"]))
         elif (ratio, resolution) not in (_IMAGE_RATIOS if has_image else _TEXT_RATIOS):
-            problems.append(
-                f"aspect ratio {ratio} on {model} needs an image; text-to-video is 16:9 or 9:16"
-            )
+            problems.append(ParamProblem.of(
+                f"aspect ratio {ratio} on {model} needs an image; text-to-video is 16:9 or 9:16",
+                aspect_ratio=["16:9", "9:16"], image=[]))
     try:
         param_int(params, "seed")
     except ValueError as exc:
-        problems.append(str(exc))
+        problems.append(ParamProblem.of(str(exc), seed=[None]))
     return problems
 
 

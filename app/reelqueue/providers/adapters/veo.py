@@ -49,7 +49,13 @@ from reelqueue.providers.adapters._http import (
     provider_words,
     retry_after_of,
 )
-from reelqueue.providers.base import ParamSpec, ProviderConfig, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    ProviderConfig,
+    RemoteStatus,
+    RenderRequest,
+)
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "veo"
@@ -116,27 +122,35 @@ FAILURE_RULES = FailureRules(
 )
 
 
-def extra_validation(params: Mapping[str, Any]) -> list[str]:
+def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     """Veo rules ParamSpec cannot say: 8 s for 1080p, 4k and images; no 4k on Lite."""
     model = param_str(params, "model") or MODELS[0]
     resolution = param_str(params, "resolution") or "720p"
     image = image_kind(params.get("image"))
-    problems: list[str] = []
+    problems: list[ParamProblem] = []
     try:
         seconds = param_int(params, "duration")
     except ValueError as exc:
-        problems.append(str(exc))
+        problems.append(ParamProblem.of(str(exc), duration=[4, 6, 8]))
         seconds = None
     if seconds not in (None, 8):
         if resolution in ("1080p", "4k"):
-            problems.append(f"Veo renders {resolution} only at 8 seconds")
+            problems.append(ParamProblem.of(
+                f"Veo renders {resolution} only at 8 seconds", duration=[8],
+                resolution=["720p"] if not image else []))
         if image:
-            problems.append("Veo renders from a reference image only at 8 seconds")
+            problems.append(ParamProblem.of(
+                "Veo renders from a reference image only at 8 seconds", duration=[8],
+                image=[None]))
     if model == LITE and resolution == "4k":
-        problems.append("veo-3.1-lite renders 720p or 1080p, not 4k")
+        problems.append(ParamProblem.of(
+            "veo-3.1-lite renders 720p or 1080p, not 4k",
+            model=[m for m in MODELS if m != LITE],
+            resolution=["720p", "1080p"] if seconds in (None, 8) else ["720p"]))
     if image == "url":
-        problems.append("Veo on the Gemini API takes the image as a file (or data: URI), "
-                        "not a link")
+        problems.append(ParamProblem.of(
+            "Veo on the Gemini API takes the image as a file (or data: URI), not a link",
+            image=[None]))
     return problems
 
 
