@@ -243,6 +243,7 @@ def test_no_password_in_messages_or_repr(pg_dsn: str) -> None:
         pgserver.drop_schema(pg_dsn, store.schema)
 
 
+@pytest.mark.expect_warnings("the connection was lost")  # the restart is the point
 def test_the_store_comes_back_after_the_server_restarts(
     pg_server: pgserver.Server | str, pg_dsn: str, schemas: list[str], tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
