@@ -158,3 +158,44 @@ def test_a_refused_login_never_shows_the_keyring_password(team_url: str) -> None
     assert asked == [database_key_ref(url)]
     assert "pw-from-keyring-zz9" not in str(caught.value)
     assert "nobody_here@" in str(caught.value)
+
+
+def test_a_takeover_without_the_key_hands_the_render_back(tmp_path: Path,
+                                                          team_url: str) -> None:
+    """Machine N (no key) takes over the expired leases of machine K (the key, killed);
+    it cannot render them, so it hands them back to the queue with their renders, and K's
+    next life reattaches them: nothing is created twice, nothing waits forever on N."""
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    with MockProcess(tmp_path / "mock", "--seed", "5") as mock:
+        add_accounts(admin, team_url, mock.url, {"acct-a": (2, KEY_A)})
+        write_sheet(tmp_path / "sheet.csv", 4, seed=7, low=4.0, high=5.0)
+        import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
+        keyed = Worker("machine-k", tmp_path, team_url, "--no-progress",
+                       "--lease-seconds", "2")
+        keyless = Worker("machine-n", tmp_path, team_url, "--no-progress",
+                         "--lease-seconds", "2")
+        write_keys(keyed.keyring_file, {"account:acct-a": KEY_A})
+        write_keys(keyless.keyring_file, {})
+        try:
+            keyless.start().wait_running()
+            assert "account acct-a (mock): key not on this machine" in keyless.output()
+            keyed.start().wait_running()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'RENDERING'")[0][0] == 2, 60, "two renders")
+            keyed.kill()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM ledger WHERE event = "
+                                "'released'")[0][0] == 2, 60, "N to hand both back")
+            keyed.start().wait_running()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'COMPLETED'")[0][0] == 4, 120, "4 completions")
+            assert keyed.terminate() == 0
+            assert keyless.terminate() == 0
+        finally:
+            keyed.stop_quietly()
+            keyless.stop_quietly()
+        creates = mock.creates_by_key()
+    assert sorted(creates.values()) == [1, 1, 1, 1], creates
+    released = read(team_url, "SELECT detail->>'label' FROM ledger WHERE event = 'released'")
+    assert released == [("key not on this machine",)] * 2
+    assert read(team_url, "SELECT attempts FROM jobs ORDER BY id") == [(1,)] * 4

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 
 from reelqueue.domain.clock import Clock, SystemClock
-from reelqueue.domain.errors import KnownError, ReelQueueError
-from reelqueue.domain.models import Account, Claim, ClaimToken, RecoveryReport
+from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
+from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
 from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
@@ -50,7 +50,7 @@ from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers.base import Provider, ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry, check_base_url
-from reelqueue.store.base import ClaimParams, RecoverParams, Store
+from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
 from reelqueue.store.spend import local_day_start
 
 log = logging.getLogger(__name__)
@@ -239,9 +239,23 @@ class Engine:
             account = await self.store.get_account(job.account)
             provider = self._provider_for(account) if account else None
             if provider is None:
+                if self.config.shared_store:
+                    await self._hand_back(job)
                 continue
             claim = Claim(job, job.account, ClaimToken(job.id, job.claim_token), resumed=True)
             self._start_worker(claim, provider)
+
+    async def _hand_back(self, job: Job) -> None:
+        """A takeover gave this instance a job of an account whose key is not on this
+        machine: back to the queue, bound to its account with its submission (provider
+        job id, client token), so an instance holding the key reattaches or reconciles it.
+        The attempt is not spent."""
+        assert job.claim_token is not None
+        await self.store.release_to_queue(
+            ClaimToken(job.id, job.claim_token),
+            JobError(ErrorClass.ACCOUNT.value, "key not on this machine",
+                     "Taken over by an instance without this account's key; handed back."),
+            self.clock.now(), keep_submission=True)
 
     # -- commands ----------------------------------------------------------------------
     def wake(self) -> None:
