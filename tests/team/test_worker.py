@@ -199,3 +199,21 @@ def test_a_takeover_without_the_key_hands_the_render_back(tmp_path: Path,
     released = read(team_url, "SELECT detail->>'label' FROM ledger WHERE event = 'released'")
     assert released == [("key not on this machine",)] * 2
     assert read(team_url, "SELECT attempts FROM jobs ORDER BY id") == [(1,)] * 4
+
+
+def test_team_key_keeps_an_accounts_key_on_another_machine(tmp_path: Path,
+                                                           team_url: str) -> None:
+    admin, other = tmp_path / "admin", tmp_path / "other"
+    admin.mkdir()
+    other.mkdir()
+    add_accounts(admin, team_url, "http://127.0.0.1:9", {"acct-a": (2, KEY_A)})
+    done = team_cli(other, team_url, "team-key", "acct-a", keyring_file=other / "keyring.json",
+                    stdin=KEY_A + "\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert KEY_A not in done.stdout + done.stderr
+    assert KEY_A in (other / "keyring.json").read_text()  # the test keyring's own file
+    missing = team_cli(other, team_url, "team-key", "nope", keyring_file=other / "kr.json",
+                       stdin=KEY_A + "\n")
+    assert missing.returncode == 2 and "no account named 'nope'" in missing.stderr
+    assert not (other / "kr.json").exists()
+

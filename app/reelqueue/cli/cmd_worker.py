@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="save the team database's password in the OS keyring (read from stdin)")
     password.add_argument("url", help="postgresql://user@host:port/db (no password in it)")
     password.set_defaults(handler=handle_store_password)
+    key = sub.add_parser(
+        "team-key", help="keep a team account's key in this machine's keyring (from stdin)")
+    key.add_argument("name", help="the account, as the team database names it")
+    key.set_defaults(handler=handle_team_key)
 
 
 def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -105,4 +109,31 @@ def handle_store_password(args: argparse.Namespace, ctx: CliContext) -> int:
     KeyStore().set_key(database_key_ref(url), password)
     ctx.print(f"Saved the password of {database_key_ref(url)[len('database:'):]} in the "
               "keyring.")
+    return 0
+
+
+def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
+    """The account row is the team's; its key lives in each machine's own keyring, under
+    the reference the row names. Nothing is written to the database."""
+    from reelqueue.credentials.keystore import KeyStore
+
+    if ctx.store_url is None:
+        raise InputError("team-key stores a key for an account of a team database: give "
+                         "--store postgresql://user@host/db or set REELQUEUE_STORE.")
+    with ctx.open_store(lock=False) as store:
+        account = store.get_account(args.name)
+    if account is None:
+        raise InputError(f"The team database has no account named {args.name!r}.")
+    if not account.key_ref:
+        raise InputError(f"Account {args.name!r} was added without a key; it needs none.")
+    key = (getpass.getpass(f"API key for {args.name}: ") if sys.stdin.isatty()
+           else sys.stdin.readline()).strip()
+    if not key:
+        raise InputError("No API key was given. Pipe it on stdin or type it at the prompt "
+                         "(it is never taken from the command line).")
+    keys = KeyStore()
+    keys.check_available()
+    keys.set_key(account.key_ref, key)
+    ctx.print(f"Account {args.name}: key kept in this machine's keyring; this machine "
+              "renders for it from its next start.")
     return 0

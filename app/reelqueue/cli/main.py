@@ -155,7 +155,7 @@ def _opened_sheet(argv: list[str]) -> Path | None:
 
 _COMMANDS = {"run", "demo", "import", "export", "status", "doctor", "retry", "cancel",
              "accounts", "self-test", "mock-provider", "serve", "tokens", "worker",
-             "migrate-to", "store-password"}
+             "migrate-to", "store-password", "team-key"}
 
 
 if __name__ == "__main__":
