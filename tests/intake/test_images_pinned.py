@@ -19,7 +19,7 @@ from reelqueue.domain.images import MAX_IMAGE_BYTES
 from reelqueue.intake import StaticCatalog
 from reelqueue.intake.images import PIN_FIELD
 from reelqueue.intake.jobs import key_digest
-from reelqueue.providers.adapters._http import load_image
+from reelqueue.providers.adapters._images import load_image
 from tests.intake.conftest import plan_text
 
 pytestmark = pytest.mark.unit

@@ -29,7 +29,7 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.outputs import OutputWriter, limits_from_config
 from reelqueue.mockprovider import MockOptions, MockProviderServer
-from reelqueue.providers.adapters._http import ApiClient
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.download_limits import DownloadLimits, bounded
 from reelqueue.resources import resource

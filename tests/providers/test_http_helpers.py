@@ -13,15 +13,18 @@ import pytest
 from provider_fakes import SENTINEL_KEY, VIDEO_BYTES, Router, all_texts, json_response
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.providers.adapters import _http
+from reelqueue.providers.adapters._client import ApiClient
+from reelqueue.providers.adapters._errors import rate_limit_reset_of, retry_after_of
+from reelqueue.providers.adapters._images import load_image
+from reelqueue.providers.adapters._params import param_bool, param_int, param_str, spec_problems
 from reelqueue.providers.base import ParamSpec, ProviderConfig
 
 ClientFor = Callable[[Router], httpx.AsyncClient]
 API = "api.example.test"
 
 
-def api(client: httpx.AsyncClient, key: str = SENTINEL_KEY) -> _http.ApiClient:
-    return _http.ApiClient(client, ProviderConfig("a", f"https://{API}/v1", key),
+def api(client: httpx.AsyncClient, key: str = SENTINEL_KEY) -> ApiClient:
+    return ApiClient(client, ProviderConfig("a", f"https://{API}/v1", key),
                            title="Example", default_base_url=None,
                            auth_headers=lambda k: {"x-api-key": k})
 
@@ -39,7 +42,7 @@ async def collect(stream: object) -> bytes:
 async def test_scrub_removes_every_spelling_of_the_key(
     spelling: str, client_for: ClientFor
 ) -> None:
-    client = _http.ApiClient(client_for(Router()), ProviderConfig("a", None, SENTINEL_KEY),
+    client = ApiClient(client_for(Router()), ProviderConfig("a", None, SENTINEL_KEY),
                              title="T", default_base_url="https://x.test")
     assert SENTINEL_KEY not in client.scrub(f"echo: {spelling} and Bearer {SENTINEL_KEY}")
     assert spelling not in client.scrub(f"echo: {spelling}")
@@ -47,7 +50,7 @@ async def test_scrub_removes_every_spelling_of_the_key(
 
 async def test_a_key_with_quotes_is_scrubbed_from_json_echoes(client_for: ClientFor) -> None:
     key = 'k"ey\\with/odd+chars=='
-    client = _http.ApiClient(client_for(Router()), ProviderConfig("a", None, key),
+    client = ApiClient(client_for(Router()), ProviderConfig("a", None, key),
                              title="T", default_base_url="https://x.test")
     echoed = json.dumps({"headers": {"authorization": f"Bearer {key}"}})
     assert json.dumps(key)[1:-1] not in client.scrub(echoed)
@@ -118,7 +121,7 @@ async def test_plain_http_loopback_link_needs_a_loopback_api(client_for: ClientF
         await collect(api(client_for(router)).stream_video("http://127.0.0.1:8080/v.mp4"))
     assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
     assert router.calls == []
-    local = _http.ApiClient(client_for(router),
+    local = ApiClient(client_for(router),
                             ProviderConfig("a", "http://127.0.0.1:8080", SENTINEL_KEY),
                             title="Local", default_base_url=None)
     assert await collect(local.stream_video("http://127.0.0.1:8080/v.mp4")) == VIDEO_BYTES
@@ -250,12 +253,12 @@ async def test_missing_link_asks_the_refresher_first(client_for: ClientFor) -> N
 
 
 def test_retry_after_headers() -> None:
-    assert _http.retry_after_of(httpx.Response(429, headers={"retry-after-ms": "1500"})) == 1.5
-    assert _http.retry_after_of(httpx.Response(429, headers={"Retry-After": "7"})) == 7.0
-    assert _http.retry_after_of(httpx.Response(429)) is None
+    assert retry_after_of(httpx.Response(429, headers={"retry-after-ms": "1500"})) == 1.5
+    assert retry_after_of(httpx.Response(429, headers={"Retry-After": "7"})) == 7.0
+    assert retry_after_of(httpx.Response(429)) is None
     reset = httpx.Response(429, headers={"X-RateLimit-Reset": "1800000060"})
-    assert _http.rate_limit_reset_of(reset, now=1_800_000_000.0) == 60.0
-    assert _http.rate_limit_reset_of(httpx.Response(429, headers={
+    assert rate_limit_reset_of(reset, now=1_800_000_000.0) == 60.0
+    assert rate_limit_reset_of(httpx.Response(429, headers={
         "X-RateLimit-Reset": "12"})) == 12.0
 
 
@@ -278,33 +281,33 @@ SPEC = ParamSpec(models=("a", "b"), durations=(4.0, 8.0), aspect_ratios=("16:9",
     ],
 )
 def test_spec_problems(params: dict[str, object], prompt: str, problems: int) -> None:
-    assert len(_http.spec_problems(SPEC, params, prompt)) == problems
+    assert len(spec_problems(SPEC, params, prompt)) == problems
 
 
 def test_param_readers() -> None:
-    assert _http.param_int({"d": 8.0}, "d") == 8
-    assert _http.param_int({"d": "6"}, "d") == 6
-    assert _http.param_int({}, "d") is None
+    assert param_int({"d": 8.0}, "d") == 8
+    assert param_int({"d": "6"}, "d") == 6
+    assert param_int({}, "d") is None
     with pytest.raises(ValueError):
-        _http.param_int({"d": 6.5}, "d")
-    assert _http.param_bool({"a": "yes"}, "a") is True
-    assert _http.param_bool({"a": 0}, "a") is False
-    assert _http.param_str({"s": "  "}, "s") is None
+        param_int({"d": 6.5}, "d")
+    assert param_bool({"a": "yes"}, "a") is True
+    assert param_bool({"a": 0}, "a") is False
+    assert param_str({"s": "  "}, "s") is None
 
 
 async def test_load_image_from_file_data_uri_and_link(tmp_path: Path) -> None:
     path = tmp_path / "a.jpg"
     path.write_bytes(b"\xff\xd8\xffjpeg")
-    from_file = await _http.load_image(str(path), "T")
+    from_file = await load_image(str(path), "T")
     assert (from_file.data, from_file.mime_type) == (b"\xff\xd8\xffjpeg", "image/jpeg")
     assert from_file.data_uri().startswith("data:image/jpeg;base64,")
-    from_uri = await _http.load_image(from_file.data_uri(), "T")
+    from_uri = await load_image(from_file.data_uri(), "T")
     assert from_uri.data == from_file.data
-    link = await _http.load_image("https://img.test/p.png", "T")
+    link = await load_image("https://img.test/p.png", "T")
     assert (link.url, link.data, link.mime_type) == ("https://img.test/p.png", None,
                                                      "image/png")
     with pytest.raises(ProviderError) as caught:
-        await _http.load_image(str(tmp_path / "missing.png"), "T")
+        await load_image(str(tmp_path / "missing.png"), "T")
     assert caught.value.error_class is ErrorClass.PERMANENT
     with pytest.raises(ProviderError):
-        await _http.load_image("data:image/png;base64,***", "T")
+        await load_image("data:image/png;base64,***", "T")

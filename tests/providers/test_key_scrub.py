@@ -27,7 +27,8 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.mockprovider import MockOptions, MockProviderServer
-from reelqueue.providers.adapters import _http
+from reelqueue.providers.adapters import _redact
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import FailureRules
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
@@ -36,8 +37,8 @@ from reelqueue.store.sqlite import SqliteStore
 
 # A key with a colon, so Kling reads it as access:secret; the rest as one opaque key.
 KEY = "AKsentinel7f3a9c2e51b04d86:SKsentinel0d9e8f7a6b5c4d3e2f1"
-FRAGMENT = _http.SECRET_FRAGMENT_CHARS
-CUT = _http.MAX_MESSAGE_CHARS
+FRAGMENT = _redact.SECRET_FRAGMENT_CHARS
+CUT = _redact.MAX_MESSAGE_CHARS
 
 
 def fragments(text: str, key: str = KEY) -> list[str]:
@@ -51,9 +52,9 @@ def every_text(error: BaseException) -> str:
     return "\n".join([str(error), repr(error), *traceback.format_exception(error)])
 
 
-def api(key: str = KEY) -> _http.ApiClient:
+def api(key: str = KEY) -> ApiClient:
     client = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(500)))
-    return _http.ApiClient(client, ProviderConfig("a", "https://api.example.test", key),
+    return ApiClient(client, ProviderConfig("a", "https://api.example.test", key),
                            title="Example", default_base_url=None)
 
 
@@ -76,7 +77,7 @@ SPELLINGS = {
 def test_scrub_removes_every_spelling_and_fragment(spelling: str) -> None:
     scrubbed = api().scrub(f"you sent <{spelling}> which is wrong")
     assert fragments(scrubbed) == []
-    assert _http.REDACTED in scrubbed and scrubbed.endswith("> which is wrong")
+    assert _redact.REDACTED in scrubbed and scrubbed.endswith("> which is wrong")
     if spelling == SPELLINGS["base64"]:
         assert base64.b64encode(KEY.encode()).decode()[:8] not in scrubbed
 
@@ -187,7 +188,7 @@ async def test_key_quoted_past_the_cut_never_reaches_the_journal(tmp_path: Path)
         engine.close_store()
     assert job.state.value == "FAILED"
     assert job.error_message is not None and "Bad request" in job.error_message
-    assert _http.REDACTED in job.error_message
+    assert _redact.REDACTED in job.error_message
     assert fragments(job.error_message, key) == []
     assert fragments(json.dumps([e.detail for e in ledger]), key) == []
     for path in tmp_path.glob("journal.sqlite3*"):

@@ -2,7 +2,7 @@
 at its last step, at most :data:`MAX_IMAGE_BYTES`, starting like a PNG, JPEG or WebP image.
 
 Checked at import (intake/images.py, which also pins its sha256) and again by the adapter
-at render time (providers/adapters/_http.load_image), with this one function.
+at render time (providers/adapters/_images.load_image), with this one function.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ A sheet comes from anyone, so a local image is pinned at import (issue 11, item 
   or WebP image;
 - its sha256 is recorded with the job (``params["image_sha256"]``). At render time the
   adapter reads the file once, with the same checks, and refuses it if the bytes differ
-  (``providers/adapters/_http.load_image``): a file swapped after import is never sent.
+  (``providers/adapters/_images.load_image``): a file swapped after import is never sent.
 
 Results are cached per path, because one image is often named by thousands of rows.
 """

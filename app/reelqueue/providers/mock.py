@@ -20,7 +20,8 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers.adapters._http import ApiClient, image_kind, load_image
+from reelqueue.providers.adapters._client import ApiClient
+from reelqueue.providers.adapters._images import image_kind, load_image
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
@@ -28,7 +29,6 @@ from reelqueue.providers.base import (
     RenderRequest,
     classify_http_status,
     parse_retry_after,
-    transport_error,
 )
 from reelqueue.providers.registry import ProviderInfo, check_base_url
 
@@ -62,7 +62,6 @@ class MockProvider:
         self.account = config.account
         self.base_url = check_base_url(config.base_url)
         self._client = client
-        self._key = config.api_key or None
         self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
                               require_key=False)
 
@@ -70,9 +69,6 @@ class MockProvider:
         return f"MockProvider(account={self.account!r}, base_url={self.base_url!r})"
 
     # -- helpers --------------------------------------------------------------------
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _scrub(self, text: str) -> str:
         """``text`` with the key scrubbed (every spelling, any 8+ of its characters), then
@@ -86,18 +82,15 @@ class MockProvider:
         *,
         during_create: bool = False,
         params: Mapping[str, str] | None = None,
-        content: bytes | None = None,
+        body: Mapping[str, Any] | None = None,
     ) -> httpx.Response:
-        headers = self._headers()
-        if content is not None:
-            headers["Content-Type"] = "application/json"
-        try:
-            return await self._client.request(
-                method, f"{self.base_url}{path}", params=params, content=content,
-                headers=headers, follow_redirects=False,
-            )
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, during_create=during_create) from None
+        """One request through the same :class:`ApiClient` as every real adapter: sent
+        once, no redirect followed, the key only to the mock's own address, a transport
+        failure during a create marked as maybe sent."""
+        # Row params may hold values JSON cannot carry (a Path): sent as their text.
+        json_body = None if body is None else json.loads(json.dumps(body, default=str))
+        return await self._api.request(method, path, during_create=during_create,
+                                       params=params, json_body=json_body)
 
     def _status_error(
         self, response: httpx.Response, *, during_create: bool = False, what: str = "request"
@@ -155,8 +148,7 @@ class MockProvider:
         }
         if self._pace is not None:
             body["render_seconds"] = self._pace
-        content = json.dumps(body, default=str).encode()
-        response = await self._call("POST", "/v1/renders", during_create=True, content=content)
+        response = await self._call("POST", "/v1/renders", during_create=True, body=body)
         if response.status_code not in (200, 201):
             raise self._status_error(response, during_create=True, what="create")
         render_id = self._json(response, during_create=True).get("id")

@@ -15,13 +15,9 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers.adapters._http import (
-    ApiClient,
-    gone_is_permanent,
-    invalid_params,
-    param_int,
-    spec_problems,
-)
+from reelqueue.providers.adapters._client import ApiClient
+from reelqueue.providers.adapters._errors import gone_is_permanent, invalid_params
+from reelqueue.providers.adapters._params import param_int, spec_problems
 from reelqueue.providers.base import ParamProblem, ParamSpec, RemoteStatus, RenderRequest
 
 # An adapter's own reading of an error answer: ``on_error(response, during_create=...)``.

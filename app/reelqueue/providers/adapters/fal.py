@@ -29,6 +29,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     cancel_request,
@@ -40,20 +41,16 @@ from reelqueue.providers.adapters._common import (
     plain_status,
     whole_duration,
 )
-from reelqueue.providers.adapters._http import (
+from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
-    ApiClient,
-    image_kind,
     json_or_none,
-    load_image,
     mentions,
-    param_bool,
-    param_int,
-    param_str,
     provider_words,
     retry_after_of,
     words_of,
 )
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_bool, param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

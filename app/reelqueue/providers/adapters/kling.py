@@ -42,6 +42,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     check_row,
@@ -50,16 +51,9 @@ from reelqueue.providers.adapters._common import (
     outcome_unknown,
     plain_status,
 )
-from reelqueue.providers.adapters._http import (
-    ApiClient,
-    image_kind,
-    json_or_none,
-    load_image,
-    param_bool,
-    param_int,
-    param_str,
-    retry_after_of,
-)
+from reelqueue.providers.adapters._errors import json_or_none, retry_after_of
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_bool, param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

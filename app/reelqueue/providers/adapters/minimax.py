@@ -40,6 +40,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     check_row,
@@ -49,16 +50,9 @@ from reelqueue.providers.adapters._common import (
     plain_status,
     whole_duration,
 )
-from reelqueue.providers.adapters._http import (
-    ApiClient,
-    image_kind,
-    invalid_params,
-    json_or_none,
-    load_image,
-    param_int,
-    param_str,
-    retry_after_of,
-)
+from reelqueue.providers.adapters._errors import invalid_params, json_or_none, retry_after_of
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

@@ -34,6 +34,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     cancel_request,
@@ -45,20 +46,16 @@ from reelqueue.providers.adapters._common import (
     plain_status,
     whole_duration,
 )
-from reelqueue.providers.adapters._http import (
+from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
-    ApiClient,
     error_code_of,
-    image_kind,
     invalid_params,
     json_or_none,
-    load_image,
     mentions,
-    param_int,
-    param_str,
     provider_words,
-    spec_problems,
 )
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_int, param_str, spec_problems
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

@@ -24,6 +24,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     cancel_request,
@@ -36,18 +37,15 @@ from reelqueue.providers.adapters._common import (
     rate_limited,
     whole_duration,
 )
-from reelqueue.providers.adapters._http import (
+from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
-    ApiClient,
     gone_is_permanent,
-    image_kind,
-    load_image,
     mentions,
-    param_int,
-    param_str,
     provider_words,
     retry_after_of,
 )
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

@@ -25,6 +25,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     cancel_request,
@@ -37,20 +38,15 @@ from reelqueue.providers.adapters._common import (
     outcome_unknown,
     plain_status,
 )
-from reelqueue.providers.adapters._http import (
+from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
-    ApiClient,
-    duration_problem,
-    image_kind,
     json_or_none,
-    load_image,
     mentions,
-    param_bool,
-    param_int,
-    param_str,
     provider_words,
     retry_after_of,
 )
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import duration_problem, param_bool, param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

@@ -29,6 +29,7 @@ import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
     check_row,
@@ -37,18 +38,15 @@ from reelqueue.providers.adapters._common import (
     get_json,
     outcome_unknown,
 )
-from reelqueue.providers.adapters._http import (
+from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
-    ApiClient,
-    image_kind,
     json_or_none,
-    load_image,
     mentions,
-    param_int,
-    param_str,
     provider_words,
     retry_after_of,
 )
+from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,

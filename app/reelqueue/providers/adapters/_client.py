@@ -1,0 +1,211 @@
+"""One account's HTTP connection to one provider (:class:`ApiClient`): the base URL
+checked, each request sent exactly once (retrying is the engine's decision; a create whose
+body may have gone out is never retried), the key only in our own requests, every error
+text scrubbed of it, and downloads through :class:`VideoDownload`.
+
+Nothing here logs a header, a body or a URL query (signed links carry credentials too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
+from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
+from reelqueue.providers.adapters._errors import provider_words, retry_after_of
+from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
+from reelqueue.providers.base import ProviderConfig, classify_http_status, transport_error
+from reelqueue.providers.registry import check_base_url
+
+AuthHeaders = Callable[[str], Mapping[str, str]]
+
+
+def bearer(key: str) -> Mapping[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+class ApiClient:
+    """One account's connection details for one provider, and the calls every adapter makes.
+
+    Attributes:
+        title: the provider's human name, used at the start of every error text.
+        account: the account name (shown in reprs, never the key).
+        base_url: the checked base URL, without a trailing slash.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        config: ProviderConfig,
+        *,
+        title: str,
+        default_base_url: str | None,
+        auth_headers: AuthHeaders = bearer,
+        require_key: bool = True,
+    ) -> None:
+        base = config.base_url or default_base_url
+        if not base:
+            raise InputError(
+                f"{title} needs a base URL: give the account one (https://...)."
+            )
+        self.base_url = check_base_url(base)
+        self.title = title
+        self.account = config.account
+        self._client = client
+        if not config.api_key and require_key:
+            raise ProviderError(
+                f"{title}: no API key is stored for account {config.account!r}; "
+                "add one with 'reelqueue accounts add'.",
+                error_class=ErrorClass.ACCOUNT,
+                label=ErrorLabel.KEY_REJECTED,
+            )
+        self._key = config.api_key or ""
+        self._auth_headers = auth_headers
+        self._secrets: tuple[str, ...] = ()
+        if self._key:
+            self._secrets = secret_variants(self._key, auth_headers(self._key).values())
+
+    def __repr__(self) -> str:
+        return f"ApiClient({self.title!r}, account={self.account!r}, base_url={self.base_url!r})"
+
+    # -- secrets --------------------------------------------------------------------------
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every spelling of the key we know of, and every run of 8+ of its
+        characters, replaced (in any case). Scrub the whole text before cutting it."""
+        return redact(text, self._secrets)
+
+    def auth(self) -> dict[str, str]:
+        if not self._key:
+            return {}  # a keyless account (the local mock)
+        headers = dict(self._auth_headers(self._key))
+        for value in headers.values():
+            if value and value not in self._secrets:
+                self.add_secret(value)  # a token derived from the key (a fresh JWT)
+        return headers
+
+    def add_secret(self, value: str) -> None:
+        """Also scrub ``value`` (a token derived from the key, e.g. a signed JWT)."""
+        self._secrets = secret_variants(value, (), self._secrets)
+
+    # -- requests -------------------------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        if path.startswith(("https://", "http://")):
+            return path
+        return f"{self.base_url}{path}"
+
+    def is_own_origin(self, url: str) -> bool:
+        """True when ``url`` is on the provider's API host, the only one that gets the key."""
+        a, b = urlsplit(url), urlsplit(self.base_url)
+        return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        during_create: bool = False,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        params: Mapping[str, str | int] | None = None,
+        files: Any = None,
+        with_key: bool = True,
+    ) -> httpx.Response:
+        """Send one request, once. Transport failures become :class:`ProviderError`."""
+        merged = self.auth() if with_key else {}
+        if headers:
+            merged.update(headers)
+        try:
+            # Never follow a redirect with the key attached: httpx drops Authorization on a
+            # cross-origin hop but keeps other auth headers (x-goog-api-key).
+            return await self._client.request(
+                method, self.url(path), headers=merged, json=json_body, params=params,
+                files=files, follow_redirects=False,
+            )
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, during_create=during_create) from exc
+
+    # -- responses ------------------------------------------------------------------------
+
+    def message(self, response: httpx.Response, what: str = "") -> str:
+        """A short, key-free text for an error answer: provider, status, provider's words."""
+        detail = self.shorten(provider_words(response))
+        head = f"{self.title}: {what + ': ' if what else ''}HTTP {response.status_code}"
+        return f"{head}: {detail}" if detail else head
+
+    def shorten(self, text: str) -> str:
+        """A provider's free text (failure reasons), scrubbed whole, then cut to a sane
+        length: cutting first could leave a piece of the key the scrub no longer knows."""
+        return shorten_text(self.scrub(text.strip()))
+
+    def http_error(
+        self, response: httpx.Response, *, during_create: bool = False, what: str = ""
+    ) -> ProviderError:
+        """The default mapping of an error answer (PROVIDERS.md 6d), Retry-After included."""
+        return classify_http_status(
+            response.status_code,
+            self.message(response, what),
+            retry_after=retry_after_of(response),
+            during_create=during_create,
+        )
+
+    def json_of(self, response: httpx.Response, *, during_create: bool = False) -> dict[str, Any]:
+        """The JSON object of a 2xx answer; an unreadable one is a retryable provider error.
+
+        An unreadable answer to a create may still mean the job was accepted (and billed),
+        so it is marked ``body_maybe_sent``.
+        """
+        try:
+            data = response.json()
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            raise ProviderError(
+                f"{self.title}: unreadable answer (HTTP {response.status_code}, "
+                f"{response.headers.get('content-type', 'no content type')})",
+                error_class=ErrorClass.RETRYABLE,
+                label=ErrorLabel.PROVIDER_ERROR,
+                status_code=response.status_code,
+                body_maybe_sent=during_create,
+            )
+        return data
+
+    def error(
+        self,
+        message: str,
+        error_class: ErrorClass,
+        label: ErrorLabel,
+        *,
+        retry_after: float | None = None,
+        status_code: int | None = None,
+        body_maybe_sent: bool = False,
+    ) -> ProviderError:
+        """A :class:`ProviderError` whose text starts with the provider's name, key-free."""
+        return ProviderError(
+            self.scrub(f"{self.title}: {message}"),
+            error_class=error_class,
+            label=label,
+            retry_after=retry_after,
+            status_code=status_code,
+            body_maybe_sent=body_maybe_sent,
+        )
+
+    # -- downloads ------------------------------------------------------------------------
+
+    def stream_video(
+        self,
+        url: str | None,
+        *,
+        refresh: LinkRefresher | None = None,
+        send_key_to_api_host: bool = False,
+        accept: str | None = None,
+    ) -> AsyncIterator[bytes]:
+        """Yield the video at ``url``; on a dead link ask ``refresh`` once for a fresh one
+        (:class:`VideoDownload`: the key goes only to the provider's own API host)."""
+        return VideoDownload(self, self._client).stream(
+            url, refresh=refresh, send_key_to_api_host=send_key_to_api_host, accept=accept)
