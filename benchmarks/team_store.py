@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import signal
 import sys
 import tempfile
 import time
@@ -216,6 +217,8 @@ def main() -> None:
     parser.add_argument("--dsn", default=None, help="a server of your own (else a throwaway)")
     parser.add_argument("--json", type=Path, default=None, help="also write figures here")
     args = parser.parse_args()
+    # SIGTERM ends the run through the finally below, which stops the throwaway server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = None
     if args.dsn is None:
         from tests.pgserver import start_server
@@ -231,10 +234,11 @@ def main() -> None:
         for procs in [int(p) for p in args.procs.split(",")]:
             # Enough queued jobs that no run drains the queue.
             need = int(3000 * procs * args.seconds) + 10_000
-            result: dict[str, float] = {}
-            for kind in ("store", "psycopg", "sqlite"):
-                runs = []
-                for _ in range(args.runs):
+            # The kinds take turns in every round, so the neighbours' load (this machine is
+            # shared) drifts over all of them alike rather than over one kind's runs.
+            runs: dict[str, list[float]] = {"store": [], "psycopg": [], "sqlite": []}
+            for _ in range(args.runs):
+                for kind in runs:
                     if kind == "sqlite":
                         folder = Path(tempfile.mkdtemp(prefix="bench-sqlite-"))
                         where = str(folder / "journal.sqlite3")
@@ -242,8 +246,9 @@ def main() -> None:
                     else:
                         where = fresh_database(dsn)
                         fill_pg(where, need)
-                    runs.append(lives_per_second(kind, where, procs, args.seconds))
-                result[kind] = median(runs)
+                    runs[kind].append(lives_per_second(kind, where, procs, args.seconds))
+            result = {kind: median(values) for kind, values in runs.items()}
+            figures.setdefault("runs", {})[procs] = runs
             figures["lives"][procs] = result
             rows.append([str(procs), f"{result['store']:.0f}", f"{result['psycopg']:.0f}",
                          f"{result['store'] / result['psycopg']:.2f}x",

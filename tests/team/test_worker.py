@@ -217,3 +217,23 @@ def test_team_key_keeps_an_accounts_key_on_another_machine(tmp_path: Path,
     assert missing.returncode == 2 and "no account named 'nope'" in missing.stderr
     assert not (other / "kr.json").exists()
 
+
+
+def test_reelqueue_store_in_the_environment_picks_the_team_database(
+        tmp_path: Path, team_url: str) -> None:
+    import subprocess
+
+    from tests.proof.harness import REELQUEUE
+    from tests.team.harness import machine_env
+
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    add_accounts(admin, team_url, "http://127.0.0.1:9", {"acct-env": (3, KEY_A)})
+    env = machine_env(admin / "keyring.json")
+    env["REELQUEUE_STORE"] = team_url
+    done = subprocess.run([*REELQUEUE, "--data-dir", str(tmp_path / "fresh"), "accounts",
+                           "list"], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "acct-env" in done.stdout
+    assert not (tmp_path / "fresh" / "journal.sqlite3").exists()
