@@ -55,7 +55,8 @@ class DialogKeeper:
         self.open.append(dialog)
 
     def open_import(self, path: Path) -> ImportDialog:
-        dialog = ImportDialog(path, self.ctl.session.import_options(), self.ctl.window)
+        dialog = ImportDialog(path, self.ctl.session.import_options(), self.ctl.window,
+                              providers=self.ctl.session.providers)
         dialog.replanRequested.connect(lambda options: self.ctl.spawn(self._plan(dialog, options)))
         dialog.importRequested.connect(
             lambda plan, rows: self.ctl.spawn(self._apply(dialog, plan, rows), "import"))

@@ -47,6 +47,7 @@ from PySide6.QtWidgets import (
 from reelqueue.intake import FIELDS, ColumnMapping, ImportOptions, ImportPlan, PreviewRow, RowError
 from reelqueue.intake.mapping import display_headers
 from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.list_model import ListTableModel
@@ -138,8 +139,10 @@ class ImportDialog(QDialog):
     replanRequested = Signal(object)
     importRequested = Signal(object, object)
 
-    def __init__(self, path: Path, options: ImportOptions, parent: QWidget | None = None) -> None:
+    def __init__(self, path: Path, options: ImportOptions, parent: QWidget | None = None,
+                 providers: ProviderRegistry | None = None) -> None:
         super().__init__(parent)
+        self._providers = providers or builtin_registry()
         self.setWindowTitle(f"Import {path.name}")
         self.setModal(False)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, False)
@@ -243,8 +246,8 @@ class ImportDialog(QDialog):
         self.batch_name = QLineEdit()
         self.batch_name.setPlaceholderText(self.path.stem)
         self.provider = QComboBox()
-        for kind in builtin_registry().kinds():
-            self.provider.addItem(builtin_registry().get(kind).title, kind)
+        for kind in self._providers.kinds():
+            self.provider.addItem(self._providers.get(kind).title, kind)
         self.provider.setCurrentIndex(max(0, self.provider.findData(self.options.provider)))
         self.model = QComboBox()
         self.duration = QDoubleSpinBox()
@@ -303,7 +306,7 @@ class ImportDialog(QDialog):
 
     def _provider_changed(self) -> None:
         kind = self.provider.currentData()
-        params = builtin_registry().get(kind).params
+        params = self._providers.get(kind).params
         for combo, values in ((self.model, params.models),
                               (self.aspect, params.aspect_ratios),
                               (self.resolution, params.resolutions)):

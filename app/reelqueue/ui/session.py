@@ -400,6 +400,7 @@ class EngineSession:
         """Read and validate the sheet on a worker thread, then ask the journal which of
         its jobs it already has (on the journal thread)."""
         plan = await asyncio.to_thread(plan_import, path, options,
+                                       catalog=RegistryCatalog(self.providers),
                                        now=self.clock.now())
         engine = self.running_engine
         keys = [job.job_key for job in plan.jobs]
@@ -408,7 +409,7 @@ class EngineSession:
             return plan
         new_jobs = [job for job in plan.jobs if job.job_key not in present]
         return replace(plan, already_present=len(present), present_keys=frozenset(present),
-                       estimate=estimate_cost(new_jobs, RegistryCatalog().params))
+                       estimate=estimate_cost(new_jobs, RegistryCatalog(self.providers).params))
 
     async def apply_import(self, plan: ImportPlan, first_rows: int | None = None, *,
                            max_spend: float | None = None) -> ImportResult:
