@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from reelqueue.domain.states import AccountStatus
+
 
 class ErrorClass(StrEnum):
     """How the engine reacts to an error (DESIGN.md invariant 6)."""
@@ -203,3 +205,11 @@ class ProviderError(ReelQueueError):
             f"ProviderError({str(self)!r}, error_class={self.error_class.value}, "
             f"label={self.label.value!r}, status_code={self.status_code})"
         )
+
+
+def account_status_for(label: ErrorLabel) -> AccountStatus | None:
+    """The account's status after an account-level error with ``label`` (a render that
+    hit it, or a key check): None when the label says nothing about the account."""
+    return {ErrorLabel.KEY_REJECTED: AccountStatus.KEY_REJECTED,
+            ErrorLabel.OUT_OF_CREDITS: AccountStatus.OUT_OF_CREDITS,
+            ErrorLabel.RATE_LIMITED: AccountStatus.RATE_LIMITED}.get(label)

@@ -23,6 +23,7 @@ from reelqueue.domain.errors import (
     ErrorClass,
     ErrorLabel,
     ProviderError,
+    account_status_for,
     submit_unknown_message,
 )
 from reelqueue.domain.models import Claim
@@ -559,14 +560,9 @@ class RenderAttempt:
     async def _pause_account(self, exc: ProviderError) -> None:
         store, now = self.ctx.store, self._now()
         account = self.claim.account
-        if exc.label == ErrorLabel.RATE_LIMITED:
-            status = AccountStatus.RATE_LIMITED
-            until: float | None = now + (exc.retry_after
-                                         or self.ctx.config.rate_limit_default_seconds)
-        elif exc.label == ErrorLabel.OUT_OF_CREDITS:
-            status, until = AccountStatus.OUT_OF_CREDITS, None
-        else:
-            status, until = AccountStatus.KEY_REJECTED, None
+        status = account_status_for(exc.label) or AccountStatus.KEY_REJECTED
+        until: float | None = (now + (exc.retry_after or self.ctx.config.rate_limit_default_seconds)
+                               if status == AccountStatus.RATE_LIMITED else None)
         await store.set_account_status(account, status, now,
                                        detail=str(exc), cooldown_until=until)
         row = await store.get_account(account)

@@ -26,8 +26,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from reelqueue.application import jobs, views
 from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.engine import queries, queue_commands
 from reelqueue.engine.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -79,7 +79,7 @@ class AppController(QObject):
         self.model = window.model
         self.bridge = EngineBridge(self)
         self.report: OpenReport | None = None
-        self.summaries: list[queries.AccountSummary] = []
+        self.summaries: list[views.AccountSummary] = []
         self.account_events: dict[str, AccountEvent] = {}
         self.batches: dict[int, str] = {}
         self.closing = False
@@ -216,16 +216,16 @@ class AppController(QObject):
         self.window.banners.remove("recovery")
 
     async def refresh_accounts(self) -> None:
-        self.summaries = await queries.accounts(self.session.running_engine.store)
+        self.summaries = await views.accounts(self.session.app)
         self.refresh_cards()
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
                                        [s.account.name for s in self.summaries])
 
     async def refresh_batches(self) -> None:
-        batches = await queries.batches(self.session.running_engine.store)
+        batches = await views.batches(self.session.app)
         self.batches = {b.id: b.name for b in batches}
         self.window.batch_names = dict(self.batches)
-        self.window.paused_batches = {b.id for b in batches if queue_commands.is_paused(b)}
+        self.window.paused_batches = {b.id for b in batches if jobs.is_paused(b)}
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
                                        [s.account.name for s in self.summaries])
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QApplication, QFileDialog
 
+from reelqueue.application import views
 from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.engine import queries
 from reelqueue.intake import ImportOptions, ImportPlan
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
@@ -186,7 +186,7 @@ class DialogKeeper:
         await self.load_detail(dialog)
 
     async def load_detail(self, dialog: JobDetailDialog) -> None:
-        detail = await queries.job_detail(self.ctl.session.running_engine.store, dialog.job_id)
+        detail = await views.job_detail(self.ctl.session.app, dialog.job_id)
         if detail is None or dialog not in self.open:
             return
         dialog.set_detail(detail)  # it asks self.thumbnails for a completed job's picture

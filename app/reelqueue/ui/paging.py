@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from reelqueue.engine import queries
+from reelqueue.application import views
 from reelqueue.engine.events import JobEvent
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.jobs_model import JobTableModel
@@ -49,9 +49,8 @@ class JobPager:
         try:
             while True:
                 self._refetch = False
-                engine = self.session.running_engine
-                size = FIRST_PAGE if not len(self.model.table) else queries.PAGE_ROWS
-                rows = await queries.job_rows(engine.store, len(self.model.table), size)
+                size = FIRST_PAGE if not len(self.model.table) else views.PAGE_ROWS
+                rows = await views.job_rows(self.session.app, len(self.model.table), size)
                 if rows:
                     stats = await asyncio.to_thread(stats_of, rows)
                     self.model.add_rows(rows, stats)
@@ -83,9 +82,9 @@ class JobPager:
         """The jobs table's sort, done by the journal (jobs_model.py)."""
         if self.session.engine is None or self.session.closed:
             return
-        ids = await queries.job_order(self.session.running_engine.store, order, descending)
+        ids = await views.job_order(self.session.app, order, descending)
         self.model.set_order(order, descending, ids)
 
     async def refresh_rows(self, job_ids: list[int]) -> None:
-        rows = await queries.job_rows_by_id(self.session.running_engine.store, job_ids)
+        rows = await views.job_rows_by_id(self.session.app, job_ids)
         self.model.replace_rows(rows)

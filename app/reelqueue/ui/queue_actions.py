@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QMessageBox
 
+from reelqueue.application import jobs
 from reelqueue.domain.states import JobState
-from reelqueue.engine import queue_commands, spend_commands
 from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
 
@@ -141,7 +141,7 @@ class QueueActions:
         """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
         input...) are left out unless asked for; it says what it re-reads for free and
         what it renders again at a price, and a price waits for the user's button."""
-        plan = await self.ctl.session.running_engine.retry_plan(
+        plan = await self.ctl.session.retry_plan(
             ids, include_permanent=include_permanent)
         skipped = len(plan.skipped_permanent)
         text = plan.summary(include_hint="'Also retry' queues them too")
@@ -200,7 +200,7 @@ class QueueActions:
         self.ctl.spawn(self._prioritize(job_ids), "prioritize")
 
     async def _prioritize(self, job_ids: list[int]) -> None:
-        result = await queue_commands.prioritize_jobs(self.ctl.session.running_engine, job_ids)
+        result = await jobs.prioritize_jobs(self.ctl.session.app, job_ids)
         left = len(set(job_ids)) - result.changed
         self.ctl.window.banners.show_banner(
             "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
@@ -211,7 +211,7 @@ class QueueActions:
         self.ctl.spawn(self._prioritize_batch(batch_id), "prioritize-batch")
 
     async def _prioritize_batch(self, batch_id: int) -> None:
-        result = await queue_commands.prioritize_batch(self.ctl.session.running_engine, batch_id)
+        result = await jobs.prioritize_batch(self.ctl.session.app, batch_id)
         name = self.ctl.batches.get(batch_id, f"batch {batch_id}")
         self.ctl.window.banners.show_banner(
             "info", f"Batch “{name}” moved to the front: its "
@@ -222,7 +222,7 @@ class QueueActions:
         self.ctl.spawn(self._pause_batch(batch_id, paused), "pause-batch")
 
     async def _pause_batch(self, batch_id: int, paused: bool) -> None:
-        batch = await queue_commands.set_batch_paused(self.ctl.session.running_engine, batch_id,
+        batch = await jobs.set_batch_paused(self.ctl.session.app, batch_id,
                                                       paused)
         await self.ctl.refresh_batches()
         if batch is None:
@@ -241,8 +241,7 @@ class QueueActions:
 
     def set_daily_cap(self, account: str, usd: float | None) -> None:
         """From the card: raising or removing the cap releases the jobs it held at once."""
-        self.ctl.spawn(self._account_command(spend_commands.set_daily_cap(
-            self.ctl.session.running_engine, account, usd)))
+        self.ctl.spawn(self._account_command(self.ctl.session.set_daily_cap(account, usd)))
 
     def mark_ready(self, account: str) -> None:
         self.ctl.spawn(self._account_command(self.ctl.session.mark_ready(account)))

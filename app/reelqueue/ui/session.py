@@ -1,88 +1,41 @@
-"""The window's engine session: open, run the user's commands, close in order. No Qt here.
+"""The window's engine session: a thin adapter over the application layer's
+:class:`~reelqueue.application.session.Session` that adds what only the window has (its
+settings, the clean-exit marker, the recovery banner's follow-up). No Qt here, and no
+journal: every command is one call of :mod:`reelqueue.application`, which runs the slow
+parts off the event loop and wakes the pump itself.
 
-Everything slow runs off the event loop: the journal on the engine's journal thread
-(``engine.store.call``), the keyring, sheet reading, the built-in mock server and file
-checks on worker threads (``asyncio.to_thread``). The session owns every task it starts
-(:meth:`EngineSession.spawn`), so closing can cancel them before the HTTP client and the
-journal go away.
-
-Shutdown order (PRODUCT.md, qasync): stop handing out work -> cancel our tasks -> stop the
-engine (pump, workers, heartbeat, HTTP client) -> close the journal and release the
-data-folder lock -> stop the built-in mock -> write the clean-exit marker.
+Shutdown order (PRODUCT.md, qasync): the application session's (stop handing out work ->
+cancel our tasks -> stop the engine -> close the journal and release the data-folder lock
+-> stop the built-in mock), then the clean-exit marker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application import accounts, imports, jobs, views
+from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
+from reelqueue.application.session import ErrorSink, KeyCache, Session
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import InputError, KnownError
-from reelqueue.domain.models import AccountSpec, RecoveryReport
-from reelqueue.engine import queries
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import RecoveryReport
 from reelqueue.engine.engine import Engine
-from reelqueue.engine.events import EventBus, JobEvent
+from reelqueue.engine.events import JobEvent
 from reelqueue.engine.retry_plan import RetryPlan
-from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, plan_import
-from reelqueue.intake.catalog import RegistryCatalog
-from reelqueue.intake.estimate import estimate_cost
-from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import ProviderRegistry, check_base_url
-from reelqueue.store.base import Store
+from reelqueue.intake import ImportOptions, ImportPlan, ImportResult
+from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
 
 log = logging.getLogger(__name__)
 
-ErrorSink = Callable[[BaseException], None]
-
-
-class KeyCache:
-    """API keys read from the OS keyring on a worker thread, looked up without blocking.
-
-    The engine asks for a key on the event loop; a keyring call may be a D-Bus round trip
-    or an unlock prompt, so keys are read ahead (at start, and when an account is added).
-    """
-
-    def __init__(self, keystore: Any | None = None) -> None:
-        self._keystore = keystore
-        self._keys: dict[str, str] = {}
-
-    @property
-    def keystore(self) -> Any:
-        if self._keystore is None:
-            from reelqueue.credentials.keystore import KeyStore
-
-            self._keystore = KeyStore()
-        return self._keystore
-
-    def lookup(self, ref: str) -> str | None:
-        return self._keys.get(ref)
-
-    def load(self, refs: Iterable[str]) -> list[str]:
-        """Read keys (blocking: call on a worker thread); return the problems met."""
-        problems: list[str] = []
-        for ref in refs:
-            try:
-                key = self.keystore.get_key(ref)
-            except KnownError as exc:
-                problems.append(str(exc))
-                continue
-            if key:
-                self._keys[ref] = key
-        return problems
-
-    def store(self, ref: str, key: str) -> None:
-        """Blocking: call on a worker thread."""
-        self.keystore.check_available()
-        self.keystore.set_key(ref, key)
-        self._keys[ref] = key.strip()
+__all__ = ["AccountDraft", "EngineSession", "KeyCache", "OpenReport", "RecoveryFollowUp"]
 
 
 @dataclass(frozen=True)
@@ -205,113 +158,82 @@ class RecoveryFollowUp:
         return rest.summary().removeprefix("Recovery: ") if rest.touched else ""
 
 
-@dataclass(frozen=True)
-class AccountDraft:
-    """What the connect-account dialog collected. ``key`` is never logged or shown."""
-
-    name: str
-    provider: str
-    capacity: int
-    key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-
-
 class EngineSession:
-    """Attributes:
-    ctx: the folders and the clock.
-    settings: the settings in force.
-    bus: the engine's event bus (the bridge subscribes to it before the engine starts).
-    engine: the engine, once :meth:`open` ran.
-    keys: keys read ahead from the OS keyring.
-    mock: the built-in mock provider.
-    providers: the provider kinds offered and rendered with (default: the built-in ones).
-    on_error: where failures of spawned tasks go (default: ``sys.excepthook``).
+    """The window's side of an :class:`~reelqueue.application.session.Session`: the
+    window's settings, its clean-exit marker and the commands it gives, each one call of
+    the application layer (which wakes the pump itself).
+
+    Attributes:
+        ctx: the folders and the clock.
+        settings: the settings in force.
+        app: the application session (the journal, the engine, keys, built-in mock,
+            the providers).
+        bus: the engine's event bus (the bridge subscribes to it before the engine starts).
+        closed: the session closed (or never opened: the window sets it then).
     """
 
     def __init__(self, ctx: AppContext, settings: Settings, *, keys: KeyCache | None = None,
                  mock: BuiltinMock | None = None, clock: Clock | None = None,
                  providers: ProviderRegistry | None = None) -> None:
         self.ctx = ctx
-        self.providers = providers or builtin_registry()
         self.settings = settings
-        self.bus = EventBus()
-        self.keys = keys or KeyCache()
-        self.mock = mock or BuiltinMock()
-        self.clock = clock or ctx.clock
-        self.engine: Engine | None = None
-        self.on_error: ErrorSink = lambda exc: sys.excepthook(type(exc), exc, exc.__traceback__)
-        self._store: Store | None = None
-        self._lock: Any | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.app = Session(ctx, keys=keys, mock=mock, clock=clock, providers=providers)
+        self.clock = self.app.clock
+        self.bus = self.app.bus
         self.closed = False
+        self._opened = False
+
+    @property
+    def keys(self) -> KeyCache:
+        return self.app.keys
+
+    @property
+    def mock(self) -> BuiltinMock:
+        return self.app.mock
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        """The provider kinds offered and rendered with (default: the built-in ones)."""
+        return self.app.providers
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.app.engine
+
+    @property
+    def on_error(self) -> ErrorSink:
+        return self.app.on_error
+
+    @on_error.setter
+    def on_error(self, sink: ErrorSink) -> None:
+        self.app.on_error = sink
 
     # -- tasks ---------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command") -> asyncio.Task[Any]:
         """Run ``coro`` as a task the session owns; its failure goes to :attr:`on_error`."""
-        task = asyncio.get_event_loop().create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            self.on_error(exc)
+        return self.app.spawn(coro, name)
 
     @property
     def running_engine(self) -> Engine:
-        if self.engine is None:
+        if self.app.engine is None:
             raise RuntimeError("the session is not open")
-        return self.engine
+        return self.app.engine
 
     # -- open ----------------------------------------------------------------------------
-    def _open_store(self) -> Store:
-        from reelqueue.store.lockfile import DataDirLock, make_private_dir
-        from reelqueue.store.sqlite import SqliteStore
-
-        make_private_dir(self.ctx.data_dir)
-        lock = DataDirLock(self.ctx.data_dir)
-        lock.acquire()
-        try:
-            store = SqliteStore.open(self.ctx.journal_path, now=self.clock.now())
-        except BaseException:
-            lock.release()
-            raise
-        self._lock = lock
-        return store
-
     async def open(self, *, start: bool) -> OpenReport:
         """Open the journal, read keys, recover, then start the pump (maybe paused)."""
-        store = await asyncio.to_thread(self._open_store)
-        self._store = store
+        await self.app.open_journal()
+        self._opened = True
         marker = await asyncio.to_thread(read_marker, self.ctx.data_dir)
-        engine = Engine(store, config=self.settings.engine_config(), clock=self.clock,
-                        key_lookup=self.keys.lookup, bus=self.bus,
-                        providers=self.mock.providers(self.providers))
-        self.engine = engine
-        in_flight = await queries.in_flight_count(engine.store)
-        summaries = await queries.accounts(engine.store)
-        if builtin_mock_accounts(s.account for s in summaries):
-            await self._ensure_mock()
-        refs = [s.account.key_ref for s in summaries if s.account.key_ref]
-        problems = await asyncio.to_thread(self.keys.load, refs) if refs else []
+        in_flight = await views.in_flight_count(self.app)
         kept = marker.kept_renders if not marker.running else 0
         unclean = marker.running or (in_flight > 0 and kept == 0)
         paused = not start or (unclean and self.settings.start_paused_after_crash)
         await asyncio.to_thread(write_marker, self.ctx.data_dir, SessionMarker(running=True))
-        report = await engine.start(paused=paused)
+        report = await self.app.start(self.settings.engine_config(), paused=paused)
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
-                          paused=paused, recovery=report, keyring_problems=problems)
-
-    async def _ensure_mock(self) -> str:
-        """Start the built-in mock; the engine renders with its address from then on."""
-        url = await asyncio.to_thread(self.mock.ensure)
-        if self.engine is not None:
-            self.engine.use_providers(self.mock.providers(self.providers))
-        return url
+                          paused=paused, recovery=report,
+                          keyring_problems=list(self.app.keyring_problems))
 
     def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
         """Names of the accounts served by the built-in mock (it stops with ReelQueue:
@@ -320,72 +242,47 @@ class EngineSession:
 
     # -- close ---------------------------------------------------------------------------
     async def close(self, *, keep_renders: bool = True) -> int:
-        """Shut down in order; return how many renders were kept for next time."""
+        """Shut down in order, then write the clean-exit marker; return how many renders
+        were kept for next time."""
         if self.closed:
             return 0
         self.closed = True
-        engine = self.engine
-        kept = 0
-        if engine is not None:
-            engine.stop_claiming()
-            live = await self._live_job_ids()
-            if live and not keep_renders:
-                await engine.cancel(live)
-            kept = len(live) if keep_renders else 0
-        current = asyncio.current_task()
-        tasks = [t for t in self._tasks if t is not current]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if engine is not None:
-            await engine.stop()
-            await asyncio.to_thread(self._close_store, engine)
-        await asyncio.to_thread(self.mock.stop)
-        if self._store is not None or engine is not None:
+        kept = await self.app.stop(keep_renders=keep_renders)
+        if self._opened:
             await asyncio.to_thread(write_marker, self.ctx.data_dir,
                                     SessionMarker(running=False, kept_renders=kept))
         return kept
 
-    async def _live_job_ids(self) -> list[int]:
-        from reelqueue.domain.states import IN_FLIGHT
-
-        engine = self.running_engine
-        jobs = await engine.store.list_jobs(None, list(IN_FLIGHT))
-        return [job.id for job in jobs]
-
-    def _close_store(self, engine: Engine) -> None:
-        engine.close_store()
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
-
     # -- the queue -----------------------------------------------------------------------
     def start_queue(self) -> None:
-        self.running_engine.resume()
+        self.app.resume()
 
     def pause_queue(self) -> None:
-        self.running_engine.pause()
+        self.app.pause()
 
     async def cancel(self, job_ids: list[int]) -> list[int]:
-        return await self.running_engine.cancel(job_ids)
+        return await jobs.cancel(self.app, job_ids)
 
     async def retry(self, job_ids: list[int], new_seed: int | None = None) -> list[int]:
-        return await self.running_engine.retry(job_ids, new_seed=new_seed)
+        return await jobs.retry(self.app, job_ids, new_seed=new_seed)
 
-    async def retry_plan(self, job_ids: list[int], new_seed: int | None = None) -> RetryPlan:
-        return await self.running_engine.retry_plan(job_ids, new_seed=new_seed)
+    async def retry_plan(self, job_ids: list[int], new_seed: int | None = None,
+                         include_permanent: bool = True) -> RetryPlan:
+        return await jobs.retry_plan(self.app, job_ids, new_seed=new_seed,
+                                     include_permanent=include_permanent)
 
     async def set_capacity(self, account: str, capacity: int) -> None:
-        await self.running_engine.set_capacity(account, capacity)
+        await accounts.update_account(self.app, account, AccountChange(capacity=capacity))
 
     async def set_enabled(self, account: str, enabled: bool) -> None:
-        await self.running_engine.set_enabled(account, enabled)
+        await accounts.update_account(self.app, account, AccountChange(enabled=enabled))
+
+    async def set_daily_cap(self, account: str, usd: float | None) -> None:
+        await accounts.update_account(self.app, account, AccountChange(
+            daily_cap=usd, clear_daily_cap=usd is None))
 
     async def mark_ready(self, account: str) -> None:
-        await self.running_engine.mark_account_ready(account)
+        await accounts.mark_ready(self.app, account)
 
     # -- import and export ---------------------------------------------------------------
     def import_options(self, **overrides: Any) -> ImportOptions:
@@ -397,19 +294,8 @@ class EngineSession:
         return ImportOptions(**values)
 
     async def plan_import(self, path: Path, options: ImportOptions) -> ImportPlan:
-        """Read and validate the sheet on a worker thread, then ask the journal which of
-        its jobs it already has (on the journal thread)."""
-        plan = await asyncio.to_thread(plan_import, path, options,
-                                       catalog=RegistryCatalog(self.providers),
-                                       now=self.clock.now())
-        engine = self.running_engine
-        keys = [job.job_key for job in plan.jobs]
-        present = await engine.store.existing_job_keys(keys)
-        if not present:
-            return plan
-        new_jobs = [job for job in plan.jobs if job.job_key not in present]
-        return replace(plan, already_present=len(present), present_keys=frozenset(present),
-                       estimate=estimate_cost(new_jobs, RegistryCatalog(self.providers).params))
+        """Read and validate the sheet (see :func:`reelqueue.application.imports.plan_import`)."""
+        return await imports.plan_import(self.app, path, options)
 
     async def apply_import(self, plan: ImportPlan, first_rows: int | None = None, *,
                            max_spend: float | None = None) -> ImportResult:
@@ -417,57 +303,18 @@ class EngineSession:
         batch's spend cap when one is given."""
         if plan.refused:
             raise InputError("The sheet has row errors and nothing valid to import.")
-        if first_rows is not None:
-            plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
-        from reelqueue.engine.import_commands import import_plan
-
-        return await import_plan(self.running_engine, plan, max_spend=max_spend)
+        return await imports.apply_import(self.app, plan, first_rows, max_spend=max_spend)
 
     async def export(self, batch_id: int, path: Path, fmt: str) -> int:
-        from reelqueue.intake import export_results
-
-        engine = self.running_engine
-        return await engine.store.call(export_results, engine.store.sync, batch_id, path, fmt)
+        """Write the batch's rows and results; ``fmt`` "xlsx", else CSV."""
+        return await imports.export_batch(self.app, batch_id, path,
+                                          "xlsx" if fmt == "xlsx" else "csv")
 
     # -- accounts ------------------------------------------------------------------------
     async def test_key(self, draft: AccountDraft) -> None:
         """Ask the provider whether the key works (its cheapest read-only call)."""
-        from reelqueue.application.keys import check_key
-
-        base_url = draft.base_url
-        if draft.provider == "mock" and not base_url:
-            base_url = await self._ensure_mock()
-        await check_key(draft.name, draft.provider, base_url, draft.key, {},
-                        providers=self.providers)
+        await accounts.test_key(self.app, draft)
 
     async def add_account(self, draft: AccountDraft, *, check: bool = True) -> None:
         """Test the key, put it in the OS keyring, then add the account to the journal."""
-        from reelqueue.credentials.keystore import key_ref_for
-
-        name = draft.name.strip()
-        if not name:
-            raise InputError("Give the account a name.")
-        if draft.capacity < 1:
-            raise InputError("The limit must be at least 1.")
-        info = self.providers.get(draft.provider)
-        base_url = check_base_url(draft.base_url) if draft.base_url else None
-        if info.default_base_url is None and base_url is None and draft.provider != "mock":
-            raise InputError(f"{info.title} needs the API's base URL.")
-        if info.requires_key and not (draft.key or "").strip():
-            raise InputError(f"{info.title} needs an API key.")
-        engine = self.running_engine
-        if await engine.store.get_account(name) is not None:
-            raise InputError(f"An account named {name!r} already exists.")
-        draft = replace(draft, name=name, base_url=base_url)
-        if check:
-            await self.test_key(draft)
-        elif draft.provider == "mock" and not base_url:
-            await self._ensure_mock()
-        key_ref = None
-        if draft.key and draft.key.strip():
-            key_ref = key_ref_for(name)
-            await asyncio.to_thread(self.keys.store, key_ref, draft.key)
-        from reelqueue.engine.account_commands import add_account
-
-        await add_account(engine, AccountSpec(
-            name, draft.provider, draft.capacity, base_url, key_ref))
+        await accounts.add_account(self.app, draft, check=check)

@@ -1,0 +1,255 @@
+"""The user's commands on provider accounts: add (key checked, put in the OS keyring),
+test the key again, remove, change (limit, pause/resume, daily cap, gateway settings),
+list. The window, the command line and the HTTP API all call these.
+
+Keys travel in :class:`AccountDraft` (never in its ``repr``), go to the OS keyring on a
+worker thread and never reach the journal, which keeps a reference only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+
+from reelqueue.application.keys import check_key
+from reelqueue.application.session import Session
+from reelqueue.domain.errors import InputError, ProviderError, account_status_for
+from reelqueue.domain.models import Account, AccountSpec
+from reelqueue.domain.states import AccountStatus
+from reelqueue.engine import queries
+from reelqueue.engine.queries import AccountSummary
+from reelqueue.providers.registry import check_base_url
+
+DEFAULT_MODEL_KINDS = ("openai-compat",)
+"""Providers whose account names a default model (a gateway serves whatever it serves)."""
+
+
+@dataclass(frozen=True)
+class AccountDraft:
+    """A new account as the user described it. ``key`` is never logged or shown.
+
+    Attributes:
+        name: the account's name (unique).
+        provider: the provider kind (one of ``session.providers.kinds()``).
+        capacity: renders at once; None: what the provider's entry tier allows.
+        key: the API key (None: none given).
+        base_url: the API's base URL (None: the provider's own).
+        settings: provider settings (``lookup`` for the mock, ``model`` for a gateway).
+    """
+
+    name: str
+    provider: str
+    capacity: int | None = None
+    key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    settings: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AccountChange:
+    """What to change of an account; None leaves a field as it is.
+
+    Attributes:
+        capacity: renders at once.
+        enabled: False pauses it (no new work; running renders finish), True resumes it.
+        daily_cap: the daily spend cap in USD; ``clear_daily_cap`` removes it.
+        model: openai-compat only: the gateway's model for rows that name none.
+        allow_1080p: openai-compat only: the gateway's model renders 1080p.
+    """
+
+    capacity: int | None = None
+    enabled: bool | None = None
+    daily_cap: float | None = None
+    clear_daily_cap: bool = False
+    model: str | None = None
+    allow_1080p: bool | None = None
+
+
+@dataclass(frozen=True)
+class KeyTestResult:
+    """The outcome of :func:`test_account`.
+
+    Attributes:
+        ok: the provider accepted the key; the account is ready.
+        status: the account's status now.
+        message: what happened, in the user's words (never the key).
+    """
+
+    ok: bool
+    status: AccountStatus | None
+    message: str
+
+
+def default_model_setting(provider: str, model: str | None) -> dict[str, object]:
+    """The account setting for a default model; refused for providers that have none."""
+    if model is None:
+        return {}
+    if provider not in DEFAULT_MODEL_KINDS:
+        raise InputError(f"A default model is a setting of an OpenAI-compatible gateway; "
+                         f"{provider!r} takes the model per row.")
+    if not model.strip():
+        raise InputError("Give the model's name.")
+    return {"model": model.strip()}
+
+
+async def check_new_account(session: Session, draft: AccountDraft) -> AccountDraft:
+    """Refuse a draft that cannot become an account (InputError saying why), before a key
+    is asked for; return it completed (name trimmed, base URL checked, capacity chosen)."""
+    name = draft.name.strip()
+    if not name:
+        raise InputError("Give the account a name.")
+    info = session.providers.get(draft.provider)
+    capacity = draft.capacity if draft.capacity is not None else info.params.default_capacity
+    if capacity < 1:
+        raise InputError("The limit (--capacity) must be at least 1.")
+    base_url = check_base_url(draft.base_url) if draft.base_url else None
+    if info.default_base_url is None and base_url is None and draft.provider != "mock":
+        raise InputError(f"{info.title} needs the API's base URL (--base-url).")
+    journal = session.journal
+    if await journal.call(journal.sync.get_account, name) is not None:
+        raise InputError(f"An account named {name!r} already exists.")
+    return replace(draft, name=name, capacity=capacity, base_url=base_url)
+
+
+async def test_key(session: Session, draft: AccountDraft) -> None:
+    """Ask the provider whether the draft's key works (its cheapest read-only call); raise
+    the provider's error when it does not. A ``mock`` draft without a URL is checked on
+    the built-in mock (started for it)."""
+    base_url = draft.base_url
+    if draft.provider == "mock" and not base_url:
+        base_url = await session.ensure_mock()
+    await check_key(draft.name, draft.provider, base_url, draft.key, dict(draft.settings),
+                    providers=session.providers)
+
+
+async def add_account(session: Session, draft: AccountDraft, *, check: bool = True) -> Account:
+    """Check the draft, test the key with the provider (unless ``check`` is False), put it
+    in the OS keyring, then add the account to the journal; the pump hears of it."""
+    draft = await check_new_account(session, draft)
+    info = session.providers.get(draft.provider)
+    key = (draft.key or "").strip() or None
+    if info.requires_key and key is None:
+        raise InputError(f"{info.title} needs an API key.")
+    if key is not None:  # no point asking the provider about a key we could not keep
+        await asyncio.to_thread(session.keys.keystore.check_available)
+    if check:
+        await test_key(session, draft)
+    elif draft.provider == "mock" and not draft.base_url and session.engine is not None:
+        await session.ensure_mock()  # the running engine renders on it
+    key_ref = None
+    if key is not None:
+        from reelqueue.credentials.keystore import key_ref_for
+
+        key_ref = key_ref_for(draft.name)
+        await asyncio.to_thread(session.keys.store, key_ref, key)
+    assert draft.capacity is not None  # check_new_account chose it
+    journal = session.journal
+    account = await journal.call(journal.sync.add_account, AccountSpec(
+        draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
+        dict(draft.settings)), session.clock.now())
+    session.changed()
+    return account
+
+
+async def get_account(session: Session, name: str) -> Account:
+    """The account named ``name``; InputError when there is none."""
+    journal = session.journal
+    account = await journal.call(journal.sync.get_account, name)
+    if account is None:
+        raise InputError(f"There is no account named {name!r}.")
+    return account
+
+
+async def list_accounts(session: Session) -> list[AccountSummary]:
+    """Every account in the pump's order, with its live render count."""
+    return await queries.accounts(session.journal)
+
+
+async def remove_account(session: Session, name: str) -> None:
+    """Remove the account from the journal, then its key from the OS keyring."""
+    account = await get_account(session, name)
+    journal = session.journal
+    await journal.call(journal.sync.remove_account, name, session.clock.now())
+    if account.key_ref:
+        await asyncio.to_thread(session.keys.forget, account.key_ref)
+    session.changed()
+
+
+async def test_account(session: Session, name: str) -> KeyTestResult:
+    """Check the account's key with the provider again and record the outcome as its
+    status: ready, key missing, key rejected or out of credits (a rate limit or a network
+    error during the check says nothing about the key and changes nothing)."""
+    account = await get_account(session, name)
+    journal, now = session.journal, session.clock.now()
+    key = None
+    if account.key_ref:
+        key = await asyncio.to_thread(session.keys.read, account.key_ref)
+    info = session.providers.get(account.provider)
+    if info.requires_key and not key:
+        await journal.call(journal.sync.set_account_status, name, AccountStatus.KEY_MISSING,
+                           now, detail="no key in the OS keyring")
+        session.changed()
+        return KeyTestResult(False, AccountStatus.KEY_MISSING,
+                             f"Account {name}: no key found in the OS keyring. Remove and add "
+                             "the account again.")
+    try:
+        await test_key(session, AccountDraft(account.name, account.provider, account.capacity,
+                                             key, account.base_url, dict(account.settings)))
+    except ProviderError as exc:
+        status = account_status_for(exc.label)
+        if status == AccountStatus.RATE_LIMITED:
+            status = None
+        if status is not None:
+            await journal.call(journal.sync.set_account_status, name, status,
+                               session.clock.now(), detail=str(exc))
+            session.changed()
+        return KeyTestResult(False, status, f"Account {name}: {exc.label.value}: {exc}")
+    await mark_ready(session, name)
+    return KeyTestResult(True, AccountStatus.READY,
+                         f"Account {name}: key accepted; the account is ready.")
+
+
+async def mark_ready(session: Session, name: str) -> None:
+    """The user fixed the key or topped up credits: the account gets work again."""
+    if session.engine is not None and not session.closed:
+        await session.engine.mark_account_ready(name)
+        return
+    journal = session.journal
+    await journal.call(journal.sync.set_account_status, name, AccountStatus.READY,
+                       session.clock.now())
+
+
+async def update_account(session: Session, name: str, change: AccountChange) -> Account:
+    """Apply ``change`` (live while the engine runs: a lower limit only stops new claims,
+    a raised cap releases the jobs it held at once); return the account as it is now."""
+    current = await get_account(session, name)
+    settings: dict[str, object] = {}
+    if change.daily_cap is not None or change.clear_daily_cap:
+        settings["daily_cap"] = None if change.clear_daily_cap else change.daily_cap
+    if change.model is not None:
+        settings.update(default_model_setting(current.provider, change.model))
+    if change.allow_1080p is not None:
+        if current.provider not in DEFAULT_MODEL_KINDS:
+            raise InputError("Allowing 1080p is an openai-compat setting (whether the "
+                             f"gateway's model renders 1080p); {current.provider!r} has none.")
+        settings["allow_1080p"] = True if change.allow_1080p else None
+    if change.capacity is not None and change.capacity < 1:
+        raise InputError("The limit must be at least 1.")
+    engine = session.engine if not session.closed else None
+    if engine is None:
+        journal = session.journal
+        return await journal.call(journal.sync.update_account, name, session.clock.now(),
+                                  capacity=change.capacity, enabled=change.enabled,
+                                  settings=settings or None)
+    if change.capacity is not None:
+        await engine.set_capacity(name, change.capacity)
+    if change.enabled is not None:
+        await engine.set_enabled(name, change.enabled)
+    if "daily_cap" in settings:
+        await engine.set_daily_cap(name, settings.pop("daily_cap"))  # type: ignore[arg-type]
+    if settings:
+        journal = session.journal
+        await journal.call(journal.sync.update_account, name, session.clock.now(),
+                           settings=settings)
+        session.changed()
+    return await get_account(session, name)

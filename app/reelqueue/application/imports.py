@@ -1,0 +1,115 @@
+"""The user's commands on sheets: plan an import (read, map, validate, estimate: nothing
+written), apply it (the batch, its jobs, its manifest, maybe a spend cap), export a batch's
+results. The window, the command line and the HTTP API all call these.
+
+The sheet is read on a worker thread; the journal is asked which jobs it already has from
+that thread (on the journal's own thread), so the plan's cost estimate counts only the new
+jobs and is computed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from reelqueue.application.session import Session
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import Batch
+from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, IntakeStore, export_results
+from reelqueue.intake import apply_import as write_import
+from reelqueue.intake import plan_import as read_plan
+from reelqueue.intake.apply import find_batch as find_batch_by_key
+from reelqueue.intake.apply import refusal_message
+from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.intake.planner import batch_name_for
+from reelqueue.store.base import Store
+
+__all__ = ["ImportOptions", "ImportPlan", "ImportResult", "apply_import", "export_batch",
+           "find_batch", "plan_import", "refusal_message"]
+
+
+def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
+    """Without column overrides, a re-import reuses those given when the batch was created
+    (runs on the journal thread)."""
+    if options.column_overrides:
+        return options
+    batch = find_batch_by_key(store, batch_name_for(path, options).casefold().strip())
+    saved = batch.settings["intake"].get("column_overrides") if batch else None
+    if not saved:
+        return options
+    return replace(options, saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+
+
+async def plan_import(session: Session, path: Path, options: ImportOptions) -> ImportPlan:
+    """Read, map and validate the sheet; say which of its jobs the journal already has and
+    what the new ones will cost. Writes nothing; InputError when the file is unusable."""
+    journal = session.journal
+    options = await journal.call(with_saved_overrides, journal.sync, Path(path), options)
+    loop = asyncio.get_running_loop()
+
+    def existing_keys(keys: object) -> set[str]:
+        # Called by the planner on its worker thread: the journal answers on its own.
+        future = asyncio.run_coroutine_threadsafe(
+            journal.call(journal.sync.existing_job_keys, list(keys)), loop)  # type: ignore[call-overload]
+        return set(future.result())
+
+    return await asyncio.to_thread(read_plan, Path(path), options, existing_keys=existing_keys,
+                                   catalog=RegistryCatalog(session.providers),
+                                   now=session.clock.now())
+
+
+def plan_without_journal(path: Path, options: ImportOptions, now: float) -> ImportPlan:
+    """A plan for a sheet when there is no journal yet (blocking: a worker thread)."""
+    return read_plan(Path(path), options, now=now)
+
+
+async def apply_import(session: Session, plan: ImportPlan, first_rows: int | None = None, *,
+                       max_spend: float | None = None,
+                       set_max_spend: bool = False) -> ImportResult:
+    """Write the plan (or only its first ``first_rows`` jobs: a test run); with
+    ``max_spend`` (or ``set_max_spend``, where None means no cap) the batch's spend cap is
+    set in the same journal call, so no claim can take a job of it before the cap is in
+    place. InputError when the plan was refused."""
+    if plan.refused:
+        raise InputError(refusal_message(plan))
+    if first_rows is not None:
+        plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
+    now = session.clock.now()
+    cap = set_max_spend or max_spend is not None
+
+    def write(store: Store) -> ImportResult:
+        result = write_import(store, plan, now)
+        if cap and store.update_batch_settings(result.batch_id, {"max_spend": max_spend},
+                                               now) is None:
+            raise InputError(f"There is no batch {result.batch_id}.")
+        return result
+
+    journal = session.journal
+    result = await journal.call(write, journal.sync)
+    session.changed()
+    return result
+
+
+def find_batch(batches: list[Batch], ref: str) -> Batch:
+    """A batch by its number, else by its name (case-insensitive, must be unique)."""
+    if ref.strip().isdigit():
+        for batch in batches:
+            if batch.id == int(ref):
+                return batch
+    named = [b for b in batches if b.name.casefold() == ref.strip().casefold()]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise InputError(f"{len(named)} batches are named {ref!r} (numbers "
+                         f"{', '.join(str(b.id) for b in named)}): give the number.")
+    raise InputError(f"There is no batch {ref!r}; 'reelqueue batch list' shows them.")
+
+
+async def export_batch(session: Session, batch_id: int, path: Path,
+                       fmt: Literal["csv", "xlsx"]) -> int:
+    """Write the batch's original columns and results to ``path``; return the rows
+    written."""
+    journal = session.journal
+    return await journal.call(export_results, journal.sync, batch_id, Path(path), fmt)

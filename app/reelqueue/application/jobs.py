@@ -1,0 +1,155 @@
+"""The user's commands on jobs and batches: cancel, retry (plan first, then apply),
+prioritize, pause/resume a batch, a batch's spend cap. The window, the command line and
+the HTTP API all call these.
+
+With an engine running they go through it (a cancelled render stops at once, events are
+published, the pump wakes); on a journal opened alone they are the same journal writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reelqueue.application.session import Session
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import Batch
+from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine.retry_plan import RetryPlan, plan_retry
+from reelqueue.store.base import Prioritized, Store
+
+__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "list_batches",
+           "prioritize_batch", "prioritize_jobs", "retry", "retry_plan", "set_batch_cap",
+           "set_batch_paused"]
+
+
+async def cancel(session: Session, job_ids: list[int]) -> list[int]:
+    """Cancel the jobs not yet finished (a render in flight is stopped); return those
+    cancelled."""
+    if session.engine is not None and not session.closed:
+        return await session.engine.cancel(list(job_ids))
+    journal = session.journal
+    return await journal.call(journal.sync.cancel_jobs, list(job_ids), session.clock.now())
+
+
+async def failed_job_ids(session: Session, *, failed: bool = True,
+                         parked: bool = False) -> list[int]:
+    """The ids of every failed and parked job (``failed``), or parked job (``parked``)."""
+    states: list[JobState] = []
+    if failed:
+        states += [JobState.FAILED, JobState.PARKED]
+    elif parked:
+        states.append(JobState.PARKED)
+    if not states:
+        return []
+    journal = session.journal
+    return [job.id for job in await journal.call(journal.sync.list_jobs, states=states)]
+
+
+async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | None = None,
+                     include_permanent: bool = True) -> RetryPlan:
+    """What :func:`retry` of these jobs would do and cost (read again vs rendered again,
+    with the estimated price), for the front end to say before doing it. Writes nothing."""
+    journal = session.journal
+    jobs = {}
+    for job_id in dict.fromkeys(job_ids):
+        job = await journal.call(journal.sync.get_job, job_id)
+        if job is not None:
+            jobs[job_id] = job
+    return plan_retry(list(job_ids), jobs, new_seed=new_seed,
+                      include_permanent=include_permanent)
+
+
+async def retry(session: Session, job_ids: list[int], *,
+                new_seed: int | None = None) -> list[int]:
+    """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
+    that changed meanwhile is left alone)."""
+    if session.engine is not None and not session.closed:
+        return await session.engine.retry(list(job_ids), new_seed=new_seed)
+    journal = session.journal
+    return await journal.call(journal.sync.requeue_jobs, list(job_ids), session.clock.now(),
+                              new_seed=new_seed)
+
+
+async def prioritize_jobs(session: Session, job_ids: list[int],
+                          priority: int | None = None) -> Prioritized:
+    """Give the jobs ``priority`` (None: move them to the front)."""
+    journal = session.journal
+    result = await journal.call(journal.sync.prioritize_jobs, list(job_ids),
+                                session.clock.now(), priority=priority)
+    session.changed()
+    return result
+
+
+async def prioritize_batch(session: Session, batch_id: int,
+                           priority: int | None = None) -> Prioritized:
+    """Every unfinished job of the batch (None: to the front)."""
+    journal = session.journal
+    result = await journal.call(journal.sync.prioritize_batch, batch_id, session.clock.now(),
+                                priority=priority)
+    session.changed()
+    return result
+
+
+async def set_batch_paused(session: Session, batch_id: int, paused: bool) -> Batch | None:
+    """Pause (its jobs are not claimed; renders in flight finish) or resume a batch; None
+    when there is no such batch."""
+    journal = session.journal
+    batch = await journal.call(journal.sync.set_batch_paused, batch_id, paused,
+                               session.clock.now())
+    session.changed()
+    return batch
+
+
+async def set_batch_cap(session: Session, batch_id: int, usd: float | None) -> Batch:
+    """The batch's spend cap in USD (None: no cap). Raising or lifting it releases the jobs
+    it held at once."""
+    journal = session.journal
+    batch = await journal.call(journal.sync.update_batch_settings, batch_id,
+                               {"max_spend": usd}, session.clock.now())
+    if batch is None:
+        raise InputError(f"There is no batch {batch_id}.")
+    session.changed()
+    return batch
+
+
+def is_paused(batch: Batch) -> bool:
+    return bool(batch.settings.get("paused"))
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """A batch with its job counts.
+
+    Attributes:
+        batch: the batch. jobs: its jobs. unfinished: those not in a final state.
+        paused: its waiting jobs are not started.
+    """
+
+    batch: Batch
+    jobs: int
+    unfinished: int
+
+    @property
+    def paused(self) -> bool:
+        return is_paused(self.batch)
+
+
+async def list_batches(session: Session) -> list[BatchSummary]:
+    """Every batch, oldest first, with how many of its jobs are unfinished."""
+    journal = session.journal
+
+    def read(store: Store) -> list[BatchSummary]:
+        out = []
+        for batch in store.list_batches():
+            jobs = store.list_jobs(batch_id=batch.id)
+            out.append(BatchSummary(batch, len(jobs),
+                                    sum(1 for j in jobs if j.state not in FINAL)))
+        return out
+
+    return await journal.call(read, journal.sync)
+
+
+async def batches(session: Session) -> list[Batch]:
+    """Every batch (no counts)."""
+    journal = session.journal
+    return await journal.call(journal.sync.list_batches)

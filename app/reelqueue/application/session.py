@@ -1,0 +1,353 @@
+"""The session that owns the journal and, while it runs, an engine: what every front end
+opens first, then passes to the commands (:mod:`~reelqueue.application.accounts`,
+:mod:`~reelqueue.application.imports`, :mod:`~reelqueue.application.jobs`,
+:mod:`~reelqueue.application.views`).
+
+Two ways to open one:
+
+- :meth:`Session.open_journal` — the journal only (one command of the command line:
+  ``accounts add``, ``cancel`` …); writes go to the journal, nothing is rendered.
+- :meth:`Session.start` — the journal, then an engine: keys read ahead, the built-in mock
+  started when an account needs it, start-up recovery, the pump (the window, ``run``).
+
+Everything slow runs off the event loop: the journal on its own thread (the engine's
+:class:`~reelqueue.engine.async_store.AsyncStore`), the keyring, the lock file and the
+built-in mock server on worker threads. A command that changes what the pump may hand out
+calls :meth:`Session.changed`, so no front end wakes the engine by hand.
+
+Shutdown order (:meth:`Session.stop`): stop handing out work -> cancel the session's tasks
+-> stop the engine (pump, workers, heartbeat, HTTP client) -> close the journal and release
+the data-folder lock -> stop the built-in mock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application.context import AppContext
+from reelqueue.domain.clock import Clock
+from reelqueue.domain.errors import KnownError
+from reelqueue.domain.models import RecoveryReport
+from reelqueue.domain.states import IN_FLIGHT
+from reelqueue.engine.async_store import AsyncStore
+from reelqueue.engine.config import EngineConfig
+from reelqueue.engine.engine import Engine
+from reelqueue.engine.events import EventBus
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.registry import ProviderRegistry
+from reelqueue.store.base import Store
+
+log = logging.getLogger(__name__)
+
+ErrorSink = Callable[[BaseException], None]
+
+
+class SessionClosed(RuntimeError):
+    """The session is not open (a command came before open or after close)."""
+
+
+class KeyCache:
+    """API keys read from the OS keyring on a worker thread, looked up without blocking.
+
+    The engine asks for a key on the event loop (at every account change); a keyring call
+    may be a D-Bus round trip or an unlock prompt, so keys are read ahead (at start, and
+    when an account is added). A key asked for that was never read ahead (an account
+    another process added) is read on a worker thread; :attr:`on_loaded` (the session sets
+    it to wake the engine) is called on the loop when it arrives.
+
+    Attributes:
+        on_loaded: called (on the loop) after a key was read in the background.
+    """
+
+    def __init__(self, keystore: Any | None = None) -> None:
+        self._keystore = keystore
+        self._keys: dict[str, str] = {}
+        self._asked: set[str] = set()
+        self._lock = threading.Lock()
+        self._loading: set[asyncio.Task[None]] = set()
+        self.on_loaded: Callable[[], None] = lambda: None
+
+    @property
+    def keystore(self) -> Any:
+        if self._keystore is None:
+            from reelqueue.credentials.keystore import KeyStore
+
+            self._keystore = KeyStore()
+        return self._keystore
+
+    def lookup(self, ref: str) -> str | None:
+        """The key of ``ref`` if it was read; never blocks (see the class docstring)."""
+        with self._lock:
+            key = self._keys.get(ref)
+            ask = key is None and ref not in self._asked
+            self._asked.add(ref)
+        if ask:
+            self._load_in_background(ref)
+        return key
+
+    def _load_in_background(self, ref: str) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on a loop (a test calling lookup directly): nothing to wake
+
+        async def load() -> None:
+            problems = await asyncio.to_thread(self.load, [ref])
+            for problem in problems:
+                log.warning("keyring: %s", problem)
+            if self.lookup_cached(ref) is not None:
+                self.on_loaded()
+
+        task = loop.create_task(load(), name=f"key-{ref}")
+        self._loading.add(task)
+        task.add_done_callback(self._loading.discard)
+
+    def lookup_cached(self, ref: str) -> str | None:
+        with self._lock:
+            return self._keys.get(ref)
+
+    def load(self, refs: Iterable[str]) -> list[str]:
+        """Read keys (blocking: call on a worker thread); return the problems met."""
+        problems: list[str] = []
+        for ref in refs:
+            with self._lock:
+                self._asked.add(ref)
+            try:
+                key = self.keystore.get_key(ref)
+            except KnownError as exc:
+                problems.append(str(exc))
+                continue
+            if key:
+                with self._lock:
+                    self._keys[ref] = key
+        return problems
+
+    def read(self, ref: str) -> str | None:
+        """Read one key now, raising the keyring's error (blocking: worker thread)."""
+        key = self.keystore.get_key(ref)
+        with self._lock:
+            self._asked.add(ref)
+            if key:
+                self._keys[ref] = key
+        return key or None
+
+    def store(self, ref: str, key: str) -> None:
+        """Put ``key`` in the OS keyring and the cache (blocking: call on a worker thread)."""
+        self.keystore.check_available()
+        self.keystore.set_key(ref, key)
+        with self._lock:
+            self._keys[ref] = key.strip()
+
+    def forget(self, ref: str) -> None:
+        """Delete the key from the OS keyring and the cache (blocking: worker thread)."""
+        self.keystore.delete_key(ref)
+        with self._lock:
+            self._keys.pop(ref, None)
+
+
+class Session:
+    """The journal and, once started, the engine every command of a front end runs on.
+
+    Attributes:
+        ctx: the folders and the clock.
+        clock: the injected clock (``ctx.clock`` unless given).
+        bus: the engine's event bus (subscribe before :meth:`start` to see recovery).
+        keys: keys read ahead from the OS keyring.
+        mock: the built-in mock provider.
+        providers: the provider kinds offered and rendered with (default: the built-in
+            ones; the engine gets them with the built-in mock's address while it runs).
+        engine: the engine, between :meth:`start` and :meth:`stop`; None otherwise.
+        on_error: where failures of spawned tasks go (default: ``sys.excepthook``).
+        closed: :meth:`stop` ran.
+    """
+
+    def __init__(self, ctx: AppContext, *, keys: KeyCache | None = None,
+                 mock: BuiltinMock | None = None, clock: Clock | None = None,
+                 providers: ProviderRegistry | None = None) -> None:
+        self.ctx = ctx
+        self.providers = providers or builtin_registry()
+        self.clock = clock or ctx.clock
+        self.bus = EventBus()
+        self.keys = keys or KeyCache()
+        self.mock = mock or BuiltinMock()
+        self.engine: Engine | None = None
+        self.on_error: ErrorSink = lambda exc: sys.excepthook(type(exc), exc, exc.__traceback__)
+        self.closed = False
+        self._store: Store | None = None
+        self._journal: AsyncStore | None = None
+        self._lock: Any | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._owns_store = True
+        self.keyring_problems: list[str] = []
+        """Why some keys could not be read at :meth:`start`."""
+
+    # -- the journal ---------------------------------------------------------------------
+    @property
+    def journal(self) -> AsyncStore:
+        """The journal, called on its own thread (the engine's while one runs)."""
+        if self.engine is not None:
+            return self.engine.store
+        if self._journal is None:
+            raise SessionClosed("the session is not open")
+        return self._journal
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None and not self.closed
+
+    def _open_store(self, lock: bool) -> Store:
+        from reelqueue.store.lockfile import DataDirLock, make_private_dir
+        from reelqueue.store.sqlite import SqliteStore
+
+        make_private_dir(self.ctx.data_dir)
+        held = DataDirLock(self.ctx.data_dir) if lock else None
+        if held is not None:
+            held.acquire()
+        try:
+            store = SqliteStore.open(self.ctx.journal_path, now=self.clock.now())
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        self._lock = held
+        return store
+
+    async def open_journal(self, *, lock: bool = True) -> None:
+        """Open the journal (holding the data-folder lock unless ``lock`` is False).
+
+        Raises DataDirLocked when another ReelQueue holds the folder, JournalCorrupt when
+        the file is not a journal."""
+        if self._store is not None:
+            return
+        self._store = await asyncio.to_thread(self._open_store, lock)
+        self._journal = AsyncStore(self._store)
+
+    def adopt_store(self, store: Store) -> None:
+        """Use a journal the caller opened (and closes; a test's memory store)."""
+        self._store = store
+        self._journal = AsyncStore(store)
+        self._owns_store = False
+
+    # -- the engine ----------------------------------------------------------------------
+    async def start(self, config: EngineConfig | None = None, *,
+                    paused: bool = False) -> RecoveryReport:
+        """Open the journal if it is not, read the keys ahead, start the built-in mock if
+        an account needs it, recover, then start the pump (``paused``: hand out nothing
+        until :meth:`resume`)."""
+        await self.open_journal()
+        assert self._store is not None and self._journal is not None
+        journal = self._journal
+        accounts = await journal.call(journal.sync.list_accounts)
+        if builtin_mock_accounts(accounts):
+            await self.ensure_mock()
+        refs = [a.key_ref for a in accounts if a.key_ref]
+        self.keyring_problems = await asyncio.to_thread(self.keys.load, refs) if refs else []
+        # One thread per journal: the engine brings its own, ours goes.
+        await asyncio.to_thread(journal.shutdown)
+        self._journal = None
+        engine = Engine(self._store, config=config, clock=self.clock,
+                        key_lookup=self.keys.lookup, bus=self.bus,
+                        providers=self.mock.providers(self.providers))
+        self.engine = engine
+        self.keys.on_loaded = engine.wake
+        return await engine.start(paused=paused)
+
+    async def ensure_mock(self) -> str:
+        """Start the built-in mock if it is not running; return its address. A running
+        engine renders with it from then on (its registry gets the mock's URL)."""
+        url = await asyncio.to_thread(self.mock.ensure)
+        if self.engine is not None and not self.closed:
+            self.engine.use_providers(self.mock.providers(self.providers))
+        return url
+
+    @property
+    def running_engine(self) -> Engine:
+        if self.engine is None or self.closed:
+            raise SessionClosed("the session has no running engine")
+        return self.engine
+
+    def changed(self) -> None:
+        """Something the pump hands out changed (jobs imported, an account edited): look
+        for work now. Nothing to do without an engine."""
+        if self.engine is not None and not self.closed:
+            self.engine.wake()
+
+    def pause(self) -> None:
+        """Hand out no new work (renders in flight go on)."""
+        self.running_engine.pause()
+
+    def resume(self) -> None:
+        self.running_engine.resume()
+
+    @property
+    def paused(self) -> bool:
+        return self.engine is not None and self.engine.paused
+
+    # -- tasks ---------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "command") -> asyncio.Task[Any]:
+        """Run ``coro`` as a task the session owns (cancelled by :meth:`stop`); its failure
+        goes to :attr:`on_error`."""
+        task = asyncio.get_event_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.on_error(exc)
+
+    # -- stop ----------------------------------------------------------------------------
+    async def live_job_ids(self) -> list[int]:
+        """The jobs in flight (claimed, submitting, rendering, downloading)."""
+        journal = self.journal
+        jobs = await journal.call(journal.sync.list_jobs, None, list(IN_FLIGHT))
+        return [job.id for job in jobs]
+
+    async def stop(self, *, keep_renders: bool = True) -> int:
+        """Shut down in order; return how many renders were left in flight for next time
+        (``keep_renders=False`` cancels them first). Idempotent."""
+        if self.closed:
+            return 0
+        self.closed = True
+        engine = self.engine
+        kept = 0
+        if engine is not None:
+            engine.stop_claiming()
+            live = await self.live_job_ids()
+            if live and not keep_renders:
+                await engine.cancel(live)
+            kept = len(live) if keep_renders else 0
+        current = asyncio.current_task()
+        tasks = [t for t in self._tasks if t is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if engine is not None:
+            await engine.stop()
+        await asyncio.to_thread(self._close_store)
+        await asyncio.to_thread(self.mock.stop)
+        return kept
+
+    def _close_store(self) -> None:
+        if self.engine is not None:
+            self.engine.close_store()
+        if self._journal is not None:
+            self._journal.shutdown()
+            self._journal = None
+        if self._store is not None:
+            if self._owns_store:
+                self._store.close()
+            self._store = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

@@ -1,0 +1,58 @@
+"""What a front end reads to show the queue: pages of job rows, one job's detail, the
+accounts, the batches and the counts. Read-only; each answer is built on the journal's
+thread (:mod:`reelqueue.engine.queries`), so the caller's event loop never waits on disk.
+"""
+
+from __future__ import annotations
+
+from reelqueue.application.session import Session
+from reelqueue.domain.models import Batch
+from reelqueue.engine import queries
+from reelqueue.engine.queries import PAGE_ROWS, AccountSummary, JobDetail, JobRow
+from reelqueue.store.base import Counts
+
+__all__ = ["PAGE_ROWS", "AccountSummary", "Counts", "JobDetail", "JobRow", "accounts",
+           "batches", "counts", "in_flight_count", "job_detail", "job_order", "job_rows",
+           "job_rows_by_id"]
+
+
+async def job_rows(session: Session, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
+    """Jobs in id order, ``limit`` from ``offset`` (jobs are never deleted: the count of
+    rows already read is the offset of the new ones)."""
+    return await queries.job_rows(session.journal, offset, limit)
+
+
+async def job_order(session: Session, order: str, descending: bool = False) -> list[int]:
+    """Every job id sorted by a column of the jobs table (``store.base.JOB_ORDERS``)."""
+    return await queries.job_order(session.journal, order, descending)
+
+
+async def job_rows_by_id(session: Session, job_ids: list[int]) -> list[JobRow]:
+    """Fresh rows for a few jobs (after a command changed them)."""
+    return await queries.job_rows_by_id(session.journal, job_ids)
+
+
+async def job_detail(session: Session, job_id: int) -> JobDetail | None:
+    """A job and its ledger history, oldest first; None when there is no such job."""
+    return await queries.job_detail(session.journal, job_id)
+
+
+async def accounts(session: Session) -> list[AccountSummary]:
+    """Every account in the pump's order, with its live render count."""
+    return await queries.accounts(session.journal)
+
+
+async def batches(session: Session) -> list[Batch]:
+    """Every batch, oldest first."""
+    return await queries.batches(session.journal)
+
+
+async def counts(session: Session) -> Counts:
+    """Jobs by state and live renders by account, from one journal read."""
+    journal = session.journal
+    return await journal.call(journal.sync.counts)
+
+
+async def in_flight_count(session: Session) -> int:
+    """Jobs left in flight (before recovery: a sign of an unclean exit)."""
+    return await queries.in_flight_count(session.journal)
