@@ -10,9 +10,10 @@ import pytest
 
 from reelqueue.cli import cmd_intake
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.errors import InputError
-from reelqueue.intake import ImportOptions
+from reelqueue.intake import ImportOptions, ImportResult
 from reelqueue.store.sqlite import SqliteStore
 
 SHEET = "name,prompt,duration,seed,notes\nfox,a fox,5,1,=1+1\nowl,an owl,-3,2,\nbee,a bee,4,3,\n"
@@ -128,13 +129,17 @@ def test_export_by_name_and_id(ctx: CliContext, tmp_path: Path) -> None:
         run(ctx, "export", "nope", str(tmp_path / "x.csv"))
 
 
-def test_import_for_run_with_the_callers_store(ctx: CliContext, tmp_path: Path) -> None:
+def test_import_for_run_on_the_runs_session(ctx: CliContext, tmp_path: Path) -> None:
+    """``run`` imports on the session it holds (the journal and its lock)."""
     options = ImportOptions(output_root=ctx.videos_dir)
-    with ctx.open_store() as store:
-        result = cmd_intake.import_for_run(ctx, write(tmp_path), options, store=store)
+
+    def import_for_run(opts: ImportOptions) -> ImportResult:
+        return run_on_journal(ctx, lambda session: cmd_intake.import_for_run(
+            ctx, session, write(tmp_path), opts))
+
+    result = import_for_run(options)
     assert (result.added, len(result.errors)) == (2, 1)
-    again = cmd_intake.import_for_run(ctx, write(tmp_path), options)
+    again = import_for_run(options)
     assert (again.added, again.already_present) == (0, 2)
     with pytest.raises(InputError, match="all-or-nothing"):
-        cmd_intake.import_for_run(ctx, write(tmp_path), ImportOptions(
-            output_root=ctx.videos_dir, partial=False))
+        import_for_run(ImportOptions(output_root=ctx.videos_dir, partial=False))

@@ -61,21 +61,13 @@ class AppContext:
         the file is not a journal (the file is left untouched).
         """
         from reelqueue.store.lockfile import DataDirLock, make_private_dir
-        from reelqueue.store.sqlite import SqliteStore
 
         make_private_dir(self.data_dir)
         held = DataDirLock(self.data_dir) if lock else None
         if held is not None:
             held.acquire()
         try:
-            store: Store
-            if self.store_url is not None:
-                from reelqueue.application.team import keyring_lookup, open_team_store
-
-                store = open_team_store(self.store_url, now=self.clock.now(),
-                                        key_lookup=keyring_lookup())
-            else:
-                store = SqliteStore.open(self.journal_path, now=self.clock.now())
+            store = self.open_journal_store()
             try:
                 yield store
             finally:
@@ -83,6 +75,18 @@ class AppContext:
         finally:
             if held is not None:
                 held.release()
+
+    def open_journal_store(self) -> Store:
+        """Open the journal itself (the team database with ``store_url``), no lock taken;
+        the caller closes it. Blocking: call on a worker thread from a loop."""
+        if self.store_url is not None:
+            from reelqueue.application.team import keyring_lookup, open_team_store
+
+            return open_team_store(self.store_url, now=self.clock.now(),
+                                   key_lookup=keyring_lookup())
+        from reelqueue.store.sqlite import SqliteStore
+
+        return SqliteStore.open(self.journal_path, now=self.clock.now())
 
     def print(self, *parts: object) -> None:
         print(*parts, file=self.out, flush=True)

@@ -184,6 +184,7 @@ class Session:
         self._lock: Any | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._owns_store = True
+        self._engine_stopped = False
         self.keyring_problems: list[str] = []
         """Why some keys could not be read at :meth:`start`."""
 
@@ -203,14 +204,13 @@ class Session:
 
     def _open_store(self, lock: bool) -> Store:
         from reelqueue.store.lockfile import DataDirLock, make_private_dir
-        from reelqueue.store.sqlite import SqliteStore
 
         make_private_dir(self.ctx.data_dir)
         held = DataDirLock(self.ctx.data_dir) if lock else None
         if held is not None:
             held.acquire()
         try:
-            store = SqliteStore.open(self.ctx.journal_path, now=self.clock.now())
+            store = self.ctx.open_journal_store()
         except BaseException:
             if held is not None:
                 held.release()
@@ -313,6 +313,16 @@ class Session:
         jobs = await journal.call(journal.sync.list_jobs, None, list(IN_FLIGHT))
         return [job.id for job in jobs]
 
+    async def stop_engine(self) -> None:
+        """Stop the engine (its renders stay in flight, reattached next time) and keep the
+        journal open for a last look (``run``'s summary); :meth:`stop` does the rest."""
+        engine = self.engine
+        if engine is None or self._engine_stopped:
+            return
+        self._engine_stopped = True
+        engine.stop_claiming()
+        await engine.stop()
+
     async def stop(self, *, keep_renders: bool = True) -> int:
         """Shut down in order; return how many renders were left in flight for next time
         (``keep_renders=False`` cancels them first). Idempotent."""
@@ -321,7 +331,7 @@ class Session:
         self.closed = True
         engine = self.engine
         kept = 0
-        if engine is not None:
+        if engine is not None and not self._engine_stopped:
             engine.stop_claiming()
             live = await self.live_job_ids()
             if live and not keep_renders:
@@ -332,8 +342,7 @@ class Session:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if engine is not None:
-            await engine.stop()
+        await self.stop_engine()
         await asyncio.to_thread(self._close_store)
         await asyncio.to_thread(self.mock.stop)
         return kept

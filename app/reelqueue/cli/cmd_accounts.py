@@ -11,15 +11,24 @@ import argparse
 import asyncio
 import getpass
 import sys
+from dataclasses import replace
 
-from reelqueue.application.builtin_mock import running_mock
+from reelqueue.application import accounts
+from reelqueue.application.accounts import (
+    DEFAULT_MODEL_KINDS,
+    AccountChange,
+    AccountDraft,
+    default_model_setting,
+)
 from reelqueue.application.keys import check_key
+from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
-from reelqueue.domain.errors import ErrorLabel, InputError, ProviderError
-from reelqueue.domain.models import Account, AccountSpec
-from reelqueue.domain.states import AccountStatus
+from reelqueue.cli.journal import run_on_journal
+from reelqueue.domain.errors import InputError
+from reelqueue.domain.models import Account
 from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import check_base_url
+
+__all__ = ["DEFAULT_MODEL_KINDS", "check_key", "default_model_setting", "register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -81,63 +90,25 @@ def read_key(provider_title: str, required: bool) -> str | None:
     return key or None
 
 
-def _check(name: str, provider: str, base_url: str | None, key: str | None,
-           settings: dict[str, object]) -> None:
-    if provider == "mock" and not base_url:
-        with running_mock() as url:
-            asyncio.run(check_key(name, provider, url, key, settings))
-    else:
-        asyncio.run(check_key(name, provider, base_url, key, settings))
-
-
-DEFAULT_MODEL_KINDS = ("openai-compat",)
-"""Providers whose account names a default model (a gateway serves whatever it serves)."""
-
-
-def default_model_setting(provider: str, model: str | None) -> dict[str, object]:
-    """The account setting for ``--model``; refused for providers that have no default."""
-    if model is None:
-        return {}
-    if provider not in DEFAULT_MODEL_KINDS:
-        raise InputError(f"--model sets the default model of an OpenAI-compatible gateway; "
-                         f"{provider!r} takes the model per row.")
-    if not model.strip():
-        raise InputError("--model needs a model name.")
-    return {"model": model.strip()}
-
-
 def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
-    from reelqueue.credentials.keystore import KeyStore, key_ref_for
-
-    info = builtin_registry().get(args.provider)
-    capacity = args.capacity if args.capacity is not None else info.params.default_capacity
-    if capacity < 1:
-        raise InputError("--capacity must be at least 1.")
-    base_url = check_base_url(args.base_url) if args.base_url else None
-    if info.default_base_url is None and base_url is None and args.provider != "mock":
-        raise InputError(f"Provider {args.provider!r} needs --base-url.")
     settings: dict[str, object] = {}
     if args.lookup is not None:
         settings["lookup"] = args.lookup == "on"
     settings.update(default_model_setting(args.provider, args.model))
-    with ctx.open_store() as store:
-        if store.get_account(args.name) is not None:
-            raise InputError(f"An account named {args.name!r} already exists.")
-        key = read_key(info.title, info.requires_key)
-        keys = KeyStore()
-        if key is not None:
-            keys.check_available()
-        if not args.no_check:
-            _check(args.name, args.provider, base_url, key, settings)
-        key_ref = None
-        if key is not None:
-            key_ref = key_ref_for(args.name)
-            keys.set_key(key_ref, key)
-        store.add_account(AccountSpec(args.name, args.provider, capacity, base_url, key_ref,
-                                      settings), ctx.clock.now())
+    draft = AccountDraft(args.name, args.provider, args.capacity, None, args.base_url, settings)
+
+    async def add(session: Session) -> Account:
+        checked = await accounts.check_new_account(session, draft)
+        info = session.providers.get(checked.provider)
+        key = await asyncio.to_thread(read_key, info.title, info.requires_key)
+        return await accounts.add_account(session, replace(checked, key=key),
+                                          check=not args.no_check)
+
+    account = run_on_journal(ctx, add)
+    info = builtin_registry().get(account.provider)
     checked = "" if args.no_check else ", key accepted by the provider"
-    ctx.print(f"Account {args.name} added ({info.title}, limit {capacity}{checked}"
-              f"{', key in the OS keyring' if key_ref else ''}).")
+    ctx.print(f"Account {account.name} added ({info.title}, limit {account.capacity}{checked}"
+              f"{', key in the OS keyring' if account.key_ref else ''}).")
     return 0
 
 
@@ -150,86 +121,49 @@ def _describe(account: Account, live: int) -> str:
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store(lock=False) as store:
-        accounts = store.list_accounts()
-        if not accounts:
-            ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
-        for account in accounts:
-            ctx.print(_describe(account, store.live_count(account.name)))
+    summaries = run_on_journal(ctx, accounts.list_accounts, lock=False)
+    if not summaries:
+        ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
+    for summary in summaries:
+        ctx.print(_describe(summary.account, summary.live))
     return 0
 
 
 def handle_remove(args: argparse.Namespace, ctx: CliContext) -> int:
-    from reelqueue.credentials.keystore import KeyStore
-
-    with ctx.open_store() as store:
-        account = store.get_account(args.name)
-        if account is None:
-            raise InputError(f"There is no account named {args.name!r}.")
-        store.remove_account(args.name, ctx.clock.now())
-        if account.key_ref:
-            KeyStore().delete_key(account.key_ref)
+    run_on_journal(ctx, lambda session: accounts.remove_account(session, args.name))
     ctx.print(f"Account {args.name} removed.")
     return 0
 
 
 def handle_test(args: argparse.Namespace, ctx: CliContext) -> int:
-    from reelqueue.credentials.keystore import KeyStore
-
-    with ctx.open_store() as store:
-        account = store.get_account(args.name)
-        if account is None:
-            raise InputError(f"There is no account named {args.name!r}.")
-        key = KeyStore().get_key(account.key_ref) if account.key_ref else None
-        info = builtin_registry().get(account.provider)
-        if info.requires_key and not key:
-            store.set_account_status(args.name, AccountStatus.KEY_MISSING, ctx.clock.now(),
-                                     detail="no key in the OS keyring")
-            ctx.print(f"Account {args.name}: no key found in the OS keyring. Remove and add "
-                      "the account again.")
-            return 1
-        try:
-            _check(account.name, account.provider, account.base_url, key,
-                   dict(account.settings))
-        except ProviderError as exc:
-            status = {ErrorLabel.KEY_REJECTED: AccountStatus.KEY_REJECTED,
-                      ErrorLabel.OUT_OF_CREDITS: AccountStatus.OUT_OF_CREDITS}.get(exc.label)
-            if status is not None:
-                store.set_account_status(args.name, status, ctx.clock.now(), detail=str(exc))
-            ctx.print(f"Account {args.name}: {exc.label.value}: {exc}")
-            return 1
-        store.set_account_status(args.name, AccountStatus.READY, ctx.clock.now())
-    ctx.print(f"Account {args.name}: key accepted; the account is ready.")
-    return 0
+    result = run_on_journal(ctx, lambda session: accounts.test_account(session, args.name))
+    ctx.print(result.message)
+    return 0 if result.ok else 1
 
 
 def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.cli.cmd_spend import parse_usd
 
-    settings: dict[str, object] = {}
-    if args.daily_cap is not None:
-        settings["daily_cap"] = parse_usd(args.daily_cap)
+    cap = parse_usd(args.daily_cap) if args.daily_cap is not None else None
+    change = AccountChange(capacity=args.capacity, enabled=args.enabled, daily_cap=cap,
+                           clear_daily_cap=args.daily_cap is not None and cap is None,
+                           model=args.model, allow_1080p=args.allow_1080p)
     only_cap = (args.capacity is None and args.enabled is None and args.model is None
                 and args.allow_1080p is None)
+
+    async def update(session: Session) -> tuple[Account, int]:
+        account = await accounts.update_account(session, args.name, change)
+        live = next(s.live for s in await accounts.list_accounts(session)
+                    if s.account.name == account.name)
+        return account, live
+
     # A cap alone is one write in the journal: made even while 'run' holds the folder
     # (that engine reads it on its next pass, within 30 s).
-    with ctx.open_store(lock=not (only_cap and settings)) as store:
-        current = store.get_account(args.name)
-        if current is None:
-            raise InputError(f"There is no account named {args.name!r}.")
-        if args.model is not None:
-            settings.update(default_model_setting(current.provider, args.model))
-        if args.allow_1080p is not None:
-            if current.provider not in DEFAULT_MODEL_KINDS:
-                raise InputError("--allow-1080p is an openai-compat setting (whether the "
-                                 f"gateway's model renders 1080p); {current.provider!r} "
-                                 "has none.")
-            settings["allow_1080p"] = True if args.allow_1080p else None
-        account = store.update_account(args.name, ctx.clock.now(), capacity=args.capacity,
-                                       enabled=args.enabled, settings=settings or None)
-        ctx.print(_describe(account, store.live_count(account.name)))
-        cap = account.settings.get("daily_cap")
-        if args.daily_cap is not None:
-            ctx.print(f"Daily spend cap: ${cap:.2f}." if isinstance(cap, int | float)
-                      else "Daily spend cap: none.")
+    account, live = run_on_journal(ctx, update,
+                                   lock=not (only_cap and args.daily_cap is not None))
+    ctx.print(_describe(account, live))
+    if args.daily_cap is not None:
+        usd = account.settings.get("daily_cap")
+        ctx.print(f"Daily spend cap: ${usd:.2f}." if isinstance(usd, int | float)
+                  else "Daily spend cap: none.")
     return 0

@@ -114,12 +114,10 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     prepare(demo, args.sheet or resource("sample_prompts.csv"))
     if not args.no_gui and has_display() and demo.open_window is not None:
         return demo.open_window(demo, start=True)
-    from reelqueue.cli.cmd_run import drive, finish
+    from reelqueue.cli.cmd_run import run_headless
     from reelqueue.engine.config import EngineConfig
 
-    with demo.open_store() as store:
-        result = drive(demo, store, EngineConfig(), budget=None, progress=True)
-        return finish(demo, store, result)
+    return run_headless(demo, EngineConfig(), budget=None, progress=True)
 
 
 def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParser,

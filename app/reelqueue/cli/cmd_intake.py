@@ -12,30 +12,24 @@ is over a limit measured before it is loaded (``--max-cells``, ``--max-cell-kb``
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
+from reelqueue.application import imports, jobs
+from reelqueue.application.imports import refusal_message
+from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
-from reelqueue.intake import (
-    ImportOptions,
-    ImportPlan,
-    ImportResult,
-    IntakeStore,
-    apply_import,
-    export_results,
-    parse_map_options,
-    plan_import,
-)
-from reelqueue.intake.apply import find_batch, refusal_message
+from reelqueue.domain.models import Batch
+from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, parse_map_options
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
 from reelqueue.intake.limits import (
     DEFAULT_MAX_CELL_CHARS,
     DEFAULT_MAX_CELLS,
     DEFAULT_MAX_TEXT_BYTES,
 )
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES
 
 EXIT_OK = 0
@@ -138,19 +132,8 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
     )
 
 
-def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
-    """Without --map, a re-import reuses the overrides given when the batch was created."""
-    if options.column_overrides:
-        return options
-    batch = find_batch(store, batch_name_for(path, options).casefold().strip())
-    saved = batch.settings["intake"].get("column_overrides") if batch else None
-    if not saved:
-        return options
-    return replace(options, saved_overrides=tuple((str(c), str(f)) for c, f in saved))
-
-
 def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
-    from reelqueue.cli.cmd_spend import apply_batch_cap, parse_usd
+    from reelqueue.cli.cmd_spend import parse_usd
 
     options = options_from_args(args, ctx)
     max_spend = None if args.max_spend is None else parse_usd(args.max_spend)
@@ -162,17 +145,19 @@ def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
             return EXIT_REFUSED
         ctx.print("Dry run: nothing was written.")
         return EXIT_OK
-    with ctx.open_store() as store:
-        options = with_saved_overrides(store, args.path, options)
-        plan = plan_import(args.path, options, existing_keys=store.existing_job_keys,
-                           now=ctx.clock.now())
+
+    async def run(session: Session) -> ImportResult | None:
+        plan = await imports.plan_import(session, args.path, options)
         print_plan(ctx, plan, args.preview_rows)
         if plan.refused:
             ctx.print(refusal_message(plan))
-            return EXIT_REFUSED
-        result = apply_import(store, plan, ctx.clock.now())
-        if args.max_spend is not None:
-            apply_batch_cap(store, result.batch_id, max_spend, ctx.clock.now())
+            return None
+        return await imports.apply_import(session, plan, max_spend=max_spend,
+                                          set_max_spend=args.max_spend is not None)
+
+    result = run_on_journal(ctx, run)
+    if result is None:
+        return EXIT_REFUSED
     print_result(ctx, result)
     if args.max_spend is not None:
         ctx.print(f"Spend cap of batch {result.batch_id}: "
@@ -183,30 +168,22 @@ def handle_import(args: argparse.Namespace, ctx: CliContext) -> int:
 def _plan_without_writing(ctx: CliContext, path: Path, options: ImportOptions) -> ImportPlan:
     """A plan that knows what the journal holds, if there is a journal; creates none."""
     if not ctx.has_journal:
-        return plan_import(path, options, now=ctx.clock.now())
-    with ctx.open_store(lock=False) as store:
-        options = with_saved_overrides(store, path, options)
-        return plan_import(path, options, existing_keys=store.existing_job_keys,
-                           now=ctx.clock.now())
+        return imports.plan_without_journal(path, options, ctx.clock.now())
+    return run_on_journal(ctx, lambda session: imports.plan_import(session, path, options),
+                          lock=False)
 
 
-def import_for_run(
-    ctx: CliContext, path: Path, options: ImportOptions, *, store: IntakeStore | None = None
-) -> ImportResult:
-    """Import ``path`` for ``reelqueue run``: print the summary, raise InputError if refused.
-
-    Pass ``store`` when the caller already holds the journal (and its lock).
-    """
-    if store is None:
-        with ctx.open_store() as opened:
-            return import_for_run(ctx, path, options, store=opened)
-    options = with_saved_overrides(store, path, options)
-    plan = plan_import(path, options, existing_keys=store.existing_job_keys,
-                       now=ctx.clock.now())
+async def import_for_run(ctx: CliContext, session: Session, path: Path, options: ImportOptions,
+                         *, max_spend: float | None = None,
+                         set_max_spend: bool = False) -> ImportResult:
+    """Import ``path`` for ``reelqueue run`` on its session: print the summary, raise
+    InputError if refused."""
+    plan = await imports.plan_import(session, path, options)
     print_plan(ctx, plan, preview_rows=0)
     if plan.refused:
         raise InputError(refusal_message(plan))
-    result = apply_import(store, plan, ctx.clock.now())
+    result = await imports.apply_import(session, plan, max_spend=max_spend,
+                                        set_max_spend=set_max_spend)
     print_result(ctx, result)
     return result
 
@@ -275,15 +252,17 @@ def print_result(ctx: CliContext, result: ImportResult) -> None:
 def handle_export(args: argparse.Namespace, ctx: CliContext) -> int:
     fmt = args.format or ("xlsx" if args.path.suffix.lower() == ".xlsx" else "csv")
     chosen: Literal["csv", "xlsx"] = "xlsx" if fmt == "xlsx" else "csv"
-    with ctx.open_store(lock=False) as store:
-        batch_id = resolve_batch(store, args.batch)
-        written = export_results(store, batch_id, args.path, chosen)
+
+    async def export(session: Session) -> tuple[int, int]:
+        batch_id = resolve_batch(await jobs.batches(session), args.batch)
+        return batch_id, await imports.export_batch(session, batch_id, args.path, chosen)
+
+    batch_id, written = run_on_journal(ctx, export, lock=False)
     ctx.print(f"Wrote {written} rows of batch {batch_id} to {args.path} ({chosen}).")
     return EXIT_OK
 
 
-def resolve_batch(store: IntakeStore, wanted: str) -> int:
-    batches = store.list_batches()
+def resolve_batch(batches: list[Batch], wanted: str) -> int:
     if wanted.strip().isdigit():
         return int(wanted)
     matches = [batch for batch in batches if batch.name.casefold() == wanted.strip().casefold()]

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 
+from reelqueue.application import jobs
+from reelqueue.application.imports import find_batch
+from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
-from reelqueue.domain.states import JobState
-from reelqueue.engine.retry_plan import plan_retry
+
+__all__ = ["batch_commands", "find_batch", "register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,71 +79,62 @@ def batch_commands(sub: argparse._SubParsersAction) -> argparse._SubParsersActio
 
 
 def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store() as store:
+    async def retry(session: Session) -> tuple[RetryPlan, list[int] | None]:
         ids = list(args.job_ids)
-        if args.failed:
-            ids += [j.id for j in store.list_jobs(states=[JobState.FAILED, JobState.PARKED])]
-        if args.parked:
-            ids += [j.id for j in store.list_jobs(states=[JobState.PARKED])]
-        jobs = {job_id: job for job_id in ids if (job := store.get_job(job_id)) is not None}
+        ids += await jobs.failed_job_ids(session, failed=args.failed)
+        ids += await jobs.failed_job_ids(session, failed=False, parked=args.parked)
         # Named jobs are retried as asked; --failed leaves permanent failures out unless
         # --include-permanent (they would most likely fail again, at a price).
-        plan = plan_retry(ids, jobs, new_seed=args.new_seed,
-                          include_permanent=args.include_permanent or not args.failed)
+        plan = await jobs.retry_plan(session, ids, new_seed=args.new_seed,
+                                     include_permanent=args.include_permanent
+                                     or not args.failed)
         ctx.print(f"Retry: {plan.summary()}")
         if not plan.job_ids:
-            return 0
+            return plan, []
         if plan.rerender and not args.yes and sys.stdin.isatty():
             ctx.out.write("Go ahead? [y/N] ")
             ctx.out.flush()
-            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            answer = await asyncio.to_thread(sys.stdin.readline)
+            if answer.strip().lower() not in ("y", "yes"):
                 ctx.print("Nothing was changed.")
-                return 1
-        done = store.requeue_jobs(plan.job_ids, ctx.clock.now(), new_seed=args.new_seed)
+                return plan, None
+        return plan, await jobs.retry(session, plan.job_ids, new_seed=args.new_seed)
+
+    plan, done = run_on_journal(ctx, retry)
+    if done is None:
+        return 1
+    if not plan.job_ids:
+        return 0
     ctx.print(f"{len(done)} jobs queued again." + ("" if len(done) == len(plan.job_ids) else
               f" {len(plan.job_ids) - len(done)} changed meanwhile and were left alone."))
     return 0
 
 
 def handle_cancel(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store() as store:
-        done = store.cancel_jobs(args.job_ids, ctx.clock.now())
+    done = run_on_journal(ctx, lambda session: jobs.cancel(session, args.job_ids))
     ctx.print(f"{len(done)} jobs cancelled.")
     return 0
-
-
-def find_batch(batches: list[Batch], ref: str) -> Batch:
-    """A batch by its number, else by its name (case-insensitive, must be unique)."""
-    if ref.strip().isdigit():
-        for batch in batches:
-            if batch.id == int(ref):
-                return batch
-    named = [b for b in batches if b.name.casefold() == ref.strip().casefold()]
-    if len(named) == 1:
-        return named[0]
-    if named:
-        raise InputError(f"{len(named)} batches are named {ref!r} (numbers "
-                         f"{', '.join(str(b.id) for b in named)}): give the number.")
-    raise InputError(f"There is no batch {ref!r}; 'reelqueue batch list' shows them.")
 
 
 def handle_prioritize(args: argparse.Namespace, ctx: CliContext) -> int:
     if not args.job_ids and args.batch is None:
         raise InputError("Name the jobs to move, or a batch with --batch.")
-    with ctx.open_store() as store:
-        now = ctx.clock.now()
+
+    async def prioritize(session: Session) -> None:
         if args.batch is not None:
-            batch = find_batch(store.list_batches(), args.batch)
-            result = store.prioritize_batch(batch.id, now, priority=args.priority)
+            batch = find_batch(await jobs.batches(session), args.batch)
+            result = await jobs.prioritize_batch(session, batch.id, priority=args.priority)
             ctx.print(f"Batch {batch.id} ({batch.name}): {_jobs(result.changed, 'unfinished')}"
                       f" {_moved(result.priority, front=args.priority is None)}.")
         if args.job_ids:
-            result = store.prioritize_jobs(args.job_ids, now, priority=args.priority)
+            result = await jobs.prioritize_jobs(session, args.job_ids, priority=args.priority)
             left = len(set(args.job_ids)) - result.changed
             ctx.print(f"{_jobs(result.changed)} "
                       f"{_moved(result.priority, front=args.priority is None)}."
                       + (f" {_jobs(left)} already finished or unknown, left alone."
                          if left else ""))
+
+    run_on_journal(ctx, prioritize)
     return 0
 
 
@@ -151,9 +148,12 @@ def _moved(priority: int, *, front: bool) -> str:
 
 
 def handle_batch_pause(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store() as store:
-        batch = find_batch(store.list_batches(), args.batch)
-        store.set_batch_paused(batch.id, args.paused, ctx.clock.now())
+    async def pause(session: Session) -> Batch:
+        batch = find_batch(await jobs.batches(session), args.batch)
+        await jobs.set_batch_paused(session, batch.id, args.paused)
+        return batch
+
+    batch = run_on_journal(ctx, pause)
     if args.paused:
         ctx.print(f"Batch {batch.id} ({batch.name}) paused: its waiting jobs are not started; "
                   "renders already running finish. 'reelqueue batch resume "
@@ -164,15 +164,12 @@ def handle_batch_pause(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def handle_batch_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store() as store:
-        batches = store.list_batches()
-        for batch in batches:
-            jobs = store.list_jobs(batch_id=batch.id)
-            open_jobs = sum(1 for j in jobs if j.state not in (
-                JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED))
-            paused = " · paused" if batch.settings.get("paused") else ""
-            ctx.print(f"{batch.id:>4}  {batch.name}  {len(jobs)} jobs, {open_jobs} "
-                      f"unfinished{paused}")
-    if not batches:
+    summaries = run_on_journal(ctx, jobs.list_batches)
+    for summary in summaries:
+        batch = summary.batch
+        paused = " · paused" if summary.paused else ""
+        ctx.print(f"{batch.id:>4}  {batch.name}  {summary.jobs} jobs, {summary.unfinished} "
+                  f"unfinished{paused}")
+    if not summaries:
         ctx.print("No batch yet: import a sheet first.")
     return 0

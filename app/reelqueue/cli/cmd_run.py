@@ -11,20 +11,20 @@ import asyncio
 import contextlib
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-from reelqueue.application.builtin_mock import builtin_mock
+from reelqueue.application import views
+from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.attention import needs_attention
 from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import DrainResult, Engine
+from reelqueue.engine.engine import DrainResult
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.engine.outputs import ensure_writable
-from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 EXIT_STALLED = 3
@@ -84,20 +84,21 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         from reelqueue.cli.cmd_spend import parse_usd
 
         parse_usd(args.max_spend)  # refused before anything is imported
-    with ctx.open_store() as store:
+    config = engine_config(args)
+    if ctx.store_url is not None:  # a team database: take over expired leases only
+        from reelqueue.application.team import team_config
+
+        config = team_config(config)
+
+    async def before(session: Session) -> None:
         if args.sheet is not None:
-            import_sheet(ctx, store, args)
-        config = engine_config(args)
-        if ctx.store_url is not None:  # a team database: take over expired leases only
-            from reelqueue.application.team import team_config
+            await import_sheet(ctx, session, args)
 
-            config = team_config(config)
-        result = drive(ctx, store, config, budget=args.budget_seconds,
-                       progress=not args.no_progress)
-        return finish(ctx, store, result)
+    return run_headless(ctx, config, budget=args.budget_seconds,
+                        progress=not args.no_progress, before=before)
 
 
-def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> None:
+async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespace) -> None:
     """The same import as ``reelqueue import`` (saved column mapping, row errors, refusal
     of a whole sheet), in the journal this run already holds."""
     from reelqueue.cli.cmd_intake import import_for_run
@@ -109,25 +110,22 @@ def import_sheet(ctx: CliContext, store: Store, args: argparse.Namespace) -> Non
                             output_root=(args.output_dir or ctx.videos_dir),
                             max_attempts=args.max_attempts,
                             allow_images_anywhere=args.allow_images_anywhere)
-    result = import_for_run(ctx, args.sheet, options, store=store)
-    if getattr(args, "max_spend", None) is not None:
-        from reelqueue.cli.cmd_spend import apply_batch_cap, parse_usd
+    capped = getattr(args, "max_spend", None) is not None
+    usd = None
+    if capped:
+        from reelqueue.cli.cmd_spend import parse_usd
 
         usd = parse_usd(args.max_spend)
-        apply_batch_cap(store, result.batch_id, usd, ctx.clock.now())
+    result = await import_for_run(ctx, session, args.sheet, options, max_spend=usd,
+                                  set_max_spend=capped)
+    if capped:
         ctx.print(f"Spend cap of batch {result.batch_id}: "
                   + ("none." if usd is None else f"${usd:.2f}."))
 
 
-def key_lookup() -> Any:
-    from reelqueue.credentials.keystore import KeyStore
-
-    keys = KeyStore()
-    return keys.get_key
-
-
 def check_outputs(store: Store) -> None:
-    """Refuse before starting when a batch with open jobs cannot write its folder."""
+    """Refuse before starting when a batch with open jobs cannot write its folder
+    (runs on the journal thread)."""
     open_states = [s for s in JobState if s not in FINAL]
     folders: set[Path] = set()
     page, offset = 5000, 0
@@ -141,29 +139,49 @@ def check_outputs(store: Store) -> None:
         ensure_writable(folder)
 
 
-def drive(ctx: CliContext, store: Store, config: EngineConfig, *, budget: float | None,
-          progress: bool, paused: bool = False) -> DrainResult:
-    check_outputs(store)
-    if not store.list_accounts():
+def run_headless(ctx: CliContext, config: EngineConfig, *, budget: float | None,
+                 progress: bool, paused: bool = False,
+                 before: Callable[[Session], Awaitable[None]] | None = None) -> int:
+    """Open a session on the journal (holding the lock), run ``before`` (an import), drain
+    the queue, print the summary; return the exit code."""
+
+    async def main() -> int:
+        session = Session(ctx)
+        await session.open_journal()
+        try:
+            if before is not None:
+                await before(session)
+            result = await drive(ctx, session, config, budget=budget, progress=progress,
+                                 paused=paused)
+            return await finish(ctx, session, result)
+        finally:
+            await session.stop()
+
+    return asyncio.run(main())
+
+
+async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
+                budget: float | None, progress: bool, paused: bool = False) -> DrainResult:
+    """Start the engine on the session (recovery first), render until the queue is
+    drained, the budget is spent or a signal comes; stop the engine (renders in flight
+    are reattached next time)."""
+    journal = session.journal
+    await journal.call(check_outputs, journal.sync)
+    if not await journal.call(journal.sync.list_accounts):
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")
-    with builtin_mock(store) as providers:
-        return asyncio.run(_drive(ctx, store, config, providers, budget, progress, paused))
-
-
-async def _drive(ctx: CliContext, store: Store, config: EngineConfig,
-                 providers: ProviderRegistry, budget: float | None, progress: bool,
-                 paused: bool) -> DrainResult:
-    engine = Engine(store, config=config, key_lookup=key_lookup(), providers=providers)
-    printer = ProgressPrinter(ctx, store, enabled=progress)
-    engine.bus.subscribe(printer.on_event)
+    printer = ProgressPrinter(ctx, session, enabled=progress)
+    session.bus.subscribe(printer.on_event)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
-    report = await engine.start(paused=paused)
+    report = await session.start(config, paused=paused)
+    for problem in session.keyring_problems:
+        ctx.print(f"Keyring: {problem}")
     ctx.print(report.summary())
+    engine = session.running_engine
     ticker = asyncio.create_task(printer.tick_forever())
     drain = asyncio.create_task(engine.run_until_drained(budget_seconds=budget))
     stopper = asyncio.create_task(stop.wait())
@@ -173,17 +191,17 @@ async def _drive(ctx: CliContext, store: Store, config: EngineConfig,
         ticker.cancel()
         stopper.cancel()
         drain.cancel()
-        await engine.stop()
-        engine.close_store()
-        printer.tick(final=True)
+        await session.stop_engine()
+        await printer.tick(final=True)
     if drain.done() and not drain.cancelled():
         return drain.result()
     ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
     return DrainResult("stopped")
 
 
-def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
-    counts = store.counts().by_state
+async def finish(ctx: CliContext, session: Session, result: DrainResult) -> int:
+    journal = session.journal
+    counts = (await journal.call(journal.sync.counts)).by_state
     done = counts.get("COMPLETED", 0)
     failed = counts.get("FAILED", 0)
     cancelled = counts.get("CANCELLED", 0)
@@ -192,7 +210,7 @@ def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
               + (f", {parked} parked." if parked else "."))
     # Jobs that wait on the user (parked renders, creates of unknown outcome), each with
     # what to run next: they are not plain failures to retry blindly.
-    for line in needs_attention(store).sentences():
+    for line in (await journal.call(needs_attention, journal.sync)).sentences():
         ctx.print(f"Needs attention: {line}")
     if result.outcome == "stalled":
         if "because of a spend cap" in result.detail:
@@ -211,11 +229,12 @@ def finish(ctx: CliContext, store: Store, result: DrainResult) -> int:
 
 
 class ProgressPrinter:
-    """A one-line progress display fed by events and a once-a-second count."""
+    """A one-line progress display fed by events and a once-a-second count, read on the
+    journal's thread through the session (never from another thread)."""
 
-    def __init__(self, ctx: CliContext, store: Store, *, enabled: bool) -> None:
+    def __init__(self, ctx: CliContext, session: Session, *, enabled: bool) -> None:
         self.ctx = ctx
-        self.store = store
+        self.session = session
         self.enabled = enabled
         self.tty = enabled and ctx.out.isatty()
         self.started = time.monotonic()
@@ -237,16 +256,16 @@ class ProgressPrinter:
     async def tick_forever(self) -> None:
         while True:
             await asyncio.sleep(1.0)
-            await asyncio.to_thread(self.tick)
+            await self.tick()
 
-    def tick(self, final: bool = False) -> None:
+    async def tick(self, final: bool = False) -> None:
         if not self.enabled:
             return
         now = time.monotonic()
         if not self.tty and not final and now - self.last_line < 5:
             return
         self.last_line = now
-        counts = self.store.counts()
+        counts = await views.counts(self.session)
         by = counts.by_state
         total = sum(by.values())
         done = by.get("COMPLETED", 0)
