@@ -45,6 +45,8 @@ from reelqueue.store.base import Store
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Engine", "ErrorSink", "KeyCache", "Session", "SessionClosed"]
+
 ErrorSink = Callable[[BaseException], None]
 
 

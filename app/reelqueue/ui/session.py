@@ -22,11 +22,10 @@ from reelqueue.application import accounts, imports, jobs, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
-from reelqueue.application.session import ErrorSink, KeyCache, Session
+from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import RecoveryReport
-from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.intake import ImportOptions, ImportPlan, ImportResult
