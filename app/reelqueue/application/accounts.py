@@ -16,7 +16,7 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError, ProviderError, account_status_for
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
-from reelqueue.engine import queries
+from reelqueue.engine import account_commands, queries
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.providers.registry import check_base_url
 
@@ -106,7 +106,7 @@ async def check_new_account(session: Session, draft: AccountDraft) -> AccountDra
     if info.default_base_url is None and base_url is None and draft.provider != "mock":
         raise InputError(f"{info.title} needs the API's base URL (--base-url).")
     journal = session.journal
-    if await journal.call(journal.sync.get_account, name) is not None:
+    if await journal.get_account(name) is not None:
         raise InputError(f"An account named {name!r} already exists.")
     return replace(draft, name=name, capacity=capacity, base_url=base_url)
 
@@ -134,7 +134,7 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
         await asyncio.to_thread(session.keys.keystore.check_available)
     if check:
         await test_key(session, draft)
-    elif draft.provider == "mock" and not draft.base_url and session.engine is not None:
+    elif draft.provider == "mock" and not draft.base_url and session.live_engine is not None:
         await session.ensure_mock()  # the running engine renders on it
     key_ref = None
     if key is not None:
@@ -143,18 +143,17 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
         key_ref = key_ref_for(draft.name)
         await asyncio.to_thread(session.keys.store, key_ref, key)
     assert draft.capacity is not None  # check_new_account chose it
-    journal = session.journal
-    account = await journal.call(journal.sync.add_account, AccountSpec(
-        draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
-        dict(draft.settings)), session.clock.now())
-    session.changed()
-    return account
+    spec = AccountSpec(draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
+                       dict(draft.settings))
+    if (engine := session.live_engine) is not None:
+        return await account_commands.add_account(engine, spec)  # wakes the pump
+    return await session.journal.add_account(spec, session.clock.now())
 
 
 async def get_account(session: Session, name: str) -> Account:
     """The account named ``name``; InputError when there is none."""
     journal = session.journal
-    account = await journal.call(journal.sync.get_account, name)
+    account = await journal.get_account(name)
     if account is None:
         raise InputError(f"There is no account named {name!r}.")
     return account
@@ -169,7 +168,7 @@ async def remove_account(session: Session, name: str) -> None:
     """Remove the account from the journal, then its key from the OS keyring."""
     account = await get_account(session, name)
     journal = session.journal
-    await journal.call(journal.sync.remove_account, name, session.clock.now())
+    await journal.remove_account(name, session.clock.now())
     if account.key_ref:
         await asyncio.to_thread(session.keys.forget, account.key_ref)
     session.changed()
@@ -186,7 +185,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
         key = await asyncio.to_thread(session.keys.read, account.key_ref)
     info = session.providers.get(account.provider)
     if info.requires_key and not key:
-        await journal.call(journal.sync.set_account_status, name, AccountStatus.KEY_MISSING,
+        await journal.set_account_status(name, AccountStatus.KEY_MISSING,
                            now, detail="no key in the OS keyring")
         session.changed()
         return KeyTestResult(False, AccountStatus.KEY_MISSING,
@@ -200,7 +199,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
         if status == AccountStatus.RATE_LIMITED:
             status = None
         if status is not None:
-            await journal.call(journal.sync.set_account_status, name, status,
+            await journal.set_account_status(name, status,
                                session.clock.now(), detail=str(exc))
             session.changed()
         return KeyTestResult(False, status, f"Account {name}: {exc.label.value}: {exc}")
@@ -211,11 +210,11 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
 
 async def mark_ready(session: Session, name: str) -> None:
     """The user fixed the key or topped up credits: the account gets work again."""
-    if session.engine is not None and not session.closed:
-        await session.engine.mark_account_ready(name)
+    if (engine := session.live_engine) is not None:
+        await engine.mark_account_ready(name)
         return
     journal = session.journal
-    await journal.call(journal.sync.set_account_status, name, AccountStatus.READY,
+    await journal.set_account_status(name, AccountStatus.READY,
                        session.clock.now())
 
 
@@ -235,10 +234,10 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
         settings["allow_1080p"] = True if change.allow_1080p else None
     if change.capacity is not None and change.capacity < 1:
         raise InputError("The limit must be at least 1.")
-    engine = session.engine if not session.closed else None
+    engine = session.live_engine
     if engine is None:
         journal = session.journal
-        return await journal.call(journal.sync.update_account, name, session.clock.now(),
+        return await journal.update_account(name, session.clock.now(),
                                   capacity=change.capacity, enabled=change.enabled,
                                   settings=settings or None)
     if change.capacity is not None:
@@ -249,7 +248,7 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
         await engine.set_daily_cap(name, settings.pop("daily_cap"))  # type: ignore[arg-type]
     if settings:
         journal = session.journal
-        await journal.call(journal.sync.update_account, name, session.clock.now(),
+        await journal.update_account(name, session.clock.now(),
                            settings=settings)
         session.changed()
     return await get_account(session, name)

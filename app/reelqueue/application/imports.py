@@ -17,6 +17,7 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
+from reelqueue.engine.import_commands import import_plan
 from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, IntakeStore, export_results
 from reelqueue.intake import apply_import as write_import
 from reelqueue.intake import plan_import as read_plan
@@ -52,7 +53,7 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
     def existing_keys(keys: object) -> set[str]:
         # Called by the planner on its worker thread: the journal answers on its own.
         future = asyncio.run_coroutine_threadsafe(
-            journal.call(journal.sync.existing_job_keys, list(keys)), loop)  # type: ignore[call-overload]
+            journal.existing_job_keys(list(keys)), loop)  # type: ignore[call-overload]
         return set(future.result())
 
     return await asyncio.to_thread(read_plan, Path(path), options, existing_keys=existing_keys,
@@ -76,6 +77,9 @@ async def apply_import(session: Session, plan: ImportPlan, first_rows: int | Non
         raise InputError(refusal_message(plan))
     if first_rows is not None:
         plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
+    if (engine := session.live_engine) is not None and not set_max_spend:
+        # The engine's import command writes and wakes the pump itself.
+        return await import_plan(engine, plan, max_spend=max_spend)
     now = session.clock.now()
     cap = set_max_spend or max_spend is not None
 
@@ -87,9 +91,7 @@ async def apply_import(session: Session, plan: ImportPlan, first_rows: int | Non
         return result
 
     journal = session.journal
-    result = await journal.call(write, journal.sync)
-    session.changed()
-    return result
+    return await journal.call(write, journal.sync)
 
 
 def find_batch(batches: list[Batch], ref: str) -> Batch:

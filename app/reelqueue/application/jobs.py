@@ -14,6 +14,7 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
 from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine import queue_commands, spend_commands
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.store.base import Prioritized, Store
 
@@ -25,10 +26,10 @@ __all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "l
 async def cancel(session: Session, job_ids: list[int]) -> list[int]:
     """Cancel the jobs not yet finished (a render in flight is stopped); return those
     cancelled."""
-    if session.engine is not None and not session.closed:
-        return await session.engine.cancel(list(job_ids))
+    if (engine := session.live_engine) is not None:
+        return await engine.cancel(list(job_ids))
     journal = session.journal
-    return await journal.call(journal.sync.cancel_jobs, list(job_ids), session.clock.now())
+    return await journal.cancel_jobs(list(job_ids), session.clock.now())
 
 
 async def failed_job_ids(session: Session, *, failed: bool = True,
@@ -42,7 +43,7 @@ async def failed_job_ids(session: Session, *, failed: bool = True,
     if not states:
         return []
     journal = session.journal
-    return [job.id for job in await journal.call(journal.sync.list_jobs, states=states)]
+    return [job.id for job in await journal.list_jobs(states=states)]
 
 
 async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | None = None,
@@ -52,7 +53,7 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
     journal = session.journal
     jobs = {}
     for job_id in dict.fromkeys(job_ids):
-        job = await journal.call(journal.sync.get_job, job_id)
+        job = await journal.get_job(job_id)
         if job is not None:
             jobs[job_id] = job
     return plan_retry(list(job_ids), jobs, new_seed=new_seed,
@@ -63,52 +64,48 @@ async def retry(session: Session, job_ids: list[int], *,
                 new_seed: int | None = None) -> list[int]:
     """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
     that changed meanwhile is left alone)."""
-    if session.engine is not None and not session.closed:
-        return await session.engine.retry(list(job_ids), new_seed=new_seed)
+    if (engine := session.live_engine) is not None:
+        return await engine.retry(list(job_ids), new_seed=new_seed)
     journal = session.journal
-    return await journal.call(journal.sync.requeue_jobs, list(job_ids), session.clock.now(),
-                              new_seed=new_seed)
+    return await journal.requeue_jobs(list(job_ids), session.clock.now(), new_seed=new_seed)
 
 
 async def prioritize_jobs(session: Session, job_ids: list[int],
                           priority: int | None = None) -> Prioritized:
     """Give the jobs ``priority`` (None: move them to the front)."""
-    journal = session.journal
-    result = await journal.call(journal.sync.prioritize_jobs, list(job_ids),
-                                session.clock.now(), priority=priority)
-    session.changed()
-    return result
+    if (engine := session.live_engine) is not None:
+        return await queue_commands.prioritize_jobs(engine, list(job_ids), priority)
+    return await session.journal.prioritize_jobs(list(job_ids), session.clock.now(),
+                                                 priority=priority)
 
 
 async def prioritize_batch(session: Session, batch_id: int,
                            priority: int | None = None) -> Prioritized:
     """Every unfinished job of the batch (None: to the front)."""
-    journal = session.journal
-    result = await journal.call(journal.sync.prioritize_batch, batch_id, session.clock.now(),
-                                priority=priority)
-    session.changed()
-    return result
+    if (engine := session.live_engine) is not None:
+        return await queue_commands.prioritize_batch(engine, batch_id, priority)
+    return await session.journal.prioritize_batch(batch_id, session.clock.now(),
+                                                  priority=priority)
 
 
 async def set_batch_paused(session: Session, batch_id: int, paused: bool) -> Batch | None:
     """Pause (its jobs are not claimed; renders in flight finish) or resume a batch; None
     when there is no such batch."""
-    journal = session.journal
-    batch = await journal.call(journal.sync.set_batch_paused, batch_id, paused,
-                               session.clock.now())
-    session.changed()
-    return batch
+    if (engine := session.live_engine) is not None:
+        return await queue_commands.set_batch_paused(engine, batch_id, paused)
+    return await session.journal.set_batch_paused(batch_id, paused, session.clock.now())
 
 
 async def set_batch_cap(session: Session, batch_id: int, usd: float | None) -> Batch:
     """The batch's spend cap in USD (None: no cap). Raising or lifting it releases the jobs
     it held at once."""
-    journal = session.journal
-    batch = await journal.call(journal.sync.update_batch_settings, batch_id,
-                               {"max_spend": usd}, session.clock.now())
+    if (engine := session.live_engine) is not None:
+        batch = await spend_commands.set_batch_cap(engine, batch_id, usd)
+    else:
+        batch = await session.journal.update_batch_settings(batch_id, {"max_spend": usd},
+                                                            session.clock.now())
     if batch is None:
         raise InputError(f"There is no batch {batch_id}.")
-    session.changed()
     return batch
 
 
@@ -152,4 +149,4 @@ async def list_batches(session: Session) -> list[BatchSummary]:
 async def batches(session: Session) -> list[Batch]:
     """Every batch (no counts)."""
     journal = session.journal
-    return await journal.call(journal.sync.list_batches)
+    return await journal.list_batches()

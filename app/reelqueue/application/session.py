@@ -245,7 +245,7 @@ class Session:
         await self.open_journal()
         assert self._store is not None and self._journal is not None
         journal = self._journal
-        accounts = await journal.call(journal.sync.list_accounts)
+        accounts = await journal.list_accounts()
         if builtin_mock_accounts(accounts):
             await self.ensure_mock()
         refs = [a.key_ref for a in accounts if a.key_ref]
@@ -264,8 +264,8 @@ class Session:
         """Start the built-in mock if it is not running; return its address. A running
         engine renders with it from then on (its registry gets the mock's URL)."""
         url = await asyncio.to_thread(self.mock.ensure)
-        if self.engine is not None and not self.closed:
-            self.engine.use_providers(self.mock.providers(self.providers))
+        if (engine := self.live_engine) is not None:
+            engine.use_providers(self.mock.providers(self.providers))
         return url
 
     @property
@@ -274,11 +274,19 @@ class Session:
             raise SessionClosed("the session has no running engine")
         return self.engine
 
+    @property
+    def live_engine(self) -> Engine | None:
+        """The engine while it runs (commands go through it: it wakes the pump and tells
+        the event bus), None on a journal opened alone or after a stop."""
+        if self.engine is None or self.closed or self._engine_stopped:
+            return None
+        return self.engine
+
     def changed(self) -> None:
         """Something the pump hands out changed (jobs imported, an account edited): look
         for work now. Nothing to do without an engine."""
-        if self.engine is not None and not self.closed:
-            self.engine.wake()
+        if (engine := self.live_engine) is not None:
+            engine.wake()
 
     def pause(self) -> None:
         """Hand out no new work (renders in flight go on)."""
@@ -312,7 +320,7 @@ class Session:
     async def live_job_ids(self) -> list[int]:
         """The jobs in flight (claimed, submitting, rendering, downloading)."""
         journal = self.journal
-        jobs = await journal.call(journal.sync.list_jobs, None, list(IN_FLIGHT))
+        jobs = await journal.list_jobs(None, list(IN_FLIGHT))
         return [job.id for job in jobs]
 
     async def stop_engine(self) -> None:

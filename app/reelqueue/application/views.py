@@ -50,7 +50,7 @@ async def batches(session: Session) -> list[Batch]:
 async def counts(session: Session) -> Counts:
     """Jobs by state and live renders by account, from one journal read."""
     journal = session.journal
-    return await journal.call(journal.sync.counts)
+    return await journal.counts()
 
 
 async def in_flight_count(session: Session) -> int:

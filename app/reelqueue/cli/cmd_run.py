@@ -167,7 +167,7 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
     are reattached next time)."""
     journal = session.journal
     await journal.call(check_outputs, journal.sync)
-    if not await journal.call(journal.sync.list_accounts):
+    if not await journal.list_accounts():
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")
     printer = ProgressPrinter(ctx, session, enabled=progress)
@@ -201,7 +201,7 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
 
 async def finish(ctx: CliContext, session: Session, result: DrainResult) -> int:
     journal = session.journal
-    counts = (await journal.call(journal.sync.counts)).by_state
+    counts = (await journal.counts()).by_state
     done = counts.get("COMPLETED", 0)
     failed = counts.get("FAILED", 0)
     cancelled = counts.get("CANCELLED", 0)
