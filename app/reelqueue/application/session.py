@@ -61,7 +61,8 @@ class KeyCache:
     may be a D-Bus round trip or an unlock prompt, so keys are read ahead (at start, and
     when an account is added). A key asked for that was never read ahead (an account
     another process added) is read on a worker thread; :attr:`on_loaded` (the session sets
-    it to wake the engine) is called on the loop when it arrives.
+    it to wake the engine) is called on the loop when it arrives. Off an event loop (a
+    command checking keys before its engine starts) a lookup reads the keyring directly.
 
     Attributes:
         on_loaded: called (on the loop) after a key was read in the background.
@@ -91,13 +92,16 @@ class KeyCache:
             self._asked.add(ref)
         if ask:
             self._load_in_background(ref)
+            return self.lookup_cached(ref)
         return key
 
     def _load_in_background(self, ref: str) -> None:
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # not on a loop (a test calling lookup directly): nothing to wake
+        except RuntimeError:  # not on an event loop: nothing to hold up, read it now
+            for problem in self.load([ref]):
+                log.warning("keyring: %s", problem)
+            return
 
         async def load() -> None:
             problems = await asyncio.to_thread(self.load, [ref])
