@@ -9,7 +9,8 @@ from the layers below only the modules that are data types or pure functions a v
 (:data:`PARTLY_ALLOWED`): the engine's events, view rows (``engine.queries``), the retry
 plan and the engine's settings; the intake's public types (the ``reelqueue.intake``
 package itself), its column mapping, sheet extensions and file-name template; and the
-provider catalogue (``providers.registry``: titles and parameters for the dialogs). Never
+provider catalogue (``providers.registry``, ``providers.builtin``: titles and parameters
+for the dialogs). Never
 the journal (``store``), the keyring (``credentials``), the engine itself, a provider
 adapter or the mock server: those are reached through application/ only. The command line
 and the HTTP API keep the older, wider rule (the layers below the application layer): the
@@ -61,7 +62,7 @@ ALLOWED: dict[str, set[str]] = {
 VIEW_MODULES: dict[str, set[str]] = {
     "engine": {"events", "queries", "retry_plan", "config"},
     "intake": {"", "mapping", "sheet", "filenames"},
-    "providers": {"registry"},
+    "providers": {"registry", "builtin"},
 }
 PARTLY_ALLOWED: dict[str, dict[str, set[str]]] = {"ui": VIEW_MODULES}
 QT = ("PySide6", "qasync", "PyQt5", "PyQt6", "shiboken6")
