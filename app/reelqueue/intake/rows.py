@@ -432,6 +432,9 @@ class ProviderRules:
         for problem in problems:
             fields = sorted((name for name in problem.fields if name in PARAM_POSITION),
                             key=PARAM_POSITION.__getitem__)
+            # The columns are those a change of which fixes the row; only when none can
+            # (an image to add cannot be offered), every field the problem concerns.
+            fields = [name for name in fields if problem.accepted.get(name)] or fields
             columns = tuple(self._column(name, params, cells, batch_fields) for name in fields)
             errors.append(RowError(
                 row_number, ", ".join(columns) or self._headers.get("provider", "provider"),

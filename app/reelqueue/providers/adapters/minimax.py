@@ -152,7 +152,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
             problems.append(ParamProblem.of(
                 f"{model} renders 768P or 2K only (not {resolution.lower()})",
                 model=_v1_models_for(resolution, seconds, image, ratio),
-                resolution=["768p", "2K", None]))
+                resolution=["768p", "2K"]))
         if image and ratio:
             problems.append(ParamProblem.of(
                 f"{model} takes its aspect ratio from the first frame; leave aspect_ratio "
@@ -170,19 +170,22 @@ def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
             f"{model} takes no aspect ratio (the model or first frame sets it); leave it empty",
             model=v2, aspect_ratio=[None]))
     if seconds is not None and seconds not in V1_DURATIONS:
-        problems.append(ParamProblem.of(f"{model} renders 6 or 10 seconds", model=v2,
-                                        duration=V1_DURATIONS))
+        problems.append(ParamProblem.of(
+            f"{model} renders 6 or 10 seconds", model=v2,
+            duration=[s for s in V1_DURATIONS if not (resolution == "1080P" and s == 10)]))
     if model == FAST_MODEL and not image:
         problems.append(ParamProblem.of(
             f"{model} is image-to-video only: give the row a first-frame image",
-            model=[m for m in V1_MODELS if m != FAST_MODEL], image=[]))
+            model=[*(m for m in V1_MODELS if m != FAST_MODEL), *v2], image=[]))
     if resolution == "2K":
         problems.append(ParamProblem.of("2K is offered by MiniMax-H3 only", model=v2,
-                                        resolution=["768p", "1080p"]))
+                                        resolution=["768p", "1080p"] if seconds != 10
+                                        else ["768p"]))
     if resolution == "512P" and (model != "MiniMax-Hailuo-02" or not image):
         problems.append(ParamProblem.of(
             "512p is offered by MiniMax-Hailuo-02 image-to-video only",
-            model=["MiniMax-Hailuo-02"] if image else [], resolution=["768p"]))
+            model=["MiniMax-Hailuo-02"] if image else [],
+            resolution=["768p", "1080p"] if seconds != 10 else ["768p"]))
     if resolution == "1080P" and seconds == 10:
         problems.append(ParamProblem.of(f"{model} renders 1080p at 6 seconds only",
                                         duration=[6], resolution=["768p"]))

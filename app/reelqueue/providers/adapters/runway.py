@@ -153,13 +153,17 @@ def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     else:
         problems += duration_problem(params, lo=2, hi=10)
         if model == "gen4_turbo" and not has_image:
-            problems.append(ParamProblem.of(
-                "gen4_turbo makes video from an image only: give an image",
-                model=["gen4.5"], image=[]))
+            message = "gen4_turbo makes video from an image only: give an image"
+            # gen4.5 takes the row only at 720p in a text-to-video ratio; else add an image.
+            problems.append(ParamProblem.of(message, model=["gen4.5"])
+                            if (ratio, resolution) in _TEXT_RATIOS
+                            else ParamProblem.of(message, image=[]))
         if resolution != "720p":
             problems.append(ParamProblem.of(
                 f"{model} renders 720p only (1080p needs veo3.1 or veo3.1_fast)",
-                model=VEO_MODELS if (ratio, resolution) in _VEO_RATIOS else [],
+                model=VEO_MODELS if (ratio, resolution) in _VEO_RATIOS
+                and params.get("duration") in (None, "", 4, 6, 8)
+                and params.get("seed") in (None, "") else [],
                 resolution=["720p"]))
         elif (ratio, resolution) not in (_IMAGE_RATIOS if has_image else _TEXT_RATIOS):
             problems.append(ParamProblem.of(
