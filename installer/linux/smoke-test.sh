@@ -10,7 +10,9 @@
 #      client, the offscreen and xcb platforms; no QML, Quick, WebEngine or PDF;
 #   2. `reelqueue --version` prints the project's version;
 #   3. `reelqueue self-test` passes headless (QT_QPA_PLATFORM=offscreen, no display);
-#      then `reelqueue serve` answers a submit over HTTPS (curl pins its certificate);
+#      then `reelqueue serve` answers a submit over HTTPS (curl pins its certificate), and
+#      `--store postgresql://...?sslmode=require status` creates the team schema on a
+#      throwaway TLS-only PostgreSQL server (installer/linux/smoke-team-db.py);
 #   4. keyring, in a real Secret Service (scripts/ci-secret-service.sh run, unless already
 #      inside one): `accounts add` with the key on stdin stores it where secret-tool finds
 #      it, `accounts remove` deletes it; and without a D-Bus session the app refuses with
@@ -173,6 +175,26 @@ if [ "$answer" = '{"id": 1, "replay": false}' ]; then
 else
     sed 's/^/    /' "$tmp/serve.out" >&2
     bad "api: serve/submit failed (answer '$answer')"
+fi
+
+# --- 3c. the team database (psycopg, PostgreSQL over TLS) ------------------------------------
+# psycopg_binary's libpq runs on the bundle's own OpenSSL (reelqueue.spec links its private
+# copies to it): a throwaway loopback server that takes TLS connections only, and the
+# frozen app's `--store URL?sslmode=require status` must create the team schema there.
+for lib in libcrypto libssl; do
+    link=$(find "$internal/psycopg_binary.libs" -name "$lib-*" 2>/dev/null | head -1)
+    [ -L "$link" ] || bad "team-db: psycopg_binary.libs/$lib-* is not a link to the bundled $lib (the spec's _share_openssl did not apply)"
+done
+rc=0
+"${PYTHON:-python3}" installer/linux/smoke-team-db.py "$BIN" "$tmp" >"$tmp/team-db.out" 2>&1 || rc=$?
+if [ "$rc" = 0 ]; then
+    ok "team-db: the frozen app opened a PostgreSQL team database over TLS (sslmode=require) and created its schema"
+elif [ "$rc" = 77 ]; then
+    sed 's/^/    /' "$tmp/team-db.out"
+    note "team-db: SKIPPED: no PostgreSQL server here (scripts/ci-postgres.sh install; CI requires it)"
+else
+    sed 's/^/    /' "$tmp/team-db.out" >&2
+    bad "team-db: the frozen app could not open the team database (exit $rc)"
 fi
 
 # --- 4. keyring ----------------------------------------------------------------------------
