@@ -27,13 +27,13 @@ from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, 
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import (
-    AccountEvent,
     EngineErrorEvent,
     EngineState,
     EngineStateEvent,
     EventBus,
     JobEvent,
     RecoveryEvent,
+    account_event,
     spend_cap_reasons,
     stall_reasons,
 )
@@ -68,7 +68,8 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> None:
 
 
 def _account_key(account: Account) -> tuple[object, ...]:
-    """What an AccountEvent says about an account, to publish it only when it changes."""
+    """What an AccountEvent (events.account_event) says about an account, to publish it
+    only when it changes."""
     return (account.status, account.enabled, account.capacity, account.cooldown_until,
             account.status_detail, account.settings.get("daily_cap"))
 
@@ -560,15 +561,7 @@ class Engine:
         spend = next((a for a in (await self.store.spend_summary(
             now, local_day_start(now))).accounts
             if a.account == name), None)
-        self.bus.publish(AccountEvent(
-            name=name, status=account.status if account.enabled else "disabled",
-            live=live, capacity=account.capacity, at=self.clock.now(),
-            cooldown_until=account.cooldown_until, detail=account.status_detail,
-            # Committed today: spent plus the renders being started (their price moves
-            # from reserved to spent with the intent), so the figure the claim checks.
-            spent_today=spend.spent_today + spend.reserved if spend else 0.0,
-            daily_cap=spend.cap if spend else None,
-            cap_waiting=spend.waiting if spend else 0))
+        self.bus.publish(account_event(account, live, now, spend))
 
     def _report_error(self, exc: BaseException) -> None:
         self.bus.publish(EngineErrorEvent(str(exc), self.clock.now()))

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from reelqueue.domain.models import Account, RecoveryReport
 from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.spend import SpendSummary
+from reelqueue.store.spend import AccountSpend, SpendSummary
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,25 @@ class AccountEvent:
     def spend_capped(self) -> bool:
         """The account's daily spend cap holds jobs back (stall reason "spend cap reached")."""
         return self.cap_waiting > 0
+
+
+def account_event(account: Account, live: int, at: float,
+                  spend: AccountSpend | None = None) -> AccountEvent:
+    """The one way an :class:`AccountEvent` is built (the engine's pump and a render that
+    pauses its account): the stored row, its live count and, when known, its spend today.
+
+    The status is ``"disabled"`` while the user has paused the account. ``spent_today`` is
+    what is committed today: spent plus the renders being started (their price moves from
+    reserved to spent with the intent), so the figure the claim checks. Without ``spend``
+    the event carries no cap (the pump's next event does).
+    """
+    return AccountEvent(
+        name=account.name, status=account.status if account.enabled else "disabled",
+        live=live, capacity=account.capacity, at=at,
+        cooldown_until=account.cooldown_until, detail=account.status_detail,
+        spent_today=spend.spent_today + spend.reserved if spend else 0.0,
+        daily_cap=spend.cap if spend else None,
+        cap_waiting=spend.waiting if spend else 0)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from reelqueue.domain.models import Claim
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.events import AccountEvent, EventBus, JobEvent
+from reelqueue.engine.events import EventBus, JobEvent, account_event
 from reelqueue.engine.outputs import OutputWriter, remove_parts_of
 from reelqueue.engine.retry_plan import estimated_price
 from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
@@ -566,8 +566,7 @@ class RenderAttempt:
         await store.set_account_status(account, status, now,
                                        detail=str(exc), cooldown_until=until)
         row = await store.get_account(account)
+        if row is None:
+            return  # removed while it rendered: no card to tell
         live = await store.live_count(account)
-        self.ctx.bus.publish(AccountEvent(
-            name=account, status=status, live=live,
-            capacity=row.capacity if row else 0, at=now, cooldown_until=until,
-            detail=str(exc)))
+        self.ctx.bus.publish(account_event(row, live, now))
