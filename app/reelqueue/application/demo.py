@@ -1,8 +1,85 @@
-"""The demo's fixed parts, shared by ``reelqueue demo`` and the window's "Run it again"."""
+"""The demo's fixed parts, shared by ``reelqueue demo`` and the window's "Run it again",
+and the demo's two commands: :func:`prepare_demo` (its accounts and its sheet) and
+:func:`reset_demo` (its journal and videos gone).
+
+Both are plain blocking calls on their own journal connection, not coroutines: the
+window's tests call ``prepare`` while a qasync loop is set (an ``asyncio.run`` inside
+would refuse), and the command line calls them before any loop runs.
+"""
 
 from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.application.context import AppContext
+from reelqueue.domain.models import AccountSpec
 
 DEMO_ACCOUNTS = (("mock-small", 2), ("mock-medium", 3), ("mock-large", 4))
 DEMO_RENDER_SECONDS = (20.0, 26.0)
 """How long each demo render takes at the built-in mock (the accounts' own setting)."""
 DEMO_BATCH = "demo"
+
+
+@dataclass(frozen=True)
+class DemoPrepared:
+    """Attributes: added: new jobs from the sheet. already_present: its rows already
+    there. unpaced: demo accounts made by an older version (renders of 0.2-2 s)."""
+
+    added: int
+    already_present: int
+    unpaced: tuple[str, ...]
+
+
+def prepare_demo(ctx: AppContext, sheet: Path,
+                 render_seconds: tuple[float, float] | None = DEMO_RENDER_SECONDS,
+                 ) -> DemoPrepared:
+    """Create the demo accounts and import ``sheet`` into the demo batch (idempotent),
+    holding the data-folder lock. ``render_seconds``: the accounts' pace (None: the
+    mock's own, fast; for tests)."""
+    from reelqueue.intake import ImportOptions, apply_import, plan_import
+
+    settings = {"render_seconds": list(render_seconds)} if render_seconds else {}
+    unpaced = []
+    with ctx.open_store() as store:
+        for name, capacity in DEMO_ACCOUNTS:
+            account = store.get_account(name)
+            if account is None:
+                store.add_account(AccountSpec(name, "mock", capacity, settings=settings),
+                                  ctx.clock.now())
+            elif render_seconds and "render_seconds" not in account.settings:
+                unpaced.append(name)
+        plan = plan_import(sheet, ImportOptions(provider="mock", output_root=ctx.videos_dir,
+                                                batch_name=DEMO_BATCH),
+                           existing_keys=store.existing_job_keys)
+        result = apply_import(store, plan, ctx.clock.now())
+    return DemoPrepared(result.added, result.already_present, tuple(unpaced))
+
+
+def reset_demo(ctx: AppContext) -> int:
+    """Clear the demo: its journal and the videos of its batches; how many files went.
+    Only the demo's own folders are touched (``ctx`` is the demo's context), behind the
+    data-folder lock, so a demo open in a window is refused, not pulled from under it."""
+    from reelqueue.store.lockfile import DataDirLock, make_private_dir
+
+    make_private_dir(ctx.data_dir)
+    lock = DataDirLock(ctx.data_dir)
+    lock.acquire()
+    try:
+        folders: list[Path] = []
+        if ctx.journal_path.exists():
+            with ctx.open_store(lock=False) as store:
+                folders = [Path(b.output_dir) for b in store.list_batches()]
+        videos = ctx.videos_dir.resolve()
+        removed = 0
+        for folder in folders:
+            folder = folder.resolve()
+            if folder != videos and folder.is_relative_to(videos) and folder.is_dir():
+                removed += sum(1 for f in folder.rglob("*") if f.is_file())
+                shutil.rmtree(folder)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            ctx.journal_path.with_name(ctx.journal_path.name + suffix).unlink(missing_ok=True)
+    finally:
+        lock.release()
+    return removed

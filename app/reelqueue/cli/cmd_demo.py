@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from reelqueue.application.demo import DEMO_ACCOUNTS, DEMO_BATCH, DEMO_RENDER_SECONDS
+from reelqueue.application.demo import (
+    DEMO_ACCOUNTS,
+    DEMO_RENDER_SECONDS,
+    prepare_demo,
+    reset_demo,
+)
 from reelqueue.cli.context import CliContext, WindowOpener
-from reelqueue.domain.models import AccountSpec
 from reelqueue.resources import resource
 
 
@@ -49,24 +52,9 @@ def demo_context(ctx: CliContext) -> CliContext:
 
 def prepare(ctx: CliContext, sheet: Path,
             render_seconds: tuple[float, float] | None = DEMO_RENDER_SECONDS) -> None:
-    """Create the demo accounts and import the sample sheet (idempotent).
+    """Create the demo accounts and import the sample sheet (idempotent), and say so.
     ``render_seconds``: the accounts' pace (None: the mock's own, fast; for tests)."""
-    from reelqueue.intake import ImportOptions, apply_import, plan_import
-
-    settings = {"render_seconds": list(render_seconds)} if render_seconds else {}
-    unpaced = []
-    with ctx.open_store() as store:
-        for name, capacity in DEMO_ACCOUNTS:
-            account = store.get_account(name)
-            if account is None:
-                store.add_account(AccountSpec(name, "mock", capacity, settings=settings),
-                                  ctx.clock.now())
-            elif render_seconds and "render_seconds" not in account.settings:
-                unpaced.append(name)  # made by an older version: renders of 0.2-2 s
-        plan = plan_import(sheet, ImportOptions(provider="mock", output_root=ctx.videos_dir,
-                                                batch_name=DEMO_BATCH),
-                           existing_keys=store.existing_job_keys)
-        result = apply_import(store, plan, ctx.clock.now())
+    result = prepare_demo(ctx, sheet, render_seconds)
     ctx.print(f"Demo: {result.added} new jobs from {sheet.name} "
               f"({result.already_present} already there) on "
               f"{len(DEMO_ACCOUNTS)} mock accounts; journal in {ctx.data_dir}, "
@@ -74,36 +62,14 @@ def prepare(ctx: CliContext, sheet: Path,
     if not result.added:
         ctx.print("The demo has run before: 'reelqueue demo --reset' clears it and runs "
                   "it again.")
-    elif unpaced:
+    elif result.unpaced:
         ctx.print("These demo accounts come from an older version and render in a blink: "
                   "'reelqueue demo --reset' sets them up again.")
 
 
 def reset(ctx: CliContext) -> None:
-    """Clear the demo: its journal and the videos of its batches. Only the demo's own
-    folders are touched (``ctx`` is :func:`demo_context`), behind the data-folder lock,
-    so a demo open in a window is refused, not pulled from under it."""
-    from reelqueue.store.lockfile import DataDirLock, make_private_dir
-
-    make_private_dir(ctx.data_dir)
-    lock = DataDirLock(ctx.data_dir)
-    lock.acquire()
-    try:
-        folders: list[Path] = []
-        if ctx.journal_path.exists():
-            with ctx.open_store(lock=False) as store:
-                folders = [Path(b.output_dir) for b in store.list_batches()]
-        videos = ctx.videos_dir.resolve()
-        removed = 0
-        for folder in folders:
-            folder = folder.resolve()
-            if folder != videos and folder.is_relative_to(videos) and folder.is_dir():
-                removed += sum(1 for f in folder.rglob("*") if f.is_file())
-                shutil.rmtree(folder)
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            ctx.journal_path.with_name(ctx.journal_path.name + suffix).unlink(missing_ok=True)
-    finally:
-        lock.release()
+    """Clear the demo (``ctx`` is :func:`demo_context`): its journal and its videos."""
+    removed = reset_demo(ctx)
     ctx.print(f"Demo reset: its journal and {removed} files in its video folders removed.")
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reelqueue import __version__
-from reelqueue.cli.cmd_status import doctor_checks
+from reelqueue.application.status import doctor_checks
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec

@@ -1,6 +1,7 @@
 """Spend caps from the command line (docs/design-notes.md "Spend caps"):
 ``reelqueue batch cap BATCH USD|none``; ``run``/``import --max-spend`` and
-``accounts set --daily-cap`` use :func:`parse_usd` and :func:`apply_batch_cap`.
+``accounts set --daily-cap`` use :func:`parse_usd`; the cap itself is
+``application.jobs.set_batch_cap``.
 
 A cap is one write in the journal, so it is made without the data-folder lock: while
 ``reelqueue run`` runs in another process, that engine reads the new cap on its next pass
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 
+from reelqueue.application import jobs, status
+from reelqueue.application.session import Session
+from reelqueue.application.status import SpendSummary
 from reelqueue.cli.cmd_jobs import batch_commands, find_batch
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
-from reelqueue.store.base import Store
-from reelqueue.store.spend import SpendSummary
+from reelqueue.domain.models import Batch
 
 
 def parse_usd(text: str) -> float | None:
@@ -53,17 +57,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cap.set_defaults(handler=handle_batch_cap)
 
 
-def apply_batch_cap(store: Store, batch_id: int, usd: float | None, now: float) -> None:
-    if store.update_batch_settings(batch_id, {"max_spend": usd}, now) is None:
-        raise InputError(f"There is no batch {batch_id}.")
-
-
 def handle_batch_cap(args: argparse.Namespace, ctx: CliContext) -> int:
     usd = parse_usd(args.usd)
-    with ctx.open_store(lock=False) as store:
-        batch = find_batch(store.list_batches(), args.batch)
-        apply_batch_cap(store, batch.id, usd, ctx.clock.now())
-        mine = [b for b in summary(store, ctx).batches if b.batch_id == batch.id]
+
+    async def cap(session: Session) -> tuple[Batch, SpendSummary]:
+        batch = find_batch(await jobs.batches(session), args.batch)
+        await jobs.set_batch_cap(session, batch.id, usd)
+        return batch, await status.spend(session)
+
+    batch, spent_so_far = run_on_journal(ctx, cap, lock=False)
+    mine = [b for b in spent_so_far.batches if b.batch_id == batch.id]
     if usd is None:
         ctx.print(f"Batch {batch.id} ({batch.name}): no spend cap.")
     else:
@@ -73,13 +76,6 @@ def handle_batch_cap(args: argparse.Namespace, ctx: CliContext) -> int:
                      else "") + ".")
     ctx.print("A running 'reelqueue run' picks the change up within 30 seconds.")
     return 0
-
-
-def summary(store: Store, ctx: CliContext) -> SpendSummary:
-    from reelqueue.store.spend import local_day_start
-
-    now = ctx.clock.now()
-    return store.spend_summary(now, local_day_start(now))
 
 
 def describe(spend: SpendSummary) -> list[str]:

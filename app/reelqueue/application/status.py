@@ -1,0 +1,119 @@
+"""What ``status`` and ``doctor`` report: the journal's counts, accounts, jobs, the jobs
+that need the user, the spend against the caps, and whether the invariants of DESIGN.md
+hold over the whole history. Read-only; built on the journal's thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reelqueue.application.context import AppContext
+from reelqueue.application.session import Session
+from reelqueue.domain.errors import DataDirLocked
+from reelqueue.domain.states import JobState
+from reelqueue.engine.attention import NeedsAttention, needs_attention
+from reelqueue.engine.outputs import check_output
+from reelqueue.store.base import Store
+from reelqueue.store.spend import SpendSummary, local_day_start
+
+__all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "doctor", "doctor_checks",
+           "other_instance_probe", "spend", "status", "status_data"]
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """``data``: the JSON of ``status --json``; ``attention`` and ``spend`` for its text."""
+
+    data: dict[str, Any]
+    attention: NeedsAttention
+    spend: SpendSummary
+
+
+def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
+    counts = store.counts()
+    accounts = [{
+        "name": a.name, "provider": a.provider, "running": counts.live_by_account.get(a.name, 0),
+        "limit": a.capacity, "enabled": a.enabled, "status": a.status.value,
+        "cooldown_until": a.cooldown_until,
+    } for a in store.list_accounts()]
+    jobs = [{
+        "id": j.id, "batch": j.batch_id, "row": j.row_number, "name": j.name,
+        "state": j.state.value, "sub_status": j.sub_status, "attempts": j.attempts,
+        "account": j.account, "provider_job_id": j.provider_job_id,
+        "output_path": j.output_path if j.state == JobState.COMPLETED else None,
+        "error_label": j.error_label, "last_error": j.error_message,
+        "price": j.metadata.get("price"), "cost": j.cost,
+    } for j in store.list_jobs(batch_id=batch)]
+    # Parked renders (their resume kept killing the process) and creates of unknown
+    # outcome wait for the user (engine/attention.py says what to do about each).
+    now = time.time()  # spend caps: what each capped batch and account has spent
+    spent = store.spend_summary(now, local_day_start(now))
+    return {"by_state": counts.by_state, "accounts": accounts, "jobs": jobs,
+            "needs_attention": needs_attention(store, batch).as_dict(),
+            "spend": spent.as_dict()}
+
+
+async def status(session: Session, batch: int | None = None) -> StatusReport:
+    """Everything ``status`` shows, from one visit to the journal's thread."""
+    now = session.clock.now()
+
+    def read(store: Store) -> StatusReport:
+        return StatusReport(status_data(store, batch), needs_attention(store, batch),
+                            store.spend_summary(now, local_day_start(now)))
+
+    journal = session.journal
+    return await journal.call(read, journal.sync)
+
+
+async def spend(session: Session) -> SpendSummary:
+    """What each capped batch has spent, and each account today (since local midnight)."""
+    now = session.clock.now()
+    return await session.journal.spend_summary(now, local_day_start(now))
+
+
+def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
+    """The invariant queries, plus every completed job's file with its size and hash."""
+    results = store.doctor_queries(instance_alive)
+    bad_files: list[Any] = []
+    for job in store.list_jobs(states=[JobState.COMPLETED]):
+        check = check_output(job)
+        if not check.exists:
+            bad_files.append((job.id, job.output_path, "missing"))
+        elif check.size != job.output_size or check.sha256 != job.output_sha256:
+            bad_files.append((job.id, job.output_path, "size or sha256 differs"))
+    results["completed_file_mismatch"] = bad_files
+    outputs: dict[str, list[int]] = {}
+    for job in store.list_jobs():
+        outputs.setdefault(str(Path(job.output_path)), []).append(job.id)
+    results["shared_output_paths"] = [(p, ids) for p, ids in outputs.items() if len(ids) > 1]
+    return results
+
+
+async def doctor(session: Session, instance_alive: bool) -> dict[str, list[Any]]:
+    """:func:`doctor_checks` on the journal's thread."""
+    journal = session.journal
+    return await journal.call(doctor_checks, journal.sync, instance_alive)
+
+
+@contextmanager
+def other_instance_probe(ctx: AppContext) -> Iterator[bool]:
+    """Hold the data-folder lock while the body checks, if it is free; yields whether
+    another ReelQueue may hold live claims (it holds the folder, or the journal is a team
+    database where other machines' claims are legitimate)."""
+    from reelqueue.store.lockfile import DataDirLock
+
+    lock = DataDirLock(ctx.data_dir)
+    try:
+        lock.acquire()
+        alive = ctx.store_url is not None
+    except DataDirLocked:
+        alive = True
+    try:
+        yield alive
+    finally:
+        lock.release()

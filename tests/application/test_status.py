@@ -1,0 +1,66 @@
+"""status, doctor and the demo's commands in the application layer (what ``reelqueue
+status``, ``doctor`` and ``demo`` call), on a real journal in a temporary data folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reelqueue.application import status
+from reelqueue.application.context import AppContext
+from reelqueue.application.demo import DEMO_ACCOUNTS, prepare_demo, reset_demo
+from reelqueue.domain.clock import FakeClock
+from reelqueue.store.lockfile import DataDirLock
+from tests.application.test_commands import on_journal, sheet
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> AppContext:
+    return AppContext(data_dir=tmp_path / "data", videos_dir=tmp_path / "videos",
+                      clock=FakeClock(1_700_000_000.0))
+
+
+def test_status_reports_the_demo_jobs_and_accounts_and_doctor_finds_nothing(
+    ctx: AppContext, tmp_path: Path,
+) -> None:
+    first = prepare_demo(ctx, sheet(tmp_path), render_seconds=None)
+    again = prepare_demo(ctx, sheet(tmp_path), render_seconds=None)
+    assert (first.added, again.added, again.already_present) == (3, 0, 3)
+    report = on_journal(ctx, lambda session: status.status(session))
+    assert report.data["by_state"] == {"QUEUED": 3}
+    assert [(a["name"], a["limit"]) for a in report.data["accounts"]] == list(DEMO_ACCOUNTS)
+    assert [j["state"] for j in report.data["jobs"]] == ["QUEUED"] * 3
+    assert report.attention.sentences() == []
+    assert report.spend.batches == ()
+    checks = on_journal(ctx, lambda session: status.doctor(session, False))
+    assert "completed_file_mismatch" in checks and "shared_output_paths" in checks
+    assert {name: rows for name, rows in checks.items() if rows} == {}
+
+
+def test_the_probe_says_whether_another_instance_holds_the_folder(ctx: AppContext) -> None:
+    ctx.data_dir.mkdir(parents=True)
+    with status.other_instance_probe(ctx) as alive:
+        assert alive is False
+    other = DataDirLock(ctx.data_dir)
+    other.acquire()
+    try:
+        with status.other_instance_probe(ctx) as alive:
+            assert alive is True
+    finally:
+        other.release()
+
+
+def test_reset_demo_removes_its_journal(ctx: AppContext, tmp_path: Path) -> None:
+    prepare_demo(ctx, sheet(tmp_path), render_seconds=None)
+    assert ctx.journal_path.exists()
+    folders = [p for p in ctx.videos_dir.iterdir() if p.is_dir()]
+    assert len(folders) == 1  # the demo batch's folder
+    (folders[0] / "001.mp4").write_bytes(b"video")
+    files = sum(1 for f in folders[0].rglob("*") if f.is_file())
+    keep = ctx.videos_dir / "mine.mp4"  # not the demo's: stays
+    keep.write_bytes(b"video")
+    assert reset_demo(ctx) == files
+    assert not ctx.journal_path.exists() and not folders[0].exists() and keep.exists()
