@@ -113,8 +113,11 @@ def raw_cycles(folder: Path, cycles: int) -> float:
             live = db.execute(f"SELECT COUNT(*) FROM jobs WHERE account = 'acct' "
                               f"AND state IN {LIVE}").fetchone()[0]
             assert live < capacity
+            # No spend cap here: creates allowed, no batch skipped (the query's
+            # parameters since the caps; the store also counts the batches first).
             (job_id,) = db.execute(NEXT_CLAIMABLE, {"provider": provider, "now": NOW,
-                                                    "account": "acct"}).fetchone()
+                                                    "account": "acct", "creates": 1,
+                                                    "skip_batches": "[]"}).fetchone()
             db.execute(
                 "UPDATE jobs SET state = 'CLAIMED', account = 'acct', claim_token = ?, "
                 "lease_owner = 'bench-instance', lease_until = ?, attempts = attempts + 1, "
