@@ -32,7 +32,8 @@ from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
-    from reelqueue.store.postgres import PostgresStore
+    from reelqueue.application.session import Session
+    from reelqueue.store.postgres import Instance, PostgresStore
     from reelqueue.store.postgres_notify import WakeListener
 
 log = logging.getLogger(__name__)
@@ -201,6 +202,110 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
     return engine
 
 
-__all__ = ["STORE_ENV", "AccountAvailability", "check_team_url", "connection_string",
-           "database_key_ref", "is_team_url", "key_availability", "keyring_lookup",
-           "open_team_store", "run_worker", "team_config"]
+# -- what the window shows of the team (issue 15) ---------------------------------------
+RUNNING = "running"
+SILENT = "silent"  # no heartbeat for longer than a lease: its renders are taken over
+STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class TeamMachine:
+    """One ReelQueue sharing the team database, as the window lists it.
+
+    Attributes:
+        host, pid, version, started_at, heartbeat_at: from the instances registry.
+        live_renders: the in-flight jobs its last heartbeat renewed (0 once stopped).
+        state: RUNNING, SILENT (no heartbeat for longer than a lease: any other instance
+            takes its renders over) or STOPPED (said goodbye).
+        silent_for: seconds since its last heartbeat (at the time of the read).
+        this_machine: the instance is this window's own engine.
+    """
+
+    id: str
+    host: str
+    pid: int
+    version: str
+    started_at: float
+    heartbeat_at: float
+    live_renders: int
+    state: str
+    silent_for: float
+    this_machine: bool = False
+
+
+def team_machines(instances: list[Instance], *, now: float, lease_seconds: float,
+                  own_id: str | None = None) -> list[TeamMachine]:
+    """The registry's rows in the window's terms; running machines first, then the
+    silent ones, then those that stopped (each group oldest first)."""
+    order = {RUNNING: 0, SILENT: 1, STOPPED: 2}
+    out = []
+    for inst in instances:
+        silent_for = max(0.0, now - inst.heartbeat_at)
+        if inst.stopped_at is not None:
+            state = STOPPED
+        elif silent_for > lease_seconds:
+            state = SILENT
+        else:
+            state = RUNNING
+        out.append(TeamMachine(
+            id=inst.id, host=inst.host, pid=inst.pid, version=inst.version,
+            started_at=inst.started_at, heartbeat_at=inst.heartbeat_at,
+            live_renders=0 if state == STOPPED else inst.live_renders, state=state,
+            silent_for=silent_for, this_machine=inst.id == own_id))
+    return sorted(out, key=lambda m: (order[m.state], m.started_at, m.id))
+
+
+def is_team_session(session: Session) -> bool:
+    """The session's journal is the team database."""
+    return session.ctx.store_url is not None
+
+
+async def machines(session: Session) -> list[TeamMachine]:
+    """The instances sharing the team database (empty on a local journal); read on the
+    journal's thread."""
+    journal = session.journal
+    store = journal.sync
+    if not hasattr(store, "list_instances"):
+        return []
+    rows: list[Instance] = await journal.call(store.list_instances)
+    engine = session.live_engine
+    lease = engine.config.lease_seconds if engine is not None else EngineConfig().lease_seconds
+    return team_machines(rows, now=session.clock.now(), lease_seconds=lease,
+                         own_id=engine.instance_id if engine is not None else None)
+
+
+async def join(session: Session) -> None:
+    """Say hello in the instances registry for the session's engine (a team store only)."""
+    engine = session.live_engine
+    store = session.journal.sync
+    if engine is None or not hasattr(store, "register_instance"):
+        return
+    await session.journal.call(store.register_instance, engine.instance_id,
+                               host=socket.gethostname(), pid=os.getpid(),
+                               version=__version__, now=session.clock.now())
+
+
+async def leave(session: Session) -> None:
+    """Say goodbye in the instances registry (before the session stops its engine)."""
+    engine = session.live_engine
+    store = session.journal.sync
+    if engine is None or not hasattr(store, "stop_instance"):
+        return
+    await session.journal.call(store.stop_instance, engine.instance_id, session.clock.now())
+
+
+def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
+    """Names of the accounts this machine never renders for on a team store: their key
+    is not in this machine's keyring (read ahead at start; never blocks)."""
+    if not is_team_session(session):
+        return set()
+    return {a.name for a in key_availability(accounts, session.keys.lookup_cached,
+                                             session.providers)
+            if not a.usable and a.reason == "key not on this machine"}
+
+
+__all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "AccountAvailability", "TeamMachine",
+           "check_team_url", "connection_string", "database_key_ref", "is_team_session",
+           "is_team_url", "join", "key_availability", "keyring_lookup", "keys_not_here",
+           "leave", "machines", "open_team_store", "run_worker", "team_config",
+           "team_machines"]

@@ -37,6 +37,9 @@ COMPACT_WIDTH = 252
 MAX_RENDERS_SHOWN = 3
 MIN_STRIP_HEIGHT = 140  # a short window squeezes the cards down to this, then they scroll
 NBSP = "\u00a0"  # keeps "est. $110.91 to go" on one line when the spend line wraps
+KEY_NOT_HERE = "key not on this machine"
+KEY_NOT_HERE_DETAIL = ("Key not on this machine — other machines render for it. "
+                       "To render for it here too: reelqueue --store URL team-key NAME")
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,15 @@ class AccountCardData:
     cap_waiting: int = 0
     per_minute: tuple[int, ...] = (0,) * 60
     renders: tuple[RenderLine, ...] = ()
+    team: bool = False  # a team store: ``live`` counts the renders of every machine
+    key_here: bool = True  # False: a team account whose key is not on this machine
 
     def chip(self) -> tuple[str, str]:
         """The state chip's text and tint."""
         if not self.enabled:
             return "paused", "neutral"
+        if not self.key_here and self.status in ("ready", "key_missing"):
+            return KEY_NOT_HERE, "neutral"
         if self.status == "rate_limited":
             until = f" until {fmt.clock(self.cooldown_until)}" if self.cooldown_until else ""
             return f"rate limited{until}", "warning"
@@ -333,6 +340,11 @@ class AccountCard(QFrame):
         grid.addWidget(self.spend, 2, 0, 1, 3)
         middle.addLayout(grid, 1)
         details.addLayout(middle)
+        self.team_label = QLabel()  # a team store: whose renders the figures count
+        self.team_label.setProperty("role", "muted")
+        self.team_label.setWordWrap(True)
+        self.team_label.hide()
+        details.addWidget(self.team_label)
         self.over_label = QLabel()  # a limit lowered below the renders running
         self.over_label.setProperty("role", "muted")
         self.over_label.setWordWrap(True)
@@ -345,6 +357,7 @@ class AccountCard(QFrame):
         self.sparkline = Sparkline()
         details.addWidget(self.sparkline)
         renders_head = QLabel("CURRENT RENDERS")
+        self.renders_head = renders_head
         renders_head.setProperty("role", "section")
         details.addWidget(renders_head)
         self.renders = RenderBars()
@@ -468,7 +481,8 @@ class AccountCard(QFrame):
         self.provider.setText(data.provider_title)
         if old is None or old.chip() != data.chip() or old.detail != data.detail:
             self.chip.set_chip(*data.chip())
-            self.chip.setToolTip(data.detail or "")
+            self.chip.setToolTip(KEY_NOT_HERE_DETAIL if data.chip()[0] == KEY_NOT_HERE
+                                 else data.detail or "")
             self._set_title()
         self.gauge.set_values(data.live, data.capacity)
         self.queued.setText(fmt.number(data.queued))
@@ -487,11 +501,17 @@ class AccountCard(QFrame):
         over = over_limit_text(data.live, data.capacity)
         self.over_label.setText(over)
         self.over_label.setVisible(bool(over))
-        self.gauge.setToolTip(over)
+        self.gauge.setToolTip(over or (f"{data.live} of {data.capacity} running across all "
+                                       "machines" if data.team else ""))
+        self.team_label.setText(team_text(data))
+        self.team_label.setVisible(data.team)
+        self.renders_head.setText("CURRENT RENDERS · THIS MACHINE" if data.team
+                                  else "CURRENT RENDERS")
         # The separator keeps its dot with the part before it (a wrapped line never starts
         # with "·"), and the money goes on its own line rather than trailing a "·".
         counts = (NBSP + "· ").join(part.replace(" ", NBSP) for part in (
-            over or f"{data.live}/{data.capacity} running",
+            over or f"{data.live}/{data.capacity} running"
+            + (" on all machines" if data.team else ""),
             f"{fmt.number(data.queued)} waiting here",
             f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed"))
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)
@@ -613,6 +633,17 @@ class AccountStrip(QScrollArea):
 
     def minimumSizeHint(self) -> QSize:
         return QSize(CARD_WIDTH, min(self.sizeHint().height(), MIN_STRIP_HEIGHT))
+
+
+def team_text(data: AccountCardData) -> str:
+    """The line a team store's card adds: whose renders the gauge counts, and a keyless
+    account's words (never a key error: other machines hold its key)."""
+    if not data.team:
+        return ""
+    text = f"{data.live} of {data.capacity} running across all machines"
+    if not data.key_here:
+        text += " · key not on this machine — other machines render for it"
+    return text
 
 
 def over_limit_text(live: int, capacity: int) -> str:

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 
 TICK_MS = 200
 SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
+TEAM_REFRESH_TICKS = 5  # a team store: team-wide account figures every 5 slow ticks
 
 
 class AppController(QObject):
@@ -88,6 +89,7 @@ class AppController(QObject):
         self.follow_up: RecoveryFollowUp | None = None  # what became of recovered renders
         self._status_dirty = False  # an event arrived: status bar on the next tick
         self._cards_dirty = False  # a state or account changed: cards on the next tick
+        self._team_reading: asyncio.Task[Any] | None = None  # a team store's read
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self.tick)
@@ -122,6 +124,7 @@ class AppController(QObject):
         w.exportRequested.connect(k.export)
         w.openFolderRequested.connect(k.open_output_folder)
         w.settingsRequested.connect(k.show_settings)
+        w.instancesRequested.connect(k.show_instances)
         w.addAccountRequested.connect(k.show_account_dialog)
         w.jobActivated.connect(k.show_job)
         w.revealRequested.connect(k.reveal_job)
@@ -154,6 +157,7 @@ class AppController(QObject):
             self.session.closed = True
             return None
         self.report = report
+        self.window.set_team(self.session.team)
         await self.refresh_accounts()  # the banner names built-in mock accounts
         self._show_open_report(report)
         await self.refresh_batches()
@@ -321,6 +325,20 @@ class AppController(QObject):
         if first >= 0 and self.model.visible_in_flight(first, last if last >= 0 else first + 40):
             view.viewport().update()
         self.batch_watch.check()
+        if self.session.team:
+            self._team_tick()
+
+    def _team_tick(self) -> None:
+        """A team store: other machines change the queue without telling this window's
+        engine, so the team-wide figures (live renders per account) are read again every
+        TEAM_REFRESH_TICKS, and an open Instances view every second; one read at a time,
+        on the journal's thread."""
+        if self._team_reading is not None and not self._team_reading.done():
+            return
+        if self.keeper.instances is not None:
+            self._team_reading = self.spawn(self.keeper.refresh_instances(), "instances")
+        elif (self._ticks // SLOW_TICKS) % TEAM_REFRESH_TICKS == 0:
+            self._team_reading = self.spawn(self.refresh_accounts(), "team-accounts")
 
     def refresh_status(self, now: float | None = None) -> None:
         """The status bar: counts, rate and ETA (only while something renders) and the
@@ -337,8 +355,11 @@ class AppController(QObject):
 
     def refresh_cards(self, now: float | None = None) -> None:
         self._cards_dirty = False
+        team = self.session.team
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
-                              now or time.time())
+                              now or time.time(), team=team,
+                              keys_not_here=self.session.keys_not_here(
+                                  [s.account for s in self.summaries]) if team else set())
         self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.actions.set_capacity)

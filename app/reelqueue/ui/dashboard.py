@@ -23,7 +23,12 @@ def provider_title(kind: str) -> str:
 
 
 def compose_cards(table: JobTable, summaries: list[AccountSummary],
-                  events: dict[str, AccountEvent], now: float) -> list[AccountCardData]:
+                  events: dict[str, AccountEvent], now: float, *, team: bool = False,
+                  keys_not_here: frozenset[str] | set[str] = frozenset()
+                  ) -> list[AccountCardData]:
+    """The cards. On a team store (``team``) the live figure is the journal's count over
+    every machine (the summaries' ``live``, refreshed on the tick), and an account in
+    ``keys_not_here`` says its key is not on this machine."""
     stats = table.stats
     by_account_times: dict[str | None, list[float]] = {}
     for at, done_by in table.completions:
@@ -50,7 +55,8 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
         estimate = stats.waiting_estimate.get(account.provider, 0.0) * share
         cards.append(AccountCardData(
             name=account.name, provider_title=provider_title(account.provider),
-            status=status, enabled=enabled, capacity=capacity, live=len(live_rows),
+            status=status, enabled=enabled, capacity=capacity,
+            live=summary.live if team else len(live_rows),
             cooldown_until=cooldown, detail=detail,
             # Its own: waiting jobs bound to it (they hold its render or submission);
             # the shared queue is shown once, above the cards (shared_queue_text).
@@ -64,6 +70,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             cap_waiting=event.cap_waiting if event else 0,
             per_minute=per_minute(by_account_times.get(account.name, []), now),
             renders=tuple(_render_line(table, row, now) for row in live_rows),
+            team=team, key_here=account.name not in keys_not_here,
         ))
     return cards
 

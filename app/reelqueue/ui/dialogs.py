@@ -18,6 +18,7 @@ from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.import_dialog import ImportDialog
+from reelqueue.ui.instances import InstancesDialog
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.session import AccountDraft
 from reelqueue.ui.settings import Settings, save_settings
@@ -42,6 +43,7 @@ class DialogKeeper:
         self.thumbnails = thumbnails
         self.open: list[Any] = []
         self._plan_serial = 0
+        self.instances: InstancesDialog | None = None  # the Instances view, while open
 
     def request_import(self, path: Path | None) -> None:
         if path is not None:
@@ -222,6 +224,33 @@ class DialogKeeper:
         await self.ctl.refresh_accounts()
         self.ctl.window.banners.show_banner("success", f"Account {draft.name} connected "
                                         f"(limit {draft.capacity}).", key="account")
+
+    def show_instances(self) -> InstancesDialog:
+        """The machines sharing the team queue (refreshed on the controller's tick)."""
+        if self.instances is not None:
+            self.instances.raise_()
+            self.instances.activateWindow()
+            return self.instances
+        dialog = InstancesDialog(self.ctl.window)
+        self.instances = dialog
+
+        def closed(_result: int) -> None:
+            self.instances = None
+            self.forget(dialog)
+
+        dialog.finished.connect(closed)
+        self.open.append(dialog)
+        dialog.show()
+        self.ctl.spawn(self.refresh_instances(), "instances")
+        return dialog
+
+    async def refresh_instances(self) -> None:
+        dialog = self.instances
+        if dialog is None:
+            return
+        machines = await self.ctl.session.machines()
+        if self.instances is dialog:  # not closed meanwhile
+            dialog.set_machines(machines)
 
     def show_settings(self) -> SettingsDialog:
         default = str(self.ctl.session.ctx.videos_dir)

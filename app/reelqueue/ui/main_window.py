@@ -256,6 +256,7 @@ class MainWindow(QMainWindow):
     exportRequested = Signal()
     openFolderRequested = Signal()
     settingsRequested = Signal()
+    instancesRequested = Signal()
     addAccountRequested = Signal()
     jobActivated = Signal(int)
     revealRequested = Signal(int)
@@ -343,6 +344,13 @@ class MainWindow(QMainWindow):
                                      self.addAccountRequested.emit)
         self.settings_action = action("Settings", "settings", "Folders, retries, theme",
                                       self.settingsRequested.emit)
+        # A team store only (set_team): the machines sharing the queue.
+        self.instances_action = QAction("Instances", self)
+        self.instances_action.setToolTip("The machines sharing this team queue: their "
+                                         "last heartbeat and renders")
+        self.instances_action.triggered.connect(self.instancesRequested.emit)
+        bar.insertAction(self.account_action, self.instances_action)
+        self.instances_action.setVisible(False)
 
     def _build_accounts_head(self) -> QHBoxLayout:
         head = QHBoxLayout()
@@ -586,6 +594,10 @@ class MainWindow(QMainWindow):
         """What the engine is doing, derived from the truth (see ui/dashboard.py)."""
         self.engine_label.setText(text)
         self.engine_label.setToolTip(tooltip)
+
+    def set_team(self, team: bool) -> None:
+        """The journal is a team database: offer the Instances view."""
+        self.instances_action.setVisible(team)
 
     def set_shared_queue(self, text: str) -> None:
         self.queue_label.setText(text)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reelqueue.application import accounts, imports, jobs, views
+from reelqueue.application import accounts, imports, jobs, team, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
 from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
+from reelqueue.application.team import TeamMachine
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import RecoveryReport
@@ -183,6 +184,19 @@ class EngineSession:
         self._opened = False
 
     @property
+    def team(self) -> bool:
+        """The journal is a team database shared with other machines (issue 15)."""
+        return team.is_team_session(self.app)
+
+    async def machines(self) -> list[TeamMachine]:
+        """The machines sharing the team database (the instances registry)."""
+        return await team.machines(self.app)
+
+    def keys_not_here(self, accounts: list[Any]) -> set[str]:
+        """Accounts whose key is not on this machine (a team store only)."""
+        return team.keys_not_here(self.app, accounts)
+
+    @property
     def keys(self) -> KeyCache:
         return self.app.keys
 
@@ -229,7 +243,12 @@ class EngineSession:
         unclean = marker.running or (in_flight > 0 and kept == 0)
         paused = not start or (unclean and self.settings.start_paused_after_crash)
         await asyncio.to_thread(write_marker, self.ctx.data_dir, SessionMarker(running=True))
-        report = await self.app.start(self.settings.engine_config(), paused=paused)
+        config = self.settings.engine_config()
+        if self.team:  # several machines share the queue: take over expired leases only
+            config = team.team_config(config)
+        report = await self.app.start(config, paused=paused)
+        if self.team:
+            await team.join(self.app)  # listed in the instances registry
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
                           paused=paused, recovery=report,
                           keyring_problems=list(self.app.keyring_problems))
@@ -246,6 +265,11 @@ class EngineSession:
         if self.closed:
             return 0
         self.closed = True
+        if self.team and self.app.live_engine is not None:
+            try:
+                await team.leave(self.app)
+            except Exception:  # the database is gone: its heartbeat simply stops
+                log.warning("could not say goodbye in the instances registry", exc_info=True)
         kept = await self.app.stop(keep_renders=keep_renders)
         if self._opened:
             await asyncio.to_thread(write_marker, self.ctx.data_dir,

@@ -1,0 +1,134 @@
+"""The window on a team queue (issue 15) on a real throwaway PostgreSQL server: the
+Instances view lists the machines of the registry (a silent one said to be so), and an
+account whose key is not on this machine says that, never a key error."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+import psycopg
+import pytest
+
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.models import AccountSpec
+from reelqueue.store.postgres import PostgresStore
+from reelqueue.ui.accounts_view import KEY_NOT_HERE
+from reelqueue.ui.instances import InstancesDialog
+from tests import pgserver
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
+from tests.team.harness import drop_database, new_database
+
+
+@pytest.fixture
+def team_ctx(pg_server: pgserver.Server | str, app_ctx: CliContext) -> Iterator[CliContext]:
+    """A window context on a fresh team database (dropped afterwards)."""
+    if isinstance(pg_server, str):
+        pgserver.unavailable(pg_server)
+    assert isinstance(pg_server, pgserver.Server)
+    url = new_database(pg_server.dsn)
+    try:
+        yield replace(app_ctx, store_url=url)
+    finally:
+        drop_database(pg_server.dsn, url)
+
+
+def other_machines(url: str, now: float) -> None:
+    """Two machines of the team: box-a heard from 12 s ago, box-b silent for 200 s (more
+    than the 60 s lease) with two renders in flight when it went quiet."""
+    store = PostgresStore.open(url, now=now)
+    try:
+        store.register_instance("inst-a", host="box-a", pid=101, version="9.9.1",
+                                now=now - 3600)
+        store.register_instance("inst-b", host="box-b", pid=202, version="9.9.1",
+                                now=now - 7200)
+    finally:
+        store.close()
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("UPDATE instances SET heartbeat_at = %s, live_renders = 1 "
+                   "WHERE id = 'inst-a'", (now - 12,))
+        db.execute("UPDATE instances SET heartbeat_at = %s, live_renders = 2 "
+                   "WHERE id = 'inst-b'", (now - 200,))
+
+
+@on_qloop
+async def test_the_instances_view_lists_the_machines_and_says_which_went_silent(
+        windows: WindowHarness, team_ctx: CliContext) -> None:
+    assert team_ctx.store_url is not None
+    other_machines(team_ctx.store_url, time.time())
+    ctl = await windows.open(team_ctx, start=False)
+    assert ctl.session.team and ctl.window.instances_action.isVisible()
+
+    ctl.window.instances_action.trigger()
+    dialog = ctl.keeper.instances
+    assert isinstance(dialog, InstancesDialog)
+    await until(lambda: dialog.table.rowCount() == 3)
+    rows = {dialog.cell_text(r, 0): [dialog.cell_text(r, c) for c in range(6)]
+            for r in range(3)}
+    this = [host for host in rows if host.endswith("(this window)")]
+    assert len(this) == 1, rows  # the window registered its own engine
+
+    box_a = rows["box-a"]
+    assert box_a[1:3] == ["101", "9.9.1"]
+    match = re.fullmatch(r"(\d+) s ago", box_a[4])
+    assert match and 12 <= int(match.group(1)) < 60, box_a
+    assert box_a[5] == "1"
+    assert rows["box-b"][4] == "not heard from for 3 min — its renders are taken over"
+    assert rows["box-b"][5] == "2"
+    assert re.fullmatch(r"just now|\d+ s ago", rows[this[0]][4]), rows[this[0]]
+    # Running machines first, the silent one last; the summary counts only the running.
+    assert dialog.cell_text(2, 0) == "box-b"
+    assert dialog.summary.text().startswith("2 machines running, 1 render in flight")
+    assert dialog.summary.text().endswith("; 1 machine not heard from.")
+    save_screenshot(dialog, "team-instances")
+
+    # Refreshed on the tick: box-b comes back.
+    with psycopg.connect(team_ctx.store_url, autocommit=True) as db:
+        db.execute("UPDATE instances SET heartbeat_at = %s WHERE id = 'inst-b'",
+                   (time.time() - 3,))
+    await until(lambda: any(dialog.cell_text(r, 0) == "box-b"
+                            and dialog.cell_text(r, 4).endswith(" s ago") for r in range(3)))
+
+    # Closing the window says goodbye in the registry.
+    await windows.close(ctl)
+    with psycopg.connect(team_ctx.store_url) as db:
+        stopped = db.execute("SELECT host FROM instances WHERE stopped_at IS NOT NULL"
+                             ).fetchall()
+    assert len(stopped) == 1 and stopped[0][0] not in ("box-a", "box-b")
+
+
+@on_qloop
+async def test_a_team_account_whose_key_is_elsewhere_says_so(
+        windows: WindowHarness, team_ctx: CliContext) -> None:
+    assert team_ctx.store_url is not None
+    store = PostgresStore.open(team_ctx.store_url, now=time.time())
+    try:  # the team's account; its key is in another machine's keyring, not here
+        store.add_account(AccountSpec(name="studio-runway", provider="runway", capacity=3,
+                                      key_ref="studio-runway"), time.time())
+    finally:
+        store.close()
+    ctl = await windows.open(team_ctx, start=True)
+    await until(lambda: "studio-runway" in ctl.window.accounts.cards)
+    card = ctl.window.accounts.cards["studio-runway"]
+    await until(lambda: card.chip.text() == KEY_NOT_HERE)
+    assert card.data is not None and not card.data.key_here and card.data.team
+    assert "other machines render for it" in card.chip.toolTip()
+    assert "key missing" not in card.chip.text() and "rejected" not in card.chip.text()
+    assert card.team_label.text() == ("0 of 3 running across all machines · key not on "
+                                      "this machine — other machines render for it")
+    assert card.renders_head.text() == "CURRENT RENDERS · THIS MACHINE"
+    # The engine never marked the shared account for everyone.
+    with psycopg.connect(team_ctx.store_url) as db:
+        (status,) = db.execute("SELECT status FROM accounts WHERE name = 'studio-runway'"
+                               ).fetchone() or (None,)
+    assert status == "ready"
+
+
+@on_qloop
+async def test_a_local_journal_offers_no_instances_view(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    ctl = await windows.open(app_ctx, start=False)
+    assert not ctl.session.team
+    assert not ctl.window.instances_action.isVisible()
