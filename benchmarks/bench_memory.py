@@ -73,12 +73,13 @@ def child(argv: list[str]) -> float:
 def engine_in_child(data_dir: Path, budget: float) -> None:
     import asyncio
 
-    from reelqueue.cli.cmd_run import builtin_mock
+    from reelqueue.application.builtin_mock import builtin_mock
     from reelqueue.engine.engine import Engine
+    from reelqueue.providers.registry import ProviderRegistry
     from reelqueue.store.sqlite import SqliteStore
 
-    async def drive(store: SqliteStore) -> str:
-        engine = Engine(store)
+    async def drive(store: SqliteStore, providers: ProviderRegistry) -> str:
+        engine = Engine(store, providers=providers)
         await engine.start()
         result = await engine.run_until_drained(budget_seconds=budget)
         await engine.stop()
@@ -87,8 +88,8 @@ def engine_in_child(data_dir: Path, budget: float) -> None:
 
     store = SqliteStore.open(data_dir / "journal.sqlite3", now=NOW)
     try:
-        with builtin_mock(store):
-            outcome = asyncio.run(drive(store))
+        with builtin_mock(store) as providers:  # the mock's URL: the registry's, not a global
+            outcome = asyncio.run(drive(store, providers))
     finally:
         store.close()
     if outcome not in ("budget", "drained"):
