@@ -3,7 +3,7 @@ and the front ends (ui/, cli/, api/) never import each other: they go through
 application/, and only the entry module (``reelqueue/entry.py``, which decides which front
 end runs) imports them.
 
-What the window (ui/) may import, decided here (issue 12):
+What the front ends (ui/, cli/, api/) may import, decided here (issues 12, 14):
 ``application`` (the session, the commands, the views), ``domain``, ``resources``, and
 from the layers below only the modules that are data types or pure functions a view needs
 (:data:`PARTLY_ALLOWED`): the engine's events, view rows (``engine.queries``), the retry
@@ -12,10 +12,9 @@ package itself), its column mapping, sheet extensions and file-name template; an
 provider catalogue (``providers.registry``, ``providers.builtin``: titles and parameters
 for the dialogs). Never
 the journal (``store``), the keyring (``credentials``), the engine itself, a provider
-adapter or the mock server: those are reached through application/ only. The command line
-and the HTTP API keep the older, wider rule (the layers below the application layer): the
-command line for its read-only commands (``status``, ``doctor``, ``spend``), the API for
-its token table and journal reader.
+adapter or the mock server: those are reached through application/ only (the API through
+``application.remote``: its tokens, journal feed and the session's commands), except the
+few exact imports of the command line listed with why in :data:`CLI_EXCEPTIONS`.
 """
 
 from __future__ import annotations
@@ -47,10 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     # The front ends: never each other (see the module docstring for ui and api).
     "cli": {"application", "domain", "resources"},
     "ui": {"application", "domain", "resources"},
-    # The HTTP API still reads the journal, the token table and the keyring directly
-    # (api/serve.py, server.py, auth.py); moving that behind application/ would let it
-    # take the window's rule (PARTLY_ALLOWED) too.
-    "api": {"application"} | BELOW_FRONT_ENDS,
+    "api": {"application", "domain", "resources"},
     # Top-level modules.
     "entry": {"application", "cli", "ui", "api"},  # the one place that may import front ends
     "__main__": {"entry"},
@@ -64,7 +60,8 @@ VIEW_MODULES: dict[str, set[str]] = {
     "intake": {"", "mapping", "sheet", "filenames"},
     "providers": {"registry", "builtin"},
 }
-PARTLY_ALLOWED: dict[str, dict[str, set[str]]] = {"ui": VIEW_MODULES, "cli": VIEW_MODULES}
+PARTLY_ALLOWED: dict[str, dict[str, set[str]]] = {"ui": VIEW_MODULES, "cli": VIEW_MODULES,
+                                                 "api": VIEW_MODULES}
 # cli module -> the exact modules below the application layer it may still import, and why.
 CLI_EXCEPTIONS: dict[str, set[str]] = {
     # The defaults its --help shows (constants of the intake's limits and planner).
@@ -245,6 +242,21 @@ def test_every_layer_and_the_entry_module_are_checked() -> None:
      "imports reelqueue.engine.attention"),
     ("cli/planted.py", "from reelqueue.credentials.keystore import KeyStore\n",
      "imports reelqueue.credentials.keystore"),
+    # ... and it reaches the journal, the tokens, the keyring and the engine only through
+    # application/ (application.remote, tokens, feed).
+    ("api/planted.py", "from reelqueue.store.tokens import TokenStore\n",
+     "imports reelqueue.store.tokens"),
+    ("api/planted.py", "from reelqueue.store.journal_reader import JournalReader\n",
+     "imports reelqueue.store.journal_reader"),
+    ("api/planted.py", "from reelqueue.store import base\n", "imports reelqueue.store.base"),
+    ("api/planted.py", "def f():\n    from reelqueue.store.sqlite import SqliteStore\n",
+     "imports reelqueue.store.sqlite"),
+    ("api/planted.py", "from reelqueue.credentials.keystore import KeyStore\n",
+     "imports reelqueue.credentials.keystore"),
+    ("api/planted.py", "from reelqueue.engine.engine import Engine\n",
+     "imports reelqueue.engine.engine"),
+    ("api/planted.py", "from reelqueue.intake.planner import ImportOptions\n",
+     "imports reelqueue.intake.planner"),
     ("nowhere/planted.py", "import os\n", "nowhere is not a known layer"),
 ])
 def test_the_check_reports_a_planted_violation(where: str, text: str, expected: str) -> None:
@@ -261,11 +273,15 @@ def test_the_check_reports_a_planted_violation(where: str, text: str, expected: 
     "from reelqueue.engine import queries\n",
     "from reelqueue.intake import ImportPlan\n",
     "from reelqueue.application.session import Session\n",
+    "from reelqueue.application.remote import RemoteAccess\n",
     "from reelqueue.domain.states import JobState\n",
 ])
-def test_the_window_may_import_the_view_modules(text: str) -> None:
-    """The other side: what the module docstring allows the window is not reported."""
-    assert violations(PACKAGE / "ui" / "planted.py", text) == []
+@pytest.mark.parametrize("front_end", ["ui", "api"])
+def test_the_window_and_the_api_may_import_the_view_modules(front_end: str,
+                                                            text: str) -> None:
+    """The other side: what the module docstring allows the window and the API is not
+    reported."""
+    assert violations(PACKAGE / front_end / "planted.py", text) == []
 
 
 @pytest.mark.parametrize(("where", "text", "expected"), [

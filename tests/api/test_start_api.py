@@ -1,5 +1,5 @@
-"""The API started on an engine that already runs on the caller's loop (what the window
-does under qasync, and what ``serve`` does): one loop, the caller keeps its engine."""
+"""The API started on a session whose engine already runs on the caller's loop (what the
+window does under qasync, and what ``serve`` does): one loop, the caller keeps its engine."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from reelqueue.api.serve import start_api
 from reelqueue.application.context import AppContext
 from reelqueue.application.serving import ServeOptions
-from reelqueue.engine.engine import Engine
+from reelqueue.application.session import Session
 from reelqueue.store.sqlite import SqliteStore
 from reelqueue.store.tokens import TokenStore
 
@@ -22,13 +22,14 @@ pytestmark = pytest.mark.integration
 async def test_the_api_serves_an_engine_running_on_this_loop(tmp_path: Path) -> None:
     ctx = AppContext(data_dir=tmp_path / "data", videos_dir=tmp_path / "videos")
     ctx.data_dir.mkdir()
-    store = SqliteStore.open(ctx.journal_path, now=0.0)
+    SqliteStore.open(ctx.journal_path, now=0.0).close()
     tokens = TokenStore(ctx.journal_path)
     token = tokens.add("window-test", "admin", 0.0)
     tokens.close()
-    engine = Engine(store)
-    await engine.start(paused=True)
-    running = await start_api(ctx, engine, ServeOptions(host="127.0.0.1", port=0))
+    session = Session(ctx)
+    await session.start(paused=True)
+    engine = session.running_engine
+    running = await start_api(ctx, session, ServeOptions(host="127.0.0.1", port=0))
     try:
         assert running.fingerprint is not None
         pinned = ssl.create_default_context(cafile=str(ctx.data_dir / "api-cert.pem"))
@@ -44,5 +45,4 @@ async def test_the_api_serves_an_engine_running_on_this_loop(tmp_path: Path) -> 
             assert health["engine"] == "paused"
     finally:
         await running.stop()
-        await engine.stop()
-        engine.close_store()
+        await session.stop()

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from reelqueue.store.tokens import TokenInfo, TokenStore
+from reelqueue.application.tokens import ClientTokens, TokenInfo
 
 FREE_FAILURES = 5
 FAILURE_WINDOW_SECONDS = 60.0
@@ -59,7 +59,7 @@ def error(status: int, message: str, **extra: object) -> web.Response:
     return web.json_response({"error": message, **extra}, status=status)
 
 
-def middleware(tokens: TokenStore, throttle: FailureThrottle) -> Middleware:
+def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path in PUBLIC_PATHS:
@@ -70,7 +70,7 @@ def middleware(tokens: TokenStore, throttle: FailureThrottle) -> Middleware:
         scheme, _, token = header.partition(" ")
         info = None
         if scheme.lower() == "bearer" and token:
-            info = await asyncio.to_thread(tokens.verify, token.strip())
+            info = await tokens.verify(token.strip())
         if info is None:
             throttle.failed(address)
             if delay:

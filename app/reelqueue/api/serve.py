@@ -1,5 +1,6 @@
 """Running the engine and the HTTP API together in one headless process (``reelqueue
-serve``), on one asyncio loop, until SIGTERM / SIGINT."""
+serve``), on one asyncio loop, until SIGTERM / SIGINT; and :func:`start_api`, the API on a
+session that already runs (the window's, under qasync)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,13 @@ import contextlib
 import signal
 from dataclasses import dataclass
 
-from reelqueue.api.server import ApiServer, ApiServices
+from reelqueue.api.server import ApiServer
 from reelqueue.api.tls import ensure_self_signed, fingerprint, server_context
-from reelqueue.application.builtin_mock import builtin_mock
 from reelqueue.application.context import AppContext
+from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
-from reelqueue.application.submit import JobSubmitter
+from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
-from reelqueue.engine.engine import Engine
-from reelqueue.intake.catalog import RegistryCatalog
-from reelqueue.providers.registry import ProviderRegistry
-from reelqueue.store.base import Store
-from reelqueue.store.journal_reader import JournalReader
-from reelqueue.store.tokens import TokenStore
 
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -29,38 +24,30 @@ def run_serve(ctx: AppContext, options: ServeOptions) -> int:
         # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
         raise InputError("'reelqueue serve' runs on the local journal only; drop --store "
                          "(a team queue is served by its workers, not over this API yet).")
-    with ctx.open_store() as store, builtin_mock(store) as providers:
-        return asyncio.run(_serve(ctx, store, options, providers))
-
-
-def _key_lookup() -> object:
-    from reelqueue.credentials.keystore import KeyStore
-
-    return KeyStore().get_key
+    return asyncio.run(_serve(ctx, options))
 
 
 @dataclass
 class RunningApi:
-    """An API served on a running engine. Attributes: url, fingerprint (None without
-    TLS), server; :meth:`stop` closes the site and the API's own connections (the engine
-    is the caller's and keeps running)."""
+    """An API served on a running session. Attributes: url, fingerprint (None without
+    TLS), server, access; :meth:`stop` closes the site and the API's own connections (the
+    session is the caller's and keeps running)."""
 
     url: str
     fingerprint: str | None
     server: ApiServer
-    reader: JournalReader
-    tokens: TokenStore
+    access: RemoteAccess
 
     async def stop(self) -> None:
         await self.server.stop()
-        self.reader.close()
-        self.tokens.close()
+        self.access.close()
 
 
-async def start_api(ctx: AppContext, engine: Engine, options: ServeOptions) -> RunningApi:
-    """Serve the API for ``engine``, on the running loop (the command line's engine in
-    ``serve``, or the window's under qasync: one process owns a data folder, so the
-    window serves its own engine rather than a second one)."""
+async def start_api(ctx: AppContext, session: Session, options: ServeOptions) -> RunningApi:
+    """Serve the API for ``session``'s running engine, on the running loop (the command
+    line's session in ``serve``, or the window's under qasync: one process owns a data
+    folder, so the window serves its own engine rather than a second one). OSError when
+    the address is taken; InputError for options that are not allowed."""
     check_options(options)
     ssl_context = None
     print_fingerprint = None
@@ -71,39 +58,34 @@ async def start_api(ctx: AppContext, engine: Engine, options: ServeOptions) -> R
                                                   options.host))
         ssl_context = server_context(cert, key)
         print_fingerprint = fingerprint(cert)
-    reader = JournalReader(ctx.journal_path)
-    tokens = TokenStore(ctx.journal_path)
-    submitter = JobSubmitter(engine, reader, ctx.videos_dir,
-                             RegistryCatalog(engine.providers), options.max_waiting)
-    services = ApiServices(engine, submitter, reader, tokens,
-                           upload_root=ctx.data_dir / "uploads")
-    server = ApiServer(services, options.host, options.port, ssl_context)
+    access = await RemoteAccess.open(ctx, session, options.max_waiting)
+    server = ApiServer(access, options.host, options.port, ssl_context)
     try:
         await server.start()
     except BaseException:
-        reader.close()
-        tokens.close()
+        await server.stop()
+        access.close()
         raise
     scheme = "http" if ssl_context is None else "https"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     return RunningApi(f"{scheme}://{shown}:{server.port}/v1", print_fingerprint, server,
-                      reader, tokens)
+                      access)
 
 
-async def _serve(ctx: AppContext, store: Store, options: ServeOptions,
-                 providers: ProviderRegistry) -> int:
-    engine = Engine(store, config=options.engine, key_lookup=_key_lookup(),  # type: ignore[arg-type]
-                    providers=providers)
+async def _serve(ctx: AppContext, options: ServeOptions) -> int:
+    session = Session(ctx)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
-    report = await engine.start(paused=options.paused)
-    ctx.print(report.summary())
     running: RunningApi | None = None
     try:
-        running = await start_api(ctx, engine, options)
+        report = await session.start(options.engine, paused=options.paused)
+        for problem in session.keyring_problems:
+            ctx.print(f"Keyring: {problem}")
+        ctx.print(report.summary())
+        running = await start_api(ctx, session, options)
         if running.fingerprint is not None:
             ctx.print(f"TLS certificate fingerprint (SHA-256) {running.fingerprint}")
         ctx.print(f"Serving {running.url} (Ctrl+C stops)")
@@ -111,7 +93,6 @@ async def _serve(ctx: AppContext, store: Store, options: ServeOptions,
     finally:
         if running is not None:
             await running.stop()
-        await engine.stop()
-        engine.close_store()
+        await session.stop()
     ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
     return 0

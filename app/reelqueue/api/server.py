@@ -1,16 +1,17 @@
 """The routes of the HTTP API, on aiohttp, running on the engine's asyncio loop.
 
-Every route calls the application layer (submit, the engine's commands) or reads through
-the journal reader; none writes to the store itself. See docs/api.md for the why.
+Every route calls the application layer (:class:`~reelqueue.application.remote.RemoteAccess`:
+submit, the session's commands, the journal feed); none reaches the journal, the keyring or
+the engine itself. See docs/api.md for the why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import ssl
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +20,17 @@ from aiohttp import web
 from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, error, middleware, needs
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.requests import BodyInvalid, parse_job
-from reelqueue.application.batch_upload import json_rows_as_csv, upload_batch
+from reelqueue.application.batch_upload import json_rows_as_csv
+from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.submit import (
     IdempotencyConflict,
     JobInvalid,
-    JobSubmitter,
     QueueFull,
 )
+from reelqueue.application.tokens import TokenInfo
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
-from reelqueue.engine.engine import Engine
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
-from reelqueue.store.journal_reader import JournalReader
-from reelqueue.store.tokens import TokenInfo, TokenStore
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +44,8 @@ SSE_PAGE = 500
 SSE_IDLE_SECONDS = 1.0
 VIDEO_CHUNK = 256 * 1024
 
-
-@dataclass
-class ApiServices:
-    """What the routes use. Attributes: engine (running), submitter, reader, tokens,
-    upload_root (a private folder where an uploaded sheet lives while it is imported)."""
-
-    engine: Engine
-    submitter: JobSubmitter
-    reader: JournalReader
-    tokens: TokenStore
-    upload_root: Path | None = None
+ApiServices = RemoteAccess
+"""What the routes use: the application layer's view for remote clients."""
 
 
 def job_json(job: Job) -> dict[str, Any]:
@@ -88,16 +77,16 @@ class Routes:
                                      content_type="application/json") from None
 
     async def health(self, request: web.Request) -> web.Response:
-        engine = self.s.engine
+        state = self.s.engine_state()
         try:
-            journal = await asyncio.to_thread(self.s.reader.writable)
+            journal = await self.s.feed.writable()
         except Exception:
             log.warning("health: the journal cannot be read", exc_info=True)
             journal = "unreadable"
         return web.json_response({
             "status": "up" if journal == "writable" else "degraded", "journal": journal,
-            "engine": "paused" if engine.paused else "running",
-            "active_renders": engine.active_workers,
+            "engine": "paused" if state.paused else "running",
+            "active_renders": state.active_renders,
         })
 
     async def openapi(self, request: web.Request) -> web.Response:
@@ -136,8 +125,7 @@ class Routes:
         except ValueError:
             raise web.HTTPNotFound(text='{"error": "No such job."}',
                                    content_type="application/json") from None
-        store = self.s.engine.store
-        job = await store.get_job(job_id)
+        job = await self.s.get_job(job_id)
         if job is None:
             raise web.HTTPNotFound(text=json.dumps({"error": f"There is no job {job_id}."}),
                                    content_type="application/json")
@@ -166,14 +154,9 @@ class Routes:
                 if not file_name:
                     return error(422, "Name the upload: ?filename=prompts.xlsx (or send a "
                                       "JSON list with Content-Type: application/json).")
-            submitter = self.s.submitter
-            options = ImportOptions(
-                provider=(query.get("provider") or "mock").lower(),
-                output_root=submitter.videos_dir, batch_name=name,
-                max_waiting=submitter.max_waiting or DEFAULT_MAX_WAITING)
-            upload_root = self.s.upload_root or submitter.videos_dir / ".uploads"
-            outcome = await upload_batch(self.s.engine, self.s.reader, upload_root, content,
-                                         file_name, options, dry_run=dry_run)
+            outcome = await self.s.upload_batch(
+                content, file_name, provider=(query.get("provider") or "mock").lower(),
+                batch_name=name, dry_run=dry_run)
         except QueueFull as exc:
             response = error(429, str(exc), waiting=exc.waiting, limit=exc.limit)
             response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
@@ -221,8 +204,7 @@ class Routes:
         if unknown:
             return error(422, f"Unknown state {unknown[0]!r}; known: "
                               + ", ".join(JobState.__members__))
-        jobs = await asyncio.to_thread(self.s.reader.jobs_after, cursor, limit,
-                                       batch_id=batch, states=states)
+        jobs = await self.s.feed.jobs_after(cursor, limit, batch_id=batch, states=states)
         next_cursor = jobs[-1].id if len(jobs) == limit else None
         return web.json_response({"jobs": [job_json(j) for j in jobs],
                                   "next_cursor": next_cursor})
@@ -230,14 +212,12 @@ class Routes:
     @needs("admin")
     async def cancel_job(self, request: web.Request) -> web.Response:
         job = await self._job(request)
-        changed = await self.s.engine.cancel([job.id])
-        return web.json_response({"id": job.id, "cancelled": job.id in changed})
+        return web.json_response({"id": job.id, "cancelled": await self.s.cancel(job.id)})
 
     @needs("admin")
     async def retry_job(self, request: web.Request) -> web.Response:
         job = await self._job(request)
-        changed = await self.s.engine.retry([job.id])
-        return web.json_response({"id": job.id, "requeued": job.id in changed})
+        return web.json_response({"id": job.id, "requeued": await self.s.retry(job.id)})
 
     @needs("read")
     async def video(self, request: web.Request) -> web.StreamResponse:
@@ -281,53 +261,45 @@ class Routes:
 
     @needs("read")
     async def accounts(self, request: web.Request) -> web.Response:
-        store = self.s.engine.store
-        accounts = await store.list_accounts()
-        counts = await store.counts()
+        summaries = await self.s.accounts()
         return web.json_response({"accounts": [{
             "name": a.name, "provider": a.provider, "capacity": a.capacity,
-            "live": counts.live_by_account.get(a.name, 0), "enabled": a.enabled,
+            "live": summary.live, "enabled": a.enabled,
             "status": str(a.status.value), "status_detail": a.status_detail,
             "cooldown_until": a.cooldown_until,
             "daily_cap": a.settings.get("daily_cap"),
-        } for a in accounts]})
+        } for summary in summaries for a in [summary.account]]})
 
     @needs("read")
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events from the ledger: each entry's ``seq`` is its event id, so a
         client that reconnects with ``Last-Event-ID`` misses nothing and sees nothing twice."""
         raw = request.headers.get("Last-Event-ID") or request.query.get("after")
+        feed = self.s.feed
         try:
-            after = int(raw) if raw else await asyncio.to_thread(self.s.reader.last_ledger_seq)
+            after = int(raw) if raw else await feed.last_seq()
         except ValueError:
             return error(422, "Last-Event-ID must be an event id (a whole number).")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                                "Cache-Control": "no-cache"})
         await response.prepare(request)
-        woken = asyncio.Event()
-        unsubscribe = self.s.engine.bus.subscribe(lambda _event: woken.set())
         try:
             await response.write(b": connected\n\n")
-            while True:
-                entries = await asyncio.to_thread(self.s.reader.ledger_after, after, SSE_PAGE)
-                for entry in entries:
-                    data = json.dumps({"seq": entry.seq, "at": entry.at, "event": entry.event,
-                                       "job_id": entry.job_id, "account": entry.account,
-                                       "detail": entry.detail}, default=str)
-                    await response.write(
-                        f"id: {entry.seq}\nevent: {entry.event}\ndata: {data}\n\n".encode())
-                    after = entry.seq
-                if len(entries) == SSE_PAGE:
-                    continue
-                woken.clear()
-                try:
-                    await asyncio.wait_for(woken.wait(), SSE_IDLE_SECONDS)
-                except TimeoutError:
-                    await response.write(b": keep-alive\n\n")
+            pages = feed.follow(after, self.s.subscribe, page=SSE_PAGE,
+                                idle_seconds=SSE_IDLE_SECONDS)
+            async with contextlib.aclosing(pages):  # unsubscribes when the client goes
+                async for entries in pages:
+                    if not entries:
+                        await response.write(b": keep-alive\n\n")
+                    for entry in entries:
+                        data = json.dumps({"seq": entry.seq, "at": entry.at,
+                                           "event": entry.event, "job_id": entry.job_id,
+                                           "account": entry.account, "detail": entry.detail},
+                                          default=str)
+                        await response.write(f"id: {entry.seq}\nevent: {entry.event}\n"
+                                             f"data: {data}\n\n".encode())
         except ConnectionResetError:
             pass  # the client went away; a cancellation (server shutdown) propagates
-        finally:
-            unsubscribe()
         return response
 
 

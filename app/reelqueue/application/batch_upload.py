@@ -5,8 +5,11 @@ their errors, their keys (a re-upload adds nothing twice) and the queue limit ar
 those of ``reelqueue import``.
 
 The upload is kept in a private folder of the data folder only while it is planned and
-imported, then deleted. Reads for the plan go through the journal reader (the engine's
-journal thread is not held while a sheet is parsed); the apply runs on the journal thread.
+imported, then deleted. Reads for the plan go through the journal feed (the engine's
+journal thread is not held while a sheet is parsed); the apply is the import's own
+(:func:`reelqueue.application.imports.apply_import`): with an engine running, the engine's
+import command, whose file work (folder, manifest) runs off the journal thread and which
+wakes the pump itself.
 """
 
 from __future__ import annotations
@@ -20,15 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application import imports
+from reelqueue.application.feed import JournalFeed
+from reelqueue.application.session import Session
 from reelqueue.application.submit import JOB_PARAM_FIELDS, QueueFull
 from reelqueue.domain.errors import InputError
-from reelqueue.engine.engine import Engine
-from reelqueue.intake.apply import ImportResult, apply_import
+from reelqueue.intake.apply import ImportResult
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.filenames import sanitise_component
 from reelqueue.intake.planner import ImportOptions, ImportPlan, plan_import
 from reelqueue.intake.rows import RowError
-from reelqueue.store.journal_reader import JournalReader
 
 SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")
 JSON_COLUMNS = ("prompt", "provider", "account", "name", "priority", "id", *JOB_PARAM_FIELDS)
@@ -73,7 +77,7 @@ def json_rows_as_csv(rows: object) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-async def upload_batch(engine: Engine, reader: JournalReader, upload_root: Path,
+async def upload_batch(session: Session, feed: JournalFeed, upload_root: Path,
                        content: bytes, file_name: str, options: ImportOptions, *,
                        dry_run: bool) -> BatchUploadOutcome:
     suffix = Path(file_name).suffix.lower()
@@ -86,20 +90,19 @@ async def upload_batch(engine: Engine, reader: JournalReader, upload_root: Path,
     try:
         await asyncio.to_thread(path.write_bytes, content)
         plan = await asyncio.to_thread(plan_import, path, options,
-                                       existing_keys=reader.existing_keys,
-                                       catalog=RegistryCatalog(engine.providers),
-                                       now=engine.clock.now())
+                                       existing_keys=feed.existing_keys,
+                                       catalog=RegistryCatalog(session.providers),
+                                       now=session.clock.now())
         if dry_run or plan.refused:
             return BatchUploadOutcome(plan, None, list(plan.errors))
-        store = engine.store
         try:
-            result = await store.call(apply_import, store.sync, plan, engine.clock.now())
+            result = await imports.apply_import(session, plan)
         except InputError:
-            waiting = await store.count_waiting()
+            journal = session.journal
+            waiting = await journal.count_waiting()
             if waiting + len(plan.new_jobs) > options.max_waiting:
                 raise QueueFull(waiting, options.max_waiting) from None
             raise
-        engine.wake()
         return BatchUploadOutcome(plan, result, list(result.errors))
     finally:
         await asyncio.to_thread(shutil.rmtree, folder, True)

@@ -1,0 +1,86 @@
+"""What a remote client reads (the HTTP API's job listing, health and event stream): the
+journal read through its own read-only connection (WAL: these reads never wait behind the
+engine's journal thread), each call run on a worker thread.
+
+The event stream is the ledger: every entry has a ``seq``, so a client that reconnects
+with the last one it saw misses nothing and sees nothing twice. :meth:`JournalFeed.follow`
+yields the entries after a ``seq`` page by page and waits for the engine's event bus (or a
+short idle time) when it has caught up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from pathlib import Path
+
+from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.store.journal_reader import JournalReader
+
+__all__ = ["JournalFeed", "LedgerEntry"]
+
+Subscribe = Callable[[Callable[[object], None]], Callable[[], None]]
+
+
+class JournalFeed:
+    """Reads of one journal for remote clients; close when done."""
+
+    def __init__(self, journal: Path) -> None:
+        self._reader = JournalReader(journal)
+
+    @classmethod
+    async def open(cls, journal: Path) -> JournalFeed:
+        return await asyncio.to_thread(cls, journal)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    # Blocking reads, for code already on a worker thread (the import's planner, submit).
+    def job_by_key(self, job_key: str) -> Job | None:
+        return self._reader.job_by_key(job_key)
+
+    def existing_keys(self, keys: Iterable[str]) -> set[str]:
+        return self._reader.existing_keys(keys)
+
+    @property
+    def reader(self) -> JournalReader:
+        return self._reader
+
+    # The same reads off the loop.
+    async def writable(self) -> str:
+        """"writable", or why not (the journal's state, for the health check)."""
+        return await asyncio.to_thread(self._reader.writable)
+
+    async def jobs_after(self, after_id: int, limit: int, *, batch_id: int | None = None,
+                         states: Sequence[str] = ()) -> list[Job]:
+        return await asyncio.to_thread(self._reader.jobs_after, after_id, limit,
+                                       batch_id=batch_id, states=list(states))
+
+    async def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        return await asyncio.to_thread(self._reader.ledger_after, seq, limit)
+
+    async def last_seq(self) -> int:
+        return await asyncio.to_thread(self._reader.last_ledger_seq)
+
+    async def follow(self, after: int, subscribe: Subscribe, *, page: int = 500,
+                     idle_seconds: float = 1.0) -> AsyncGenerator[list[LedgerEntry], None]:
+        """The ledger entries after ``after``, page by page, for as long as the caller
+        reads; an empty list after ``idle_seconds`` with nothing new (a keep-alive).
+        ``subscribe`` (the engine's event bus) wakes it as soon as something happens."""
+        woken = asyncio.Event()
+        unsubscribe = subscribe(lambda _event: woken.set())
+        try:
+            while True:
+                woken.clear()
+                entries = await self.ledger_after(after, page)
+                if entries:
+                    after = entries[-1].seq
+                    yield entries
+                    if len(entries) == page:
+                        continue
+                try:
+                    await asyncio.wait_for(woken.wait(), idle_seconds)
+                except TimeoutError:
+                    yield []
+        finally:
+            unsubscribe()

@@ -1,0 +1,109 @@
+"""What the HTTP API serves, on a running :class:`~reelqueue.application.session.Session`
+(the one of ``reelqueue serve``, or the window's: one process owns a data folder, so the
+window serves its own engine rather than a second one).
+
+:class:`RemoteAccess` is the API's whole view of ReelQueue: the submitter, the journal
+feed (reads and the event stream), the client tokens, and the session's commands (cancel,
+retry, accounts, a batch upload). The API itself (``reelqueue/api``) is a thin front end
+over it and never touches the journal, the keyring or the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reelqueue.application import jobs, views
+from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
+from reelqueue.application.context import AppContext
+from reelqueue.application.feed import JournalFeed
+from reelqueue.application.session import Session
+from reelqueue.application.submit import JobSubmitter
+from reelqueue.application.tokens import ClientTokens
+from reelqueue.domain.models import Job
+from reelqueue.engine.queries import AccountSummary
+from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """Attributes: paused (hands out no new work), active_renders (workers running)."""
+
+    paused: bool
+    active_renders: int
+
+
+class RemoteAccess:
+    """The commands and reads a remote client may use, on one running session.
+
+    Attributes:
+        session: the session (its engine runs).
+        feed: the journal's reads for remote clients.
+        tokens: the client tokens.
+        submitter: validates and writes submitted jobs.
+        upload_root: the private folder where an uploaded sheet lives while imported.
+    """
+
+    def __init__(self, session: Session, feed: JournalFeed, tokens: ClientTokens,
+                 videos_dir: Path, max_waiting: int | None,
+                 upload_root: Path | None = None) -> None:
+        engine = session.running_engine
+        self.session = session
+        self.feed = feed
+        self.tokens = tokens
+        self.submitter = JobSubmitter(engine, feed.reader, videos_dir,
+                                      RegistryCatalog(engine.providers), max_waiting)
+        self.upload_root = upload_root or videos_dir / ".uploads"
+
+    @classmethod
+    async def open(cls, ctx: AppContext, session: Session,
+                   max_waiting: int | None) -> RemoteAccess:
+        """Open the feed and the tokens on ``ctx``'s journal for ``session``."""
+        feed = await JournalFeed.open(ctx.journal_path)
+        try:
+            tokens = await ClientTokens.open(ctx.journal_path)
+        except BaseException:
+            feed.close()
+            raise
+        return cls(session, feed, tokens, ctx.videos_dir, max_waiting,
+                   upload_root=ctx.data_dir / "uploads")
+
+    def close(self) -> None:
+        """Close the feed's and the tokens' connections (the session is the caller's)."""
+        self.feed.close()
+        self.tokens.close()
+
+    def engine_state(self) -> EngineState:
+        engine = self.session.live_engine
+        return EngineState(paused=engine is None or engine.paused,
+                           active_renders=0 if engine is None else engine.active_workers)
+
+    def subscribe(self, subscriber: Callable[[object], None]) -> Callable[[], None]:
+        """Call ``subscriber`` at each engine event; returns the unsubscribe."""
+        return self.session.bus.subscribe(subscriber)
+
+    async def get_job(self, job_id: int) -> Job | None:
+        journal = self.session.journal
+        return await journal.get_job(job_id)
+
+    async def cancel(self, job_id: int) -> bool:
+        return job_id in await jobs.cancel(self.session, [job_id])
+
+    async def retry(self, job_id: int) -> bool:
+        return job_id in await jobs.retry(self.session, [job_id])
+
+    async def accounts(self) -> list[AccountSummary]:
+        return await views.accounts(self.session)
+
+    async def upload_batch(self, content: bytes, file_name: str, *, provider: str,
+                           batch_name: str | None, dry_run: bool) -> BatchUploadOutcome:
+        """Import an uploaded sheet (see :mod:`~reelqueue.application.batch_upload`) with
+        the submitter's queue limit."""
+        submitter = self.submitter
+        options = ImportOptions(provider=provider, output_root=submitter.videos_dir,
+                                batch_name=batch_name,
+                                max_waiting=submitter.max_waiting or DEFAULT_MAX_WAITING)
+        return await upload_batch(self.session, self.feed, self.upload_root, content,
+                                  file_name, options, dry_run=dry_run)
