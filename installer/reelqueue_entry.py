@@ -11,6 +11,9 @@ needs:
   printing how long that took, and saves a screenshot of it when
   ``REELQUEUE_FROZEN_SMOKE_SCREENSHOT`` names a PNG file. Exit code 77 when the build has no
   window module (``reelqueue.ui.app``) yet.
+* ``REELQUEUE_FROZEN_SMOKE=thumbnail`` (the smoke test too): decodes the bundled
+  ``resources/sample.mp4``'s first keyframe with the bundled PyAV, as the window's
+  thumbnails do, prints the picture's size and exits (1 when no picture came out).
 """
 
 from __future__ import annotations
@@ -82,8 +85,22 @@ def _install_window_probe() -> None:
     QtWidgets.QApplication = _ProbedApplication
 
 
+def _thumbnail_probe() -> int:
+    from reelqueue.resources import resource
+    from reelqueue.ui.thumbnails import decode_first_keyframe
+
+    image = decode_first_keyframe(resource("sample.mp4"))
+    if image.isNull():
+        print("reelqueue-smoke: the sample video gave no picture", flush=True)
+        return 1
+    print(f"reelqueue-smoke: thumbnail {image.width()}x{image.height()}", flush=True)
+    return 0
+
+
 def main() -> int:
     _drop_python_m()
+    if os.environ.get("REELQUEUE_FROZEN_SMOKE") == "thumbnail":
+        return _thumbnail_probe()
     if os.environ.get("REELQUEUE_FROZEN_SMOKE") == "window":
         _install_window_probe()
     from reelqueue.entry import main as reelqueue_main

@@ -12,7 +12,8 @@
 #   3. `reelqueue self-test` passes headless (QT_QPA_PLATFORM=offscreen, no display);
 #      then `reelqueue serve` answers a submit over HTTPS (curl pins its certificate), and
 #      `--store postgresql://...?sslmode=require status` creates the team schema on a
-#      throwaway TLS-only PostgreSQL server (installer/linux/smoke-team-db.py);
+#      throwaway TLS-only PostgreSQL server (installer/linux/smoke-team-db.py); and the
+#      bundled PyAV decodes resources/sample.mp4's first keyframe (a thumbnail);
 #   4. keyring, in a real Secret Service (scripts/ci-secret-service.sh run, unless already
 #      inside one): `accounts add` with the key on stdin stores it where secret-tool finds
 #      it, `accounts remove` deletes it; and without a D-Bus session the app refuses with
@@ -195,6 +196,17 @@ elif [ "$rc" = 77 ]; then
 else
     sed 's/^/    /' "$tmp/team-db.out" >&2
     bad "team-db: the frozen app could not open the team database (exit $rc)"
+fi
+
+# --- 3d. thumbnails (PyAV's bundled FFmpeg) -------------------------------------------------
+rc=0
+REELQUEUE_FROZEN_SMOKE=thumbnail QT_QPA_PLATFORM=offscreen timeout 60 "$BIN" \
+    >"$tmp/thumbnail.out" 2>&1 || rc=$?
+if [ "$rc" = 0 ] && grep -q "reelqueue-smoke: thumbnail [0-9]*x[0-9]*" "$tmp/thumbnail.out"; then
+    ok "thumbnail: the frozen app decoded resources/sample.mp4's first keyframe ($(sed -n 's/.*thumbnail \([0-9x]*\).*/\1/p' "$tmp/thumbnail.out"))"
+else
+    sed 's/^/    /' "$tmp/thumbnail.out" >&2
+    bad "thumbnail: the frozen app made no thumbnail of resources/sample.mp4 (exit $rc)"
 fi
 
 # --- 4. keyring ----------------------------------------------------------------------------

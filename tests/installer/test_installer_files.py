@@ -137,6 +137,28 @@ def test_entry_point_leaves_other_arguments_alone(monkeypatch: pytest.MonkeyPatc
     assert sys.argv == ["reelqueue", "status", "-m", "reelqueue"]
 
 
+def test_entry_point_thumbnail_probe_decodes_the_sample_video(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The frozen smoke test's thumbnail step, run here from the source tree.
+    av = pytest.importorskip("av")
+    from reelqueue.resources import resource
+    from reelqueue.ui.thumbnails import THUMB_WIDTH
+
+    with av.open(str(resource("sample.mp4"))) as video:
+        stream = video.streams.video[0]
+        width, height = stream.codec_context.width, stream.codec_context.height
+    assert width <= THUMB_WIDTH  # smaller than a thumbnail: kept at its own size
+
+    entry = _entry_module()
+    monkeypatch.setenv("REELQUEUE_FROZEN_SMOKE", "thumbnail")
+    monkeypatch.setattr("sys.argv", ["reelqueue"])
+    assert entry.main() == 0
+    size = re.fullmatch(r"reelqueue-smoke: thumbnail (\d+)x(\d+)",
+                        capsys.readouterr().out.strip())
+    assert size is not None
+    assert (int(size.group(1)), int(size.group(2))) == (width, height)
+
+
 def test_version_resource_names_the_version() -> None:
     text = (INSTALLER / "reelqueue.spec").read_text(encoding="utf-8")
     assert re.search(r"StringStruct\('ProductVersion', '\{__version__\}'\)", text)
