@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reelqueue.application.context import AppContext
 from reelqueue.application.serving import ServeOptions
+
+if TYPE_CHECKING:
+    from reelqueue.application.remote import ServedApi
+    from reelqueue.application.session import Session
 
 
 def gui_available() -> bool:
@@ -28,7 +33,16 @@ def open_window(ctx: AppContext, *, start: bool, open_sheet: Path | None = None)
     """Open the window on ``ctx``'s journal (see :func:`reelqueue.ui.app.run_app`)."""
     from reelqueue.ui.app import run_app
 
-    return int(run_app(ctx, start=start, open_sheet=open_sheet))
+    return int(run_app(ctx, start=start, open_sheet=open_sheet, api_starter=start_window_api))
+
+
+async def start_window_api(ctx: AppContext, session: Session,
+                           options: ServeOptions) -> ServedApi:
+    """The HTTP API on the window's own session (Settings, "Serve the HTTP API"): see
+    :func:`reelqueue.api.serve.start_api`."""
+    from reelqueue.api.serve import start_api
+
+    return await start_api(ctx, session, options)
 
 
 def serve_api(ctx: AppContext, options: ServeOptions) -> int:

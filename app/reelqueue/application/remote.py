@@ -10,14 +10,16 @@ over it and never touches the journal, the keyring or the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from reelqueue.application import jobs, views
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
 from reelqueue.application.feed import JournalFeed
+from reelqueue.application.serving import ServeOptions
 from reelqueue.application.session import Session
 from reelqueue.application.submit import JobSubmitter
 from reelqueue.application.tokens import ClientTokens
@@ -25,6 +27,25 @@ from reelqueue.domain.models import Job
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
+
+
+class ServedApi(Protocol):
+    """The HTTP API while it is served (:class:`reelqueue.api.serve.RunningApi`)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def fingerprint(self) -> str | None: ...
+    async def stop(self) -> None: ...
+
+
+class ApiStarter(Protocol):
+    """Starts the HTTP API on a running session, on the caller's loop; OSError when the
+    address is taken, InputError for options not allowed. :mod:`reelqueue.entry` gives
+    the window one (front ends never import each other)."""
+
+    def __call__(self, ctx: AppContext, session: Session,
+                 options: ServeOptions) -> Awaitable[ServedApi]: ...
 
 
 @dataclass(frozen=True)

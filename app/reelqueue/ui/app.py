@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("QT_API", "pyside6")
 
@@ -26,6 +26,9 @@ from PySide6.QtWidgets import QApplication
 from reelqueue.application.context import AppContext
 from reelqueue.ui import theme
 from reelqueue.ui.settings import load_settings
+
+if TYPE_CHECKING:
+    from reelqueue.application.remote import ApiStarter
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +83,12 @@ def _setup_logging(ctx: AppContext) -> None:
     setup_logging(ctx.data_dir, verbose=False)
 
 
-def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = None) -> int:
+def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = None,
+            api_starter: ApiStarter | None = None) -> int:
     """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
-    queue opens paused). Returns when the window is closed and the engine stopped."""
+    queue opens paused); ``api_starter`` serves the HTTP API when Settings ask for it
+    (given by :mod:`reelqueue.entry`). Returns when the window is closed and the engine
+    stopped."""
     from reelqueue.ui.qtcompat import QEventLoop
 
     _setup_logging(ctx)
@@ -92,20 +98,21 @@ def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = No
     asyncio.set_event_loop(loop)
     try:
         return int(loop.run_until_complete(main(ctx, settings, start=start,
-                                                open_sheet=open_sheet)))
+                                                open_sheet=open_sheet,
+                                                api_starter=api_starter)))
     finally:
         loop.close()
         asyncio.set_event_loop(None)
 
 
 async def main(ctx: AppContext, settings: Any, *, start: bool,
-               open_sheet: Path | None = None) -> int:
+               open_sheet: Path | None = None, api_starter: ApiStarter | None = None) -> int:
     from reelqueue.ui.controller import AppController
     from reelqueue.ui.main_window import MainWindow
     from reelqueue.ui.session import EngineSession
 
     window = MainWindow()
-    session = EngineSession(ctx, settings)
+    session = EngineSession(ctx, settings, api_starter=api_starter)
     controller = AppController(window, session)
     undo = install_excepthook(controller.show_exception)
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()

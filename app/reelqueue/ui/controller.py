@@ -165,6 +165,8 @@ class AppController(QObject):
             self.window.set_engine_state("paused" if report.paused else "running")
         self.bridge.attach()  # held events (the engine's state above all) arrive now
         self.timer.start()
+        if self.session.settings.serve_api:
+            await self.keeper.apply_api()
         await self.load_rows()
         self.refresh_cards()
         self.refresh_status()

@@ -254,7 +254,8 @@ class DialogKeeper:
 
     def show_settings(self) -> SettingsDialog:
         default = str(self.ctl.session.ctx.videos_dir)
-        dialog = SettingsDialog(self.ctl.session.settings, default, self.ctl.window)
+        dialog = SettingsDialog(self.ctl.session.settings, default, self.ctl.window,
+                                api_status=self.ctl.session.api_status())
         dialog.saved.connect(lambda settings: self.ctl.spawn(self._save_settings(settings)))
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)
@@ -270,3 +271,22 @@ class DialogKeeper:
             if isinstance(app, QApplication):
                 theme.apply_theme(app, settings.theme)
                 self.ctl.refresh_cards()
+        if (settings.serve_api, settings.api_listen, settings.api_max_waiting) != (
+                old.serve_api, old.api_listen, old.api_max_waiting):
+            await self.apply_api()
+
+    async def apply_api(self) -> None:
+        """Serve the HTTP API or stop it as the settings say, then say which in a banner
+        (and in an open Settings dialog)."""
+        session = self.ctl.session
+        await session.apply_api()
+        banners = self.ctl.window.banners
+        banners.remove_family("api:")
+        status = session.api_status()
+        if session.api is not None:
+            banners.show_banner("info", f"HTTP API: {status}", key="api:serving")
+        elif session.api_error is not None:
+            banners.show_banner("error", f"HTTP API: {status}", key="api:error")
+        for dialog in self.open:
+            if isinstance(dialog, SettingsDialog):
+                dialog.api_status.setText(status)

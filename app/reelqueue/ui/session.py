@@ -22,10 +22,12 @@ from reelqueue.application import accounts, imports, jobs, team, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
+from reelqueue.application.remote import ApiStarter, ServedApi
+from reelqueue.application.serving import ServeOptions, parse_listen
 from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
 from reelqueue.application.team import TeamMachine
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import InputError
+from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import RecoveryReport
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.retry_plan import RetryPlan
@@ -170,11 +172,16 @@ class EngineSession:
             the providers).
         bus: the engine's event bus (the bridge subscribes to it before the engine starts).
         closed: the session closed (or never opened: the window sets it then).
+        api_starter: serves the HTTP API on this session (given by the entry module;
+            None: this window cannot serve it).
+        api: the HTTP API while the window serves it, else None.
+        api_error: why the last attempt to serve it failed (None: it did not fail).
     """
 
     def __init__(self, ctx: AppContext, settings: Settings, *, keys: KeyCache | None = None,
                  mock: BuiltinMock | None = None, clock: Clock | None = None,
-                 providers: ProviderRegistry | None = None) -> None:
+                 providers: ProviderRegistry | None = None,
+                 api_starter: ApiStarter | None = None) -> None:
         self.ctx = ctx
         self.settings = settings
         self.app = Session(ctx, keys=keys, mock=mock, clock=clock, providers=providers)
@@ -182,6 +189,10 @@ class EngineSession:
         self.bus = self.app.bus
         self.closed = False
         self._opened = False
+        self.api_starter = api_starter
+        self.api: ServedApi | None = None
+        self.api_error: str | None = None
+        self._api_options: ServeOptions | None = None
 
     @property
     def team(self) -> bool:
@@ -265,6 +276,7 @@ class EngineSession:
         if self.closed:
             return 0
         self.closed = True
+        await self.stop_api()
         if self.team and self.app.live_engine is not None:
             try:
                 await team.leave(self.app)
@@ -275,6 +287,56 @@ class EngineSession:
             await asyncio.to_thread(write_marker, self.ctx.data_dir,
                                     SessionMarker(running=False, kept_renders=kept))
         return kept
+
+    # -- the HTTP API --------------------------------------------------------------------
+    def api_options(self) -> ServeOptions:
+        """The API's options from the settings (always TLS: a self-signed certificate in
+        the data folder unless the address is served otherwise)."""
+        host, port = parse_listen(self.settings.api_listen)
+        return ServeOptions(host=host, port=port, tls=True,
+                            max_waiting=self.settings.api_max_waiting)
+
+    async def apply_api(self) -> None:
+        """Serve the HTTP API, or stop it, as the settings say (restarted when its address
+        or queue limit changed). A failure (the port is taken, no engine runs) is kept in
+        :attr:`api_error`, not raised."""
+        wanted = self.settings.serve_api and not self.closed
+        options = self.api_options() if wanted else None
+        if self.api is not None and options != self._api_options:
+            await self.stop_api()
+        if options is None:
+            self.api_error = None
+            return
+        if self.api is not None:
+            return
+        if self.api_starter is None:
+            self.api_error = "This installation cannot serve the HTTP API."
+            return
+        try:
+            self.api = await self.api_starter(self.ctx, self.app, options)
+        except (OSError, KnownError, RuntimeError) as exc:
+            log.warning("the HTTP API could not be served: %s", exc)
+            self.api_error = str(exc) or type(exc).__name__
+            return
+        self._api_options = options
+        self.api_error = None
+
+    async def stop_api(self) -> None:
+        api, self.api = self.api, None
+        self._api_options = None
+        if api is not None:
+            await api.stop()
+
+    def api_status(self) -> str:
+        """What the window says about the HTTP API, truthfully."""
+        if self.api is not None:
+            text = f"Serving {self.api.url}"
+            if self.api.fingerprint is not None:
+                text += f" - certificate fingerprint (SHA-256, pin it) {self.api.fingerprint}"
+            return text
+        if self.api_error is not None:
+            return f"Not serving: {self.api_error}"
+        return "Not serving."
 
     # -- the queue -----------------------------------------------------------------------
     def start_queue(self) -> None:

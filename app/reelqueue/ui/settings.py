@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
 from reelqueue.domain.backoff import BackoffPolicy
+from reelqueue.domain.errors import InputError
 from reelqueue.engine.config import EngineConfig
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE
 
@@ -37,6 +39,9 @@ class Settings:
     theme: "system" (follow the OS light/dark), "light" or "dark".
     max_video_mb: a video download larger than this (MiB) is refused or cut off.
     download_minutes: one video download is cut off after this long.
+    serve_api: serve the HTTP API (``reelqueue serve``'s, on the window's own engine).
+    api_listen: where it listens, HOST:PORT (``serve --listen``; always over TLS).
+    api_max_waiting: submits get 429 while this many jobs wait (``--max-waiting``).
     """
 
     output_dir: str = ""
@@ -49,6 +54,9 @@ class Settings:
     theme: str = "system"
     max_video_mb: float = 2048.0
     download_minutes: float = 30.0
+    serve_api: bool = False
+    api_listen: str = DEFAULT_LISTEN
+    api_max_waiting: int = ServeOptions.max_waiting  # serve's --max-waiting default
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -75,6 +83,12 @@ class Settings:
             fixes["download_minutes"] = default.download_minutes
         if self.theme not in THEMES:
             fixes["theme"] = default.theme
+        if not 1 <= self.api_max_waiting <= 100_000_000:
+            fixes["api_max_waiting"] = default.api_max_waiting
+        try:
+            parse_listen(self.api_listen)
+        except InputError:
+            fixes["api_listen"] = default.api_listen
         if not self.filename_template.strip():
             fixes["filename_template"] = default.filename_template
         return replace(self, **fixes) if fixes else self

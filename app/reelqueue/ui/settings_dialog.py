@@ -1,11 +1,12 @@
-"""The settings: folders and names, retries, crash take-over, crash behaviour, theme.
-Non-modal. Wording is plain: no "lease", no "backoff"."""
+"""The settings: folders and names, retries, crash take-over, crash behaviour, theme, and
+serving the HTTP API from this window. Non-modal. Wording is plain: no "lease", no
+"backoff"."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,7 +35,7 @@ class SettingsDialog(QDialog):
     saved = Signal(object)
 
     def __init__(self, settings: Settings, default_output: str,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, api_status: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setModal(False)
@@ -114,6 +115,31 @@ class SettingsDialog(QDialog):
                                 "dark": "Dark"}[name], name)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         form.addRow("Theme", self.theme)
+
+        section("HTTP API")
+        self.serve_api = QCheckBox("Serve the HTTP API (other programs submit jobs here)")
+        self.serve_api.setChecked(settings.serve_api)
+        self.serve_api.setToolTip("The same server as 'reelqueue serve', on this window's "
+                                  "queue, over HTTPS; clients need a token "
+                                  "('reelqueue tokens add NAME').")
+        form.addRow("", self.serve_api)
+        self.api_listen = QLineEdit(settings.api_listen)
+        self.api_listen.setToolTip("HOST:PORT. 127.0.0.1 is this computer only; another "
+                                   "address lets other computers in.")
+        form.addRow("Listen on", self.api_listen)
+        self.api_max_waiting = QSpinBox()
+        self.api_max_waiting.setRange(1, 100_000_000)
+        self.api_max_waiting.setGroupSeparatorShown(True)
+        self.api_max_waiting.setValue(settings.api_max_waiting)
+        self.api_max_waiting.setSuffix(" waiting jobs")
+        self.api_max_waiting.setToolTip("Submits are refused (try later) while this many "
+                                        "jobs wait.")
+        form.addRow("Refuse submits at", self.api_max_waiting)
+        self.api_status = QLabel(api_status)
+        self.api_status.setWordWrap(True)
+        self.api_status.setProperty("role", "muted")
+        self.api_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow("Now", self.api_status)
         layout.addLayout(form)
         note = QLabel("Tries per job apply to sheets imported from now on; the waits and "
                       "the pick-up time apply the next time ReelQueue starts.")
@@ -147,7 +173,9 @@ class SettingsDialog(QDialog):
             retry_cap=max(self.retry_cap.value(), self.retry_base.value()),
             lease_seconds=self.lease.value(),
             start_paused_after_crash=self.paused_after_crash.isChecked(),
-            theme=str(self.theme.currentData())).checked()
+            theme=str(self.theme.currentData()), serve_api=self.serve_api.isChecked(),
+            api_listen=self.api_listen.text().strip(),
+            api_max_waiting=self.api_max_waiting.value()).checked()
 
     def _save(self) -> None:
         emit(self.saved, self.values())
