@@ -19,12 +19,16 @@ from reelqueue.domain.errors import InputError
 
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
+    _check(ctx, options)
+    return asyncio.run(_serve(ctx, options))
+
+
+def _check(ctx: AppContext, options: ServeOptions) -> None:
     check_options(options)
     if ctx.store_url is not None:
         # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
-        raise InputError("'reelqueue serve' runs on the local journal only; drop --store "
+        raise InputError("The HTTP API runs on the local journal only; drop --store "
                          "(a team queue is served by its workers, not over this API yet).")
-    return asyncio.run(_serve(ctx, options))
 
 
 @dataclass
@@ -48,7 +52,7 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
     line's session in ``serve``, or the window's under qasync: one process owns a data
     folder, so the window serves its own engine rather than a second one). OSError when
     the address is taken; InputError for options that are not allowed."""
-    check_options(options)
+    _check(ctx, options)
     ssl_context = None
     print_fingerprint = None
     if options.tls:
