@@ -117,7 +117,7 @@ class SettingsDialog(QDialog):
         form.addRow("Theme", self.theme)
 
         section("HTTP API")
-        self.serve_api = QCheckBox("Serve the HTTP API (other programs submit jobs here)")
+        self.serve_api = QCheckBox("Serve the HTTP API to other programs")
         self.serve_api.setChecked(settings.serve_api)
         self.serve_api.setToolTip("The same server as 'reelqueue serve', on this window's "
                                   "queue, over HTTPS; clients need a token "
