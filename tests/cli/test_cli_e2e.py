@@ -6,6 +6,7 @@ import contextlib
 import csv
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -78,6 +79,12 @@ def test_run_a_sheet_end_to_end(tmp_path: Path) -> None:
     for job in status["jobs"]:
         if job["state"] == "COMPLETED":
             assert Path(job["output_path"]).stat().st_size > 0
+            # one machine: the file is on this one (issue 15, where a video is)
+            assert job["output_host"] == socket.gethostname()
+        else:
+            assert job["output_host"] is None
+    text = rq(data, "status", "--limit", "100").stdout
+    assert text.count(f"(on {socket.gethostname()})") == 12, text
     doctor = rq(data, "doctor")
     assert doctor.returncode == 0, doctor.stdout
     journal = data / "journal.sqlite3"

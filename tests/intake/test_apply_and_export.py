@@ -161,8 +161,8 @@ def test_export_csv_round_trips_with_results_and_escaping(
     assert raw.startswith(b"\xef\xbb\xbf")
     rows = list(csv.reader(raw.decode("utf-8-sig").splitlines()))
     assert rows[0][:4] == ["name", "prompt", "seed", "notes"]
-    assert rows[0][4:] == ["source_row", "status", "attempts", "output_path", "provider",
-                           "account_used", "provider_job_id", "price_usd", "cost_usd",
+    assert rows[0][4:] == ["source_row", "status", "attempts", "output_path", "output_host",
+                           "provider", "account_used", "provider_job_id", "price_usd", "cost_usd",
                            "error_class", "error_label", "error_message"]
     fox = dict(zip(rows[0], rows[1], strict=True))
     assert fox["notes"] == "'=HYPERLINK(\"http://x\")"

@@ -599,3 +599,33 @@ def test_a_paused_batch_still_finishes_its_renders_in_flight(
     keys = _claim_all(store, clock)
     assert keys[0] == c.job.job_key, "the paid render is read again despite the pause"
     assert not any(k.startswith("key-") for k in keys[1:]), "no new render of the batch"
+
+
+def test_a_completion_records_the_machine_that_holds_the_file(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Issue 15: the journal says where each video is: the host name of the instance that
+    wrote it (mark_completed) or found it finished on its disk (recovery); by default this
+    machine's."""
+    import socket
+
+    assert getattr(store, "host") == socket.gethostname()  # noqa: B009 - not in Store
+    seed_store(store, tmp_path, clock.now(), jobs=3, accounts={"acct-a": 3})
+    written, found, waiting = claim(store, clock), claim(store, clock), claim(store, clock)
+    assert written and found and waiting
+    setattr(store, "host", "studio-pc")  # noqa: B010 - not in Store
+    run_to_completion(store, clock, written)
+    for c in (found, waiting):
+        assert store.mark_submitting(c.token, "ct-" + c.token.token, clock.now())
+        assert store.record_submitted(c.token, "pj-" + c.token.token, clock.now())
+    assert store.mark_downloading(found.token, clock.now())
+    setattr(store, "host", "render-box")  # noqa: B010
+
+    def check(job: Job) -> FileCheck:
+        return FileCheck(True, 10, "cd" * 32) if job.id == found.job.id else FileCheck(False)
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, check))
+    assert report.completed_from_disk == [found.job.id]
+    hosts = {j.id: (j.state, j.output_host) for j in store.list_jobs()}
+    assert hosts == {written.job.id: (JobState.COMPLETED, "studio-pc"),
+                     found.job.id: (JobState.COMPLETED, "render-box"),
+                     waiting.job.id: (JobState.RENDERING, None)}

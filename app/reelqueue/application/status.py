@@ -46,6 +46,7 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "state": j.state.value, "sub_status": j.sub_status, "attempts": j.attempts,
         "account": j.account, "provider_job_id": j.provider_job_id,
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
+        "output_host": j.output_host if j.state == JobState.COMPLETED else None,
         "error_label": j.error_label, "last_error": j.error_message,
         "price": j.metadata.get("price"), "cost": j.cost,
     } for j in store.list_jobs(batch_id=batch)]

@@ -49,6 +49,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
                   f"running, {state}")
     for j in data["jobs"][: args.limit]:
         detail = j["output_path"] or j["last_error"] or j["sub_status"] or ""
+        if j["output_path"] and j["output_host"]:
+            detail += f" (on {j['output_host']})"
         ctx.print(f"  #{j['id']:<5} row {j['row'] or '-':<5} {j['state']:<11} "
                   f"attempts {j['attempts']}  {detail}")
     if len(data["jobs"]) > args.limit:

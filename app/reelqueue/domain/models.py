@@ -95,6 +95,9 @@ class Job:
     started_at: float | None
     finished_at: float | None
     metadata: dict[str, Any]
+    #: the machine (host name) that wrote the finished file: on a team store each instance
+    #: writes under its own videos folder, so this says where the video is
+    output_host: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Every job becomes one row: the sheet's original columns (kept as metadata at import) then
 :data:`RESULT_COLUMNS` (``price_usd``: the price-table estimate of one render kept at
-import, the spend caps' price; ``cost_usd``: what the provider reported). Text cells
+import, the spend caps' price; ``cost_usd``: what the provider reported; ``output_host``:
+the machine that wrote the finished file, on a team store the one that holds it). Text cells
 that a spreadsheet would run as a formula (starting with ``= + - @``, or a tab or
 carriage return) get a leading apostrophe, the usual guard against formula injection;
 numbers stay numbers. CSV is written in UTF-8 with a BOM, so Excel opens it in the right
@@ -24,7 +25,7 @@ from reelqueue.domain.models import Batch, Job
 from reelqueue.intake.apply import IntakeStore
 
 RESULT_COLUMNS: tuple[str, ...] = (
-    "source_row", "status", "attempts", "output_path", "provider", "account_used",
+    "source_row", "status", "attempts", "output_path", "output_host", "provider", "account_used",
     "provider_job_id", "price_usd", "cost_usd", "error_class", "error_label", "error_message",
 )
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -90,7 +91,8 @@ def _row(job: Job, original: Sequence[str]) -> list[Any]:
     if not isinstance(cells, dict):
         cells = {"row": job.row_number, "name": job.name, "prompt": job.prompt}
     return [cells.get(name) for name in original] + [
-        job.row_number, job.state.value, job.attempts, job.output_path, job.provider, job.account,
+        job.row_number, job.state.value, job.attempts, job.output_path, job.output_host,
+        job.provider, job.account,
         job.provider_job_id, job.metadata.get("price"), job.cost, job.error_class,
         job.error_label, job.error_message,
     ]

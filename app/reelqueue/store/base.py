@@ -9,6 +9,7 @@ ledger entry) when the job is no longer owned by that claim.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +28,12 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.spend import SpendSummary
+
+
+def this_host() -> str:
+    """This machine's host name: what the journal records as the holder of a file an
+    instance writes (``jobs.output_host``), as the instances registry names machines."""
+    return socket.gethostname() or "localhost"
 
 
 @dataclass(frozen=True)

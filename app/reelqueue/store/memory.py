@@ -35,6 +35,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    this_host,
 )
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
@@ -94,6 +95,8 @@ class MemoryStore:
         self._ledger: list[LedgerEntry] = []
         self._next_job = 1
         self._next_seq = 1
+        #: written as ``output_host`` with every file this instance completes
+        self.host = this_host()
 
     def close(self) -> None:
         pass
@@ -491,7 +494,7 @@ class MemoryStore:
             if not self._fenced(
                 token, "fenced_mark_completed", "completed", now, "mark_completed",
                 {"size": size, "sha256": sha256, "cost": cost},
-                output_size=size, output_sha256=sha256,
+                output_size=size, output_sha256=sha256, output_host=self.host,
                 cost=cost if cost is not None else (job.cost if job else None), progress=1.0,
                 finished_at=now):
                 return False
@@ -668,7 +671,8 @@ class MemoryStore:
                     assert action.file is not None and action.file.sha256 is not None
                     changed = apply_transition(
                         job, "recover_complete", now, output_size=action.file.size,
-                        output_sha256=action.file.sha256, progress=1.0, finished_at=now)
+                        output_sha256=action.file.sha256, output_host=self.host,
+                        progress=1.0, finished_at=now)
                 elif action.kind in ("reattach", "reconcile"):
                     token = uuid.uuid4().hex
                     changed = apply_transition(

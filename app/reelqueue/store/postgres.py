@@ -61,6 +61,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    this_host,
 )
 from reelqueue.store.postgres_support import (
     account_from_pg,
@@ -94,7 +95,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
@@ -232,6 +233,8 @@ class PostgresStore:
         self.where = where
         self.schema = schema
         self.migrated_from: int | None = None
+        #: written as ``output_host`` with every file this instance completes
+        self.host = this_host()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, schema={self.schema!r})"
@@ -757,7 +760,7 @@ class PostgresStore:
             row = self._one("get_job", id=token.job_id)
             if not self._fenced("fenced_mark_completed", "completed", token, now,
                                 {"size": size, "sha256": sha256, "cost": cost},
-                                size=size, sha256=sha256, cost=cost):
+                                size=size, sha256=sha256, cost=cost, host=self.host):
                 return False
             if cost is not None and row is not None:
                 # The provider's reported cost corrects the price its intent wrote.
@@ -935,7 +938,7 @@ class PostgresStore:
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None
             applied = self._exec("recover_complete", size=action.file.size,
-                                 sha256=action.file.sha256, **common)
+                                 sha256=action.file.sha256, host=self.host, **common)
         elif action.kind in ("reattach", "reconcile"):
             token = uuid.uuid4().hex
             applied = self._exec("recover_reattach", state=str(action.resume_state),

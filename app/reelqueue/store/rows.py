@@ -37,6 +37,7 @@ def job_from_row(sqlite_row: sqlite3.Row) -> Job:
         error_message=row["error_message"], created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
         finished_at=row["finished_at"], metadata=_json(row["metadata"]),
+        output_host=row["output_host"],
     )
 
 

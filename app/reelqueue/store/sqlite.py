@@ -51,6 +51,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    this_host,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
 from reelqueue.store.queue_limit import check_queue_room
@@ -75,7 +76,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -181,6 +182,8 @@ class SqliteStore:
         self._q = named_queries()
         self.path = path
         self.migrated_from: int | None = None
+        #: written as ``output_host`` with every file this instance completes
+        self.host = this_host()
 
     # -- opening -----------------------------------------------------------------------
     @classmethod
@@ -820,7 +823,7 @@ class SqliteStore:
                                    (token.job_id,)).fetchone()
             if not self._fenced("fenced_mark_completed", "completed", token, now,
                                 {"size": size, "sha256": sha256, "cost": cost},
-                                size=size, sha256=sha256, cost=cost):
+                                size=size, sha256=sha256, cost=cost, host=self.host):
                 return False
             if cost is not None and row is not None:
                 # The provider's reported cost corrects the price its intent wrote.
@@ -998,7 +1001,7 @@ class SqliteStore:
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None
             applied = self._exec("recover_complete", size=action.file.size,
-                                 sha256=action.file.sha256, **common)
+                                 sha256=action.file.sha256, host=self.host, **common)
         elif action.kind in ("reattach", "reconcile"):
             token = uuid.uuid4().hex
             applied = self._exec("recover_reattach", state=str(action.resume_state),

@@ -306,7 +306,9 @@ class JobDetailDialog(QDialog):
             self.error_hint.setText(hint_for(job.error_label))
         exists = Path(job.output_path).is_file() if state == JobState.COMPLETED else False
         size = f" · {_size(job.output_size)}" if job.output_size else ""
-        self.output_label.setText(f"{job.output_path}{size}" if job.output_path else "")
+        # the machine that wrote the file (on a team store, the one that holds it)
+        host = f" · on {job.output_host}" if job.output_host else ""
+        self.output_label.setText(f"{job.output_path}{size}{host}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
         self.retry_button.setEnabled(

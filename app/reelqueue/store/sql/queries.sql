@@ -162,6 +162,7 @@ UPDATE jobs SET state = 'DOWNLOADING', updated_at = :now
 
 -- name: fenced_mark_completed
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
+       output_host = :host,
        cost = COALESCE(:cost, cost), progress = 1.0, finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
@@ -266,6 +267,7 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
 
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
+       output_host = :host,
        progress = 1.0, finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL

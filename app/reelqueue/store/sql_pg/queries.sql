@@ -202,7 +202,7 @@ UPDATE jobs SET state = 'DOWNLOADING', updated_at = %(now)s
 
 -- name: fenced_mark_completed
 UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
-       cost = COALESCE(%(cost)s, cost), progress = 1.0, finished_at = %(now)s,
+       output_host = %(host)s, cost = COALESCE(%(cost)s, cost), progress = 1.0, finished_at = %(now)s,
        updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'DOWNLOADING';
@@ -300,6 +300,7 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
 -- leases taken over: %(any_lease)s false), the expiry: a lease renewed meanwhile stays put.
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
+       output_host = %(host)s,
        progress = 1.0, finished_at = %(now)s, updated_at = %(now)s,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL

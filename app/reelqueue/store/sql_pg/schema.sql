@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 2). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 3). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -72,6 +72,8 @@ CREATE TABLE jobs (
     started_at      DOUBLE PRECISION,
     finished_at     DOUBLE PRECISION,
     metadata        JSONB NOT NULL DEFAULT '{}',
+    -- the host name of the instance that wrote the finished file (where the video is)
+    output_host     TEXT,
     CONSTRAINT jobs_finished_has_time
         CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     CONSTRAINT jobs_completed_has_file
@@ -129,3 +131,27 @@ CREATE TABLE instances (
     live_renders INTEGER NOT NULL DEFAULT 0 CHECK (live_renders >= 0),
     stopped_at   DOUBLE PRECISION
 );
+
+-- Wake-ups across machines (store/postgres_notify.py): a notification on the
+-- 'reelqueue_wake' channel (payload: this schema) when jobs are added, when a job leaves the
+-- in-flight states (a slot is free or it waits for a retry), and when an account or a batch
+-- changes (a limit, a pause, a spend cap). NOTIFY is transactional: listeners hear of a
+-- change once it is committed.
+CREATE FUNCTION reelqueue_notify_wake() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('reelqueue_wake', TG_TABLE_SCHEMA);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER reelqueue_wake_jobs_added AFTER INSERT ON jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
+CREATE TRIGGER reelqueue_wake_jobs_settled AFTER UPDATE OF state ON jobs
+    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+                       AND NEW.state NOT IN ('CLAIMED', 'SUBMITTING', 'RENDERING',
+                                             'DOWNLOADING'))
+    EXECUTE FUNCTION reelqueue_notify_wake();
+CREATE TRIGGER reelqueue_wake_accounts AFTER INSERT OR UPDATE OR DELETE
+    ON accounts FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
+CREATE TRIGGER reelqueue_wake_batches AFTER UPDATE ON batches
+    FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
