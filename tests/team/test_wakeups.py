@@ -12,7 +12,12 @@ import pytest
 
 from reelqueue.domain.models import AccountSpec, BatchSpec
 from reelqueue.store.postgres import PostgresStore
-from reelqueue.store.postgres_notify import WakeListener, install_wake_triggers, listen_conninfo
+from reelqueue.store.postgres_notify import (
+    WAKE_TRIGGERS,
+    WakeListener,
+    listen_conninfo,
+    missing_wake_triggers,
+)
 from tests.conftest import make_specs
 from tests.proof.harness import wait_for
 
@@ -33,8 +38,7 @@ def test_changes_on_one_connection_wake_the_listener_of_another(tmp_path: Path,
                                                                  team_url: str) -> None:
     here = PostgresStore.open(team_url, now=time.time())
     there = PostgresStore.open(team_url, now=time.time())
-    install_wake_triggers(there)
-    install_wake_triggers(there)  # idempotent: every worker installs them at start
+    assert missing_wake_triggers(there) == [], "the schema made them (version 3)"
     dsn, schema = listen_conninfo(here)
     wakes = Wakes()
     listener = WakeListener(dsn, schema, wakes, fallback_seconds=60).start()
@@ -58,6 +62,19 @@ def test_changes_on_one_connection_wake_the_listener_of_another(tmp_path: Path,
         there.close()
     assert not listener.listening.is_set()
     assert wakes.count >= 4 + 1  # one on connecting (work committed while not listening)
+
+
+def test_the_check_names_a_wake_up_trigger_that_was_dropped(team_url: str) -> None:
+    store = PostgresStore.open(team_url, now=time.time())
+    try:
+        assert missing_wake_triggers(store) == []
+        assert len(WAKE_TRIGGERS) == 4
+        with store.raw_connection() as db:
+            db.execute("DROP TRIGGER reelqueue_wake_accounts ON accounts")
+        assert missing_wake_triggers(store) == ["reelqueue_wake_accounts"]
+        store.add_account(AccountSpec("acct", "mock", 2), time.time())  # still works
+    finally:
+        store.close()
 
 
 def test_a_listener_that_cannot_listen_wakes_on_a_timer(

@@ -140,11 +140,16 @@ def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.Abstract
                     fallback_seconds: float) -> WakeListener:
     from reelqueue.store.postgres_notify import (
         WakeListener,
-        install_wake_triggers,
         listen_conninfo,
+        missing_wake_triggers,
     )
 
-    install_wake_triggers(store)
+    # The triggers come with the schema (sql_pg, version 3); a missing one means wake-ups
+    # of that kind reach this instance only through the timers.
+    if missing := missing_wake_triggers(store):
+        log.warning("the team database %s lacks the wake-up triggers %s: such changes "
+                    "reach this instance by the pump's own timer only", store.where,
+                    ", ".join(missing))
     dsn, schema = listen_conninfo(store)
     def wake() -> None:  # called on the listener's thread
         loop.call_soon_threadsafe(engine.wake)

@@ -14,9 +14,10 @@ The timer fallback: while the listening connection is down (a server restart, a 
 network) the listener wakes the pump every ``fallback_seconds`` instead and reconnects;
 the pump's own timer (next retry, lease expiry, at most 30 s) runs either way.
 
-The triggers are installed with :func:`install_wake_triggers`, idempotently and under the
-store's migration lock (``CREATE OR REPLACE``); they belong in the versioned schema
-(``sql_pg/``) at its next version.
+The triggers are part of the versioned schema (``sql_pg/schema.sql``, since version 3), so
+every team database has them from its creation or migration on; an instance only checks
+at its start that they are there (:func:`missing_wake_triggers`: one dropped by hand
+leaves that instance on the timer fallback, with a warning).
 """
 
 from __future__ import annotations
@@ -28,40 +29,33 @@ from collections.abc import Callable
 import psycopg
 from psycopg import conninfo
 
-from reelqueue.store.postgres import MIGRATION_LOCK, PostgresStore
+from reelqueue.store.postgres import PostgresStore
 from reelqueue.store.postgres_support import describe_dsn, scrub
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "reelqueue_wake"
 
-WAKE_TRIGGERS_SQL = """
-CREATE OR REPLACE FUNCTION reelqueue_notify_wake() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('reelqueue_wake', TG_TABLE_SCHEMA);
-    RETURN NULL;
-END
-$$;
-CREATE OR REPLACE TRIGGER reelqueue_wake_jobs_added AFTER INSERT ON jobs
-    FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
-CREATE OR REPLACE TRIGGER reelqueue_wake_jobs_settled AFTER UPDATE OF state ON jobs
-    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
-                       AND NEW.state NOT IN ('CLAIMED', 'SUBMITTING', 'RENDERING',
-                                             'DOWNLOADING'))
-    EXECUTE FUNCTION reelqueue_notify_wake();
-CREATE OR REPLACE TRIGGER reelqueue_wake_accounts AFTER INSERT OR UPDATE OR DELETE
-    ON accounts FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
-CREATE OR REPLACE TRIGGER reelqueue_wake_batches AFTER UPDATE ON batches
-    FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
-"""
+WAKE_FUNCTION = "reelqueue_notify_wake"
+WAKE_TRIGGERS = {
+    "reelqueue_wake_jobs_added": "jobs",
+    "reelqueue_wake_jobs_settled": "jobs",
+    "reelqueue_wake_accounts": "accounts",
+    "reelqueue_wake_batches": "batches",
+}
 
 
-def install_wake_triggers(store: PostgresStore) -> None:
-    """Install (or refresh) the wake-up triggers in the store's schema."""
+def missing_wake_triggers(store: PostgresStore) -> list[str]:
+    """The wake-up triggers (and their function) absent from the store's schema; empty
+    when all are there, as the schema makes them."""
     with store.raw_connection() as db:
-        db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        db.execute(WAKE_TRIGGERS_SQL)
+        rows = db.execute(
+            "SELECT t.tgname AS name, c.relname AS tab, p.proname AS func FROM pg_trigger t "
+            "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
+        ).fetchall()
+    present = {(r["name"], r["tab"]) for r in rows if r["func"] == WAKE_FUNCTION}
+    return [name for name, table in WAKE_TRIGGERS.items() if (name, table) not in present]
 
 
 def listen_conninfo(store: PostgresStore) -> tuple[str, str]:
@@ -129,4 +123,4 @@ class WakeListener:
         self.listening.clear()
 
 
-__all__ = ["CHANNEL", "WakeListener", "install_wake_triggers", "listen_conninfo"]
+__all__ = ["CHANNEL", "WAKE_TRIGGERS", "WakeListener", "listen_conninfo", "missing_wake_triggers"]
