@@ -138,6 +138,23 @@ def test_heartbeat_renews_all_leases_of_an_instance(
     assert report.requeued == [other.job.id]
 
 
+def test_heartbeat_with_tokens_renews_only_those_claims(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    """The engine names the claims it runs: a claim of the instance it never learned of
+    (its answer lost) is not renewed, runs out and is taken over (issue 15)."""
+    seed_store(store, tmp_path, clock.now(), jobs=4, accounts={"acct-a": 3})
+    known, unknown = (claim(store, clock, owner="me", lease=10) for _ in range(2))
+    assert known and unknown
+    clock.advance(5)
+    assert store.renew_leases("me", clock.now(), 10, tokens=[known.token.token]) == 1
+    assert store.renew_leases("me", clock.now(), 10, tokens=[]) == 0
+    clock.advance(7)  # known lasts until t+15, unknown's ran out at t+10
+    report = store.recover(RecoverParams("other", clock.now(), 10, True, no_file))
+    assert report.requeued == [unknown.job.id]
+    assert store.mark_submitting(known.token, "ct", clock.now())
+
+
 def test_retry_wait_then_reclaim_after_run_after(
     store: Store, tmp_path: Path, clock: FakeClock
 ) -> None:

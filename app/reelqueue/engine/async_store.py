@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
@@ -157,9 +157,11 @@ class AsyncStore:
         """Store.claim_next_job on the journal thread."""
         return await self.call(self.sync.claim_next_job, params)
 
-    async def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+    async def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                           tokens: Collection[str] | None = None) -> int:
         """Store.renew_leases on the journal thread."""
-        return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds)
+        return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds,
+                               tokens)
 
     async def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
         """Store.mark_submitting on the journal thread."""

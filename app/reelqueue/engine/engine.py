@@ -127,6 +127,8 @@ class Engine:
                                   rng or random.Random(), self.providers)
         self._providers: dict[str, tuple[Account, Provider]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
+        # The claim token each worker runs under: the heartbeat renews only these leases.
+        self._tokens: dict[int, str] = {}
         self._wake = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -541,10 +543,12 @@ class Engine:
         attempt = RenderAttempt(self._ctx, claim, provider)
         task = asyncio.create_task(attempt.run(), name=f"render-{claim.job.id}")
         self._workers[claim.job.id] = task
+        self._tokens[claim.job.id] = claim.token.token
         task.add_done_callback(functools.partial(self._worker_done, claim.job.id))
 
     def _worker_done(self, job_id: int, task: asyncio.Task[None]) -> None:
         self._workers.pop(job_id, None)
+        self._tokens.pop(job_id, None)
         if not task.cancelled() and task.exception() is not None:
             self._report_error(task.exception())  # type: ignore[arg-type]
         self._idle.set()
@@ -575,8 +579,12 @@ class Engine:
         while True:
             await asyncio.sleep(self.config.heartbeat_seconds)
             try:
-                await self.store.renew_leases(self.instance_id,
-                                              self.clock.now(), self.config.lease_seconds)
+                # Only the claims a worker runs: a claim this engine never learned of
+                # (its COMMIT's answer lost, the read-back failed) runs out and is taken
+                # over, instead of being renewed by this live instance forever.
+                await self.store.renew_leases(self.instance_id, self.clock.now(),
+                                              self.config.lease_seconds,
+                                              tokens=list(self._tokens.values()))
                 if self.config.shared_store:
                     await self._take_over_expired()
             except ReelQueueError as exc:

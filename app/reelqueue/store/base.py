@@ -10,7 +10,7 @@ ledger entry) when the job is no longer owned by that claim.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -167,7 +167,13 @@ class Store(Protocol):
 
     # -- claims and fenced transitions -------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None: ...
-    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int: ...
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                     tokens: Collection[str] | None = None) -> int:
+        """Renew the instance's in-flight leases; with ``tokens`` only the rows carrying
+        one of these claim tokens (the engine's heartbeat names the claims it runs, so a
+        claim it never learned of, e.g. one whose COMMIT answer was lost, runs out and is
+        taken over instead of being kept alive forever). Returns the leases renewed."""
+        ...
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool: ...
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool: ...
     def mark_rendering(self, token: ClaimToken, now: float) -> bool: ...

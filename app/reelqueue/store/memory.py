@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -442,11 +442,14 @@ class MemoryStore:
             self._note("batch_changed", now, detail={"batch_id": batch_id, **patch})
             return batch
 
-    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                     tokens: Collection[str] | None = None) -> int:
+        wanted = None if tokens is None else set(tokens)
         with self._lock:
             renewed = 0
             for job in list(self._jobs.values()):
-                if job.lease_owner == instance_id and job.state in IN_FLIGHT:
+                if (job.lease_owner == instance_id and job.state in IN_FLIGHT
+                        and (wanted is None or job.claim_token in wanted)):
                     self._jobs[job.id] = replace(job, lease_until=now + lease_seconds)
                     renewed += 1
             return renewed

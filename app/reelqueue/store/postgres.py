@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -714,9 +714,11 @@ class PostgresStore:
             self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
             return self.get_batch(batch_id)
 
-    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                     tokens: Collection[str] | None = None) -> int:
         return int(self._scalar("renew_leases", owner=instance_id, now=now,
-                                lease_until=now + lease_seconds))
+                                lease_until=now + lease_seconds,
+                                tokens=None if tokens is None else list(tokens)))
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:

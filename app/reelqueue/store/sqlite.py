@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -774,9 +774,12 @@ class SqliteStore:
             self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
         return self.get_batch(batch_id)
 
-    def renew_leases(self, instance_id: str, now: float, lease_seconds: float) -> int:
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                     tokens: Collection[str] | None = None) -> int:
         with self._write(durable=False):
-            return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds)
+            return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds,
+                              every=tokens is None,
+                              tokens=json.dumps([] if tokens is None else list(tokens)))
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:

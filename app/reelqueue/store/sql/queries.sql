@@ -135,7 +135,8 @@ UPDATE jobs
 -- name: renew_leases
 UPDATE jobs SET lease_until = :lease_until
  WHERE lease_owner = :owner
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND (:every OR claim_token IN (SELECT value FROM json_each(:tokens)));
 
 -- name: fenced_mark_submitting
 UPDATE jobs SET state = 'SUBMITTING', client_token = :client_token, updated_at = :now

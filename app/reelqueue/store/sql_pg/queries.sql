@@ -164,10 +164,12 @@ RETURNING *;
 
 -- name: renew_leases
 -- One statement: the instance's leases and its heartbeat in the instances registry.
+-- tokens NULL: every lease of the instance; else only the claims the engine runs.
 WITH renewed AS (
     UPDATE jobs SET lease_until = %(lease_until)s
      WHERE lease_owner = %(owner)s
        AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+       AND (%(tokens)s::text[] IS NULL OR claim_token = ANY(%(tokens)s::text[]))
     RETURNING id
 ), beat AS (
     UPDATE instances SET heartbeat_at = %(now)s,
