@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -98,6 +98,11 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
+IDLE_IN_TRANSACTION_MS = 60_000
+SETTLE_LOCK_TIMEOUT = "15s"
+"""How long reading back a write whose COMMIT went unanswered waits for that transaction's
+row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
+unknown (a JournalError)."""
 IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
 
 Row = dict[str, Any]
@@ -174,21 +179,38 @@ class _RecentlyUsed:
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+
+
+def _first_line(exc: BaseException, password: str | None) -> str:
+    text = str(exc).strip()
+    return scrub(text.splitlines()[0] if text else type(exc).__name__, password)
+
+
+def _rollback(db: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed step; a connection that died cannot (the server rolled
+    the transaction back itself) and the pool replaces it."""
+    if db.closed:
+        return
+    with suppress(psycopg.Error):
+        db.rollback()
 
 
 def _mapped(method: _F) -> _F:
     @functools.wraps(method)
     def call(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
-        outermost = self._conn is None  # not a step of a transaction already open
+        if self._conn is not None:
+            # A step of a transaction already open: its driver errors reach the operation
+            # that opened it, which decides (run again on a new connection, or not).
+            return method(self, *args, **kwargs)
         for attempt in (1, 2):
             try:
                 return method(self, *args, **kwargs)
             except _DRIVER_ERRORS as exc:
-                if outermost and attempt == 1 and self._lost_before_commit(exc):
+                if attempt == 1 and self._lost_before_commit(exc):
                     log.warning("team database %s: the connection was lost (%s); the "
                                 "operation runs again on a new one", self.where,
-                                scrub(str(exc).strip().splitlines()[0] if str(exc).strip()
-                                      else type(exc).__name__, self._password))
+                                _first_line(exc, self._password))
                     continue
                 raise known_error(exc, self.where, self._password) from exc
         raise AssertionError("unreachable")
@@ -251,10 +273,15 @@ class PostgresStore:
         kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
                                   "connect_timeout": max(1, int(connect_timeout)),
                                   "application_name": "reelqueue"}
+        if schema is not None and not schema.replace("_", "").isalnum():
+            raise InputError(f"{schema!r} is not a plain schema name (letters, digits, _).")
+        # A transaction of ours never waits on anything but the server: one left open by a
+        # client that vanished (its COMMIT lost on the way) is ended by the server, so its
+        # row locks cannot hold a job away from a takeover for longer than this.
+        options = [f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"]
         if schema is not None:
-            if not schema.replace("_", "").isalnum():
-                raise InputError(f"{schema!r} is not a plain schema name (letters, digits, _).")
-            kwargs["options"] = f"-c search_path={schema}"
+            options.append(f"-c search_path={schema}")
+        kwargs["options"] = " ".join(options)
         recently_used = _RecentlyUsed()
         try:
             pool: ConnectionPool = ConnectionPool(
@@ -331,9 +358,13 @@ class PostgresStore:
                 self._conn = db
                 self._committing = False
                 try:
-                    with db.transaction():
+                    try:
                         yield db
-                        self._committing = True  # from here the outcome may be unknown
+                    except BaseException:
+                        _rollback(db)
+                        raise
+                    self._committing = True  # from here the outcome may be unknown
+                    db.commit()
                     self._recently_used.mark(db)
                 finally:
                     self._conn = None
@@ -348,6 +379,60 @@ class PostgresStore:
         state = getattr(exc, "sqlstate", None) or ""
         return isinstance(exc, psycopg.OperationalError) and (
             not state or state.startswith("08") or state in ("57P01", "57P02", "57P03"))
+
+    def _commit_unknown(self, exc: BaseException) -> bool:
+        """The COMMIT was sent and its answer lost (the connection failed during it): the
+        transaction may have committed or not. A COMMIT the server refused with a reason
+        (a serialization failure, a constraint) was rolled back: that is known."""
+        if not self._committing or isinstance(exc, PoolTimeout | TooManyRequests):
+            return False
+        state = getattr(exc, "sqlstate", None) or ""
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
+            not state or state.startswith("08") or state in ("57P01", "57P02", "57P03"))
+
+    def _settled(self, write: Callable[[], _T], landed: Callable[[], _T], what: str) -> _T:
+        """``write()`` (one transaction); when its COMMIT's outcome is unknown, the answer
+        is read back on a new connection by ``landed()`` (whether the write is there), so a
+        committed claim or fenced write is never reported as "no" (a claim nobody knows of
+        would be renewed forever; a recorded submission reported lost would be dropped).
+        ``landed()`` first takes the job row's lock (:meth:`_settle_row`): the lost
+        transaction held it if it wrote, so the read waits until that one has ended.
+        When the read fails the outcome stays
+        unknown: a JournalError, never a guess (and never a driver error, which would run
+        the write again)."""
+        if self._conn is not None:  # a step of a transaction already open: it commits
+            return write()
+        try:
+            return write()
+        except _DRIVER_ERRORS as exc:
+            if not self._commit_unknown(exc):
+                raise
+            first = _first_line(exc, self._password)
+        log.warning("team database %s: the answer to the COMMIT of %s was lost (%s); "
+                    "reading back whether it was written", self.where, what, first)
+        answer: _T | None = None
+        for attempt in (1, 2):
+            try:
+                answer = landed()
+                break
+            except _DRIVER_ERRORS as exc:
+                if attempt == 1 and self._lost_before_commit(exc):
+                    continue  # a read: running it again cannot change anything
+                raise JournalError(
+                    f"The team database ({self.where}) lost the answer to the last change "
+                    f"({what}) and could not be asked whether it was written "
+                    f"({_first_line(exc, self._password)}). Nothing is assumed: the "
+                    "job's lease runs out and another run takes it over.") from None
+        log.warning("team database %s: %s %s", self.where, what,
+                    "was written" if answer else "was not written")
+        return cast(_T, answer)
+
+    def _settle_row(self, job_id: int) -> Row | None:
+        """The job's row once no other transaction holds its lock (a lost one that wrote
+        it has then committed or rolled back), inside the caller's transaction."""
+        with self._tx() as db:
+            db.execute(f"SET LOCAL lock_timeout = '{SETTLE_LOCK_TIMEOUT}'".encode())
+            return self._one("job_for_share", id=job_id)
 
     def _one(self, query: str, /, **params: Any) -> Row | None:
         with self._tx() as db:
@@ -594,6 +679,26 @@ class PostgresStore:
 
     # -- claims ------------------------------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        token = uuid.uuid4().hex
+        tried: list[int] = []  # the job the claim wrote its token on, if it got that far
+        return self._settled(functools.partial(self._claim, params, token, tried),
+                             functools.partial(self._claim_landed, token, tried),
+                             f"a claim for {params.account}")
+
+    def _claim_landed(self, token: str, tried: list[int]) -> Claim | None:
+        """The claim whose COMMIT went unanswered, if it committed: the row carrying its
+        token (a row cancelled meanwhile carries none: no claim)."""
+        if not tried:
+            return None
+        row = self._settle_row(tried[-1])
+        if row is None or row["claim_token"] != token:
+            return None
+        job = job_from_pg(row)
+        assert job.account is not None
+        return Claim(job=job, account=job.account, token=ClaimToken(job.id, token),
+                     resumed=job.provider_job_id is not None)
+
+    def _claim(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         with self._tx():
             row = self._one("lock_account", name=params.account)
             if row is None:
@@ -608,7 +713,7 @@ class PostgresStore:
             candidate = self._spend_checked_candidate(account, params)
             if candidate is None:
                 return None
-            token = uuid.uuid4().hex
+            tried.append(candidate)
             claimed = self._one(
                 "claim_job", id=candidate, account=account.name, token=token,
                 owner=params.instance_id, lease_until=params.now + params.lease_seconds,
@@ -721,7 +826,49 @@ class PostgresStore:
                                 tokens=None if tokens is None else list(tokens)))
 
     # -- fenced transitions ------------------------------------------------------------
+    # Each is settled (``_settled``): when its COMMIT goes unanswered, whether it was written
+    # is read back. Most events happen once per claim token (the write moves the state on or
+    # ends the claim), so their ledger entry, written in the same transaction, says it
+    # exactly; "resumed" and "remote_status" may repeat and are read from the row instead.
+    def _write_settled(self, token: ClaimToken, event: str, write: Callable[[], bool],
+                       landed: Callable[[Row], bool] | None = None) -> bool:
+        """A fenced write settled (:meth:`_settled`). Read back as not written while the
+        row still carries the token, the write runs once more: the lost transaction has
+        ended without it (the read waited for its lock), so it cannot apply twice, and a
+        recorded submission is kept instead of reported lost (which would end the claim
+        and leave a render to be looked for again)."""
+        check = landed or functools.partial(self._event_written, token, event)
+        still_held: list[bool] = []
+
+        def read_back() -> bool:
+            with self._tx():
+                row = self._settle_row(token.job_id)
+                if row is not None and check(row):
+                    return True
+                still_held.append(row is not None and row["claim_token"] == token.token)
+                return False
+
+        what = f"the {event} write of job {token.job_id}"
+        answer = self._settled(write, read_back, what)
+        if still_held and still_held[-1]:
+            log.warning("team database %s: %s runs again", self.where, what)
+            return self._settled(write, read_back, what)
+        return answer
+
+    def _event_written(self, token: ClaimToken, event: str, row: Row) -> bool:
+        return bool(self._scalar("wrote_event", id=token.job_id, token=token.token,
+                                 event=event))
+
+    @staticmethod
+    def _row_is(token: ClaimToken, expected: dict[str, Any], row: Row) -> bool:
+        return row["claim_token"] == token.token and all(
+            row[k] == v for k, v in expected.items())
+
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+        return self._write_settled(token, "submitting", functools.partial(
+            self._mark_submitting, token, client_token, now))
+
+    def _mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
         with self._tx():
             before = self._one("get_job", id=token.job_id)
@@ -738,24 +885,39 @@ class PostgresStore:
             return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        return self._fenced("fenced_record_submitted", "submitted", token, now,
-                            {"provider_job_id": provider_job_id},
-                            provider_job_id=provider_job_id)
+        return self._write_settled(token, "submitted", functools.partial(
+            self._fenced, "fenced_record_submitted", "submitted", token, now,
+            {"provider_job_id": provider_job_id}, provider_job_id=provider_job_id))
 
     def mark_rendering(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced("fenced_mark_rendering", "resumed", token, now)
+        return self._write_settled(
+            token, "resumed",
+            functools.partial(self._fenced, "fenced_mark_rendering", "resumed", token, now),
+            functools.partial(self._row_is, token, {"state": "RENDERING"}))
 
     def record_progress(
         self, token: ClaimToken, sub_status: str, progress: float | None, now: float
     ) -> bool:
-        return self._fenced("fenced_record_progress", "remote_status", token, now,
-                            {"sub_status": sub_status}, sub_status=sub_status,
-                            progress=progress)
+        return self._write_settled(
+            token, "remote_status",
+            functools.partial(self._fenced, "fenced_record_progress", "remote_status", token,
+                              now, {"sub_status": sub_status}, sub_status=sub_status,
+                              progress=progress),
+            functools.partial(self._row_is, token, {"state": "RENDERING",
+                                                    "sub_status": sub_status,
+                                                    "progress": progress}))
 
     def mark_downloading(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced("fenced_mark_downloading", "downloading", token, now)
+        return self._write_settled(token, "downloading", functools.partial(
+            self._fenced, "fenced_mark_downloading", "downloading", token, now))
 
     def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        return self._write_settled(token, "completed", functools.partial(
+            self._mark_completed, token, size=size, sha256=sha256, cost=cost, now=now))
+
+    def _mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
         with self._tx():
@@ -778,45 +940,49 @@ class PostgresStore:
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
         keep_provider_job: bool,
     ) -> bool:
-        return self._fenced(
+        return self._write_settled(token, "retry_wait", functools.partial(
+            self._fenced,
             "fenced_set_retry_wait", "retry_wait", token, now,
             {"error_class": error.error_class, "label": error.label,
              "message": error.message, "run_after": run_after,
              "keeps_render": keep_provider_job},
             run_after=run_after, keep=bool(keep_provider_job), error_class=error.error_class,
             error_label=error.label, error_message=error.message,
-        )
+        ))
 
     def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *,
         run_after: float | None = None, keep_submission: bool = False,
     ) -> bool:
-        return self._fenced(
+        return self._write_settled(token, "released", functools.partial(
+            self._fenced,
             "fenced_release_to_queue", "released", token, now,
             {"error_class": error.error_class, "label": error.label, "message": error.message,
              **({"keeps_submission": True} if keep_submission else {})},
             run_after=float(run_after or 0.0), error_class=error.error_class,
             error_label=error.label, error_message=error.message,
             keep_submission=bool(keep_submission),
-        )
+        ))
 
     def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
                     drop_render: bool = False) -> bool:
-        return self._fenced(
+        return self._write_settled(token, "failed", functools.partial(
+            self._fenced,
             "fenced_mark_failed", "failed", token, now,
             {"error_class": error.error_class, "label": error.label, "message": error.message,
              **({"dropped_render": True} if drop_render else {})},
             error_class=error.error_class, error_label=error.label,
             error_message=error.message, drop_render=bool(drop_render),
-        )
+        ))
 
     def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        return self._fenced(
+        return self._write_settled(token, "parked", functools.partial(
+            self._fenced,
             "fenced_park", "parked", token, now,
             {"error_class": error.error_class, "label": error.label, "message": error.message},
             error_class=error.error_class, error_label=error.label,
             error_message=error.message,
-        )
+        ))
 
     def note(
         self, event: str, now: float, *, job_id: int | None = None,

@@ -38,6 +38,17 @@ SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
 -- name: get_job
 SELECT * FROM jobs WHERE id = %(id)s;
 
+-- name: job_for_share
+-- A write whose COMMIT went unanswered: the row once that transaction has ended (it held
+-- the row's lock if it wrote the row).
+SELECT * FROM jobs WHERE id = %(id)s FOR SHARE;
+
+-- name: wrote_event
+-- A fenced write whose COMMIT went unanswered: its ledger entry was in the same transaction.
+SELECT EXISTS (SELECT 1 FROM ledger
+                WHERE job_id = %(id)s AND claim_token = %(token)s AND event = %(event)s)
+       AS written;
+
 -- name: get_job_for_update
 SELECT * FROM jobs WHERE id = %(id)s FOR UPDATE;
 

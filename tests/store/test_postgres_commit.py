@@ -1,0 +1,232 @@
+"""A COMMIT whose answer is lost (issue 15): the store reads back whether it was written.
+
+Machine ``a`` talks to the real server through connections whose ``commit()`` follows a
+plan: ``"after"`` sends the real COMMIT and then raises the error a cut connection raises
+(the write committed, the client never heard), ``"before"`` rolls back and raises it (the
+COMMIT never arrived). Machine ``b`` is an ordinary store on the same schema. A claim or a
+fenced write whose answer was lost is reported as it is in the database; when that cannot
+be read the operation fails, and the claim nobody learned of is not renewed by its live
+instance (``renew_leases(tokens=...)``), so its lease runs out and ``b`` takes it over.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psycopg
+import pytest
+from psycopg import pq
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from reelqueue.domain.clock import FakeClock
+from reelqueue.domain.errors import JournalError
+from reelqueue.domain.models import FileCheck, Job
+from reelqueue.domain.states import JobState
+from reelqueue.store.base import ClaimParams, RecoverParams
+from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.postgres_support import describe_dsn
+from tests import pgserver
+from tests.conftest import seed_store
+
+pytestmark = [pytest.mark.unit,
+              pytest.mark.expect_warnings("answer to the COMMIT", "was written",
+                                          "was not written", "runs again")]
+
+LEASE = 30.0
+
+
+class LostAnswer(psycopg.Connection[Any]):
+    """A connection whose next commits follow :attr:`plan` (shared by the pool's
+    connections; empty: ordinary commits). ``commits`` counts the COMMITs that reached the
+    server."""
+
+    plan: ClassVar[list[str]] = []
+    commits: ClassVar[int] = 0
+
+    def commit(self) -> None:
+        if self.info.transaction_status != pq.TransactionStatus.INTRANS:
+            super().commit()  # nothing to commit (the pool's own commit on return)
+            return
+        step = LostAnswer.plan.pop(0) if LostAnswer.plan else "ok"
+        if step == "before":
+            self.rollback()
+        else:
+            super().commit()
+            LostAnswer.commits += 1
+        if step != "ok":
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+def no_file(job: Job) -> FileCheck:
+    return FileCheck(exists=False)
+
+
+@pytest.fixture
+def pair(pg_dsn: str, tmp_path: Path, clock: FakeClock
+         ) -> Iterator[tuple[PostgresStore, PostgresStore]]:
+    """(a, b): a loses COMMIT answers on demand, b is ordinary; one job queued, acct-a."""
+    schema = pgserver.new_schema_name()
+    b = PostgresStore.open(pg_dsn, now=clock.now(), schema=schema)
+    seed_store(b, tmp_path, clock.now(), jobs=2, accounts={"acct-a": 2})
+    pool: ConnectionPool = ConnectionPool(
+        pg_dsn, connection_class=LostAnswer, min_size=1, max_size=2, open=False,
+        kwargs={"row_factory": dict_row, "autocommit": False,
+                "options": f"-c search_path={schema}"})
+    pool.open(wait=True, timeout=30)
+    a = PostgresStore(pool, describe_dsn(pg_dsn), schema, None)
+    LostAnswer.plan.clear()
+    try:
+        yield a, b
+    finally:
+        LostAnswer.plan.clear()
+        a.close()
+        b.close()
+        pgserver.drop_schema(pg_dsn, schema)
+
+
+def claim(store: PostgresStore, clock: FakeClock, instance: str = "boot-a") -> Any:
+    return store.claim_next_job(ClaimParams("acct-a", instance, clock.now(), LEASE))
+
+
+def test_a_claim_that_committed_unheard_is_returned(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    LostAnswer.plan[:] = ["after"]
+    got = claim(a, clock)
+    assert not LostAnswer.plan, "the claim's COMMIT met the lost answer"
+    assert got is not None, "the claim committed: it is the caller's"
+    row = b.get_job(got.job.id)
+    assert row is not None and row.state == JobState.CLAIMED
+    assert (row.claim_token, row.lease_owner) == (got.token.token, "boot-a")
+    assert got.job.attempts == row.attempts == 1 and got.account == "acct-a"
+    assert b.counts().by_state.get("CLAIMED") == 1, "one claim, not two"
+    assert a.mark_submitting(got.token, "ct-1", clock.now()), "its token writes"
+
+
+def test_a_claim_whose_commit_never_arrived_is_none_and_claims_nothing(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    LostAnswer.plan[:] = ["before"]
+    assert claim(a, clock) is None
+    assert not LostAnswer.plan
+    assert b.counts().by_state.get("CLAIMED") is None
+    assert [e.event for e in b.ledger() if e.event == "claimed"] == []
+    assert claim(a, clock) is not None, "the job is still there to claim"
+
+
+def test_record_submitted_that_committed_unheard_is_reported_done(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    got = claim(a, clock)
+    assert got is not None and a.mark_submitting(got.token, "ct-1", clock.now())
+    LostAnswer.plan[:] = ["after"]
+    before = LostAnswer.commits
+    assert a.record_submitted(got.token, "pj-1", clock.now()) is True
+    assert LostAnswer.commits - before == 2, "the write and the read-back, not the write twice"
+    row = b.get_job(got.job.id)
+    assert row is not None and (row.state, row.provider_job_id) == (JobState.RENDERING, "pj-1")
+    assert Counter(e.event for e in b.ledger(got.job.id))["submitted"] == 1
+    assert a.mark_downloading(got.token, clock.now()), "the claim goes on"
+
+
+def test_record_submitted_that_never_arrived_is_written_then(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """Read back as not written, the row is as before: the write runs once more, so the
+    provider's job id is kept (reported "no", the render would be looked for again)."""
+    a, b = pair
+    got = claim(a, clock)
+    assert got is not None and a.mark_submitting(got.token, "ct-1", clock.now())
+    LostAnswer.plan[:] = ["before"]
+    assert a.record_submitted(got.token, "pj-1", clock.now()) is True
+    row = b.get_job(got.job.id)
+    assert row is not None and (row.state, row.provider_job_id) == (JobState.RENDERING, "pj-1")
+    assert Counter(e.event for e in b.ledger(got.job.id))["submitted"] == 1
+
+
+def test_a_fenced_out_write_that_committed_unheard_stays_refused(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    got = claim(a, clock)
+    assert got is not None and a.mark_submitting(got.token, "ct-1", clock.now())
+    assert b.cancel_jobs([got.job.id], clock.now()) == [got.job.id]
+    LostAnswer.plan[:] = ["after"]
+    assert a.record_submitted(got.token, "pj-1", clock.now()) is False
+    events = [e.event for e in b.ledger(got.job.id)]
+    assert events.count("fenced_out") == 1, "refused once, not run again"
+    assert b.get_job(got.job.id).state == JobState.CANCELLED  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("write", ["mark_completed", "mark_rendering", "record_progress"])
+def test_other_fenced_writes_that_committed_unheard_are_reported_done(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock, write: str
+) -> None:
+    a, b = pair
+    got = claim(a, clock)
+    assert got is not None and a.mark_submitting(got.token, "ct-1", clock.now())
+    assert a.record_submitted(got.token, "pj-1", clock.now())
+    if write == "mark_completed":
+        assert a.mark_downloading(got.token, clock.now())
+    LostAnswer.plan[:] = ["after"]
+    if write == "mark_completed":
+        assert a.mark_completed(got.token, size=3, sha256="ab" * 32, cost=None,
+                                now=clock.now()) is True
+        expected = JobState.COMPLETED
+    elif write == "mark_rendering":
+        assert a.mark_rendering(got.token, clock.now()) is True
+        expected = JobState.RENDERING
+    else:
+        assert a.record_progress(got.token, "running", 0.5, clock.now()) is True
+        expected = JobState.RENDERING
+    assert not LostAnswer.plan
+    row = b.get_job(got.job.id)
+    assert row is not None and row.state == expected
+    if write == "record_progress":
+        assert (row.sub_status, row.progress) == ("running", 0.5)
+    completed = [e for e in b.ledger(got.job.id) if e.event == "completed"]
+    assert len(completed) == (1 if write == "mark_completed" else 0)
+
+
+def test_an_unreadable_outcome_raises_and_the_claim_is_taken_over(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """The claim committed, its answer was lost and so was the read-back's: the caller gets
+    an error and never learns the claim. Its instance heartbeats only the claims it runs,
+    so the lease runs out and another instance takes the job over: nothing stranded."""
+    a, b = pair
+    LostAnswer.plan[:] = ["after", "after"]
+    with pytest.raises(JournalError, match="could not be asked") as raised:
+        claim(a, clock)
+    assert "secret" not in str(raised.value)
+    stranded = [j for j in b.list_jobs() if j.state == JobState.CLAIMED]
+    assert len(stranded) == 1 and stranded[0].lease_owner == "boot-a"
+    assert a.renew_leases("boot-a", clock.now(), LEASE, tokens=[]) == 0
+    clock.advance(LEASE / 2)
+    assert a.renew_leases("boot-a", clock.now(), LEASE, tokens=[]) == 0, "not kept alive"
+    clock.advance(LEASE / 2 + 1)
+    report = b.recover(RecoverParams("boot-b", clock.now(), LEASE, only_expired=True,
+                                     check_output=no_file))
+    assert report.requeued == [stranded[0].id]
+    again = claim(b, clock, "boot-b")
+    assert again is not None and again.job.id == stranded[0].id
+
+
+def test_renew_leases_with_tokens_renews_only_those(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, _ = pair
+    first, second = claim(a, clock), claim(a, clock)
+    assert first is not None and second is not None
+    assert a.renew_leases("boot-a", clock.now() + 5, LEASE, tokens=[second.token.token]) == 1
+    leases = {j.id: j.lease_until for j in a.list_jobs()}
+    assert leases[first.job.id] == clock.now() + LEASE
+    assert leases[second.job.id] == clock.now() + 5 + LEASE
+    assert a.renew_leases("boot-a", clock.now() + 6, LEASE) == 2, "None: every lease"
