@@ -20,7 +20,7 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
 from reelqueue.domain.errors import InputError
@@ -42,6 +42,10 @@ STORE_ENV = "REELQUEUE_STORE"
 TEAM_SCHEMES = ("postgresql://", "postgres://")
 
 KeyLookup = Callable[[str], "str | None"]
+
+
+class KeyStoreLike(Protocol):
+    def set_key(self, ref: str, key: str) -> None: ...
 
 
 def is_team_url(url: str) -> bool:
@@ -103,6 +107,23 @@ def keyring_lookup() -> KeyLookup:
             return None
 
     return lookup
+
+
+def save_database_password(url: str, password: str, keystore: KeyStoreLike | None = None
+                           ) -> str:
+    """Keep the team database's password in this machine's OS keyring (under
+    :func:`database_key_ref`; never in the address, the journal or a log), as
+    ``reelqueue store-password URL`` does; returns the database's password-free name.
+    Blocking (a keyring call): run it on a worker thread from a loop."""
+    check_team_url(url)
+    if not password:
+        raise InputError("The password is empty; nothing was saved.")
+    if keystore is None:
+        from reelqueue.credentials.keystore import KeyStore
+
+        keystore = KeyStore()
+    keystore.set_key(database_key_ref(url), password)
+    return database_key_ref(url).removeprefix("database:")
 
 
 @dataclass(frozen=True)
@@ -312,5 +333,5 @@ def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
 __all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "AccountAvailability", "TeamMachine",
            "check_team_url", "connection_string", "database_key_ref", "is_team_session",
            "is_team_url", "join", "key_availability", "keyring_lookup", "keys_not_here",
-           "leave", "machines", "open_team_store", "run_worker", "team_config",
-           "team_machines"]
+           "leave", "machines", "open_team_store", "run_worker", "save_database_password",
+           "team_config", "team_machines"]

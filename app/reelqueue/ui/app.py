@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 
 from reelqueue.application.context import AppContext
 from reelqueue.ui import theme
-from reelqueue.ui.settings import load_settings
+from reelqueue.ui.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from reelqueue.application.remote import ApiStarter
@@ -83,6 +84,14 @@ def _setup_logging(ctx: AppContext) -> None:
     setup_logging(ctx.data_dir, verbose=False)
 
 
+def window_context(ctx: AppContext, settings: Settings) -> AppContext:
+    """``ctx`` on the team queue of Settings -> "Team queue" when neither ``--store`` nor
+    REELQUEUE_STORE named a journal (they win over the setting)."""
+    if ctx.store_url is None and settings.team_store:
+        return replace(ctx, store_url=settings.team_store)
+    return ctx
+
+
 def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = None,
             api_starter: ApiStarter | None = None) -> int:
     """Open the window on ``ctx``'s journal; ``start`` hands out work at once (else the
@@ -93,6 +102,7 @@ def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = No
 
     _setup_logging(ctx)
     settings = load_settings(ctx.data_dir)
+    ctx = window_context(ctx, settings)
     app = make_application(settings.theme)
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from reelqueue.application import views
+from reelqueue.application import team, views
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.intake import ImportOptions, ImportPlan
 from reelqueue.ui import files, theme
@@ -256,16 +256,33 @@ class DialogKeeper:
         default = str(self.ctl.session.ctx.videos_dir)
         dialog = SettingsDialog(self.ctl.session.settings, default, self.ctl.window,
                                 api_status=self.ctl.session.api_status())
-        dialog.saved.connect(lambda settings: self.ctl.spawn(self._save_settings(settings)))
+        dialog.saved.connect(lambda settings: self.ctl.spawn(
+            self._save_settings(settings, dialog.team_password_text())))
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)
         dialog.show()
         return dialog
 
-    async def _save_settings(self, settings: Settings) -> None:
+    async def _save_settings(self, settings: Settings, team_password: str = "") -> None:
         old = self.ctl.session.settings
         await asyncio.to_thread(save_settings, self.ctl.session.ctx.data_dir, settings)
         self.ctl.session.settings = settings
+        if team_password and settings.team_store:
+            try:
+                where = await asyncio.to_thread(
+                    team.save_database_password, settings.team_store, team_password,
+                    self.ctl.session.keys.keystore)
+            except KnownError as exc:
+                self.ctl.window.banners.show_banner(
+                    "error", f"The database password was not saved: {exc}", key="team")
+            else:
+                self.ctl.window.banners.show_banner(
+                    "success", f"Saved the password of {where} in this machine's keyring.",
+                    key="team")
+        if settings.team_store != old.team_store:
+            self.ctl.window.banners.show_banner(
+                "info", "The team queue setting applies the next time ReelQueue starts.",
+                key="team-restart")
         if settings.theme != old.theme:
             app = QApplication.instance()
             if isinstance(app, QApplication):

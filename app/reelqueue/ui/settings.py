@@ -42,6 +42,9 @@ class Settings:
     serve_api: serve the HTTP API (``reelqueue serve``'s, on the window's own engine).
     api_listen: where it listens, HOST:PORT (``serve --listen``; always over TLS).
     api_max_waiting: submits get 429 while this many jobs wait (``--max-waiting``).
+    team_store: the team queue's PostgreSQL address (issue 15), without a password; ""
+        for this machine's own journal. Used from the next start; ``--store`` or
+        REELQUEUE_STORE win over it.
     """
 
     output_dir: str = ""
@@ -57,6 +60,7 @@ class Settings:
     serve_api: bool = False
     api_listen: str = DEFAULT_LISTEN
     api_max_waiting: int = ServeOptions.max_waiting  # serve's --max-waiting default
+    team_store: str = ""
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
@@ -89,9 +93,25 @@ class Settings:
             parse_listen(self.api_listen)
         except InputError:
             fixes["api_listen"] = default.api_listen
+        if self.team_store and team_store_problem(self.team_store):
+            fixes["team_store"] = default.team_store
         if not self.filename_template.strip():
             fixes["filename_template"] = default.filename_template
         return replace(self, **fixes) if fixes else self
+
+
+def team_store_problem(url: str) -> str | None:
+    """Why ``url`` cannot be the team queue's address (None: it can; "" is no team)."""
+    from reelqueue.application.team import check_team_url
+    from reelqueue.domain.errors import InputError
+
+    if not url:
+        return None
+    try:
+        check_team_url(url)
+    except InputError as exc:
+        return str(exc).replace("--store takes", "The team queue takes")
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -23,8 +23,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
-from reelqueue.ui.settings import THEMES, Settings
+from reelqueue.ui.settings import THEMES, Settings, team_store_problem
+
+TEAM_NOTE = ("Applies after a restart: ReelQueue opens the team queue the next time it "
+             "starts (--store or REELQUEUE_STORE, when given, win over it).")
 
 
 class SettingsDialog(QDialog):
@@ -105,6 +109,26 @@ class SettingsDialog(QDialog):
                               "picked up, never paid for twice.")
         form.addRow("Pick up a silent render after", self.lease)
 
+        section("TEAM QUEUE")
+        self.team_store = QLineEdit(settings.team_store)
+        self.team_store.setPlaceholderText("postgresql://user@host:5432/reelqueue"
+                                           "?sslmode=verify-full (empty: this computer only)")
+        self.team_store.setToolTip("Share one queue and the accounts' limits with other "
+                                   "machines through a PostgreSQL database. No password in "
+                                   "the address: it comes from this machine's keyring (the "
+                                   "field below) or a pgpass file.")
+        form.addRow("Team queue address", self.team_store)
+        self.team_password = QLineEdit()
+        self.team_password.setEchoMode(QLineEdit.EchoMode.Password)
+        self.team_password.setPlaceholderText("unchanged (keyring or pgpass file)")
+        self.team_password.setToolTip("Kept in this machine's OS keyring, never in the "
+                                      "settings, the database or a log")
+        form.addRow("Database password", self.team_password)
+        self.team_note = QLabel(TEAM_NOTE)
+        self.team_note.setWordWrap(True)
+        self.team_note.setProperty("role", "muted")
+        form.addRow("", self.team_note)
+
         section("START-UP AND LOOK")
         self.paused_after_crash = QCheckBox("Start paused after a crash, so I can check first")
         self.paused_after_crash.setChecked(settings.start_paused_after_crash)
@@ -175,8 +199,21 @@ class SettingsDialog(QDialog):
             start_paused_after_crash=self.paused_after_crash.isChecked(),
             theme=str(self.theme.currentData()), serve_api=self.serve_api.isChecked(),
             api_listen=self.api_listen.text().strip(),
-            api_max_waiting=self.api_max_waiting.value()).checked()
+            api_max_waiting=self.api_max_waiting.value(),
+            team_store=self.team_store.text().strip()).checked()
+
+    def team_password_text(self) -> str:
+        """The database password typed (saved in the keyring, not in the settings)."""
+        return self.team_password.text()
 
     def _save(self) -> None:
+        problem = team_store_problem(self.team_store.text().strip())
+        if problem is None and self.team_password.text() and not self.team_store.text().strip():
+            problem = "A database password needs the team queue's address."
+        if problem:
+            self.team_note.setText(problem)
+            self.team_note.setStyleSheet(f"color: {theme.color('danger').name()};")
+            self.team_store.setFocus()
+            return
         emit(self.saved, self.values())
         self.accept()
