@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from PySide6.QtWidgets import QLabel
+
 from reelqueue.application.context import AppContext
 from reelqueue.application.team import database_key_ref
 from reelqueue.cli.context import CliContext
@@ -42,7 +44,11 @@ def test_an_address_with_a_password_is_refused_and_not_saved(qtbot: object) -> N
 
 def test_the_note_says_it_applies_after_a_restart(qtbot: object) -> None:
     dialog = SettingsDialog(Settings(theme="light"), "/videos")
-    assert "Applies after a restart" in dialog.team_note.text()
+    sections = [label.text() for label in dialog.findChildren(QLabel)
+                if label.property("role") == "section"]
+    assert "TEAM QUEUE · APPLIES AFTER A RESTART" in sections
+    assert "Applies after a restart" in dialog.team_store.toolTip()
+    assert dialog.team_note.isHidden()  # only an address that cannot be saved shows it
     dialog.team_store.setText("postgresql://team@db.example:5433/reelqueue?sslmode=verify-full")
     assert dialog.values().team_store == ("postgresql://team@db.example:5433/reelqueue"
                                           "?sslmode=verify-full")

@@ -27,6 +27,7 @@ from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.settings import THEMES, Settings, team_store_problem
 
+TEAM_SECTION = "TEAM QUEUE · APPLIES AFTER A RESTART"
 TEAM_NOTE = ("Applies after a restart: ReelQueue opens the team queue the next time it "
              "starts (--store or REELQUEUE_STORE, when given, win over it).")
 
@@ -109,25 +110,30 @@ class SettingsDialog(QDialog):
                               "picked up, never paid for twice.")
         form.addRow("Pick up a silent render after", self.lease)
 
-        section("TEAM QUEUE")
+        section(TEAM_SECTION)
         self.team_store = QLineEdit(settings.team_store)
-        self.team_store.setPlaceholderText("postgresql://user@host:5432/reelqueue"
-                                           "?sslmode=verify-full (empty: this computer only)")
-        self.team_store.setToolTip("Share one queue and the accounts' limits with other "
-                                   "machines through a PostgreSQL database. No password in "
-                                   "the address: it comes from this machine's keyring (the "
-                                   "field below) or a pgpass file.")
-        form.addRow("Team queue address", self.team_store)
+        self.team_store.setPlaceholderText("postgresql://user@host/db")
+        self.team_store.setToolTip(
+            "Empty: this computer's own queue. Share one queue and the accounts' limits "
+            "with other machines through a PostgreSQL database. No password in the "
+            "address: it comes from this machine's keyring (the password field beside "
+            "it) or a pgpass file.")
         self.team_password = QLineEdit()
         self.team_password.setEchoMode(QLineEdit.EchoMode.Password)
-        self.team_password.setPlaceholderText("unchanged (keyring or pgpass file)")
-        self.team_password.setToolTip("Kept in this machine's OS keyring, never in the "
-                                      "settings, the database or a log")
-        form.addRow("Database password", self.team_password)
-        self.team_note = QLabel(TEAM_NOTE)
+        self.team_password.setPlaceholderText("password")
+        self.team_password.setToolTip("The database password, kept in this machine's OS "
+                                      "keyring (never in the settings, the database or a "
+                                      "log); leave it empty to use the keyring's or a "
+                                      "pgpass file's")
+        team_row = QHBoxLayout()
+        team_row.setSpacing(8)
+        team_row.addWidget(self.team_store, 3)
+        team_row.addWidget(self.team_password, 2)
+        form.addRow("Database", team_row)
+        self.team_store.setToolTip(f"{self.team_store.toolTip()} {TEAM_NOTE}")
+        self.team_note = QLabel()  # why the address cannot be saved (shown only then)
         self.team_note.setWordWrap(True)
-        self.team_note.setProperty("role", "muted")
-        form.addRow("", self.team_note)
+        self.team_note.hide()
 
         section("START-UP AND LOOK")
         self.paused_after_crash = QCheckBox("Start paused after a crash, so I can check first")
@@ -165,6 +171,7 @@ class SettingsDialog(QDialog):
         self.api_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow("Now", self.api_status)
         layout.addLayout(form)
+        layout.addWidget(self.team_note)
         note = QLabel("Tries per job apply to sheets imported from now on; the waits and "
                       "the pick-up time apply the next time ReelQueue starts.")
         note.setWordWrap(True)
@@ -212,6 +219,7 @@ class SettingsDialog(QDialog):
             problem = "A database password needs the team queue's address."
         if problem:
             self.team_note.setText(problem)
+            self.team_note.show()
             self.team_note.setStyleSheet(f"color: {theme.color('danger').name()};")
             self.team_store.setFocus()
             return
