@@ -237,3 +237,30 @@ def test_reelqueue_store_in_the_environment_picks_the_team_database(
     assert done.returncode == 0, done.stderr
     assert "acct-env" in done.stdout
     assert not (tmp_path / "fresh" / "journal.sqlite3").exists()
+
+
+def test_accounts_test_on_a_keyless_machine_changes_nothing(tmp_path: Path,
+                                                             team_url: str) -> None:
+    """The account's status is the team's: a machine without the key says so and writes
+    nothing (it used to mark the shared account 'key missing' for everyone); the machine
+    holding the key still tests it with the provider."""
+    admin, keyless = tmp_path / "admin", tmp_path / "keyless"
+    admin.mkdir()
+    keyless.mkdir()
+    with MockProcess(tmp_path / "mock", "--seed", "6", "--accept-key", KEY_A) as mock:
+        add_accounts(admin, team_url, mock.url, {"acct-a": (2, KEY_A)})
+        write_keys(keyless / "keyring.json", {})
+        before = read(team_url, "SELECT name, status, status_detail FROM accounts")
+        ledger_before = read(team_url, "SELECT count(*) FROM ledger")
+        done = team_cli(keyless, team_url, "accounts", "test", "acct-a",
+                        keyring_file=keyless / "keyring.json")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Account acct-a: key not on this machine; nothing was changed" in done.stdout
+        assert "reelqueue team-key acct-a" in done.stdout
+        assert read(team_url, "SELECT name, status, status_detail FROM accounts") == before
+        assert before == [("acct-a", "ready", None)]
+        assert read(team_url, "SELECT count(*) FROM ledger") == ledger_before
+        held = team_cli(admin, team_url, "accounts", "test", "acct-a",
+                        keyring_file=admin / "keyring.json")
+        assert held.returncode == 0, held.stdout + held.stderr
+        assert "key accepted" in held.stdout

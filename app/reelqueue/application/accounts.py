@@ -177,13 +177,26 @@ async def remove_account(session: Session, name: str) -> None:
 async def test_account(session: Session, name: str) -> KeyTestResult:
     """Check the account's key with the provider again and record the outcome as its
     status: ready, key missing, key rejected or out of credits (a rate limit or a network
-    error during the check says nothing about the key and changes nothing)."""
+    error during the check says nothing about the key and changes nothing).
+
+    On a team database the account's status is everyone's, and each machine holds only
+    the keys it renders for: a key absent from this machine's keyring says nothing about
+    the account ("key not on this machine") and changes nothing in the database."""
     account = await get_account(session, name)
     journal, now = session.journal, session.clock.now()
     key = None
     if account.key_ref:
         key = await asyncio.to_thread(session.keys.read, account.key_ref)
     info = session.providers.get(account.provider)
+    # A key reference counts too (as for claims, application.team): a provider that can
+    # go without a key still renders under this account's key elsewhere.
+    needs_key = info.requires_key or bool(account.key_ref)
+    if needs_key and not key and session.ctx.store_url is not None:
+        return KeyTestResult(False, None,
+                             f"Account {name}: key not on this machine; nothing was changed "
+                             "(its status is the team's; the machines that hold the key "
+                             "render for it). To test or render for it here, first keep its "
+                             f"key on this machine: reelqueue team-key {name}")
     if info.requires_key and not key:
         await journal.set_account_status(name, AccountStatus.KEY_MISSING,
                            now, detail="no key in the OS keyring")
