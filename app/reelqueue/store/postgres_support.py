@@ -25,7 +25,8 @@ from reelqueue.domain.errors import (
     JournalReadOnly,
 )
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
-from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.domain.states import AccountStatus
+from reelqueue.store.rows import job_from_mapping
 
 _URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", re.IGNORECASE)
 _KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
@@ -106,24 +107,7 @@ def _json(value: Any) -> dict[str, Any]:
 
 
 def job_from_pg(row: dict[str, Any]) -> Job:
-    return Job(
-        id=row["id"], batch_id=row["batch_id"], job_key=row["job_key"],
-        row_number=row["row_number"], name=row["name"], prompt=row["prompt"],
-        provider=row["provider"], params=_json(row["params"]),
-        pinned_account=row["pinned_account"], priority=row["priority"],
-        output_path=row["output_path"], state=JobState(row["state"]),
-        attempts=row["attempts"], max_attempts=row["max_attempts"], account=row["account"],
-        claim_token=row["claim_token"], lease_owner=row["lease_owner"],
-        lease_until=row["lease_until"], client_token=row["client_token"],
-        provider_job_id=row["provider_job_id"], sub_status=row["sub_status"],
-        progress=row["progress"], run_after=row["run_after"],
-        output_size=row["output_size"], output_sha256=row["output_sha256"],
-        cost=row["cost"], error_class=row["error_class"], error_label=row["error_label"],
-        error_message=row["error_message"], created_at=row["created_at"],
-        updated_at=row["updated_at"], started_at=row["started_at"],
-        finished_at=row["finished_at"], metadata=_json(row["metadata"]),
-        output_host=row["output_host"],
-    )
+    return job_from_mapping(row, _json)
 
 
 def account_from_pg(row: dict[str, Any]) -> Account:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
@@ -20,11 +21,16 @@ def _json(text: str | None) -> dict[str, Any]:
 def job_from_row(sqlite_row: sqlite3.Row) -> Job:
     # One dict per row: sqlite3.Row looks a name up by scanning its columns, which made
     # 35 lookups the biggest cost of listing 100k jobs.
-    row = dict(zip(sqlite_row.keys(), sqlite_row, strict=True))
+    return job_from_mapping(dict(zip(sqlite_row.keys(), sqlite_row, strict=True)), _json)
+
+
+def job_from_mapping(row: dict[str, Any], decode: Callable[[Any], dict[str, Any]]) -> Job:
+    """A job from its columns by name (SQLite and PostgreSQL rows alike); ``decode`` turns
+    the stored ``params``/``metadata`` (JSON text, or PostgreSQL's decoded jsonb) into dicts."""
     return Job(
         id=row["id"], batch_id=row["batch_id"], job_key=row["job_key"],
         row_number=row["row_number"], name=row["name"], prompt=row["prompt"],
-        provider=row["provider"], params=_json(row["params"]),
+        provider=row["provider"], params=decode(row["params"]),
         pinned_account=row["pinned_account"], priority=row["priority"],
         output_path=row["output_path"], state=JobState(row["state"]),
         attempts=row["attempts"], max_attempts=row["max_attempts"], account=row["account"],
@@ -36,7 +42,7 @@ def job_from_row(sqlite_row: sqlite3.Row) -> Job:
         cost=row["cost"], error_class=row["error_class"], error_label=row["error_label"],
         error_message=row["error_message"], created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
-        finished_at=row["finished_at"], metadata=_json(row["metadata"]),
+        finished_at=row["finished_at"], metadata=decode(row["metadata"]),
         output_host=row["output_host"],
     )
 
