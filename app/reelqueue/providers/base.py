@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
@@ -126,6 +127,104 @@ class ParamProblem:
 
     def __str__(self) -> str:
         return self.message
+
+
+class ReconcileMethod(StrEnum):
+    """How a create whose answer was lost is found again (DESIGN.md invariant 13).
+
+    KEY: a lookup by our client token, which the provider keeps (Kling's
+        ``external_task_id``, the built-in mock).
+    SEARCH: a search of the account's renders, listed by the provider with what it echoes
+        of each create (prompt, model, duration...) and its creation time.
+    NONE: the provider cannot be asked; an unknown create stays unknown for the user.
+    """
+
+    KEY = "key"
+    SEARCH = "search"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class RemoteRecord:
+    """One render of the account as the provider lists it.
+
+    Attributes:
+        provider_job_id: the provider's id of the render.
+        created_at: when the provider created it (Unix seconds, the provider's clock);
+            None when the record does not say (such a record can never be ruled out).
+        status: the provider's own state word, shown to the user among candidates.
+        echo: what the provider echoes of the create, normalised by the adapter exactly as
+            :meth:`SearchableProvider.echo` normalises a request; None when the record
+            cannot be compared (its inputs were removed, or a field is unreadable).
+    """
+
+    provider_job_id: str
+    created_at: float | None
+    status: str
+    echo: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The account's renders created from ``since`` on, newest or oldest first.
+
+    Attributes:
+        records: every render read (the adapter may return some outside the window).
+        complete: True only when the listing provably covers everything created from
+            ``since`` to the moment it was read: paging went past a record created before
+            ``since``, or reached the end of the list. False (a page limit, a list that
+            may omit renders still in flight) means "none found" can never be concluded.
+    """
+
+    records: tuple[RemoteRecord, ...]
+    complete: bool
+
+
+@runtime_checkable
+class SearchableProvider(Protocol):
+    """An adapter whose provider lists the account's renders with what it echoes.
+
+    Attributes:
+        supports_search: True when :meth:`search` works for this account (a gateway may
+            not implement the list: then False, and nothing is concluded).
+        settle_seconds: how long after a create the provider's list is assumed to show it
+            (documented per provider in docs/providers.md); a list read earlier than that
+            after the latest moment a create could have been sent proves nothing.
+        echo_keeps_hours: how long the provider keeps what it echoes (Replicate removes
+            API inputs after an hour); None: as long as the render is listed.
+    """
+
+    supports_search: bool
+    settle_seconds: float
+    echo_keeps_hours: float | None
+
+    async def search(self, since: float, until: float) -> SearchResult:
+        """The account's renders created in [since, until] (Unix seconds, our clock; the
+        caller has widened the window by a margin for clock offsets). Pages until a
+        record older than ``since`` or the end of the list, within a page budget. An
+        answer that cannot be read raises ``outcome_unknown`` (unknown is never "none")."""
+        ...
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """What the provider would echo of ``request``, normalised as in
+        :class:`RemoteRecord` (equal mappings mean the same prompt and parameters)."""
+        ...
+
+
+def reconcile_method(provider: object) -> ReconcileMethod:
+    """How ``provider`` finds a create whose answer was lost."""
+    if getattr(provider, "supports_lookup", False):
+        return ReconcileMethod.KEY
+    if isinstance(provider, SearchableProvider) and provider.supports_search:
+        return ReconcileMethod.SEARCH
+    return ReconcileMethod.NONE
+
+
+def sends_client_token(provider: object) -> bool:
+    """Whether the provider keeps our client token where a user can see it (a dashboard,
+    its get or list answers): only then do the words for an unknown create name it."""
+    return bool(getattr(provider, "keeps_client_token",
+                        getattr(provider, "supports_lookup", False)))
 
 
 class Provider(Protocol):
