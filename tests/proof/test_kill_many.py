@@ -185,8 +185,8 @@ def test_kill_many_times_then_drain(tmp_path: Path, lookup: str) -> None:
         "extra_creates": figures.extra_creates,
         "jobs_created_more_than_once": figures.jobs_created_more_than_once,
         "possible_duplicate_charge_entries": events["possible_duplicate_charge"],
-        "failed_submit_unknown": len(unknown_ids),
-        "failed_submit_unknown_that_reached_provider": sum(
+        "unknown_submissions": len(unknown_ids),
+        "unknown_submissions_that_reached_provider": sum(
             creates.get(jobs[i].job_key, 0) for i in unknown_ids),
         "failed_other": len(figures.failed_ids) - len(unknown_ids),
         "jobs_with_render_frozen": len(frozen),

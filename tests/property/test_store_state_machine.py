@@ -97,6 +97,9 @@ class ModelJob:
     completions: int = 0
     had_render: str | None = None
     render_dropped: bool = False
+    #: parked by recovery as "submit outcome unknown": a user's retry keeps its client
+    #: token and account, to be reconciled before anything is created (issue 19)
+    unknown: bool = False
 
     def clear_claim(self) -> None:
         self.claim = self.owner = self.lease_until = None
@@ -233,8 +236,10 @@ class StoreMachine(RuleBasedStateMachine):
         expected = current and job.state in ALLOWED[op]
         if op == "submitting":
             expected = expected and job.provider_job_id is None
-        if op in ("rendering", "parked"):
+        if op == "rendering":
             expected = expected and job.provider_job_id is not None
+        if op == "parked":  # a render, or an unknown create's client token
+            expected = expected and job.client_token is not None
         now = self.clock.now()
         for name, store in self.stores.items():
             token = self.tokens[claim][name]
@@ -302,7 +307,7 @@ class StoreMachine(RuleBasedStateMachine):
         leftovers = [j for _, j in sorted(self.jobs.items()) if j.state in IN_FLIGHT
                      and (not only_expired or (j.lease_until or 0) < now)]
         plan: dict[str, list[int]] = {k: [] for k in (
-            "completed_from_disk", "reattached", "reconcile", "failed_submit_unknown",
+            "completed_from_disk", "reattached", "reconcile", "unknown_submissions",
             "requeued", "failed")}
         for job in leftovers:
             # a claimed job that kept an unresolved submission is in the window too
@@ -314,8 +319,8 @@ class StoreMachine(RuleBasedStateMachine):
                 plan["reattached"].append(job.id)
             elif in_window and job.account in lookup:
                 plan["reconcile"].append(job.id)
-            elif in_window:  # invariant 11 amends 4: never requeued to be created again
-                plan["failed_submit_unknown"].append(job.id)
+            elif in_window:  # invariants 11, 13: parked as unknown, never created again
+                plan["unknown_submissions"].append(job.id)
             elif job.attempts >= job.max_attempts:
                 plan["failed"].append(job.id)
             else:
@@ -327,10 +332,11 @@ class StoreMachine(RuleBasedStateMachine):
             got = {k: sorted(v) for k, v in report.as_dict().items() if k in plan}
             assert got == plan, f"{name}: recovery did {got}, expected {plan}"
             assert report.missing_outputs == []
-            for job_id in plan["failed_submit_unknown"]:
+            for job_id in plan["unknown_submissions"]:
                 row = store.get_job(job_id)
-                assert row and row.state == JobState.FAILED, f"{name}: job {job_id}"
+                assert row and row.state == JobState.PARKED, f"{name}: job {job_id}"
                 assert row.error_label == "submit outcome unknown", f"{name}: job {job_id}"
+                assert row.error_class == "unknown", f"{name}: job {job_id}"
                 assert row.client_token and row.client_token in (row.error_message or "")
                 events = [e.event for e in store.ledger(job_id)]
                 assert "submit_outcome_unknown" in events, f"{name}: job {job_id}"
@@ -347,8 +353,12 @@ class StoreMachine(RuleBasedStateMachine):
                 claim = self._new_claim(job_id, instance)
                 job.state, job.claim, job.owner = state, claim, instance
                 job.lease_until = now + LEASE
-        for job_id in plan["failed"] + plan["failed_submit_unknown"]:
+        for job_id in plan["failed"]:
             self.jobs[job_id].state = JobState.FAILED
+            self.jobs[job_id].clear_claim()
+        for job_id in plan["unknown_submissions"]:
+            self.jobs[job_id].state = JobState.PARKED
+            self.jobs[job_id].unknown = True
             self.jobs[job_id].clear_claim()
         for job_id in plan["requeued"]:
             job = self.jobs[job_id]
@@ -553,7 +563,11 @@ class StoreMachine(RuleBasedStateMachine):
             job.state, job.attempts, job.run_after = JobState.QUEUED, 0, 0.0
             if seed is None and job.provider_job_id is not None:
                 continue  # the render is kept: read again before anything is paid
+            if seed is None and job.unknown:
+                job.unknown = False  # its create is looked for before anything is paid
+                continue
             job.account = job.client_token = None
+            job.unknown = False
             job.drop_render()
 
     # -- rules: crashes, recovery, zombies ---------------------------------------------

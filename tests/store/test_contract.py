@@ -253,19 +253,21 @@ def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: Fake
                                          verify_completed=True))
     assert report.completed_from_disk == [on_disk.job.id]
     assert report.reattached == [rendering.job.id]
-    # Invariant 11 amends 4: died while submitting, provider cannot be asked -> failed as
-    # an unknown outcome with its client token, never requeued to be created again.
-    assert report.failed_submit_unknown == [in_window.job.id]
+    # Invariants 11 and 13: died while submitting, provider cannot be asked -> parked as an
+    # unknown outcome with its client token (not a failure), never requeued to be created
+    # again.
+    assert report.unknown_submissions == [in_window.job.id]
     assert report.requeued == [just_claimed.job.id]
     job = store.get_job(on_disk.job.id)
     assert job and job.state == JobState.COMPLETED and job.output_sha256 == "cd" * 32
     unknown = store.get_job(in_window.job.id)
-    assert unknown and unknown.state == JobState.FAILED
+    assert unknown and unknown.state == JobState.PARKED and unknown.finished_at is None
     assert unknown.error_label == "submit outcome unknown"
-    assert unknown.error_class == "permanent"
+    assert unknown.error_class == "unknown"
+    assert unknown.claim_token is None and unknown.client_token == "ct-" + in_window.token.token
     assert "ct-" + in_window.token.token in (unknown.error_message or "")
     events = [e.event for e in store.ledger(in_window.job.id)]
-    assert events[-2:] == ["submit_outcome_unknown", "failed"]
+    assert events[-2:] == ["submit_outcome_unknown", "parked"]
     assert "requeued" not in events
     claimed_after = []
     while (again := claim(store, clock)) is not None:
@@ -402,10 +404,10 @@ def test_an_empty_or_all_present_import_adds_nothing(
 
 
 # -- issue 10: never pay twice -----------------------------------------------------------------
-def _rendering(store: Store, clock: FakeClock):  # type: ignore[no-untyped-def]
+def _rendering(store: Store, clock: FakeClock, render: str = "pj"):  # type: ignore[no-untyped-def]
     c = claim(store, clock)
     assert c and store.mark_submitting(c.token, "ct", clock.now())
-    assert store.record_submitted(c.token, "pj", clock.now())
+    assert store.record_submitted(c.token, render, clock.now())
     return c
 
 
@@ -430,7 +432,7 @@ def test_a_parked_job_keeps_its_render_holds_no_claim_and_recovery_leaves_it(
     assert not store.park_job(c.token, parked, clock.now()), "fenced: no claim any more"
 
 
-def test_park_needs_a_render(store: Store, tmp_path: Path, clock: FakeClock) -> None:
+def test_park_needs_a_submission(store: Store, tmp_path: Path, clock: FakeClock) -> None:
     seed_store(store, tmp_path, clock.now(), jobs=1)
     c = claim(store, clock)
     assert c and not store.park_job(c.token, ERR, clock.now())
@@ -467,7 +469,7 @@ def test_retry_with_a_new_seed_or_of_a_dropped_render_creates_anew(
     seed_store(store, tmp_path, clock.now(), jobs=2)
     seeded = _rendering(store, clock)
     assert store.mark_failed(seeded.token, ERR, clock.now())
-    dropped = _rendering(store, clock)
+    dropped = _rendering(store, clock, render="pj-other")
     assert store.mark_failed(dropped.token, JobError("permanent", "content policy", "no"),
                              clock.now(), drop_render=True)
     assert store.get_job(dropped.job.id).provider_job_id is None  # type: ignore[union-attr]
@@ -516,8 +518,8 @@ def test_recovery_of_a_claim_holding_an_unresolved_submission(
         assert report.reconcile == [c.job.id]
         assert job.state == JobState.SUBMITTING and job.client_token == "ct-open"
     else:
-        assert report.failed_submit_unknown == [c.job.id]
-        assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+        assert report.unknown_submissions == [c.job.id]
+        assert job.state == JobState.PARKED and job.error_label == "submit outcome unknown"
         assert "ct-open" in (job.error_message or "")
         assert "submit_outcome_unknown" in [e.event for e in store.ledger(c.job.id)]
 

@@ -153,8 +153,12 @@ def test_only_recoverable_writes_skip_the_fsync(tmp_path: Path) -> None:
     store.close()
 
 
-def test_schema_4_keeps_the_jobs_and_allows_parked_only_with_a_render(tmp_path: Path) -> None:
-    """Migration 0004 rebuilds the jobs table (a CHECK cannot be changed in place)."""
+def test_migrations_keep_the_jobs_and_allow_parked_only_with_a_submission(
+    tmp_path: Path
+) -> None:
+    """Migrations 0004 and 0007 rebuild the jobs table (a CHECK cannot be changed in place):
+    PARKED keeps a render or, since 7 (issue 19), an unknown create's client token; a render
+    goes to at most one job."""
     old = tmp_path / "old.sqlite3"
     make_v1(old)
     db = sqlite3.connect(old)
@@ -168,7 +172,17 @@ def test_schema_4_keeps_the_jobs_and_allows_parked_only_with_a_render(tmp_path: 
     assert job is not None and job.job_key == "k1" and job.provider_job_id == "pj"
     db = store.raw_connection()
     db.execute("UPDATE jobs SET state = 'PARKED', finished_at = NULL WHERE id = 1")
+    db.execute("UPDATE jobs SET provider_job_id = NULL, error_class = 'unknown' WHERE id = 1")
     with pytest.raises(sqlite3.IntegrityError):
-        db.execute("UPDATE jobs SET provider_job_id = NULL WHERE id = 1")
+        db.execute("UPDATE jobs SET client_token = NULL WHERE id = 1")
+    db.execute("UPDATE jobs SET provider_job_id = 'pj', account = 'a' WHERE id = 1")
+    db.execute("INSERT INTO jobs (batch_id, job_key, prompt, provider, output_path, state, "
+               "account, client_token, provider_job_id, created_at, updated_at, finished_at) "
+               "VALUES (1, 'k2', 'p', 'mock', '/tmp/k2.mp4', 'FAILED', 'b', 'ct', 'pj', 1, 1, 1)")
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        db.execute("INSERT INTO jobs (batch_id, job_key, prompt, provider, output_path, "
+                   "state, account, client_token, provider_job_id, created_at, updated_at, "
+                   "finished_at) VALUES (1, 'k3', 'p', 'mock', '/tmp/k3.mp4', 'FAILED', 'a', "
+                   "'ct', 'pj', 1, 1, 1)")
     db.rollback()
     store.close()

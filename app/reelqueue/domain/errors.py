@@ -34,6 +34,9 @@ class ErrorClass(StrEnum):
     RETRYABLE = "retryable"
     PERMANENT = "permanent"
     ACCOUNT = "account"
+    #: a job's create whose outcome is unknown (invariant 13): not a failure, kept for
+    #: reconciliation or the user; only ever written on a job, never raised by an adapter
+    UNKNOWN = "unknown"
 
 
 class ErrorLabel(StrEnum):
@@ -166,6 +169,10 @@ class KeyringUnavailable(KnownError):
 
 class KeyTooLong(KnownError):
     """The API key is longer than the OS keyring accepts (2560 bytes on Windows)."""
+
+
+class RenderAlreadyRecorded(KnownError):
+    """That render is already recorded for another job: a render goes to at most one job."""
 
 
 class InputError(KnownError):

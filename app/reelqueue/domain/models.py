@@ -180,7 +180,9 @@ class RecoveryReport:
     completed_from_disk: list[int] = field(default_factory=list)
     reattached: list[int] = field(default_factory=list)
     reconcile: list[int] = field(default_factory=list)
-    failed_submit_unknown: list[int] = field(default_factory=list)
+    #: died inside the submit window on a provider that cannot be asked: PARKED as
+    #: "submit outcome unknown" for the user (issue 19), never failed
+    unknown_submissions: list[int] = field(default_factory=list)
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     missing_outputs: list[int] = field(default_factory=list)
@@ -192,7 +194,7 @@ class RecoveryReport:
             len(self.completed_from_disk)
             + len(self.reattached)
             + len(self.reconcile)
-            + len(self.failed_submit_unknown)
+            + len(self.unknown_submissions)
             + len(self.requeued)
             + len(self.failed)
             + len(self.missing_outputs)
@@ -203,7 +205,7 @@ class RecoveryReport:
             "completed_from_disk": self.completed_from_disk,
             "reattached": self.reattached,
             "reconcile": self.reconcile,
-            "failed_submit_unknown": self.failed_submit_unknown,
+            "unknown_submissions": self.unknown_submissions,
             "requeued": self.requeued,
             "failed": self.failed,
             "missing_outputs": self.missing_outputs,
@@ -225,11 +227,12 @@ class RecoveryReport:
         if self.reconcile:
             parts.append(n(self.reconcile, "submission", "submissions")
                          + " to reconcile with the provider")
-        if self.failed_submit_unknown:
+        if self.unknown_submissions:
             parts.append(
-                n(self.failed_submit_unknown, "job", "jobs") + " failed as 'submit outcome "
+                n(self.unknown_submissions, "job", "jobs") + " kept as 'submit outcome "
                 "unknown' (the process died while submitting and the provider cannot be "
-                "asked; not sent again, see 'reelqueue status')"
+                "asked; not sent again and not counted as failed: 'reelqueue resolve' "
+                "or 'reelqueue retry --parked')"
             )
         if self.requeued:
             parts.append(n(self.requeued, "job", "jobs") + " requeued")

@@ -220,6 +220,24 @@ class AsyncStore:
         """Store.park_job on the journal thread."""
         return await self.call(self.sync.park_job, token, error, now)
 
+    async def forget_submission(self, token: ClaimToken, now: float,
+                                detail: dict[str, Any]) -> bool:
+        """Store.forget_submission on the journal thread."""
+        return await self.call(self.sync.forget_submission, token, now, detail)
+
+    async def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
+        """Store.unresolved_submissions on the journal thread."""
+        return await self.call(self.sync.unresolved_submissions, account)
+
+    async def known_provider_job_ids(self, provider: str, account: str,
+                               ids: Sequence[str]) -> set[str]:
+        """Store.known_provider_job_ids on the journal thread."""
+        return await self.call(self.sync.known_provider_job_ids, provider, account, ids)
+
+    async def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
+        """Store.attach_render on the journal thread."""
+        return await self.call(self.sync.attach_render, job_id, provider_job_id, now)
+
     async def note(
         self, event: str, now: float, *, job_id: int | None = None,
         account: str | None = None, claim_token: str | None = None,
@@ -235,10 +253,12 @@ class AsyncStore:
         return await self.call(self.sync.cancel_jobs, job_ids, now)
 
     async def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
+        reconcile: bool = True,
     ) -> list[int]:
         """Store.requeue_jobs on the journal thread."""
-        return await self.call(self.sync.requeue_jobs, job_ids, now, new_seed=new_seed)
+        return await self.call(self.sync.requeue_jobs, job_ids, now, new_seed=new_seed,
+                               reconcile=reconcile)
 
     async def prioritize_jobs(
         self, job_ids: Iterable[int], now: float, *, priority: int | None = None

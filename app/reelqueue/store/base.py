@@ -202,8 +202,30 @@ class Store(Protocol):
         user's retry creates anew instead of reattaching a dead render."""
         ...
     def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        """PARKED: a render whose resume keeps killing the process. Keeps its provider job
-        id (required), holds no claim, is not resumed by itself; a user's retry reads it."""
+        """PARKED: kept for the user, holding no claim and no slot, never moved by itself:
+        a render whose resume keeps killing the process (its provider job id; a retry reads
+        it), or a create whose outcome stayed unknown (its client token; a retry looks for
+        it in the provider's records first). Needs a client token."""
+        ...
+    def forget_submission(self, token: ClaimToken, now: float,
+                          detail: dict[str, Any]) -> bool:
+        """SUBMITTING -> CLAIMED without the client token: reconciliation proved the earlier
+        create absent (``detail``: the window and settle time read), so this claim creates
+        once. Ledger ``reconciled_absent``."""
+        ...
+    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
+        """The account's creates whose answer was lost and that hold no render (in flight,
+        parked or failed "submit outcome unknown", waiting with the token kept), each with
+        the time its intent was first committed (None once the ledger was pruned)."""
+        ...
+    def known_provider_job_ids(self, provider: str, account: str,
+                               ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` a job of ``provider`` on ``account`` already holds."""
+        ...
+    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
+        """The user's pick of the render of an unknown create (PARKED/FAILED, no render yet):
+        the job is queued on its account to read that render. RenderAlreadyRecorded when
+        another job holds it. Ledger ``resolved_by_user``."""
         ...
     def note(
         self, event: str, now: float, *, job_id: int | None = None,
@@ -214,10 +236,14 @@ class Store(Protocol):
     # -- user commands -----------------------------------------------------------------
     def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]: ...
     def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
+        reconcile: bool = True,
     ) -> list[int]:
         """The user's retry of FAILED / CANCELLED / PARKED jobs. A job that has a render
-        keeps it (unless ``new_seed``): the next claim reads it before anything is created."""
+        keeps it (unless ``new_seed``): the next claim reads it before anything is created.
+        A create whose outcome stayed unknown keeps its client token and account while
+        ``reconcile`` (the next claim looks for it first); ``reconcile=False`` is the user's
+        explicit "create it again" (a deliberate re-render, on the record)."""
         ...
 
     def prioritize_jobs(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reelqueue.domain.errors import InputError
+from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -42,7 +42,7 @@ from reelqueue.store.recovery_plan import (
     failure_of,
     plan_recovery,
     record_applied,
-    unresolved_token,
+    requeued_detail,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -471,9 +471,66 @@ class MemoryStore:
             return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        return self._fenced(token, "fenced_record_submitted", "submitted", now,
-                            "record_submitted", {"provider_job_id": provider_job_id},
-                            provider_job_id=provider_job_id, sub_status="submitted")
+        with self._lock:
+            self._refuse_recorded_render(token.job_id, provider_job_id)
+            return self._fenced(token, "fenced_record_submitted", "submitted", now,
+                                "record_submitted", {"provider_job_id": provider_job_id},
+                                provider_job_id=provider_job_id, sub_status="submitted")
+
+    def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        for other in self._jobs.values():
+            if (other.id != job_id and other.provider == job.provider
+                    and other.account == job.account
+                    and other.provider_job_id == provider_job_id):
+                raise RenderAlreadyRecorded(
+                    f"Render {provider_job_id} is already recorded for job {other.id}; a "
+                    "render goes to at most one job.")
+
+    def forget_submission(self, token: ClaimToken, now: float,
+                          detail: dict[str, Any]) -> bool:
+        return self._fenced(token, "fenced_forget_submission", "reconciled_absent", now,
+                            "forget_submission", detail)
+
+    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
+        with self._lock:
+            found = []
+            for job in self._jobs.values():
+                if (job.account != account or job.client_token is None
+                        or job.provider_job_id is not None
+                        or job.state in (JobState.COMPLETED, JobState.CANCELLED)):
+                    continue
+                intents = [e.at for e in self._ledger if e.job_id == job.id
+                           and e.event == "submitting"
+                           and e.detail.get("client_token") == job.client_token]
+                found.append((job, min(intents) if intents else None))
+            return found
+
+    def known_provider_job_ids(self, provider: str, account: str,
+                               ids: Sequence[str]) -> set[str]:
+        wanted = set(ids)
+        with self._lock:
+            return {j.provider_job_id for j in self._jobs.values()
+                    if j.provider == provider and j.account == account
+                    and j.provider_job_id in wanted
+                    and j.provider_job_id is not None}
+
+    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if (job is None or not TRANSITIONS["attach_render"].allows(job)
+                    or job.client_token is None or job.account is None):
+                return False
+            self._refuse_recorded_render(job_id, provider_job_id)
+            self._jobs[job_id] = apply_transition(
+                job, "attach_render", now, provider_job_id=provider_job_id, attempts=0,
+                run_after=0.0)
+            self._note("resolved_by_user", now, job_id=job_id, account=job.account,
+                       detail={"provider_job_id": provider_job_id, "from": str(job.state),
+                               "client_token": job.client_token})
+            return True
 
     def mark_rendering(self, token: ClaimToken, now: float) -> bool:
         return self._fenced(token, "fenced_mark_rendering", "resumed", now, "mark_rendering")
@@ -550,6 +607,12 @@ class MemoryStore:
             error_message=error.message)
 
     def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
+        with self._lock:
+            job = self._jobs.get(token.job_id)
+            if job is not None and job.client_token is None:  # nothing to keep (queries.sql)
+                self._note("fenced_out", now, job_id=job.id, account=job.account,
+                           claim_token=token.token, detail={"write": "park"})
+                return False
         return self._fenced(
             token, "fenced_park", "parked", now, "park",
             {"error_class": error.error_class, "label": error.label, "message": error.message},
@@ -582,7 +645,8 @@ class MemoryStore:
         return done
 
     def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
+        reconcile: bool = True,
     ) -> list[int]:
         done = []
         with self._lock:
@@ -596,15 +660,24 @@ class MemoryStore:
                 # A job that has a render keeps it unless a new seed was asked for: the
                 # next claim reads it first (queries.sql, requeue_job).
                 keep = new_seed is None and job.provider_job_id is not None
+                # A create whose outcome stayed unknown keeps its token and account, to be
+                # looked for in the provider's records first (queries.sql, requeue_job).
+                unresolved = (new_seed is None and reconcile and job.client_token is not None
+                              and job.provider_job_id is None
+                              and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value)
+                drop: tuple[str, ...] = (
+                    () if keep else ("provider_job_id",) if unresolved
+                    else ("account", "client_token", "provider_job_id"))
+                if unresolved and job.account is None:
+                    drop = ("account", "provider_job_id")
                 self._jobs[job_id] = apply_transition(
                     job, "requeue_job", now, attempts=0, run_after=0.0, params=params,
-                    drop=() if keep else ("account", "client_token", "provider_job_id"))
+                    drop=drop)
                 done.append(job_id)
-                self._note("requeued", now, job_id=job_id, detail={
-                    "by": "user", "new_seed": new_seed, "from": str(job.state),
-                    "rereads": job.provider_job_id if keep else None,
-                    "unresolved_client_token": unresolved_token(
-                        job.client_token, job.provider_job_id, job.error_label)})
+                self._note("requeued", now, job_id=job_id, detail=requeued_detail(
+                    {"state": str(job.state), "provider_job_id": job.provider_job_id,
+                     "client_token": job.client_token, "error_label": job.error_label},
+                    keep=new_seed is None, new_seed=new_seed, reconcile=reconcile))
         return done
 
     def _priority(self, priority: int | None) -> int:
@@ -682,7 +755,12 @@ class MemoryStore:
                         job, "recover_reattach", now, to=action.resume_state,
                         claim_token=token, lease_owner=params.instance_id,
                         lease_until=now + params.lease_seconds)
-                elif action.kind in ("fail", "unknown"):
+                elif action.kind == "unknown":
+                    error_class, label, message = failure_of(action)
+                    changed = apply_transition(
+                        job, "recover_park", now, error_class=error_class,
+                        error_label=label, error_message=message)
+                elif action.kind == "fail":
                     error_class, label, message = failure_of(action)
                     changed = apply_transition(
                         job, "recover_fail", now, finished_at=now, error_class=error_class,

@@ -39,7 +39,12 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
-from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
+from reelqueue.domain.errors import (
+    InputError,
+    JournalCorrupt,
+    JournalError,
+    RenderAlreadyRecorded,
+)
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -80,7 +85,7 @@ from reelqueue.store.recovery_plan import (
     failure_of,
     plan_recovery,
     record_applied,
-    unresolved_token,
+    requeued_detail,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -95,7 +100,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -886,8 +891,52 @@ class PostgresStore:
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._write_settled(token, "submitted", functools.partial(
-            self._fenced, "fenced_record_submitted", "submitted", token, now,
-            {"provider_job_id": provider_job_id}, provider_job_id=provider_job_id))
+            self._record_submitted, token, provider_job_id, now))
+
+    def _record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
+        with self._tx():
+            self._refuse_recorded_render(token.job_id, provider_job_id)
+            return self._fenced("fenced_record_submitted", "submitted", token, now,
+                                {"provider_job_id": provider_job_id},
+                                provider_job_id=provider_job_id)
+
+    def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
+        """RenderAlreadyRecorded when another job of this provider holds the render (the
+        unique index jobs_render_once settles a race between two machines)."""
+        row = self._one("render_holder", id=job_id, provider_job_id=provider_job_id)
+        if row is not None:
+            raise RenderAlreadyRecorded(
+                f"Render {provider_job_id} is already recorded for job {row['id']}; a render "
+                "goes to at most one job.")
+
+    def forget_submission(self, token: ClaimToken, now: float,
+                          detail: dict[str, Any]) -> bool:
+        return self._write_settled(token, "reconciled_absent", functools.partial(
+            self._fenced, "fenced_forget_submission", "reconciled_absent", token, now,
+            detail))
+
+    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
+        return [(job_from_pg(r), r["intent_at"])
+                for r in self._all("unresolved_submissions", account=account)]
+
+    def known_provider_job_ids(self, provider: str, account: str,
+                               ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        return {r["provider_job_id"] for r in self._all(
+            "known_provider_job_ids", provider=provider, account=account, ids=list(ids))}
+
+    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
+        with self._tx():
+            row = self._one("get_job_for_update", id=job_id)
+            self._refuse_recorded_render(job_id, provider_job_id)
+            if row is None or not self._exec("attach_render", id=job_id, now=now,
+                                             provider_job_id=provider_job_id):
+                return False
+            self._ledger("resolved_by_user", now, job_id=job_id, account=row["account"],
+                         detail={"provider_job_id": provider_job_id, "from": row["state"],
+                                 "client_token": row["client_token"]})
+            return True
 
     def mark_rendering(self, token: ClaimToken, now: float) -> bool:
         return self._write_settled(
@@ -1010,7 +1059,8 @@ class PostgresStore:
         return done
 
     def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
+        reconcile: bool = True,
     ) -> list[int]:
         done: list[int] = []
         with self._tx():
@@ -1018,14 +1068,12 @@ class PostgresStore:
                 row = self._one("get_job_for_update", id=job_id)
                 keep = new_seed is None
                 if row is not None and self._exec("requeue_job", id=job_id, now=now,
-                                                  seed=new_seed, keep=keep):
+                                                  seed=new_seed, keep=keep,
+                                                  reconcile=reconcile):
                     done.append(job_id)
-                    self._ledger("requeued", now, job_id=job_id, detail={
-                        "by": "user", "new_seed": new_seed, "from": row["state"],
-                        "rereads": row["provider_job_id"] if keep else None,
-                        "unresolved_client_token": unresolved_token(
-                            row["client_token"], row["provider_job_id"],
-                            row["error_label"])})
+                    self._ledger("requeued", now, job_id=job_id,
+                                 detail=requeued_detail(row, keep=keep, new_seed=new_seed,
+                                                        reconcile=reconcile))
         return done
 
     def _priority(self, priority: int | None) -> int:
@@ -1114,7 +1162,8 @@ class PostgresStore:
                                  lease_until=now + params.lease_seconds, **common)
         elif action.kind in ("fail", "unknown"):
             error_class, label, message = failure_of(action)
-            applied = self._exec("recover_fail", error_class=error_class, error_label=label,
+            applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
+                                 error_class=error_class, error_label=label,
                                  error_message=message, **common)
         else:
             applied = self._exec("recover_requeue", **common)

@@ -6,10 +6,14 @@ Pure decisions, shared by every store implementation so they cannot drift apart:
 2. it has a provider job id                    -> reattach (poll and download, never submit)
 3. it died inside the submit window (or holds an
    unresolved submission) and its provider can
-   be asked by client token                    -> reconcile
-4. it died inside the submit window otherwise  -> FAILED "submit outcome unknown", with
+   be asked (by client token, or by a search of
+   the account's renders)                      -> reconcile (marked only: the provider is
+                                                  asked after the transaction, the job
+                                                  keeps its slot)
+4. it died inside the submit window otherwise  -> PARKED "submit outcome unknown", with
                                                   its client token (never created again by
-                                                  itself: invariant 11 amends invariant 4)
+                                                  itself, never counted as failed: the user
+                                                  resolves it, invariant 13)
 5. anything else                               -> requeue
 A job whose claim used its last attempt fails instead of being requeued (so a job that
 kills its worker every time cannot loop forever).
@@ -17,6 +21,7 @@ kills its worker every time cannot loop forever).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +33,7 @@ from reelqueue.store.base import RecoverParams
 ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown"]
 
 UNKNOWN_WHY = ("the process died while it was submitting and this provider cannot be asked "
-               "by client token whether the create arrived")
+               "whether the create arrived (it keeps no list of renders to search)")
 """Why a job that died inside the submit window without lookup is failed, not requeued."""
 
 
@@ -74,11 +79,11 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
         report.failed.append(job.id)
         return [RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]
     if action.kind == "unknown":
-        report.failed_submit_unknown.append(job.id)
+        report.unknown_submissions.append(job.id)
         return [RecoveryNote("submit_outcome_unknown", {"client_token": job.client_token,
                                                         "source": "recovery",
                                                         "why": UNKNOWN_WHY}),
-                RecoveryNote("failed", {"source": "recovery", "reason": action.reason,
+                RecoveryNote("parked", {"source": "recovery", "reason": action.reason,
                                         "label": ErrorLabel.SUBMIT_UNKNOWN.value})]
     report.requeued.append(job.id)
     return [RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
@@ -87,8 +92,23 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
 def failure_of(action: RecoveryAction) -> tuple[str, str, str]:
     """(error class, label, message) a failing action writes on its job."""
     if action.kind == "unknown":
-        return (ErrorClass.PERMANENT.value, ErrorLabel.SUBMIT_UNKNOWN.value, action.reason)
+        return (ErrorClass.UNKNOWN.value, ErrorLabel.SUBMIT_UNKNOWN.value, action.reason)
     return (ErrorClass.RETRYABLE.value, ErrorLabel.INTERNAL.value, action.reason)
+
+
+def requeued_detail(row: Mapping[str, Any], *, keep: bool, new_seed: int | None,
+                    reconcile: bool) -> dict[str, Any]:
+    """The ledger detail of a user's retry of ``row`` (a jobs row before the requeue).
+
+    ``unresolved_client_token`` names a create whose outcome stayed unknown: with
+    ``reconcile`` the job keeps that token and its account, and the next claim looks for it
+    in the provider's records first; without (the user's explicit "create again"), or on a
+    provider that cannot be asked, the next create is written as a deliberate re-render."""
+    return {"by": "user", "new_seed": new_seed, "from": row["state"],
+            "rereads": row["provider_job_id"] if keep else None,
+            "reconcile": bool(reconcile and keep),
+            "unresolved_client_token": unresolved_token(
+                row["client_token"], row["provider_job_id"], row["error_label"])}
 
 
 def unresolved_token(client_token: str | None, provider_job_id: str | None,

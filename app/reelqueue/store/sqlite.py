@@ -29,6 +29,7 @@ from reelqueue.domain.errors import (
     JournalError,
     JournalFull,
     JournalReadOnly,
+    RenderAlreadyRecorded,
 )
 from reelqueue.domain.models import (
     Account,
@@ -60,7 +61,7 @@ from reelqueue.store.recovery_plan import (
     failure_of,
     plan_recovery,
     record_applied,
-    unresolved_token,
+    requeued_detail,
 )
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
 from reelqueue.store.spend import (
@@ -76,7 +77,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -801,9 +802,50 @@ class SqliteStore:
             return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        return self._fenced("fenced_record_submitted", "submitted", token, now,
-                            {"provider_job_id": provider_job_id},
-                            provider_job_id=provider_job_id)
+        with self._write():
+            self._refuse_recorded_render(token.job_id, provider_job_id)
+            return self._fenced("fenced_record_submitted", "submitted", token, now,
+                                {"provider_job_id": provider_job_id},
+                                provider_job_id=provider_job_id)
+
+    def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
+        """RenderAlreadyRecorded when another job of this job's provider holds the render
+        (inside the caller's write transaction; the unique index jobs_render_once is the
+        last word)."""
+        row = self._db.execute(self._q["render_holder"], {
+            "id": job_id, "provider_job_id": provider_job_id}).fetchone()
+        if row is not None:
+            raise RenderAlreadyRecorded(
+                f"Render {provider_job_id} is already recorded for job {row[0]}; a render "
+                "goes to at most one job.")
+
+    def forget_submission(self, token: ClaimToken, now: float,
+                          detail: dict[str, Any]) -> bool:
+        return self._fenced("fenced_forget_submission", "reconciled_absent", token, now,
+                            detail)
+
+    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
+        return [(job_from_row(r), r["intent_at"])
+                for r in self._read("unresolved_submissions", account=account)]
+
+    def known_provider_job_ids(self, provider: str, account: str,
+                               ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        return {r[0] for r in self._read("known_provider_job_ids", provider=provider,
+                                          account=account, ids=json.dumps(list(ids)))}
+
+    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
+        with self._write():
+            self._refuse_recorded_render(job_id, provider_job_id)
+            row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
+            if row is None or not self._exec("attach_render", id=job_id, now=now,
+                                             provider_job_id=provider_job_id):
+                return False
+            self._ledger("resolved_by_user", now, job_id=job_id, account=row["account"],
+                         detail={"provider_job_id": provider_job_id, "from": row["state"],
+                                 "client_token": row["client_token"]})
+            return True
 
     def mark_rendering(self, token: ClaimToken, now: float) -> bool:
         return self._fenced("fenced_mark_rendering", "resumed", token, now)
@@ -909,7 +951,8 @@ class SqliteStore:
         return done
 
     def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None
+        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
+        reconcile: bool = True,
     ) -> list[int]:
         done: list[int] = []
         with self._write():
@@ -917,14 +960,12 @@ class SqliteStore:
                 row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
                 keep = new_seed is None
                 if row is not None and self._exec("requeue_job", id=job_id, now=now,
-                                                  seed=new_seed, keep=int(keep)):
+                                                  seed=new_seed, keep=int(keep),
+                                                  reconcile=int(reconcile)):
                     done.append(job_id)
-                    self._ledger("requeued", now, job_id=job_id, detail={
-                        "by": "user", "new_seed": new_seed, "from": row["state"],
-                        "rereads": row["provider_job_id"] if keep else None,
-                        "unresolved_client_token": unresolved_token(
-                            row["client_token"], row["provider_job_id"],
-                            row["error_label"])})
+                    self._ledger("requeued", now, job_id=job_id,
+                                 detail=requeued_detail(row, keep=keep, new_seed=new_seed,
+                                                        reconcile=reconcile))
         return done
 
     def _priority(self, priority: int | None) -> int:
@@ -1012,7 +1053,8 @@ class SqliteStore:
                                  lease_until=now + params.lease_seconds, **common)
         elif action.kind in ("fail", "unknown"):
             error_class, label, message = failure_of(action)
-            applied = self._exec("recover_fail", error_class=error_class, error_label=label,
+            applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
+                                 error_class=error_class, error_label=label,
                                  error_message=message, **common)
         else:
             applied = self._exec("recover_requeue", **common)

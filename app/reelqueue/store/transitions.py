@@ -88,8 +88,12 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
        may_clear={"account", "client_token"}),
     _t("fenced_mark_failed", IN_FLIGHT, {S.FAILED}, sets={"finished_at"} | ERROR,
        clears=CLAIM, may_clear={"provider_job_id"}),
-    _t("fenced_park", IN_FLIGHT, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"},
-       render=True),
+    _t("fenced_park", IN_FLIGHT, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"}),
+    _t("fenced_forget_submission", {S.SUBMITTING}, {S.CLAIMED}, clears={"client_token"},
+       render=False),
+    _t("attach_render", {S.PARKED, S.FAILED}, {S.QUEUED},
+       sets={"provider_job_id", "attempts", "run_after"},
+       clears={"finished_at"} | REMOTE_STATUS, render=False, fenced=False),
     _t("cancel_job", ALL_STATES - FINAL, {S.CANCELLED}, sets={"finished_at"}, clears=CLAIM,
        fenced=False),
     _t("requeue_job", {S.FAILED, S.CANCELLED, S.PARKED}, {S.QUEUED},
@@ -102,6 +106,7 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
     _t("recover_requeue", None, {S.QUEUED}, sets={"run_after"},
        clears=CLAIM | REMOTE_STATUS | {"account", "client_token", "provider_job_id"}),
     _t("recover_fail", None, {S.FAILED}, sets={"finished_at"} | ERROR, clears=CLAIM),
+    _t("recover_park", None, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"}),
 )}
 
 

@@ -207,13 +207,59 @@ UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
 -- name: fenced_park
--- The render's resume keeps killing the process: keep the render (provider job id, account,
--- client token) for the user's retry, hold no claim, and do not resume it by itself.
+-- Kept for the user, not moved by itself: a render whose resume keeps killing the process
+-- (its provider job id), or a create whose outcome stayed unknown (its client token, to be
+-- reconciled or resolved by the user: issue 19). Holds no claim and no slot.
 UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
- WHERE id = :id AND claim_token = :token AND provider_job_id IS NOT NULL
+ WHERE id = :id AND claim_token = :token AND client_token IS NOT NULL
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_forget_submission
+-- Reconciliation proved the earlier create absent (the provider's records, read after its
+-- settle time over the whole window, hold no such render): back to CLAIMED without its
+-- client token, so this claim creates once (the ledger's reconciled_absent says why).
+UPDATE jobs SET state = 'CLAIMED', client_token = NULL, updated_at = :now
+ WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING'
+   AND provider_job_id IS NULL;
+
+-- name: attach_render
+-- The user picked the render of a create whose outcome stayed unknown: the job keeps its
+-- account and reads that render (never creates); a render already recorded for another job
+-- is refused by the unique index jobs_render_once.
+UPDATE jobs SET state = 'QUEUED', provider_job_id = :provider_job_id, attempts = 0,
+       run_after = 0, finished_at = NULL, updated_at = :now, sub_status = NULL,
+       progress = NULL
+ WHERE id = :id AND state IN ('PARKED', 'FAILED') AND provider_job_id IS NULL
+   AND client_token IS NOT NULL AND account IS NOT NULL;
+
+-- name: unresolved_submissions
+-- Every create of an account whose answer was lost and that is not settled by a render:
+-- in flight, parked or failed "submit outcome unknown", or waiting with its token kept;
+-- with the time its intent was first committed (the ledger's first 'submitting' entry
+-- naming that client token; NULL once pruned).
+SELECT jobs.*,
+       (SELECT MIN(l.at) FROM ledger AS l
+         WHERE l.job_id = jobs.id AND l.event = 'submitting'
+           AND json_extract(l.detail, '$.client_token') = jobs.client_token) AS intent_at
+  FROM jobs
+ WHERE account = :account AND client_token IS NOT NULL AND provider_job_id IS NULL
+   AND state NOT IN ('COMPLETED', 'CANCELLED');
+
+-- name: render_holder
+-- Another job of this job's provider and account that holds the render (a render goes to
+-- one job: jobs_render_once).
+SELECT other.id FROM jobs AS other, jobs AS this
+ WHERE this.id = :id AND other.provider = this.provider AND other.account IS this.account
+   AND other.provider_job_id = :provider_job_id AND other.id <> :id;
+
+-- name: known_provider_job_ids
+-- Which of these provider job ids a job of this account already holds (a render goes to
+-- at most one job).
+SELECT provider_job_id FROM jobs
+ WHERE provider = :provider AND account = :account
+   AND provider_job_id IN (SELECT value FROM json_each(:ids));
 
 -- name: front_priority
 -- "To the front": one above the highest priority of any job still waiting.
@@ -244,11 +290,19 @@ UPDATE jobs SET state = 'CANCELLED', finished_at = :now, updated_at = :now,
 -- name: requeue_job
 -- The user's retry. A job that has a render keeps it (and its account), unless a new seed
 -- was asked for: the next claim reads it first (finished -> download, running ->
--- reattach) and creates anew only when the provider says it is gone (issue 10).
+-- reattach) and creates anew only when the provider says it is gone (issue 10). A create
+-- whose outcome stayed unknown keeps its client token and account (:reconcile) so the next
+-- claim looks for it in the provider's records before anything is created (issue 19).
 UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = :now, attempts = 0,
        run_after = 0,
-       account = CASE WHEN :keep AND provider_job_id IS NOT NULL THEN account END,
-       client_token = CASE WHEN :keep AND provider_job_id IS NOT NULL THEN client_token END,
+       account = CASE WHEN :keep AND (provider_job_id IS NOT NULL
+                                      OR (:reconcile AND client_token IS NOT NULL
+                                          AND error_label = 'submit outcome unknown'))
+                      THEN account END,
+       client_token = CASE WHEN :keep AND (provider_job_id IS NOT NULL
+                                           OR (:reconcile
+                                               AND error_label = 'submit outcome unknown'))
+                           THEN client_token END,
        provider_job_id = CASE WHEN :keep THEN provider_job_id END,
        sub_status = NULL, progress = NULL,
        params = CASE WHEN :seed IS NULL THEN params
@@ -284,6 +338,15 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = :id AND claim_token IS :old_token;
+
+-- name: recover_park
+-- Died inside the submit window on a provider that cannot be asked: the outcome is unknown,
+-- kept for the user (never created again by itself, never counted as failed).
+UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = :error_class, error_label = :error_label,
+       error_message = :error_message
+ WHERE id = :id AND claim_token IS :old_token AND client_token IS NOT NULL;
 
 -- name: recover_fail
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,

@@ -58,7 +58,8 @@ CREATE TABLE jobs (
     output_size     INTEGER,
     output_sha256   TEXT,
     cost            REAL,
-    error_class     TEXT CHECK (error_class IN ('retryable', 'permanent', 'account')),
+    error_class     TEXT
+        CHECK (error_class IN ('retryable', 'permanent', 'account', 'unknown')),
     error_label     TEXT,
     error_message   TEXT,
     created_at      REAL NOT NULL,
@@ -77,8 +78,9 @@ CREATE TABLE jobs (
               AND lease_until IS NOT NULL AND account IS NOT NULL)),
     -- a provider job id only after the submission intent was committed
     CHECK (provider_job_id IS NULL OR client_token IS NOT NULL),
-    -- parked = a render kept for the user (it is never created again by itself)
-    CHECK (state <> 'PARKED' OR provider_job_id IS NOT NULL)
+    -- parked = kept for the user, never created again by itself: a render (provider job
+    -- id), or a create whose outcome stayed unknown (its client token; issue 19)
+    CHECK (state <> 'PARKED' OR client_token IS NOT NULL)
 );
 
 -- Claims seek, never walk past jobs they cannot take: queued jobs by provider, the account
@@ -93,6 +95,9 @@ CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
 CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE INDEX jobs_in_flight ON jobs (state)
     WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING', 'RETRY_WAIT');
+-- A render goes to at most one job (reconciliation's one-job rule, issue 19).
+CREATE UNIQUE INDEX jobs_render_once ON jobs (provider, account, provider_job_id)
+    WHERE provider_job_id IS NOT NULL;
 
 CREATE TABLE ledger (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,

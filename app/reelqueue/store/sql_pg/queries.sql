@@ -255,12 +255,52 @@ UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
 -- name: fenced_park
+-- A render whose resume keeps killing the process, or a create whose outcome stayed unknown
+-- (its client token): kept for the user, holding no claim (issue 19).
 UPDATE jobs SET state = 'PARKED', updated_at = %(now)s, sub_status = NULL,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
- WHERE id = %(id)s AND claim_token = %(token)s AND provider_job_id IS NOT NULL
+ WHERE id = %(id)s AND claim_token = %(token)s AND client_token IS NOT NULL
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: fenced_forget_submission
+-- Reconciliation proved the earlier create absent: back to CLAIMED without its client
+-- token, so this claim creates once.
+UPDATE jobs SET state = 'CLAIMED', client_token = NULL, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'SUBMITTING'
+   AND provider_job_id IS NULL;
+
+-- name: attach_render
+-- The user picked the render of a create whose outcome stayed unknown (one job per render:
+-- the unique index jobs_render_once).
+UPDATE jobs SET state = 'QUEUED', provider_job_id = %(provider_job_id)s, attempts = 0,
+       run_after = 0, finished_at = NULL, updated_at = %(now)s, sub_status = NULL,
+       progress = NULL
+ WHERE id = %(id)s AND state IN ('PARKED', 'FAILED') AND provider_job_id IS NULL
+   AND client_token IS NOT NULL AND account IS NOT NULL;
+
+-- name: unresolved_submissions
+SELECT jobs.*,
+       (SELECT MIN(l.at) FROM ledger AS l
+         WHERE l.job_id = jobs.id AND l.event = 'submitting'
+           AND l.detail->>'client_token' = jobs.client_token) AS intent_at
+  FROM jobs
+ WHERE account = %(account)s AND client_token IS NOT NULL AND provider_job_id IS NULL
+   AND state NOT IN ('COMPLETED', 'CANCELLED');
+
+-- name: render_holder
+-- Another job of this job's provider and account that holds the render (a render goes to
+-- one job: jobs_render_once).
+SELECT other.id FROM jobs AS other, jobs AS this
+ WHERE this.id = %(id)s AND other.provider = this.provider
+   AND other.account IS NOT DISTINCT FROM this.account
+   AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s;
+
+-- name: known_provider_job_ids
+SELECT provider_job_id FROM jobs
+ WHERE provider = %(provider)s AND account = %(account)s
+   AND provider_job_id = ANY(%(ids)s);
 
 -- name: front_priority
 SELECT COALESCE(MAX(priority), 0) + 1 FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
@@ -287,8 +327,13 @@ UPDATE jobs SET state = 'CANCELLED', finished_at = %(now)s, updated_at = %(now)s
 -- name: requeue_job
 UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = %(now)s, attempts = 0,
        run_after = 0,
-       account = CASE WHEN %(keep)s AND provider_job_id IS NOT NULL THEN account END,
-       client_token = CASE WHEN %(keep)s AND provider_job_id IS NOT NULL
+       account = CASE WHEN %(keep)s AND (provider_job_id IS NOT NULL
+                                         OR (%(reconcile)s AND client_token IS NOT NULL
+                                             AND error_label = 'submit outcome unknown'))
+                      THEN account END,
+       client_token = CASE WHEN %(keep)s AND (provider_job_id IS NOT NULL
+                                              OR (%(reconcile)s
+                                                  AND error_label = 'submit outcome unknown'))
                            THEN client_token END,
        provider_job_id = CASE WHEN %(keep)s THEN provider_job_id END,
        sub_status = NULL, progress = NULL,
@@ -331,6 +376,17 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = %(now)s,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND (%(any_lease)s OR lease_until < %(now)s);
+
+-- name: recover_park
+-- Died inside the submit window on a provider that cannot be asked: unknown, kept for the
+-- user (not failed, not created again by itself).
+UPDATE jobs SET state = 'PARKED', updated_at = %(now)s, sub_status = NULL,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       error_class = %(error_class)s, error_label = %(error_label)s,
+       error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND client_token IS NOT NULL
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- name: recover_fail

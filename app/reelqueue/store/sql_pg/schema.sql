@@ -64,7 +64,8 @@ CREATE TABLE jobs (
     output_size     BIGINT,
     output_sha256   TEXT,
     cost            DOUBLE PRECISION,
-    error_class     TEXT CHECK (error_class IN ('retryable', 'permanent', 'account')),
+    error_class     TEXT
+        CHECK (error_class IN ('retryable', 'permanent', 'account', 'unknown')),
     error_label     TEXT,
     error_message   TEXT,
     created_at      DOUBLE PRECISION NOT NULL,
@@ -84,8 +85,9 @@ CREATE TABLE jobs (
                   AND lease_until IS NOT NULL AND account IS NOT NULL)),
     CONSTRAINT jobs_render_after_intent
         CHECK (provider_job_id IS NULL OR client_token IS NOT NULL),
-    CONSTRAINT jobs_parked_has_render
-        CHECK (state <> 'PARKED' OR provider_job_id IS NOT NULL)
+    -- parked = kept for the user: a render, or a create whose outcome stayed unknown
+    CONSTRAINT jobs_parked_has_submission
+        CHECK (state <> 'PARKED' OR client_token IS NOT NULL)
 );
 
 CREATE INDEX jobs_queued
@@ -97,6 +99,9 @@ CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
 CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE INDEX jobs_in_flight ON jobs (state)
     WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING', 'RETRY_WAIT');
+-- A render goes to at most one job (reconciliation's one-job rule, issue 19).
+CREATE UNIQUE INDEX jobs_render_once ON jobs (provider, account, provider_job_id)
+    WHERE provider_job_id IS NOT NULL;
 
 CREATE TABLE ledger (
     seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
