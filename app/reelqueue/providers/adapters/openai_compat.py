@@ -165,7 +165,7 @@ class OpenAICompatProvider:
     async def submit(self, request: RenderRequest) -> str:
         problems = spec_problems(PARAMS, request.params, request.prompt)
         problems += [problem.message for problem in extra_validation(request.params)]
-        model = param_str(request.params, "model") or self._model
+        model = self._model_for(request)
         if not model:
             problems.append("no model: put one in the row or give the account a default "
                             "with 'reelqueue accounts set NAME --model MODEL'")
@@ -210,19 +210,13 @@ class OpenAICompatProvider:
 
     # -- internals ------------------------------------------------------------------------
 
+    def _model_for(self, request: RenderRequest) -> str | None:
+        return param_str(request.params, "model") or self._model
+
     async def _form(self, model: str, request: RenderRequest) -> list[tuple[str, Any]]:
         params = request.params
-        form: list[tuple[str, Any]] = [("prompt", (None, request.prompt)),
-                                       ("model", (None, model))]
-        seconds = param_int(params, "duration")
-        if seconds is not None:
-            form.append(("seconds", (None, str(seconds))))  # a string enum in this shape
-        ratio = param_str(params, "aspect_ratio")
-        resolution = param_str(params, "resolution")
-        if ratio or resolution:
-            size = _SIZES.get((ratio or "16:9", resolution or "720p"))
-            if size:
-                form.append(("size", (None, size)))
+        form: list[tuple[str, Any]] = [
+            (name, (None, value)) for name, value in _create_fields(model, request).items()]
         if image_kind(params.get("image")):
             image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             name = "reference." + (image.mime_type.split("/")[-1] or "png")
@@ -274,6 +268,24 @@ class OpenAICompatProvider:
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _create_fields(model: str, request: RenderRequest) -> dict[str, str]:
+    """The create's text fields (the form also carries ``input_reference``, a file): what
+    :meth:`OpenAICompatProvider.submit` sends and what :meth:`~OpenAICompatProvider.echo`
+    is built from, so the two cannot drift."""
+    params = request.params
+    fields = {"prompt": request.prompt, "model": model}
+    seconds = param_int(params, "duration")
+    if seconds is not None:
+        fields["seconds"] = str(seconds)  # a string enum in this shape
+    ratio = param_str(params, "aspect_ratio")
+    resolution = param_str(params, "resolution")
+    if ratio or resolution:
+        size = _SIZES.get((ratio or "16:9", resolution or "720p"))
+        if size:
+            fields["size"] = size
+    return fields
 
 
 def _poll_after(response: httpx.Response) -> float:
