@@ -16,7 +16,10 @@ The ``openai-poll-after-ms`` header paces polling. A 429 is either ``rate_limit_
 (wait) or ``insufficient_quota`` (credits gone). A failed video's ``error.code`` goes
 through :data:`FAILURE_RULES`: only ``server_error`` is retried. No idempotency key; the
 list endpoint cannot be filtered by anything of ours, so ``supports_lookup`` is False and
-``lookup`` never answers "there is none".
+``lookup`` never answers "there is none". A create whose answer was lost is found again by
+:meth:`~OpenAICompatProvider.search`: ``GET /videos`` newest first (``order``, ``limit``,
+``after``), compared on the prompt and model each video echoes
+(docs/reconciliation/openai-compat.md).
 
 Row resolution -> size: ``720p`` = 1280x720 / 720x1280 and ``1024p`` = 1792x1024 /
 1024x1792 (the SDK's sizes, by aspect ratio); ``1080p`` = 1920x1080 / 1080x1920 is not in
@@ -27,7 +30,12 @@ default model.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import math
+import re
+import time
+import unicodedata
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -60,8 +68,10 @@ from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
     ProviderConfig,
+    RemoteRecord,
     RemoteStatus,
     RenderRequest,
+    SearchResult,
 )
 from reelqueue.providers.registry import ProviderInfo
 
@@ -75,6 +85,21 @@ _SIZES = {("16:9", "720p"): "1280x720", ("9:16", "720p"): "720x1280",
           ("16:9", "1080p"): "1920x1080", ("9:16", "1080p"): "1080x1920"}
 SECONDS = (4, 8, 12)  # types/video_seconds.py: Literal["4", "8", "12"]
 _POLICY_CODES = ("moderation_blocked", "content_policy_violation", "content_filter")
+
+# Reconciliation: ``GET /videos`` (SDK resources/videos.py ``list``; SOURCE.md
+# "Reconciliation"; docs/reconciliation/openai-compat.md).
+LIST_PAGE_SIZE = 100  # the API reference's maximum for ``limit`` (minimum 0, maximum 100)
+LIST_PAGE_BUDGET = 20  # 2,000 videos: far more than one account creates around one intent
+# Nobody documents when a created video shows in the list. A gateway answers a create only
+# after relaying it upstream (we wait up to a minute for that answer), and may write its
+# own list row later than that; five minutes is that minute with a wide margin.
+SETTLE_SECONDS = 300.0
+# OpenAI lists "recently generated videos" without saying how recent; a gateway documents
+# "jobs submitted in the last 24 hours" (Merge). A list that ends before reaching ``since``
+# proves nothing for a window older than that.
+LIST_KEEPS_HOURS = 24.0
+_NO_LIST = (404, 405)  # a gateway without the list: search unavailable, never "none"
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")  # "sora-2-2025-10-06": a dated snapshot
 
 _INVALID, _POLICY = ErrorLabel.INVALID_INPUT, ErrorLabel.CONTENT_POLICY
 # A failed video's ``error.code``. OpenAI documents the codes of a failed generation for
@@ -141,15 +166,26 @@ class OpenAICompatProvider:
     Attributes:
         kind: "openai-compat".
         supports_lookup: False; the list cannot be searched by our client token.
+        supports_search: True until the gateway answers ``GET /videos`` with 404/405 (it
+            has no list): then False for this adapter's life, and nothing is concluded.
+        settle_seconds: how long after a create the list is assumed to show it.
+        echo_keeps_hours: how far back the list is assumed to reach (LIST_KEEPS_HOURS).
+        keeps_client_token: False; the create has no field the gateway keeps for us.
     """
 
     kind: str = KIND
     supports_lookup: bool = False
+    supports_search: bool = True
+    settle_seconds: float = SETTLE_SECONDS
+    echo_keeps_hours: float | None = LIST_KEEPS_HOURS
+    keeps_client_token: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig, *,
+                 clock: Callable[[], float] = time.time) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=None)
         self._model = str(config.settings.get("model") or "").strip() or None
         self._allow_1080p = config.settings.get("allow_1080p") is True
+        self._clock = clock
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider(account={self._api.account!r})"
@@ -157,7 +193,8 @@ class OpenAICompatProvider:
     async def check_key(self) -> None:
         """``GET /videos?limit=1`` (read-only); ``GET /models`` if the gateway has no list."""
         response = await self._api.request("GET", "/videos", params={"limit": 1})
-        if response.status_code in (404, 405):
+        if response.status_code in _NO_LIST:
+            self.supports_search = False
             response = await self._api.request("GET", "/models")
         if not response.is_success:
             raise self._error(response)
@@ -165,7 +202,7 @@ class OpenAICompatProvider:
     async def submit(self, request: RenderRequest) -> str:
         problems = spec_problems(PARAMS, request.params, request.prompt)
         problems += [problem.message for problem in extra_validation(request.params)]
-        model = param_str(request.params, "model") or self._model
+        model = self._model_for(request)
         if not model:
             problems.append("no model: put one in the row or give the account a default "
                             "with 'reelqueue accounts set NAME --model MODEL'")
@@ -190,6 +227,63 @@ class OpenAICompatProvider:
                               f"client token {request.client_token}; look for the video in "
                               "the gateway's dashboard")
 
+    async def search(self, since: float, until: float) -> SearchResult:
+        """``GET /videos?order=desc&limit=100``, then ``after=<last_id>``, newest first, until
+        a video created before ``since`` or the end of the list, within LIST_PAGE_BUDGET
+        pages. The list has no time filter, so videos newer than ``until`` come back too.
+
+        A gateway without the list (404/405 on the first page) makes search unavailable
+        (``supports_search`` False) and raises ``outcome_unknown``; a page of an undocumented
+        shape raises ``outcome_unknown``; an error after the first page ends the search
+        with what was read, ``complete=False``.
+        """
+        listing = _Listing(since)
+        cursor: str | None = None
+        for page in range(LIST_PAGE_BUDGET):
+            params: dict[str, str | int] = {"limit": LIST_PAGE_SIZE, "order": "desc"}
+            if cursor:
+                params["after"] = cursor
+            try:
+                response = await self._api.request("GET", "/videos", params=params)
+            except ProviderError:
+                if page == 0:
+                    raise
+                return listing.result(complete=False)
+            if not response.is_success:
+                if page:
+                    return listing.result(complete=False)
+                if response.status_code in _NO_LIST:
+                    self.supports_search = False
+                    raise outcome_unknown(
+                        self._api, f"the gateway has no list of videos (GET /videos answered "
+                        f"HTTP {response.status_code}), so a create whose answer was lost "
+                        "cannot be looked for; look for the video in the gateway's dashboard",
+                        status_code=response.status_code)
+                raise self._error(response)
+            videos, has_more, last_id = self._list_page(response)
+            if videos and not listing.add(videos):
+                return listing.result(complete=False)  # the same page again: `after` ignored
+            if listing.passed_since():
+                return listing.result(complete=True)
+            if has_more is False or not videos:
+                if has_more:
+                    raise outcome_unknown(self._api, "the list of videos said there were more "
+                                          "but gave none", response.text)
+                # The whole list was read: it covers the window if it holds a video older
+                # than ``since``, or if ``since`` is within what the list keeps.
+                reach = self._clock() - LIST_KEEPS_HOURS * 3600.0
+                return listing.result(complete=listing.reaches_back() or since >= reach)
+            cursor = last_id or str(videos[-1]["id"])
+            if not listing.use_cursor(cursor):
+                return listing.result(complete=False)
+        return listing.result(complete=False)
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """The prompt and model as a listed video echoes them (:func:`_echo`), from the
+        fields :meth:`submit` sends."""
+        fields = _create_fields(self._model_for(request) or "", request)
+        return _echo(fields["prompt"], fields["model"])
+
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             return await fresh_video_link(
@@ -210,24 +304,38 @@ class OpenAICompatProvider:
 
     # -- internals ------------------------------------------------------------------------
 
+    def _model_for(self, request: RenderRequest) -> str | None:
+        return param_str(request.params, "model") or self._model
+
     async def _form(self, model: str, request: RenderRequest) -> list[tuple[str, Any]]:
         params = request.params
-        form: list[tuple[str, Any]] = [("prompt", (None, request.prompt)),
-                                       ("model", (None, model))]
-        seconds = param_int(params, "duration")
-        if seconds is not None:
-            form.append(("seconds", (None, str(seconds))))  # a string enum in this shape
-        ratio = param_str(params, "aspect_ratio")
-        resolution = param_str(params, "resolution")
-        if ratio or resolution:
-            size = _SIZES.get((ratio or "16:9", resolution or "720p"))
-            if size:
-                form.append(("size", (None, size)))
+        form: list[tuple[str, Any]] = [
+            (name, (None, value)) for name, value in _create_fields(model, request).items()]
         if image_kind(params.get("image")):
             image = await load_image(params["image"], TITLE, params.get("image_sha256"))
             name = "reference." + (image.mime_type.split("/")[-1] or "png")
             form.append(("input_reference", (name, image.data or b"", image.mime_type)))
         return form
+
+    def _list_page(self, response: httpx.Response
+                   ) -> tuple[list[dict[str, Any]], bool | None, str | None]:
+        """``data``, ``has_more`` and ``last_id`` of a list page (the SDK's
+        ``ConversationCursorPage``); any other shape is an unknown outcome."""
+        try:
+            body = response.json()
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict):
+            videos, has_more, last_id = body.get("data"), body.get("has_more"), \
+                body.get("last_id")
+            if (isinstance(videos, list)
+                    and all(isinstance(v, dict) and isinstance(v.get("id"), str) and v["id"]
+                            for v in videos)
+                    and (has_more is None or isinstance(has_more, bool))
+                    and (last_id is None or isinstance(last_id, str))):
+                return videos, has_more, last_id
+        raise outcome_unknown(self._api, "the list of videos came back in a shape the API "
+                              "does not document", response.text)
 
     def _content_url(self, video_id: str) -> str:
         return self._api.url(f"/videos/{video_id}/content")
@@ -274,6 +382,102 @@ class OpenAICompatProvider:
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _create_fields(model: str, request: RenderRequest) -> dict[str, str]:
+    """The create's text fields (the form also carries ``input_reference``, a file): what
+    :meth:`OpenAICompatProvider.submit` sends and what :meth:`~OpenAICompatProvider.echo`
+    is built from, so the two cannot drift."""
+    params = request.params
+    fields = {"prompt": request.prompt, "model": model}
+    seconds = param_int(params, "duration")
+    if seconds is not None:
+        fields["seconds"] = str(seconds)  # a string enum in this shape
+    ratio = param_str(params, "aspect_ratio")
+    resolution = param_str(params, "resolution")
+    if ratio or resolution:
+        size = _SIZES.get((ratio or "16:9", resolution or "720p"))
+        if size:
+            fields["size"] = size
+    return fields
+
+
+def _echo(prompt: str, model: str) -> dict[str, str]:
+    """What is compared between a request and a listed video: the prompt (spaces collapsed,
+    NFC) and the model family (case, a ``vendor/`` prefix and a dated-snapshot suffix
+    dropped: the API may name the snapshot that rendered an alias).
+
+    ``seconds`` and ``size`` are not compared: the create sends them only when the row
+    sets them, and a gateway fills in its model's own default otherwise, which a request
+    cannot predict; comparing them would rule out our own render. The reference image is
+    not echoed at all. Rows differing only in these come back as several candidates.
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return {"prompt": " ".join(unicodedata.normalize("NFC", prompt).split()),
+            "model": _SNAPSHOT.sub("", name)}
+
+
+def _record(video: Mapping[str, Any]) -> RemoteRecord:
+    """One listed video (SDK ``types/video.py``); without a readable prompt and model (a
+    gateway that does not echo them) it cannot be compared: ``echo=None``."""
+    created = video.get("created_at")
+    created_at: float | None = None
+    if isinstance(created, int | float) and not isinstance(created, bool) \
+            and math.isfinite(created):
+        created_at = float(created)
+    prompt, model, status = video.get("prompt"), video.get("model"), video.get("status")
+    echo: dict[str, str] | None = None
+    if isinstance(prompt, str) and prompt.strip() and isinstance(model, str):
+        echo = _echo(prompt, model)
+    return RemoteRecord(str(video["id"]), created_at,
+                        status if isinstance(status, str) else "", echo)
+
+
+@dataclass
+class _Listing:
+    """The videos read so far, and what they prove about the window from ``since`` on.
+
+    Stopping at a video older than ``since`` is proof only if the list really is newest
+    first (a gateway may ignore ``order``): the times read must never rise and must show
+    at least two different values; otherwise paging goes on to the end of the list.
+    """
+
+    since: float
+    records: dict[str, RemoteRecord] = field(default_factory=dict)
+    times: list[float] = field(default_factory=list)
+    cursors: set[str] = field(default_factory=set)
+
+    def add(self, videos: list[dict[str, Any]]) -> bool:
+        """Take a page; False when it held no video not read before."""
+        fresh = False
+        for video in videos:
+            record = _record(video)
+            if record.provider_job_id in self.records:
+                continue
+            fresh = True
+            self.records[record.provider_job_id] = record
+            if record.created_at is not None:
+                self.times.append(record.created_at)
+        return fresh
+
+    def passed_since(self) -> bool:
+        """True when the list, proven newest first, went past a video older than ``since``."""
+        newest_first = all(a >= b for a, b in zip(self.times, self.times[1:], strict=False))
+        return newest_first and len(set(self.times)) >= 2 and self.reaches_back()
+
+    def reaches_back(self) -> bool:
+        """True when a video created before ``since`` was read."""
+        return any(t < self.since for t in self.times)
+
+    def use_cursor(self, cursor: str) -> bool:
+        """False when ``cursor`` was used before (paging would go round in circles)."""
+        if cursor in self.cursors:
+            return False
+        self.cursors.add(cursor)
+        return True
+
+    def result(self, *, complete: bool) -> SearchResult:
+        return SearchResult(tuple(self.records.values()), complete)
 
 
 def _poll_after(response: httpx.Response) -> float:

@@ -1,0 +1,510 @@
+"""Reconciliation for the OpenAI-compatible /v1/videos adapter: ``search()`` and ``echo()``
+against a fake gateway whose list follows the SDK (``GET /videos`` with ``after``, ``limit``,
+``order``; a ``ConversationCursorPage`` of ``Video`` objects; see
+tests/fixtures/openai_compat/SOURCE.md, "Reconciliation")."""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from provider_fakes import (
+    SENTINEL_KEY,
+    Router,
+    all_texts,
+    echo_error,
+    fixture,
+    json_response,
+    read_timeout,
+)
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.providers.adapters import openai_compat
+from reelqueue.providers.base import (
+    ProviderConfig,
+    ReconcileMethod,
+    RemoteRecord,
+    RenderRequest,
+    SearchableProvider,
+    reconcile_method,
+    sends_client_token,
+)
+
+GATEWAY = "videos.gateway.example"
+BASE_URL = f"https://{GATEWAY}/v1"
+VIDEOS = rf"{GATEWAY}/v1/videos"
+T0 = 1_790_000_000.0
+HOUR = 3600.0
+ClientFor = Callable[[Router], httpx.AsyncClient]
+
+
+@dataclass
+class Listed:
+    video: dict[str, Any]
+    visible_at: float
+
+
+def form_fields(body_bytes: bytes) -> dict[str, str]:
+    """The text parts of a multipart create (the file part has a filename and is skipped)."""
+    body = body_bytes.decode("utf-8", "replace")
+    return dict(re.findall(r'name="(\w+)"\r\n\r\n(.*?)\r\n--', body, flags=re.DOTALL))
+
+
+class FakeVideoList:
+    """A gateway with the /v1/videos list as the SDK documents it.
+
+    ``GET /videos`` pages newest first (``order=desc``, the default here) or oldest first,
+    ``limit`` 0-100 (the API reference's range; 20 when absent; more is a 400), ``after``
+    the id of the previous page's last video. A video made by ``POST /videos`` is listed
+    only after a random delay (the settle) drawn from a seeded generator; ``now`` is the
+    fake's clock, shared with the adapter. ``ignore_order`` / ``ignore_after`` play a
+    gateway that implements the list badly.
+    """
+
+    def __init__(self, *, seed: int = 7, max_delay: float = 90.0) -> None:
+        self.router = Router()
+        self.now = T0
+        self.listed: list[Listed] = []
+        self.rng = random.Random(seed)
+        self.max_delay = max_delay
+        self.ignore_order = False
+        self.ignore_after = False
+        self.router.add("POST", VIDEOS, self._create)
+        self.router.add("GET", VIDEOS, self._list)
+
+    def add(self, prompt: str | None, created_at: float, *, model: str = "wan-2.5",
+            seconds: str = "8", size: str = "1280x720", status: str = "completed",
+            visible_at: float | None = None) -> str:
+        """A video made by anyone on this key (another client too), listed from
+        ``visible_at`` (default: at once)."""
+        video_id = f"video_{len(self.listed):032x}"
+        video = fixture("openai_compat", "video_completed")
+        video.update(id=video_id, created_at=int(created_at), model=model, seconds=seconds,
+                     size=size, status=status, prompt=prompt)
+        self.listed.append(Listed(video, created_at if visible_at is None else visible_at))
+        return video_id
+
+    def list_calls(self) -> list[httpx.URL]:
+        return [c.url for c in self.router.calls
+                if c.method == "GET" and c.url.path == "/v1/videos"]
+
+    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+        sent = form_fields(request.content)
+        video_id = self.add(sent["prompt"], self.now, model=sent["model"],
+                            seconds=sent.get("seconds", "4"), size=sent.get("size", "720x1280"),
+                            status="queued",
+                            visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
+        return json_response(200, self.listed[-1].video | {"id": video_id})
+
+    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+        query = request.url.params
+        limit = int(query.get("limit", "20"))
+        if not 0 <= limit <= 100:
+            return json_response(400, {"error": {"message": "limit must be 0-100",
+                                                 "type": "invalid_request_error",
+                                                 "param": "limit", "code": None}})
+        newest_first = query.get("order", "desc") == "desc" and not self.ignore_order
+        visible = sorted((x.video for x in self.listed if x.visible_at <= self.now),
+                         key=lambda v: (v["created_at"], v["id"]), reverse=newest_first)
+        after = query.get("after")
+        if after and not self.ignore_after:
+            ids = [v["id"] for v in visible]
+            if after not in ids:
+                return json_response(404, {"error": {"message": f"No video {after}"}})
+            visible = visible[ids.index(after) + 1:]
+        page = visible[:limit]
+        return json_response(200, {
+            "object": "list", "data": page, "has_more": len(visible) > limit,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None})
+
+
+def make(client: httpx.AsyncClient, fake: FakeVideoList,
+         **settings: Any) -> openai_compat.OpenAICompatProvider:
+    config = ProviderConfig("gw", BASE_URL, SENTINEL_KEY,
+                            settings={"model": "wan-2.5", **settings})
+    return openai_compat.OpenAICompatProvider(client, config, clock=lambda: fake.now)
+
+
+def request(prompt: str = "A tide pool", **params: Any) -> RenderRequest:
+    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+
+
+def matches(records: tuple[RemoteRecord, ...], echo: Any, since: float, until: float
+            ) -> list[str]:
+    """What the engine would take as candidates: same echo (or none to compare) in the
+    window (or of unknown time)."""
+    return [r.provider_job_id for r in records
+            if (r.echo is None or r.echo == echo)
+            and (r.created_at is None or since <= r.created_at <= until)]
+
+
+# -- found again: the created render, once the list shows it -------------------------------
+
+async def test_a_submitted_render_is_found_once_the_list_shows_it(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeVideoList()
+    fake.add("A tide pool", T0 - 2 * HOUR)  # another client, same prompt, earlier
+    fake.add("A tide pool", T0 - 600)
+    fake.add("A lighthouse", T0 - 30)
+    provider = make(client_for(fake.router), fake)
+    row = request(duration=8, aspect_ratio="16:9")
+    since = fake.now - 60
+    job_id = await provider.submit(row)
+    until = fake.now + 5
+    fake.now += 0.5  # read before the settle: the list does not show it yet
+    early = await provider.search(since, until)
+    assert early.complete is True  # which is why the engine waits settle_seconds first
+    assert job_id not in {r.provider_job_id for r in early.records}
+    fake.now = T0 + provider.settle_seconds
+    fake.add("A tide pool", fake.now - 1)  # the same prompt again, after our window
+    result = await provider.search(since, until)
+    assert result.complete is True
+    ours = next(r for r in result.records if r.provider_job_id == job_id)
+    assert ours.echo == provider.echo(row)
+    assert ours.created_at == int(T0)
+    assert ours.status == "queued"
+    assert matches(result.records, provider.echo(row), since, until) == [job_id]
+    assert fake.router.count("POST", VIDEOS) == 1
+
+
+async def test_settle_time_and_flags_are_declared(client_for: ClientFor) -> None:
+    provider = openai_compat.create(client_for(Router()), ProviderConfig(
+        "gw", BASE_URL, SENTINEL_KEY, settings={"model": "wan-2.5"}))
+    assert isinstance(provider, SearchableProvider)
+    assert reconcile_method(provider) is ReconcileMethod.SEARCH
+    assert sends_client_token(provider) is False
+    assert provider.settle_seconds == 300.0
+    assert provider.echo_keeps_hours == 24.0
+
+
+@pytest.mark.parametrize("seed", range(8))
+async def test_found_whatever_the_settle_delay(client_for: ClientFor, seed: int) -> None:
+    """The fake shows a created video after 1-90 s; at settle_seconds it is always there."""
+    fake = FakeVideoList(seed=seed)
+    for n in range(30):
+        fake.add("A tide pool", T0 - 5 - n * 7)
+    provider = make(client_for(fake.router), fake)
+    job_id = await provider.submit(request())
+    fake.now += provider.settle_seconds
+    result = await provider.search(T0 - 10, T0 + 10)
+    assert result.complete is True
+    assert matches(result.records, provider.echo(request()), T0 - 1, T0 + 10) == [job_id]
+
+
+# -- what is echoed and compared ----------------------------------------------------------
+
+async def test_echo_is_what_the_create_sends(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    row = request("  A  tide\npool ", model="Sora-2")
+    await provider.submit(row)
+    sent = form_fields(fake.router.calls[0].body)
+    assert sent["prompt"] == "  A  tide\npool " and sent["model"] == "Sora-2"
+    assert provider.echo(row) == {"prompt": "A tide pool", "model": "sora-2"}
+    # The account's default model, when the row names none, as in submit().
+    assert provider.echo(request())["model"] == "wan-2.5"
+
+
+@pytest.mark.parametrize(("other", "differs"), [
+    (request("A tide pool at night"), True),
+    (request(model="veo-3.1-fast"), True),
+    (request("a tide pool"), True),
+    (request("A tide pool "), False),  # spaces only
+    (request(model="openai/wan-2.5"), False),  # a gateway's vendor prefix
+    (request(model="wan-2.5-2025-10-06"), False),  # a dated snapshot of the same model
+    # Not compared (docs/reconciliation/openai-compat.md): the gateway fills in its own
+    # default when the row sets none, and it never echoes the image.
+    (request(duration=4), False),
+    (request(aspect_ratio="9:16"), False),
+    (request(image="/tmp/ref.png"), False),
+])
+async def test_a_different_prompt_or_model_gives_a_different_echo(
+    client_for: ClientFor, other: RenderRequest, differs: bool
+) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    assert (provider.echo(other) != provider.echo(request())) is differs
+
+
+async def test_a_listed_video_is_echoed_like_a_request(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    video = fixture("openai_compat", "video_completed")
+    record = openai_compat._record(video)
+    assert record == RemoteRecord(video["id"], 1790000000.0, "completed",
+                                  provider.echo(request(duration=8, aspect_ratio="16:9")))
+
+
+async def test_records_without_a_prompt_or_time_are_never_ruled_out(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    fake.router.script("GET", VIDEOS, json_response(
+        200, fixture("openai_compat", "list_page_prompt_removed")))
+    result = await provider.search(T0, T0 + 600)
+    assert [r.echo for r in result.records] == [None, None]  # prompt null, prompt missing
+    page = fixture("openai_compat", "list_page_1")
+    page["data"][0]["created_at"] = "yesterday"
+    page["data"][1]["model"] = None
+    page["has_more"] = False
+    fake.router.script("GET", VIDEOS, json_response(200, page))
+    result = await provider.search(T0, T0 + 600)
+    assert result.records[0].created_at is None
+    assert result.records[0].echo == provider.echo(request())
+    assert result.records[1].echo is None
+    assert len(matches(result.records, provider.echo(request()), T0, T0 + 600)) == 2
+
+
+# -- paging -------------------------------------------------------------------------------
+
+async def test_recorded_pages_are_read_in_order(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    fake.router.script("GET", VIDEOS, json_response(200, fixture("openai_compat",
+                                                                 "list_page_1")))
+    fake.router.script("GET", VIDEOS, json_response(200, fixture("openai_compat",
+                                                                 "list_page_2")))
+    result = await provider.search(1790000000.0, 1790000400.0)
+    assert result.complete is True
+    assert [r.status for r in result.records] == ["in_progress", "completed", "failed",
+                                                  "completed"]
+    first, second = fake.list_calls()
+    assert dict(first.params) == {"limit": "100", "order": "desc"}
+    assert dict(second.params) == {"limit": "100", "order": "desc",
+                                   "after": "video_68d7512d07848190b3e45da0ecbe0003"}
+
+
+async def test_paging_stops_past_since(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    for n in range(450):
+        fake.add(f"prompt {n}", T0 - n * 10)  # one every 10 s, newest first: T0 .. T0-4490
+    provider = make(client_for(fake.router), fake)
+    result = await provider.search(T0 - 2_000, T0)  # 201 videos in the window
+    assert result.complete is True
+    calls = fake.list_calls()
+    assert len(calls) == 3  # 100 + 100 + the page holding the first older video
+    assert all(c.params["limit"] == "100" and c.params["order"] == "desc" for c in calls)
+    assert calls[1].params["after"] == fake.listed[99].video["id"]
+    assert len(result.records) == 300
+    times = [r.created_at or 0.0 for r in result.records]
+    assert times == sorted(times, reverse=True)
+
+
+async def test_the_end_of_the_list_is_complete_within_what_the_list_keeps(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeVideoList()
+    fake.add("A tide pool", T0 - 100)
+    provider = make(client_for(fake.router), fake)
+    assert (await provider.search(T0 - 300, T0)).complete is True
+    # The list ends before reaching a window older than a day: it may have dropped it.
+    assert (await provider.search(T0 - 25 * HOUR, T0)).complete is False
+    fake.add("older", T0 - 30 * HOUR)  # ... unless it still holds something older
+    assert (await provider.search(T0 - 25 * HOUR, T0)).complete is True
+    empty = FakeVideoList()
+    assert (await make(client_for(empty.router), empty).search(T0 - 60, T0)).complete is True
+
+
+async def test_the_page_budget_running_out_is_not_complete(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    for n in range(openai_compat.LIST_PAGE_BUDGET * 100 + 5):
+        fake.add("A tide pool", T0 - n)
+    provider = make(client_for(fake.router), fake)
+    result = await provider.search(T0 - 3 * HOUR, T0)
+    assert result.complete is False
+    assert len(fake.list_calls()) == openai_compat.LIST_PAGE_BUDGET
+    assert len(result.records) == openai_compat.LIST_PAGE_BUDGET * 100
+
+
+@pytest.mark.parametrize("failure", [
+    json_response(500, fixture("openai_compat", "error_500")),
+    json_response(429, fixture("openai_compat", "error_429_rate")),
+    read_timeout,
+    json_response(404, {"error": {"message": "No video with that id"}}),  # cursor gone
+])
+async def test_an_error_mid_way_is_not_complete(client_for: ClientFor, failure: Any) -> None:
+    fake = FakeVideoList()
+    for n in range(250):
+        fake.add("A tide pool", T0 - n)
+    provider = make(client_for(fake.router), fake)
+    fake.router.script("GET", VIDEOS, lambda r: fake._list(r, None))
+    fake.router.script("GET", VIDEOS, failure)
+    result = await provider.search(T0 - 600, T0)
+    assert result.complete is False
+    assert len(result.records) == 100
+    assert provider.supports_search is True
+
+
+async def test_a_list_that_ignores_order_is_read_to_its_end(client_for: ClientFor) -> None:
+    """Oldest first despite order=desc: the first video is older than since, which proves
+    nothing; the list is read to its end (and our video is in its last page)."""
+    fake = FakeVideoList()
+    fake.ignore_order = True
+    for n in range(150):
+        fake.add("other", T0 - 10_000 + n)
+    ours = fake.add("A tide pool", T0)
+    provider = make(client_for(fake.router), fake)
+    result = await provider.search(T0 - 60, T0 + 60)
+    assert result.complete is True
+    assert len(fake.list_calls()) == 2
+    assert ours in {r.provider_job_id for r in result.records}
+
+
+async def test_one_video_pages_do_not_prove_the_order(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    old, ours = fake.add("old", T0 - 500), fake.add("A tide pool", T0)
+    provider = make(client_for(fake.router), fake)
+    # Oldest first, one video a page: the first video is older than since.
+    fake.router.script("GET", VIDEOS, json_response(200, {
+        "object": "list", "data": [fake.listed[0].video], "first_id": old, "last_id": old,
+        "has_more": True}))
+    fake.router.script("GET", VIDEOS, json_response(200, {
+        "object": "list", "data": [fake.listed[1].video], "first_id": ours,
+        "last_id": ours, "has_more": False}))
+    result = await provider.search(T0 - 60, T0)
+    assert len(fake.list_calls()) == 2  # the first, older video did not stop the paging
+    assert result.complete is True
+    assert ours in {r.provider_job_id for r in result.records}
+
+
+async def test_a_list_that_ignores_after_does_not_go_round(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    fake.ignore_after = True
+    for n in range(300):
+        fake.add("A tide pool", T0 - n)
+    provider = make(client_for(fake.router), fake)
+    result = await provider.search(T0 - 3 * HOUR, T0)
+    assert result.complete is False
+    assert len(fake.list_calls()) == 2
+
+
+async def test_without_last_id_the_last_video_is_the_cursor(client_for: ClientFor) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    page = fixture("openai_compat", "list_page_1")
+    del page["last_id"], page["first_id"]
+    fake.router.script("GET", VIDEOS, json_response(200, page))
+    fake.router.script("GET", VIDEOS, json_response(200, fixture("openai_compat",
+                                                                 "list_page_2")))
+    result = await provider.search(1790000000.0, 1790000400.0)
+    assert result.complete is True
+    assert fake.list_calls()[1].params["after"] == page["data"][-1]["id"]
+
+
+# -- unknown, never "none" ----------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    b"<html>ok</html>", b"", b"[]", b'{"data": "none"}', b'{"object": "list"}',
+    b'{"data": [{"object": "video"}], "has_more": false}',
+    b'{"data": [{"id": ""}], "has_more": false}',
+    b'{"data": ["video_1"], "has_more": false}',
+    b'{"data": [], "has_more": "no"}',
+    b'{"data": [], "has_more": true}',
+    b'{"data": [{"id": "video_1"}], "has_more": true, "last_id": 7}',
+])
+@pytest.mark.parametrize("page", [1, 2])
+async def test_an_unreadable_page_is_an_unknown_outcome(
+    client_for: ClientFor, body: bytes, page: int
+) -> None:
+    fake = FakeVideoList()
+    for n in range(150):
+        fake.add("A tide pool", T0 - n)
+    provider = make(client_for(fake.router), fake)
+    if page == 2:
+        fake.router.script("GET", VIDEOS, lambda r: fake._list(r, None))
+    fake.router.script("GET", VIDEOS, httpx.Response(200, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(T0 - 600, T0)
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_a_gateway_without_the_list_makes_search_unavailable(
+    client_for: ClientFor, status: int
+) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    fake.router.script("GET", VIDEOS, json_response(status, {"error": {"message": "Not found"}}))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(T0 - 600, T0)
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+    assert caught.value.status_code == status
+    assert "no list of videos" in str(caught.value)
+    assert provider.supports_search is False
+    assert reconcile_method(provider) is ReconcileMethod.NONE
+
+
+async def test_check_key_finding_no_list_makes_search_unavailable(
+    client_for: ClientFor,
+) -> None:
+    fake = FakeVideoList()
+    fake.router.add("GET", rf"{GATEWAY}/v1/models",
+                    lambda r, m: json_response(200, {"object": "list", "data": []}))
+    provider = make(client_for(fake.router), fake)
+    await provider.check_key()
+    assert provider.supports_search is True
+    fake.router.script("GET", VIDEOS, httpx.Response(404))
+    await provider.check_key()
+    assert reconcile_method(provider) is ReconcileMethod.NONE
+
+
+@pytest.mark.parametrize(("status", "name", "error_class", "label"), [
+    (401, "error_401", ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+    (429, "error_429_rate", ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
+    (500, "error_500", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_a_first_page_error_is_classified(
+    client_for: ClientFor, status: int, name: str, error_class: ErrorClass,
+    label: ErrorLabel,
+) -> None:
+    fake = FakeVideoList()
+    provider = make(client_for(fake.router), fake)
+    fake.router.script("GET", VIDEOS, json_response(status, fixture("openai_compat", name)))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(T0 - 600, T0)
+    assert (caught.value.error_class, caught.value.label) == (error_class, label)
+    assert provider.supports_search is True
+
+
+async def test_the_key_never_appears_in_list_urls_or_errors(
+    client_for: ClientFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake = FakeVideoList()
+    for n in range(150):
+        fake.add("A tide pool", T0 - n)
+    provider = make(client_for(fake.router), fake)
+    await provider.search(T0 - 600, T0)
+    for status in (400, 401, 404, 500):
+        fake.router.script("GET", VIDEOS, lambda r, s=status: echo_error(s, r))
+        with pytest.raises(ProviderError) as caught:
+            await provider.search(T0 - 600, T0)
+        assert SENTINEL_KEY not in all_texts(caught.value)
+    fake.router.script("GET", VIDEOS, lambda r: httpx.Response(
+        200, content=b"<html>" + str(dict(r.headers)).encode() + b"</html>"))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(T0 - 600, T0)
+    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
+    assert SENTINEL_KEY not in all_texts(caught.value)
+    assert all(SENTINEL_KEY not in str(url) for url in fake.list_calls())
+    assert all(c.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
+               for c in fake.router.calls)  # in the header, to the gateway only
+    assert SENTINEL_KEY not in caplog.text
+
+
+def test_fixtures_are_named_in_source_md() -> None:
+    source = (Path(__file__).resolve().parents[1] / "fixtures" / "openai_compat"
+              / "SOURCE.md").read_text(encoding="utf-8")
+    for name in ("list_page_1.json", "list_page_2.json", "list_page_prompt_removed.json"):
+        assert name in source
