@@ -12,12 +12,22 @@ second."; both give the wait. A failed prediction's ``error`` text goes through
 :data:`FAILURE_RULES` (replicate.com/docs/reference/error-codes): only the codes documented
 as worth a retry are retried. No idempotency key and no lookup by our token, so ``lookup``
 never answers "there is none".
+
+A create whose answer was lost is found again by :meth:`ReplicateProvider.search`
+(docs/reconciliation/replicate.md): ``GET /v1/predictions`` lists the account's
+predictions newest first, 100 a page, with a ``next`` cursor URL, bounded server-side by
+``created_after`` / ``created_before`` (replicate-python-beta
+``types/prediction_list_params.py``). Each record echoes its ``model`` and its ``input``
+as sent, until Replicate removes API inputs after one hour; such a record cannot be
+compared (``echo=None``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -40,6 +50,7 @@ from reelqueue.providers.adapters._common import (
 from reelqueue.providers.adapters._errors import (
     CONTENT_POLICY_WORDS,
     gone_is_permanent,
+    host_of,
     mentions,
     provider_words,
     retry_after_of,
@@ -50,8 +61,10 @@ from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
     ProviderConfig,
+    RemoteRecord,
     RemoteStatus,
     RenderRequest,
+    SearchResult,
 )
 from reelqueue.providers.registry import ProviderInfo
 
@@ -69,6 +82,26 @@ MODEL_IMAGE_FIELD: dict[str, str] = {
 }
 _PHASES = {"starting": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING,
            "canceled": RemotePhase.CANCELLED}
+# The list of predictions (replicate-python-beta resources/predictions.py ``list``: "It
+# will return 100 records per page", "sorted with the most recent prediction first").
+LIST_PAGE_SIZE = 100
+SEARCH_PAGE_BUDGET = 20  # 2,000 predictions: more than a window of minutes ever holds
+# How long after a create its prediction is assumed to be listed. Replicate documents no
+# delay for the list; the longest it documents holding a create request open is 60 s
+# (``Prefer: wait``, which we never send), so a create may still be in Replicate's hands
+# that long after we sent it. Twice that covers it and any undocumented list lag.
+SETTLE_SECONDS = 120.0
+# API predictions' inputs are removed after an hour (replicate.com/docs/topics/predictions/
+# data-retention); web predictions keep theirs, but ours are API predictions.
+ECHO_KEEPS_HOURS = 1.0
+# The input fields the create may set (besides the model's image field), as they are
+# compared: text fields as sent, whole numbers as ints.
+_ECHO_TEXTS = ("prompt", "aspect_ratio", "resolution", "negative_prompt")
+_ECHO_NUMBERS = ("duration", "seed")
+# An image sent inline (a data: URI, from a data: cell or a local file) is compared only as
+# "an inline image": its echo is not documented, and a field echoed differently than we
+# build it would rule our own render out (and pay for it again).
+_INLINE_IMAGE = "inline"
 _RESETS_IN = re.compile(r"resets in ~?\s*(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 # The older wording (replicate.com/docs/reference/http, "Rate limits"):
 # {"detail":"Request was throttled. Expected available in 1 second."}
@@ -119,10 +152,18 @@ class ReplicateProvider:
     Attributes:
         kind: "replicate".
         supports_lookup: False; predictions cannot be found by our client token.
+        supports_search: True until the base URL answers the list with 404/405.
+        settle_seconds: :data:`SETTLE_SECONDS`.
+        echo_keeps_hours: 1.0: API predictions' inputs are removed after an hour.
+        keeps_client_token: False: nothing of our token is sent to Replicate.
     """
 
     kind: str = KIND
     supports_lookup: bool = False
+    supports_search: bool = True
+    settle_seconds: float = SETTLE_SECONDS
+    echo_keeps_hours: float | None = ECHO_KEEPS_HOURS
+    keeps_client_token: bool = False
 
     def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
@@ -138,7 +179,7 @@ class ReplicateProvider:
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
-        model = param_str(request.params, "model") or PARAMS.models[0]
+        model = model_of(request)
         body = {"input": await self._input(model, request)}
         answer = await create_answer(self._api, f"/models/{model}/predictions", self._error,
                                      json_body=body)
@@ -152,6 +193,83 @@ class ReplicateProvider:
         raise outcome_unknown(self._api, "Replicate predictions cannot be searched by our "
                               f"client token {request.client_token}; look for it in the "
                               "Replicate dashboard")
+
+    # -- reconciliation (issue 19): the account's predictions, searched by what they echo --
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """What a prediction created by :meth:`submit` for ``request`` echoes, normalised as
+        :func:`echo_of` normalises a listed prediction: the model, and the create's own
+        ``input`` (built by :func:`create_input`, the builder ``submit`` sends)."""
+        model = model_of(request)
+        value = request.params.get("image")
+        kind = image_kind(value)
+        # An https link is sent as given (load_image keeps the stripped text); a data: URI
+        # or a file goes inline, compared as "an inline image" (see _INLINE_IMAGE).
+        image = str(value).strip() if kind == "url" else ("data:" if kind else None)
+        echoed = echo_of(model, create_input(model, request, image))
+        if echoed is None:  # never: our own input always has a prompt and readable fields
+            raise self._api.error("the create's own input cannot be compared",
+                                  ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT)
+        return echoed
+
+    async def search(self, since: float, until: float) -> SearchResult:
+        """The account's predictions created in [since, until] (Unix seconds), from
+        ``GET /v1/predictions?created_after=..&created_before=..``, newest first, following
+        each page's ``next`` link (on the API's own host only) within
+        :data:`SEARCH_PAGE_BUDGET` pages.
+
+        ``complete`` is True when paging reached the end of the list or a prediction
+        created before ``since``, in the documented newest-first order. An error answer
+        on the first page is raised as for any other call; one on a later page ends the
+        search with what was read and ``complete=False``. A page of an undocumented shape
+        raises ``outcome_unknown``. A 404/405 on the first page means the base URL (a
+        gateway) does not implement the list: ``supports_search`` turns False.
+        """
+        target = "/predictions"
+        query: dict[str, str | int] | None = {
+            # created_after is "at or after", created_before is "before": whole seconds,
+            # widened outwards, so the bounds never cut a prediction of the window off.
+            "created_after": _iso8601(math.floor(since)),
+            "created_before": _iso8601(math.floor(until) + 1),
+        }
+        records: list[RemoteRecord] = []
+        newest_first = True
+        previous: float | None = None
+        for page_number in range(SEARCH_PAGE_BUDGET):
+            try:
+                response = await self._api.request("GET", target, params=query)
+            except ProviderError:
+                if page_number == 0:
+                    raise
+                return SearchResult(tuple(records), complete=False)
+            if not response.is_success:
+                if page_number > 0:
+                    return SearchResult(tuple(records), complete=False)
+                if response.status_code in (404, 405):
+                    self.supports_search = False
+                    raise outcome_unknown(
+                        self._api, f"{self._api.base_url} does not list predictions "
+                        f"(HTTP {response.status_code} to GET /predictions), so a create "
+                        "whose answer was lost cannot be looked for; look for it in the "
+                        "Replicate dashboard", status_code=response.status_code)
+                raise self._error(response)
+            results, next_link = self._page(response)
+            reached_since = False
+            for item in results:
+                record = self._record(item)
+                created = record.created_at
+                if created is not None:
+                    if previous is not None and created > previous:
+                        newest_first = False  # the documented order does not hold
+                    previous = created
+                    if created < since:
+                        reached_since = True
+                        break
+                records.append(record)
+            if reached_since or next_link is None:
+                return SearchResult(tuple(records), complete=newest_first)
+            target, query = self._next_page(next_link), None
+        return SearchResult(tuple(records), complete=False)
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -180,19 +298,49 @@ class ReplicateProvider:
 
     async def _input(self, model: str, request: RenderRequest) -> dict[str, Any]:
         params = request.params
-        data: dict[str, Any] = {"prompt": request.prompt}
-        for name in ("aspect_ratio", "resolution", "negative_prompt"):
-            value = param_str(params, name)
-            if value:
-                data[name] = value
-        for name in ("duration", "seed"):
-            number = param_int(params, name)
-            if number is not None:
-                data[name] = number
+        image: str | None = None
         if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
-            data[MODEL_IMAGE_FIELD.get(model, "image")] = image.url_or_data_uri()
-        return data
+            loaded = await load_image(params["image"], TITLE, params.get("image_sha256"))
+            image = loaded.url_or_data_uri()
+        return create_input(model, request, image)
+
+    def _page(self, response: httpx.Response) -> tuple[list[Any], str | None]:
+        """A list page's ``results`` and ``next`` link; any other shape is unknown."""
+        try:
+            page: Any = response.json()
+        except (ValueError, UnicodeDecodeError):
+            raise outcome_unknown(self._api, "the list of predictions was unreadable",
+                                  response.text, status_code=response.status_code) from None
+        results = page.get("results") if isinstance(page, dict) else None
+        next_link = page.get("next") if isinstance(page, dict) else None
+        if not isinstance(results, list) or not (
+                next_link is None or (isinstance(next_link, str) and next_link)):
+            raise outcome_unknown(self._api, "the list of predictions had an undocumented "
+                                  "shape", page, status_code=response.status_code)
+        return results, next_link
+
+    def _next_page(self, link: str) -> str:
+        """The ``next`` cursor URL, followed only on the API's own host (the key goes with
+        it); a link anywhere else is an answer we cannot read."""
+        if not self._api.is_own_origin(link):
+            raise outcome_unknown(self._api, "the list of predictions pointed its next page "
+                                  f"at another host ({host_of(link)})")
+        return link
+
+    def _record(self, item: Any) -> RemoteRecord:
+        """One listed prediction (replicate-python-beta ``types/prediction.py``)."""
+        prediction_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(prediction_id, str) or not prediction_id.strip():
+            raise outcome_unknown(self._api, "the list of predictions held a prediction "
+                                  "without a readable id", item)
+        status = item.get("status")
+        removed = item.get("data_removed") is True
+        return RemoteRecord(
+            provider_job_id=prediction_id,
+            created_at=_unix_seconds(item.get("created_at")),
+            status=status if isinstance(status, str) and status else "unknown",
+            echo=None if removed else echo_of(item.get("model"), item.get("input")),
+        )
 
     async def _prediction(self, prediction_id: str) -> dict[str, Any]:
         return await get_json(self._api, f"/predictions/{prediction_id}", self._error)
@@ -235,6 +383,98 @@ class ReplicateProvider:
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
         return self._api.http_error(response, during_create=during_create)
+
+
+def model_of(request: RenderRequest) -> str:
+    """The model a request is created on (the first official model when not given)."""
+    return param_str(request.params, "model") or PARAMS.models[0]
+
+
+def create_input(model: str, request: RenderRequest, image: str | None) -> dict[str, Any]:
+    """The create's ``input``, as :meth:`ReplicateProvider.submit` sends it (``image``: the
+    reference image's https URL or data: URI, already loaded)."""
+    params = request.params
+    data: dict[str, Any] = {"prompt": request.prompt}
+    for name in ("aspect_ratio", "resolution", "negative_prompt"):
+        value = param_str(params, name)
+        if value:
+            data[name] = value
+    for name in ("duration", "seed"):
+        number = param_int(params, name)
+        if number is not None:
+            data[name] = number
+    if image is not None:
+        data[MODEL_IMAGE_FIELD.get(model, "image")] = image
+    return data
+
+
+def echo_of(model: Any, given: Any) -> dict[str, Any] | None:
+    """A prediction's ``model`` and ``input``, normalised for comparison; None when they
+    cannot be compared (no model, inputs removed, a field of an unreadable type).
+
+    Only the fields a create of ours may set are kept (another client's extra fields, or
+    defaults a model might echo, never rule a record out); whole numbers compare as ints;
+    an inline image compares as :data:`_INLINE_IMAGE`.
+    """
+    if not isinstance(model, str) or not model or not isinstance(given, Mapping) or not given:
+        return None
+    echoed: dict[str, Any] = {"model": model}
+    for name in _ECHO_TEXTS:
+        value = given.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return None
+        echoed[name] = value
+    for name in _ECHO_NUMBERS:
+        value = given.get(name)
+        if value is None:
+            continue
+        number = _number(value)
+        if number is None:
+            return None
+        echoed[name] = number
+    image = given.get(MODEL_IMAGE_FIELD.get(model, "image"))
+    if image is not None:
+        if not isinstance(image, str):
+            return None
+        echoed["image"] = _INLINE_IMAGE if image.startswith("data:") else image
+    return echoed
+
+
+def _number(value: Any) -> int | float | None:
+    """A whole number as an int (8, 8.0, "8"), another number as is; None if not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value) if value.is_integer() else value
+    return None
+
+
+def _unix_seconds(value: Any) -> float | None:
+    """An ISO 8601 ``created_at`` as Unix seconds (UTC when no offset); None if unreadable
+    (such a record is never ruled out by its time)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _iso8601(seconds: float) -> str:
+    """Unix seconds as the ISO 8601 UTC text the list's filters take."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _output_url(output: Any) -> str | None:
