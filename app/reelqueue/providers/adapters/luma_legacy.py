@@ -13,11 +13,20 @@ answers a Generation; ``GET /generations/{id}`` reports ``state`` ``queued`` /
 without a readable id or state is an unknown outcome, never "absent". Luma calls this API
 deprecated; new work goes to the Agents API (``luma``). No progress number, no
 idempotency key, no lookup by our token.
+
+A create whose answer was lost is found again by ``search``: ``GET /generations`` with
+``limit`` / ``offset`` (``generation_list_params.py``) answers ``{generations, count,
+has_more, limit, offset}`` (``generation_list_response.py``), each Generation echoing its
+whole create ``request`` and its ``created_at``. Neither the SDK nor the OpenAPI file states
+the list's order, so the search pages to the end of the list (or its page budget) and
+calls the listing complete only when it reached the end. See
+docs/reconciliation/luma-legacy.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -50,8 +59,10 @@ from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
     ProviderConfig,
+    RemoteRecord,
     RemoteStatus,
     RenderRequest,
+    SearchResult,
 )
 from reelqueue.providers.registry import ProviderInfo
 
@@ -64,6 +75,26 @@ POLL_SECONDS = 5.0  # no documented cadence
 MIN_PROMPT_CHARS = 3  # "Prompt is too short, minimum length is 3 characters"
 MAX_PROMPT_CHARS = 5000  # "Prompt is too long, maximum length is 5000 characters"
 _PHASES = {"queued": RemotePhase.QUEUED, "dreaming": RemotePhase.RUNNING}
+
+LIST_PATH = "/generations"  # lumaai-python api.md: "get /generations"
+# The OpenAPI file's default page size (lumalabs/lumaai-api openapi.yaml, listGenerations:
+# ``limit`` default 100); sent explicitly so a short page can be recognised as the last.
+LIST_PAGE_SIZE = 100
+LIST_PAGE_BUDGET = 20  # 2,000 generations; an account with more is never "complete"
+# Nothing documents how soon a created generation is listed. The create answers the
+# stored Generation (id, created_at, state "queued"), so the list most likely shows it at
+# once; 120 s also covers a create the server was still taking in while our 60 s read
+# timeout ran, and a list served from a lagging replica.
+SETTLE_SECONDS = 120.0
+# AspectRatio's documented default (openapi.yaml ``AspectRatio: default: '16:9'``): an
+# absent ratio and "16:9" are the same render, whether or not the echo fills it in.
+DEFAULT_ASPECT_RATIO = "16:9"
+# Requests that act on an existing generation (``POST /generations/{id}/upscale`` and
+# ``/audio``): if such a request replaced the echo of the render it acted on, that
+# render's create can no longer be read, so its record is never ruled out.
+_ACTS_ON_A_GENERATION = frozenset({"upscale_video", "add_audio"})
+# Creates of another kind than ours (image, reframe, modify): never our video create.
+_OTHER_CREATES = frozenset({"image", "reframe_image", "reframe_video", "modify_video"})
 
 # A failed generation's ``failure_reason`` (docs.lumalabs.ai/docs/errors, "After
 # submission"), matched as phrases. Only the generic "Job failed" is documented as worth
@@ -133,13 +164,23 @@ class LumaLegacyProvider:
     Attributes:
         kind: "luma-legacy".
         supports_lookup: False; generations cannot be found by our client token.
+        supports_search: True until the address answers the list with 404/405 (a gateway
+            that does not implement ``GET /generations``).
+        settle_seconds: how long after a create the list is assumed to show it.
+        echo_keeps_hours: None; a generation echoes its ``request`` while it is listed.
     """
 
     kind: str = KIND
     supports_lookup: bool = False
+    supports_search: bool
+    keeps_client_token: bool = False  # nothing of ours beyond the create body is kept
+    settle_seconds: float = SETTLE_SECONDS
+    echo_keeps_hours: float | None = None  # ``request`` stays as long as the generation
 
     def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
+        # False once the address answered the list with 404/405 (a gateway without it).
+        self.supports_search = True
 
     def __repr__(self) -> str:
         return f"LumaLegacyProvider(account={self._api.account!r})"
@@ -165,6 +206,57 @@ class LumaLegacyProvider:
         raise outcome_unknown(self._api, "Dream Machine generations cannot be searched by "
                               f"our client token {request.client_token}; look for it in "
                               "the Luma dashboard")
+
+    async def search(self, since: float, until: float) -> SearchResult:
+        """The account's generations created in [since, until], from ``GET /generations``.
+
+        The order of the list is not documented, so every page is read until the end of
+        the list (``has_more`` false, or a short or empty page) or ``LIST_PAGE_BUDGET``
+        pages; only the end of the list makes the result complete. An error answer on the
+        first page is raised (404/405 also turn ``supports_search`` off); one on a later
+        page ends the search incomplete. An answer of an undocumented shape is an unknown
+        outcome.
+        """
+        records: dict[str, RemoteRecord] = {}
+        offset = 0
+        for page in range(LIST_PAGE_BUDGET):
+            try:
+                answer = await self._list_page(offset)
+            except ProviderError as error:
+                if page == 0 or error.label is ErrorLabel.SUBMIT_UNKNOWN:
+                    raise
+                return _window(records, since, until, complete=False)
+            generations = answer.get("generations")
+            if not isinstance(generations, list):
+                raise outcome_unknown(self._api, "the list of generations has no "
+                                      "'generations' list", answer)
+            fresh = 0
+            for item in generations:
+                record = self._record(item)
+                if record.provider_job_id not in records:
+                    records[record.provider_job_id] = record
+                    fresh += 1
+            more = answer.get("has_more")
+            if more is not None and not isinstance(more, bool):
+                raise outcome_unknown(self._api, "the list of generations has an unreadable "
+                                      "'has_more'", answer)
+            limit = answer.get("limit")
+            size = limit if isinstance(limit, int) and limit > 0 else LIST_PAGE_SIZE
+            if more is False or (more is None and len(generations) < size):
+                return _window(records, since, until, complete=True)
+            if not generations or not fresh:
+                # "More" but nothing (new) on this page: the paging cannot be trusted.
+                return _window(records, since, until, complete=False)
+            offset += len(generations)
+        return _window(records, since, until, complete=False)
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """What a generation created from ``request`` echoes, normalised as in ``search``:
+        built from the very body ``submit`` sends."""
+        echoed = echo_of(self._create_body(request))
+        if echoed is None:  # our own body is always readable
+            raise ValueError("the create body could not be normalised")
+        return echoed
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -195,6 +287,44 @@ class LumaLegacyProvider:
         if image:
             body["keyframes"] = {"frame0": {"type": "image", "url": image}}
         return body
+
+    async def _list_page(self, offset: int) -> dict[str, Any]:
+        response = await self._api.request(
+            "GET", LIST_PATH, params={"limit": LIST_PAGE_SIZE, "offset": offset})
+        if not response.is_success:
+            if offset == 0 and response.status_code in (404, 405):
+                self.supports_search = False  # this address does not list generations
+            raise self._error(response)
+        try:
+            data = response.json()
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            raise outcome_unknown(self._api, "the list of generations was unreadable",
+                                  response.text, status_code=response.status_code)
+        answered = data.get("offset")
+        if isinstance(answered, int) and answered != offset:
+            raise outcome_unknown(self._api, f"the list of generations answered offset "
+                                  f"{answered} when asked for {offset}", data)
+        return data
+
+    def _record(self, item: Any) -> RemoteRecord:
+        if not isinstance(item, dict):
+            raise outcome_unknown(self._api, "the list of generations holds an unreadable "
+                                  "entry", item)
+        generation_id = item.get("id")
+        if not isinstance(generation_id, str) or not generation_id.strip():
+            # It may be the very render we look for: it cannot be set aside unread.
+            raise outcome_unknown(self._api, "the list of generations holds one without "
+                                  "a readable id", item)
+        state = item.get("state")
+        model = item.get("model")
+        return RemoteRecord(
+            provider_job_id=generation_id,
+            created_at=_timestamp(item.get("created_at")),
+            status=state if isinstance(state, str) and state else "unknown",
+            echo=echo_of(item.get("request"), fallback_model=model,
+                         record_type=item.get("generation_type")))
 
     async def _generation(self, generation_id: str) -> dict[str, Any]:
         return await get_json(self._api, f"/generations/{generation_id}", self._error)
@@ -235,6 +365,110 @@ class LumaLegacyProvider:
             return ProviderError(message, error_class=ErrorClass.PERMANENT,
                                  label=ErrorLabel.CONTENT_POLICY, status_code=status)
         return self._api.http_error(response, during_create=during_create)
+
+
+def echo_of(request: Any, *, fallback_model: Any = None,
+            record_type: Any = None) -> dict[str, Any] | None:
+    """A video create request (our body, or the ``request`` a Generation echoes) as the
+    mapping searches compare; None when it cannot be compared (never ruled out).
+
+    ``fallback_model``: the Generation's own ``model``, for echoes without one (the
+    OpenAPI example's ``request`` has none). ``record_type``: its ``generation_type``.
+    """
+    if not isinstance(request, dict):
+        return None
+    kind = request.get("generation_type")
+    if kind is None:
+        kind = "image" if record_type == "image" else "video"
+    if kind in _OTHER_CREATES:
+        return {"generation_type": kind}  # never equal to a video create
+    if kind != "video":
+        return None  # an upscale / audio request, or a kind newer than our notes
+    prompt = request.get("prompt")
+    model = request.get("model") or fallback_model
+    ratio = request.get("aspect_ratio")
+    loop = request.get("loop")
+    if not isinstance(prompt, str) or not isinstance(model, str) or not model.strip():
+        return None
+    if ratio is not None and not isinstance(ratio, str):
+        return None
+    if loop is not None and not isinstance(loop, bool):
+        return None
+    resolution = _optional_word(request.get("resolution"))
+    duration = _duration(request.get("duration"))
+    keyframes = _keyframes(request.get("keyframes"))
+    if resolution is False or duration is False or keyframes is None:
+        return None
+    return {"generation_type": "video", "prompt": prompt.strip(), "model": model.strip(),
+            "aspect_ratio": (ratio or "").strip() or DEFAULT_ASPECT_RATIO,
+            "resolution": resolution, "duration": duration, "loop": loop is True,
+            "keyframes": keyframes}
+
+
+def _optional_word(value: Any) -> str | bool | None:
+    """A lower-cased word, None when absent, False when unreadable."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return False
+    return value.strip().lower() or None
+
+
+def _duration(value: Any) -> str | bool | None:
+    """"5s", "5" and "5.0s" alike as "5s"; None when absent, False when unreadable."""
+    word = _optional_word(value)
+    if not isinstance(word, str):
+        return word
+    number = word.removesuffix("s").strip()
+    try:
+        seconds = float(number)
+    except ValueError:
+        return word  # a duration word we do not know: compared as it is
+    return f"{int(seconds)}s" if seconds.is_integer() else f"{seconds}s"
+
+
+def _keyframes(value: Any) -> dict[str, Any] | None:
+    """frame0 / frame1 by identity (image URL or generation id); None when unreadable."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return None
+    frames: dict[str, Any] = {}
+    for name in ("frame0", "frame1"):
+        frame = value.get(name)
+        if frame is None:
+            continue
+        if not isinstance(frame, dict):
+            return None
+        kind = frame.get("type")
+        key = {"image": "url", "generation": "id"}.get(kind) if isinstance(kind, str) else None
+        identity = frame.get(key) if key else None
+        if not isinstance(identity, str) or not identity.strip():
+            return None
+        frames[name] = {"type": kind, key: identity.strip()}
+    return frames
+
+
+def _timestamp(value: Any) -> float | None:
+    """``created_at`` (ISO 8601 with a zone) as Unix seconds; None when unreadable or
+    without a zone (a guessed zone could move our render out of the window)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return when.timestamp()
+
+
+def _window(records: Mapping[str, RemoteRecord], since: float, until: float, *,
+            complete: bool) -> SearchResult:
+    """The records created in [since, until], and those whose time cannot be read."""
+    kept = tuple(record for record in records.values()
+                 if record.created_at is None or since <= record.created_at <= until)
+    return SearchResult(kept, complete)
 
 
 def create(client: httpx.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:

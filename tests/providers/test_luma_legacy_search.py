@@ -1,0 +1,450 @@
+"""Issue 19 for Luma Dream Machine (legacy): a create whose answer was lost is found again
+in ``GET /generations``.
+
+The fake follows lumaai-python 1.18.1 (``resources/generations/generations.py`` ``list``:
+``limit`` / ``offset``; ``types/generation_list_response.py``: ``generations``, ``count``,
+``has_more``, ``limit``, ``offset``; ``types/generation.py``: each Generation echoes its
+whole create ``request`` and its ``created_at``) and the OpenAPI file's default page size
+(100). The list's order is not documented, so the fake can list newest first, oldest
+first or shuffled; a generation is listed only after a random delay (never longer than the
+adapter's ``settle_seconds``), and other clients on the same key create generations with
+the same prompt at other times. Time is the fake's clock: nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from provider_fakes import (
+    SENTINEL_KEY,
+    Router,
+    all_texts,
+    echo_error,
+    fixture,
+    json_response,
+)
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.providers.adapters import luma_legacy
+from reelqueue.providers.base import (
+    ProviderConfig,
+    ReconcileMethod,
+    RemoteRecord,
+    RenderRequest,
+    SearchableProvider,
+    reconcile_method,
+    sends_client_token,
+)
+
+API = "api.lumalabs.ai"
+CREATE = rf"{API}/dream-machine/v1/generations/video"
+LIST = rf"{API}/dream-machine/v1/generations"
+T0 = datetime(2026, 10, 2, 10, 0, tzinfo=UTC).timestamp()
+ClientFor = Callable[[Router], httpx.AsyncClient]
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+class FakeGenerations:
+    """api.lumalabs.ai's create and list, on a clock the test moves."""
+
+    def __init__(self, *, order: str = "newest", max_delay: float = 90.0,
+                 seed: int = 7) -> None:
+        self.router = Router()
+        self.rng = random.Random(seed)
+        self.now = T0
+        self.order = order
+        self.max_delay = max_delay
+        # (generation, the moment the list starts showing it)
+        self.generations: list[tuple[dict[str, Any], float]] = []
+        self.router.add("POST", CREATE, self._create)
+        self.router.add("GET", LIST, self._list)
+
+    def add(self, at: float, request: dict[str, Any], *, state: str = "completed",
+            visible_at: float | None = None, **extra: Any) -> dict[str, Any]:
+        """A generation created at ``at`` (by us or another client on the same key)."""
+        generation_id = f"{self.rng.getrandbits(128):032x}"
+        generation = {"id": generation_id, "generation_type": "video", "state": state,
+                      "failure_reason": None, "created_at": iso(at), "assets": None,
+                      "model": request.get("model"), "request": request, **extra}
+        self.generations.append((generation, at if visible_at is None else visible_at))
+        return generation
+
+    def other(self, at: float, prompt: str = "A koi pond", **params: Any) -> dict[str, Any]:
+        return self.add(at, {"generation_type": "video", "prompt": prompt,
+                             "model": "ray-2", **params})
+
+    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+        body = json.loads(request.content)
+        generation = self.add(self.now, {"generation_type": "video", **body}, state="queued",
+                              visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
+        return json_response(201, generation)
+
+    def listing(self) -> list[dict[str, Any]]:
+        shown = [(g, at) for g, at in self.generations if at <= self.now]
+        shown.sort(key=lambda pair: pair[0]["created_at"], reverse=self.order == "newest")
+        if self.order == "shuffled":
+            random.Random(3).shuffle(shown)
+        return [g for g, _ in shown]
+
+    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+        limit = int(request.url.params.get("limit", 100))
+        offset = int(request.url.params.get("offset", 0))
+        everything = self.listing()
+        page = everything[offset:offset + limit]
+        return json_response(200, {"generations": page, "count": len(page),
+                                   "has_more": offset + limit < len(everything),
+                                   "limit": limit, "offset": offset})
+
+    def list_calls(self) -> list[tuple[str | None, str | None]]:
+        return [(c.url.params.get("limit"), c.url.params.get("offset"))
+                for c in self.router.calls if c.method == "GET"]
+
+
+def make(client: httpx.AsyncClient, base_url: str | None = None
+         ) -> luma_legacy.LumaLegacyProvider:
+    return luma_legacy.create(client, ProviderConfig("dm", base_url, SENTINEL_KEY))
+
+
+def request(prompt: str = "A koi pond", **params: Any) -> RenderRequest:
+    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+
+
+def ids(records: tuple[RemoteRecord, ...]) -> set[str]:
+    return {record.provider_job_id for record in records}
+
+
+ROW = {"model": "ray-2", "duration": 9, "aspect_ratio": "21:9", "resolution": "1080p",
+       "image": "https://img.example.test/k.jpg"}
+
+
+# -- the interface -------------------------------------------------------------------------
+
+
+def test_the_adapter_is_searchable(client_for: ClientFor) -> None:
+    provider = make(client_for(Router()))
+    assert isinstance(provider, SearchableProvider)
+    assert reconcile_method(provider) is ReconcileMethod.SEARCH
+    assert sends_client_token(provider) is False
+    assert provider.settle_seconds == luma_legacy.SETTLE_SECONDS
+    assert provider.echo_keeps_hours is None
+
+
+# -- found once visible, and only ours -----------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["newest", "oldest", "shuffled"])
+async def test_a_submitted_render_is_found_once_listed(client_for: ClientFor,
+                                                       order: str) -> None:
+    fake = FakeGenerations(order=order)
+    provider = make(client_for(fake.router))
+    row = request(**ROW)
+    # Another client on the same key: the same prompt and parameters, hours apart ...
+    fake.add(T0 - 3 * 3600, dict(provider.echo(row)))
+    fake.add(T0 + 4 * 3600, dict(provider.echo(row)))
+    # ... and, inside the window, the same prompt with other parameters.
+    different = fake.other(T0 + 20, model="ray-flash-2", duration="5s")
+    for minute in range(1, 250):  # a busy account: more than two pages
+        fake.other(T0 - 3600 - minute * 60, prompt=f"filler {minute}")
+    job_id = await provider.submit(row)
+    created = next(g for g, _ in fake.generations if g["id"] == job_id)
+    visible_at = next(at for g, at in fake.generations if g["id"] == job_id)
+    assert visible_at - T0 <= provider.settle_seconds  # the fake's delay is within settle
+
+    fake.now = T0 + 1  # before the list shows it: not there (the engine waits settle)
+    early = await provider.search(T0 - 120, T0 + 120)
+    assert job_id not in ids(early.records)
+
+    fake.now = T0 + provider.settle_seconds
+    found = await provider.search(T0 - 120, T0 + 120)
+    assert found.complete is True
+    assert ids(found.records) == {job_id, different["id"]}
+    ours = next(r for r in found.records if r.provider_job_id == job_id)
+    assert ours.echo == provider.echo(row)
+    assert ours.status == "queued"
+    assert ours.created_at == T0 == datetime.fromisoformat(created["created_at"]).timestamp()
+    other = next(r for r in found.records if r.provider_job_id == different["id"])
+    assert other.echo is not None and other.echo != provider.echo(row)
+    # Every page was read at the documented page size, whatever the order.
+    assert fake.list_calls()[-3:] == [("100", "0"), ("100", "100"), ("100", "200")]
+
+
+async def test_the_order_is_not_assumed_a_render_on_the_last_page_is_found(
+    client_for: ClientFor,
+) -> None:
+    """The order is undocumented: old generations before ours never end the paging."""
+    fake = FakeGenerations(order="oldest")
+    provider = make(client_for(fake.router))
+    for minute in range(1, 230):
+        fake.other(T0 - 86400 - minute * 60, prompt=f"old {minute}")
+    mine = fake.other(T0 + 5)
+    fake.now = T0 + 60
+    result = await provider.search(T0 - 60, T0 + 60)
+    assert result.complete is True
+    assert ids(result.records) == {mine["id"]}
+    assert len(fake.list_calls()) == 3
+
+
+# -- the echo ------------------------------------------------------------------------------
+
+
+def test_the_echo_is_the_create_body_normalised(client_for: ClientFor) -> None:
+    provider = make(client_for(Router()))
+    assert provider.echo(request(**ROW)) == {
+        "generation_type": "video", "prompt": "A koi pond", "model": "ray-2",
+        "aspect_ratio": "21:9", "resolution": "1080p", "duration": "9s", "loop": False,
+        "keyframes": {"frame0": {"type": "image", "url": "https://img.example.test/k.jpg"}}}
+    # The defaults the create leaves out: ray-2 (ours), 16:9 (the documented default).
+    assert provider.echo(request()) == provider.echo(request(model="ray-2",
+                                                             aspect_ratio="16:9"))
+    # Spreadsheet spellings of the same row are the same render.
+    assert provider.echo(request(duration=9)) == provider.echo(request(duration="9.0"))
+
+
+@pytest.mark.parametrize("change", [
+    {"prompt": "A koi pond at night"}, {"model": "ray-flash-2"}, {"model": "ray-1-6"},
+    {"duration": 5}, {"aspect_ratio": "9:16"}, {"resolution": "720p"},
+    {"image": "https://img.example.test/other.jpg"}, {"image": None},
+])
+def test_a_different_prompt_or_parameter_is_a_different_echo(
+    client_for: ClientFor, change: dict[str, Any]
+) -> None:
+    provider = make(client_for(Router()))
+    params = dict(ROW)
+    prompt = change.pop("prompt", "A koi pond")
+    params.update(change)
+    assert provider.echo(request(prompt, **params)) != provider.echo(request(**ROW))
+
+
+async def test_a_recorded_page_reads_as_documented(client_for: ClientFor) -> None:
+    router = Router()
+    router.add("GET", LIST, lambda r, m: json_response(200, fixture("luma_legacy",
+                                                                    "list_page_last")))
+    provider = make(client_for(router))
+    result = await provider.search(0, 2e9)
+    assert result.complete is True
+    by_id = {r.provider_job_id: r for r in result.records}
+    assert len(by_id) == 6
+    ours = by_id["5d2c1b0a-9f8e-4d7c-8b6a-5f4e3d2c1b0a"]
+    assert ours.echo == provider.echo(request(**ROW))
+    assert ours.status == "dreaming"
+    assert ours.created_at == datetime(2026, 10, 2, 10, 4, 30, 512000, UTC).timestamp()
+    # Echoed with the defaults filled in ("16:9", loop false): still the same create.
+    plain = by_id["9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"].echo
+    assert plain == provider.echo(request(model="ray-2", resolution="720p", duration=5))
+    # An image generation with the same prompt is never our video.
+    assert by_id["0e1f2a3b-4c5d-4e6f-8a7b-9c0d1e2f3a4b"].echo == {"generation_type": "image"}
+    # An upscale request (it may have replaced the echo of the render it acted on) and the
+    # OpenAPI example's request without any model cannot be compared: never ruled out.
+    assert by_id["7b6a5f4e-3d2c-4b1a-9f8e-7d6c5b4a3f2e"].echo is None
+    assert by_id["123e4567-e89b-12d3-a456-426614174000"].echo is None
+    assert by_id["3f2e1d0c-b9a8-4776-8655-443322110000"].status == "failed"
+
+
+@pytest.mark.parametrize("damage", [
+    {"request": None},
+    {"request": "A koi pond"},
+    {"request": {"generation_type": "add_audio", "prompt": "rain"}},
+    {"request": {"generation_type": "video", "prompt": None, "model": "ray-2"}},
+    {"request": {"generation_type": "video", "prompt": "A koi pond"}, "model": None},
+    {"request": {"generation_type": "video", "prompt": "A koi pond", "model": "ray-2",
+                 "keyframes": {"frame0": {"type": "image"}}}},
+    {"request": {"generation_type": "video", "prompt": "A koi pond", "model": "ray-2",
+                 "duration": 5}},
+    {"request": {"generation_type": "video", "prompt": "A koi pond", "model": "ray-2",
+                 "loop": "no"}},
+    {"request": {"generation_type": "video_v3", "prompt": "A koi pond", "model": "ray-3"}},
+])
+async def test_records_whose_inputs_cannot_be_read_have_no_echo(
+    client_for: ClientFor, damage: dict[str, Any]
+) -> None:
+    fake = FakeGenerations()
+    generation = fake.other(T0)
+    generation.update(damage)
+    result = await make(client_for(fake.router)).search(T0 - 60, T0 + 60)
+    assert result.complete is True
+    assert [(r.provider_job_id, r.echo) for r in result.records] == [(generation["id"], None)]
+
+
+@pytest.mark.parametrize("created_at", [None, "yesterday", "2026-10-02T10:00:00", 1790000000])
+async def test_a_record_without_a_readable_time_is_kept(
+    client_for: ClientFor, created_at: Any
+) -> None:
+    """A naive or unreadable time is never guessed into (or out of) the window."""
+    fake = FakeGenerations()
+    generation = fake.other(T0 - 86400)
+    generation["created_at"] = created_at
+    result = await make(client_for(fake.router)).search(T0 - 60, T0 + 60)
+    assert [(r.provider_job_id, r.created_at) for r in result.records] == [
+        (generation["id"], None)]
+
+
+# -- paging, completeness, errors ----------------------------------------------------------
+
+
+async def test_the_page_budget_leaves_the_search_incomplete(client_for: ClientFor) -> None:
+    fake = FakeGenerations()
+    for second in range(luma_legacy.LIST_PAGE_BUDGET * luma_legacy.LIST_PAGE_SIZE + 1):
+        fake.other(T0 - second, prompt=f"p{second}")
+    result = await make(client_for(fake.router)).search(T0 - 60, T0 + 60)
+    assert result.complete is False
+    assert len(fake.list_calls()) == luma_legacy.LIST_PAGE_BUDGET
+    assert len(result.records) == 61  # what was read inside the window is still given
+
+
+async def test_the_end_of_a_list_without_has_more_is_a_short_page(
+    client_for: ClientFor,
+) -> None:
+    router = Router()
+    router.add("GET", LIST, lambda r, m: json_response(
+        200, fixture("luma_legacy", "list_page_generations_only")))
+    result = await make(client_for(router)).search(0, 2e9)
+    assert result.complete is True
+    assert ids(result.records) == {"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"}
+
+
+async def test_an_empty_account_is_complete(client_for: ClientFor) -> None:
+    router = Router()
+    router.add("GET", LIST, lambda r, m: json_response(200, fixture("luma_legacy",
+                                                                    "list_page_empty")))
+    result = await make(client_for(router)).search(0, 2e9)
+    assert (result.records, result.complete) == ((), True)
+
+
+async def test_a_full_page_without_has_more_reads_on(client_for: ClientFor) -> None:
+    pages = [fixture("luma_legacy", "list_page_first"), fixture("luma_legacy",
+                                                               "list_page_generations_only")]
+    del pages[0]["has_more"]
+    pages[1]["generations"][0]["id"] = "another"
+    router = Router()
+    router.add("GET", LIST, lambda r, m: json_response(200, pages.pop(0)))
+    result = await make(client_for(router)).search(0, 2e9)
+    assert result.complete is True and len(result.records) == 3
+    assert [c.url.params["offset"] for c in router.calls] == ["0", "2"]
+
+
+@pytest.mark.parametrize("second_page", [
+    {"generations": [], "has_more": True},  # "more", but nothing
+    "repeat",  # the same page again: the offset was ignored
+])
+async def test_paging_that_goes_nowhere_is_incomplete(
+    client_for: ClientFor, second_page: Any
+) -> None:
+    first = fixture("luma_legacy", "list_page_first")
+    router = Router()
+    router.script("GET", LIST, json_response(200, first))
+    answer = dict(first, offset=2) if second_page == "repeat" else second_page
+    router.script("GET", LIST, json_response(200, answer))
+    result = await make(client_for(router)).search(0, 2e9)
+    assert result.complete is False
+    assert len(result.records) == 2
+    assert len(router.calls) == 2
+
+
+@pytest.mark.parametrize("answer", [
+    json_response(500, fixture("luma_legacy", "error_500")),
+    json_response(429, fixture("luma_legacy", "error_429"), {"Retry-After": "3"}),
+    httpx.ReadTimeout("timed out"),
+])
+async def test_an_error_mid_way_leaves_the_search_incomplete(
+    client_for: ClientFor, answer: Any
+) -> None:
+    fake = FakeGenerations()
+    for minute in range(150):
+        fake.other(T0 - minute * 60, prompt=f"p{minute}")
+    fake.router.script("GET", LIST, lambda r: fake._list(r, None))
+    fake.router.script("GET", LIST, answer)
+    result = await make(client_for(fake.router)).search(T0 - 600, T0 + 60)
+    assert result.complete is False
+    assert len(result.records) == 11
+    assert len(fake.list_calls()) == 2
+
+
+@pytest.mark.parametrize(("status", "name", "error_class", "label"), [
+    (401, "error_401", ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+    (429, "error_429", ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
+    (500, "error_500", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
+])
+async def test_an_error_on_the_first_page_is_raised_as_classified(
+    client_for: ClientFor, status: int, name: str, error_class: ErrorClass,
+    label: ErrorLabel,
+) -> None:
+    router = Router()
+    router.script("GET", LIST, json_response(status, fixture("luma_legacy", name)))
+    provider = make(client_for(router))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(0, 2e9)
+    assert (caught.value.error_class, caught.value.label) == (error_class, label)
+    assert provider.supports_search is True
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_a_gateway_without_the_list_turns_search_off(
+    client_for: ClientFor, status: int
+) -> None:
+    router = Router()
+    router.script("GET", r"gw\.example\.test/v1/generations",
+                  json_response(status, {"detail": "Not Found"}))
+    provider = make(client_for(router), base_url="https://gw.example.test/v1")
+    with pytest.raises(ProviderError):
+        await provider.search(0, 2e9)
+    assert provider.supports_search is False
+    assert reconcile_method(provider) is ReconcileMethod.NONE
+
+
+@pytest.mark.parametrize("body", [
+    b"<html>ok</html>", b"[]", b"", b'{"generations": [',
+    b'{"data": []}', b'{"generations": {}}', b'{"generations": null}',
+    b'{"generations": [1]}', b'{"generations": [{"state": "completed"}]}',
+    b'{"generations": [{"id": ""}]}', b'{"generations": [], "has_more": "no"}',
+    b'{"generations": [], "offset": 300}',
+])
+@pytest.mark.parametrize("page", [1, 2])
+async def test_an_unreadable_page_is_an_unknown_outcome(
+    client_for: ClientFor, body: bytes, page: int
+) -> None:
+    router = Router()
+    if page == 2:
+        router.script("GET", LIST, json_response(200, fixture("luma_legacy",
+                                                              "list_page_first")))
+    router.script("GET", LIST, httpx.Response(200, content=body))
+    with pytest.raises(ProviderError) as caught:
+        await make(client_for(router)).search(0, 2e9)
+    assert (caught.value.error_class, caught.value.label) == (
+        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+    assert len(router.calls) == page
+
+
+# -- the key -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 429, 500])
+async def test_the_key_is_never_in_a_url_or_an_error(
+    client_for: ClientFor, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake = FakeGenerations()
+    fake.other(T0)
+    provider = make(client_for(fake.router))
+    await provider.search(T0 - 60, T0 + 60)
+    fake.router.script("GET", LIST, lambda r: echo_error(status, r))
+    with pytest.raises(ProviderError) as caught:
+        await provider.search(T0 - 60, T0 + 60)
+    assert SENTINEL_KEY not in all_texts(caught.value)
+    fake.router.script("GET", LIST, httpx.Response(200, content=SENTINEL_KEY.encode()))
+    with pytest.raises(ProviderError) as unreadable:
+        await provider.search(T0 - 60, T0 + 60)
+    assert SENTINEL_KEY not in all_texts(unreadable.value)
+    assert all(SENTINEL_KEY not in str(call.url) for call in fake.router.calls)
+    assert all(call.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
+               for call in fake.router.calls)
+    assert SENTINEL_KEY not in caplog.text
