@@ -80,7 +80,7 @@ async def test_lookups_that_keep_failing_end_outcome_unknown_without_a_second_cr
     await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1}
-    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+    assert job.state == JobState.PARKED and job.error_label == "submit outcome unknown"
     assert job.client_token and job.client_token in (job.error_message or "")
     assert "503 busy" in (job.error_message or "")
     # every attempt asked (three lookups each), none created
@@ -121,7 +121,7 @@ async def test_an_unreadable_lookup_answer_fails_at_once_with_the_token(tmp_path
     await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1} and job.attempts == 1
-    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
+    assert job.state == JobState.PARKED and job.error_label == "submit outcome unknown"
     assert "<html>" in (job.error_message or "")
     assert job.client_token and job.client_token in (job.error_message or "")
 
@@ -135,13 +135,17 @@ async def test_an_unreadable_create_answer_is_looked_up_never_resent(tmp_path: P
     assert provider.creates == {"k0": 1} and provider.lookups == 1
 
 
-async def test_without_lookup_an_unknown_create_fails_without_a_retry(tmp_path: Path) -> None:
+async def test_without_lookup_an_unknown_create_is_parked_without_a_retry(
+        tmp_path: Path) -> None:
     provider, store = one_job(tmp_path, Script(submit_errors=[maybe_sent()]), lookup=False)
     await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert provider.creates == {"k0": 1} and job.attempts == 1
-    assert job.state == JobState.FAILED and job.error_label == "submit outcome unknown"
-    assert job.client_token and job.client_token in (job.error_message or "")
+    assert job.state == JobState.PARKED and job.error_label == "submit outcome unknown"
+    # The token was never sent to this provider: the words name what it can show instead.
+    assert job.client_token and job.client_token not in (job.error_message or "")
+    assert f"on account {job.account}" in (job.error_message or "")
+    assert "created around" in (job.error_message or "")
 
 
 async def test_a_well_formed_no_is_the_only_road_to_a_new_create(tmp_path: Path) -> None:
@@ -336,14 +340,16 @@ def died_while_submitting(tmp_path: Path, *, lookup: bool
     return provider, store
 
 
-async def test_died_while_submitting_without_lookup_fails_unknown_never_created(
+async def test_died_while_submitting_without_lookup_is_parked_unknown_never_created(
         tmp_path: Path) -> None:
     provider, store = died_while_submitting(tmp_path, lookup=False)
     await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
-    assert job.state == JobState.FAILED, (job, events(store))
+    assert job.state == JobState.PARKED and job.error_class == "unknown", (job, events(store))
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
-    assert "ct-died" in (job.error_message or "")
+    # kept on the job, but not named as something to look for: this provider never got it
+    assert job.client_token == "ct-died" and "ct-died" not in (job.error_message or "")
+    assert "on account a created around" in (job.error_message or "")
     assert provider.creates == {} and provider.lookups == 0
     assert "submit_outcome_unknown" in events(store)
     assert "possible_duplicate_charge" not in events(store)

@@ -23,6 +23,7 @@ do next. Anything not in this tree is a bug (ours) and is logged with a tracebac
 
 from __future__ import annotations
 
+import time
 from enum import StrEnum
 
 from reelqueue.domain.states import AccountStatus
@@ -75,10 +76,12 @@ HINTS: dict[ErrorLabel, str] = {
     ErrorLabel.DISK: "The video could not be written to disk (full or not writable).",
     ErrorLabel.INTERNAL: "ReelQueue hit an internal error; the job is retried. "
     "Please report it with the log.",
-    ErrorLabel.SUBMIT_UNKNOWN: "The create request may have reached the provider, and the "
-    "provider could not be asked (or gave an answer that cannot be read). It was not sent "
-    "again, so you are not charged twice; look for the client token in the provider's "
-    "dashboard and retry the job only if no render is there.",
+    ErrorLabel.SUBMIT_UNKNOWN: "The create request may have reached the provider and its "
+    "answer was lost. It was not sent again, so you are not charged twice, and the job is "
+    "not counted as failed. Where the provider lists the account's renders, ReelQueue looked "
+    "for it there first. Look in the provider's dashboard for what the message names, then "
+    "'reelqueue resolve JOB --render ID' if the render is there, or 'reelqueue resolve JOB "
+    "--create-again' (charged again) if it is not.",
     ErrorLabel.NO_FILE: "The provider reported the render finished but gave no file. It "
     "was not created again (a finished render is paid); check the provider's dashboard. "
     "Retry reads it again without creating it.",
@@ -87,12 +90,23 @@ HINTS: dict[ErrorLabel, str] = {
 }
 
 
-def submit_unknown_message(words: str, client_token: str) -> str:
-    """The FAILED text of a submission whose outcome stays unknown (engine and recovery)."""
+def submit_unknown_message(words: str, *, client_token: str | None, token_sent: bool,
+                           account: str | None, around: float | None) -> str:
+    """The text of a create whose outcome stays unknown (engine and recovery): what to look
+    for in the provider's dashboard -- the client token only where the provider was sent it
+    and keeps it, otherwise the prompt, the account and the creation time."""
+    if token_sent and client_token:
+        look = f"client token {client_token}"
+    else:
+        when = ("" if around is None else " created around "
+                + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(around)))
+        look = (f"a render of this job's prompt on account {account or '(its account)'}"
+                f"{when} (this provider is not sent ReelQueue's client token)")
     return (f"Submit outcome unknown: {words}. The create request may have reached the "
-            "provider; it was not resent, so you are not charged twice. Look for "
-            f"client token {client_token} in the provider's dashboard; retry the job only "
-            "if no render is there.")
+            "provider; it was not resent, so you are not charged twice, and the job is not "
+            f"counted as failed. Look in the provider's dashboard for {look}; then "
+            "'reelqueue resolve JOB --render ID' if it is there, or 'reelqueue resolve JOB "
+            "--create-again' (charged again) if it is not.")
 
 
 class ReelQueueError(Exception):

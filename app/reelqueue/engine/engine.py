@@ -44,10 +44,17 @@ from reelqueue.engine.outputs import (
     missing_outputs,
     remove_partials,
 )
+from reelqueue.engine.reconcile import Reconciler
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.apply import remove_stale_manifest_temps
-from reelqueue.providers.base import Provider, ProviderConfig
+from reelqueue.providers.base import (
+    Provider,
+    ProviderConfig,
+    ReconcileMethod,
+    reconcile_method,
+    sends_client_token,
+)
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry, check_base_url
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
@@ -124,7 +131,8 @@ class Engine:
             follow_redirects=False)
         self.writer = OutputWriter(limits_from_config(self.config))
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
-                                  rng or random.Random(), self.providers)
+                                  rng or random.Random(), self.providers,
+                                  Reconciler(self.store, self.clock, self.config))
         self._providers: dict[str, tuple[Account, Provider]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         # The claim token each worker runs under: the heartbeat renews only these leases.
@@ -204,17 +212,28 @@ class Engine:
         except ReelQueueError as exc:  # the stop goes on; the resume may count as a crash
             log.warning("could not record the orderly stop: %s", exc)
 
-    async def _recover(self) -> RecoveryReport:
+    async def _recover_params(self, *, only_expired: bool,
+                              prune: bool) -> RecoverParams:
+        """Recovery's parameters, the same at start-up and on a takeover by the heartbeat
+        (issue 19: a takeover reconciles exactly like start-up)."""
         accounts = await self.store.list_accounts()
-        lookup = frozenset(a.name for a in accounts if self._provider_for(a) is not None
-                           and self._providers[a.name][1].supports_lookup)
+        adapters = {a.name: self._providers[a.name][1] for a in accounts
+                    if self._provider_for(a) is not None}
         now = self.clock.now()
-        params = RecoverParams(
+        return RecoverParams(
             instance_id=self.instance_id, now=now, lease_seconds=self.config.lease_seconds,
-            only_expired=self.config.shared_store, check_output=check_output,
-            lookup_accounts=lookup,
-            prune_before=now - self.config.ledger_retention_days * 86400,
+            only_expired=only_expired, check_output=check_output,
+            lookup_accounts=frozenset(name for name, adapter in adapters.items()
+                                      if reconcile_method(adapter) != ReconcileMethod.NONE),
+            token_accounts=frozenset(name for name, adapter in adapters.items()
+                                     if sends_client_token(adapter)),
+            prune_before=(now - self.config.ledger_retention_days * 86400) if prune
+            else None,
         )
+
+    async def _recover(self) -> RecoveryReport:
+        params = await self._recover_params(only_expired=self.config.shared_store,
+                                            prune=True)
         report = await self.store.recover(params)
         # Verify finished work is still on disk (cheap: size only) and report what is not.
         # Only (id, path, size) rows, and the stat calls off the loop: a journal keeps every
@@ -591,9 +610,8 @@ class Engine:
                 self._report_error(exc)
 
     async def _take_over_expired(self) -> None:
-        params = RecoverParams(self.instance_id, self.clock.now(), self.config.lease_seconds,
-                               True, check_output)
-        report = await self.store.recover(params)
+        report = await self.store.recover(
+            await self._recover_params(only_expired=True, prune=False))
         if report.touched:
             self.bus.publish(RecoveryEvent(report, self.clock.now()))
             await self._resume_owned()

@@ -13,8 +13,9 @@ import errno
 import functools
 import logging
 import random
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from reelqueue.domain.errors import (
     ErrorClass,
     ErrorLabel,
     ProviderError,
+    RenderAlreadyRecorded,
     account_status_for,
     submit_unknown_message,
 )
@@ -32,8 +34,18 @@ from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
 from reelqueue.engine.outputs import OutputWriter, remove_parts_of
+from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
-from reelqueue.providers.base import Provider, RemoteStatus, RenderRequest
+from reelqueue.providers.base import (
+    Provider,
+    ReconcileMethod,
+    RemoteRecord,
+    RemoteStatus,
+    RenderRequest,
+    SearchableProvider,
+    reconcile_method,
+    sends_client_token,
+)
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
 
@@ -58,13 +70,16 @@ class RemoteRenderFailed(Exception):
 
 
 class SubmissionUnresolved(Exception):
-    """A create may have reached the provider and asking for it by client token failed:
-    the outcome is unknown, which is never read as "no" (DESIGN.md invariant 11)."""
+    """A create may have reached the provider and asking for it failed or was not
+    conclusive: the outcome is unknown, which is never read as "no" (DESIGN.md invariants
+    11, 13). ``candidates``: renders that could be it, for the user to choose from."""
 
-    def __init__(self, error: ProviderError, client_token: str) -> None:
+    def __init__(self, error: ProviderError, client_token: str,
+                 candidates: tuple[RemoteRecord, ...] = ()) -> None:
         super().__init__(str(error))
         self.error = error
         self.client_token = client_token
+        self.candidates = candidates
 
 
 FINISHED_WITHOUT_FILE = (
@@ -83,6 +98,7 @@ class RenderContext:
     writer: OutputWriter
     rng: random.Random
     providers: ProviderRegistry
+    reconciler: Reconciler | None = None
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -170,8 +186,8 @@ class RenderAttempt:
             log.exception("job %s: unexpected error in the render worker", self.job.id)
             error = ProviderError(f"Internal error: {type(exc).__name__}: {exc}",
                                   error_class=ErrorClass.RETRYABLE, label=ErrorLabel.INTERNAL)
-            if (self.unresolved and not self.provider.supports_lookup
-                    and self.pending_token is not None):
+            if (self.unresolved and self.pending_token is not None
+                    and reconcile_method(self.provider) == ReconcileMethod.NONE):
                 # The create may have left and this provider cannot be asked: unknown.
                 await self._handle_unresolved(SubmissionUnresolved(error, self.pending_token))
                 return
@@ -186,11 +202,19 @@ class RenderAttempt:
         store, now = self.ctx.store, self._now
         if self.provider_job_id is None and self.job.client_token:
             # An unresolved submission (crash inside the submit window, or a create whose
-            # outcome stayed unknown): ask for it by client token; never create blindly.
-            if self.job.state == JobState.CLAIMED:
-                await self._fenced(await store.mark_submitting(
-                    self.token, self.job.client_token, now()))
-            await self._reconcile(self.job.client_token)
+            # outcome stayed unknown): look for it in the provider's records; never create
+            # blindly. On a provider that cannot be asked, only the user's retry creates
+            # again, as a deliberate re-render on the record.
+            if (self.job.state == JobState.CLAIMED
+                    and reconcile_method(self.provider) == ReconcileMethod.NONE
+                    and await self._user_retry_of_an_unknown_create()):
+                await self._note_rerender_of_an_unknown_create()
+                await self._submit()
+            else:
+                if self.job.state == JobState.CLAIMED:
+                    await self._fenced(await store.mark_submitting(
+                        self.token, self.job.client_token, now()))
+                await self._reconcile(self.job.client_token)
         elif self.provider_job_id is not None:
             if await self._park_if_resumes_keep_crashing():
                 return
@@ -267,6 +291,10 @@ class RenderAttempt:
             elif entry.event == "requeued" and entry.detail.get("by") == "user":
                 return entry.detail
         return None
+
+    async def _user_retry_of_an_unknown_create(self) -> bool:
+        retry = await self._user_retry_of_this_claim()
+        return bool(retry and retry.get("unresolved_client_token"))
 
     async def _note_rerender_of_an_unknown_create(self) -> None:
         """A create after the user's retry of a 'submit outcome unknown' job may pay for a
@@ -352,46 +380,97 @@ class RenderAttempt:
                          job_id=self.job.id, account=self.claim.account,
                          claim_token=self.token.token,
                          detail={"client_token": client_token, "error": str(exc)})
-        if self.provider.supports_lookup:
+        if reconcile_method(self.provider) != ReconcileMethod.NONE:
             await self._reconcile(client_token, after_error=exc)
             return
         raise SubmissionUnresolved(exc, client_token)
 
     async def _reconcile(self, client_token: str, after_error: ProviderError | None = None
                          ) -> None:
-        """Find our submission by client token; continue it if found."""
-        store = self.ctx.store
-        if not self.provider.supports_lookup:
+        """Look for our earlier create in the provider's records (invariant 13): by client
+        token, or by a search of the account's renders. Found: continue it (no new create).
+        Proven absent: create once, on this claim. Otherwise it stays unknown."""
+        method = reconcile_method(self.provider)
+        if method == ReconcileMethod.NONE:
             raise SubmissionUnresolved(after_error or ProviderError(
                 "this provider cannot be asked for an earlier submission",
                 error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
                 client_token)
         self.unresolved = True
-        found: str | None = None
+        if method == ReconcileMethod.SEARCH:
+            verdict = await self._asking(client_token, self._search)
+            await self._apply_verdict(client_token, verdict)
+            return
+        found = await self._asking(client_token, functools.partial(
+            self.provider.lookup, self._request(client_token)))
+        detail = {"method": "key", "client_token": client_token, "found": found}
+        if found:
+            self.unresolved = False
+            await self.ctx.store.note("reconciled", self._now(), job_id=self.job.id,
+                                      account=self.claim.account,
+                                      claim_token=self.token.token, detail=detail)
+            await self._record_found(client_token, found)
+            return
+        await self._create_after_absent(detail)
+
+    async def _asking(self, client_token: str, ask: Any) -> Any:
+        """``ask()`` with up to three tries on a retryable error; any failure leaves the
+        submission unresolved (its client token kept), never "no"."""
         for attempt in range(3):
             try:
-                found = await self.provider.lookup(self._request(client_token))
-                break
+                return await ask()
             except ProviderError as exc:
-                # Unknown is never "no": an unreadable or failed lookup leaves the
-                # submission unresolved (its client token is kept), never re-created.
                 if exc.error_class != ErrorClass.RETRYABLE or attempt == 2:
                     raise SubmissionUnresolved(exc, client_token) from exc
                 await asyncio.sleep(self.ctx.config.retry_backoff.delay(attempt + 1,
                                                                         self.ctx.rng))
-        self.unresolved = False  # a well-formed answer: found, or "no such submission"
-        await store.note("reconciled", self._now(), job_id=self.job.id,
-                         account=self.claim.account, claim_token=self.token.token,
-                         detail={"client_token": client_token, "found": found})
-        if found:
-            await self._record_submitted(found)
-            return
-        # Not there: the provider never accepted it, so submitting again is safe.
-        raise ProviderError(
-            "The interrupted submission never reached the provider (nothing was charged); "
-            "it can be submitted again.",
-            error_class=ErrorClass.RETRYABLE,
-            label=after_error.label if after_error else ErrorLabel.PROVIDER_ERROR)
+        raise AssertionError("unreachable")
+
+    async def _search(self) -> Verdict:
+        provider = self.provider
+        assert isinstance(provider, SearchableProvider)
+        reconciler = self.ctx.reconciler or Reconciler(self.ctx.store, self.ctx.clock,
+                                                       self.ctx.config)
+        return await reconciler.resolve(account=self.claim.account,
+                                        provider_kind=self.job.provider,
+                                        provider=provider, job=self.job)
+
+    async def _apply_verdict(self, client_token: str, verdict: Verdict) -> None:
+        assert isinstance(self.provider, SearchableProvider)
+        detail = {"client_token": client_token,
+                  **verdict.ledger_detail(self.provider.settle_seconds)}
+        if verdict.outcome == "found":
+            assert verdict.provider_job_id is not None
+            self.unresolved = False
+            await self.ctx.store.note("reconciled", self._now(), job_id=self.job.id,
+                                      account=self.claim.account,
+                                      claim_token=self.token.token, detail=detail)
+            await self._record_found(client_token, verdict.provider_job_id)
+        elif verdict.outcome == "absent":
+            await self._create_after_absent(detail)
+        else:
+            raise SubmissionUnresolved(ProviderError(
+                f"the provider's records could not settle it: {verdict.why}",
+                error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
+                client_token, verdict.candidates)
+
+    async def _record_found(self, client_token: str, provider_job_id: str) -> None:
+        try:
+            await self._record_submitted(provider_job_id)
+        except RenderAlreadyRecorded as exc:  # taken by another job meanwhile
+            self.provider_job_id = None
+            raise SubmissionUnresolved(ProviderError(
+                str(exc), error_class=ErrorClass.PERMANENT,
+                label=ErrorLabel.SUBMIT_UNKNOWN), client_token) from exc
+
+    async def _create_after_absent(self, detail: dict[str, Any]) -> None:
+        """The provider's records prove the earlier create never landed: this claim creates
+        once (not flagged; the ledger's ``reconciled_absent`` says what was read)."""
+        self.unresolved = False
+        await self._fenced(await self.ctx.store.forget_submission(self.token, self._now(),
+                                                                  detail))
+        self.job = replace(self.job, state=JobState.CLAIMED, client_token=None)
+        await self._submit()
 
     async def _poll_until_done(self) -> RemoteStatus:
         store, config = self.ctx.store, self.ctx.config
@@ -523,20 +602,22 @@ class RenderAttempt:
             self._emit(state, error_label=exc.label.value, error_message=str(exc))
 
     async def _handle_unresolved(self, exc: SubmissionUnresolved) -> None:
-        """Asking for an earlier submission failed: keep its client token (and account) so
-        the next claim asks again, never creates; fail it (outcome unknown, with the
-        provider's words and the client token) when it cannot be asked or the attempts are
-        used up. An account-level answer pauses the account, spending no attempt."""
+        """Asking for an earlier submission failed or was not conclusive: keep its client
+        token (and account) so the next claim asks again, never creates. An account-level
+        answer pauses the account (no attempt spent); a retryable one waits and asks again
+        while attempts last. Otherwise the job is PARKED as "submit outcome unknown": not
+        a failure, holding no slot, with its candidates, for the user to resolve."""
         store, now = self.ctx.store, self._now()
         cause = exc.error
+        askable = reconcile_method(self.provider) != ReconcileMethod.NONE
         try:
-            if cause.error_class == ErrorClass.ACCOUNT and self.provider.supports_lookup:
+            if cause.error_class == ErrorClass.ACCOUNT and askable:
                 await self._pause_account(cause)
                 error = JobError(str(cause.error_class), cause.label.value, str(cause))
                 ok = await store.release_to_queue(self.token, error, now,
                                                   keep_submission=True)
                 state = JobState.QUEUED
-            elif (cause.error_class == ErrorClass.RETRYABLE and self.provider.supports_lookup
+            elif (cause.error_class == ErrorClass.RETRYABLE and askable
                   and self.job.attempts < self.job.max_attempts):
                 error = JobError(str(cause.error_class), cause.label.value,
                                  f"The provider could not be asked whether the submission "
@@ -547,15 +628,37 @@ class RenderAttempt:
                                                 now + delay, now, keep_provider_job=True)
                 state = JobState.RETRY_WAIT
             else:
-                error = JobError(str(ErrorClass.PERMANENT), ErrorLabel.SUBMIT_UNKNOWN.value,
-                                 submit_unknown_message(str(cause), exc.client_token))
-                ok = await store.mark_failed(self.token, error, now)
-                state = JobState.FAILED
+                around = await self._intent_time(exc.client_token)
+                message = submit_unknown_message(
+                    str(cause), client_token=exc.client_token,
+                    token_sent=sends_client_token(self.provider),
+                    account=self.claim.account, around=around)
+                if exc.candidates:
+                    message += " Candidates: " + "; ".join(
+                        f"{c.provider_job_id} ({c.status}"
+                        + (f", created {_utc(c.created_at)})" if c.created_at else ")")
+                        for c in exc.candidates) + "."
+                error = JobError(str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value,
+                                 message)
+                await store.note("reconcile_unresolved", now, job_id=self.job.id,
+                                 account=self.claim.account, claim_token=self.token.token,
+                                 detail={"client_token": exc.client_token,
+                                         "why": str(cause),
+                                         "candidates": [candidate_dict(c)
+                                                        for c in exc.candidates]})
+                ok = await store.park_job(self.token, error, now)
+                state = JobState.PARKED
         except Exception:
             log.exception("job %s: could not record its error", self.job.id)
             return
         if ok:
             self._emit(state, error_label=error.label, error_message=error.message)
+
+    async def _intent_time(self, client_token: str) -> float | None:
+        for entry in await self.ctx.store.ledger(self.job.id):
+            if entry.event == "submitting" and entry.detail.get("client_token") == client_token:
+                return entry.at
+        return None
 
     async def _pause_account(self, exc: ProviderError) -> None:
         store, now = self.ctx.store, self._now()
@@ -570,3 +673,7 @@ class RenderAttempt:
             return  # removed while it rendered: no card to tell
         live = await store.live_count(account)
         self.ctx.bus.publish(account_event(row, live, now))
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))

@@ -76,7 +76,11 @@ class RecoverParams:
     only_expired: True on a shared store (take over only expired leases); False on one
         machine behind the data-folder lock, where every in-flight row is a leftover.
     check_output: looks at a job's final output path (exists, size, sha256).
-    lookup_accounts: accounts whose provider can find a submission by client token.
+    lookup_accounts: accounts whose provider can be asked for a create whose answer was lost
+        (by client token, or by a search of the account's renders): their jobs are marked
+        to reconcile.
+    token_accounts: accounts whose provider keeps our client token (the words for an
+        unknown create name it only there).
     prune_before: ledger rows older than this are deleted (None: keep all).
     """
 
@@ -86,6 +90,7 @@ class RecoverParams:
     only_expired: bool
     check_output: Callable[[Job], FileCheck]
     lookup_accounts: frozenset[str] = frozenset()
+    token_accounts: frozenset[str] = frozenset()
     prune_before: float | None = None
     verify_completed: bool = False
 

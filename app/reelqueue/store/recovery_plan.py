@@ -144,7 +144,8 @@ def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryA
             # have reached the provider, which cannot be asked, so it is never sent again
             # by itself; the user's retry creates it again, on the record.
             actions.append(RecoveryAction(job, "unknown", reason=submit_unknown_message(
-                UNKNOWN_WHY, job.client_token or "(none recorded)")))
+                UNKNOWN_WHY, client_token=job.client_token, account=job.account,
+                token_sent=job.account in params.token_accounts, around=job.updated_at)))
         elif job.attempts >= job.max_attempts:
             actions.append(RecoveryAction(
                 job, "fail", reason=f"the worker died during attempt {job.attempts} of "
