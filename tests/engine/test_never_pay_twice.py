@@ -242,11 +242,11 @@ async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Pa
     provider, store = one_job(tmp_path, Script(submit_seconds=0.3), lookup=False)
     engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
-    for _ in range(2000):
-        if store.list_jobs()[0].state == JobState.SUBMITTING:
+    for _ in range(20000):  # until the create is on its way (the intent alone is not)
+        if provider.creates:
             break
         await asyncio.sleep(0.001)
-    assert store.list_jobs()[0].state == JobState.SUBMITTING
+    assert store.list_jobs()[0].state == JobState.SUBMITTING and provider.creates
     await engine.stop()
     engine.close_store()
     job = store.list_jobs()[0]

@@ -249,8 +249,10 @@ def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: Fake
         if job.id == on_disk.job.id:
             return FileCheck(True, 10, "cd" * 32)
         return FileCheck(False)
+    # acct-a's provider keeps our client token: the words name it (issue 19)
     report = store.recover(RecoverParams("new", clock.now(), 60, False, check,
-                                         verify_completed=True))
+                                         verify_completed=True,
+                                         token_accounts=frozenset({"acct-a"})))
     assert report.completed_from_disk == [on_disk.job.id]
     assert report.reattached == [rendering.job.id]
     # Invariants 11 and 13: died while submitting, provider cannot be asked -> parked as an
@@ -520,7 +522,9 @@ def test_recovery_of_a_claim_holding_an_unresolved_submission(
     else:
         assert report.unknown_submissions == [c.job.id]
         assert job.state == JobState.PARKED and job.error_label == "submit outcome unknown"
-        assert "ct-open" in (job.error_message or "")
+        # never sent to a provider that keeps no token: the words name what it can show
+        assert job.client_token == "ct-open" and "ct-open" not in (job.error_message or "")
+        assert "on account acct-a" in (job.error_message or "")
         assert "submit_outcome_unknown" in [e.event for e in store.ledger(c.job.id)]
 
 

@@ -220,10 +220,10 @@ class AsyncStore:
         """Store.park_job on the journal thread."""
         return await self.call(self.sync.park_job, token, error, now)
 
-    async def forget_submission(self, token: ClaimToken, now: float,
-                                detail: dict[str, Any]) -> bool:
+    async def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
+                                event: str = "reconciled_absent") -> bool:
         """Store.forget_submission on the journal thread."""
-        return await self.call(self.sync.forget_submission, token, now, detail)
+        return await self.call(self.sync.forget_submission, token, now, detail, event)
 
     async def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         """Store.unresolved_submissions on the journal thread."""

@@ -320,7 +320,14 @@ class RenderAttempt:
         store = self.ctx.store
         client_token = uuid.uuid4().hex
         # Write-ahead: the intent is committed before a byte goes to the provider.
-        await self._fenced(await store.mark_submitting(self.token, client_token, self._now()))
+        intent = asyncio.ensure_future(
+            store.mark_submitting(self.token, client_token, self._now()))
+        try:
+            written = await asyncio.shield(intent)
+        except asyncio.CancelledError:
+            await self._withdraw_intent_on_stop(intent)
+            raise
+        await self._fenced(written)
         self._emit(JobState.SUBMITTING)
         # Until the adapter answers, the create may be on its way: an unexpected exception
         # in there (a bug) keeps the client token, so the next claim asks before anything
@@ -341,6 +348,20 @@ class RenderAttempt:
         self.unresolved = False
         self.submitted_at = self._now()
         await self._record_submitted(provider_job_id)
+
+    async def _withdraw_intent_on_stop(self, intent: asyncio.Future[bool]) -> None:
+        """An orderly stop while the intent was being written: no create has been sent, so
+        the intent is withdrawn (SUBMITTING -> CLAIMED without its token) instead of left
+        for recovery to read as a create whose outcome is unknown."""
+        try:
+            if await intent:
+                await self.ctx.store.forget_submission(
+                    self.token, self._now(), {"why": "stopped before the create was sent"},
+                    "intent_withdrawn")
+        except asyncio.CancelledError:
+            return  # the user insisting: recovery settles the intent as after a crash
+        except Exception:
+            log.exception("job %s: could not withdraw the intent at the stop", self.job.id)
 
     async def _finish_create_on_stop(self, create: asyncio.Future[str]) -> None:
         """An orderly stop (Ctrl+C, the window closed) while a create is on its way: wait

@@ -212,11 +212,12 @@ class Store(Protocol):
         it), or a create whose outcome stayed unknown (its client token; a retry looks for
         it in the provider's records first). Needs a client token."""
         ...
-    def forget_submission(self, token: ClaimToken, now: float,
-                          detail: dict[str, Any]) -> bool:
+    def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
+                          event: str = "reconciled_absent") -> bool:
         """SUBMITTING -> CLAIMED without the client token: reconciliation proved the earlier
         create absent (``detail``: the window and settle time read), so this claim creates
-        once. Ledger ``reconciled_absent``."""
+        once. Ledger ``event``: ``reconciled_absent``, or ``intent_withdrawn`` (an orderly
+        stop before the create was sent)."""
         ...
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         """The account's creates whose answer was lost and that hold no render (in flight,

@@ -489,9 +489,9 @@ class MemoryStore:
                     f"Render {provider_job_id} is already recorded for job {other.id}; a "
                     "render goes to at most one job.")
 
-    def forget_submission(self, token: ClaimToken, now: float,
-                          detail: dict[str, Any]) -> bool:
-        return self._fenced(token, "fenced_forget_submission", "reconciled_absent", now,
+    def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
+                          event: str = "reconciled_absent") -> bool:
+        return self._fenced(token, "fenced_forget_submission", event, now,
                             "forget_submission", detail)
 
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:

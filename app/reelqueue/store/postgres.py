@@ -909,11 +909,10 @@ class PostgresStore:
                 f"Render {provider_job_id} is already recorded for job {row['id']}; a render "
                 "goes to at most one job.")
 
-    def forget_submission(self, token: ClaimToken, now: float,
-                          detail: dict[str, Any]) -> bool:
-        return self._write_settled(token, "reconciled_absent", functools.partial(
-            self._fenced, "fenced_forget_submission", "reconciled_absent", token, now,
-            detail))
+    def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
+                          event: str = "reconciled_absent") -> bool:
+        return self._write_settled(token, event, functools.partial(
+            self._fenced, "fenced_forget_submission", event, token, now, detail))
 
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         return [(job_from_pg(r), r["intent_at"])
