@@ -54,9 +54,10 @@ Outcome = Literal["found", "absent", "unknown"]
 
 
 def create_window(config: EngineConfig) -> float:
-    """Seconds after the intent within which the create's body may still have been sent:
-    the HTTP client's connect, write and read bounds of one request (docs/providers.md)."""
-    return 2 * config.http_timeout_seconds + 10.0
+    """Seconds after the intent within which the create may still have reached the
+    provider: one request's connect, write and read bounds (each at most the HTTP timeout),
+    with a half more for the journal write and scheduling (docs/providers.md)."""
+    return 2.5 * config.http_timeout_seconds
 
 
 @dataclass(frozen=True)
