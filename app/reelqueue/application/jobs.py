@@ -9,18 +9,20 @@ published, the pump wakes); on a journal opened alone they are the same journal 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from reelqueue.application.session import Session
-from reelqueue.domain.errors import InputError
-from reelqueue.domain.models import Batch
+from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
+from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine import queue_commands, spend_commands
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.store.base import Prioritized, Store
 
 __all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "list_batches",
-           "prioritize_batch", "prioritize_jobs", "retry", "retry_plan", "set_batch_cap",
-           "set_batch_paused"]
+           "prioritize_batch", "prioritize_jobs", "resolve_by_creating_again",
+           "resolve_with_render", "retry", "retry_plan", "set_batch_cap", "set_batch_paused",
+           "unknown_candidates"]
 
 
 async def cancel(session: Session, job_ids: list[int]) -> list[int]:
@@ -56,18 +58,71 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
         job = await journal.get_job(job_id)
         if job is not None:
             jobs[job_id] = job
+    settings = {a.name: a.settings for a in await journal.list_accounts()}
     return plan_retry(list(job_ids), jobs, new_seed=new_seed,
-                      include_permanent=include_permanent)
+                      include_permanent=include_permanent, providers=session.providers,
+                      account_settings=settings)
 
 
 async def retry(session: Session, job_ids: list[int], *,
-                new_seed: int | None = None) -> list[int]:
+                new_seed: int | None = None, reconcile: bool = True) -> list[int]:
     """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
-    that changed meanwhile is left alone)."""
+    that changed meanwhile is left alone). An unknown create keeps its client token to be
+    looked for first unless ``reconcile`` is False (the user's "create it again")."""
     if (engine := session.live_engine) is not None:
-        return await engine.retry(list(job_ids), new_seed=new_seed)
+        return await engine.retry(list(job_ids), new_seed=new_seed, reconcile=reconcile)
     journal = session.journal
-    return await journal.requeue_jobs(list(job_ids), session.clock.now(), new_seed=new_seed)
+    return await journal.requeue_jobs(list(job_ids), session.clock.now(), new_seed=new_seed,
+                                      reconcile=reconcile)
+
+
+async def unknown_candidates(session: Session, job_id: int) -> list[dict[str, Any]]:
+    """The renders the last reconciliation of this job's unknown create found and could
+    not choose between (id, created, status), newest decision first."""
+    for entry in reversed(await session.journal.ledger(job_id)):
+        if entry.event == "reconcile_unresolved":
+            return list(entry.detail.get("candidates") or [])
+    return []
+
+
+async def resolve_with_render(session: Session, job_id: int, provider_job_id: str) -> None:
+    """The user's pick of the render of a create whose outcome stayed unknown: the job reads
+    that render (no new create). InputError when the job holds no unknown create or the
+    render belongs to another job (a render goes to at most one job)."""
+    job = await session.journal.get_job(job_id)
+    if job is None:
+        raise InputError(f"There is no job {job_id}.")
+    if not _is_unknown(job):
+        raise InputError(f"Job {job_id} holds no create with an unknown outcome "
+                         f"({job.state.value.lower()}); nothing to resolve.")
+    try:
+        if (engine := session.live_engine) is not None:
+            done = await engine.attach_render(job_id, provider_job_id)
+        else:
+            done = await session.journal.attach_render(job_id, provider_job_id,
+                                                       session.clock.now())
+    except RenderAlreadyRecorded as exc:
+        raise InputError(str(exc)) from exc
+    if not done:
+        raise InputError(f"Job {job_id} changed meanwhile; nothing was done.")
+
+
+async def resolve_by_creating_again(session: Session, job_id: int) -> RetryPlan:
+    """The user's explicit "create it again" for an unknown create (its first create may
+    already be charged: said by the plan, written as a deliberate re-render)."""
+    job = await session.journal.get_job(job_id)
+    if job is None or not _is_unknown(job):
+        raise InputError(f"Job {job_id} holds no create with an unknown outcome; use "
+                         "'reelqueue retry' for other jobs.")
+    plan = await retry_plan(session, [job_id])
+    await retry(session, [job_id], reconcile=False)
+    return plan
+
+
+def _is_unknown(job: Job) -> bool:
+    return (job.state in (JobState.PARKED, JobState.FAILED) and job.provider_job_id is None
+            and job.client_token is not None
+            and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value)
 
 
 async def prioritize_jobs(session: Session, job_ids: list[int],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from reelqueue.application import jobs
 from reelqueue.application.imports import find_batch
@@ -38,6 +39,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="a different video: every job is rendered again (paid)")
     retry.add_argument("--yes", "-y", action="store_true", help="do not ask before paying")
     retry.set_defaults(handler=handle_retry)
+    resolve = sub.add_parser(
+        "resolve", help="settle a job whose submit outcome is unknown",
+        description="A create whose answer was lost is looked for in the provider's records "
+        "where the provider lists them; when that could not settle it, the job waits for "
+        "you (not failed, holding no slot). Without an option: what was found. --render "
+        "ID: that render is this job's (read and downloaded, never created again). "
+        "--create-again: it is not there; render anew (charged again; the first create may "
+        "already be charged).")
+    resolve.add_argument("job_id", type=int)
+    how = resolve.add_mutually_exclusive_group()
+    how.add_argument("--render", metavar="ID", default=None,
+                     help="the provider's id of this job's render (from its dashboard or "
+                     "the candidates listed)")
+    how.add_argument("--create-again", action="store_true",
+                     help="render anew: the first create may already be charged")
+    resolve.add_argument("--yes", "-y", action="store_true", help="do not ask before paying")
+    resolve.set_defaults(handler=handle_resolve)
     cancel = sub.add_parser("cancel", help="cancel jobs (not yet finished)")
     cancel.add_argument("job_ids", nargs="+", type=int)
     cancel.set_defaults(handler=handle_cancel)
@@ -108,6 +126,45 @@ def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.print(f"{len(done)} jobs queued again." + ("" if len(done) == len(plan.job_ids) else
               f" {len(plan.job_ids) - len(done)} changed meanwhile and were left alone."))
     return 0
+
+
+def handle_resolve(args: argparse.Namespace, ctx: CliContext) -> int:
+    async def resolve(session: Session) -> int:
+        if args.render is not None:
+            await jobs.resolve_with_render(session, args.job_id, args.render)
+            ctx.print(f"Job {args.job_id}: render {args.render} is read from the provider "
+                      "(no new render, no new charge).")
+            return 0
+        if args.create_again:
+            plan = await jobs.retry_plan(session, [args.job_id])
+            ctx.print(f"Resolve: {plan.summary()}")
+            if not args.yes and sys.stdin.isatty():
+                ctx.out.write("Render it again? [y/N] ")
+                ctx.out.flush()
+                answer = await asyncio.to_thread(sys.stdin.readline)
+                if answer.strip().lower() not in ("y", "yes"):
+                    ctx.print("Nothing was changed.")
+                    return 1
+            await jobs.resolve_by_creating_again(session, args.job_id)
+            ctx.print(f"Job {args.job_id} is queued to be rendered again (a deliberate "
+                      "re-render, written in the ledger with its price).")
+            return 0
+        candidates = await jobs.unknown_candidates(session, args.job_id)
+        if not candidates:
+            ctx.print(f"Job {args.job_id}: no candidates were found in the provider's "
+                      "records. Look in its dashboard, then 'reelqueue resolve "
+                      f"{args.job_id} --render ID' or '--create-again'.")
+            return 0
+        ctx.print(f"Job {args.job_id}: renders that could be this job's:")
+        for c in candidates:
+            created = ("" if c.get("created_at") is None else " created "
+                       + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(c["created_at"])))
+            ctx.print(f"  {c.get('id')}{created} ({c.get('status')})")
+        ctx.print(f"Pick one with 'reelqueue resolve {args.job_id} --render ID' (a render "
+                  "goes to at most one job), or '--create-again' if none is it.")
+        return 0
+
+    return int(run_on_journal(ctx, resolve))
 
 
 def handle_cancel(args: argparse.Namespace, ctx: CliContext) -> int:

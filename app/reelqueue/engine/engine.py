@@ -323,15 +323,27 @@ class Engine:
             job = await self.store.get_job(job_id)
             if job is not None:
                 jobs[job_id] = job
+        settings = {a.name: a.settings for a in await self.store.list_accounts()}
         return plan_retry(job_ids, jobs, new_seed=new_seed,
-                          include_permanent=include_permanent, providers=self.providers)
+                          include_permanent=include_permanent, providers=self.providers,
+                          account_settings=settings)
 
-    async def retry(self, job_ids: list[int], *, new_seed: int | None = None) -> list[int]:
-        done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed)
+    async def retry(self, job_ids: list[int], *, new_seed: int | None = None,
+                    reconcile: bool = True) -> list[int]:
+        done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed,
+                                             reconcile=reconcile)
         for job_id in done:
             self.bus.publish(JobEvent(job_id, JobState.QUEUED, self.clock.now(),
                                       attempts=0))
         self.wake()
+        return done
+
+    async def attach_render(self, job_id: int, provider_job_id: str) -> bool:
+        """The user's pick of the render of an unknown create: read it, never create."""
+        done = await self.store.attach_render(job_id, provider_job_id, self.clock.now())
+        if done:
+            self.bus.publish(JobEvent(job_id, JobState.QUEUED, self.clock.now(), attempts=0))
+            self.wake()
         return done
 
     async def set_capacity(self, account: str, capacity: int) -> None:

@@ -3,21 +3,26 @@ before it pays").
 
 A job that has a provider job id is read again from the provider (no charge): finished ->
 downloaded, running -> reattached; only a render the provider says is gone is created
-again, as a deliberate re-render written in the ledger with its estimated price. A job
-without one is rendered again. Permanent failures (content policy, invalid input...) are
-left out unless asked for: the same row would most likely fail the same way, at a price.
+again, as a deliberate re-render written in the ledger with its estimated price. A create
+whose outcome stayed unknown is looked for in the provider's records first where the
+provider can be asked (issue 19: created again only when they show it never arrived);
+where it cannot, a retry renders it again and says the first create may already be
+charged. A job without either is rendered again. Permanent failures (content policy,
+invalid input...) and unknown creates on providers that cannot be asked are left out
+unless asked for: the same row would most likely fail the same way, at a price.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from reelqueue.domain.errors import ErrorClass, KnownError
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, KnownError
 from reelqueue.domain.models import Job, JobSpec
 from reelqueue.domain.states import JobState
 from reelqueue.intake.estimate import estimate_cost
-from reelqueue.providers.base import ParamSpec
+from reelqueue.providers.base import ParamSpec, ReconcileMethod
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 
@@ -47,8 +52,13 @@ def estimated_price(
 class RetryPlan:
     """Attributes:
     reread: jobs whose render is read again first (no charge unless it is gone).
+    reconcile: creates whose outcome stayed unknown, looked for in the provider's records
+        first (no charge; created again only when the records show it never arrived).
     rerender: jobs that will be rendered (and paid for) again.
-    skipped_permanent: permanent failures left out (``include_permanent`` not given).
+    maybe_charged: those of ``rerender`` whose first create may already be charged (an
+        unknown outcome on a provider that cannot be asked).
+    skipped_permanent: permanent failures, and unknown creates on providers that cannot
+        be asked, left out (``include_permanent`` not given).
     not_retryable: jobs that are not failed, cancelled or parked (left alone).
     rerender_usd: the estimated price of ``rerender``; ``unpriced``: those without a price.
     """
@@ -59,32 +69,48 @@ class RetryPlan:
     not_retryable: tuple[int, ...]
     rerender_usd: float
     unpriced: int
+    reconcile: tuple[Job, ...] = ()
+    maybe_charged: tuple[Job, ...] = ()
 
     @property
     def job_ids(self) -> list[int]:
-        return [j.id for j in (*self.reread, *self.rerender)]
+        return [j.id for j in (*self.reread, *self.reconcile, *self.rerender)]
 
     def summary(self, *, include_hint: str = "add --include-permanent to retry them too"
                 ) -> str:
         """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
-        rendered again (est. $1.20)'. ``include_hint``: how to retry the permanent failures
-        left out, in the front end's words."""
-        total = len(self.reread) + len(self.rerender)
+        rendered again (est. $1.20)'. ``include_hint``: how to retry the jobs left out, in
+        the front end's words."""
+        total = len(self.reread) + len(self.reconcile) + len(self.rerender)
         parts = []
         if self.reread:
             parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
                          "created again only if the provider says the render is gone)")
+        if self.reconcile:
+            parts.append(f"{len(self.reconcile)} with a submit outcome unknown will be looked "
+                         "for in the provider's records first (no charge; created again only "
+                         "if they show the first create never arrived)")
         if self.rerender:
             price = f"est. ${self.rerender_usd:.2f}"
             if self.unpriced:
                 price += f" + {self.unpriced} without a known price"
             parts.append(f"{len(self.rerender)} will be rendered again ({price})")
+        if self.maybe_charged:
+            n = len(self.maybe_charged)
+            parts.append(f"for {n} of them the first create may already be charged (a "
+                         "submit outcome unknown on a provider that cannot be asked)")
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
             n = len(self.skipped_permanent)
-            text += (f". {n} permanent failure{'s' if n != 1 else ''} (content policy, "
-                     f"invalid input...) {'were' if n != 1 else 'was'} left out; "
+            unknown = sum(_unknown(j) for j in self.skipped_permanent)
+            kinds = ("permanent failure" + ("s" if n - unknown != 1 else "")
+                     + " (content policy, invalid input...)") if n - unknown else ""
+            if unknown:
+                kinds += (" and " if kinds else "") + (
+                    f"{unknown} with a submit outcome unknown whose first create may already "
+                    "be charged")
+            text += (f". {n} {'were' if n != 1 else 'was'} left out: {kinds}; "
                      f"{include_hint}")
         if self.not_retryable:
             n = len(self.not_retryable)
@@ -93,26 +119,51 @@ class RetryPlan:
         return text + "."
 
 
+def _unknown(job: Job) -> bool:
+    """A create whose outcome stayed unknown (it may exist at the provider)."""
+    return (job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value and job.client_token is not None
+            and job.provider_job_id is None)
+
+
 def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                include_permanent: bool = True, new_seed: int | None = None,
-               providers: ProviderRegistry | None = None) -> RetryPlan:
+               providers: ProviderRegistry | None = None,
+               account_settings: Mapping[str, Mapping[str, Any]] | None = None) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
-    rendered again."""
+    rendered again. ``account_settings``: each account's settings (how its provider is
+    asked for an unknown create may depend on them)."""
+    registry = providers or builtin_registry()
+    settings = account_settings or {}
+
+    def askable(job: Job) -> bool:
+        try:
+            info = registry.get(job.provider)
+        except KnownError:
+            return False
+        return info.reconcile(settings.get(job.account or "", {})) != ReconcileMethod.NONE
+
     reread: list[Job] = []
+    reconcile: list[Job] = []
     rerender: list[Job] = []
+    maybe_charged: list[Job] = []
     skipped: list[Job] = []
     other: list[int] = []
     for job_id in dict.fromkeys(job_ids):
         job = jobs.get(job_id)
         if job is None or job.state not in RETRYABLE_STATES:
             other.append(job_id)
-        elif (not include_permanent and job.state == JobState.FAILED
-              and job.error_class == ErrorClass.PERMANENT.value and not job.provider_job_id):
+        elif _unknown(job) and new_seed is None and askable(job):
+            reconcile.append(job)
+        elif not include_permanent and (_unknown(job) or (
+                job.state == JobState.FAILED and not job.provider_job_id
+                and job.error_class == ErrorClass.PERMANENT.value)):
             skipped.append(job)
         elif job.provider_job_id and new_seed is None:
             reread.append(job)
         else:
             rerender.append(job)
+            if _unknown(job):
+                maybe_charged.append(job)
     usd, unpriced = estimated_price(rerender, providers)
     return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
-                     unpriced)
+                     unpriced, tuple(reconcile), tuple(maybe_charged))

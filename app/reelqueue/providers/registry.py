@@ -20,7 +20,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from reelqueue.domain.errors import InputError
-from reelqueue.providers.base import ParamProblem, ParamSpec, Provider, ProviderConfig
+from reelqueue.providers.base import (
+    ParamProblem,
+    ParamSpec,
+    Provider,
+    ProviderConfig,
+    ReconcileMethod,
+)
 
 ProviderFactory = Callable[[httpx.AsyncClient, ProviderConfig], Provider]
 ParamRules = Callable[[Mapping[str, Any]], list[ParamProblem]]
@@ -33,6 +39,11 @@ def no_rules(params: Mapping[str, Any]) -> list[ParamProblem]:
     return []
 
 
+def never_asked(settings: Mapping[str, Any]) -> ReconcileMethod:
+    """A provider that keeps no record a lost create could be found in."""
+    return ReconcileMethod.NONE
+
+
 @dataclass(frozen=True)
 class ProviderInfo:
     """Attributes:
@@ -43,6 +54,9 @@ class ProviderInfo:
     default_base_url: the API's base URL when the account gives none.
     requires_key: False only for the mock provider.
     rules: the row rules its ``params`` cannot say (checked at import and before a create).
+    reconcile: how a create whose answer was lost is found again, from the account's
+        settings (the same answer as :func:`~reelqueue.providers.base.reconcile_method` on
+        its adapter, for those who hold no adapter: the retry plan, the words).
     """
 
     kind: str
@@ -52,6 +66,7 @@ class ProviderInfo:
     default_base_url: str | None
     requires_key: bool = True
     rules: ParamRules = no_rules
+    reconcile: Callable[[Mapping[str, Any]], ReconcileMethod] = never_asked
 
 
 class ProviderRegistry:
