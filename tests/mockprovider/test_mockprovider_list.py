@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import random
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -329,3 +331,19 @@ def test_cli_flags() -> None:
     for bad in ("{", '{"params": {}}', '{"prompt": "p", "ago": "soon"}'):
         with pytest.raises(SystemExit):
             parser.parse_args(["--foreign", bad])
+
+
+def test_the_live_list_answers_in_the_recorded_shape() -> None:
+    """tests/fixtures/mock/list_page_*.json (read by the adapter's fake tests) are what the
+    server answers: the same keys, in records and pages."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "mock"
+    recorded = json.loads((fixtures / "list_page_1.json").read_text(encoding="utf-8"))
+    clock = Clock()
+    with _server(clock, lookup_enabled=False, list_page_size=1) as server, \
+            httpx.Client(timeout=3) as client:
+        _create(client, server.url, token="a")
+        _create(client, server.url, token="b")
+        live = _page(client, server.url, created_after=T0 - 1).json()
+    assert set(live) == set(recorded)
+    assert set(live["data"][0]) == set(recorded["data"][0])
+    assert type(live["data"][0]["created_at"]) is type(recorded["data"][0]["created_at"])

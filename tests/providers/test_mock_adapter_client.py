@@ -9,7 +9,14 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from provider_fakes import SENTINEL_KEY, Router, all_texts, json_response, read_timeout
+from provider_fakes import (
+    SENTINEL_KEY,
+    Router,
+    all_texts,
+    fixture,
+    json_response,
+    read_timeout,
+)
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers.base import ProviderConfig, RenderRequest
@@ -264,3 +271,19 @@ async def test_a_gateway_without_the_list(client_for: ClientFor, status: int) ->
     with pytest.raises(ProviderError):
         await provider.search(T0, T0 + 1)
     assert lists(router) == 1  # not asked again
+
+
+async def test_the_recorded_pages_read_as_records(client_for: ClientFor) -> None:
+    pages = [fixture("mock", "list_page_1"), fixture("mock", "list_page_2")]
+    router = Router()
+    router.add("GET", r"127\.0\.0\.1/v1/renders", lambda req, m: json_response(
+        200, pages[1] if "before" in req.url.params else pages[0]))
+    provider = searching(client_for(router))
+    result = await provider.search(T0 - 3600, T0 + 3600)
+    assert result.complete and lists(router) == 2
+    assert [r.created_at for r in result.records] == [T0 + 10.25, T0 + 0.25, T0 - 40.5]
+    assert "before=" + pages[0]["next_cursor"] in str(router.calls[1].url)
+    fox = RenderRequest(prompt="a red fox in the snow", params={"model": "mock-2",
+                        "duration": 4}, client_token="tok-9", job_key="k9")
+    matches = [r.provider_job_id for r in result.records if r.echo == provider.echo(fox)]
+    assert matches == [pages[0]["data"][1]["id"], pages[1]["data"][0]["id"]]  # ours + twin
