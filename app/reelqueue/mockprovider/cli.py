@@ -3,16 +3,25 @@
 Also runnable directly: ``python -m reelqueue.mockprovider.cli --port 0``. It prints
 ``mock provider listening on http://127.0.0.1:PORT`` (flushed) once it listens, then
 serves until SIGTERM or SIGINT (Ctrl+C).
+
+The list of the account's renders (what a ``reconcile: search`` account reads): its page
+size ``--page-size N`` (default 20), the delay before a new render is listed
+``--list-delay MIN MAX`` seconds (seeded by ``--seed``; default 0 0), ``--no-list`` to
+switch it off (404 ``list_disabled``, like a gateway without a list). ``--foreign JSON``
+(repeatable) plants another client's render at start, e.g.
+``--foreign '{"prompt": "a fox", "params": {"duration": 4}, "ago": 30}'``.
+``--hold-create-answer S`` holds every create's answer S seconds after the render exists.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reelqueue.mockprovider.options import MockOptions
+from reelqueue.mockprovider.options import ForeignRender, MockOptions
 from reelqueue.mockprovider.server import serve_forever
 
 DEFAULT_PORT = 8765
@@ -46,6 +55,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="download links expire after S seconds (default: never)")
     parser.add_argument("--video", type=Path, default=None,
                         help="MP4 served for every render (default: the bundled sample)")
+    parser.add_argument("--no-list", action="store_true",
+                        help="refuse to list the account's renders (404 list_disabled)")
+    parser.add_argument("--page-size", type=int, default=20, metavar="N",
+                        help="records per list page when the client gives no limit "
+                             "(default 20, at most 100)")
+    parser.add_argument("--list-delay", type=float, nargs=2, default=(0.0, 0.0),
+                        metavar=("MIN", "MAX"),
+                        help="a new render is listed only after a delay drawn from "
+                             "[MIN, MAX] seconds (seeded; default 0 0)")
+    parser.add_argument("--foreign", action="append", default=None, metavar="JSON",
+                        type=_foreign,
+                        help='plant another client\'s render: {"prompt": ..., "params": '
+                             '{...}, "ago": S} or "created_at": UNIX (repeatable)')
+    parser.add_argument("--hold-create-answer", type=float, default=0.0, metavar="S",
+                        help="hold every create's answer S seconds (the render exists)")
+
+
+def _foreign(text: str) -> ForeignRender:
+    try:
+        fields = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--foreign is not JSON: {exc}") from None
+    if not isinstance(fields, dict) or not isinstance(fields.get("prompt"), str) \
+            or not isinstance(fields.get("params", {}), dict):
+        raise argparse.ArgumentTypeError(
+            '--foreign needs {"prompt": "...", "params": {...}, "ago": S | "created_at": T}')
+    try:
+        created = fields.get("created_at")
+        return ForeignRender(prompt=fields["prompt"], params=fields.get("params", {}),
+                             created_at=None if created is None else float(created),
+                             ago=float(fields.get("ago", 0.0)))
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError("--foreign: 'ago' and 'created_at' are "
+                                         "seconds") from None
 
 
 def options_from_args(args: argparse.Namespace) -> MockOptions:
@@ -62,6 +105,12 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         accept_keys=frozenset(args.accept_key) if args.accept_key else None,
         download_delay_per_chunk=args.download_delay,
         link_ttl_seconds=args.link_ttl,
+        list_enabled=not args.no_list,
+        list_page_size=args.page_size,
+        list_delay_min=args.list_delay[0],
+        list_delay_max=args.list_delay[1],
+        foreign_renders=tuple(args.foreign or ()),
+        hold_create_answer_seconds=args.hold_create_answer,
         **extra,
     )
 

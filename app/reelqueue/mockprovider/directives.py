@@ -5,6 +5,18 @@ item is ``name``, ``name*N`` (only the first N times, counted per job key for cr
 faults and per render for poll/download faults) or ``name=VALUE`` / ``name=VALUE*N`` for
 the directives that take a number. Unknown names are rejected (HTTP 400), so a typo in a
 test sheet fails loudly instead of silently rendering.
+
+Holding back a create's answer while the render exists (what a kill test needs: the
+client dies while the provider holds the answer): ``create_timeout`` creates the render,
+then holds the connection ``hang_seconds`` (or ``create_timeout=S`` seconds) and closes
+it with no answer at all; ``hold_answer=S`` creates the render, holds the answer S seconds
+(default ``hang_seconds``) and then sends it, to whoever is still listening. Either way the
+create is counted and the render is listed (after its list delay) while the answer waits.
+
+``foreign_twin=S`` plants, beside the render, a render with the same prompt and params
+created S seconds earlier (default 0: at the same moment) by "another client on the same
+key": it is listed like any render of that key, so a search must tell the two apart by
+time (or cannot, at 0).
 """
 
 from __future__ import annotations
@@ -22,8 +34,13 @@ CREATE_FAULTS: tuple[str, ...] = (
     "malformed",
     "create_timeout",
     "connection_reset",
+    "hold_answer",
 )
-"""Faults answered on ``POST /v1/renders``; their budget is counted per job key."""
+"""Faults answered on ``POST /v1/renders``; their budget is counted per job key.
+``create_timeout=S`` and ``hold_answer=S`` take the seconds to hold the answer."""
+
+LIST_DIRECTIVES: tuple[str, ...] = ("foreign_twin",)
+"""Directives that change what the account's list holds; budget per job key."""
 
 RENDER_FAULTS: tuple[str, ...] = ("render_fail",)
 """Faults decided when a render is created; budget per job key."""
@@ -42,6 +59,7 @@ SETTINGS: tuple[str, ...] = ("render_seconds",)
 
 ALL_NAMES: frozenset[str] = frozenset(
     CREATE_FAULTS + RENDER_FAULTS + POLL_FAULTS + DOWNLOAD_FAULTS + SETTINGS
+    + LIST_DIRECTIVES
 )
 
 _BLOCK = re.compile(r"\[\[mock:([^\]]*)\]\]")

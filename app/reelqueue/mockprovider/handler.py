@@ -2,13 +2,37 @@
 
 One instance answers one connection (HTTP/1.1 keep-alive) on its own thread; the shared
 memory is :class:`~reelqueue.mockprovider.state.MockState`, reached through the server.
+
+The API (all JSON; ``Authorization: Bearer KEY`` checked when ``accept_keys`` is set):
+
+- ``POST /v1/renders`` ``{"prompt", "client_token", "job_key", "params", "render_seconds"?}``
+  creates a render: ``201 {"id", "status": "queued", "client_token"}``.
+- ``GET /v1/renders/{id}`` polls it; ``POST /v1/renders/{id}/cancel`` cancels it;
+  ``GET /v1/files/{id}.mp4`` downloads its video.
+- ``GET /v1/renders?client_token=T`` looks renders up by client token (``{"data": [...]}``;
+  404 ``lookup_disabled`` when ``lookup_enabled`` is off).
+- ``GET /v1/renders`` without ``client_token`` lists the renders of the caller's key,
+  newest first: query ``created_after`` (Unix seconds: only renders created at or after
+  it), ``limit`` (1-100, default ``list_page_size``), ``before`` (a render id from an
+  earlier page: start after it). Answer ``{"data": [record...], "has_more": bool,
+  "next_cursor": id or null}``; a record is ``{"id", "created_at" (Unix seconds, float),
+  "status", "prompt", "params"}`` as the create sent them, plus ``"client_token"`` only
+  while the lookup is on. A new render is listed only once its list delay
+  (``list_delay_min``..``list_delay_max``) has passed. 404 ``list_disabled`` when
+  ``list_enabled`` is off; 400 ``invalid_cursor`` for an unknown ``before``.
+- ``GET /v1/account`` checks the key.
+
+Test hooks (no key needed): ``GET /_mock/counters``, ``POST /_mock/reset`` (counters),
+``POST /_mock/foreign`` ``{"prompt", "params"?, "created_at"? | "ago"?}`` plants a render
+of another client on the caller's key (the ``Authorization`` header it sends), created at
+``created_at`` (Unix seconds) or ``ago`` seconds before now (default now); answers
+``{"id", "created_at"}``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import io
 import json
 import logging
@@ -20,7 +44,8 @@ from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 from reelqueue.mockprovider.directives import Directive, DirectiveError, parse_directives
-from reelqueue.mockprovider.state import MockState, Render
+from reelqueue.mockprovider.options import MAX_PAGE_SIZE
+from reelqueue.mockprovider.state import MockState, Render, UnknownCursor, key_id_of
 
 log = logging.getLogger("reelqueue.mockprovider")
 
@@ -109,9 +134,11 @@ class MockHandler(BaseHTTPRequestHandler):
     ) -> None:
         self._json(status, {"error": {"code": code, "message": message}}, headers)
 
-    def _hang_then_drop(self) -> None:
-        """Hold the connection past any client timeout, then close it with no answer."""
-        self.state.stopping.wait(self.state.options.hang_seconds)
+    def _hang_then_drop(self, seconds: float | None = None) -> None:
+        """Hold the connection past any client timeout (``hang_seconds`` unless told),
+        then close it with no answer."""
+        self.state.stopping.wait(self.state.options.hang_seconds if seconds is None
+                                 else seconds)
         self.close_connection = True
 
     def _reset(self) -> None:
@@ -132,8 +159,7 @@ class MockHandler(BaseHTTPRequestHandler):
     def _key_id(self) -> str:
         """The API key named by a short hash (counters may be printed; keys never are)."""
         _, _, key = (self.headers.get("Authorization") or "").partition(" ")
-        key = key.strip()
-        return hashlib.sha256(key.encode()).hexdigest()[:12] if key else "no-key"
+        return key_id_of(key)
 
     def _deny(self) -> None:
         self._error(401, "invalid_api_key", "The API key was not accepted.")
@@ -143,14 +169,17 @@ class MockHandler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         parts = urlsplit(self.path)
         path = parts.path
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        # Blank values kept: ``?client_token=`` is a lookup (refused), never a list.
+        query = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         body = self._read_body() if method in ("POST", "PUT") else b""
         routes: list[tuple[str, re.Pattern[str] | str, Any]] = [
             ("POST", "/v1/renders", lambda: self._create(body)),
-            ("GET", "/v1/renders", lambda: self._lookup(query)),
+            ("GET", "/v1/renders", lambda: (self._lookup(query) if "client_token" in query
+                                            else self._list(query))),
             ("GET", "/v1/account", self._account),
             ("GET", "/_mock/counters", lambda: self._json(200, self.state.counters())),
             ("POST", "/_mock/reset", self._reset_counters),
+            ("POST", "/_mock/foreign", lambda: self._plant_foreign(body)),
             ("GET", _RENDER, self._poll),
             ("POST", _CANCEL, self._cancel),
             ("GET", _FILE, lambda render_id: self._download(render_id, query)),
@@ -229,13 +258,25 @@ class MockHandler(BaseHTTPRequestHandler):
             render_seconds=(float(pace[0]), float(pace[1])) if pace is not None else None,
             key_id=self._key_id(),
         )
-        if state.take_fault(scope, directives.get("create_timeout")):
-            self._hang_then_drop()
+        twin = directives.get("foreign_twin")
+        if state.take_fault(scope, twin) and twin is not None:
+            state.plant_foreign(prompt, params, render.created_at - (twin.value or 0.0),
+                                render.key_id)
+        # From here on the render exists: every branch below answers late, badly or never.
+        timeout, hold = directives.get("create_timeout"), directives.get("hold_answer")
+        if state.take_fault(scope, timeout) and timeout is not None:
+            self._hang_then_drop(timeout.value)
         elif state.take_fault(scope, directives.get("connection_reset")):
             self._reset()
         elif state.take_fault(scope, directives.get("malformed")):
             self._send(200, b'{"id": "mr_', "application/json")
         else:
+            wait = state.options.hold_create_answer_seconds
+            if state.take_fault(scope, hold) and hold is not None:
+                wait = hold.value if hold.value is not None else state.options.hang_seconds
+            if wait > 0 and state.stopping.wait(wait):
+                self.close_connection = True  # stopped while holding it: no answer
+                return
             self._json(201, {"id": render.id, "status": "queued", "client_token": token})
 
     def _create_refused(self, scope: str, directives: dict[str, Directive]) -> bool:
@@ -302,6 +343,56 @@ class MockHandler(BaseHTTPRequestHandler):
             return
         renders = state.by_client_token(token)
         self._json(200, {"data": [state.view(r, self.base_url) for r in renders]})
+
+    def _list(self, query: dict[str, str]) -> None:
+        state = self.state
+        state.count("lists_total")
+        if not self._authorized():
+            self._deny()
+            return
+        if not state.options.list_enabled:
+            self._error(404, "list_disabled", "This provider does not list renders.")
+            return
+        try:
+            after = float(query["created_after"]) if "created_after" in query else None
+            limit = int(query["limit"]) if "limit" in query else None
+        except ValueError:
+            self._error(400, "invalid_request", "'created_after' must be Unix seconds and "
+                        "'limit' a whole number.")
+            return
+        if limit is not None and not 1 <= limit <= MAX_PAGE_SIZE:
+            self._error(400, "invalid_request", f"'limit' must be 1 to {MAX_PAGE_SIZE}.")
+            return
+        try:
+            page, more = state.listed(self._key_id(), created_after=after,
+                                      before=query.get("before"), limit=limit)
+        except UnknownCursor:
+            self._error(400, "invalid_cursor", "'before' names no render of this list.")
+            return
+        self._json(200, {
+            "data": [state.list_record(r) for r in page],
+            "has_more": more,
+            "next_cursor": page[-1].id if more and page else None,
+        })
+
+    def _plant_foreign(self, body: bytes) -> None:
+        """The test hook ``POST /_mock/foreign``: another client's render on this key."""
+        try:
+            payload = json.loads(body or b"null")
+        except ValueError:
+            payload = None
+        fields = payload if isinstance(payload, dict) else {}
+        prompt, params = fields.get("prompt"), fields.get("params", {})
+        when, ago = fields.get("created_at"), fields.get("ago", 0.0)
+        numbers = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                      for v in (when, ago))
+        if not (isinstance(prompt, str) and isinstance(params, dict) and numbers):
+            self._error(400, "invalid_request", "Give 'prompt' (text), 'params' (object) "
+                        "and 'created_at' or 'ago' (seconds).")
+            return
+        created_at = float(when) if when is not None else self.state.now() - float(ago or 0)
+        render = self.state.plant_foreign(prompt, params, created_at, self._key_id())
+        self._json(200, {"id": render.id, "created_at": render.created_at})
 
     def _cancel(self, render_id: str) -> None:
         state = self.state

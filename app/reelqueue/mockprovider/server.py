@@ -3,6 +3,11 @@
 ``MockProviderServer`` runs it on a daemon thread inside the current process (tests, the
 self-test); :func:`serve_forever` runs it as the whole process until SIGTERM/SIGINT, so
 renders keep going "remotely" while a ReelQueue process is killed and restarted.
+
+For the searched reconciliation the server lists each key's renders (``GET /v1/renders``,
+see :mod:`.handler`) after a seeded delay, and tests plant other clients' renders with
+:meth:`MockProviderServer.plant_foreign` (or ``POST /_mock/foreign`` across processes, or
+the ``foreign_twin`` directive, or ``MockOptions.foreign_renders``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -23,7 +28,7 @@ from typing import Any
 
 from reelqueue.mockprovider.handler import MockHandler
 from reelqueue.mockprovider.options import MockOptions
-from reelqueue.mockprovider.state import MockState
+from reelqueue.mockprovider.state import MockState, key_id_of
 
 log = logging.getLogger("reelqueue.mockprovider")
 
@@ -116,12 +121,16 @@ class MockProviderServer:
     """
 
     def __init__(
-        self, options: MockOptions | None = None, host: str = "127.0.0.1", port: int = 0
+        self, options: MockOptions | None = None, host: str = "127.0.0.1", port: int = 0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: Unix seconds for the renders' ``created_at`` and the list's delay
+        (tests inject one to pass the delay without sleeping)."""
         self._family = _loopback_family(host)
         self.options = options if options is not None else MockOptions()
         self.host = host
         self._port = port
+        self._clock = clock
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -134,8 +143,8 @@ class MockProviderServer:
         if self._httpd is not None:
             raise RuntimeError("The mock provider is already running.")
         video = Path(self.options.video_path).read_bytes()
-        httpd = _HTTPServer((self.host, self._port), MockState(self.options, video),
-                            self._family)
+        httpd = _HTTPServer((self.host, self._port),
+                            MockState(self.options, video, self._clock), self._family)
         port = int(httpd.server_address[1])
         shown = f"[{self.host}]" if self._family == socket.AF_INET6 else self.host
         httpd.base_url = f"http://{shown}:{port}"
@@ -181,6 +190,16 @@ class MockProviderServer:
 
     def reset_counters(self) -> None:
         self._running().state.reset_counters()
+
+    def plant_foreign(self, prompt: str, params: Mapping[str, Any] | None = None, *,
+                      created_at: float | None = None, ago: float = 0.0,
+                      key: str | None = None) -> str:
+        """Plant another client's render on API key ``key`` (None: a keyless client),
+        created at ``created_at`` (Unix seconds, the server's clock) or ``ago`` seconds
+        before now; returns its id. Like ``POST /_mock/foreign``."""
+        state = self._running().state
+        when = created_at if created_at is not None else state.now() - ago
+        return state.plant_foreign(prompt, params or {}, when, key_id_of(key)).id
 
     def __enter__(self) -> MockProviderServer:
         return self.start()

@@ -3,6 +3,13 @@
 Everything here is guarded by one lock, because the HTTP server answers each connection
 on its own thread. Render status is derived from ``time.monotonic()`` and the duration
 drawn at creation, so a render "keeps going" whether or not anybody polls it.
+
+The account's list (:meth:`MockState.listed`) goes by wall-clock time instead, from the
+``clock`` the state is given (``time.time`` unless a test injects one): each render has a
+``created_at`` (Unix seconds, what the list echoes) and a ``visible_at``, ``created_at``
+plus a delay drawn from the options' ``list_delay_min``/``list_delay_max`` with the seeded
+generator, before which the list does not show it. Renders are listed per API key (by the
+key's hash); renders planted from the options (``foreign_renders``) belong to every key.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import secrets
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +33,19 @@ PRICE_PER_SECOND: dict[str, float] = {"mock-1": 0.01, "mock-2": 0.02}
 
 QUEUED_SHARE = 0.2
 """The first fifth of a render's time is reported as ``queued``, the rest as ``running``."""
+
+ANY_KEY = "*"
+"""The ``key_id`` of a render listed for every API key (the options' foreign renders)."""
+
+
+def key_id_of(key: str | None) -> str:
+    """An API key named by a short hash (counters may be printed; keys never are)."""
+    key = (key or "").strip()
+    return hashlib.sha256(key.encode()).hexdigest()[:12] if key else "no-key"
+
+
+class UnknownCursor(LookupError):
+    """A list page asked for renders ``before`` an id this key's list never held."""
 
 
 @dataclass
@@ -42,6 +63,14 @@ class Render:
     fail_reason: str | None = None
     cancelled: bool = False
     key_id: str = ""
+    created_at: float = 0.0
+    """Unix seconds (the state's clock): what the list echoes and pages by."""
+    visible_at: float = 0.0
+    """When the list starts to show it: ``created_at`` plus the drawn list delay."""
+    seq: int = 0
+    """Creation order, the tie-break of equal ``created_at`` in the list."""
+    foreign: bool = False
+    """Planted as another client's render (no counters, no peak)."""
 
 
 @dataclass
@@ -51,6 +80,7 @@ class _Counters:
     creates_by_client_token: Counter[str] = field(default_factory=Counter)
     polls_total: int = 0
     lookups_total: int = 0
+    lists_total: int = 0
     downloads_total: int = 0
     cancels_total: int = 0
     renders_total: int = 0
@@ -60,16 +90,30 @@ class _Counters:
 class MockState:
     """The mock provider's memory, shared by all request threads."""
 
-    def __init__(self, options: MockOptions, video: bytes) -> None:
+    def __init__(self, options: MockOptions, video: bytes,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``clock``: Unix seconds for ``created_at`` and the list's visibility (a test
+        injects its own to see the list delay pass without sleeping)."""
         self.options = options
         self.video = video
         self.stopping = threading.Event()
+        self._clock = clock
         self._lock = threading.Lock()
         self._rng = random.Random(options.seed)
         self._secret = secrets.token_bytes(16)
         self._renders: dict[str, Render] = {}
+        self._seq = 0
         self._counters = _Counters()
         self._used: Counter[tuple[str, str]] = Counter()
+        started = clock()
+        for planted in options.foreign_renders:
+            when = planted.created_at if planted.created_at is not None else (
+                started - planted.ago)
+            self.plant_foreign(planted.prompt, planted.params, when, ANY_KEY)
+
+    def now(self) -> float:
+        """The state's wall clock (Unix seconds)."""
+        return self._clock()
 
     # -- counters -------------------------------------------------------------------
 
@@ -95,6 +139,7 @@ class MockState:
                 "creates_by_client_token": dict(c.creates_by_client_token),
                 "polls_total": c.polls_total,
                 "lookups_total": c.lookups_total,
+                "lists_total": c.lists_total,
                 "downloads_total": c.downloads_total,
                 "cancels_total": c.cancels_total,
                 "renders_total": c.renders_total,
@@ -154,6 +199,8 @@ class MockState:
             setting = directives.get("render_seconds")
             if setting is not None and setting.value is not None:
                 duration = setting.value
+            created_at = self._clock()
+            self._seq += 1
             render = Render(
                 id=f"mr_{secrets.token_hex(8)}",
                 job_key=job_key,
@@ -165,6 +212,9 @@ class MockState:
                 duration=duration,
                 fail_reason=fail_reason,
                 key_id=key_id,
+                created_at=created_at,
+                visible_at=created_at + self._list_delay(),
+                seq=self._seq,
             )
             self._renders[render.id] = render
             self._counters.renders_total += 1
@@ -172,10 +222,80 @@ class MockState:
             now = render.created
             running = sum(1 for r in self._renders.values()
                           if r is render or (r.key_id == key_id and not r.cancelled
+                                             and not r.foreign
                                              and r.created <= now < r.created + r.duration))
             peaks = self._counters.peak_renders_by_key
             peaks[key_id] = max(peaks[key_id], running)
             return render
+
+    def _list_delay(self) -> float:
+        """A seeded list delay (call with the lock held); no draw when the range is 0."""
+        low, high = self.options.list_delay_min, self.options.list_delay_max
+        return self._rng.uniform(low, high) if high > 0 else 0.0
+
+    def plant_foreign(self, prompt: str, params: Mapping[str, Any], created_at: float,
+                      key_id: str = ANY_KEY) -> Render:
+        """A render of "another client on the same key" (``key_id``; :data:`ANY_KEY`: on
+        every key), created at ``created_at`` (Unix seconds, may be ahead of now) with
+        this prompt and params; it is listed after a drawn list delay like any render,
+        counts in no counter, and runs ``render_seconds_max`` from ``created_at``."""
+        with self._lock:
+            self._seq += 1
+            behind = self._clock() - created_at
+            render = Render(
+                id=f"mr_{secrets.token_hex(8)}",
+                job_key=f"foreign-{self._seq}",
+                client_token=f"foreign-{secrets.token_hex(6)}",
+                prompt=prompt,
+                params=dict(params),
+                directives={},
+                created=time.monotonic() - behind,
+                duration=self.options.render_seconds_max,
+                key_id=key_id,
+                created_at=created_at,
+                visible_at=created_at + self._list_delay(),
+                seq=self._seq,
+                foreign=True,
+            )
+            self._renders[render.id] = render
+            return render
+
+    def listed(
+        self, key_id: str, *, created_after: float | None = None, before: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Render], bool]:
+        """One page of the renders listed for ``key_id``, newest first, and whether more
+        follow. Only renders whose list delay has passed are shown; ``created_after``
+        keeps those created at or after it; ``before`` (a render id from an earlier page)
+        starts after that render. Raises :class:`UnknownCursor` for an id this key's list
+        never held."""
+        size = self.options.list_page_size if limit is None else limit
+        now = self._clock()
+        with self._lock:
+            mine = [r for r in self._renders.values() if r.key_id in (key_id, ANY_KEY)]
+            anchor = self._renders.get(before) if before is not None else None
+        if before is not None and (anchor is None or anchor.key_id not in (key_id, ANY_KEY)):
+            raise UnknownCursor(before)
+        shown = [r for r in mine if r.visible_at <= now
+                 and (created_after is None or r.created_at >= created_after)]
+        shown.sort(key=lambda r: (r.created_at, r.seq), reverse=True)
+        if anchor is not None:
+            shown = [r for r in shown if (r.created_at, r.seq) < (anchor.created_at, anchor.seq)]
+        return shown[:size], len(shown) > size
+
+    def list_record(self, render: Render) -> dict[str, Any]:
+        """A render as the list shows it: what the create sent (prompt, params) and when;
+        the client token only while the lookup by it is on."""
+        record: dict[str, Any] = {
+            "id": render.id,
+            "created_at": render.created_at,
+            "status": self.phase(render),
+            "prompt": render.prompt,
+            "params": render.params,
+        }
+        if self.options.lookup_enabled:
+            record["client_token"] = render.client_token
+        return record
 
     def get(self, render_id: str) -> Render | None:
         with self._lock:

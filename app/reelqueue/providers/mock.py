@@ -6,13 +6,31 @@ exactly once (no retries here), never sends the API key anywhere but the account
 URL (download links get no key), and never puts the key into an error message or repr.
 Its downloads and its scrubbing go through the same :class:`ApiClient` as the real
 adapters: the same link checks (every redirect hop), byte cap and key scrub.
+
+How a create whose answer was lost is found again is the account setting ``reconcile``
+(docs/reconciliation/mock.md):
+
+- ``"key"`` (default): a lookup by our client token (``GET /v1/renders?client_token=``),
+  like Kling's ``external_task_id``;
+- ``"search"``: no lookup; :meth:`MockProvider.search` pages the key's list of renders
+  (``GET /v1/renders?created_after=&before=``, newest first) and the engine matches what
+  it echoes (prompt and params, :meth:`MockProvider.echo`) and when, like the real
+  providers without a client token. ``settle_seconds`` (default
+  :data:`DEFAULT_SETTLE_SECONDS`) must be at least the server's ``--list-delay`` MAX;
+- ``"none"``: neither; an unknown create stays unknown for the user.
+
+The older boolean setting ``lookup`` still works: ``lookup: false`` (with no
+``reconcile``) is ``"none"``, ``lookup: true`` is ``"key"``; ``reconcile`` wins over it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import math
 from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urljoin
 
@@ -21,12 +39,16 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._client import ApiClient
-from reelqueue.providers.adapters._images import image_kind, load_image
+from reelqueue.providers.adapters._common import outcome_unknown
+from reelqueue.providers.adapters._images import ImageInput, image_kind, load_image
 from reelqueue.providers.base import (
     ParamSpec,
     ProviderConfig,
+    ReconcileMethod,
+    RemoteRecord,
     RemoteStatus,
     RenderRequest,
+    SearchResult,
     classify_http_status,
     parse_retry_after,
 )
@@ -36,13 +58,53 @@ KIND = "mock"
 
 _PHASES: dict[str, RemotePhase] = {phase.value: phase for phase in RemotePhase}
 
+DEFAULT_SETTLE_SECONDS = 2.0
+"""How long after a create a ``reconcile: search`` account trusts the list to show it,
+unless the account sets ``settle_seconds``. The mock lists a render after a delay drawn
+from ``--list-delay MIN MAX`` (default 0 0): 2 s covers the default with room for a busy
+test machine; an account whose server lists later must set more."""
+
+SEARCH_PAGE_BUDGET = 20
+"""List pages read by one search before it gives up with ``complete=False``."""
+
+
+def reconcile_mode(settings: Mapping[str, Any]) -> ReconcileMethod:
+    """The account's ``reconcile`` setting ("key", "search", "none"); without it the old
+    ``lookup`` boolean (false: "none")."""
+    word = settings.get("reconcile")
+    if word is None:
+        return ReconcileMethod.KEY if bool(settings.get("lookup", True)) else (
+            ReconcileMethod.NONE)
+    try:
+        return ReconcileMethod(str(word).strip().lower())
+    except ValueError:
+        raise InputError(f"The mock account's 'reconcile' setting must be key, search or "
+                         f"none, not {str(word)[:40]!r}.") from None
+
+
+def _settle_seconds(settings: Mapping[str, Any]) -> float:
+    value = settings.get("settle_seconds", DEFAULT_SETTLE_SECONDS)
+    if _number(value) is None or value < 0:
+        raise InputError("The mock account's 'settle_seconds' must be a number of seconds "
+                         ">= 0.")
+    return float(value)
+
 
 class MockProvider:
     """One account on a mock provider server.
 
     Attributes:
         kind: always ``"mock"``.
-        supports_lookup: from the account setting ``lookup`` (default True).
+        reconcile: the account setting ``reconcile`` (or the old ``lookup``).
+        supports_lookup: True in ``reconcile: key`` mode (the default).
+        supports_search: True in ``reconcile: search`` mode (until the server says it has
+            no list: 404 ``list_disabled``).
+        settle_seconds: the account setting ``settle_seconds`` (default 2.0).
+        echo_keeps_hours: None: the mock keeps prompt and params as long as the render.
+        keeps_client_token: True only in ``key`` mode, the one where the token is how a
+            render is found (the mock always receives it; in the other modes it stands
+            for a provider that shows it nowhere).
+        search_page_budget: list pages one search reads at most.
         account: the account name.
         base_url: the server, e.g. ``http://127.0.0.1:8765``.
     """
@@ -54,7 +116,13 @@ class MockProvider:
                 "http://127.0.0.1:8765 (printed by 'reelqueue mock-provider')."
             )
         self.kind = KIND
-        self.supports_lookup = bool(config.settings.get("lookup", True))
+        self.reconcile = reconcile_mode(config.settings)
+        self.supports_lookup = self.reconcile is ReconcileMethod.KEY
+        self.supports_search = self.reconcile is ReconcileMethod.SEARCH
+        self.settle_seconds = _settle_seconds(config.settings)
+        self.echo_keeps_hours: float | None = None
+        self.keeps_client_token = self.reconcile is ReconcileMethod.KEY
+        self.search_page_budget = SEARCH_PAGE_BUDGET
         # The account's own render time range, [low, high] seconds, sent with each create
         # (the demo's accounts pace their renders so a newcomer sees them run).
         pace = config.settings.get("render_seconds")
@@ -87,8 +155,7 @@ class MockProvider:
         """One request through the same :class:`ApiClient` as every real adapter: sent
         once, no redirect followed, the key only to the mock's own address, a transport
         failure during a create marked as maybe sent."""
-        # Row params may hold values JSON cannot carry (a Path): sent as their text.
-        json_body = None if body is None else json.loads(json.dumps(body, default=str))
+        json_body = None if body is None else _wire(body)
         return await self._api.request(method, path, during_create=during_create,
                                        params=params, json_body=json_body)
 
@@ -130,16 +197,13 @@ class MockProvider:
             raise self._status_error(response, what="key check")
         self._json(response)
 
-    async def submit(self, request: RenderRequest) -> str:
+    def _create_body(self, request: RenderRequest, image: str | None) -> dict[str, Any]:
+        """The create's JSON body as sent (``image``: which reference image it was, see
+        :func:`_image_identity`); :meth:`echo` is built from it too, so the two cannot
+        drift."""
         params = dict(request.params)
-        if image_kind(params.get("image")):
-            # Read like a real adapter reads it (the import's pin, no links, size and
-            # signature), so the mock proves a swapped image is never sent; the mock only
-            # needs to know which image it was.
-            image = await load_image(params["image"], "Mock provider",
-                                     params.get("image_sha256"))
-            params["image"] = image.url or "sha256:" + hashlib.sha256(image.data or b"")\
-                .hexdigest()
+        if image is not None:
+            params["image"] = image
         body: dict[str, Any] = {
             "prompt": request.prompt,
             "client_token": request.client_token,
@@ -148,6 +212,16 @@ class MockProvider:
         }
         if self._pace is not None:
             body["render_seconds"] = self._pace
+        return _wire(body)
+
+    async def submit(self, request: RenderRequest) -> str:
+        image: str | None = None
+        if image_kind(request.params.get("image")):
+            # Read like a real adapter reads it (the import's pin, no links, size and
+            # signature), so the mock proves a swapped image is never sent; the mock only
+            # needs to know which image it was.
+            image = _image_identity(await _load_image(request.params))
+        body = self._create_body(request, image)
         response = await self._call("POST", "/v1/renders", during_create=True, body=body)
         if response.status_code not in (200, 201):
             raise self._status_error(response, during_create=True, what="create")
@@ -211,6 +285,94 @@ class MockProvider:
                 return str(item["id"])
         return None
 
+    # -- SearchableProvider ---------------------------------------------------------
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """What the mock's list echoes of ``request``: ``{"prompt", "params"}`` exactly as
+        :meth:`submit` sends them (the same body builder, JSON-normalised).
+
+        The reference image is named as submit names it: a link as given; a local file
+        pinned at import (``image_sha256``) by that pin, without reading it (submit sends
+        nothing else, and the file may be gone since); an unpinned file or a data: URI
+        read again with submit's own checks (a ProviderError if it is unusable now)."""
+        image: str | None = None
+        if image_kind(request.params.get("image")):
+            pin = request.params.get("image_sha256")
+            if image_kind(request.params["image"]) == "file" and isinstance(pin, str) and pin:
+                image = "sha256:" + pin.strip().lower()
+            else:
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    loaded = pool.submit(asyncio.run, _load_image(request.params)).result()
+                image = _image_identity(loaded)
+        return _echo_of(self._create_body(request, image))
+
+    async def search(self, since: float, until: float) -> SearchResult:
+        """The key's renders from ``since`` on, newest first, read from the mock's list
+        (``GET /v1/renders?created_after=SINCE&before=CURSOR``) up to
+        :attr:`search_page_budget` pages. ``complete`` when a page says no more follow
+        (the server filters by ``created_after``) or a record older than ``since`` was
+        read; not when the budget ran out or a later page failed. ``until`` is not sent:
+        newer records are returned too (the engine windows them)."""
+        if not self.supports_search:
+            raise _search_impossible()
+        records: list[RemoteRecord] = []
+        cursor: str | None = None
+        for _ in range(self.search_page_budget):
+            query = {"created_after": repr(float(since))}
+            if cursor is not None:
+                query["before"] = cursor
+            try:
+                response = await self._call("GET", "/v1/renders", params=query)
+            except ProviderError:
+                if cursor is None:
+                    raise
+                return SearchResult(tuple(records), complete=False)  # failed mid-way
+            if response.status_code in (404, 405):
+                # A server without the list (--no-list, or one older than the list).
+                self.supports_search = False
+                raise _search_impossible(response.status_code)
+            if response.status_code != 200:
+                if cursor is None:
+                    raise self._status_error(response, what="list")
+                return SearchResult(tuple(records), complete=False)
+            page, more, cursor = self._list_page(response)
+            records += page
+            older = any(r.created_at is not None and r.created_at < since for r in page)
+            if older or not more:
+                return SearchResult(tuple(records), complete=True)
+        return SearchResult(tuple(records), complete=False)
+
+    def _list_page(self, response: httpx.Response
+                   ) -> tuple[list[RemoteRecord], bool, str | None]:
+        """The records of one list page, whether more follow, and the next cursor. An
+        answer of another shape is an unknown outcome (never "no render")."""
+        try:
+            body = response.json()
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        data = body.get("data") if isinstance(body, dict) else None
+        more = body.get("has_more") if isinstance(body, dict) else None
+        cursor = body.get("next_cursor") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not isinstance(more, bool) or (
+                more and not (isinstance(cursor, str) and cursor)):
+            raise outcome_unknown(self._api, "the list answer is not a page of renders",
+                                  response.text[:300], status_code=response.status_code)
+        records: list[RemoteRecord] = []
+        for item in data:
+            render_id = item.get("id") if isinstance(item, dict) else None
+            if not isinstance(item, dict) or not isinstance(render_id, str) or not render_id:
+                raise outcome_unknown(self._api, "a listed render has no readable id",
+                                      item, status_code=response.status_code)
+            prompt, params, status = item.get("prompt"), item.get("params"), item.get("status")
+            records.append(RemoteRecord(
+                provider_job_id=render_id,
+                created_at=_number(item.get("created_at")),
+                status=status if isinstance(status, str) else "",
+                echo=_echo_of({"prompt": prompt, "params": params})
+                if isinstance(prompt, str) and isinstance(params, dict) else None,
+            ))
+        return records, more, cursor if more else None
+
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             url = (await self.poll(provider_job_id)).video_url
@@ -227,6 +389,27 @@ class MockProvider:
         if response.status_code in (200, 404, 409):  # cancelled, unknown, already over
             return
         raise self._status_error(response, what="cancel")
+
+
+def _wire(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` as JSON carries it (row params may hold values JSON cannot carry, a Path:
+    sent as their text)."""
+    wired: dict[str, Any] = json.loads(json.dumps(body, default=str))
+    return wired
+
+
+def _echo_of(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The echo of a create body or of a list record: its prompt and params, JSON-normal."""
+    return _wire({"prompt": fields["prompt"], "params": fields["params"]})
+
+
+async def _load_image(params: Mapping[str, Any]) -> ImageInput:
+    return await load_image(params["image"], "Mock provider", params.get("image_sha256"))
+
+
+def _image_identity(image: ImageInput) -> str:
+    """Which reference image a create sent: its link, or the sha256 of its bytes."""
+    return image.url or "sha256:" + hashlib.sha256(image.data or b"").hexdigest()
 
 
 def _error_fields(response: httpx.Response) -> tuple[str, str]:
@@ -285,6 +468,13 @@ def _float_or_none(value: object) -> float | None:
         return None
 
 
+def _number(value: object) -> float | None:
+    """A JSON number as a float (not a bool, a text or an infinity), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def _download_failed(detail: str, status_code: int | None = None) -> ProviderError:
     return ProviderError(
         f"mock provider download: {detail}",
@@ -299,6 +489,17 @@ def _lookup_impossible() -> ProviderError:
         "mock provider: lookup by client token is switched off for this account",
         error_class=ErrorClass.PERMANENT,
         label=ErrorLabel.SUBMIT_UNKNOWN,
+    )
+
+
+def _search_impossible(status_code: int | None = None) -> ProviderError:
+    return ProviderError(
+        "mock provider: this account's renders cannot be listed (its reconcile setting is "
+        "not 'search', or the server has no list)",
+        error_class=ErrorClass.PERMANENT,
+        label=ErrorLabel.SUBMIT_UNKNOWN,
+        status_code=status_code,
+        body_maybe_sent=True,
     )
 
 
