@@ -45,6 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add.add_argument("--no-check", action="store_true", help="store the key without testing it")
     add.add_argument("--lookup", choices=("on", "off"), default=None,
                      help="mock only: whether the provider can be asked by client token")
+    add.add_argument("--reconcile", choices=("key", "search", "none"), default=None,
+                     help="mock only: how a create whose answer was lost is found again "
+                     "(by client token, by searching the list of renders, or not at all)")
+    add.add_argument("--settle-seconds", type=float, default=None,
+                     help="mock only, with --reconcile search: how long after a create "
+                     "its list shows it")
     add.add_argument("--model", default=None,
                      help="openai-compat only: the gateway's model for rows that name none")
     add.set_defaults(handler=handle_add)
@@ -94,6 +100,12 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     settings: dict[str, object] = {}
     if args.lookup is not None:
         settings["lookup"] = args.lookup == "on"
+    if args.reconcile is not None:
+        settings["reconcile"] = args.reconcile
+    if args.settle_seconds is not None:
+        if args.settle_seconds < 0:
+            raise InputError("--settle-seconds must not be negative.")
+        settings["settle_seconds"] = args.settle_seconds
     settings.update(default_model_setting(args.provider, args.model))
     draft = AccountDraft(args.name, args.provider, args.capacity, None, args.base_url, settings)
 

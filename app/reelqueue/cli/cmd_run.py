@@ -59,13 +59,18 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                              "default 2048)")
     parser.add_argument("--download-minutes", type=float, default=30.0,
                         help="cut off one video download after this long (default 30)")
+    parser.add_argument("--http-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="read timeout of one provider request (default 60); a create "
+                        "whose answer was lost is looked for once 2.5x this has passed")
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
 
 
 def engine_config(args: argparse.Namespace) -> EngineConfig:
-    if args.max_video_mb <= 0 or args.download_minutes <= 0:
-        raise InputError("--max-video-mb and --download-minutes must be positive.")
+    if args.max_video_mb <= 0 or args.download_minutes <= 0 or args.http_timeout <= 0:
+        raise InputError("--max-video-mb, --download-minutes and --http-timeout must be "
+                         "positive.")
     return EngineConfig(
+        http_timeout_seconds=args.http_timeout,
         lease_seconds=args.lease_seconds,
         heartbeat_seconds=max(0.5, args.lease_seconds / 3),
         retry_backoff=BackoffPolicy(args.retry_base, args.retry_cap),
