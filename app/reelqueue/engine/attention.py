@@ -5,10 +5,12 @@ Two kinds wait on the user, and neither is a failure to just retry blindly:
 
 - *parked*: a render whose resume kept killing the process. The render exists and is
   kept; ``reelqueue retry --parked`` reads it again (poll + download, no new render).
-- *submit outcome unknown*: a create that may have reached a provider that cannot be
-  asked (or answered unreadably). It was not sent again (DESIGN.md invariant 11); the user
-  looks for the client token in the provider's dashboard, and retries (a paid re-render,
-  written in the ledger as ``deliberate_rerender``) only if nothing is there.
+- *submit outcome unknown*: a create whose answer was lost and that the provider's own
+  records could not settle (a provider that cannot be asked, several candidates, a list
+  that could not be read whole). It was not sent again and is not a failure (DESIGN.md
+  invariants 11, 13): it is PARKED, holding no slot. ``reelqueue resolve ID`` shows the
+  candidates; ``--render RID`` reads the right one, ``--create-again`` renders anew (paid,
+  written in the ledger as ``deliberate_rerender``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from reelqueue.store.base import Store
 @dataclass(frozen=True)
 class NeedsAttention:
     """Attributes:
-    parked: ids of parked jobs (their renders exist and are kept).
-    submit_unknown: ids of jobs FAILED as "submit outcome unknown".
+    parked: ids of parked jobs whose renders exist and are kept.
+    submit_unknown: ids of jobs whose create's outcome is unknown (parked, or failed by an
+        older ReelQueue).
     """
 
     parked: tuple[int, ...] = ()
@@ -49,16 +52,18 @@ class NeedsAttention:
             ids = ", ".join(f"#{i}" for i in self.submit_unknown[:5])
             more = f" and {n - 5} more" if n > 5 else ""
             lines.append(f"{n} with a submit outcome unknown ({ids}{more}): the create may "
-                         "have reached the provider and was not sent again; look for the "
-                         "client token ('reelqueue status') in the provider's dashboard, and "
-                         "'reelqueue retry ID' only if no render is there (paid).")
+                         "have reached the provider and was not sent again (not a failure); "
+                         "'reelqueue resolve ID' shows what to look for and the candidates, "
+                         "then '--render RID' if the render is there, or '--create-again' "
+                         "(paid again) if it is not.")
         return lines
 
 
 def needs_attention(store: Store, batch_id: int | None = None) -> NeedsAttention:
     """The parked and submit-unknown jobs of the journal (or of one batch)."""
     jobs = store.list_jobs(batch_id=batch_id, states=[JobState.PARKED, JobState.FAILED])
+    unknown = tuple(j.id for j in jobs if j.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+                    and j.provider_job_id is None)
     return NeedsAttention(
-        parked=tuple(j.id for j in jobs if j.state == JobState.PARKED),
-        submit_unknown=tuple(j.id for j in jobs if j.state == JobState.FAILED
-                             and j.error_label == ErrorLabel.SUBMIT_UNKNOWN.value))
+        parked=tuple(j.id for j in jobs if j.state == JobState.PARKED and j.id not in unknown),
+        submit_unknown=unknown)

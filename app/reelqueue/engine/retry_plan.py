@@ -102,16 +102,17 @@ class RetryPlan:
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
-            n = len(self.skipped_permanent)
             unknown = sum(_unknown(j) for j in self.skipped_permanent)
-            kinds = ("permanent failure" + ("s" if n - unknown != 1 else "")
-                     + " (content policy, invalid input...)") if n - unknown else ""
+            permanent = len(self.skipped_permanent) - unknown
+            if permanent:
+                text += (f". {permanent} permanent failure{'s' if permanent != 1 else ''} "
+                         "(content policy, invalid input...) "
+                         f"{'were' if permanent != 1 else 'was'} left out")
             if unknown:
-                kinds += (" and " if kinds else "") + (
-                    f"{unknown} with a submit outcome unknown whose first create may already "
-                    "be charged")
-            text += (f". {n} {'were' if n != 1 else 'was'} left out: {kinds}; "
-                     f"{include_hint}")
+                text += (f"{'; ' if permanent else '. '}{unknown} with a submit outcome "
+                         "unknown on a provider that cannot be asked (the first create may "
+                         f"already be charged) {'were' if unknown != 1 else 'was'} left out")
+            text += f"; {include_hint}"
         if self.not_retryable:
             n = len(self.not_retryable)
             text += (f". {n} {'are' if n != 1 else 'is'} not failed, cancelled or parked "
