@@ -232,30 +232,12 @@ class FalProvider:
     # -- internals ------------------------------------------------------------------------
 
     async def _input(self, model: str, request: RenderRequest) -> dict[str, Any]:
-        params = request.params
-        body: dict[str, Any] = {"prompt": request.prompt}
-        if model in AUDIO_MODELS:
-            # fal's default is true (and twice the price per second): audio only when asked.
-            body["generate_audio"] = bool(param_bool(params, "audio"))
-        ratio = param_str(params, "aspect_ratio")
-        if ratio:
-            body["aspect_ratio"] = ratio
-        seconds = param_int(params, "duration")
-        if seconds is not None:
-            body["duration"] = f"{seconds}s"  # fal's Veo endpoints take "4s"/"6s"/"8s"
-        resolution = param_str(params, "resolution")
-        if resolution:
-            body["resolution"] = resolution
-        negative = param_str(params, "negative_prompt")
-        if negative:
-            body["negative_prompt"] = negative
-        seed = param_int(params, "seed")
-        if seed is not None:
-            body["seed"] = seed
-        if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
-            body["image_url"] = image.url_or_data_uri()  # fal accepts data URIs too
-        return body
+        image_url: str | None = None
+        if image_kind(request.params.get("image")):
+            image = await load_image(request.params["image"], TITLE,
+                                     request.params.get("image_sha256"))
+            image_url = image.url_or_data_uri()  # fal accepts data URIs too
+        return _body(model, request, image_url)
 
     def _job_id(self, model: str, request_id: str, status_url: Any) -> str:
         if isinstance(status_url, str) and self._api.is_own_origin(status_url):
@@ -363,6 +345,34 @@ class FalProvider:
         if status in (400, 422) and mentions(words, *CONTENT_POLICY_WORDS):
             return make(ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _body(model: str, request: RenderRequest, image_url: str | None) -> dict[str, Any]:
+    """The create body of ``request`` for ``model`` (``image_url``: what is sent for the
+    row's image). :meth:`FalProvider.echo` builds its echo from this same body."""
+    params = request.params
+    body: dict[str, Any] = {"prompt": request.prompt}
+    if model in AUDIO_MODELS:
+        # fal's default is true (and twice the price per second): audio only when asked.
+        body["generate_audio"] = bool(param_bool(params, "audio"))
+    ratio = param_str(params, "aspect_ratio")
+    if ratio:
+        body["aspect_ratio"] = ratio
+    seconds = param_int(params, "duration")
+    if seconds is not None:
+        body["duration"] = f"{seconds}s"  # fal's Veo endpoints take "4s"/"6s"/"8s"
+    resolution = param_str(params, "resolution")
+    if resolution:
+        body["resolution"] = resolution
+    negative = param_str(params, "negative_prompt")
+    if negative:
+        body["negative_prompt"] = negative
+    seed = param_int(params, "seed")
+    if seed is not None:
+        body["seed"] = seed
+    if image_url is not None:
+        body["image_url"] = image_url
+    return body
 
 
 def _after_title(message: str) -> str:
