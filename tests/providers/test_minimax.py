@@ -42,7 +42,14 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.intake import ImportOptions, plan_import
 from reelqueue.providers.adapters import minimax
-from reelqueue.providers.base import ProviderConfig, RenderRequest
+from reelqueue.providers.base import (
+    ProviderConfig,
+    ReconcileMethod,
+    RenderRequest,
+    SearchableProvider,
+    reconcile_method,
+    sends_client_token,
+)
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
@@ -961,3 +968,36 @@ async def test_engine_unreadable_create_answer_fails_without_a_second_create(
     assert job.state is JobState.FAILED
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
+
+
+# -- reconciliation: NONE (docs/reconciliation/minimax.md) --------------------------------
+
+# Every field of the documented V2 list's VideoTask (tests/fixtures/minimax/SOURCE.md, V2L).
+V2_TASK_FIELDS = {"id", "model", "status", "error", "created_at", "updated_at", "content",
+                  "resolution", "duration", "usage", "ratio", "task_type", "modality"}
+
+
+def test_minimax_is_not_searched_and_keeps_no_client_token(client_for: ClientFor) -> None:
+    provider = make(client_for(Router()))
+    assert getattr(provider, "supports_search", False) is False
+    assert not isinstance(provider, SearchableProvider)
+    assert reconcile_method(provider) is ReconcileMethod.NONE
+    assert sends_client_token(provider) is False
+
+
+def test_the_v2_list_echoes_neither_prompt_nor_image() -> None:
+    """Why MiniMax is NONE: what the V2 list says of a task is the same for any prompt."""
+    page = fixture("minimax", "v2_list_page")
+    assert isinstance(page["total"], int)
+
+    def keys(value: Any) -> set[str]:
+        if isinstance(value, dict):
+            return set(value) | {k for v in value.values() for k in keys(v)}
+        if isinstance(value, list):
+            return {k for v in value for k in keys(v)}
+        return set()
+
+    for item in page["items"]:
+        assert set(item) <= V2_TASK_FIELDS
+        assert set(item.get("content") or {}) <= {"url"}  # the output, not the input
+        assert not keys(item) & {"text", "prompt", "image_url", "first_frame_image"}

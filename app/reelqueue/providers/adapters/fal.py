@@ -17,17 +17,32 @@ row asks for audio.
 
 The status and result URLs name the app without its sub-path (``fal-ai/veo3.1`` for
 ``fal-ai/veo3.1/fast``), so the job id we keep is that path: ``{owner}/{app}/requests/{id}``.
-No idempotency key and no lookup by our token.
+No idempotency key and no lookup by our token. A create whose answer was lost is
+searched for in fal's request history (Platform API ``GET /v1/models/requests/by-endpoint``
+with ``expand=payloads``): a render whose ``json_input`` equals our create body can be
+found there once it has finished, but the history may omit requests still in flight, so
+it never proves that none was made (``SearchResult.complete`` is always False).
+We do not send ``X-Fal-Store-IO``: fal stores payloads by default, and an account that
+turned storage off keeps it off (its records cannot be compared, so never ruled out).
+docs/reconciliation/fal.md says why.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import math
 from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.images import ImageProblem, read_pinned_image
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
@@ -55,8 +70,10 @@ from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
     ProviderConfig,
+    RemoteRecord,
     RemoteStatus,
     RenderRequest,
+    SearchResult,
 )
 from reelqueue.providers.registry import ProviderInfo
 
@@ -66,6 +83,19 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 TEXT_MODELS = ("fal-ai/veo3.1", "fal-ai/veo3.1/fast")
 IMAGE_MODELS = ("fal-ai/veo3.1/image-to-video", "fal-ai/veo3.1/fast/image-to-video")
 POLL_SECONDS = 5.0  # no documented cadence
+# The request history (fal Platform API "List requests by endpoint"; SOURCE.md, key PL).
+PLATFORM_URL = "https://api.fal.ai/v1"
+LIST_PATH = "/models/requests/by-endpoint"
+LIST_LIMIT = 100  # the documented maximum page
+SEARCH_PAGES = 20  # 2,000 requests of our models from `since` on
+# fal documents no delay before a request is listed, and lists it at its end (sorted by
+# end time): a Veo render waits in the queue, then renders for minutes. 15 minutes covers
+# that with room; as the history never proves "none", a longer render is only found later.
+SETTLE_SECONDS = 900.0
+# fal keeps request payloads (json_input) 30 days by default (docs "Data retention").
+PAYLOAD_KEEP_HOURS = 30 * 24.0
+# fal's own storage hosts: an image there may be fal's copy of one we sent inline.
+FAL_STORAGE = ("fal.media", "fal.run", "fal.ai")
 PROBE_REQUEST_ID = "00000000-0000-0000-0000-000000000000"
 # Models whose input schema has ``generate_audio`` (boolean, default true): fal.ai model
 # pages fal-ai/veo3.1[/fast][/image-to-video], "Input Schema" (tests/fixtures/fal/SOURCE.md).
@@ -159,14 +189,30 @@ class FalProvider:
     Attributes:
         kind: "fal".
         supports_lookup: False; queue requests cannot be found by our client token.
+        supports_search: True when fal's request history can be read for this account:
+            the queue is fal's own (a gateway's key is not sent to api.fal.ai), and the
+            history has not answered 404/405. Its search can find a render, never rule
+            one out (:meth:`search`).
+        settle_seconds: :data:`SETTLE_SECONDS`.
+        echo_keeps_hours: :data:`PAYLOAD_KEEP_HOURS`.
+        keeps_client_token: False; nothing of our client token is sent to fal.
     """
 
     kind: str = KIND
     supports_lookup: bool = False
+    settle_seconds: float = SETTLE_SECONDS
+    echo_keeps_hours: float | None = PAYLOAD_KEEP_HOURS
+    keeps_client_token: bool = False
 
     def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
-                              auth_headers=lambda key: {"Authorization": f"Key {key}"})
+                              auth_headers=_fal_auth)
+        # The request history lives on fal's platform host. Only an account on fal's own
+        # queue sends its key there: a gateway's base URL means a gateway's key.
+        self.supports_search: bool = self._api.base_url == DEFAULT_BASE_URL
+        self._platform = ApiClient(
+            client, ProviderConfig(config.account, PLATFORM_URL, config.api_key),
+            title=TITLE, default_base_url=PLATFORM_URL, auth_headers=_fal_auth)
 
     def __repr__(self) -> str:
         return f"FalProvider(account={self._api.account!r})"
@@ -214,6 +260,62 @@ class FalProvider:
                               f"client token {request.client_token}; look for it in the "
                               "fal dashboard")
 
+    async def search(self, since: float, until: float) -> SearchResult:
+        """fal's request history of our models, from ``since`` on, with the inputs.
+
+        ``GET https://api.fal.ai/v1/models/requests/by-endpoint`` with every model we
+        create on (``endpoint_id``, comma-separated), ``start`` = ``since`` (no ``end``:
+        it defaults to now, so a render that finished after ``until`` is still read),
+        ``expand=payloads`` and the largest page (``limit`` 100), following
+        ``next_cursor`` while ``has_more``, at most :data:`SEARCH_PAGES` pages.
+
+        ``complete`` is always False: the history is sorted by end time and filtered by
+        finished states (success / error / user_error); nothing documents that a request
+        still queued or running is listed. It can find a render, never prove there is
+        none. A failure on a later page returns what was read; an answer of an
+        undocumented shape raises ``outcome_unknown``; 404/405 turns the search off.
+        """
+        if not self.supports_search:
+            raise outcome_unknown(self._api, "fal's request history is not read for this "
+                                  "account (a gateway, or a history that answered 404/405)")
+        params: dict[str, str | int] = {
+            "endpoint_id": ",".join(PARAMS.models), "start": _iso(since),
+            "expand": "payloads", "limit": LIST_LIMIT,
+        }
+        records: list[RemoteRecord] = []
+        for page in range(SEARCH_PAGES):
+            try:
+                response = await self._platform.request("GET", LIST_PATH, params=params)
+            except ProviderError:
+                if page == 0:
+                    raise
+                return SearchResult(tuple(records), complete=False)
+            if not response.is_success:
+                if page > 0:
+                    return SearchResult(tuple(records), complete=False)
+                if response.status_code in (404, 405):
+                    self.supports_search = False
+                    raise outcome_unknown(self._api, "fal's request history is not available "
+                                          f"(HTTP {response.status_code}); search turned off",
+                                          status_code=response.status_code)
+                raise self._error(response)
+            items, cursor = self._history_page(json_or_none(response))
+            records += [self._history_record(item) for item in items]
+            if cursor is None:
+                break
+            params["cursor"] = cursor
+        return SearchResult(tuple(records), complete=False)
+
+    def echo(self, request: RenderRequest) -> Mapping[str, Any]:
+        """``{"model": endpoint id, "input": the create body}``, the image as its identity
+        (an https URL as given, else ``sha256:`` of its bytes), as :meth:`search` reads
+        ``json_input``."""
+        model = param_str(request.params, "model") or PARAMS.models[0]
+        echo = _echo_of(model, _body(model, request, _request_image(request.params)))
+        if echo is None:  # an identity is always comparable; never reached
+            raise outcome_unknown(self._api, "the row's image has no identity to compare")
+        return echo
+
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
             return await fresh_video_link(self._api,
@@ -232,30 +334,43 @@ class FalProvider:
     # -- internals ------------------------------------------------------------------------
 
     async def _input(self, model: str, request: RenderRequest) -> dict[str, Any]:
-        params = request.params
-        body: dict[str, Any] = {"prompt": request.prompt}
-        if model in AUDIO_MODELS:
-            # fal's default is true (and twice the price per second): audio only when asked.
-            body["generate_audio"] = bool(param_bool(params, "audio"))
-        ratio = param_str(params, "aspect_ratio")
-        if ratio:
-            body["aspect_ratio"] = ratio
-        seconds = param_int(params, "duration")
-        if seconds is not None:
-            body["duration"] = f"{seconds}s"  # fal's Veo endpoints take "4s"/"6s"/"8s"
-        resolution = param_str(params, "resolution")
-        if resolution:
-            body["resolution"] = resolution
-        negative = param_str(params, "negative_prompt")
-        if negative:
-            body["negative_prompt"] = negative
-        seed = param_int(params, "seed")
-        if seed is not None:
-            body["seed"] = seed
-        if image_kind(params.get("image")):
-            image = await load_image(params["image"], TITLE, params.get("image_sha256"))
-            body["image_url"] = image.url_or_data_uri()  # fal accepts data URIs too
-        return body
+        image_url: str | None = None
+        if image_kind(request.params.get("image")):
+            image = await load_image(request.params["image"], TITLE,
+                                     request.params.get("image_sha256"))
+            image_url = image.url_or_data_uri()  # fal accepts data URIs too
+        return _body(model, request, image_url)
+
+    def _history_page(self, answer: Any) -> tuple[list[Any], str | None]:
+        """The items of a history page and the cursor of the next (None: the last)."""
+        items = answer.get("items") if isinstance(answer, dict) else None
+        has_more = answer.get("has_more") if isinstance(answer, dict) else None
+        cursor = answer.get("next_cursor") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or not isinstance(has_more, bool) or (
+                has_more and (not isinstance(cursor, str) or not cursor)):
+            raise outcome_unknown(self._api, "fal's request history answered in an "
+                                  "undocumented shape", answer)
+        return items, cursor if has_more else None
+
+    def _history_record(self, item: Any) -> RemoteRecord:
+        request_id = item.get("request_id") if isinstance(item, dict) else None
+        endpoint = item.get("endpoint_id") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(request_id, str) or \
+                not request_id.strip() or not isinstance(endpoint, str) or not endpoint.strip():
+            raise outcome_unknown(self._api, "a request in fal's history has no request id "
+                                  "or endpoint", item)
+        payload = item.get("json_input")
+        echo = None  # no payload (storage off, or deleted): never ruled out
+        if isinstance(payload, dict) and not _on_fal_storage(payload.get("image_url")):
+            # An image on fal's storage may be fal's copy of one sent inline: never
+            # ruled out either.
+            echo = _echo_of(endpoint, payload)
+        ended, code = item.get("ended_at"), item.get("status_code")
+        status = "COMPLETED" if ended else "listed without an end time"
+        if ended and isinstance(code, int) and not isinstance(code, bool):
+            status = f"COMPLETED (HTTP {code})"
+        return RemoteRecord(provider_job_id=f"{_app_root(endpoint)}/requests/{request_id}",
+                            created_at=_unix(item.get("sent_at")), status=status, echo=echo)
 
     def _job_id(self, model: str, request_id: str, status_url: Any) -> str:
         if isinstance(status_url, str) and self._api.is_own_origin(status_url):
@@ -363,6 +478,121 @@ class FalProvider:
         if status in (400, 422) and mentions(words, *CONTENT_POLICY_WORDS):
             return make(ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)
         return self._api.http_error(response, during_create=during_create)
+
+
+def _body(model: str, request: RenderRequest, image_url: str | None) -> dict[str, Any]:
+    """The create body of ``request`` for ``model`` (``image_url``: what is sent for the
+    row's image). :meth:`FalProvider.echo` builds its echo from this same body."""
+    params = request.params
+    body: dict[str, Any] = {"prompt": request.prompt}
+    if model in AUDIO_MODELS:
+        # fal's default is true (and twice the price per second): audio only when asked.
+        body["generate_audio"] = bool(param_bool(params, "audio"))
+    ratio = param_str(params, "aspect_ratio")
+    if ratio:
+        body["aspect_ratio"] = ratio
+    seconds = param_int(params, "duration")
+    if seconds is not None:
+        body["duration"] = f"{seconds}s"  # fal's Veo endpoints take "4s"/"6s"/"8s"
+    resolution = param_str(params, "resolution")
+    if resolution:
+        body["resolution"] = resolution
+    negative = param_str(params, "negative_prompt")
+    if negative:
+        body["negative_prompt"] = negative
+    seed = param_int(params, "seed")
+    if seed is not None:
+        body["seed"] = seed
+    if image_url is not None:
+        body["image_url"] = image_url
+    return body
+
+
+def _fal_auth(key: str) -> Mapping[str, str]:
+    return {"Authorization": f"Key {key}"}
+
+
+def _echo_of(model: str, json_input: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The echo of a create body (ours, or a history record's ``json_input``): the model
+    and every input as sent, ``image_url`` as :func:`_image_identity`; None when the image
+    cannot be read."""
+    normalised = dict(json_input)
+    if "image_url" in normalised:
+        identity = _image_identity(normalised["image_url"])
+        if identity is None:
+            return None
+        normalised["image_url"] = identity
+    return {"model": model.strip("/"), "input": normalised}
+
+
+def _image_identity(value: Any) -> str | None:
+    """A data: URI as ``sha256:`` of its bytes (what we send for a file or a data: cell);
+    any other text as it is (an https URL, or an identity already). None: unreadable."""
+    if not isinstance(value, str):
+        return None
+    if not value.startswith("data:"):
+        return value
+    header, comma, data = value.partition(",")
+    if not comma or not header.endswith(";base64"):
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return f"sha256:{hashlib.sha256(raw).hexdigest()}"
+
+
+def _request_image(params: Mapping[str, Any]) -> str | None:
+    """The identity of the image :meth:`FalProvider.submit` sends for ``params`` (what
+    :func:`_image_identity` makes of it), without sending anything."""
+    value = params.get("image")
+    kind = image_kind(value)
+    text = str(value).strip()
+    if not kind:
+        return None
+    if kind == "url":
+        return text
+    if kind == "data":
+        identity = _image_identity(text)
+        if identity is None:
+            raise ProviderError(f"{TITLE}: reference image unusable: the data: URI is not "
+                                "base64 image data", error_class=ErrorClass.PERMANENT,
+                                label=ErrorLabel.INVALID_INPUT)
+        return identity
+    pin = params.get("image_sha256")
+    if isinstance(pin, str) and pin.strip():
+        return f"sha256:{pin.strip().lower()}"  # submit refuses a file that differs from it
+    try:
+        data = read_pinned_image(Path(text).expanduser())
+    except ImageProblem as problem:
+        raise ProviderError(f"{TITLE}: reference image unusable: {problem}",
+                            error_class=ErrorClass.PERMANENT,
+                            label=ErrorLabel.INVALID_INPUT) from None
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+def _on_fal_storage(value: Any) -> bool:
+    """Whether an image URL is on fal's own storage (``*.fal.media``, ``*.fal.run``...)."""
+    if not isinstance(value, str) or not value.startswith("https://"):
+        return False
+    host = (urlsplit(value).hostname or "").lower()
+    return any(host == domain or host.endswith(f".{domain}") for domain in FAL_STORAGE)
+
+
+def _iso(seconds: float) -> str:
+    """``since`` for fal's ``start``: ISO 8601 UTC, rounded down to the second."""
+    return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _unix(value: Any) -> float | None:
+    """An ISO 8601 time of the history (``sent_at``) in Unix seconds; None if unreadable."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _after_title(message: str) -> str:

@@ -28,6 +28,12 @@ finished render without its file (``Success`` with an empty ``file_id``, ``succe
 without ``content.url``) is still SUCCEEDED: the engine reads it again and never creates
 it again. The job id says which API made it: ``v1:<task_id>`` or ``v2:<task_id>``. No
 idempotency key and no search by our token: ``supports_lookup`` is False.
+
+No search either (reconciliation method NONE; docs/reconciliation/minimax.md): V1 has no
+list, and the V2 list (``GET /v2/query/video_generation``, paged) echoes the model,
+resolution, duration, ratio and times of each H3 task but not its prompt or image, so a
+listed render can never be told to be ours or not; it lists no V1 task, has no time filter
+and no documented order. A lost create stays unknown for the user to check.
 """
 
 from __future__ import annotations
@@ -217,10 +223,14 @@ class MiniMaxProvider:
     Attributes:
         kind: "minimax".
         supports_lookup: False; no documented way to find a task by our client token.
+        keeps_client_token: False; nothing of our client token is sent to MiniMax.
+
+    No ``supports_search``: the V2 list cannot recognise a render (see the module text).
     """
 
     kind: str = KIND
     supports_lookup: bool = False
+    keeps_client_token: bool = False
 
     def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
