@@ -49,6 +49,9 @@ _RECONCILE = {
     openai_compat.KIND: _always(ReconcileMethod.SEARCH),
     replicate.KIND: _always(ReconcileMethod.SEARCH),
     luma_legacy.KIND: _always(ReconcileMethod.SEARCH),
+    # fal's request history lists finished requests only: it can find a render, never
+    # prove one absent (docs/reconciliation/fal.md).
+    fal.KIND: _always(ReconcileMethod.SEARCH),
 }
 
 _LISTED: tuple[ProviderInfo, ...] = (
