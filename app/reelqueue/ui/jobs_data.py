@@ -32,6 +32,10 @@ STATE_LABELS: dict[str, str] = {
     JobState.CANCELLED: "Cancelled", JobState.PARKED: "Parked (needs attention)",
 }
 
+UNKNOWN_LABEL = "Outcome unknown (needs you)"
+"""A parked create whose outcome the provider's records could not settle (issue 19): not a
+failure; the job detail says what to look for and the candidates."""
+
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "All states": None,
     "Waiting": WAITING_VALUES,

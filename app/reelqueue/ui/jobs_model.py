@@ -34,6 +34,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.states import JobState
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.queries import JobRow
@@ -43,6 +44,7 @@ from reelqueue.ui.jobs_data import (
     FINAL_VALUES,
     IN_FLIGHT_VALUES,
     STATE_LABELS,
+    UNKNOWN_LABEL,
     JobStats,
     JobTable,
 )
@@ -123,6 +125,8 @@ class JobFilter:
 
 
 def _state_text(row: JobRow) -> str:
+    if row.state == JobState.PARKED and row.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
+        return UNKNOWN_LABEL
     label = STATE_LABELS.get(row.state, row.state)
     if row.sub_status and row.state == JobState.RENDERING:
         return f"{label} · {row.sub_status}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QSystemTrayIcon
 
+from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
@@ -47,19 +48,23 @@ class BatchFinishWatch:
         done = sum(r.state == JobState.COMPLETED for r in rows)
         failed = sum(r.state == JobState.FAILED for r in rows)
         cancelled = sum(r.state == JobState.CANCELLED for r in rows)
-        parked = sum(r.state == JobState.PARKED for r in rows)
+        unknown = sum(r.state == JobState.PARKED
+                      and r.error_label == ErrorLabel.SUBMIT_UNKNOWN.value for r in rows)
+        parked = sum(r.state == JobState.PARKED for r in rows) - unknown
         name = c.batches.get(batch_id, f"batch {batch_id}")
         text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
                 f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
                 + (f", {fmt.number(parked)} parked (they keep their render; Retry reads "
-                   "it again)" if parked else "") + ".")
+                   "it again)" if parked else "")
+                + (f", {fmt.number(unknown)} with an unknown outcome (not charged twice; "
+                   "open the job to resolve it)" if unknown else "") + ".")
         actions: list[BannerAction] = [("Open folder", c.keeper.open_output_folder)]
         if failed:
             actions.insert(0, ("Retry failed", c.actions.retry_failed))
         if c.actions.is_demo(name):
             actions.append(("Run the demo again", c.actions.run_demo_again))
         # Green only when something completed and nothing failed or waits for the user.
-        kind = ("warning" if failed or parked else "success" if done else "info")
+        kind = ("warning" if failed or parked or unknown else "success" if done else "info")
         # One "finished" banner: the newest batch's replaces an older one.
         c.window.banners.remove_family("batch:")
         c.window.banners.show_banner(kind, text, actions, key=f"batch:{batch_id}")
