@@ -235,3 +235,37 @@ async def test_died_inside_the_submit_window_is_reconciled_at_start(tmp_path: Pa
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED and provider.creates == {"k0": 1}, events(store)
     assert "reconciled" in events(store) and provider.searches >= 1
+
+
+class Cancelling(FakeProvider):
+    def __init__(self, scripts: dict[str, Script]) -> None:
+        super().__init__(scripts)
+        self.cancelled: list[str] = []
+
+    async def cancel(self, provider_job_id: str) -> None:
+        self.cancelled.append(provider_job_id)
+
+
+async def test_a_create_answered_after_its_claim_was_lost_is_an_orphan_cancelled_and_flagged(
+        tmp_path: Path) -> None:
+    provider = Cancelling({"p": Script(submit_seconds=0.5)})
+    store = setup(tmp_path, provider, ["p"])
+    engine = Engine(store, providers=install(provider), config=QUICK, rng=random.Random(1))
+    await engine.start()
+    for _ in range(20000):  # until the create is on its way
+        if provider.creates:
+            break
+        await asyncio.sleep(0.001)
+    # The claim is lost meanwhile (here: the job cancelled behind the worker's back).
+    assert store.cancel_jobs([1], time.time()) == [1]
+    for _ in range(20000):
+        if "orphan_cancelled" in events(store):
+            break
+        await asyncio.sleep(0.001)
+    await engine.stop()
+    assert provider.cancelled == ["r1"], events(store)
+    assert {"orphan_render", "possible_duplicate_charge", "orphan_cancelled"} <= set(
+        events(store))
+    orphan = next(e for e in store.ledger(1) if e.event == "orphan_render")
+    assert orphan.detail["provider_job_id"] == "r1" and orphan.detail["job_state"] == "CANCELLED"
+    assert store.list_jobs()[0].state == JobState.CANCELLED

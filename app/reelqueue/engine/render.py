@@ -29,7 +29,7 @@ from reelqueue.domain.errors import (
     submit_unknown_message,
 )
 from reelqueue.domain.models import Claim
-from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.domain.states import FINAL, AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
@@ -390,9 +390,43 @@ class RenderAttempt:
     async def _record_submitted(self, provider_job_id: str) -> None:
         store = self.ctx.store
         self.provider_job_id = provider_job_id
-        await self._fenced(await store.record_submitted(self.token, provider_job_id,
-                                                        self._now()))
+        if not await store.record_submitted(self.token, provider_job_id, self._now()):
+            await self._orphaned(provider_job_id)
+            raise ClaimLost()
         self._emit(JobState.RENDERING, sub_status="submitted")
+
+    async def _orphaned(self, provider_job_id: str) -> None:
+        """A render answered after this claim was lost (its lease ran out: the process was
+        stopped, the network cut): written as an orphan render, flagged, and cancelled at
+        the provider where it can be -- unless the job's new owner holds it, or may still
+        find it in the provider's records (its create is unresolved there)."""
+        store, now = self.ctx.store, self._now()
+        job = await store.get_job(self.job.id)
+        if job is not None and job.provider_job_id == provider_job_id:
+            return  # the new owner found it: one render, nothing orphaned
+        unresolved = (job is not None and job.provider_job_id is None
+                      and job.client_token is not None and job.state not in FINAL)
+        detail: dict[str, Any] = {
+            "provider_job_id": provider_job_id, "client_token": self.pending_token,
+            "job_state": None if job is None else str(job.state),
+            "left_for": "the new owner's reconciliation" if unresolved else None}
+        await store.note("orphan_render", now, job_id=self.job.id, account=self.claim.account,
+                         claim_token=self.token.token, detail=detail)
+        if unresolved:
+            return
+        await store.note("possible_duplicate_charge", now, job_id=self.job.id,
+                         account=self.claim.account, claim_token=self.token.token,
+                         detail={"provider_job_id": provider_job_id,
+                                 "why": "a create answered after its claim was lost; the job "
+                                        "holds another render or is finished"})
+        try:
+            await self.provider.cancel(provider_job_id)
+        except Exception as exc:  # the flag stands; the user sees it in the job's history
+            log.warning("job %s: the orphan render %s could not be cancelled: %s",
+                        self.job.id, provider_job_id, exc)
+            return
+        await store.note("orphan_cancelled", self._now(), job_id=self.job.id,
+                         account=self.claim.account, detail={"provider_job_id": provider_job_id})
 
     async def _unknown_submission(self, client_token: str, exc: ProviderError) -> None:
         """The create may have reached the provider. Never send it again blindly."""
