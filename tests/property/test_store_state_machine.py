@@ -43,6 +43,7 @@ from reelqueue.store.sqlite import SqliteStore
 from tests import pgserver
 
 LEASE = 30.0
+MAX_CRASHES = 2  # RecoverParams.max_crashes here, low so that the limit is reached
 SIZE = 1234
 SHA = "ab" * 32
 RETRYABLE = JobError("retryable", "provider error", "500 from the provider")
@@ -100,6 +101,9 @@ class ModelJob:
     #: parked by recovery as "submit outcome unknown": a user's retry keeps its client
     #: token and account, to be reconciled before anything is created (issue 19)
     unknown: bool = False
+    #: recovery's requeues in a row (a crash gives the attempt back; past the limit the
+    #: job fails); reset by a retry wait, a release or the user's retry
+    crashes: int = 0
 
     def clear_claim(self) -> None:
         self.claim = self.owner = self.lease_until = None
@@ -277,12 +281,14 @@ class StoreMachine(RuleBasedStateMachine):
             job.file_on_disk = True
             job.clear_claim()
         elif op == "retry_wait":
+            job.crashes = 0
             job.state, job.run_after = JobState.RETRY_WAIT, args["run_after"]
             job.clear_claim()
             if not args["keep"]:
                 job.account = job.client_token = None
                 job.drop_render()
         elif op == "released":
+            job.crashes = 0
             job.state = JobState.RETRY_WAIT if args["run_after"] else JobState.QUEUED
             job.run_after = args["run_after"] or 0.0
             job.attempts = max(job.attempts - 1, 0)
@@ -321,14 +327,14 @@ class StoreMachine(RuleBasedStateMachine):
                 plan["reconcile"].append(job.id)
             elif in_window:  # invariants 11, 13: parked as unknown, never created again
                 plan["unknown_submissions"].append(job.id)
-            elif job.attempts >= job.max_attempts:
+            elif job.crashes + 1 > MAX_CRASHES:
                 plan["failed"].append(job.id)
             else:
                 plan["requeued"].append(job.id)
         for name, store in self.stores.items():
             report = store.recover(RecoverParams(
                 instance, now, LEASE, only_expired, self._check_output,
-                lookup_accounts=lookup, verify_completed=verify))
+                lookup_accounts=lookup, verify_completed=verify, max_crashes=MAX_CRASHES))
             got = {k: sorted(v) for k, v in report.as_dict().items() if k in plan}
             assert got == plan, f"{name}: recovery did {got}, expected {plan}"
             assert report.missing_outputs == []
@@ -337,7 +343,10 @@ class StoreMachine(RuleBasedStateMachine):
                 assert row and row.state == JobState.PARKED, f"{name}: job {job_id}"
                 assert row.error_label == "submit outcome unknown", f"{name}: job {job_id}"
                 assert row.error_class == "unknown", f"{name}: job {job_id}"
-                assert row.client_token and row.client_token in (row.error_message or "")
+                # no token_accounts here: the words name the account and time, not the
+                # token this provider was never sent (issue 19)
+                assert row.client_token and row.client_token not in (row.error_message or "")
+                assert f"on account {row.account}" in (row.error_message or "")
                 events = [e.event for e in store.ledger(job_id)]
                 assert "submit_outcome_unknown" in events, f"{name}: job {job_id}"
                 assert "possible_duplicate_charge" not in events, f"{name}: job {job_id}"
@@ -363,6 +372,8 @@ class StoreMachine(RuleBasedStateMachine):
         for job_id in plan["requeued"]:
             job = self.jobs[job_id]
             job.state, job.run_after = JobState.QUEUED, 0.0
+            job.attempts = max(job.attempts - 1, 0)  # a crash spends no attempt
+            job.crashes += 1
             job.account = job.client_token = job.provider_job_id = None
             job.clear_claim()
 
@@ -561,6 +572,7 @@ class StoreMachine(RuleBasedStateMachine):
         for job_id in expected:
             job = self.jobs[job_id]
             job.state, job.attempts, job.run_after = JobState.QUEUED, 0, 0.0
+            job.crashes = 0
             if seed is None and job.provider_job_id is not None:
                 continue  # the render is kept: read again before anything is paid
             if seed is None and job.unknown:

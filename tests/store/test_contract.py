@@ -293,17 +293,44 @@ def test_recovery_reconciles_where_the_provider_can_be_asked(
     assert job.client_token == "ct-1"
 
 
-def test_recovery_fails_a_job_whose_last_attempt_crashed(
+def test_a_crash_spends_no_attempt_and_a_job_that_keeps_crashing_fails(
     store: Store, tmp_path: Path, clock: FakeClock
 ) -> None:
+    """A claim that ends in a crash is ReelQueue's fault, not the provider's: recovery
+    gives its attempt back; past ``max_crashes`` crashes in a row the job fails instead of
+    looping (issue 19, 6). A retry wait in between starts the count again."""
     seed_store(store, tmp_path, clock.now(), jobs=1)
-    for attempt in range(3):
+    c = claim(store, clock)
+    assert c and store.set_retry_wait(c.token, ERR, clock.now(), clock.now(),
+                                      keep_provider_job=False)
+    for boot in range(3):
         c = claim(store, clock)
-        assert c is not None and c.job.attempts == attempt + 1
-        report = store.recover(RecoverParams(f"boot{attempt}", clock.now(), 60, False, no_file))
-    assert report.failed == [c.job.id]
+        assert c is not None and c.job.attempts == 2, "the crashes' attempts came back"
+        report = store.recover(RecoverParams(f"boot{boot}", clock.now(), 60, False, no_file,
+                                             max_crashes=2))
+    assert report.failed == [c.job.id] and report.requeued == []
     job = store.get_job(c.job.id)
-    assert job and job.state == JobState.FAILED
+    assert job and job.state == JobState.FAILED and job.attempts == 2
+    assert "died 3 times in a row" in (job.error_message or "")
+    requeued = [e for e in store.ledger(c.job.id) if e.event == "requeued"]
+    assert [e.detail.get("crash") for e in requeued] == [True, True]
+
+
+def test_a_render_lost_with_the_process_is_rendered_again_without_an_attempt(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1, accounts={"acct-a": 1})
+    c = claim(store, clock)
+    assert c and store.mark_submitting(c.token, "ct", clock.now())
+    assert store.record_submitted(c.token, "pj-lost", clock.now())
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         lost_render_accounts=frozenset({"acct-a"})))
+    assert report.lost_renders == [c.job.id] and not report.reattached
+    job = store.get_job(c.job.id)
+    assert job and job.state == JobState.QUEUED and job.attempts == 0
+    assert job.provider_job_id is None and job.client_token is None and job.account is None
+    lost = next(e for e in store.ledger(c.job.id) if e.event == "render_lost")
+    assert lost.detail["provider_job_id"] == "pj-lost" and "built-in mock" in lost.detail["why"]
 
 
 def test_recovery_reports_completed_jobs_whose_file_is_gone(

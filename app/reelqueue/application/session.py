@@ -259,7 +259,8 @@ class Session:
         self._journal = None
         engine = Engine(self._store, config=config, clock=self.clock,
                         key_lookup=self.keys.lookup, bus=self.bus,
-                        providers=self.mock.providers(self.providers))
+                        providers=self.mock.providers(self.providers),
+                        lost_render_accounts=builtin_mock_accounts(accounts))
         self.engine = engine
         self.keys.on_loaded = engine.wake
         return await engine.start(paused=paused)

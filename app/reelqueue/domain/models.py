@@ -186,6 +186,8 @@ class RecoveryReport:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     missing_outputs: list[int] = field(default_factory=list)
+    #: renders that ended with the process that died (the built-in mock): rendered again
+    lost_renders: list[int] = field(default_factory=list)
     pruned_ledger_rows: int = 0
 
     @property
@@ -196,6 +198,7 @@ class RecoveryReport:
             + len(self.reconcile)
             + len(self.unknown_submissions)
             + len(self.requeued)
+            + len(self.lost_renders)
             + len(self.failed)
             + len(self.missing_outputs)
         )
@@ -207,6 +210,7 @@ class RecoveryReport:
             "reconcile": self.reconcile,
             "unknown_submissions": self.unknown_submissions,
             "requeued": self.requeued,
+            "lost_renders": self.lost_renders,
             "failed": self.failed,
             "missing_outputs": self.missing_outputs,
             "pruned_ledger_rows": self.pruned_ledger_rows,
@@ -235,9 +239,14 @@ class RecoveryReport:
                 "or 'reelqueue retry --parked')"
             )
         if self.requeued:
-            parts.append(n(self.requeued, "job", "jobs") + " requeued")
+            parts.append(n(self.requeued, "job", "jobs") + " requeued (no attempt spent)")
+        if self.lost_renders:
+            parts.append(n(self.lost_renders, "render", "renders") + " of the built-in mock "
+                         "lost when ReelQueue stopped: rendered again (no charge, no attempt "
+                         "spent)")
         if self.failed:
-            parts.append(n(self.failed, "job", "jobs") + " failed (their last attempt crashed)")
+            parts.append(n(self.failed, "job", "jobs") + " failed (the process died each "
+                         "time they were claimed)")
         if self.missing_outputs:
             parts.append(
                 n(self.missing_outputs, "completed job whose video is", "completed jobs whose "

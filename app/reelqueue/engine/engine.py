@@ -14,7 +14,7 @@ import functools
 import logging
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,8 +116,12 @@ class Engine:
         rng: random.Random | None = None,
         bus: EventBus | None = None,
         providers: ProviderRegistry | None = None,
+        lost_render_accounts: Iterable[str] = (),
     ) -> None:
         self.config = config or EngineConfig()
+        # Accounts whose renders end with the process (the built-in mock runs inside it):
+        # after a crash their renders are gone, rendered again without spending an attempt.
+        self.lost_render_accounts = frozenset(lost_render_accounts)
         self.providers = providers or builtin_registry()
         self.clock = clock or SystemClock()
         self.store = AsyncStore(store)
@@ -227,6 +231,8 @@ class Engine:
                                       if reconcile_method(adapter) != ReconcileMethod.NONE),
             token_accounts=frozenset(name for name, adapter in adapters.items()
                                      if sends_client_token(adapter)),
+            lost_render_accounts=self.lost_render_accounts,
+            max_crashes=self.config.max_resumes,
             prune_before=(now - self.config.ledger_retention_days * 86400) if prune
             else None,
         )

@@ -81,6 +81,11 @@ class RecoverParams:
         to reconcile.
     token_accounts: accounts whose provider keeps our client token (the words for an
         unknown create name it only there).
+    lost_render_accounts: accounts whose renders ended with the process that died (the
+        built-in mock runs inside ReelQueue): their jobs are rendered again, no attempt
+        spent.
+    max_crashes: how many claims in a row may end in a crash before the job is failed
+        (each requeue by recovery gives the attempt back).
     prune_before: ledger rows older than this are deleted (None: keep all).
     """
 
@@ -91,6 +96,8 @@ class RecoverParams:
     check_output: Callable[[Job], FileCheck]
     lookup_accounts: frozenset[str] = frozenset()
     token_accounts: frozenset[str] = frozenset()
+    lost_render_accounts: frozenset[str] = frozenset()
+    max_crashes: int = 5
     prune_before: float | None = None
     verify_completed: bool = False
 

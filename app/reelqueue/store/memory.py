@@ -732,6 +732,20 @@ class MemoryStore:
             return batch
 
     # -- recovery and audit ------------------------------------------------------------
+    def _crash_requeues(self, job_id: int) -> int:
+        """Recovery's requeues of the job since its last retry wait, release or user's
+        retry (queries.sql, crash_requeues)."""
+        n = 0
+        for entry in reversed(self._ledger):
+            if entry.job_id != job_id:
+                continue
+            by = entry.detail.get("by")
+            if entry.event in ("retry_wait", "released") or (
+                    entry.event == "requeued" and by == "user"):
+                break
+            n += entry.event == "requeued" and by == "recovery"
+        return n
+
     def recover(self, params: RecoverParams) -> RecoveryReport:
         with self._lock:
             leftovers = [
@@ -740,7 +754,8 @@ class MemoryStore:
             ]
             report = RecoveryReport()
             now = params.now
-            for action in plan_recovery(leftovers, params):
+            crashes = {job.id: self._crash_requeues(job.id) for job in leftovers}
+            for action in plan_recovery(leftovers, params, crashes):
                 job = action.job
                 token: str | None = None
                 if action.kind == "complete":
@@ -766,7 +781,8 @@ class MemoryStore:
                         job, "recover_fail", now, finished_at=now, error_class=error_class,
                         error_label=label, error_message=message)
                 else:
-                    changed = apply_transition(job, "recover_requeue", now, run_after=0.0)
+                    changed = apply_transition(job, "recover_requeue", now, run_after=0.0,
+                                               attempts=max(job.attempts - 1, 0))
                 self._jobs[job.id] = changed
                 for note in record_applied(action, report, token):
                     self._note(note.event, now, job_id=job.id, account=job.account,

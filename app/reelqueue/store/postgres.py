@@ -1123,7 +1123,9 @@ class PostgresStore:
         """
         query = "in_flight_expired" if params.only_expired else "in_flight_all"
         leftovers = [job_from_pg(r) for r in self._all(query, now=params.now)]
-        actions = plan_recovery(leftovers, params)
+        crashes = {job.id: int(self._scalar("crash_requeues", id=job.id))
+                   for job in leftovers}
+        actions = plan_recovery(leftovers, params, crashes)
         completed = ([job_from_pg(r) for r in self._all("completed_jobs")]
                      if params.verify_completed else [])
         report = RecoveryReport()

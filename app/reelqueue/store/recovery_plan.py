@@ -14,9 +14,12 @@ Pure decisions, shared by every store implementation so they cannot drift apart:
                                                   its client token (never created again by
                                                   itself, never counted as failed: the user
                                                   resolves it, invariant 13)
-5. anything else                               -> requeue
-A job whose claim used its last attempt fails instead of being requeued (so a job that
-kills its worker every time cannot loop forever).
+5. its render was lost with ReelQueue (the
+   built-in mock's renders end with it)        -> requeue, render dropped
+6. anything else                               -> requeue
+A requeue gives the claim's attempt back (a crash is ReelQueue's fault, not the
+provider's); a job whose claims ended in crashes more than ``max_crashes`` times in a row
+fails instead (so a job that kills its worker every time cannot loop forever).
 """
 
 from __future__ import annotations
@@ -30,11 +33,16 @@ from reelqueue.domain.models import FileCheck, Job, RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import RecoverParams
 
-ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown"]
+ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown", "lost"]
 
 UNKNOWN_WHY = ("the process died while it was submitting and this provider cannot be asked "
                "whether the create arrived (it keeps no list of renders to search)")
-"""Why a job that died inside the submit window without lookup is failed, not requeued."""
+"""Why a job that died inside the submit window without lookup is parked, not requeued."""
+
+LOST_WHY = ("its render was lost when ReelQueue itself stopped (the built-in mock provider "
+            "runs inside ReelQueue and its renders end with it): rendered again, no attempt "
+            "spent, nothing was charged")
+"""Why a render of the built-in mock is created again after a crash (issue 19, 6)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,12 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
                              {"provider_job_id": job.provider_job_id,
                               "client_token": job.client_token, "from": str(job.state)},
                              new_token)]
+    if action.kind == "lost":
+        report.lost_renders.append(job.id)
+        return [RecoveryNote("render_lost", {"provider_job_id": job.provider_job_id,
+                                             "why": LOST_WHY}),
+                RecoveryNote("requeued", {"by": "recovery", "from": str(job.state),
+                                          "crash": True})]
     if action.kind == "fail":
         report.failed.append(job.id)
         return [RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]
@@ -86,7 +100,8 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
                 RecoveryNote("parked", {"source": "recovery", "reason": action.reason,
                                         "label": ErrorLabel.SUBMIT_UNKNOWN.value})]
     report.requeued.append(job.id)
-    return [RecoveryNote("requeued", {"by": "recovery", "from": str(job.state)})]
+    return [RecoveryNote("requeued", {"by": "recovery", "from": str(job.state),
+                                      "crash": True})]
 
 
 def failure_of(action: RecoveryAction) -> tuple[str, str, str]:
@@ -129,12 +144,19 @@ def _in_submit_window(job: Job) -> bool:
         job.client_token is not None and job.provider_job_id is None)
 
 
-def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryAction]:
+def plan_recovery(leftovers: list[Job], params: RecoverParams,
+                  crashes: Mapping[int, int] | None = None) -> list[RecoveryAction]:
+    """``crashes``: job id -> how many times in a row recovery already requeued it (its
+    claims ended in crashes: ReelQueue's fault, not the provider's, so the attempt is
+    given back; past ``params.max_crashes`` it is failed instead, so a job that kills its
+    worker every time cannot loop forever)."""
     actions: list[RecoveryAction] = []
     for job in leftovers:
         check = params.check_output(job)
         if check.exists and check.size > 0 and check.sha256:
             actions.append(RecoveryAction(job, "complete", file=check))
+        elif job.provider_job_id and job.account in params.lost_render_accounts:
+            actions.append(RecoveryAction(job, "lost", reason=LOST_WHY))
         elif job.provider_job_id:
             actions.append(RecoveryAction(job, "reattach"))
         elif _in_submit_window(job) and job.account in params.lookup_accounts:
@@ -142,14 +164,15 @@ def plan_recovery(leftovers: list[Job], params: RecoverParams) -> list[RecoveryA
         elif _in_submit_window(job):
             # Invariant 11 amends invariant 4's "otherwise resubmitted": the create may
             # have reached the provider, which cannot be asked, so it is never sent again
-            # by itself; the user's retry creates it again, on the record.
+            # by itself; the user resolves it (invariant 13).
             actions.append(RecoveryAction(job, "unknown", reason=submit_unknown_message(
                 UNKNOWN_WHY, client_token=job.client_token, account=job.account,
                 token_sent=job.account in params.token_accounts, around=job.updated_at)))
-        elif job.attempts >= job.max_attempts:
+        elif (n := (crashes or {}).get(job.id, 0) + 1) > params.max_crashes:
             actions.append(RecoveryAction(
-                job, "fail", reason=f"the worker died during attempt {job.attempts} of "
-                                    f"{job.max_attempts}; no attempts left"))
+                job, "fail", reason=f"the process died {n} times in a row while this job "
+                                    "was claimed (ReelQueue's crash, not the provider's); it "
+                                    "is not started again by itself: retry it"))
         else:
             actions.append(RecoveryAction(job, "requeue"))
     return actions

@@ -1015,7 +1015,9 @@ class SqliteStore:
         """
         query = "in_flight_expired" if params.only_expired else "in_flight_all"
         leftovers = [job_from_row(r) for r in self._read(query, now=params.now)]
-        actions = plan_recovery(leftovers, params)
+        crashes = {job.id: int(self._read("crash_requeues", id=job.id)[0][0])
+                   for job in leftovers}
+        actions = plan_recovery(leftovers, params, crashes)
         completed = ([job_from_row(r) for r in self._read("completed_jobs")]
                      if params.verify_completed else [])
         report = RecoveryReport()
@@ -1055,7 +1057,7 @@ class SqliteStore:
             applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
                                  error_class=error_class, error_label=label,
                                  error_message=message, **common)
-        else:
+        else:  # requeue, or a render lost with the process
             applied = self._exec("recover_requeue", **common)
         if applied:  # a row that changed since it was read is left alone
             for note in record_applied(action, report, token):

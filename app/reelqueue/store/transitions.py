@@ -103,7 +103,7 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
        sets={"output_size", "output_sha256", "output_host", "progress", "finished_at"},
        clears=CLAIM | ERROR),
     _t("recover_reattach", None, None, sets=CLAIM),
-    _t("recover_requeue", None, {S.QUEUED}, sets={"run_after"},
+    _t("recover_requeue", None, {S.QUEUED}, sets={"run_after", "attempts"},
        clears=CLAIM | REMOTE_STATUS | {"account", "client_token", "provider_job_id"}),
     _t("recover_fail", None, {S.FAILED}, sets={"finished_at"} | ERROR, clears=CLAIM),
     _t("recover_park", None, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"}),

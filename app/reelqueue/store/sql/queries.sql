@@ -254,6 +254,17 @@ SELECT other.id FROM jobs AS other, jobs AS this
  WHERE this.id = :id AND other.provider = this.provider AND other.account IS this.account
    AND other.provider_job_id = :provider_job_id AND other.id <> :id;
 
+-- name: crash_requeues
+-- How many times in a row recovery requeued this job (since the last retry wait, release
+-- or user's retry).
+SELECT COUNT(*) FROM ledger
+ WHERE job_id = :id AND event = 'requeued' AND json_extract(detail, '$.by') = 'recovery'
+   AND seq > COALESCE((SELECT MAX(seq) FROM ledger
+                        WHERE job_id = :id
+                          AND (event IN ('retry_wait', 'released')
+                               OR (event = 'requeued'
+                                   AND json_extract(detail, '$.by') = 'user'))), 0);
+
 -- name: known_provider_job_ids
 -- Which of these provider job ids a job of this account already holds (a render goes to
 -- at most one job).
@@ -334,7 +345,10 @@ UPDATE jobs SET state = :state, claim_token = :token, lease_owner = :owner,
  WHERE id = :id AND claim_token IS :old_token;
 
 -- name: recover_requeue
+-- The claim ended in a crash (ReelQueue's fault, not the provider's): its attempt is given
+-- back; recovery_plan.py fails a job whose claims keep ending in crashes instead.
 UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
+       attempts = MAX(attempts - 1, 0),
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = :id AND claim_token IS :old_token;

@@ -297,6 +297,14 @@ SELECT other.id FROM jobs AS other, jobs AS this
    AND other.account IS NOT DISTINCT FROM this.account
    AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s;
 
+-- name: crash_requeues
+SELECT COUNT(*) AS n FROM ledger
+ WHERE job_id = %(id)s AND event = 'requeued' AND detail->>'by' = 'recovery'
+   AND seq > COALESCE((SELECT MAX(seq) FROM ledger
+                        WHERE job_id = %(id)s
+                          AND (event IN ('retry_wait', 'released')
+                               OR (event = 'requeued' AND detail->>'by' = 'user'))), 0);
+
 -- name: known_provider_job_ids
 SELECT provider_job_id FROM jobs
  WHERE provider = %(provider)s AND account = %(account)s
@@ -372,7 +380,10 @@ UPDATE jobs SET state = %(state)s, claim_token = %(token)s, lease_owner = %(owne
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- name: recover_requeue
+-- The claim ended in a crash: its attempt is given back (recovery_plan.py fails a job whose
+-- claims keep ending in crashes).
 UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = %(now)s,
+       attempts = GREATEST(attempts - 1, 0),
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
