@@ -14,33 +14,49 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reelqueue.domain.errors import ErrorClass, KnownError
-from reelqueue.domain.models import Job, JobSpec
+from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
-from reelqueue.intake.estimate import estimate_cost
+from reelqueue.intake.estimate import NO_ACCOUNTS, UNKNOWN, AccountPrices, money, quote_job
 from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
+from reelqueue.store.spend import price_of
 
 RETRYABLE_STATES = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.PARKED})
 
 
 def estimated_price(
-    jobs: Iterable[Job], providers: ProviderRegistry | None = None
+    jobs: Iterable[Job], providers: ProviderRegistry | None = None,
+    accounts: AccountPrices | None = None,
 ) -> tuple[float, int]:
     """(estimated USD of the priced jobs, how many have no known price), at the prices of
-    ``providers`` (default: the built-in ones)."""
+    ``providers`` (default: the built-in ones) and the accounts' own prices.
+
+    ``accounts`` None (a caller that does not read the accounts, such as the engine's
+    ledger note of a deliberate re-render): each job's price stamped at its import, the
+    one its spend entry charges, else the price table's."""
     registry = providers or builtin_registry()
+    specs: dict[str, ParamSpec] = {}
 
     def params_for(provider: str) -> ParamSpec:
-        try:
-            return registry.get(provider).params
-        except KnownError:
-            return ParamSpec()
+        if provider not in specs:
+            try:
+                specs[provider] = registry.get(provider).params
+            except KnownError:
+                specs[provider] = ParamSpec()
+        return specs[provider]
 
-    specs = [JobSpec(j.job_key, j.prompt, j.provider, j.output_path, params=dict(j.params),
-                     pinned_account=j.pinned_account) for j in jobs]
-    estimate = estimate_cost(specs, params_for)
-    return estimate.total_usd, estimate.unpriced_jobs
+    usd, unpriced = 0.0, 0
+    for job in jobs:
+        price = price_of(job.metadata) if accounts is None else None
+        if price is None:
+            price = quote_job(job.provider, job.params, job.pinned_account,
+                              params_for(job.provider), accounts or NO_ACCOUNTS).usd
+        if price is None:
+            unpriced += 1
+        else:
+            usd += price
+    return round(usd, 4), unpriced
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,7 @@ class RetryPlan:
     skipped_permanent: permanent failures left out (``include_permanent`` not given).
     not_retryable: jobs that are not failed, cancelled or parked (left alone).
     rerender_usd: the estimated price of ``rerender``; ``unpriced``: those without a price.
+    unknown: for those, the "price unknown — set it with ..." words (whose price is missing).
     """
 
     reread: tuple[Job, ...]
@@ -59,6 +76,19 @@ class RetryPlan:
     not_retryable: tuple[int, ...]
     rerender_usd: float
     unpriced: int
+    unknown: str = ""
+
+    @property
+    def price_text(self) -> str:
+        """"est. $1.20", "est. $1.20 + 2 jobs price unknown — set it with ..." or "price
+        unknown — set it with ...": never $0.00 for a job without a price."""
+        if not self.unpriced:
+            return f"est. {money(self.rerender_usd)}"
+        unknown = self.unknown or UNKNOWN
+        if len(self.rerender) == self.unpriced:
+            return unknown
+        n = self.unpriced
+        return f"est. {money(self.rerender_usd)} + {n} job{'s' if n != 1 else ''} {unknown}"
 
     @property
     def job_ids(self) -> list[int]:
@@ -75,10 +105,7 @@ class RetryPlan:
             parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
                          "created again only if the provider says the render is gone)")
         if self.rerender:
-            price = f"est. ${self.rerender_usd:.2f}"
-            if self.unpriced:
-                price += f" + {self.unpriced} without a known price"
-            parts.append(f"{len(self.rerender)} will be rendered again ({price})")
+            parts.append(f"{len(self.rerender)} will be rendered again ({self.price_text})")
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
@@ -95,9 +122,10 @@ class RetryPlan:
 
 def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                include_permanent: bool = True, new_seed: int | None = None,
-               providers: ProviderRegistry | None = None) -> RetryPlan:
+               providers: ProviderRegistry | None = None,
+               accounts: AccountPrices | None = None) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
-    rendered again."""
+    rendered again. ``accounts``: the accounts' own prices (see :func:`estimated_price`)."""
     reread: list[Job] = []
     rerender: list[Job] = []
     skipped: list[Job] = []
@@ -113,6 +141,24 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
             reread.append(job)
         else:
             rerender.append(job)
-    usd, unpriced = estimated_price(rerender, providers)
+    usd, unpriced = estimated_price(rerender, providers, accounts)
     return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
-                     unpriced)
+                     unpriced, _unknown_words(rerender, providers, accounts) if unpriced else "")
+
+
+def _unknown_words(jobs: Iterable[Job], providers: ProviderRegistry | None,
+                   accounts: AccountPrices | None) -> str:
+    """The "price unknown — set it with ..." words of the first unpriced job."""
+    registry = providers or builtin_registry()
+    for job in jobs:
+        if accounts is None and price_of(job.metadata) is not None:
+            continue
+        try:
+            spec = registry.get(job.provider).params
+        except KnownError:
+            spec = ParamSpec()
+        quote = quote_job(job.provider, job.params, job.pinned_account, spec,
+                          accounts or NO_ACCOUNTS)
+        if quote.usd is None:
+            return quote.unknown
+    return UNKNOWN
