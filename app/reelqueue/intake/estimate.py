@@ -185,7 +185,7 @@ def quote_job(provider: str, params: Mapping[str, Any], pinned_account: str | No
         if table is not None:
             return priced(table, source)
         return PriceQuote(None, unknown=(
-            f"{UNKNOWN} once you add a {provider} account "
+            f"{UNKNOWN} once you add an account for {provider} "
             f"(reelqueue accounts add NAME --provider {provider})"))
     missing = [name for name, own in candidates if own is None and table is None]
     if missing:

@@ -88,7 +88,7 @@ PARAMS = ParamSpec(
         PriceVariant(0.36, resolution="1080p", seconds=10.0),
     )},
     price_source="lumalabs.ai pricing (SDR, per 5 s block), quoted in PROVIDERS.md section 4b "
-    "[note]; notes compiled late 2026",
+    "[note] (compiled late 2026); read 2026-12-01",
     default_capacity=1,  # no published concurrency limit
 )
 
