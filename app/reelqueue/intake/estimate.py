@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from reelqueue.domain.models import JobSpec
 from reelqueue.providers.base import ParamSpec, PriceVariant
@@ -82,8 +82,7 @@ NO_ACCOUNTS = AccountPrices()
 """No accounts known (a dry run without a journal, a test catalog): the tables only."""
 
 
-@dataclass(frozen=True)
-class PriceQuote:
+class PriceQuote(NamedTuple):
     """One render's price.
 
     Attributes:
@@ -205,6 +204,43 @@ def quote_job(provider: str, params: Mapping[str, Any], pinned_account: str | No
     return priced(highest, f"the dearest of the {provider} accounts: {where}")
 
 
+class Pricer:
+    """Prices jobs against one catalog and one set of accounts. Rows of a sheet mostly
+    repeat a few settings, so each distinct (provider, account, model, resolution, audio,
+    duration) is quoted once.
+
+    Attributes:
+        params_for: provider kind -> its :class:`ParamSpec`.
+        accounts: the accounts' own prices.
+    """
+
+    def __init__(self, params_for: Callable[[str], ParamSpec],
+                 accounts: AccountPrices = NO_ACCOUNTS) -> None:
+        self.params_for = params_for
+        self.accounts = accounts
+        self._specs: dict[str, ParamSpec] = {}
+        self._quotes: dict[tuple[Any, ...], PriceQuote] = {}
+
+    def quote(self, job: JobSpec) -> PriceQuote:
+        params = job.params
+        key = (job.provider, job.pinned_account, params.get("model"),
+               params.get("resolution"), params.get("audio"), params.get("duration"))
+        try:
+            return self._quotes[key]
+        except KeyError:
+            pass
+        except TypeError:  # a value that cannot be a key: quote it on its own
+            return self._quote(job)
+        quote = self._quotes[key] = self._quote(job)
+        return quote
+
+    def _quote(self, job: JobSpec) -> PriceQuote:
+        spec = self._specs.get(job.provider)
+        if spec is None:
+            spec = self._specs[job.provider] = self.params_for(job.provider)
+        return quote_job(job.provider, job.params, job.pinned_account, spec, self.accounts)
+
+
 def job_price(job: JobSpec, spec: ParamSpec, accounts: AccountPrices = NO_ACCOUNTS
               ) -> float | None:
     """One render's price (USD), as :func:`estimate_cost` counts it; None: unknown."""
@@ -295,12 +331,11 @@ def estimate_cost(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec
     unpriced: dict[tuple[str, str | None], int] = {}
     unknown: dict[tuple[str, str | None], str] = {}
     sources: dict[tuple[str, str | None], set[str]] = {}
-    specs: dict[str, ParamSpec] = {}
+    pricer = Pricer(params_for, accounts)
     for job in jobs:
         group = (job.provider, job.pinned_account)
         groups.setdefault(group, []).append(_seconds(job.params))
-        spec = specs.get(job.provider) or specs.setdefault(job.provider, params_for(job.provider))
-        quote = quote_job(job.provider, job.params, job.pinned_account, spec, accounts)
+        quote = pricer.quote(job)
         if quote.usd is None:
             unpriced[group] = unpriced.get(group, 0) + 1
             unknown.setdefault(group, quote.unknown)
@@ -335,9 +370,8 @@ def stamp_prices(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec]
     """Store each job's price in its metadata (``"price"``) for the spend caps
     (docs/design-notes.md); a job without one is "price unknown" (not started under a
     cap)."""
-    specs: dict[str, ParamSpec] = {}
+    pricer = Pricer(params_for, accounts)
     for job in jobs:
-        spec = specs.get(job.provider) or specs.setdefault(job.provider, params_for(job.provider))
-        price = job_price(job, spec, accounts)
+        price = pricer.quote(job).usd
         if price is not None:
             job.metadata["price"] = price

@@ -35,8 +35,8 @@ from reelqueue.intake.estimate import (
     AccountPrices,
     CostEstimate,
     PriceQuote,
+    Pricer,
     estimate_cost,
-    quote_job,
     stamp_prices,
 )
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
@@ -322,11 +322,7 @@ def _plan_import(
 
 
 def _quoter(catalog: ProviderCatalog, accounts: AccountPrices) -> Callable[[JobSpec], PriceQuote]:
-    def quote(job: JobSpec) -> PriceQuote:
-        return quote_job(job.provider, job.params, job.pinned_account,
-                         catalog.params(job.provider), accounts)
-
-    return quote
+    return Pricer(catalog.params, accounts).quote
 
 
 @contextmanager
