@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
@@ -93,8 +94,9 @@ def price_estimator(
     registry = providers or builtin_registry()
     prices = AccountPrices.of(accounts)
     specs: dict[str, ParamSpec] = {}
+    known: dict[tuple[Any, ...], float | None] = {}  # a page repeats a few settings
 
-    def estimate(job: Job) -> float | None:
+    def quote(job: Job, account: str | None) -> float | None:
         spec = specs.get(job.provider)
         if spec is None:
             try:
@@ -102,8 +104,19 @@ def price_estimator(
             except KnownError:
                 spec = ParamSpec()
             specs[job.provider] = spec
-        return quote_job(job.provider, job.params, job.pinned_account or job.account, spec,
-                         prices).usd
+        return quote_job(job.provider, job.params, account, spec, prices).usd
+
+    def estimate(job: Job) -> float | None:
+        params, account = job.params, job.pinned_account or job.account
+        key = (job.provider, account, params.get("model"), params.get("resolution"),
+               params.get("audio"), params.get("duration"))
+        try:
+            return known[key]
+        except KeyError:
+            usd = known[key] = quote(job, account)
+            return usd
+        except TypeError:  # a value that cannot be a key
+            return quote(job, account)
 
     return estimate
 
