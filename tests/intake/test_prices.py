@@ -101,6 +101,8 @@ def test_a_pinned_job_takes_its_accounts_own_price() -> None:
     assert quote_job("p", params("dear"), "b", SPEC, accounts).usd == 2.0  # the table's
     unknown = quote_job("p", params("free-text"), "b", SPEC, accounts)
     assert unknown.usd is None and unknown.unknown == f"{SET_IT} for account b"
+    elsewhere = book(("x", "other-provider", 9.0))  # not a price of this provider
+    assert quote_job("p", params("dear"), "x", SPEC, elsewhere).usd == 2.0
 
 
 def test_accounts_that_agree_give_their_price() -> None:

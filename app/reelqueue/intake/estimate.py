@@ -173,8 +173,8 @@ def quote_job(provider: str, params: Mapping[str, Any], pinned_account: str | No
     if seconds <= 0:
         return PriceQuote(None, unknown=f"{UNKNOWN} (the row gives no duration)")
     if pinned_account is not None:
-        own = accounts.accounts.get(pinned_account, (provider, None))[1]
-        if own is not None:
+        kind, own = accounts.accounts.get(pinned_account, (provider, None))
+        if own is not None and kind == provider:  # another provider's price is not this one
             return priced(own, f"account {pinned_account}: own price, ${own:g}/s")
         if table is not None:
             return priced(table, source)
