@@ -134,7 +134,7 @@ def test_filter_change_keeps_the_selected_job(qtbot) -> None:
 
 
 def test_job_rows_from_domain_jobs(tmp_path: Path) -> None:
-    from reelqueue.engine.queries import to_row
+    from reelqueue.engine.queries import price_estimator, to_row
 
     job = Job(id=7, batch_id=1, job_key="k", row_number=8, name="n", prompt="p",
               provider="mock", params={"duration": 5, "model": "mock-2"}, pinned_account=None,
@@ -145,5 +145,5 @@ def test_job_rows_from_domain_jobs(tmp_path: Path) -> None:
               output_sha256=None, cost=None, error_class=None, error_label=None,
               error_message=None, created_at=900.0, updated_at=1000.0, started_at=950.0,
               finished_at=None, metadata={})
-    row = to_row(job, lambda provider, model: {"mock-2": 0.02}.get(model))
+    row = to_row(job, price_estimator([]))  # the mock's table: mock-2 is $0.02/s
     assert (row.state, row.attempt_started, row.estimate) == ("RENDERING", 950.0, 0.1)

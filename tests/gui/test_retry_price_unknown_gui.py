@@ -37,8 +37,9 @@ async def test_a_re_render_of_unknown_price_waits_for_the_button(
     controller.actions.retry([job_id])
     await until(lambda: banners.get("retry") is not None, 10)
     banner = banners.get("retry")
-    assert "1 will be rendered again" in banner.text and "without a known price" \
-        in banner.text, banner.text
+    assert "1 will be rendered again (price unknown — set it with `reelqueue accounts set " \
+        "NAME --price-per-second USD` for account acct)" in banner.text, banner.text
+    assert "$0.00" not in banner.text
     assert set(banner.buttons) == {"Retry (price unknown)"}
     assert table.row(job_id).state == "FAILED", "nothing changes before the click"
     banner.buttons["Retry (price unknown)"].click()

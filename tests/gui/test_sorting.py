@@ -46,7 +46,7 @@ def fill(store: Store, tmp_path: Path, now: float) -> None:
 def model_on(store: Store) -> JobTableModel:
     """A jobs model fed from ``store``, its order asked of the store at once."""
     model = JobTableModel()
-    model.add_rows([to_row(job, lambda _p, _m: None) for job in store.list_jobs()])
+    model.add_rows([to_row(job, lambda _job: None) for job in store.list_jobs()])
     model.orderRequested.connect(
         lambda order, desc: model.set_order(order, desc, store.job_ids_ordered(order, desc)))
     return model
@@ -132,7 +132,7 @@ def test_sort_survives_live_updates_filters_and_new_rows(
     store.add_jobs(batch.id, [JobSpec(job_key="new", prompt="late prompt", provider="mock",
                                       name="aaa late", output_path=str(tmp_path / "n.mp4"),
                                       row_number=99)], clock.now())
-    new = [to_row(j, lambda _p, _m: None) for j in store.list_jobs()][-1:]
+    new = [to_row(j, lambda _job: None) for j in store.list_jobs()][-1:]
     model.add_rows(new)
     model.flush()
     model.set_filter(JobFilter())
@@ -145,7 +145,7 @@ def test_a_late_answer_for_an_old_sort_is_dropped(
 ) -> None:
     fill(store, tmp_path, clock.now())
     model = JobTableModel()
-    model.add_rows([to_row(job, lambda _p, _m: None) for job in store.list_jobs()])
+    model.add_rows([to_row(job, lambda _job: None) for job in store.list_jobs()])
     model.sort(COL_NAME, Qt.SortOrder.AscendingOrder)
     model.sort(COL_ROW, Qt.SortOrder.AscendingOrder)
     assert not model.set_order("name", False, store.job_ids_ordered("name"))

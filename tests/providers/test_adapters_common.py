@@ -41,6 +41,11 @@ def test_param_spec_is_complete(kind: str) -> None:
     assert spec.default_capacity >= 1
     assert spec.price_source  # says where prices come from, or that there are none
     assert set(spec.price_per_second) <= set(spec.models)
+    assert set(spec.price_variants) <= set(spec.price_per_second)  # a variant refines one
+    assert all(usd > 0 for usd in spec.price_per_second.values())
+    assert all(v.usd_per_second > 0 for vs in spec.price_variants.values() for v in vs)
+    if spec.price_per_second:
+        assert "2026-" in spec.price_source  # the date the prices were read
     assert spec.max_prompt_chars > 0
     if info.default_base_url is not None:
         assert info.default_base_url.startswith("https://")

@@ -170,7 +170,15 @@ class Routes:
                               "accepted": e.accepted} for e in outcome.errors],
             "estimate": {"total_usd": plan.estimate.total_usd,
                          "jobs": plan.estimate.jobs,
-                         "unpriced_jobs": plan.estimate.unpriced_jobs},
+                         "unpriced_jobs": plan.estimate.unpriced_jobs,
+                         # Per provider / pinned account: the priced jobs' sum and sources,
+                         # and for the others the "price unknown — set it with ..." words.
+                         "lines": [{"provider": line.provider, "account": line.account,
+                                    "jobs": line.jobs, "usd": line.usd,
+                                    "unpriced_jobs": line.unpriced_jobs,
+                                    "price_unknown": line.unknown or None,
+                                    "sources": list(line.sources)}
+                                   for line in plan.estimate.lines]},
         }
         if outcome.result is None:
             body.update(dry_run=dry_run, would_add=len(plan.new_jobs),
@@ -178,7 +186,12 @@ class Routes:
                         preview=[{"row": p.row_number, "name": p.name, "prompt": p.prompt,
                                   "provider": p.provider, "params": p.params,
                                   "file_name": p.file_name,
-                                  "already_present": p.already_present}
+                                  "already_present": p.already_present,
+                                  "price_usd": p.price.usd if p.price else None,
+                                  "price_source": (p.price.source or None) if p.price
+                                  else None,
+                                  "price_unknown": (p.price.unknown or None) if p.price
+                                  else None}
                                  for p in plan.preview(20)])
             return web.json_response(body, status=200 if dry_run else 422)
         result = outcome.result

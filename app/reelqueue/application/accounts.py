@@ -1,6 +1,6 @@
 """The user's commands on provider accounts: add (key checked, put in the OS keyring),
-test the key again, remove, change (limit, pause/resume, daily cap, gateway settings),
-list. The window, the command line and the HTTP API all call these.
+test the key again, remove, change (limit, pause/resume, daily cap, own price per second,
+gateway settings), list. The window, the command line and the HTTP API all call these.
 
 Keys travel in :class:`AccountDraft` (never in its ``repr``), go to the OS keyring on a
 worker thread and never reach the journal, which keeps a reference only.
@@ -9,6 +9,7 @@ worker thread and never reach the journal, which keeps a reference only.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass, field, replace
 
 from reelqueue.application.keys import check_key
@@ -18,6 +19,7 @@ from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
 from reelqueue.engine import account_commands, queries
 from reelqueue.engine.queries import AccountSummary
+from reelqueue.intake.estimate import PRICE_SETTING, account_price
 from reelqueue.providers.registry import check_base_url
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
@@ -53,6 +55,9 @@ class AccountChange:
         capacity: renders at once.
         enabled: False pauses it (no new work; running renders finish), True resumes it.
         daily_cap: the daily spend cap in USD; ``clear_daily_cap`` removes it.
+        price_per_second: the account's own price, USD per second of video, used instead of
+            the provider's price table for its jobs (intake/estimate.py); for gateways and
+            resource packs that publish none. ``clear_price_per_second`` removes it.
         model: openai-compat only: the gateway's model for rows that name none.
         allow_1080p: openai-compat only: the gateway's model renders 1080p.
     """
@@ -61,6 +66,8 @@ class AccountChange:
     enabled: bool | None = None
     daily_cap: float | None = None
     clear_daily_cap: bool = False
+    price_per_second: float | None = None
+    clear_price_per_second: bool = False
     model: str | None = None
     allow_1080p: bool | None = None
 
@@ -78,6 +85,28 @@ class KeyTestResult:
     ok: bool
     status: AccountStatus | None
     message: str
+
+
+def parse_price_per_second(text: str) -> float | None:
+    """An account's own price: USD per second of video ('0.12', '$0.12'), or None for
+    'none' (back to the provider's price table). InputError for anything else."""
+    cleaned = text.strip().lstrip("$").strip().removesuffix("/s").strip()
+    if cleaned.casefold() in ("none", "off", "no", "clear"):
+        return None
+    try:
+        value = float(cleaned)
+    except ValueError:
+        raise InputError(f"A price per second is an amount in USD (like 0.12) or 'none'; "
+                         f"{text!r} is neither.") from None
+    if not 0 < value < float("inf"):
+        raise InputError(f"A price per second must be more than 0 (or 'none'), not {text!r}.")
+    return value
+
+
+def own_price(account: Account) -> float | None:
+    """The account's own price per second (``accounts set --price-per-second``), or None
+    when its jobs are priced from the provider's table."""
+    return account_price(account.settings)
 
 
 def default_model_setting(provider: str, model: str | None) -> dict[str, object]:
@@ -238,6 +267,11 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
     settings: dict[str, object] = {}
     if change.daily_cap is not None or change.clear_daily_cap:
         settings["daily_cap"] = None if change.clear_daily_cap else change.daily_cap
+    if change.price_per_second is not None or change.clear_price_per_second:
+        if change.price_per_second is not None and not 0 < change.price_per_second < math.inf:
+            raise InputError("A price per second must be more than 0.")
+        settings[PRICE_SETTING] = (None if change.clear_price_per_second
+                                   else change.price_per_second)
     if change.model is not None:
         settings.update(default_model_setting(current.provider, change.model))
     if change.allow_1080p is not None:

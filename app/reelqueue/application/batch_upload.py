@@ -89,10 +89,11 @@ async def upload_batch(session: Session, feed: JournalFeed, upload_root: Path,
     path = folder / (sanitise_component(Path(file_name).stem, "upload") + suffix)
     try:
         await asyncio.to_thread(path.write_bytes, content)
+        prices = await imports.account_prices(session)
         plan = await asyncio.to_thread(plan_import, path, options,
                                        existing_keys=feed.existing_keys,
                                        catalog=RegistryCatalog(session.providers),
-                                       now=session.clock.now())
+                                       now=session.clock.now(), accounts=prices)
         if dry_run or plan.refused:
             return BatchUploadOutcome(plan, None, list(plan.errors))
         try:

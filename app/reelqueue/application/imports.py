@@ -18,7 +18,14 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
 from reelqueue.engine.import_commands import import_plan
-from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, IntakeStore, export_results
+from reelqueue.intake import (
+    AccountPrices,
+    ImportOptions,
+    ImportPlan,
+    ImportResult,
+    IntakeStore,
+    export_results,
+)
 from reelqueue.intake import apply_import as write_import
 from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
@@ -27,8 +34,8 @@ from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import batch_name_for
 from reelqueue.store.base import Store
 
-__all__ = ["ImportOptions", "ImportPlan", "ImportResult", "apply_import", "export_batch",
-           "find_batch", "plan_import", "refusal_message"]
+__all__ = ["ImportOptions", "ImportPlan", "ImportResult", "account_prices", "apply_import",
+           "export_batch", "find_batch", "plan_import", "refusal_message"]
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
@@ -48,6 +55,7 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
     what the new ones will cost. Writes nothing; InputError when the file is unusable."""
     journal = session.journal
     options = await journal.call(with_saved_overrides, journal.sync, Path(path), options)
+    prices = await account_prices(session)
     loop = asyncio.get_running_loop()
 
     def existing_keys(keys: object) -> set[str]:
@@ -58,11 +66,17 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
 
     return await asyncio.to_thread(read_plan, Path(path), options, existing_keys=existing_keys,
                                    catalog=RegistryCatalog(session.providers),
-                                   now=session.clock.now())
+                                   now=session.clock.now(), accounts=prices)
+
+
+async def account_prices(session: Session) -> AccountPrices:
+    """The accounts' own prices (``accounts set NAME --price-per-second``) for estimates."""
+    return AccountPrices.of(await session.journal.list_accounts())
 
 
 def plan_without_journal(path: Path, options: ImportOptions, now: float) -> ImportPlan:
-    """A plan for a sheet when there is no journal yet (blocking: a worker thread)."""
+    """A plan for a sheet when there is no journal yet (blocking: a worker thread): no
+    account exists, so prices come from the providers' tables only."""
     return read_plan(Path(path), options, now=now)
 
 

@@ -17,6 +17,7 @@ from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine import queue_commands, spend_commands
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
+from reelqueue.intake.estimate import AccountPrices
 from reelqueue.store.base import Prioritized, Store
 
 __all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "list_batches",
@@ -58,10 +59,11 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
         job = await journal.get_job(job_id)
         if job is not None:
             jobs[job_id] = job
-    settings = {a.name: a.settings for a in await journal.list_accounts()}
+    listed = await journal.list_accounts()
     return plan_retry(list(job_ids), jobs, new_seed=new_seed,
                       include_permanent=include_permanent, providers=session.providers,
-                      account_settings=settings)
+                      accounts=AccountPrices.of(listed),
+                      account_settings={a.name: a.settings for a in listed})
 
 
 async def retry(session: Session, job_ids: list[int], *,

@@ -31,6 +31,7 @@ from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import BatchSpec, Job, JobSpec
 from reelqueue.engine.engine import Engine
 from reelqueue.intake.catalog import ProviderCatalog
+from reelqueue.intake.estimate import AccountPrices, stamp_prices
 from reelqueue.intake.filenames import VIDEO_SUFFIX, name_from_prompt, sanitise_component
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
@@ -231,6 +232,10 @@ class JobSubmitter:
         counted inside it); when they do not all fit, one by one, so each submit gets its
         own answer (201 or 429)."""
         answers: list[SubmitOutcome | Exception | None] = [None] * len(items)
+        # The price the spend caps reserve, as an import stamps it (intake/estimate.py):
+        # without one a job never starts under a cap.
+        stamp_prices([spec for _, spec in items], self.catalog.params,
+                     AccountPrices.of(store.list_accounts()))
         by_batch: dict[str, list[int]] = {}
         for index, (batch, _) in enumerate(items):
             by_batch.setdefault(batch, []).append(index)

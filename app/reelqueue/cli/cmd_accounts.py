@@ -19,6 +19,7 @@ from reelqueue.application.accounts import (
     AccountChange,
     AccountDraft,
     default_model_setting,
+    parse_price_per_second,
 )
 from reelqueue.application.keys import check_key
 from reelqueue.application.session import Session
@@ -61,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     test = commands.add_parser("test", help="check an account's key again")
     test.add_argument("name")
     test.set_defaults(handler=handle_test)
-    change = commands.add_parser("set", help="change an account's limit, pause or resume it")
+    change = commands.add_parser("set", help="change an account's limit, caps or price; "
+                                             "pause or resume it")
     change.add_argument("name")
     change.add_argument("--capacity", type=int, default=None)
     # "paused" is the window's word; --enable/--disable stay for scripts that use them.
@@ -72,6 +74,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     change.add_argument("--daily-cap", default=None, metavar="USD|none",
                         help="start no render once today's spend (local day) would pass "
                              "this; 'none': no cap")
+    change.add_argument("--price-per-second", default=None, metavar="USD|none",
+                        help="this account's own price per second of video, used for its "
+                             "jobs' estimates and spend caps instead of the provider's price "
+                             "list (for gateways and resource packs); 'none': the list's")
     change.add_argument("--model", default=None,
                         help="openai-compat only: the gateway's model for rows that name none")
     change.add_argument("--allow-1080p", dest="allow_1080p", action="store_true",
@@ -127,8 +133,10 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
 def _describe(account: Account, live: int) -> str:
     state = account.status.value if account.enabled else "paused"  # the window's word too
     where = f" {account.base_url}" if account.base_url else ""
+    own = accounts.own_price(account)
+    price = f", own price ${own:g}/s" if own is not None else ""
     return (f"{account.position:>2}. {account.name} ({account.provider}{where}) "
-            f"limit {account.capacity}, running {live}, {state}"
+            f"limit {account.capacity}{price}, running {live}, {state}"
             + (f": {account.status_detail}" if account.status_detail else ""))
 
 
@@ -157,11 +165,16 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.cli.cmd_spend import parse_usd
 
     cap = parse_usd(args.daily_cap) if args.daily_cap is not None else None
+    price = (parse_price_per_second(args.price_per_second)
+             if args.price_per_second is not None else None)
     change = AccountChange(capacity=args.capacity, enabled=args.enabled, daily_cap=cap,
                            clear_daily_cap=args.daily_cap is not None and cap is None,
+                           price_per_second=price,
+                           clear_price_per_second=(args.price_per_second is not None
+                                                   and price is None),
                            model=args.model, allow_1080p=args.allow_1080p)
-    only_cap = (args.capacity is None and args.enabled is None and args.model is None
-                and args.allow_1080p is None)
+    only_settings = (args.capacity is None and args.enabled is None and args.model is None
+                     and args.allow_1080p is None)
 
     async def update(session: Session) -> tuple[Account, int]:
         account = await accounts.update_account(session, args.name, change)
@@ -169,13 +182,21 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
                     if s.account.name == account.name)
         return account, live
 
-    # A cap alone is one write in the journal: made even while 'run' holds the folder
-    # (that engine reads it on its next pass, within 30 s).
-    account, live = run_on_journal(ctx, update,
-                                   lock=not (only_cap and args.daily_cap is not None))
+    # A cap or a price alone is one write in the journal: made even while 'run' holds the
+    # folder (that engine reads a cap on its next pass, within 30 s; a price is read by the
+    # next import).
+    account, live = run_on_journal(
+        ctx, update, lock=not (only_settings and (args.daily_cap is not None
+                                                  or args.price_per_second is not None)))
     ctx.print(_describe(account, live))
     if args.daily_cap is not None:
         usd = account.settings.get("daily_cap")
         ctx.print(f"Daily spend cap: ${usd:.2f}." if isinstance(usd, int | float)
                   else "Daily spend cap: none.")
+    if args.price_per_second is not None:
+        own = accounts.own_price(account)
+        ctx.print(f"Price: ${own:g} per second of video, for this account's estimates and "
+                  "the spend caps of sheets imported from now on (jobs already queued keep "
+                  "the price they were imported with)." if own is not None
+                  else "Price: the provider's price list (no own price).")
     return 0

@@ -210,6 +210,8 @@ def print_plan(ctx: CliContext, plan: ImportPlan, preview_rows: int) -> None:
             done = " (already imported)" if row.already_present else ""
             ctx.print(f"  row {row.row_number}: {row.file_name} [{row.provider} {params}]{done}")
             ctx.print(f"      {prompt}")
+            if row.price is not None:
+                ctx.print(f"      {row.price.text}")
     print_errors(ctx, plan)
     if plan.already_present:
         ctx.print(f"Already imported: {plan.already_present} jobs (nothing to do for them).")
@@ -228,18 +230,15 @@ def print_errors(ctx: CliContext, plan: ImportPlan) -> None:
 
 
 def print_estimate(ctx: CliContext, plan: ImportPlan) -> None:
+    """One line per provider (and pinned account): its price with the price's source and
+    date, or "price unknown — set it with ..." for the jobs that have none (never $0.00)."""
     estimate = plan.estimate
     if not estimate.lines:
         return
     ctx.print(f"Estimate for {estimate.jobs} new jobs (an estimate, not an invoice):")
     for line in estimate.lines:
-        price = f"${line.usd:,.2f}" if line.usd is not None else "price unknown"
-        unpriced = f", {line.unpriced_jobs} without a known price" if (
-            line.unpriced_jobs and line.usd is not None) else ""
-        ctx.print(f"  {line.label}: {line.jobs} jobs, {line.seconds:,.0f} s of video, "
-                  f"{price}{unpriced}")
-    sources = f" (prices: {'; '.join(estimate.sources)})" if estimate.sources else ""
-    ctx.print(f"  total: ${estimate.total_usd:,.2f}{sources}")
+        ctx.print(f"  {line.describe()}")
+    ctx.print(f"  total: {estimate.describe_total()}")
 
 
 def print_result(ctx: CliContext, result: ImportResult) -> None:

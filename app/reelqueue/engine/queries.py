@@ -9,13 +9,16 @@ values — built on the journal thread as well, so the loop does no per-row work
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
 from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
+from reelqueue.intake.estimate import AccountPrices, quote_job
+from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
@@ -41,7 +44,7 @@ class JobRow:
         finished_at: when the job reached a final state.
         updated_at: the time of the last change applied (journal write or event).
         cost: what the provider charged, when it says.
-        estimate: the estimated price from the provider's price table (None: unpriced).
+        estimate: the estimated price (:func:`price_estimator`; None: price unknown).
     """
 
     id: int
@@ -82,36 +85,44 @@ class JobDetail:
     ledger: list[LedgerEntry]
 
 
-def _price_lookup(
-    providers: ProviderRegistry | None = None,
-) -> Callable[[str, str], float | None]:
+def price_estimator(
+    accounts: Iterable[Account], providers: ProviderRegistry | None = None,
+) -> Callable[[Job], float | None]:
+    """A job's estimated price as the import counts it (intake/estimate.py ``quote_job``:
+    the account's own price, else the provider's table), on the account the job runs on
+    once it has one; None: price unknown."""
     registry = providers or builtin_registry()
-    cache: dict[str, dict[str, float]] = {}
+    prices = AccountPrices.of(accounts)
+    specs: dict[str, ParamSpec] = {}
+    known: dict[tuple[Any, ...], float | None] = {}  # a page repeats a few settings
 
-    def price(provider: str, model: str) -> float | None:
-        if provider not in cache:
+    def quote(job: Job, account: str | None) -> float | None:
+        spec = specs.get(job.provider)
+        if spec is None:
             try:
-                cache[provider] = dict(registry.get(provider).params.price_per_second)
+                spec = registry.get(job.provider).params
             except KnownError:
-                cache[provider] = {}
-        table = cache[provider]
-        if not table:
-            return None
-        return table.get(model) if model else table.get(next(iter(table)))
+                spec = ParamSpec()
+            specs[job.provider] = spec
+        return quote_job(job.provider, job.params, account, spec, prices).usd
 
-    return price
+    def estimate(job: Job) -> float | None:
+        params, account = job.params, job.pinned_account or job.account
+        key = (job.provider, account, params.get("model"), params.get("resolution"),
+               params.get("audio"), params.get("duration"))
+        try:
+            return known[key]
+        except KeyError:
+            usd = known[key] = quote(job, account)
+            return usd
+        except TypeError:  # a value that cannot be a key
+            return quote(job, account)
+
+    return estimate
 
 
-def estimate_price(job: Job, price: Callable[[str, str], float | None]) -> float | None:
-    """The job's estimated price: the model's price per second times its duration."""
-    per_second = price(job.provider, str(job.params.get("model") or ""))
-    duration = job.params.get("duration")
-    if per_second is None or not isinstance(duration, int | float):
-        return None
-    return round(per_second * float(duration), 4)
-
-
-def to_row(job: Job, price: Callable[[str, str], float | None]) -> JobRow:
+def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
+    """The row a table shows; ``estimate`` prices the job (:func:`price_estimator`)."""
     started: float | None = job.started_at
     if job.attempts > 1:  # the journal keeps the first claim's time; the last change is
         started = job.updated_at  # the closest we have to this attempt's start
@@ -124,13 +135,13 @@ def to_row(job: Job, price: Callable[[str, str], float | None]) -> JobRow:
         max_attempts=job.max_attempts, output_path=job.output_path,
         error_label=job.error_label, error_message=job.error_message,
         attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
-        cost=job.cost, estimate=estimate_price(job, price),
+        cost=job.cost, estimate=estimate(job),
     )
 
 
 def _rows_page(store: Store, offset: int, limit: int) -> list[JobRow]:
-    price = _price_lookup()
-    return [to_row(job, price) for job in store.list_jobs(limit=limit, offset=offset)]
+    estimate = price_estimator(store.list_accounts())
+    return [to_row(job, estimate) for job in store.list_jobs(limit=limit, offset=offset)]
 
 
 async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
@@ -149,9 +160,9 @@ async def job_rows_by_id(astore: AsyncStore, job_ids: list[int]) -> list[JobRow]
     """Fresh rows for a few jobs (after a command changed them)."""
 
     def read(store: Store) -> list[JobRow]:
-        price = _price_lookup()
+        estimate = price_estimator(store.list_accounts())
         jobs = [store.get_job(job_id) for job_id in job_ids]
-        return [to_row(job, price) for job in jobs if job is not None]
+        return [to_row(job, estimate) for job in jobs if job is not None]
 
     return await astore.call(read, astore.sync)
 

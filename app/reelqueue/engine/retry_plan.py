@@ -19,33 +19,49 @@ from dataclasses import dataclass
 from typing import Any
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, KnownError
-from reelqueue.domain.models import Job, JobSpec
+from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
-from reelqueue.intake.estimate import estimate_cost
+from reelqueue.intake.estimate import NO_ACCOUNTS, UNKNOWN, AccountPrices, money, quote_job
 from reelqueue.providers.base import ParamSpec, ReconcileMethod
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
+from reelqueue.store.spend import price_of
 
 RETRYABLE_STATES = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.PARKED})
 
 
 def estimated_price(
-    jobs: Iterable[Job], providers: ProviderRegistry | None = None
+    jobs: Iterable[Job], providers: ProviderRegistry | None = None,
+    accounts: AccountPrices | None = None,
 ) -> tuple[float, int]:
     """(estimated USD of the priced jobs, how many have no known price), at the prices of
-    ``providers`` (default: the built-in ones)."""
+    ``providers`` (default: the built-in ones) and the accounts' own prices.
+
+    ``accounts`` None (a caller that does not read the accounts, such as the engine's
+    ledger note of a deliberate re-render): each job's price stamped at its import, the
+    one its spend entry charges, else the price table's."""
     registry = providers or builtin_registry()
+    specs: dict[str, ParamSpec] = {}
 
     def params_for(provider: str) -> ParamSpec:
-        try:
-            return registry.get(provider).params
-        except KnownError:
-            return ParamSpec()
+        if provider not in specs:
+            try:
+                specs[provider] = registry.get(provider).params
+            except KnownError:
+                specs[provider] = ParamSpec()
+        return specs[provider]
 
-    specs = [JobSpec(j.job_key, j.prompt, j.provider, j.output_path, params=dict(j.params),
-                     pinned_account=j.pinned_account) for j in jobs]
-    estimate = estimate_cost(specs, params_for)
-    return estimate.total_usd, estimate.unpriced_jobs
+    usd, unpriced = 0.0, 0
+    for job in jobs:
+        price = price_of(job.metadata) if accounts is None else None
+        if price is None:
+            price = quote_job(job.provider, job.params, job.pinned_account,
+                              params_for(job.provider), accounts or NO_ACCOUNTS).usd
+        if price is None:
+            unpriced += 1
+        else:
+            usd += price
+    return round(usd, 4), unpriced
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,7 @@ class RetryPlan:
         be asked, left out (``include_permanent`` not given).
     not_retryable: jobs that are not failed, cancelled or parked (left alone).
     rerender_usd: the estimated price of ``rerender``; ``unpriced``: those without a price.
+    unknown: for those, the "price unknown — set it with ..." words (whose price is missing).
     """
 
     reread: tuple[Job, ...]
@@ -69,8 +86,21 @@ class RetryPlan:
     not_retryable: tuple[int, ...]
     rerender_usd: float
     unpriced: int
+    unknown: str = ""
     reconcile: tuple[Job, ...] = ()
     maybe_charged: tuple[Job, ...] = ()
+
+    @property
+    def price_text(self) -> str:
+        """"est. $1.20", "est. $1.20 + 2 jobs price unknown — set it with ..." or "price
+        unknown — set it with ...": never $0.00 for a job without a price."""
+        if not self.unpriced:
+            return f"est. {money(self.rerender_usd)}"
+        unknown = self.unknown or UNKNOWN
+        if len(self.rerender) == self.unpriced:
+            return unknown
+        n = self.unpriced
+        return f"est. {money(self.rerender_usd)} + {n} job{'s' if n != 1 else ''} {unknown}"
 
     @property
     def job_ids(self) -> list[int]:
@@ -91,10 +121,7 @@ class RetryPlan:
                          "for in the provider's records first (no charge; created again only "
                          "if they show the first create never arrived)")
         if self.rerender:
-            price = f"est. ${self.rerender_usd:.2f}"
-            if self.unpriced:
-                price += f" + {self.unpriced} without a known price"
-            parts.append(f"{len(self.rerender)} will be rendered again ({price})")
+            parts.append(f"{len(self.rerender)} will be rendered again ({self.price_text})")
         if self.maybe_charged:
             n = len(self.maybe_charged)
             parts.append(f"for {n} of them the first create may already be charged (a "
@@ -129,10 +156,12 @@ def _unknown(job: Job) -> bool:
 def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                include_permanent: bool = True, new_seed: int | None = None,
                providers: ProviderRegistry | None = None,
+               accounts: AccountPrices | None = None,
                account_settings: Mapping[str, Mapping[str, Any]] | None = None) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
-    rendered again. ``account_settings``: each account's settings (how its provider is
-    asked for an unknown create may depend on them)."""
+    rendered again. ``accounts``: the accounts' own prices (see :func:`estimated_price`).
+    ``account_settings``: each account's settings (how its provider is asked for an unknown
+    create may depend on them)."""
     registry = providers or builtin_registry()
     settings = account_settings or {}
 
@@ -165,6 +194,25 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
             rerender.append(job)
             if _unknown(job):
                 maybe_charged.append(job)
-    usd, unpriced = estimated_price(rerender, providers)
+    usd, unpriced = estimated_price(rerender, providers, accounts)
     return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
-                     unpriced, tuple(reconcile), tuple(maybe_charged))
+                     unpriced, _unknown_words(rerender, providers, accounts) if unpriced else "",
+                     tuple(reconcile), tuple(maybe_charged))
+
+
+def _unknown_words(jobs: Iterable[Job], providers: ProviderRegistry | None,
+                   accounts: AccountPrices | None) -> str:
+    """The "price unknown — set it with ..." words of the first unpriced job."""
+    registry = providers or builtin_registry()
+    for job in jobs:
+        if accounts is None and price_of(job.metadata) is not None:
+            continue
+        try:
+            spec = registry.get(job.provider).params
+        except KnownError:
+            spec = ParamSpec()
+        quote = quote_job(job.provider, job.params, job.pinned_account, spec,
+                          accounts or NO_ACCOUNTS)
+        if quote.usd is None:
+            return quote.unknown
+    return UNKNOWN

@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from reelqueue.intake.apply import ImportResult, IntakeStore, apply_import, write_manifest
 from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog, StaticCatalog
-from reelqueue.intake.estimate import CostEstimate, CostLine
+from reelqueue.intake.estimate import (
+    NO_ACCOUNTS,
+    UNKNOWN,
+    AccountPrices,
+    CostEstimate,
+    CostLine,
+    PriceQuote,
+    money,
+)
 from reelqueue.intake.export import RESULT_COLUMNS, escape_formula, export_results
 from reelqueue.intake.mapping import FIELDS, ColumnMapping, parse_map_options, suggest_mapping
 from reelqueue.intake.planner import ImportOptions, ImportPlan, PreviewRow, plan_import
@@ -28,7 +36,10 @@ from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, Sheet, SheetRow
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "FIELDS",
+    "NO_ACCOUNTS",
     "RESULT_COLUMNS",
+    "UNKNOWN",
+    "AccountPrices",
     "ColumnMapping",
     "CostEstimate",
     "CostLine",
@@ -37,6 +48,7 @@ __all__ = [
     "ImportResult",
     "IntakeStore",
     "PreviewRow",
+    "PriceQuote",
     "ProviderCatalog",
     "RegistryCatalog",
     "RowError",
@@ -46,6 +58,7 @@ __all__ = [
     "apply_import",
     "escape_formula",
     "export_results",
+    "money",
     "parse_map_options",
     "plan_import",
     "read_sheet",

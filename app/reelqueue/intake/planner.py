@@ -30,7 +30,15 @@ import platformdirs
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import BatchSpec, JobSpec
 from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog
-from reelqueue.intake.estimate import CostEstimate, estimate_cost, stamp_prices
+from reelqueue.intake.estimate import (
+    NO_ACCOUNTS,
+    AccountPrices,
+    CostEstimate,
+    PriceQuote,
+    Pricer,
+    estimate_cost,
+    stamp_prices,
+)
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.jobs import JobBuilder
@@ -121,7 +129,12 @@ class ImportOptions:
 
 @dataclass(frozen=True)
 class PreviewRow:
-    """A job as it will be rendered, for the preview table."""
+    """A job as it will be rendered, for the preview table.
+
+    Attributes:
+        price: what one render costs and where the price comes from, or the "price
+            unknown — set it with ..." words (None: not priced by this preview).
+    """
 
     row_number: int | None
     name: str
@@ -130,6 +143,7 @@ class PreviewRow:
     params: dict[str, Any]
     file_name: str
     already_present: bool
+    price: PriceQuote | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +163,8 @@ class ImportPlan:
         options: the options planned with.
         keys_checked: True when ``present_keys`` came from the journal the plan will be
             written to (``existing_keys`` given), so writing it need not look them up again.
+        quoter: prices one job as the estimate does (the catalog's tables and the
+            accounts' own prices the plan was made with).
     """
 
     batch: BatchSpec
@@ -162,6 +178,8 @@ class ImportPlan:
     present_keys: frozenset[str]
     options: ImportOptions
     keys_checked: bool = False
+    quoter: Callable[[JobSpec], PriceQuote] | None = field(default=None, repr=False,
+                                                           compare=False)
 
     @property
     def refused(self) -> bool:
@@ -177,15 +195,21 @@ class ImportPlan:
     def scope(self) -> str:
         return str(self.batch.settings["intake"]["scope"])
 
-    def preview(self, n: int = 10) -> list[PreviewRow]:
+    def price_of(self, job: JobSpec) -> PriceQuote | None:
+        """One job's price as the estimate counts it (None: the plan has no quoter)."""
+        return self.quoter(job) if self.quoter is not None else None
+
+    def preview(self, n: int | None = 10) -> list[PreviewRow]:
+        """The first ``n`` jobs (None: all) as they will be rendered, each with its price."""
         return [
             PreviewRow(
                 row_number=job.row_number, name=job.name, prompt=job.prompt,
                 provider=job.provider, params=dict(job.params),
                 file_name=Path(job.output_path).name,
                 already_present=job.job_key in self.present_keys,
+                price=self.price_of(job),
             )
-            for job in self.jobs[:n]
+            for job in (self.jobs if n is None else self.jobs[:n])
         ]
 
 
@@ -196,10 +220,13 @@ def plan_import(
     existing_keys: Callable[[Iterable[str]], set[str]] | None = None,
     catalog: ProviderCatalog | None = None,
     now: float | None = None,
+    accounts: AccountPrices = NO_ACCOUNTS,
 ) -> ImportPlan:
-    """Read, map and validate ``path``; raise InputError when the file itself is unusable."""
+    """Read, map and validate ``path``; raise InputError when the file itself is unusable.
+    ``accounts``: the accounts whose own prices apply (intake/estimate.py)."""
     with bulk_allocation():
-        return _plan_import(path, options, existing_keys=existing_keys, catalog=catalog, now=now)
+        return _plan_import(path, options, existing_keys=existing_keys, catalog=catalog,
+                            now=now, accounts=accounts)
 
 
 def _plan_import(
@@ -209,6 +236,7 @@ def _plan_import(
     existing_keys: Callable[[Iterable[str]], set[str]] | None,
     catalog: ProviderCatalog | None,
     now: float | None,
+    accounts: AccountPrices,
 ) -> ImportPlan:
     catalog = catalog or RegistryCatalog()
     check_template(options.filename_template)
@@ -254,7 +282,7 @@ def _plan_import(
     # One pass from cells to jobs: no list of validated rows in between.
     jobs, duplicate_errors = builder.build(valid_rows(), id_header=mapping.header_for("id") or "id")
     sheet.rows.clear()  # the jobs hold what they need of the cells
-    stamp_prices(jobs, catalog.params)  # each job's own metadata dict (jobs.py)
+    stamp_prices(jobs, catalog.params, accounts)  # each job's own metadata dict (jobs.py)
     errors.extend(duplicate_errors)
     errors.sort(key=lambda error: (error.row_number or 0, error.column))
 
@@ -282,14 +310,19 @@ def _plan_import(
     new_jobs = [job for job in jobs if job.job_key not in present]
     return ImportPlan(
         batch=batch, jobs=jobs, errors=errors, already_present=len(present),
-        estimate=estimate_cost(new_jobs, catalog.params),
+        estimate=estimate_cost(new_jobs, catalog.params, accounts),
         sheet=Sheet(headers=sheet.headers, rows=[], format=sheet.format,
                     sheet_name=sheet.sheet_name, identity=sheet.identity,
                     header_row_number=sheet.header_row_number,
                     source_path=sheet.source_path, details=sheet.details),
         mapping=mapping, unmapped=unmapped, present_keys=frozenset(present), options=options,
         keys_checked=existing_keys is not None,
+        quoter=_quoter(catalog, accounts),
     )
+
+
+def _quoter(catalog: ProviderCatalog, accounts: AccountPrices) -> Callable[[JobSpec], PriceQuote]:
+    return Pricer(catalog.params, accounts).quote
 
 
 @contextmanager

@@ -69,6 +69,23 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True)
+class PriceVariant:
+    """A model's price under some conditions; a condition left None holds for any value.
+
+    Attributes:
+        usd_per_second: USD per second of video.
+        resolution: the row's resolution it applies to ("1080p"; compared case-blind).
+        audio: True: the row asks for audio; False: the row says no audio; None: either.
+        seconds: the clip length it applies to (a provider that prices whole clips).
+    """
+
+    usd_per_second: float
+    resolution: str | None = None
+    audio: bool | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class ParamSpec:
     """What a provider accepts, declared by its adapter for validation before import.
 
@@ -83,8 +100,12 @@ class ParamSpec:
         reference_image: whether a first-frame / reference image is accepted.
         max_prompt_chars: the longest prompt accepted.
         min_prompt_chars: the shortest prompt accepted (ignoring surrounding spaces).
-        price_per_second: model -> USD per second of video (estimates only).
-        price_source: where the prices come from, and when.
+        price_per_second: model -> USD per second of video at the model's default
+            resolution, duration and audio (estimates only).
+        price_variants: model -> its prices under other conditions (resolution, audio,
+            clip length); the most specific one that fits a row wins, else
+            ``price_per_second`` (intake/estimate.py ``table_price``).
+        price_source: where the prices come from, and when they were read.
     """
 
     models: tuple[str, ...] = ()
@@ -98,6 +119,7 @@ class ParamSpec:
     max_prompt_chars: int = 4000
     min_prompt_chars: int = 1
     price_per_second: Mapping[str, float] = field(default_factory=dict)
+    price_variants: Mapping[str, tuple[PriceVariant, ...]] = field(default_factory=dict)
     price_source: str = ""
     default_capacity: int = 1
 

@@ -455,17 +455,14 @@ class ImportDialog(QDialog):
             parts.append(f"kept as extra columns: {', '.join(plan.unmapped)}")
         self.summary_label.setText(" · ".join(parts))
         estimate = plan.estimate
-        lines = [f"{line.label}: {fmt.count(line.jobs, 'job')}, "
-                 f"{fmt.number(line.seconds)} s of video"
-                 + (f", {fmt.money(line.usd)}" if line.usd is not None else ", price unknown")
-                 for line in estimate.lines]
-        text = f"Estimated cost {fmt.money(estimate.total_usd)}"
+        # The intake's words (the command line says the same): a line without a price says
+        # "price unknown — set it with ..." and how, never $0.00.
+        lines = [line.describe(with_sources=False) for line in estimate.lines]
+        text = f"Estimated cost {estimate.describe_total()}"
         if lines:
             text += " — " + "; ".join(lines)
-        if estimate.unpriced_jobs:
-            text += f" ({fmt.count(estimate.unpriced_jobs, 'job')} without a known price)"
         if estimate.sources:
-            text += f". Prices: {', '.join(estimate.sources)}; an estimate, not an invoice."
+            text += f". Prices: {'; '.join(estimate.sources)}; an estimate, not an invoice."
         self.estimate_label.setText(text)
         count = self.rows_to_import()
         to_add = min(new, count) if count is not None else new

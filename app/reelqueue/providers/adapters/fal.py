@@ -69,6 +69,7 @@ from reelqueue.providers.adapters._params import param_bool, param_int, param_st
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteRecord,
     RemoteStatus,
@@ -100,6 +101,22 @@ PROBE_REQUEST_ID = "00000000-0000-0000-0000-000000000000"
 # Models whose input schema has ``generate_audio`` (boolean, default true): fal.ai model
 # pages fal-ai/veo3.1[/fast][/image-to-video], "Input Schema" (tests/fixtures/fal/SOURCE.md).
 AUDIO_MODELS = frozenset(TEXT_MODELS + IMAGE_MODELS)
+
+# USD per second of video, (audio off, audio on), the same at 720p and 1080p (the only
+# resolutions offered here). Read 2026-12-01 in fal's own model pages ("Pricing"):
+# fal.ai/models/fal-ai/veo3.1/llms.txt gives $0.20 / $0.40 for the standard tier;
+# fal.ai/models/fal-ai/veo3.1/fast/first-last-frame-to-video/llms.txt gives $0.10 / $0.15
+# for the fast tier. The text-to-video fast page and both image-to-video pages were not
+# readable here: their prices are their tier's (fal's Veo 3.1 page: "Standard and Fast
+# tiers for every mode"; videopromptkit.com's Veo 3.1 guide: the text and image endpoints
+# "cost the same"). Audio is off unless the row asks for it (_input), so the silent price
+# is each model's own.
+PRICES: dict[str, tuple[float, float]] = {
+    "fal-ai/veo3.1": (0.20, 0.40),
+    "fal-ai/veo3.1/image-to-video": (0.20, 0.40),
+    "fal-ai/veo3.1/fast": (0.10, 0.15),
+    "fal-ai/veo3.1/fast/image-to-video": (0.10, 0.15),
+}
 
 _INVALID, _POLICY = ErrorLabel.INVALID_INPUT, ErrorLabel.CONTENT_POLICY
 # What fal documents for a failed request: model errors (docs.fal.ai/errors, the ``type``
@@ -162,8 +179,11 @@ PARAMS = ParamSpec(
     negative_prompt=True,
     reference_image=True,
     max_prompt_chars=4000,
-    price_per_second={},  # PROVIDERS.md has no fal prices; fal bills per model
-    price_source="none: PROVIDERS.md section 5b lists no fal prices (2026)",
+    price_per_second={model: silent for model, (silent, _) in PRICES.items()},
+    price_variants={model: (PriceVariant(audio, audio=True),)
+                    for model, (_, audio) in PRICES.items()},
+    price_source="fal.ai/models/fal-ai/veo3.1 and /veo3.1/fast/first-last-frame-to-video "
+    "(Pricing; the image-to-video endpoints at their tier's price), read 2026-12-01",
     default_capacity=2,  # new accounts: 2 concurrent IN_PROGRESS; IN_QUEUE does not count
 )
 

@@ -57,6 +57,7 @@ from reelqueue.providers.adapters._params import param_bool, param_int, param_st
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
@@ -125,6 +126,31 @@ RENDER_FAILURES = FailureRules(
     source="none published: Kling's query pages only say task_status_msg gives the reason",
 )
 
+# kling-v3's list price, USD per second: kling.ai/dev/pricing ("Video API Pricing, 1 Unit =
+# $0.14 (list price)"; Kling 3.0: 720P 0.6 units/s without native audio, 0.9 with; 1080P
+# 0.8 / 1.2; failed renders deduct nothing), as read from the page's embedded data on
+# 2026-09-28 by a published price check (the stored copy here loads it by script).
+# std = 720P, pro = 1080P (MODES). An account that pays through resource packs pays the
+# pack's rate, not this: its owner sets it with `accounts set NAME --price-per-second`.
+# A row that says nothing about audio sends no ``sound`` (Kling's default applies, which
+# its reference does not state): it is priced with audio, the dearer, so a spend cap is
+# not passed by a guess. The other models are not on that page: price unknown.
+UNIT_USD = 0.14
+V3_UNITS = {("720p", False): 0.6, ("720p", True): 0.9, ("1080p", False): 0.8,
+            ("1080p", True): 1.2}
+
+
+def _v3_prices() -> tuple[PriceVariant, ...]:
+    """Each resolution with and without audio; a row that says nothing pays with audio."""
+    variants: list[PriceVariant] = []
+    for (resolution, audio), units in V3_UNITS.items():
+        usd = round(units * UNIT_USD, 6)
+        variants.append(PriceVariant(usd, resolution=resolution, audio=audio))
+        if audio:
+            variants.append(PriceVariant(usd, resolution=resolution))
+    return tuple(variants)
+
+
 PARAMS = ParamSpec(
     models=IMAGE_MODELS,
     durations=None,
@@ -135,9 +161,11 @@ PARAMS = ParamSpec(
     negative_prompt=True,
     reference_image=True,
     max_prompt_chars=MAX_PROMPT_CHARS,
-    price_per_second={},
-    price_source="none: Kling bills resource-pack units (final_unit_deduction); its API "
-                 "reference gives no per-second price",
+    price_per_second={V3: round(V3_UNITS[("720p", True)] * UNIT_USD, 6)},
+    price_variants={V3: _v3_prices()},
+    price_source="kling.ai/dev/pricing (list price, 1 unit = $0.14; kling-v3 only), as "
+    "read on 2026-09-28 by a published price check; read 2026-12-01. Resource packs: "
+    "set the account's own price",
     default_capacity=1,  # the pack's concurrency is not readable; 1303 says when it is hit
 )
 

@@ -53,6 +53,7 @@ from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
@@ -77,11 +78,17 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=4000,  # not documented
-    # Per 5 s block at 720p $0.30 ($0.06/s); 10 s costs 3x the 5 s price ($0.09/s) and
-    # 1080p $1.20 per 5 s. One number per model: the 720p 5 s rate.
+    # Per 5 s clip at 720p $0.30 ($0.06/s), at 1080p $1.20 ($0.24/s); a 10 s clip costs 3x
+    # the 5 s one ($0.09/s, $0.36/s). 540p has no price in the notes: it is quoted at the
+    # 720p rates (the default resolution's, the dearer guess).
     price_per_second={"ray-3.2": 0.06},
-    price_source="lumalabs.ai pricing, quoted in PROVIDERS.md section 4b [note]; notes "
-    "compiled late 2026 (720p, per 5 s block)",
+    price_variants={"ray-3.2": (
+        PriceVariant(0.09, seconds=10.0),
+        PriceVariant(0.24, resolution="1080p"),
+        PriceVariant(0.36, resolution="1080p", seconds=10.0),
+    )},
+    price_source="lumalabs.ai pricing (SDR, per 5 s block), quoted in PROVIDERS.md section 4b "
+    "[note] (compiled late 2026); read 2026-12-01",
     default_capacity=1,  # no published concurrency limit
 )
 

@@ -58,6 +58,7 @@ from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteRecord,
     RemoteStatus,
@@ -122,6 +123,23 @@ FAILURE_RULES = FailureRules(
     source="docs.lumalabs.ai/docs/errors (Before submission / After submission), 2026",
 )
 
+# Luma bills the Dream Machine API by pixels generated: USD per million pixels, ray-2
+# 0.0064, ray-flash-2 0.0022, ray-1-6 0.0032 (Comfy-Org/docs tutorials/api-nodes/pricing.mdx,
+# read 2026-12-01: Comfy's API nodes charge the model maker's list price; its per-clip
+# table matches, e.g. ray-2 720p 5 s $0.71 = 1280 x 720 x 24 fps x 5 s x 0.0064 / 1e6).
+# Per second of video that is the frame's pixels x 24 fps x the rate, so the price grows
+# with the resolution and not with anything else; frames are taken at 16:9 (other ratios
+# have about as many pixels). Luma's own pricing page was not readable here.
+USD_PER_MILLION_PIXELS = {"ray-2": 0.0064, "ray-flash-2": 0.0022, "ray-1-6": 0.0032}
+FRAME_PIXELS = {"540p": 960 * 540, "720p": 1280 * 720, "1080p": 1920 * 1080,
+                "4k": 3840 * 2160}
+FPS = 24
+
+
+def _per_second(model: str, resolution: str) -> float:
+    return round(FRAME_PIXELS[resolution] * FPS * USD_PER_MILLION_PIXELS[model] / 1e6, 6)
+
+
 PARAMS = ParamSpec(
     models=MODELS,
     durations=(5.0, 9.0),
@@ -132,8 +150,14 @@ PARAMS = ParamSpec(
     reference_image=True,
     max_prompt_chars=MAX_PROMPT_CHARS,
     min_prompt_chars=MIN_PROMPT_CHARS,
-    price_per_second={},  # PROVIDERS.md gives no prices for the legacy API
-    price_source="none: PROVIDERS.md section 4a lists no legacy prices (2026)",
+    price_per_second={model: _per_second(model, "720p") for model in MODELS},
+    price_variants={model: tuple(PriceVariant(_per_second(model, resolution),
+                                              resolution=resolution)
+                                 for resolution in FRAME_PIXELS)
+                    for model in MODELS},
+    price_source="Luma's per-pixel API rates (ray-2 $0.0064, ray-flash-2 $0.0022, ray-1-6 "
+    "$0.0032 per million pixels, 24 fps, 16:9 frames) as listed by Comfy-Org/docs "
+    "api-nodes/pricing.mdx; read 2026-12-01",
     default_capacity=1,  # no published concurrency limit
 )
 

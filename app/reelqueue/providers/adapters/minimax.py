@@ -62,6 +62,7 @@ from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
@@ -121,6 +122,14 @@ FAILURE_RULES = FailureRules(
            "query base_resp lists, V2 OaiError examples)",
 )
 
+# MiniMax-H3's list price, USD per second of output by resolution (no audio condition):
+# platform.minimax.io/docs/guides/pricing-paygo, "List Price", as read there on 2026-09-28
+# (a published price check) and 2026-10-24 (docs.laozhang.ai, quoting MiniMax's official
+# price beside its own); the stored copy searched 2026-12-01 showed only the LLM table.
+# Hailuo 2.3 / 2.3-Fast / 02 (V1) have no price here: MiniMax's video table could not be
+# read, and resellers' prices are not MiniMax's. Failed renders are not charged.
+H3_PRICE_BY_RESOLUTION = {"768P": 0.08, "2K": 0.13}
+
 PARAMS = ParamSpec(
     models=V1_MODELS + V2_MODELS,
     # The intake fills an empty duration cell with 5 s when 5 is listed, whatever the
@@ -135,8 +144,11 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=V2_PROMPT_MAX,  # V1 allows 2000 (checked before sending)
-    price_per_second={},  # PROVIDERS.md gives no MiniMax prices (failures are not charged)
-    price_source="none: PROVIDERS.md section 5d lists no MiniMax prices (2026)",
+    price_per_second={"MiniMax-H3": H3_PRICE_BY_RESOLUTION[V2_DEFAULT_RESOLUTION]},
+    price_variants={"MiniMax-H3": tuple(PriceVariant(usd, resolution=resolution)
+                                        for resolution, usd in H3_PRICE_BY_RESOLUTION.items())},
+    price_source="platform.minimax.io/docs/guides/pricing-paygo (MiniMax-H3 list price), as "
+    "quoted on 2026-09-28 and 2026-10-24; read 2026-12-01. Hailuo V1 models: no price found",
     # H3 allows 30 concurrent tasks; Hailuo is capped at 20 requests/min, and each
     # running job polls 6 times a minute, so about three jobs fit beside their creates.
     default_capacity=3,

@@ -144,8 +144,9 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=4000,
-    price_per_second={},  # gateway-specific
-    price_source="none: gateway-specific; OpenAI's own Videos API shut down 2026-09-24",
+    price_per_second={},  # each gateway prices its own models: the account's own price
+    price_source="none: each gateway prices its own models (OpenAI's own Videos API shut "
+    "down 2026-09-24); set the account's own price",
     default_capacity=1,  # concurrency was never published, and gateways differ
 )
 

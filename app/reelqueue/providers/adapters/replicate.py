@@ -134,8 +134,11 @@ PARAMS = ParamSpec(
     negative_prompt=True,
     reference_image=True,
     max_prompt_chars=4000,
-    price_per_second={},  # PROVIDERS.md gives no Replicate prices
-    price_source="none: PROVIDERS.md section 5a lists no Replicate prices (2026)",
+    # No price: the stored copies of replicate.com/google/veo-3.1(-fast, -lite) searched
+    # on 2026-12-01 show no price (only resellers quote one). Set the account's own price.
+    price_per_second={},
+    price_source="none found: replicate.com's model pages showed no price (looked up "
+    "2026-12-01); set the account's own price",
     # Without a payment method Replicate allows 6 requests a minute (polls included), so
     # one render at a time; raise it once billing is set up.
     default_capacity=1,

@@ -50,6 +50,7 @@ from reelqueue.providers.adapters._params import duration_problem, param_bool, p
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
@@ -121,11 +122,16 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=1000,
-    # 1 credit = $0.01: gen4_turbo 5 cr/s, gen4.5 12 cr/s, veo3.1 40 cr/s with audio (20
-    # without; we quote the higher). veo3.1_fast has no published price in our notes.
-    price_per_second={"gen4.5": 0.12, "gen4_turbo": 0.05, "veo3.1": 0.40},
-    price_source="docs.dev.runwayml.com guides/pricing.md (1 credit = $0.01), quoted in "
-    "PROVIDERS.md section 3 [note]; notes compiled late 2026 (SDK v5.13.0, 2026-07-27)",
+    # 1 credit = $0.01: gen4.5 12 credits/s, veo3.1 40 with audio, veo3.1_fast 15 with audio
+    # (docs.dev.runwayml.com/guides/pricing, read 2026-09-28 by a published price check);
+    # gen4_turbo 5 and veo3.1 without audio 20 (PROVIDERS.md section 3 [note]). A row that
+    # says nothing about audio sends none (Runway's default applies): it is quoted with
+    # audio, the dearer; veo3.1_fast has no silent price, so it is always the audio one.
+    price_per_second={"gen4.5": 0.12, "gen4_turbo": 0.05, "veo3.1": 0.40,
+                      "veo3.1_fast": 0.15},
+    price_variants={"veo3.1": (PriceVariant(0.20, audio=False),)},
+    price_source="docs.dev.runwayml.com/guides/pricing ($0.01 a credit), as read on "
+    "2026-09-28 by a published price check and in PROVIDERS.md section 3; read 2026-12-01",
     default_capacity=1,  # Tier 1: 1-2 concurrent per model; excess waits as THROTTLED
 )
 

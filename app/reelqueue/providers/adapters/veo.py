@@ -50,6 +50,7 @@ from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
+    PriceVariant,
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
@@ -67,8 +68,9 @@ LITE = "veo-3.1-lite-generate-preview"
 INLINE_VIDEO = "inline:encodedVideo"
 POLL_SECONDS = 10.0  # the official samples poll every 10 s; Veo gives no other hint
 
-# USD per second by resolution (audio included), PROVIDERS.md section 2 [note, /pricing].
-# ParamSpec holds one price per model, the 720p one; this table is for finer estimates.
+# USD per second by resolution (audio is always on, and included): ai.google.dev/gemini-api/
+# docs/pricing, Paid Tier, "video with audio price (default)" (page last updated 2026-09-24).
+# The price_per_second is the 720p one (the default); the others are price variants.
 PRICE_BY_RESOLUTION: dict[str, dict[str, float]] = {
     "veo-3.1-generate-preview": {"720p": 0.40, "1080p": 0.40, "4k": 0.60},
     "veo-3.1-fast-generate-preview": {"720p": 0.10, "1080p": 0.12, "4k": 0.30},
@@ -87,8 +89,12 @@ PARAMS = ParamSpec(
     # a denser script may still be refused (400 INVALID_ARGUMENT, permanent).
     max_prompt_chars=4000,
     price_per_second={model: prices["720p"] for model, prices in PRICE_BY_RESOLUTION.items()},
-    price_source="ai.google.dev/gemini-api/docs/pricing, quoted in PROVIDERS.md section 2 "
-    "[note]; notes compiled late 2026 (720p; 1080p/4k in veo.PRICE_BY_RESOLUTION)",
+    price_variants={model: tuple(PriceVariant(usd, resolution=resolution)
+                                 for resolution, usd in prices.items())
+                    for model, prices in PRICE_BY_RESOLUTION.items()},
+    price_source="ai.google.dev/gemini-api/docs/pricing (Paid Tier, with audio; updated "
+    "2026-09-24), as quoted in PROVIDERS.md section 2 and a price check of 2026-09-28; "
+    "read 2026-12-01",
     # No concurrency limit is published; Tier 1 is a $10 spend cap per 10 minutes, about
     # three 8 s Standard clips, so one render at a time is already near the cap.
     default_capacity=1,
