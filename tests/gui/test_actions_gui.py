@@ -156,3 +156,54 @@ async def test_a_finished_demo_offers_to_run_again(windows: WindowHarness,
     assert len(table) == 2 + 12
     assert set(controller.batches.values()) == {"demo", "demo 2"}
     assert "The demo runs again: 12 new jobs in batch “demo 2”" in banners.get("demo").text
+
+
+def _unknown_journal(ctx: CliContext) -> int:
+    """A create whose outcome stayed unknown: the provider's records held two renders
+    that could be it (issue 19), so the job is parked for the user."""
+    from reelqueue.domain.models import AccountSpec
+
+    make_private_dir(ctx.data_dir)
+    store = SqliteStore.open(ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec("u", "a cat", "mock", str(ctx.videos_dir / "u.mp4"),
+                                      params=dict(PRICED))], time.time())
+    store.add_account(AccountSpec("acct", "mock", 4, "http://127.0.0.1:9",
+                                  settings={"reconcile": "search"}), time.time())
+    claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+    assert claim is not None and store.mark_submitting(claim.token, "ct-u", time.time())
+    store.note("reconcile_unresolved", time.time(), job_id=claim.job.id, account="acct",
+               detail={"candidates": [
+                   {"id": "r-mine", "created_at": time.time() - 5, "status": "succeeded"},
+                   {"id": "r-other", "created_at": time.time() - 3, "status": "succeeded"}]})
+    assert store.park_job(claim.token, JobError(
+        "unknown", "submit outcome unknown", "Submit outcome unknown: two candidates"),
+        time.time())
+    store.close()
+    return claim.job.id
+
+
+@on_qloop
+async def test_an_unknown_outcome_is_resolved_in_the_window_by_picking_its_render(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    job_id = _unknown_journal(app_ctx)
+    controller = await windows.open(app_ctx, start=False)
+    table = controller.model.table
+    await until(lambda: table.row(job_id) is not None, 10)
+    assert table.row(job_id).state == "PARKED"
+    dialog = controller.keeper.show_job(job_id)
+    await until(lambda: dialog.job is not None, 10)
+    assert dialog.resolve_box.isVisible() and dialog.use_render.isVisible()
+    assert [dialog.candidates.itemData(i) for i in range(dialog.candidates.count())] == [
+        "r-mine", "r-other"]
+    assert dialog.chip.text() == "Outcome unknown (needs you)"
+    assert "not counted as failed" in dialog.error_hint.text()
+    dialog.use_render.click()  # the first candidate: r-mine
+    await until(lambda: table.row(job_id).state == "QUEUED", 10)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    job = store.get_job(job_id)
+    events = [e.event for e in store.ledger(job_id)]
+    store.close()
+    assert job is not None and job.provider_job_id == "r-mine" and job.account == "acct"
+    assert "resolved_by_user" in events
+    await until(lambda: not dialog.resolve_box.isVisible(), 10)

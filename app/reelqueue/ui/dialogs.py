@@ -176,6 +176,10 @@ class DialogKeeper:
             self._detail_command(dialog, actions.retry_now([jid], seed))))
         dialog.cancelRequested.connect(lambda jid: self.ctl.spawn(
             self._detail_command(dialog, actions.cancel_now([jid]))))
+        dialog.renderChosen.connect(lambda jid, rid: self.ctl.spawn(
+            self._detail_command(dialog, actions.use_render(jid, rid))))
+        dialog.createAgainRequested.connect(lambda jid: self.ctl.spawn(
+            self._detail_command(dialog, actions.create_again(jid))))
         dialog.revealRequested.connect(lambda path: files.reveal(Path(path)))
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)

@@ -21,6 +21,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QFrame,
     QGridLayout,
@@ -44,7 +45,7 @@ from reelqueue.engine.queries import JobDetail
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import Chip
-from reelqueue.ui.jobs_data import STATE_LABELS
+from reelqueue.ui.jobs_data import STATE_LABELS, UNKNOWN_LABEL
 from reelqueue.ui.jobs_model import STATE_TINTS
 from reelqueue.ui.list_model import ListTableModel
 from reelqueue.ui.preview import THUMB, PreviewPane
@@ -99,6 +100,9 @@ def hint_for(label: str | None) -> str:
 class JobDetailDialog(QDialog):
     """Signals:
         retryRequested(int, object): the job id and a new seed (None: keep the seed).
+        renderChosen(int, str): the job id and the render the user says is its own (a
+            create whose outcome stayed unknown, issue 19).
+        createAgainRequested(int): the job id: none of the candidates is it, render anew.
         cancelRequested(int): the job id.
         revealRequested(str): a file to show in its folder.
 
@@ -109,6 +113,8 @@ class JobDetailDialog(QDialog):
     """
 
     retryRequested = Signal(int, object)
+    renderChosen = Signal(int, str)
+    createAgainRequested = Signal(int)
     cancelRequested = Signal(int)
     revealRequested = Signal(str)
 
@@ -181,6 +187,7 @@ class JobDetailDialog(QDialog):
         for widget in (self.error_title, self.error_text, self.error_hint):
             error_layout.addWidget(widget)
         left.addWidget(self.error_box)
+        left.addWidget(self._resolve_box())
         left.addStretch(1)
         body.addLayout(left, 1)
 
@@ -277,6 +284,63 @@ class JobDetailDialog(QDialog):
     def _output(self) -> str:
         return self.job.output_path if self.job else ""
 
+    def _resolve_box(self) -> QFrame:
+        """For a create whose outcome stayed unknown: the renders the provider's records
+        hold that could be this job's, to pick one (read, never created again), or to say
+        none is it (rendered again, paid)."""
+        self.resolve_box = QFrame()
+        self.resolve_box.setObjectName("panel")
+        box = QVBoxLayout(self.resolve_box)
+        box.setContentsMargins(12, 10, 12, 10)
+        self.resolve_text = QLabel()
+        self.resolve_text.setWordWrap(True)
+        self.candidates = QComboBox()
+        self.use_render = QPushButton("This is it: use this render")
+        self.use_render.setToolTip("The render is read and downloaded; nothing is created "
+                                   "or charged again. A render goes to one job only.")
+        self.use_render.clicked.connect(lambda: emit(
+            self.renderChosen, self.job_id, str(self.candidates.currentData() or "")))
+        self.create_again = QPushButton("None is it: render again…")
+        self.create_again.setToolTip("Renders this row anew; the first create may already "
+                                     "be charged. Asks before it pays.")
+        self.create_again.clicked.connect(lambda: emit(self.createAgainRequested,
+                                                       self.job_id))
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.use_render)
+        buttons.addWidget(self.create_again)
+        buttons.addStretch(1)
+        box.addWidget(self.resolve_text)
+        box.addWidget(self.candidates)
+        box.addLayout(buttons)
+        self.resolve_box.setVisible(False)
+        return self.resolve_box
+
+    def _set_resolve(self, job: Job, ledger: list[LedgerEntry]) -> None:
+        unknown = (job.state == JobState.PARKED and job.provider_job_id is None
+                   and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value)
+        self.resolve_box.setVisible(unknown)
+        if not unknown:
+            return
+        found: list[dict[str, Any]] = []
+        for entry in reversed(ledger):
+            if entry.event == "reconcile_unresolved":
+                found = list(entry.detail.get("candidates") or [])
+                break
+        self.candidates.clear()
+        for c in found:
+            created = (" · created " + fmt.stamp(float(c["created_at"]))
+                       if c.get("created_at") else "")
+            self.candidates.addItem(f"{c.get('id')}{created} · {c.get('status') or '?'}",
+                                    str(c.get("id")))
+        self.candidates.setVisible(bool(found))
+        self.use_render.setVisible(bool(found))
+        self.resolve_text.setText(
+            "The provider's records hold renders that could be this job's; pick the one "
+            "that is (check it in the provider's dashboard), or render again if none is."
+            if found else "No render of this job was found in the provider's records "
+            "(or it cannot be asked). Look in its dashboard as the message above says; "
+            "render again only if it is not there.")
+
     def _retry(self) -> None:
         emit(self.retryRequested, self.job_id, self.seed.value() if self.new_seed.isChecked()
                                  else None)
@@ -288,6 +352,8 @@ class JobDetailDialog(QDialog):
         self.title.setText(fmt.job_title(job.name, job.row_number, job.id))
         state = job.state.value
         label = STATE_LABELS.get(state, state)
+        if state == JobState.PARKED and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
+            label = UNKNOWN_LABEL
         if job.sub_status and state == JobState.RENDERING:
             label += f" · {job.sub_status}"
         self.chip.set_chip(label, STATE_TINTS.get(state, "neutral"))
@@ -316,6 +382,7 @@ class JobDetailDialog(QDialog):
         self.cancel_button.setEnabled(
             state not in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED))
         self.seed.setValue(int(job.params.get("seed") or 0) + 1)
+        self._set_resolve(job, detail.ledger)
         self.ledger_model.set_entries(detail.ledger)
         if exists and self.thumbnails is not None:
             self.thumbnails.request(job.output_path, job.output_sha256)

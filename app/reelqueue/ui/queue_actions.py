@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QMessageBox
 
 from reelqueue.application import jobs
+from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
@@ -117,13 +118,45 @@ class QueueActions:
             self.ctl.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
                                             "can be retried.", key="retry")
             return
-        if plan.reread:
+        if plan.reread or plan.reconcile:
             self.ctl.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
         await self.ctl.pager.refresh_rows(done)
         if confirmed:  # from the banner: the job's open detail view follows too
             for dialog in list(self.ctl.keeper.open):
                 if isinstance(dialog, JobDetailDialog) and dialog.job_id in done:
                     await self.ctl.keeper.load_detail(dialog)
+
+    async def use_render(self, job_id: int, provider_job_id: str) -> None:
+        """The user's pick among the candidates of an unknown create: read, never created."""
+        try:
+            await self.ctl.session.use_render(job_id, provider_job_id)
+        except InputError as exc:
+            self.ctl.window.banners.show_banner("warning", str(exc), key="resolve")
+            return
+        self.ctl.window.banners.show_banner(
+            "info", f"Job {job_id}: render {provider_job_id} is read from the provider (no "
+            "new render, no new charge).", key="resolve")
+        await self.ctl.pager.refresh_rows([job_id])
+
+    async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
+        """None of the candidates is it: render anew, after saying it may be charged twice."""
+        if not confirmed:
+            plan = await self.ctl.session.retry_plan([job_id])
+            self.ctl.window.banners.show_banner(
+                "warning", f"Render job {job_id} again: {plan.price_text}. The first create "
+                "may already be charged (its outcome is unknown).",
+                [(f"Render again ({plan.price_text})", lambda: self.ctl.spawn(
+                    self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
+            return
+        try:
+            await self.ctl.session.create_again(job_id)
+        except InputError as exc:
+            self.ctl.window.banners.show_banner("warning", str(exc), key="resolve")
+            return
+        await self.ctl.pager.refresh_rows([job_id])
+        for dialog in list(self.ctl.keeper.open):
+            if isinstance(dialog, JobDetailDialog) and dialog.job_id == job_id:
+                await self.ctl.keeper.load_detail(dialog)
 
     def retry_failed(self) -> None:
         batch = self.ctl.window.batch_filter.currentData()

@@ -351,6 +351,12 @@ class EngineSession:
     async def retry(self, job_ids: list[int], new_seed: int | None = None) -> list[int]:
         return await jobs.retry(self.app, job_ids, new_seed=new_seed)
 
+    async def use_render(self, job_id: int, provider_job_id: str) -> None:
+        await jobs.resolve_with_render(self.app, job_id, provider_job_id)
+
+    async def create_again(self, job_id: int) -> None:
+        await jobs.resolve_by_creating_again(self.app, job_id)
+
     async def retry_plan(self, job_ids: list[int], new_seed: int | None = None,
                          include_permanent: bool = True) -> RetryPlan:
         return await jobs.retry_plan(self.app, job_ids, new_seed=new_seed,
