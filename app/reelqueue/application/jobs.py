@@ -50,7 +50,8 @@ async def failed_job_ids(session: Session, *, failed: bool = True,
 
 
 async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | None = None,
-                     include_permanent: bool = True) -> RetryPlan:
+                     include_permanent: bool = True,
+                     create_again: bool = False) -> RetryPlan:
     """What :func:`retry` of these jobs would do and cost (read again vs rendered again,
     with the estimated price), for the front end to say before doing it. Writes nothing."""
     journal = session.journal
@@ -63,7 +64,8 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
     return plan_retry(list(job_ids), jobs, new_seed=new_seed,
                       include_permanent=include_permanent, providers=session.providers,
                       accounts=AccountPrices.of(listed),
-                      account_settings={a.name: a.settings for a in listed})
+                      account_settings={a.name: a.settings for a in listed},
+                      create_again=create_again)
 
 
 async def retry(session: Session, job_ids: list[int], *,
@@ -80,7 +82,14 @@ async def retry(session: Session, job_ids: list[int], *,
 
 async def unknown_candidates(session: Session, job_id: int) -> list[dict[str, Any]]:
     """The renders the last reconciliation of this job's unknown create found and could
-    not choose between (id, created, status), newest decision first."""
+    not choose between (id, created, status). InputError when the job holds no create
+    whose outcome is unknown."""
+    job = await session.journal.get_job(job_id)
+    if job is None:
+        raise InputError(f"There is no job {job_id}.")
+    if not _is_unknown(job):
+        raise InputError(f"Job {job_id} holds no create with an unknown outcome "
+                         f"({job.state.value.lower()}); nothing to resolve.")
     for entry in reversed(await session.journal.ledger(job_id)):
         if entry.event == "reconcile_unresolved":
             return list(entry.detail.get("candidates") or [])
@@ -116,7 +125,7 @@ async def resolve_by_creating_again(session: Session, job_id: int) -> RetryPlan:
     if job is None or not _is_unknown(job):
         raise InputError(f"Job {job_id} holds no create with an unknown outcome; use "
                          "'reelqueue retry' for other jobs.")
-    plan = await retry_plan(session, [job_id])
+    plan = await retry_plan(session, [job_id], create_again=True)
     await retry(session, [job_id], reconcile=False)
     return plan
 

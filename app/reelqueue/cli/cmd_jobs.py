@@ -136,7 +136,7 @@ def handle_resolve(args: argparse.Namespace, ctx: CliContext) -> int:
                       "(no new render, no new charge).")
             return 0
         if args.create_again:
-            plan = await jobs.retry_plan(session, [args.job_id])
+            plan = await jobs.retry_plan(session, [args.job_id], create_again=True)
             ctx.print(f"Resolve: {plan.summary()}")
             if not args.yes and sys.stdin.isatty():
                 ctx.out.write("Render it again? [y/N] ")

@@ -157,11 +157,13 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                include_permanent: bool = True, new_seed: int | None = None,
                providers: ProviderRegistry | None = None,
                accounts: AccountPrices | None = None,
-               account_settings: Mapping[str, Mapping[str, Any]] | None = None) -> RetryPlan:
+               account_settings: Mapping[str, Mapping[str, Any]] | None = None,
+               create_again: bool = False) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
     rendered again. ``accounts``: the accounts' own prices (see :func:`estimated_price`).
     ``account_settings``: each account's settings (how its provider is asked for an unknown
-    create may depend on them)."""
+    create may depend on them). ``create_again``: the user's explicit "render it again" of
+    unknown creates (never looked for first)."""
     registry = providers or builtin_registry()
     settings = account_settings or {}
 
@@ -182,7 +184,7 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
         job = jobs.get(job_id)
         if job is None or job.state not in RETRYABLE_STATES:
             other.append(job_id)
-        elif _unknown(job) and new_seed is None and askable(job):
+        elif _unknown(job) and new_seed is None and not create_again and askable(job):
             reconcile.append(job)
         elif not include_permanent and (_unknown(job) or (
                 job.state == JobState.FAILED and not job.provider_job_id

@@ -141,10 +141,9 @@ class QueueActions:
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""
         if not confirmed:
-            plan = await self.ctl.session.retry_plan([job_id])
+            plan = await self.ctl.session.retry_plan([job_id], create_again=True)
             self.ctl.window.banners.show_banner(
-                "warning", f"Render job {job_id} again: {plan.price_text}. The first create "
-                "may already be charged (its outcome is unknown).",
+                "warning", f"Render job {job_id} again: {plan.summary()}",
                 [(f"Render again ({plan.price_text})", lambda: self.ctl.spawn(
                     self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
             return

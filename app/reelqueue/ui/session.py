@@ -358,9 +358,11 @@ class EngineSession:
         await jobs.resolve_by_creating_again(self.app, job_id)
 
     async def retry_plan(self, job_ids: list[int], new_seed: int | None = None,
-                         include_permanent: bool = True) -> RetryPlan:
+                         include_permanent: bool = True,
+                         create_again: bool = False) -> RetryPlan:
         return await jobs.retry_plan(self.app, job_ids, new_seed=new_seed,
-                                     include_permanent=include_permanent)
+                                     include_permanent=include_permanent,
+                                     create_again=create_again)
 
     async def set_capacity(self, account: str, capacity: int) -> None:
         await accounts.update_account(self.app, account, AccountChange(capacity=capacity))
