@@ -22,7 +22,7 @@ Screens and themes:
 The theme is the app's own setting (``settings.json`` in the data folder: "light"/"dark").
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
-import-errors, account-no-keyring, job-detail.
+import-errors, account-no-keyring, job-detail, unknown-outcome.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -411,6 +411,29 @@ def job_detail(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+def unknown_outcome(scene: Scene, out: Path) -> None:
+    """A create whose answer was lost and that the provider's records could not settle
+    (issue 19): the mock holds the answer back and "another client" rendered the same
+    prompt, so the job waits for the user with its two candidates."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "--reconcile",
+              "search", "--settle-seconds", "0.5", "studio")
+    sheet = scene.sheet("unknown.csv", "name,prompt\n"
+                        'fox,"A red fox in fresh snow, morning light '
+                        '[[mock:create_timeout=3*1,foreign_twin=1*1]]"\n'
+                        "owl,An owl at dusk\ncat,A cat on a windowsill\n")
+    scene.cli("run", str(sheet), "--http-timeout", "1", "--no-progress")
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        click(scene.x, window, *FIRST_ROW, double=True)
+        wait_dialog(scene.x, proc, window)
+        settle(2)
+        scene.x.capture(out, full_colour=True)
+    finally:
+        stop(proc)
+
+
 # Logical pixels inside the main window (the same at 100 % and 150 %: both screens are
 # 1280x720 logical). ADD_ACCOUNT is measured from the window's right edge.
 ADD_ACCOUNT = (183.0, 26.0)
@@ -425,6 +448,7 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "import-errors": import_errors,
     "account-no-keyring": account_no_keyring,
     "job-detail": job_detail,
+    "unknown-outcome": unknown_outcome,
 }
 
 

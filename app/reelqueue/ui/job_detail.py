@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.domain.errors import HINTS, ErrorLabel
+from reelqueue.domain.errors import HINTS, ErrorClass, ErrorLabel
 from reelqueue.domain.models import Job, LedgerEntry
 from reelqueue.domain.states import JobState
 from reelqueue.engine.queries import JobDetail
@@ -186,8 +186,9 @@ class JobDetailDialog(QDialog):
         self.error_hint.setProperty("role", "muted")
         for widget in (self.error_title, self.error_text, self.error_hint):
             error_layout.addWidget(widget)
-        left.addWidget(self.error_box)
+        # An unknown create's candidates come before the long words of its message.
         left.addWidget(self._resolve_box())
+        left.addWidget(self.error_box)
         left.addStretch(1)
         body.addLayout(left, 1)
 
@@ -366,8 +367,9 @@ class JobDetailDialog(QDialog):
         has_error = bool(job.error_label)
         self.error_box.setVisible(has_error)
         if has_error:
-            self.error_title.setText(f"{(job.error_label or '').capitalize()} "
-                                     f"({job.error_class or 'error'})")
+            kind = ("not a failure" if job.error_class == ErrorClass.UNKNOWN.value
+                    else job.error_class or "error")
+            self.error_title.setText(f"{(job.error_label or '').capitalize()} ({kind})")
             self.error_text.setText(job.error_message or "")
             self.error_hint.setText(hint_for(job.error_label))
         exists = Path(job.output_path).is_file() if state == JobState.COMPLETED else False
