@@ -153,9 +153,12 @@ async def run_one_row(
     from reelqueue.engine.engine import Engine
     from reelqueue.store.memory import MemoryStore
 
+    # The fakes answer at once and list a render as soon as it exists: a lost create is
+    # looked for right away (the real create window and settle times are minutes).
     config = config or EngineConfig(
         retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(0.001, 0.01),
-        poll_min_seconds=0.0005, heartbeat_seconds=0.05, rate_limit_default_seconds=0.05)
+        poll_min_seconds=0.0005, heartbeat_seconds=0.05, rate_limit_default_seconds=0.05,
+        http_timeout_seconds=0.02, reconcile_settle_seconds=0.0)
     store = MemoryStore()
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
     store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),

@@ -920,5 +920,6 @@ async def test_unreadable_create_and_lookup_fail_the_row_without_a_second_create
                        json_response(200, {"code": 0, "data": [{"task_status": "succeed"}]}))
     store = await run_rows(tmp_path, fake, [{}])
     job = jobs(store)[0]
-    assert job.state is JobState.FAILED and job.error_label == "submit outcome unknown"
+    # unknown is not a failure: parked for the user (issue 19)
+    assert job.state is JobState.PARKED and job.error_label == "submit outcome unknown"
     assert fake.posts() == 1

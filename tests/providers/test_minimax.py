@@ -959,13 +959,14 @@ async def test_engine_documented_retryable_failure_is_rendered_again(
     (V1_TEXT, V1_CREATE, {"base_resp": {"status_code": 0, "status_msg": "success"}}),
     (V2_TEXT, V2_CREATE, {"id": V2_TASK}),
 ], ids=["v1", "v2"])
-async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+async def test_engine_unreadable_create_answer_is_unknown_without_a_second_create(
     tmp_path: Path, params: dict[str, Any], route: str, answer: dict[str, Any]
 ) -> None:
     fake = engine_fake()
     fake.router.script("POST", route, json_response(200, answer))
     job, _ = await run_engine(tmp_path, fake.router, params)
-    assert job.state is JobState.FAILED
+    # unknown is not a failure: parked for the user (issue 19)
+    assert job.state is JobState.PARKED and job.error_class == "unknown"
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
 

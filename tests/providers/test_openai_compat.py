@@ -448,15 +448,26 @@ async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: P
     assert fake.creates() == 2
 
 
-async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+async def test_engine_unreadable_create_answer_is_unknown_without_a_second_create(
     tmp_path: Path,
 ) -> None:
+    """An unreadable create answer is never read as "nothing was created": the render the
+    gateway did create is found in its list (issue 19) and read, never created again."""
+    import time
+
     fake = FakeGateway(states=["video_completed"])
     fake.router.script("POST", CREATE, json_response(200, {"object": "video"}))
-    job, _ = await run_engine(tmp_path, fake.router)
-    assert job.state is JobState.FAILED
-    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    listed = fixture("openai_compat", "video_queued")
+    listed.update(id=VIDEO_ID, prompt="A tide pool", model="wan-2.5",
+                  created_at=int(time.time()))
+    fake.router.script("GET", CREATE, json_response(200, {
+        "object": "list", "data": [listed], "first_id": VIDEO_ID, "last_id": VIDEO_ID,
+        "has_more": False}))
+    job, store = await run_engine(tmp_path, fake.router)
+    assert job.state is JobState.COMPLETED and job.provider_job_id == VIDEO_ID
     assert fake.creates() == 1
+    reconciled = next(e for e in store.ledger(job.id) if e.event == "reconciled")
+    assert reconciled.detail["method"] == "search"
 
 
 def test_accounts_add_takes_a_default_model_for_gateways_only() -> None:

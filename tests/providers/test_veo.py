@@ -539,13 +539,14 @@ async def test_engine_documented_retryable_failure_is_rendered_again(tmp_path: P
     assert fake.creates() == 2
 
 
-async def test_engine_unreadable_create_answer_fails_without_a_second_create(
+async def test_engine_unreadable_create_answer_is_unknown_without_a_second_create(
     tmp_path: Path,
 ) -> None:
     fake = FakeVeo()
     fake.router.script("POST", CREATE, json_response(200, {"done": False}))
     job, _ = await run_engine(tmp_path, fake.router)
-    assert job.state is JobState.FAILED
+    # unknown is not a failure: parked for the user (issue 19)
+    assert job.state is JobState.PARKED and job.error_class == "unknown"
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
 

@@ -32,6 +32,9 @@ class EngineConfig:
     finished_without_file_polls: how many more times a render the provider reports
         finished without its file is read (with the poll back-off) before the job fails;
         it is never created again.
+    reconcile_settle_seconds: None (always, outside tests): each provider's own settle
+        time before its list of renders is read for a lost create (docs/providers.md).
+        Tests whose fakes list a render at once set it lower.
     """
 
     lease_seconds: float = 60.0
@@ -50,3 +53,4 @@ class EngineConfig:
     shared_store: bool = False
     max_resumes: int = 5
     finished_without_file_polls: int = 3
+    reconcile_settle_seconds: float | None = None

@@ -249,21 +249,27 @@ class Reconciler:
         self.margin = margin
         self._accounts: dict[str, _Account] = {}
 
+    def settle_seconds(self, provider: SearchableProvider) -> float:
+        """The provider's settle time (a test's config may set its own)."""
+        override = self.config.reconcile_settle_seconds
+        return provider.settle_seconds if override is None else override
+
     async def resolve(self, *, account: str, provider_kind: str,
                       provider: SearchableProvider, job: Job) -> Verdict:
         """The verdict on ``job``'s unresolved create (its ``client_token``), waiting for
         the provider's settle time first. Provider errors propagate (the caller keeps the
         create unresolved: unknown is never "no")."""
         state = self._accounts.setdefault(account, _Account())
+        settle = self.settle_seconds(provider)
         async with state.lock:
             ready = state.decided.pop(job.id, None)
-            if ready is not None and ready.read_at >= self._settled_at(ready, provider):
+            if ready is not None and ready.read_at >= self._settled_at(ready, settle):
                 return ready
             rows = await self.store.unresolved_submissions(account)
             intent = next((at for row, at in rows if row.id == job.id), None)
             create_seconds = create_window(self.config)
             if intent is not None:
-                wait = intent + create_seconds + provider.settle_seconds - self.clock.now()
+                wait = intent + create_seconds + settle - self.clock.now()
                 if wait > 0:
                     log.info("job %s: the provider's list is read in %.0f s (its settle "
                              "time)", job.id, wait)
@@ -275,7 +281,7 @@ class Reconciler:
             if not any(p.job_id == job.id for p in everyone):
                 everyone.append(Pending(job.id, _request_of(job), intent))
             settled = [p for p in everyone if p.intent_at is not None
-                       and now >= p.intent_at + create_seconds + provider.settle_seconds]
+                       and now >= p.intent_at + create_seconds + settle]
             pending = [p for p in settled if p.job_id == job.id] or [
                 p for p in everyone if p.job_id == job.id]
             pending += [p for p in settled if p.job_id != job.id and _in_flight(rows, p)]
@@ -289,16 +295,15 @@ class Reconciler:
                 provider_kind, account, [r.provider_job_id for r in result.records])
             verdicts = decide(pending, others, result, read_at=read_at, held=held,
                               echo=provider.echo, create_seconds=create_seconds,
-                              margin=self.margin, settle_seconds=provider.settle_seconds,
+                              margin=self.margin, settle_seconds=settle,
                               echo_keeps_hours=provider.echo_keeps_hours)
             for job_id, verdict in verdicts.items():
                 if job_id != job.id:
                     state.decided[job_id] = verdict
             return verdicts[job.id]
 
-    def _settled_at(self, verdict: Verdict, provider: SearchableProvider) -> float:
-        return 0.0 if verdict.window is None else (
-            verdict.window[1] - self.margin + provider.settle_seconds)
+    def _settled_at(self, verdict: Verdict, settle: float) -> float:
+        return 0.0 if verdict.window is None else verdict.window[1] - self.margin + settle
 
 
 def _in_flight(rows: Sequence[tuple[Job, float | None]], pending: Pending) -> bool:

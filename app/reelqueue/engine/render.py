@@ -492,8 +492,9 @@ class RenderAttempt:
 
     async def _apply_verdict(self, client_token: str, verdict: Verdict) -> None:
         assert isinstance(self.provider, SearchableProvider)
-        detail = {"client_token": client_token,
-                  **verdict.ledger_detail(self.provider.settle_seconds)}
+        settle = (self.ctx.reconciler.settle_seconds(self.provider) if self.ctx.reconciler
+                  else self.provider.settle_seconds)
+        detail = {"client_token": client_token, **verdict.ledger_detail(settle)}
         if verdict.outcome == "found":
             assert verdict.provider_job_id is not None
             self.unresolved = False
