@@ -149,6 +149,7 @@ class Engine:
         self._idle = asyncio.Event()
         self._pass_done = asyncio.Event()
         self._passes = 0
+        self._passes_started = 0
         self._last_pass_claims = 0
         self._last_pass_started = 0.0
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
@@ -412,9 +413,11 @@ class Engine:
         waiting = sum(by_state.get(s.value, 0) for s in WAITING)
         if not waiting:
             return None
-        passes = self._passes
+        # A pass that starts from now on: one already under way may have looked at the
+        # journal before the change that woke us (a user's retry) and claimed nothing.
+        fresh = self._passes_started + 1
         self.wake()
-        while self._passes == passes:
+        while self._passes < fresh:
             await self._pass_done.wait()
         if self._workers or self._last_pass_claims:
             return None
@@ -491,12 +494,14 @@ class Engine:
         while True:
             self._wake.clear()
             started = self.clock.now()
+            self._passes_started += 1
+            number = self._passes_started
             try:
                 self._last_pass_claims = 0
                 if not self._paused and self._claiming:
                     self._last_pass_claims = await self._fill_slots()
                 self._last_pass_started = started
-                self._passes += 1
+                self._passes = number  # passes done: this one and all before it
                 self._pass_done.set()
                 self._pass_done.clear()
                 await self._publish_state(started)
