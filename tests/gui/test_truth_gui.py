@@ -163,19 +163,22 @@ async def test_recovery_with_the_builtin_mock_says_the_renders_are_gone(
                                                       start_paused_after_crash=True))
     window = controller.window
     follow = controller.follow_up
-    assert follow is not None and len(follow.jobs) >= left
+    # Recovery knows the built-in mock's renders ended with the killed process: lost, to be
+    # rendered again without an attempt (issue 19, 6); only creates inside the submit
+    # window are followed (asked for, then sent once).
+    lost = len(controller.report.recovery.lost_renders) if controller.report else 0
+    assert follow is not None and len(follow.jobs) + lost >= left
     banner = window.banners.get("recovery")
     assert banner is not None and "did not shut down cleanly" in banner.text
     await until(lambda: follow.settled, 60)
     text = window.banners.get("recovery").text
     assert follow.count("picked_up") == 0  # nothing of the old mock survived
     assert "picked up again" not in text and "reattached" not in text
-    gone = follow.count("render_again")
     never = follow.count("never_arrived")
-    assert gone + never == len(follow.jobs)
-    if gone:
-        renders = "render" if gone == 1 else "renders"
-        assert f"{gone} {renders} ran on the built-in mock" in text and "gone" in text
+    assert never == len(follow.jobs)
+    if lost:
+        renders = "render" if lost == 1 else "renders"
+        assert f"{lost} {renders} of the built-in mock lost when ReelQueue stopped" in text
     if never:
         assert "never reached the provider" in text
     assert "The queue is paused so you can check first." in text

@@ -65,7 +65,7 @@ class Case:
     attempts: int
     trail: list[str]
     creates: int
-    lookup: bool = True
+    lookup: bool | str = True  # or "search": the mock's list, not its lookup by token
     drain: str = "drained"
     account: str = "ready"
     counters: dict[str, int] = field(default_factory=dict)
@@ -87,15 +87,26 @@ MATRIX: dict[str, Case] = {
     "connection reset on create, lookup": Case(
         "connection_reset*1", JobState.COMPLETED, [], 1,
         ["submitting", "submit_outcome_unknown", "reconciled", "submitted", *DONE], 1),
+    # Unknown is not a failure (issue 19): parked for the user, holding no slot.
     "connection reset on create, no lookup": Case(
-        "connection_reset*1", JobState.FAILED, [("failed", P, "submit outcome unknown")], 1,
-        ["submitting", "submit_outcome_unknown", "failed"], 1, lookup=False),
+        "connection_reset*1", JobState.PARKED, [], 1,
+        ["submitting", "submit_outcome_unknown", "reconcile_unresolved", "parked"], 1,
+        lookup=False),
+    "connection reset on create, search": Case(
+        "connection_reset*1", JobState.COMPLETED, [], 1,
+        ["submitting", "submit_outcome_unknown", "reconciled", "submitted", *DONE], 1,
+        lookup="search"),
     "timeout on create (body sent), lookup": Case(
         "create_timeout*1", JobState.COMPLETED, [], 1,
         ["submitting", "submit_outcome_unknown", "reconciled", "submitted", *DONE], 1),
     "timeout on create (body sent), no lookup": Case(
-        "create_timeout*1", JobState.FAILED, [("failed", P, "submit outcome unknown")], 1,
-        ["submitting", "submit_outcome_unknown", "failed"], 1, lookup=False),
+        "create_timeout*1", JobState.PARKED, [], 1,
+        ["submitting", "submit_outcome_unknown", "reconcile_unresolved", "parked"], 1,
+        lookup=False),
+    "timeout on create (body sent), search": Case(
+        "create_timeout*1", JobState.COMPLETED, [], 1,
+        ["submitting", "submit_outcome_unknown", "reconciled", "submitted", *DONE], 1,
+        lookup="search"),
     "timeout on poll": Case(
         "poll_timeout*1", JobState.COMPLETED, [], 1, ["submitted", *DONE], 1,
         at_least={"polls_total": 2}),
@@ -152,7 +163,7 @@ class Outcome:
     seconds: float
 
 
-async def run_one(tmp_path: Path, prompt: str, *, lookup: bool = True,
+async def run_one(tmp_path: Path, prompt: str, *, lookup: bool | str = True,
                   fault_hook: Any = None) -> Outcome:
     out = tmp_path / "out"
     store = SqliteStore.open(tmp_path / "journal.sqlite3", now=time.time())
@@ -162,8 +173,10 @@ async def run_one(tmp_path: Path, prompt: str, *, lookup: bool = True,
         batch = store.create_batch(BatchSpec("matrix", "m.csv", str(out)), time.time())
         store.add_jobs(batch.id, [JobSpec("fault-job", prompt, "mock", str(out / "v.mp4"))],
                        time.time())
-        store.add_account(AccountSpec("acct", "mock", 1, server.url,
-                                      settings={"lookup": lookup}), time.time())
+        settings = ({"lookup": lookup} if isinstance(lookup, bool)
+                    else {"reconcile": lookup, "settle_seconds": 0.2})
+        store.add_account(AccountSpec("acct", "mock", 1, server.url, settings=settings),
+                          time.time())
         engine = Engine(store, config=CONFIG, rng=random.Random(1))
         engine.bus.subscribe(events.append)
         engine.writer.fault_hook = fault_hook

@@ -82,6 +82,9 @@ class SubmissionUnresolved(Exception):
         self.candidates = candidates
 
 
+NEVER_ARRIVED_WORDS = ("The interrupted submission never reached the provider (its records "
+                       "show no such render; nothing was charged): it is sent now, once.")
+
 FINISHED_WITHOUT_FILE = (
     "The provider reported the render finished but gave no file; it was not created "
     "again (a finished render is paid) — check the provider's dashboard.")
@@ -526,6 +529,7 @@ class RenderAttempt:
         await self._fenced(await self.ctx.store.forget_submission(self.token, self._now(),
                                                                   detail))
         self.job = replace(self.job, state=JobState.CLAIMED, client_token=None)
+        self._emit(JobState.CLAIMED, error_message=NEVER_ARRIVED_WORDS)
         await self._submit()
 
     async def _poll_until_done(self) -> RemoteStatus:

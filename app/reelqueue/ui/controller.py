@@ -194,7 +194,8 @@ class AppController(QObject):
         if report is None or follow is None:
             return ""
         head = ("ReelQueue did not shut down cleanly last time." if report.unclean
-                else "Renders kept from last time:")
+                else "Renders kept from last time:" if follow.jobs
+                else "Renders left running last time:")
         parts = [head]
         if follow.jobs:
             if not report.unclean:

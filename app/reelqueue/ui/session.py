@@ -105,6 +105,8 @@ class RecoveryFollowUp:
         elif state in ("QUEUED", "RETRY_WAIT"):
             outcome = (NEVER_ARRIVED if "never reached the provider"
                        in (event.error_message or "") else RENDER_AGAIN)
+        elif state == "CLAIMED" and "never reached the provider" in (event.error_message or ""):
+            outcome = NEVER_ARRIVED  # proven absent: created once, on the same claim
         elif state in ("FAILED", "PARKED"):
             outcome = FAILED
         elif state == "CANCELLED":
