@@ -421,6 +421,12 @@ class Engine:
             await self._pass_done.wait()
         if self._workers or self._last_pass_claims:
             return None
+        # Read again: a job counted as waiting may have settled meanwhile (a worker that
+        # just failed it, a user's cancel).
+        by_state = (await self.store.counts()).by_state
+        waiting = sum(by_state.get(s.value, 0) for s in WAITING)
+        if not waiting:
+            return None
         # Due times are compared with the start of that pass, not with now: a retry that
         # fell due after the pass looked (the next pass claims it) is no stall.
         if await self.store.next_wakeup(self._last_pass_started) is not None:
