@@ -668,7 +668,15 @@ class MemoryStore:
             report = RecoveryReport()
             now = params.now
             for action in plan_recovery(leftovers, params):
-                job = action.job
+                # What the plan read must still hold (the SQL stores' WHERE): the token,
+                # the state and (taking over expired leases only) the expiry. The plan's
+                # output checks may call back into this store (the lock is reentrant).
+                current = self._jobs.get(action.job.id)
+                if (current is None or current.claim_token != action.job.claim_token
+                        or current.state != action.job.state
+                        or (params.only_expired and not (current.lease_until or 0) < now)):
+                    continue
+                job = current
                 token: str | None = None
                 if action.kind == "complete":
                     assert action.file is not None and action.file.sha256 is not None

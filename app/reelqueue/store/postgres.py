@@ -1100,8 +1100,10 @@ class PostgresStore:
         self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
     ) -> None:
         job, now = action.job, params.now
+        # The update names what the plan read: the token, the state and (taking over
+        # expired leases only) the expiry; a row that moved on since is left alone.
         common = {"id": job.id, "old_token": job.claim_token, "now": now,
-                  "any_lease": not params.only_expired}
+                  "planned_state": str(job.state), "any_lease": not params.only_expired}
         token: str | None = None
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None

@@ -266,31 +266,40 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
 SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
    AND lease_until < :now;
 
+-- Recovery's updates name what the plan read (recovery_plan.py): the claim token and the
+-- state. A row that moved on since (its owner wrote SUBMITTING, a user cancelled it) is
+-- left alone: the plan for a CLAIMED job (requeue) is wrong for a SUBMITTING one (its
+-- create may be on its way). With only expired leases taken over (:any_lease false), the
+-- expiry too: a lease renewed meanwhile stays put.
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
        output_host = :host,
        progress = 1.0, finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_reattach
 UPDATE jobs SET state = :state, claim_token = :token, lease_owner = :owner,
        lease_until = :lease_until, updated_at = :now
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_requeue
 UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_fail
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = :error_class, error_label = :error_label,
        error_message = :error_message
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- The jobs table's sort, done by the journal (the window never sorts 100k rows itself).
 -- {key} is one of the job_order_* expressions below, chosen by name from that list (never

@@ -309,8 +309,11 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
    AND lease_until < %(now)s
  ORDER BY id;
 
--- Recovery's updates name the claim token they saw and, on a shared store (only expired
--- leases taken over: %(any_lease)s false), the expiry: a lease renewed meanwhile stays put.
+-- Recovery's updates name what the plan read (recovery_plan.py): the claim token and the
+-- state. A row that moved on since (its owner wrote SUBMITTING, a user cancelled it) is
+-- left alone: the plan for a CLAIMED job (requeue) is wrong for a SUBMITTING one (its
+-- create may be on its way). On a shared store (only expired leases taken over:
+-- %(any_lease)s false), the expiry too: a lease renewed meanwhile stays put.
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
        output_host = %(host)s,
@@ -318,12 +321,14 @@ UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(s
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND state = %(planned_state)s
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- name: recover_reattach
 UPDATE jobs SET state = %(state)s, claim_token = %(token)s, lease_owner = %(owner)s,
        lease_until = %(lease_until)s, updated_at = %(now)s
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND state = %(planned_state)s
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- name: recover_requeue
@@ -331,6 +336,7 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = %(now)s,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND state = %(planned_state)s
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- name: recover_fail
@@ -339,6 +345,7 @@ UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
+   AND state = %(planned_state)s
    AND (%(any_lease)s OR lease_until < %(now)s);
 
 -- The jobs table's sort: {key} is one of the job_order_* expressions below, chosen by name
