@@ -202,10 +202,9 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
                     instance_id=instance_id)
     if on_event is not None:
         engine.bus.subscribe(on_event)
-    now = engine.clock.now()
     await engine.store.call(store.register_instance, engine.instance_id,
                             host=socket.gethostname(), pid=os.getpid(),
-                            version=__version__, now=now)
+                            version=__version__)
     listener: WakeListener | None = None
     try:
         await engine.start()
@@ -221,8 +220,7 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
             await asyncio.to_thread(listener.stop)
         await engine.stop()
         try:
-            await engine.store.call(store.stop_instance, engine.instance_id,
-                                    engine.clock.now())
+            await engine.store.call(store.stop_instance, engine.instance_id)
         finally:
             engine.close_store()
     return engine
@@ -308,7 +306,7 @@ async def join(session: Session) -> None:
         return
     await session.journal.call(store.register_instance, engine.instance_id,
                                host=socket.gethostname(), pid=os.getpid(),
-                               version=__version__, now=session.clock.now())
+                               version=__version__)
 
 
 async def leave(session: Session) -> None:
@@ -317,7 +315,7 @@ async def leave(session: Session) -> None:
     store = session.journal.sync
     if engine is None or not hasattr(store, "stop_instance"):
         return
-    await session.journal.call(store.stop_instance, engine.instance_id, session.clock.now())
+    await session.journal.call(store.stop_instance, engine.instance_id)
 
 
 def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:

@@ -13,6 +13,10 @@ Same rules as the SQLite journal, kept across machines by PostgreSQL's own locks
   each update re-checks the token and the expiry, so a lease renewed meanwhile stays put.
 - ``renew_leases`` renews an instance's leases and writes its heartbeat into ``instances``
   in one statement.
+- One clock decides (DESIGN.md invariant 14): leases, retry and cool-down times, heartbeats,
+  the spend cap's day and the ledger's times come from the server's ``clock_timestamp()``
+  in the statement that writes or compares them (``sql_pg/queries.sql``), never from a
+  worker's clock; the callers' ``now`` fills only the times shown (``updated_at``...).
 
 Named SQL lives in ``sql_pg/*.sql``. The schema is versioned in ``reelqueue_meta``; a fresh
 database is made from ``sql_pg/schema.sql``, an older one brought up by
@@ -39,6 +43,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
+from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import (
     Account,
@@ -114,7 +119,8 @@ def _sql_file(name: str) -> str:
 
 @cache
 def pg_queries() -> dict[str, str]:
-    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped)."""
+    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped), with
+    ``{server_now}`` replaced by the ``server_now`` expression (the server's clock)."""
     queries: dict[str, str] = {}
     current: str | None = None
     lines: list[str] = []
@@ -127,7 +133,8 @@ def pg_queries() -> dict[str, str]:
             lines.append(line)
     if current:
         queries[current] = "\n".join(lines).strip()
-    return queries
+    server_now = f"({queries['server_now']})"
+    return {name: text.replace("{server_now}", server_now) for name, text in queries.items()}
 
 
 def pg_schema_sql() -> str:
@@ -244,8 +251,9 @@ class PostgresStore:
     """
 
     def __init__(self, pool: ConnectionPool, where: str, schema: str | None,
-                 password: str | None) -> None:
+                 password: str | None, server_clock: Clock | None = None) -> None:
         self._pool = pool
+        self._server_clock = server_clock
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Row] | None = None
         self._q = pg_queries()
@@ -264,11 +272,16 @@ class PostgresStore:
     # -- opening -----------------------------------------------------------------------
     @classmethod
     def open(cls, dsn: str, *, now: float, schema: str | None = None, max_size: int = 4,
-             connect_timeout: float = 10.0) -> PostgresStore:
+             connect_timeout: float = 10.0,
+             server_clock: Clock | None = None) -> PostgresStore:
         """Connect (a small pool: a connection that died with the server is replaced on
         its next use), create ``schema`` if asked for and missing, and bring the tables to
         :data:`SCHEMA_VERSION`. JournalError (password-free) when the server cannot be
-        reached or refuses the login."""
+        reached or refuses the login.
+
+        ``server_clock`` is for tests only: it stands in for the server's clock in every
+        statement (leases, retry times, heartbeats...), so a test can set or shift the
+        team's clock. Left out, the server's ``clock_timestamp()`` decides."""
         where, password = describe_dsn(dsn), dsn_password(dsn)
         kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
                                   "connect_timeout": max(1, int(connect_timeout)),
@@ -290,7 +303,7 @@ class PostgresStore:
             pool.open(wait=True, timeout=connect_timeout)
         except _DRIVER_ERRORS as exc:
             raise known_error(exc, where, password) from None
-        store = cls(pool, where, schema, password)
+        store = cls(pool, where, schema, password, server_clock)
         store._recently_used = recently_used
         try:
             store._prepare(now)
@@ -434,13 +447,18 @@ class PostgresStore:
             db.execute(f"SET LOCAL lock_timeout = '{SETTLE_LOCK_TIMEOUT}'".encode())
             return self._one("job_for_share", id=job_id)
 
+    def _clock(self) -> float | None:
+        """The ``%(clock)s`` of every statement: None, so the server's clock decides, or
+        the time of a test's stand-in clock (``open(server_clock=...)``)."""
+        return None if self._server_clock is None else self._server_clock.now()
+
     def _one(self, query: str, /, **params: Any) -> Row | None:
         with self._tx() as db:
-            return db.execute(self._q[query], params).fetchone()
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).fetchone()
 
     def _all(self, query: str, /, **params: Any) -> list[Row]:
         with self._tx() as db:
-            return db.execute(self._q[query], params).fetchall()
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).fetchall()
 
     def _scalar(self, query: str, /, **params: Any) -> Any:
         row = self._one(query, **params)
@@ -448,7 +466,7 @@ class PostgresStore:
 
     def _exec(self, query: str, /, **params: Any) -> int:
         with self._tx() as db:
-            return db.execute(self._q[query], params).rowcount
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).rowcount
 
     def _ledger(
         self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
@@ -466,7 +484,7 @@ class PostgresStore:
             # The update returns the job's account: one round trip when the write holds.
             done = db.execute(_returning_account(self._q[query]),
                               {"id": token.job_id, "token": token.token, "now": now,
-                               **params}).fetchone()
+                               "clock": self._clock(), **params}).fetchone()
             changed = done is not None
             account = (done["account"] if done is not None
                        else self._scalar("account_of_job", id=token.job_id))
@@ -670,7 +688,7 @@ class PostgresStore:
     ) -> None:
         with self._tx():
             self._exec("set_account_status", name=name, status=str(status), detail=detail,
-                       cooldown_until=cooldown_until)
+                       cooldown_until=cooldown_until, now=now)
             self._ledger("account_status", now, account=name, detail={
                 "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
 
@@ -704,11 +722,13 @@ class PostgresStore:
             if row is None:
                 return None
             account = account_from_pg(row)
-            if not _eligible(account, params.now):
+            if not _eligible(account):
                 return None
             # Counted under the account's row lock: every claim on this account, from any
             # machine, waits for this transaction, so none can take the same last slot.
-            if int(self._scalar("live_count", account=account.name)) >= account.capacity:
+            # Its cool-down is compared with the server's clock, not the caller's.
+            room = self._one("claim_room", account=account.name)
+            if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
                 return None
             candidate = self._spend_checked_candidate(account, params)
             if candidate is None:
@@ -716,7 +736,7 @@ class PostgresStore:
             tried.append(candidate)
             claimed = self._one(
                 "claim_job", id=candidate, account=account.name, token=token,
-                owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+                owner=params.instance_id, lease_seconds=params.lease_seconds,
                 now=params.now)
             if claimed is None:  # the row is locked by this transaction: cannot happen
                 return None
@@ -739,8 +759,7 @@ class PostgresStore:
         while batches is None or tries < batches + 2:
             tries += 1
             row = self._one("next_claimable", provider=account.provider,
-                            now=params.now, account=account.name, creates=creates,
-                            skip_batches=skip)
+                            account=account.name, creates=creates, skip_batches=skip)
             if row is None:
                 return None
             price, max_spend = row["price"], row["max_spend"]
@@ -821,8 +840,8 @@ class PostgresStore:
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None) -> int:
-        return int(self._scalar("renew_leases", owner=instance_id, now=now,
-                                lease_until=now + lease_seconds,
+        return int(self._scalar("renew_leases", owner=instance_id,
+                                lease_seconds=lease_seconds,
                                 tokens=None if tokens is None else list(tokens)))
 
     # -- fenced transitions ------------------------------------------------------------
@@ -1089,8 +1108,8 @@ class PostgresStore:
                     self._ledger("output_missing", params.now, job_id=job.id,
                                  detail={"path": job.output_path})
             if params.prune_before is not None:
-                report.pruned_ledger_rows = self._exec("prune_ledger",
-                                                       before=params.prune_before)
+                report.pruned_ledger_rows = self._exec(
+                    "prune_ledger", before=params.prune_before, now=params.now)
             if report.touched or report.pruned_ledger_rows:
                 self._ledger("recovery", params.now, detail={
                     "instance": params.instance_id, **report.as_dict()})
@@ -1113,7 +1132,7 @@ class PostgresStore:
             token = uuid.uuid4().hex
             applied = self._exec("recover_reattach", state=str(action.resume_state),
                                  token=token, owner=params.instance_id,
-                                 lease_until=now + params.lease_seconds, **common)
+                                 lease_seconds=params.lease_seconds, **common)
         elif action.kind in ("fail", "unknown"):
             error_class, label, message = failure_of(action)
             applied = self._exec("recover_fail", error_class=error_class, error_label=label,
@@ -1161,17 +1180,18 @@ class PostgresStore:
         return results
 
     # -- the instances registry (PostgreSQL only) -------------------------------------
-    def register_instance(self, instance_id: str, *, host: str, pid: int, version: str,
-                          now: float) -> None:
-        """Say hello: this instance shares the database from now on."""
+    def register_instance(self, instance_id: str, *, host: str, pid: int,
+                          version: str) -> None:
+        """Say hello: this instance shares the database from now on (the registry's
+        times are the server's)."""
         with self._tx():
             self._exec("register_instance", id=instance_id, host=host, pid=pid,
-                       version=version, now=now)
+                       version=version)
 
-    def stop_instance(self, instance_id: str, now: float) -> None:
+    def stop_instance(self, instance_id: str) -> None:
         """Say goodbye on a clean exit (its leases are released by then)."""
         with self._tx():
-            self._exec("stop_instance", id=instance_id, now=now)
+            self._exec("stop_instance", id=instance_id)
 
     def list_instances(self) -> list[Instance]:
         return [Instance(id=r["id"], host=r["host"], pid=r["pid"], version=r["version"],
@@ -1193,12 +1213,10 @@ def _returning_account(update: str) -> bytes:
     return (update.rstrip().rstrip(";") + "\nRETURNING account").encode()
 
 
-def _eligible(account: Account, now: float) -> bool:
-    if not account.enabled:
-        return False
-    if account.cooldown_until is not None and account.cooldown_until > now:
-        return False
-    return account.status in (AccountStatus.READY, AccountStatus.RATE_LIMITED)
+def _eligible(account: Account) -> bool:
+    """Enabled and usable; its cool-down is the server's to compare (``claim_room``)."""
+    return account.enabled and account.status in (AccountStatus.READY,
+                                                  AccountStatus.RATE_LIMITED)
 
 
 __all__ = ["SCHEMA_VERSION", "Instance", "PostgresStore", "pg_queries"]
