@@ -179,7 +179,9 @@ def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.Abstract
 
 
 def team_config(config: EngineConfig) -> EngineConfig:
-    """``config`` for a shared store: take over expired leases only."""
+    """``config`` for a shared store: take over expired leases only, and send a create
+    only while the claim's lease outlasts it (the engine fits the provider timeouts into
+    the lease: ``EngineConfig.fitted_to_lease``)."""
     return replace(config, shared_store=True)
 
 

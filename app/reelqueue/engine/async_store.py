@@ -163,9 +163,11 @@ class AsyncStore:
         return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds,
                                tokens)
 
-    async def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    async def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                              min_lease_seconds: float | None = None) -> bool:
         """Store.mark_submitting on the journal thread."""
-        return await self.call(self.sync.mark_submitting, token, client_token, now)
+        return await self.call(self.sync.mark_submitting, token, client_token, now,
+                               min_lease_seconds=min_lease_seconds)
 
     async def record_submitted(
         self, token: ClaimToken, provider_job_id: str, now: float

@@ -74,6 +74,20 @@ def _account_key(account: Account) -> tuple[object, ...]:
             account.status_detail, account.settings.get("daily_cap"))
 
 
+def _fitted(config: EngineConfig) -> EngineConfig:
+    """On a shared store a create must be answered within the claim's lease (the intent
+    checks it: ``EngineConfig.create_min_lease_seconds``): the provider timeouts are
+    shortened to fit when the lease is short (``EngineConfig.fitted_to_lease``)."""
+    if not config.shared_store:
+        return config
+    fitted = config.fitted_to_lease()
+    if fitted.http_timeout_seconds < config.http_timeout_seconds:
+        log.info("shared store: provider calls time out after %.1f s (not %.1f s) so that "
+                 "a create is answered within the %.1f s lease", fitted.http_timeout_seconds,
+                 config.http_timeout_seconds, config.lease_seconds)
+    return fitted
+
+
 def new_instance_id() -> str:
     """Boot-unique owner id (never a hostname: two boots of one machine differ)."""
     return uuid.uuid4().hex
@@ -110,7 +124,7 @@ class Engine:
         bus: EventBus | None = None,
         providers: ProviderRegistry | None = None,
     ) -> None:
-        self.config = config or EngineConfig()
+        self.config = _fitted(config or EngineConfig())
         self.providers = providers or builtin_registry()
         self.clock = clock or SystemClock()
         self.store = AsyncStore(store)
@@ -119,7 +133,8 @@ class Engine:
         self._key_lookup = key_lookup or (lambda ref: None)
         self._own_client = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(self.config.http_timeout_seconds, connect=10.0),
+            timeout=httpx.Timeout(self.config.http_timeout_seconds,
+                                  connect=self.config.http_connect_timeout_seconds),
             # Redirects are followed by ApiClient itself, each hop checked (issue 11).
             follow_redirects=False)
         self.writer = OutputWriter(limits_from_config(self.config))

@@ -292,7 +292,9 @@ class RenderAttempt:
         store = self.ctx.store
         client_token = uuid.uuid4().hex
         # Write-ahead: the intent is committed before a byte goes to the provider.
-        await self._fenced(await store.mark_submitting(self.token, client_token, self._now()))
+        await self._fenced(await store.mark_submitting(
+            self.token, client_token, self._now(),
+            min_lease_seconds=self.ctx.config.create_min_lease_seconds))
         self._emit(JobState.SUBMITTING)
         # Until the adapter answers, the create may be on its way: an unexpected exception
         # in there (a bug) keeps the client token, so the next claim asks before anything

@@ -36,6 +36,15 @@ def this_host() -> str:
     return socket.gethostname() or "localhost"
 
 
+def short_lease(lease_left: float | None, min_lease: float | None) -> dict[str, Any]:
+    """What a ``fenced_out`` entry of ``mark_submitting`` adds when the claim held but its
+    lease was too short for a create (``lease_left`` None: the claim itself was gone)."""
+    if lease_left is None or min_lease is None:
+        return {}
+    return {"why": "lease too short for a create", "lease_left": round(float(lease_left), 3),
+            "min_lease": min_lease}
+
+
 @dataclass(frozen=True)
 class ClaimParams:
     """Attributes:
@@ -174,7 +183,14 @@ class Store(Protocol):
         claim it never learned of, e.g. one whose COMMIT answer was lost, runs out and is
         taken over instead of being kept alive forever). Returns the leases renewed."""
         ...
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool: ...
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
+        """The intent (write-ahead: before a create is sent). With ``min_lease_seconds``
+        the claim's lease must still hold at least that long (PostgreSQL: on the server's
+        clock), else nothing is written and a ``fenced_out`` entry says why (False, as a
+        fenced-out write): a create is sent only when it will be answered or given up
+        before another instance may take the job over."""
+        ...
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool: ...
     def mark_rendering(self, token: ClaimToken, now: float) -> bool: ...
     def record_progress(

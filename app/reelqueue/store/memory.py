@@ -35,6 +35,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    short_lease,
     this_host,
 )
 from reelqueue.store.queue_limit import check_queue_room
@@ -455,9 +456,19 @@ class MemoryStore:
             return renewed
 
     # -- fenced transitions ------------------------------------------------------------
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
         with self._lock:  # the intent and its spend together (sqlite.py)
             job = self._jobs.get(token.job_id)
+            if (min_lease_seconds is not None and job is not None
+                    and job.claim_token == token.token
+                    and TRANSITIONS["fenced_mark_submitting"].allows(job)
+                    and (job.lease_until or 0.0) - now < min_lease_seconds):
+                self._note("fenced_out", now, job_id=job.id, account=job.account,
+                           claim_token=token.token,
+                           detail={"write": "mark_submitting", **short_lease(
+                               (job.lease_until or 0.0) - now, min_lease_seconds)})
+                return False
             if not self._fenced(token, "fenced_mark_submitting", "submitting", now,
                                 "mark_submitting", {"client_token": client_token},
                                 client_token=client_token):

@@ -66,6 +66,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    short_lease,
     this_host,
 )
 from reelqueue.store.postgres_support import (
@@ -477,9 +478,11 @@ class PostgresStore:
 
     def _fenced(
         self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, **params: Any,
+        detail: dict[str, Any] | None = None, *,
+        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
     ) -> bool:
-        """One fenced transition: the update names the job and its claim token."""
+        """One fenced transition: the update names the job and its claim token. ``why``
+        adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
         with self._tx() as db:
             # The update returns the job's account: one round trip when the write holds.
             done = db.execute(_returning_account(self._q[query]),
@@ -494,7 +497,9 @@ class PostgresStore:
                                  claim_token=token.token, detail=detail)
                 return True
             self._ledger("fenced_out", now, job_id=token.job_id, account=account,
-                         claim_token=token.token, detail={"write": query.removeprefix("fenced_")})
+                         claim_token=token.token,
+                         detail={"write": query.removeprefix("fenced_"),
+                                 **(why() if why else {})})
             return False
 
     # -- batches and jobs --------------------------------------------------------------
@@ -883,16 +888,22 @@ class PostgresStore:
         return row["claim_token"] == token.token and all(
             row[k] == v for k, v in expected.items())
 
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
         return self._write_settled(token, "submitting", functools.partial(
-            self._mark_submitting, token, client_token, now))
+            self._mark_submitting, token, client_token, now, min_lease_seconds))
 
-    def _mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def _mark_submitting(self, token: ClaimToken, client_token: str, now: float,
+                         min_lease: float | None) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
+        # The lease left is the server's to measure, in the same statement.
         with self._tx():
             before = self._one("get_job", id=token.job_id)
             if not self._fenced("fenced_mark_submitting", "submitting", token, now,
-                                {"client_token": client_token}, client_token=client_token):
+                                {"client_token": client_token}, client_token=client_token,
+                                min_lease=min_lease,
+                                why=functools.partial(self._submit_refusal, token,
+                                                      min_lease)):
                 return False
             assert before is not None
             price = price_of(before["metadata"] or {})
@@ -902,6 +913,10 @@ class PostgresStore:
                 self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=before["account"],
                              claim_token=token.token, detail={"usd": price})
             return True
+
+    def _submit_refusal(self, token: ClaimToken, min_lease: float | None) -> dict[str, Any]:
+        return short_lease(self._scalar("submit_refusal", id=token.job_id, token=token.token),
+                           min_lease)
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._write_settled(token, "submitted", functools.partial(

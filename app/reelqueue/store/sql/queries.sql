@@ -139,9 +139,18 @@ UPDATE jobs SET lease_until = :lease_until
    AND (:every OR claim_token IN (SELECT value FROM json_each(:tokens)));
 
 -- name: fenced_mark_submitting
+-- :min_lease (seconds, or NULL: not checked): a create is sent only while the claim's lease
+-- still holds at least that long, so it is answered or given up before anyone else may take
+-- the job over (the create's timeout plus a margin).
 UPDATE jobs SET state = 'SUBMITTING', client_token = :client_token, updated_at = :now
  WHERE id = :id AND claim_token = :token AND state = 'CLAIMED'
-   AND provider_job_id IS NULL;
+   AND provider_job_id IS NULL
+   AND (:min_lease IS NULL OR lease_until - :now >= :min_lease);
+
+-- name: submit_refusal
+-- Why fenced_mark_submitting changed nothing: the claim still held but its lease was short.
+SELECT lease_until - :now AS lease_left FROM jobs
+ WHERE id = :id AND claim_token = :token AND state = 'CLAIMED' AND provider_job_id IS NULL;
 
 -- name: fenced_record_submitted
 UPDATE jobs SET state = 'RENDERING', provider_job_id = :provider_job_id,

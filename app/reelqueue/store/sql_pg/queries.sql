@@ -224,7 +224,18 @@ WITH renewed AS (
 SELECT COUNT(*) FROM renewed;
 
 -- name: fenced_mark_submitting
+-- %(min_lease)s (seconds, or NULL: not checked): a create is sent only while the claim's
+-- lease still holds at least that long on the server's clock, so it is answered or given up
+-- before another machine may take the job over (the create's timeout plus a margin).
 UPDATE jobs SET state = 'SUBMITTING', client_token = %(client_token)s, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'CLAIMED'
+   AND provider_job_id IS NULL
+   AND (%(min_lease)s::double precision IS NULL
+        OR lease_until - {server_now} >= %(min_lease)s::double precision);
+
+-- name: submit_refusal
+-- Why fenced_mark_submitting changed nothing: the claim still held but its lease was short.
+SELECT lease_until - {server_now} AS lease_left FROM jobs
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'CLAIMED'
    AND provider_job_id IS NULL;
 
