@@ -40,9 +40,10 @@ class LostClaimAnswer(MemoryStore):
         return claim
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
         self.renewed_tokens.append(None if tokens is None else list(tokens))
-        return super().renew_leases(instance_id, now, lease_seconds, tokens)
+        return super().renew_leases(instance_id, now, lease_seconds, tokens, clock_offset)
 
 
 async def test_a_claim_the_engine_never_learned_is_taken_over(tmp_path: Path) -> None:

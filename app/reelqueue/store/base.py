@@ -177,11 +177,19 @@ class Store(Protocol):
     # -- claims and fenced transitions -------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None: ...
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
         """Renew the instance's in-flight leases; with ``tokens`` only the rows carrying
         one of these claim tokens (the engine's heartbeat names the claims it runs, so a
         claim it never learned of, e.g. one whose COMMIT answer was lost, runs out and is
-        taken over instead of being kept alive forever). Returns the leases renewed."""
+        taken over instead of being kept alive forever). Returns the leases renewed.
+        ``clock_offset``: the instance's measured offset to :meth:`server_time`, kept in
+        the instances registry where there is one."""
+        ...
+    def server_time(self) -> float | None:
+        """The store's own clock (epoch seconds) when it is the one that decides compared
+        times (PostgreSQL: the server's clock_timestamp()); None where the caller's clock
+        decides (SQLite, memory: one machine)."""
         ...
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
                         min_lease_seconds: float | None = None) -> bool:

@@ -444,7 +444,8 @@ class MemoryStore:
             return batch
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
         wanted = None if tokens is None else set(tokens)
         with self._lock:
             renewed = 0
@@ -454,6 +455,9 @@ class MemoryStore:
                     self._jobs[job.id] = replace(job, lease_until=now + lease_seconds)
                     renewed += 1
             return renewed
+
+    def server_time(self) -> float | None:
+        return None  # one process: the caller's clock decides
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,

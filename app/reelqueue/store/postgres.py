@@ -101,7 +101,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -148,12 +148,17 @@ def pg_migration_sql(version: int) -> str:
 
 @dataclass(frozen=True)
 class Instance:
-    """One ReelQueue sharing the database (the ``instances`` registry).
+    """One ReelQueue sharing the database (the ``instances`` registry). Its times are the
+    server's.
 
     Attributes:
         id: its boot-unique instance id (the lease owner of its claims).
         live_renders: the in-flight jobs its last heartbeat renewed.
         stopped_at: when it said goodbye (None: running, or died without saying so).
+        silent_for: seconds since its last heartbeat, on the server's clock, at the read.
+        clock_offset: its clock minus the server's as it last measured it (None: not yet,
+            or a version before schema 4).
+        lease_seconds: the lease its claims get (None: a version before schema 4).
     """
 
     id: str
@@ -164,6 +169,9 @@ class Instance:
     heartbeat_at: float
     live_renders: int
     stopped_at: float | None
+    silent_for: float = 0.0
+    clock_offset: float | None = None
+    lease_seconds: float | None = None
 
 
 class _RecentlyUsed:
@@ -844,10 +852,18 @@ class PostgresStore:
             return self.get_batch(batch_id)
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
+        """The leases and the heartbeat on the server's clock (``now`` is not used: a
+        worker's clock never sets a lease), with the instance's lease length and its
+        clock's offset in the registry."""
         return int(self._scalar("renew_leases", owner=instance_id,
-                                lease_seconds=lease_seconds,
+                                lease_seconds=lease_seconds, clock_offset=clock_offset,
                                 tokens=None if tokens is None else list(tokens)))
+
+    def server_time(self) -> float:
+        """The server's clock (``clock_timestamp()``), as every statement reads it."""
+        return float(self._scalar("server_time"))
 
     # -- fenced transitions ------------------------------------------------------------
     # Each is settled (``_settled``): when its COMMIT goes unanswered, whether it was written
@@ -1195,13 +1211,15 @@ class PostgresStore:
         return results
 
     # -- the instances registry (PostgreSQL only) -------------------------------------
-    def register_instance(self, instance_id: str, *, host: str, pid: int,
-                          version: str) -> None:
+    def register_instance(self, instance_id: str, *, host: str, pid: int, version: str,
+                          clock_offset: float | None = None,
+                          lease_seconds: float | None = None) -> None:
         """Say hello: this instance shares the database from now on (the registry's
-        times are the server's)."""
+        times are the server's; ``clock_offset`` is its clock minus the server's)."""
         with self._tx():
             self._exec("register_instance", id=instance_id, host=host, pid=pid,
-                       version=version)
+                       version=version, clock_offset=clock_offset,
+                       lease_seconds=lease_seconds)
 
     def stop_instance(self, instance_id: str) -> None:
         """Say goodbye on a clean exit (its leases are released by then)."""
@@ -1211,7 +1229,9 @@ class PostgresStore:
     def list_instances(self) -> list[Instance]:
         return [Instance(id=r["id"], host=r["host"], pid=r["pid"], version=r["version"],
                          started_at=r["started_at"], heartbeat_at=r["heartbeat_at"],
-                         live_renders=r["live_renders"], stopped_at=r["stopped_at"])
+                         live_renders=r["live_renders"], stopped_at=r["stopped_at"],
+                         silent_for=max(0.0, float(r["silent_for"])),
+                         clock_offset=r["clock_offset"], lease_seconds=r["lease_seconds"])
                 for r in self._all("list_instances")]
 
     # -- used by tests and benchmarks --------------------------------------------------

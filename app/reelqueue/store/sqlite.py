@@ -780,11 +780,16 @@ class SqliteStore:
         return self.get_batch(batch_id)
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
+        # One machine: the caller's clock decides, there is no registry for an offset.
         with self._write(durable=False):
             return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds,
                               every=tokens is None,
                               tokens=json.dumps([] if tokens is None else list(tokens)))
+
+    def server_time(self) -> float | None:
+        return None  # one machine: the caller's clock decides
 
     # -- fenced transitions ------------------------------------------------------------
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,

@@ -218,7 +218,9 @@ WITH renewed AS (
     RETURNING id
 ), beat AS (
     UPDATE instances SET heartbeat_at = {server_now},
-           live_renders = (SELECT COUNT(*) FROM renewed)
+           live_renders = (SELECT COUNT(*) FROM renewed),
+           lease_seconds = %(lease_seconds)s,
+           clock_offset = COALESCE(%(clock_offset)s::double precision, clock_offset)
      WHERE id = %(owner)s
 )
 SELECT COUNT(*) FROM renewed;
@@ -537,12 +539,18 @@ SELECT COUNT(*) FROM jobs
    AND (account IS NULL OR account = %(account)s);
 
 -- name: register_instance
-INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at)
-VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, {server_now}, {server_now})
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL;
+INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at, clock_offset,
+                       lease_seconds)
+VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, {server_now}, {server_now},
+        %(clock_offset)s, %(lease_seconds)s)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL,
+    clock_offset = COALESCE(EXCLUDED.clock_offset, instances.clock_offset),
+    lease_seconds = COALESCE(EXCLUDED.lease_seconds, instances.lease_seconds);
 
 -- name: stop_instance
 UPDATE instances SET stopped_at = {server_now}, live_renders = 0 WHERE id = %(id)s;
 
 -- name: list_instances
-SELECT * FROM instances ORDER BY started_at, id;
+-- silent_for: seconds since the last heartbeat, on the server's clock (the reader's clock
+-- may be off: it is not asked).
+SELECT *, {server_now} - heartbeat_at AS silent_for FROM instances ORDER BY started_at, id;
