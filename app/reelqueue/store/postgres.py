@@ -1196,16 +1196,24 @@ class PostgresStore:
         return [ledger_from_pg(r) for r in rows]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        """The invariant queries on a team's journal. Live claims are legitimate here
+        (other machines render), so ``instance_alive`` is not asked: a claim is fine while
+        its lease holds on the server's clock and its owner's heartbeat is recent; the
+        others are listed (``expired_leases_held``: job, state, owner, seconds past;
+        ``claims_of_silent_instances``: job, state, owner, host, seconds silent)."""
         with self._tx():
             results: dict[str, list[Any]] = {
                 "completed_twice": [tuple(r.values())
                                     for r in self._all("doctor_completed_twice")],
                 "over_capacity": [tuple(r.values())
                                   for r in self._all("doctor_over_capacity")],
+                "expired_leases_held": [
+                    (r["id"], r["state"], r["lease_owner"], float(r["expired_for"]))
+                    for r in self._all("doctor_expired_leases")],
+                "claims_of_silent_instances": [
+                    (r["id"], r["state"], r["lease_owner"], r["host"],
+                     float(r["silent_for"])) for r in self._all("doctor_silent_owners")],
             }
-            results["live_claims_after_exit"] = (
-                [] if instance_alive
-                else [tuple(r.values()) for r in self._all("doctor_live_claims")])
         # The server checks its own pages (data checksums, WAL); nothing to ask here.
         results["integrity"] = []
         return results

@@ -471,9 +471,28 @@ SELECT * FROM (SELECT * FROM ledger
 SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
  GROUP BY job_id HAVING COUNT(*) > 1;
 
--- name: doctor_live_claims
-SELECT id, state, lease_owner FROM jobs
- WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+-- A team's live claims are fine while their lease holds on the server's clock and their
+-- owner's heartbeat is recent; these two list the others.
+-- name: doctor_expired_leases
+-- Leases run out and still held: another instance takes each over at its next heartbeat;
+-- one that stays here means no instance is running to take it.
+SELECT id, state, lease_owner, round(({server_now} - lease_until)::numeric, 1) AS expired_for
+  FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND lease_until < {server_now}
+ ORDER BY id;
+
+-- name: doctor_silent_owners
+-- Claims of an instance that has not said goodbye and whose heartbeat is older than its
+-- lease (60 s, the default, for an instance of a version before schema 4): a lease it still
+-- holds was not renewed by a heartbeat (a claim made while its heartbeat stood still).
+SELECT j.id, j.state, j.lease_owner, i.host,
+       round(({server_now} - i.heartbeat_at)::numeric, 1) AS silent_for
+  FROM jobs j JOIN instances i ON i.id = j.lease_owner
+ WHERE j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND i.stopped_at IS NULL
+   AND {server_now} - i.heartbeat_at > COALESCE(i.lease_seconds, 60)
+ ORDER BY j.id;
 
 -- name: doctor_over_capacity
 SELECT a.name, a.capacity, COUNT(j.id) AS live FROM accounts a
