@@ -26,6 +26,7 @@ from reelqueue import __version__
 from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
+from reelqueue.engine.clock_offset import OFFSET_WARN_SECONDS
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import Event
@@ -194,6 +195,21 @@ def clock_for_tests() -> Clock | None:
                          ) from None
 
 
+def clock_lines(engine: Engine, where: str) -> list[str]:
+    """What a worker says of its clock at start: its offset to the team database's, and
+    a warning past ``OFFSET_WARN_SECONDS`` (empty before it was measured)."""
+    reading = engine.clock_watch.reading
+    if reading is None:
+        return []
+    lines = [f"Clock: {reading.sentence(where)}."]
+    if abs(reading.offset) > OFFSET_WARN_SECONDS:
+        lines.append(f"warning: that is more than {OFFSET_WARN_SECONDS:.0f} s. Leases and "
+                     "retry times follow the database's clock, so the team stays correct, "
+                     "but the times this machine shows are off by as much: set its clock "
+                     "right (turn on NTP, e.g. 'timedatectl set-ntp true').")
+    return lines
+
+
 def team_config(config: EngineConfig) -> EngineConfig:
     """``config`` for a shared store: take over expired leases only, and send a create
     only while the claim's lease outlasts it (the engine fits the provider timeouts into
@@ -356,6 +372,7 @@ def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
 
 __all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "TEST_CLOCK_SKEW_ENV",
            "AccountAvailability", "TeamMachine", "check_team_url", "clock_for_tests",
+           "clock_lines",
            "connection_string", "database_key_ref", "is_team_session", "is_team_url", "join",
            "key_availability", "keyring_lookup", "keys_not_here", "leave", "machines",
            "open_team_store", "run_worker", "save_database_password", "team_config",

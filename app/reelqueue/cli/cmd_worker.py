@@ -21,6 +21,7 @@ from reelqueue.application.team import (
     KeyLookup,
     check_team_url,
     clock_for_tests,
+    clock_lines,
     database_key_ref,
     key_availability,
     run_worker,
@@ -28,7 +29,6 @@ from reelqueue.application.team import (
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config, key_lookup
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
-from reelqueue.engine.clock_offset import OFFSET_WARN_SECONDS
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
@@ -91,15 +91,8 @@ async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
         ctx.print(f"Worker {engine.instance_id} running"
                   + (f"; {report.summary()}" if report is not None else "")
                   + ". Stop with Ctrl+C or SIGTERM.")
-        reading = engine.clock_watch.reading
-        if reading is not None:
-            ctx.print(f"Clock: {reading.sentence(store.where)}.")
-            if abs(reading.offset) > OFFSET_WARN_SECONDS:
-                ctx.print(f"warning: that is more than {OFFSET_WARN_SECONDS:.0f} s. Leases "
-                          "and retry times follow the database's clock, so the team stays "
-                          "correct, but the times this machine shows are off by as much: "
-                          "set its clock right (turn on NTP, e.g. 'timedatectl set-ntp "
-                          "true').")
+        for line in clock_lines(engine, store.where):
+            ctx.print(line)
 
     await run_worker(store, config, key_lookup=keys, stop=stop, on_event=on_event,
                      on_started=on_started, clock=clock_for_tests())

@@ -272,7 +272,11 @@ class Store(Protocol):
 
     # -- recovery and audit ------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport: ...
-    def next_wakeup(self, now: float) -> float | None: ...
+    def next_wakeup(self, now: float) -> float | None:
+        """The next retry or cool-down due after ``now``; both on the store's clock (the
+        server's on a team database, :meth:`server_time`: the engine converts with its
+        measured offset)."""
+        ...
     def completed_outputs(self) -> list[tuple[int, str, int]]:
         """(job id, output path, recorded size) of every completed job: what the start-up
         check of finished videos needs, without building a Job per row."""
