@@ -40,10 +40,8 @@ def other_machines(url: str, now: float) -> None:
     than the 60 s lease) with two renders in flight when it went quiet."""
     store = PostgresStore.open(url, now=now)
     try:
-        store.register_instance("inst-a", host="box-a", pid=101, version="9.9.1",
-                                now=now - 3600)
-        store.register_instance("inst-b", host="box-b", pid=202, version="9.9.1",
-                                now=now - 7200)
+        store.register_instance("inst-a", host="box-a", pid=101, version="9.9.1")
+        store.register_instance("inst-b", host="box-b", pid=202, version="9.9.1")
     finally:
         store.close()
     with psycopg.connect(url, autocommit=True) as db:

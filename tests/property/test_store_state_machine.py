@@ -719,7 +719,8 @@ class PostgresStoreMachine(StoreMachine):
         assert self.dsn is not None, "the pg_dsn fixture sets the server first"
         self.schema = pgserver.new_schema_name()
         self.stores["postgresql"] = PostgresStore.open(self.dsn, now=self.clock.now(),
-                                                       schema=self.schema)
+                                                       schema=self.schema,
+                                                       server_clock=self.clock)
 
     def teardown(self) -> None:
         super().teardown()

@@ -27,7 +27,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
         from reelqueue.store.postgres import PostgresStore
 
         schema = pgserver.new_schema_name()
-        opened: Store = PostgresStore.open(dsn, now=clock.now(), schema=schema)
+        # The fake clock stands in for the server's: the tests move the team's clock.
+        opened: Store = PostgresStore.open(dsn, now=clock.now(), schema=schema,
+                                           server_clock=clock)
         try:
             yield opened
         finally:

@@ -229,9 +229,13 @@ def test_completed_exactly_once(store: Store, tmp_path: Path, clock: FakeClock) 
     assert c is not None
     run_to_completion(store, clock, c)
     assert not store.mark_completed(c.token, size=1, sha256="y", cost=None, now=clock.now())
-    assert store.doctor_queries(instance_alive=False) == {
-        "completed_twice": [], "over_capacity": [], "live_claims_after_exit": [],
-        "integrity": []}
+    checks = store.doctor_queries(instance_alive=False)
+    assert not any(checks.values()), checks
+    # Live claims: after the exit on one machine; by lease and heartbeat on a team's.
+    assert set(checks) in ({"completed_twice", "over_capacity", "integrity",
+                            "live_claims_after_exit"},
+                           {"completed_twice", "over_capacity", "integrity",
+                            "expired_leases_held", "claims_of_silent_instances"})
 
 
 def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: FakeClock) -> None:

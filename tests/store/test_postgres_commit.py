@@ -70,14 +70,14 @@ def pair(pg_dsn: str, tmp_path: Path, clock: FakeClock
          ) -> Iterator[tuple[PostgresStore, PostgresStore]]:
     """(a, b): a loses COMMIT answers on demand, b is ordinary; one job queued, acct-a."""
     schema = pgserver.new_schema_name()
-    b = PostgresStore.open(pg_dsn, now=clock.now(), schema=schema)
+    b = PostgresStore.open(pg_dsn, now=clock.now(), schema=schema, server_clock=clock)
     seed_store(b, tmp_path, clock.now(), jobs=2, accounts={"acct-a": 2})
     pool: ConnectionPool = ConnectionPool(
         pg_dsn, connection_class=LostAnswer, min_size=1, max_size=2, open=False,
         kwargs={"row_factory": dict_row, "autocommit": False,
                 "options": f"-c search_path={schema}"})
     pool.open(wait=True, timeout=30)
-    a = PostgresStore(pool, describe_dsn(pg_dsn), schema, None)
+    a = PostgresStore(pool, describe_dsn(pg_dsn), schema, None, server_clock=clock)
     LostAnswer.plan.clear()
     try:
         yield a, b
@@ -225,8 +225,11 @@ def test_renew_leases_with_tokens_renews_only_those(
     a, _ = pair
     first, second = claim(a, clock), claim(a, clock)
     assert first is not None and second is not None
-    assert a.renew_leases("boot-a", clock.now() + 5, LEASE, tokens=[second.token.token]) == 1
+    start = clock.now()
+    clock.advance(5)  # the server's clock: leases are counted from it
+    assert a.renew_leases("boot-a", clock.now(), LEASE, tokens=[second.token.token]) == 1
     leases = {j.id: j.lease_until for j in a.list_jobs()}
-    assert leases[first.job.id] == clock.now() + LEASE
-    assert leases[second.job.id] == clock.now() + 5 + LEASE
-    assert a.renew_leases("boot-a", clock.now() + 6, LEASE) == 2, "None: every lease"
+    assert leases[first.job.id] == start + LEASE
+    assert leases[second.job.id] == start + 5 + LEASE
+    clock.advance(1)
+    assert a.renew_leases("boot-a", clock.now(), LEASE) == 2, "None: every lease"

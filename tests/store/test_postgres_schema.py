@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.errors import JournalCorrupt, JournalError
 from reelqueue.domain.models import AccountSpec, BatchSpec
 from reelqueue.store.base import ClaimParams
@@ -145,19 +146,23 @@ def test_check_constraints_and_the_append_only_ledger(
 def test_the_heartbeat_renews_leases_and_writes_the_instances_registry(
     pg_dsn: str, schemas: list[str], tmp_path: Path
 ) -> None:
-    store = PostgresStore.open(pg_dsn, now=100, schema=new_schema(schemas))
+    server = FakeClock(100)  # stands in for the server's clock
+    store = PostgresStore.open(pg_dsn, now=100, schema=new_schema(schemas),
+                               server_clock=server)
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), 100)
     store.add_jobs(batch.id, make_specs(tmp_path, 3), 100)
     store.add_account(AccountSpec("acct-a", "mock", 2), 100)
-    store.register_instance("inst-1", host="box-1", pid=4242, version="1.2.3", now=100)
+    store.register_instance("inst-1", host="box-1", pid=4242, version="1.2.3")
     for _ in range(2):
         assert store.claim_next_job(ClaimParams("acct-a", "inst-1", 100, 30)) is not None
+    server.advance(10)
     assert store.renew_leases("inst-1", 110, 30) == 2
     assert {j.lease_until for j in store.list_jobs() if j.lease_owner} == {140}
     (row,) = store.list_instances()
     assert (row.host, row.pid, row.version, row.started_at) == ("box-1", 4242, "1.2.3", 100)
     assert (row.heartbeat_at, row.live_renders, row.stopped_at) == (110, 2, None)
-    store.stop_instance("inst-1", 120)
+    server.advance(10)
+    store.stop_instance("inst-1")
     assert store.list_instances()[0].stopped_at == 120
     store.close()
 

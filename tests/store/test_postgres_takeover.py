@@ -35,10 +35,11 @@ def takeover(instance: str, now: float) -> RecoverParams:
 
 
 @pytest.fixture
-def machines(pg_dsn: str) -> Iterator[list[PostgresStore]]:
-    """Three stores on one fresh schema."""
+def machines(pg_dsn: str, clock: FakeClock) -> Iterator[list[PostgresStore]]:
+    """Three stores on one fresh schema; the fake clock stands in for the server's."""
     schema = pgserver.new_schema_name()
-    stores = [PostgresStore.open(pg_dsn, now=1, schema=schema) for _ in range(3)]
+    stores = [PostgresStore.open(pg_dsn, now=1, schema=schema, server_clock=clock)
+              for _ in range(3)]
     yield stores
     for store in stores:
         store.close()

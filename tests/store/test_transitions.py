@@ -72,7 +72,7 @@ def test_the_parser_reads_a_statement_as_written() -> None:
      "fenced_mark_failed: clears is {claim_token, lease_owner, lease_until, provider_job_id}"
      " in the SQL, {claim_token, lease_owner, lease_until} in the table"),
     # the render condition lost
-    (("AND state = 'CLAIMED'\n   AND provider_job_id IS NULL;", "AND state = 'CLAIMED';"),
+    (("AND state = 'CLAIMED'\n   AND provider_job_id IS NULL\n", "AND state = 'CLAIMED'\n"),
      "fenced_mark_submitting: render is None in the SQL, False in the table"),
     # a new fenced statement without a row
     (("-- name: front_priority", "-- name: fenced_new\nUPDATE jobs SET state = 'QUEUED' "

@@ -57,8 +57,10 @@ class Worker:
     """One ``reelqueue --store URL worker`` process: a machine with its own data folder
     and keyring; output in a log file; killable, stoppable, restartable."""
 
-    def __init__(self, name: str, folder: Path, url: str, *args: str) -> None:
+    def __init__(self, name: str, folder: Path, url: str, *args: str,
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
+        self.env = dict(env or {})  # added to the machine's environment
         self.data = folder / name
         self.data.mkdir(parents=True, exist_ok=True)
         self.keyring_file = self.data / "keyring.json"
@@ -76,7 +78,7 @@ class Worker:
                 [*REELQUEUE, "--data-dir", str(self.data), "--videos-dir",
                  str(self.data / "videos"), "--store", self.url, "worker", *self.args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=machine_env(self.keyring_file), start_new_session=True)
+                env={**machine_env(self.keyring_file), **self.env}, start_new_session=True)
         return self
 
     def output(self) -> str:

@@ -70,6 +70,8 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
     assert status.returncode == 0 and "8 jobs: 8 completed" in status.stdout, status
     doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json")
     assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor
+    assert "ok   expired leases held" in doctor.stdout, doctor.stdout
+    assert "another ReelQueue is running" not in doctor.stdout, "a team's claims are checked"
     accounts = read(team_url, "SELECT DISTINCT account FROM jobs")
     assert accounts == [("acct-a",)], "a job was claimed for the account whose key is away"
     stopped = read(team_url, "SELECT stopped_at IS NOT NULL FROM instances")

@@ -105,7 +105,8 @@ async def doctor(session: Session, instance_alive: bool) -> dict[str, list[Any]]
 def other_instance_probe(ctx: AppContext) -> Iterator[bool]:
     """Hold the data-folder lock while the body checks, if it is free; yields whether
     another ReelQueue may hold live claims (it holds the folder, or the journal is a team
-    database where other machines' claims are legitimate)."""
+    database where other machines' claims are legitimate: the team journal's doctor then
+    checks them by their leases and their instances' heartbeats instead)."""
     from reelqueue.store.lockfile import DataDirLock
 
     lock = DataDirLock(ctx.data_dir)

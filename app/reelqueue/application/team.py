@@ -23,8 +23,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
+from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
+from reelqueue.engine.clock_offset import OFFSET_WARN_SECONDS
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import Event
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STORE_ENV = "REELQUEUE_STORE"
+TEST_CLOCK_SKEW_ENV = "REELQUEUE_TEST_CLOCK_SKEW"
+"""Tests only: seconds a worker's clock is set wrong by (tests/team/test_team_clock.py)."""
 TEAM_SCHEMES = ("postgresql://", "postgres://")
 
 KeyLookup = Callable[[str], "str | None"]
@@ -178,8 +182,38 @@ def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.Abstract
     return WakeListener(dsn, schema, wake, fallback_seconds=fallback_seconds).start()
 
 
+def clock_for_tests() -> Clock | None:
+    """For tests only: a worker whose clock is set wrong by ``REELQUEUE_TEST_CLOCK_SKEW``
+    seconds, as a machine without NTP would be (None: the system clock, always in use)."""
+    skew = os.environ.get(TEST_CLOCK_SKEW_ENV)
+    if not skew:
+        return None
+    try:
+        return SkewedClock(float(skew))
+    except ValueError:
+        raise InputError(f"{TEST_CLOCK_SKEW_ENV}={skew!r} is not a number of seconds."
+                         ) from None
+
+
+def clock_lines(engine: Engine, where: str) -> list[str]:
+    """What a worker says of its clock at start: its offset to the team database's, and
+    a warning past ``OFFSET_WARN_SECONDS`` (empty before it was measured)."""
+    reading = engine.clock_watch.reading
+    if reading is None:
+        return []
+    lines = [f"Clock: {reading.sentence(where)}."]
+    if abs(reading.offset) > OFFSET_WARN_SECONDS:
+        lines.append(f"warning: that is more than {OFFSET_WARN_SECONDS:.0f} s. Leases and "
+                     "retry times follow the database's clock, so the team stays correct, "
+                     "but the times this machine shows are off by as much: set its clock "
+                     "right (turn on NTP, e.g. 'timedatectl set-ntp true').")
+    return lines
+
+
 def team_config(config: EngineConfig) -> EngineConfig:
-    """``config`` for a shared store: take over expired leases only."""
+    """``config`` for a shared store: take over expired leases only, and send a create
+    only while the claim's lease outlasts it (the engine fits the provider timeouts into
+    the lease: ``EngineConfig.fitted_to_lease``)."""
     return replace(config, shared_store=True)
 
 
@@ -187,25 +221,29 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
                      stop: asyncio.Event, on_event: Callable[[Event], None] | None = None,
                      on_started: Callable[[Engine], None] | None = None,
                      instance_id: str | None = None,
-                     wake_fallback_seconds: float | None = 5.0) -> Engine:
+                     wake_fallback_seconds: float | None = 5.0,
+                     clock: Clock | None = None) -> Engine:
     """Run an engine on the team store until ``stop`` is set; returns the stopped engine.
 
     Wake-ups across machines: the team database notifies every instance of new work
     (``store/postgres_notify.py``); ``wake_fallback_seconds`` is the timer used while that
-    connection is down (None: no listener, the pump's own timers only).
+    connection is down (None: no listener, the pump's own timers only). ``clock``: this
+    machine's clock (tests give a skewed one: ``clock_for_tests``).
 
     The engine's start-up recovery takes over only expired leases (``shared_store``);
     renders in flight at the stop stay claimed by this instance until their lease runs
     out, then any instance reattaches them by provider job id.
     """
     engine = Engine(store, config=team_config(config), key_lookup=key_lookup,
-                    instance_id=instance_id)
+                    instance_id=instance_id, clock=clock)
     if on_event is not None:
         engine.bus.subscribe(on_event)
-    now = engine.clock.now()
+    # Its clock against the server's first: the registry says it from the hello on.
+    offset = await engine.measure_clock()
     await engine.store.call(store.register_instance, engine.instance_id,
                             host=socket.gethostname(), pid=os.getpid(),
-                            version=__version__, now=now)
+                            version=__version__, clock_offset=offset,
+                            lease_seconds=engine.config.lease_seconds)
     listener: WakeListener | None = None
     try:
         await engine.start()
@@ -221,8 +259,7 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
             await asyncio.to_thread(listener.stop)
         await engine.stop()
         try:
-            await engine.store.call(store.stop_instance, engine.instance_id,
-                                    engine.clock.now())
+            await engine.store.call(store.stop_instance, engine.instance_id)
         finally:
             engine.close_store()
     return engine
@@ -259,17 +296,19 @@ class TeamMachine:
     this_machine: bool = False
 
 
-def team_machines(instances: list[Instance], *, now: float, lease_seconds: float,
+def team_machines(instances: list[Instance], *, lease_seconds: float,
                   own_id: str | None = None) -> list[TeamMachine]:
     """The registry's rows in the window's terms; running machines first, then the
-    silent ones, then those that stopped (each group oldest first)."""
+    silent ones, then those that stopped (each group oldest first). Silence is measured
+    on the server's clock (``Instance.silent_for``) against the instance's own lease
+    (``lease_seconds`` for an instance of a version that did not say it)."""
     order = {RUNNING: 0, SILENT: 1, STOPPED: 2}
     out = []
     for inst in instances:
-        silent_for = max(0.0, now - inst.heartbeat_at)
+        silent_for = inst.silent_for
         if inst.stopped_at is not None:
             state = STOPPED
-        elif silent_for > lease_seconds:
+        elif silent_for > (inst.lease_seconds or lease_seconds):
             state = SILENT
         else:
             state = RUNNING
@@ -296,7 +335,7 @@ async def machines(session: Session) -> list[TeamMachine]:
     rows: list[Instance] = await journal.call(store.list_instances)
     engine = session.live_engine
     lease = engine.config.lease_seconds if engine is not None else EngineConfig().lease_seconds
-    return team_machines(rows, now=session.clock.now(), lease_seconds=lease,
+    return team_machines(rows, lease_seconds=lease,
                          own_id=engine.instance_id if engine is not None else None)
 
 
@@ -308,7 +347,8 @@ async def join(session: Session) -> None:
         return
     await session.journal.call(store.register_instance, engine.instance_id,
                                host=socket.gethostname(), pid=os.getpid(),
-                               version=__version__, now=session.clock.now())
+                               version=__version__, clock_offset=engine.clock_offset,
+                               lease_seconds=engine.config.lease_seconds)
 
 
 async def leave(session: Session) -> None:
@@ -317,7 +357,7 @@ async def leave(session: Session) -> None:
     store = session.journal.sync
     if engine is None or not hasattr(store, "stop_instance"):
         return
-    await session.journal.call(store.stop_instance, engine.instance_id, session.clock.now())
+    await session.journal.call(store.stop_instance, engine.instance_id)
 
 
 def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
@@ -330,8 +370,10 @@ def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
             if not a.usable and a.reason == "key not on this machine"}
 
 
-__all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "AccountAvailability", "TeamMachine",
-           "check_team_url", "connection_string", "database_key_ref", "is_team_session",
-           "is_team_url", "join", "key_availability", "keyring_lookup", "keys_not_here",
-           "leave", "machines", "open_team_store", "run_worker", "save_database_password",
-           "team_config", "team_machines"]
+__all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "TEST_CLOCK_SKEW_ENV",
+           "AccountAvailability", "TeamMachine", "check_team_url", "clock_for_tests",
+           "clock_lines",
+           "connection_string", "database_key_ref", "is_team_session", "is_team_url", "join",
+           "key_availability", "keyring_lookup", "keys_not_here", "leave", "machines",
+           "open_team_store", "run_worker", "save_database_password", "team_config",
+           "team_machines"]

@@ -73,6 +73,9 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         for name, rows in results.items():
             ctx.print(f"{'FAIL' if rows else 'ok  '} {name.replace('_', ' ')}"
                       + (f": {rows[:10]}" if rows else ""))
-        if alive:
+        if ctx.store_url is not None:
+            ctx.print("note: a team database: live claims were checked against the server's "
+                      "clock (their leases) and their instances' heartbeats.")
+        elif alive:
             ctx.print("note: another ReelQueue is running here; live claims were not checked.")
     return 1 if failed else 0

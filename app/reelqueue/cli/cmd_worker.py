@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from reelqueue.application.team import (
     KeyLookup,
     check_team_url,
+    clock_for_tests,
+    clock_lines,
     database_key_ref,
     key_availability,
     run_worker,
@@ -89,9 +91,11 @@ async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
         ctx.print(f"Worker {engine.instance_id} running"
                   + (f"; {report.summary()}" if report is not None else "")
                   + ". Stop with Ctrl+C or SIGTERM.")
+        for line in clock_lines(engine, store.where):
+            ctx.print(line)
 
     await run_worker(store, config, key_lookup=keys, stop=stop, on_event=on_event,
-                     on_started=on_started)
+                     on_started=on_started, clock=clock_for_tests())
     ctx.print("Worker stopped; its renders in flight go on with the next instance.")
     return 0
 

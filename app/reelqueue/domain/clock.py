@@ -17,6 +17,21 @@ class SystemClock:
         return time.time()
 
 
+class SkewedClock:
+    """The system clock set wrong by ``skew`` seconds (positive: ahead), as a machine
+    without NTP has it: what the team tests give a worker (``clock_for_tests``).
+
+    Attributes:
+        skew: seconds added to the system clock.
+    """
+
+    def __init__(self, skew: float) -> None:
+        self.skew = skew
+
+    def now(self) -> float:
+        return time.time() + self.skew
+
+
 class FakeClock:
     """A clock that only moves when told to.
 

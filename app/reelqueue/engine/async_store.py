@@ -158,14 +158,21 @@ class AsyncStore:
         return await self.call(self.sync.claim_next_job, params)
 
     async def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                           tokens: Collection[str] | None = None) -> int:
+                           tokens: Collection[str] | None = None,
+                           clock_offset: float | None = None) -> int:
         """Store.renew_leases on the journal thread."""
         return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds,
-                               tokens)
+                               tokens, clock_offset)
 
-    async def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    async def server_time(self) -> float | None:
+        """Store.server_time on the journal thread."""
+        return await self.call(self.sync.server_time)
+
+    async def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                              min_lease_seconds: float | None = None) -> bool:
         """Store.mark_submitting on the journal thread."""
-        return await self.call(self.sync.mark_submitting, token, client_token, now)
+        return await self.call(self.sync.mark_submitting, token, client_token, now,
+                               min_lease_seconds=min_lease_seconds)
 
     async def record_submitted(
         self, token: ClaimToken, provider_job_id: str, now: float

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reelqueue.domain.backoff import BackoffPolicy
 
@@ -19,6 +19,9 @@ class EngineConfig:
     rate_limit_default_seconds: account pause on a 429 without Retry-After.
     ledger_retention_days: ledger rows older than this are pruned at start-up.
     http_timeout_seconds: read timeout of provider calls.
+    http_connect_timeout_seconds: connect timeout of provider calls.
+    create_margin_seconds: what a claim's lease must hold beyond the create's timeout for
+        a create to be sent on a shared store (:attr:`create_min_lease_seconds`).
     download_max_bytes: the most bytes one video may have (decoded); a larger one is
         refused (by Content-Length) or cut off, as a retryable download failure.
     download_deadline_seconds: the longest one video download may take.
@@ -46,6 +49,8 @@ class EngineConfig:
     rate_limit_default_seconds: float = 30.0
     ledger_retention_days: float = 90.0
     http_timeout_seconds: float = 60.0
+    http_connect_timeout_seconds: float = 10.0
+    create_margin_seconds: float = 5.0
     download_max_bytes: int = 2 * 1024**3
     download_deadline_seconds: float = 30 * 60.0
     download_min_bytes_per_second: float = 8 * 1024.0
@@ -54,3 +59,34 @@ class EngineConfig:
     max_resumes: int = 5
     finished_without_file_polls: int = 3
     reconcile_settle_seconds: float | None = None
+
+    @property
+    def create_timeout_seconds(self) -> float:
+        """The longest a create can stay unanswered once its intent is written: the
+        connect timeout, then the read timeout of the provider call."""
+        return self.http_connect_timeout_seconds + self.http_timeout_seconds
+
+    @property
+    def create_min_lease_seconds(self) -> float | None:
+        """What the claim's lease must still hold for a create to be sent
+        (``Store.mark_submitting(min_lease_seconds=...)``): on a shared store the create's
+        timeout plus the margin, so the create is answered or given up before another
+        machine may take the job over (and ask the provider for it, or requeue it).
+        None on one machine: nothing takes a lease over while this process lives."""
+        if not self.shared_store:
+            return None
+        return self.create_timeout_seconds + self.create_margin_seconds
+
+    def fitted_to_lease(self) -> EngineConfig:
+        """This config with the provider timeouts shortened, where needed, so that a
+        create fits in a fresh lease with room to spare: the create's timeout plus the
+        margin at most three quarters of the lease (the last quarter is for the time
+        between the claim and the create). With the defaults (60 s lease) the read
+        timeout becomes 30 s; a lease of 4 s (the team tests) gives 1 s to connect,
+        1.5 s to read and a 0.5 s margin. Longer leases keep the timeouts as they are."""
+        budget = self.lease_seconds * 0.75
+        margin = min(self.create_margin_seconds, self.lease_seconds / 8)
+        connect = min(self.http_connect_timeout_seconds, self.lease_seconds / 4)
+        read = min(self.http_timeout_seconds, budget - margin - connect)
+        return replace(self, create_margin_seconds=margin,
+                       http_connect_timeout_seconds=connect, http_timeout_seconds=read)

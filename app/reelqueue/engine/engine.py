@@ -25,6 +25,7 @@ from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
 from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
 from reelqueue.engine.async_store import AsyncStore
+from reelqueue.engine.clock_offset import ClockWatch, measure_offset
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import (
     EngineErrorEvent,
@@ -81,6 +82,20 @@ def _account_key(account: Account) -> tuple[object, ...]:
             account.status_detail, account.settings.get("daily_cap"))
 
 
+def _fitted(config: EngineConfig) -> EngineConfig:
+    """On a shared store a create must be answered within the claim's lease (the intent
+    checks it: ``EngineConfig.create_min_lease_seconds``): the provider timeouts are
+    shortened to fit when the lease is short (``EngineConfig.fitted_to_lease``)."""
+    if not config.shared_store:
+        return config
+    fitted = config.fitted_to_lease()
+    if fitted.http_timeout_seconds < config.http_timeout_seconds:
+        log.info("shared store: provider calls time out after %.1f s (not %.1f s) so that "
+                 "a create is answered within the %.1f s lease", fitted.http_timeout_seconds,
+                 config.http_timeout_seconds, config.lease_seconds)
+    return fitted
+
+
 def new_instance_id() -> str:
     """Boot-unique owner id (never a hostname: two boots of one machine differ)."""
     return uuid.uuid4().hex
@@ -102,6 +117,8 @@ class Engine:
     providers: the provider kinds this engine renders with (default: the built-in ones).
     instance_id: this process's owner id for claims and leases.
     recovery: the report of start-up recovery, once ``start()`` ran.
+    clock_watch: this machine's clock against the store's (a shared store: the server's
+        decides every compared time), measured at start and at every heartbeat.
     """
 
     def __init__(
@@ -118,7 +135,7 @@ class Engine:
         providers: ProviderRegistry | None = None,
         lost_render_accounts: Iterable[str] = (),
     ) -> None:
-        self.config = config or EngineConfig()
+        self.config = _fitted(config or EngineConfig())
         # Accounts whose renders end with the process (the built-in mock runs inside it):
         # after a crash their renders are gone, rendered again without spending an attempt.
         self.lost_render_accounts = frozenset(lost_render_accounts)
@@ -130,7 +147,8 @@ class Engine:
         self._key_lookup = key_lookup or (lambda ref: None)
         self._own_client = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(self.config.http_timeout_seconds, connect=10.0),
+            timeout=httpx.Timeout(self.config.http_timeout_seconds,
+                                  connect=self.config.http_connect_timeout_seconds),
             # Redirects are followed by ApiClient itself, each hop checked (issue 11).
             follow_redirects=False)
         self.writer = OutputWriter(limits_from_config(self.config))
@@ -155,6 +173,7 @@ class Engine:
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self.recovery: RecoveryReport | None = None
+        self.clock_watch = ClockWatch()
 
     def use_providers(self, providers: ProviderRegistry) -> None:
         """Render with ``providers`` from now on (the window starts the built-in mock after
@@ -168,6 +187,8 @@ class Engine:
     # -- start and stop ----------------------------------------------------------------
     async def start(self, *, paused: bool = False) -> RecoveryReport:
         """Recover, resume reattached renders, then start the pump (unless paused)."""
+        if self.config.shared_store and self.clock_watch.reading is None:
+            await self.measure_clock()
         report = await self._recover()
         self.recovery = report
         self.bus.publish(RecoveryEvent(report, self.clock.now()))
@@ -285,6 +306,27 @@ class Engine:
             JobError(ErrorClass.ACCOUNT.value, "key not on this machine",
                      "Taken over by an instance without this account's key; handed back."),
             self.clock.now(), keep_submission=True)
+
+    # -- the clock -----------------------------------------------------------------------
+    async def measure_clock(self) -> float | None:
+        """Measure this machine's clock against the store's (on the journal's thread) and
+        say so in the log (a warning past ``clock_offset.OFFSET_WARN_SECONDS``); the
+        offset in seconds, None where the store has no clock of its own."""
+        reading = await self.store.call(measure_offset, self.store.sync, self.clock)
+        self.clock_watch.update(reading)
+        return None if reading is None else reading.offset
+
+    @property
+    def clock_offset(self) -> float | None:
+        """This machine's clock minus the store's, as last measured (None: not measured,
+        or a store whose caller's clock decides)."""
+        reading = self.clock_watch.reading
+        return None if reading is None else reading.offset
+
+    def _server_now(self) -> float:
+        """Now on the clock the store compares with: the server's on a shared store
+        (this machine's clock less its measured offset), else this machine's."""
+        return self.clock_watch.to_server(self.clock.now())
 
     # -- commands ----------------------------------------------------------------------
     def wake(self) -> None:
@@ -428,8 +470,10 @@ class Engine:
         if not waiting:
             return None
         # Due times are compared with the start of that pass, not with now: a retry that
-        # fell due after the pass looked (the next pass claims it) is no stall.
-        if await self.store.next_wakeup(self._last_pass_started) is not None:
+        # fell due after the pass looked (the next pass claims it) is no stall. The
+        # store's due times are on its clock (the server's on a shared store).
+        if await self.store.next_wakeup(
+                self.clock_watch.to_server(self._last_pass_started)) is not None:
             return None
         accounts = await self.store.list_accounts()
         blocked = [f"{a.name}: {a.status.value if a.enabled else 'disabled'}"
@@ -475,7 +519,9 @@ class Engine:
                     self._has_key, paused)
                 reasons += spend_cap_reasons(await self.store.spend_summary(
                     now, local_day_start(now)))
-                due = await self.store.next_wakeup(pass_started)
+                due = await self.store.next_wakeup(self.clock_watch.to_server(pass_started))
+                if due is not None:  # shown: on this machine's clock
+                    due = self.clock_watch.to_local(due)
                 state: EngineState = "waiting" if due is not None and takes_work else "stalled"
                 event = EngineStateEvent(state, now, waiting=waiting,
                                          next_due=due if state == "waiting" else None,
@@ -524,7 +570,7 @@ class Engine:
             await _wait_event(self._wake, timeout)
 
     async def _until_next_due(self) -> float:
-        now = self.clock.now()
+        now = self._server_now()  # the store's due times are on its clock
         due = await self.store.next_wakeup(now)
         # A safety net only; every real change wakes the pump directly.
         return 30.0 if due is None else min(30.0, max(0.01, due - now))
@@ -539,8 +585,10 @@ class Engine:
             provider = self._provider_for(account)
             if provider is None:
                 continue
+            # The cool-down's end is on the store's clock (the server's on a shared
+            # store); the claim checks it there itself, this only sets the status back.
             if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
-                    and account.cooldown_until <= self.clock.now()):
+                    and account.cooldown_until <= self._server_now()):
                 await self.mark_account_ready(account.name)
             claimed_here = 0
             while self._claiming and not self._paused:
@@ -629,11 +677,14 @@ class Engine:
             try:
                 # Only the claims a worker runs: a claim this engine never learned of
                 # (its COMMIT's answer lost, the read-back failed) runs out and is taken
-                # over, instead of being renewed by this live instance forever.
+                # over, instead of being renewed by this live instance forever. The
+                # registry gets the clock offset last measured.
                 await self.store.renew_leases(self.instance_id, self.clock.now(),
                                               self.config.lease_seconds,
-                                              tokens=list(self._tokens.values()))
+                                              tokens=list(self._tokens.values()),
+                                              clock_offset=self.clock_offset)
                 if self.config.shared_store:
+                    await self.measure_clock()
                     await self._take_over_expired()
             except ReelQueueError as exc:
                 self._report_error(exc)

@@ -323,8 +323,9 @@ class RenderAttempt:
         store = self.ctx.store
         client_token = uuid.uuid4().hex
         # Write-ahead: the intent is committed before a byte goes to the provider.
-        intent = asyncio.ensure_future(
-            store.mark_submitting(self.token, client_token, self._now()))
+        intent = asyncio.ensure_future(store.mark_submitting(
+            self.token, client_token, self._now(),
+            min_lease_seconds=self.ctx.config.create_min_lease_seconds))
         try:
             written = await asyncio.shield(intent)
         except asyncio.CancelledError:

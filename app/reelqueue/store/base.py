@@ -36,6 +36,15 @@ def this_host() -> str:
     return socket.gethostname() or "localhost"
 
 
+def short_lease(lease_left: float | None, min_lease: float | None) -> dict[str, Any]:
+    """What a ``fenced_out`` entry of ``mark_submitting`` adds when the claim held but its
+    lease was too short for a create (``lease_left`` None: the claim itself was gone)."""
+    if lease_left is None or min_lease is None:
+        return {}
+    return {"why": "lease too short for a create", "lease_left": round(float(lease_left), 3),
+            "min_lease": min_lease}
+
+
 @dataclass(frozen=True)
 class ClaimParams:
     """Attributes:
@@ -180,13 +189,28 @@ class Store(Protocol):
     # -- claims and fenced transitions -------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None: ...
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
         """Renew the instance's in-flight leases; with ``tokens`` only the rows carrying
         one of these claim tokens (the engine's heartbeat names the claims it runs, so a
         claim it never learned of, e.g. one whose COMMIT answer was lost, runs out and is
-        taken over instead of being kept alive forever). Returns the leases renewed."""
+        taken over instead of being kept alive forever). Returns the leases renewed.
+        ``clock_offset``: the instance's measured offset to :meth:`server_time`, kept in
+        the instances registry where there is one."""
         ...
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool: ...
+    def server_time(self) -> float | None:
+        """The store's own clock (epoch seconds) when it is the one that decides compared
+        times (PostgreSQL: the server's clock_timestamp()); None where the caller's clock
+        decides (SQLite, memory: one machine)."""
+        ...
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
+        """The intent (write-ahead: before a create is sent). With ``min_lease_seconds``
+        the claim's lease must still hold at least that long (PostgreSQL: on the server's
+        clock), else nothing is written and a ``fenced_out`` entry says why (False, as a
+        fenced-out write): a create is sent only when it will be answered or given up
+        before another instance may take the job over."""
+        ...
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool: ...
     def mark_rendering(self, token: ClaimToken, now: float) -> bool: ...
     def record_progress(
@@ -287,10 +311,18 @@ class Store(Protocol):
 
     # -- recovery and audit ------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport: ...
-    def next_wakeup(self, now: float) -> float | None: ...
+    def next_wakeup(self, now: float) -> float | None:
+        """The next retry or cool-down due after ``now``; both on the store's clock (the
+        server's on a team database, :meth:`server_time`: the engine converts with its
+        measured offset)."""
+        ...
     def completed_outputs(self) -> list[tuple[int, str, int]]:
         """(job id, output path, recorded size) of every completed job: what the start-up
         check of finished videos needs, without building a Job per row."""
         ...
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]: ...
-    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]: ...
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        """The invariant queries, each a list of offending rows (empty: it holds). One
+        machine: live claims are offending when no instance is alive. A team's journal
+        checks them by their leases (server's clock) and their owners' heartbeats."""
+        ...

@@ -35,6 +35,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    short_lease,
     this_host,
 )
 from reelqueue.store.queue_limit import check_queue_room
@@ -443,7 +444,8 @@ class MemoryStore:
             return batch
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
         wanted = None if tokens is None else set(tokens)
         with self._lock:
             renewed = 0
@@ -454,10 +456,23 @@ class MemoryStore:
                     renewed += 1
             return renewed
 
+    def server_time(self) -> float | None:
+        return None  # one process: the caller's clock decides
+
     # -- fenced transitions ------------------------------------------------------------
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
         with self._lock:  # the intent and its spend together (sqlite.py)
             job = self._jobs.get(token.job_id)
+            if (min_lease_seconds is not None and job is not None
+                    and job.claim_token == token.token
+                    and TRANSITIONS["fenced_mark_submitting"].allows(job)
+                    and (job.lease_until or 0.0) - now < min_lease_seconds):
+                self._note("fenced_out", now, job_id=job.id, account=job.account,
+                           claim_token=token.token,
+                           detail={"write": "mark_submitting", **short_lease(
+                               (job.lease_until or 0.0) - now, min_lease_seconds)})
+                return False
             if not self._fenced(token, "fenced_mark_submitting", "submitting", now,
                                 "mark_submitting", {"client_token": client_token},
                                 client_token=client_token):
@@ -756,7 +771,15 @@ class MemoryStore:
             now = params.now
             crashes = {job.id: self._crash_requeues(job.id) for job in leftovers}
             for action in plan_recovery(leftovers, params, crashes):
-                job = action.job
+                # What the plan read must still hold (the SQL stores' WHERE): the token,
+                # the state and (taking over expired leases only) the expiry. The plan's
+                # output checks may call back into this store (the lock is reentrant).
+                current = self._jobs.get(action.job.id)
+                if (current is None or current.claim_token != action.job.claim_token
+                        or current.state != action.job.state
+                        or (params.only_expired and not (current.lease_until or 0) < now)):
+                    continue
+                job = current
                 token: str | None = None
                 if action.kind == "complete":
                     assert action.file is not None and action.file.sha256 is not None

@@ -13,6 +13,10 @@ Same rules as the SQLite journal, kept across machines by PostgreSQL's own locks
   each update re-checks the token and the expiry, so a lease renewed meanwhile stays put.
 - ``renew_leases`` renews an instance's leases and writes its heartbeat into ``instances``
   in one statement.
+- One clock decides (DESIGN.md invariant 14): leases, retry and cool-down times, heartbeats,
+  the spend cap's day and the ledger's times come from the server's ``clock_timestamp()``
+  in the statement that writes or compares them (``sql_pg/queries.sql``), never from a
+  worker's clock; the callers' ``now`` fills only the times shown (``updated_at``...).
 
 Named SQL lives in ``sql_pg/*.sql``. The schema is versioned in ``reelqueue_meta``; a fresh
 database is made from ``sql_pg/schema.sql``, an older one brought up by
@@ -39,6 +43,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
+from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import (
     InputError,
     JournalCorrupt,
@@ -66,6 +71,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    short_lease,
     this_host,
 )
 from reelqueue.store.postgres_support import (
@@ -119,7 +125,8 @@ def _sql_file(name: str) -> str:
 
 @cache
 def pg_queries() -> dict[str, str]:
-    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped)."""
+    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped), with
+    ``{server_now}`` replaced by the ``server_now`` expression (the server's clock)."""
     queries: dict[str, str] = {}
     current: str | None = None
     lines: list[str] = []
@@ -132,7 +139,8 @@ def pg_queries() -> dict[str, str]:
             lines.append(line)
     if current:
         queries[current] = "\n".join(lines).strip()
-    return queries
+    server_now = f"({queries['server_now']})"
+    return {name: text.replace("{server_now}", server_now) for name, text in queries.items()}
 
 
 def pg_schema_sql() -> str:
@@ -145,12 +153,17 @@ def pg_migration_sql(version: int) -> str:
 
 @dataclass(frozen=True)
 class Instance:
-    """One ReelQueue sharing the database (the ``instances`` registry).
+    """One ReelQueue sharing the database (the ``instances`` registry). Its times are the
+    server's.
 
     Attributes:
         id: its boot-unique instance id (the lease owner of its claims).
         live_renders: the in-flight jobs its last heartbeat renewed.
         stopped_at: when it said goodbye (None: running, or died without saying so).
+        silent_for: seconds since its last heartbeat, on the server's clock, at the read.
+        clock_offset: its clock minus the server's as it last measured it (None: not yet,
+            or a version before schema 4).
+        lease_seconds: the lease its claims get (None: a version before schema 4).
     """
 
     id: str
@@ -161,6 +174,9 @@ class Instance:
     heartbeat_at: float
     live_renders: int
     stopped_at: float | None
+    silent_for: float = 0.0
+    clock_offset: float | None = None
+    lease_seconds: float | None = None
 
 
 class _RecentlyUsed:
@@ -249,8 +265,9 @@ class PostgresStore:
     """
 
     def __init__(self, pool: ConnectionPool, where: str, schema: str | None,
-                 password: str | None) -> None:
+                 password: str | None, server_clock: Clock | None = None) -> None:
         self._pool = pool
+        self._server_clock = server_clock
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Row] | None = None
         self._q = pg_queries()
@@ -269,11 +286,16 @@ class PostgresStore:
     # -- opening -----------------------------------------------------------------------
     @classmethod
     def open(cls, dsn: str, *, now: float, schema: str | None = None, max_size: int = 4,
-             connect_timeout: float = 10.0) -> PostgresStore:
+             connect_timeout: float = 10.0,
+             server_clock: Clock | None = None) -> PostgresStore:
         """Connect (a small pool: a connection that died with the server is replaced on
         its next use), create ``schema`` if asked for and missing, and bring the tables to
         :data:`SCHEMA_VERSION`. JournalError (password-free) when the server cannot be
-        reached or refuses the login."""
+        reached or refuses the login.
+
+        ``server_clock`` is for tests only: it stands in for the server's clock in every
+        statement (leases, retry times, heartbeats...), so a test can set or shift the
+        team's clock. Left out, the server's ``clock_timestamp()`` decides."""
         where, password = describe_dsn(dsn), dsn_password(dsn)
         kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
                                   "connect_timeout": max(1, int(connect_timeout)),
@@ -295,7 +317,7 @@ class PostgresStore:
             pool.open(wait=True, timeout=connect_timeout)
         except _DRIVER_ERRORS as exc:
             raise known_error(exc, where, password) from None
-        store = cls(pool, where, schema, password)
+        store = cls(pool, where, schema, password, server_clock)
         store._recently_used = recently_used
         try:
             store._prepare(now)
@@ -439,13 +461,18 @@ class PostgresStore:
             db.execute(f"SET LOCAL lock_timeout = '{SETTLE_LOCK_TIMEOUT}'".encode())
             return self._one("job_for_share", id=job_id)
 
+    def _clock(self) -> float | None:
+        """The ``%(clock)s`` of every statement: None, so the server's clock decides, or
+        the time of a test's stand-in clock (``open(server_clock=...)``)."""
+        return None if self._server_clock is None else self._server_clock.now()
+
     def _one(self, query: str, /, **params: Any) -> Row | None:
         with self._tx() as db:
-            return db.execute(self._q[query], params).fetchone()
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).fetchone()
 
     def _all(self, query: str, /, **params: Any) -> list[Row]:
         with self._tx() as db:
-            return db.execute(self._q[query], params).fetchall()
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).fetchall()
 
     def _scalar(self, query: str, /, **params: Any) -> Any:
         row = self._one(query, **params)
@@ -453,7 +480,7 @@ class PostgresStore:
 
     def _exec(self, query: str, /, **params: Any) -> int:
         with self._tx() as db:
-            return db.execute(self._q[query], params).rowcount
+            return db.execute(self._q[query], {"clock": self._clock(), **params}).rowcount
 
     def _ledger(
         self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
@@ -464,14 +491,16 @@ class PostgresStore:
 
     def _fenced(
         self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, **params: Any,
+        detail: dict[str, Any] | None = None, *,
+        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
     ) -> bool:
-        """One fenced transition: the update names the job and its claim token."""
+        """One fenced transition: the update names the job and its claim token. ``why``
+        adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
         with self._tx() as db:
             # The update returns the job's account: one round trip when the write holds.
             done = db.execute(_returning_account(self._q[query]),
                               {"id": token.job_id, "token": token.token, "now": now,
-                               **params}).fetchone()
+                               "clock": self._clock(), **params}).fetchone()
             changed = done is not None
             account = (done["account"] if done is not None
                        else self._scalar("account_of_job", id=token.job_id))
@@ -481,7 +510,9 @@ class PostgresStore:
                                  claim_token=token.token, detail=detail)
                 return True
             self._ledger("fenced_out", now, job_id=token.job_id, account=account,
-                         claim_token=token.token, detail={"write": query.removeprefix("fenced_")})
+                         claim_token=token.token,
+                         detail={"write": query.removeprefix("fenced_"),
+                                 **(why() if why else {})})
             return False
 
     # -- batches and jobs --------------------------------------------------------------
@@ -675,7 +706,7 @@ class PostgresStore:
     ) -> None:
         with self._tx():
             self._exec("set_account_status", name=name, status=str(status), detail=detail,
-                       cooldown_until=cooldown_until)
+                       cooldown_until=cooldown_until, now=now)
             self._ledger("account_status", now, account=name, detail={
                 "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
 
@@ -709,11 +740,13 @@ class PostgresStore:
             if row is None:
                 return None
             account = account_from_pg(row)
-            if not _eligible(account, params.now):
+            if not _eligible(account):
                 return None
             # Counted under the account's row lock: every claim on this account, from any
             # machine, waits for this transaction, so none can take the same last slot.
-            if int(self._scalar("live_count", account=account.name)) >= account.capacity:
+            # Its cool-down is compared with the server's clock, not the caller's.
+            room = self._one("claim_room", account=account.name)
+            if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
                 return None
             candidate = self._spend_checked_candidate(account, params)
             if candidate is None:
@@ -721,7 +754,7 @@ class PostgresStore:
             tried.append(candidate)
             claimed = self._one(
                 "claim_job", id=candidate, account=account.name, token=token,
-                owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+                owner=params.instance_id, lease_seconds=params.lease_seconds,
                 now=params.now)
             if claimed is None:  # the row is locked by this transaction: cannot happen
                 return None
@@ -744,8 +777,7 @@ class PostgresStore:
         while batches is None or tries < batches + 2:
             tries += 1
             row = self._one("next_claimable", provider=account.provider,
-                            now=params.now, account=account.name, creates=creates,
-                            skip_batches=skip)
+                            account=account.name, creates=creates, skip_batches=skip)
             if row is None:
                 return None
             price, max_spend = row["price"], row["max_spend"]
@@ -825,10 +857,18 @@ class PostgresStore:
             return self.get_batch(batch_id)
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
-        return int(self._scalar("renew_leases", owner=instance_id, now=now,
-                                lease_until=now + lease_seconds,
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
+        """The leases and the heartbeat on the server's clock (``now`` is not used: a
+        worker's clock never sets a lease), with the instance's lease length and its
+        clock's offset in the registry."""
+        return int(self._scalar("renew_leases", owner=instance_id,
+                                lease_seconds=lease_seconds, clock_offset=clock_offset,
                                 tokens=None if tokens is None else list(tokens)))
+
+    def server_time(self) -> float:
+        """The server's clock (``clock_timestamp()``), as every statement reads it."""
+        return float(self._scalar("server_time"))
 
     # -- fenced transitions ------------------------------------------------------------
     # Each is settled (``_settled``): when its COMMIT goes unanswered, whether it was written
@@ -869,16 +909,22 @@ class PostgresStore:
         return row["claim_token"] == token.token and all(
             row[k] == v for k, v in expected.items())
 
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
         return self._write_settled(token, "submitting", functools.partial(
-            self._mark_submitting, token, client_token, now))
+            self._mark_submitting, token, client_token, now, min_lease_seconds))
 
-    def _mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def _mark_submitting(self, token: ClaimToken, client_token: str, now: float,
+                         min_lease: float | None) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
+        # The lease left is the server's to measure, in the same statement.
         with self._tx():
             before = self._one("get_job", id=token.job_id)
             if not self._fenced("fenced_mark_submitting", "submitting", token, now,
-                                {"client_token": client_token}, client_token=client_token):
+                                {"client_token": client_token}, client_token=client_token,
+                                min_lease=min_lease,
+                                why=functools.partial(self._submit_refusal, token,
+                                                      min_lease)):
                 return False
             assert before is not None
             price = price_of(before["metadata"] or {})
@@ -888,6 +934,10 @@ class PostgresStore:
                 self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=before["account"],
                              claim_token=token.token, detail={"usd": price})
             return True
+
+    def _submit_refusal(self, token: ClaimToken, min_lease: float | None) -> dict[str, Any]:
+        return short_lease(self._scalar("submit_refusal", id=token.job_id, token=token.token),
+                           min_lease)
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._write_settled(token, "submitted", functools.partial(
@@ -1138,8 +1188,8 @@ class PostgresStore:
                     self._ledger("output_missing", params.now, job_id=job.id,
                                  detail={"path": job.output_path})
             if params.prune_before is not None:
-                report.pruned_ledger_rows = self._exec("prune_ledger",
-                                                       before=params.prune_before)
+                report.pruned_ledger_rows = self._exec(
+                    "prune_ledger", before=params.prune_before, now=params.now)
             if report.touched or report.pruned_ledger_rows:
                 self._ledger("recovery", params.now, detail={
                     "instance": params.instance_id, **report.as_dict()})
@@ -1149,8 +1199,10 @@ class PostgresStore:
         self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
     ) -> None:
         job, now = action.job, params.now
+        # The update names what the plan read: the token, the state and (taking over
+        # expired leases only) the expiry; a row that moved on since is left alone.
         common = {"id": job.id, "old_token": job.claim_token, "now": now,
-                  "any_lease": not params.only_expired}
+                  "planned_state": str(job.state), "any_lease": not params.only_expired}
         token: str | None = None
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None
@@ -1160,7 +1212,7 @@ class PostgresStore:
             token = uuid.uuid4().hex
             applied = self._exec("recover_reattach", state=str(action.resume_state),
                                  token=token, owner=params.instance_id,
-                                 lease_until=now + params.lease_seconds, **common)
+                                 lease_seconds=params.lease_seconds, **common)
         elif action.kind in ("fail", "unknown"):
             error_class, label, message = failure_of(action)
             applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
@@ -1194,37 +1246,50 @@ class PostgresStore:
         return [ledger_from_pg(r) for r in rows]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        """The invariant queries on a team's journal. Live claims are legitimate here
+        (other machines render), so ``instance_alive`` is not asked: a claim is fine while
+        its lease holds on the server's clock and its owner's heartbeat is recent; the
+        others are listed (``expired_leases_held``: job, state, owner, seconds past;
+        ``claims_of_silent_instances``: job, state, owner, host, seconds silent)."""
         with self._tx():
             results: dict[str, list[Any]] = {
                 "completed_twice": [tuple(r.values())
                                     for r in self._all("doctor_completed_twice")],
                 "over_capacity": [tuple(r.values())
                                   for r in self._all("doctor_over_capacity")],
+                "expired_leases_held": [
+                    (r["id"], r["state"], r["lease_owner"], float(r["expired_for"]))
+                    for r in self._all("doctor_expired_leases")],
+                "claims_of_silent_instances": [
+                    (r["id"], r["state"], r["lease_owner"], r["host"],
+                     float(r["silent_for"])) for r in self._all("doctor_silent_owners")],
             }
-            results["live_claims_after_exit"] = (
-                [] if instance_alive
-                else [tuple(r.values()) for r in self._all("doctor_live_claims")])
         # The server checks its own pages (data checksums, WAL); nothing to ask here.
         results["integrity"] = []
         return results
 
     # -- the instances registry (PostgreSQL only) -------------------------------------
     def register_instance(self, instance_id: str, *, host: str, pid: int, version: str,
-                          now: float) -> None:
-        """Say hello: this instance shares the database from now on."""
+                          clock_offset: float | None = None,
+                          lease_seconds: float | None = None) -> None:
+        """Say hello: this instance shares the database from now on (the registry's
+        times are the server's; ``clock_offset`` is its clock minus the server's)."""
         with self._tx():
             self._exec("register_instance", id=instance_id, host=host, pid=pid,
-                       version=version, now=now)
+                       version=version, clock_offset=clock_offset,
+                       lease_seconds=lease_seconds)
 
-    def stop_instance(self, instance_id: str, now: float) -> None:
+    def stop_instance(self, instance_id: str) -> None:
         """Say goodbye on a clean exit (its leases are released by then)."""
         with self._tx():
-            self._exec("stop_instance", id=instance_id, now=now)
+            self._exec("stop_instance", id=instance_id)
 
     def list_instances(self) -> list[Instance]:
         return [Instance(id=r["id"], host=r["host"], pid=r["pid"], version=r["version"],
                          started_at=r["started_at"], heartbeat_at=r["heartbeat_at"],
-                         live_renders=r["live_renders"], stopped_at=r["stopped_at"])
+                         live_renders=r["live_renders"], stopped_at=r["stopped_at"],
+                         silent_for=max(0.0, float(r["silent_for"])),
+                         clock_offset=r["clock_offset"], lease_seconds=r["lease_seconds"])
                 for r in self._all("list_instances")]
 
     # -- used by tests and benchmarks --------------------------------------------------
@@ -1241,12 +1306,10 @@ def _returning_account(update: str) -> bytes:
     return (update.rstrip().rstrip(";") + "\nRETURNING account").encode()
 
 
-def _eligible(account: Account, now: float) -> bool:
-    if not account.enabled:
-        return False
-    if account.cooldown_until is not None and account.cooldown_until > now:
-        return False
-    return account.status in (AccountStatus.READY, AccountStatus.RATE_LIMITED)
+def _eligible(account: Account) -> bool:
+    """Enabled and usable; its cool-down is the server's to compare (``claim_room``)."""
+    return account.enabled and account.status in (AccountStatus.READY,
+                                                  AccountStatus.RATE_LIMITED)
 
 
 __all__ = ["SCHEMA_VERSION", "Instance", "PostgresStore", "pg_queries"]

@@ -52,6 +52,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    short_lease,
     this_host,
 )
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
@@ -352,9 +353,11 @@ class SqliteStore:
 
     def _fenced(
         self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True, **params: Any,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
     ) -> bool:
-        """One fenced transition: the update names the job and its claim token."""
+        """One fenced transition: the update names the job and its claim token. ``why``
+        adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
         with self._write(durable=durable):
             changed = self._exec(query, id=token.job_id, token=token.token, now=now, **params)
             row = self._db.execute("SELECT account FROM jobs WHERE id = ?",
@@ -366,7 +369,9 @@ class SqliteStore:
                                  claim_token=token.token, detail=detail)
                 return True
             self._ledger("fenced_out", now, job_id=token.job_id, account=account,
-                         claim_token=token.token, detail={"write": query.removeprefix("fenced_")})
+                         claim_token=token.token,
+                         detail={"write": query.removeprefix("fenced_"),
+                                 **(why() if why else {})})
             return False
 
     # -- batches and jobs --------------------------------------------------------------
@@ -776,20 +781,29 @@ class SqliteStore:
         return self.get_batch(batch_id)
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None) -> int:
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
+        # One machine: the caller's clock decides, there is no registry for an offset.
         with self._write(durable=False):
             return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds,
                               every=tokens is None,
                               tokens=json.dumps([] if tokens is None else list(tokens)))
 
+    def server_time(self) -> float | None:
+        return None  # one machine: the caller's clock decides
+
     # -- fenced transitions ------------------------------------------------------------
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float) -> bool:
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
         with self._write():
             before = self._db.execute("SELECT client_token FROM jobs WHERE id = ?",
                                       (token.job_id,)).fetchone()
             if not self._fenced("fenced_mark_submitting", "submitting", token, now,
-                                {"client_token": client_token}, client_token=client_token):
+                                {"client_token": client_token}, client_token=client_token,
+                                min_lease=min_lease_seconds,
+                                why=functools.partial(self._submit_refusal, token, now,
+                                                      min_lease_seconds)):
                 return False
             row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
                                    (token.job_id,)).fetchone()
@@ -800,6 +814,13 @@ class SqliteStore:
                 self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=row["account"],
                              claim_token=token.token, detail={"usd": price})
             return True
+
+    def _submit_refusal(self, token: ClaimToken, now: float,
+                        min_lease: float | None) -> dict[str, Any]:
+        rows = self._db.execute(self._q["submit_refusal"],
+                                {"id": token.job_id, "token": token.token, "now": now}
+                                ).fetchall()
+        return short_lease(rows[0]["lease_left"] if rows else None, min_lease)
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         with self._write():
@@ -1041,7 +1062,10 @@ class SqliteStore:
         self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
     ) -> None:
         job, now = action.job, params.now
-        common = {"id": job.id, "old_token": job.claim_token, "now": now}
+        # The update names what the plan read: the token, the state and (taking over
+        # expired leases only) the expiry; a row that moved on since is left alone.
+        common = {"id": job.id, "old_token": job.claim_token, "now": now,
+                  "planned_state": str(job.state), "any_lease": not params.only_expired}
         token: str | None = None
         if action.kind == "complete":
             assert action.file is not None and action.file.sha256 is not None

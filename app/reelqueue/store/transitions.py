@@ -29,8 +29,9 @@ ALL_STATES = frozenset(JobState)
 class Transition:
     """Attributes:
     name: the statement's name in the ``.sql`` file.
-    from_states: the states it applies in; None: the statement does not look (recovery:
-        the caller picked in-flight rows in the same write transaction).
+    from_states: the states it applies in; None: the caller names the one state (recovery:
+        the state its plan read, ``state = :planned_state``; a row that moved on since is
+        left alone).
     to_states: the state(s) it may leave the job in (two: chosen by a parameter); empty:
         the state stays; None: the caller names it (``state = :state``).
     sets: the columns given a value (not NULL).

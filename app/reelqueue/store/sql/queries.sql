@@ -139,9 +139,18 @@ UPDATE jobs SET lease_until = :lease_until
    AND (:every OR claim_token IN (SELECT value FROM json_each(:tokens)));
 
 -- name: fenced_mark_submitting
+-- :min_lease (seconds, or NULL: not checked): a create is sent only while the claim's lease
+-- still holds at least that long, so it is answered or given up before anyone else may take
+-- the job over (the create's timeout plus a margin).
 UPDATE jobs SET state = 'SUBMITTING', client_token = :client_token, updated_at = :now
  WHERE id = :id AND claim_token = :token AND state = 'CLAIMED'
-   AND provider_job_id IS NULL;
+   AND provider_job_id IS NULL
+   AND (:min_lease IS NULL OR lease_until - :now >= :min_lease);
+
+-- name: submit_refusal
+-- Why fenced_mark_submitting changed nothing: the claim still held but its lease was short.
+SELECT lease_until - :now AS lease_left FROM jobs
+ WHERE id = :id AND claim_token = :token AND state = 'CLAIMED' AND provider_job_id IS NULL;
 
 -- name: fenced_record_submitted
 UPDATE jobs SET state = 'RENDERING', provider_job_id = :provider_job_id,
@@ -331,18 +340,25 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
 SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
    AND lease_until < :now;
 
+-- Recovery's updates name what the plan read (recovery_plan.py): the claim token and the
+-- state. A row that moved on since (its owner wrote SUBMITTING, a user cancelled it) is
+-- left alone: the plan for a CLAIMED job (requeue) is wrong for a SUBMITTING one (its
+-- create may be on its way). With only expired leases taken over (:any_lease false), the
+-- expiry too: a lease renewed meanwhile stays put.
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
        output_host = :host,
        progress = 1.0, finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_reattach
 UPDATE jobs SET state = :state, claim_token = :token, lease_owner = :owner,
        lease_until = :lease_until, updated_at = :now
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_requeue
 -- The claim ended in a crash (ReelQueue's fault, not the provider's): its attempt is given
@@ -351,7 +367,8 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = :now,
        attempts = MAX(attempts - 1, 0),
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_park
 -- Died inside the submit window on a provider that cannot be asked: the outcome is unknown,
@@ -360,14 +377,16 @@ UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = :error_class, error_label = :error_label,
        error_message = :error_message
- WHERE id = :id AND claim_token IS :old_token AND client_token IS NOT NULL;
+ WHERE id = :id AND claim_token IS :old_token AND client_token IS NOT NULL
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- name: recover_fail
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = :error_class, error_label = :error_label,
        error_message = :error_message
- WHERE id = :id AND claim_token IS :old_token;
+ WHERE id = :id AND claim_token IS :old_token
+   AND state = :planned_state AND (:any_lease OR lease_until < :now);
 
 -- The jobs table's sort, done by the journal (the window never sorts 100k rows itself).
 -- {key} is one of the job_order_* expressions below, chosen by name from that list (never

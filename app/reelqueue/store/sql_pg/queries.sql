@@ -1,6 +1,26 @@
 -- Named queries of the PostgreSQL store. Only reelqueue/store/postgres.py knows these names.
--- Parameters are psycopg's named placeholders (%(now)s...). The current time is always a
--- parameter. Every query runs under READ COMMITTED; the claim takes its row locks itself.
+-- Parameters are psycopg's named placeholders (%(now)s...). Every query runs under READ
+-- COMMITTED; the claim takes its row locks itself.
+--
+-- One clock decides (DESIGN.md invariant 14): every time compared across machines (leases,
+-- retry and cool-down times, heartbeats, the spend cap's day, the ledger's times) is read
+-- from the server in the statement that writes or compares it: {server_now}, the
+-- server_now expression below, put in by postgres.pg_queries. %(now)s, the caller's clock,
+-- is kept only where nothing is compared across machines (created_at, updated_at,
+-- started_at, finished_at: shown, never compared); a time a caller gives (a retry's
+-- run_after, a cool-down's end) is written as the delay it meant from %(now)s, counted
+-- on the server's clock. docs/team.md lists every column.
+
+-- name: server_now
+-- The server's clock as epoch seconds. clock_timestamp(), not now(): now() is the start of
+-- the transaction, which may be long past when a statement has waited for a row lock.
+-- %(clock)s is NULL except in tests (PostgresStore.open(server_clock=...)), where it stands
+-- in for the server's clock so a test can set it.
+COALESCE(%(clock)s::double precision, extract(epoch FROM clock_timestamp())::double precision)
+
+-- name: server_time
+-- A worker's measure of its clock's offset to the server (engine/clock_offset.py).
+SELECT {server_now} AS now;
 
 -- name: insert_batch
 INSERT INTO batches (name, source_path, output_dir, max_attempts, settings, created_at)
@@ -108,9 +128,21 @@ UPDATE accounts
  WHERE name = %(name)s;
 
 -- name: set_account_status
+-- A cool-down ends after the delay the caller meant (cooldown_until - now), on the
+-- server's clock: the claims of every machine compare it with that clock.
 UPDATE accounts
-   SET status = %(status)s, status_detail = %(detail)s, cooldown_until = %(cooldown_until)s
+   SET status = %(status)s, status_detail = %(detail)s,
+       cooldown_until = {server_now} + (%(cooldown_until)s::double precision - %(now)s)
  WHERE name = %(name)s;
+
+-- name: claim_room
+-- Under the account's row lock (lock_account): its live renders, and whether it is still
+-- cooling down by the server's clock.
+SELECT (SELECT COUNT(*) FROM jobs
+         WHERE account = %(account)s
+           AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live,
+       COALESCE(cooldown_until > {server_now}, FALSE) AS cooling
+  FROM accounts WHERE name = %(account)s;
 
 -- name: next_claimable
 -- The same three index seeks as the SQLite store's next_claimable (queued jobs any account
@@ -122,7 +154,7 @@ WITH anyone AS (
     SELECT id, priority FROM jobs
       WHERE state = 'QUEUED' AND provider = %(provider)s
         AND COALESCE(account, pinned_account) IS NULL
-        AND run_after <= %(now)s
+        AND run_after <= {server_now}
         AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
@@ -133,7 +165,7 @@ bound AS (
     SELECT id, priority FROM jobs
       WHERE state = 'QUEUED' AND provider = %(provider)s
         AND COALESCE(account, pinned_account) = %(account)s
-        AND run_after <= %(now)s
+        AND run_after <= {server_now}
         AND (pinned_account IS NULL OR pinned_account = %(account)s)
         AND (account IS NULL OR account = %(account)s)
         AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
@@ -145,7 +177,7 @@ bound AS (
 due AS (
     SELECT id, priority FROM jobs
       WHERE state = 'RETRY_WAIT' AND provider = %(provider)s
-        AND run_after <= %(now)s
+        AND run_after <= {server_now}
         AND (pinned_account IS NULL OR pinned_account = %(account)s)
         AND (account IS NULL OR account = %(account)s)
         AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
@@ -167,30 +199,45 @@ SELECT c.id, c.priority, j.batch_id, j.provider_job_id, j.client_token,
 -- name: claim_job
 UPDATE jobs
    SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,
-       lease_owner = %(owner)s, lease_until = %(lease_until)s, attempts = attempts + 1,
+       lease_owner = %(owner)s, lease_until = {server_now} + %(lease_seconds)s,
+       attempts = attempts + 1,
        started_at = COALESCE(started_at, %(now)s), updated_at = %(now)s,
        error_class = NULL, error_label = NULL, error_message = NULL
  WHERE id = %(id)s AND state IN ('QUEUED', 'RETRY_WAIT')
 RETURNING *;
 
 -- name: renew_leases
--- One statement: the instance's leases and its heartbeat in the instances registry.
--- tokens NULL: every lease of the instance; else only the claims the engine runs.
+-- One statement: the instance's leases and its heartbeat in the instances registry, both
+-- on the server's clock. tokens NULL: every lease of the instance; else only the claims
+-- the engine runs.
 WITH renewed AS (
-    UPDATE jobs SET lease_until = %(lease_until)s
+    UPDATE jobs SET lease_until = {server_now} + %(lease_seconds)s
      WHERE lease_owner = %(owner)s
        AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
        AND (%(tokens)s::text[] IS NULL OR claim_token = ANY(%(tokens)s::text[]))
     RETURNING id
 ), beat AS (
-    UPDATE instances SET heartbeat_at = %(now)s,
-           live_renders = (SELECT COUNT(*) FROM renewed)
+    UPDATE instances SET heartbeat_at = {server_now},
+           live_renders = (SELECT COUNT(*) FROM renewed),
+           lease_seconds = %(lease_seconds)s,
+           clock_offset = COALESCE(%(clock_offset)s::double precision, clock_offset)
      WHERE id = %(owner)s
 )
 SELECT COUNT(*) FROM renewed;
 
 -- name: fenced_mark_submitting
+-- %(min_lease)s (seconds, or NULL: not checked): a create is sent only while the claim's
+-- lease still holds at least that long on the server's clock, so it is answered or given up
+-- before another machine may take the job over (the create's timeout plus a margin).
 UPDATE jobs SET state = 'SUBMITTING', client_token = %(client_token)s, updated_at = %(now)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state = 'CLAIMED'
+   AND provider_job_id IS NULL
+   AND (%(min_lease)s::double precision IS NULL
+        OR lease_until - {server_now} >= %(min_lease)s::double precision);
+
+-- name: submit_refusal
+-- Why fenced_mark_submitting changed nothing: the claim still held but its lease was short.
+SELECT lease_until - {server_now} AS lease_left FROM jobs
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'CLAIMED'
    AND provider_job_id IS NULL;
 
@@ -221,7 +268,8 @@ UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(s
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'DOWNLOADING';
 
 -- name: fenced_set_retry_wait
-UPDATE jobs SET state = 'RETRY_WAIT', run_after = %(run_after)s, updated_at = %(now)s,
+UPDATE jobs SET state = 'RETRY_WAIT', updated_at = %(now)s,
+       run_after = {server_now} + (%(run_after)s - %(now)s),
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        account = CASE WHEN %(keep)s THEN account ELSE NULL END,
        provider_job_id = CASE WHEN %(keep)s THEN provider_job_id ELSE NULL END,
@@ -234,7 +282,9 @@ UPDATE jobs SET state = 'RETRY_WAIT', run_after = %(run_after)s, updated_at = %(
 -- name: fenced_release_to_queue
 -- Account-level trouble: back without spending the attempt (see the SQLite store's).
 UPDATE jobs SET state = CASE WHEN %(run_after)s > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED' END,
-       run_after = %(run_after)s, attempts = GREATEST(attempts - 1, 0),
+       run_after = CASE WHEN %(run_after)s > 0
+                        THEN {server_now} + (%(run_after)s - %(now)s) ELSE 0 END,
+       attempts = GREATEST(attempts - 1, 0),
        updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        account = CASE WHEN provider_job_id IS NULL AND NOT %(keep_submission)s THEN NULL
                       ELSE account END,
@@ -351,7 +401,7 @@ UPDATE jobs SET state = 'QUEUED', finished_at = NULL, updated_at = %(now)s, atte
 
 -- name: insert_ledger
 INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
-VALUES (%(now)s, %(event)s, %(job_id)s, %(account)s, %(claim_token)s, %(detail)s);
+VALUES ({server_now}, %(event)s, %(job_id)s, %(account)s, %(claim_token)s, %(detail)s);
 
 -- name: in_flight_all
 SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
@@ -359,11 +409,14 @@ SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLO
 
 -- name: in_flight_expired
 SELECT * FROM jobs WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
-   AND lease_until < %(now)s
+   AND lease_until < {server_now}
  ORDER BY id;
 
--- Recovery's updates name the claim token they saw and, on a shared store (only expired
--- leases taken over: %(any_lease)s false), the expiry: a lease renewed meanwhile stays put.
+-- Recovery's updates name what the plan read (recovery_plan.py): the claim token and the
+-- state. A row that moved on since (its owner wrote SUBMITTING, a user cancelled it) is
+-- left alone: the plan for a CLAIMED job (requeue) is wrong for a SUBMITTING one (its
+-- create may be on its way). On a shared store (only expired leases taken over:
+-- %(any_lease)s false), the expiry too: a lease renewed meanwhile stays put.
 -- name: recover_complete
 UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,
        output_host = %(host)s,
@@ -371,13 +424,15 @@ UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(s
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
-   AND (%(any_lease)s OR lease_until < %(now)s);
+   AND state = %(planned_state)s
+   AND (%(any_lease)s OR lease_until < {server_now});
 
 -- name: recover_reattach
 UPDATE jobs SET state = %(state)s, claim_token = %(token)s, lease_owner = %(owner)s,
-       lease_until = %(lease_until)s, updated_at = %(now)s
+       lease_until = {server_now} + %(lease_seconds)s, updated_at = %(now)s
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
-   AND (%(any_lease)s OR lease_until < %(now)s);
+   AND state = %(planned_state)s
+   AND (%(any_lease)s OR lease_until < {server_now});
 
 -- name: recover_requeue
 -- The claim ended in a crash: its attempt is given back (recovery_plan.py fails a job whose
@@ -387,7 +442,8 @@ UPDATE jobs SET state = 'QUEUED', run_after = 0, updated_at = %(now)s,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL, account = NULL,
        client_token = NULL, provider_job_id = NULL, sub_status = NULL, progress = NULL
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
-   AND (%(any_lease)s OR lease_until < %(now)s);
+   AND state = %(planned_state)s
+   AND (%(any_lease)s OR lease_until < {server_now});
 
 -- name: recover_park
 -- Died inside the submit window on a provider that cannot be asked: unknown, kept for the
@@ -397,8 +453,8 @@ UPDATE jobs SET state = 'PARKED', updated_at = %(now)s, sub_status = NULL,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
-   AND client_token IS NOT NULL
-   AND (%(any_lease)s OR lease_until < %(now)s);
+   AND client_token IS NOT NULL AND state = %(planned_state)s
+   AND (%(any_lease)s OR lease_until < {server_now});
 
 -- name: recover_fail
 UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
@@ -406,7 +462,8 @@ UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
  WHERE id = %(id)s AND claim_token IS NOT DISTINCT FROM %(old_token)s
-   AND (%(any_lease)s OR lease_until < %(now)s);
+   AND state = %(planned_state)s
+   AND (%(any_lease)s OR lease_until < {server_now});
 
 -- The jobs table's sort: {key} is one of the job_order_* expressions below, chosen by name
 -- from that list; NULLs first ascending (as SQLite), ties by id, DESC is ASC reversed.
@@ -452,8 +509,11 @@ SELECT * FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
 SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
 
 -- name: prune_ledger
-DELETE FROM ledger WHERE at < %(before)s AND event <> 'spend';
+-- The ledger's times are the server's: the age the caller meant, on that clock.
+DELETE FROM ledger WHERE at < {server_now} - (%(now)s - %(before)s) AND event <> 'spend';
 
+-- The pump's timer: %(now)s is on the server's clock here (the engine converts with its
+-- measured offset), and so is the answer.
 -- name: next_retry_at
 SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > %(now)s;
 
@@ -478,9 +538,28 @@ SELECT * FROM (SELECT * FROM ledger
 SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
  GROUP BY job_id HAVING COUNT(*) > 1;
 
--- name: doctor_live_claims
-SELECT id, state, lease_owner FROM jobs
- WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+-- A team's live claims are fine while their lease holds on the server's clock and their
+-- owner's heartbeat is recent; these two list the others.
+-- name: doctor_expired_leases
+-- Leases run out and still held: another instance takes each over at its next heartbeat;
+-- one that stays here means no instance is running to take it.
+SELECT id, state, lease_owner, round(({server_now} - lease_until)::numeric, 1) AS expired_for
+  FROM jobs
+ WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND lease_until < {server_now}
+ ORDER BY id;
+
+-- name: doctor_silent_owners
+-- Claims of an instance that has not said goodbye and whose heartbeat is older than its
+-- lease (60 s, the default, for an instance of a version before schema 4): a lease it still
+-- holds was not renewed by a heartbeat (a claim made while its heartbeat stood still).
+SELECT j.id, j.state, j.lease_owner, i.host,
+       round(({server_now} - i.heartbeat_at)::numeric, 1) AS silent_for
+  FROM jobs j JOIN instances i ON i.id = j.lease_owner
+ WHERE j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND i.stopped_at IS NULL
+   AND {server_now} - i.heartbeat_at > COALESCE(i.lease_seconds, 60)
+ ORDER BY j.id;
 
 -- name: doctor_over_capacity
 SELECT a.name, a.capacity, COUNT(j.id) AS live FROM accounts a
@@ -511,8 +590,12 @@ SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
    AND provider_job_id IS NULL AND client_token IS NULL;
 
 -- name: spend_of_account
+-- The day is the caller's (its local midnight, %(day_start)s) moved to wherever the
+-- server's clock is: a whole number of days later or earlier when the two clocks sit on
+-- either side of a midnight. The ledger's times are the server's.
 SELECT COALESCE(SUM((detail ->> 'usd')::double precision), 0.0) FROM ledger
- WHERE at >= %(day_start)s AND event = 'spend' AND account = %(account)s;
+ WHERE at >= %(day_start)s + 86400 * floor(({server_now} - %(day_start)s) / 86400)
+   AND event = 'spend' AND account = %(account)s;
 
 -- name: reserved_of_account
 SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
@@ -542,12 +625,18 @@ SELECT COUNT(*) FROM jobs
    AND (account IS NULL OR account = %(account)s);
 
 -- name: register_instance
-INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at)
-VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, %(now)s, %(now)s)
-ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL;
+INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at, clock_offset,
+                       lease_seconds)
+VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, {server_now}, {server_now},
+        %(clock_offset)s, %(lease_seconds)s)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL,
+    clock_offset = COALESCE(EXCLUDED.clock_offset, instances.clock_offset),
+    lease_seconds = COALESCE(EXCLUDED.lease_seconds, instances.lease_seconds);
 
 -- name: stop_instance
-UPDATE instances SET stopped_at = %(now)s, live_renders = 0 WHERE id = %(id)s;
+UPDATE instances SET stopped_at = {server_now}, live_renders = 0 WHERE id = %(id)s;
 
 -- name: list_instances
-SELECT * FROM instances ORDER BY started_at, id;
+-- silent_for: seconds since the last heartbeat, on the server's clock (the reader's clock
+-- may be off: it is not asked).
+SELECT *, {server_now} - heartbeat_at AS silent_for FROM instances ORDER BY started_at, id;

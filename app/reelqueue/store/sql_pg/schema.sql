@@ -134,7 +134,12 @@ CREATE TABLE instances (
     started_at   DOUBLE PRECISION NOT NULL,
     heartbeat_at DOUBLE PRECISION NOT NULL,
     live_renders INTEGER NOT NULL DEFAULT 0 CHECK (live_renders >= 0),
-    stopped_at   DOUBLE PRECISION
+    stopped_at   DOUBLE PRECISION,
+    -- the instance's clock minus the server's (seconds), as it last measured it (v4)
+    clock_offset DOUBLE PRECISION,
+    -- the lease its claims are given: silent past it, its renders are taken over (v4)
+    lease_seconds DOUBLE PRECISION
+        CONSTRAINT instances_lease_seconds_check CHECK (lease_seconds > 0)
 );
 
 -- Wake-ups across machines (store/postgres_notify.py): a notification on the
