@@ -117,13 +117,13 @@ def live_with_psycopg(url: str, deadline: float) -> int:
         def ledger(event: str, job_id: int, token: str, now: float) -> None:
             db.execute(q["insert_ledger"], {"now": now, "event": event, "job_id": job_id,
                                             "account": ACCOUNT, "claim_token": token,
-                                            "detail": Jsonb({})})
+                                            "detail": Jsonb({}), "clock": None})
 
         def fenced(name: str, event: str, job_id: int, token: str, **params: Any) -> None:
             now = time.time()
             with db.transaction():
                 cur = db.execute(q[name], {"id": job_id, "token": token, "now": now,
-                                           **params})
+                                           "clock": None, **params})
                 assert cur.rowcount == 1
                 ledger(event, job_id, token, now)
 
@@ -133,25 +133,26 @@ def live_with_psycopg(url: str, deadline: float) -> int:
             with db.transaction():
                 account = db.execute(q["lock_account"], {"name": ACCOUNT}).fetchone()
                 assert account is not None
-                live = db.execute(q["live_count"], {"account": ACCOUNT}).fetchone()
-                assert live is not None
+                room = db.execute(q["claim_room"], {"account": ACCOUNT,
+                                                    "clock": None}).fetchone()
+                assert room is not None
                 row = db.execute(q["next_claimable"], {
                     "provider": "mock", "now": now, "account": ACCOUNT, "creates": True,
-                    "skip_batches": []}).fetchone()
+                    "skip_batches": [], "clock": None}).fetchone()
                 if row is None:
                     break
                 job_id = int(row["id"])
                 db.execute(q["claim_job"], {"id": job_id, "account": ACCOUNT, "token": token,
-                                            "owner": owner, "lease_until": now + 60,
-                                            "now": now}).fetchone()
+                                            "owner": owner, "lease_seconds": 60,
+                                            "now": now, "clock": None}).fetchone()
                 ledger("claimed", job_id, token, now)
             fenced("fenced_mark_submitting", "submitting", job_id, token,
-                   client_token=uuid.uuid4().hex)
+                   client_token=uuid.uuid4().hex, min_lease=None)
             fenced("fenced_record_submitted", "submitted", job_id, token,
                    provider_job_id=f"mr_{job_id}")
             fenced("fenced_mark_downloading", "downloading", job_id, token)
             fenced("fenced_mark_completed", "completed", job_id, token, size=1, sha256=SHA,
-                   cost=None)
+                   cost=None, host="bench")
             lives += 1
     return lives
 

@@ -13,10 +13,13 @@
 
 -- name: server_now
 -- The server's clock as epoch seconds. clock_timestamp(), not now(): now() is the start of
--- the transaction, which may be long past when a statement has waited for a row lock.
--- %(clock)s is NULL except in tests (PostgresStore.open(server_clock=...)), where it stands
--- in for the server's clock so a test can set it.
-COALESCE(%(clock)s::double precision, extract(epoch FROM clock_timestamp())::double precision)
+-- the transaction, which may be long past when a statement has waited for a row lock. Read
+-- once per statement (an uncorrelated subquery: one reading for every row it compares, and
+-- a value an index scan can use, as jobs_retry_due for run_after). %(clock)s is NULL except
+-- in tests (PostgresStore.open(server_clock=...)), where it stands in for the server's
+-- clock so a test can set it.
+SELECT COALESCE(%(clock)s::double precision,
+                extract(epoch FROM clock_timestamp())::double precision)
 
 -- name: server_time
 -- A worker's measure of its clock's offset to the server (engine/clock_offset.py).
