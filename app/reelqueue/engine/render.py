@@ -214,6 +214,9 @@ class RenderAttempt:
                 await self._note_rerender_of_an_unknown_create()
                 await self._submit()
             else:
+                # A create whose resume keeps killing the process is parked, as renders are.
+                if await self._park_if_resumes_keep_crashing():
+                    return
                 if self.job.state == JobState.CLAIMED:
                     await self._fenced(await store.mark_submitting(
                         self.token, self.job.client_token, now()))
@@ -269,11 +272,18 @@ class RenderAttempt:
             crashes += entry.event in ("reattached", "reconcile")
         if crashes <= self.ctx.config.max_resumes:
             return False
-        error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.PARKED.value,
-                         f"The process died {crashes} times in a row while this render was "
-                         "resumed; it was parked, not failed, and keeps its render "
-                         f"({self.provider_job_id}). Retry it to read the render again "
-                         "(no new render, no charge).")
+        if self.provider_job_id is None:  # a create resumed to be looked for (issue 19)
+            error = JobError(str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value,
+                             f"The process died {crashes} times in a row while this job's "
+                             "create was being looked for or sent; it was parked, not "
+                             "failed, and not sent again. Retry it: the provider is asked "
+                             "for it first, and it is created only if it never arrived.")
+        else:
+            error = JobError(str(ErrorClass.RETRYABLE), ErrorLabel.PARKED.value,
+                             f"The process died {crashes} times in a row while this render "
+                             "was resumed; it was parked, not failed, and keeps its render "
+                             f"({self.provider_job_id}). Retry it to read the render again "
+                             "(no new render, no charge).")
         if await store.park_job(self.token, error, self._now()):
             self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
         return True
