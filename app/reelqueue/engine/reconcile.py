@@ -262,8 +262,9 @@ class Reconciler:
         state = self._accounts.setdefault(account, _Account())
         settle = self.settle_seconds(provider)
         async with state.lock:
+            # Decided from an earlier scan of this account (only settled jobs are decided).
             ready = state.decided.pop(job.id, None)
-            if ready is not None and ready.read_at >= self._settled_at(ready, settle):
+            if ready is not None:
                 return ready
             rows = await self.store.unresolved_submissions(account)
             intent = next((at for row, at in rows if row.id == job.id), None)
@@ -302,8 +303,6 @@ class Reconciler:
                     state.decided[job_id] = verdict
             return verdicts[job.id]
 
-    def _settled_at(self, verdict: Verdict, settle: float) -> float:
-        return 0.0 if verdict.window is None else verdict.window[1] - self.margin + settle
 
 
 def _in_flight(rows: Sequence[tuple[Job, float | None]], pending: Pending) -> bool:

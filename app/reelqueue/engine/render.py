@@ -15,9 +15,10 @@ import logging
 import random
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import (
@@ -50,6 +51,8 @@ from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 STOPPED_IN_FLIGHT = "stopped_in_flight"
 """Ledger event of a job left in flight by an orderly stop (Engine.stop)."""
@@ -482,7 +485,7 @@ class RenderAttempt:
             return
         await self._create_after_absent(detail)
 
-    async def _asking(self, client_token: str, ask: Any) -> Any:
+    async def _asking(self, client_token: str, ask: Callable[[], Awaitable[_T]]) -> _T:
         """``ask()`` with up to three tries on a retryable error; any failure leaves the
         submission unresolved (its client token kept), never "no"."""
         for attempt in range(3):
