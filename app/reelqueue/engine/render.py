@@ -57,6 +57,12 @@ _T = TypeVar("_T")
 STOPPED_IN_FLIGHT = "stopped_in_flight"
 """Ledger event of a job left in flight by an orderly stop (Engine.stop)."""
 
+RESUME_STARTED = "resume_started"
+"""Ledger event written when a process starts the work of a resumed job: just before its
+render is polled again, or just before the provider is asked for its earlier create (after
+any settle wait). Only these count as crashes of the job's own making: a process killed
+during start-up, recovery or a wait never touched the job."""
+
 
 class ClaimLost(Exception):
     """The journal refused a fenced write: another owner has this job now."""
@@ -148,6 +154,8 @@ class RenderAttempt:
         # then keeps its client token (an exception must never turn unknown into "no").
         self.unresolved = False
         self.pending_token: str | None = None  # the client token of the last create sent
+        # A resumed job's ``resume_started`` entry is still to be written (once per claim).
+        self.resume_pending = False
 
     # -- helpers -----------------------------------------------------------------------
     def _now(self) -> float:
@@ -220,6 +228,7 @@ class RenderAttempt:
                 # A create whose resume keeps killing the process is parked, as renders are.
                 if await self._park_if_resumes_keep_crashing():
                     return
+                self.resume_pending = True  # noted just before the provider is asked
                 if self.job.state == JobState.CLAIMED:
                     await self._fenced(await store.mark_submitting(
                         self.token, self.job.client_token, now()))
@@ -227,6 +236,8 @@ class RenderAttempt:
         elif self.provider_job_id is not None:
             if await self._park_if_resumes_keep_crashing():
                 return
+            self.resume_pending = True
+            await self._note_resume_started()
             if self.job.state == JobState.CLAIMED:
                 retry = await self._user_retry_of_this_claim()
                 self.user_retry = bool(retry and retry.get("rereads"))
@@ -253,27 +264,27 @@ class RenderAttempt:
                    cost=status.cost)
 
     async def _park_if_resumes_keep_crashing(self) -> bool:
-        """Park the job (and return True) when its render was resumed after unclean exits
+        """Park the job (and return True) when its work was resumed after unclean exits
         more than ``EngineConfig.max_resumes`` times in a row.
 
         A resume spends no attempt, so a render that kills the process every time it is
         resumed would be resumed forever; failing it would throw away a paid render (and a
         retry would pay again). It is parked instead: it keeps its provider job id, is not
         resumed by itself, and the user's retry reads it again (docs/design-notes.md).
+        A crash counts only where a process had started the job's resumed work (a
+        ``resume_started`` entry, written just before its render is polled or its earlier
+        create is asked for) and then died: a kill during start-up, recovery, a settle wait
+        or a queue for the account's slot is no sign that this job kills the process.
         Orderly stops (Ctrl+C, SIGTERM, the window closed keeping renders) leave a
-        ``stopped_in_flight`` entry and do not count: only a resume that follows a claim, or
-        another resume, with no orderly stop in between is a sign of a crash.
+        ``stopped_in_flight`` entry and end the count, as a new claim does.
         """
         store = self.ctx.store
         crashes = 0
         for entry in reversed(await store.ledger(self.job.id)):
-            if entry.event in ("claimed", "requeued"):
+            if entry.event in ("claimed", "requeued", STOPPED_IN_FLIGHT):
                 break
-            if entry.event == STOPPED_IN_FLIGHT:
-                crashes -= 1  # the resume right after an orderly stop is no crash
-                break
-            crashes += entry.event in ("reattached", "reconcile")
-        if crashes <= self.ctx.config.max_resumes:
+            crashes += entry.event == RESUME_STARTED
+        if crashes < self.ctx.config.max_resumes:  # max_resumes resumes died: no more
             return False
         if self.provider_job_id is None:  # a create resumed to be looked for (issue 19)
             error = JobError(str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value,
@@ -290,6 +301,16 @@ class RenderAttempt:
         if await store.park_job(self.token, error, self._now()):
             self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
         return True
+
+    async def _note_resume_started(self) -> None:
+        """Write ``resume_started`` once per claim, just before the resumed work begins."""
+        if not self.resume_pending:
+            return
+        self.resume_pending = False
+        await self.ctx.store.note(RESUME_STARTED, self._now(), job_id=self.job.id,
+                                  account=self.claim.account, claim_token=self.token.token,
+                                  detail={"provider_job_id": self.provider_job_id,
+                                          "client_token": self.job.client_token})
 
     async def _user_retry_of_this_claim(self) -> dict[str, Any] | None:
         """The user's ``requeued`` entry when this claim is the first since it, else None.
@@ -473,6 +494,7 @@ class RenderAttempt:
             verdict = await self._asking(client_token, self._search)
             await self._apply_verdict(client_token, verdict)
             return
+        await self._note_resume_started()
         found = await self._asking(client_token, functools.partial(
             self.provider.lookup, self._request(client_token)))
         detail = {"method": "key", "client_token": client_token, "found": found}
@@ -505,7 +527,8 @@ class RenderAttempt:
                                                        self.ctx.config)
         return await reconciler.resolve(account=self.claim.account,
                                         provider_kind=self.job.provider,
-                                        provider=provider, job=self.job)
+                                        provider=provider, job=self.job,
+                                        before_asking=self._note_resume_started)
 
     async def _apply_verdict(self, client_token: str, verdict: Verdict) -> None:
         assert isinstance(self.provider, SearchableProvider)
