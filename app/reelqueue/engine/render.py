@@ -24,6 +24,7 @@ from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import (
     ErrorClass,
     ErrorLabel,
+    OutputNotWritable,
     ProviderError,
     ReelQueueError,
     RenderAlreadyRecorded,
@@ -273,7 +274,11 @@ class RenderAttempt:
         kept untouched: issue 22), and the temporary file it is written to. A changed name
         goes to the batch's manifest too. Returns the output path chosen."""
         planned = Path(self.job.output_path)
-        final = await asyncio.to_thread(free_output_name, planned)
+        try:
+            final = await asyncio.to_thread(free_output_name, planned)
+        except OutputNotWritable as exc:  # every suffix taken: the user's to tidy up
+            raise ProviderError(str(exc), error_class=ErrorClass.RETRYABLE,
+                                label=ErrorLabel.DISK) from None
         part = part_path(final, self.token.token)
         await self._fenced(await self.ctx.store.mark_downloading(
             self.token, self._now(), output_path=str(final), part=part.name))
