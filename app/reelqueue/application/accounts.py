@@ -145,11 +145,13 @@ async def test_key(session: Session, draft: AccountDraft) -> None:
     """Ask the provider whether the draft's key works (its cheapest read-only call); raise
     the provider's error when it does not. A ``mock`` draft without a URL is checked on
     the built-in mock (started for it)."""
-    _refuse_unsendable_key(draft.key)
+    # The key as it is stored (add_account strips it): the same text is checked and kept.
+    key = (draft.key or "").strip() or None
+    _refuse_unsendable_key(key)
     base_url = draft.base_url
     if draft.provider == "mock" and not base_url:
         base_url = await session.ensure_mock()
-    await check_key(draft.name, draft.provider, base_url, draft.key, dict(draft.settings),
+    await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
                     providers=session.providers)
 
 
