@@ -20,6 +20,7 @@ from reelqueue.domain.states import AccountStatus
 from reelqueue.engine import account_commands, queries
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.estimate import PRICE_SETTING, account_price
+from reelqueue.providers.key_text import key_text_problem
 from reelqueue.providers.registry import check_base_url
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
@@ -144,11 +145,22 @@ async def test_key(session: Session, draft: AccountDraft) -> None:
     """Ask the provider whether the draft's key works (its cheapest read-only call); raise
     the provider's error when it does not. A ``mock`` draft without a URL is checked on
     the built-in mock (started for it)."""
+    # The key as it is stored (add_account strips it): the same text is checked and kept.
+    key = (draft.key or "").strip() or None
+    _refuse_unsendable_key(key)
     base_url = draft.base_url
     if draft.provider == "mock" and not base_url:
         base_url = await session.ensure_mock()
-    await check_key(draft.name, draft.provider, base_url, draft.key, dict(draft.settings),
+    await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
                     providers=session.providers)
+
+
+def _refuse_unsendable_key(key: str | None) -> None:
+    """InputError (quoting none of the key) when ``key`` cannot be sent to any provider:
+    refused before it reaches the keyring or the network (issue 22)."""
+    text = (key or "").strip()
+    if text and (problem := key_text_problem(text)) is not None:
+        raise InputError(f"This API key cannot be used: {problem}. Nothing was stored.")
 
 
 async def add_account(session: Session, draft: AccountDraft, *, check: bool = True) -> Account:
@@ -159,6 +171,7 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     key = (draft.key or "").strip() or None
     if info.requires_key and key is None:
         raise InputError(f"{info.title} needs an API key.")
+    _refuse_unsendable_key(key)
     if key is not None:  # no point asking the provider about a key we could not keep
         await asyncio.to_thread(session.keys.keystore.check_available)
     if check:

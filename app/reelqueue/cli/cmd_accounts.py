@@ -87,6 +87,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     change.set_defaults(handler=handle_set)
 
 
+KEY_READ_LIMIT = 1 << 16
+"""Characters of stdin read as a key at most: any longer key is refused anyway
+(application.accounts), and a pipe that never ends must not fill the memory."""
+
+
 def read_key(provider_title: str, required: bool) -> str | None:
     if sys.stdin is None:
         key = ""
@@ -94,7 +99,9 @@ def read_key(provider_title: str, required: bool) -> str | None:
         hint = "" if required else " (optional, Enter to skip)"
         key = getpass.getpass(f"API key for {provider_title}{hint}: ")
     else:
-        key = sys.stdin.readline()
+        # All of it (bounded), not one line: a key with a line break inside is refused
+        # with the reason instead of being stored cut at the break.
+        key = sys.stdin.read(KEY_READ_LIMIT)
     key = key.strip()
     if not key and required:
         raise InputError("No API key was given. Pipe it on stdin or type it at the prompt "

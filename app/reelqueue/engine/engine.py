@@ -40,9 +40,9 @@ from reelqueue.engine.events import (
 )
 from reelqueue.engine.outputs import (
     OutputWriter,
-    check_output,
     limits_from_config,
     missing_outputs,
+    recorded_output,
     remove_partials,
 )
 from reelqueue.engine.reconcile import Reconciler
@@ -248,7 +248,7 @@ class Engine:
         now = self.clock.now()
         return RecoverParams(
             instance_id=self.instance_id, now=now, lease_seconds=self.config.lease_seconds,
-            only_expired=only_expired, check_output=check_output,
+            only_expired=only_expired, check_output=recorded_output,
             lookup_accounts=frozenset(name for name, adapter in adapters.items()
                                       if reconcile_method(adapter) != ReconcileMethod.NONE),
             token_accounts=frozenset(name for name, adapter in adapters.items()

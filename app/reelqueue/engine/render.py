@@ -16,7 +16,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +24,9 @@ from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import (
     ErrorClass,
     ErrorLabel,
+    OutputNotWritable,
     ProviderError,
+    ReelQueueError,
     RenderAlreadyRecorded,
     account_status_for,
     submit_unknown_message,
@@ -34,9 +36,16 @@ from reelqueue.domain.states import FINAL, AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
-from reelqueue.engine.outputs import OutputWriter, remove_parts_of
+from reelqueue.engine.outputs import (
+    OutputWriter,
+    WrittenFile,
+    free_output_name,
+    part_path,
+    remove_parts_of,
+)
 from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
+from reelqueue.intake.apply import rewrite_manifest
 from reelqueue.providers.base import (
     Provider,
     ReconcileMethod,
@@ -111,6 +120,8 @@ class RenderContext:
     rng: random.Random
     providers: ProviderRegistry
     reconciler: Reconciler | None = None
+    #: one manifest refresh at a time (a video given a new name, issue 22)
+    manifest_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -247,21 +258,62 @@ class RenderAttempt:
             await self._note_rerender_of_an_unknown_create()
             await self._submit()
         status = await self._poll_until_done()
-        await self._fenced(await store.mark_downloading(self.token, now()))
-        self._emit(JobState.DOWNLOADING)
+        final = await self._start_download()
         assert self.provider_job_id is not None
+
+        async def record(written: WrittenFile) -> None:
+            # The hash before the name: recovery completes a job only from the file whose
+            # hash its download recorded (issue 22).
+            await self._fenced(await store.record_download(
+                self.token, size=written.size, sha256=written.sha256, now=now()))
+
         written = await self.ctx.writer.write_atomically(
-            self.provider.download(self.provider_job_id, status), Path(self.job.output_path),
-            self.token.token)
+            self.provider.download(self.provider_job_id, status), final, self.token.token,
+            before_publish=record)
         await self._fenced(await store.mark_completed(
             self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
         if self.ctx.config.shared_store:  # a dead machine's partial file of this job
             await asyncio.to_thread(functools.partial(
-                remove_parts_of, Path(self.job.output_path),
-                idle_seconds=self.ctx.config.lease_seconds / 2))
+                remove_parts_of, final, idle_seconds=self.ctx.config.lease_seconds / 2))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
+
+    async def _start_download(self) -> Path:
+        """RENDERING -> DOWNLOADING, naming the file: the job's output path, or a free
+        suffixed name when something the journal did not record is there (the user's file,
+        kept untouched: issue 22), and the temporary file it is written to. A changed name
+        goes to the batch's manifest too. Returns the output path chosen."""
+        planned = Path(self.job.output_path)
+        try:
+            final = await asyncio.to_thread(free_output_name, planned)
+        except OutputNotWritable as exc:  # every suffix taken: the user's to tidy up
+            raise ProviderError(str(exc), error_class=ErrorClass.RETRYABLE,
+                                label=ErrorLabel.DISK) from None
+        part = part_path(final, self.token.token)
+        await self._fenced(await self.ctx.store.mark_downloading(
+            self.token, self._now(), output_path=str(final), part=part.name))
+        self._emit(JobState.DOWNLOADING)
+        if final != planned:
+            log.info("job %s: %s is taken by a file the journal did not record; it is kept "
+                     "and the video goes to %s", self.job.id, planned.name, final.name)
+            self.job = replace(self.job, output_path=str(final))
+            await self._refresh_manifest()
+        return final
+
+    async def _refresh_manifest(self) -> None:
+        """The batch's manifest names the video's new file (issue 22). Best effort: the
+        journal is the truth, and the next import rewrites the manifest from it anyway."""
+        store = self.ctx.store
+        async with self.ctx.manifest_lock:  # one refresh at a time: the last read wins
+            batch = await store.get_batch(self.job.batch_id)
+            if batch is None:
+                return
+            jobs = await store.list_jobs(batch.id)
+            try:
+                await asyncio.to_thread(rewrite_manifest, Path(batch.output_dir), batch, jobs)
+            except ReelQueueError as exc:
+                log.warning("job %s: the manifest was not updated: %s", self.job.id, exc)
 
     async def _park_if_resumes_keep_crashing(self) -> bool:
         """Park the job (and return True) when its work was resumed after unclean exits

@@ -71,6 +71,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    downloading_detail,
     short_lease,
     this_host,
 )
@@ -106,7 +107,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -1005,9 +1006,20 @@ class PostgresStore:
                                                     "sub_status": sub_status,
                                                     "progress": progress}))
 
-    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+    def mark_downloading(self, token: ClaimToken, now: float, *,
+                         output_path: str | None = None, part: str | None = None) -> bool:
         return self._write_settled(token, "downloading", functools.partial(
-            self._fenced, "fenced_mark_downloading", "downloading", token, now))
+            self._fenced, "fenced_mark_downloading", "downloading", token, now,
+            downloading_detail(output_path, part), output_path=output_path, part=part))
+
+    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                        now: float) -> bool:
+        return self._write_settled(
+            token, "downloaded",
+            functools.partial(self._fenced, "fenced_record_download", "downloaded", token, now,
+                              {"size": size, "sha256": sha256}, size=size, sha256=sha256),
+            functools.partial(self._row_is, token, {"state": "DOWNLOADING",
+                                                    "output_sha256": sha256}))
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
