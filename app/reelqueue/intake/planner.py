@@ -254,7 +254,8 @@ def _plan_import(
             "there is nothing to import."
         )
     columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
-    images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere)
+    images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere,
+                          opened_as=path.absolute().parent)
     validator = RowValidator(columns, defaults, catalog, images)
 
     batch_name = batch_name_for(path, options)
