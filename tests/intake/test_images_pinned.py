@@ -103,8 +103,9 @@ def test_an_absolute_path_inside_the_sheets_folder_is_accepted(
     # The refusal is true and names the folder and the way to allow it.
     message = dict(errors_of(plan))[5]
     assert f"is outside the sheet's folder ({sheet_dir})" in message
-    expected = [e.accepted for e in plan.errors][0]
-    assert "--allow-images-anywhere" in expected and "Allow images from other folders" in expected
+    [error] = plan.errors
+    assert "--allow-images-anywhere" in error.accepted
+    assert "Allow images from other folders" in error.accepted
 
 
 def test_a_sheet_opened_through_a_linked_folder_takes_paths_written_through_it(
