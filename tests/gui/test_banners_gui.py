@@ -120,6 +120,9 @@ async def test_the_crash_banner_stops_saying_the_renders_go_on_once_they_ended(
     event(3, "FAILED", error_label="render failed")
     assert "go on" not in banner.text, banner.text
     assert "the 3 renders picked up have ended (see the table)." in banner.text, banner.text
+    # The longer text's layout (it wraps to one more line), before the picture.
+    await until(lambda: banner.label.height()
+                >= banner.label.heightForWidth(banner.label.width()), 5)
     save_screenshot(controller.window, "crash-banner-renders-ended")
 
 

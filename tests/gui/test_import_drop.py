@@ -141,6 +141,7 @@ async def test_a_test_runs_summary_counts_and_prices_only_its_rows(windows: Wind
     assert estimate.startswith(f"Estimated cost ${first_two:.2f} — "), estimate
     assert f"${whole:.2f}" not in estimate
     assert dialog.import_button.text() == "Test run 2 rows"
+    QApplication.processEvents()  # the button's new width, before the picture
     save_screenshot(dialog, "import-dialog-test-run")
     dialog.test_run.setChecked(False)
     assert dialog.summary_label.text().startswith("<b>12 new jobs</b>")
@@ -167,7 +168,8 @@ async def test_images_from_other_folders_are_allowed_from_the_dialog(windows: Wi
     assert [job.row_number for job in dialog.plan.jobs] == [2]  # the absolute one inside
     [error] = dialog.plan.errors
     assert error.row_number == 3
-    assert f"is outside the sheet's folder ({tmp_path / 'sheets'})" in error.message
+    assert error.message.startswith(
+        f"the image is outside the sheet's folder ({tmp_path / 'sheets'}): ")
     dialog.tabs.setCurrentIndex(2)
     save_screenshot(dialog, "import-dialog-image-elsewhere")
     first = dialog.plan

@@ -102,7 +102,8 @@ def test_an_absolute_path_inside_the_sheets_folder_is_accepted(
     assert plan.jobs[0].params[PIN_FIELD] == hashlib.sha256(PNG).hexdigest()
     # The refusal is true and names the folder and the way to allow it.
     message = dict(errors_of(plan))[5]
-    assert f"is outside the sheet's folder ({sheet_dir})" in message
+    assert message == (f"the image is outside the sheet's folder ({sheet_dir}): "
+                       f"{str(sheet_dir / 'sub' / '..' / '..' / 'outside.png')!r}")
     [error] = plan.errors
     assert "--allow-images-anywhere" in error.accepted
     assert "Allow images from other folders" in error.accepted

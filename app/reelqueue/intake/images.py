@@ -98,7 +98,8 @@ class ImageChecker:
             written = os.path.normpath(os.path.abspath(path))
             if not any(_inside(written, folder) for folder in self._written_bases):
                 raise FieldProblem(
-                    f"the image {text!r} is outside the sheet's folder ({self.base_dir})",
+                    # The reason first: a table cell shows its start.
+                    f"the image is outside the sheet's folder ({self.base_dir}): {text!r}",
                     f"a file in {self.base_dir} (or allow images from other folders: "
                     f"{ALLOW_HINT})",
                 )
@@ -106,8 +107,8 @@ class ImageChecker:
             # not lead out of the sheet's folder.
             if not _inside(real, self._real_base):
                 raise FieldProblem(
-                    f"the image {text!r} leads outside the sheet's folder "
-                    f"({self.base_dir}) through a symbolic link",
+                    f"the image leads outside the sheet's folder ({self.base_dir}) "
+                    f"through a symbolic link: {text!r}",
                     f"a file in {self.base_dir} (or allow images from other folders: "
                     f"{ALLOW_HINT})",
                 )

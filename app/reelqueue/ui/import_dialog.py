@@ -238,7 +238,7 @@ class ImportDialog(QDialog):
         box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Minimum)
         form = QFormLayout(box)
         form.setContentsMargins(16, 14, 16, 14)
-        form.setVerticalSpacing(9)
+        form.setVerticalSpacing(7)  # one row more (images from other folders) fits 720 px
         form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
         heading = QLabel("BATCH DEFAULTS")
         heading.setProperty("role", "section")

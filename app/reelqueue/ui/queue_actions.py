@@ -292,12 +292,14 @@ class QueueActions:
 def also_retry_label(plan: RetryPlan) -> str:
     """The button that retries what a bulk retry left out, in the retry plan's classes:
     permanent failures are "refused by the provider's rules"; a submit outcome unknown is
-    not (it was never refused), and its first create may already be charged."""
+    not (it was never refused). Short: the banner's text says the rest (the first create
+    of an unknown outcome may already be charged), and a price still waits for its own
+    button."""
     permanent = len(plan.left_out_permanent)
     unknown = len(plan.left_out_unknown)
-    refused = f"{fmt.number(permanent)} refused by the provider's rules"
-    outcome = (f"{fmt.number(unknown)} with a submit outcome unknown (the first create may "
-               "already be charged)")
     if permanent and unknown:
-        return f"Also retry these {fmt.number(permanent + unknown)}: {refused}, {outcome}"
-    return f"Also retry {refused if permanent else outcome}"
+        return (f"Also retry these {fmt.number(permanent + unknown)} ({fmt.number(permanent)} "
+                f"refused, {fmt.number(unknown)} outcome unknown)")
+    if permanent:
+        return f"Also retry {fmt.number(permanent)} refused by the provider's rules"
+    return f"Also retry {fmt.number(unknown)} with a submit outcome unknown"
