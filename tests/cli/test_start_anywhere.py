@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +77,66 @@ def test_the_demo_names_the_packages_and_finishes_headless(tmp_path: Path) -> No
     assert "The demo runs headless here instead." in demo.stdout
     assert "Finished: 1 completed, 0 failed, 0 cancelled." in demo.stdout
     assert len(list((tmp_path / "videos" / "demo").rglob("*.mp4"))) == 1
+
+
+def _loader_dir_of(soname: str) -> Path | None:
+    """The folder the loader takes ``soname`` from for Qt's xcb plugin (ldd's answer)."""
+    from reelqueue.ui.platform_check import xcb_plugin
+
+    plugin, ldd = xcb_plugin(), shutil.which("ldd")
+    if plugin is None or ldd is None:
+        return None
+    out = subprocess.run([ldd, str(plugin)], capture_output=True, text=True, timeout=60,
+                         check=False).stdout
+    for line in out.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if name == soname and where.startswith("/"):
+            return Path(os.path.realpath(where.split(" (")[0])).parent
+    return None
+
+
+def _can_unshare_mounts() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True,
+                          timeout=30, check=False).returncode == 0
+
+
+@pytest.mark.skipif(not _can_unshare_mounts(),
+                    reason="needs a private mount namespace (unshare -m: root or user "
+                           "namespaces) to hide a system library from the loader")
+def test_with_libxcb_cursor_really_missing_the_packages_are_named(tmp_path: Path) -> None:
+    """The stock-Ubuntu case itself: libxcb-cursor.so.0 absent from the loader's folder
+    (in a private mount namespace: the folder seen without it, the system untouched)."""
+    libdir = _loader_dir_of("libxcb-cursor.so.0")
+    assert libdir is not None, "the plugin loads libxcb-cursor.so.0 from a system folder"
+    original, view = tmp_path / "original", tmp_path / "view"
+    original.mkdir()
+    view.mkdir()
+    for entry in os.listdir(libdir):
+        if not entry.startswith("libxcb-cursor.so"):
+            (view / entry).symlink_to(original / entry)
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update(DISPLAY=":987")
+    out = tmp_path / "out"
+    out.mkdir()
+    qt = "from PySide6.QtWidgets import QApplication; QApplication([])"
+    window = " ".join(shlex.quote(a) for a in [*CLI, "--data-dir", str(tmp_path / "data")])
+    script = (f"mount --bind {libdir} {original} && mount --bind {view} {libdir} && "
+              f"{{ {window} >{out}/rq.out 2>{out}/rq.err; echo $? >{out}/rq.rc; "
+              f"{shlex.quote(sys.executable)} -c {shlex.quote(qt)} 2>{out}/qt.err; "
+              f"echo $? >{out}/qt.rc; }}")
+    subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, timeout=240, check=True)
+    # Qt itself, there: its own message and the abort (sh reports 128 + SIGABRT).
+    assert (out / "qt.rc").read_text().strip() == str(128 + signal.SIGABRT)
+    assert "libxcb-cursor0 is needed" in (out / "qt.err").read_text()
+    # ReelQueue: says what to install, exits 2.
+    assert (out / "rq.rc").read_text().strip() == "2"
+    said = (out / "rq.err").read_text()
+    assert "libxcb-cursor.so.0: cannot open shared object file" in said, said
+    assert "sudo apt install libxcb-cursor0" in said
+    assert "sudo dnf install xcb-util-cursor" in said
+    assert os.path.exists(libdir / "libxcb-cursor.so.0"), "the system is untouched"
 
 
 def _demo_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, display: bool,

@@ -98,7 +98,9 @@ def load_error(library: Path) -> str | None:
     if child.returncode == 0:
         return None
     words = (child.stdout.strip() or child.stderr.strip() or "it does not load")
-    return " ".join([words, *(f"{name} => not found" for name in _ldd_not_found(library))])
+    # The loader names only the first missing library; ldd names the others.
+    others = [name for name in dict.fromkeys(_ldd_not_found(library)) if name not in words]
+    return words + (f"; also not found: {', '.join(others)}" if others else "")
 
 
 def _ldd_not_found(library: Path) -> list[str]:
