@@ -13,6 +13,8 @@
     │   ├── OutputNotWritable      the output folder cannot be written
     │   ├── KeyringUnavailable     no usable OS keyring backend
     │   ├── KeyTooLong             a key over the platform keyring's limit
+    │   ├── WindowUnavailable      the window cannot open on this desktop (Qt's platform
+    │   │                          plugin cannot load, or there is no display)
     │   └── InputError             a spreadsheet or argument is wrong
     ├── ProviderError              a provider call failed; carries an ErrorClass and label
     └── JournalBug                 SQLite refused something we asked for: our bug
@@ -187,6 +189,11 @@ class KeyTooLong(KnownError):
 
 class RenderAlreadyRecorded(KnownError):
     """That render is already recorded for another job: a render goes to at most one job."""
+
+
+class WindowUnavailable(KnownError):
+    """The window cannot open on this desktop: Qt's platform plugin cannot be loaded.
+    Install the system packages named, or use the commands that need no window."""
 
 
 class InputError(KnownError):
