@@ -33,6 +33,7 @@ from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState
+from reelqueue.engine.account_keys import AccountKeys
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.mockprovider.options import MockOptions
@@ -84,9 +85,9 @@ def _add_jobs(store: SqliteStore, out: Path, prompts: list[str], prefix: str) ->
 
 
 async def _drain(store: SqliteStore, sampler: Callable[[], None] | None = None,
-                 key_lookup: Callable[[str], str | None] | None = None,
+                 keys: AccountKeys | None = None,
                  ) -> tuple[str, Any]:
-    engine = Engine(store, config=FAST, key_lookup=key_lookup)
+    engine = Engine(store, config=FAST, keys=keys)
     report = await engine.start()
     sampling = True
 
@@ -224,6 +225,8 @@ def check_crash(root: Path, server: MockProviderServer) -> CheckResult:
 
 
 def check_keys(root: Path, server_options: MockOptions) -> CheckResult:
+    from reelqueue.application.trust import DirectKeys, TrustedKeys
+    from reelqueue.credentials.binding import KeyBinding, binding_ref
     from reelqueue.credentials.keystore import KeyStore, MemoryKeyring, key_ref_for
 
     check = Check("keys never stored in the journal or logs")
@@ -233,11 +236,14 @@ def check_keys(root: Path, server_options: MockOptions) -> CheckResult:
     options = MockOptions(**{**server_options.__dict__, "accept_keys": frozenset({sentinel})})
     with MockProviderServer(options) as keyed_server:
         store = _journal(root / "keys")
+        # Bound to the server it is added with, as 'accounts add' binds it (issue 21).
+        keys.set_key(binding_ref(key_ref_for("keyed")),
+                     KeyBinding.of("mock", keyed_server.url).to_text())
         store.add_account(AccountSpec("keyed", "mock", 2, keyed_server.url,
                                       key_ref_for("keyed")), time.time())
         _add_jobs(store, root / "keys-out", ["keyed shot [[mock:render_seconds=0.2]]",
                                              "refused [[mock:bad_key]]"], "key")
-        outcome, _ = asyncio.run(_drain(store, key_lookup=keys.get_key))
+        outcome, _ = asyncio.run(_drain(store, keys=TrustedKeys(DirectKeys(keys), None)))
         jobs = store.list_jobs()
         store.close()
     check.expect(jobs[0].state == JobState.COMPLETED, "the keyed render did not complete")
