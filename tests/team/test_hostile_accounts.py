@@ -244,3 +244,71 @@ def test_keys_kept_before_bindings_go_only_to_their_adapters_own_api(
     assert set(seen["after"].values()) == {JobState.COMPLETED}
     senders = gateway.who_sent({"own": VICTIM_KEY, "gw": OTHER_KEY})
     assert set(senders) == {"gw"}, dict(senders)
+
+
+def test_a_worker_on_the_team_database_waits_for_the_confirm_of_its_own_machine(
+        tmp_path: Path, team_url: str) -> None:
+    """The same boundary through the commands: ``reelqueue worker`` (its keyring read
+    directly), ``team-key``, ``accounts list`` and ``accounts confirm`` as processes. The
+    victim's row gets a planted address and a key_ref pointing at the database password
+    while an untouched account keeps rendering (the progress that bounds the wait)."""
+    from reelqueue.application.team import open_team_store
+    from tests.team.harness import Worker, read, settle, team_cli
+
+    admin, machine = tmp_path / "admin", "machine-w"
+    admin.mkdir()
+    with MockProviderServer(MockOptions(seed=5, accept_keys=frozenset(
+            {VICTIM_KEY, OTHER_KEY}))) as mock, RecordingProxy(mock.url) as planted:
+        for name, key in (("victim", VICTIM_KEY), ("steady", OTHER_KEY)):
+            done = team_cli(admin, team_url, "accounts", "add", name, "--provider", "mock",
+                            "--capacity", "2", "--base-url", mock.url, "--no-check",
+                            keyring_file=admin / "keyring.json", stdin=key + "\n")
+            assert done.returncode == 0, done.stdout + done.stderr
+        worker = Worker(machine, tmp_path, team_url, "--no-progress", "--lease-seconds", "6")
+        # This machine keeps both keys (team-key binds each to the address shown to it),
+        # and the database password, as store-password would.
+        for name, key in (("victim", VICTIM_KEY), ("steady", OTHER_KEY)):
+            done = team_cli(worker.data, team_url, "team-key", name,
+                            keyring_file=worker.keyring_file, stdin=key + "\n")
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert mock.url in done.stdout
+        done = team_cli(worker.data, team_url, "store-password", team_url,
+                        keyring_file=worker.keyring_file, stdin=DB_PASSWORD + "\n")
+        assert done.returncode == 0, done.stdout + done.stderr
+        store = open_team_store(team_url, now=1.0)
+        try:
+            batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 1.0)
+            store.add_jobs(batch.id, [
+                JobSpec(f"{name}{i}", f"{name} {i} [[mock:render_seconds=0.1]]", "mock",
+                        str(tmp_path / "out" / f"{name}{i}.mp4"), pinned_account=name,
+                        row_number=i + 2)
+                for name in ("victim", "steady") for i in range(JOBS)], 1.0)
+        finally:
+            store.close()
+        change_row(AppContext(tmp_path, tmp_path, store_url=team_url), "victim",
+                   base_url=planted.url, key_ref=database_key_ref(team_url))
+        try:
+            worker.start().wait_running()
+            assert f"account victim (mock): {CHANGED}" in worker.output()
+            assert "account steady (mock): renders here" in worker.output()
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'COMPLETED' AND pinned_account = 'steady'")[0][0] == JOBS,
+                   120, "the untouched account's jobs")
+            assert planted.requests() == 0
+            listed = team_cli(worker.data, team_url, "accounts", "list",
+                              keyring_file=worker.keyring_file)
+            assert CHANGED in listed.stdout, listed.stdout + listed.stderr
+            confirmed = team_cli(worker.data, team_url, "accounts", "confirm", "victim",
+                                 keyring_file=worker.keyring_file)
+            assert confirmed.returncode == 0, confirmed.stdout + confirmed.stderr
+            assert planted.url in confirmed.stdout
+            settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                                "'COMPLETED'")[0][0] == 2 * JOBS, 120,
+                   "the victim's jobs after the confirm")
+            assert worker.terminate() == 0
+        finally:
+            worker.stop_quietly()
+        output = worker.all_output() + listed.stdout + confirmed.stdout
+    senders = planted.who_sent(secrets())
+    assert set(senders) == {"victim"} and senders["victim"] >= JOBS, dict(senders)
+    assert not any(secret in output for secret in secrets().values())

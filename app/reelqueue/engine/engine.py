@@ -65,6 +65,8 @@ from reelqueue.store.spend import local_day_start
 log = logging.getLogger(__name__)
 
 KeyLookup = Callable[[str], str | None]
+CONFIRM_LOOK_SECONDS = 5.0
+"""How often the pump looks again while an account waits for ``accounts confirm``."""
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> None:
@@ -175,6 +177,7 @@ class Engine:
         self._last_pass_started = 0.0
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
+        self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
 
@@ -596,18 +599,24 @@ class Engine:
     async def _until_next_due(self) -> float:
         now = self._server_now()  # the store's due times are on its clock
         due = await self.store.next_wakeup(now)
-        # A safety net only; every real change wakes the pump directly.
-        return 30.0 if due is None else min(30.0, max(0.01, due - now))
+        # A safety net only; every real change wakes the pump directly. A confirm made on
+        # this machine by another process (`accounts confirm`) writes only its keyring,
+        # which wakes nobody: look again sooner while an account waits for one.
+        cap = CONFIRM_LOOK_SECONDS if self._waiting_confirm else 30.0
+        return cap if due is None else min(cap, max(0.01, due - now))
 
     async def _fill_slots(self) -> int:
         """One pass over the accounts in their fixed order; returns the claims made."""
         claims = 0
         accounts = await self.store.list_accounts()
+        waiting_confirm: set[str] = set()
         for account in accounts:  # the fixed order of the accounts table
             if not account.enabled:
                 continue
             provider = self._provider_for(account)
             if provider is None:
+                if self._needs_confirm(account):
+                    waiting_confirm.add(account.name)
                 if self._published.get(account.name) != self._event_key(account):
                     await self._publish_account(account.name, account)
                 continue
@@ -634,6 +643,7 @@ class Engine:
             # thread is not kept busy with reads nobody needs.
             if claimed_here or self._published.get(account.name) != self._event_key(account):
                 await self._publish_account(account.name, account)
+        self._waiting_confirm = waiting_confirm
         return claims
 
     def _provider_for(self, account: Account) -> Provider | None:
