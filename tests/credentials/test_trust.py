@@ -14,7 +14,7 @@ from reelqueue.credentials.binding import (
     binding_ref,
     team_key_ref,
 )
-from reelqueue.credentials.keystore import KeyStore, MemoryKeyring, key_ref_for
+from reelqueue.credentials.keystore import KeyStore, MemoryKeyring
 from reelqueue.domain.models import Account
 from reelqueue.domain.states import AccountStatus
 from reelqueue.engine.account_keys import CONFIRM, NO_KEY
