@@ -312,3 +312,26 @@ def test_a_worker_on_the_team_database_waits_for_the_confirm_of_its_own_machine(
     senders = planted.who_sent(secrets())
     assert set(senders) == {"victim"} and senders["victim"] >= JOBS, dict(senders)
     assert not any(secret in output for secret in secrets().values())
+
+
+def test_a_new_address_set_on_this_machine_is_bound_here_at_once(
+        ctx: AppContext, tmp_path: Path, memory_keyring: MemoryKeyring) -> None:
+    """``accounts set NAME --base-url URL`` is the user's own word on this machine: the
+    row and this machine's binding change together, nothing waits for a confirm."""
+    with MockProviderServer(MockOptions(seed=6)) as mock, RecordingProxy(mock.url) as gateway:
+
+        async def run(session: Session) -> tuple[Any, dict[str, str], list[JobState]]:
+            await prepare(session, mock.url, tmp_path / "out")
+            await accounts.update_account(session, "victim",
+                                          AccountChange(base_url=gateway.url))
+            config = team_config(CONFIG) if ctx.store_url else CONFIG
+            await session.start(config)
+            drained = await session.running_engine.run_until_drained(budget_seconds=120)
+            notes = await accounts.machine_notes(session)
+            return drained, notes, [j.state for j in await session.journal.list_jobs()]
+
+        drained, notes, states = on_session(ctx, run)
+    assert drained.outcome == "drained" and states == [JobState.COMPLETED] * JOBS
+    assert "victim" not in notes
+    senders = gateway.who_sent(secrets())
+    assert set(senders) == {"victim"} and senders["victim"] >= JOBS, dict(senders)

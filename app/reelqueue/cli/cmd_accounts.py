@@ -216,6 +216,10 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx, update, lock=not (only_settings and (args.daily_cap is not None
                                                   or args.price_per_second is not None)))
     ctx.print(_describe(account, live))
+    if args.base_url is not None and account.key_ref:
+        ctx.print(f"The key of {account.name} on this machine is sent to {account.base_url} "
+                  "from now on; on a team, every other machine that renders for it waits "
+                  f"until 'reelqueue accounts confirm {account.name}' is run there.")
     if args.daily_cap is not None:
         usd = account.settings.get("daily_cap")
         ctx.print(f"Daily spend cap: ${usd:.2f}." if isinstance(usd, int | float)
