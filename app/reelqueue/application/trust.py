@@ -54,7 +54,8 @@ from reelqueue.engine.account_keys import CONFIRM, NO_KEY, KeyAnswer, confirm_wo
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DirectKeys", "KeyReader", "TrustedKeys", "database_identity"]
+__all__ = ["AccountTrust", "DirectKeys", "KeyReader", "TrustedKeys", "account_trust",
+           "carry_keys_to_team", "database_identity", "machine_words"]
 
 RECHECK_SECONDS = 10.0
 """How often an account waiting for confirmation has its binding read again (a confirm
@@ -239,6 +240,26 @@ def _own_api(account: Account, official_url: str | None) -> bool:
         return True
     return official_url is not None and api_origin(account.base_url) == api_origin(
         official_url)
+
+
+def carry_keys_to_team(names: Iterable[str], database_id: str, keystore: Any) -> int:
+    """``migrate-to``: this machine's keys of the accounts copied from its local journal,
+    kept again under the team database's entries, each with the binding it had here (a
+    key without one keeps the rule of unbound keys). Blocking keyring calls; returns how
+    many keys were carried. The local entries stay (the local journal keeps its own)."""
+    carried = 0
+    for name in names:
+        old = key_ref_for(name)
+        key = keystore.get_key(old)
+        if not key:
+            continue
+        new = team_key_ref(database_id, name)
+        keystore.set_key(new, key)
+        bound = keystore.get_key(binding_ref(old))
+        if bound:
+            keystore.set_key(binding_ref(new), bound)
+        carried += 1
+    return carried
 
 
 # -- what a front end shows -------------------------------------------------------------

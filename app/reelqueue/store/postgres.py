@@ -348,12 +348,15 @@ class PostgresStore:
     def _prepare(self, now: float) -> None:
         self._prepare_schema(now)
         with self._tx() as db:
-            # Made once by whoever opens the database first; kept by dumps and restores.
-            db.execute("INSERT INTO reelqueue_meta (key, value) VALUES ('database_id', "
-                       "md5(random()::text || clock_timestamp()::text || pg_backend_pid()))"
-                       " ON CONFLICT (key) DO NOTHING")
-            row = db.execute("SELECT value FROM reelqueue_meta WHERE key = 'database_id'"
-                             ).fetchone()
+            # Made once by whoever opens the database first (read first: a role that may
+            # only read still opens it); kept by dumps and restores.
+            select = "SELECT value FROM reelqueue_meta WHERE key = 'database_id'"
+            row = db.execute(select).fetchone()
+            if row is None:
+                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES ('database_id', "
+                           "md5(random()::text || clock_timestamp()::text || "
+                           "pg_backend_pid())) ON CONFLICT (key) DO NOTHING")
+                row = db.execute(select).fetchone()
             self.database_id = str(row["value"]) if row else None
 
     def _prepare_schema(self, now: float) -> None:
