@@ -55,7 +55,8 @@ from reelqueue.engine.account_keys import CONFIRM, NO_KEY, KeyAnswer, confirm_wo
 log = logging.getLogger(__name__)
 
 __all__ = ["AccountTrust", "DirectKeys", "KeyReader", "TrustedKeys", "account_trust",
-           "carry_keys_to_team", "database_identity", "machine_words"]
+           "carry_keys_to_team", "database_identity", "describe_binding", "keep_key",
+           "machine_words"]
 
 RECHECK_SECONDS = 10.0
 """How often an account waiting for confirmation has its binding read again (a confirm
@@ -242,11 +243,31 @@ def _own_api(account: Account, official_url: str | None) -> bool:
         official_url)
 
 
-def carry_keys_to_team(names: Iterable[str], database_id: str, keystore: Any) -> int:
+def keep_key(keystore: Any, ref: str, key: str, kind: str, base_url: str | None
+             ) -> KeyBinding:
+    """Keep ``key`` under ``ref`` in this machine's keyring, bound to ``kind`` at
+    ``base_url`` (the user's own word on this machine). Blocking keyring calls."""
+    binding = KeyBinding.of(kind, base_url)
+    keystore.set_key(ref, key)
+    keystore.set_key(binding_ref(ref), binding.to_text())
+    return binding
+
+
+def describe_binding(kind: str, base_url: str | None) -> str:
+    """Where a key bound to ``kind`` at ``base_url`` goes, in the user's words."""
+    return KeyBinding.of(kind, base_url).describe()
+
+
+def carry_keys_to_team(names: Iterable[str], database_id: str,
+                       keystore: Any | None = None) -> int:
     """``migrate-to``: this machine's keys of the accounts copied from its local journal,
     kept again under the team database's entries, each with the binding it had here (a
     key without one keeps the rule of unbound keys). Blocking keyring calls; returns how
     many keys were carried. The local entries stay (the local journal keeps its own)."""
+    if keystore is None:
+        from reelqueue.credentials.keystore import KeyStore
+
+        keystore = KeyStore()
     carried = 0
     for name in names:
         old = key_ref_for(name)

@@ -20,7 +20,6 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.application.migrate import copy_journal
     from reelqueue.application.team import keyring_lookup, open_team_store
     from reelqueue.application.trust import carry_keys_to_team, database_identity
-    from reelqueue.credentials.keystore import KeyStore
     from reelqueue.domain.errors import KnownError
     from reelqueue.store.sqlite import SqliteStore
 
@@ -42,9 +41,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if keyed and database_id is not None:
         # This machine's keys (and where it lets each go) follow its accounts: the team
         # database's entries are named after it (application/trust.py).
-        keystore = KeyStore()
         try:
-            carried = carry_keys_to_team(keyed, database_id, keystore)
+            carried = carry_keys_to_team(keyed, database_id)
         except KnownError as exc:
             ctx.print(f"warning: the keys could not be kept for the team on this machine "
                       f"({exc}); keep each with 'reelqueue --store URL team-key NAME'.")

@@ -27,7 +27,7 @@ from reelqueue.application.team import (
     run_worker,
     worker_keys,
 )
-from reelqueue.application.trust import TrustedKeys
+from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
@@ -126,7 +126,6 @@ def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
     an entry named after the account and the team database (never the row's key_ref),
     bound to the provider kind and API host the row names now (printed, so the user sees
     what the key is trusted to). Nothing is written to the database."""
-    from reelqueue.credentials.binding import KeyBinding, binding_ref
     from reelqueue.credentials.keystore import KeyStore
 
     if ctx.store_url is None:
@@ -141,16 +140,15 @@ def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
         raise InputError(f"Account {args.name!r} was added without a key; it needs none.")
     if account.base_url:
         check_base_url(account.base_url)
-    binding = KeyBinding.of(account.provider, account.base_url)
-    key = (getpass.getpass(f"API key for {args.name} ({binding.describe()}): ")
+    where = describe_binding(account.provider, account.base_url)
+    key = (getpass.getpass(f"API key for {args.name} ({where}): ")
            if sys.stdin.isatty() else sys.stdin.readline()).strip()
     if not key:
         raise InputError("No API key was given. Pipe it on stdin or type it at the prompt "
                          "(it is never taken from the command line).")
     keys = KeyStore()
     keys.check_available()
-    keys.set_key(ref, key)
-    keys.set_key(binding_ref(ref), binding.to_text())
+    binding = keep_key(keys, ref, key, account.provider, account.base_url)
     ctx.print(f"Account {args.name}: key kept in this machine's keyring, sent only to "
               f"{binding.describe()}; this machine renders for it from its next start.")
     return 0
