@@ -335,3 +335,42 @@ def test_a_new_address_set_on_this_machine_is_bound_here_at_once(
     assert "victim" not in notes
     senders = gateway.who_sent(secrets())
     assert set(senders) == {"victim"} and senders["victim"] >= JOBS, dict(senders)
+
+
+def test_a_confirm_from_another_process_reaches_a_running_session(
+        ctx: AppContext, tmp_path: Path, memory_keyring: MemoryKeyring) -> None:
+    """``accounts confirm`` run in another terminal writes only this machine's keyring:
+    the running window or ``run`` reads a waiting account's binding again (every
+    trust.RECHECK_SECONDS) and its pump looks again (engine.CONFIRM_LOOK_SECONDS)."""
+    from reelqueue.application.trust import keep_key
+    from reelqueue.credentials.keystore import KeyStore
+
+    with MockProviderServer(MockOptions(seed=7)) as mock, RecordingProxy(mock.url) as planted:
+
+        async def setup(session: Session) -> str:
+            await prepare(session, mock.url, tmp_path / "out")
+            return session.trusted_keys.key_ref("victim")
+
+        ref = on_session(ctx, setup)
+        change_row(ctx, "victim", base_url=planted.url)
+
+        async def run(session: Session) -> tuple[str, str, list[JobState]]:
+            await session.start(team_config(CONFIG) if ctx.store_url else CONFIG)
+            engine = session.running_engine
+            first = await engine.run_until_drained(budget_seconds=120)
+            # The other process: the same keyring, written behind this session's back.
+            await asyncio.to_thread(keep_key, KeyStore(), ref, VICTIM_KEY, "mock",
+                                    planted.url)
+            outcome = "stalled"
+            for _ in range(60):  # each round is a full pump pass (or the drain itself)
+                outcome = (await engine.run_until_drained(budget_seconds=120)).outcome
+                if outcome == "drained":
+                    break
+                await asyncio.sleep(0.5)
+            return first.outcome, outcome, [j.state for j in
+                                            await session.journal.list_jobs()]
+
+        first, then, states = on_session(ctx, run)
+    assert first == "stalled"
+    assert then == "drained" and states == [JobState.COMPLETED] * JOBS
+    assert set(planted.who_sent(secrets())) == {"victim"}

@@ -213,6 +213,7 @@ class TrustedKeys:
                 # A key stored before bindings: bound now, to its adapter's own API only.
                 self._keep(account.name, found, KeyBinding(account.provider, OWN_HOST))
                 return KeyAnswer(found.key)
+            self.reader.recheck(binding_ref(self.key_ref(account.name)))
             return KeyAnswer(problem=CONFIRM, detail=(
                 f"its address ({wanted.describe()}) is not confirmed on this machine "
                 f"(reelqueue accounts confirm {account.name})"))
