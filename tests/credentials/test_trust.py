@@ -146,3 +146,27 @@ def test_the_database_identity_is_never_the_local_namespace() -> None:
         identity = database_identity(_Store(planted))
         assert identity is not None and len(identity) == 32
         assert team_key_ref(identity, "a").startswith("team:")
+
+
+class _Flaky:
+    """A keystore whose reads fail after the first one (a keyring that stops answering)."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values, self.reads = values, 0
+
+    def get_key(self, ref: str) -> str | None:
+        from reelqueue.domain.errors import KeyringUnavailable
+
+        self.reads += 1
+        if self.reads > len(self.values):
+            raise KeyringUnavailable("the keyring did not answer")
+        return self.values.get(ref)
+
+
+def test_a_keyring_that_stops_answering_keeps_what_was_read() -> None:
+    values = bound("account:a", KEY_A, "runway", None)
+    reader = DirectKeys(_Flaky(values), ttl=0)
+    trusted = TrustedKeys(reader, None)
+    assert trusted.key_for(account(), RUNWAY_OWN).key == KEY_A
+    assert trusted.key_for(account(), RUNWAY_OWN).key == KEY_A  # reads fail now
+    assert reader.keystore.reads > len(values)

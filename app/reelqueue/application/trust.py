@@ -118,8 +118,10 @@ class DirectKeys:
         try:
             value = self.keystore.get_key(ref)
         except KnownError as exc:
+            # A keyring that fails for a moment (a D-Bus hiccup) changes nothing: what was
+            # read before stands (a key must not vanish and hand its renders back).
             log.info("keyring: %s", exc)
-            value = None
+            value = hit[1] if hit is not None else None
         with self._lock:
             self._cache[ref] = (now, value or None)
         return value or None
