@@ -35,7 +35,7 @@ from reelqueue.store.postgres import PostgresStore
 from tests import pgserver
 from tests.proof.harness import MockProcess, check_batch, record_figures, wait_for, write_sheet
 from tests.team.file_keyring import write_keys
-from tests.team.harness import Worker, new_database, read, team_cli
+from tests.team.harness import Worker, bound_keys, new_database, read, team_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -124,7 +124,7 @@ def test_three_workers_kill_stop_and_server_restart(tmp_path: Path,
         assert done.returncode == 0, done.stdout + done.stderr
         workers = {name: Worker(name, tmp_path, url, *WORKER_ARGS) for name in "ABC"}
         for worker in workers.values():
-            write_keys(worker.keyring_file, {f"account:{n}": k for n, k in KEYS.items()})
+            write_keys(worker.keyring_file, bound_keys(url, KEYS))
         a, b = workers["A"], workers["B"]
         try:
             for worker in workers.values():

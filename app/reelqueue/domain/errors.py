@@ -8,7 +8,10 @@
     │   │   ├── JournalCorrupt     the file is not a ReelQueue journal, or is damaged
     │   │   ├── JournalBusy        locked by another program
     │   │   ├── JournalFull        its disk is full
-    │   │   └── JournalReadOnly    the file or its folder cannot be written
+    │   │   ├── JournalReadOnly    the file or its folder cannot be written
+    │   │   ├── JournalUnreachable the team database cannot be reached
+    │   │   ├── JournalLoginRefused the team database refused the login (password)
+    │   │   └── JournalTlsRefused  the encrypted connection was refused or not verified
     │   ├── DataDirLocked          another ReelQueue uses this data folder
     │   ├── OutputNotWritable      the output folder cannot be written
     │   ├── KeyringUnavailable     no usable OS keyring backend
@@ -151,6 +154,27 @@ class JournalReadOnly(JournalError):
     """The journal cannot be written: the file or its folder is read-only.
 
     Check the permissions of the data folder, or pass a different --data-dir.
+    """
+
+
+class JournalUnreachable(JournalError):
+    """The team database cannot be reached.
+
+    Check that the server runs and the network, then run the command again.
+    """
+
+
+class JournalLoginRefused(JournalError):
+    """The team database refused the login: the password is wrong or none is saved.
+
+    Save the right one with 'reelqueue store-password URL' (or in a pgpass file).
+    """
+
+
+class JournalTlsRefused(JournalError):
+    """The encrypted (TLS) connection to the team database was refused or not verified.
+
+    Check the server's TLS setting and the address's sslmode and sslrootcert.
     """
 
 
