@@ -193,9 +193,16 @@ def test_three_workers_kill_stop_and_server_restart(tmp_path: Path,
         ledger = store.ledger()
     finally:
         store.close()
-    # The limits, counted by the provider itself.
+    # The limits, counted by the provider itself. The one way above a limit: B frozen
+    # between its durable intent and the send, its job taken over (looked up: absent,
+    # created by the new owner) -- on SIGCONT B's create still leaves (no journal can fence
+    # a request a frozen process already holds). Its answer is fenced out, written as an
+    # orphan_render and the render cancelled at once (docs/team.md); each such orphan may
+    # add one to its account's peak, nothing else may.
+    orphans = Counter(e.account for e in ledger if e.event == "orphan_render")
     for name, capacity in LIMITS.items():
-        assert 1 <= peaks.get(key_id(KEYS[name]), 0) <= capacity, (name, peaks)
+        assert 1 <= peaks.get(key_id(KEYS[name]), 0) <= capacity + orphans[name], (
+            name, peaks, orphans)
     # Every token a job was written under came from a claim or a takeover.
     first_event: dict[tuple[int, str], str] = {}
     for entry in ledger:
@@ -214,6 +221,7 @@ def test_three_workers_kill_stop_and_server_restart(tmp_path: Path,
     record_figures("team_kill", {
         **figures.as_dict(), "kills": len(kills), "events": events,
         "peaks": {n: peaks.get(key_id(k)) for n, k in KEYS.items()},
+        "orphan_renders": dict(orphans),
         "ledger": {k: by_event[k] for k in ("claimed", "reattached", "reconcile", "requeued",
                                             "fenced_out", "stopped_in_flight",
                                             "possible_duplicate_charge")},
