@@ -38,7 +38,11 @@ def add(data: Path, keyring_file: Path, name: str, url: str, key: str,
 def stored_keys(keyring_file: Path) -> list[str]:
     if not keyring_file.exists():
         return []
-    return [json.dumps(v) for v in json.loads(keyring_file.read_text("utf-8")).values()]
+    """The secrets stored (each as JSON text), without the host bindings kept beside them
+    (issue 21: ``binding:<entry>``, which name a provider kind and host, not a key)."""
+    entries = json.loads(keyring_file.read_text("utf-8"))
+    return [json.dumps(v) for k, v in entries.items() if not k.partition("/")[2].startswith(
+        "binding:")]
 
 
 REFUSED = {

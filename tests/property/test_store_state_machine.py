@@ -56,6 +56,7 @@ ALLOWED: dict[str, frozenset[JobState]] = {
     "rendering": frozenset({JobState.CLAIMED, JobState.SUBMITTING, JobState.RENDERING}),
     "progress": frozenset({JobState.RENDERING}),
     "downloading": frozenset({JobState.RENDERING}),
+    "download_recorded": frozenset({JobState.DOWNLOADING}),
     "completed": frozenset({JobState.DOWNLOADING}),
     "retry_wait": IN_FLIGHT,
     "released": IN_FLIGHT,
@@ -73,8 +74,10 @@ class ModelJob:
 
     Attributes:
         claim: the logical id of the current claim (each store has its own token for it).
-        file_on_disk: the finished video was renamed into place (a worker may have died
-            before recording it).
+        file_on_disk: the finished video, whose hash the download recorded, was renamed
+            into place (a worker may have died before recording the completion).
+        foreign_file: another whole file is at the output name (the user's, or an
+            earlier download's): recovery must never take it for the video.
         completions: how many times the model saw this job completed.
         had_render: the provider job id last recorded, until a new submission starts.
         render_dropped: that render was let go legitimately (remote failure, user retry).
@@ -95,6 +98,7 @@ class ModelJob:
     provider_job_id: str | None = None
     run_after: float = 0.0
     file_on_disk: bool = False
+    foreign_file: bool = False  # another file at the output name (never the video)
     completions: int = 0
     had_render: str | None = None
     render_dropped: bool = False
@@ -138,6 +142,8 @@ def _fenced_call(store: Store, op: str, token: ClaimToken, now: float,
         return store.record_progress(token, "running", args["progress"], now)
     if op == "downloading":
         return store.mark_downloading(token, now)
+    if op == "download_recorded":
+        return store.record_download(token, size=SIZE, sha256=SHA, now=now)
     if op == "completed":
         return store.mark_completed(token, size=SIZE, sha256=SHA, cost=0.5, now=now)
     if op == "retry_wait":
@@ -275,6 +281,9 @@ class StoreMachine(RuleBasedStateMachine):
             job.state = JobState.RENDERING
         elif op == "downloading":
             job.state = JobState.DOWNLOADING
+            # A new download: an earlier attempt's file is no longer the recorded one.
+            job.foreign_file = job.foreign_file or job.file_on_disk
+            job.file_on_disk = False
         elif op == "completed":
             job.state = JobState.COMPLETED
             job.completions += 1
@@ -303,8 +312,11 @@ class StoreMachine(RuleBasedStateMachine):
             job.clear_claim()
 
     def _check_output(self, job: Job) -> FileCheck:
-        if self.jobs[job.id].file_on_disk:
+        model = self.jobs[job.id]
+        if model.file_on_disk:
             return FileCheck(True, SIZE, SHA)
+        if model.foreign_file:  # a whole file, but not the one this job's download recorded
+            return FileCheck(True, SIZE, "ff" * 32)
         return FileCheck(False)
 
     def _recover(self, instance: str, only_expired: bool, lookup: frozenset[str],
@@ -526,12 +538,26 @@ class StoreMachine(RuleBasedStateMachine):
         instance, claim = self._pick_held(data)
         self._write(instance, claim, "parked")
 
-    @precondition(lambda self: any(j.state == JobState.DOWNLOADING for j in self.jobs.values()))
+    @precondition(lambda self: any(self.held.values()))
     @rule(data=st.data())
     def video_saved(self, data: st.DataObject) -> None:
-        """The download was renamed into place; the worker may die before recording it."""
-        downloading = [j for j in self.jobs.values() if j.state == JobState.DOWNLOADING]
-        data.draw(st.sampled_from(downloading), label="job").file_on_disk = True
+        """The worker records its download's hash (issue 22: before the rename), then
+        renames the file into place; it may die before recording the completion. A worker
+        whose claim was lost is refused at the record and never names the file."""
+        instance, claim = self._pick_held(data)
+        job = self.jobs[self.claim_job[claim]]
+        if self._write(instance, claim, "download_recorded"):
+            job.file_on_disk = True
+
+    @precondition(lambda self: any(j.state == JobState.DOWNLOADING for j in self.jobs.values()))
+    @rule(data=st.data())
+    def users_file_at_the_output_name(self, data: st.DataObject) -> None:
+        """Someone else's file at a downloading job's output name (no hash recorded for
+        it): recovery must not take it for the video."""
+        downloading = [j for j in self.jobs.values()
+                       if j.state == JobState.DOWNLOADING and not j.file_on_disk]
+        if downloading:
+            data.draw(st.sampled_from(downloading), label="job").foreign_file = True
 
     # -- rules: time, heartbeat, user commands -----------------------------------------
     @rule(seconds=st.floats(0.5, 45))
