@@ -43,6 +43,8 @@ class LiveApi:
         self._thread = threading.Thread(target=self._run, name="live-api", daemon=True)
         self.url = ""
         self.running: RunningApi | None = None
+        self.document: dict[str, Any] = {}
+        self._shared: httpx.Client | None = None
 
     def _run(self) -> None:
         try:
@@ -79,6 +81,8 @@ class LiveApi:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._shared is not None:
+            self._shared.close()
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(30)
@@ -89,3 +93,9 @@ class LiveApi:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers,
                             timeout=kwargs.pop("timeout", 30.0), **kwargs)
+
+    def shared_client(self) -> httpx.Client:
+        """One keep-alive client (admin token) for many requests; closed at exit."""
+        if self._shared is None:
+            self._shared = self.client()
+        return self._shared
