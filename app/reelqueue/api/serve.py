@@ -10,7 +10,13 @@ import signal
 from dataclasses import dataclass
 
 from reelqueue.api.server import ApiServer
-from reelqueue.api.tls import ensure_self_signed, fingerprint, server_context
+from reelqueue.api.tls import (
+    check_key_permissions,
+    ensure_self_signed,
+    fingerprint,
+    public_key_pin,
+    server_context,
+)
 from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
@@ -34,13 +40,15 @@ def _check(ctx: AppContext, options: ServeOptions) -> None:
 @dataclass
 class RunningApi:
     """An API served on a running session. Attributes: url, fingerprint (None without
-    TLS), server, access; :meth:`stop` closes the site and the API's own connections (the
+    TLS), server, access, public_key_pin (None without TLS: ``sha256//base64``, stable
+    across renewals); :meth:`stop` closes the site and the API's own connections (the
     session is the caller's and keeps running)."""
 
     url: str
     fingerprint: str | None
     server: ApiServer
     access: RemoteAccess
+    public_key_pin: str | None = None
 
     async def stop(self) -> None:
         await self.server.stop()
@@ -54,14 +62,15 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
     the address is taken; InputError for options that are not allowed."""
     _check(ctx, options)
     ssl_context = None
-    print_fingerprint = None
+    print_fingerprint = pin = None
     if options.tls:
         cert, key = ((options.cert, options.key)
                      if options.cert is not None and options.key is not None
                      else await asyncio.to_thread(ensure_self_signed, ctx.data_dir,
                                                   options.host))
+        check_key_permissions(key, insecure_ok=options.key_insecure_ok)
         ssl_context = server_context(cert, key)
-        print_fingerprint = fingerprint(cert)
+        print_fingerprint, pin = fingerprint(cert), public_key_pin(cert)
     access = await RemoteAccess.open(ctx, session, options.max_waiting)
     server = ApiServer(access, options.host, options.port, ssl_context)
     try:
@@ -73,7 +82,7 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
     scheme = "http" if ssl_context is None else "https"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     return RunningApi(f"{scheme}://{shown}:{server.port}/v1", print_fingerprint, server,
-                      access)
+                      access, pin)
 
 
 async def _serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -92,6 +101,8 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
         running = await start_api(ctx, session, options)
         if running.fingerprint is not None:
             ctx.print(f"TLS certificate fingerprint (SHA-256) {running.fingerprint}")
+            ctx.print(f"TLS public key pin {running.public_key_pin} (kept across renewals; "
+                      "curl --pinnedpubkey takes it)")
         ctx.print(f"Serving {running.url} (Ctrl+C stops)")
         await stop.wait()
     finally:
