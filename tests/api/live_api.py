@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from reelqueue.api.connections import ConnectionLimits
 from reelqueue.api.serve import RunningApi, start_api
 from reelqueue.application.context import AppContext
 from reelqueue.application.serving import ServeOptions
@@ -23,9 +24,12 @@ START_SECONDS = 60.0
 
 
 class LiveApi:
-    """Attributes: url (``http://127.0.0.1:PORT``), token (admin scope), ctx."""
+    """Attributes: url (``http://127.0.0.1:PORT``, https with ``tls``), token (admin
+    scope), ctx, running."""
 
-    def __init__(self, root: Path, *, tls: bool = False, max_waiting: int = 100_000) -> None:
+    def __init__(self, root: Path, *, tls: bool = False, max_waiting: int = 100_000,
+                 limits: ConnectionLimits | None = None) -> None:
+        self._limits = limits
         self.ctx = AppContext(data_dir=root / "data", videos_dir=root / "videos")
         self.ctx.data_dir.mkdir(parents=True)
         SqliteStore.open(self.ctx.journal_path, now=0.0).close()
@@ -59,7 +63,7 @@ class LiveApi:
         session = Session(self.ctx)
         await session.start(paused=True)
         try:
-            self.running = await start_api(self.ctx, session, self._options)
+            self.running = await start_api(self.ctx, session, self._options, self._limits)
             self.url = self.running.url.removesuffix("/v1")
             self._ready.set()
             await self._stop.wait()
@@ -99,3 +103,12 @@ class LiveApi:
         if self._shared is None:
             self._shared = self.client()
         return self._shared
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def pinned(self) -> Any:
+        import ssl
+
+        return ssl.create_default_context(cafile=str(self.ctx.data_dir / "api-cert.pem"))

@@ -9,6 +9,7 @@ import contextlib
 import signal
 from dataclasses import dataclass
 
+from reelqueue.api.connections import ConnectionLimits, fitted, open_files_limit
 from reelqueue.api.server import ApiServer
 from reelqueue.api.tls import (
     check_key_permissions,
@@ -49,13 +50,25 @@ class RunningApi:
     server: ApiServer
     access: RemoteAccess
     public_key_pin: str | None = None
+    open_files: tuple[int, int, int] = (0, 0, 0)
+    """RLIMIT_NOFILE: soft before start, soft now (raised where allowed), hard."""
+
+    def limits_line(self) -> str:
+        before, now, hard = self.open_files
+        limits = self.server.connections.limits
+        raised = f" (raised from {before})" if now != before else ""
+        return (f"Open files: limit {now}{raised}, hard {hard}; serving at most "
+                f"{limits.max_connections} connections, {limits.max_handshakes} TLS "
+                f"handshakes at once ({limits.handshake_seconds:g} s each), idle "
+                f"connections closed after {limits.idle_seconds:g} s (SSE streams exempt)")
 
     async def stop(self) -> None:
         await self.server.stop()
         self.access.close()
 
 
-async def start_api(ctx: AppContext, session: Session, options: ServeOptions) -> RunningApi:
+async def start_api(ctx: AppContext, session: Session, options: ServeOptions,
+                    limits: ConnectionLimits | None = None) -> RunningApi:
     """Serve the API for ``session``'s running engine, on the running loop (the command
     line's session in ``serve``, or the window's under qasync: one process owns a data
     folder, so the window serves its own engine rather than a second one). OSError when
@@ -71,8 +84,10 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
         check_key_permissions(key, insecure_ok=options.key_insecure_ok)
         ssl_context = server_context(cert, key)
         print_fingerprint, pin = fingerprint(cert), public_key_pin(cert)
+    open_files = open_files_limit()
     access = await RemoteAccess.open(ctx, session, options.max_waiting)
-    server = ApiServer(access, options.host, options.port, ssl_context)
+    server = ApiServer(access, options.host, options.port, ssl_context,
+                       fitted(limits or ConnectionLimits(), open_files[1]))
     try:
         await server.start()
     except BaseException:
@@ -82,7 +97,7 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
     scheme = "http" if ssl_context is None else "https"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     return RunningApi(f"{scheme}://{shown}:{server.port}/v1", print_fingerprint, server,
-                      access, pin)
+                      access, pin, open_files)
 
 
 async def _serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -103,6 +118,7 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
             ctx.print(f"TLS certificate fingerprint (SHA-256) {running.fingerprint}")
             ctx.print(f"TLS public key pin {running.public_key_pin} (kept across renewals; "
                       "curl --pinnedpubkey takes it)")
+        ctx.print(running.limits_line())
         ctx.print(f"Serving {running.url} (Ctrl+C stops)")
         await stop.wait()
     finally:

@@ -25,6 +25,7 @@ from reelqueue.api.bodies import (
     storable_text,
     whole_number,
 )
+from reelqueue.api.connections import ConnectionLimits, Connections, GatedSite
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
@@ -269,6 +270,7 @@ class Routes:
         if request.method == "HEAD":  # the headers a GET would send, and no body
             return web.Response(status=status, headers=headers)
         response = web.StreamResponse(status=status, headers=headers)
+        _streams(request)
         await response.prepare(request)
         with path.open("rb") as handle:
             handle.seek(start)
@@ -310,6 +312,7 @@ class Routes:
         if after is None:
             after = await feed.last_seq()
         response = web.StreamResponse(headers=headers)
+        _streams(request)
         await response.prepare(request)
         try:
             await response.write(b": connected\n\n")
@@ -386,10 +389,23 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, min(end, size - 1)
 
 
-def build_app(services: ApiServices) -> web.Application:
+CONNECTIONS_KEY = web.AppKey("reelqueue.connections", Connections)
+
+
+def _streams(request: web.Request) -> None:
+    """This response streams: its connection is not closed as idle."""
+    connections = request.app.get(CONNECTIONS_KEY)
+    if connections is not None:
+        connections.exempt(request)
+
+
+def build_app(services: ApiServices, connections: Connections | None = None
+              ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES,
                           middlewares=[problem_errors,
                                        middleware(services.tokens, FailureThrottle())])
+    if connections is not None:
+        app[CONNECTIONS_KEY] = connections
     routes = Routes(services)
     app.router.add_get("/v1/health", routes.health)
     app.router.add_get("/v1/openapi.json", routes.openapi)
@@ -406,29 +422,31 @@ def build_app(services: ApiServices) -> web.Application:
 
 
 class ApiServer:
-    """An aiohttp site on the running loop. Attributes: host, port (the bound port)."""
+    """An aiohttp app on the running loop behind a :class:`GatedSite` (connection and
+    handshake caps, timeouts). Attributes: host, port (the bound port), connections."""
 
     def __init__(self, services: ApiServices, host: str, port: int,
-                 ssl_context: ssl.SSLContext | None) -> None:
+                 ssl_context: ssl.SSLContext | None,
+                 limits: ConnectionLimits | None = None) -> None:
         self.host = host
         self.port = port
-        self._app = build_app(services)
+        self.connections = Connections(limits or ConnectionLimits())
+        self._app = build_app(services, self.connections)
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
+        # aiohttp's keep-alive (idle between requests) is the same idle timeout.
+        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0,
+                                     keepalive_timeout=self.connections.limits.idle_seconds)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl,
-                           backlog=512)
+        site = GatedSite(self._runner, self.host, self.port, self.connections,
+                         ssl_context=self._ssl, backlog=512)
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets: Any = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = site.port
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-
+        await self.connections.close()
