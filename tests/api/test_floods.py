@@ -6,6 +6,7 @@ baseline stays under 200 MB, and a health probe from another loopback address
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
@@ -141,3 +142,50 @@ def test_exactly_100_mib_is_taken_and_one_byte_more_is_not(
                            headers={"Content-Type": "text/csv"})
     assert exact.status_code != 413, exact.text  # read whole; the import judges it
     assert over.status_code == 413 and over.json()["limit"] == limit
+
+
+IDLE_CONNECTIONS = 4000
+
+
+def test_4000_connections_that_never_start_tls_cost_little_memory(
+        serving: tuple[ServeProcess, str]) -> None:
+    server, _ = serving
+    assert server.proc is not None
+    pid = server.proc.pid
+    with server.client() as client:
+        assert client.get("/v1/health").status_code == 200
+    baseline = memory_kb(pid, "VmRSS")
+    reset_peak(pid)
+    opened = refused = 0
+    sockets: list[socket.socket] = []
+    try:
+        with HealthProbe(server) as probe:
+            started = time.monotonic()
+            for _ in range(IDLE_CONNECTIONS):
+                try:
+                    sockets.append(socket.create_connection(("127.0.0.1", server.port),
+                                                            timeout=10))
+                    opened += 1
+                except OSError:
+                    refused += 1
+            took = time.monotonic() - started
+            # Every connection past the caps was evicted by the server: the last ones
+            # opened are still waiting for their handshake, the first ones are closed.
+            first = sockets[0]
+            first.settimeout(30)
+            try:
+                first_closed = first.recv(1) == b""
+            except ConnectionResetError:
+                first_closed = True
+        peak = memory_kb(pid, "VmHWM")
+    finally:
+        for sock in sockets:
+            sock.close()
+    growth_mb = (peak - baseline) / 1024
+    print(f"\n{opened} idle TCP connections ({refused} refused) in {took:.1f} s: serve RSS "
+          f"baseline {baseline / 1024:.0f} MB, peak growth {growth_mb:.0f} MB; health from "
+          f"127.0.0.2: {probe.figures()}")
+    assert opened >= IDLE_CONNECTIONS * 0.9
+    assert first_closed
+    assert probe.failures == [] and probe.latencies
+    assert growth_mb < GROWTH_LIMIT_MB

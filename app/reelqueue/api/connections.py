@@ -8,8 +8,9 @@ accepted socket first meets a :class:`Gate` (a small protocol in front of aiohtt
 ``RequestHandler``): it counts the socket, starts TLS itself (``loop.start_tls``, with a
 timeout), then hands the secured transport to aiohttp and relays the protocol calls.
 
-Past a cap the connections still before or in their handshake are evicted first (oldest
-first): a client that finished its handshake is never dropped for a newer stranger. A
+Past a cap the connections still before or in their handshake are evicted first (the
+oldest of the client holding the most): a client that finished its handshake is never
+dropped for a newer stranger, and a flood from one address evicts its own sockets. A
 connection that sent nothing for ``idle_seconds`` is closed, unless its response streams
 (SSE, a video: :meth:`Connections.exempt`); aiohttp's own keep-alive timeout closes one
 idle between requests.
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from reelqueue.api.auth import client_key
 
 try:
     import resource
@@ -94,17 +97,27 @@ class Connections:
         return [gate for gate in self.gates if not gate.opened]
 
     def admit(self, gate: Gate) -> bool:
-        """Count ``gate``; evict to stay under the caps. False: ``gate`` itself is refused."""
-        waiting = self.handshaking()
-        if gate.tls and len(waiting) >= self.limits.max_handshakes:
-            waiting.pop(0).close(evicted=True)
-        if len(self.gates) >= self.limits.max_connections:
-            waiting = self.handshaking()
-            if not waiting:
-                self.evicted += 1
-                return False
-            waiting[0].close(evicted=True)
+        """Count ``gate``; evict to stay under the caps. False: ``gate`` itself is refused.
+
+        The one evicted is the oldest handshake of the client (an address, an IPv6 /64)
+        that holds the most handshakes: a flood from one place evicts its own sockets,
+        not the handshake of another client arriving meanwhile."""
+        if gate.tls and len(self.handshaking()) >= self.limits.max_handshakes:
+            self._evict_one()
+        if len(self.gates) >= self.limits.max_connections and not self._evict_one():
+            self.evicted += 1
+            return False
         self.gates[gate] = None
+        return True
+
+    def _evict_one(self) -> bool:
+        by_client: dict[str, list[Gate]] = {}
+        for waiting in self.handshaking():
+            by_client.setdefault(waiting.client, []).append(waiting)
+        if not by_client:
+            return False
+        busiest = max(by_client.values(), key=len)
+        busiest[0].close(evicted=True)
         return True
 
     def forget(self, gate: Gate) -> None:
@@ -145,7 +158,7 @@ class Connections:
 class Gate(asyncio.Protocol):
     """One accepted socket: counted, secured (TLS), then relayed to aiohttp's handler.
     Attributes: tls, opened (handshake done), transport (the one aiohttp writes to),
-    last_read (loop time of the last bytes received)."""
+    last_read (loop time of the last bytes received), client (its address or /64)."""
 
     def __init__(self, connections: Connections, handler_factory: Callable[[], Any],
                  ssl_context: ssl.SSLContext | None) -> None:
@@ -165,12 +178,15 @@ class Gate(asyncio.Protocol):
         self._early: list[bytes] = []
         self._early_eof = False
         self.last_read = 0.0
+        self.client = "?"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         loop = asyncio.get_running_loop()
         self._raw = transport
         self.last_read = loop.time()
+        peer = transport.get_extra_info("peername")
+        self.client = client_key(str(peer[0])) if peer else "?"
         if not self._connections.admit(self):
             self.closed = True
             transport.abort()
@@ -183,6 +199,11 @@ class Gate(asyncio.Protocol):
 
     async def _handshake(self, loop: asyncio.AbstractEventLoop, raw: asyncio.Transport,
                          context: ssl.SSLContext) -> None:
+        if self.closed or raw.is_closing():
+            # Evicted before its turn came: start_tls on a closed socket would keep a
+            # TLS protocol (and its 256 KiB read buffer) alive until the handshake timeout.
+            self.close()
+            return
         try:
             secured = await loop.start_tls(
                 raw, self, context, server_side=True,
