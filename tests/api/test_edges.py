@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -190,3 +191,25 @@ def test_a_batch_with_text_that_cannot_be_stored_is_refused(client: httpx.Client
 def test_an_unknown_dry_run_word_is_a_422(client: httpx.Client) -> None:
     assert_problem(client.post("/v1/batches?dry_run=maybe&filename=a.csv",
                                content=b"prompt\nx\n"), 422, "dry_run")
+
+
+def test_after_is_checked_even_beside_a_last_event_id(client: httpx.Client) -> None:
+    response = client.get(f"/v1/events?after={TWO_63}", headers={"Last-Event-ID": "0"})
+    assert_problem(response, 422, "after")
+
+
+def test_a_request_the_parser_refuses_is_logged_without_its_bytes(
+        live: LiveApi, caplog: pytest.LogCaptureFixture) -> None:
+    secret = "rq_0000000000000000_" + "s3cr3t" * 6
+    with socket.create_connection(("127.0.0.1", live.port), timeout=10) as sock:
+        sock.sendall(f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                     f"{secret}\r\nX-Probe: a\x00b\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
+    assert secret.encode() not in answer
+    logged = "\n".join(r.getMessage() + str(r.exc_info) + str(r.exc_text)
+                       for r in caplog.records)
+    assert "malformed HTTP request (BadHttpMessage)" in logged
+    assert secret not in logged and "Traceback" not in logged

@@ -68,7 +68,7 @@ SCHEMAS: dict[str, Any] = {
     "JobRequest": {
         "type": "object", "additionalProperties": False, "required": ["prompt"],
         "properties": {
-            "prompt": {"type": "string", "maxLength": 20000},
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 20000},
             "provider": {"type": "string", "maxLength": 500,
                          "description": "provider kind (default mock)"},
             "account": {"type": "string", "maxLength": 500,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, middleware, needs
 from reelqueue.api.bodies import (
@@ -301,10 +302,10 @@ class Routes:
         client that reconnects with ``Last-Event-ID`` misses nothing and sees nothing twice."""
         header = request.headers.get("Last-Event-ID")
         after: int | None = None
+        if "after" in request.query:  # checked even when the header wins
+            after = whole_number(request.query["after"], "after", minimum=0)
         if header is not None:
             after = whole_number(header.strip(), "Last-Event-ID", minimum=0, status=400)
-        elif "after" in request.query:
-            after = whole_number(request.query["after"], "after", minimum=0)
         headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         if request.method == "HEAD":
             return web.Response(headers=headers)
@@ -421,6 +422,25 @@ def build_app(services: ApiServices, connections: Connections | None = None
     return app
 
 
+class _PlainParseErrors(logging.Filter):
+    """aiohttp logs a request its parser refuses with a traceback that quotes the bytes
+    of the request, headers included (an Authorization header could land in the log):
+    one line at INFO instead, naming the kind of error only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = "refused a malformed HTTP request (%s)", (
+                type(error).__name__,)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+HTTP_LOG = logging.getLogger("reelqueue.api.http")
+HTTP_LOG.addFilter(_PlainParseErrors())
+
+
 class ApiServer:
     """An aiohttp app on the running loop behind a :class:`GatedSite` (connection and
     handshake caps, timeouts). Attributes: host, port (the bound port), connections."""
@@ -438,7 +458,8 @@ class ApiServer:
     async def start(self) -> None:
         # aiohttp's keep-alive (idle between requests) is the same idle timeout.
         self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0,
-                                     keepalive_timeout=self.connections.limits.idle_seconds)
+                                     keepalive_timeout=self.connections.limits.idle_seconds,
+                                     logger=HTTP_LOG)
         await self._runner.setup()
         site = GatedSite(self._runner, self.host, self.port, self.connections,
                          ssl_context=self._ssl, backlog=512)
