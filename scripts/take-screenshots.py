@@ -22,7 +22,8 @@ Screens and themes:
 The theme is the app's own setting (``settings.json`` in the data folder: "light"/"dark").
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
-import-errors, account-no-keyring, job-detail, unknown-outcome.
+import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
+import-test-run.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -434,11 +435,55 @@ def unknown_outcome(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+def import_images(scene: Scene, out: Path) -> None:
+    """A sheet naming its reference images by absolute path: the one in the sheet's own
+    folder is taken, the one elsewhere is refused with the folder named, and the dialog
+    offers "Allow images from other folders" (issue 23)."""
+    png = bytes.fromhex("89504e470d0a1a0a") + bytes(32)
+    sheets, pictures = scene.root / "sheets", scene.root / "pictures"
+    sheets.mkdir()
+    pictures.mkdir()
+    (sheets / "fox.png").write_bytes(png)
+    (pictures / "owl.png").write_bytes(png)
+    sheet = sheets / "shots.csv"
+    sheet.write_text("name,prompt,image\n"
+                     f"fox,A red fox in fresh snow,{sheets / 'fox.png'}\n"
+                     f"owl,An owl at dusk,{pictures / 'owl.png'}\n", "utf-8")
+    proc = scene.app(str(sheet))
+    try:
+        dialog = wait_window(scene.x, proc, title="Import")
+        settle(3)
+        click(scene.x, dialog, *ERRORS_TAB)
+        settle(1)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def import_test_run(scene: Scene, out: Path) -> None:
+    """The sample sheet's import with "Test run: only the first 2 rows" ticked: the
+    summary counts and prices those 2 rows, not the sheet (issue 23)."""
+    sheet = scene.sheet("shots.csv", SAMPLE)
+    proc = scene.app(str(sheet))
+    try:
+        dialog = wait_window(scene.x, proc, title="Import")
+        settle(3)
+        click(scene.x, dialog, *TEST_RUN_BOX)
+        settle(0.5)
+        scene.x.xdo("key", "Tab")  # to the number of rows (3 by default)
+        scene.x.xdo("key", "Down")
+        settle(1)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
 # Logical pixels inside the main window (the same at 100 % and 150 %: both screens are
 # 1280x720 logical). ADD_ACCOUNT is measured from the window's right edge.
 ADD_ACCOUNT = (183.0, 26.0)
 FIRST_ROW = (300.0, 330.0)
 ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
+TEST_RUN_BOX = (44.0, 451.0)  # inside the import dialog: "Test run: only the first"
 
 SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "first-run": first_run,
@@ -449,6 +494,8 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "account-no-keyring": account_no_keyring,
     "job-detail": job_detail,
     "unknown-outcome": unknown_outcome,
+    "import-images": import_images,
+    "import-test-run": import_test_run,
 }
 
 

@@ -8,6 +8,7 @@ the window opener given here, which exists only when the GUI extra is installed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +31,13 @@ def gui_available() -> bool:
 
 
 def open_window(ctx: AppContext, *, start: bool, open_sheet: Path | None = None) -> int:
-    """Open the window on ``ctx``'s journal (see :func:`reelqueue.ui.app.run_app`)."""
+    """Open the window on ``ctx``'s journal (see :func:`reelqueue.ui.app.run_app`).
+
+    Raises WindowUnavailable, before Qt is started, when Qt's platform plugin cannot load
+    on this desktop (Qt would abort the process): the message names what to install."""
+    from reelqueue.ui.platform_check import ensure_window_can_open
+
+    ensure_window_can_open(os.environ)
     from reelqueue.ui.app import run_app
 
     return int(run_app(ctx, start=start, open_sheet=open_sheet, api_starter=start_window_api))

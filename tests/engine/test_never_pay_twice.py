@@ -235,6 +235,60 @@ async def test_many_orderly_stops_during_one_render_cost_nothing(tmp_path: Path)
     assert events(store).count("stopped_in_flight") == FAST.max_resumes + 3
 
 
+async def _start_then_crash(store: MemoryStore, provider: FakeProvider,
+                            until: Any) -> None:
+    """Start an engine, wait (by progress) until ``until(events)``, then leave the journal
+    as a SIGKILL would (no stop record)."""
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
+    await engine.start()
+    for _ in range(20000):
+        if until(events(store)):
+            break
+        await asyncio.sleep(0.001)
+    assert until(events(store)), events(store)
+    await engine.stop(orderly=False)
+    engine.close_store()
+
+
+async def test_crashes_before_a_resume_started_do_not_park_the_render(
+        tmp_path: Path) -> None:
+    """A process killed during start-up or recovery never touched the job: only a crash
+    after ``resume_started`` counts towards max_resumes (CI: a list-searched create was
+    parked "unknown" by kills that landed while it waited)."""
+    provider, store = one_job(tmp_path, Script())
+    provider.gate = asyncio.Event()  # the render runs while the process keeps dying
+    await _start_then_crash(store, provider, lambda seen: "submitted" in seen)
+    for n in range(FAST.max_resumes + 3):  # each process killed right after its recovery
+        engine = Engine(store, providers=install(provider), config=FAST,
+                        rng=random.Random(1), instance_id=f"killed-{n}")
+        params = await engine._recover_params(only_expired=False, prune=False)
+        store.recover(params)
+        engine.close_store()
+    assert events(store).count("reattached") == FAST.max_resumes + 3
+    assert "resume_started" not in events(store)
+    provider.gate.set()
+    await drain(store, providers=install(provider))
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    assert events(store).count("resume_started") == 1
+
+
+async def test_crashes_after_each_resume_started_park_the_render(tmp_path: Path) -> None:
+    provider, store = one_job(tmp_path, Script())
+    provider.gate = asyncio.Event()
+    await _start_then_crash(store, provider, lambda seen: "submitted" in seen)
+    for n in range(1, FAST.max_resumes + 1):
+        await _start_then_crash(store, provider,
+                                lambda seen, n=n: seen.count("resume_started") == n)
+    provider.gate.set()
+    await drain(store, providers=install(provider))
+    job = store.list_jobs()[0]
+    assert job.state == JobState.PARKED and job.provider_job_id, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    assert events(store).count("resume_started") == FAST.max_resumes
+
+
 async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Path) -> None:
     """Ctrl+C while a create is on its way, on a provider that cannot be asked: the stop
     waits for the answer and records the render, which the next start reattaches; not a

@@ -131,9 +131,11 @@ class WindowHarness:
 
     async def open(self, ctx: CliContext, *, start: bool = True,
                    settings: Settings | None = None,
-                   providers: ProviderRegistry | None = None) -> AppController:
+                   providers: ProviderRegistry | None = None,
+                   api_starter: Any = None) -> AppController:
         window = MainWindow()
-        session = EngineSession(ctx, settings or Settings(theme="light"), providers=providers)
+        session = EngineSession(ctx, settings or Settings(theme="light"), providers=providers,
+                                api_starter=api_starter)
         controller = AppController(window, session)
         self.opened.append(controller)
         window.show()

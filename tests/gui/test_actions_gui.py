@@ -14,7 +14,7 @@ from reelqueue.domain.models import BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.lockfile import make_private_dir
 from reelqueue.store.sqlite import SqliteStore
-from tests.gui.conftest import WindowHarness, on_qloop, until
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 PRICED = {"model": "mock-1", "duration": 5}  # mock-1: $0.01 a second
 
@@ -156,6 +156,76 @@ async def test_a_finished_demo_offers_to_run_again(windows: WindowHarness,
     assert len(table) == 2 + 12
     assert set(controller.batches.values()) == {"demo", "demo 2"}
     assert "The demo runs again: 12 new jobs in batch “demo 2”" in banners.get("demo").text
+
+
+def _unaskable_unknown_and_refused_journal(ctx: CliContext) -> dict[str, int]:
+    """A create whose outcome stayed unknown on an account whose provider cannot be asked
+    (parked: error_class 'unknown', label 'submit outcome unknown') and, with
+    ``refused``, a content-policy refusal."""
+    from reelqueue.domain.models import AccountSpec
+
+    make_private_dir(ctx.data_dir)
+    store = SqliteStore.open(ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec(n, n, "mock", str(ctx.videos_dir / f"{n}.mp4"),
+                                      params=dict(PRICED)) for n in ("unknown", "policy")],
+                   time.time())
+    store.add_account(AccountSpec("acct", "mock", 4, "http://127.0.0.1:9",
+                                  settings={"reconcile": "none"}), time.time())
+    ids = {}
+    claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+    assert claim is not None and store.mark_submitting(claim.token, "ct-u", time.time())
+    assert store.park_job(claim.token, JobError(
+        "unknown", "submit outcome unknown", "Submit outcome unknown: no answer"),
+        time.time())
+    ids[claim.job.prompt] = claim.job.id
+    claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+    assert claim is not None
+    store.mark_failed(claim.token, JobError("permanent", "content policy", "no"), time.time())
+    ids[claim.job.prompt] = claim.job.id
+    store.close()
+    return ids
+
+
+@on_qloop
+async def test_retry_failed_never_calls_an_unknown_outcome_refused(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 23: bulk "Retry failed" counted a submit outcome unknown as "refused by the
+    provider's rules (content policy...)" and priced its re-render without saying the
+    first create may already be charged."""
+    ids = _unaskable_unknown_and_refused_journal(app_ctx)
+    controller = await windows.open(app_ctx, start=False)
+    table, banners = controller.model.table, controller.window.banners
+    await until(lambda: table.row(ids["unknown"]) is not None, 10)
+    assert table.row(ids["unknown"]).state == "PARKED"
+    controller.window.retry_action.trigger()
+    await until(lambda: banners.get("retry") is not None, 10)
+    banner = banners.get("retry")
+    assert "1 permanent failure (content policy, invalid input...) was left out" \
+        in banner.text
+    assert ("1 with a submit outcome unknown on a provider that cannot be asked (the first "
+            "create may already be charged) was left out") in banner.text
+    assert list(banner.buttons) == ["Also retry these 2 (1 refused, 1 outcome unknown)"]
+    save_screenshot(controller.window, "retry-failed-unknown-outcome")
+
+    # Only the unknown one in the filter: never "refused by the provider's rules".
+    await controller.actions._retry_failed([ids["unknown"]])
+    banner = banners.get("retry")
+    assert "refused" not in " ".join([banner.text, *banner.buttons]), banner.text
+    [also] = banner.buttons
+    assert also == "Also retry 1 with a submit outcome unknown"
+    assert "(the first create may already be charged) was left out" in banner.text
+    banner.buttons[also].click()
+    # Asked for: its re-render is priced, and the button that pays says the first create
+    # may already be charged (the retry plan's words, in the text too).
+    await until(lambda: "Retry (est. $0.05; 1 may already be charged)"
+                in getattr(banners.get("retry"), "buttons", {}), 10)
+    banner = banners.get("retry")
+    assert "1 will be rendered again (est. $0.05)" in banner.text
+    assert "for 1 of them the first create may already be charged" in banner.text
+    assert table.row(ids["unknown"]).state == "PARKED", "nothing changes before the click"
+    banner.buttons["Retry (est. $0.05; 1 may already be charged)"].click()
+    await until(lambda: table.row(ids["unknown"]).state == "QUEUED", 10)
 
 
 def _unknown_journal(ctx: CliContext) -> int:

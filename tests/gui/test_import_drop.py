@@ -118,3 +118,64 @@ async def test_a_spend_cap_set_in_the_dialog_lands_on_the_batch(windows: WindowH
     engine = controller.session.running_engine
     batches = await engine.store.call(engine.store.sync.list_batches)
     assert [b.settings.get("max_spend") for b in batches] == [0.35]
+
+
+@on_qloop
+async def test_a_test_runs_summary_counts_and_prices_only_its_rows(windows: WindowHarness,
+                                                                   app_ctx) -> None:
+    """Issue 23: with "Test run: 2 rows" ticked the summary said the whole sheet's count
+    and price ("12 new jobs", "Estimated cost $0.80")."""
+    controller = await windows.open(app_ctx, start=False)
+    dialog = controller.keeper.open_import(resource("sample_prompts.csv"))
+    await until(lambda: dialog.plan is not None)
+    plan = dialog.plan
+    first_two = sum(plan.price_of(job).usd for job in plan.jobs[:2])
+    whole = sum(plan.price_of(job).usd for job in plan.jobs)
+    assert first_two < whole
+    dialog.test_run.setChecked(True)
+    dialog.test_rows.setValue(2)
+    summary = dialog.summary_label.text()
+    assert summary.startswith("<b>2 new jobs</b> (a test run of the first 2 rows of 12)"), summary
+    assert "12 new jobs" not in summary
+    estimate = dialog.estimate_label.text()
+    assert estimate.startswith(f"Estimated cost ${first_two:.2f} — "), estimate
+    assert f"${whole:.2f}" not in estimate
+    assert dialog.import_button.text() == "Test run 2 rows"
+    QApplication.processEvents()  # the button's new width, before the picture
+    save_screenshot(dialog, "import-dialog-test-run")
+    dialog.test_run.setChecked(False)
+    assert dialog.summary_label.text().startswith("<b>12 new jobs</b>")
+    assert f"Estimated cost ${whole:.2f}" in dialog.estimate_label.text()
+
+
+@on_qloop
+async def test_images_from_other_folders_are_allowed_from_the_dialog(windows: WindowHarness,
+                                                                    app_ctx, tmp_path) -> None:
+    """Issue 23: the dialog had no way to take an image from outside the sheet's folder."""
+    (tmp_path / "sheets").mkdir()
+    (tmp_path / "pictures").mkdir()
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+    (tmp_path / "sheets" / "here.png").write_bytes(png)
+    (tmp_path / "pictures" / "there.png").write_bytes(png)
+    sheet = tmp_path / "sheets" / "shots.csv"
+    sheet.write_text("prompt,image\n"
+                     f"Inside,{tmp_path / 'sheets' / 'here.png'}\n"
+                     f"Elsewhere,{tmp_path / 'pictures' / 'there.png'}\n", "utf-8")
+    controller = await windows.open(app_ctx, start=False)
+    dialog = controller.keeper.open_import(sheet)
+    await until(lambda: dialog.plan is not None)
+    assert not dialog.images_anywhere.isChecked()
+    assert [job.row_number for job in dialog.plan.jobs] == [2]  # the absolute one inside
+    [error] = dialog.plan.errors
+    assert error.row_number == 3
+    assert error.message.startswith(
+        f"the image is outside the sheet's folder ({tmp_path / 'sheets'}): ")
+    dialog.tabs.setCurrentIndex(2)
+    save_screenshot(dialog, "import-dialog-image-elsewhere")
+    first = dialog.plan
+    dialog.images_anywhere.setChecked(True)
+    await until(lambda: dialog.plan is not first)
+    assert dialog.plan.options.allow_images_anywhere
+    assert [job.row_number for job in dialog.plan.jobs] == [2, 3]
+    assert not dialog.plan.errors
+    assert dialog.import_button.text() == "Import 2 jobs"

@@ -82,6 +82,45 @@ def test_paths_outside_the_sheets_folder_are_refused(tmp_path: Path,
     assert all(SECRET.decode()[:10] not in message for message in rows.values())
 
 
+def test_an_absolute_path_inside_the_sheets_folder_is_accepted(
+        tmp_path: Path, catalog: StaticCatalog) -> None:
+    """Most sheets name files by their absolute path (issue 23): one inside the sheet's
+    folder was refused as "outside the sheet's folder"."""
+    sheet_dir = tmp_path / "sheet"
+    (sheet_dir / "sub").mkdir(parents=True)
+    (sheet_dir / "inside.png").write_bytes(PNG)
+    (sheet_dir / "sub" / "deep.png").write_bytes(PNG)
+    (tmp_path / "outside.png").write_bytes(PNG)
+    text = ("prompt,image\n"
+            f"a,{sheet_dir / 'inside.png'}\n"
+            f"b,{sheet_dir / 'sub' / 'deep.png'}\n"
+            "c,sub/../inside.png\n"
+            f"d,{sheet_dir / 'sub' / '..' / '..' / 'outside.png'}\n")
+    plan = plan_text(sheet_dir, text, catalog)
+    assert [job.row_number for job in plan.jobs] == [2, 3, 4], errors_of(plan)
+    assert plan.jobs[0].params["image"] == str(sheet_dir / "inside.png")
+    assert plan.jobs[0].params[PIN_FIELD] == hashlib.sha256(PNG).hexdigest()
+    # The refusal is true and names the folder and the way to allow it.
+    message = dict(errors_of(plan))[5]
+    assert message == (f"the image is outside the sheet's folder ({sheet_dir}): "
+                       f"{str(sheet_dir / 'sub' / '..' / '..' / 'outside.png')!r}")
+    [error] = plan.errors
+    assert "--allow-images-anywhere" in error.accepted
+    assert "Allow images from other folders" in error.accepted
+
+
+def test_a_sheet_opened_through_a_linked_folder_takes_paths_written_through_it(
+        tmp_path: Path, catalog: StaticCatalog) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "inside.png").write_bytes(PNG)
+    (tmp_path / "alias").symlink_to(real)
+    text = f"prompt,image\na,{tmp_path / 'alias' / 'inside.png'}\n"
+    plan = plan_text(tmp_path / "alias", text, catalog)
+    assert [job.row_number for job in plan.jobs] == [2], errors_of(plan)
+    assert plan.jobs[0].params["image"] == str(real / "inside.png")
+
+
 def test_allow_anywhere_takes_outside_paths_but_never_links(tmp_path: Path,
                                                             catalog: StaticCatalog) -> None:
     sheet_dir = tmp_path / "sheet"

@@ -5,8 +5,8 @@ Usage: ``python tests/proof/_hooked_runner.py HOOK[:ARG] -- REELQUEUE-ARGS...``
 Hooks (each reproduces one line of the seeds/001 checklist, deterministically):
 
 ``kill-after-save``
-    The first video written is renamed into place, then the process SIGKILLs itself:
-    the file is on disk, its completion is not in the journal.
+    The first video written is renamed into place (its hash recorded just before), then
+    the process SIGKILLs itself: the file is on disk, its completion is not in the journal.
 ``raise-in-submit:MARKER``
     The mock adapter's submit raises RuntimeError (a bug of ours, not a ProviderError)
     for prompts containing MARKER: an exception inside the worker.
@@ -40,9 +40,10 @@ def install(hook: str) -> None:
         from reelqueue.engine.outputs import OutputWriter, WrittenFile
 
         class KillAfterSave(OutputWriter):
-            async def write_atomically(self, chunks: Any, final: Path,
-                                       claim_token: str) -> WrittenFile:
-                written = await super().write_atomically(chunks, final, claim_token)
+            async def write_atomically(self, chunks: Any, final: Path, claim_token: str,
+                                       **options: Any) -> WrittenFile:
+                written = await super().write_atomically(chunks, final, claim_token,
+                                                         **options)
                 print(f"hook: saved {final.name}; killing before completion is recorded",
                       flush=True)
                 _die()

@@ -10,6 +10,7 @@ recorded; a job that crashes its worker every time), the runner is started throu
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -153,7 +154,10 @@ def test_kill_after_the_video_is_saved_before_completion_is_recorded(tmp_path: P
         assert len(saved) == 1
         job = saved[0]
         video = Path(job.output_path)
-        assert video.is_file() and job.output_sha256 is None  # on disk, not recorded
+        # On disk under the name its download recorded, with the hash recorded before the
+        # rename (issue 22), not completed.
+        assert video.is_file() and job.output_part is not None
+        assert job.output_sha256 == hashlib.sha256(video.read_bytes()).hexdigest()
         inode = video.stat().st_ino, video.stat().st_mtime_ns
         out = _finish(data, videos, [str(sheet), *RUN], tmp_path / "run-2.log")
         assert re.search(r"Recovery: 1 finished videos? found on disk", out), out
@@ -252,8 +256,12 @@ async def test_slow_worker_finishes_after_its_lease_was_taken_over(
     assert job is not None and job.state == JobState.COMPLETED
     assert [e.event for e in ledger].count("completed") == 1
     fenced = [e for e in ledger if e.event == "fenced_out"]
-    assert any(e.claim_token == token_a and e.detail["write"] == "mark_completed"
+    # A's first write after it wakes, the hash of its download (issue 22), is refused: it
+    # never gives its file the output name, and never gets to its completion.
+    assert any(e.claim_token == token_a and e.detail["write"] == "record_download"
                for e in fenced), [(e.event, e.claim_token, e.detail) for e in ledger]
+    assert not any(e.claim_token == token_a and e.event in ("downloaded", "completed")
+                   for e in ledger)
     taken = [e for e in ledger if e.event == "reattached"]
     assert len(taken) == 1 and taken[0].claim_token != token_a
     assert creates == {"slow-1": 1}

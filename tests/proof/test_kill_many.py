@@ -170,7 +170,8 @@ def test_kill_many_times_then_drain(tmp_path: Path, mode: str) -> None:
         # Died inside the submit window, provider cannot be asked: parked by recovery as
         # an unknown outcome (not failed), never created again (at most the one create
         # that may have left before the kill); the words name what to look for.
-        assert mode == "none", job
+        assert mode == "none", (job.error_label, job.error_message,
+                                [(e.event, e.detail) for e in per_job[job.id]])
         assert job.error_label == "submit outcome unknown" and job.error_class == "unknown"
         parked = [e for e in per_job[job.id] if e.event == "parked"][-1]
         assert parked.detail.get("source") == "recovery", parked

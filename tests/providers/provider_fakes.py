@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.every_key import EveryAccountKey
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -165,7 +166,7 @@ async def run_one_row(
                                       params=params or {}, row_number=2)], 0)
     store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
     client = httpx.AsyncClient(transport=httpx.MockTransport(router))
-    engine = Engine(store, config=config, key_lookup=lambda ref: key, http_client=client,
+    engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,
                     rng=random.Random(1))
     try:
         await engine.start()

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests.every_key import EveryAccountKey
 
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorLabel, ProviderError
@@ -176,7 +177,7 @@ async def test_key_quoted_past_the_cut_never_reaches_the_journal(tmp_path: Path)
         store.add_account(AccountSpec("m", "mock", 1, server.url, key_ref="m"), 0)
         config = EngineConfig(retry_backoff=BackoffPolicy(0.01, 0.05),
                               poll_backoff=BackoffPolicy(0.01, 0.05), heartbeat_seconds=0.05)
-        engine = Engine(store, config=config, key_lookup=lambda ref: key,
+        engine = Engine(store, config=config, keys=EveryAccountKey(key),
                         rng=random.Random(1))
         await engine.start()
         try:

@@ -37,6 +37,7 @@ from provider_fakes import (
     read_timeout,
     video_response,
 )
+from tests.every_key import EveryAccountKey
 
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
@@ -798,7 +799,7 @@ async def run_rows(tmp_path: Path, fake: StrictKling, rows: list[dict[str, Any]]
     store.add_account(AccountSpec("kl", "kling", 2, key_ref="kl"), 0)
     async with httpx.AsyncClient(transport=httpx.MockTransport(fake.router)) as client:
         engine = Engine(store, config=FAST, rng=random.Random(1), http_client=client,
-                        key_lookup=lambda ref: KEY)
+                        keys=EveryAccountKey(KEY))
         await engine.start()
         await asyncio.wait_for(engine.run_until_drained(), 30)
         await engine.stop()

@@ -33,6 +33,7 @@ from provider_fakes import (
     read_timeout,
     video_response,
 )
+from tests.every_key import EveryAccountKey
 
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
@@ -836,7 +837,7 @@ async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any]
                                       row_number=2)], 0)
     store.add_account(AccountSpec("mm-1", "minimax", 1, None, "ref"), 0)
     client = httpx.AsyncClient(transport=httpx.MockTransport(router))
-    engine = Engine(store, config=FAST, key_lookup=lambda ref: SENTINEL_KEY,
+    engine = Engine(store, config=FAST, keys=EveryAccountKey(SENTINEL_KEY),
                     http_client=client, rng=random.Random(1))
     try:
         await engine.start()

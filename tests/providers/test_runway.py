@@ -25,6 +25,7 @@ from provider_fakes import (
     read_timeout,
     video_response,
 )
+from tests.every_key import EveryAccountKey
 
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
@@ -584,7 +585,7 @@ async def run_engine(tmp_path: Path, router: Router, config: EngineConfig = FAST
                                       row_number=2)], 0)
     store.add_account(AccountSpec("studio", "runway", 1, None, "ref"), 0)
     client = httpx.AsyncClient(transport=httpx.MockTransport(router))
-    engine = Engine(store, config=config, key_lookup=lambda ref: SENTINEL_KEY,
+    engine = Engine(store, config=config, keys=EveryAccountKey(SENTINEL_KEY),
                     http_client=client, rng=random.Random(1))
     try:
         await engine.start()

@@ -248,6 +248,9 @@ def test_recovery_sorts_every_leftover(store: Store, tmp_path: Path, clock: Fake
     for c in (on_disk, rendering):
         assert store.record_submitted(c.token, "pj-" + c.token.token, clock.now())
     assert store.mark_downloading(on_disk.token, clock.now())
+    # The download recorded its file's hash before renaming it (issue 22): only that file
+    # completes the job from disk.
+    assert store.record_download(on_disk.token, size=10, sha256="cd" * 32, now=clock.now())
 
     def check(job: Job) -> FileCheck:
         if job.id == on_disk.job.id:
@@ -673,6 +676,7 @@ def test_a_completion_records_the_machine_that_holds_the_file(
         assert store.mark_submitting(c.token, "ct-" + c.token.token, clock.now())
         assert store.record_submitted(c.token, "pj-" + c.token.token, clock.now())
     assert store.mark_downloading(found.token, clock.now())
+    assert store.record_download(found.token, size=10, sha256="cd" * 32, now=clock.now())
     setattr(store, "host", "render-box")  # noqa: B010
 
     def check(job: Job) -> FileCheck:

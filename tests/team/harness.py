@@ -132,3 +132,22 @@ def settle(predicate: Any, timeout: float, what: str) -> Any:
     return wait_for(predicate, timeout, what, interval=0.2)
 
 
+
+
+def bound_keys(url: str, keys: dict[str, str]) -> dict[str, str]:
+    """The keyring entries a machine holds after ``reelqueue team-key NAME`` for each of
+    ``keys`` (account name -> key): each key under this database's entry for the account,
+    bound to the provider and address its row names now (application/trust.py). For
+    tests whose subject is not the trust boundary; tests/team/test_hostile_accounts.py
+    runs the command itself."""
+    from reelqueue.credentials.binding import KeyBinding, binding_ref, team_key_ref
+
+    database_id = read(url, "SELECT value FROM reelqueue_meta WHERE key = 'database_id'")[0][0]
+    rows = {name: (provider, base_url) for name, provider, base_url in
+            read(url, "SELECT name, provider, base_url FROM accounts")}
+    entries: dict[str, str] = {}
+    for name, key in keys.items():
+        ref = team_key_ref(database_id, name)
+        entries[ref] = key
+        entries[binding_ref(ref)] = KeyBinding.of(*rows[name]).to_text()
+    return entries

@@ -84,3 +84,46 @@ def test_migrate_without_a_journal_says_so(tmp_path: Path, team_url: str) -> Non
     done = cli(tmp_path / "nothing", "migrate-to", team_url)
     assert done.returncode == 2
     assert "no journal" in done.stderr
+
+
+def test_migrate_keeps_this_machines_keys_for_the_team_where_they_went_before(
+        tmp_path: Path, team_url: str) -> None:
+    """The team's keyring entries are named after the database (issue 21): migrate-to
+    carries this machine's keys and their bindings over, so the machine that migrated
+    renders for its accounts at once, and a key still goes only where it went before."""
+    import subprocess
+
+    from reelqueue.credentials.binding import KeyBinding, binding_ref
+    from reelqueue.credentials.keystore import key_ref_for
+    from reelqueue.domain.models import AccountSpec
+    from tests.proof.harness import REELQUEUE
+    from tests.team.file_keyring import write_keys
+    from tests.team.harness import machine_env, read, team_cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    keyring_file = tmp_path / "keyring.json"
+    gateway = "http://127.0.0.1:9/v1"
+    store = SqliteStore.open(data / "journal.sqlite3", now=1.0)
+    try:
+        store.add_account(AccountSpec("keyed", "mock", 2, gateway, key_ref_for("keyed")), 1.0)
+        store.add_account(AccountSpec("open", "mock", 1, gateway, None), 1.0)
+    finally:
+        store.close()
+    key = "sk-migrate-3e7b1c90d4"
+    write_keys(keyring_file, {key_ref_for("keyed"): key, binding_ref(key_ref_for("keyed")):
+                              KeyBinding.of("mock", gateway).to_text()})
+    done = subprocess.run([*REELQUEUE, "--data-dir", str(data), "migrate-to", team_url],
+                          capture_output=True, text=True, timeout=120,
+                          env=machine_env(keyring_file), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Kept 1 account key(s) for the team on this machine" in done.stdout
+    database_id = read(team_url, "SELECT value FROM reelqueue_meta "
+                       "WHERE key = 'database_id'")[0][0]
+    kept = keyring_file.read_text()
+    assert f"team:{database_id}/account:keyed" in kept
+    assert f"binding:team:{database_id}/account:keyed" in kept
+    listed = team_cli(data, team_url, "accounts", "list", keyring_file=keyring_file)
+    assert listed.returncode == 0, listed.stderr
+    assert "keyed" in listed.stdout and "on this machine" not in listed.stdout
+    assert key not in done.stdout + done.stderr + listed.stdout

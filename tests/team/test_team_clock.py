@@ -32,7 +32,7 @@ from reelqueue.domain.models import LedgerEntry
 from reelqueue.store.postgres import Instance, PostgresStore
 from tests.proof.harness import MockProcess, check_batch, record_figures, wait_for, write_sheet
 from tests.team.file_keyring import write_keys
-from tests.team.harness import Worker, read, team_cli
+from tests.team.harness import Worker, bound_keys, read, team_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -127,7 +127,7 @@ def test_workers_with_wrong_clocks_never_pass_a_limit_or_create_twice(
                                 env={TEST_CLOCK_SKEW_ENV: str(skew)})
                    for name, skew in SKEWS.items()}
         for worker in workers.values():
-            write_keys(worker.keyring_file, {f"account:{n}": k for n, k in KEYS.items()})
+            write_keys(worker.keyring_file, bound_keys(team_url, KEYS))
         try:
             for worker in workers.values():
                 worker.start()

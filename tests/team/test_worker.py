@@ -18,7 +18,7 @@ from reelqueue.application.team import (
 from reelqueue.domain.errors import InputError
 from tests.proof.harness import MockProcess, write_sheet
 from tests.team.file_keyring import write_keys
-from tests.team.harness import Worker, read, settle, team_cli
+from tests.team.harness import Worker, bound_keys, read, settle, team_cli
 
 pytestmark = [pytest.mark.integration]
 
@@ -53,7 +53,7 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
         import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
         worker = Worker("machine-a", tmp_path, team_url, "--no-progress", "--lease-seconds",
                         "6")
-        write_keys(worker.keyring_file, {"account:acct-a": KEY_A})
+        write_keys(worker.keyring_file, bound_keys(team_url, {"acct-a": KEY_A}))
         try:
             worker.start().wait_running()
             out = worker.output()
@@ -100,7 +100,7 @@ def test_sigterm_while_rendering_leaves_renders_for_the_next_instance(
         second = Worker("machine-b", tmp_path, team_url, "--no-progress",
                         "--lease-seconds", "3")
         for worker in (first, second):
-            write_keys(worker.keyring_file, {"account:acct-a": KEY_A})
+            write_keys(worker.keyring_file, bound_keys(team_url, {"acct-a": KEY_A}))
         try:
             first.start().wait_running()
             settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
@@ -177,7 +177,7 @@ def test_a_takeover_without_the_key_hands_the_render_back(tmp_path: Path,
                        "--lease-seconds", "2")
         keyless = Worker("machine-n", tmp_path, team_url, "--no-progress",
                          "--lease-seconds", "2")
-        write_keys(keyed.keyring_file, {"account:acct-a": KEY_A})
+        write_keys(keyed.keyring_file, bound_keys(team_url, {"acct-a": KEY_A}))
         write_keys(keyless.keyring_file, {})
         try:
             keyless.start().wait_running()

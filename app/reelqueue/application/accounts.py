@@ -14,12 +14,17 @@ from dataclasses import dataclass, field, replace
 
 from reelqueue.application.keys import check_key
 from reelqueue.application.session import Session
-from reelqueue.domain.errors import InputError, ProviderError, account_status_for
+from reelqueue.application.trust import AccountTrust, account_trust
+from reelqueue.credentials.binding import KeyBinding, binding_ref
+from reelqueue.credentials.keystore import key_ref_for
+from reelqueue.domain.errors import InputError, KnownError, ProviderError, account_status_for
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
 from reelqueue.engine import account_commands, queries
+from reelqueue.engine.account_keys import CONFIRM, KeyAnswer
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.estimate import PRICE_SETTING, account_price
+from reelqueue.providers.key_text import key_text_problem
 from reelqueue.providers.registry import check_base_url
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
@@ -60,6 +65,8 @@ class AccountChange:
             resource packs that publish none. ``clear_price_per_second`` removes it.
         model: openai-compat only: the gateway's model for rows that name none.
         allow_1080p: openai-compat only: the gateway's model renders 1080p.
+        base_url: a new API base URL (a gateway's); this machine's key is bound to it at
+            once, the other machines of a team see "confirm on this machine".
     """
 
     capacity: int | None = None
@@ -70,6 +77,7 @@ class AccountChange:
     clear_price_per_second: bool = False
     model: str | None = None
     allow_1080p: bool | None = None
+    base_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,11 +152,22 @@ async def test_key(session: Session, draft: AccountDraft) -> None:
     """Ask the provider whether the draft's key works (its cheapest read-only call); raise
     the provider's error when it does not. A ``mock`` draft without a URL is checked on
     the built-in mock (started for it)."""
+    # The key as it is stored (add_account strips it): the same text is checked and kept.
+    key = (draft.key or "").strip() or None
+    _refuse_unsendable_key(key)
     base_url = draft.base_url
     if draft.provider == "mock" and not base_url:
         base_url = await session.ensure_mock()
-    await check_key(draft.name, draft.provider, base_url, draft.key, dict(draft.settings),
+    await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
                     providers=session.providers)
+
+
+def _refuse_unsendable_key(key: str | None) -> None:
+    """InputError (quoting none of the key) when ``key`` cannot be sent to any provider:
+    refused before it reaches the keyring or the network (issue 22)."""
+    text = (key or "").strip()
+    if text and (problem := key_text_problem(text)) is not None:
+        raise InputError(f"This API key cannot be used: {problem}. Nothing was stored.")
 
 
 async def add_account(session: Session, draft: AccountDraft, *, check: bool = True) -> Account:
@@ -159,6 +178,7 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     key = (draft.key or "").strip() or None
     if info.requires_key and key is None:
         raise InputError(f"{info.title} needs an API key.")
+    _refuse_unsendable_key(key)
     if key is not None:  # no point asking the provider about a key we could not keep
         await asyncio.to_thread(session.keys.keystore.check_available)
     if check:
@@ -167,10 +187,12 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
         await session.ensure_mock()  # the running engine renders on it
     key_ref = None
     if key is not None:
-        from reelqueue.credentials.keystore import key_ref_for
-
+        # The journal's key_ref only says "this account has a key": where the key is kept
+        # on this machine, and where it may go (what the user typed here), is this
+        # machine's own (application.trust).
         key_ref = key_ref_for(draft.name)
-        await asyncio.to_thread(session.keys.store, key_ref, key)
+        await _keep_key(session, draft.name, key,
+                        KeyBinding.of(draft.provider, draft.base_url))
     assert draft.capacity is not None  # check_new_account chose it
     spec = AccountSpec(draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
                        dict(draft.settings))
@@ -199,7 +221,9 @@ async def remove_account(session: Session, name: str) -> None:
     journal = session.journal
     await journal.remove_account(name, session.clock.now())
     if account.key_ref:
-        await asyncio.to_thread(session.keys.forget, account.key_ref)
+        ref = session.trusted_keys.key_ref(name)
+        await asyncio.to_thread(session.keys.forget, ref)
+        await asyncio.to_thread(session.keys.forget, binding_ref(ref))
     session.changed()
 
 
@@ -213,10 +237,15 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
     the account ("key not on this machine") and changes nothing in the database."""
     account = await get_account(session, name)
     journal, now = session.journal, session.clock.now()
+    info = session.providers.get(account.provider)
     key = None
     if account.key_ref:
-        key = await asyncio.to_thread(session.keys.read, account.key_ref)
-    info = session.providers.get(account.provider)
+        answer = await key_answer(session, account)
+        if answer.problem == CONFIRM:
+            # Nothing is sent: the key is not bound to the address the row names now.
+            return KeyTestResult(False, None, f"Account {name}: {answer.detail}; nothing "
+                                 "was sent and nothing changed.")
+        key = answer.key
     # A key reference counts too (as for claims, application.team): a provider that can
     # go without a key still renders under this account's key elsewhere.
     needs_key = info.requires_key or bool(account.key_ref)
@@ -281,6 +310,12 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
         settings["allow_1080p"] = True if change.allow_1080p else None
     if change.capacity is not None and change.capacity < 1:
         raise InputError("The limit must be at least 1.")
+    if change.base_url is not None:
+        base_url = check_base_url(change.base_url)
+        await session.journal.update_account(name, session.clock.now(), base_url=base_url)
+        if current.key_ref:
+            await _bind_here(session, replace(current, base_url=base_url))
+        session.changed()
     engine = session.live_engine
     if engine is None:
         journal = session.journal
@@ -299,3 +334,113 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
                            settings=settings)
         session.changed()
     return await get_account(session, name)
+
+
+# -- the trust boundary (issue 21) ---------------------------------------------------------
+@dataclass(frozen=True)
+class ConfirmResult:
+    """The outcome of :func:`confirm_account`.
+
+    Attributes:
+        ok: this machine's key of the account is now bound to what its row names.
+        message: what happened, in the user's words (never the key).
+        bound_to: the binding now kept (None when nothing was bound).
+        was: the binding it replaced, if any.
+    """
+
+    ok: bool
+    message: str
+    bound_to: str | None = None
+    was: str | None = None
+
+
+async def _keep_key(session: Session, name: str, key: str, binding: KeyBinding) -> None:
+    """Put an account's key and its binding in this machine's keyring."""
+    ref = session.trusted_keys.key_ref(name)
+    await asyncio.to_thread(session.keys.store, ref, key)
+    await asyncio.to_thread(session.keys.store, binding_ref(ref), binding.to_text())
+
+
+async def _bind_here(session: Session, account: Account) -> KeyBinding | None:
+    """Bind this machine's key of ``account`` to the kind and host its row names now;
+    None when this machine holds no key for it."""
+    trusted = session.trusted_keys
+    ref = trusted.key_ref(account.name)
+    key = await asyncio.to_thread(session.keys.read, ref)
+    if key is None and trusted.database_id is not None:
+        # A key kept for the team before bindings existed (``account:NAME``, unbound).
+        old = key_ref_for(account.name)
+        old_key = await asyncio.to_thread(session.keys.read, old)
+        if old_key and await asyncio.to_thread(session.keys.read, binding_ref(old)) is None:
+            key = old_key
+            await asyncio.to_thread(session.keys.store, ref, key)
+    if key is None:
+        return None
+    binding = KeyBinding.of(account.provider, account.base_url)
+    await asyncio.to_thread(session.keys.store, binding_ref(ref), binding.to_text())
+    return binding
+
+
+async def key_answer(session: Session, account: Account) -> KeyAnswer:
+    """The key ``account`` may use from this machine, or why none (read now, on a worker
+    thread: also for a command whose engine does not run)."""
+    trusted = session.trusted_keys
+    refs = trusted.refs_to_read([account])
+    await asyncio.to_thread(session.keys.load, refs)
+    try:
+        official = session.providers.get(account.provider).default_base_url
+    except KnownError:
+        official = None
+    return trusted.key_for(account, official)
+
+
+async def confirm_account(session: Session, name: str) -> ConfirmResult:
+    """``reelqueue accounts confirm NAME`` (and the window's Confirm button): bind this
+    machine's key of the account to the provider kind and API host its row names now, so
+    this machine renders for it again. Nothing is written to the journal."""
+    account = await get_account(session, name)
+    if not account.key_ref:
+        return ConfirmResult(False, f"Account {name} has no key; there is nothing to "
+                             "confirm.")
+    trusted = session.trusted_keys
+    await asyncio.to_thread(session.keys.load, trusted.refs_to_read([account]))
+    before = trusted.binding(name)
+    if account.base_url:
+        check_base_url(account.base_url)  # an address the adapters refuse is not bound
+    bound = await _bind_here(session, account)
+    if bound is None:
+        command = "team-key" if trusted.database_id is not None else "accounts add"
+        return ConfirmResult(False, f"Account {name}: key not on this machine; nothing to "
+                             f"confirm (keep its key here first: reelqueue {command} "
+                             f"{name}).")
+    session.changed()
+    was = before.describe() if before is not None and before != bound else None
+    message = (f"Account {name}: this machine now sends its key to {bound.describe()}"
+               + (f" (was {was})" if was else "") + ".")
+    return ConfirmResult(True, message, bound.describe(), was)
+
+
+async def trust_of_accounts(session: Session,
+                            accounts: list[Account] | None = None) -> list[AccountTrust]:
+    """This machine's view of every account's key: renders here, key not here, or waits
+    for ``accounts confirm`` (for ``accounts list``, ``status`` and the window)."""
+    if accounts is None:
+        accounts = await session.journal.list_accounts()
+    trusted = session.trusted_keys
+    keyed = [a for a in accounts if a.key_ref]
+    if keyed:
+        await asyncio.to_thread(session.keys.load, trusted.refs_to_read(keyed))
+
+    def official(kind: str) -> str | None:
+        return session.providers.get(kind).default_base_url
+
+    return account_trust(trusted, accounts, official)
+
+
+async def machine_notes(session: Session,
+                        accounts: list[Account] | None = None) -> dict[str, str]:
+    """Name -> this machine's own word on the account, for those it does not render for:
+    waiting for ``accounts confirm`` and, on a team database, "key not on this machine"."""
+    team = session.ctx.store_url is not None
+    return {t.name: t.words for t in await trust_of_accounts(session, accounts)
+            if t.problem == CONFIRM or (t.problem is not None and team)}

@@ -90,7 +90,7 @@ async def apply_import(session: Session, plan: ImportPlan, first_rows: int | Non
     if plan.refused:
         raise InputError(refusal_message(plan))
     if first_rows is not None:
-        plan = replace(plan, jobs=plan.jobs[:max(0, first_rows)])
+        plan = plan.first_rows(first_rows)
     if (engine := session.live_engine) is not None and not set_max_spend:
         # The engine's import command writes and wakes the pump itself.
         return await import_plan(engine, plan, max_spend=max_spend)

@@ -26,11 +26,13 @@ import asyncio
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
+from reelqueue.application.trust import TrustedKeys, database_identity
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import RecoveryReport
@@ -72,6 +74,7 @@ class KeyCache:
         self._keystore = keystore
         self._keys: dict[str, str] = {}
         self._asked: set[str] = set()
+        self._read_at: dict[str, float] = {}  # monotonic time of each entry's last read
         self._lock = threading.Lock()
         self._loading: set[asyncio.Task[None]] = set()
         self.on_loaded: Callable[[], None] = lambda: None
@@ -107,8 +110,9 @@ class KeyCache:
             problems = await asyncio.to_thread(self.load, [ref])
             for problem in problems:
                 log.warning("keyring: %s", problem)
-            if self.lookup_cached(ref) is not None:
-                self.on_loaded()
+            # Also when nothing was found: an answer that waited for this read (a key's
+            # binding, application.trust) can be given now.
+            self.on_loaded()
 
         task = loop.create_task(load(), name=f"key-{ref}")
         self._loading.add(task)
@@ -117,6 +121,52 @@ class KeyCache:
     def lookup_cached(self, ref: str) -> str | None:
         with self._lock:
             return self._keys.get(ref)
+
+    # -- application.trust.KeyReader: keys and their bindings (issue 21) ----------------
+    def peek(self, ref: str) -> str | None:
+        """What is known of the entry (asks for it in the background if never asked)."""
+        return self.lookup(ref)
+
+    def ready(self, ref: str) -> bool:
+        """The entry was read (or its reading failed) at least once."""
+        with self._lock:
+            return ref in self._read_at
+
+    def keep(self, ref: str, value: str) -> None:
+        """Remember ``value`` now and write it to the OS keyring (in the background on a
+        loop; at once off a loop)."""
+        with self._lock:
+            self._keys[ref] = value
+            self._asked.add(ref)
+            self._read_at[ref] = time.monotonic()
+
+        def write() -> None:
+            try:
+                self.keystore.set_key(ref, value)
+            except KnownError as exc:
+                log.warning("keyring: %s", exc)
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            write()
+            return
+        task = loop.create_task(asyncio.to_thread(write), name="keyring-write")
+        self._loading.add(task)
+        task.add_done_callback(self._loading.discard)
+
+    def recheck(self, ref: str) -> None:
+        """Read the entry again in the background if its last read is older than
+        ``trust.RECHECK_SECONDS`` (a confirm made by another process of this machine)."""
+        from reelqueue.application.trust import RECHECK_SECONDS
+
+        with self._lock:
+            read_at = self._read_at.get(ref)
+        if read_at is None or time.monotonic() - read_at < RECHECK_SECONDS:
+            return
+        with self._lock:
+            self._read_at[ref] = time.monotonic()  # one re-read at a time
+        self._load_in_background(ref)
 
     def load(self, refs: Iterable[str]) -> list[str]:
         """Read keys (blocking: call on a worker thread); return the problems met."""
@@ -128,10 +178,15 @@ class KeyCache:
                 key = self.keystore.get_key(ref)
             except KnownError as exc:
                 problems.append(str(exc))
-                continue
-            if key:
                 with self._lock:
+                    self._read_at[ref] = time.monotonic()
+                continue
+            with self._lock:
+                self._read_at[ref] = time.monotonic()
+                if key:
                     self._keys[ref] = key
+                else:
+                    self._keys.pop(ref, None)
         return problems
 
     def read(self, ref: str) -> str | None:
@@ -139,6 +194,7 @@ class KeyCache:
         key = self.keystore.get_key(ref)
         with self._lock:
             self._asked.add(ref)
+            self._read_at[ref] = time.monotonic()
             if key:
                 self._keys[ref] = key
         return key or None
@@ -149,12 +205,15 @@ class KeyCache:
         self.keystore.set_key(ref, key)
         with self._lock:
             self._keys[ref] = key.strip()
+            self._asked.add(ref)
+            self._read_at[ref] = time.monotonic()
 
     def forget(self, ref: str) -> None:
         """Delete the key from the OS keyring and the cache (blocking: worker thread)."""
         self.keystore.delete_key(ref)
         with self._lock:
             self._keys.pop(ref, None)
+            self._read_at[ref] = time.monotonic()
 
 
 class Session:
@@ -190,6 +249,7 @@ class Session:
         self._lock: Any | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._owns_store = True
+        self._trusted: TrustedKeys | None = None
         self._engine_stopped = False
         self.keyring_problems: list[str] = []
         """Why some keys could not be read at :meth:`start`."""
@@ -240,6 +300,17 @@ class Session:
         self._journal = AsyncStore(store)
         self._owns_store = False
 
+    @property
+    def trusted_keys(self) -> TrustedKeys:
+        """The accounts' keys behind this machine's bindings (application.trust), named
+        after the open journal's identity (the team database's, or the local one's)."""
+        if self._store is None:
+            raise SessionClosed("the session is not open")
+        database_id = database_identity(self._store)
+        if self._trusted is None or self._trusted.database_id != database_id:
+            self._trusted = TrustedKeys(self.keys, database_id)
+        return self._trusted
+
     # -- the engine ----------------------------------------------------------------------
     async def start(self, config: EngineConfig | None = None, *,
                     paused: bool = False) -> RecoveryReport:
@@ -252,13 +323,14 @@ class Session:
         accounts = await journal.list_accounts()
         if builtin_mock_accounts(accounts):
             await self.ensure_mock()
-        refs = [a.key_ref for a in accounts if a.key_ref]
+        trusted = self.trusted_keys
+        refs = trusted.refs_to_read(a for a in accounts if a.key_ref)
         self.keyring_problems = await asyncio.to_thread(self.keys.load, refs) if refs else []
         # One thread per journal: the engine brings its own, ours goes.
         await asyncio.to_thread(journal.shutdown)
         self._journal = None
         engine = Engine(self._store, config=config, clock=self.clock,
-                        key_lookup=self.keys.lookup, bus=self.bus,
+                        keys=trusted, bus=self.bus,
                         providers=self.mock.providers(self.providers),
                         lost_render_accounts=builtin_mock_accounts(accounts))
         self.engine = engine

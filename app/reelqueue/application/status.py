@@ -68,7 +68,15 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
                             store.spend_summary(now, local_day_start(now)))
 
     journal = session.journal
-    return await journal.call(read, journal.sync)
+    report = await journal.call(read, journal.sync)
+    # This machine's own word on each account (issue 21): "key not on this machine", or
+    # its address changed on the team database and waits for `accounts confirm`.
+    from reelqueue.application.accounts import machine_notes
+
+    words = await machine_notes(session)
+    for account in report.data["accounts"]:
+        account["this_machine"] = words.get(account["name"])
+    return report
 
 
 async def spend(session: Session) -> SpendSummary:

@@ -23,9 +23,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
+from reelqueue.application.trust import DirectKeys, TrustedKeys, database_identity
 from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
+from reelqueue.engine.account_keys import CONFIRM, AccountKeys
 from reelqueue.engine.clock_offset import OFFSET_WARN_SECONDS
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
@@ -76,6 +78,74 @@ def database_key_ref(url: str) -> str:
     from reelqueue.store.postgres_support import describe_dsn
 
     return f"database:{describe_dsn(url)}"
+
+
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if not host or host.startswith("/"):
+        return True  # a Unix socket: never leaves the machine
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def connection_warnings(url: str | None, store: object | None = None) -> list[str]:
+    """What ``run``, ``worker``, ``serve`` and ``doctor`` say about the team database's
+    connection (issue 21): a plain warning (never an error) when it is not encrypted,
+    with how to add ``sslmode=require`` when the server is not on this machine; a word
+    when it is encrypted without the server being verified. ``store``: the open store,
+    which knows whether its connection really is encrypted (``encrypted``)."""
+    from psycopg import conninfo
+
+    from reelqueue.store.postgres_support import describe_dsn
+
+    if url is None or not is_team_url(url):
+        return []
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except Exception:
+        return []
+    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE") or "")
+    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
+    local = all(_is_loopback(h.strip()) for h in hosts)
+    encrypted = getattr(store, "encrypted", None) if store is not None else None
+    where = describe_dsn(url)
+    example = f"postgresql://{where}?sslmode=require"
+    if sslmode in ("verify-full", "verify-ca"):
+        return []
+    if sslmode == "require":
+        return [] if local else [
+            f"warning: the connection to the team database {where} is encrypted but the "
+            "server is not verified (sslmode=require): use sslmode=verify-full with "
+            "sslrootcert=/path/team-ca.pem to be sure it is your server."]
+    said = "sslmode=disable" if sslmode == "disable" else (
+        f"sslmode={sslmode}" if sslmode else "no sslmode in its address")
+    if encrypted:
+        if local:
+            return []
+        return [f"warning: the connection to the team database {where} happens to be "
+                f"encrypted, but nothing requires it ({said}): someone in the way could "
+                f"make it plain text. Add sslmode=require to the address ({example}), or "
+                "verify-full with sslrootcert to check the server too."]
+    if encrypted is None and sslmode != "disable":
+        line = (f"warning: the connection to the team database {where} is not required to "
+                f"be encrypted ({said}): it is plain text unless the server offers TLS.")
+    else:
+        line = (f"warning: the connection to the team database {where} is not encrypted "
+                f"({said}).")
+    if local:
+        return [line + " It stays on this machine (loopback), so nothing crosses the "
+                "network."]
+    return [line + " Jobs, prompts and the login cross the network readable. Once the "
+            f"server has TLS, add sslmode=require to the address ({example}), or "
+            "sslmode=verify-full&sslrootcert=/path/team-ca.pem to check the server too."]
 
 
 def connection_string(url: str, password: str | None) -> str:
@@ -140,25 +210,44 @@ class AccountAvailability:
     reason: str = ""
 
 
-def key_availability(accounts: list[Account], key_lookup: KeyLookup,
+def key_availability(accounts: list[Account], keys: TrustedKeys,
                      providers: ProviderRegistry | None = None) -> list[AccountAvailability]:
-    """Which accounts this machine renders for: those whose key its keyring holds (or
-    whose provider needs none and names no key)."""
+    """Which accounts this machine renders for: those whose key its keyring holds, bound
+    to the kind and host the row names (or whose provider needs none and names no key).
+    The others say why: "key not on this machine", or that the row changed and waits for
+    ``accounts confirm`` (application.trust)."""
     registry = providers or builtin_registry()
     out = []
     for account in accounts:
         try:
-            needs = registry.get(account.provider).requires_key or bool(account.key_ref)
+            info = registry.get(account.provider)
         except Exception:  # an unknown provider: not a key question
             out.append(AccountAvailability(account.name, account.provider, False,
                                            "provider not known to this version"))
             continue
-        if needs and not (account.key_ref and key_lookup(account.key_ref)):
+        if not (info.requires_key or account.key_ref):
+            out.append(AccountAvailability(account.name, account.provider, True))
+            continue
+        answer = keys.key_for(account, info.default_base_url)
+        if answer.problem == CONFIRM:
+            out.append(AccountAvailability(account.name, account.provider, False,
+                                           answer.detail))
+        elif answer.problem is not None:
             out.append(AccountAvailability(account.name, account.provider, False,
                                            "key not on this machine"))
         else:
             out.append(AccountAvailability(account.name, account.provider, True))
     return out
+
+
+def worker_keys(store: object, keystore: object | None = None) -> TrustedKeys:
+    """A headless worker's keys: this machine's keyring, read directly (a blocking read
+    kept a few seconds), named after the team database's identity."""
+    if keystore is None:
+        from reelqueue.credentials.keystore import KeyStore
+
+        keystore = KeyStore()
+    return TrustedKeys(DirectKeys(keystore), database_identity(store))
 
 
 def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.AbstractEventLoop,
@@ -217,7 +306,7 @@ def team_config(config: EngineConfig) -> EngineConfig:
     return replace(config, shared_store=True)
 
 
-async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: KeyLookup,
+async def run_worker(store: PostgresStore, config: EngineConfig, *, keys: AccountKeys,
                      stop: asyncio.Event, on_event: Callable[[Event], None] | None = None,
                      on_started: Callable[[Engine], None] | None = None,
                      instance_id: str | None = None,
@@ -234,7 +323,7 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, key_lookup: 
     renders in flight at the stop stay claimed by this instance until their lease runs
     out, then any instance reattaches them by provider job id.
     """
-    engine = Engine(store, config=team_config(config), key_lookup=key_lookup,
+    engine = Engine(store, config=team_config(config), keys=keys,
                     instance_id=instance_id, clock=clock)
     if on_event is not None:
         engine.bus.subscribe(on_event)
@@ -280,8 +369,10 @@ class TeamMachine:
         live_renders: the in-flight jobs its last heartbeat renewed (0 once stopped).
         state: RUNNING, SILENT (no heartbeat for longer than a lease: any other instance
             takes its renders over) or STOPPED (said goodbye).
-        silent_for: seconds since its last heartbeat (at the time of the read).
+        silent_for: seconds since its last heartbeat, on the server's clock, at the read.
         this_machine: the instance is this window's own engine.
+        clock_offset: its clock minus the server's, as it last measured (None: unknown).
+        lease_seconds: the lease its claims get: silence longer than it means gone.
     """
 
     id: str
@@ -294,6 +385,8 @@ class TeamMachine:
     state: str
     silent_for: float
     this_machine: bool = False
+    clock_offset: float | None = None
+    lease_seconds: float | None = None
 
 
 def team_machines(instances: list[Instance], *, lease_seconds: float,
@@ -316,7 +409,9 @@ def team_machines(instances: list[Instance], *, lease_seconds: float,
             id=inst.id, host=inst.host, pid=inst.pid, version=inst.version,
             started_at=inst.started_at, heartbeat_at=inst.heartbeat_at,
             live_renders=0 if state == STOPPED else inst.live_renders, state=state,
-            silent_for=silent_for, this_machine=inst.id == own_id))
+            silent_for=silent_for, this_machine=inst.id == own_id,
+            clock_offset=inst.clock_offset,
+            lease_seconds=inst.lease_seconds or lease_seconds))
     return sorted(out, key=lambda m: (order[m.state], m.started_at, m.id))
 
 
@@ -337,6 +432,24 @@ async def machines(session: Session) -> list[TeamMachine]:
     lease = engine.config.lease_seconds if engine is not None else EngineConfig().lease_seconds
     return team_machines(rows, lease_seconds=lease,
                          own_id=engine.instance_id if engine is not None else None)
+
+
+async def instances(session: Session, *, local_running: bool = False
+                    ) -> list[TeamMachine]:
+    """``reelqueue instances``: the machines sharing the journal (issue 21). On the team
+    database, the instances registry, silence judged on the server's clock against each
+    instance's lease (a SIGKILLed worker reads SILENT, "gone", once its heartbeat is older
+    than its lease). On the local journal, this one machine: RUNNING while a ReelQueue
+    holds its data folder (``local_running``), its live renders counted in the journal."""
+    if is_team_session(session):
+        return await machines(session)
+    counts = await session.journal.counts()
+    live = sum(counts.live_by_account.values())
+    return [TeamMachine(
+        id="local", host=socket.gethostname(), pid=0, version=__version__,
+        started_at=0.0, heartbeat_at=0.0, live_renders=live if local_running else 0,
+        state=RUNNING if local_running else STOPPED, silent_for=0.0, this_machine=True,
+        clock_offset=0.0)]
 
 
 async def join(session: Session) -> None:
@@ -365,15 +478,38 @@ def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
     is not in this machine's keyring (read ahead at start; never blocks)."""
     if not is_team_session(session):
         return set()
-    return {a.name for a in key_availability(accounts, session.keys.lookup_cached,
+    return {a.name for a in key_availability(accounts, session.trusted_keys,
                                              session.providers)
             if not a.usable and a.reason == "key not on this machine"}
 
 
-__all__ = ["RUNNING", "SILENT", "STOPPED", "STORE_ENV", "TEST_CLOCK_SKEW_ENV",
-           "AccountAvailability", "TeamMachine", "check_team_url", "clock_for_tests",
-           "clock_lines",
-           "connection_string", "database_key_ref", "is_team_session", "is_team_url", "join",
-           "key_availability", "keyring_lookup", "keys_not_here", "leave", "machines",
-           "open_team_store", "run_worker", "save_database_password", "team_config",
-           "team_machines"]
+__all__ = [
+    "RUNNING",
+    "SILENT",
+    "STOPPED",
+    "STORE_ENV",
+    "TEST_CLOCK_SKEW_ENV",
+    "AccountAvailability",
+    "TeamMachine",
+    "check_team_url",
+    "clock_for_tests",
+    "clock_lines",
+    "connection_string",
+    "connection_warnings",
+    "database_key_ref",
+    "instances",
+    "is_team_session",
+    "is_team_url",
+    "join",
+    "key_availability",
+    "keyring_lookup",
+    "keys_not_here",
+    "leave",
+    "machines",
+    "open_team_store",
+    "run_worker",
+    "save_database_password",
+    "team_config",
+    "team_machines",
+    "worker_keys",
+]

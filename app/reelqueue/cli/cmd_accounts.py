@@ -27,6 +27,7 @@ from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
+from reelqueue.engine.queries import AccountSummary
 from reelqueue.providers.builtin import builtin_registry
 
 __all__ = ["DEFAULT_MODEL_KINDS", "check_key", "default_model_setting", "register"]
@@ -84,7 +85,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         default=None, help="openai-compat only: the gateway's model "
                                            "renders 1080p")
     change.add_argument("--no-allow-1080p", dest="allow_1080p", action="store_false")
+    change.add_argument("--base-url", default=None,
+                        help="a new API base URL (https, or loopback); this machine's key "
+                             "is sent there from now on, other machines of a team must "
+                             "confirm it")
     change.set_defaults(handler=handle_set)
+    confirm = commands.add_parser(
+        "confirm", help="send this machine's key of an account to the provider and address "
+                        "its row names now (after it changed on the team database)")
+    confirm.add_argument("name")
+    confirm.set_defaults(handler=handle_confirm)
+
+
+KEY_READ_LIMIT = 1 << 16
+"""Characters of stdin read as a key at most: any longer key is refused anyway
+(application.accounts), and a pipe that never ends must not fill the memory."""
 
 
 def read_key(provider_title: str, required: bool) -> str | None:
@@ -94,7 +109,9 @@ def read_key(provider_title: str, required: bool) -> str | None:
         hint = "" if required else " (optional, Enter to skip)"
         key = getpass.getpass(f"API key for {provider_title}{hint}: ")
     else:
-        key = sys.stdin.readline()
+        # All of it (bounded), not one line: a key with a line break inside is refused
+        # with the reason instead of being stored cut at the break.
+        key = sys.stdin.read(KEY_READ_LIMIT)
     key = key.strip()
     if not key and required:
         raise InputError("No API key was given. Pipe it on stdin or type it at the prompt "
@@ -130,8 +147,10 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def _describe(account: Account, live: int) -> str:
+def _describe(account: Account, live: int, here: str | None = None) -> str:
     state = account.status.value if account.enabled else "paused"  # the window's word too
+    if here:  # this machine's own word wins: it does not render for the account
+        state = f"{state}; on this machine: {here}"
     where = f" {account.base_url}" if account.base_url else ""
     own = accounts.own_price(account)
     price = f", own price ${own:g}/s" if own is not None else ""
@@ -141,12 +160,26 @@ def _describe(account: Account, live: int) -> str:
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    summaries = run_on_journal(ctx, accounts.list_accounts, lock=False)
+    async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str]]:
+        summaries = await accounts.list_accounts(session)
+        return summaries, await accounts.machine_notes(session,
+                                                       [s.account for s in summaries])
+
+    summaries, here = run_on_journal(ctx, read, lock=False)
     if not summaries:
         ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
     for summary in summaries:
-        ctx.print(_describe(summary.account, summary.live))
+        ctx.print(_describe(summary.account, summary.live, here.get(summary.account.name)))
     return 0
+
+
+def handle_confirm(args: argparse.Namespace, ctx: CliContext) -> int:
+    # Only this machine's keyring is written: no lock, a running engine sees it at its
+    # next pass (application.trust.RECHECK_SECONDS).
+    result = run_on_journal(ctx, lambda session: accounts.confirm_account(session, args.name),
+                            lock=False)
+    ctx.print(result.message)
+    return 0 if result.ok else 1
 
 
 def handle_remove(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -172,9 +205,10 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
                            price_per_second=price,
                            clear_price_per_second=(args.price_per_second is not None
                                                    and price is None),
-                           model=args.model, allow_1080p=args.allow_1080p)
+                           model=args.model, allow_1080p=args.allow_1080p,
+                           base_url=args.base_url)
     only_settings = (args.capacity is None and args.enabled is None and args.model is None
-                     and args.allow_1080p is None)
+                     and args.allow_1080p is None and args.base_url is None)
 
     async def update(session: Session) -> tuple[Account, int]:
         account = await accounts.update_account(session, args.name, change)
@@ -189,6 +223,10 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx, update, lock=not (only_settings and (args.daily_cap is not None
                                                   or args.price_per_second is not None)))
     ctx.print(_describe(account, live))
+    if args.base_url is not None and account.key_ref:
+        ctx.print(f"The key of {account.name} on this machine is sent to {account.base_url} "
+                  "from now on; on a team, every other machine that renders for it waits "
+                  f"until 'reelqueue accounts confirm {account.name}' is run there.")
     if args.daily_cap is not None:
         usd = account.settings.get("daily_cap")
         ctx.print(f"Daily spend cap: ${usd:.2f}." if isinstance(usd, int | float)

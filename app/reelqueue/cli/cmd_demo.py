@@ -27,6 +27,7 @@ from reelqueue.application.demo import (
     reset_demo,
 )
 from reelqueue.cli.context import CliContext, WindowOpener
+from reelqueue.domain.errors import WindowUnavailable
 from reelqueue.resources import resource
 
 
@@ -78,8 +79,15 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.reset:
         reset(demo)
     prepare(demo, args.sheet or resource("sample_prompts.csv"))
-    if not args.no_gui and has_display() and demo.open_window is not None:
-        return demo.open_window(demo, start=True)
+    if not args.no_gui and demo.open_window is not None:
+        if not has_display():
+            demo.print("No display found (neither DISPLAY nor WAYLAND_DISPLAY is set): "
+                       "the demo runs headless here.")
+        else:
+            try:
+                return demo.open_window(demo, start=True)
+            except WindowUnavailable as exc:
+                demo.print(f"{exc}\nThe demo runs headless here instead.")
     from reelqueue.cli.cmd_run import run_headless
     from reelqueue.engine.config import EngineConfig
 
@@ -96,7 +104,17 @@ def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParse
 
         ctx = CliContext(data_dir=(args.data_dir or default_data_dir()).resolve(),
                          videos_dir=(args.videos_dir or default_videos_dir()).resolve())
-        return open_window(ctx, start=False, open_sheet=sheet)
+        try:
+            return open_window(ctx, start=False, open_sheet=sheet)
+        except WindowUnavailable as exc:
+            print(f"reelqueue: {exc}", file=sys.stderr)
+            if sheet is not None:
+                print(f"Meanwhile import it with 'reelqueue import {sheet}' or render it "
+                      f"with 'reelqueue run {sheet}'.", file=sys.stderr)
+            else:
+                print("Meanwhile the commands of 'reelqueue --help' need no window (try "
+                      "'reelqueue demo').", file=sys.stderr)
+            return 2
     if sheet is not None:
         print(f"No display to open {sheet} in; import it with 'reelqueue import {sheet}' "
               f"or render it with 'reelqueue run {sheet}'.")

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.application.migrate import copy_journal
     from reelqueue.application.team import keyring_lookup, open_team_store
+    from reelqueue.application.trust import carry_keys_to_team, database_identity
+    from reelqueue.domain.errors import KnownError
     from reelqueue.store.sqlite import SqliteStore
 
     if not ctx.journal_path.exists():
@@ -30,8 +32,22 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         target = open_team_store(args.url, now=ctx.clock.now(), key_lookup=keyring_lookup())
         try:
             copied = copy_journal(ctx.journal_path, target)
+            keyed = [a.name for a in source.list_accounts() if a.key_ref]
+            database_id = database_identity(target)
         finally:
             target.close()
     ctx.print(f"Copied {copied.summary()} into {target.where}. Start the team with "
               f"'reelqueue --store {args.url} worker'.")
+    if keyed and database_id is not None:
+        # This machine's keys (and where it lets each go) follow its accounts: the team
+        # database's entries are named after it (application/trust.py).
+        try:
+            carried = carry_keys_to_team(keyed, database_id)
+        except KnownError as exc:
+            ctx.print(f"warning: the keys could not be kept for the team on this machine "
+                      f"({exc}); keep each with 'reelqueue --store URL team-key NAME'.")
+        else:
+            ctx.print(f"Kept {carried} account key(s) for the team on this machine, each "
+                      "sent only where it was before; other machines: "
+                      "'reelqueue --store URL team-key NAME'.")
     return 0

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from reelqueue.application import views
-from reelqueue.application.session import KeyCache, Session
+from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
@@ -96,6 +96,11 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         config = team_config(config)
 
     async def before(session: Session) -> None:
+        if ctx.store_url is not None:
+            from reelqueue.application.team import connection_warnings
+
+            for line in connection_warnings(ctx.store_url, session.journal.sync):
+                ctx.print(line)
         if args.sheet is not None:
             await import_sheet(ctx, session, args)
 
@@ -126,13 +131,6 @@ async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespa
     if capped:
         ctx.print(f"Spend cap of batch {result.batch_id}: "
                   + ("none." if usd is None else f"${usd:.2f}."))
-
-
-def key_lookup() -> Callable[[str], str | None]:
-    """API keys for an engine from the OS keyring, never read on the event loop (see
-    :class:`~reelqueue.application.session.KeyCache`); ``run`` itself reads them ahead
-    through its session."""
-    return KeyCache().lookup
 
 
 def check_outputs(store: Store) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from reelqueue import __version__
 from reelqueue.application.status import doctor_checks
+from reelqueue.application.trust import TrustedKeys
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
@@ -84,9 +85,9 @@ def _add_jobs(store: SqliteStore, out: Path, prompts: list[str], prefix: str) ->
 
 
 async def _drain(store: SqliteStore, sampler: Callable[[], None] | None = None,
-                 key_lookup: Callable[[str], str | None] | None = None,
+                 keys: TrustedKeys | None = None,
                  ) -> tuple[str, Any]:
-    engine = Engine(store, config=FAST, key_lookup=key_lookup)
+    engine = Engine(store, config=FAST, keys=keys)
     report = await engine.start()
     sampling = True
 
@@ -224,20 +225,22 @@ def check_crash(root: Path, server: MockProviderServer) -> CheckResult:
 
 
 def check_keys(root: Path, server_options: MockOptions) -> CheckResult:
+    from reelqueue.application.trust import DirectKeys, TrustedKeys, keep_key
     from reelqueue.credentials.keystore import KeyStore, MemoryKeyring, key_ref_for
 
     check = Check("keys never stored in the journal or logs")
     sentinel = "rq-sentinel-" + os.urandom(12).hex()
     keys = KeyStore(backend=MemoryKeyring())
-    keys.set_key(key_ref_for("keyed"), sentinel)
     options = MockOptions(**{**server_options.__dict__, "accept_keys": frozenset({sentinel})})
     with MockProviderServer(options) as keyed_server:
         store = _journal(root / "keys")
+        # Bound to the server it is added with, as 'accounts add' binds it (issue 21).
+        keep_key(keys, key_ref_for("keyed"), sentinel, "mock", keyed_server.url)
         store.add_account(AccountSpec("keyed", "mock", 2, keyed_server.url,
                                       key_ref_for("keyed")), time.time())
         _add_jobs(store, root / "keys-out", ["keyed shot [[mock:render_seconds=0.2]]",
                                              "refused [[mock:bad_key]]"], "key")
-        outcome, _ = asyncio.run(_drain(store, key_lookup=keys.get_key))
+        outcome, _ = asyncio.run(_drain(store, keys=TrustedKeys(DirectKeys(keys), None)))
         jobs = store.list_jobs()
         store.close()
     check.expect(jobs[0].state == JobState.COMPLETED, "the keyed render did not complete")

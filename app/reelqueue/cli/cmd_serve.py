@@ -44,4 +44,9 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
                            paused=args.paused, engine=engine_config(args))
     if ctx.serve_api is None:
         raise InputError("This build of ReelQueue has no HTTP API.")
+    if ctx.store_url is not None:
+        from reelqueue.application.team import connection_warnings
+
+        for line in connection_warnings(ctx.store_url):
+            ctx.print(line)
     return ctx.serve_api(ctx, options)

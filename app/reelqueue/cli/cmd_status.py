@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from reelqueue.application import status
+from reelqueue.application import status, team
+from reelqueue.application.session import Session
 from reelqueue.cli.cmd_spend import describe as describe_spend
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
@@ -45,6 +47,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"  {line}")
     for a in data["accounts"]:
         state = a["status"] if a["enabled"] else "paused"  # the window's word too
+        if a.get("this_machine"):
+            state += f"; on this machine: {a['this_machine']}"
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
                   f"running, {state}")
     for j in data["jobs"][: args.limit]:
@@ -63,9 +67,14 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"No journal in {ctx.data_dir}; nothing to check.")
         return 0
     # If another ReelQueue holds the folder, its live claims are legitimate.
+    warnings: list[str] = []
+
+    async def check(session: Session) -> dict[str, list[Any]]:
+        warnings.extend(team.connection_warnings(ctx.store_url, session.journal.sync))
+        return await status.doctor(session, alive)
+
     with status.other_instance_probe(ctx) as alive:
-        results = run_on_journal(ctx, lambda session: status.doctor(session, alive),
-                                 lock=False)
+        results = run_on_journal(ctx, check, lock=False)
     failed = {name: rows for name, rows in results.items() if rows}
     if args.json:
         ctx.print(json.dumps({"ok": not failed, "checks": results}, indent=2, default=str))
@@ -78,4 +87,6 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
                       "clock (their leases) and their instances' heartbeats.")
         elif alive:
             ctx.print("note: another ReelQueue is running here; live claims were not checked.")
+        for line in warnings:
+            ctx.print(line)
     return 1 if failed else 0

@@ -18,20 +18,23 @@ import sys
 from typing import TYPE_CHECKING
 
 from reelqueue.application.team import (
-    KeyLookup,
     check_team_url,
     clock_for_tests,
     clock_lines,
+    connection_warnings,
     database_key_ref,
     key_availability,
     run_worker,
+    worker_keys,
 )
-from reelqueue.cli.cmd_run import add_engine_arguments, engine_config, key_lookup
+from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
+from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
+from reelqueue.providers.registry import check_base_url
 
 if TYPE_CHECKING:
     from reelqueue.store.postgres import PostgresStore
@@ -58,12 +61,14 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
         raise InputError("A worker renders for a team database: give --store "
                          "postgresql://user@host/db or set REELQUEUE_STORE.")
     config = engine_config(args)
-    keys = key_lookup()
     with ctx.open_store() as store:
         from reelqueue.store.postgres import PostgresStore
 
         assert isinstance(store, PostgresStore)
+        keys = worker_keys(store)
         ctx.print(f"Team database: {store.where}")
+        for line in connection_warnings(ctx.store_url, store):
+            ctx.print(line)
         for item in key_availability(store.list_accounts(), keys):
             ctx.print(f"  account {item.name} ({item.provider}): "
                       + ("renders here" if item.usable else item.reason))
@@ -71,7 +76,7 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
-                keys: KeyLookup, *, quiet: bool) -> int:
+                keys: TrustedKeys, *, quiet: bool) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -94,7 +99,7 @@ async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
         for line in clock_lines(engine, store.where):
             ctx.print(line)
 
-    await run_worker(store, config, key_lookup=keys, stop=stop, on_event=on_event,
+    await run_worker(store, config, keys=keys, stop=stop, on_event=on_event,
                      on_started=on_started, clock=clock_for_tests())
     ctx.print("Worker stopped; its renders in flight go on with the next instance.")
     return 0
@@ -118,7 +123,9 @@ def handle_store_password(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
     """The account row is the team's; its key lives in each machine's own keyring, under
-    the reference the row names. Nothing is written to the database."""
+    an entry named after the account and the team database (never the row's key_ref),
+    bound to the provider kind and API host the row names now (printed, so the user sees
+    what the key is trusted to). Nothing is written to the database."""
     from reelqueue.credentials.keystore import KeyStore
 
     if ctx.store_url is None:
@@ -126,18 +133,22 @@ def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
                          "--store postgresql://user@host/db or set REELQUEUE_STORE.")
     with ctx.open_store(lock=False) as store:
         account = store.get_account(args.name)
+        ref = worker_keys(store, keystore=None).key_ref(args.name)
     if account is None:
         raise InputError(f"The team database has no account named {args.name!r}.")
     if not account.key_ref:
         raise InputError(f"Account {args.name!r} was added without a key; it needs none.")
-    key = (getpass.getpass(f"API key for {args.name}: ") if sys.stdin.isatty()
-           else sys.stdin.readline()).strip()
+    if account.base_url:
+        check_base_url(account.base_url)
+    where = describe_binding(account.provider, account.base_url)
+    key = (getpass.getpass(f"API key for {args.name} ({where}): ")
+           if sys.stdin.isatty() else sys.stdin.readline()).strip()
     if not key:
         raise InputError("No API key was given. Pipe it on stdin or type it at the prompt "
                          "(it is never taken from the command line).")
     keys = KeyStore()
     keys.check_available()
-    keys.set_key(account.key_ref, key)
-    ctx.print(f"Account {args.name}: key kept in this machine's keyring; this machine "
-              "renders for it from its next start.")
+    binding = keep_key(keys, ref, key, account.provider, account.base_url)
+    ctx.print(f"Account {args.name}: key kept in this machine's keyring, sent only to "
+              f"{binding.describe()}; this machine renders for it from its next start.")
     return 0

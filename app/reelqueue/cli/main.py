@@ -71,9 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd_serve.register(sub)
     cmd_tokens.register(sub)
-    from reelqueue.cli import cmd_migrate, cmd_worker
+    from reelqueue.cli import cmd_instances, cmd_migrate, cmd_worker
 
     cmd_worker.register(sub)
+    cmd_instances.register(sub)
     cmd_migrate.register(sub)
 
     mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
@@ -155,7 +156,7 @@ def _opened_sheet(argv: list[str]) -> Path | None:
 
 _COMMANDS = {"run", "demo", "import", "export", "status", "doctor", "retry", "cancel",
              "accounts", "self-test", "mock-provider", "serve", "tokens", "worker",
-             "migrate-to", "store-password", "team-key"}
+             "migrate-to", "store-password", "team-key", "instances"}
 
 
 if __name__ == "__main__":

@@ -8,11 +8,16 @@
     │   │   ├── JournalCorrupt     the file is not a ReelQueue journal, or is damaged
     │   │   ├── JournalBusy        locked by another program
     │   │   ├── JournalFull        its disk is full
-    │   │   └── JournalReadOnly    the file or its folder cannot be written
+    │   │   ├── JournalReadOnly    the file or its folder cannot be written
+    │   │   ├── JournalUnreachable the team database cannot be reached
+    │   │   ├── JournalLoginRefused the team database refused the login (password)
+    │   │   └── JournalTlsRefused  the encrypted connection was refused or not verified
     │   ├── DataDirLocked          another ReelQueue uses this data folder
     │   ├── OutputNotWritable      the output folder cannot be written
     │   ├── KeyringUnavailable     no usable OS keyring backend
     │   ├── KeyTooLong             a key over the platform keyring's limit
+    │   ├── WindowUnavailable      the window cannot open on this desktop (Qt's platform
+    │   │                          plugin cannot load, or there is no display)
     │   └── InputError             a spreadsheet or argument is wrong
     ├── ProviderError              a provider call failed; carries an ErrorClass and label
     └── JournalBug                 SQLite refused something we asked for: our bug
@@ -152,6 +157,27 @@ class JournalReadOnly(JournalError):
     """
 
 
+class JournalUnreachable(JournalError):
+    """The team database cannot be reached.
+
+    Check that the server runs and the network, then run the command again.
+    """
+
+
+class JournalLoginRefused(JournalError):
+    """The team database refused the login: the password is wrong or none is saved.
+
+    Save the right one with 'reelqueue store-password URL' (or in a pgpass file).
+    """
+
+
+class JournalTlsRefused(JournalError):
+    """The encrypted (TLS) connection to the team database was refused or not verified.
+
+    Check the server's TLS setting and the address's sslmode and sslrootcert.
+    """
+
+
 class JournalBug(ReelQueueError):
     """The journal refused a request ReelQueue made: this is a bug in ReelQueue.
 
@@ -187,6 +213,11 @@ class KeyTooLong(KnownError):
 
 class RenderAlreadyRecorded(KnownError):
     """That render is already recorded for another job: a render goes to at most one job."""
+
+
+class WindowUnavailable(KnownError):
+    """The window cannot open on this desktop: Qt's platform plugin cannot be loaded.
+    Install the system packages named, or use the commands that need no window."""
 
 
 class InputError(KnownError):

@@ -98,6 +98,10 @@ class Job:
     #: the machine (host name) that wrote the finished file: on a team store each instance
     #: writes under its own videos folder, so this says where the video is
     output_host: str | None = None
+    #: the temporary file (a name beside ``output_path``) the last download was written to;
+    #: its sha256, once recorded in ``output_sha256``, is the only file recovery completes
+    #: the job from (issue 22)
+    output_part: str | None = None
 
 
 @dataclass(frozen=True)

@@ -190,9 +190,18 @@ class AsyncStore:
         """Store.record_progress on the journal thread."""
         return await self.call(self.sync.record_progress, token, sub_status, progress, now)
 
-    async def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+    async def mark_downloading(self, token: ClaimToken, now: float, *,
+                               output_path: str | None = None,
+                               part: str | None = None) -> bool:
         """Store.mark_downloading on the journal thread."""
-        return await self.call(self.sync.mark_downloading, token, now)
+        return await self.call(self.sync.mark_downloading, token, now,
+                               output_path=output_path, part=part)
+
+    async def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                              now: float) -> bool:
+        """Store.record_download on the journal thread."""
+        return await self.call(self.sync.record_download, token, size=size, sha256=sha256,
+                               now=now)
 
     async def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float

@@ -24,6 +24,7 @@ from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
 from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
+from reelqueue.engine.account_keys import CONFIRM, NO_KEY, NO_KEYS, AccountKeys, KeyAnswer
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.clock_offset import ClockWatch, measure_offset
 from reelqueue.engine.config import EngineConfig
@@ -40,9 +41,9 @@ from reelqueue.engine.events import (
 )
 from reelqueue.engine.outputs import (
     OutputWriter,
-    check_output,
     limits_from_config,
     missing_outputs,
+    recorded_output,
     remove_partials,
 )
 from reelqueue.engine.reconcile import Reconciler
@@ -64,6 +65,8 @@ from reelqueue.store.spend import local_day_start
 log = logging.getLogger(__name__)
 
 KeyLookup = Callable[[str], str | None]
+CONFIRM_LOOK_SECONDS = 5.0
+"""How often the pump looks again while an account waits for ``accounts confirm``."""
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> None:
@@ -127,7 +130,7 @@ class Engine:
         *,
         config: EngineConfig | None = None,
         clock: Clock | None = None,
-        key_lookup: KeyLookup | None = None,
+        keys: AccountKeys | None = None,
         http_client: httpx.AsyncClient | None = None,
         instance_id: str | None = None,
         rng: random.Random | None = None,
@@ -144,7 +147,9 @@ class Engine:
         self.store = AsyncStore(store)
         self.bus = bus or EventBus()
         self.instance_id = instance_id or new_instance_id()
-        self._key_lookup = key_lookup or (lambda ref: None)
+        # Keys come only through the trust boundary (application.trust), never by a
+        # row's key_ref: a key goes only where this machine bound it (issue 21).
+        self._keys = keys or NO_KEYS
         self._own_client = http_client is None
         self._http = http_client or httpx.AsyncClient(
             timeout=httpx.Timeout(self.config.http_timeout_seconds,
@@ -172,6 +177,7 @@ class Engine:
         self._last_pass_started = 0.0
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
+        self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
 
@@ -248,7 +254,7 @@ class Engine:
         now = self.clock.now()
         return RecoverParams(
             instance_id=self.instance_id, now=now, lease_seconds=self.config.lease_seconds,
-            only_expired=only_expired, check_output=check_output,
+            only_expired=only_expired, check_output=recorded_output,
             lookup_accounts=frozenset(name for name, adapter in adapters.items()
                                       if reconcile_method(adapter) != ReconcileMethod.NONE),
             token_accounts=frozenset(name for name, adapter in adapters.items()
@@ -476,7 +482,8 @@ class Engine:
                 self.clock_watch.to_server(self._last_pass_started)) is not None:
             return None
         accounts = await self.store.list_accounts()
-        blocked = [f"{a.name}: {a.status.value if a.enabled else 'disabled'}"
+        blocked = [f"{a.name}: " + (self._machine_words(a)
+                                     or (a.status.value if a.enabled else "disabled"))
                    for a in accounts
                    if not a.enabled or a.status not in (AccountStatus.READY,
                                                         AccountStatus.RATE_LIMITED)
@@ -516,7 +523,7 @@ class Engine:
                           if b.settings.get("paused")]
                 reasons, takes_work = stall_reasons(
                     accounts, providers, lambda a: self._provider_for(a) is not None,
-                    self._has_key, paused)
+                    self._has_key, paused, needs_confirm=self._needs_confirm)
                 reasons += spend_cap_reasons(await self.store.spend_summary(
                     now, local_day_start(now)))
                 due = await self.store.next_wakeup(self.clock_watch.to_server(pass_started))
@@ -531,15 +538,35 @@ class Engine:
             self._state_key = key
             self.bus.publish(event)
 
-    def _has_key(self, account: Account) -> bool:
-        try:
-            needs = self.providers.get(account.provider).requires_key
-        except KnownError:
-            return True  # not a key problem: the account is unusable (unknown provider)
+    def _key_answer(self, account: Account) -> KeyAnswer:
+        """The key this account's requests may carry here, or why there is none."""
+        info = self.providers.get(account.provider)
         # On a shared store an account naming a key is only used where that key is
         # (issue 15: "key not on this machine"), also for a provider that needs none.
-        needs = needs or bool(self.config.shared_store and account.key_ref)
-        return not needs or bool(account.key_ref and self._key_lookup(account.key_ref))
+        needs = info.requires_key or bool(self.config.shared_store and account.key_ref)
+        if not (needs or account.key_ref):
+            return KeyAnswer()  # no key involved
+        answer = self._keys.key_for(account, info.default_base_url)
+        if answer.problem == NO_KEY and not needs:
+            return KeyAnswer()  # an optional key that is not here: render without one
+        return answer
+
+    def _has_key(self, account: Account) -> bool:
+        try:
+            return self._key_answer(account).problem != NO_KEY
+        except KnownError:
+            return True  # not a key problem: the account is unusable (unknown provider)
+
+    def _needs_confirm(self, account: Account) -> bool:
+        return self._machine_words(account) is not None
+
+    def _machine_words(self, account: Account) -> str | None:
+        """This machine's own word on the account: it waits for ``accounts confirm``."""
+        try:
+            answer = self._key_answer(account)
+        except KnownError:
+            return None
+        return answer.detail if answer.problem == CONFIRM else None
 
     # -- the pump ----------------------------------------------------------------------
     async def _pump(self) -> None:
@@ -572,18 +599,26 @@ class Engine:
     async def _until_next_due(self) -> float:
         now = self._server_now()  # the store's due times are on its clock
         due = await self.store.next_wakeup(now)
-        # A safety net only; every real change wakes the pump directly.
-        return 30.0 if due is None else min(30.0, max(0.01, due - now))
+        # A safety net only; every real change wakes the pump directly. A confirm made on
+        # this machine by another process (`accounts confirm`) writes only its keyring,
+        # which wakes nobody: look again sooner while an account waits for one.
+        cap = CONFIRM_LOOK_SECONDS if self._waiting_confirm else 30.0
+        return cap if due is None else min(cap, max(0.01, due - now))
 
     async def _fill_slots(self) -> int:
         """One pass over the accounts in their fixed order; returns the claims made."""
         claims = 0
         accounts = await self.store.list_accounts()
+        waiting_confirm: set[str] = set()
         for account in accounts:  # the fixed order of the accounts table
             if not account.enabled:
                 continue
             provider = self._provider_for(account)
             if provider is None:
+                if self._needs_confirm(account):
+                    waiting_confirm.add(account.name)
+                if self._published.get(account.name) != self._event_key(account):
+                    await self._publish_account(account.name, account)
                 continue
             # The cool-down's end is on the store's clock (the server's on a shared
             # store); the claim checks it there itself, this only sets the status back.
@@ -606,8 +641,9 @@ class Engine:
             claims += claimed_here
             # Every finished job wakes a pass: publish only what changed, so the journal
             # thread is not kept busy with reads nobody needs.
-            if claimed_here or self._published.get(account.name) != _account_key(account):
+            if claimed_here or self._published.get(account.name) != self._event_key(account):
                 await self._publish_account(account.name, account)
+        self._waiting_confirm = waiting_confirm
         return claims
 
     def _provider_for(self, account: Account) -> Provider | None:
@@ -618,10 +654,12 @@ class Engine:
             info = self.providers.get(account.provider)
         except KnownError:
             return None
-        key = self._key_lookup(account.key_ref) if account.key_ref else None
-        if not key and (info.requires_key
-                        or (self.config.shared_store and account.key_ref)):
-            return None  # "key not on this machine": never claimed here
+        answer = self._key_answer(account)
+        if answer.problem is not None:
+            # "key not on this machine", or its address changed on the team database:
+            # never claimed here (and the key is not sent) until confirmed.
+            return None
+        key = answer.key
         try:
             base_url = account.base_url or info.default_base_url
             if base_url:
@@ -655,13 +693,17 @@ class Engine:
             account = await self.store.get_account(name)
         if account is None:
             return
-        self._published[name] = _account_key(account)
+        self._published[name] = self._event_key(account)
         live = await self.store.live_count(name)
         now = self.clock.now()
         spend = next((a for a in (await self.store.spend_summary(
             now, local_day_start(now))).accounts
             if a.account == name), None)
-        self.bus.publish(account_event(account, live, now, spend))
+        self.bus.publish(account_event(account, live, now, spend,
+                                       machine=self._machine_words(account)))
+
+    def _event_key(self, account: Account) -> tuple[object, ...]:
+        return (*_account_key(account), self._machine_words(account))
 
     def _report_error(self, exc: BaseException) -> None:
         self.bus.publish(EngineErrorEvent(str(exc), self.clock.now()))

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from reelqueue.domain.models import Account, RecoveryReport
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.engine.account_keys import confirm_words
 from reelqueue.store.spend import AccountSpend, SpendSummary
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ class AccountEvent:
     spent_today: float = 0.0  # spend caps: USD since local midnight, the daily cap, and
     daily_cap: float | None = None  # how many jobs it holds back (0: not reached)
     cap_waiting: int = 0
+    # This machine's own word on the account, None when it renders here as usual: its
+    # address changed on the team database and waits for `accounts confirm` (issue 21).
+    machine: str | None = None
 
     @property
     def spend_capped(self) -> bool:
@@ -66,7 +70,8 @@ class AccountEvent:
 
 
 def account_event(account: Account, live: int, at: float,
-                  spend: AccountSpend | None = None) -> AccountEvent:
+                  spend: AccountSpend | None = None, *,
+                  machine: str | None = None) -> AccountEvent:
     """The one way an :class:`AccountEvent` is built (the engine's pump and a render that
     pauses its account): the stored row, its live count and, when known, its spend today.
 
@@ -81,7 +86,7 @@ def account_event(account: Account, live: int, at: float,
         cooldown_until=account.cooldown_until, detail=account.status_detail,
         spent_today=spend.spent_today + spend.reserved if spend else 0.0,
         daily_cap=spend.cap if spend else None,
-        cap_waiting=spend.waiting if spend else 0)
+        cap_waiting=spend.waiting if spend else 0, machine=machine)
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,11 @@ class StallReason:
             (``batch_paused``).
         code: ``disabled`` (the user paused the account), ``no_key`` (its key is not in
             the keyring), ``no_account`` (no account for that provider), ``batch_paused``,
-            ``unusable`` (the account's settings are refused), or the account's status
-            value (``out_of_credits``, ``key_rejected``, ``rate_limited``, a spend cap's
-            own status...: front ends word the codes they know and show any other as is).
+            ``unusable`` (the account's settings are refused), ``confirm`` (its address
+            changed on the team database: ``accounts confirm NAME`` on this machine), or
+            the account's status value (``out_of_credits``, ``key_rejected``,
+            ``rate_limited``, a spend cap's own status...: front ends word the codes they
+            know and show any other as is).
         until: when it ends by itself (a rate limit's cool-down), else None.
         detail: the provider's or the engine's own words, if any.
     """
@@ -149,7 +156,9 @@ class EngineErrorEvent:
 
 def stall_reasons(accounts: Iterable[Account], waiting_providers: Iterable[str],
                   can_use: Callable[[Account], bool], has_key: Callable[[Account], bool],
-                  paused_batches: Iterable[str] = ()) -> tuple[tuple[StallReason, ...], bool]:
+                  paused_batches: Iterable[str] = (), *,
+                  needs_confirm: Callable[[Account], bool] = lambda account: False,
+                  ) -> tuple[tuple[StallReason, ...], bool]:
     """Why the waiting jobs of ``waiting_providers`` are not taken, per account (only
     accounts of those providers), and whether any of those providers still has an account
     that can take work now or after a cool-down (False: nothing changes without the user).
@@ -164,6 +173,9 @@ def stall_reasons(accounts: Iterable[Account], waiting_providers: Iterable[str],
             reasons.append(StallReason(account.name, "disabled"))
         elif not has_key(account):
             reasons.append(StallReason(account.name, "no_key"))
+        elif needs_confirm(account):
+            reasons.append(StallReason(account.name, "confirm", detail=confirm_words(
+                account.name)))
         elif not can_use(account):
             reasons.append(StallReason(account.name, "unusable", detail=account.status_detail))
         elif account.status == AccountStatus.RATE_LIMITED:

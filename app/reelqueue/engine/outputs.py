@@ -1,10 +1,17 @@
-"""Crash-safe output files (DESIGN.md invariant 5).
+"""Crash-safe output files (DESIGN.md invariant 5), and the user's files kept (issue 22).
 
 A video is streamed into ``.<name>.<claim>.part`` beside its final path, checked (it must
-look like an MP4/MOV/WebM), fsynced, renamed into place and the folder fsynced; only then
-does the engine record completion with the size and sha256 computed on the way. A file at
-the final path therefore always is a whole video, which is what lets start-up recovery
-complete a job from the disk instead of rendering it again.
+look like an MP4/MOV/WebM), fsynced; its size and sha256 (computed on the way) are recorded
+in the journal (``Store.record_download``), then it is renamed into place without replacing
+anything (a hard link, then the ``.part`` name removed) and the folder fsynced; only then
+does the engine record completion. Start-up recovery completes a job from the disk only
+from the file whose hash its download recorded (:func:`recorded_output`), never from
+whatever else is at its output path.
+
+A file at a job's output name that the journal did not record is the user's: it is never
+replaced. The download chooses a free name instead ("clip (2).mp4",
+:func:`free_output_name`), and the DOWNLOADING write records it as the job's output path
+with the temporary file's name.
 
 Every download is bounded (DESIGN.md invariant 12, ``providers/download_limits.py``): a
 byte cap, a deadline and a throughput floor, whatever the adapter. A download that passes
@@ -20,8 +27,10 @@ import errno
 import glob
 import hashlib
 import os
+import re
+import stat
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +102,13 @@ class OutputWriter:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def write_atomically(
-        self, chunks: AsyncIterator[bytes], final: Path, claim_token: str
+        self, chunks: AsyncIterator[bytes], final: Path, claim_token: str, *,
+        before_publish: Callable[[WrittenFile], Awaitable[None]] | None = None,
     ) -> WrittenFile:
+        """Download ``chunks`` to ``final`` through its ``.part`` file. ``before_publish``
+        runs once the whole file is fsynced and before it takes its name (the engine
+        records its hash there); when it raises, the file is discarded. A name taken
+        meanwhile is never replaced: a retryable download failure instead."""
         final.parent.mkdir(parents=True, exist_ok=True)
         part = part_path(final, claim_token)
         digest = hashlib.sha256()
@@ -116,14 +130,25 @@ class OutputWriter:
                 raise ProviderError(
                     "The provider sent something that is not a video (an error page?).",
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.DOWNLOAD_FAILED)
-            await self._run(self._finish, handle, part, final)
+            await self._run(self._seal, handle)
+            written = WrittenFile(final, size, digest.hexdigest())
+            if before_publish is not None:
+                await before_publish(written)
+            try:
+                await self._run(publish, part, final)
+            except FileExistsError:
+                raise ProviderError(
+                    f"A file appeared at {final.name} while the video was downloading; it "
+                    "was kept, and the video is downloaded again under a free name.",
+                    error_class=ErrorClass.RETRYABLE,
+                    label=ErrorLabel.DOWNLOAD_FAILED) from None
         except BaseException:
             try:
                 await stream.aclose()  # closes the adapter's response: no connection kept
             finally:
                 await self._run(self._discard, handle, part)
             raise
-        return WrittenFile(final, size, digest.hexdigest())
+        return written
 
     def _write(self, handle: BinaryIO, chunk: bytes, digest: hashlib._Hash) -> None:
         hook = self.fault_hook
@@ -133,12 +158,10 @@ class OutputWriter:
         digest.update(chunk)
 
     @staticmethod
-    def _finish(handle: BinaryIO, part: Path, final: Path) -> None:
+    def _seal(handle: BinaryIO) -> None:
         handle.flush()
         os.fsync(handle.fileno())
         handle.close()
-        os.replace(part, final)
-        _fsync_dir(final.parent)
 
     @staticmethod
     def _discard(handle: BinaryIO, part: Path) -> None:
@@ -146,6 +169,121 @@ class OutputWriter:
             handle.close()
         finally:
             part.unlink(missing_ok=True)
+
+
+def publish(part: Path, final: Path) -> None:
+    """Give the fsynced ``part`` the name ``final`` without replacing anything there
+    (FileExistsError when something is), then fsync the folder.
+
+    A hard link fails when the name exists, atomically; the ``.part`` name is removed
+    after it (a crash in between leaves both names on one file: the start-up cleaning
+    removes the ``.part``). Windows' rename never replaces. Where the file system has no
+    hard links (FAT, exFAT, some network shares), the name is checked just before a rename:
+    a file put there in that instant could be replaced, the only window left.
+    """
+    if os.name == "nt":
+        os.rename(part, final)
+    else:
+        try:
+            os.link(part, final, follow_symlinks=False)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            if os.path.lexists(final):
+                raise FileExistsError(errno.EEXIST, "the name is taken", str(final)) from None
+            os.rename(part, final)
+        else:
+            part.unlink()
+    _fsync_dir(final.parent)
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK,
+                  errno.ENOSYS}
+
+_SUFFIXED = re.compile(r"(?P<base>.*) \((?P<n>[0-9]+)\)")
+_MAX_NAME_BYTES = 255  # a file name's limit on every common file system
+MAX_SUFFIX = 9_999
+
+
+def free_output_name(planned: Path) -> Path:
+    """``planned`` when nothing is there (not even a dangling link); else the first free
+    ``"<stem> (N)<suffix>"``, N from 2. Whatever holds the planned name is the user's (or
+    an earlier, unrecorded download's) and is kept. A suffix already there is replaced,
+    not stacked: "clip (2).mp4" taken gives "clip (3).mp4"."""
+    if not os.path.lexists(planned):
+        return planned
+    stem, suffix = planned.stem, planned.suffix
+    found = _SUFFIXED.fullmatch(stem)
+    base = found.group("base") if found and int(found.group("n")) >= 2 else stem
+    for n in range(2, MAX_SUFFIX + 1):
+        tail = f" ({n}){suffix}"
+        cut = base
+        while len((cut + tail).encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES and cut:
+            cut = cut[:-1]
+        candidate = planned.with_name(cut + tail)
+        if not os.path.lexists(candidate):
+            return candidate
+    raise OutputNotWritable(
+        f"Every name from {planned.name} to \"{base} ({MAX_SUFFIX}){suffix}\" is taken in "
+        f"{planned.parent}; move some files away.")
+
+
+def _recorded_part(job: Job, final: Path) -> Path | None:
+    """The job's recorded temporary file, if its name is one this program makes beside
+    ``final`` (the journal is untrusted input on a team store, DESIGN.md invariant 15)."""
+    name = job.output_part
+    if (not name or os.path.basename(name) != name or "/" in name or "\\" in name
+            or not name.startswith(f".{final.name}.") or not name.endswith(".part")):
+        return None
+    return final.with_name(name)
+
+
+def _hash_if_sized(path: Path, size: int | None) -> FileCheck:
+    """Exists, size and sha256 of the regular file at ``path`` when its size is ``size``
+    (a file of another size is not hashed: it cannot be the one recorded)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return FileCheck(exists=False)
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0 or (
+            size is not None and info.st_size != size):
+        return FileCheck(exists=False)
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return FileCheck(exists=False)
+    return FileCheck(exists=True, size=info.st_size, sha256=digest.hexdigest())
+
+
+def recorded_output(job: Job) -> FileCheck:
+    """Recovery's look at a job's video (issue 22): the file at its output path when its
+    sha256 is the one the journal recorded for this job's download; else, for a download
+    that died between recording the hash and the rename, its recorded ``.part`` file with
+    that hash, given its name now (never replacing anything). Anything else (no hash
+    recorded, another file) is not the video: FileCheck(exists=False), and the render is
+    read again."""
+    if not job.output_sha256:
+        return FileCheck(exists=False)
+    final = Path(job.output_path)
+    check = _hash_if_sized(final, job.output_size)
+    if check.exists and check.sha256 == job.output_sha256:
+        return check
+    part = _recorded_part(job, final)
+    if part is None or check.exists or os.path.lexists(final):
+        return FileCheck(exists=False)
+    check = _hash_if_sized(part, job.output_size)
+    if not (check.exists and check.sha256 == job.output_sha256):
+        return FileCheck(exists=False)
+    try:
+        publish(part, final)
+    except OSError:
+        return FileCheck(exists=False)
+    return check
 
 
 def check_output(job: Job) -> FileCheck:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -255,10 +255,12 @@ class Reconciler:
         return provider.settle_seconds if override is None else override
 
     async def resolve(self, *, account: str, provider_kind: str,
-                      provider: SearchableProvider, job: Job) -> Verdict:
+                      provider: SearchableProvider, job: Job,
+                      before_asking: Callable[[], Awaitable[None]] | None = None) -> Verdict:
         """The verdict on ``job``'s unresolved create (its ``client_token``), waiting for
-        the provider's settle time first. Provider errors propagate (the caller keeps the
-        create unresolved: unknown is never "no")."""
+        the provider's settle time first; ``before_asking`` is awaited after that wait,
+        just before the provider's list is read. Provider errors propagate (the caller
+        keeps the create unresolved: unknown is never "no")."""
         state = self._accounts.setdefault(account, _Account())
         settle = self.settle_seconds(provider)
         async with state.lock:
@@ -290,6 +292,8 @@ class Reconciler:
             windows = [w for p in pending
                        if (w := p.window(create_seconds, self.margin)) is not None]
             since = min((w[0] for w in windows), default=now - create_seconds - self.margin)
+            if before_asking is not None:
+                await before_asking()
             result = await provider.search(since, now)
             read_at = self.clock.now()
             held = await self.store.known_provider_job_ids(

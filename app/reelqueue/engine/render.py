@@ -16,7 +16,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +24,9 @@ from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import (
     ErrorClass,
     ErrorLabel,
+    OutputNotWritable,
     ProviderError,
+    ReelQueueError,
     RenderAlreadyRecorded,
     account_status_for,
     submit_unknown_message,
@@ -34,9 +36,16 @@ from reelqueue.domain.states import FINAL, AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
-from reelqueue.engine.outputs import OutputWriter, remove_parts_of
+from reelqueue.engine.outputs import (
+    OutputWriter,
+    WrittenFile,
+    free_output_name,
+    part_path,
+    remove_parts_of,
+)
 from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
+from reelqueue.intake.apply import rewrite_manifest
 from reelqueue.providers.base import (
     Provider,
     ReconcileMethod,
@@ -56,6 +65,12 @@ _T = TypeVar("_T")
 
 STOPPED_IN_FLIGHT = "stopped_in_flight"
 """Ledger event of a job left in flight by an orderly stop (Engine.stop)."""
+
+RESUME_STARTED = "resume_started"
+"""Ledger event written when a process starts the work of a resumed job: just before its
+render is polled again, or just before the provider is asked for its earlier create (after
+any settle wait). Only these count as crashes of the job's own making: a process killed
+during start-up, recovery or a wait never touched the job."""
 
 
 class ClaimLost(Exception):
@@ -105,6 +120,8 @@ class RenderContext:
     rng: random.Random
     providers: ProviderRegistry
     reconciler: Reconciler | None = None
+    #: one manifest refresh at a time (a video given a new name, issue 22)
+    manifest_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -148,6 +165,8 @@ class RenderAttempt:
         # then keeps its client token (an exception must never turn unknown into "no").
         self.unresolved = False
         self.pending_token: str | None = None  # the client token of the last create sent
+        # A resumed job's ``resume_started`` entry is still to be written (once per claim).
+        self.resume_pending = False
 
     # -- helpers -----------------------------------------------------------------------
     def _now(self) -> float:
@@ -220,6 +239,7 @@ class RenderAttempt:
                 # A create whose resume keeps killing the process is parked, as renders are.
                 if await self._park_if_resumes_keep_crashing():
                     return
+                self.resume_pending = True  # noted just before the provider is asked
                 if self.job.state == JobState.CLAIMED:
                     await self._fenced(await store.mark_submitting(
                         self.token, self.job.client_token, now()))
@@ -227,6 +247,8 @@ class RenderAttempt:
         elif self.provider_job_id is not None:
             if await self._park_if_resumes_keep_crashing():
                 return
+            self.resume_pending = True
+            await self._note_resume_started()
             if self.job.state == JobState.CLAIMED:
                 retry = await self._user_retry_of_this_claim()
                 self.user_retry = bool(retry and retry.get("rereads"))
@@ -236,44 +258,85 @@ class RenderAttempt:
             await self._note_rerender_of_an_unknown_create()
             await self._submit()
         status = await self._poll_until_done()
-        await self._fenced(await store.mark_downloading(self.token, now()))
-        self._emit(JobState.DOWNLOADING)
+        final = await self._start_download()
         assert self.provider_job_id is not None
+
+        async def record(written: WrittenFile) -> None:
+            # The hash before the name: recovery completes a job only from the file whose
+            # hash its download recorded (issue 22).
+            await self._fenced(await store.record_download(
+                self.token, size=written.size, sha256=written.sha256, now=now()))
+
         written = await self.ctx.writer.write_atomically(
-            self.provider.download(self.provider_job_id, status), Path(self.job.output_path),
-            self.token.token)
+            self.provider.download(self.provider_job_id, status), final, self.token.token,
+            before_publish=record)
         await self._fenced(await store.mark_completed(
             self.token, size=written.size, sha256=written.sha256,
             cost=status.cost, now=now()))
         if self.ctx.config.shared_store:  # a dead machine's partial file of this job
             await asyncio.to_thread(functools.partial(
-                remove_parts_of, Path(self.job.output_path),
-                idle_seconds=self.ctx.config.lease_seconds / 2))
+                remove_parts_of, final, idle_seconds=self.ctx.config.lease_seconds / 2))
         self._emit(JobState.COMPLETED, progress=1.0, output_path=str(written.path),
                    cost=status.cost)
 
+    async def _start_download(self) -> Path:
+        """RENDERING -> DOWNLOADING, naming the file: the job's output path, or a free
+        suffixed name when something the journal did not record is there (the user's file,
+        kept untouched: issue 22), and the temporary file it is written to. A changed name
+        goes to the batch's manifest too. Returns the output path chosen."""
+        planned = Path(self.job.output_path)
+        try:
+            final = await asyncio.to_thread(free_output_name, planned)
+        except OutputNotWritable as exc:  # every suffix taken: the user's to tidy up
+            raise ProviderError(str(exc), error_class=ErrorClass.RETRYABLE,
+                                label=ErrorLabel.DISK) from None
+        part = part_path(final, self.token.token)
+        await self._fenced(await self.ctx.store.mark_downloading(
+            self.token, self._now(), output_path=str(final), part=part.name))
+        self._emit(JobState.DOWNLOADING)
+        if final != planned:
+            log.info("job %s: %s is taken by a file the journal did not record; it is kept "
+                     "and the video goes to %s", self.job.id, planned.name, final.name)
+            self.job = replace(self.job, output_path=str(final))
+            await self._refresh_manifest()
+        return final
+
+    async def _refresh_manifest(self) -> None:
+        """The batch's manifest names the video's new file (issue 22). Best effort: the
+        journal is the truth, and the next import rewrites the manifest from it anyway."""
+        store = self.ctx.store
+        async with self.ctx.manifest_lock:  # one refresh at a time: the last read wins
+            batch = await store.get_batch(self.job.batch_id)
+            if batch is None:
+                return
+            jobs = await store.list_jobs(batch.id)
+            try:
+                await asyncio.to_thread(rewrite_manifest, Path(batch.output_dir), batch, jobs)
+            except ReelQueueError as exc:
+                log.warning("job %s: the manifest was not updated: %s", self.job.id, exc)
+
     async def _park_if_resumes_keep_crashing(self) -> bool:
-        """Park the job (and return True) when its render was resumed after unclean exits
+        """Park the job (and return True) when its work was resumed after unclean exits
         more than ``EngineConfig.max_resumes`` times in a row.
 
         A resume spends no attempt, so a render that kills the process every time it is
         resumed would be resumed forever; failing it would throw away a paid render (and a
         retry would pay again). It is parked instead: it keeps its provider job id, is not
         resumed by itself, and the user's retry reads it again (docs/design-notes.md).
+        A crash counts only where a process had started the job's resumed work (a
+        ``resume_started`` entry, written just before its render is polled or its earlier
+        create is asked for) and then died: a kill during start-up, recovery, a settle wait
+        or a queue for the account's slot is no sign that this job kills the process.
         Orderly stops (Ctrl+C, SIGTERM, the window closed keeping renders) leave a
-        ``stopped_in_flight`` entry and do not count: only a resume that follows a claim, or
-        another resume, with no orderly stop in between is a sign of a crash.
+        ``stopped_in_flight`` entry and end the count, as a new claim does.
         """
         store = self.ctx.store
         crashes = 0
         for entry in reversed(await store.ledger(self.job.id)):
-            if entry.event in ("claimed", "requeued"):
+            if entry.event in ("claimed", "requeued", STOPPED_IN_FLIGHT):
                 break
-            if entry.event == STOPPED_IN_FLIGHT:
-                crashes -= 1  # the resume right after an orderly stop is no crash
-                break
-            crashes += entry.event in ("reattached", "reconcile")
-        if crashes <= self.ctx.config.max_resumes:
+            crashes += entry.event == RESUME_STARTED
+        if crashes < self.ctx.config.max_resumes:  # max_resumes resumes died: no more
             return False
         if self.provider_job_id is None:  # a create resumed to be looked for (issue 19)
             error = JobError(str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value,
@@ -290,6 +353,16 @@ class RenderAttempt:
         if await store.park_job(self.token, error, self._now()):
             self._emit(JobState.PARKED, error_label=error.label, error_message=error.message)
         return True
+
+    async def _note_resume_started(self) -> None:
+        """Write ``resume_started`` once per claim, just before the resumed work begins."""
+        if not self.resume_pending:
+            return
+        self.resume_pending = False
+        await self.ctx.store.note(RESUME_STARTED, self._now(), job_id=self.job.id,
+                                  account=self.claim.account, claim_token=self.token.token,
+                                  detail={"provider_job_id": self.provider_job_id,
+                                          "client_token": self.job.client_token})
 
     async def _user_retry_of_this_claim(self) -> dict[str, Any] | None:
         """The user's ``requeued`` entry when this claim is the first since it, else None.
@@ -473,6 +546,7 @@ class RenderAttempt:
             verdict = await self._asking(client_token, self._search)
             await self._apply_verdict(client_token, verdict)
             return
+        await self._note_resume_started()
         found = await self._asking(client_token, functools.partial(
             self.provider.lookup, self._request(client_token)))
         detail = {"method": "key", "client_token": client_token, "found": found}
@@ -505,7 +579,8 @@ class RenderAttempt:
                                                        self.ctx.config)
         return await reconciler.resolve(account=self.claim.account,
                                         provider_kind=self.job.provider,
-                                        provider=provider, job=self.job)
+                                        provider=provider, job=self.job,
+                                        before_asking=self._note_resume_started)
 
     async def _apply_verdict(self, client_token: str, verdict: Verdict) -> None:
         assert isinstance(self.provider, SearchableProvider)

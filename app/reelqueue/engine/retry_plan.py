@@ -103,6 +103,19 @@ class RetryPlan:
         return f"est. {money(self.rerender_usd)} + {n} job{'s' if n != 1 else ''} {unknown}"
 
     @property
+    def left_out_unknown(self) -> tuple[Job, ...]:
+        """Of ``skipped_permanent``: the creates whose outcome stayed unknown on a provider
+        that cannot be asked (a retry renders them again: the first may already be
+        charged)."""
+        return tuple(j for j in self.skipped_permanent if _unknown(j))
+
+    @property
+    def left_out_permanent(self) -> tuple[Job, ...]:
+        """Of ``skipped_permanent``: the permanent failures (content policy, invalid
+        input...)."""
+        return tuple(j for j in self.skipped_permanent if not _unknown(j))
+
+    @property
     def job_ids(self) -> list[int]:
         return [j.id for j in (*self.reread, *self.reconcile, *self.rerender)]
 
@@ -129,8 +142,8 @@ class RetryPlan:
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
-            unknown = sum(_unknown(j) for j in self.skipped_permanent)
-            permanent = len(self.skipped_permanent) - unknown
+            unknown = len(self.left_out_unknown)
+            permanent = len(self.left_out_permanent)
             if permanent:
                 text += (f". {permanent} permanent failure{'s' if permanent != 1 else ''} "
                          "(content policy, invalid input...) "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -294,8 +295,30 @@ def _manifest_pieces(batch: Batch, entries: Iterable[dict[str, Any]]) -> Iterato
     yield "\n]}\n"
 
 
+_MANIFEST_WRITES = threading.RLock()
+"""One manifest write at a time in a process: they share the temporary file's name (an
+import and a download's new name may write the same batch's at once)."""
+
+
+def rewrite_manifest(folder: Path, batch: Batch, jobs: Iterable[Job]) -> bool:
+    """Write the batch's manifest from its jobs as the journal has them now (e.g. a video
+    given a suffixed name because the user's file held the planned one, issue 22), unless
+    it already says exactly that. True when it was written."""
+    listed = list(jobs)
+    with _MANIFEST_WRITES:
+        if manifest_matches(folder, batch, map(_manifest_entry, listed)):
+            return False
+        write_manifest(folder, batch, map(_manifest_entry, listed))
+        return True
+
+
 def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
     """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over."""
+    with _MANIFEST_WRITES:
+        return _write_manifest(folder, batch, entries)
+
+
+def _write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
     target = folder / MANIFEST_NAME
     temporary = folder / f"{MANIFEST_TEMP_PREFIX}{os.getpid()}.tmp"
     try:

@@ -326,22 +326,28 @@ def _count(n: int, word: str) -> str:
 def estimate_cost(jobs: Iterable[JobSpec], params_for: Callable[[str], ParamSpec],
                   accounts: AccountPrices = NO_ACCOUNTS) -> CostEstimate:
     """The jobs' prices (:func:`quote_job`), grouped by provider and pinned account."""
+    return estimate_quoted(jobs, Pricer(params_for, accounts).quote)
+
+
+def estimate_quoted(jobs: Iterable[JobSpec],
+                    quote: Callable[[JobSpec], PriceQuote]) -> CostEstimate:
+    """The jobs' prices as ``quote`` gives them (a :class:`Pricer`'s), grouped by provider
+    and pinned account."""
     groups: dict[tuple[str, str | None], list[float]] = {}
     usd: dict[tuple[str, str | None], float] = {}
     unpriced: dict[tuple[str, str | None], int] = {}
     unknown: dict[tuple[str, str | None], str] = {}
     sources: dict[tuple[str, str | None], set[str]] = {}
-    pricer = Pricer(params_for, accounts)
     for job in jobs:
         group = (job.provider, job.pinned_account)
         groups.setdefault(group, []).append(_seconds(job.params))
-        quote = pricer.quote(job)
-        if quote.usd is None:
+        price = quote(job)
+        if price.usd is None:
             unpriced[group] = unpriced.get(group, 0) + 1
-            unknown.setdefault(group, quote.unknown)
+            unknown.setdefault(group, price.unknown)
             continue
-        usd[group] = usd.get(group, 0.0) + quote.usd
-        sources.setdefault(group, set()).add(quote.source)
+        usd[group] = usd.get(group, 0.0) + price.usd
+        sources.setdefault(group, set()).add(price.source)
     lines = tuple(
         CostLine(
             provider=provider,

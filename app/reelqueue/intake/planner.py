@@ -20,7 +20,7 @@ import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from reelqueue.intake.estimate import (
     PriceQuote,
     Pricer,
     estimate_cost,
+    estimate_quoted,
     stamp_prices,
 )
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
@@ -195,6 +196,19 @@ class ImportPlan:
     def scope(self) -> str:
         return str(self.batch.settings["intake"]["scope"])
 
+    def first_rows(self, rows: int) -> ImportPlan:
+        """The plan of a test run: only its first ``rows`` valid rows (those already in the
+        journal among them are skipped, as always), with their own count and estimate."""
+        jobs = self.jobs[:max(0, rows)]
+        new_jobs = [job for job in jobs if job.job_key not in self.present_keys]
+        return replace(self, jobs=jobs, estimate=estimate_quoted(new_jobs, self._quote),
+                       already_present=len(jobs) - len(new_jobs))
+
+    def _quote(self, job: JobSpec) -> PriceQuote:
+        # A plan made without a quoter knows no price: unknown, never $0.00.
+        return self.quoter(job) if self.quoter is not None else PriceQuote(
+            None, unknown="price unknown")
+
     def price_of(self, job: JobSpec) -> PriceQuote | None:
         """One job's price as the estimate counts it (None: the plan has no quoter)."""
         return self.quoter(job) if self.quoter is not None else None
@@ -254,7 +268,8 @@ def _plan_import(
             "there is nothing to import."
         )
     columns = {name: (headers.index(header), header) for name, header in mapping.by_field.items()}
-    images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere)
+    images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere,
+                          opened_as=path.absolute().parent)
     validator = RowValidator(columns, defaults, catalog, images)
 
     batch_name = batch_name_for(path, options)

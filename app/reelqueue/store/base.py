@@ -45,6 +45,12 @@ def short_lease(lease_left: float | None, min_lease: float | None) -> dict[str, 
             "min_lease": min_lease}
 
 
+def downloading_detail(output_path: str | None, part: str | None) -> dict[str, Any]:
+    """The ledger detail of a ``downloading`` entry: the output path chosen and the
+    temporary file (only what was given)."""
+    return {k: v for k, v in (("output_path", output_path), ("part", part)) if v is not None}
+
+
 @dataclass(frozen=True)
 class ClaimParams:
     """Attributes:
@@ -84,7 +90,8 @@ class RecoverParams:
     lease_seconds: the lease given to reattached jobs.
     only_expired: True on a shared store (take over only expired leases); False on one
         machine behind the data-folder lock, where every in-flight row is a leftover.
-    check_output: looks at a job's final output path (exists, size, sha256).
+    check_output: looks at a job's video (exists, size, sha256); recovery completes a job
+        only when the sha256 is the one its download recorded (``output_sha256``).
     lookup_accounts: accounts whose provider can be asked for a create whose answer was lost
         (by client token, or by a search of the account's renders): their jobs are marked
         to reconcile.
@@ -216,7 +223,19 @@ class Store(Protocol):
     def record_progress(
         self, token: ClaimToken, sub_status: str, progress: float | None, now: float
     ) -> bool: ...
-    def mark_downloading(self, token: ClaimToken, now: float) -> bool: ...
+    def mark_downloading(self, token: ClaimToken, now: float, *,
+                         output_path: str | None = None, part: str | None = None) -> bool:
+        """RENDERING -> DOWNLOADING. ``output_path``: where the video will be (a suffixed
+        name when a file the journal did not record holds the planned one; None keeps the
+        job's); ``part``: the temporary file's name beside it. The recorded size and hash
+        are cleared: they belong to the file this download writes (issue 22)."""
+        ...
+    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                        now: float) -> bool:
+        """The downloaded file's size and sha256 (DOWNLOADING stays), written after it was
+        fsynced and before it is renamed into place: recovery completes a job from disk
+        only from a file with this hash (issue 22)."""
+        ...
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool: ...

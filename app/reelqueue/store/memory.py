@@ -35,6 +35,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    downloading_detail,
     short_lease,
     this_host,
 )
@@ -557,9 +558,21 @@ class MemoryStore:
                             "record_progress", {"sub_status": sub_status},
                             sub_status=sub_status, progress=progress)
 
-    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced(token, "fenced_mark_downloading", "downloading", now,
-                            "mark_downloading")
+    def mark_downloading(self, token: ClaimToken, now: float, *,
+                         output_path: str | None = None, part: str | None = None) -> bool:
+        with self._lock:
+            job = self._jobs.get(token.job_id)
+            return self._fenced(
+                token, "fenced_mark_downloading", "downloading", now, "mark_downloading",
+                downloading_detail(output_path, part),
+                output_path=output_path or (job.output_path if job else ""),
+                output_part=part)
+
+    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                        now: float) -> bool:
+        return self._fenced(token, "fenced_record_download", "downloaded", now,
+                            "record_download", {"size": size, "sha256": sha256},
+                            output_size=size, output_sha256=sha256)
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float

@@ -71,12 +71,14 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    downloading_detail,
     short_lease,
     this_host,
 )
 from reelqueue.store.postgres_support import (
     account_from_pg,
     batch_from_pg,
+    connection_error,
     describe_dsn,
     dsn_password,
     dumps,
@@ -106,7 +108,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -277,6 +279,11 @@ class PostgresStore:
         self.where = where
         self.schema = schema
         self.migrated_from: int | None = None
+        #: whether the connection uses TLS (read when the store was opened)
+        self.encrypted = False
+        #: the database's identity (issue 21): this machine's keyring entries of the team's
+        #: keys are named after it (application/trust.py); a row, not a schema change
+        self.database_id: str | None = None
         #: written as ``output_host`` with every file this instance completes
         self.host = this_host()
 
@@ -310,6 +317,15 @@ class PostgresStore:
             options.append(f"-c search_path={schema}")
         kwargs["options"] = " ".join(options)
         recently_used = _RecentlyUsed()
+        # One plain connection first: a refused password or TLS handshake is said as
+        # such at once (the pool would retry until its timeout, then say only that it
+        # timed out), and it tells whether the connection is encrypted (issue 21).
+        try:
+            with psycopg.connect(dsn, **{k: v for k, v in kwargs.items()
+                                         if k != "row_factory"}) as probe:
+                encrypted = bool(probe.pgconn.ssl_in_use)
+        except _DRIVER_ERRORS as exc:
+            raise connection_error(exc, where, password, dsn) from None
         try:
             pool: ConnectionPool = ConnectionPool(
                 dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
@@ -319,6 +335,7 @@ class PostgresStore:
             raise known_error(exc, where, password) from None
         store = cls(pool, where, schema, password, server_clock)
         store._recently_used = recently_used
+        store.encrypted = encrypted
         try:
             store._prepare(now)
         except _DRIVER_ERRORS as exc:
@@ -330,6 +347,20 @@ class PostgresStore:
         return store
 
     def _prepare(self, now: float) -> None:
+        self._prepare_schema(now)
+        with self._tx() as db:
+            # Made once by whoever opens the database first (read first: a role that may
+            # only read still opens it); kept by dumps and restores.
+            select = "SELECT value FROM reelqueue_meta WHERE key = 'database_id'"
+            row = db.execute(select).fetchone()
+            if row is None:
+                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES ('database_id', "
+                           "md5(random()::text || clock_timestamp()::text || "
+                           "pg_backend_pid())) ON CONFLICT (key) DO NOTHING")
+                row = db.execute(select).fetchone()
+            self.database_id = str(row["value"]) if row else None
+
+    def _prepare_schema(self, now: float) -> None:
         with self._tx() as db:
             if self.schema is not None:
                 db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
@@ -1005,9 +1036,20 @@ class PostgresStore:
                                                     "sub_status": sub_status,
                                                     "progress": progress}))
 
-    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
+    def mark_downloading(self, token: ClaimToken, now: float, *,
+                         output_path: str | None = None, part: str | None = None) -> bool:
         return self._write_settled(token, "downloading", functools.partial(
-            self._fenced, "fenced_mark_downloading", "downloading", token, now))
+            self._fenced, "fenced_mark_downloading", "downloading", token, now,
+            downloading_detail(output_path, part), output_path=output_path, part=part))
+
+    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                        now: float) -> bool:
+        return self._write_settled(
+            token, "downloaded",
+            functools.partial(self._fenced, "fenced_record_download", "downloaded", token, now,
+                              {"size": size, "sha256": sha256}, size=size, sha256=sha256),
+            functools.partial(self._row_is, token, {"state": "DOWNLOADING",
+                                                    "output_sha256": sha256}))
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float

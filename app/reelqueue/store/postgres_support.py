@@ -22,7 +22,10 @@ from reelqueue.domain.errors import (
     JournalCorrupt,
     JournalError,
     JournalFull,
+    JournalLoginRefused,
     JournalReadOnly,
+    JournalTlsRefused,
+    JournalUnreachable,
 )
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
 from reelqueue.domain.states import AccountStatus
@@ -89,11 +92,61 @@ def known_error(exc: BaseException, where: str, password: str | None) -> Excepti
     if (isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
             or state.startswith(("08", "53", "57P"))
             or type(exc).__name__ == "PoolTimeout"):
-        return JournalError(f"The team database ({where}) cannot be reached ({detail}). "
+        return JournalUnreachable(f"The team database ({where}) cannot be reached ({detail}). "
                             "Check that the server runs and the network, then run the "
                             "command again: nothing recorded before was lost.")
     return JournalBug(f"The team database refused a request: {detail}. This is a bug in "
                       "ReelQueue; please report it with the log file.")
+
+
+def connection_error(exc: BaseException, where: str, password: str | None,
+                     dsn: str) -> JournalError:
+    """Why a new connection to the team database failed, in three kinds (issue 21): the
+    login refused (wrong or missing password, or no pg_hba entry), the TLS handshake
+    refused or its certificate not verified, or the server not reached at all.
+
+    libpq gives a failed connection no SQLSTATE, so the kind is read from the failed
+    connection's own flags (``needs_password``, ``used_password``) first, then from
+    libpq's words (English: libpq's and the server's messages at this stage are not
+    translated unless their LC_MESSAGES say so; an unknown one falls to "cannot be
+    reached", the old message).
+    """
+    detail = scrub(" ".join(str(exc).split()) or type(exc).__name__, password)
+    pgconn = getattr(exc, "pgconn", None)
+    needs_password = bool(getattr(pgconn, "needs_password", False))
+    used_password = bool(getattr(pgconn, "used_password", False))
+    text = detail.lower()
+    try:
+        sslmode = str(conninfo.conninfo_to_dict(dsn).get("sslmode") or "")
+    except psycopg.Error:
+        sslmode = ""
+    if needs_password:
+        return JournalLoginRefused(
+            f"The team database ({where}) asks for a password and this machine has none "
+            "saved for it. Save it with 'reelqueue store-password URL' (OS keyring) or in "
+            "a pgpass file.")
+    if used_password and ("password" in text or "authentication" in text):
+        return JournalLoginRefused(
+            f"The team database ({where}) refused the password: wrong password ({detail})."
+            " Save the right one with 'reelqueue store-password URL' (or in the pgpass "
+            "file); nothing recorded before was lost.")
+    if any(word in text for word in ("ssl", "tls", "certificate")):
+        asked = f"sslmode={sslmode}" if sslmode else "the connection's TLS settings"
+        return JournalTlsRefused(
+            f"The team database ({where}) refused or failed the encrypted connection "
+            f"asked for by {asked} ({detail}). If the server has no TLS, ask its "
+            "administrator to turn it on; if its certificate does not verify, give the "
+            "team's CA in the address (sslrootcert=/path/ca.pem) and use the server's "
+            "own name as host.")
+    if ("authentication" in text or "pg_hba.conf" in text
+            or ("role" in text and "does not exist" in text)):
+        return JournalLoginRefused(
+            f"The team database ({where}) refused the login ({detail}). Check the user, "
+            "its password (keyring or pgpass file) and the server's pg_hba.conf.")
+    return JournalUnreachable(
+        f"The team database ({where}) cannot be reached ({detail}). Check that the server "
+        "runs and the network, then run the command again: nothing recorded before was "
+        "lost.")
 
 
 def dumps(value: Any) -> str:

@@ -2,7 +2,8 @@
 
 Pure decisions, shared by every store implementation so they cannot drift apart:
 
-1. its finished file is already on disk        -> complete (no second render)
+1. its finished file is already on disk (the
+   file whose sha256 its download recorded)     -> complete (no second render)
 2. it has a provider job id                    -> reattach (poll and download, never submit)
 3. it died inside the submit window (or holds an
    unresolved submission) and its provider can
@@ -153,7 +154,10 @@ def plan_recovery(leftovers: list[Job], params: RecoverParams,
     actions: list[RecoveryAction] = []
     for job in leftovers:
         check = params.check_output(job)
-        if check.exists and check.size > 0 and check.sha256:
+        if (check.exists and check.size > 0 and job.output_sha256 is not None
+                and check.sha256 == job.output_sha256):
+            # Only the file this job's download recorded (issue 22): any other file at its
+            # output path may be the user's, and is never taken for the video.
             actions.append(RecoveryAction(job, "complete", file=check))
         elif job.provider_job_id and job.account in params.lost_render_accounts:
             actions.append(RecoveryAction(job, "lost", reason=LOST_WHY))

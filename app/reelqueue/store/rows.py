@@ -43,7 +43,7 @@ def job_from_mapping(row: dict[str, Any], decode: Callable[[Any], dict[str, Any]
         error_message=row["error_message"], created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
         finished_at=row["finished_at"], metadata=decode(row["metadata"]),
-        output_host=row["output_host"],
+        output_host=row["output_host"], output_part=row["output_part"],
     )
 
 

@@ -52,6 +52,7 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    downloading_detail,
     short_lease,
     this_host,
 )
@@ -78,7 +79,7 @@ from reelqueue.store.spend import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -877,8 +878,20 @@ class SqliteStore:
                             {"sub_status": sub_status}, durable=False,
                             sub_status=sub_status, progress=progress)
 
-    def mark_downloading(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced("fenced_mark_downloading", "downloading", token, now, durable=False)
+    def mark_downloading(self, token: ClaimToken, now: float, *,
+                         output_path: str | None = None, part: str | None = None) -> bool:
+        return self._fenced("fenced_mark_downloading", "downloading", token, now,
+                            downloading_detail(output_path, part), durable=False,
+                            output_path=output_path, part=part)
+
+    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
+                        now: float) -> bool:
+        # Not fsynced (docs/design-notes.md, refinements 8 and 14): a process that dies
+        # keeps it; only a power cut before the next durable commit loses it, and then the
+        # render is read again beside the unrecorded file, never created again.
+        return self._fenced("fenced_record_download", "downloaded", token, now,
+                            {"size": size, "sha256": sha256}, durable=False,
+                            size=size, sha256=sha256)
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float

@@ -1,10 +1,15 @@
-"""In-app banners: recovery reports, batch ends, errors. Always shown, even with a tray."""
+"""In-app banners: recovery reports, batch ends, errors. Always shown, even with a tray.
+
+Success and info banners fade by themselves after :data:`FADE_MS` (not while the pointer
+is on one, so its buttons stay reachable); errors and warnings stay until the user closes
+them or the controller removes them because their cause went (issue 23: banners piled up
+and took the table's rows at 1280x720)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -22,6 +27,9 @@ BannerAction = tuple[str, Callable[[], object]]
 """A banner button: its text and what it runs (its return value is ignored)."""
 
 KIND_TINTS = {"info": "info", "success": "success", "warning": "warning", "error": "danger"}
+FADING_KINDS = frozenset({"info", "success"})
+FADE_MS = 6000
+"""How long a success or info banner stays (milliseconds of the pointer not on it)."""
 
 
 class Banner(QFrame):
@@ -29,19 +37,31 @@ class Banner(QFrame):
 
     Signals:
         dismissed(): the user closed it (or an action closed it).
+        faded(): it went by itself (:attr:`fade_timer` ran out).
 
     Attributes:
         key: banners with the same key replace each other.
         kind: "info", "success", "warning" or "error".
+        fade_timer: the single-shot timer that makes a success or info banner go (None
+            for errors and warnings); stopped while the pointer is on the banner.
     """
 
     dismissed = Signal()
+    faded = Signal()
 
     def __init__(self, kind: str, text: str, actions: Sequence[BannerAction],
-                 key: str, parent: QWidget | None = None) -> None:
+                 key: str, parent: QWidget | None = None, fade_ms: int | None = None) -> None:
         super().__init__(parent)
         self.key = key
         self.kind = kind
+        self.fade_timer: QTimer | None = None
+        if fade_ms is not None:
+            self.fade_timer = QTimer(self)
+            self.fade_timer.setObjectName(f"banner-fade:{key}")
+            self.fade_timer.setSingleShot(True)
+            self.fade_timer.setInterval(fade_ms)
+            self.fade_timer.timeout.connect(self._fade)
+            self.fade_timer.start()
         tint = KIND_TINTS.get(kind, "info")
         base = theme.color(tint)
         fill = theme.color(tint, 40 if theme.tokens().dark else 22)
@@ -86,6 +106,19 @@ class Banner(QFrame):
         self.hide()
         emit(self.dismissed)
 
+    def _fade(self) -> None:
+        self.hide()
+        emit(self.faded)
+
+    def event(self, e: QEvent) -> bool:
+        # The pointer on the banner holds it (reading it, reaching for a button).
+        if self.fade_timer is not None:
+            if e.type() == QEvent.Type.Enter:
+                self.fade_timer.stop()
+            elif e.type() == QEvent.Type.Leave:
+                self.fade_timer.start()
+        return super().event(e)
+
 
 class BannerArea(QWidget):
     """A column of banners above the content; newest at the bottom.
@@ -93,10 +126,16 @@ class BannerArea(QWidget):
     Lifecycle: one banner per key (a kind: "recovery", "stalled", "imported", "retry"...);
     a newer one of the same key replaces the older, and the controller removes a banner
     when what it says is no longer true (the stalled one once work moves, "Imported ...
-    [Start]" once the run starts)."""
+    [Start]" once the run starts). Success and info banners fade after
+    :attr:`fade_ms`.
+
+    Attributes:
+        fade_ms: how long a success or info banner stays (:data:`FADE_MS`).
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.fade_ms = FADE_MS
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
@@ -107,8 +146,10 @@ class BannerArea(QWidget):
                     key: str | None = None) -> Banner:
         key = key or f"{kind}:{text}"
         self.remove(key)
-        banner = Banner(kind, text, actions or [], key, self)
+        banner = Banner(kind, text, actions or [], key, self,
+                        fade_ms=self.fade_ms if kind in FADING_KINDS else None)
         banner.dismissed.connect(lambda: self.remove(key))
+        banner.faded.connect(lambda: self._drop(banner))
         self._layout.addWidget(banner)
         self.setVisible(True)
         return banner
@@ -134,7 +175,15 @@ class BannerArea(QWidget):
     def remove(self, key: str) -> None:
         for banner in self.banners():
             if banner.key == key:
-                self._layout.removeWidget(banner)
-                banner.hide()
-                banner.deleteLater()
+                self._drop(banner)
+        self.setVisible(bool(self.banners()))
+
+    def _drop(self, banner: Banner) -> None:
+        """Take this banner out (not a newer one of its key that replaced it)."""
+        if banner.fade_timer is not None:
+            banner.fade_timer.stop()
+        if banner in self.banners():
+            self._layout.removeWidget(banner)
+            banner.hide()
+            banner.deleteLater()
         self.setVisible(bool(self.banners()))

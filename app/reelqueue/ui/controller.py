@@ -166,7 +166,7 @@ class AppController(QObject):
         self.bridge.attach()  # held events (the engine's state above all) arrive now
         self.timer.start()
         if self.session.settings.serve_api:
-            await self.keeper.apply_api()
+            await self.keeper.apply_api(at_launch=True)
         await self.load_rows()
         self.refresh_cards()
         self.refresh_status()
@@ -208,9 +208,23 @@ class AppController(QObject):
             parts.append(facts)
         if report.unclean and report.paused and self.window.paused:
             picked = follow.count("picked_up")
-            parts.append("The queue is paused so you can check first"
-                         + (f"; the {fmt.count(picked, 'render')} picked up "
-                            f"{fmt.plural(picked, 'goes', 'go')} on." if picked else "."))
+            going = follow.picked_up_going_on()
+            ended = picked - going
+            word = ("finished" if all(state == "COMPLETED" for state in follow.ended.values())
+                    else "ended")
+            if going and ended:
+                tail = (f"; of the {fmt.count(picked, 'render')} picked up, "
+                        f"{fmt.number(ended)} {word} and {fmt.number(going)} "
+                        f"{fmt.plural(going, 'goes', 'go')} on.")
+            elif going:
+                tail = (f"; the {fmt.count(picked, 'render')} picked up "
+                        f"{fmt.plural(picked, 'goes', 'go')} on.")
+            elif picked:
+                tail = (f"; the {fmt.count(picked, 'render')} picked up "
+                        f"{fmt.plural(picked, 'has', 'have')} {word} (see the table).")
+            else:
+                tail = "."
+            parts.append("The queue is paused so you can check first" + tail)
         return " ".join(p if p.endswith((".", "…", ":")) else p + "." for p in parts)
 
     def _update_recovery_banner(self) -> None:

@@ -160,6 +160,10 @@ def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, 
                             if rendering else ""), "Start hands waiting jobs out again")
     if rendering:
         return f"Running · {fmt.number(rendering)} rendering", ""
+    if not waiting and state is not None and state.running:
+        # The engine's last word still has a render in flight (its last bytes, its file
+        # being written): "All done" waits for the engine's "done".
+        return f"Running · finishing {fmt.count(state.running, 'render')}", ""
     if not waiting:
         n = fmt.number
         parts = [f"{n(by_state.get('COMPLETED', 0))} completed",

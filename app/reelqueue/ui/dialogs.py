@@ -5,6 +5,7 @@ is kept in :attr:`DialogKeeper.open` until it closes."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -267,8 +268,20 @@ class DialogKeeper:
         dialog.show()
         return dialog
 
+    async def _api_banner_seen(self, text: str) -> None:
+        """Remember (in the settings file) that the user has seen this API banner."""
+        session = self.ctl.session
+        if session.settings.api_banner_seen == text:
+            return
+        settings = replace(session.settings, api_banner_seen=text)
+        session.settings = settings
+        await asyncio.to_thread(save_settings, session.ctx.data_dir, settings)
+
     async def _save_settings(self, settings: Settings, team_password: str = "") -> None:
         old = self.ctl.session.settings
+        # The dialog started from the settings of its opening: keep what the window
+        # learnt since (the API banner seen).
+        settings = replace(settings, api_banner_seen=old.api_banner_seen)
         await asyncio.to_thread(save_settings, self.ctl.session.ctx.data_dir, settings)
         self.ctl.session.settings = settings
         if team_password and settings.team_store:
@@ -296,16 +309,23 @@ class DialogKeeper:
                 old.serve_api, old.api_listen, old.api_max_waiting):
             await self.apply_api()
 
-    async def apply_api(self) -> None:
+    async def apply_api(self, *, at_launch: bool = False) -> None:
         """Serve the HTTP API or stop it as the settings say, then say which in a banner
-        (and in an open Settings dialog)."""
+        (and in an open Settings dialog). At launch, a serving banner the user has already
+        seen go (the same address and certificate) is not shown again; an error always
+        is."""
         session = self.ctl.session
         await session.apply_api()
         banners = self.ctl.window.banners
         banners.remove_family("api:")
         status = session.api_status()
         if session.api is not None:
-            banners.show_banner("info", f"HTTP API: {status}", key="api:serving")
+            text = f"HTTP API: {status}"
+            if not (at_launch and session.settings.api_banner_seen == text):
+                banner = banners.show_banner("info", text, key="api:serving")
+                for gone in (banner.dismissed, banner.faded):
+                    gone.connect(lambda: self.ctl.spawn(self._api_banner_seen(text),
+                                                        "api-banner-seen"))
         elif session.api_error is not None:
             banners.show_banner("error", f"HTTP API: {status}", key="api:error")
         for dialog in self.open:

@@ -238,7 +238,7 @@ class ImportDialog(QDialog):
         box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Minimum)
         form = QFormLayout(box)
         form.setContentsMargins(16, 14, 16, 14)
-        form.setVerticalSpacing(9)
+        form.setVerticalSpacing(7)  # one row more (images from other folders) fits 720 px
         form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
         heading = QLabel("BATCH DEFAULTS")
         heading.setProperty("role", "section")
@@ -286,6 +286,14 @@ class ImportDialog(QDialog):
         test_row = QHBoxLayout()
         test_row.addWidget(self.test_run)
         test_row.addWidget(self.test_rows)
+        self.images_anywhere = QCheckBox("Allow images from other folders")
+        self.images_anywhere.setChecked(self.options.allow_images_anywhere)
+        self.images_anywhere.setToolTip(
+            f"Reference images are taken from {self.path.parent} and its subfolders. "
+            "Tick to also take images the sheet names elsewhere (what "
+            "--allow-images-anywhere does on the command line); a symbolic link is "
+            "still refused.")
+        self.images_anywhere.toggled.connect(lambda _on: self._changed())
         form.addRow("Batch name", self.batch_name)
         form.addRow("Provider", self.provider)
         form.addRow("Model", self.model)
@@ -296,6 +304,7 @@ class ImportDialog(QDialog):
         form.addRow("File names", self.template)
         form.addRow("Stop at", self.max_spend)
         form.addRow(test_row)
+        form.addRow(self.images_anywhere)
         self.provider.currentIndexChanged.connect(lambda _i: self._provider_changed())
         for combo in (self.model, self.aspect, self.resolution):
             combo.currentIndexChanged.connect(lambda _i: self._changed())
@@ -345,6 +354,7 @@ class ImportDialog(QDialog):
             filename_template=self.template.text().strip() or self.options.filename_template,
             batch_name=self.batch_name.text().strip() or None,
             mapping=mapping,
+            allow_images_anywhere=self.images_anywhere.isChecked(),
         )
 
     def _emit_replan(self) -> None:
@@ -439,12 +449,18 @@ class ImportDialog(QDialog):
         return value if value > 0 else None
 
     def _update_summary(self) -> None:
-        plan = self.plan
-        if plan is None:
+        whole = self.plan
+        if whole is None:
             return
+        count = self.rows_to_import()
+        # A test run's summary and estimate count only its rows (what Import will add).
+        plan = whole.first_rows(count) if count is not None else whole
         new = len(plan.new_jobs)
         refused_rows = len({e.row_number for e in plan.errors})
         parts = [f"<b>{fmt.count(new, 'new job')}</b>"]
+        if count is not None:
+            parts[0] = (f"<b>{fmt.count(new, 'new job')}</b> (a test run of the first "
+                        f"{fmt.count(count, 'row')} of {fmt.number(len(whole.jobs))})")
         if plan.already_present:
             parts.append(f"{fmt.number(plan.already_present)} already imported (skipped)")
         if refused_rows:
@@ -464,9 +480,8 @@ class ImportDialog(QDialog):
         if estimate.sources:
             text += f". Prices: {'; '.join(estimate.sources)}; an estimate, not an invoice."
         self.estimate_label.setText(text)
-        count = self.rows_to_import()
-        to_add = min(new, count) if count is not None else new
-        self.import_button.setEnabled(not plan.refused and (to_add > 0 or count is not None))
+        to_add = new
+        self.import_button.setEnabled(not whole.refused and (to_add > 0 or count is not None))
         self.import_button.setText(f"Test run {fmt.count(count, 'row')}" if count is not None
                                    else f"Import {fmt.count(to_add, 'job')}" if to_add
                                    else "Nothing new")

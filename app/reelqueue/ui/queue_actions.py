@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QMessageBox
 from reelqueue.application import jobs
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
+from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
 
@@ -108,6 +109,9 @@ class QueueActions:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
                      else f"est. ${plan.rerender_usd:.2f} + unknown")
+            if plan.maybe_charged:  # the retry plan's words: said on the button that pays
+                price += (f"; {fmt.number(len(plan.maybe_charged))} may already be "
+                          "charged")
             self.ctl.window.banners.show_banner(
                 "warning", f"Retry: {plan.summary()}",
                 [(f"Retry ({price})", lambda: self.ctl.spawn(
@@ -175,11 +179,10 @@ class QueueActions:
         what it renders again at a price, and a price waits for the user's button."""
         plan = await self.ctl.session.retry_plan(
             ids, include_permanent=include_permanent)
-        skipped = len(plan.skipped_permanent)
         text = plan.summary(include_hint="'Also retry' queues them too")
-        also = [(f"Also retry {fmt.number(skipped)} refused by the provider's rules",
+        also = [(also_retry_label(plan),
                  lambda: self.ctl.spawn(self._retry_failed(ids, include_permanent=True),
-                                    "retry-failed"))] if skipped else []
+                                    "retry-failed"))] if plan.skipped_permanent else []
         if not plan.job_ids:
             self.ctl.window.banners.show_banner("info", f"Retry failed: {text}", also,
                                             key="retry")
@@ -188,6 +191,9 @@ class QueueActions:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
                      else f"est. ${plan.rerender_usd:.2f} + unknown")
+            if plan.maybe_charged:  # the retry plan's words: said on the button that pays
+                price += (f"; {fmt.number(len(plan.maybe_charged))} may already be "
+                          "charged")
             self.ctl.window.banners.show_banner(
                 "warning", f"Retry failed: {text}",
                 [(f"Retry ({price})", lambda: self.ctl.spawn(self._retry_failed(
@@ -281,3 +287,19 @@ class QueueActions:
     async def _account_command(self, command: Any) -> None:
         await command
         await self.ctl.refresh_accounts()
+
+
+def also_retry_label(plan: RetryPlan) -> str:
+    """The button that retries what a bulk retry left out, in the retry plan's classes:
+    permanent failures are "refused by the provider's rules"; a submit outcome unknown is
+    not (it was never refused). Short: the banner's text says the rest (the first create
+    of an unknown outcome may already be charged), and a price still waits for its own
+    button."""
+    permanent = len(plan.left_out_permanent)
+    unknown = len(plan.left_out_unknown)
+    if permanent and unknown:
+        return (f"Also retry these {fmt.number(permanent + unknown)} ({fmt.number(permanent)} "
+                f"refused, {fmt.number(unknown)} outcome unknown)")
+    if permanent:
+        return f"Also retry {fmt.number(permanent)} refused by the provider's rules"
+    return f"Also retry {fmt.number(unknown)} with a submit outcome unknown"

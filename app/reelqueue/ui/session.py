@@ -66,6 +66,7 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 # The words a resumed attempt says before the provider answered (engine/render.py).
 NOT_YET_ANSWERED = frozenset({"reattached", "submitted"})
+FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "PARKED"})
 
 
 class RecoveryFollowUp:
@@ -80,6 +81,9 @@ class RecoveryFollowUp:
             the render: it is created again), FAILED or CANCELLED.
         on_builtin: job id -> True when its account is on the built-in mock (which stops
             with ReelQueue, so its renders never survive).
+        ended: job id -> the final state (COMPLETED, FAILED, CANCELLED, PARKED) of a render
+            that was picked up, once it ends: "the renders picked up go on" stops being
+            true then (issue 23).
     """
 
     def __init__(self, report: RecoveryReport, builtin_accounts: Iterable[str] = ()) -> None:
@@ -88,6 +92,7 @@ class RecoveryFollowUp:
         self.builtin_accounts = frozenset(builtin_accounts)
         self.outcomes: dict[int, str] = {}
         self.on_builtin: dict[int, bool] = {}
+        self.ended: dict[int, str] = {}
 
     @property
     def settled(self) -> bool:
@@ -96,7 +101,12 @@ class RecoveryFollowUp:
     def observe(self, event: JobEvent) -> bool:
         """Take one job event; True when it settled a followed job's outcome."""
         job = event.job_id
-        if job not in self.jobs or job in self.outcomes:
+        if job not in self.jobs or job in self.ended:
+            return False
+        if job in self.outcomes:
+            if self.outcomes[job] == PICKED_UP and event.state in FINAL_STATES:
+                self.ended[job] = event.state
+                return True
             return False
         state = event.state
         answered = event.sub_status not in NOT_YET_ANSWERED or event.progress is not None
@@ -115,7 +125,14 @@ class RecoveryFollowUp:
             return False
         self.outcomes[job] = outcome
         self.on_builtin[job] = event.account in self.builtin_accounts
+        if outcome == PICKED_UP and state in FINAL_STATES:
+            self.ended[job] = state
         return True
+
+    def picked_up_going_on(self) -> int:
+        """Renders picked up again that have not ended yet."""
+        return sum(1 for job, o in self.outcomes.items()
+                   if o == PICKED_UP and job not in self.ended)
 
     def count(self, outcome: str, builtin: bool | None = None) -> int:
         return sum(1 for job, o in self.outcomes.items()

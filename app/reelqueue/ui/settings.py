@@ -45,6 +45,8 @@ class Settings:
     team_store: the team queue's PostgreSQL address (issue 15), without a password; ""
         for this machine's own journal. Used from the next start; ``--store`` or
         REELQUEUE_STORE win over it.
+    api_banner_seen: the HTTP API banner's text the user has seen go (closed, or faded):
+        the next launch serving the same address and certificate shows it no more.
     """
 
     output_dir: str = ""
@@ -61,6 +63,7 @@ class Settings:
     api_listen: str = DEFAULT_LISTEN
     api_max_waiting: int = ServeOptions.max_waiting  # serve's --max-waiting default
     team_store: str = ""
+    api_banner_seen: str = ""
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

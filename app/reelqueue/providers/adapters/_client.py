@@ -19,6 +19,7 @@ from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
 from reelqueue.providers.base import ProviderConfig, classify_http_status, transport_error
+from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
 
 AuthHeaders = Callable[[str], Mapping[str, str]]
@@ -82,6 +83,13 @@ class ApiClient:
     def auth(self) -> dict[str, str]:
         if not self._key:
             return {}  # a keyless account (the local mock)
+        if (problem := key_text_problem(self._key)) is not None:
+            # Stored before keys were checked (issue 22): it cannot be sent, so the account
+            # pauses with the reason instead of every request failing with a traceback.
+            raise ProviderError(
+                f"{self.title}: the key stored for account {self.account!r} cannot be sent "
+                f"({problem}). Remove the account and add it again with the right key.",
+                error_class=ErrorClass.ACCOUNT, label=ErrorLabel.KEY_REJECTED)
         headers = dict(self._auth_headers(self._key))
         for value in headers.values():
             if value and value not in self._secrets:
@@ -120,11 +128,14 @@ class ApiClient:
         merged = self.auth() if with_key else {}
         if headers:
             merged.update(headers)
+        # Latin-1, as HTTP carries it: httpx encodes str values as ASCII only, which would
+        # refuse a key with an accented letter that a provider may well accept.
+        sent = header_bytes(merged)
         try:
             # Never follow a redirect with the key attached: httpx drops Authorization on a
             # cross-origin hop but keeps other auth headers (x-goog-api-key).
             return await self._client.request(
-                method, self.url(path), headers=merged, json=json_body, params=params,
+                method, self.url(path), headers=sent, json=json_body, params=params,
                 files=files, follow_redirects=False,
             )
         except httpx.HTTPError as exc:

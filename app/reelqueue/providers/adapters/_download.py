@@ -15,6 +15,7 @@ import httpx
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers import download_limits
 from reelqueue.providers.adapters._errors import host_of, retry_after_of
+from reelqueue.providers.key_text import header_bytes
 from reelqueue.providers.registry import is_loopback_url
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ class VideoDownload:
                 headers["Accept"] = accept
             if send_key_to_api_host and self._api.is_own_origin(url):
                 headers.update(self._api.auth())
-            request = self._client.build_request("GET", url, headers=headers)
+            request = self._client.build_request(
+                "GET", url, headers=header_bytes(headers))
             try:
                 response = await self._client.send(request, stream=True, follow_redirects=False)
             except httpx.HTTPError as exc:

@@ -167,8 +167,18 @@ UPDATE jobs SET sub_status = :sub_status, progress = :progress, updated_at = :no
  WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
 
 -- name: fenced_mark_downloading
-UPDATE jobs SET state = 'DOWNLOADING', updated_at = :now
+-- The output path the download chose (a suffixed name when a file the journal did not
+-- record holds the planned one; NULL: kept) and its temporary file; no hash recorded yet.
+UPDATE jobs SET state = 'DOWNLOADING', updated_at = :now,
+       output_path = COALESCE(:output_path, output_path), output_part = :part,
+       output_size = NULL, output_sha256 = NULL
  WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
+
+-- name: fenced_record_download
+-- The downloaded file's size and sha256, written before it is renamed into place: the
+-- only file recovery completes this job from (issue 22).
+UPDATE jobs SET output_size = :size, output_sha256 = :sha256, updated_at = :now
+ WHERE id = :id AND state = 'DOWNLOADING' AND claim_token = :token;
 
 -- name: fenced_mark_completed
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,

@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 6). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 8). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -68,6 +68,8 @@ CREATE TABLE jobs (
     finished_at     REAL,
     metadata        TEXT NOT NULL DEFAULT '{}',
     output_host     TEXT,
+    -- the temporary file a download is written to, beside output_path (issue 22, v8)
+    output_part     TEXT,
     -- finished <=> finished_at set
     CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     -- completed => the file was recorded

@@ -260,8 +260,18 @@ UPDATE jobs SET sub_status = %(sub_status)s, progress = %(progress)s, updated_at
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'RENDERING';
 
 -- name: fenced_mark_downloading
-UPDATE jobs SET state = 'DOWNLOADING', updated_at = %(now)s
+-- The output path the download chose (a suffixed name when a file the journal did not
+-- record holds the planned one; NULL: kept) and its temporary file; no hash recorded yet.
+UPDATE jobs SET state = 'DOWNLOADING', updated_at = %(now)s,
+       output_path = COALESCE(%(output_path)s, output_path), output_part = %(part)s,
+       output_size = NULL, output_sha256 = NULL
  WHERE id = %(id)s AND claim_token = %(token)s AND state = 'RENDERING';
+
+-- name: fenced_record_download
+-- The downloaded file's size and sha256, written before it is renamed into place: the
+-- only file recovery completes this job from (issue 22).
+UPDATE jobs SET output_size = %(size)s, output_sha256 = %(sha256)s, updated_at = %(now)s
+ WHERE id = %(id)s AND state = 'DOWNLOADING' AND claim_token = %(token)s;
 
 -- name: fenced_mark_completed
 UPDATE jobs SET state = 'COMPLETED', output_size = %(size)s, output_sha256 = %(sha256)s,

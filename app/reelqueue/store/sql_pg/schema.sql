@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 3). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 5). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -75,6 +75,8 @@ CREATE TABLE jobs (
     metadata        JSONB NOT NULL DEFAULT '{}',
     -- the host name of the instance that wrote the finished file (where the video is)
     output_host     TEXT,
+    -- the temporary file a download is written to, beside output_path (issue 22, v5)
+    output_part     TEXT,
     CONSTRAINT jobs_finished_has_time
         CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     CONSTRAINT jobs_completed_has_file

@@ -1,0 +1,375 @@
+"""Benchmark: a job's whole life through ReelQueue's SQLite journal, beside other SQLite
+queues and a raw two-transaction loop, at the same durability (issue 20).
+
+    pip install huey litequeue persist-queue   # the other queues (not project deps)
+    python benchmarks/compare_sqlite_queues.py [--jobs 1000] [--rounds 5] [--workers 1 3]
+
+A *job life* is what one job costs the queue once it is enqueued:
+
+- **ReelQueue** ``SqliteStore``, in the render worker's call order: ``claim_next_job`` ->
+  ``mark_submitting`` (the durable intent) -> ``record_submitted`` (rendering) ->
+  ``mark_downloading`` -> ``mark_completed``, each with its ledger row, fencing and caps.
+- **raw**: a hand-written loop on its own two-table schema, two transactions per job
+  (claim: ``UPDATE ... RETURNING`` + a ledger row; completion: ``UPDATE`` + a ledger
+  row). The ratio every other line is measured against.
+- **huey** ``SqliteStorage(fsync=True)``: ``dequeue`` + ``put_data`` of the result.
+- **litequeue** ``LiteQueue``: ``pop`` + ``done``.
+- **persist-queue** ``SQLiteAckQueue``: ``get`` + ``ack``.
+
+Every contender runs WAL with ``synchronous=FULL`` (huey's ``fsync=True``; the others'
+connections are set so after they open), so every commit waits for the disk, as ReelQueue's
+durable transitions do. Jobs are enqueued before the clock starts (batch enqueue is
+measured on its own: ``add_jobs`` against ``executemany`` in one transaction). With W
+workers, W processes (fork) share one database file and take jobs until none is left;
+the figure is jobs per second of wall time from a common start. Rounds interleave the
+contenders (rotating which goes first) so that a busy machine slows all alike; each
+figure is the median over the rounds, and each ratio is against the raw loop of the same
+worker count. Nothing here is a test and nothing asserts a time.
+
+Count fsyncs with ``strace -f -c -e trace=fsync,fdatasync python
+benchmarks/compare_sqlite_queues.py --only reelqueue --rounds 1 --workers 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import queue
+import sqlite3
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import NOW, machine_line, median, print_table
+
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.store.base import ClaimParams
+from reelqueue.store.sqlite import SqliteStore
+
+Setup = Callable[[Path, int], None]
+Work = Callable[[Path, int], int]  # (folder, worker index) -> jobs done
+
+
+def _full(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA busy_timeout = 30000")
+
+
+# -- ReelQueue ---------------------------------------------------------------------------
+def reelqueue_setup(folder: Path, jobs: int) -> None:
+    store = SqliteStore.open(folder / "journal.sqlite3", now=NOW)
+    try:
+        batch = store.create_batch(BatchSpec("bench", "bench.csv", str(folder)), NOW)
+        store.add_jobs(batch.id, [
+            JobSpec(job_key=f"k{i:07d}", prompt=f"a red fox at sunrise #{i}",
+                    provider="mock", output_path=str(folder / f"{i:07d}.mp4"),
+                    params={"duration": 5}, row_number=i + 2, name=f"clip {i}")
+            for i in range(jobs)], NOW)
+        store.add_account(AccountSpec("acct", "mock", 1000), NOW)
+    finally:
+        store.close()
+
+
+def reelqueue_work(folder: Path, worker: int) -> int:
+    store = SqliteStore.open(folder / "journal.sqlite3", now=NOW)
+    params = ClaimParams("acct", f"bench-{worker}", NOW, 600.0)
+    done = 0
+    try:
+        while (claim := store.claim_next_job(params)) is not None:
+            token = claim.token
+            assert store.mark_submitting(token, uuid.uuid4().hex, NOW)
+            assert store.record_submitted(token, f"pj-{token.job_id}", NOW)
+            assert store.mark_downloading(token, NOW)
+            assert store.mark_completed(token, size=1000, sha256="ab" * 32, cost=0.05,
+                                        now=NOW)
+            done += 1
+    finally:
+        store.close()
+    return done
+
+
+# -- raw: two transactions per job -------------------------------------------------------
+RAW_SCHEMA = """
+CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, payload TEXT NOT NULL,
+                   owner TEXT, token TEXT, updated_at REAL);
+CREATE INDEX jobs_state ON jobs (state, id);
+CREATE TABLE ledger (seq INTEGER PRIMARY KEY, at REAL, event TEXT, job_id INTEGER,
+                     detail TEXT);
+"""
+
+
+def raw_setup(folder: Path, jobs: int) -> None:
+    db = sqlite3.connect(str(folder / "raw.sqlite3"), isolation_level=None)
+    _full(db)
+    db.executescript(RAW_SCHEMA)
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO jobs (state, payload) VALUES ('QUEUED', ?)",
+                   ((json.dumps({"prompt": f"a red fox at sunrise #{i}"}),)
+                    for i in range(jobs)))
+    db.execute("COMMIT")
+    db.close()
+
+
+def raw_work(folder: Path, worker: int) -> int:
+    db = sqlite3.connect(str(folder / "raw.sqlite3"), isolation_level=None)
+    _full(db)
+    done = 0
+    try:
+        while True:
+            token = uuid.uuid4().hex
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "UPDATE jobs SET state = 'CLAIMED', owner = ?, token = ?, updated_at = ? "
+                "WHERE id = (SELECT id FROM jobs WHERE state = 'QUEUED' ORDER BY id "
+                "LIMIT 1) RETURNING id", (f"bench-{worker}", token, NOW)).fetchone()
+            if row is None:
+                db.execute("COMMIT")
+                return done
+            db.execute("INSERT INTO ledger (at, event, job_id, detail) VALUES "
+                        "(?, 'claimed', ?, ?)", (NOW, row[0], json.dumps({"t": token})))
+            db.execute("COMMIT")
+            db.execute("BEGIN IMMEDIATE")
+            changed = db.execute("UPDATE jobs SET state = 'COMPLETED', updated_at = ? "
+                                 "WHERE id = ? AND token = ?", (NOW, row[0], token)).rowcount
+            assert changed == 1
+            db.execute("INSERT INTO ledger (at, event, job_id, detail) VALUES "
+                        "(?, 'completed', ?, '{}')", (NOW, row[0]))
+            db.execute("COMMIT")
+            done += 1
+    finally:
+        db.close()
+
+
+# -- huey --------------------------------------------------------------------------------
+def _huey(folder: Path) -> Any:
+    from huey.storage import SqliteStorage
+
+    return SqliteStorage(name="bench", filename=str(folder / "huey.db"), fsync=True,
+                         timeout=30)
+
+
+def huey_setup(folder: Path, jobs: int) -> None:
+    storage = _huey(folder)
+    for i in range(jobs):
+        storage.enqueue(json.dumps({"prompt": f"a red fox at sunrise #{i}"}).encode())
+    storage.close()
+
+
+def huey_work(folder: Path, worker: int) -> int:
+    storage = _huey(folder)
+    done = 0
+    try:
+        while (data := storage.dequeue()) is not None:
+            storage.put_data(f"result-{done}-{worker}", data)
+            done += 1
+    finally:
+        storage.close()
+    return done
+
+
+# -- litequeue ---------------------------------------------------------------------------
+def _litequeue(folder: Path) -> Any:
+    from litequeue import LiteQueue
+
+    queue = LiteQueue(str(folder / "lite.db"))
+    _full(queue.conn)
+    return queue
+
+
+def litequeue_setup(folder: Path, jobs: int) -> None:
+    queue = _litequeue(folder)
+    for i in range(jobs):
+        queue.put(json.dumps({"prompt": f"a red fox at sunrise #{i}"}))
+    queue.conn.close()
+
+
+def litequeue_work(folder: Path, worker: int) -> int:
+    queue = _litequeue(folder)
+    done = 0
+    try:
+        while (message := queue.pop()) is not None:
+            queue.done(message.message_id)
+            done += 1
+    finally:
+        queue.conn.close()
+    return done
+
+
+# -- persist-queue -----------------------------------------------------------------------
+def _persist(folder: Path) -> Any:
+    from persistqueue import SQLiteAckQueue
+
+    queue = SQLiteAckQueue(str(folder / "persist"), auto_commit=True, multithreading=True)
+    for conn in (queue._getter, queue._putter):  # the library's two connections
+        _full(conn)
+    return queue
+
+
+def persist_setup(folder: Path, jobs: int) -> None:
+    queue = _persist(folder)
+    for i in range(jobs):
+        queue.put({"prompt": f"a red fox at sunrise #{i}"})
+    queue.close()
+
+
+def persist_work(folder: Path, worker: int) -> int:
+    from persistqueue import Empty
+
+    queue = _persist(folder)
+    done = 0
+    try:
+        while True:
+            try:
+                item = queue.get(block=False)
+            except Empty:
+                return done
+            queue.ack(item)
+            done += 1
+    finally:
+        queue.close()
+
+
+CONTENDERS: dict[str, tuple[Setup, Work]] = {
+    "raw": (raw_setup, raw_work),
+    "reelqueue": (reelqueue_setup, reelqueue_work),
+    "huey": (huey_setup, huey_work),
+    "litequeue": (litequeue_setup, litequeue_work),
+    "persist-queue": (persist_setup, persist_work),
+}
+
+
+DELIVERED_TWICE: dict[tuple[str, int], int] = {}
+
+
+def _worker(work: Work, folder: Path, index: int, start: Any, out: Any) -> None:
+    start.wait()
+    out.put(work(folder, index))
+
+
+def one_round(name: str, where: Path, jobs: int, workers: int) -> float:
+    """Jobs per second of one contender's round with ``workers`` processes."""
+    setup, work = CONTENDERS[name]
+    with tempfile.TemporaryDirectory(dir=where) as scratch:
+        folder = Path(scratch)
+        setup(folder, jobs)
+        if workers == 1:
+            started = time.perf_counter()
+            done = work(folder, 0)
+            elapsed = time.perf_counter() - started
+        else:
+            context = multiprocessing.get_context("fork")
+            start, out = context.Barrier(workers + 1), context.Queue()
+            processes = [context.Process(target=_worker, args=(work, folder, i, start, out))
+                         for i in range(workers)]
+            for process in processes:
+                process.start()
+            start.wait()
+            started = time.perf_counter()
+            results: list[int] = []
+            while len(results) < workers:
+                try:
+                    results.append(out.get(timeout=1))
+                except queue.Empty:
+                    dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise RuntimeError(f"{name}: a worker died ({dead})") from None
+            done = sum(results)
+            elapsed = time.perf_counter() - started
+            for process in processes:
+                process.join()
+        # persist-queue's get is a SELECT then an UPDATE: across processes it hands some
+        # jobs out twice. Counted and printed, not hidden; the rate is of distinct jobs.
+        assert done >= jobs, f"{name}: only {done} of {jobs} jobs done"
+        DELIVERED_TWICE[(name, workers)] = DELIVERED_TWICE.get((name, workers), 0) + (
+            done - jobs)
+        return jobs / elapsed
+
+
+def enqueue_rates(where: Path, jobs: int, rounds: int) -> tuple[list[float], list[float]]:
+    """Rows per second: ``SqliteStore.add_jobs`` against a raw ``executemany`` of the same
+    rows into the same schema in one transaction (both durable)."""
+    store_rates: list[float] = []
+    raw_rates: list[float] = []
+    for n in range(rounds):
+        for which in (("store", "raw") if n % 2 == 0 else ("raw", "store")):
+            with tempfile.TemporaryDirectory(dir=where) as scratch:
+                folder = Path(scratch)
+                specs = [JobSpec(job_key=f"k{i:07d}", prompt=f"a red fox at sunrise #{i}",
+                                 provider="mock", output_path=str(folder / f"{i:07d}.mp4"),
+                                 params={"duration": 5}, row_number=i + 2,
+                                 name=f"clip {i}") for i in range(jobs)]
+                store = SqliteStore.open(folder / "journal.sqlite3", now=NOW)
+                batch = store.create_batch(BatchSpec("bench", "bench.csv", str(folder)), NOW)
+                if which == "store":
+                    started = time.perf_counter()
+                    store.add_jobs(batch.id, specs, NOW)
+                    store_rates.append(jobs / (time.perf_counter() - started))
+                    store.close()
+                    continue
+                store.close()
+                db = sqlite3.connect(str(folder / "journal.sqlite3"), isolation_level=None)
+                _full(db)
+                started = time.perf_counter()
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(
+                    "INSERT INTO jobs (batch_id, job_key, row_number, name, prompt, provider,"
+                    " params, output_path, state, max_attempts, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'QUEUED', 3, ?, ?)",
+                    ((batch.id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
+                      json.dumps(s.params), s.output_path, NOW, NOW) for s in specs))
+                db.execute("COMMIT")
+                raw_rates.append(jobs / (time.perf_counter() - started))
+                db.close()
+    return store_rates, raw_rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--only", nargs="+", choices=list(CONTENDERS),
+                        help="run these contenders only (raw is always run)")
+    parser.add_argument("--enqueue-rows", type=int, default=20000,
+                        help="rows per round of the batch-enqueue comparison (0: skip)")
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where the databases go (a real disk: commits wait for it)")
+    args = parser.parse_args()
+    names = ["raw", *[n for n in (args.only or CONTENDERS) if n != "raw"]]
+    print(machine_line())
+    table = [("contender", *[f"W={w} jobs/s" for w in args.workers],
+              *[f"W={w} vs raw" for w in args.workers])]
+    rates: dict[tuple[str, int], list[float]] = {}
+    for workers in args.workers:
+        for n in range(args.rounds):
+            turn = n % len(names)
+            for name in names[turn:] + names[:turn]:
+                rates.setdefault((name, workers), []).append(
+                    one_round(name, args.dir, args.jobs, workers))
+    for name in names:
+        medians = [median(rates[(name, w)]) for w in args.workers]
+        raws = [median(rates[("raw", w)]) for w in args.workers]
+        table.append((name, *[f"{m:.0f}" for m in medians],
+                      *[f"{m / r:.2f}x" for m, r in zip(medians, raws, strict=True)]))
+    twice = {k: v for k, v in DELIVERED_TWICE.items() if v}
+    print(f"full job life, {args.jobs} jobs per round, median of {args.rounds} interleaved "
+          "rounds, WAL + synchronous=FULL everywhere")
+    print_table(table)
+    for (name, workers), count in sorted(twice.items()):
+        print(f"{name} at W={workers}: {count} deliveries of a job already delivered "
+              f"over {args.rounds} rounds (not a safe multi-process queue)")
+    if args.enqueue_rows:
+        store_rates, raw_rates = enqueue_rates(args.dir, args.enqueue_rows, args.rounds)
+        print(f"batch enqueue of {args.enqueue_rows} rows: store {median(store_rates):.0f} "
+              f"rows/s, raw executemany {median(raw_rates):.0f} rows/s, "
+              f"{median(store_rates) / median(raw_rates):.2f}x")
+    print(machine_line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""How the team database's connection is described (issue 21): a refused password, a
+refused TLS handshake and an unreachable server each get their own message (they were
+all "cannot be reached" after a 10-second wait), and a connection without sslmode is
+said to be unencrypted, with how to add sslmode=require when the server is elsewhere."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from reelqueue.application.team import connection_warnings, open_team_store
+from reelqueue.domain.errors import JournalLoginRefused, JournalTlsRefused, JournalUnreachable
+from tests import pgserver
+from tests.team.harness import team_cli
+
+pytestmark = [pytest.mark.integration]
+
+ROLE, RIGHT = "rq_pw_probe", "right-pass-5c1e9b"
+WRONG = "wrong-pass-8d2f6a"
+
+
+@pytest.fixture
+def password_role(pg_server: pgserver.Server | str, team_url: str) -> Iterator[str]:
+    """``team_url`` for a role that must give a password (scram on loopback for it only;
+    the session server's other roles keep trust)."""
+    assert isinstance(pg_server, pgserver.Server) and pg_server.folder is not None
+    hba = pg_server.folder / "data" / "pg_hba.conf"
+    before = hba.read_text()
+    with psycopg.connect(pg_server.dsn, autocommit=True) as db:
+        db.execute(f"DROP ROLE IF EXISTS {ROLE}")
+        db.execute(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{RIGHT}'")
+    hba.write_text(f"host all {ROLE} 127.0.0.1/32 scram-sha-256\n" + before)
+    assert pg_server.ctl("reload").returncode == 0
+    try:
+        yield team_url.replace("reelqueue@", f"{ROLE}@", 1)
+    finally:
+        hba.write_text(before)
+        pg_server.ctl("reload")
+        with psycopg.connect(pg_server.dsn, autocommit=True) as db:
+            db.execute(f"DROP ROLE IF EXISTS {ROLE}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_wrong_or_missing_password_is_said_as_such(password_role: str) -> None:
+    with pytest.raises(JournalLoginRefused) as wrong:
+        open_team_store(password_role, now=0.0, key_lookup=lambda ref: WRONG)
+    assert "refused the password: wrong password" in str(wrong.value)
+    assert "store-password" in str(wrong.value) and WRONG not in str(wrong.value)
+    with pytest.raises(JournalLoginRefused) as missing:
+        open_team_store(password_role, now=0.0, key_lookup=lambda ref: None)
+    assert "asks for a password and this machine has none saved" in str(missing.value)
+    # The right one logs in (the fixture's rule really asks for a password, and this
+    # one is accepted: only the wrong one was refused).
+    psycopg.connect(password_role, password=RIGHT).close()
+
+
+def test_a_refused_tls_handshake_and_an_unreachable_server_are_told_apart(
+        team_url: str) -> None:
+    with pytest.raises(JournalTlsRefused) as tls:
+        open_team_store(team_url + "?sslmode=require", now=0.0)
+    assert "refused or failed the encrypted connection asked for by sslmode=require" \
+        in str(tls.value)
+    assert "cannot be reached" not in str(tls.value)
+    closed = team_url.rsplit(":", 1)[0] + f":{_free_port()}/nothing?connect_timeout=2"
+    with pytest.raises(JournalUnreachable) as unreachable:
+        open_team_store(closed, now=0.0)
+    assert "cannot be reached" in str(unreachable.value)
+
+
+def test_the_commands_say_the_connection_is_not_encrypted(tmp_path: Path,
+                                                          team_url: str) -> None:
+    done = team_cli(tmp_path, team_url, "doctor", keyring_file=tmp_path / "kr.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is not encrypted (no sslmode in its address)" in done.stdout
+    assert "stays on this machine (loopback)" in done.stdout
+    refused = team_cli(tmp_path, team_url + "?sslmode=require", "status",
+                       keyring_file=tmp_path / "kr.json")
+    assert refused.returncode != 0
+    assert "encrypted connection" in refused.stderr and "Traceback" not in refused.stderr
+
+
+class _Opened:
+    def __init__(self, encrypted: bool) -> None:
+        self.encrypted = encrypted
+
+
+@pytest.mark.unit
+def test_the_warning_words() -> None:
+    far = "postgresql://team@db.example:5432/reelqueue"
+    (line,) = connection_warnings(far, _Opened(False))
+    assert "is not encrypted (no sslmode in its address)" in line
+    assert "add sslmode=require to the address (postgresql://team@db.example:5432/" \
+        "reelqueue?sslmode=require)" in line
+    (local,) = connection_warnings("postgresql://team@127.0.0.1/rq", _Opened(False))
+    assert "not encrypted" in local and "sslmode=require" not in local
+    (lucky,) = connection_warnings(far, _Opened(True))
+    assert "happens to be encrypted, but nothing requires it" in lucky
+    (unknown,) = connection_warnings(far)
+    assert "not required to be encrypted" in unknown
+    (unverified,) = connection_warnings(far + "?sslmode=require", _Opened(True))
+    assert "not verified" in unverified and "verify-full" in unverified
+    assert connection_warnings(far + "?sslmode=verify-full", _Opened(True)) == []
+    assert connection_warnings(None) == []
