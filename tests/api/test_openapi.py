@@ -10,7 +10,14 @@ from typing import Any, cast
 
 import pytest
 
-from reelqueue.api.auth import FREE_FAILURES, MAX_DELAY_SECONDS, FailureThrottle
+from reelqueue.api.auth import (
+    FREE_FAILURES,
+    GLOBAL_FREE_FAILURES,
+    GLOBAL_INTERVAL_SECONDS,
+    MAX_DELAY_SECONDS,
+    FailureThrottle,
+    client_key,
+)
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.server import ApiServices, _parse_range, build_app
 from reelqueue.store.sqlite import SqliteStore
@@ -36,6 +43,32 @@ def test_the_document_lists_exactly_the_routes_the_server_has() -> None:
             assert op["responses"], (method, path)
             if path not in ("/v1/health", "/v1/openapi.json"):
                 assert op["x-scope"] in ("read", "submit", "admin"), (method, path)
+
+
+def test_every_response_has_a_schema_and_every_error_is_a_problem() -> None:
+    document = openapi_document()
+    schemas = document["components"]["schemas"]
+    counted = 0
+    for path, ops in document["paths"].items():
+        for method, op in ops.items():
+            for code, response in op["responses"].items():
+                counted += 1
+                if code == "304":  # "no body" is the whole answer
+                    assert "content" not in response
+                    continue
+                assert response["content"], (method, path, code)
+                for media, content in response["content"].items():
+                    schema = content["schema"]
+                    ref = schema.get("$ref", "")
+                    assert not ref or ref.removeprefix("#/components/schemas/") in schemas
+                    if code.startswith("4") and media != "application/json":
+                        assert media == "application/problem+json", (method, path, code)
+                        assert ref.endswith("/Problem")
+                assert response["description"]
+            if "parameters" in op:
+                for parameter in op["parameters"]:
+                    assert parameter["schema"], (method, path, parameter)
+    assert counted >= 60
 
 
 @pytest.mark.parametrize(("header", "expected"), [
@@ -68,14 +101,70 @@ def test_tokens_are_stored_hashed_and_checked_with_their_scope(tmp_path: Path) -
     assert token.rsplit("_", 1)[1].encode() not in journal.read_bytes()
 
 
-def test_repeated_failures_from_one_address_are_slowed_down() -> None:
-    throttle = FailureThrottle()
-    delays = []
-    for _ in range(9):
-        delays.append(throttle.delay("10.0.0.1"))
-        throttle.failed("10.0.0.1")
-    assert delays == [0.0] * FREE_FAILURES + [0.25, 0.5, 1.0, 2.0]
-    assert throttle.delay("10.0.0.2") == 0.0  # another address is not slowed
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_failures_from_one_client_wait_in_line() -> None:
+    clock = Clock()
+    throttle = FailureThrottle(clock=clock)
+    waits = [throttle.failed("10.0.0.1") for _ in range(9)]
+    # Parallel failures (the clock does not move) wait one after another: 0.25, then
+    # 0.25 + 0.5, ... so N guesses at once take as long as N in a row.
+    assert waits == [0.0] * FREE_FAILURES + [0.25, 0.75, 1.75, 3.75]
+    assert throttle.failed("10.0.0.2") == 0.0  # another address is not slowed
     for _ in range(10):
         throttle.failed("10.0.0.1")
-    assert throttle.delay("10.0.0.1") == MAX_DELAY_SECONDS
+    clock.now += 1000.0  # past the last reserved turn, still counting in a new window
+    assert throttle.failed("10.0.0.1") == 0.0
+    for _ in range(FREE_FAILURES + 10):
+        wait = throttle.failed("10.0.0.1")
+    assert wait is not None and wait >= MAX_DELAY_SECONDS
+
+
+def test_an_ipv6_slash_64_is_one_client() -> None:
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:ffff::9")
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("::ffff:10.0.0.1") == "10.0.0.1"
+    assert client_key("fe80::1%eth0") == client_key("fe80::2")
+    throttle = FailureThrottle(clock=Clock())
+    waits = [throttle.failed(f"2001:db8:1:2::{i:x}") for i in range(FREE_FAILURES + 1)]
+    assert waits[-1] == 0.25  # six addresses of one /64: the sixth failure is delayed
+
+
+def test_many_addresses_are_slowed_down_together() -> None:
+    clock = Clock()
+    throttle = FailureThrottle(clock=clock, max_waiting=10_000)
+    waits = [throttle.failed(f"127.0.{i // 250}.{i % 250}") for i in range(
+        GLOBAL_FREE_FAILURES + 20)]
+    assert all(w == 0.0 for w in waits[:GLOBAL_FREE_FAILURES])
+    assert waits[-1] == pytest.approx(20 * GLOBAL_INTERVAL_SECONDS)  # 5 a second at most
+
+
+def test_the_waiting_line_is_bounded() -> None:
+    throttle = FailureThrottle(clock=Clock(), max_waiting=3)
+    for _ in range(FREE_FAILURES + 1):
+        assert throttle.failed("10.0.0.1") is not None
+    throttle.waiting = 3  # three answers already sleeping
+    assert throttle.failed("10.0.0.1") is None  # -> 429
+    assert throttle.retry_after("10.0.0.1") >= 1
+    assert throttle.failed("10.0.0.9") == 0.0  # a client with free failures is answered
+
+
+def test_the_table_of_clients_forgets_the_least_recent_one_only() -> None:
+    clock = Clock()
+    throttle = FailureThrottle(clock=clock, max_clients=100, global_free=10_000)
+    for _ in range(FREE_FAILURES):
+        throttle.failed("10.9.9.9")
+    for i in range(99):
+        throttle.failed(f"10.1.0.{i}")
+    throttle.failed("10.9.9.9")  # the guesser stays the most recent...
+    for i in range(99, 150):  # ...while a spray of new addresses fills the table
+        throttle.failed(f"10.1.0.{i}")
+    assert len(throttle) == 100
+    assert throttle.failed("10.9.9.9") == pytest.approx(0.25 + 0.5)  # still remembered
+    assert throttle.failed("10.1.0.0") == 0.0  # the oldest was forgotten

@@ -1,21 +1,39 @@
-"""Bearer tokens: 401 for a missing or unknown token, 403 for a scope it lacks; repeated
-failures from one address are answered more and more slowly. A token is never logged."""
+"""Bearer tokens: 401 for a missing or unknown token, 403 for a scope it lacks. Failed
+authentications are slowed down per client (an IPv6 /64 counts as one client) and over
+all clients; the answers wait in line, so parallel guesses are no faster than serial
+ones, and past a bounded number of waiting answers the answer is 429 at once. A token is
+never logged."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import math
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from reelqueue.api.problems import problem
 from reelqueue.application.tokens import ClientTokens, TokenInfo
 
 FREE_FAILURES = 5
+"""Failures a client may make in a window before its answers are delayed."""
 FAILURE_WINDOW_SECONDS = 60.0
 MAX_DELAY_SECONDS = 5.0
+GLOBAL_FREE_FAILURES = 50
+"""Failures from all clients in a window before every failure waits its turn."""
+GLOBAL_INTERVAL_SECONDS = 0.2
+"""Past the global allowance, at most one failed authentication is answered per 0.2 s
+(5 a second over all addresses)."""
+MAX_CLIENTS = 10_000
+"""Clients remembered; past it the least recently failing one is forgotten (LRU)."""
+MAX_WAITING = 64
+"""Failed requests waiting for their delayed 401 at once; past it: 429 + Retry-After."""
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -33,30 +51,84 @@ def needs(scope: str) -> Callable[[F], F]:
     return mark
 
 
+def client_key(address: str) -> str:
+    """The unit counted: the IPv4 address, or the IPv6 /64 (one host usually holds the
+    whole /64, so counting single IPv6 addresses would count nothing)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+@dataclass
+class _Failures:
+    count: int
+    since: float
+    free_at: float
+
+
 class FailureThrottle:
-    """Counts failed authentications per address in a sliding window."""
+    """Failed authentications per client and in total, in sliding windows; every failure
+    reserves the next free turn, so N parallel failures from one client wait 1, 2 ... N
+    delays. Attributes: waiting (answers being delayed now)."""
 
-    def __init__(self) -> None:
-        self._failures: dict[str, tuple[int, float]] = {}
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic,
+                 max_clients: int = MAX_CLIENTS, max_waiting: int = MAX_WAITING,
+                 global_free: int = GLOBAL_FREE_FAILURES) -> None:
+        self._clock = clock
+        self._global_free = global_free
+        self._max_clients = max_clients
+        self._max_waiting = max_waiting
+        self._clients: OrderedDict[str, _Failures] = OrderedDict()
+        self._global = _Failures(0, 0.0, 0.0)
+        self.waiting = 0
 
-    def delay(self, address: str) -> float:
-        count, since = self._failures.get(address, (0, 0.0))
-        if time.monotonic() - since > FAILURE_WINDOW_SECONDS or count < FREE_FAILURES:
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def failed(self, address: str) -> float | None:
+        """Record a failure; the seconds its 401 must wait, or None when too many answers
+        already wait (answer 429)."""
+        now = self._clock()
+        key = client_key(address)
+        client = self._clients.pop(key, None) or _Failures(0, now, now)
+        self._clients[key] = client  # most recent last: the LRU end
+        while len(self._clients) > self._max_clients:
+            self._clients.popitem(last=False)
+        wait = max(self._reserve(client, now, FREE_FAILURES, _step),
+                   self._reserve(self._global, now, self._global_free,
+                                 lambda _: GLOBAL_INTERVAL_SECONDS))
+        if wait > 0 and self.waiting >= self._max_waiting:
+            return None
+        return wait
+
+    def retry_after(self, address: str) -> int:
+        """Whole seconds until ``address``'s (or everyone's) next turn, at least 1."""
+        now = self._clock()
+        client = self._clients.get(client_key(address))
+        free_at = max(self._global.free_at, client.free_at if client else 0.0)
+        return max(1, math.ceil(free_at - now))
+
+    @staticmethod
+    def _reserve(entry: _Failures, now: float, free: int,
+                 step: Callable[[int], float]) -> float:
+        if now - entry.since > FAILURE_WINDOW_SECONDS:
+            entry.count, entry.since, entry.free_at = 0, now, now
+        entry.count += 1
+        if entry.count <= free:
             return 0.0
-        return float(min(MAX_DELAY_SECONDS, 0.25 * 2 ** (count - FREE_FAILURES)))
-
-    def failed(self, address: str) -> None:
-        count, since = self._failures.get(address, (0, 0.0))
-        now = time.monotonic()
-        if now - since > FAILURE_WINDOW_SECONDS:
-            count, since = 0, now
-        self._failures[address] = (count + 1, since)
-        if len(self._failures) > 10_000:  # bounded memory under a spray of addresses
-            self._failures.clear()
+        start = max(now, entry.free_at)
+        entry.free_at = start + step(entry.count - free)
+        return entry.free_at - now
 
 
-def error(status: int, message: str, **extra: object) -> web.Response:
-    return web.json_response({"error": message, **extra}, status=status)
+def _step(over: int) -> float:
+    return float(min(MAX_DELAY_SECONDS, 0.25 * 2 ** min(over - 1, 16)))
 
 
 def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
@@ -65,24 +137,30 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
         if request.path in PUBLIC_PATHS:
             return await handler(request)
         address = request.remote or "?"
-        delay = throttle.delay(address)
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         info = None
-        if scheme.lower() == "bearer" and token:
+        if scheme.lower() == "bearer" and token and token.isascii():
             info = await tokens.verify(token.strip())
         if info is None:
-            throttle.failed(address)
-            if delay:
-                await asyncio.sleep(delay)
-            response = error(401, "A valid token is needed: 'Authorization: Bearer <token>' "
-                                  "(make one with 'reelqueue tokens add NAME').")
-            response.headers["WWW-Authenticate"] = 'Bearer realm="reelqueue"'
-            return response
+            wait = throttle.failed(address)
+            if wait is None:
+                seconds = throttle.retry_after(address)
+                return problem(429, "Too many failed authentications; try again later.",
+                               headers={"Retry-After": str(seconds)})
+            if wait:
+                throttle.waiting += 1
+                try:
+                    await asyncio.sleep(wait)
+                finally:
+                    throttle.waiting -= 1
+            return problem(401, "A valid token is needed: 'Authorization: Bearer <token>' "
+                                "(make one with 'reelqueue tokens add NAME').",
+                           headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
         scope = getattr(getattr(request.match_info, "handler", None), "scope", "admin")
         if not info.allows(scope):
-            return error(403, f"The token {info.name!r} has scope {info.scope!r}; this "
-                              f"needs {scope!r}.")
+            return problem(403, f"The token {info.name!r} has scope {info.scope!r}; this "
+                                f"needs {scope!r}.")
         request[CLIENT_KEY] = info
         return await handler(request)
     return authenticate

@@ -1,98 +1,242 @@
-"""The OpenAPI 3.1 document served at ``/v1/openapi.json`` (a test checks that it names
-every route the server has, with the same methods)."""
+"""The OpenAPI 3.1 document served at ``/v1/openapi.json``: every route with every answer
+it can give, each with a schema (tests check that the document names exactly the served
+routes, that every response has a schema, and a fuzzer checks every answer it gets is
+documented for its operation). Errors are RFC 9457 problems (``Problem``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from reelqueue import __version__
+from reelqueue.domain.states import JobState
+
+MAX_ID = 2**63 - 1
+PROBLEM_TYPE = "application/problem+json"
+STATES = [state.value for state in JobState]
 
 
-def _op(summary: str, scope: str | None, responses: dict[str, str],
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {PROBLEM_TYPE: {"schema": _ref("Problem")}}}
+
+
+def _op(summary: str, scope: str | None, responses: dict[str, dict[str, Any]],
         **extra: Any) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "responses": {
-        code: {"description": text} for code, text in responses.items()}}
+    op: dict[str, Any] = {"summary": summary, "responses": dict(responses)}
     if scope is None:
         op["security"] = []
     else:
         op["x-scope"] = scope
-        op["responses"].setdefault("401", {"description": "missing or unknown token"})
-        op["responses"].setdefault("403", {"description": "the token lacks the scope"})
+        op["responses"].setdefault("401", _problem("missing or unknown token"))
+        op["responses"].setdefault("403", _problem("the token lacks the scope"))
+        op["responses"].setdefault("429", _problem(
+            "too many failed authentications are waiting; Retry-After"))
     op.update(extra)
     return op
 
 
-JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+def _integer(minimum: int, maximum: int = MAX_ID, **extra: Any) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum, **extra}
 
-JOB_REQUEST = {
-    "type": "object", "additionalProperties": False, "required": ["prompt"],
-    "properties": {
-        "prompt": {"type": "string", "maxLength": 20000},
-        "provider": {"type": "string", "description": "provider kind (default mock)"},
-        "account": {"type": "string", "description": "pin the job to this account"},
-        "name": {"type": "string"},
-        "batch": {"type": "string", "description": "batch name (default 'api')"},
-        "priority": {"type": "integer"},
-        "params": {"type": "object", "additionalProperties": False, "properties": {
-            name: {"type": ["string", "number"]} for name in (
-                "model", "duration", "aspect_ratio", "resolution", "seed",
-                "negative_prompt")}},
-    },
+
+NULLABLE_STRING = {"type": ["string", "null"]}
+NULLABLE_NUMBER = {"type": ["number", "null"]}
+PARAMS = {"type": "object", "additionalProperties": False, "properties": {
+    name: {"type": ["string", "number"]} for name in (
+        "model", "duration", "aspect_ratio", "resolution", "seed", "negative_prompt")}}
+
+SCHEMAS: dict[str, Any] = {
+    "Problem": {
+        "type": "object", "required": ["type", "title", "status", "detail"],
+        "description": "RFC 9457; 'error' repeats 'detail' for older clients; 'fields' "
+                       "names each refused field",
+        "properties": {
+            "type": {"type": "string"}, "title": {"type": "string"},
+            "status": {"type": "integer"}, "detail": {"type": "string"},
+            "error": {"type": "string"},
+            "fields": {"type": "object", "additionalProperties": {"type": "string"}},
+            "job_id": {"type": "integer"}, "waiting": {"type": "integer"},
+            "limit": {"type": "integer"}}},
+    "JobRequest": {
+        "type": "object", "additionalProperties": False, "required": ["prompt"],
+        "properties": {
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 20000},
+            "provider": {"type": "string", "maxLength": 500,
+                         "description": "provider kind (default mock)"},
+            "account": {"type": "string", "maxLength": 500,
+                        "description": "pin the job to this account"},
+            "name": {"type": "string", "maxLength": 500},
+            "batch": {"type": "string", "maxLength": 500,
+                      "description": "batch name (default 'api')"},
+            "priority": {"type": "integer", "minimum": -1_000_000, "maximum": 1_000_000},
+            "params": PARAMS}},
+    "BatchItem": {
+        "type": "object", "additionalProperties": False,
+        "properties": {name: {"type": ["string", "number"]} for name in (
+            "prompt", "provider", "account", "name", "priority", "id", "model", "duration",
+            "aspect_ratio", "resolution", "seed", "negative_prompt")} | {"params": PARAMS}},
+    "Submitted": {"type": "object", "required": ["id", "replay"], "properties": {
+        "id": {"type": "integer"}, "replay": {"type": "boolean"}}},
+    "Job": {"type": "object", "required": ["id", "state", "prompt"], "properties": {
+        "id": {"type": "integer"}, "batch_id": {"type": "integer"},
+        "name": {"type": "string"}, "prompt": {"type": "string"},
+        "provider": {"type": "string"}, "account": NULLABLE_STRING,
+        "params": {"type": "object"}, "priority": {"type": "integer"},
+        "state": {"type": "string", "enum": STATES},
+        "attempts": {"type": "integer"}, "max_attempts": {"type": "integer"},
+        "sub_status": NULLABLE_STRING, "progress": NULLABLE_NUMBER,
+        "error": {"type": ["object", "null"], "properties": {
+            "label": {"type": "string"}, "message": NULLABLE_STRING}},
+        "output": {"type": ["object", "null"], "properties": {
+            "size": {"type": ["integer", "null"]}, "sha256": NULLABLE_STRING}},
+        "cost": NULLABLE_NUMBER, "created_at": {"type": "number"},
+        "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER}},
+    "JobList": {"type": "object", "required": ["jobs", "next_cursor"], "properties": {
+        "jobs": {"type": "array", "items": _ref("Job")},
+        "next_cursor": {"type": ["integer", "null"]}}},
+    "Health": {"type": "object", "required": ["status", "journal", "engine"], "properties": {
+        "status": {"type": "string", "enum": ["up", "degraded"]},
+        "journal": {"type": "string"},
+        "engine": {"type": "string", "enum": ["running", "paused"]},
+        "active_renders": {"type": "integer"}}},
+    "Cancelled": {"type": "object", "required": ["id", "cancelled"], "properties": {
+        "id": {"type": "integer"}, "cancelled": {"type": "boolean"}}},
+    "Requeued": {"type": "object", "required": ["id", "requeued"], "properties": {
+        "id": {"type": "integer"}, "requeued": {"type": "boolean"}}},
+    "BatchOutcome": {
+        "type": "object", "required": ["batch_name", "refused_rows", "estimate"],
+        "description": "an import (batch_id, added, already_present) or a dry run / "
+                       "refusal preview (dry_run, would_add, preview)",
+        "properties": {
+            "batch_name": {"type": "string"}, "batch_id": {"type": "integer"},
+            "added": {"type": "integer"}, "already_present": {"type": "integer"},
+            "dry_run": {"type": "boolean"}, "would_add": {"type": "integer"},
+            "refused_rows": {"type": "array", "items": {"type": "object"}},
+            "preview": {"type": "array", "items": {"type": "object"}},
+            "estimate": {"type": "object"}}},
+    "Accounts": {"type": "object", "required": ["accounts"], "properties": {
+        "accounts": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "provider": {"type": "string"},
+            "capacity": {"type": "integer"}, "live": {"type": "integer"},
+            "enabled": {"type": "boolean"}, "status": {"type": "string"},
+            "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
+            "daily_cap": {}}}}}},
 }
+
+JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": _integer(1)}
+NOT_A_JOB_ID = _problem("job_id is not a whole number from 1 to 2^63-1 (fields.job_id)")
+NO_JOB = _problem("no job with this id")
 
 
 def openapi_document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
-        "info": {"title": "ReelQueue API", "version": __version__},
+        "info": {"title": "ReelQueue API", "version": __version__,
+                 "description": "HEAD is answered for every GET, with the GET's headers "
+                                "and no body. An unknown path is a 404 problem, a method "
+                                "a path does not answer a 405 problem with Allow."},
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"JobRequest": JOB_REQUEST},
+            "schemas": SCHEMAS,
         },
         "security": [{"bearer": []}],
         "paths": {
-            "/v1/health": {"get": _op("Up, journal readable, engine state", None,
-                                      {"200": "health"})},
-            "/v1/openapi.json": {"get": _op("This document", None, {"200": "OpenAPI"})},
+            "/v1/health": {"get": _op("Up, journal readable, engine state", None, {
+                "200": _json("health", _ref("Health"))})},
+            "/v1/openapi.json": {"get": _op("This document", None, {
+                "200": _json("the OpenAPI 3.1 document", {"type": "object"})})},
             "/v1/jobs": {
                 "post": _op("Submit one job", "submit", {
-                    "201": "created: {id, replay: false}",
-                    "200": "replay of the same Idempotency-Key and body: {id, replay: true}",
-                    "409": "the Idempotency-Key was used with another body",
-                    "413": "body too large", "400": "malformed JSON",
-                    "422": "invalid fields: {error, fields}",
-                    "429": "queue full; Retry-After; nothing written"},
-                    parameters=[{"name": "Idempotency-Key", "in": "header",
-                                 "schema": {"type": "string", "maxLength": 200}}],
+                    "201": _json("created", _ref("Submitted")),
+                    "200": _json("a replay of the same Idempotency-Key and body",
+                                 _ref("Submitted")),
+                    "400": _problem("malformed JSON, or nested deeper than 32 levels"),
+                    "409": _problem("the Idempotency-Key was used with another body"),
+                    "413": _problem("the body is over 1 MiB"),
+                    "422": _problem("invalid fields (fields: what is wrong with each), "
+                                    "text that cannot be stored (NUL, lone surrogates), "
+                                    "or the provider's rules"),
+                    "429": _problem("the queue is full (Retry-After; nothing written), or "
+                                    "too many failed authentications")},
+                    parameters=[{"name": "Idempotency-Key", "in": "header", "schema": {
+                        "type": "string", "minLength": 1, "maxLength": 200}}],
                     requestBody={"required": True, "content": {"application/json": {
-                        "schema": {"$ref": "#/components/schemas/JobRequest"}}}}),
+                        "schema": _ref("JobRequest")}}}),
                 "get": _op("List jobs by id, after a cursor", "read", {
-                    "200": "{jobs, next_cursor}"}, parameters=[
-                    {"name": n, "in": "query", "schema": {"type": t}}
-                    for n, t in (("cursor", "integer"), ("limit", "integer"),
-                                 ("batch", "integer"), ("state", "string"))]),
+                    "200": _json("a page of jobs", _ref("JobList")),
+                    "422": _problem("a query value out of its range (fields names it)")},
+                    parameters=[
+                        {"name": "cursor", "in": "query", "schema": _integer(0, default=0)},
+                        {"name": "limit", "in": "query",
+                         "schema": _integer(1, 500, default=100)},
+                        {"name": "batch", "in": "query", "schema": _integer(1)},
+                        {"name": "state", "in": "query", "style": "form", "explode": True,
+                         "schema": {"type": "array", "items": {
+                             "type": "string", "minLength": 1, "enum": STATES}}}]),
             },
             "/v1/batches": {"post": _op(
                 "Import a batch: a spreadsheet (?filename=) or a JSON list of jobs", "submit",
-                {"201": "{batch_id, added, already_present, refused_rows, estimate}",
-                 "200": "dry run (?dry_run=1): {preview, would_add, estimate} / nothing new",
-                 "413": "over 100 MiB", "422": "refused (row errors or unusable file)",
-                 "429": "the rows would pass the queue limit; nothing written"},
-                parameters=[{"name": n, "in": "query", "schema": {"type": "string"}}
-                            for n in ("filename", "name", "provider", "dry_run")])},
-            "/v1/jobs/{job_id}": {"get": _op("One job", "read", {"200": "job", "404": "none"},
-                                             parameters=[JOB_ID])},
+                {"201": _json("imported", _ref("BatchOutcome")),
+                 "200": _json("a dry run (?dry_run=1), or nothing new", _ref("BatchOutcome")),
+                 "400": _problem("malformed JSON, or nested too deeply"),
+                 "413": _problem("over 100 MiB"),
+                 "422": {"description": "refused: row errors (a BatchOutcome), or a "
+                                        "problem (unusable file, bad query value, over "
+                                        "100,000 items)",
+                         "content": {"application/json": {"schema": _ref("BatchOutcome")},
+                                     PROBLEM_TYPE: {"schema": _ref("Problem")}}},
+                 "429": _problem("the rows would pass the queue limit; nothing written")},
+                parameters=[
+                    {"name": "filename", "in": "query", "schema": {"type": "string"}},
+                    {"name": "name", "in": "query", "schema": {"type": "string"}},
+                    {"name": "provider", "in": "query", "schema": {"type": "string"}},
+                    {"name": "dry_run", "in": "query", "schema": {
+                        "type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}}],
+                requestBody={"required": True, "content": {
+                    "application/json": {"schema": {"type": "array",
+                                                    "items": _ref("BatchItem")}},
+                    "application/octet-stream": {"schema": {"type": "string",
+                                                            "format": "binary"}},
+                    "text/csv": {"schema": {"type": "string"}}}})},
+            "/v1/jobs/{job_id}": {"get": _op("One job", "read", {
+                "200": _json("the job", _ref("Job")), "404": NO_JOB, "422": NOT_A_JOB_ID},
+                parameters=[JOB_ID])},
             "/v1/jobs/{job_id}/cancel": {"post": _op("Cancel a job", "admin", {
-                "200": "{id, cancelled}", "404": "none"}, parameters=[JOB_ID])},
+                "200": _json("cancelled (false: it was already settled)", _ref("Cancelled")),
+                "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
             "/v1/jobs/{job_id}/retry": {"post": _op("Retry a failed/cancelled job", "admin", {
-                "200": "{id, requeued}", "404": "none"}, parameters=[JOB_ID])},
-            "/v1/jobs/{job_id}/video": {"get": _op("The finished video (Range, ETag=sha256)",
-                                                   "read", {
-                "200": "video/mp4", "206": "a range", "304": "not modified",
-                "409": "not finished", "416": "bad range"}, parameters=[JOB_ID])},
-            "/v1/accounts": {"get": _op("Accounts: live, capacity, status (no keys)", "read",
-                                        {"200": "{accounts}"})},
-            "/v1/events": {"get": _op("Server-Sent Events from the ledger; resume with "
-                                      "Last-Event-ID", "read", {"200": "text/event-stream"})},
+                "200": _json("requeued (false: not failed or cancelled)", _ref("Requeued")),
+                "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+            "/v1/jobs/{job_id}/video": {"get": _op(
+                "The finished video (Range, ETag=sha256)", "read", {
+                    "200": {"description": "the video", "content": {"video/mp4": {
+                        "schema": {"type": "string", "format": "binary"}}}},
+                    "206": {"description": "one range", "content": {"video/mp4": {
+                        "schema": {"type": "string", "format": "binary"}}}},
+                    "304": {"description": "not modified (If-None-Match): no body"},
+                    "404": NO_JOB, "409": _problem("the job has no finished video"),
+                    "410": _problem("the video file is gone"),
+                    "416": _problem("the Range cannot be served (Content-Range: bytes */size)"),
+                    "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+            "/v1/accounts": {"get": _op("Accounts: live, capacity, status (no keys)", "read", {
+                "200": _json("accounts", _ref("Accounts"))})},
+            "/v1/events": {"get": _op(
+                "Server-Sent Events from the ledger; resume with Last-Event-ID", "read", {
+                    "200": {"description": "the stream: 'id: seq', 'event:', 'data: {json}'; "
+                                           "a ': keep-alive' comment when idle",
+                            "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                    "400": _problem("Last-Event-ID is not a whole number from 0 to 2^63-1"),
+                    "422": _problem("after is not a whole number from 0 to 2^63-1")},
+                parameters=[
+                    {"name": "Last-Event-ID", "in": "header", "schema": _integer(0)},
+                    {"name": "after", "in": "query", "schema": _integer(0)}])},
         },
     }

@@ -9,8 +9,15 @@ import contextlib
 import signal
 from dataclasses import dataclass
 
+from reelqueue.api.connections import ConnectionLimits, fitted, open_files_limit
 from reelqueue.api.server import ApiServer
-from reelqueue.api.tls import ensure_self_signed, fingerprint, server_context
+from reelqueue.api.tls import (
+    check_key_permissions,
+    ensure_self_signed,
+    fingerprint,
+    public_key_pin,
+    server_context,
+)
 from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
@@ -34,36 +41,53 @@ def _check(ctx: AppContext, options: ServeOptions) -> None:
 @dataclass
 class RunningApi:
     """An API served on a running session. Attributes: url, fingerprint (None without
-    TLS), server, access; :meth:`stop` closes the site and the API's own connections (the
+    TLS), server, access, public_key_pin (None without TLS: ``sha256//base64``, stable
+    across renewals); :meth:`stop` closes the site and the API's own connections (the
     session is the caller's and keeps running)."""
 
     url: str
     fingerprint: str | None
     server: ApiServer
     access: RemoteAccess
+    public_key_pin: str | None = None
+    open_files: tuple[int, int, int] = (0, 0, 0)
+    """RLIMIT_NOFILE: soft before start, soft now (raised where allowed), hard."""
+
+    def limits_line(self) -> str:
+        before, now, hard = self.open_files
+        limits = self.server.connections.limits
+        raised = f" (raised from {before})" if now != before else ""
+        return (f"Open files: limit {now}{raised}, hard {hard}; serving at most "
+                f"{limits.max_connections} connections, {limits.max_handshakes} TLS "
+                f"handshakes at once ({limits.handshake_seconds:g} s each), idle "
+                f"connections closed after {limits.idle_seconds:g} s (SSE streams exempt)")
 
     async def stop(self) -> None:
         await self.server.stop()
         self.access.close()
 
 
-async def start_api(ctx: AppContext, session: Session, options: ServeOptions) -> RunningApi:
+async def start_api(ctx: AppContext, session: Session, options: ServeOptions,
+                    limits: ConnectionLimits | None = None) -> RunningApi:
     """Serve the API for ``session``'s running engine, on the running loop (the command
     line's session in ``serve``, or the window's under qasync: one process owns a data
     folder, so the window serves its own engine rather than a second one). OSError when
     the address is taken; InputError for options that are not allowed."""
     _check(ctx, options)
     ssl_context = None
-    print_fingerprint = None
+    print_fingerprint = pin = None
     if options.tls:
         cert, key = ((options.cert, options.key)
                      if options.cert is not None and options.key is not None
                      else await asyncio.to_thread(ensure_self_signed, ctx.data_dir,
                                                   options.host))
+        check_key_permissions(key, insecure_ok=options.key_insecure_ok)
         ssl_context = server_context(cert, key)
-        print_fingerprint = fingerprint(cert)
+        print_fingerprint, pin = fingerprint(cert), public_key_pin(cert)
+    open_files = open_files_limit()
     access = await RemoteAccess.open(ctx, session, options.max_waiting)
-    server = ApiServer(access, options.host, options.port, ssl_context)
+    server = ApiServer(access, options.host, options.port, ssl_context,
+                       fitted(limits or ConnectionLimits(), open_files[1]))
     try:
         await server.start()
     except BaseException:
@@ -73,7 +97,7 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions) ->
     scheme = "http" if ssl_context is None else "https"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     return RunningApi(f"{scheme}://{shown}:{server.port}/v1", print_fingerprint, server,
-                      access)
+                      access, pin, open_files)
 
 
 async def _serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -92,6 +116,9 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
         running = await start_api(ctx, session, options)
         if running.fingerprint is not None:
             ctx.print(f"TLS certificate fingerprint (SHA-256) {running.fingerprint}")
+            ctx.print(f"TLS public key pin {running.public_key_pin} (kept across renewals; "
+                      "curl --pinnedpubkey takes it)")
+        ctx.print(running.limits_line())
         ctx.print(f"Serving {running.url} (Ctrl+C stops)")
         await stop.wait()
     finally:

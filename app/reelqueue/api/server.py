@@ -12,13 +12,24 @@ import contextlib
 import json
 import logging
 import ssl
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
-from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, error, middleware, needs
+from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, middleware, needs
+from reelqueue.api.bodies import (
+    checked_job_body,
+    read_json_items,
+    storable_text,
+    whole_number,
+)
+from reelqueue.api.connections import ConnectionLimits, Connections, GatedSite
 from reelqueue.api.openapi import openapi_document
+from reelqueue.api.problems import Refused, problem_errors
+from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
 from reelqueue.application.batch_upload import json_rows_as_csv
 from reelqueue.application.remote import RemoteAccess
@@ -36,13 +47,17 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
-"""An uploaded sheet: the import's own default file limit."""
+"""An uploaded sheet or JSON batch: exactly 100 MiB is taken, one byte more is 413."""
+INLINE_JSON_BYTES = 64 * 1024
+"""A submit body up to this size is parsed on the loop (tens of microseconds: a thread hop
+would cost more); a larger one in a thread, so the engine's loop never waits on it."""
 MAX_PAGE = 500
 MAX_IDEMPOTENCY_KEY = 200
 RETRY_AFTER_SECONDS = 5
 SSE_PAGE = 500
 SSE_IDLE_SECONDS = 1.0
 VIDEO_CHUNK = 256 * 1024
+DRY_RUN_WORDS = ("0", "1", "true", "false", "yes", "no")
 
 ApiServices = RemoteAccess
 """What the routes use: the application layer's view for remote clients."""
@@ -70,11 +85,9 @@ class Routes:
 
     async def _read_json(self, request: web.Request) -> object:
         raw = await request.read()  # 413 past client_max_size
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise web.HTTPBadRequest(text=json.dumps({"error": f"Malformed JSON: {exc}"}),
-                                     content_type="application/json") from None
+        if len(raw) <= INLINE_JSON_BYTES:
+            return checked_job_body(raw)
+        return await asyncio.to_thread(checked_job_body, raw)
 
     async def health(self, request: web.Request) -> web.Response:
         state = self.s.engine_state()
@@ -97,6 +110,8 @@ class Routes:
         key = request.headers.get("Idempotency-Key")
         if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY):
             return error(422, f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters.")
+        if key is not None:
+            storable_text(key, "Idempotency-Key")
         body = await self._read_json(request)
         try:
             job_request = parse_job(body)
@@ -120,15 +135,10 @@ class Routes:
                                  status=200 if outcome.replay else 201)
 
     async def _job(self, request: web.Request) -> Job:
-        try:
-            job_id = int(request.match_info["job_id"])
-        except ValueError:
-            raise web.HTTPNotFound(text='{"error": "No such job."}',
-                                   content_type="application/json") from None
+        job_id = whole_number(request.match_info["job_id"], "job_id", minimum=1)
         job = await self.s.get_job(job_id)
         if job is None:
-            raise web.HTTPNotFound(text=json.dumps({"error": f"There is no job {job_id}."}),
-                                   content_type="application/json")
+            raise Refused(404, f"There is no job {job_id}.")
         return job
 
     @needs("submit")
@@ -137,23 +147,23 @@ class Routes:
         of jobs; ``?dry_run=1`` plans only; ``?name=`` the batch, ``?provider=`` the
         default provider. The import's rules, keys and queue limit apply."""
         query = request.query
-        dry_run = query.get("dry_run", "") in ("1", "true", "yes")
+        dry_run_text = query.get("dry_run", "0")
+        if dry_run_text not in DRY_RUN_WORDS:
+            words = "one of " + ", ".join(DRY_RUN_WORDS)
+            raise Refused(422, f"dry_run must be {words}.", fields={"dry_run": words})
+        dry_run = dry_run_text in ("1", "true", "yes")
+        for field in ("name", "provider", "filename"):
+            storable_text(query.get(field, ""), field)
         name = query.get("name") or None
+        is_json = request.content_type == "application/json"
+        file_name = f"{name or 'api-batch'}.csv" if is_json else query.get("filename", "")
+        if not file_name:
+            return error(422, "Name the upload: ?filename=prompts.xlsx (or send a JSON list "
+                              "with Content-Type: application/json).")
         try:
-            data = await _read_limited(request, MAX_UPLOAD_BYTES)
-            if request.content_type == "application/json":
-                try:
-                    rows = json.loads(data)
-                except (ValueError, UnicodeDecodeError) as exc:
-                    return error(400, f"Malformed JSON: {exc}")
-                content = json_rows_as_csv(rows)
-                file_name = f"{name or 'api-batch'}.csv"
-            else:
-                content = data
-                file_name = query.get("filename", "")
-                if not file_name:
-                    return error(422, "Name the upload: ?filename=prompts.xlsx (or send a "
-                                      "JSON list with Content-Type: application/json).")
+            with await _spool_limited(request, MAX_UPLOAD_BYTES) as spooled:
+                content = await asyncio.to_thread(
+                    _json_batch_as_csv if is_json else _whole_file, spooled)
             outcome = await self.s.upload_batch(
                 content, file_name, provider=(query.get("provider") or "mock").lower(),
                 batch_name=name, dry_run=dry_run)
@@ -206,17 +216,16 @@ class Routes:
     @needs("read")
     async def list_jobs(self, request: web.Request) -> web.Response:
         query = request.query
-        try:
-            cursor = int(query.get("cursor", "0"))
-            limit = min(MAX_PAGE, max(1, int(query.get("limit", "100"))))
-            batch = int(query["batch"]) if "batch" in query else None
-        except ValueError:
-            return error(422, "cursor, limit and batch must be whole numbers.")
-        states = [s.upper() for s in query.getall("state", [])]
+        cursor = whole_number(query.get("cursor", "0"), "cursor", minimum=0)
+        limit = whole_number(query.get("limit", "100"), "limit", minimum=1, maximum=MAX_PAGE)
+        batch = (whole_number(query["batch"], "batch", minimum=1) if "batch" in query
+                 else None)
+        states = query.getall("state", [])
         unknown = [s for s in states if s not in JobState.__members__]
         if unknown:
-            return error(422, f"Unknown state {unknown[0]!r}; known: "
-                              + ", ".join(JobState.__members__))
+            words = "one of " + ", ".join(JobState.__members__)
+            raise Refused(422, f"Unknown state {unknown[0]!r}: use {words}.",
+                          fields={"state": words})
         jobs = await self.s.feed.jobs_after(cursor, limit, batch_id=batch, states=states)
         next_cursor = jobs[-1].id if len(jobs) == limit else None
         return web.json_response({"jobs": [job_json(j) for j in jobs],
@@ -235,7 +244,7 @@ class Routes:
     @needs("read")
     async def video(self, request: web.Request) -> web.StreamResponse:
         job = await self._job(request)
-        if job.state is not JobState.COMPLETED or not job.output_sha256:
+        if job.state is not JobState.COMPLETED or not job.output_sha256 or not job.output_path:
             return error(409, f"Job {job.id} has no finished video (state {job.state.value}).")
         path = Path(job.output_path)
         try:
@@ -251,14 +260,18 @@ class Routes:
         if wanted and request.headers.get("If-Range", etag) == etag:
             parsed = _parse_range(wanted, size)
             if parsed is None:
-                return web.Response(status=416, headers={"Content-Range": f"bytes */{size}"})
+                return error(416, f"The range {wanted!r} cannot be served from {size} bytes.",
+                             headers={"Content-Range": f"bytes */{size}"})
             start, end = parsed
             status = 206
-        response = web.StreamResponse(status=status, headers={
-            "ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "video/mp4",
-            "Content-Length": str(end - start + 1)})
+        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "video/mp4",
+                   "Content-Length": str(end - start + 1)}
         if status == 206:
-            response.headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+            headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+        if request.method == "HEAD":  # the headers a GET would send, and no body
+            return web.Response(status=status, headers=headers)
+        response = web.StreamResponse(status=status, headers=headers)
+        _streams(request)
         await response.prepare(request)
         with path.open("rb") as handle:
             handle.seek(start)
@@ -287,14 +300,20 @@ class Routes:
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events from the ledger: each entry's ``seq`` is its event id, so a
         client that reconnects with ``Last-Event-ID`` misses nothing and sees nothing twice."""
-        raw = request.headers.get("Last-Event-ID") or request.query.get("after")
+        header = request.headers.get("Last-Event-ID")
+        after: int | None = None
+        if "after" in request.query:  # checked even when the header wins
+            after = whole_number(request.query["after"], "after", minimum=0)
+        if header is not None:
+            after = whole_number(header.strip(), "Last-Event-ID", minimum=0, status=400)
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        if request.method == "HEAD":
+            return web.Response(headers=headers)
         feed = self.s.feed
-        try:
-            after = int(raw) if raw else await feed.last_seq()
-        except ValueError:
-            return error(422, "Last-Event-ID must be an event id (a whole number).")
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache"})
+        if after is None:
+            after = await feed.last_seq()
+        response = web.StreamResponse(headers=headers)
+        _streams(request)
         await response.prepare(request)
         try:
             await response.write(b": connected\n\n")
@@ -316,18 +335,39 @@ class Routes:
         return response
 
 
-async def _read_limited(request: web.Request, limit: int) -> bytes:
-    """The body, refused (413) past ``limit`` bytes before more is read."""
+async def _spool_limited(request: web.Request, limit: int) -> IO[bytes]:
+    """The body in an anonymous temporary file (rewound), refused (413) past ``limit``
+    bytes: by its Content-Length before anything is read, else at the byte that passes it.
+    Memory holds one chunk at a time; the file goes when it is closed."""
     if request.content_length is not None and request.content_length > limit:
-        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_chunked(256 * 1024):
-        size += len(chunk)
-        if size > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        raise _too_large(limit, request.content_length)
+    spooled = await asyncio.to_thread(tempfile.TemporaryFile)
+    try:
+        size = 0
+        async for chunk in request.content.iter_chunked(256 * 1024):
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit, size)
+            await asyncio.to_thread(spooled.write, chunk)
+        await asyncio.to_thread(spooled.seek, 0)
+    except BaseException:
+        spooled.close()
+        raise
+    return spooled
+
+
+def _too_large(limit: int, size: int) -> Refused:
+    return Refused(413, f"The upload is larger than {limit // (1024 * 1024)} MiB "
+                        f"({size:,} bytes or more).", limit=limit)
+
+
+def _json_batch_as_csv(spooled: IO[bytes]) -> bytes:
+    """A JSON batch, read item by item, as the CSV the import reads (in a thread)."""
+    return json_rows_as_csv(read_json_items(spooled))
+
+
+def _whole_file(spooled: IO[bytes]) -> bytes:
+    return spooled.read()
 
 
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:
@@ -350,10 +390,23 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, min(end, size - 1)
 
 
-def build_app(services: ApiServices) -> web.Application:
+CONNECTIONS_KEY = web.AppKey("reelqueue.connections", Connections)
+
+
+def _streams(request: web.Request) -> None:
+    """This response streams: its connection is not closed as idle."""
+    connections = request.app.get(CONNECTIONS_KEY)
+    if connections is not None:
+        connections.exempt(request)
+
+
+def build_app(services: ApiServices, connections: Connections | None = None
+              ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[middleware(services.tokens, FailureThrottle()),
-                                       _json_errors])
+                          middlewares=[problem_errors,
+                                       middleware(services.tokens, FailureThrottle())])
+    if connections is not None:
+        app[CONNECTIONS_KEY] = connections
     routes = Routes(services)
     app.router.add_get("/v1/health", routes.health)
     app.router.add_get("/v1/openapi.json", routes.openapi)
@@ -369,45 +422,52 @@ def build_app(services: ApiServices) -> web.Application:
     return app
 
 
-@web.middleware
-async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
-    """aiohttp's own HTTP errors (413, 405, 404...) as JSON; a bug is a logged 500."""
-    try:
-        response: web.StreamResponse = await handler(request)
-        return response
-    except web.HTTPException as exc:
-        if exc.content_type == "application/json":
-            raise
-        return error(exc.status, exc.reason)
-    except Exception:
-        log.exception("API request %s %s failed", request.method, request.path)
-        return error(500, "Internal error; details are in the server's log.")
+class _PlainParseErrors(logging.Filter):
+    """aiohttp logs a request its parser refuses with a traceback that quotes the bytes
+    of the request, headers included (an Authorization header could land in the log):
+    one line at INFO instead, naming the kind of error only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = "refused a malformed HTTP request (%s)", (
+                type(error).__name__,)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+HTTP_LOG = logging.getLogger("reelqueue.api.http")
+HTTP_LOG.addFilter(_PlainParseErrors())
 
 
 class ApiServer:
-    """An aiohttp site on the running loop. Attributes: host, port (the bound port)."""
+    """An aiohttp app on the running loop behind a :class:`GatedSite` (connection and
+    handshake caps, timeouts). Attributes: host, port (the bound port), connections."""
 
     def __init__(self, services: ApiServices, host: str, port: int,
-                 ssl_context: ssl.SSLContext | None) -> None:
+                 ssl_context: ssl.SSLContext | None,
+                 limits: ConnectionLimits | None = None) -> None:
         self.host = host
         self.port = port
-        self._app = build_app(services)
+        self.connections = Connections(limits or ConnectionLimits())
+        self._app = build_app(services, self.connections)
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0)
+        # aiohttp's keep-alive (idle between requests) is the same idle timeout.
+        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0,
+                                     keepalive_timeout=self.connections.limits.idle_seconds,
+                                     logger=HTTP_LOG)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._ssl,
-                           backlog=512)
+        site = GatedSite(self._runner, self.host, self.port, self.connections,
+                         ssl_context=self._ssl, backlog=512)
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets: Any = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = site.port
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-
+        await self.connections.close()

@@ -23,6 +23,7 @@ class ServeOptions:
     host, port: where to listen (port 0: any free port; the chosen one is printed).
     tls: False only on loopback (checked by :func:`check_listen`).
     cert, key: the user's certificate and key (None: a self-signed one in the data folder).
+    key_insecure_ok: serve a key file that group or others can read (POSIX), else refused.
     max_waiting: submits get 429 while this many jobs wait.
     paused: start with the pump paused.
     engine: the engine's settings.
@@ -33,6 +34,7 @@ class ServeOptions:
     tls: bool = True
     cert: Path | None = None
     key: Path | None = None
+    key_insecure_ok: bool = False
     max_waiting: int = 100_000
     paused: bool = False
     engine: EngineConfig = field(default_factory=EngineConfig)

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help=f"address to bind (default {DEFAULT_LISTEN}; port 0: any free)")
     serve.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate")
     serve.add_argument("--tls-key", type=Path, default=None, help="PEM private key")
+    serve.add_argument("--tls-key-insecure-ok", action="store_true",
+                       help="serve a key file other users can read (refused otherwise)")
     serve.add_argument("--no-tls", action="store_true",
                        help="plain HTTP (refused for a non-loopback address)")
     serve.add_argument("--max-waiting", type=int, default=DEFAULT_MAX_WAITING, metavar="N",
@@ -37,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     host, port = parse_listen(args.listen)
     options = ServeOptions(host=host, port=port, tls=not args.no_tls, cert=args.tls_cert,
-                           key=args.tls_key, max_waiting=args.max_waiting,
+                           key=args.tls_key, key_insecure_ok=args.tls_key_insecure_ok,
+                           max_waiting=args.max_waiting,
                            paused=args.paused, engine=engine_config(args))
     if ctx.serve_api is None:
         raise InputError("This build of ReelQueue has no HTTP API.")

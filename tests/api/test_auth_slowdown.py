@@ -1,0 +1,57 @@
+"""Failed authentications against the served API: parallel wrong tokens from one address
+are answered one after another, and past the bounded waiting line the answer is an
+immediate 429 with Retry-After. The token is never in a response or the server's log."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from reelqueue.api.auth import FREE_FAILURES, MAX_WAITING
+from tests.api.live_api import LiveApi
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[LiveApi]:
+    with LiveApi(tmp_path) as api:
+        yield api
+
+
+async def _guesses(url: str, count: int, timeout: float) -> list[tuple[int | None, float,
+                                                                          str]]:
+    limits = httpx.Limits(max_connections=count + 1)
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
+        async def guess(i: int) -> tuple[int | None, float, str]:
+            started = time.monotonic()
+            try:
+                answer = await client.get("/v1/jobs", headers={
+                    "Authorization": f"Bearer rq_0000000000000000_wrong{i}"})
+            except httpx.TimeoutException:
+                return None, time.monotonic() - started, ""
+            return (answer.status_code, time.monotonic() - started,
+                    answer.headers.get("Retry-After", ""))
+        return await asyncio.gather(*(guess(i) for i in range(count)))
+
+
+def test_parallel_wrong_tokens_wait_in_line(live: LiveApi) -> None:
+    answers = asyncio.run(_guesses(live.url, FREE_FAILURES + 3, 30.0))
+    assert {status for status, _, _ in answers} == {401}
+    slowest = max(took for _, took, _ in answers)
+    # The 6th, 7th and 8th failures wait 0.25, 0.75 and 1.75 s: in line, not side by
+    # side (side by side the slowest would be answered after 1 s).
+    assert slowest >= 1.7, sorted(took for _, took, _ in answers)
+
+
+def test_past_the_waiting_line_the_answer_is_429_at_once(live: LiveApi) -> None:
+    answers = asyncio.run(_guesses(live.url, FREE_FAILURES + MAX_WAITING + 10, 8.0))
+    refused = [(took, retry) for status, took, retry in answers if status == 429]
+    assert len(refused) >= 5, [status for status, _, _ in answers]
+    assert all(retry.isdigit() and int(retry) >= 1 for _, retry in refused)
+    assert max(took for took, _ in refused) < 8.0
