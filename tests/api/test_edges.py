@@ -213,3 +213,46 @@ def test_a_request_the_parser_refuses_is_logged_without_its_bytes(
                        for r in caplog.records)
     assert "malformed HTTP request (BadHttpMessage)" in logged
     assert secret not in logged and "Traceback" not in logged
+
+
+def test_each_server_sent_event_matches_the_documented_event_schema(
+        client: httpx.Client) -> None:
+    """Schemathesis (ST108) read each event of ``GET /v1/events`` against the stream's
+    schema, which said ``string``: the document now describes one event (id, event, data
+    holding a ledger entry in JSON) and the served events match it."""
+    import jsonschema
+
+    document = client.get("/v1/openapi.json").json()
+    content = document["paths"]["/v1/events"]["get"]["responses"]["200"]["content"]
+    schemas = document["components"]["schemas"]
+    event_schema = {**content["text/event-stream"]["schema"], "components": {
+        "schemas": schemas}}
+    data_schema = {**schemas["ServerSentEvent"]["properties"]["data"]["contentSchema"],
+                   "components": {"schemas": schemas}}
+    created = client.post("/v1/jobs", json={"prompt": "an event to read"},
+                          headers={"Idempotency-Key": "sse-schema"})
+    assert created.status_code in (200, 201), created.text
+    job_id = created.json()["id"]
+    assert client.post(f"/v1/jobs/{job_id}/cancel").status_code == 200
+    events: list[dict[str, str]] = []
+    with client.stream("GET", "/v1/events", headers={"Last-Event-ID": "0"}) as stream:
+        event: dict[str, str] = {}
+        for line in stream.iter_lines():
+            if line.startswith(":"):
+                continue
+            if not line:
+                if event:
+                    events.append(event)
+                    if json.loads(event["data"]).get("job_id") == job_id and \
+                            event["event"] == "cancelled":
+                        break
+                event = {}
+                continue
+            field, _, value = line.partition(": ")
+            event[field] = value
+    assert events
+    for event in events:
+        jsonschema.validate(event, event_schema, cls=jsonschema.Draft202012Validator)
+        jsonschema.validate(json.loads(event["data"]), data_schema,
+                            cls=jsonschema.Draft202012Validator)
+    assert not jsonschema.Draft202012Validator(event_schema).is_valid("id: 1\ndata: {}")

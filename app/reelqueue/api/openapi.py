@@ -129,6 +129,22 @@ SCHEMAS: dict[str, Any] = {
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
             "daily_cap": {}}}}}},
+    # One event of GET /v1/events, as OpenAPI 3.2 models a Server-Sent Event (and as a
+    # 3.1 ``schema`` of text/event-stream is read per event): its fields, with the data a
+    # ledger entry in JSON. Comments (': connected', ': keep-alive') are not events.
+    "ServerSentEvent": {
+        "type": "object", "required": ["id", "event", "data"], "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the entry's seq"},
+            "event": {"type": "string", "minLength": 1},
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": _ref("LedgerEvent")}}},
+    "LedgerEvent": {
+        "type": "object", "additionalProperties": False,
+        "required": ["seq", "at", "event", "job_id", "account", "detail"], "properties": {
+            "seq": {"type": "integer", "minimum": 1}, "at": {"type": "number"},
+            "event": {"type": "string"}, "job_id": {"type": ["integer", "null"]},
+            "account": NULLABLE_STRING, "detail": {"type": "object"}}},
 }
 
 JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": _integer(1)}
@@ -232,7 +248,8 @@ def openapi_document() -> dict[str, Any]:
                 "Server-Sent Events from the ledger; resume with Last-Event-ID", "read", {
                     "200": {"description": "the stream: 'id: seq', 'event:', 'data: {json}'; "
                                            "a ': keep-alive' comment when idle",
-                            "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                            "content": {"text/event-stream": {
+                                "schema": _ref("ServerSentEvent")}}},
                     "400": _problem("Last-Event-ID is not a whole number from 0 to 2^63-1"),
                     "422": _problem("after is not a whole number from 0 to 2^63-1")},
                 parameters=[
