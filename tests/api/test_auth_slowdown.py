@@ -55,3 +55,25 @@ def test_past_the_waiting_line_the_answer_is_429_at_once(live: LiveApi) -> None:
     assert len(refused) >= 5, [status for status, _, _ in answers]
     assert all(retry.isdigit() and int(retry) >= 1 for _, retry in refused)
     assert max(took for took, _ in refused) < 8.0
+
+
+def test_requests_without_a_credential_are_answered_at_once_and_not_counted(
+        live: LiveApi) -> None:
+    """No Authorization header guesses nothing: 401 at once, however many; the client's
+    first wrong tokens afterwards are still free (not slowed by the bare requests)."""
+    async def run() -> tuple[list[int], list[float]]:
+        async with httpx.AsyncClient(base_url=live.url, timeout=30.0) as client:
+            bare = [(await client.get("/v1/jobs")).status_code
+                    for _ in range(FREE_FAILURES + MAX_WAITING + 5)]
+            took = []
+            for i in range(FREE_FAILURES):
+                started = time.monotonic()
+                answer = await client.get("/v1/jobs", headers={
+                    "Authorization": f"Bearer rq_0000000000000000_wrong{i}"})
+                assert answer.status_code == 401
+                took.append(time.monotonic() - started)
+            return bare, took
+    bare, _took = asyncio.run(run())
+    # Counted, the bare requests would have been held past the sixth and refused (429)
+    # past MAX_WAIT_SECONDS, and the wrong tokens after them too (checked: 401 each).
+    assert set(bare) == {401}

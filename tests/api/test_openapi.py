@@ -14,7 +14,7 @@ from reelqueue.api.auth import (
     FREE_FAILURES,
     GLOBAL_FREE_FAILURES,
     GLOBAL_INTERVAL_SECONDS,
-    MAX_DELAY_SECONDS,
+    MAX_WAIT_SECONDS,
     FailureThrottle,
     client_key,
 )
@@ -114,8 +114,11 @@ def test_failures_from_one_client_wait_in_line() -> None:
     throttle = FailureThrottle(clock=clock)
     waits = [throttle.failed("10.0.0.1") for _ in range(9)]
     # Parallel failures (the clock does not move) wait one after another: 0.25, then
-    # 0.25 + 0.5, ... so N guesses at once take as long as N in a row.
-    assert waits == [0.0] * FREE_FAILURES + [0.25, 0.75, 1.75, 3.75]
+    # 0.25 + 0.5, ... so N guesses at once take as long as N in a row -- up to
+    # MAX_WAIT_SECONDS: a turn later than that is refused at once (429), taking no turn.
+    assert waits == [0.0] * FREE_FAILURES + [0.25, 0.75, 1.75, None]
+    assert MAX_WAIT_SECONDS < 3.75
+    assert throttle.retry_after("10.0.0.1") == 2  # the last turn taken: 1.75 s away
     assert throttle.failed("10.0.0.2") == 0.0  # another address is not slowed
     for _ in range(10):
         throttle.failed("10.0.0.1")
@@ -123,7 +126,7 @@ def test_failures_from_one_client_wait_in_line() -> None:
     assert throttle.failed("10.0.0.1") == 0.0
     for _ in range(FREE_FAILURES + 10):
         wait = throttle.failed("10.0.0.1")
-    assert wait is not None and wait >= MAX_DELAY_SECONDS
+    assert wait is None and throttle.retry_after("10.0.0.1") >= 1  # refused, not held
 
 
 def test_an_ipv6_slash_64_is_one_client() -> None:
@@ -142,7 +145,13 @@ def test_many_addresses_are_slowed_down_together() -> None:
     waits = [throttle.failed(f"127.0.{i // 250}.{i % 250}") for i in range(
         GLOBAL_FREE_FAILURES + 20)]
     assert all(w == 0.0 for w in waits[:GLOBAL_FREE_FAILURES])
-    assert waits[-1] == pytest.approx(20 * GLOBAL_INTERVAL_SECONDS)  # 5 a second at most
+    held = waits[GLOBAL_FREE_FAILURES:]
+    # 5 a second at most: each failure past the allowance waits one more interval, up to
+    # MAX_WAIT_SECONDS; later turns are refused at once (429)
+    turns = int(MAX_WAIT_SECONDS / GLOBAL_INTERVAL_SECONDS + 1e-9)
+    assert held[:turns] == pytest.approx([(n + 1) * GLOBAL_INTERVAL_SECONDS
+                                          for n in range(turns)])
+    assert held[turns:] == [None] * (20 - turns)
 
 
 def test_the_waiting_line_is_bounded() -> None:

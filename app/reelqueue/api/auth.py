@@ -7,6 +7,7 @@ never logged."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import math
 import time
@@ -34,6 +35,9 @@ MAX_CLIENTS = 10_000
 """Clients remembered; past it the least recently failing one is forgotten (LRU)."""
 MAX_WAITING = 64
 """Failed requests waiting for their delayed 401 at once; past it: 429 + Retry-After."""
+MAX_WAIT_SECONDS = 3.0
+"""The longest a failed request is held; one whose turn is later is answered 429 +
+Retry-After at once (and takes no turn): a client never waits into its own timeout."""
 PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -100,10 +104,14 @@ class FailureThrottle:
         self._clients[key] = client  # most recent last: the LRU end
         while len(self._clients) > self._max_clients:
             self._clients.popitem(last=False)
+        before = (dataclasses.replace(client), dataclasses.replace(self._global))
         wait = max(self._reserve(client, now, FREE_FAILURES, _step),
                    self._reserve(self._global, now, self._global_free,
                                  lambda _: GLOBAL_INTERVAL_SECONDS))
-        if wait > 0 and self.waiting >= self._max_waiting:
+        if wait > 0 and (self.waiting >= self._max_waiting or wait > MAX_WAIT_SECONDS + 1e-6):
+            # Refused at once: the turn reserved is given back (the failure still counts,
+            # so a client that keeps failing keeps being refused until its turn comes).
+            client.free_at, self._global.free_at = before[0].free_at, before[1].free_at
             return None
         return wait
 
@@ -142,6 +150,12 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
         info = None
         if scheme.lower() == "bearer" and token and token.isascii():
             info = await tokens.verify(token.strip())
+        if info is None and not header.strip():
+            # No credential at all guesses nothing: answered at once, not counted (the
+            # slow-down is for wrong tokens).
+            return problem(401, "A valid token is needed: 'Authorization: Bearer <token>' "
+                                "(make one with 'reelqueue tokens add NAME').",
+                           headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
         if info is None:
             wait = throttle.failed(address)
             if wait is None:
