@@ -20,11 +20,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import keyring
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_API", "pyside6")
 
+from reelqueue.credentials.keystore import MemoryKeyring
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import Store
@@ -138,3 +140,13 @@ def seed_store(store: Store, tmp_path: Path, now: float, jobs: int = 5,
     for name, capacity in (accounts or {"acct-a": 2}).items():
         store.add_account(AccountSpec(name, provider, capacity), now)
     return batch.id
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    """An in-memory keyring for the test, the previous one put back after it."""
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)

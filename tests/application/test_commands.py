@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-import keyring
 import pytest
 
 from reelqueue.application import accounts, imports, jobs, views
@@ -34,14 +33,6 @@ def ctx(tmp_path: Path) -> AppContext:
     return AppContext(data_dir=tmp_path / "data", videos_dir=tmp_path / "videos",
                       clock=FakeClock(1_700_000_000.0))
 
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 def on_journal(ctx: AppContext, command: Callable[[Session], Awaitable[T]]) -> T:

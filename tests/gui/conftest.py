@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import keyring
 import pytest
 
 os.environ.setdefault("QT_API", "pyside6")
@@ -107,14 +106,6 @@ async def until(predicate: Callable[[], object], timeout: float = 30.0,
             raise AssertionError(f"condition not met within {timeout} s")
         await asyncio.sleep(step)
 
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture

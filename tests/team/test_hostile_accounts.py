@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import keyring
 import psycopg
 import pytest
 
@@ -58,14 +57,6 @@ CONFIG = EngineConfig(retry_backoff=BackoffPolicy(0.05, 0.2), heartbeat_seconds=
                       lease_seconds=10.0)
 JOBS = 3
 
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

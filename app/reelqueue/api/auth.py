@@ -139,6 +139,12 @@ def _step(over: int) -> float:
     return float(min(MAX_DELAY_SECONDS, 0.25 * 2 ** min(over - 1, 16)))
 
 
+def _unauthorized() -> web.Response:
+    return problem(401, "A valid token is needed: 'Authorization: Bearer <token>' "
+                        "(make one with 'reelqueue tokens add NAME').",
+                   headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
+
+
 def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -153,9 +159,7 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
         if info is None and not header.strip():
             # No credential at all guesses nothing: answered at once, not counted (the
             # slow-down is for wrong tokens).
-            return problem(401, "A valid token is needed: 'Authorization: Bearer <token>' "
-                                "(make one with 'reelqueue tokens add NAME').",
-                           headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
+            return _unauthorized()
         if info is None:
             wait = throttle.failed(address)
             if wait is None:
@@ -168,9 +172,7 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
                     await asyncio.sleep(wait)
                 finally:
                     throttle.waiting -= 1
-            return problem(401, "A valid token is needed: 'Authorization: Bearer <token>' "
-                                "(make one with 'reelqueue tokens add NAME').",
-                           headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
+            return _unauthorized()
         scope = getattr(getattr(request.match_info, "handler", None), "scope", "admin")
         if not info.allows(scope):
             return problem(403, f"The token {info.name!r} has scope {info.scope!r}; this "
