@@ -141,10 +141,17 @@ async def test_a_test_runs_summary_counts_and_prices_only_its_rows(windows: Wind
     assert estimate.startswith(f"Estimated cost ${first_two:.2f} — "), estimate
     assert f"${whole:.2f}" not in estimate
     assert dialog.import_button.text() == "Test run 2 rows"
+    # The preview says the same: its first two rows are new, the others left out (it
+    # listed every row as "new").
+    preview = dialog.preview_model
+    statuses = [preview.data(preview.index(row, 6)) for row in range(preview.rowCount())]
+    assert statuses[:2] == ["new", "new"], statuses
+    assert set(statuses[2:]) == {"not in this test run"}, statuses
     QApplication.processEvents()  # the button's new width, before the picture
     save_screenshot(dialog, "import-dialog-test-run")
     dialog.test_run.setChecked(False)
     assert dialog.summary_label.text().startswith("<b>12 new jobs</b>")
+    assert {preview.data(preview.index(row, 6)) for row in range(preview.rowCount())} == {"new"}
     assert f"Estimated cost ${whole:.2f}" in dialog.estimate_label.text()
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     Qt,
     QTimer,
@@ -63,9 +64,30 @@ class PreviewModel(ListTableModel[PreviewRow]):
     """The first rows of a plan as they will be rendered."""
 
     HEADERS = ("Row", "Name", "Prompt", "Provider", "Parameters", "File", "Status")
+    #: A preview row past a test run's rows: what Import will leave out.
+    LEFT_OUT = "not in this test run"
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._test_rows: int | None = None
 
     def set_rows(self, rows: list[PreviewRow]) -> None:
         self.set_items(rows)
+
+    def set_test_rows(self, count: int | None) -> None:
+        """A test run of the first ``count`` rows (None: the whole sheet): the preview says
+        which rows Import will add and which it leaves out."""
+        if count == self._test_rows:
+            return
+        self._test_rows = count
+        if self.items:
+            self.dataChanged.emit(self.index(0, 6), self.index(len(self.items) - 1, 6))
+
+    def status(self, position: int) -> str:
+        """The Status column of the preview's ``position``-th row (0-based)."""
+        if self._test_rows is not None and position >= self._test_rows:
+            return self.LEFT_OUT
+        return "already imported" if self.items[position].already_present else "new"
 
     @property
     def rows(self) -> list[PreviewRow]:
@@ -80,10 +102,10 @@ class PreviewModel(ListTableModel[PreviewRow]):
             params = ", ".join(f"{k} {v}" for k, v in row.params.items() if v not in (None, ""))
             values = ("" if row.row_number is None else str(row.row_number), row.name,
                       row.prompt, row.provider, params, row.file_name,
-                      "already imported" if row.already_present else "new")
+                      self.status(index.row()))
             return values[column]
         if role == Qt.ItemDataRole.ForegroundRole and column == 6:
-            return theme.color("muted" if row.already_present else "success")
+            return theme.color("success" if self.status(index.row()) == "new" else "muted")
         return None
 
 
@@ -453,6 +475,7 @@ class ImportDialog(QDialog):
         if whole is None:
             return
         count = self.rows_to_import()
+        self.preview_model.set_test_rows(count)
         # A test run's summary and estimate count only its rows (what Import will add).
         plan = whole.first_rows(count) if count is not None else whole
         new = len(plan.new_jobs)
