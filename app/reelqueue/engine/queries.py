@@ -15,6 +15,7 @@ from typing import Any
 
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.intake.estimate import AccountPrices, quote_job
@@ -45,6 +46,7 @@ class JobRow:
         updated_at: the time of the last change applied (journal write or event).
         cost: what the provider charged, when it says.
         estimate: the estimated price (:func:`price_estimator`; None: price unknown).
+        kind: what its render time is compared by (``domain.render_times.render_kind``).
     """
 
     id: int
@@ -67,6 +69,7 @@ class JobRow:
     updated_at: float
     cost: float | None
     estimate: float | None
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
         max_attempts=job.max_attempts, output_path=job.output_path,
         error_label=job.error_label, error_message=job.error_message,
         attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
-        cost=job.cost, estimate=estimate(job),
+        cost=job.cost, estimate=estimate(job), kind=render_kind(job.provider, job.params),
     )
 
 

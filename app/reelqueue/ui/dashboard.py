@@ -91,16 +91,9 @@ def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     from reelqueue.engine.queries import JobRow
 
     assert isinstance(row, JobRow)
-    eta = table.eta_seconds(row, now)
-    elapsed = now - row.attempt_started if row.attempt_started else None
     title = fmt.job_title(row.name, row.row_number, row.id)  # "Row 3", never "job 2"
-    if row.progress is not None:
-        return RenderLine(title, row.progress,
-                          f"{round(row.progress * 100)}%")
-    if eta is not None and elapsed is not None:
-        return RenderLine(title, elapsed / max(1.0, elapsed + eta),
-                          f"~{fmt.rough_duration(eta)}" if eta >= 1 else "finishing")
-    return RenderLine(title, None, fmt.duration(elapsed))
+    fraction, words = table.progress_words(row, now)  # the job table's words, the same
+    return RenderLine(title, fraction, words)
 
 
 REASON_WORDS = {

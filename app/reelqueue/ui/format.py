@@ -63,6 +63,18 @@ def duration(seconds: float | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def duration_span(low: float, high: float) -> str:
+    """A range of rough durations: "20–40 s", "1–3 min", "45 s–2 min"; one figure when
+    both ends read the same."""
+    a, b = rough_duration(low), rough_duration(high)
+    if a == b:
+        return a
+    number_a, _, unit_a = a.partition(" ")
+    if unit_a == b.partition(" ")[2] and number_a.isdigit():
+        return f"{number_a}–{b}"
+    return f"{a}–{b}"
+
+
 def rough_duration(seconds: float | None) -> str:
     """A human ETA: "45 s", "3 min", "1 h 20 min"."""
     if seconds is None:

@@ -14,9 +14,11 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from reelqueue.domain.render_times import Eta, RenderTimes
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
 from reelqueue.engine.events import JobEvent
 from reelqueue.engine.queries import JobRow
+from reelqueue.ui import format as fmt
 
 FINAL_VALUES = frozenset(s.value for s in FINAL)
 IN_FLIGHT_VALUES = frozenset(s.value for s in IN_FLIGHT)
@@ -99,14 +101,15 @@ class JobTable:
     rows: every job, in id order.
     stats: the live counters.
     completions: (time, account) of completions in the last hour, oldest first.
-    typical_seconds: a running average of render time per account (for ETAs).
+    render_times: finished renders' times by provider, model and duration (for ETAs:
+        the journal's completed rows, then each completion as it happens).
     """
 
     def __init__(self) -> None:
         self.rows: list[JobRow] = []
         self.stats = JobStats()
         self.completions: deque[tuple[float, str | None]] = deque()
-        self.typical_seconds: dict[str, float] = {}
+        self.render_times = RenderTimes()
         self._pos: dict[int, int] = {}
         self._dirty: set[int] = set()
         self.completed_since_tick: list[int] = []
@@ -138,8 +141,14 @@ class JobTable:
         self.stats.merge(stats)
         self.completions.extend(stats.completions)
         for index in range(start, len(self.rows)):
-            if self.rows[index].state in IN_FLIGHT_VALUES:
-                self._track_live(index, None, self.rows[index])
+            row = self.rows[index]
+            if row.state in IN_FLIGHT_VALUES:
+                self._track_live(index, None, row)
+            elif (row.state == COMPLETED and row.attempts == 1 and row.finished_at is not None
+                  and row.attempt_started is not None):
+                # One attempt: the journal's claim time is this render's start (a later
+                # attempt's start is not kept, so its time is not known).
+                self.render_times.add(row.kind, row.finished_at - row.attempt_started)
         return start, len(self.rows)
 
     def _track_live(self, index: int, old: JobRow | None, new: JobRow) -> None:
@@ -223,11 +232,8 @@ class JobTable:
     def _completed(self, row: JobRow, at: float) -> None:
         self.completions.append((at, row.account))
         self.completed_since_tick.append(row.id)
-        if row.account and row.attempt_started is not None:
-            seconds = max(0.0, at - row.attempt_started)
-            old = self.typical_seconds.get(row.account)
-            self.typical_seconds[row.account] = (seconds if old is None
-                                                 else 0.8 * old + 0.2 * seconds)
+        if row.attempt_started is not None:
+            self.render_times.add(row.kind, at - row.attempt_started)
 
     def take_dirty(self) -> set[int]:
         dirty, self._dirty = self._dirty, set()
@@ -249,15 +255,39 @@ class JobTable:
             oldest = at
         return count * 60.0 / max(60.0, now - oldest) if count else 0.0
 
-    def eta_seconds(self, row: JobRow, now: float) -> float | None:
-        """Seconds left for an in-flight row: from progress when the provider gives it,
-        else from the account's typical render time."""
+    def eta(self, row: JobRow, now: float) -> Eta | None:
+        """What is left of an in-flight row's render, against the finished renders of its
+        provider, model and duration (None: none finished yet, or not in flight)."""
         if row.state not in IN_FLIGHT_VALUES or row.attempt_started is None:
             return None
-        elapsed = max(0.0, now - row.attempt_started)
-        if row.progress is not None and row.progress > 0.02:
-            return elapsed * (1.0 - row.progress) / row.progress
-        typical = self.typical_seconds.get(row.account or "")
-        if typical is None:
-            return None
-        return max(0.0, typical - elapsed)
+        return self.render_times.eta(row.kind, max(0.0, now - row.attempt_started))
+
+    def progress_words(self, row: JobRow, now: float) -> tuple[float | None, str]:
+        """An in-flight row's bar (None: no bar) and words: the provider's percentage, the
+        time waited for a create's answer, or the time so far against how long renders
+        of its kind took — never a full bar or "< 1 s left" for a render that is late."""
+        elapsed = max(0.0, now - row.attempt_started) if row.attempt_started else None
+        if row.state == JobState.SUBMITTING:
+            waited = max(0.0, now - row.updated_at)
+            return None, f"waiting for the provider · {fmt.duration(waited)}"
+        if row.state == JobState.DOWNLOADING and row.progress is None:
+            return None, f"downloading · {fmt.duration(max(0.0, now - row.updated_at))}"
+        eta = self.eta(row, now)
+        if row.progress is not None:
+            percent = f"{round(row.progress * 100)}%"
+            if eta is None:
+                return row.progress, percent
+            return row.progress, f"{percent} · {eta_words(eta)}"
+        if eta is None or elapsed is None:
+            return None, fmt.duration(elapsed)
+        return (None if eta.overdue else eta.fraction(elapsed),
+                f"{fmt.duration(elapsed)} · {eta_words(eta)}")
+
+
+def eta_words(eta: Eta) -> str:
+    """"about 20–40 s left", or once past the range "longer than most (20–40 s)"."""
+    typical = eta.typical
+    most = fmt.duration_span(typical.low, typical.high)
+    if eta.overdue:
+        return f"longer than {'most' if typical.quartiles else 'before'} ({most})"
+    return f"about {fmt.duration_span(eta.low, eta.high)} left"

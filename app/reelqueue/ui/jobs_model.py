@@ -465,8 +465,9 @@ class StateDelegate(QStyledItemDelegate):
 
 
 class ProgressDelegate(QStyledItemDelegate):
-    """A progress bar (or an elapsed-time bar with an ETA when the provider gives no
-    number) for in-flight rows; the render time or nothing for the others."""
+    """A progress bar (or an elapsed-time bar against how long renders of the kind took,
+    when the provider gives no number) for in-flight rows; the render time or nothing for
+    the others (:meth:`JobTable.progress_words`)."""
 
     def __init__(self, model: JobTableModel, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -475,15 +476,7 @@ class ProgressDelegate(QStyledItemDelegate):
     def text_for(self, row: JobRow, now: float) -> tuple[float | None, str]:
         table = self.model.table
         if row.state in IN_FLIGHT_VALUES:
-            elapsed = now - row.attempt_started if row.attempt_started else None
-            eta = table.eta_seconds(row, now)
-            if row.progress is not None:
-                left = f" · {fmt.rough_duration(eta)} left" if eta is not None else ""
-                return row.progress, f"{round(row.progress * 100)}%{left}"
-            if eta is not None and elapsed is not None:
-                fraction = elapsed / max(1.0, elapsed + eta)
-                return fraction, f"{fmt.duration(elapsed)} · ~{fmt.rough_duration(eta)} left"
-            return None, fmt.duration(elapsed)
+            return table.progress_words(row, now)
         if row.state == JobState.COMPLETED and row.finished_at and row.attempt_started:
             return 1.0, f"done in {fmt.duration(row.finished_at - row.attempt_started)}"
         if row.state == JobState.COMPLETED:
