@@ -1,7 +1,8 @@
 """How the team database's connection is described (issue 21): a refused password, a
 refused TLS handshake and an unreachable server each get their own message (they were
-all "cannot be reached" after a 10-second wait), and a connection without sslmode is
-said to be unencrypted, with how to add sslmode=require when the server is elsewhere."""
+all "cannot be reached" after a 10-second wait); a server on another machine is verified
+(sslmode=verify-full) unless the address says otherwise, and a connection that is not
+encrypted is said to be so, with how to require it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from reelqueue.application.team import connection_warnings, open_team_store
+from reelqueue.application.team import (
+    connection_string,
+    connection_warnings,
+    open_team_store,
+    tls_defaults,
+)
 from reelqueue.domain.errors import JournalLoginRefused, JournalTlsRefused, JournalUnreachable
 from tests import pgserver
 from tests.team.harness import team_cli
@@ -94,19 +100,68 @@ class _Opened:
 
 
 @pytest.mark.unit
-def test_the_warning_words() -> None:
+def test_the_warning_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PGSSLMODE", raising=False)
     far = "postgresql://team@db.example:5432/reelqueue"
-    (line,) = connection_warnings(far, _Opened(False))
-    assert "is not encrypted (no sslmode in its address)" in line
+    # Nothing said of TLS on a server elsewhere: verified by default, nothing to warn of.
+    assert connection_warnings(far, _Opened(True)) == []
+    (line,) = connection_warnings(far + "?sslmode=disable", _Opened(False))
+    assert "is not encrypted (sslmode=disable)" in line
     assert "add sslmode=require to the address (postgresql://team@db.example:5432/" \
         "reelqueue?sslmode=require)" in line
     (local,) = connection_warnings("postgresql://team@127.0.0.1/rq", _Opened(False))
-    assert "not encrypted" in local and "sslmode=require" not in local
-    (lucky,) = connection_warnings(far, _Opened(True))
-    assert "happens to be encrypted, but nothing requires it" in lucky
-    (unknown,) = connection_warnings(far)
-    assert "not required to be encrypted" in unknown
+    assert "not encrypted (no sslmode in its address)" in local
+    assert "sslmode=require" not in local
+    (lucky,) = connection_warnings(far + "?sslmode=prefer", _Opened(True))
+    assert "happens to be encrypted, but nothing requires it (sslmode=prefer)" in lucky
+    (unknown,) = connection_warnings(far + "?sslmode=allow")
+    assert "not required to be encrypted (sslmode=allow)" in unknown
     (unverified,) = connection_warnings(far + "?sslmode=require", _Opened(True))
     assert "not verified" in unverified and "verify-full" in unverified
     assert connection_warnings(far + "?sslmode=verify-full", _Opened(True)) == []
     assert connection_warnings(None) == []
+
+
+@pytest.mark.unit
+def test_a_server_elsewhere_is_verified_unless_the_address_says_otherwise(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 21: without an sslmode a team database on another machine was opened with
+    libpq's default (``prefer``: plain text if the server, or someone in the way, says
+    so). Now verify-full, against the system's trust store unless a CA is given."""
+    monkeypatch.delenv("PGSSLMODE", raising=False)
+    monkeypatch.delenv("PGSSLROOTCERT", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.postgresql/root.crt
+    far = "postgresql://team@db.example:5432/reelqueue"
+    said = psycopg.conninfo.conninfo_to_dict(connection_string(far, None))
+    assert said["sslmode"] == "verify-full" and said["sslrootcert"] == "system"
+    with_password = psycopg.conninfo.conninfo_to_dict(connection_string(far, "pw-x"))
+    assert with_password["sslmode"] == "verify-full" and with_password["password"] == "pw-x"
+    own_ca = psycopg.conninfo.conninfo_to_dict(
+        connection_string(far + "?sslrootcert=/etc/team-ca.pem", None))
+    assert own_ca["sslmode"] == "verify-full" and own_ca["sslrootcert"] == "/etc/team-ca.pem"
+    for given in ("require", "disable", "prefer"):
+        assert tls_defaults(f"{far}?sslmode={given}") == {}
+    for local in ("postgresql://team@127.0.0.1/rq", "postgresql://team@localhost/rq",
+                  "postgresql://team@[::1]/rq", "postgresql:///rq?host=/run/postgresql"):
+        assert tls_defaults(local) == {}, local
+    monkeypatch.setenv("PGSSLMODE", "require")
+    assert tls_defaults(far) == {}  # the environment's choice is a choice too
+    monkeypatch.delenv("PGSSLMODE")
+    (tmp_path / ".postgresql").mkdir()
+    (tmp_path / ".postgresql" / "root.crt").write_text("a CA")
+    assert tls_defaults(far) == {"sslmode": "verify-full"}  # libpq reads its own CA file
+
+
+def test_a_server_named_as_elsewhere_without_tls_is_refused_not_read_in_plain_text(
+        team_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """End to end: the test server has no TLS; named by a host that is not loopback (its
+    address given as hostaddr), the default verify-full refuses it with the TLS words
+    instead of talking plain text."""
+    monkeypatch.delenv("PGSSLMODE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    host = str(psycopg.conninfo.conninfo_to_dict(team_url)["host"])
+    assert f"@{host}:" in team_url and "?" not in team_url, team_url
+    elsewhere = team_url.replace(f"@{host}:", "@db.example:", 1) + f"?hostaddr={host}"
+    with pytest.raises(JournalTlsRefused) as refused:
+        open_team_store(elsewhere, now=0.0)
+    assert "encrypted connection" in str(refused.value)

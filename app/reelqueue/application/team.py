@@ -18,8 +18,9 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
@@ -98,9 +99,11 @@ def _is_loopback(host: str) -> bool:
 
 def connection_warnings(url: str | None, store: object | None = None) -> list[str]:
     """What ``run``, ``worker``, ``serve`` and ``doctor`` say about the team database's
-    connection (issue 21): a plain warning (never an error) when it is not encrypted,
-    with how to add ``sslmode=require`` when the server is not on this machine; a word
-    when it is encrypted without the server being verified. ``store``: the open store,
+    connection (issue 21): nothing for a verified connection (a server on another
+    machine is verified unless the address says otherwise: :func:`tls_defaults`); a
+    plain warning (never an error) when it is not encrypted (``sslmode=disable``, or
+    ``prefer``/``allow`` given), with how to require it; a word when it is encrypted
+    without the server being verified (``require``). ``store``: the open store,
     which knows whether its connection really is encrypted (``encrypted``)."""
     from psycopg import conninfo
 
@@ -112,9 +115,9 @@ def connection_warnings(url: str | None, store: object | None = None) -> list[st
         params = conninfo.conninfo_to_dict(url)
     except Exception:
         return []
-    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE") or "")
-    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
-    local = all(_is_loopback(h.strip()) for h in hosts)
+    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE")
+                  or tls_defaults(url).get("sslmode") or "")
+    local = _all_loopback(params)
     encrypted = getattr(store, "encrypted", None) if store is not None else None
     where = describe_dsn(url)
     example = f"postgresql://{where}?sslmode=require"
@@ -148,12 +151,44 @@ def connection_warnings(url: str | None, store: object | None = None) -> list[st
             "sslmode=verify-full&sslrootcert=/path/team-ca.pem to check the server too."]
 
 
+def tls_defaults(url: str) -> dict[str, str]:
+    """What a team database on another machine is opened with when its address says
+    nothing of TLS (issue 21): ``sslmode=verify-full`` — encrypted, and the server proven
+    to be the one named — with the system's trust store (``sslrootcert=system``, libpq
+    16 and later) unless a CA is given (``sslrootcert`` in the address, ``PGSSLROOTCERT``,
+    or libpq's own ``~/.postgresql/root.crt``). ``require`` and ``disable`` apply only
+    when given (``connection_warnings`` says what they leave open); a loopback address or
+    a Unix socket never leaves the machine and keeps libpq's default."""
+    from psycopg import conninfo, pq
+
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except Exception:
+        return {}  # libpq refuses the address itself when it opens it, in its own words
+    if params.get("sslmode") or os.environ.get("PGSSLMODE") or _all_loopback(params):
+        return {}
+    extra = {"sslmode": "verify-full"}
+    has_ca = (params.get("sslrootcert") or os.environ.get("PGSSLROOTCERT")
+              or (Path.home() / ".postgresql" / "root.crt").exists())
+    if not has_ca and pq.version() >= 160000:
+        extra["sslrootcert"] = "system"
+    return extra
+
+
+def _all_loopback(params: Mapping[str, object]) -> bool:
+    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
+    return all(_is_loopback(h.strip()) for h in hosts)
+
+
 def connection_string(url: str, password: str | None) -> str:
-    """``url`` with ``password`` added as a connection parameter (libpq reads a pgpass
-    file itself when there is none)."""
+    """``url`` with :func:`tls_defaults` and ``password`` added as connection parameters
+    (libpq reads a pgpass file itself when there is none)."""
     from psycopg import conninfo
 
-    return conninfo.make_conninfo(url, password=password) if password else url
+    extra: dict[str, str] = dict(tls_defaults(url))
+    if password:
+        extra["password"] = password
+    return conninfo.make_conninfo(url, **extra) if extra else url
 
 
 def open_team_store(url: str, *, now: float, key_lookup: KeyLookup | None = None,
