@@ -10,6 +10,7 @@ import time
 
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
 
 from reelqueue.domain.models import RecoveryReport
 from reelqueue.engine.events import EngineStateEvent, JobEvent
@@ -23,8 +24,10 @@ from reelqueue.ui.settings import Settings, load_settings
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 
-def test_success_and_info_fade_errors_and_warnings_stay(themed_app: QApplication) -> None:
+def test_success_and_info_fade_errors_and_warnings_stay(
+        themed_app: QApplication, qtbot: QtBot) -> None:
     area = BannerArea()
+    qtbot.addWidget(area)  # deleted on the GUI thread, not by a GC pass on a worker's
     area.show()
     shown = {kind: area.show_banner(kind, f"a {kind} banner", key=kind)
              for kind in ("success", "info", "warning", "error")}
@@ -50,14 +53,75 @@ def test_success_and_info_fade_errors_and_warnings_stay(themed_app: QApplication
     assert area.isVisible()
 
 
-def test_a_faded_banner_never_takes_its_successor_with_it(themed_app: QApplication) -> None:
+def test_a_faded_banner_never_takes_its_successor_with_it(
+        themed_app: QApplication, qtbot: QtBot) -> None:
     area = BannerArea()
+    qtbot.addWidget(area)  # deleted on the GUI thread, not by a GC pass on a worker's
     old = area.show_banner("info", "Moved 2 jobs to the front.", key="order")
     old_timer = old.fade_timer
     new = area.show_banner("info", "Moved 5 jobs to the front.", key="order")
     assert old_timer is not None and not old_timer.isActive()  # stopped when replaced
     old_timer.timeout.emit()
     assert area.get("order") is new
+
+
+def test_faded_banners_go_to_the_notifications_list(
+        themed_app: QApplication, qtbot: QtBot) -> None:
+    """Issue 23: a banner that faded was gone for good; now it is kept in the toolbar's
+    notifications list, with a count of those not seen yet."""
+    area = BannerArea()
+    qtbot.addWidget(area)  # deleted on the GUI thread, not by a GC pass on a worker's
+    area.show()
+    bell = area.bell
+    assert bell.text() == "Notifications" and bell.unseen == 0
+    first = area.show_banner("success", "Batch “shots” finished: 12 of 12 completed.")
+    second = area.show_banner("info", "Moved 5 jobs to the front.", key="order")
+    kept = area.show_banner("warning", "Account acme is out of credits.", key="stall")
+    for banner in (first, second):
+        assert banner.fade_timer is not None
+        banner.fade_timer.timeout.emit()
+    assert area.banners() == [kept]
+    assert bell.unseen == 2 and bell.text() == "Notifications 2"
+    lines = bell.lines()
+    assert [line.split("  ", 1)[1] for line in lines] == [
+        "Moved 5 jobs to the front.", "Batch “shots” finished: 12 of 12 completed."]
+    kept.dismiss()  # closed by the user: seen, not a notification
+    assert bell.unseen == 2
+    emit_about_to_show(bell)  # the user opens the list
+    assert bell.unseen == 0 and bell.text() == "Notifications"
+    texts = [a.text() for a in bell.list.actions() if not a.isSeparator()]
+    assert texts[:2] == lines and texts[-1] == "Clear"
+
+
+def emit_about_to_show(bell: object) -> None:
+    from reelqueue.ui.banner import NotificationBell
+
+    assert isinstance(bell, NotificationBell)
+    bell.list.aboutToShow.emit()
+
+
+def test_at_most_two_warnings_show_the_others_fold(
+        themed_app: QApplication, qtbot: QtBot) -> None:
+    """Issue 23: three warnings left 3-4 table rows at 1280x720. The newest two show; the
+    older fold under "N more warnings — Show" and come back when a shown one goes."""
+    area = BannerArea()
+    qtbot.addWidget(area)  # deleted on the GUI thread, not by a GC pass on a worker's
+    area.show()
+    loud = [area.show_banner("warning" if i % 2 else "error", f"problem {i}", key=f"p{i}")
+            for i in range(4)]
+    quiet = area.show_banner("info", "Imported 12 jobs.", key="imported")
+    assert area.shown() == [loud[2], loud[3], quiet]
+    assert area.more.isVisible() and area.more.text() == "2 more warnings — Show"
+    area.more.click()
+    assert area.shown() == [*loud, quiet] and area.more.text() == "Show fewer"
+    area.more.click()
+    assert area.shown() == [loud[2], loud[3], quiet]
+    area.remove("p3")  # its cause went: an older one comes back
+    assert area.shown() == [loud[1], loud[2], quiet]
+    assert area.more.text() == "1 more warning — Show"
+    area.remove("p0")
+    assert area.shown() == [loud[1], loud[2], quiet] and not area.more.isVisible()
+    assert area.get("p1") is loud[1]  # a folded banner is still there to be updated
 
 
 def _free_port() -> int:
@@ -160,3 +224,18 @@ def test_all_done_only_when_nothing_is_in_flight() -> None:
     # A row the mirror shows downloading: never "All done", whatever the engine said.
     table.append([_row(3, "DOWNLOADING")])
     assert engine_words(done, table)[0] == "Running · 1 rendering"
+
+
+@on_qloop
+async def test_the_window_s_toolbar_holds_the_notifications(windows: WindowHarness,
+                                                            app_ctx) -> None:
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    bell = window.banners.bell
+    assert bell.isVisibleTo(window) and bell.parentWidget() is not window.banners
+    banner = window.banners.show_banner("info", "Moved 3 jobs to the front.", key="order")
+    assert banner.fade_timer is not None
+    banner.fade_timer.timeout.emit()
+    assert window.banners.get("order") is None
+    assert bell.text() == "Notifications 1"
+    assert bell.lines()[0].endswith("Moved 3 jobs to the front.")

@@ -1,19 +1,25 @@
 """In-app banners: recovery reports, batch ends, errors. Always shown, even with a tray.
 
 Success and info banners fade by themselves after :data:`FADE_MS` (not while the pointer
-is on one, so its buttons stay reachable); errors and warnings stay until the user closes
-them or the controller removes them because their cause went (issue 23: banners piled up
-and took the table's rows at 1280x720)."""
+is on one, so its buttons stay reachable) into the notifications list (:class:`NotificationBell`,
+a count of the unseen ones on the toolbar); errors and warnings stay until the user closes
+them or the controller removes them because their cause went, and at most
+:data:`MAX_LOUD` of them show at once — the older ones fold under "N more warnings — Show"
+(issue 23: banners piled up and took the table's rows at 1280x720)."""
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPushButton,
     QToolButton,
     QVBoxLayout,
@@ -30,6 +36,84 @@ KIND_TINTS = {"info": "info", "success": "success", "warning": "warning", "error
 FADING_KINDS = frozenset({"info", "success"})
 FADE_MS = 6000
 """How long a success or info banner stays (milliseconds of the pointer not on it)."""
+LOUD_KINDS = frozenset({"warning", "error"})
+MAX_LOUD = 2
+"""Warnings and errors shown at once; older ones fold under "N more warnings — Show"."""
+KEEP_NOTIFICATIONS = 50
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A banner that went by itself: its kind, words and when it was shown (epoch s)."""
+
+    kind: str
+    text: str
+    at: float
+
+
+class NotificationBell(QToolButton):
+    """The toolbar's notifications list: every banner that faded, newest first, the count
+    of those not seen yet in its text ("Notifications 3"); opening the list marks them
+    seen.
+
+    Attributes:
+        items: the newest :data:`KEEP_NOTIFICATIONS` notifications, newest first.
+        unseen: how many arrived since the list was last opened.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("notifications")
+        self.items: deque[Notification] = deque(maxlen=KEEP_NOTIFICATIONS)
+        self.unseen = 0
+        self.setIcon(theme.icon("info", "muted", 18))
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.list = QMenu(self)
+        self.list.aboutToShow.connect(self._fill)
+        self.setMenu(self.list)
+        self._update()
+
+    def add(self, kind: str, text: str, at: float | None = None) -> None:
+        self.items.appendleft(Notification(kind, text, time.time() if at is None else at))
+        self.unseen += 1
+        self._update()
+
+    def lines(self) -> list[str]:
+        """What the list shows, one line per notification: "14:05  Imported 12 jobs…"."""
+        return [f"{time.strftime('%H:%M', time.localtime(n.at))}  {_one_line(n.text)}"
+                for n in self.items]
+
+    def _fill(self) -> None:
+        self.list.clear()
+        if not self.items:
+            self.list.addAction("Nothing yet: banners that go by themselves are kept here"
+                                ).setEnabled(False)
+        for note, line in zip(self.items, self.lines(), strict=True):
+            action = self.list.addAction(theme.icon(note.kind, KIND_TINTS.get(note.kind,
+                                                                             "info"), 16),
+                                         line)
+            action.setToolTip(note.text)
+        if self.items:
+            self.list.addSeparator()
+            self.list.addAction("Clear", self.clear)
+        self.unseen = 0
+        self._update()
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.unseen = 0
+        self._update()
+
+    def _update(self) -> None:
+        self.setText(f"Notifications {self.unseen}" if self.unseen else "Notifications")
+        self.setToolTip(f"{self.unseen} not seen yet" if self.unseen
+                        else "Banners that went by themselves")
+
+
+def _one_line(text: str, limit: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 class Banner(QFrame):
@@ -136,10 +220,21 @@ class BannerArea(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.fade_ms = FADE_MS
+        # Its own until a toolbar takes it (main_window): deleted with the area, on the GUI
+        # thread, never by a garbage collection on another thread.
+        self.bell = NotificationBell(self)
+        self.bell.hide()
+        self._expanded = False
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
+        self.more = QPushButton()
+        self.more.setObjectName("banner-more")
+        self.more.setFlat(True)
+        self.more.clicked.connect(self._toggle_more)
+        self._layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
+        self._arrange()
 
     def show_banner(self, kind: str, text: str,
                     actions: Sequence[BannerAction] | None = None,
@@ -149,9 +244,9 @@ class BannerArea(QWidget):
         banner = Banner(kind, text, actions or [], key, self,
                         fade_ms=self.fade_ms if kind in FADING_KINDS else None)
         banner.dismissed.connect(lambda: self.remove(key))
-        banner.faded.connect(lambda: self._drop(banner))
-        self._layout.addWidget(banner)
-        self.setVisible(True)
+        banner.faded.connect(lambda: self._went_by_itself(banner))
+        self._layout.insertWidget(self._layout.count() - 1, banner)  # above "N more"
+        self._arrange()
         return banner
 
     def banners(self) -> list[Banner]:
@@ -162,6 +257,10 @@ class BannerArea(QWidget):
             if isinstance(widget, Banner):
                 found.append(widget)
         return found
+
+    def shown(self) -> list[Banner]:
+        """The banners on screen (not folded under "N more warnings")."""
+        return [b for b in self.banners() if not b.isHidden()]
 
     def get(self, key: str) -> Banner | None:
         return next((b for b in self.banners() if b.key == key), None)
@@ -176,7 +275,12 @@ class BannerArea(QWidget):
         for banner in self.banners():
             if banner.key == key:
                 self._drop(banner)
-        self.setVisible(bool(self.banners()))
+        self._arrange()
+
+    def _went_by_itself(self, banner: Banner) -> None:
+        if banner in self.banners():
+            self.bell.add(banner.kind, banner.text)
+        self._drop(banner)
 
     def _drop(self, banner: Banner) -> None:
         """Take this banner out (not a newer one of its key that replaced it)."""
@@ -186,4 +290,25 @@ class BannerArea(QWidget):
             self._layout.removeWidget(banner)
             banner.hide()
             banner.deleteLater()
-        self.setVisible(bool(self.banners()))
+        self._arrange()
+
+    def _toggle_more(self) -> None:
+        self._expanded = not self._expanded
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Show every quiet banner and the newest :data:`MAX_LOUD` warnings and errors;
+        fold the older ones under the "N more" button (all of them when unfolded)."""
+        banners = self.banners()
+        loud = [b for b in banners if b.kind in LOUD_KINDS]
+        folded = set(map(id, loud[:-MAX_LOUD])) if len(loud) > MAX_LOUD else set()
+        if not folded:
+            self._expanded = False
+        for banner in banners:
+            banner.setHidden(id(banner) in folded and not self._expanded)
+        if folded:
+            count = len(folded)
+            self.more.setText("Show fewer" if self._expanded else
+                              f"{count} more {'warning' if count == 1 else 'warnings'} — Show")
+        self.more.setVisible(bool(folded))
+        self.setVisible(bool(banners))

@@ -276,13 +276,13 @@ class MainWindow(QMainWindow):
         self.paused = True
         self.batch_names: dict[int, str] = {}  # the controller keeps these two current
         self.paused_batches: set[int] = set()
+        self.banners = BannerArea()  # before the toolbar, which holds its bell
         self._build_toolbar()
 
         central = QWidget()
         outer = QVBoxLayout(central)
         outer.setContentsMargins(16, 12, 16, 10)
         outer.setSpacing(10)
-        self.banners = BannerArea()
         outer.addWidget(self.banners)
 
         self.accounts = AccountStrip()
@@ -339,6 +339,8 @@ class MainWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
+        self.banners.bell.setVisible(True)  # the area keeps it hidden until placed
+        bar.addWidget(self.banners.bell)  # banners that went by themselves
         self.account_action = action("Add account", "account-add",
                                      "Connect a provider account",
                                      self.addAccountRequested.emit)
