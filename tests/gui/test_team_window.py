@@ -4,8 +4,11 @@ account whose key is not on this machine says that, never a key error."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import socket
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -16,7 +19,12 @@ from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import AccountSpec
 from reelqueue.store.postgres import PostgresStore
 from reelqueue.ui.accounts_view import KEY_NOT_HERE
+from reelqueue.ui.controller import AppController
 from reelqueue.ui.instances import InstancesDialog
+from reelqueue.ui.main_window import MainWindow
+from reelqueue.ui.session import EngineSession
+from reelqueue.ui.settings import Settings
+from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT
 from tests import pgserver
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 from tests.team.harness import drop_database, new_database
@@ -130,3 +138,72 @@ async def test_a_local_journal_offers_no_instances_view(
     ctl = await windows.open(app_ctx, start=False)
     assert not ctl.session.team
     assert not ctl.window.instances_action.isVisible()
+
+
+def _unopened(windows: WindowHarness, ctx: CliContext) -> AppController:
+    """A window whose opening the test drives (the harness's ``open`` waits for the jobs
+    to load, which an unreachable database never does)."""
+    window = MainWindow()
+    controller = AppController(window, EngineSession(ctx, Settings(theme="light")))
+    windows.opened.append(controller)
+    window.show()
+    return controller
+
+
+@on_qloop
+async def test_an_unreachable_team_database_is_said_so_and_opens_once_it_answers(
+        windows: WindowHarness, pg_server: pgserver.Server | str, app_ctx: CliContext) -> None:
+    """Issue 21: the window opened on an unreachable team database showed "No accounts
+    yet" and "Drop a spreadsheet" (the work looked gone) with CLI words, and stayed so.
+    Now it says which database and why in place of the queue, keeps trying, and opens the
+    queue once the database answers."""
+    if isinstance(pg_server, str):
+        pgserver.unavailable(pg_server)
+    assert isinstance(pg_server, pgserver.Server)
+    name = f"team_{uuid.uuid4().hex[:12]}"  # not created yet: the server refuses it
+    url = pg_server.dsn.rsplit("/", 1)[0] + f"/{name}"
+    ctl = _unopened(windows, replace(app_ctx, store_url=url))
+    window = ctl.window
+    opening = asyncio.ensure_future(ctl.open(start=False))
+    try:
+        await until(lambda: window.unreachable.isVisible(), 30)
+        assert not window.jobs_panel.isVisible() and not window.accounts.isVisible()
+        assert not window.empty.isVisible()  # never "Drop a spreadsheet" over the work
+        assert not window.import_action.isEnabled()
+        page = window.unreachable
+        assert page.title.text() == "The team database cannot be reached"
+        assert name in page.detail.text() and "Nothing recorded there is lost" \
+            in page.safe.text()
+        assert "run the command again" not in page.detail.text()  # the window's words
+        await until(lambda: page.status.text().startswith("Trying again in "), 10)
+        save_screenshot(window, "team-unreachable")
+        with psycopg.connect(pg_server.dsn, autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{name}"')
+        page.retry_button.click()
+        report = await asyncio.wait_for(opening, 120)
+        assert report is not None
+        assert not page.isVisible() and window.jobs_panel.isVisible()
+        assert window.import_action.isEnabled() and ctl.session.team
+        await windows.close(ctl)  # before its database goes
+    finally:
+        opening.cancel()
+        drop_database(pg_server.dsn, url)
+
+
+@on_qloop
+async def test_the_local_queue_can_be_opened_instead(windows: WindowHarness,
+                                                    app_ctx: CliContext) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+    ctl = _unopened(windows, replace(app_ctx,
+                                     store_url=f"postgresql://rq@127.0.0.1:{port}/team"))
+    codes: list[int] = []
+    ctl.finished.connect(codes.append)
+    opening = asyncio.ensure_future(ctl.open(start=False))
+    await until(lambda: ctl.window.unreachable.isVisible(), 30)
+    assert f"127.0.0.1:{port}" in ctl.window.unreachable.detail.text()
+    ctl.window.unreachable.local_button.click()
+    assert await asyncio.wait_for(opening, 30) is None
+    assert codes == [LOCAL_QUEUE_EXIT] and ctl.session.closed

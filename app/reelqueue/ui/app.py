@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QApplication
 from reelqueue.application.context import AppContext
 from reelqueue.ui import theme
 from reelqueue.ui.settings import Settings, load_settings
+from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT
 
 if TYPE_CHECKING:
     from reelqueue.application.remote import ApiStarter
@@ -107,9 +108,16 @@ def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = No
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        return int(loop.run_until_complete(main(ctx, settings, start=start,
+        code = int(loop.run_until_complete(main(ctx, settings, start=start,
                                                 open_sheet=open_sheet,
                                                 api_starter=api_starter)))
+        if code == LOCAL_QUEUE_EXIT and ctx.store_url is not None:
+            # "Open the local queue" on an unreachable team database: this launch only.
+            log.info("opening the local queue instead of the team database")
+            code = int(loop.run_until_complete(main(replace(ctx, store_url=None), settings,
+                                                    start=start, open_sheet=open_sheet,
+                                                    api_starter=api_starter)))
+        return code
     finally:
         loop.close()
         asyncio.set_event_loop(None)
@@ -138,6 +146,8 @@ async def main(ctx: AppContext, settings: Any, *, start: bool,
         if report is not None and open_sheet is not None:
             controller.keeper.open_import(open_sheet)  # "Open with ReelQueue" on a sheet
         code = await done
+        if code == LOCAL_QUEUE_EXIT:
+            return code
         return 2 if report is None else code  # None: the journal could not be opened
     finally:
         undo()

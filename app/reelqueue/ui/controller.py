@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -27,7 +28,13 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from reelqueue.application import jobs, views
-from reelqueue.domain.errors import KnownError, ProviderError
+from reelqueue.domain.errors import (
+    JournalLoginRefused,
+    JournalTlsRefused,
+    JournalUnreachable,
+    KnownError,
+    ProviderError,
+)
 from reelqueue.engine.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -48,16 +55,29 @@ from reelqueue.ui.dashboard import (
 from reelqueue.ui.dialogs import DialogKeeper
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.paging import JobPager
+from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.queue_actions import QueueActions
 from reelqueue.ui.session import EngineSession, OpenReport, RecoveryFollowUp
 from reelqueue.ui.thumbnails import Thumbnailer
 from reelqueue.ui.tray import BatchFinishWatch
+from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT, retry_delay
 
 log = logging.getLogger(__name__)
 
 TICK_MS = 200
 SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
 TEAM_REFRESH_TICKS = 5  # a team store: team-wide account figures every 5 slow ticks
+TEAM_CONNECTION_ERRORS = (JournalUnreachable, JournalLoginRefused, JournalTlsRefused)
+
+
+def window_words(message: str) -> str:
+    """A journal error's words for the window, which tries again by itself: not "run the
+    command again" (the page says what is kept)."""
+    for tail in (", then run the command again: nothing recorded before was lost.",
+                 ": nothing recorded before was lost.", "; nothing recorded before was lost."):
+        if message.endswith(tail):
+            return message[:-len(tail)] + "."
+    return message
 
 
 class AppController(QObject):
@@ -147,15 +167,31 @@ class AppController(QObject):
 
     # -- opening -------------------------------------------------------------------------
     async def open(self, *, start: bool) -> OpenReport | None:
-        """Open the session, show what recovery did, then load the jobs page by page."""
+        """Open the session, show what recovery did, then load the jobs page by page.
+
+        A team database that cannot be opened is said so in place of the queue and tried
+        again (:meth:`_wait_for_team`) until it opens or the user picks the local queue
+        (``finished`` with :data:`LOCAL_QUEUE_EXIT`: the entry reopens on the local
+        journal)."""
         self.bridge.connect_bus(self.session.bus)
-        try:
-            report = await self.session.open(start=start)
-        except KnownError as exc:
-            self.window.set_engine_state("stopped")
-            self.window.banners.show_banner("error", str(exc), key="open-failed")
-            self.session.closed = True
-            return None
+        attempt = 0
+        while True:
+            try:
+                report = await self.session.open(start=start)
+                break
+            except KnownError as exc:
+                if not (self.session.team and isinstance(exc, TEAM_CONNECTION_ERRORS)):
+                    self.window.set_engine_state("stopped")
+                    self.window.banners.show_banner("error", str(exc), key="open-failed")
+                    self.session.closed = True
+                    return None
+                log.info("team database not opened (try %d): %s", attempt + 1, exc)
+                if await self._wait_for_team(exc, attempt) == "local":
+                    self.session.closed = True
+                    emit(self.finished, LOCAL_QUEUE_EXIT)
+                    return None
+                attempt += 1
+        self.window.hide_unreachable()
         self.report = report
         self.window.set_team(self.session.team)
         await self.refresh_accounts()  # the banner names built-in mock accounts
@@ -172,6 +208,49 @@ class AppController(QObject):
         self.refresh_status()
         self.loaded.set()
         return report
+
+    async def _wait_for_team(self, exc: KnownError, attempt: int) -> str:
+        """Show why the team database did not open and wait for the next try: "retry"
+        after :func:`retry_delay` seconds or "Try again now", "local" for "Open the local
+        queue"."""
+        page = self.window.unreachable
+        title = ("The team database refused the login" if isinstance(exc, JournalLoginRefused)
+                 else "The team database's encrypted connection failed"
+                 if isinstance(exc, JournalTlsRefused)
+                 else "The team database cannot be reached")
+        self.window.set_engine_state("stopped")
+        self.window.show_unreachable(title, window_words(str(exc)))
+        loop = asyncio.get_running_loop()
+        pressed: asyncio.Future[str] = loop.create_future()
+
+        def press(choice: str) -> None:
+            if not pressed.done():
+                pressed.set_result(choice)
+
+        def retry() -> None:
+            press("retry")
+
+        def local() -> None:
+            press("local")
+
+        page.retryRequested.connect(retry)
+        page.localRequested.connect(local)
+        try:
+            deadline = loop.time() + retry_delay(attempt)
+            while not pressed.done():
+                left = deadline - loop.time()
+                if left <= 0:
+                    press("retry")
+                    break
+                page.set_status(f"Trying again in {math.ceil(left)} s · tried "
+                                f"{fmt.count(attempt + 1, 'time')}")
+                await asyncio.wait({pressed}, timeout=min(1.0, left))
+            if pressed.result() == "retry":
+                page.set_status("Trying now…")
+            return pressed.result()
+        finally:
+            page.retryRequested.disconnect(retry)
+            page.localRequested.disconnect(local)
 
     def _show_open_report(self, report: OpenReport) -> None:
         recovery = report.recovery

@@ -78,6 +78,7 @@ from reelqueue.ui.jobs_model import (
     StateDelegate,
 )
 from reelqueue.ui.qtcompat import emit
+from reelqueue.ui.unreachable import UnreachablePage
 
 SHEET_SUFFIXES = frozenset(TEXT_EXTENSIONS) | frozenset(WORKBOOK_EXTENSIONS)
 PREFERRED_SIZE = QSize(1320, 860)
@@ -288,9 +289,19 @@ class MainWindow(QMainWindow):
         self.accounts = AccountStrip()
         self.accounts.addAccount.connect(self.addAccountRequested.emit)
         self.accounts.countChanged.connect(lambda _n: self._apply_compact())
-        outer.addLayout(self._build_accounts_head())
+        self.accounts_head = QWidget()
+        head = self._build_accounts_head()
+        head.setContentsMargins(0, 0, 0, 0)
+        self.accounts_head.setLayout(head)
+        outer.addWidget(self.accounts_head)
         outer.addWidget(self.accounts)
-        outer.addWidget(self._build_jobs_panel(), 1)
+        self.jobs_panel = self._build_jobs_panel()
+        outer.addWidget(self.jobs_panel, 1)
+        # In place of the accounts and jobs while a team database cannot be opened.
+        self.unreachable = UnreachablePage()
+        self.unreachable.hide()
+        self._enabled_before: dict[QAction, bool] = {}
+        outer.addWidget(self.unreachable, 1)
         self.setCentralWidget(central)
         self._build_status_bar()
         self._search_timer = QTimer(self)
@@ -298,6 +309,34 @@ class MainWindow(QMainWindow):
         self._search_timer.setInterval(250)
         self._search_timer.timeout.connect(self._apply_filter)
         self.set_engine_state("starting")
+
+    def show_unreachable(self, title: str, message: str) -> None:
+        """The team database could not be opened: say so in place of the accounts and
+        the jobs (never "No accounts yet" and "Drop a spreadsheet" over work that is
+        only out of reach)."""
+        self.unreachable.set_problem(title, message)
+        for widget in (self.accounts_head, self.accounts, self.jobs_panel):
+            widget.hide()
+        self.unreachable.show()
+        for action in self._journal_actions():
+            self._enabled_before.setdefault(action, action.isEnabled())
+            action.setEnabled(False)
+
+    def hide_unreachable(self) -> None:
+        if self.unreachable.isHidden():
+            return
+        self.unreachable.hide()
+        for widget in (self.accounts_head, self.accounts, self.jobs_panel):
+            widget.show()
+        for action, enabled in self._enabled_before.items():
+            action.setEnabled(enabled)
+        self._enabled_before.clear()
+        self._apply_compact()
+
+    def _journal_actions(self) -> tuple[QAction, ...]:
+        """The toolbar's actions that need the journal open."""
+        return (self.import_action, self.start_action, self.retry_action,
+                self.cancel_action, self.export_action, self.account_action)
 
     # -- building ------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
