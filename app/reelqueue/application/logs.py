@@ -34,6 +34,9 @@ def setup_logging(data_dir: Path, verbose: bool) -> None:
     # httpx logs every request URL at INFO; URLs may carry signed tokens. Keep it quiet.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # qasync logs each call it hands to a worker thread, with its arguments, at DEBUG: a
+    # key on its way to the keyring would be written out with --verbose.
+    logging.getLogger("qasync").setLevel(logging.INFO)
 
 
 class PrivateRotatingFileHandler(RotatingFileHandler):
