@@ -46,6 +46,7 @@ from reelqueue.ui.dashboard import (
     totals_text,
 )
 from reelqueue.ui.dialogs import DialogKeeper
+from reelqueue.ui.gallery_part import GalleryPart
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.paging import JobPager
 from reelqueue.ui.queue_actions import QueueActions
@@ -101,6 +102,7 @@ class AppController(QObject):
         self.actions = QueueActions(self)
         self.keeper = DialogKeeper(self, self.thumbnails)
         self.closer = CloseFlow(self)
+        self.gallery = GalleryPart(self)  # the results gallery (issue 23)
         session.on_error = self.show_exception
         self._connect()
 
