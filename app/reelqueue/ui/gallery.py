@@ -14,6 +14,8 @@ tooltip) and Export (the rows as a sheet and the videos copied to a folder).
 from __future__ import annotations
 
 import tempfile
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +23,24 @@ from PySide6.QtCore import (
     QAbstractListModel,
     QModelIndex,
     QPersistentModelIndex,
+    QPoint,
     QRect,
     QSize,
     Qt,
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QKeyEvent, QPainter, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QKeyEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -53,6 +66,8 @@ from reelqueue.ui.qtcompat import emit
 ItemRole = Qt.ItemDataRole.UserRole + 1
 PICTURE = QSize(192, 108)
 TILE = QSize(208, 156)
+TILE_CACHE = 400
+"""Tiles kept drawn (a few screens' worth: ~125 KB each at 100 %)."""
 RETRYABLE = frozenset({"FAILED", "CANCELLED", "PARKED"})
 
 BADGES: dict[str, tuple[str, str]] = {
@@ -188,75 +203,141 @@ class GalleryModel(QAbstractListModel):
 
 
 class GalleryDelegate(QStyledItemDelegate):
-    """Paints a tile: the picture (or what stands in for it), the name, the badge."""
+    """Paints a tile: the picture (or what stands in for it), the name, the badge.
+
+    Each tile is drawn once into a pixmap (again when its state, picture or selection
+    changes) and then only copied, and the parts that repeat (the card, each badge) are
+    drawn once for all: a scroll through thousands of tiles paints a screen of them many
+    times a second on the GUI thread.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._parts: dict[tuple[object, ...], QPixmap] = {}
+        self._tiles: OrderedDict[tuple[object, ...], QPixmap] = OrderedDict()
 
     def sizeHint(self, option: QStyleOptionViewItem,
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
         return TILE
+
+    def _part(self, key: tuple[object, ...], size: QSize, ratio: float,
+              draw: Callable[[QPainter], None]) -> QPixmap:
+        full = (*key, size.width(), size.height(), ratio)
+        pixmap = self._parts.get(full)
+        if pixmap is None:
+            if len(self._parts) > 256:  # a theme switched many times: start again
+                self._parts.clear()
+            pixmap = QPixmap(round(size.width() * ratio), round(size.height() * ratio))
+            pixmap.setDevicePixelRatio(ratio)
+            pixmap.fill(Qt.GlobalColor.transparent)
+            part = QPainter(pixmap)
+            part.setRenderHint(QPainter.RenderHint.Antialiasing)
+            draw(part)
+            part.end()
+            self._parts[full] = pixmap
+        return pixmap
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
         item = index.data(ItemRole)
         if not isinstance(item, GalleryItem):
             return
-        t = theme.tokens()
         rect: QRect = option.rect
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        focused = bool(option.state & QStyle.StateFlag.State_HasFocus)
-        painter.save()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        focused = selected and bool(option.state & QStyle.StateFlag.State_HasFocus)
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
+        pixmap = index.data(Qt.ItemDataRole.DecorationRole)
+        t = theme.tokens()
+        key = (item.job_id, item.state, item.name, item.held_by, item.error,
+               pixmap.cacheKey() if pixmap is not None else 0, selected, focused,
+               t.dark, t.accent, ratio, rect.width(), rect.height(), option.font.key())
+        tile = self._tiles.get(key)
+        if tile is None:
+            # A tile is drawn once into a pixmap; painting it again is one copy.
+            tile = QPixmap(round(rect.width() * ratio), round(rect.height() * ratio))
+            tile.setDevicePixelRatio(ratio)
+            tile.fill(Qt.GlobalColor.transparent)
+            part = QPainter(tile)
+            part.setRenderHint(QPainter.RenderHint.Antialiasing)
+            self._draw(part, QRect(QPoint(0, 0), rect.size()), option.font, item, pixmap,
+                       selected, focused, ratio)
+            part.end()
+            self._tiles[key] = tile
+            while len(self._tiles) > TILE_CACHE:
+                self._tiles.popitem(last=False)
+        else:
+            self._tiles.move_to_end(key)
+        painter.drawPixmap(rect.topLeft(), tile)
+
+    def _draw(self, painter: QPainter, rect: QRect, base_font: QFont, item: GalleryItem,
+              pixmap: QPixmap | None, selected: bool, focused: bool, ratio: float) -> None:
+        t = theme.tokens()
         card = rect.adjusted(2, 2, -2, -2)
-        painter.setPen(QPen(QColor(t.accent if selected else t.border), 2 if selected else 1))
-        painter.setBrush(QColor(t.surface))
-        painter.drawRoundedRect(card, 8, 8)
         picture = QRect(card.left() + (card.width() - PICTURE.width()) // 2, card.top() + 6,
                         PICTURE.width(), PICTURE.height())
-        pixmap = index.data(Qt.ItemDataRole.DecorationRole)
-        if pixmap is not None and not pixmap.isNull():
-            scaled = pixmap.size().scaled(picture.size(), Qt.AspectRatioMode.KeepAspectRatio)
-            target = QRect(0, 0, scaled.width(), scaled.height())
+        has_picture = pixmap is not None and not pixmap.isNull()
+
+        def draw_card(p: QPainter) -> None:
+            edge = QRect(QPoint(0, 0), card.size()).adjusted(1, 1, -1, -1)
+            p.setPen(QPen(QColor(t.accent if selected else t.border), 2 if selected else 1))
+            p.setBrush(QColor(t.surface))
+            p.drawRoundedRect(edge, 8, 8)
+            inner = QRect(picture.topLeft() - card.topLeft(), picture.size())
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor("#000000" if has_picture else t.surface_alt))
+            p.drawRoundedRect(inner, 4, 4)
+            if focused:
+                p.setPen(QPen(QColor(t.accent), 1, Qt.PenStyle.DotLine))
+                p.setBrush(Qt.BrushStyle.NoBrush)
+                p.drawRoundedRect(edge.adjusted(3, 3, -3, -3), 6, 6)
+
+        painter.drawPixmap(card.topLeft(), self._part(
+            ("card", selected, focused, has_picture, t.surface, t.border,
+             t.accent, t.surface_alt), card.size(), ratio, draw_card))
+        if pixmap is not None and has_picture:
+            # Made at the size shown (gallery_thumbs.py): painting only copies pixels.
+            size = pixmap.deviceIndependentSize().toSize()
+            if size.width() > picture.width() or size.height() > picture.height():
+                size = size.scaled(picture.size(), Qt.AspectRatioMode.KeepAspectRatio)
+            target = QRect(0, 0, size.width(), size.height())
             target.moveCenter(picture.center())
-            painter.fillRect(picture, QColor("#000000"))
             painter.drawPixmap(target, pixmap)
         else:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(t.surface_alt))
-            painter.drawRoundedRect(picture, 4, 4)
             painter.setPen(QColor(t.muted))
-            text = picture_text(item)
             metrics = QFontMetrics(painter.font())
             painter.drawText(picture.adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignCenter,
-                             metrics.elidedText(text, Qt.TextElideMode.ElideMiddle,
+                             metrics.elidedText(picture_text(item),
+                                                Qt.TextElideMode.ElideMiddle,
                                                 picture.width() - 12))
         # The badge, over the picture's top-left corner.
         word, tint = badge(item.state)
-        font = QFont(painter.font())
+        font = QFont(base_font)
         font.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
         font.setWeight(QFont.Weight.DemiBold)
-        painter.setFont(font)
         metrics = QFontMetrics(font)
-        pill = QRect(picture.left() + 6, picture.top() + 6,
-                     metrics.horizontalAdvance(word) + 14, metrics.height() + 4)
-        colour = QColor(getattr(t, tint))
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(colour)
-        painter.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2)
-        painter.setPen(QColor("#FFFFFF") if not t.dark else QColor(t.window))
-        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, word)
+        pill = QSize(metrics.horizontalAdvance(word) + 14, metrics.height() + 4)
+
+        def draw_badge(p: QPainter) -> None:
+            shape = QRect(QPoint(0, 0), pill)
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(QColor(getattr(t, tint)))
+            p.drawRoundedRect(shape, pill.height() / 2, pill.height() / 2)
+            p.setFont(font)
+            p.setPen(QColor("#FFFFFF") if not t.dark else QColor(t.window))
+            p.drawText(shape, Qt.AlignmentFlag.AlignCenter, word)
+
+        painter.drawPixmap(picture.topLeft() + QPoint(6, 6), self._part(
+            ("badge", word, getattr(t, tint), t.dark, font.key()), pill, ratio, draw_badge))
         # The name, under the picture.
-        painter.setFont(option.font)
+        painter.setFont(base_font)
         painter.setPen(QColor(t.text))
-        metrics = QFontMetrics(option.font)
+        metrics = QFontMetrics(base_font)
         name_rect = QRect(card.left() + 8, picture.bottom() + 6, card.width() - 16,
                           metrics.height() + 2)
         painter.drawText(name_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                          metrics.elidedText(item.name, Qt.TextElideMode.ElideRight,
                                             name_rect.width()))
-        if focused and selected:
-            painter.setPen(QPen(QColor(t.accent), 1, Qt.PenStyle.DotLine))
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.drawRoundedRect(card.adjusted(3, 3, -3, -3), 6, 6)
-        painter.restore()
 
 
 class GalleryList(QListView):
@@ -279,6 +360,28 @@ class GalleryList(QListView):
         self.verticalScrollBar().setSingleStep(24)
         self.setMouseTracking(True)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        # The grid paints its own background (paintEvent): Qt then scrolls by moving the
+        # pixels already painted and repaints only the strip uncovered, not every tile.
+        self.viewport().setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self.viewport())
+        background = QColor(theme.tokens().window)
+        rects = [event.region().boundingRect()] if event.region().isEmpty() else [
+            rect for rect in event.region()]  # type: ignore[attr-defined]  # (the stub)
+        for rect in rects:
+            painter.fillRect(rect, background)
+        painter.end()
+        # QListView paints every tile under the region's bounding rectangle: a strip
+        # uncovered at the bottom and a picture arrived at the top would be the whole
+        # screen. Each rectangle of the region on its own paints only what changed.
+        bounding = event.rect()
+        if len(rects) > 1 and (sum(r.width() * r.height() for r in rects)
+                               < bounding.width() * bounding.height() * 0.7):
+            for rect in rects:
+                super().paintEvent(QPaintEvent(rect))
+            return
+        super().paintEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
@@ -378,6 +481,7 @@ class GalleryView(QWidget):
                                     workers=2, parent=self)
         self.preview_thumbs = GalleryThumbs(folder, (640, 360), workers=1, parent=self)
         self.model = GalleryModel(self.thumbs, self)
+        self._set_display()
         self.preview: PreviewDialog | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -420,6 +524,19 @@ class GalleryView(QWidget):
         self.model.dataChanged.connect(lambda *_a: self._update_actions())
         layout.addWidget(self.view, 1)
         self._update_actions()
+
+    def _set_display(self) -> None:
+        """Pictures are made at the size a tile shows them, for this screen's pixels."""
+        ratio = self.devicePixelRatioF()
+        if ratio != self.thumbs.ratio or self.thumbs.display is None:
+            self.thumbs.ratio = ratio
+            self.thumbs.display = (round(PICTURE.width() * ratio),
+                                   round(PICTURE.height() * ratio))
+            self.thumbs.forget()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self._set_display()
+        super().showEvent(event)
 
     def set_cache_dir(self, folder: Path) -> None:
         """Keep the pictures in ``folder`` (the data folder's)."""

@@ -16,13 +16,14 @@ import contextlib
 import hashlib
 import logging
 import os
+import sys
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 
 from reelqueue.ui.qtcompat import emit
@@ -34,6 +35,8 @@ CACHE_VERSION = "g1"
 MAX_PENDING = 256
 """Requests kept waiting; older ones are dropped (asked again if still on screen)."""
 MEMORY_ITEMS = 600
+WORKER_NICE = 10
+"""How much lower the workers' priority is than the window's (Linux)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,16 @@ def gallery_thumbnail(video: Path, cache_dir: Path, box: tuple[int, int]
     return image, "made"
 
 
+def _lower_priority() -> None:
+    """A worker yields the CPU to the GUI thread (Linux: a thread has its own nice
+    value); elsewhere, and where refused, it runs at the normal priority."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            native = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, native,
+                           min(19, os.getpriority(os.PRIO_PROCESS, native) + WORKER_NICE))
+
+
 class GalleryThumbs(QObject):
     """Makes gallery thumbnails on worker threads; answers on the GUI thread.
 
@@ -88,7 +101,10 @@ class GalleryThumbs(QObject):
         ready(object): a :class:`GalleryThumb` (on the GUI thread).
 
     Attributes:
-        cache_dir: where they are kept. box: the largest picture (width, height).
+        cache_dir: where they are kept. box: the largest picture kept (width, height).
+        display: the size pictures are shown at, in device pixels (None: as kept); the
+            worker scales them to it, so the GUI thread only copies pixels when painting.
+        ratio: the screen's device pixel ratio the pixmaps are made for.
         counts: answers by source ("made", "cache", "failed"), for tests and benchmarks.
         threads: the names of the threads that made answers.
     """
@@ -102,6 +118,8 @@ class GalleryThumbs(QObject):
         self.cache_dir = cache_dir
         self.box = box
         self.workers = max(1, workers)
+        self.display: tuple[int, int] | None = None
+        self.ratio = 1.0
         self.counts: dict[str, int] = {"made": 0, "cache": 0, "failed": 0}
         self.threads: set[str] = set()
         self._pixmaps: OrderedDict[str, QPixmap] = OrderedDict()
@@ -138,7 +156,8 @@ class GalleryThumbs(QObject):
             self._asked.discard(old)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.workers,
-                                                thread_name_prefix="reelqueue-gallery")
+                                                thread_name_prefix="reelqueue-gallery",
+                                                initializer=_lower_priority)
         self._executor.submit(self._work)
 
     def _work(self) -> None:
@@ -149,6 +168,12 @@ class GalleryThumbs(QObject):
             video = self._stack.pop()
         try:
             image, source = gallery_thumbnail(Path(video), self.cache_dir, self.box)
+            display = self.display
+            if image is not None and display is not None:
+                image = image.scaled(QSize(*display), Qt.AspectRatioMode.KeepAspectRatio,
+                                     Qt.TransformationMode.SmoothTransformation)
+            if image is not None:  # the backing store's format: a paint is a plain copy
+                image = image.convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
         except Exception:  # a bug of ours: logged, and the placeholder stays
             log.exception("gallery thumbnail of %s", Path(video).name)
             image, source = None, "failed"
@@ -163,7 +188,9 @@ class GalleryThumbs(QObject):
         if thumb.image is None:
             self._failed.add(thumb.video)
         else:
-            self._pixmaps[thumb.video] = QPixmap.fromImage(thumb.image)
+            pixmap = QPixmap.fromImage(thumb.image)
+            pixmap.setDevicePixelRatio(self.ratio)
+            self._pixmaps[thumb.video] = pixmap
             while len(self._pixmaps) > MEMORY_ITEMS:
                 self._pixmaps.popitem(last=False)
         emit(self.ready, thumb)
