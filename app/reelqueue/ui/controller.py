@@ -36,6 +36,7 @@ from reelqueue.engine.events import (
     RecoveryEvent,
 )
 from reelqueue.ui import format as fmt
+from reelqueue.ui.account_manage_part import AccountManagePart
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.close_flow import CloseFlow
 from reelqueue.ui.dashboard import (
@@ -103,6 +104,7 @@ class AppController(QObject):
         self.keeper = DialogKeeper(self, self.thumbnails)
         self.closer = CloseFlow(self)
         self.gallery = GalleryPart(self)  # the results gallery (issue 23)
+        self.manage = AccountManagePart(self)  # a card's "Manage…" dialog (issue 23)
         session.on_error = self.show_exception
         self._connect()
 
@@ -386,6 +388,7 @@ class AppController(QObject):
             card.markReady.connect(self.actions.mark_ready)
             card.dailyCapChanged.connect(self.actions.set_daily_cap)
             card.showJobs.connect(self.window.show_account)
+            self.manage.connect_card(card)
 
     # -- import ----------------------------------------------------------------------------
     def _start_from_banner(self) -> None:
