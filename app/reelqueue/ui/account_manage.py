@@ -115,7 +115,7 @@ class ManageAccountDialog(QDialog):
         self.key_button.setToolTip("Checked with the provider's cheapest read-only call, "
                                    "then kept in this machine's keyring (never in "
                                    "ReelQueue's files)")
-        self.key_button.setEnabled(bool(account.key_ref))
+        self.key_button.setVisible(bool(account.key_ref))  # a keyless account: nothing to do
         self.key_button.clicked.connect(self._change_key)
         key_row = QHBoxLayout()
         key_row.addWidget(self.key, 1)
@@ -153,6 +153,7 @@ class ManageAccountDialog(QDialog):
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status.hide()  # shown with the first word it has to say
         layout.addWidget(self.status)
 
         buttons = QHBoxLayout()
@@ -235,6 +236,7 @@ class ManageAccountDialog(QDialog):
     def set_busy(self, text: str) -> None:
         self.status.setStyleSheet(f"color: {theme.tokens().muted};")
         self.status.setText(text)
+        self.status.show()
         for button in (self.key_button, self.save_button, self.remove_button,
                        self.confirm_button):
             button.setEnabled(False)
@@ -243,6 +245,7 @@ class ManageAccountDialog(QDialog):
         tint = theme.tokens().success if ok else theme.tokens().danger
         self.status.setStyleSheet(f"color: {tint};")
         self.status.setText(text)
+        self.status.show()
         self.key_button.setEnabled(bool(self.account.key_ref))
         for button in (self.save_button, self.remove_button, self.confirm_button):
             button.setEnabled(True)

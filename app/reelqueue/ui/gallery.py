@@ -39,6 +39,7 @@ from PySide6.QtGui import (
     QPaintEvent,
     QPen,
     QPixmap,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -382,6 +383,16 @@ class GalleryList(QListView):
                 super().paintEvent(QPaintEvent(rect))
             return
         super().paintEvent(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        # The room left over at the right is shared out between the columns.
+        cell = TILE.width() + 8
+        width = self.viewport().width() - 2
+        columns = max(1, width // cell)
+        wanted = QSize(max(cell, width // columns), TILE.height() + 8)
+        if self.gridSize() != wanted:
+            self.setGridSize(wanted)
+        super().resizeEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()

@@ -484,14 +484,21 @@ class MainWindow(QMainWindow):
         # Table or gallery (issue 23): the same jobs, as rows or as a batch's thumbnails.
         self.table_button = QPushButton("Table")
         self.gallery_button = QPushButton("Gallery")
-        for button, tip in ((self.table_button, "Every job as a row"),
-                            (self.gallery_button, "A batch's videos as thumbnails")):
+        for button, tip in ((self.table_button, "Every job as a row (Ctrl+G: gallery)"),
+                            (self.gallery_button, "A batch's videos as thumbnails (Ctrl+G)")):
             button.setCheckable(True)
             button.setAutoExclusive(True)
             button.setToolTip(tip)
+            button.setStyleSheet("QPushButton:checked { background: palette(highlight); "
+                                 "color: palette(highlighted-text); "
+                                 "border-color: palette(highlight); }")
             filters.addWidget(button)
         self.table_button.setChecked(True)
         self.gallery_button.toggled.connect(lambda _on: self._update_empty())
+        toggle = QAction("Table or gallery", self)
+        toggle.setShortcut(QKeySequence("Ctrl+G"))
+        toggle.triggered.connect(lambda: self.show_gallery(not self.gallery_button.isChecked()))
+        self.addAction(toggle)
         filters.addSpacing(8)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search name, prompt or file…")
@@ -759,6 +766,8 @@ class MainWindow(QMainWindow):
     def show_gallery(self, shown: bool = True) -> None:
         """Show the batch gallery (True) or the jobs table (False)."""
         (self.gallery_button if shown else self.table_button).setChecked(True)
+        if shown:
+            self.gallery.view.setFocus()
 
     def stop_timers(self) -> None:
         self._search_timer.stop()
