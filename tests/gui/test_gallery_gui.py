@@ -88,7 +88,7 @@ def test_one_tile_per_job_with_its_badge(qtbot, tiles: list[GalleryItem],
     words = [badge(model.index(row).data(ItemRole).state)[0] for row in range(len(tiles))]
     assert words == ["completed"] * 4 + ["failed", "running", "waiting", "completed",
                                          "failed"]
-    assert view.count_label.text() == "9 videos · 5 completed"
+    assert view.count_label.text() == "9 jobs · 5 videos"
     # A tile of a batch read late (another batch was chosen since) is ignored.
     view.set_items(2, tiles[:1])
     assert model.rowCount() == len(tiles)
@@ -242,5 +242,18 @@ async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
     await until(lambda: gallery.model.items[0].state == "QUEUED", 10)
     job = await journal.get_job(ids["flaky"])
     assert job is not None and isinstance(job.params.get("seed"), int), "a new seed"
+    # Export of a selection: its rows as a sheet (the batch export's columns), its videos
+    # copied; a video on another machine and a job without one are counted, not copied.
+    folder = tmp_path / "picked"
+    batch = gallery.current_batch()
+    assert batch is not None
+    await controller.gallery.export(batch, [ids["here"], ids["there"], ids["later"]], folder)
+    banner = banners.get("gallery-export")
+    assert banner is not None
+    assert banner.text == (f"Exported to {folder}: 3 rows to selection.csv, 1 video copied, "
+                           "1 not on this machine, 1 without a video yet.")
+    assert sorted(p.name for p in folder.iterdir()) == ["here.mp4", "selection.csv"]
+    lines = (folder / "selection.csv").read_text("utf-8").splitlines()
+    assert len(lines) == 4 and "render-box-2" in lines[-1]
     window.show_gallery(False)
     assert window.jobs_stack.currentWidget() is window.table

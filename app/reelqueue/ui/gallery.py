@@ -593,8 +593,8 @@ class GalleryView(QWidget):
             return
         self.model.set_items(items)
         done = sum(1 for item in items if item.completed)
-        self.count_label.setText(f"{fmt.count(len(items), 'video')} · {fmt.number(done)} "
-                                 "completed")
+        self.count_label.setText(f"{fmt.count(len(items), 'job')} · "
+                                 f"{fmt.count(done, 'video')}")
         if items and not self.view.currentIndex().isValid():
             self.view.setCurrentIndex(self.model.index(0))
         self._update_actions()
