@@ -387,7 +387,7 @@ class GalleryList(QListView):
     def resizeEvent(self, event: QResizeEvent) -> None:
         # The room left over at the right is shared out between the columns.
         cell = TILE.width() + 8
-        width = self.viewport().width() - 2
+        width = self.viewport().width() - 2 * self.spacing() - 4  # the layout's margins
         columns = max(1, width // cell)
         wanted = QSize(max(cell, width // columns), TILE.height() + 8)
         if self.gridSize() != wanted:
