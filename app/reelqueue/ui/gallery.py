@@ -206,10 +206,11 @@ class GalleryModel(QAbstractListModel):
 class GalleryDelegate(QStyledItemDelegate):
     """Paints a tile: the picture (or what stands in for it), the name, the badge.
 
-    Each tile is drawn once into a pixmap (again when its state, picture or selection
-    changes) and then only copied, and the parts that repeat (the card, each badge) are
-    drawn once for all: a scroll through thousands of tiles paints a screen of them many
-    times a second on the GUI thread.
+    Each tile's card and name are drawn once into a pixmap (again when its selection
+    changes) and then only copied; the picture (made at the size shown), the badge and
+    the words standing in for a picture (each drawn once for all tiles) are copied over
+    it: a scroll through thousands of tiles paints a screen of them many times a second
+    on the GUI thread, and a picture that arrives draws nothing anew.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -248,21 +249,20 @@ class GalleryDelegate(QStyledItemDelegate):
         focused = selected and bool(option.state & QStyle.StateFlag.State_HasFocus)
         device = painter.device()
         ratio = device.devicePixelRatioF() if device is not None else 1.0
-        pixmap = index.data(Qt.ItemDataRole.DecorationRole)
         t = theme.tokens()
-        key = (item.job_id, item.state, item.name, item.held_by, item.error,
-               pixmap.cacheKey() if pixmap is not None else 0, selected, focused,
-               t.dark, t.accent, ratio, rect.width(), rect.height(), option.font.key())
+        font = option.font
+        # 1. The card and the name: drawn once per tile (and selection), then copied.
+        key = (item.job_id, item.name, selected, focused, t.dark, t.accent, ratio,
+               rect.width(), rect.height(), font.key())
         tile = self._tiles.get(key)
         if tile is None:
-            # A tile is drawn once into a pixmap; painting it again is one copy.
             tile = QPixmap(round(rect.width() * ratio), round(rect.height() * ratio))
             tile.setDevicePixelRatio(ratio)
             tile.fill(Qt.GlobalColor.transparent)
             part = QPainter(tile)
             part.setRenderHint(QPainter.RenderHint.Antialiasing)
-            self._draw(part, QRect(QPoint(0, 0), rect.size()), option.font, item, pixmap,
-                       selected, focused, ratio)
+            self._draw_card(part, QRect(QPoint(0, 0), rect.size()), font, item.name,
+                            selected, focused, ratio)
             part.end()
             self._tiles[key] = tile
             while len(self._tiles) > TILE_CACHE:
@@ -270,50 +270,42 @@ class GalleryDelegate(QStyledItemDelegate):
         else:
             self._tiles.move_to_end(key)
         painter.drawPixmap(rect.topLeft(), tile)
-
-    def _draw(self, painter: QPainter, rect: QRect, base_font: QFont, item: GalleryItem,
-              pixmap: QPixmap | None, selected: bool, focused: bool, ratio: float) -> None:
-        t = theme.tokens()
-        card = rect.adjusted(2, 2, -2, -2)
-        picture = QRect(card.left() + (card.width() - PICTURE.width()) // 2, card.top() + 6,
-                        PICTURE.width(), PICTURE.height())
-        has_picture = pixmap is not None and not pixmap.isNull()
-
-        def draw_card(p: QPainter) -> None:
-            edge = QRect(QPoint(0, 0), card.size()).adjusted(1, 1, -1, -1)
-            p.setPen(QPen(QColor(t.accent if selected else t.border), 2 if selected else 1))
-            p.setBrush(QColor(t.surface))
-            p.drawRoundedRect(edge, 8, 8)
-            inner = QRect(picture.topLeft() - card.topLeft(), picture.size())
-            p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(QColor("#000000" if has_picture else t.surface_alt))
-            p.drawRoundedRect(inner, 4, 4)
-            if focused:
-                p.setPen(QPen(QColor(t.accent), 1, Qt.PenStyle.DotLine))
-                p.setBrush(Qt.BrushStyle.NoBrush)
-                p.drawRoundedRect(edge.adjusted(3, 3, -3, -3), 6, 6)
-
-        painter.drawPixmap(card.topLeft(), self._part(
-            ("card", selected, focused, has_picture, t.surface, t.border,
-             t.accent, t.surface_alt), card.size(), ratio, draw_card))
-        if pixmap is not None and has_picture:
-            # Made at the size shown (gallery_thumbs.py): painting only copies pixels.
+        # 2. The picture (made at the size shown: a copy), or what stands in for it.
+        picture = picture_rect(rect)
+        pixmap = index.data(Qt.ItemDataRole.DecorationRole)
+        if pixmap is not None and not pixmap.isNull():
             size = pixmap.deviceIndependentSize().toSize()
             if size.width() > picture.width() or size.height() > picture.height():
                 size = size.scaled(picture.size(), Qt.AspectRatioMode.KeepAspectRatio)
             target = QRect(0, 0, size.width(), size.height())
             target.moveCenter(picture.center())
+            painter.fillRect(picture, QColor("#000000"))
             painter.drawPixmap(target, pixmap)
         else:
-            painter.setPen(QColor(t.muted))
-            metrics = QFontMetrics(painter.font())
-            painter.drawText(picture.adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignCenter,
-                             metrics.elidedText(picture_text(item),
-                                                Qt.TextElideMode.ElideMiddle,
-                                                picture.width() - 12))
-        # The badge, over the picture's top-left corner.
+            text = picture_text(item)
+
+            def draw_text(p: QPainter) -> None:
+                p.setFont(font)
+                p.setPen(QColor(t.muted))
+                metrics = QFontMetrics(font)
+                p.drawText(QRect(0, 0, picture.width() - 12, picture.height()),
+                           Qt.AlignmentFlag.AlignCenter,
+                           metrics.elidedText(text, Qt.TextElideMode.ElideMiddle,
+                                              picture.width() - 12))
+
+            painter.drawPixmap(picture.topLeft() + QPoint(6, 0), self._part(
+                ("text", text, t.muted, font.key()),
+                QSize(picture.width() - 12, picture.height()), ratio, draw_text))
+        # 3. The badge, over the picture's top-left corner.
         word, tint = badge(item.state)
-        font = QFont(base_font)
+        pill, draw_badge = self._badge(word, getattr(t, tint), font)
+        painter.drawPixmap(picture.topLeft() + QPoint(6, 6), self._part(
+            ("badge", word, getattr(t, tint), t.dark, font.key()), pill, ratio, draw_badge))
+
+    def _badge(self, word: str, colour: str, base: QFont
+               ) -> tuple[QSize, Callable[[QPainter], None]]:
+        t = theme.tokens()
+        font = QFont(base)
         font.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
         font.setWeight(QFont.Weight.DemiBold)
         metrics = QFontMetrics(font)
@@ -322,23 +314,45 @@ class GalleryDelegate(QStyledItemDelegate):
         def draw_badge(p: QPainter) -> None:
             shape = QRect(QPoint(0, 0), pill)
             p.setPen(Qt.PenStyle.NoPen)
-            p.setBrush(QColor(getattr(t, tint)))
+            p.setBrush(QColor(colour))
             p.drawRoundedRect(shape, pill.height() / 2, pill.height() / 2)
             p.setFont(font)
             p.setPen(QColor("#FFFFFF") if not t.dark else QColor(t.window))
             p.drawText(shape, Qt.AlignmentFlag.AlignCenter, word)
 
-        painter.drawPixmap(picture.topLeft() + QPoint(6, 6), self._part(
-            ("badge", word, getattr(t, tint), t.dark, font.key()), pill, ratio, draw_badge))
-        # The name, under the picture.
-        painter.setFont(base_font)
+        return pill, draw_badge
+
+    def _draw_card(self, painter: QPainter, rect: QRect, font: QFont, name: str,
+                   selected: bool, focused: bool, ratio: float) -> None:
+        t = theme.tokens()
+        card = rect.adjusted(2, 2, -2, -2)
+        picture = picture_rect(rect)
+        edge = card.adjusted(1, 1, -1, -1)
+        painter.setPen(QPen(QColor(t.accent if selected else t.border), 2 if selected else 1))
+        painter.setBrush(QColor(t.surface))
+        painter.drawRoundedRect(edge, 8, 8)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(t.surface_alt))
+        painter.drawRoundedRect(picture, 4, 4)
+        if focused:
+            painter.setPen(QPen(QColor(t.accent), 1, Qt.PenStyle.DotLine))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(edge.adjusted(3, 3, -3, -3), 6, 6)
+        painter.setFont(font)
         painter.setPen(QColor(t.text))
-        metrics = QFontMetrics(base_font)
+        metrics = QFontMetrics(font)
         name_rect = QRect(card.left() + 8, picture.bottom() + 6, card.width() - 16,
                           metrics.height() + 2)
         painter.drawText(name_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                         metrics.elidedText(item.name, Qt.TextElideMode.ElideRight,
+                         metrics.elidedText(name, Qt.TextElideMode.ElideRight,
                                             name_rect.width()))
+
+
+def picture_rect(rect: QRect) -> QRect:
+    """Where a tile at ``rect`` shows its picture."""
+    card = rect.adjusted(2, 2, -2, -2)
+    return QRect(card.left() + (card.width() - PICTURE.width()) // 2, card.top() + 6,
+                 PICTURE.width(), PICTURE.height())
 
 
 class GalleryList(QListView):
