@@ -143,12 +143,7 @@ class GalleryModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return item.name
         if role == Qt.ItemDataRole.DecorationRole:
-            if not item.completed or item.held_by is not None:
-                return None
-            pixmap = self.thumbs.pixmap(item.output_path)
-            if pixmap is None and not self.thumbs.failed(item.output_path):
-                self.thumbs.request(item.output_path)  # only painted tiles get here
-            return pixmap
+            return self.picture(item)
         if role == Qt.ItemDataRole.ToolTipRole:
             lines = [f"{item.name} — {badge(item.state)[0]}", item.prompt[:200]]
             if item.held_by is not None:
@@ -162,6 +157,15 @@ class GalleryModel(QAbstractListModel):
         if role == Qt.ItemDataRole.AccessibleTextRole:
             return f"{item.name}, {badge(item.state)[0]}"
         return None
+
+    def picture(self, item: GalleryItem) -> QPixmap | None:
+        """The tile's picture if it is at hand; else asked for (only painted tiles ask)."""
+        if not item.completed or item.held_by is not None:
+            return None
+        pixmap = self.thumbs.pixmap(item.output_path)
+        if pixmap is None and not self.thumbs.failed(item.output_path):
+            self.thumbs.request(item.output_path)
+        return pixmap
 
     def set_items(self, items: list[GalleryItem]) -> None:
         """Show ``items``: a new list resets; the same jobs changed are updated in place
@@ -213,9 +217,12 @@ class GalleryDelegate(QStyledItemDelegate):
     on the GUI thread, and a picture that arrives draws nothing anew.
     """
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, model: GalleryModel | None = None, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(parent)
+        self.model = model  # read directly when given: no round trip through Qt per tile
         self._parts: dict[tuple[object, ...], QPixmap] = {}
+        self._badges: dict[tuple[object, ...], QPixmap] = {}  # without measuring again
         self._tiles: OrderedDict[tuple[object, ...], QPixmap] = OrderedDict()
 
     def sizeHint(self, option: QStyleOptionViewItem,
@@ -241,7 +248,9 @@ class GalleryDelegate(QStyledItemDelegate):
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
-        item = index.data(ItemRole)
+        model = self.model
+        item = (model.item(index.row()) if model is not None and index.model() is model
+                else index.data(ItemRole))
         if not isinstance(item, GalleryItem):
             return
         rect: QRect = option.rect
@@ -251,9 +260,10 @@ class GalleryDelegate(QStyledItemDelegate):
         ratio = device.devicePixelRatioF() if device is not None else 1.0
         t = theme.tokens()
         font = option.font
+        font_key = font.key()
         # 1. The card and the name: drawn once per tile (and selection), then copied.
         key = (item.job_id, item.name, selected, focused, t.dark, t.accent, ratio,
-               rect.width(), rect.height(), font.key())
+               rect.width(), rect.height(), font_key)
         tile = self._tiles.get(key)
         if tile is None:
             tile = QPixmap(round(rect.width() * ratio), round(rect.height() * ratio))
@@ -272,7 +282,8 @@ class GalleryDelegate(QStyledItemDelegate):
         painter.drawPixmap(rect.topLeft(), tile)
         # 2. The picture (made at the size shown: a copy), or what stands in for it.
         picture = picture_rect(rect)
-        pixmap = index.data(Qt.ItemDataRole.DecorationRole)
+        pixmap = (model.picture(item) if model is not None and index.model() is model
+                  else index.data(Qt.ItemDataRole.DecorationRole))
         if pixmap is not None and not pixmap.isNull():
             size = pixmap.deviceIndependentSize().toSize()
             if size.width() > picture.width() or size.height() > picture.height():
@@ -294,13 +305,18 @@ class GalleryDelegate(QStyledItemDelegate):
                                               picture.width() - 12))
 
             painter.drawPixmap(picture.topLeft() + QPoint(6, 0), self._part(
-                ("text", text, t.muted, font.key()),
+                ("text", text, t.muted, font_key),
                 QSize(picture.width() - 12, picture.height()), ratio, draw_text))
         # 3. The badge, over the picture's top-left corner.
         word, tint = badge(item.state)
-        pill, draw_badge = self._badge(word, getattr(t, tint), font)
-        painter.drawPixmap(picture.topLeft() + QPoint(6, 6), self._part(
-            ("badge", word, getattr(t, tint), t.dark, font.key()), pill, ratio, draw_badge))
+        colour = getattr(t, tint)
+        badge_key = ("badge", word, colour, t.dark, font_key, ratio)
+        pixmap = self._badges.get(badge_key)
+        if pixmap is None:
+            pill, draw_badge = self._badge(word, colour, font)
+            pixmap = self._part(badge_key, pill, ratio, draw_badge)
+            self._badges[badge_key] = pixmap
+        painter.drawPixmap(picture.topLeft() + QPoint(6, 6), pixmap)
 
     def _badge(self, word: str, colour: str, base: QFont
                ) -> tuple[QSize, Callable[[QPainter], None]]:
@@ -539,7 +555,7 @@ class GalleryView(QWidget):
         layout.addLayout(bar)
         self.view = GalleryList()
         self.view.setModel(self.model)
-        self.view.setItemDelegate(GalleryDelegate(self.view))
+        self.view.setItemDelegate(GalleryDelegate(self.model, self.view))
         self.view.openRequested.connect(self.open_selected)
         self.view.previewRequested.connect(self.toggle_preview)
         self.view.doubleClicked.connect(lambda _index: self.open_selected())
