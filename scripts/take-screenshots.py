@@ -23,7 +23,7 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run.
+import-test-run, gallery, account-manage.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -87,6 +87,14 @@ STALL_SHEET = "name,prompt\n" + "\n".join(
         "account-test,Test shot [[mock:no_credits]]",
     ]
     + [f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(1, 21)]
+) + "\n"
+
+GALLERY_SHEET = "name,prompt\n" + "\n".join(
+    [f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(1, 4)]
+    + ["refused,A scene the safety filter refuses [[mock:content_policy]]"]
+    + [f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(4, 7)]
+    + ["refused-2,Another refused scene [[mock:content_policy]]"]
+    + [f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(7, 13)]
 ) + "\n"
 
 BAD_SHEET = "\n".join([
@@ -460,6 +468,40 @@ def import_images(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+def gallery(scene: Scene, out: Path) -> None:
+    """The results gallery (issue 23): a finished batch's videos as thumbnails, two
+    refused by the provider (Ctrl+G switches from the table)."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    sheet = scene.sheet("shots.csv", GALLERY_SHEET)
+    scene.cli("run", str(sheet), "--no-progress")
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        scene.x.xdo("windowfocus", "--sync", window)
+        scene.x.xdo("key", "ctrl+g")
+        settle(4)  # the thumbnails are made off the GUI thread
+        scene.x.capture(out, full_colour=True)
+    finally:
+        stop(proc)
+
+
+def account_manage(scene: Scene, out: Path) -> None:
+    """A card's "Manage…" (issue 23): key, limit, daily cap, address and removal."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    scene.cli("accounts", "set", "studio", "--daily-cap", "20")
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        click(scene.x, window, *MANAGE_BUTTON)
+        wait_dialog(scene.x, proc, window)
+        settle(1.5)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
 def import_test_run(scene: Scene, out: Path) -> None:
     """The sample sheet's import with "Test run: only the first 2 rows" ticked: the
     summary counts and prices those 2 rows, not the sheet (issue 23)."""
@@ -484,6 +526,7 @@ ADD_ACCOUNT = (183.0, 26.0)
 FIRST_ROW = (300.0, 330.0)
 ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
 TEST_RUN_BOX = (44.0, 451.0)  # inside the import dialog: "Test run: only the first"
+MANAGE_BUTTON = (217.0, 152.0)  # the first account card's "Manage…"
 
 SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "first-run": first_run,
@@ -496,6 +539,8 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "unknown-outcome": unknown_outcome,
     "import-images": import_images,
     "import-test-run": import_test_run,
+    "gallery": gallery,
+    "account-manage": account_manage,
 }
 
 

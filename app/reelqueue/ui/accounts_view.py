@@ -264,6 +264,7 @@ class AccountCard(QFrame):
         enabledChanged(str, bool): the user paused (False) or resumed (True) the account.
         markReady(str): the user fixed the key or topped up credits.
         showJobs(str): the user wants the table filtered to this account.
+        manageRequested(str): the user wants the account's dialog (key, limits, remove).
         dailyCapChanged(str, object): the user set the account's daily spend cap in USD
             (a float), or removed it (None).
     """
@@ -273,6 +274,7 @@ class AccountCard(QFrame):
     enabledChanged = Signal(str, bool)
     markReady = Signal(str)
     showJobs = Signal(str)
+    manageRequested = Signal(str)
 
     def __init__(self, data: AccountCardData, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -302,7 +304,18 @@ class AccountCard(QFrame):
         names.addWidget(self.provider)
         head.addLayout(names, 1)
         self.chip = Chip()
-        head.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignTop)
+        # The chip and, under it, "Manage…" (issue 23): the key, limits, address, removal.
+        right = QVBoxLayout()
+        right.setSpacing(2)
+        right.addWidget(self.chip, 0, Qt.AlignmentFlag.AlignRight)
+        self.manage_button = QPushButton("Manage…")
+        self.manage_button.setProperty("flat", True)
+        self.manage_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.manage_button.setToolTip(f"{data.name}: change its key, limit, daily cap or "
+                                      "address, or remove it")
+        self.manage_button.clicked.connect(lambda: emit(self.manageRequested, self.name))
+        right.addWidget(self.manage_button, 0, Qt.AlignmentFlag.AlignRight)
+        head.addLayout(right)
         layout.addLayout(head)
 
         # Everything below the head folds away in the compact card (a one-line summary

@@ -43,6 +43,7 @@ from reelqueue.engine.events import (
     RecoveryEvent,
 )
 from reelqueue.ui import format as fmt
+from reelqueue.ui.account_manage_part import AccountManagePart
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.close_flow import CloseFlow
 from reelqueue.ui.dashboard import (
@@ -53,6 +54,7 @@ from reelqueue.ui.dashboard import (
     totals_text,
 )
 from reelqueue.ui.dialogs import DialogKeeper
+from reelqueue.ui.gallery_part import GalleryPart
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.paging import JobPager
 from reelqueue.ui.qtcompat import emit
@@ -121,6 +123,8 @@ class AppController(QObject):
         self.actions = QueueActions(self)
         self.keeper = DialogKeeper(self, self.thumbnails)
         self.closer = CloseFlow(self)
+        self.gallery = GalleryPart(self)  # the results gallery (issue 23)
+        self.manage = AccountManagePart(self)  # a card's "Manage…" dialog (issue 23)
         session.on_error = self.show_exception
         self._connect()
 
@@ -463,6 +467,7 @@ class AppController(QObject):
             card.markReady.connect(self.actions.mark_ready)
             card.dailyCapChanged.connect(self.actions.set_daily_cap)
             card.showJobs.connect(self.window.show_account)
+            self.manage.connect_card(card)
 
     # -- import ----------------------------------------------------------------------------
     def _start_from_banner(self) -> None:

@@ -60,6 +60,7 @@ from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import AccountStrip
 from reelqueue.ui.banner import BannerArea
+from reelqueue.ui.gallery import GalleryView
 from reelqueue.ui.jobs_data import STATE_GROUPS
 from reelqueue.ui.jobs_model import (
     COL_ACCOUNT,
@@ -521,6 +522,25 @@ class MainWindow(QMainWindow):
         title.setProperty("role", "heading")
         filters.addWidget(title)
         filters.addSpacing(8)
+        # Table or gallery (issue 23): the same jobs, as rows or as a batch's thumbnails.
+        self.table_button = QPushButton("Table")
+        self.gallery_button = QPushButton("Gallery")
+        for button, tip in ((self.table_button, "Every job as a row (Ctrl+G: gallery)"),
+                            (self.gallery_button, "A batch's videos as thumbnails (Ctrl+G)")):
+            button.setCheckable(True)
+            button.setAutoExclusive(True)
+            button.setToolTip(tip)
+            button.setStyleSheet("QPushButton:checked { background: palette(highlight); "
+                                 "color: palette(highlighted-text); "
+                                 "border-color: palette(highlight); }")
+            filters.addWidget(button)
+        self.table_button.setChecked(True)
+        self.gallery_button.toggled.connect(lambda _on: self._update_empty())
+        toggle = QAction("Table or gallery", self)
+        toggle.setShortcut(QKeySequence("Ctrl+G"))
+        toggle.triggered.connect(lambda: self.show_gallery(not self.gallery_button.isChecked()))
+        self.addAction(toggle)
+        filters.addSpacing(8)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search name, prompt or file…")
         self.search.addAction(theme.icon("search", "muted", 16),
@@ -586,6 +606,9 @@ class MainWindow(QMainWindow):
         self.jobs_stack = QStackedWidget()
         self.jobs_stack.addWidget(self.empty)
         self.jobs_stack.addWidget(self.table)
+        self.gallery = GalleryView()
+        self.gallery.retryRequested.connect(self.retryRequested)
+        self.jobs_stack.addWidget(self.gallery)
         layout.addWidget(self.jobs_stack, 1)
         self.model.rowsInserted.connect(lambda *_a: self._update_empty())
         self.model.modelReset.connect(self._update_empty)
@@ -606,7 +629,12 @@ class MainWindow(QMainWindow):
     # -- state shown -----------------------------------------------------------------------
     def _update_empty(self) -> None:
         has_jobs = len(self.model.table) > 0
-        self.jobs_stack.setCurrentWidget(self.table if has_jobs else self.empty)
+        gallery = self.gallery_button.isChecked()
+        self.jobs_stack.setCurrentWidget(self.empty if not has_jobs
+                                         else self.gallery if gallery else self.table)
+        for widget in (self.search, self.state_filter, self.batch_filter, self.account_filter,
+                       self.shown_label):  # the gallery has its own batch chooser
+            widget.setVisible(not gallery)
         shown, total = self.model.rowCount(), len(self.model.table)
         self.shown_label.setText(fmt.count(total, "job") if shown == total
                                  else f"Showing {fmt.number(shown)} of {fmt.number(total)}")
@@ -776,7 +804,14 @@ class MainWindow(QMainWindow):
         event.ignore()
         emit(self.closeRequested)
 
+    def show_gallery(self, shown: bool = True) -> None:
+        """Show the batch gallery (True) or the jobs table (False)."""
+        (self.gallery_button if shown else self.table_button).setChecked(True)
+        if shown:
+            self.gallery.view.setFocus()
+
     def stop_timers(self) -> None:
         self._search_timer.stop()
+        self.gallery.stop()
         for card in self.accounts.cards.values():
             card.stop_timers()

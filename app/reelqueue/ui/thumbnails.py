@@ -80,14 +80,17 @@ def _check_size(width: int, height: int) -> None:
         raise ThumbnailError(f"picture size {width}x{height} is outside the limits")
 
 
-def _scaled_size(width: int, height: int) -> tuple[int, int]:
-    scale = min(THUMB_WIDTH / width, THUMB_MAX_HEIGHT / height, 1.0)
+def _scaled_size(width: int, height: int, box: tuple[int, int] = (THUMB_WIDTH, THUMB_MAX_HEIGHT)
+                 ) -> tuple[int, int]:
+    scale = min(box[0] / width, box[1] / height, 1.0)
     # even sizes: some pixel formats cannot be scaled to odd ones
     return max(2, round(width * scale) // 2 * 2), max(2, round(height * scale) // 2 * 2)
 
 
-def decode_first_keyframe(video: Path) -> QImage:
-    """The video's first keyframe, scaled down (blocking: call on a worker thread)."""
+def decode_first_keyframe(video: Path,
+                          box: tuple[int, int] = (THUMB_WIDTH, THUMB_MAX_HEIGHT)) -> QImage:
+    """The video's first keyframe, scaled down to fit ``box`` (blocking: call on a worker
+    thread)."""
     import av  # here: the window opens without paying for FFmpeg's libraries
 
     started = time.monotonic()
@@ -109,7 +112,7 @@ def decode_first_keyframe(video: Path) -> QImage:
                 raise ThumbnailError("no keyframe within the limits")
             for frame in packet.decode():
                 _check_size(frame.width, frame.height)
-                width, height = _scaled_size(frame.width, frame.height)
+                width, height = _scaled_size(frame.width, frame.height, box)
                 rgb = frame.reformat(width=width, height=height, format="rgb24")
                 plane = rgb.planes[0]
                 image = QImage(bytes(plane), width, height, plane.line_size,

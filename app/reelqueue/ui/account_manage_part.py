@@ -1,0 +1,171 @@
+"""The controller's part for "Manage account" (issue 23): opens the dialog from a card's
+"Manage…" button and runs what it asks through the application layer: a new key
+(:func:`~reelqueue.application.account_manage.change_key`), a change
+(:func:`~reelqueue.application.accounts.update_account`), "Confirm on this machine"
+(:func:`~reelqueue.application.accounts.confirm_account`) and removal, after a
+confirmation that says what becomes of the waiting jobs
+(:func:`~reelqueue.application.account_manage.removal_effect`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMessageBox
+
+from reelqueue.application import account_manage, accounts
+from reelqueue.application.accounts import AccountChange
+from reelqueue.domain.errors import KnownError, ProviderError
+from reelqueue.domain.models import Account
+from reelqueue.ui.account_manage import ManageAccountDialog
+
+if TYPE_CHECKING:
+    from reelqueue.ui.accounts_view import AccountCard
+    from reelqueue.ui.controller import AppController
+
+
+class AccountManagePart(QObject):
+    """Attributes: dialogs: the open dialogs by account name. box: the last removal
+    question (for tests)."""
+
+    def __init__(self, ctl: AppController) -> None:
+        super().__init__(ctl)
+        self.ctl = ctl
+        self.dialogs: dict[str, ManageAccountDialog] = {}
+        self.box: QMessageBox | None = None
+
+    def connect_card(self, card: AccountCard) -> None:
+        card.manageRequested.connect(self.open)
+
+    def _account(self, name: str) -> Account | None:
+        for summary in self.ctl.summaries:
+            if summary.account.name == name:
+                return summary.account
+        return None
+
+    def open(self, name: str) -> ManageAccountDialog | None:
+        dialog = self.dialogs.get(name)
+        if dialog is not None:
+            dialog.raise_()
+            dialog.activateWindow()
+            return dialog
+        account = self._account(name)
+        if account is None:
+            return None
+        session = self.ctl.session
+        try:
+            info = session.providers.get(account.provider)
+            title, default_url = info.title, info.default_base_url
+        except KnownError:
+            title, default_url = account.provider, None
+        dialog = ManageAccountDialog(account, title, team=session.team,
+                                     default_base_url=default_url, parent=self.ctl.window)
+        dialog.keyChangeRequested.connect(
+            lambda who, key: self.ctl.spawn(self._change_key(dialog, who, key), "account"))
+        dialog.changeRequested.connect(
+            lambda who, change: self.ctl.spawn(self._change(dialog, who, change), "account"))
+        dialog.confirmRequested.connect(
+            lambda who: self.ctl.spawn(self._confirm(dialog, who), "account"))
+        dialog.removeRequested.connect(
+            lambda who: self.ctl.spawn(self._ask_remove(dialog, who), "account"))
+        dialog.finished.connect(lambda _result: self._closed(name, dialog))
+        self.dialogs[name] = dialog
+        self.ctl.keeper.open.append(dialog)  # closed with the window
+        dialog.show()
+        self.ctl.spawn(self._load_confirm(dialog, name), "account")
+        return dialog
+
+    def _closed(self, name: str, dialog: ManageAccountDialog) -> None:
+        if self.dialogs.get(name) is dialog:
+            del self.dialogs[name]
+        if dialog in self.ctl.keeper.open:
+            self.ctl.keeper.forget(dialog)
+
+    async def _load_confirm(self, dialog: ManageAccountDialog, name: str) -> None:
+        try:
+            words = await account_manage.confirm_words(self.ctl.session.app, name)
+        except KnownError:
+            words = None
+        if self._shown(dialog):
+            dialog.set_confirm(words)
+
+    def _shown(self, dialog: ManageAccountDialog) -> bool:
+        """The dialog is still open (an answer may come after it was closed)."""
+        return dialog in self.dialogs.values()
+
+    async def _change_key(self, dialog: ManageAccountDialog, name: str, key: str) -> None:
+        dialog.set_busy("Checking the new key with the provider…")
+        try:
+            text = await account_manage.change_key(self.ctl.session.app, name, key)
+        except (KnownError, ProviderError) as exc:  # never quotes the key
+            dialog.set_result(False, f"The key was not changed: {exc}")
+            return
+        if self._shown(dialog):
+            dialog.set_result(True, text)
+        await self._reload(dialog, name)
+
+    async def _change(self, dialog: ManageAccountDialog, name: str,
+                      change: AccountChange) -> None:
+        dialog.set_busy("Saving…")
+        try:
+            account = await accounts.update_account(self.ctl.session.app, name, change)
+        except KnownError as exc:
+            dialog.set_result(False, f"Nothing was changed: {exc}")
+            return
+        text = f"Account {name} saved."
+        if change.base_url is not None and self.ctl.session.team:
+            text += (" This machine sends its key to the new address; every other machine "
+                     "of the team waits until it is confirmed there (“Confirm on this "
+                     f"machine”, or: reelqueue accounts confirm {name}).")
+        if self._shown(dialog):
+            dialog.set_account(account)
+            dialog.set_result(True, text)
+        await self._reload(dialog, name)
+
+    async def _confirm(self, dialog: ManageAccountDialog, name: str) -> None:
+        dialog.set_busy("Confirming…")
+        try:
+            result = await accounts.confirm_account(self.ctl.session.app, name)
+        except KnownError as exc:
+            dialog.set_result(False, str(exc))
+            return
+        if self._shown(dialog):
+            dialog.set_result(result.ok, result.message)
+        await self._reload(dialog, name)
+
+    async def _reload(self, dialog: ManageAccountDialog, name: str) -> None:
+        await self.ctl.refresh_accounts()
+        await self._load_confirm(dialog, name)
+
+    async def _ask_remove(self, dialog: ManageAccountDialog, name: str) -> None:
+        try:
+            effect = await account_manage.removal_effect(self.ctl.session.app, name)
+        except KnownError as exc:
+            dialog.set_result(False, str(exc))
+            return
+        if not self._shown(dialog):
+            return
+        box = QMessageBox(QMessageBox.Icon.Warning, f"Remove {name}?",
+                          f"Remove the account “{name}”?",
+                          QMessageBox.StandardButton.Cancel, dialog)
+        box.setInformativeText(effect.text())
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        remove.setEnabled(effect.running == 0)
+        remove.clicked.connect(lambda: self.ctl.spawn(self._remove(dialog, name), "account"))
+        self.box = box
+        box.open()
+
+    async def _remove(self, dialog: ManageAccountDialog, name: str) -> None:
+        dialog.set_busy(f"Removing {name}…")
+        try:
+            await accounts.remove_account(self.ctl.session.app, name)
+        except KnownError as exc:
+            dialog.set_result(False, f"{name} was not removed: {exc}")
+            return
+        await self.ctl.refresh_accounts()
+        self.ctl.window.banners.show_banner("info", f"Account {name} removed.",
+                                            key=f"removed:{name}")
+        if self._shown(dialog):
+            dialog.accept()

@@ -1,0 +1,97 @@
+"""The controller's part for the results gallery: reads the chosen batch's tiles through
+:mod:`reelqueue.application.gallery`, keeps them current while jobs change (at most once a
+second, only while the gallery is shown) and runs its export.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer
+
+from reelqueue.application import gallery
+from reelqueue.domain.errors import KnownError
+from reelqueue.engine.events import JobEvent
+from reelqueue.ui import files
+
+if TYPE_CHECKING:
+    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.gallery import GalleryView
+
+log = logging.getLogger(__name__)
+
+REFRESH_MS = 1000
+
+
+class GalleryPart(QObject):
+    """Attributes: view: the gallery page. loads: tile reads done (for tests)."""
+
+    def __init__(self, ctl: AppController) -> None:
+        super().__init__(ctl)
+        self.ctl = ctl
+        self.view: GalleryView = ctl.window.gallery
+        self.loads = 0
+        self._dirty = False
+        self._reading: asyncio.Task[Any] | None = None
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_MS)
+        self.timer.timeout.connect(self._tick)
+        self.timer.start()
+        view = self.view
+        view.set_cache_dir(ctl.session.ctx.data_dir / "thumbnails" / "gallery")
+        view.batchChosen.connect(lambda batch: self.load(batch))
+        view.exportRequested.connect(
+            lambda batch, ids, folder: ctl.spawn(self.export(batch, ids, folder), "export"))
+        view.noOpener.connect(ctl.window.no_file_opener)
+        ctl.bridge.jobEvent.connect(self._on_job_event)
+
+    def _on_job_event(self, _event: JobEvent) -> None:
+        self._dirty = True
+
+    def _tick(self) -> None:
+        if self.ctl.closing:
+            self.timer.stop()
+            return
+        self.view.set_batches(sorted(self.ctl.batches.items()))
+        if self._dirty and self.view.isVisible():
+            self._dirty = False
+            batch = self.view.current_batch()
+            if batch is not None:
+                self.load(batch)
+
+    def load(self, batch_id: int) -> None:
+        """Read the batch's tiles (one read at a time; the last one asked wins)."""
+        if self.ctl.session.closed:
+            return
+        if self._reading is not None and not self._reading.done():
+            self._dirty = True  # read again on the next tick
+            return
+        self._reading = self.ctl.spawn(self._load(batch_id), "gallery")
+
+    async def _load(self, batch_id: int) -> None:
+        items = await gallery.gallery_items(self.ctl.session.app, batch_id)
+        self.loads += 1
+        self.view.set_items(batch_id, items)
+
+    async def export(self, batch_id: int, job_ids: list[int], folder: Path) -> None:
+        banners = self.ctl.window.banners
+        try:
+            done = await gallery.export_selection(self.ctl.session.app, batch_id, job_ids,
+                                                  folder)
+        except KnownError as exc:
+            banners.show_banner("warning", f"Export: {exc}", key="gallery-export")
+            return
+        banners.show_banner("success", f"Exported to {folder}: {done.summary()}.",
+                            [("Open folder", lambda: self._open(folder))],
+                            key="gallery-export")
+
+    def _open(self, folder: Path) -> None:
+        if not files.open_path(folder):
+            self.ctl.window.no_file_opener(folder)
+
+    def stop(self) -> None:
+        self.timer.stop()
+        self.view.stop()

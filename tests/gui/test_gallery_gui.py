@@ -1,0 +1,262 @@
+"""The results gallery (issue 23): one tile per job of the chosen batch with its state
+badge, keys (arrows, Home/End, Enter, Space), "Retry with a new seed" only where the
+provider takes a seed, "on HOST" for a file another machine holds, and thumbnails made off
+the GUI thread and cached on disk."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import av
+import pytest
+from PySide6.QtCore import Qt
+
+from reelqueue.application.gallery import GalleryItem, local_host, seed_reason
+from reelqueue.cli.context import CliContext
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.providers.builtin import builtin_registry
+from reelqueue.store.base import ClaimParams, JobError
+from reelqueue.store.lockfile import make_private_dir
+from reelqueue.store.sqlite import SqliteStore
+from reelqueue.ui import files
+from reelqueue.ui.gallery import GalleryView, ItemRole, badge, picture_text
+from reelqueue.ui.gallery_thumbs import cache_files
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
+
+REGISTRY = builtin_registry()
+
+
+def make_video(path: Path, rgb: tuple[int, int, int], size: tuple[int, int] = (64, 36),
+               frames: int = 6) -> Path:
+    """A tiny MPEG-4 video of one colour (PyAV's own encoder; no system ffmpeg)."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mpeg4", rate=24)
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for _ in range(frames):
+            frame = av.VideoFrame(size[0], size[1], "rgb24")
+            line = frame.planes[0].line_size
+            frame.planes[0].update((bytes(rgb) * size[0] + bytes(line - 3 * size[0]))
+                                   * size[1])
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def tile(job_id: int, name: str, state: str, path: str, *, provider: str = "mock",
+         held_by: str | None = None) -> GalleryItem:
+    return GalleryItem(job_id, 1, job_id, name, f"prompt of {name}", provider, "acct", state,
+                       path, None, None, held_by, None, seed_reason(REGISTRY, provider), None)
+
+
+@pytest.fixture
+def tiles(tmp_path: Path) -> list[GalleryItem]:
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    done = [make_video(videos / f"v{i}.mp4", (40 * i, 120, 200 - 30 * i)) for i in range(4)]
+    return [
+        *(tile(i + 1, f"clip {i + 1}", "COMPLETED", str(path)) for i, path in enumerate(done)),
+        tile(5, "failed mock", "FAILED", str(videos / "f.mp4")),
+        tile(6, "running", "RENDERING", str(videos / "r.mp4")),
+        tile(7, "waiting", "QUEUED", str(videos / "q.mp4")),
+        tile(8, "elsewhere", "COMPLETED", "/elsewhere/x.mp4", held_by="render-box-2"),
+        tile(9, "failed kling", "FAILED", str(videos / "k.mp4"), provider="kling"),
+    ]
+
+
+def shown(qtbot, tiles: list[GalleryItem], cache: Path) -> GalleryView:
+    view = GalleryView(cache)
+    qtbot.addWidget(view)
+    view.resize(1000, 600)
+    view.set_batches([(1, "batch one")])
+    view.set_items(1, tiles)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+def test_one_tile_per_job_with_its_badge(qtbot, tiles: list[GalleryItem],
+                                         tmp_path: Path) -> None:
+    view = shown(qtbot, tiles, tmp_path / "cache")
+    model = view.model
+    assert model.rowCount() == len(tiles)
+    words = [badge(model.index(row).data(ItemRole).state)[0] for row in range(len(tiles))]
+    assert words == ["completed"] * 4 + ["failed", "running", "waiting", "completed",
+                                         "failed"]
+    assert view.count_label.text() == "9 jobs · 5 videos"
+    # A tile of a batch read late (another batch was chosen since) is ignored.
+    view.set_items(2, tiles[:1])
+    assert model.rowCount() == len(tiles)
+    qtbot.waitUntil(lambda: view.thumbs.counts["made"] == 4, timeout=20_000)
+    save_screenshot(view, "gallery-grid")
+
+
+def test_keys_move_the_selection_enter_opens_space_previews(
+        qtbot, tiles: list[GalleryItem], tmp_path: Path, monkeypatch) -> None:
+    opened: list[Path] = []
+    monkeypatch.setattr(files, "open_path", lambda path: opened.append(path) or True)
+    view = shown(qtbot, tiles, tmp_path / "cache")
+    grid = view.view
+    grid.setFocus()
+    qtbot.waitUntil(grid.hasFocus)
+    assert grid.currentIndex().row() == 0
+    qtbot.keyClick(grid, Qt.Key.Key_Right)
+    assert grid.currentIndex().row() == 1
+    assert [i.job_id for i in view.selected_items()] == [2]
+    qtbot.keyClick(grid, Qt.Key.Key_End)
+    assert grid.currentIndex().row() == len(tiles) - 1
+    qtbot.keyClick(grid, Qt.Key.Key_Home)
+    assert grid.currentIndex().row() == 0
+    top = grid.visualRect(view.model.index(0)).top()
+    per_row = sum(1 for row in range(len(tiles))
+                  if grid.visualRect(view.model.index(row)).top() == top)
+    assert 1 < per_row < len(tiles), "several tiles a row, several rows"
+    qtbot.keyClick(grid, Qt.Key.Key_Down)
+    assert grid.currentIndex().row() == per_row
+    qtbot.keyClick(grid, Qt.Key.Key_Home)
+    qtbot.keyClick(grid, Qt.Key.Key_Return)
+    assert opened == [Path(tiles[0].output_path)]
+    qtbot.keyClick(grid, Qt.Key.Key_Space)
+    preview = view.preview
+    assert preview is not None and preview.isVisible()
+    assert preview.item == tiles[0]
+    qtbot.waitUntil(lambda: preview.picture.pixmap() is not None
+                    and not preview.picture.pixmap().isNull(), timeout=20_000)
+    assert preview.picture.pixmap().width() == 640, "larger than the tile's picture"
+    qtbot.keyClick(preview, Qt.Key.Key_Space)
+    assert not preview.isVisible()
+
+
+def test_retry_with_a_new_seed_only_where_the_provider_takes_one(
+        qtbot, tiles: list[GalleryItem], tmp_path: Path) -> None:
+    view = shown(qtbot, tiles, tmp_path / "cache")
+    grid = view.view
+    grid.setCurrentIndex(view.model.index(8))  # the Kling job: no seed parameter
+    assert not view.retry_button.isEnabled()
+    assert view.retry_button.toolTip().startswith("Kling takes no seed parameter")
+    grid.setCurrentIndex(view.model.index(0))  # a finished video: kept as it is
+    assert not view.retry_button.isEnabled()
+    assert "Only failed, cancelled or parked jobs" in view.retry_button.toolTip()
+    grid.setCurrentIndex(view.model.index(4))  # a failed mock job: the mock takes a seed
+    assert view.retry_button.isEnabled()
+    with qtbot.waitSignal(view.retryRequested) as blocker:
+        view.retry_button.click()
+    assert blocker.args == [[5], -1]
+
+
+def test_a_video_held_by_another_machine_says_where(qtbot, tiles: list[GalleryItem],
+                                                    tmp_path: Path) -> None:
+    view = shown(qtbot, tiles, tmp_path / "cache")
+    index = view.model.index(7)
+    assert picture_text(index.data(ItemRole)) == "on render-box-2"
+    assert index.data(Qt.ItemDataRole.DecorationRole) is None
+    assert "The video is on render-box-2" in index.data(Qt.ItemDataRole.ToolTipRole)
+    view.view.setCurrentIndex(index)
+    assert not view.open_button.isEnabled()
+    assert view.open_button.toolTip() == "The video is on render-box-2: open it there."
+    qtbot.waitUntil(lambda: view.thumbs.counts["made"] == 4, timeout=20_000)
+    assert "/elsewhere/x.mp4" not in view.thumbs.threads  # never asked for
+    assert view.thumbs.pixmap("/elsewhere/x.mp4") is None
+
+
+def test_thumbnails_are_made_off_the_gui_thread_and_cached(
+        qtbot, tiles: list[GalleryItem], tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    view = shown(qtbot, tiles, cache)
+    qtbot.waitUntil(lambda: view.thumbs.counts["made"] == 4, timeout=20_000)
+    gui = threading.current_thread().name
+    assert view.thumbs.threads and gui not in view.thumbs.threads
+    assert all(name.startswith("reelqueue-gallery") for name in view.thumbs.threads)
+    assert len([n for n in cache_files(cache) if n.endswith(".jpg")]) == 4
+    # Only the finished local videos were asked for (the others have no file here).
+    assert view.thumbs.counts == {"made": 4, "cache": 0, "failed": 0}
+    view.stop()
+    again = shown(qtbot, tiles, cache)  # a new window: memory empty, the disk cache kept
+    qtbot.waitUntil(lambda: again.thumbs.counts["cache"] == 4, timeout=20_000)
+    assert again.thumbs.counts["made"] == 0
+    # A replaced file (new size or time) is a new key: made again, never a stale picture.
+    time.sleep(0.01)
+    make_video(Path(tiles[0].output_path), (255, 0, 0), size=(96, 54))
+    third = shown(qtbot, tiles, cache)
+    qtbot.waitUntil(lambda: sum(third.thumbs.counts.values()) == 4, timeout=20_000)
+    assert third.thumbs.counts == {"made": 1, "cache": 3, "failed": 0}
+
+
+# -- in the window, through the application layer -------------------------------------------
+PRICED = {"model": "mock-1", "duration": 5}
+
+
+def _journal(ctx: CliContext, video: Path) -> dict[str, int]:
+    """A batch of four: a failed mock job, a queued one, one completed here (a real
+    video) and one completed on another machine of the team."""
+    make_private_dir(ctx.data_dir)
+    store = SqliteStore.open(ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("shots", "s.csv", str(ctx.videos_dir)), time.time())
+    names = ("flaky", "later", "here", "there")
+    store.add_jobs(batch.id, [JobSpec(n, n, "mock", str(ctx.videos_dir / f"{n}.mp4"),
+                                      params=dict(PRICED), name=n) for n in names],
+                   time.time())
+    store.add_account(AccountSpec("acct", "mock", 4, "http://127.0.0.1:9"), time.time())
+    claim = store.claim_next_job(ClaimParams("acct", "i", time.time(), 60))
+    assert claim is not None and claim.job.name == "flaky"
+    store.mark_failed(claim.token, JobError("retryable", "provider error", "no"), time.time())
+    ids = {job.name: job.id for job in store.list_jobs()}
+    store.close()
+    with sqlite3.connect(ctx.journal_path) as db:
+        for name, path, host in (("here", str(video), local_host()),
+                                 ("there", "/far/there.mp4", "render-box-2")):
+            db.execute("UPDATE jobs SET state = 'COMPLETED', output_path = ?, "
+                       "output_host = ?, finished_at = ?, output_size = 1, "
+                       "output_sha256 = 'ab' WHERE id = ?",
+                       (path, host, time.time(), ids[name]))
+    return ids
+
+
+@on_qloop
+async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
+        windows: WindowHarness, app_ctx: CliContext, tmp_path: Path) -> None:
+    video = make_video(tmp_path / "here.mp4", (200, 80, 40))
+    ids = _journal(app_ctx, video)
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    window.show_gallery()
+    gallery = window.gallery
+    assert window.jobs_stack.currentWidget() is gallery
+    await until(lambda: gallery.model.rowCount() == 4, 10)
+    by_name = {item.name: item for item in gallery.model.items}
+    assert by_name["there"].held_by == "render-box-2"
+    assert by_name["here"].held_by is None
+    assert [badge(by_name[n].state)[0] for n in ("flaky", "later", "here", "there")] == \
+        ["failed", "waiting", "completed", "completed"]
+    await until(lambda: gallery.thumbs.counts["made"] == 1, 20)
+    assert (app_ctx.data_dir / "thumbnails" / "gallery").is_dir()
+    gallery.view.setCurrentIndex(gallery.model.index(0))
+    assert gallery.retry_button.isEnabled()
+    gallery.retry_button.click()
+    banners = window.banners
+    await until(lambda: banners.get("retry") is not None, 10)
+    banners.get("retry").buttons["Retry (est. $0.05)"].click()
+    journal = controller.session.app.journal
+    await until(lambda: gallery.model.items[0].state == "QUEUED", 10)
+    job = await journal.get_job(ids["flaky"])
+    assert job is not None and isinstance(job.params.get("seed"), int), "a new seed"
+    # Export of a selection: its rows as a sheet (the batch export's columns), its videos
+    # copied; a video on another machine and a job without one are counted, not copied.
+    folder = tmp_path / "picked"
+    batch = gallery.current_batch()
+    assert batch is not None
+    await controller.gallery.export(batch, [ids["here"], ids["there"], ids["later"]], folder)
+    banner = banners.get("gallery-export")
+    assert banner is not None
+    assert banner.text == (f"Exported to {folder}: 3 rows to selection.csv, 1 video copied, "
+                           "1 not on this machine, 1 without a video yet.")
+    assert sorted(p.name for p in folder.iterdir()) == ["here.mp4", "selection.csv"]
+    lines = (folder / "selection.csv").read_text("utf-8").splitlines()
+    assert len(lines) == 4 and "render-box-2" in lines[-1]
+    window.show_gallery(False)
+    assert window.jobs_stack.currentWidget() is window.table
