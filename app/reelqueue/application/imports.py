@@ -17,7 +17,7 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
-from reelqueue.engine.import_commands import import_plan
+from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
     AccountPrices,
     ImportOptions,
@@ -26,13 +26,11 @@ from reelqueue.intake import (
     IntakeStore,
     export_results,
 )
-from reelqueue.intake import apply_import as write_import
 from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
 from reelqueue.intake.apply import refusal_message
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import batch_name_for
-from reelqueue.store.base import Store
 
 __all__ = ["ImportOptions", "ImportPlan", "ImportResult", "account_prices", "apply_import",
            "export_batch", "find_batch", "plan_import", "refusal_message"]
@@ -91,21 +89,10 @@ async def apply_import(session: Session, plan: ImportPlan, first_rows: int | Non
         raise InputError(refusal_message(plan))
     if first_rows is not None:
         plan = plan.first_rows(first_rows)
-    if (engine := session.live_engine) is not None and not set_max_spend:
-        # The engine's import command writes and wakes the pump itself.
-        return await import_plan(engine, plan, max_spend=max_spend)
-    now = session.clock.now()
-    cap = set_max_spend or max_spend is not None
-
-    def write(store: Store) -> ImportResult:
-        result = write_import(store, plan, now)
-        if cap and store.update_batch_settings(result.batch_id, {"max_spend": max_spend},
-                                               now) is None:
-            raise InputError(f"There is no batch {result.batch_id}.")
-        return result
-
-    journal = session.journal
-    return await journal.call(write, journal.sync)
+    written = await write_plan(session.journal, plan, session.clock.now(),
+                               max_spend=max_spend, cap=set_max_spend)
+    await session.changed()  # the jobs can be claimed now; the manifest does not hold them up
+    return await finish_plan(plan, written)
 
 
 def find_batch(batches: list[Batch], ref: str) -> Batch:
