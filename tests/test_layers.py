@@ -335,3 +335,90 @@ def test_domain_uses_the_standard_library_only() -> None:
             top = name.split(".")[0]
             assert top in sys.stdlib_module_names or name.startswith("reelqueue.domain"), (
                 f"{path.name} imports {name}")
+
+
+# -- no import circle (issue 20) ---------------------------------------------------------
+class _DropTypeChecking(ast.NodeTransformer):
+    """Empties every ``if TYPE_CHECKING:`` block (its imports never run)."""
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        test = node.test
+        if ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+                or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")):
+            node.body = [ast.Pass()]
+        self.generic_visit(node)
+        return node
+
+
+def _owning_module(name: str, known: set[str]) -> str | None:
+    """The package module ``name`` runs: itself, or its longest prefix that is one
+    (``reelqueue.intake.ImportPlan`` runs ``reelqueue.intake``)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in known:
+            return candidate
+        parts.pop()
+    return None
+
+
+def import_graph(texts: dict[Path, str] | None = None) -> dict[str, set[str]]:
+    """module -> the package modules it imports when it runs, at module level or inside a
+    function (imports under ``if TYPE_CHECKING:`` only are left out). ``texts`` puts a
+    module text at a path (a planted circle) instead of the file's."""
+    texts = texts or {}
+    paths = set(modules()) | set(texts)
+    known = {module_name(path) for path in paths}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(paths):
+        text = texts.get(path)
+        source = path.read_text(encoding="utf-8") if text is None else text
+        tree = _DropTypeChecking().visit(ast.parse(source))
+        own = module_name(path)
+        names = imports_of(path, ast.unparse(tree))
+        graph[own] = {m for n in names if (m := _owning_module(n, known)) and m != own}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of ``graph`` (``[a, b, …, a]``), None when there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_no_import_circle() -> None:
+    """No module imports, directly or through others, a module that imports it: not at
+    module level, nor inside a function (a circle hidden in a function still ties the
+    layers in a knot). Imports under ``if TYPE_CHECKING:`` only are allowed."""
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_the_circle_check_reports_a_planted_circle() -> None:
+    planted = {PACKAGE / "domain" / "planted_a.py": "def f():\n    from . import planted_b\n",
+               PACKAGE / "domain" / "planted_b.py": "from reelqueue.domain.planted_a import f\n"}
+    cycle = find_cycle(import_graph(planted))
+    assert cycle is not None and "reelqueue.domain.planted_a" in cycle, cycle
+    typed = {PACKAGE / "domain" / "planted_a.py":
+             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+             "    from reelqueue.domain import planted_b\n",
+             PACKAGE / "domain" / "planted_b.py": "from reelqueue.domain.planted_a import f\n"}
+    graph = import_graph(typed)
+    assert "reelqueue.domain.planted_b" not in graph["reelqueue.domain.planted_a"]
