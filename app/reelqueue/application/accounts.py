@@ -27,6 +27,12 @@ from reelqueue.intake.estimate import PRICE_SETTING, account_price
 from reelqueue.providers.key_text import key_text_problem
 from reelqueue.providers.registry import check_base_url
 
+__all__ = ["DEFAULT_MODEL_KINDS", "AccountChange", "AccountDraft", "ConfirmResult", "KeyTestResult",
+           "add_account", "check_new_account", "confirm_account", "default_model_setting",
+           "get_account", "key_answer", "list_accounts", "machine_notes", "mark_ready", "own_price",
+           "parse_price_per_second", "remove_account", "test_account", "test_key",
+           "trust_of_accounts", "update_account"]
+
 DEFAULT_MODEL_KINDS = ("openai-compat",)
 """Providers whose account names a default model (a gateway serves whatever it serves)."""
 

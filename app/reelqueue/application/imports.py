@@ -19,21 +19,38 @@ from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
 from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
+    FIELDS,
     AccountPrices,
+    ColumnMapping,
     ImportOptions,
     ImportPlan,
     ImportResult,
     IntakeStore,
+    PreviewRow,
+    RowError,
     export_results,
+    parse_map_options,
 )
 from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
 from reelqueue.intake.apply import refusal_message
 from reelqueue.intake.catalog import RegistryCatalog
-from reelqueue.intake.planner import batch_name_for
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
+from reelqueue.intake.limits import (
+    DEFAULT_MAX_CELL_CHARS,
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_TEXT_BYTES,
+)
+from reelqueue.intake.mapping import display_headers
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
 
-__all__ = ["ImportOptions", "ImportPlan", "ImportResult", "account_prices", "apply_import",
-           "export_batch", "find_batch", "plan_import", "refusal_message"]
+__all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTES",
+           "DEFAULT_MAX_TEXT_BYTES", "DEFAULT_MAX_WAITING", "DEFAULT_TEMPLATE", "FIELDS",
+           "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "WORKBOOK_EXTENSIONS", "ColumnMapping",
+           "ImportOptions", "ImportPlan", "ImportResult", "PreviewRow", "RowError",
+           "account_prices", "apply_import", "display_headers", "export_batch", "find_batch",
+           "parse_map_options", "plan_import", "plan_without_journal", "refusal_message"]
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:

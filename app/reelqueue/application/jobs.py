@@ -20,10 +20,10 @@ from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.estimate import AccountPrices
 from reelqueue.store.base import Prioritized, Store
 
-__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "list_batches",
-           "prioritize_batch", "prioritize_jobs", "resolve_by_creating_again",
-           "resolve_with_render", "retry", "retry_plan", "set_batch_cap", "set_batch_paused",
-           "unknown_candidates"]
+__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "batches", "cancel", "failed_job_ids",
+           "is_paused", "list_batches", "prioritize_batch", "prioritize_jobs",
+           "resolve_by_creating_again", "resolve_with_render", "retry", "retry_plan",
+           "set_batch_cap", "set_batch_paused", "unknown_candidates"]
 
 
 async def cancel(session: Session, job_ids: list[int]) -> list[int]:

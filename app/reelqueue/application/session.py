@@ -32,6 +32,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application.compose import build_engine, provider_registry
 from reelqueue.application.context import AppContext
 from reelqueue.application.trust import TrustedKeys, database_identity
 from reelqueue.domain.clock import Clock
@@ -40,15 +41,14 @@ from reelqueue.domain.models import RecoveryReport
 from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import Engine
+from reelqueue.engine.engine import DrainResult, Engine
 from reelqueue.engine.events import EventBus
-from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "ErrorSink", "KeyCache", "Session", "SessionClosed"]
+__all__ = ["DrainResult", "Engine", "ErrorSink", "KeyCache", "Session", "SessionClosed"]
 
 ErrorSink = Callable[[BaseException], None]
 
@@ -237,7 +237,7 @@ class Session:
                  mock: BuiltinMock | None = None, clock: Clock | None = None,
                  providers: ProviderRegistry | None = None) -> None:
         self.ctx = ctx
-        self.providers = providers or builtin_registry()
+        self.providers = providers or provider_registry()
         self.clock = clock or ctx.clock
         self.bus = EventBus()
         self.keys = keys or KeyCache()
@@ -330,10 +330,10 @@ class Session:
         # One thread per journal: the engine brings its own, ours goes.
         await asyncio.to_thread(journal.shutdown)
         self._journal = None
-        engine = Engine(self._store, config=config, clock=self.clock,
-                        keys=trusted, bus=self.bus,
-                        providers=self.mock.providers(self.providers),
-                        lost_render_accounts=builtin_mock_accounts(accounts))
+        engine = build_engine(self._store, config=config, clock=self.clock,
+                              keys=trusted, bus=self.bus,
+                              providers=self.mock.providers(self.providers),
+                              lost_render_accounts=builtin_mock_accounts(accounts))
         self.engine = engine
         self.keys.on_loaded = engine.wake
         return await engine.start(paused=paused)

@@ -27,14 +27,14 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from reelqueue.application import jobs, views
-from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.engine.events import (
+from reelqueue.application.events import (
     AccountEvent,
     EngineErrorEvent,
     EngineStateEvent,
     JobEvent,
     RecoveryEvent,
 )
+from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.ui import format as fmt
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.close_flow import CloseFlow

@@ -14,9 +14,9 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from reelqueue.application.events import JobEvent
+from reelqueue.application.views import JobRow
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
-from reelqueue.engine.events import JobEvent
-from reelqueue.engine.queries import JobRow
 
 FINAL_VALUES = frozenset(s.value for s in FINAL)
 IN_FLIGHT_VALUES = frozenset(s.value for s in IN_FLIGHT)
