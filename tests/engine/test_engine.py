@@ -21,6 +21,7 @@ from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderInfo, ProviderRegistry
 from reelqueue.store.base import Store
 from reelqueue.store.memory import MemoryStore
+from tests.engine import user_commands
 from tests.engine.fakes import VIDEO, FakeProvider, Script
 
 pytestmark = pytest.mark.unit
@@ -334,7 +335,7 @@ async def test_cancel_stops_a_running_render(tmp_path: Path) -> None:
             break
         await asyncio.sleep(0.01)
     job_id = store.list_jobs()[0].id
-    assert await engine.cancel([job_id]) == [job_id]
+    assert await user_commands.cancel(engine, [job_id]) == [job_id]
     provider_gate.set()
     result = await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()

@@ -1,5 +1,6 @@
-"""The running engine's import: journal steps on the journal thread, file steps (folder,
-manifest) off it, the pump woken, and a journal changed mid-import read again."""
+"""An import: journal steps on the journal thread, file steps (folder, manifest) off it,
+and a journal changed mid-import read again. (The wake between the two is
+``application.imports.apply_import``'s, tested in tests/application.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from reelqueue.engine import import_commands
-from reelqueue.engine.engine import Engine
+from reelqueue.engine.async_store import AsyncStore
 from reelqueue.intake import ImportOptions, ImportPlan, StaticCatalog, apply_import, plan_import
 from reelqueue.intake.apply import ImportRaced, place_jobs, read_journal, write_jobs
 from reelqueue.store.memory import MemoryStore
@@ -40,28 +41,27 @@ def recording(threads: list[tuple[str, str]], name: str,
     return wrapper
 
 
-def test_file_steps_run_off_the_journal_thread_and_the_pump_is_woken(
+def test_file_steps_run_off_the_journal_thread(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryStore()
-    engine = Engine(store)
+    journal = AsyncStore(store)
     threads: list[tuple[str, str]] = []
     for name in ("read_journal", "place_jobs", "finish_import"):
         monkeypatch.setattr(import_commands, name,
                             recording(threads, name, getattr(import_commands, name)))
     monkeypatch.setattr(import_commands, "_write",
                         recording(threads, "write", import_commands._write))
-    woken: list[bool] = []
-    monkeypatch.setattr(engine, "wake", lambda: woken.append(True))
 
     async def run() -> Any:
         try:
-            return await import_commands.import_plan(engine, make_plan(tmp_path, store),
-                                                     max_spend=5.0)
+            plan = make_plan(tmp_path, store)
+            written = await import_commands.write_plan(journal, plan, NOW, max_spend=5.0)
+            return await import_commands.finish_plan(plan, written)
         finally:
-            engine.store.shutdown()
+            journal.shutdown()
 
     result = asyncio.run(run())
-    assert (result.added, woken) == (3, [True])
+    assert result.added == 3
     on_journal = {name: thread.startswith("journal") for name, thread in threads}
     assert on_journal == {"read_journal": True, "place_jobs": False, "write": True,
                           "finish_import": False}

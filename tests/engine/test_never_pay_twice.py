@@ -19,8 +19,10 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import AccountSpec
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.engine import Engine
+from reelqueue.engine.retry_plan import plan_retry
 from reelqueue.store.base import ClaimParams
 from reelqueue.store.memory import MemoryStore
+from tests.engine import user_commands
 from tests.engine.fakes import FakeProvider, Script
 from tests.engine.test_engine import FAST, add_batch, drain, install
 
@@ -322,7 +324,7 @@ async def test_retry_of_a_finished_render_downloads_it_without_a_create(tmp_path
     script.no_file_polls = 0  # the provider's file shows up
     engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
-    assert await engine.retry([1]) == [1]
+    assert await user_commands.retry(engine, [1]) == [1]
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()
     job = store.list_jobs()[0]
@@ -340,7 +342,7 @@ async def test_retry_of_a_gone_render_creates_it_on_purpose_and_on_the_record(
     provider.gone.add("r1")  # the provider dropped the render
     engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
-    await engine.retry([1])
+    await user_commands.retry(engine, [1])
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()
     job = store.list_jobs()[0]
@@ -415,9 +417,9 @@ async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
     await drain(store, providers=install(provider))
     engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
     await engine.start()
-    plan = await engine.retry_plan([1])
+    plan = plan_retry([1], {1: store.get_job(1)}, providers=engine.providers)  # type: ignore[dict-item]
     assert [j.id for j in plan.rerender] == [1], "said to be rendered again, with a price"
-    assert await engine.retry([1]) == [1]
+    assert await user_commands.retry(engine, [1]) == [1]
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()
     job = store.list_jobs()[0]

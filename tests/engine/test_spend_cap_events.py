@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from reelqueue.domain.models import AccountSpec
-from reelqueue.engine import spend_commands
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import AccountEvent
 from reelqueue.store.memory import MemoryStore
+from tests.engine import user_commands
 from tests.engine.fakes import FakeProvider
 from tests.engine.test_engine import FAST, install
 from tests.engine.test_spend_caps import PRICE, add_priced_batch
@@ -36,11 +36,11 @@ async def test_a_daily_cap_set_from_the_window_is_published_while_paused(
     engine.bus.subscribe(events.append)
     await engine.start(paused=True)
     try:
-        account = await spend_commands.set_daily_cap(engine, "a", 2 * PRICE)
+        account = await user_commands.set_daily_cap(engine, "a", 2 * PRICE)
         assert account.settings["daily_cap"] == 2 * PRICE
         card = last_card(events, "a")  # no pump pass runs while paused
         assert card.daily_cap == 2 * PRICE and card.spent_today == 0.0
-        await spend_commands.set_daily_cap(engine, "a", None)
+        await user_commands.set_daily_cap(engine, "a", None)
         assert last_card(events, "a").daily_cap is None
         assert "daily_cap" not in store.get_account("a").settings  # type: ignore[union-attr]
     finally:

@@ -11,11 +11,11 @@ import pytest
 
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState
-from reelqueue.engine import spend_commands
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import AccountEvent, EngineStateEvent
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
+from tests.engine import user_commands
 from tests.engine.fakes import FakeProvider
 from tests.engine.test_engine import FAST, install
 
@@ -55,7 +55,7 @@ async def test_a_cap_of_five_prices_starts_five_renders_then_raising_it_finishes
         by_state = [j.state for j in store.list_jobs()]
         assert by_state.count(JobState.COMPLETED) == 5
         assert by_state.count(JobState.QUEUED) == 4 and JobState.FAILED not in by_state
-        summary = await spend_commands.spend_summary(engine)
+        summary = await user_commands.spend_summary(engine)
         assert summary.batches[0].waiting == 4 and summary.batches[0].reached
 
         def cap_stall() -> bool:  # the pump publishes it after the pass run_until_drained saw
@@ -65,7 +65,7 @@ async def test_a_cap_of_five_prices_starts_five_renders_then_raising_it_finishes
 
         await asyncio.wait_for(_until(cap_stall), 10)
 
-        assert await spend_commands.set_batch_cap(engine, batch_id, 9 * PRICE)
+        assert await user_commands.set_batch_cap(engine, batch_id, 9 * PRICE)
         result = await asyncio.wait_for(engine.run_until_drained(), 20)
         assert result.outcome == "drained"
         assert sum(provider.creates.values()) == 9
@@ -94,7 +94,7 @@ async def test_an_account_daily_cap_is_published_on_its_card(tmp_path: Path) -> 
         assert cards[-1].daily_cap == 2 * PRICE
         assert cards[-1].spent_today == pytest.approx(2 * PRICE)
         assert cards[-1].spend_capped and cards[-1].cap_waiting == 2
-        await spend_commands.set_daily_cap(engine, "a", None)
+        await user_commands.set_daily_cap(engine, "a", None)
         result = await asyncio.wait_for(engine.run_until_drained(), 20)
         assert result.outcome == "drained" and sum(provider.creates.values()) == 4
     finally:

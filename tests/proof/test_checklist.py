@@ -43,6 +43,7 @@ from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.mock import MockProvider
 from reelqueue.store.base import ClaimParams, RecoverParams
 from reelqueue.store.sqlite import SqliteStore
+from tests.engine import user_commands
 from tests.proof.harness import (
     PROOF_DIR,
     MockProcess,
@@ -563,7 +564,7 @@ async def test_a_render_that_crashes_every_resume_is_parked_and_retry_reads_it(
         # The user's retry: the render is read again and downloaded, never created again.
         engine = Engine(store, config=EngineConfig(**FAST))  # the real mock adapter again
         await engine.start()
-        assert await engine.retry([1]) == [1]
+        assert await user_commands.retry(engine, [1]) == [1]
         result = await engine.run_until_drained(budget_seconds=60)
         await engine.stop()
         engine.close_store()

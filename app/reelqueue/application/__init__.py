@@ -1,7 +1,24 @@
-"""The application layer: what every front end (the window, the command line, next the
-HTTP API) needs and shares, Qt-free. Front ends import this package, never each other.
+"""The application layer: what every front end (the window, the command line, the HTTP
+API) needs and shares, Qt-free, and the front ends' only way in (issue 20): they import
+this package's modules, ``domain`` and ``resources``, nothing below. Each module lists what
+it offers in its ``__all__`` (``tests/test_layers.py`` checks that a front end takes
+nothing else).
 
-Today it holds the context (folders, clock, journal), logging, the key check and the
-built-in mock's start-up; the commands and the session that owns an engine move here next
-(issue 12).
+- The session and its commands: :mod:`.session` (the journal and, while it runs, an
+  engine; :meth:`Session.changed <.session.Session.changed>` is the one wake),
+  :mod:`.accounts`, :mod:`.imports`, :mod:`.jobs`, :mod:`.status`, :mod:`.views`,
+  :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`.
+- What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
+  :mod:`.providers` (and the view rows in :mod:`.views`, the intake's types and
+  defaults in :mod:`.imports`, the retry plan in :mod:`.jobs`).
+- The composition root: :mod:`.compose` builds the journal, the provider registry and
+  the engine; nothing else does.
+- The rest: :mod:`.context` (folders, clock), :mod:`.logs`, :mod:`.keys`, :mod:`.trust`,
+  :mod:`.builtin_mock`, :mod:`.migrate`, :mod:`.serving`, :mod:`.remote`, :mod:`.feed`,
+  :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`.
 """
+
+__all__ = ["accounts", "batch_upload", "builtin_mock", "compose", "config", "context", "demo",
+           "events", "feed", "imports", "jobs", "keys", "logs", "migrate", "providers",
+           "remote", "selftest", "serving", "session", "status", "submit", "team",
+           "team_store", "tokens", "trust", "views", "worker"]

@@ -52,7 +52,7 @@ async def change_key(session: Session, name: str, key: str, *, check: bool = Tru
     await _keep_key(session, name, key, KeyBinding.of(account.provider, account.base_url))
     if account.status in (AccountStatus.KEY_REJECTED, AccountStatus.KEY_MISSING):
         await mark_ready(session, name)
-    session.changed()
+    await session.changed(accounts=[name])
     where = "this machine's keyring"
     checked = " after the provider accepted it" if check else ""
     team = (" Other machines of the team keep their own copy until they change it too."

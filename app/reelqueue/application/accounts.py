@@ -20,12 +20,18 @@ from reelqueue.credentials.keystore import key_ref_for
 from reelqueue.domain.errors import InputError, KnownError, ProviderError, account_status_for
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
-from reelqueue.engine import account_commands, queries
+from reelqueue.engine import queries
 from reelqueue.engine.account_keys import CONFIRM, KeyAnswer
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.estimate import PRICE_SETTING, account_price
 from reelqueue.providers.key_text import key_text_problem
 from reelqueue.providers.registry import check_base_url
+
+__all__ = ["DEFAULT_MODEL_KINDS", "AccountChange", "AccountDraft", "ConfirmResult", "KeyTestResult",
+           "add_account", "check_new_account", "confirm_account", "default_model_setting",
+           "get_account", "key_answer", "list_accounts", "machine_notes", "mark_ready", "own_price",
+           "parse_price_per_second", "remove_account", "test_account", "test_key",
+           "trust_of_accounts", "update_account"]
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
 """Providers whose account names a default model (a gateway serves whatever it serves)."""
@@ -196,9 +202,9 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     assert draft.capacity is not None  # check_new_account chose it
     spec = AccountSpec(draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
                        dict(draft.settings))
-    if (engine := session.live_engine) is not None:
-        return await account_commands.add_account(engine, spec)  # wakes the pump
-    return await session.journal.add_account(spec, session.clock.now())
+    account = await session.journal.add_account(spec, session.clock.now())
+    await session.changed()
+    return account
 
 
 async def get_account(session: Session, name: str) -> Account:
@@ -224,7 +230,7 @@ async def remove_account(session: Session, name: str) -> None:
         ref = session.trusted_keys.key_ref(name)
         await asyncio.to_thread(session.keys.forget, ref)
         await asyncio.to_thread(session.keys.forget, binding_ref(ref))
-    session.changed()
+    await session.changed(accounts=[name])
 
 
 async def test_account(session: Session, name: str) -> KeyTestResult:
@@ -258,7 +264,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
     if info.requires_key and not key:
         await journal.set_account_status(name, AccountStatus.KEY_MISSING,
                            now, detail="no key in the OS keyring")
-        session.changed()
+        await session.changed(accounts=[name])
         return KeyTestResult(False, AccountStatus.KEY_MISSING,
                              f"Account {name}: no key found in the OS keyring. Remove and add "
                              "the account again.")
@@ -272,7 +278,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
         if status is not None:
             await journal.set_account_status(name, status,
                                session.clock.now(), detail=str(exc))
-            session.changed()
+            await session.changed(accounts=[name])
         return KeyTestResult(False, status, f"Account {name}: {exc.label.value}: {exc}")
     await mark_ready(session, name)
     return KeyTestResult(True, AccountStatus.READY,
@@ -281,12 +287,8 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
 
 async def mark_ready(session: Session, name: str) -> None:
     """The user fixed the key or topped up credits: the account gets work again."""
-    if (engine := session.live_engine) is not None:
-        await engine.mark_account_ready(name)
-        return
-    journal = session.journal
-    await journal.set_account_status(name, AccountStatus.READY,
-                       session.clock.now())
+    await session.journal.set_account_status(name, AccountStatus.READY, session.clock.now())
+    await session.changed(accounts=[name])
 
 
 async def update_account(session: Session, name: str, change: AccountChange) -> Account:
@@ -315,25 +317,12 @@ async def update_account(session: Session, name: str, change: AccountChange) -> 
         await session.journal.update_account(name, session.clock.now(), base_url=base_url)
         if current.key_ref:
             await _bind_here(session, replace(current, base_url=base_url))
-        session.changed()
-    engine = session.live_engine
-    if engine is None:
-        journal = session.journal
-        return await journal.update_account(name, session.clock.now(),
-                                  capacity=change.capacity, enabled=change.enabled,
-                                  settings=settings or None)
-    if change.capacity is not None:
-        await engine.set_capacity(name, change.capacity)
-    if change.enabled is not None:
-        await engine.set_enabled(name, change.enabled)
-    if "daily_cap" in settings:
-        await engine.set_daily_cap(name, settings.pop("daily_cap"))  # type: ignore[arg-type]
-    if settings:
-        journal = session.journal
-        await journal.update_account(name, session.clock.now(),
-                           settings=settings)
-        session.changed()
-    return await get_account(session, name)
+        await session.changed(accounts=[name])
+    account = await session.journal.update_account(
+        name, session.clock.now(), capacity=change.capacity, enabled=change.enabled,
+        settings=settings or None)
+    await session.changed(accounts=[name])
+    return account
 
 
 # -- the trust boundary (issue 21) ---------------------------------------------------------
@@ -413,7 +402,7 @@ async def confirm_account(session: Session, name: str) -> ConfirmResult:
         return ConfirmResult(False, f"Account {name}: key not on this machine; nothing to "
                              f"confirm (keep its key here first: reelqueue {command} "
                              f"{name}).")
-    session.changed()
+    await session.changed(accounts=[name])
     was = before.describe() if before is not None and before != bound else None
     message = (f"Account {name}: this machine now sends its key to {bound.describe()}"
                + (f" (was {was})" if was else "") + ".")

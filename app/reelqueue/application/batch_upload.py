@@ -34,6 +34,9 @@ from reelqueue.intake.filenames import sanitise_component
 from reelqueue.intake.planner import ImportOptions, ImportPlan, plan_import
 from reelqueue.intake.rows import RowError
 
+__all__ = ["JSON_COLUMNS", "SHEET_SUFFIXES", "BatchUploadOutcome", "json_rows_as_csv",
+           "upload_batch"]
+
 SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xls", ".ods")
 JSON_COLUMNS = ("prompt", "provider", "account", "name", "priority", "id", *JOB_PARAM_FIELDS)
 

@@ -8,13 +8,17 @@ registry is changed.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reelqueue.providers.builtin import builtin_registry
+from reelqueue.application.compose import provider_registry
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
+
+__all__ = ["MOCK_KIND", "BuiltinMock", "add_mock_server_arguments", "builtin_mock",
+           "builtin_mock_accounts", "run_mock_server", "running_mock"]
 
 MOCK_KIND = "mock"
 
@@ -52,7 +56,7 @@ class BuiltinMock:
     def providers(self, base: ProviderRegistry | None = None) -> ProviderRegistry:
         """``base`` (default: the built-in providers) with the ``mock`` provider's default
         URL set to this server while it runs; ``base`` itself when it does not."""
-        base = base or builtin_registry()
+        base = base or provider_registry()
         url = self.url
         return base if url is None else base.with_base_url(MOCK_KIND, url)
 
@@ -69,7 +73,7 @@ def builtin_mock(
 ) -> Iterator[ProviderRegistry]:
     """Run the built-in mock while the block runs if an account of the journal needs it;
     yields the registry to render with (``base`` with the mock's URL when it runs)."""
-    base = base or builtin_registry()
+    base = base or provider_registry()
     if not builtin_mock_accounts(store.list_accounts()):
         yield base
         return
@@ -89,3 +93,17 @@ def running_mock() -> Iterator[str]:
         yield mock.ensure()
     finally:
         mock.stop()
+
+
+def add_mock_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """``reelqueue mock-provider``'s options: the mock server's own command line."""
+    from reelqueue.mockprovider import cli
+
+    cli.add_arguments(parser)
+
+
+def run_mock_server(args: argparse.Namespace) -> int:
+    """Run the mock provider on loopback until interrupted (``reelqueue mock-provider``)."""
+    from reelqueue.mockprovider import cli
+
+    return cli.run(args)

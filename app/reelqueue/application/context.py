@@ -18,12 +18,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import platformdirs
 
 from reelqueue.domain.clock import Clock, SystemClock
-from reelqueue.store.base import Store
+
+if TYPE_CHECKING:
+    from reelqueue.store.base import Store
+
+__all__ = ["APP_NAME", "AppContext", "default_data_dir", "default_videos_dir"]
 
 APP_NAME = "ReelQueue"
 
@@ -78,15 +82,11 @@ class AppContext:
 
     def open_journal_store(self) -> Store:
         """Open the journal itself (the team database with ``store_url``), no lock taken;
-        the caller closes it. Blocking: call on a worker thread from a loop."""
-        if self.store_url is not None:
-            from reelqueue.application.team import keyring_lookup, open_team_store
+        the caller closes it. Blocking: call on a worker thread from a loop. Built by the
+        composition root (:func:`~reelqueue.application.compose.open_journal_store`)."""
+        from reelqueue.application.compose import open_journal_store
 
-            return open_team_store(self.store_url, now=self.clock.now(),
-                                   key_lookup=keyring_lookup())
-        from reelqueue.store.sqlite import SqliteStore
-
-        return SqliteStore.open(self.journal_path, now=self.clock.now())
+        return open_journal_store(self)
 
     def print(self, *parts: object) -> None:
         print(*parts, file=self.out, flush=True)

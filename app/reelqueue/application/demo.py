@@ -16,6 +16,9 @@ from pathlib import Path
 from reelqueue.application.context import AppContext
 from reelqueue.domain.models import AccountSpec
 
+__all__ = ["DEMO_ACCOUNTS", "DEMO_BATCH", "DEMO_RENDER_SECONDS", "DemoPrepared", "prepare_demo",
+           "reset_demo"]
+
 DEMO_ACCOUNTS = (("mock-small", 2), ("mock-medium", 3), ("mock-large", 4))
 DEMO_RENDER_SECONDS = (20.0, 26.0)
 """How long each demo render takes at the built-in mock (the accounts' own setting)."""

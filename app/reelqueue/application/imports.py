@@ -17,25 +17,40 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
-from reelqueue.engine.import_commands import import_plan
+from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
+    FIELDS,
     AccountPrices,
+    ColumnMapping,
     ImportOptions,
     ImportPlan,
     ImportResult,
     IntakeStore,
+    PreviewRow,
+    RowError,
     export_results,
+    parse_map_options,
 )
-from reelqueue.intake import apply_import as write_import
 from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
 from reelqueue.intake.apply import refusal_message
 from reelqueue.intake.catalog import RegistryCatalog
-from reelqueue.intake.planner import batch_name_for
-from reelqueue.store.base import Store
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
+from reelqueue.intake.limits import (
+    DEFAULT_MAX_CELL_CHARS,
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_TEXT_BYTES,
+)
+from reelqueue.intake.mapping import display_headers
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
 
-__all__ = ["ImportOptions", "ImportPlan", "ImportResult", "account_prices", "apply_import",
-           "export_batch", "find_batch", "plan_import", "refusal_message"]
+__all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTES",
+           "DEFAULT_MAX_TEXT_BYTES", "DEFAULT_MAX_WAITING", "DEFAULT_TEMPLATE", "FIELDS",
+           "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "WORKBOOK_EXTENSIONS", "ColumnMapping",
+           "ImportOptions", "ImportPlan", "ImportResult", "PreviewRow", "RowError",
+           "account_prices", "apply_import", "display_headers", "export_batch", "find_batch",
+           "parse_map_options", "plan_import", "plan_without_journal", "refusal_message"]
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
@@ -91,21 +106,10 @@ async def apply_import(session: Session, plan: ImportPlan, first_rows: int | Non
         raise InputError(refusal_message(plan))
     if first_rows is not None:
         plan = plan.first_rows(first_rows)
-    if (engine := session.live_engine) is not None and not set_max_spend:
-        # The engine's import command writes and wakes the pump itself.
-        return await import_plan(engine, plan, max_spend=max_spend)
-    now = session.clock.now()
-    cap = set_max_spend or max_spend is not None
-
-    def write(store: Store) -> ImportResult:
-        result = write_import(store, plan, now)
-        if cap and store.update_batch_settings(result.batch_id, {"max_spend": max_spend},
-                                               now) is None:
-            raise InputError(f"There is no batch {result.batch_id}.")
-        return result
-
-    journal = session.journal
-    return await journal.call(write, journal.sync)
+    written = await write_plan(session.journal, plan, session.clock.now(),
+                               max_spend=max_spend, cap=set_max_spend)
+    await session.changed()  # the jobs can be claimed now; the manifest does not hold them up
+    return await finish_plan(plan, written)
 
 
 def find_batch(batches: list[Batch], ref: str) -> Batch:

@@ -2,8 +2,9 @@
 prioritize, pause/resume a batch, a batch's spend cap. The window, the command line and
 the HTTP API all call these.
 
-With an engine running they go through it (a cancelled render stops at once, events are
-published, the pump wakes); on a journal opened alone they are the same journal writes.
+Each is one way, engine or not: a journal write, then one :meth:`Session.changed` naming
+what changed (a running engine stops a cancelled render at once, publishes the events and
+wakes the pump; on a journal opened alone nothing more happens).
 """
 
 from __future__ import annotations
@@ -15,24 +16,22 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
-from reelqueue.engine import queue_commands, spend_commands
 from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.estimate import AccountPrices
 from reelqueue.store.base import Prioritized, Store
 
-__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "cancel", "is_paused", "list_batches",
-           "prioritize_batch", "prioritize_jobs", "resolve_by_creating_again",
-           "resolve_with_render", "retry", "retry_plan", "set_batch_cap", "set_batch_paused",
-           "unknown_candidates"]
+__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "batches", "cancel", "failed_job_ids",
+           "is_paused", "list_batches", "prioritize_batch", "prioritize_jobs",
+           "resolve_by_creating_again", "resolve_with_render", "retry", "retry_plan",
+           "set_batch_cap", "set_batch_paused", "unknown_candidates"]
 
 
 async def cancel(session: Session, job_ids: list[int]) -> list[int]:
     """Cancel the jobs not yet finished (a render in flight is stopped); return those
     cancelled."""
-    if (engine := session.live_engine) is not None:
-        return await engine.cancel(list(job_ids))
-    journal = session.journal
-    return await journal.cancel_jobs(list(job_ids), session.clock.now())
+    done = await session.journal.cancel_jobs(list(job_ids), session.clock.now())
+    await session.changed(jobs=done)
+    return done
 
 
 async def failed_job_ids(session: Session, *, failed: bool = True,
@@ -73,11 +72,10 @@ async def retry(session: Session, job_ids: list[int], *,
     """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
     that changed meanwhile is left alone). An unknown create keeps its client token to be
     looked for first unless ``reconcile`` is False (the user's "create it again")."""
-    if (engine := session.live_engine) is not None:
-        return await engine.retry(list(job_ids), new_seed=new_seed, reconcile=reconcile)
-    journal = session.journal
-    return await journal.requeue_jobs(list(job_ids), session.clock.now(), new_seed=new_seed,
-                                      reconcile=reconcile)
+    done = await session.journal.requeue_jobs(list(job_ids), session.clock.now(),
+                                              new_seed=new_seed, reconcile=reconcile)
+    await session.changed(jobs=done)
+    return done
 
 
 async def unknown_candidates(session: Session, job_id: int) -> list[dict[str, Any]]:
@@ -107,14 +105,13 @@ async def resolve_with_render(session: Session, job_id: int, provider_job_id: st
         raise InputError(f"Job {job_id} holds no create with an unknown outcome "
                          f"({job.state.value.lower()}); nothing to resolve.")
     try:
-        if (engine := session.live_engine) is not None:
-            done = await engine.attach_render(job_id, provider_job_id)
-        else:
-            done = await session.journal.attach_render(job_id, provider_job_id,
-                                                       session.clock.now())
+        done = await session.journal.attach_render(job_id, provider_job_id,
+                                                   session.clock.now())
     except RenderAlreadyRecorded as exc:
         raise InputError(str(exc)) from exc
-    if not done:
+    if done:
+        await session.changed(jobs=[job_id])
+    else:
         raise InputError(f"Job {job_id} changed meanwhile; nothing was done.")
 
 
@@ -139,37 +136,35 @@ def _is_unknown(job: Job) -> bool:
 async def prioritize_jobs(session: Session, job_ids: list[int],
                           priority: int | None = None) -> Prioritized:
     """Give the jobs ``priority`` (None: move them to the front)."""
-    if (engine := session.live_engine) is not None:
-        return await queue_commands.prioritize_jobs(engine, list(job_ids), priority)
-    return await session.journal.prioritize_jobs(list(job_ids), session.clock.now(),
-                                                 priority=priority)
+    result = await session.journal.prioritize_jobs(list(job_ids), session.clock.now(),
+                                                   priority=priority)
+    await session.changed()
+    return result
 
 
 async def prioritize_batch(session: Session, batch_id: int,
                            priority: int | None = None) -> Prioritized:
     """Every unfinished job of the batch (None: to the front)."""
-    if (engine := session.live_engine) is not None:
-        return await queue_commands.prioritize_batch(engine, batch_id, priority)
-    return await session.journal.prioritize_batch(batch_id, session.clock.now(),
-                                                  priority=priority)
+    result = await session.journal.prioritize_batch(batch_id, session.clock.now(),
+                                                    priority=priority)
+    await session.changed()
+    return result
 
 
 async def set_batch_paused(session: Session, batch_id: int, paused: bool) -> Batch | None:
     """Pause (its jobs are not claimed; renders in flight finish) or resume a batch; None
     when there is no such batch."""
-    if (engine := session.live_engine) is not None:
-        return await queue_commands.set_batch_paused(engine, batch_id, paused)
-    return await session.journal.set_batch_paused(batch_id, paused, session.clock.now())
+    batch = await session.journal.set_batch_paused(batch_id, paused, session.clock.now())
+    await session.changed()
+    return batch
 
 
 async def set_batch_cap(session: Session, batch_id: int, usd: float | None) -> Batch:
     """The batch's spend cap in USD (None: no cap). Raising or lifting it releases the jobs
     it held at once."""
-    if (engine := session.live_engine) is not None:
-        batch = await spend_commands.set_batch_cap(engine, batch_id, usd)
-    else:
-        batch = await session.journal.update_batch_settings(batch_id, {"max_spend": usd},
-                                                            session.clock.now())
+    batch = await session.journal.update_batch_settings(batch_id, {"max_spend": usd},
+                                                        session.clock.now())
+    await session.changed()
     if batch is None:
         raise InputError(f"There is no batch {batch_id}.")
     return batch

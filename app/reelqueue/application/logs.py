@@ -10,6 +10,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
+__all__ = ["PrivateRotatingFileHandler", "setup_logging"]
+
 
 def setup_logging(data_dir: Path, verbose: bool) -> None:
     from reelqueue.store.lockfile import make_private_dir

@@ -18,6 +18,8 @@ from typing import Any
 from reelqueue.domain.errors import InputError
 from reelqueue.store.postgres import PostgresStore
 
+__all__ = ["CopyReport", "copy_journal"]
+
 TABLES = ("batches", "accounts", "jobs", "ledger")
 IDENTITY = {"batches": "id", "jobs": "id", "ledger": "seq"}
 

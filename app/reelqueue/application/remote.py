@@ -28,6 +28,8 @@ from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
 
+__all__ = ["ApiStarter", "EngineState", "RemoteAccess", "ServedApi"]
+
 
 class ServedApi(Protocol):
     """The HTTP API while it is served (:class:`reelqueue.api.serve.RunningApi`)."""

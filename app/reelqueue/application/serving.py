@@ -14,6 +14,9 @@ from reelqueue.application.context import AppContext
 from reelqueue.domain.errors import InputError
 from reelqueue.engine.config import EngineConfig
 
+__all__ = ["DEFAULT_LISTEN", "ApiRunner", "ServeOptions", "check_options", "is_loopback",
+           "parse_listen"]
+
 DEFAULT_LISTEN = "127.0.0.1:8443"
 
 

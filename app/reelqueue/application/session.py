@@ -12,8 +12,9 @@ Two ways to open one:
 
 Everything slow runs off the event loop: the journal on its own thread (the engine's
 :class:`~reelqueue.engine.async_store.AsyncStore`), the keyring, the lock file and the
-built-in mock server on worker threads. A command that changes what the pump may hand out
-calls :meth:`Session.changed`, so no front end wakes the engine by hand.
+built-in mock server on worker threads. Every command is one way: a journal write (on
+:attr:`Session.journal`, the engine's own while one runs), then one
+:meth:`Session.changed` naming what it changed; no front end wakes the engine by hand.
 
 Shutdown order (:meth:`Session.stop`): stop handing out work -> cancel the session's tasks
 -> stop the engine (pump, workers, heartbeat, HTTP client) -> close the journal and release
@@ -31,6 +32,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application.compose import build_engine, provider_registry
 from reelqueue.application.context import AppContext
 from reelqueue.application.trust import TrustedKeys, database_identity
 from reelqueue.domain.clock import Clock
@@ -39,15 +41,14 @@ from reelqueue.domain.models import RecoveryReport
 from reelqueue.domain.states import IN_FLIGHT
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import Engine
+from reelqueue.engine.engine import DrainResult, Engine
 from reelqueue.engine.events import EventBus
-from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Engine", "ErrorSink", "KeyCache", "Session", "SessionClosed"]
+__all__ = ["DrainResult", "Engine", "ErrorSink", "KeyCache", "Session", "SessionClosed"]
 
 ErrorSink = Callable[[BaseException], None]
 
@@ -236,7 +237,7 @@ class Session:
                  mock: BuiltinMock | None = None, clock: Clock | None = None,
                  providers: ProviderRegistry | None = None) -> None:
         self.ctx = ctx
-        self.providers = providers or builtin_registry()
+        self.providers = providers or provider_registry()
         self.clock = clock or ctx.clock
         self.bus = EventBus()
         self.keys = keys or KeyCache()
@@ -329,10 +330,10 @@ class Session:
         # One thread per journal: the engine brings its own, ours goes.
         await asyncio.to_thread(journal.shutdown)
         self._journal = None
-        engine = Engine(self._store, config=config, clock=self.clock,
-                        keys=trusted, bus=self.bus,
-                        providers=self.mock.providers(self.providers),
-                        lost_render_accounts=builtin_mock_accounts(accounts))
+        engine = build_engine(self._store, config=config, clock=self.clock,
+                              keys=trusted, bus=self.bus,
+                              providers=self.mock.providers(self.providers),
+                              lost_render_accounts=builtin_mock_accounts(accounts))
         self.engine = engine
         self.keys.on_loaded = engine.wake
         return await engine.start(paused=paused)
@@ -353,17 +354,18 @@ class Session:
 
     @property
     def live_engine(self) -> Engine | None:
-        """The engine while it runs (commands go through it: it wakes the pump and tells
-        the event bus), None on a journal opened alone or after a stop."""
+        """The engine while it runs, None on a journal opened alone or after a stop."""
         if self.engine is None or self.closed or self._engine_stopped:
             return None
         return self.engine
 
-    def changed(self) -> None:
-        """Something the pump hands out changed (jobs imported, an account edited): look
-        for work now. Nothing to do without an engine."""
+    async def changed(self, *, jobs: Iterable[int] = (), accounts: Iterable[str] = ()) -> None:
+        """The one wake: every command writes the journal, then calls this once. A running
+        engine looks at the ``jobs`` and ``accounts`` named (a cancelled job's render
+        stops, their events are published) and looks for work now
+        (:meth:`Engine.changed`). Nothing to do without an engine."""
         if (engine := self.live_engine) is not None:
-            engine.wake()
+            await engine.changed(jobs=jobs, accounts=accounts)
 
     def pause(self) -> None:
         """Hand out no new work (renders in flight go on)."""
@@ -422,7 +424,8 @@ class Session:
             engine.stop_claiming()
             live = await self.live_job_ids()
             if live and not keep_renders:
-                await engine.cancel(live)
+                done = await engine.store.cancel_jobs(live, self.clock.now())
+                await engine.changed(jobs=done)
             kept = len(live) if keep_renders else 0
         current = asyncio.current_task()
         tasks = [t for t in self._tasks if t is not current]

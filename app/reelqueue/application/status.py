@@ -15,14 +15,15 @@ from typing import Any
 from reelqueue.application.context import AppContext
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import DataDirLocked
-from reelqueue.domain.states import JobState
+from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.attention import NeedsAttention, needs_attention
-from reelqueue.engine.outputs import check_output
+from reelqueue.engine.outputs import check_output, ensure_writable
 from reelqueue.store.base import Store
 from reelqueue.store.spend import SpendSummary, local_day_start
 
-__all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "doctor", "doctor_checks",
-           "other_instance_probe", "spend", "status", "status_data"]
+__all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "check_output_folders", "doctor",
+           "doctor_checks", "needs_user", "other_instance_probe", "spend", "status",
+           "status_data"]
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,31 @@ def other_instance_probe(ctx: AppContext) -> Iterator[bool]:
         yield alive
     finally:
         lock.release()
+
+
+async def needs_user(session: Session) -> NeedsAttention:
+    """The jobs that wait on the user (parked renders, creates of unknown outcome), each
+    with what to run next (``run``'s end-of-run summary)."""
+    journal = session.journal
+    return await journal.call(needs_attention, journal.sync)
+
+
+async def check_output_folders(session: Session) -> None:
+    """Refuse (an error naming the folder) when a batch with open jobs cannot write its
+    folder: ``run`` checks before it starts. Read on the journal thread."""
+    journal = session.journal
+    await journal.call(_check_output_folders, journal.sync)
+
+
+def _check_output_folders(store: Store) -> None:
+    open_states = [s for s in JobState if s not in FINAL]
+    folders: set[Path] = set()
+    page, offset = 5000, 0
+    while True:  # in pages: a queue of 100k jobs must not be held in memory at once
+        jobs = store.list_jobs(states=open_states, limit=page, offset=offset)
+        folders.update(Path(job.output_path).parent for job in jobs)
+        if len(jobs) < page:
+            break
+        offset += page
+    for folder in sorted(folders):
+        ensure_writable(folder)

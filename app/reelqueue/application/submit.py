@@ -39,6 +39,9 @@ from reelqueue.intake.sheet import SheetRow
 from reelqueue.store.base import Store
 from reelqueue.store.journal_reader import JournalReader
 
+__all__ = ["API_BATCH_DEFAULT", "JOB_PARAM_FIELDS", "IdempotencyConflict", "JobInvalid",
+           "JobRequest", "JobSubmitter", "QueueFull", "SubmitError", "SubmitOutcome", "job_key_for"]
+
 API_BATCH_DEFAULT = "api"
 JOB_PARAM_FIELDS = ("model", "duration", "aspect_ratio", "resolution", "seed",
                     "negative_prompt")

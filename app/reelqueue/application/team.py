@@ -18,12 +18,24 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
+from reelqueue.application.compose import build_engine, provider_registry
+from reelqueue.application.team_store import (
+    TEAM_SCHEMES,
+    KeyLookup,
+    all_loopback,
+    check_team_url,
+    connection_string,
+    database_key_ref,
+    is_team_url,
+    keyring_lookup,
+    open_team_store,
+    tls_defaults,
+)
 from reelqueue.application.trust import DirectKeys, TrustedKeys, database_identity
 from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
@@ -33,7 +45,6 @@ from reelqueue.engine.clock_offset import OFFSET_WARN_SECONDS
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import Event
-from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
@@ -46,55 +57,8 @@ log = logging.getLogger(__name__)
 STORE_ENV = "REELQUEUE_STORE"
 TEST_CLOCK_SKEW_ENV = "REELQUEUE_TEST_CLOCK_SKEW"
 """Tests only: seconds a worker's clock is set wrong by (tests/team/test_team_clock.py)."""
-TEAM_SCHEMES = ("postgresql://", "postgres://")
-
-KeyLookup = Callable[[str], "str | None"]
-
-
 class KeyStoreLike(Protocol):
     def set_key(self, ref: str, key: str) -> None: ...
-
-
-def is_team_url(url: str) -> bool:
-    return url.lower().startswith(TEAM_SCHEMES)
-
-
-def check_team_url(url: str) -> str:
-    """``url`` when it names a PostgreSQL database without a password; InputError else."""
-    from reelqueue.store.postgres_support import describe_dsn, dsn_password
-
-    if not is_team_url(url):
-        raise InputError("--store takes a PostgreSQL address such as "
-                         "postgresql://user@host:5432/reelqueue?sslmode=verify-full.")
-    if dsn_password(url):
-        raise InputError(
-            f"The address of {describe_dsn(url)} carries a password; leave it out (it would "
-            "show in the process list and in shell history). Save it once with "
-            "'reelqueue store-password URL' (OS keyring) or in a pgpass file.")
-    return url
-
-
-def database_key_ref(url: str) -> str:
-    """The keyring reference of the database password: ``database:user@host:port/db``."""
-    from reelqueue.store.postgres_support import describe_dsn
-
-    return f"database:{describe_dsn(url)}"
-
-
-_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if not host or host.startswith("/"):
-        return True  # a Unix socket: never leaves the machine
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def connection_warnings(url: str | None, store: object | None = None) -> list[str]:
@@ -117,7 +81,7 @@ def connection_warnings(url: str | None, store: object | None = None) -> list[st
         return []
     sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE")
                   or tls_defaults(url).get("sslmode") or "")
-    local = _all_loopback(params)
+    local = all_loopback(params)
     encrypted = getattr(store, "encrypted", None) if store is not None else None
     where = describe_dsn(url)
     example = f"postgresql://{where}?sslmode=require"
@@ -149,73 +113,6 @@ def connection_warnings(url: str | None, store: object | None = None) -> list[st
     return [line + " Jobs, prompts and the login cross the network readable. Once the "
             f"server has TLS, add sslmode=require to the address ({example}), or "
             "sslmode=verify-full&sslrootcert=/path/team-ca.pem to check the server too."]
-
-
-def tls_defaults(url: str) -> dict[str, str]:
-    """What a team database on another machine is opened with when its address says
-    nothing of TLS (issue 21): ``sslmode=verify-full`` — encrypted, and the server proven
-    to be the one named — with the system's trust store (``sslrootcert=system``, libpq
-    16 and later) unless a CA is given (``sslrootcert`` in the address, ``PGSSLROOTCERT``,
-    or libpq's own ``~/.postgresql/root.crt``). ``require`` and ``disable`` apply only
-    when given (``connection_warnings`` says what they leave open); a loopback address or
-    a Unix socket never leaves the machine and keeps libpq's default."""
-    from psycopg import conninfo, pq
-
-    try:
-        params = conninfo.conninfo_to_dict(url)
-    except Exception:
-        return {}  # libpq refuses the address itself when it opens it, in its own words
-    if params.get("sslmode") or os.environ.get("PGSSLMODE") or _all_loopback(params):
-        return {}
-    extra = {"sslmode": "verify-full"}
-    has_ca = (params.get("sslrootcert") or os.environ.get("PGSSLROOTCERT")
-              or (Path.home() / ".postgresql" / "root.crt").exists())
-    if not has_ca and pq.version() >= 160000:
-        extra["sslrootcert"] = "system"
-    return extra
-
-
-def _all_loopback(params: Mapping[str, object]) -> bool:
-    hosts = str(params.get("host") or params.get("hostaddr") or "").split(",")
-    return all(_is_loopback(h.strip()) for h in hosts)
-
-
-def connection_string(url: str, password: str | None) -> str:
-    """``url`` with :func:`tls_defaults` and ``password`` added as connection parameters
-    (libpq reads a pgpass file itself when there is none)."""
-    from psycopg import conninfo
-
-    extra: dict[str, str] = dict(tls_defaults(url))
-    if password:
-        extra["password"] = password
-    return conninfo.make_conninfo(url, **extra) if extra else url
-
-
-def open_team_store(url: str, *, now: float, key_lookup: KeyLookup | None = None,
-                    schema: str | None = None) -> PostgresStore:
-    """Open the team journal at ``url`` (JournalError, password-free, when it cannot)."""
-    from reelqueue.store.postgres import PostgresStore
-
-    check_team_url(url)
-    password = key_lookup(database_key_ref(url)) if key_lookup is not None else None
-    return PostgresStore.open(connection_string(url, password), now=now, schema=schema)
-
-
-def keyring_lookup() -> KeyLookup:
-    """Reads from the OS keyring; a keyring that cannot answer reads as "no key"."""
-    from reelqueue.credentials.keystore import KeyStore
-    from reelqueue.domain.errors import KeyringUnavailable
-
-    keys = KeyStore()
-
-    def lookup(ref: str) -> str | None:
-        try:
-            return keys.get_key(ref)
-        except KeyringUnavailable as exc:
-            log.info("keyring unavailable: %s", exc)
-            return None
-
-    return lookup
 
 
 def save_database_password(url: str, password: str, keystore: KeyStoreLike | None = None
@@ -251,7 +148,7 @@ def key_availability(accounts: list[Account], keys: TrustedKeys,
     to the kind and host the row names (or whose provider needs none and names no key).
     The others say why: "key not on this machine", or that the row changed and waits for
     ``accounts confirm`` (application.trust)."""
-    registry = providers or builtin_registry()
+    registry = providers or provider_registry()
     out = []
     for account in accounts:
         try:
@@ -358,8 +255,8 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, keys: Accoun
     renders in flight at the stop stay claimed by this instance until their lease runs
     out, then any instance reattaches them by provider job id.
     """
-    engine = Engine(store, config=team_config(config), keys=keys,
-                    instance_id=instance_id, clock=clock)
+    engine = build_engine(store, config=team_config(config), keys=keys,
+                          instance_id=instance_id, clock=clock)
     if on_event is not None:
         engine.bus.subscribe(on_event)
     # Its clock against the server's first: the registry says it from the hello on.
@@ -523,8 +420,10 @@ __all__ = [
     "SILENT",
     "STOPPED",
     "STORE_ENV",
+    "TEAM_SCHEMES",
     "TEST_CLOCK_SKEW_ENV",
     "AccountAvailability",
+    "KeyLookup",
     "TeamMachine",
     "check_team_url",
     "clock_for_tests",
@@ -546,5 +445,6 @@ __all__ = [
     "save_database_password",
     "team_config",
     "team_machines",
+    "tls_defaults",
     "worker_keys",
 ]

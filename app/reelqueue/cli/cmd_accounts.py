@@ -22,13 +22,13 @@ from reelqueue.application.accounts import (
     parse_price_per_second,
 )
 from reelqueue.application.keys import check_key
+from reelqueue.application.providers import builtin_registry
 from reelqueue.application.session import Session
+from reelqueue.application.views import AccountSummary
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
-from reelqueue.engine.queries import AccountSummary
-from reelqueue.providers.builtin import builtin_registry
 
 __all__ = ["DEFAULT_MODEL_KINDS", "check_key", "default_model_setting", "register"]
 

@@ -88,8 +88,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
                 return demo.open_window(demo, start=True)
             except WindowUnavailable as exc:
                 demo.print(f"{exc}\nThe demo runs headless here instead.")
+    from reelqueue.application.config import EngineConfig
     from reelqueue.cli.cmd_run import run_headless
-    from reelqueue.engine.config import EngineConfig
 
     return run_headless(demo, EngineConfig(), budget=None, progress=True)
 

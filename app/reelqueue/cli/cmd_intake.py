@@ -16,21 +16,25 @@ from pathlib import Path
 from typing import Literal
 
 from reelqueue.application import imports, jobs
-from reelqueue.application.imports import refusal_message
+from reelqueue.application.imports import (
+    DEFAULT_MAX_CELL_CHARS,
+    DEFAULT_MAX_CELLS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_TEXT_BYTES,
+    DEFAULT_MAX_WAITING,
+    DEFAULT_TEMPLATE,
+    TEMPLATE_FIELDS,
+    ImportOptions,
+    ImportPlan,
+    ImportResult,
+    parse_map_options,
+    refusal_message,
+)
 from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
-from reelqueue.intake import ImportOptions, ImportPlan, ImportResult, parse_map_options
-from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
-from reelqueue.intake.limits import (
-    DEFAULT_MAX_CELL_CHARS,
-    DEFAULT_MAX_CELLS,
-    DEFAULT_MAX_TEXT_BYTES,
-)
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING
-from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES
 
 EXIT_OK = 0
 EXIT_REFUSED = 2

@@ -21,14 +21,12 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.application.team import keyring_lookup, open_team_store
     from reelqueue.application.trust import carry_keys_to_team, database_identity
     from reelqueue.domain.errors import KnownError
-    from reelqueue.store.sqlite import SqliteStore
 
     if not ctx.journal_path.exists():
         raise InputError(f"There is no journal in {ctx.data_dir} to copy.")
     # The local journal is opened (migrated to the current schema, its folder locked so
     # nothing writes it meanwhile), then read row for row.
     with replace(ctx, store_url=None).open_store() as source:
-        assert isinstance(source, SqliteStore)
         target = open_team_store(args.url, now=ctx.clock.now(), key_lookup=keyring_lookup())
         try:
             copied = copy_journal(ctx.journal_path, target)

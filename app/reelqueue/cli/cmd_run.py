@@ -14,18 +14,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from reelqueue.application import views
-from reelqueue.application.session import Session
+from reelqueue.application import status, views
+from reelqueue.application.config import EngineConfig
+from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
+from reelqueue.application.session import DrainResult, Session
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
-from reelqueue.domain.states import FINAL, JobState
-from reelqueue.engine.attention import needs_attention
-from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import DrainResult
-from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
-from reelqueue.engine.outputs import ensure_writable
-from reelqueue.store.base import Store
+from reelqueue.domain.states import FINAL
 
 EXIT_STALLED = 3
 EXIT_BUDGET = 4
@@ -111,8 +107,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
 async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespace) -> None:
     """The same import as ``reelqueue import`` (saved column mapping, row errors, refusal
     of a whole sheet), in the journal this run already holds."""
+    from reelqueue.application.imports import ImportOptions
     from reelqueue.cli.cmd_intake import import_for_run
-    from reelqueue.intake import ImportOptions
 
     if not args.sheet.is_file():
         raise InputError(f"{args.sheet} does not exist or is not a file.")
@@ -131,22 +127,6 @@ async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespa
     if capped:
         ctx.print(f"Spend cap of batch {result.batch_id}: "
                   + ("none." if usd is None else f"${usd:.2f}."))
-
-
-def check_outputs(store: Store) -> None:
-    """Refuse before starting when a batch with open jobs cannot write its folder
-    (runs on the journal thread)."""
-    open_states = [s for s in JobState if s not in FINAL]
-    folders: set[Path] = set()
-    page, offset = 5000, 0
-    while True:  # in pages: a queue of 100k jobs must not be held in memory at once
-        jobs = store.list_jobs(states=open_states, limit=page, offset=offset)
-        folders.update(Path(job.output_path).parent for job in jobs)
-        if len(jobs) < page:
-            break
-        offset += page
-    for folder in sorted(folders):
-        ensure_writable(folder)
 
 
 def run_headless(ctx: CliContext, config: EngineConfig, *, budget: float | None,
@@ -175,9 +155,8 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
     """Start the engine on the session (recovery first), render until the queue is
     drained, the budget is spent or a signal comes; stop the engine (renders in flight
     are reattached next time)."""
-    journal = session.journal
-    await journal.call(check_outputs, journal.sync)
-    if not await journal.list_accounts():
+    await status.check_output_folders(session)
+    if not await session.journal.list_accounts():
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")
     printer = ProgressPrinter(ctx, session, enabled=progress)
@@ -220,7 +199,7 @@ async def finish(ctx: CliContext, session: Session, result: DrainResult) -> int:
               + (f", {parked} parked." if parked else "."))
     # Jobs that wait on the user (parked renders, creates of unknown outcome), each with
     # what to run next: they are not plain failures to retry blindly.
-    for line in (await journal.call(needs_attention, journal.sync)).sentences():
+    for line in (await status.needs_user(session)).sentences():
         ctx.print(f"Needs attention: {line}")
     if result.outcome == "stalled":
         if "because of a spend cap" in result.detail:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from reelqueue.application.imports import DEFAULT_MAX_WAITING
 from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from reelqueue.application.tokens import SCOPES, ClientTokens
 from reelqueue.cli.context import CliContext
-from reelqueue.store.tokens import SCOPES, TokenStore
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     with ctx.open_store(lock=False):  # creates or migrates the journal (schema 5+)
         pass
-    tokens = TokenStore(ctx.journal_path)
+    tokens = ClientTokens(ctx.journal_path)
     try:
         if args.tokens_command == "add":
             token = tokens.add(args.name, args.scope, ctx.clock.now())

@@ -17,6 +17,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from reelqueue.application.config import EngineConfig
+from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
+from reelqueue.application.providers import check_base_url
+from reelqueue.application.session import Engine
 from reelqueue.application.team import (
     check_team_url,
     clock_for_tests,
@@ -31,13 +35,9 @@ from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
-from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import Engine
-from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
-from reelqueue.providers.registry import check_base_url
 
 if TYPE_CHECKING:
-    from reelqueue.store.postgres import PostgresStore
+    from reelqueue.application.worker import PostgresStore
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,7 +62,7 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
                          "postgresql://user@host/db or set REELQUEUE_STORE.")
     config = engine_config(args)
     with ctx.open_store() as store:
-        from reelqueue.store.postgres import PostgresStore
+        from reelqueue.application.worker import PostgresStore
 
         assert isinstance(store, PostgresStore)
         keys = worker_keys(store)
@@ -106,7 +106,7 @@ async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
 
 
 def handle_store_password(args: argparse.Namespace, ctx: CliContext) -> int:
-    from reelqueue.credentials.keystore import KeyStore
+    from reelqueue.application.worker import KeyStore
 
     url = check_team_url(args.url)
     if sys.stdin.isatty():
@@ -126,7 +126,7 @@ def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
     an entry named after the account and the team database (never the row's key_ref),
     bound to the provider kind and API host the row names now (printed, so the user sees
     what the key is trusted to). Nothing is written to the database."""
-    from reelqueue.credentials.keystore import KeyStore
+    from reelqueue.application.worker import KeyStore
 
     if ctx.store_url is None:
         raise InputError("team-key stores a key for an account of a team database: give "

@@ -78,10 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_migrate.register(sub)
 
     mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
-    from reelqueue.mockprovider import cli as mock_cli
+    from reelqueue.application.builtin_mock import add_mock_server_arguments, run_mock_server
 
-    mock_cli.add_arguments(mock)
-    mock.set_defaults(handler=lambda args, ctx: mock_cli.run(args), needs_context=False)
+    add_mock_server_arguments(mock)
+    mock.set_defaults(handler=lambda args, ctx: run_mock_server(args), needs_context=False)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""The engine: start-up recovery, the pump, the heartbeat, and the user's commands.
+"""The engine: start-up recovery, the pump, the heartbeat; told of the user's changes by
+:meth:`Engine.changed` (the commands themselves are journal writes, in application/).
 
 One :class:`Engine` per process. ``start()`` runs recovery (before anything is claimed),
 resumes reattached renders first, then starts the pump. The pump is one task, woken by
@@ -48,7 +49,6 @@ from reelqueue.engine.outputs import (
 )
 from reelqueue.engine.reconcile import Reconciler
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
-from reelqueue.engine.retry_plan import RetryPlan, plan_retry
 from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers.base import (
     Provider,
@@ -359,75 +359,34 @@ class Engine:
         self._claiming = False
         self.wake()
 
-    async def cancel(self, job_ids: list[int]) -> list[int]:
-        done = await self.store.cancel_jobs(job_ids, self.clock.now())
-        for job_id in done:
-            task = self._workers.get(job_id)
-            if task:
-                task.cancel()
-            self.bus.publish(JobEvent(job_id, JobState.CANCELLED, self.clock.now()))
-        self.wake()
-        return done
+    async def changed(self, *, jobs: Iterable[int] = (),
+                      accounts: Iterable[str] = ()) -> None:
+        """The journal changed under these jobs and accounts (a user's command wrote it,
+        on this engine's journal thread): look at them now, then wake the pump. The one
+        way a command tells the engine; the engine has no command of its own.
 
-    async def retry_plan(self, job_ids: list[int], *, new_seed: int | None = None,
-                         include_permanent: bool = True) -> RetryPlan:
-        """What :meth:`retry` of these jobs would do and cost (read again vs rendered
-        again, with the estimated price), for the front ends to say before doing it."""
-        jobs = {}
-        for job_id in dict.fromkeys(job_ids):
-            job = await self.store.get_job(job_id)
-            if job is not None:
-                jobs[job_id] = job
-        settings = {a.name: a.settings for a in await self.store.list_accounts()}
-        return plan_retry(job_ids, jobs, new_seed=new_seed,
-                          include_permanent=include_permanent, providers=self.providers,
-                          account_settings=settings)
-
-    async def retry(self, job_ids: list[int], *, new_seed: int | None = None,
-                    reconcile: bool = True) -> list[int]:
-        done = await self.store.requeue_jobs(job_ids, self.clock.now(), new_seed=new_seed,
-                                             reconcile=reconcile)
-        for job_id in done:
-            self.bus.publish(JobEvent(job_id, JobState.QUEUED, self.clock.now(),
-                                      attempts=0))
-        self.wake()
-        return done
-
-    async def attach_render(self, job_id: int, provider_job_id: str) -> bool:
-        """The user's pick of the render of an unknown create: read it, never create."""
-        done = await self.store.attach_render(job_id, provider_job_id, self.clock.now())
-        if done:
-            self.bus.publish(JobEvent(job_id, JobState.QUEUED, self.clock.now(), attempts=0))
-            self.wake()
-        return done
-
-    async def set_capacity(self, account: str, capacity: int) -> None:
-        """Applies live: a lower limit only stops new claims; running renders go on."""
-        await self.store.update_account(account, self.clock.now(), capacity=capacity)
-        self._providers.pop(account, None)
-        await self._publish_account(account)
+        A job the journal now says is cancelled stops its render here (its fenced writes
+        would be refused anyway); each job's new state is published. Each account's
+        adapter is built again at its next claim (a new key, limit or status) and its card
+        told (also while the queue is paused)."""
+        ids = list(dict.fromkeys(jobs))
+        if ids:
+            rows = await self.store.call(_read_jobs, self.store.sync, ids)
+            for job in rows:
+                task = self._workers.get(job.id)
+                if task is not None and job.state == JobState.CANCELLED:
+                    task.cancel()
+                self.bus.publish(JobEvent(job.id, job.state, self.clock.now(),
+                                          attempts=job.attempts))
+        for name in dict.fromkeys(accounts):
+            self._providers.pop(name, None)
+            await self._publish_account(name)
         self.wake()
 
-    async def set_enabled(self, account: str, enabled: bool) -> None:
-        await self.store.update_account(account, self.clock.now(), enabled=enabled)
-        await self._publish_account(account)
-        self.wake()
-
-    async def mark_account_ready(self, account: str) -> None:
-        """After the user fixed a key or topped up credits."""
+    async def _mark_account_ready(self, account: str) -> None:
+        """A rate-limited account's cool-down is over."""
         await self.store.set_account_status(account, AccountStatus.READY, self.clock.now())
-        self._providers.pop(account, None)
-        await self._publish_account(account)
-        self.wake()
-
-    async def set_daily_cap(self, account: str, usd: float | None) -> Account:
-        """The account's daily spend cap (None: none). Raising or removing it releases the
-        jobs it held at once; the card hears of it now, also while the queue is paused."""
-        updated = await self.store.update_account(account, self.clock.now(),
-                                                  settings={"daily_cap": usd})
-        await self._publish_account(account)
-        self.wake()
-        return updated
+        await self.changed(accounts=[account])
 
     # -- draining ----------------------------------------------------------------------
     async def run_until_drained(self, *, budget_seconds: float | None = None,
@@ -624,7 +583,7 @@ class Engine:
             # store); the claim checks it there itself, this only sets the status back.
             if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
                     and account.cooldown_until <= self._server_now()):
-                await self.mark_account_ready(account.name)
+                await self._mark_account_ready(account.name)
             claimed_here = 0
             while self._claiming and not self._paused:
                 now = self.clock.now()
@@ -738,3 +697,8 @@ class Engine:
             self.bus.publish(RecoveryEvent(report, self.clock.now()))
             await self._resume_owned()
             self.wake()
+
+
+def _read_jobs(store: Store, job_ids: list[int]) -> list[Job]:
+    """On the journal thread: the jobs that exist, in one hop."""
+    return [job for job_id in job_ids if (job := store.get_job(job_id)) is not None]

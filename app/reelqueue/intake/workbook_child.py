@@ -98,7 +98,7 @@ def _limit_memory(memory_bytes: int) -> None:
 def main() -> None:
     request = json.loads(sys.stdin.read())
     _limit_memory(int(request["memory_bytes"]))
-    from reelqueue.intake.workbook import load_cells
+    from reelqueue.intake.workbook_cells import load_cells
 
     try:
         name, rows = load_cells(

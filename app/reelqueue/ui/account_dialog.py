@@ -20,8 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import ProviderRegistry
+from reelqueue.application.providers import ProviderRegistry, builtin_registry
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.session import AccountDraft

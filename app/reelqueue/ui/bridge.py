@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from reelqueue.engine.events import (
+from reelqueue.application.events import (
     AccountEvent,
     EngineErrorEvent,
     EngineStateEvent,

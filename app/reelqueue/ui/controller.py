@@ -28,19 +28,19 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from reelqueue.application import jobs, views
+from reelqueue.application.events import (
+    AccountEvent,
+    EngineErrorEvent,
+    EngineStateEvent,
+    JobEvent,
+    RecoveryEvent,
+)
 from reelqueue.domain.errors import (
     JournalLoginRefused,
     JournalTlsRefused,
     JournalUnreachable,
     KnownError,
     ProviderError,
-)
-from reelqueue.engine.events import (
-    AccountEvent,
-    EngineErrorEvent,
-    EngineStateEvent,
-    JobEvent,
-    RecoveryEvent,
 )
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_manage_part import AccountManagePart

@@ -6,10 +6,10 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
+from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
+from reelqueue.application.providers import builtin_registry
+from reelqueue.application.views import AccountSummary
 from reelqueue.domain.states import JobState
-from reelqueue.engine.events import AccountEvent, EngineStateEvent, StallReason
-from reelqueue.engine.queries import AccountSummary
-from reelqueue.providers.builtin import builtin_registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui.accounts_view import AccountCardData, RenderLine, per_minute
 from reelqueue.ui.jobs_data import FINAL_VALUES, IN_FLIGHT_VALUES, WAITING_VALUES, JobTable
@@ -88,7 +88,7 @@ def shared_queue_text(table: JobTable, summaries: list[AccountSummary]) -> str:
 
 
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
-    from reelqueue.engine.queries import JobRow
+    from reelqueue.application.views import JobRow
 
     assert isinstance(row, JobRow)
     title = fmt.job_title(row.name, row.row_number, row.id)  # "Row 3", never "job 2"

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from reelqueue.application import team, views
+from reelqueue.application.imports import ImportOptions, ImportPlan
 from reelqueue.domain.errors import KnownError, ProviderError
-from reelqueue.intake import ImportOptions, ImportPlan
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_dialog import AccountDialog

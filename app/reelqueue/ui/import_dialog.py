@@ -45,10 +45,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.intake import FIELDS, ColumnMapping, ImportOptions, ImportPlan, PreviewRow, RowError
-from reelqueue.intake.mapping import display_headers
-from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import ProviderRegistry
+from reelqueue.application.imports import (
+    FIELDS,
+    ColumnMapping,
+    ImportOptions,
+    ImportPlan,
+    PreviewRow,
+    RowError,
+    display_headers,
+)
+from reelqueue.application.providers import ProviderRegistry, builtin_registry
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.list_model import ListTableModel

@@ -38,10 +38,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.views import JobDetail
 from reelqueue.domain.errors import HINTS, ErrorClass, ErrorLabel
 from reelqueue.domain.models import Job, LedgerEntry
 from reelqueue.domain.states import JobState
-from reelqueue.engine.queries import JobDetail
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import Chip

@@ -14,10 +14,10 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from reelqueue.application.events import JobEvent
+from reelqueue.application.views import JobRow
 from reelqueue.domain.render_times import Eta, RenderTimes
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
-from reelqueue.engine.events import JobEvent
-from reelqueue.engine.queries import JobRow
 from reelqueue.ui import format as fmt
 
 FINAL_VALUES = frozenset(s.value for s in FINAL)

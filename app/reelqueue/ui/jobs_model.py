@@ -34,10 +34,10 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from reelqueue.application.events import JobEvent
+from reelqueue.application.views import JobRow
 from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.states import JobState
-from reelqueue.engine.events import JobEvent
-from reelqueue.engine.queries import JobRow
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.jobs_data import (

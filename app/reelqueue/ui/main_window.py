@@ -55,7 +55,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.intake.sheet import TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
+from reelqueue.application.imports import TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import AccountStrip

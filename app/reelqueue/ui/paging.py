@@ -8,7 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from reelqueue.application import views
-from reelqueue.engine.events import JobEvent
+from reelqueue.application.events import JobEvent
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.jobs_model import JobTableModel
 from reelqueue.ui.session import EngineSession

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QMessageBox
 
 from reelqueue.application import jobs
+from reelqueue.application.jobs import RetryPlan
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
-from reelqueue.engine.retry_plan import RetryPlan
 from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
 

@@ -22,6 +22,10 @@ from reelqueue.application import accounts, imports, jobs, team, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
+from reelqueue.application.events import JobEvent
+from reelqueue.application.imports import ImportOptions, ImportPlan, ImportResult
+from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
 from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
@@ -29,10 +33,6 @@ from reelqueue.application.team import TeamMachine
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import RecoveryReport
-from reelqueue.engine.events import JobEvent
-from reelqueue.engine.retry_plan import RetryPlan
-from reelqueue.intake import ImportOptions, ImportPlan, ImportResult
-from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
 
 log = logging.getLogger(__name__)

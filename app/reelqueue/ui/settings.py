@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application.config import EngineConfig
+from reelqueue.application.imports import DEFAULT_TEMPLATE
 from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
-from reelqueue.engine.config import EngineConfig
-from reelqueue.intake.filenames import DEFAULT_TEMPLATE
 
 log = logging.getLogger(__name__)
 
