@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer
 
 from reelqueue.application import gallery
+from reelqueue.application.events import JobEvent
 from reelqueue.domain.errors import KnownError
-from reelqueue.engine.events import JobEvent
 from reelqueue.ui import files
 
 if TYPE_CHECKING:
