@@ -18,7 +18,7 @@ from reelqueue.domain.errors import DataDirLocked
 from reelqueue.domain.states import JobState
 from reelqueue.engine.attention import NeedsAttention, needs_attention
 from reelqueue.engine.outputs import check_output
-from reelqueue.store.base import Store
+from reelqueue.store.base import Store, this_host
 from reelqueue.store.spend import SpendSummary, local_day_start
 
 __all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "doctor", "doctor_checks",
@@ -85,12 +85,18 @@ async def spend(session: Session) -> SpendSummary:
     return await session.journal.spend_summary(now, local_day_start(now))
 
 
-def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
-    """The invariant queries, plus every completed job's file with its size and hash."""
+def doctor_checks(store: Store, instance_alive: bool,
+                  videos_dir: Path | None = None) -> dict[str, list[Any]]:
+    """The invariant queries, plus every completed job's file with its size and hash:
+    each file this machine wrote (or whose machine is not known), under ``videos_dir``
+    (the journal's paths are relative to it; a file another machine wrote is there)."""
     results = store.doctor_queries(instance_alive)
     bad_files: list[Any] = []
+    here = this_host()
     for job in store.list_jobs(states=[JobState.COMPLETED]):
-        check = check_output(job)
+        if job.output_host not in (None, here):
+            continue
+        check = check_output(job, videos_dir)
         if not check.exists:
             bad_files.append((job.id, job.output_path, "missing"))
         elif check.size != job.output_size or check.sha256 != job.output_sha256:
@@ -106,7 +112,8 @@ def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
 async def doctor(session: Session, instance_alive: bool) -> dict[str, list[Any]]:
     """:func:`doctor_checks` on the journal's thread."""
     journal = session.journal
-    return await journal.call(doctor_checks, journal.sync, instance_alive)
+    return await journal.call(doctor_checks, journal.sync, instance_alive,
+                              session.ctx.videos_dir.expanduser().absolute())
 
 
 @contextmanager

@@ -12,6 +12,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from reelqueue.application import views
@@ -24,7 +25,7 @@ from reelqueue.engine.attention import needs_attention
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import DrainResult
 from reelqueue.engine.events import EngineErrorEvent, Event, JobEvent
-from reelqueue.engine.outputs import ensure_writable
+from reelqueue.engine.outputs import ensure_writable, located_output
 from reelqueue.store.base import Store
 
 EXIT_STALLED = 3
@@ -89,7 +90,10 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         from reelqueue.cli.cmd_spend import parse_usd
 
         parse_usd(args.max_spend)  # refused before anything is imported
-    config = engine_config(args)
+    # This run's videos folder: --output-dir, else --videos-dir. Every job's file is
+    # resolved under it (the journal keeps paths relative to it: issue 23).
+    config = replace(engine_config(args),
+                     videos_dir=(args.output_dir or ctx.videos_dir).expanduser().absolute())
     if ctx.store_url is not None:  # a team database: take over expired leases only
         from reelqueue.application.team import team_config
 
@@ -133,15 +137,17 @@ async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespa
                   + ("none." if usd is None else f"${usd:.2f}."))
 
 
-def check_outputs(store: Store) -> None:
-    """Refuse before starting when a batch with open jobs cannot write its folder
-    (runs on the journal thread)."""
+def check_outputs(store: Store, videos_dir: Path) -> None:
+    """Refuse before starting when a batch with open jobs cannot write its folder under
+    ``videos_dir`` (runs on the journal thread). A job whose path is refused (``..``, an
+    absolute path outside the folder) is not checked here: it fails alone, saying why."""
     open_states = [s for s in JobState if s not in FINAL]
     folders: set[Path] = set()
     page, offset = 5000, 0
     while True:  # in pages: a queue of 100k jobs must not be held in memory at once
         jobs = store.list_jobs(states=open_states, limit=page, offset=offset)
-        folders.update(Path(job.output_path).parent for job in jobs)
+        folders.update(path.parent for job in jobs
+                       if (path := located_output(job.output_path, videos_dir)) is not None)
         if len(jobs) < page:
             break
         offset += page
@@ -176,7 +182,8 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
     drained, the budget is spent or a signal comes; stop the engine (renders in flight
     are reattached next time)."""
     journal = session.journal
-    await journal.call(check_outputs, journal.sync)
+    await journal.call(check_outputs, journal.sync,
+                       config.videos_dir or ctx.videos_dir.expanduser().absolute())
     if not await journal.list_accounts():
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")
