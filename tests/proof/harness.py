@@ -313,8 +313,8 @@ def check_batch(store: SqliteStore, videos: Path, creates: Counter[str], *,
     strays = []
     for folder in folders:
         for path in folder.rglob("*"):
-            if path.is_dir() or (path.name.startswith("manifest-")
-                                 and path.name.endswith(".json")):
+            if path.is_dir() or path.name.startswith(("manifest-", ".manifest-")):
+                # each machine's record of the batch (and a killed write's temporary)
                 continue
             if path.resolve() in expected_files:
                 found.add(path.resolve())
