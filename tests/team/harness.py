@@ -44,10 +44,12 @@ def machine_env(keyring_file: Path) -> dict[str, str]:
 
 
 def team_cli(data: Path, url: str, *args: str, keyring_file: Path, stdin: str = "",
-             timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """One ``reelqueue --store URL`` command run to its end on machine ``data``."""
+             timeout: float = 120.0, videos: Path | None = None,
+             ) -> subprocess.CompletedProcess[str]:
+    """One ``reelqueue --store URL`` command run to its end on machine ``data`` (its
+    videos folder: ``videos``, else ``data/videos``)."""
     return subprocess.run(
-        [*REELQUEUE, "--data-dir", str(data), "--videos-dir", str(data / "videos"),
+        [*REELQUEUE, "--data-dir", str(data), "--videos-dir", str(videos or data / "videos"),
          "--store", url, *args],
         input=stdin, capture_output=True, text=True, timeout=timeout,
         env=machine_env(keyring_file), check=False)
