@@ -122,3 +122,11 @@ async def test_three_machines_write_under_their_own_folders(
         # Never a manifest of another machine in this machine's folder.
         assert [p.name for p in (folders[host] / "shots").glob("manifest*.json")] == [
             manifest_name(host)]
+    # A machine starting again finds its own files: the others' are not "missing".
+    again = Engine(_open(team_url, "machine-a"), providers=install(provider),
+                   config=dataclasses.replace(FAST, shared_store=True,
+                                              videos_dir=folders["machine-a"]))
+    report = await again.start(paused=True)
+    await again.stop()
+    again.close_store()
+    assert report.missing_outputs == [], report

@@ -281,8 +281,15 @@ class Engine:
         # Only (id, path, size) rows, and the stat calls off the loop: a journal keeps every
         # completed job (40k of them took 2 s as Job objects; benchmarks/bench_recovery.py).
         outputs = await self.store.completed_outputs()
-        report.missing_outputs.extend(await asyncio.to_thread(
-            missing_outputs, outputs, self.config.videos_dir))
+        missing = await asyncio.to_thread(missing_outputs, outputs, self.config.videos_dir)
+        if missing and self.config.shared_store:
+            # Each machine writes under its own videos folder (issue 23): a file another
+            # machine wrote is not missing here. Read only when something is not here.
+            here = self.manifests.host
+            elsewhere = {j.id for j in await self.store.list_jobs(None, [JobState.COMPLETED])
+                         if j.output_host not in (None, here)}
+            missing = [job_id for job_id in missing if job_id not in elsewhere]
+        report.missing_outputs.extend(missing)
         batches = await self.store.list_batches()
         if not self.config.shared_store:
             # Behind the data-folder lock no other writer is alive: every .part is dead.
