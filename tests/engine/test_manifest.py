@@ -108,3 +108,32 @@ def test_a_host_name_is_made_safe_for_a_file_name() -> None:
     assert manifest_name("render-01.lan") == "manifest-render-01.lan.json"
     assert manifest_name("../../etc") == "manifest-etc.json"
     assert "/" not in manifest_name("a/b\\c") and manifest_name("") == "manifest-host.json"
+
+
+async def test_writes_are_coalesced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+    import time
+
+    from reelqueue.engine import manifest
+
+    written: list[float] = []
+    real = manifest.write_atomically
+
+    def counted(target: Path, text: str) -> None:
+        written.append(time.monotonic())
+        real(target, text)
+
+    monkeypatch.setattr(manifest, "write_atomically", counted)
+    store = _store(30, "render-01")
+    provider = FakeProvider({f"p{i}": Script(polls=3) for i in range(30)})
+    config = dataclasses.replace(FAST, videos_dir=tmp_path / "Videos", manifest_seconds=0.3)
+    engine = Engine(store, config=config, rng=random.Random(1), providers=install(provider))
+    await engine.start()
+    await asyncio.wait_for(engine.run_until_drained(), 30)
+    await engine.stop()
+    engine.close_store()
+    # Hundreds of job changes; during the run one write per 0.3 s at most, then the stop's.
+    during = written[:-1]
+    gaps = [b - a for a, b in itertools.pairwise(during)]
+    assert all(gap >= 0.29 for gap in gaps), gaps
+    assert written, "written at least at the stop"

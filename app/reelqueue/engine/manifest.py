@@ -152,8 +152,9 @@ class ManifestWriter:
             await self._wake.wait()
             self._wake.clear()
             await self.flush(force=False)
-            waits = [at - time.monotonic() for at in self._next_at.values()]
-            if self._dirty and waits:
+            now = time.monotonic()
+            waits = [self._next_at.get(batch_id, now) - now for batch_id in self._dirty]
+            if waits:  # changed batches whose turn has not come: wake at the first turn
                 delay = max(0.05, min(waits))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
