@@ -43,7 +43,7 @@ class EngineConfig:
         every job's output path is relative to it (``<batch folder>/<file>``), resolved
         by each machine under its own, never written outside it (issues 21, 23). None
         (tests and embedders placing absolute paths themselves): paths are used as they
-        are, ``..`` still refused.
+        are, ``..`` still refused, and no manifest is written.
     manifest_seconds: the least time between two writes of one batch's manifest
         (``engine/manifest.py``); the last one is written at the engine's stop.
     """

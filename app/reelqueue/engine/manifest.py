@@ -120,7 +120,11 @@ class ManifestWriter:
 
     def job_changed(self, job_id: int, batch_id: int | None = None) -> None:
         """Job ``job_id`` (of ``batch_id`` when known) changed. A job whose batch this
-        writer has not seen (a cancel, a retry, recovery) has every batch looked at."""
+        writer has not seen (a cancel, a retry, recovery) has every batch looked at.
+        Without a videos folder (tests, embedders placing absolute paths) no manifest is
+        written."""
+        if self.videos_dir is None:
+            return
         if batch_id is not None:
             self._batches[job_id] = batch_id
         batch_id = self._batches.get(job_id, batch_id)
