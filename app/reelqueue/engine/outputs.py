@@ -396,14 +396,17 @@ def output_refusal(stored: str, videos_dir: Path | None) -> str | None:
     it is). A relative path (``<batch folder>/<file>``) is written under this machine's
     videos folder; one with ``..`` never; an absolute one (kept from before journal
     version 9, outside its batch's folder) only when it lies inside the videos folder.
-    ``videos_dir`` None (tests, embedders that place absolute paths themselves): any
-    path without ``..`` is written where it says."""
+    ``videos_dir`` None (tests, embedders that place absolute paths themselves): an
+    absolute path without ``..`` is written where it says; a relative one is refused."""
     parts = path_parts(stored)
     where = f"this machine's videos folder ({videos_dir})" if videos_dir else "its folder"
     if parts is None:
         return (f"its output path {stored!r} in the journal leaves {where} ('..'); it is "
                 "refused: nothing was rendered or written")
     if not is_absolute(stored):
+        if videos_dir is None:  # never relative to whatever the current folder is
+            return (f"its output path {stored!r} is relative to a videos folder and none "
+                    "is set for this engine")
         return None
     if videos_dir is None:
         return None
@@ -427,9 +430,7 @@ def resolve_output(stored: str, videos_dir: Path | None) -> Path:
     if is_absolute(stored):
         return Path(stored)
     parts = path_parts(stored)
-    assert parts is not None
-    if videos_dir is None:
-        return Path(*parts)
+    assert parts is not None and videos_dir is not None
     return videos_dir.joinpath(*parts)
 
 
