@@ -57,10 +57,13 @@ def test_reset_demo_removes_its_journal(ctx: AppContext, tmp_path: Path) -> None
     prepare_demo(ctx, sheet(tmp_path), render_seconds=None)
     assert ctx.journal_path.exists()
     folders = [p for p in ctx.videos_dir.iterdir() if p.is_dir()]
-    assert len(folders) == 1  # the demo batch's folder
-    (folders[0] / "001.mp4").write_bytes(b"video")
-    files = sum(1 for f in folders[0].rglob("*") if f.is_file())
+    assert [p.name for p in folders] == ["demo"]  # Videos/ReelQueue/demo, not demo/demo
+    with ctx.open_store() as store:
+        first = store.list_jobs()[0].output_path
+    assert first.startswith("demo/") and first.count("/") == 1
+    (ctx.videos_dir / first).write_bytes(b"video")  # a demo video
+    (folders[0] / "manifest-here.json").write_text("{}")  # a machine's record of it
     keep = ctx.videos_dir / "mine.mp4"  # not the demo's: stays
     keep.write_bytes(b"video")
-    assert reset_demo(ctx) == files
+    assert reset_demo(ctx) == 2
     assert not ctx.journal_path.exists() and not folders[0].exists() and keep.exists()

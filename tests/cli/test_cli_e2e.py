@@ -78,7 +78,8 @@ def test_run_a_sheet_end_to_end(tmp_path: Path) -> None:
     assert failed[0]["error_label"] == "content policy" and failed[0]["attempts"] == 1
     for job in status["jobs"]:
         if job["state"] == "COMPLETED":
-            assert Path(job["output_path"]).stat().st_size > 0
+            # relative to the videos folder (issue 23)
+            assert (data / "videos" / job["output_path"]).stat().st_size > 0
             # one machine: the file is on this one (issue 15, where a video is)
             assert job["output_host"] == socket.gethostname()
         else:

@@ -63,6 +63,9 @@ def test_the_demo_is_paced_on_every_account_and_reset_starts_it_over(tmp_path: P
     assert "rendering" in done.stdout
     old_videos = sorted(p for p in (videos / "demo").rglob("*.mp4"))
     assert len(old_videos) == 12
+    # Videos/ReelQueue/demo/, not demo/demo/ (issue 23); the run's record beside them.
+    assert all(p.parent == videos / "demo" for p in old_videos)
+    assert list((videos / "demo").glob("manifest-*.json"))
 
     again = rq(data, "demo", "--no-gui", videos=videos, timeout=60)
     assert "0 new jobs" in again.stdout and "'reelqueue demo --reset'" in again.stdout

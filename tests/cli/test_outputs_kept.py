@@ -1,6 +1,6 @@
 """A file the user put at a job's output name is the user's (issue 22): a run leaves it
 byte for byte, and the video goes to a free suffixed name chosen at download time, which
-the journal (status), the export and the manifest all name."""
+the journal (status), the export and the machine's manifest all name."""
 
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ def test_a_users_file_at_the_output_name_is_kept_and_the_video_goes_beside_it(
         imported = rq(data, "import", str(sheet), "--provider", "mock")
         assert imported.returncode == 0, imported.stdout + imported.stderr
         folder = next((data / "videos").iterdir())
-        manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
-        planned = {entry["key"]: entry["file"] for entry in manifest["jobs"]}
+        db = sqlite3.connect(data / "journal.sqlite3")
+        planned = {key: path.rpartition("/")[2] for key, path in db.execute(
+            "SELECT job_key, output_path FROM jobs")}
+        db.close()
         assert len(planned) == 3
         keys = sorted(planned)
         # After the import, before the run: the user puts their own files at two of the
@@ -59,8 +61,8 @@ def test_a_users_file_at_the_output_name_is_kept_and_the_video_goes_beside_it(
     db.close()
     for key, name in expected.items():
         path, sha, part = rows[key]
-        assert Path(path) == folder / name
-        assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha
+        assert path == f"{folder.name}/{name}", "relative to the videos folder (issue 23)"
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha
         assert part and part.startswith(f".{name}.") and part.endswith(".part")
     status = json.loads(rq(data, "status", "--json").stdout)
     assert sorted(Path(j["output_path"]).name for j in status["jobs"]) == sorted(
@@ -72,8 +74,9 @@ def test_a_users_file_at_the_output_name_is_kept_and_the_video_goes_beside_it(
     with out.open(encoding="utf-8-sig", newline="") as handle:
         paths = sorted(Path(row["output_path"]).name for row in csv.DictReader(handle))
     assert paths == sorted(expected.values())
-    # The manifest too, rewritten when the names changed.
-    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    # The machine's manifest too (written by the run's engine).
+    [manifest_file] = folder.glob("manifest-*.json")
+    manifest = json.loads(manifest_file.read_text("utf-8"))
     assert {entry["key"]: entry["file"] for entry in manifest["jobs"]} == expected
     doctor = rq(data, "doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

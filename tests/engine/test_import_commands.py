@@ -5,7 +5,6 @@ and a journal changed mid-import read again. (The wake between the two is
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -66,8 +65,8 @@ def test_file_steps_run_off_the_journal_thread(
     assert on_journal == {"read_journal": True, "place_jobs": False, "write": True,
                           "finish_import": False}
     assert store.get_batch(result.batch_id).settings["max_spend"] == 5.0  # type: ignore[union-attr]
-    manifest = json.loads(Path(result.manifest_path).read_text(encoding="utf-8"))
-    assert [job["name"] for job in manifest["jobs"]] == ["fox", "owl", "elk"]
+    assert [job.name for job in store.list_jobs(batch_id=result.batch_id)] == [
+        "fox", "owl", "elk"]
 
 
 def test_a_batch_made_meanwhile_by_another_import_is_noticed(tmp_path: Path) -> None:

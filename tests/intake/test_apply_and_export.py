@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,7 @@ def snapshot(store: Store) -> tuple[int, int]:
     return len(store.list_batches()), len(store.list_jobs())
 
 
-def test_apply_creates_the_batch_jobs_and_manifest(
+def test_apply_creates_the_batch_jobs_with_relative_paths(
     tmp_path: Path, catalog: StaticCatalog, store: Store
 ) -> None:
     result = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
@@ -48,11 +47,14 @@ def test_apply_creates_the_batch_jobs_and_manifest(
     jobs = store.list_jobs(batch_id=result.batch_id)
     assert [Path(job.output_path).name for job in jobs] == ["002_fox.mp4", "003_owl.mp4"]
     assert jobs[0].params["seed"] == 1 and jobs[0].metadata["columns"]["notes"].startswith("=")
-    manifest = json.loads(Path(result.manifest_path).read_text(encoding="utf-8"))
-    assert Path(result.manifest_path).parent == Path(result.output_dir)
-    assert [entry["file"] for entry in manifest["jobs"]] == ["002_fox.mp4", "003_owl.mp4"]
-    assert manifest["jobs"][0]["params"]["seed"] == 1
-    assert not list(Path(result.output_dir).glob(".*.tmp"))
+    # The journal keeps the batch's folder name and each file under it, relative to the
+    # videos folder (issue 23); the folder is made on the importing machine.
+    assert store.get_batch(result.batch_id).output_dir == "sheet"  # type: ignore[union-attr]
+    assert [job.output_path for job in jobs] == ["sheet/002_fox.mp4", "sheet/003_owl.mp4"]
+    assert Path(result.output_dir) == (tmp_path / "videos" / "sheet").resolve()
+    assert Path(result.output_dir).is_dir()
+    # The import writes no manifest: each machine's engine does (engine/manifest.py).
+    assert not list(Path(result.output_dir).iterdir())
 
 
 def test_reimport_adds_nothing_and_an_edited_row_is_new(
@@ -70,8 +72,6 @@ def test_reimport_adds_nothing_and_an_edited_row_is_new(
     names = sorted(Path(job.output_path).name for job in store.list_jobs())
     # The edited row keeps its row and name, so its file name is taken: it gets "_2".
     assert names == ["002_fox.mp4", "002_fox_2.mp4", "003_owl.mp4"]
-    manifest = json.loads(Path(edited.manifest_path).read_text(encoding="utf-8"))
-    assert len(manifest["jobs"]) == 3
 
 
 def test_files_already_in_the_folder_are_not_overwritten(
@@ -202,26 +202,6 @@ def test_escape_formula(cell: str, escaped: str) -> None:
     assert escape_formula(cell) == escaped
 
 
-def test_an_unchanged_manifest_is_not_rewritten(
-    tmp_path: Path, catalog: StaticCatalog, store: Store
-) -> None:
-    # ``run SHEET`` imports the sheet at every start: an unchanged batch writes nothing.
-    first = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
-    manifest = Path(first.manifest_path)
-    written = manifest.read_bytes()
-    manifest.chmod(0o444)  # a rewrite (temporary file + rename) would replace the inode
-    inode = manifest.stat().st_ino
-    again = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
-    assert again.manifest_path == first.manifest_path and again.added == 0
-    assert manifest.stat().st_ino == inode and manifest.read_bytes() == written
-    assert not list(manifest.parent.glob(".*.tmp"))
-    # A changed batch is written again, as before.
-    edited = apply_import(store, plan_for(tmp_path, catalog, store,
-                                          SHEET.replace("an owl", "a grey owl")), NOW)
-    assert edited.added == 1 and manifest.stat().st_ino != inode
-    assert len(json.loads(manifest.read_text(encoding="utf-8"))["jobs"]) == 3
-
-
 def test_start_up_removes_manifest_temporaries_a_killed_import_left(tmp_path: Path) -> None:
     from reelqueue.intake.apply import remove_stale_manifest_temps
 
@@ -241,6 +221,7 @@ async def test_engine_start_up_clears_the_temporaries_of_its_batch_folders(
 ) -> None:
     import random
 
+    from reelqueue.engine.config import EngineConfig
     from reelqueue.engine.engine import Engine
     from reelqueue.store.memory import MemoryStore
 
@@ -248,9 +229,9 @@ async def test_engine_start_up_clears_the_temporaries_of_its_batch_folders(
     result = apply_import(store, plan_for(tmp_path, catalog, store), NOW)
     folder = Path(result.output_dir)
     (folder / ".manifest.json.31337.tmp").write_text('{"format": "reelqueue-man')
-    engine = Engine(store, rng=random.Random(1))
+    engine = Engine(store, rng=random.Random(1),
+                    config=EngineConfig(videos_dir=(tmp_path / "videos").resolve()))
     await engine.start(paused=True)
     await engine.stop()
     engine.close_store()
     assert not list(folder.glob(".*.tmp"))
-    assert (folder / "manifest.json").is_file()

@@ -70,7 +70,8 @@ def test_import_then_reimport(ctx: CliContext, tmp_path: Path) -> None:
     assert code == 0
     assert "Created batch 1 'shots': 2 new jobs, 0 already there, 1 row errors." in out
     assert journal_jobs(ctx) == 2
-    assert (ctx.videos_dir / "shots" / "manifest.json").is_file()
+    assert (ctx.videos_dir / "shots").is_dir()  # the folder; the manifest is the engine's
+    assert not (ctx.videos_dir / "shots" / "manifest.json").exists()
     code, out = run(ctx, "import", sheet)
     assert code == 0
     assert "Already imported: 2 jobs (nothing to do for them)." in out

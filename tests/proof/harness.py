@@ -302,18 +302,19 @@ def check_batch(store: SqliteStore, videos: Path, creates: Counter[str], *,
     expected_files = {}
     for job in jobs:
         if job.state == JobState.COMPLETED:
-            path = Path(job.output_path)
+            path = videos / job.output_path  # relative to the videos folder (issue 23)
             assert path.is_file(), f"job {job.id}: {path} missing"
             assert path.stat().st_size == job.output_size, job.id
             assert sha256_file(path) == job.output_sha256, job.id
             expected_files[path.resolve()] = job.id
     assert len(expected_files) == by_state.get("COMPLETED", 0), "two jobs share one file"
-    folders = {Path(b.output_dir) for b in store.list_batches()}
+    folders = {videos / b.output_dir for b in store.list_batches()}
     found = set()
     strays = []
     for folder in folders:
         for path in folder.rglob("*"):
-            if path.is_dir() or path.name == "manifest.json":
+            if path.is_dir() or path.name.startswith(("manifest-", ".manifest-")):
+                # each machine's record of the batch (and a killed write's temporary)
                 continue
             if path.resolve() in expected_files:
                 found.add(path.resolve())

@@ -154,7 +154,7 @@ def test_kill_after_the_video_is_saved_before_completion_is_recorded(tmp_path: P
             saved = [j for j in reader.list_jobs() if j.state == JobState.DOWNLOADING]
         assert len(saved) == 1
         job = saved[0]
-        video = Path(job.output_path)
+        video = videos / job.output_path  # relative to the videos folder (issue 23)
         # On disk under the name its download recorded, with the hash recorded before the
         # rename (issue 22), not completed.
         assert video.is_file() and job.output_part is not None

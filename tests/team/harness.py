@@ -44,10 +44,12 @@ def machine_env(keyring_file: Path) -> dict[str, str]:
 
 
 def team_cli(data: Path, url: str, *args: str, keyring_file: Path, stdin: str = "",
-             timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """One ``reelqueue --store URL`` command run to its end on machine ``data``."""
+             timeout: float = 120.0, videos: Path | None = None,
+             ) -> subprocess.CompletedProcess[str]:
+    """One ``reelqueue --store URL`` command run to its end on machine ``data`` (its
+    videos folder: ``videos``, else ``data/videos``)."""
     return subprocess.run(
-        [*REELQUEUE, "--data-dir", str(data), "--videos-dir", str(data / "videos"),
+        [*REELQUEUE, "--data-dir", str(data), "--videos-dir", str(videos or data / "videos"),
          "--store", url, *args],
         input=stdin, capture_output=True, text=True, timeout=timeout,
         env=machine_env(keyring_file), check=False)
@@ -58,7 +60,7 @@ class Worker:
     and keyring; output in a log file; killable, stoppable, restartable."""
 
     def __init__(self, name: str, folder: Path, url: str, *args: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, videos: Path | None = None) -> None:
         self.name = name
         self.env = dict(env or {})  # added to the machine's environment
         self.data = folder / name
@@ -69,6 +71,8 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_path = self.data / "worker-0.log"
+        #: its --videos-dir: its own folder, or one the machines share (issue 23)
+        self.videos = videos or self.data / "videos"
 
     def start(self) -> Worker:
         self.starts += 1
@@ -76,7 +80,7 @@ class Worker:
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
                 [*REELQUEUE, "--data-dir", str(self.data), "--videos-dir",
-                 str(self.data / "videos"), "--store", self.url, "worker", *self.args],
+                 str(self.videos), "--store", self.url, "worker", *self.args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env={**machine_env(self.keyring_file), **self.env}, start_new_session=True)
         return self

@@ -129,7 +129,7 @@ def test_a_changed_row_never_sends_a_key_to_a_host_this_machine_did_not_bind(
             {VICTIM_KEY, OTHER_KEY}))) as mock, RecordingProxy(mock.url) as planted:
 
         async def setup(session: Session) -> dict[str, str]:
-            await prepare(session, mock.url, tmp_path / "out")
+            await prepare(session, mock.url, tmp_path / "videos" / "out")
             return {name: session.trusted_keys.key_ref(name) for name in ("victim", "other")}
 
         refs = on_session(ctx, setup)
@@ -193,7 +193,7 @@ def test_keys_kept_before_bindings_go_only_to_their_adapters_own_api(
     from reelqueue.store.sqlite import SqliteStore
 
     ctx.data_dir.mkdir(parents=True)
-    out = tmp_path / "out"
+    out = tmp_path / "videos" / "out"  # inside the machine's videos folder (issue 23)
     with MockProviderServer(MockOptions(seed=4)) as mock, RecordingProxy(mock.url) as gateway:
         # A journal and keyring as the version before bindings left them.
         store = SqliteStore.open(ctx.journal_path, now=1.0)
@@ -268,10 +268,11 @@ def test_a_worker_on_the_team_database_waits_for_the_confirm_of_its_own_machine(
         assert done.returncode == 0, done.stdout + done.stderr
         store = open_team_store(team_url, now=1.0)
         try:
-            batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 1.0)
+            # Relative to each worker's videos folder (issue 23).
+            batch = store.create_batch(BatchSpec("b", "s.csv", "out"), 1.0)
             store.add_jobs(batch.id, [
                 JobSpec(f"{name}{i}", f"{name} {i} [[mock:render_seconds=0.1]]", "mock",
-                        str(tmp_path / "out" / f"{name}{i}.mp4"), pinned_account=name,
+                        f"out/{name}{i}.mp4", pinned_account=name,
                         row_number=i + 2)
                 for name in ("victim", "steady") for i in range(JOBS)], 1.0)
         finally:
@@ -312,7 +313,7 @@ def test_a_new_address_set_on_this_machine_is_bound_here_at_once(
     with MockProviderServer(MockOptions(seed=6)) as mock, RecordingProxy(mock.url) as gateway:
 
         async def run(session: Session) -> tuple[Any, dict[str, str], list[JobState]]:
-            await prepare(session, mock.url, tmp_path / "out")
+            await prepare(session, mock.url, tmp_path / "videos" / "out")
             await accounts.update_account(session, "victim",
                                           AccountChange(base_url=gateway.url))
             config = team_config(CONFIG) if ctx.store_url else CONFIG
@@ -339,7 +340,7 @@ def test_a_confirm_from_another_process_reaches_a_running_session(
     with MockProviderServer(MockOptions(seed=7)) as mock, RecordingProxy(mock.url) as planted:
 
         async def setup(session: Session) -> str:
-            await prepare(session, mock.url, tmp_path / "out")
+            await prepare(session, mock.url, tmp_path / "videos" / "out")
             return session.trusted_keys.key_ref("victim")
 
         ref = on_session(ctx, setup)

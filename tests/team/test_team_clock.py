@@ -124,7 +124,7 @@ def test_workers_with_wrong_clocks_never_pass_a_limit_or_create_twice(
                         "--max-attempts", "10", keyring_file=admin / "keyring.json")
         assert done.returncode == 0, done.stdout + done.stderr
         workers = {name: Worker(name, tmp_path, team_url, *WORKER_ARGS,
-                                env={TEST_CLOCK_SKEW_ENV: str(skew)})
+                                env={TEST_CLOCK_SKEW_ENV: str(skew)}, videos=videos)
                    for name, skew in SKEWS.items()}
         for worker in workers.values():
             write_keys(worker.keyring_file, bound_keys(team_url, KEYS))
@@ -193,7 +193,8 @@ def test_workers_with_wrong_clocks_never_pass_a_limit_or_create_twice(
     # Nothing paid was thrown away on a takeover: every job completed (check_batch: no
     # FAILED, no PARKED) and no create stayed unknown; an extra create is always flagged.
     assert by_event["reconcile_unresolved"] == 0, by_event
-    doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json")
+    doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json",
+                      videos=videos)
     assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor.stdout
     record_figures(f"team_clock[{reconcile}]", {
         **figures.as_dict(), "kills": kills, "skews": SKEWS,

@@ -122,7 +122,10 @@ def test_three_workers_kill_stop_and_server_restart(tmp_path: Path,
         done = team_cli(admin, url, "import", str(sheet), "--output-dir", str(videos),
                         "--max-attempts", "10", keyring_file=admin / "keyring.json")
         assert done.returncode == 0, done.stdout + done.stderr
-        workers = {name: Worker(name, tmp_path, url, *WORKER_ARGS) for name in "ABC"}
+        # One videos folder the three machines share (issue 23: each writes under its own
+        # --videos-dir; a shared one gathers the batch for check_batch).
+        workers = {name: Worker(name, tmp_path, url, *WORKER_ARGS, videos=videos)
+                   for name in "ABC"}
         for worker in workers.values():
             write_keys(worker.keyring_file, bound_keys(url, KEYS))
         a, b = workers["A"], workers["B"]

@@ -52,7 +52,7 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
         write_sheet(tmp_path / "sheet.csv", 8, seed=5, low=0.1, high=0.4)
         import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
         worker = Worker("machine-a", tmp_path, team_url, "--no-progress", "--lease-seconds",
-                        "6")
+                        "6", videos=tmp_path / "videos")
         write_keys(worker.keyring_file, bound_keys(team_url, {"acct-a": KEY_A}))
         try:
             worker.start().wait_running()
@@ -68,7 +68,8 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
             worker.stop_quietly()
     status = team_cli(admin, team_url, "status", keyring_file=admin / "keyring.json")
     assert status.returncode == 0 and "8 jobs: 8 completed" in status.stdout, status
-    doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json")
+    doctor = team_cli(admin, team_url, "doctor", keyring_file=admin / "keyring.json",
+                      videos=tmp_path / "videos")  # the worker's folder (issue 23)
     assert doctor.returncode == 0 and "FAIL" not in doctor.stdout, doctor
     assert "ok   expired leases held" in doctor.stdout, doctor.stdout
     assert "another ReelQueue is running" not in doctor.stdout, "a team's claims are checked"

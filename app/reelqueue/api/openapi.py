@@ -96,7 +96,9 @@ SCHEMAS: dict[str, Any] = {
         "error": {"type": ["object", "null"], "properties": {
             "label": {"type": "string"}, "message": NULLABLE_STRING}},
         "output": {"type": ["object", "null"], "properties": {
-            "size": {"type": ["integer", "null"]}, "sha256": NULLABLE_STRING}},
+            "size": {"type": ["integer", "null"]}, "sha256": NULLABLE_STRING,
+            # relative to the videos folder of the machine that wrote it (issue 23)
+            "path": {"type": "string"}, "host": NULLABLE_STRING}},
         "cost": NULLABLE_NUMBER, "created_at": {"type": "number"},
         "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER}},
     "JobList": {"type": "object", "required": ["jobs", "next_cursor"], "properties": {
@@ -238,7 +240,9 @@ def openapi_document() -> dict[str, Any]:
                     "206": {"description": "one range", "content": {"video/mp4": {
                         "schema": {"type": "string", "format": "binary"}}}},
                     "304": {"description": "not modified (If-None-Match): no body"},
-                    "404": NO_JOB, "409": _problem("the job has no finished video"),
+                    "404": NO_JOB,
+                    "409": _problem("the job has no finished video, or it is on another "
+                                    "machine (output_host, output_path in the body)"),
                     "410": _problem("the video file is gone"),
                     "416": _problem("the Range cannot be served (Content-Range: bytes */size)"),
                     "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},

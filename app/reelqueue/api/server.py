@@ -13,7 +13,6 @@ import json
 import logging
 import ssl
 import tempfile
-from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
@@ -32,6 +31,7 @@ from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
 from reelqueue.application.batch_upload import json_rows_as_csv
+from reelqueue.application.outputs import local_video, this_host
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.submit import (
     IdempotencyConflict,
@@ -73,7 +73,8 @@ def job_json(job: Job) -> dict[str, Any]:
         "error": None if job.error_label is None else {
             "label": job.error_label, "message": job.error_message},
         "output": None if job.state is not JobState.COMPLETED else {
-            "size": job.output_size, "sha256": job.output_sha256},
+            "size": job.output_size, "sha256": job.output_sha256,
+            "path": job.output_path, "host": job.output_host},
         "cost": job.cost, "created_at": job.created_at, "updated_at": job.updated_at,
         "finished_at": job.finished_at,
     }
@@ -246,11 +247,20 @@ class Routes:
         job = await self._job(request)
         if job.state is not JobState.COMPLETED or not job.output_sha256 or not job.output_path:
             return error(409, f"Job {job.id} has no finished video (state {job.state.value}).")
-        path = Path(job.output_path)
+        path = local_video(job, self.s.videos_dir)
         try:
+            if path is None:
+                raise FileNotFoundError(job.output_path)
             size = path.stat().st_size
         except OSError:
-            return error(410, f"The video of job {job.id} is no longer at {path}.")
+            if job.output_host and job.output_host != this_host():
+                # Each machine writes under its own videos folder (issue 23).
+                return error(409, f"The video of job {job.id} is on {job.output_host} "
+                             f"({job.output_path} under its videos folder), not on this "
+                             "machine.", output_host=job.output_host,
+                             output_path=job.output_path)
+            return error(410, f"The video of job {job.id} is no longer at "
+                         f"{path or job.output_path}.")
         etag = f'"{job.output_sha256}"'
         if request.headers.get("If-None-Match") == etag:
             return web.Response(status=304, headers={"ETag": etag})

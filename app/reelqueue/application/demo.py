@@ -9,12 +9,13 @@ would refuse), and the command line calls them before any loop runs.
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from reelqueue.application.context import AppContext
 from reelqueue.domain.models import AccountSpec
+from reelqueue.store.base import Store
 
 __all__ = ["DEMO_ACCOUNTS", "DEMO_BATCH", "DEMO_RENDER_SECONDS", "DemoPrepared", "prepare_demo",
            "reset_demo"]
@@ -23,6 +24,37 @@ DEMO_ACCOUNTS = (("mock-small", 2), ("mock-medium", 3), ("mock-large", 4))
 DEMO_RENDER_SECONDS = (20.0, 26.0)
 """How long each demo render takes at the built-in mock (the accounts' own setting)."""
 DEMO_BATCH = "demo"
+"""The demo batch's name, and its folder's under the videos folder (``Videos/ReelQueue/demo``)."""
+
+
+def _remove_demo_files(store: Store, videos: Path) -> int:
+    """The demo journal's own files: each job's video, the manifests and partial files
+    in its batch folders (each inside ``videos``), then the folder if it is empty. A
+    user's file in the folder stays."""
+    from reelqueue.engine.outputs import located_output
+
+    removed = 0
+    folders: set[Path] = set()
+    files: set[Path] = set()
+    for batch in store.list_batches():
+        folder = located_output(batch.output_dir, videos)
+        if folder is None or folder.resolve() == videos or not folder.is_dir():
+            continue
+        folders.add(folder)
+        files.update(folder.glob("manifest-*.json"))
+        files.update(folder.glob(".*.part"))
+        for job in store.list_jobs(batch_id=batch.id):
+            path = located_output(job.output_path, videos)
+            if path is not None and path.parent == folder:
+                files.add(path)
+    for path in files:
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+            removed += 1
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty
+    return removed
 
 
 @dataclass(frozen=True)
@@ -70,17 +102,10 @@ def reset_demo(ctx: AppContext) -> int:
     lock = DataDirLock(ctx.data_dir)
     lock.acquire()
     try:
-        folders: list[Path] = []
+        removed = 0
         if ctx.journal_path.exists():
             with ctx.open_store(lock=False) as store:
-                folders = [Path(b.output_dir) for b in store.list_batches()]
-        videos = ctx.videos_dir.resolve()
-        removed = 0
-        for folder in folders:
-            folder = folder.resolve()
-            if folder != videos and folder.is_relative_to(videos) and folder.is_dir():
-                removed += sum(1 for f in folder.rglob("*") if f.is_file())
-                shutil.rmtree(folder)
+                removed = _remove_demo_files(store, ctx.videos_dir.resolve())
         for suffix in ("", "-wal", "-shm", "-journal"):
             ctx.journal_path.with_name(ctx.journal_path.name + suffix).unlink(missing_ok=True)
     finally:

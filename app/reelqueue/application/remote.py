@@ -67,6 +67,7 @@ class RemoteAccess:
         tokens: the client tokens.
         submitter: validates and writes submitted jobs.
         upload_root: the private folder where an uploaded sheet lives while imported.
+        videos_dir: this machine's videos folder (every job's file is relative to it).
     """
 
     def __init__(self, session: Session, feed: JournalFeed, tokens: ClientTokens,
@@ -76,6 +77,7 @@ class RemoteAccess:
         self.session = session
         self.feed = feed
         self.tokens = tokens
+        self.videos_dir = videos_dir
         self.submitter = JobSubmitter(engine, feed.reader, videos_dir,
                                       RegistryCatalog(engine.providers), max_waiting)
         self.upload_root = upload_root or videos_dir / ".uploads"

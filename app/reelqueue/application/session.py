@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import replace
 from typing import Any
 
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
@@ -330,6 +331,9 @@ class Session:
         # One thread per journal: the engine brings its own, ours goes.
         await asyncio.to_thread(journal.shutdown)
         self._journal = None
+        config = config or EngineConfig()
+        if config.videos_dir is None:  # this machine's folder: every path resolves in it
+            config = replace(config, videos_dir=self.ctx.videos_dir.expanduser().absolute())
         engine = build_engine(self._store, config=config, clock=self.clock,
                               keys=trusted, bus=self.bus,
                               providers=self.mock.providers(self.providers),

@@ -17,8 +17,8 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import DataDirLocked
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.attention import NeedsAttention, needs_attention
-from reelqueue.engine.outputs import check_output, ensure_writable
-from reelqueue.store.base import Store
+from reelqueue.engine.outputs import check_output, ensure_writable, located_output
+from reelqueue.store.base import Store, this_host
 from reelqueue.store.spend import SpendSummary, local_day_start
 
 __all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "check_output_folders", "doctor",
@@ -86,12 +86,18 @@ async def spend(session: Session) -> SpendSummary:
     return await session.journal.spend_summary(now, local_day_start(now))
 
 
-def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
-    """The invariant queries, plus every completed job's file with its size and hash."""
+def doctor_checks(store: Store, instance_alive: bool,
+                  videos_dir: Path | None = None) -> dict[str, list[Any]]:
+    """The invariant queries, plus every completed job's file with its size and hash:
+    each file this machine wrote (or whose machine is not known), under ``videos_dir``
+    (the journal's paths are relative to it; a file another machine wrote is there)."""
     results = store.doctor_queries(instance_alive)
     bad_files: list[Any] = []
+    here = this_host()
     for job in store.list_jobs(states=[JobState.COMPLETED]):
-        check = check_output(job)
+        if job.output_host not in (None, here):
+            continue
+        check = check_output(job, videos_dir)
         if not check.exists:
             bad_files.append((job.id, job.output_path, "missing"))
         elif check.size != job.output_size or check.sha256 != job.output_sha256:
@@ -107,7 +113,8 @@ def doctor_checks(store: Store, instance_alive: bool) -> dict[str, list[Any]]:
 async def doctor(session: Session, instance_alive: bool) -> dict[str, list[Any]]:
     """:func:`doctor_checks` on the journal's thread."""
     journal = session.journal
-    return await journal.call(doctor_checks, journal.sync, instance_alive)
+    return await journal.call(doctor_checks, journal.sync, instance_alive,
+                              session.ctx.videos_dir.expanduser().absolute())
 
 
 @contextmanager
@@ -137,20 +144,23 @@ async def needs_user(session: Session) -> NeedsAttention:
     return await journal.call(needs_attention, journal.sync)
 
 
-async def check_output_folders(session: Session) -> None:
+async def check_output_folders(session: Session, videos_dir: Path) -> None:
     """Refuse (an error naming the folder) when a batch with open jobs cannot write its
-    folder: ``run`` checks before it starts. Read on the journal thread."""
+    folder under ``videos_dir`` (this machine's): ``run`` checks before it starts. A job
+    whose path is refused (``..``, an absolute path outside the folder) is not checked
+    here: it fails alone, saying why. Read on the journal thread."""
     journal = session.journal
-    await journal.call(_check_output_folders, journal.sync)
+    await journal.call(_check_output_folders, journal.sync, videos_dir)
 
 
-def _check_output_folders(store: Store) -> None:
+def _check_output_folders(store: Store, videos_dir: Path) -> None:
     open_states = [s for s in JobState if s not in FINAL]
     folders: set[Path] = set()
     page, offset = 5000, 0
     while True:  # in pages: a queue of 100k jobs must not be held in memory at once
         jobs = store.list_jobs(states=open_states, limit=page, offset=offset)
-        folders.update(Path(job.output_path).parent for job in jobs)
+        folders.update(path.parent for job in jobs
+                       if (path := located_output(job.output_path, videos_dir)) is not None)
         if len(jobs) < page:
             break
         offset += page

@@ -175,12 +175,13 @@ class JobSubmitter:
 
     def _spec(self, request: JobRequest, row: RowValues, job_key: str, body_sha256: str,
               client: str) -> JobSpec:
-        folder = self.videos_dir / sanitise_component(request.batch, "batch")
+        # Relative to the videos folder: each machine renders under its own (issue 23).
+        folder = sanitise_component(request.batch, "batch")
         stem = sanitise_component(request.name, "") or name_from_prompt(row.prompt)
-        output = folder / f"{stem}_{job_key[4:16]}{VIDEO_SUFFIX}"
+        output = f"{folder}/{stem}_{job_key[4:16]}{VIDEO_SUFFIX}"
         return JobSpec(
             job_key=job_key, prompt=row.prompt, provider=row.provider,
-            output_path=str(output), params=row.params, pinned_account=request.account,
+            output_path=output, params=row.params, pinned_account=request.account,
             name=request.name or stem, priority=request.priority,
             metadata={"api": {"client": client, "body_sha256": body_sha256}},
         )
@@ -298,8 +299,8 @@ class JobSubmitter:
             if batch.source_path == source:
                 self._batch_ids[name] = batch.id
                 return batch.id
-        folder = self.videos_dir / sanitise_component(name, "batch")
+        folder = sanitise_component(name, "batch")
         batch = store.create_batch(BatchSpec(name=name, source_path=source,
-                                             output_dir=str(folder)), self.engine.clock.now())
+                                             output_dir=folder), self.engine.clock.now())
         self._batch_ids[name] = batch.id
         return batch.id

@@ -5,6 +5,9 @@ thread (:mod:`reelqueue.engine.queries`), so the caller's event loop never waits
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from reelqueue.application.outputs import local_path
 from reelqueue.application.session import Session
 from reelqueue.domain.models import Batch
 from reelqueue.engine import queries
@@ -16,10 +19,22 @@ __all__ = ["PAGE_ROWS", "AccountSummary", "Counts", "JobDetail", "JobRow", "acco
            "job_rows_by_id"]
 
 
+def _local(session: Session, stored: str) -> str:
+    """The journal's path of a file (relative to the videos folder, issue 23) as this
+    machine has it: under its own videos folder; a refused path as the journal says."""
+    path = local_path(stored, session.ctx.videos_dir)
+    return str(path) if path is not None else stored
+
+
+def _local_rows(session: Session, rows: list[JobRow]) -> list[JobRow]:
+    return [replace(row, output_path=_local(session, row.output_path)) for row in rows]
+
+
 async def job_rows(session: Session, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
     """Jobs in id order, ``limit`` from ``offset`` (jobs are never deleted: the count of
-    rows already read is the offset of the new ones)."""
-    return await queries.job_rows(session.journal, offset, limit)
+    rows already read is the offset of the new ones). Each row's file as this machine
+    has it (under its videos folder)."""
+    return _local_rows(session, await queries.job_rows(session.journal, offset, limit))
 
 
 async def job_order(session: Session, order: str, descending: bool = False) -> list[int]:
@@ -29,12 +44,17 @@ async def job_order(session: Session, order: str, descending: bool = False) -> l
 
 async def job_rows_by_id(session: Session, job_ids: list[int]) -> list[JobRow]:
     """Fresh rows for a few jobs (after a command changed them)."""
-    return await queries.job_rows_by_id(session.journal, job_ids)
+    return _local_rows(session, await queries.job_rows_by_id(session.journal, job_ids))
 
 
 async def job_detail(session: Session, job_id: int) -> JobDetail | None:
-    """A job and its ledger history, oldest first; None when there is no such job."""
-    return await queries.job_detail(session.journal, job_id)
+    """A job and its ledger history, oldest first; None when there is no such job. Its
+    file as this machine has it (under its videos folder)."""
+    detail = await queries.job_detail(session.journal, job_id)
+    if detail is None:
+        return None
+    return replace(detail, job=replace(detail.job,
+                                       output_path=_local(session, detail.job.output_path)))
 
 
 async def accounts(session: Session) -> list[AccountSummary]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reelqueue.application.demo import (
     DEMO_ACCOUNTS,
+    DEMO_BATCH,
     DEMO_RENDER_SECONDS,
     prepare_demo,
     reset_demo,
@@ -47,7 +48,9 @@ def has_display() -> bool:
 
 
 def demo_context(ctx: CliContext) -> CliContext:
-    return CliContext(data_dir=ctx.data_dir / "demo", videos_dir=ctx.videos_dir / "demo",
+    """The demo's own journal; its videos in the batch folder ``demo`` of the videos
+    folder (``Videos/ReelQueue/demo/``)."""
+    return CliContext(data_dir=ctx.data_dir / "demo", videos_dir=ctx.videos_dir,
                       out=ctx.out, clock=ctx.clock, open_window=ctx.open_window)
 
 
@@ -59,7 +62,7 @@ def prepare(ctx: CliContext, sheet: Path,
     ctx.print(f"Demo: {result.added} new jobs from {sheet.name} "
               f"({result.already_present} already there) on "
               f"{len(DEMO_ACCOUNTS)} mock accounts; journal in {ctx.data_dir}, "
-              f"videos in {ctx.videos_dir}.")
+              f"videos in {ctx.videos_dir / DEMO_BATCH}.")
     if not result.added:
         ctx.print("The demo has run before: 'reelqueue demo --reset' clears it and runs "
                   "it again.")

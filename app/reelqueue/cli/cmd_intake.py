@@ -250,6 +250,11 @@ def print_result(ctx: CliContext, result: ImportResult) -> None:
     ctx.print(f"{verb} batch {result.batch_id} {result.batch_name!r}: {result.added} new jobs, "
               f"{result.already_present} already there, {len(result.errors)} row errors. "
               f"Videos go to {result.output_dir}.")
+    if ctx.store_url is not None:
+        folder = Path(result.output_dir).name
+        ctx.print(f"On a team database each machine renders into {folder!r} under its own "
+                  "videos folder (--videos-dir); 'reelqueue status' says which machine "
+                  "holds each video.")
 
 
 def handle_export(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -12,6 +12,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from reelqueue.application import status, views
@@ -85,7 +86,10 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         from reelqueue.cli.cmd_spend import parse_usd
 
         parse_usd(args.max_spend)  # refused before anything is imported
-    config = engine_config(args)
+    # This run's videos folder: --output-dir, else --videos-dir. Every job's file is
+    # resolved under it (the journal keeps paths relative to it: issue 23).
+    config = replace(engine_config(args),
+                     videos_dir=(args.output_dir or ctx.videos_dir).expanduser().absolute())
     if ctx.store_url is not None:  # a team database: take over expired leases only
         from reelqueue.application.team import team_config
 
@@ -155,7 +159,8 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
     """Start the engine on the session (recovery first), render until the queue is
     drained, the budget is spent or a signal comes; stop the engine (renders in flight
     are reattached next time)."""
-    await status.check_output_folders(session)
+    await status.check_output_folders(
+        session, config.videos_dir or ctx.videos_dir.expanduser().absolute())
     if not await session.journal.list_accounts():
         raise InputError("There is no account to render with. Add one with 'reelqueue "
                          "accounts add NAME --provider P', or try 'reelqueue demo'.")

@@ -15,6 +15,7 @@ import contextlib
 import getpass
 import signal
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reelqueue.application.config import EngineConfig
@@ -60,13 +61,14 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
     if ctx.store_url is None:
         raise InputError("A worker renders for a team database: give --store "
                          "postgresql://user@host/db or set REELQUEUE_STORE.")
-    config = engine_config(args)
+    # Every file this worker writes goes under its own videos folder (issue 23).
+    config = replace(engine_config(args), videos_dir=ctx.videos_dir)
     with ctx.open_store() as store:
         from reelqueue.application.worker import PostgresStore
 
         assert isinstance(store, PostgresStore)
         keys = worker_keys(store)
-        ctx.print(f"Team database: {store.where}")
+        ctx.print(f"Team database: {store.where}; videos under {ctx.videos_dir}")
         for line in connection_warnings(ctx.store_url, store):
             ctx.print(line)
         for item in key_availability(store.list_accounts(), keys):

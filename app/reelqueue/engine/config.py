@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from reelqueue.domain.backoff import BackoffPolicy
 
@@ -38,6 +39,13 @@ class EngineConfig:
     reconcile_settle_seconds: None (always, outside tests): each provider's own settle
         time before its list of renders is read for a lost create (docs/providers.md).
         Tests whose fakes list a render at once set it lower.
+    videos_dir: this machine's videos folder (``--videos-dir``, the window's setting):
+        every job's output path is relative to it (``<batch folder>/<file>``), resolved
+        by each machine under its own, never written outside it (issues 21, 23). None
+        (tests and embedders placing absolute paths themselves): paths are used as they
+        are, ``..`` still refused, and no manifest is written.
+    manifest_seconds: the least time between two writes of one batch's manifest
+        (``engine/manifest.py``); the last one is written at the engine's stop.
     """
 
     lease_seconds: float = 60.0
@@ -59,6 +67,8 @@ class EngineConfig:
     max_resumes: int = 5
     finished_without_file_polls: int = 3
     reconcile_settle_seconds: float | None = None
+    videos_dir: Path | None = None
+    manifest_seconds: float = 3.0
 
     @property
     def create_timeout_seconds(self) -> float:

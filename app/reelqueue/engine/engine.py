@@ -17,7 +17,6 @@ import random
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
@@ -40,6 +39,7 @@ from reelqueue.engine.events import (
     spend_cap_reasons,
     stall_reasons,
 )
+from reelqueue.engine.manifest import ManifestWriter, batch_folder
 from reelqueue.engine.outputs import (
     OutputWriter,
     limits_from_config,
@@ -59,7 +59,7 @@ from reelqueue.providers.base import (
 )
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry, check_base_url
-from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
+from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store, this_host
 from reelqueue.store.spend import local_day_start
 
 log = logging.getLogger(__name__)
@@ -157,9 +157,14 @@ class Engine:
             # Redirects are followed by ApiClient itself, each hop checked (issue 11).
             follow_redirects=False)
         self.writer = OutputWriter(limits_from_config(self.config))
+        # This machine's record of each batch it works on (engine/manifest.py).
+        self.manifests = ManifestWriter(self.store, getattr(store, "host", None) or this_host(),
+                                        self.config.videos_dir,
+                                        interval=self.config.manifest_seconds)
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
                                   rng or random.Random(), self.providers,
-                                  Reconciler(self.store, self.clock, self.config))
+                                  Reconciler(self.store, self.clock, self.config),
+                                  job_changed=self.manifests.job_changed)
         self._providers: dict[str, tuple[Account, Provider]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         # The claim token each worker runs under: the heartbeat renews only these leases.
@@ -200,6 +205,7 @@ class Engine:
         self.bus.publish(RecoveryEvent(report, self.clock.now()))
         self._paused = paused
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
+        self.manifests.start()
         self._pump_task = asyncio.create_task(self._pump(), name="pump")
         self.bus.publish(EngineStateEvent("paused" if paused else "running", self.clock.now()))
         return report
@@ -223,6 +229,7 @@ class Engine:
                              *workers, return_exceptions=True)
         if orderly:
             await self._record_stopped_in_flight()
+        await self.manifests.stop()  # the last word of this run on each batch it touched
         if self._own_client:
             await self._http.aclose()
         self.writer.shutdown()
@@ -254,7 +261,8 @@ class Engine:
         now = self.clock.now()
         return RecoverParams(
             instance_id=self.instance_id, now=now, lease_seconds=self.config.lease_seconds,
-            only_expired=only_expired, check_output=recorded_output,
+            only_expired=only_expired,
+            check_output=functools.partial(recorded_output, videos_dir=self.config.videos_dir),
             lookup_accounts=frozenset(name for name, adapter in adapters.items()
                                       if reconcile_method(adapter) != ReconcileMethod.NONE),
             token_accounts=frozenset(name for name, adapter in adapters.items()
@@ -273,12 +281,21 @@ class Engine:
         # Only (id, path, size) rows, and the stat calls off the loop: a journal keeps every
         # completed job (40k of them took 2 s as Job objects; benchmarks/bench_recovery.py).
         outputs = await self.store.completed_outputs()
-        report.missing_outputs.extend(await asyncio.to_thread(missing_outputs, outputs))
+        missing = await asyncio.to_thread(missing_outputs, outputs, self.config.videos_dir)
+        if missing and self.config.shared_store:
+            # Each machine writes under its own videos folder (issue 23): a file another
+            # machine wrote is not missing here. Read only when something is not here.
+            here = self.manifests.host
+            elsewhere = {j.id for j in await self.store.list_jobs(None, [JobState.COMPLETED])
+                         if j.output_host not in (None, here)}
+            missing = [job_id for job_id in missing if job_id not in elsewhere]
+        report.missing_outputs.extend(missing)
         batches = await self.store.list_batches()
         if not self.config.shared_store:
             # Behind the data-folder lock no other writer is alive: every .part is dead.
             # On a shared store another instance may be downloading into these folders.
-            folders = {Path(b.output_dir) for b in batches}
+            folders = {folder for b in batches
+                       if (folder := batch_folder(b, self.config.videos_dir)) is not None}
             await asyncio.to_thread(remove_partials, folders)
             await asyncio.to_thread(remove_stale_manifest_temps, folders)
         # Reattached and reconciling renders resume first; they already own their slots.
@@ -376,6 +393,7 @@ class Engine:
                 task = self._workers.get(job.id)
                 if task is not None and job.state == JobState.CANCELLED:
                     task.cancel()
+                self.manifests.job_changed(job.id)
                 self.bus.publish(JobEvent(job.id, job.state, self.clock.now(),
                                           attempts=job.attempts))
         for name in dict.fromkeys(accounts):

@@ -260,7 +260,7 @@ def _hash_if_sized(path: Path, size: int | None) -> FileCheck:
     return FileCheck(exists=True, size=info.st_size, sha256=digest.hexdigest())
 
 
-def recorded_output(job: Job) -> FileCheck:
+def recorded_output(job: Job, videos_dir: Path | None = None) -> FileCheck:
     """Recovery's look at a job's video (issue 22): the file at its output path when its
     sha256 is the one the journal recorded for this job's download; else, for a download
     that died between recording the hash and the rename, its recorded ``.part`` file with
@@ -269,7 +269,9 @@ def recorded_output(job: Job) -> FileCheck:
     read again."""
     if not job.output_sha256:
         return FileCheck(exists=False)
-    final = Path(job.output_path)
+    final = located_output(job.output_path, videos_dir)
+    if final is None:
+        return FileCheck(exists=False)
     check = _hash_if_sized(final, job.output_size)
     if check.exists and check.sha256 == job.output_sha256:
         return check
@@ -286,9 +288,11 @@ def recorded_output(job: Job) -> FileCheck:
     return check
 
 
-def check_output(job: Job) -> FileCheck:
+def check_output(job: Job, videos_dir: Path | None = None) -> FileCheck:
     """What recovery needs to know of a job's final file: there, whole, and its hash."""
-    path = Path(job.output_path)
+    path = located_output(job.output_path, videos_dir)
+    if path is None:
+        return FileCheck(exists=False)
     try:
         size = path.stat().st_size
     except OSError:
@@ -306,14 +310,16 @@ def check_output(job: Job) -> FileCheck:
     return FileCheck(exists=True, size=size, sha256=digest.hexdigest())
 
 
-def missing_outputs(outputs: Iterable[tuple[int, str, int]]) -> list[int]:
+def missing_outputs(outputs: Iterable[tuple[int, str, int]],
+                    videos_dir: Path | None = None) -> list[int]:
     """The ids of completed jobs whose video is gone or no longer has its recorded size
     (``Store.completed_outputs`` rows). One ``stat`` each: a journal keeps every completed
     job, so this runs over tens of thousands of files at each start."""
     missing: list[int] = []
-    for job_id, path, size in outputs:
+    for job_id, stored, size in outputs:
+        path = located_output(stored, videos_dir)
         try:
-            if os.stat(path).st_size == size:
+            if path is not None and os.stat(path).st_size == size:
                 continue
         except OSError:
             pass
@@ -365,3 +371,83 @@ def ensure_writable(folder: Path) -> None:
             f"The output folder {folder} cannot be written ({reason}). Choose a folder you "
             "can write to (--output-dir); nothing was started."
         ) from None
+
+
+# -- where a job's file is (issue 21/23: every machine writes under its own folder) -------
+
+def path_parts(stored: str) -> list[str] | None:
+    """The components of a journal path with either separator, or None when one of
+    them is ``..`` (or the path names nothing)."""
+    parts = [p for p in re.split(r"[/\\]", stored) if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return parts
+
+
+def is_absolute(stored: str) -> bool:
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    return (PurePosixPath(stored).is_absolute() or bool(PureWindowsPath(stored).drive)
+            or stored.startswith(("/", "\\")))
+
+
+def output_refusal(stored: str, videos_dir: Path | None) -> str | None:
+    """Why the journal's output path ``stored`` is not written on this machine (None:
+    it is). A relative path (``<batch folder>/<file>``) is written under this machine's
+    videos folder; one with ``..`` never; an absolute one (kept from before journal
+    version 9, outside its batch's folder) only when it lies inside the videos folder.
+    ``videos_dir`` None (tests, embedders that place absolute paths themselves): an
+    absolute path without ``..`` is written where it says; a relative one is refused."""
+    parts = path_parts(stored)
+    where = f"this machine's videos folder ({videos_dir})" if videos_dir else "its folder"
+    if parts is None:
+        return (f"its output path {stored!r} in the journal leaves {where} ('..'); it is "
+                "refused: nothing was rendered or written")
+    if not is_absolute(stored):
+        if videos_dir is None:  # never relative to whatever the current folder is
+            return (f"its output path {stored!r} is relative to a videos folder and none "
+                    "is set for this engine")
+        return None
+    if videos_dir is None:
+        return None
+    try:
+        Path(stored).relative_to(videos_dir)
+    except ValueError:
+        return (f"its output path {stored} is absolute and outside {where} (a path kept "
+                "from before journal version 9, or written by another program): it is not "
+                "trusted, never written to; nothing was rendered. Import the row again to "
+                "render it into this machine's folder")
+    return None
+
+
+def resolve_output(stored: str, videos_dir: Path | None) -> Path:
+    """Where this machine writes (and reads) the file the journal names ``stored``:
+    ``videos_dir / stored`` for a relative path. OutputNotWritable (with the reason, for
+    the job's error) when :func:`output_refusal` refuses it."""
+    reason = output_refusal(stored, videos_dir)
+    if reason is not None:
+        raise OutputNotWritable(f"Not written: {reason}.")
+    if is_absolute(stored):
+        return Path(stored)
+    parts = path_parts(stored)
+    assert parts is not None and videos_dir is not None
+    return videos_dir.joinpath(*parts)
+
+
+def located_output(stored: str, videos_dir: Path | None) -> Path | None:
+    """:func:`resolve_output`, or None when the path is refused (for reads: status,
+    start-up checks, the API's download)."""
+    try:
+        return resolve_output(stored, videos_dir)
+    except OutputNotWritable:
+        return None
+
+
+def stored_name(stored: str, final: Path) -> str:
+    """The journal's path for ``final``, a (maybe suffixed) name chosen beside the file
+    the journal named ``stored``: relative stays relative (``<batch folder>/<name>``)."""
+    if is_absolute(stored):
+        return str(final)
+    parts = path_parts(stored)
+    assert parts is not None
+    return "/".join([*parts[:-1], final.name])

@@ -16,7 +16,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +26,6 @@ from reelqueue.domain.errors import (
     ErrorLabel,
     OutputNotWritable,
     ProviderError,
-    ReelQueueError,
     RenderAlreadyRecorded,
     account_status_for,
     submit_unknown_message,
@@ -42,10 +41,11 @@ from reelqueue.engine.outputs import (
     free_output_name,
     part_path,
     remove_parts_of,
+    resolve_output,
+    stored_name,
 )
 from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
-from reelqueue.intake.apply import rewrite_manifest
 from reelqueue.providers.base import (
     Provider,
     ReconcileMethod,
@@ -120,8 +120,8 @@ class RenderContext:
     rng: random.Random
     providers: ProviderRegistry
     reconciler: Reconciler | None = None
-    #: one manifest refresh at a time (a video given a new name, issue 22)
-    manifest_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: called with (job id, batch id) when a job changed (the engine's manifests)
+    job_changed: Callable[[int, int], None] | None = None
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -173,6 +173,8 @@ class RenderAttempt:
         return self.ctx.clock.now()
 
     def _emit(self, state: JobState, **fields: object) -> None:
+        if self.ctx.job_changed is not None:
+            self.ctx.job_changed(self.job.id, self.job.batch_id)
         self.ctx.bus.publish(JobEvent(
             job_id=self.job.id, state=state, at=self._now(), account=self.claim.account,
             attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
@@ -223,8 +225,19 @@ class RenderAttempt:
         """A retry keeps the render, or the unresolved submission (client token)."""
         return self.provider_job_id is not None or self.unresolved
 
+    def _planned_output(self) -> Path:
+        """Where this machine writes the job's video: its journal path under this
+        machine's videos folder. A path that would leave it (``..``, an absolute path
+        outside it) fails the job, with why, before anything is sent: never written."""
+        try:
+            return resolve_output(self.job.output_path, self.ctx.config.videos_dir)
+        except OutputNotWritable as exc:
+            raise ProviderError(str(exc), error_class=ErrorClass.PERMANENT,
+                                label=ErrorLabel.DISK) from None
+
     async def _lifecycle(self) -> None:
         store, now = self.ctx.store, self._now
+        self._planned_output()
         if self.provider_job_id is None and self.job.client_token:
             # An unresolved submission (crash inside the submit window, or a create whose
             # outcome stayed unknown): look for it in the provider's records; never create
@@ -284,36 +297,22 @@ class RenderAttempt:
         suffixed name when something the journal did not record is there (the user's file,
         kept untouched: issue 22), and the temporary file it is written to. A changed name
         goes to the batch's manifest too. Returns the output path chosen."""
-        planned = Path(self.job.output_path)
+        planned = self._planned_output()
         try:
             final = await asyncio.to_thread(free_output_name, planned)
         except OutputNotWritable as exc:  # every suffix taken: the user's to tidy up
             raise ProviderError(str(exc), error_class=ErrorClass.RETRYABLE,
                                 label=ErrorLabel.DISK) from None
         part = part_path(final, self.token.token)
+        stored = stored_name(self.job.output_path, final)
         await self._fenced(await self.ctx.store.mark_downloading(
-            self.token, self._now(), output_path=str(final), part=part.name))
+            self.token, self._now(), output_path=stored, part=part.name))
         self._emit(JobState.DOWNLOADING)
         if final != planned:
             log.info("job %s: %s is taken by a file the journal did not record; it is kept "
                      "and the video goes to %s", self.job.id, planned.name, final.name)
-            self.job = replace(self.job, output_path=str(final))
-            await self._refresh_manifest()
+            self.job = replace(self.job, output_path=stored)
         return final
-
-    async def _refresh_manifest(self) -> None:
-        """The batch's manifest names the video's new file (issue 22). Best effort: the
-        journal is the truth, and the next import rewrites the manifest from it anyway."""
-        store = self.ctx.store
-        async with self.ctx.manifest_lock:  # one refresh at a time: the last read wins
-            batch = await store.get_batch(self.job.batch_id)
-            if batch is None:
-                return
-            jobs = await store.list_jobs(batch.id)
-            try:
-                await asyncio.to_thread(rewrite_manifest, Path(batch.output_dir), batch, jobs)
-            except ReelQueueError as exc:
-                log.warning("job %s: the manifest was not updated: %s", self.job.id, exc)
 
     async def _park_if_resumes_keep_crashing(self) -> bool:
         """Park the job (and return True) when its work was resumed after unclean exits

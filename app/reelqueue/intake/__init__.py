@@ -15,7 +15,7 @@ file) or a :class:`RowError` (one cell); nothing is written before the plan is a
 
 from __future__ import annotations
 
-from reelqueue.intake.apply import ImportResult, IntakeStore, apply_import, write_manifest
+from reelqueue.intake.apply import ImportResult, IntakeStore, apply_import
 from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog, StaticCatalog
 from reelqueue.intake.estimate import (
     NO_ACCOUNTS,
@@ -63,5 +63,4 @@ __all__ = [
     "plan_import",
     "read_sheet",
     "suggest_mapping",
-    "write_manifest",
 ]

@@ -1,21 +1,20 @@
-"""Writing a planned import: the batch, its jobs, its folder and its manifest.
+"""Writing a planned import: the batch, its jobs and its folder.
 
 :func:`apply_import` checks the queue limit before touching anything, so a refused import
 leaves the journal as it was. It reuses the batch of the same name (re-importing a sheet
-adds only new or edited rows), keeps new files from landing on the name of an existing
-job or an existing file in the batch folder, and writes ``manifest.json`` (prompts and
-parameters of every job of the batch) atomically beside the videos, unless the manifest
-there already says exactly that (``run SHEET`` of an unchanged sheet writes nothing).
-:func:`remove_stale_manifest_temps` clears what a killed import left at start-up.
+adds only new or edited rows), and keeps new files from landing on the name of an existing
+job or an existing file in the batch folder. The journal keeps the batch's folder as a
+name relative to the videos folder, and each job's file as ``<batch folder>/<file>``: every
+machine renders under its own videos folder (issues 21, 23). The batch's manifest is no
+longer the import's: each machine's engine writes its own record of the batch
+(``engine/manifest.py``, docs/manifest.md). :func:`remove_stale_manifest_temps` clears
+what a killed manifest write of an earlier version left at start-up.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,9 +28,6 @@ from reelqueue.intake.planner import ImportPlan, bulk_allocation
 from reelqueue.intake.rows import RowError
 from reelqueue.store.base import AddJobsResult
 from reelqueue.store.queue_limit import check_queue_room
-
-MANIFEST_NAME = "manifest.json"
-MANIFEST_TEMP_PREFIX = f".{MANIFEST_NAME}."
 
 
 class IntakeStore(Protocol):
@@ -58,13 +54,12 @@ class ImportResult:
     Attributes:
         batch_id: the batch the jobs are in.
         batch_name: its name.
-        output_dir: its folder.
+        output_dir: its folder on the importing machine (the journal keeps its name).
         batch_created: False when an existing batch of the same name was reused.
         added: jobs added now.
         already_present: jobs that were already in the journal.
         errors: the rows that were not imported, and why.
         job_ids: the ids of the jobs added now.
-        manifest_path: the manifest written beside the videos.
     """
 
     batch_id: int
@@ -75,7 +70,6 @@ class ImportResult:
     already_present: int
     errors: list[RowError] = field(default_factory=list)
     job_ids: tuple[int, ...] = ()
-    manifest_path: str = ""
 
 
 def find_batch(store: IntakeStore, scope: str) -> Batch | None:
@@ -120,13 +114,16 @@ class JournalReading:
         present: the keys of the plan's jobs the journal already has.
         batch: the batch an earlier import of the same sheet made (None: a new one).
         earlier: that batch's jobs.
-        folder: the batch's folder (for a new batch, one no other batch renders into).
+        folder: the batch's folder on this machine (for a new batch, one no other batch
+            renders into).
+        folder_name: the journal's name of it (relative to the videos folder).
     """
 
     present: frozenset[str]
     batch: Batch | None
     earlier: list[Job]
     folder: Path
+    folder_name: str = ""
 
 
 def read_journal(store: IntakeStore, plan: ImportPlan) -> JournalReading:
@@ -142,10 +139,10 @@ def read_journal(store: IntakeStore, plan: ImportPlan) -> JournalReading:
     check_queue_room(store.count_waiting(), new_count, plan.options.max_waiting)
     batches = store.list_batches()
     batch = _batch_of(batches, plan.scope)
-    folder = Path(batch.output_dir) if batch else _free_folder(batches,
-                                                                Path(plan.batch.output_dir))
+    name = batch.output_dir if batch else _free_folder(batches, plan.batch.output_dir)
     earlier = store.list_jobs(batch_id=batch.id) if batch else []
-    return JournalReading(present, batch, earlier, folder)
+    root = plan.options.output_root.expanduser().resolve()
+    return JournalReading(present, batch, earlier, root / name, name)
 
 
 def place_jobs(plan: ImportPlan, reading: JournalReading) -> list[JobSpec]:
@@ -155,7 +152,8 @@ def place_jobs(plan: ImportPlan, reading: JournalReading) -> list[JobSpec]:
     _ensure_writable(folder)
     taken = {os.path.basename(job.output_path) for job in reading.earlier}
     taken |= {entry.name for entry in folder.iterdir() if entry.name.endswith(VIDEO_SUFFIX)}
-    return _place(plan.jobs, reading.present, folder, taken, Path(plan.batch.output_dir))
+    return _place(plan.jobs, reading.present, reading.folder_name, taken,
+                  plan.batch.output_dir)
 
 
 def write_jobs(store: IntakeStore, plan: ImportPlan, reading: JournalReading,
@@ -165,36 +163,22 @@ def write_jobs(store: IntakeStore, plan: ImportPlan, reading: JournalReading,
     batches = store.list_batches()
     batch = _batch_of(batches, plan.scope)
     if (batch.id if batch else None) != (reading.batch.id if reading.batch else None) or (
-            batch is None and reading.folder in {Path(b.output_dir) for b in batches}):
+            batch is None and reading.folder_name in {b.output_dir for b in batches}):
         raise ImportRaced()
     if batch is None:
-        batch = store.create_batch(replace(plan.batch, output_dir=str(reading.folder)), now)
+        batch = store.create_batch(replace(plan.batch, output_dir=reading.folder_name), now)
     added = store.add_jobs(batch.id, specs, now, max_waiting=plan.options.max_waiting)
     return batch, added
 
 
 def finish_import(plan: ImportPlan, reading: JournalReading, specs: list[JobSpec],
                   batch: Batch, added: AddJobsResult) -> ImportResult:
-    """Step 4 (files): write the manifest beside the videos (unless it already says
-    exactly this) and say what the import did."""
-    folder, earlier = reading.folder, reading.earlier
-    earlier_keys = {job.job_key for job in earlier}
-
-    def entries() -> Iterator[dict[str, Any]]:
-        return itertools.chain(
-            map(_manifest_entry, earlier),
-            (_manifest_entry(spec) for spec in specs if spec.job_key not in earlier_keys),
-        )
-
-    if manifest_matches(folder, batch, entries()):
-        manifest = folder / MANIFEST_NAME  # e.g. ``run SHEET`` again: nothing to rewrite
-    else:
-        manifest = write_manifest(folder, batch, entries())
+    """Step 4: say what the import did (the manifest is the engine's record now)."""
     return ImportResult(
-        batch_id=batch.id, batch_name=batch.name, output_dir=str(folder),
+        batch_id=batch.id, batch_name=batch.name, output_dir=str(reading.folder),
         batch_created=reading.batch is None, added=added.added,
         already_present=added.already_present, errors=list(plan.errors),
-        job_ids=tuple(added.job_ids), manifest_path=str(manifest),
+        job_ids=tuple(added.job_ids),
     )
 
 
@@ -206,13 +190,14 @@ def _batch_of(batches: Iterable[Batch], scope: str) -> Batch | None:
     return None
 
 
-def _free_folder(batches: Iterable[Batch], folder: Path) -> Path:
-    """``folder``, or ``folder_2``... when another batch already renders into it."""
-    used = {Path(batch.output_dir) for batch in batches}
+def _free_folder(batches: Iterable[Batch], folder: str) -> str:
+    """``folder`` (a name under the videos folder), or ``folder_2``... when another batch
+    already renders into it."""
+    used = {batch.output_dir for batch in batches}
     candidate, counter = folder, 1
     while candidate in used:
         counter += 1
-        candidate = folder.with_name(f"{folder.name}_{counter}")
+        candidate = f"{folder}_{counter}"
     return candidate
 
 
@@ -232,15 +217,15 @@ def _ensure_writable(folder: Path) -> None:
 
 
 def _place(
-    jobs: Sequence[JobSpec], present: AbstractSet[str], folder: Path, taken: set[str],
-    planned_folder: Path,
+    jobs: Sequence[JobSpec], present: AbstractSet[str], folder: str, taken: set[str],
+    planned_folder: str,
 ) -> list[JobSpec]:
     """The new jobs moved into ``folder``, renamed where a job or file already has the name."""
     if not taken and folder == planned_folder:
         # A new, empty folder where the plan put the jobs: nothing to move or rename (the
         # plan's names are already unique within the batch).
         return list(jobs)
-    prefix = os.path.join(str(folder), "")
+    prefix = folder + "/"
     new_names = {os.path.basename(job.output_path) for job in jobs if job.job_key not in present}
     allocator = NameAllocator(taken | new_names)
     taken_folded = {name.casefold() for name in taken}
@@ -254,112 +239,15 @@ def _place(
     return placed
 
 
-def _file_name(path: str) -> str:
-    """``os.path.basename`` for the paths the intake makes (folder + os.sep + name),
-    without its per-call overhead; the full version where "/" also separates."""
-    return path.rpartition(os.sep)[2] if os.altsep is None else os.path.basename(path)
-
-
-def _manifest_entry(job: Job | JobSpec) -> dict[str, Any]:
-    # Parameters in key order: a job read back from the journal (whose JSON is stored
-    # with sorted keys) then gives the same line as the spec it was made from, so an
-    # unchanged batch compares equal and its manifest is not rewritten.
-    return {
-        "key": job.job_key, "row": job.row_number, "name": job.name, "prompt": job.prompt,
-        "provider": job.provider, "params": dict(sorted(job.params.items())),
-        "account": job.pinned_account,
-        "priority": job.priority, "file": _file_name(job.output_path),
-    }
-
-
-MANIFEST_CHUNK = 2_000
-"""Manifest entries encoded and written at a time: the whole manifest of a 100,000-job
-batch is never in memory at once."""
-_ENTRY_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
-def _manifest_pieces(batch: Batch, entries: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """The manifest's text, a chunk of entries at a time: one job per line, readable,
-    diffable, and written by json's fast C encoder (``entries`` may be a generator)."""
-    head = json.dumps({
-        "format": "reelqueue-manifest", "version": 1,
-        "batch": {"id": batch.id, "name": batch.name, "source": batch.source_path,
-                  "created_at": batch.created_at},
-    }, ensure_ascii=False)
-    yield head[:-1] + ',\n "jobs": [\n'
-    encoded = map(_ENTRY_ENCODER.encode, entries)
-    separator = ""
-    while chunk := list(itertools.islice(encoded, MANIFEST_CHUNK)):
-        yield separator + ",\n".join(chunk)
-        separator = ",\n"
-    yield "\n]}\n"
-
-
-_MANIFEST_WRITES = threading.RLock()
-"""One manifest write at a time in a process: they share the temporary file's name (an
-import and a download's new name may write the same batch's at once)."""
-
-
-def rewrite_manifest(folder: Path, batch: Batch, jobs: Iterable[Job]) -> bool:
-    """Write the batch's manifest from its jobs as the journal has them now (e.g. a video
-    given a suffixed name because the user's file held the planned one, issue 22), unless
-    it already says exactly that. True when it was written."""
-    listed = list(jobs)
-    with _MANIFEST_WRITES:
-        if manifest_matches(folder, batch, map(_manifest_entry, listed)):
-            return False
-        write_manifest(folder, batch, map(_manifest_entry, listed))
-        return True
-
-
-def write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
-    """Write ``manifest.json`` atomically: a temporary file, fsync, then rename over."""
-    with _MANIFEST_WRITES:
-        return _write_manifest(folder, batch, entries)
-
-
-def _write_manifest(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> Path:
-    target = folder / MANIFEST_NAME
-    temporary = folder / f"{MANIFEST_TEMP_PREFIX}{os.getpid()}.tmp"
-    try:
-        with temporary.open("w", encoding="utf-8") as stream:
-            for piece in _manifest_pieces(batch, entries):
-                stream.write(piece)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, target)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise OutputNotWritable(
-            f"The manifest could not be written to {folder} ({exc.strerror})."
-        ) from exc
-    return target
-
-
-def manifest_matches(folder: Path, batch: Batch, entries: Iterable[dict[str, Any]]) -> bool:
-    """True when ``manifest.json`` already holds exactly what :func:`write_manifest` would
-    write: compared piece by piece as it is encoded, never the whole text in memory."""
-    target = folder / MANIFEST_NAME
-    try:
-        stream = target.open("rb")
-    except OSError:
-        return False
-    with stream:
-        for piece in _manifest_pieces(batch, entries):
-            expected = piece.encode("utf-8")
-            if stream.read(len(expected)) != expected:
-                return False
-        return stream.read(1) == b""
-
-
 def remove_stale_manifest_temps(folders: Iterable[Path]) -> int:
-    """Delete the ``.manifest.json.<pid>.tmp`` files an import killed mid-write left in
+    """Delete the ``.manifest.json.<pid>.tmp`` (an import of an earlier version) and
+    ``.manifest-<host>.json.<pid>.tmp`` (an engine's manifest) files a killed write left in
     the batch folders. Called at start-up, behind the data-folder lock, before this
     process imports anything; no other process writes manifests then."""
     removed = 0
     for folder in folders:
         try:
-            stale = [entry for entry in folder.glob(f"{MANIFEST_TEMP_PREFIX}*.tmp")
+            stale = [entry for entry in folder.glob(".manifest*.json.*.tmp")
                      if entry.is_file() and not entry.is_symlink()]
         except OSError:
             continue

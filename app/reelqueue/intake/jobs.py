@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,10 @@ class JobBuilder:
         # after the key is made, so a row's key is what it always was.
         self._image_pins = image_pins
         self.batch_name = batch_name
-        self.folder = output_root.expanduser().resolve() / sanitise_component(batch_name, "batch")
+        #: the batch's folder name: the journal keeps it, and each job's path under it,
+        #: relative to the videos folder (every machine resolves it under its own)
+        self.folder_name = sanitise_component(batch_name, "batch")
+        self.folder = output_root.expanduser().resolve() / self.folder_name
         self.template = template
         self._template = CompiledTemplate(template)
         # A repeated row needs {n} in its names; the template gets "_{n}" if it has none.
@@ -87,7 +89,7 @@ class JobBuilder:
         self._kept = [(index, header) for index, header in enumerate(headers) if header in kept]
         self._all_kept = len(self._kept) == len(self._headers)
         self._typed_cells = typed_cells  # False: every cell is text (CSV, TSV, TXT)
-        self._folder_prefix = os.path.join(str(self.folder), "")
+        self._folder_prefix = self.folder_name + "/"
         self._date = date.strftime("%Y-%m-%d")
 
     def build(self, rows: Iterable[RowValues], id_header: str = "id") -> tuple[

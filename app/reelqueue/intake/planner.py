@@ -307,7 +307,7 @@ def _plan_import(
     batch = BatchSpec(
         name=batch_name,
         source_path=sheet.source_path,
-        output_dir=str(builder.folder),
+        output_dir=builder.folder_name,
         max_attempts=options.max_attempts,
         settings={"intake": {
             "scope": scope, "identity": sheet.identity, "format": sheet.format,

@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 8). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 9). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -6,6 +6,7 @@ CREATE TABLE batches (
     id           INTEGER PRIMARY KEY,
     name         TEXT NOT NULL,
     source_path  TEXT NOT NULL,
+    -- a folder name relative to each machine's videos folder (v9, issue 23)
     output_dir   TEXT NOT NULL,
     max_attempts INTEGER NOT NULL DEFAULT 3 CHECK (max_attempts >= 1),
     settings     TEXT NOT NULL DEFAULT '{}',
@@ -40,6 +41,7 @@ CREATE TABLE jobs (
     params          TEXT NOT NULL DEFAULT '{}',
     pinned_account  TEXT,
     priority        INTEGER NOT NULL DEFAULT 0,
+    -- '<batch folder>/<file>', relative to the videos folder (v9, issue 23)
     output_path     TEXT NOT NULL,
     state           TEXT NOT NULL DEFAULT 'QUEUED'
         CHECK (state IN ('QUEUED', 'CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING',
