@@ -109,10 +109,6 @@ SCHEMA_VERSION = 5
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
-SETTLE_LOCK_TIMEOUT = "15s"
-"""How long reading back a write whose COMMIT went unanswered waits for that transaction's
-row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
-unknown (a JournalError)."""
 IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
 
 Row = dict[str, Any]
@@ -361,41 +357,33 @@ class PostgresStore:
 
     def _prepare(self, now: float) -> None:
         self._prepare_schema(now)
-        with self._tx() as db:
+        with self._tx():
             # Made once by whoever opens the database first (read first: a role that may
             # only read still opens it); kept by dumps and restores.
-            select = "SELECT value FROM reelqueue_meta WHERE key = 'database_id'"
-            row = db.execute(select).fetchone()
+            row = self._one("get_database_id")
             if row is None:
-                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES ('database_id', "
-                           "md5(random()::text || clock_timestamp()::text || "
-                           "pg_backend_pid())) ON CONFLICT (key) DO NOTHING")
-                row = db.execute(select).fetchone()
+                self._exec("make_database_id")
+                row = self._one("get_database_id")
             self.database_id = str(row["value"]) if row else None
 
     def _prepare_schema(self, now: float) -> None:
         with self._tx() as db:
-            if self.schema is not None:
-                db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            if self.schema is not None:  # a plain name (checked by open)
+                db.execute(self._q["create_schema"].replace("{schema}", self.schema).encode())
             # One migrator at a time: a second instance waits here, then finds it done.
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            meta = db.execute("SELECT to_regclass('reelqueue_meta') IS NOT NULL AS ok"
-                              ).fetchone()
+            self._one("advisory_xact_lock", key=MIGRATION_LOCK)
+            meta = self._one("meta_exists")
             if not (meta and meta["ok"]):
-                tables = db.execute(
-                    "SELECT COUNT(*) AS n FROM information_schema.tables "
-                    "WHERE table_schema = current_schema()").fetchone()
+                tables = self._one("tables_in_schema")
                 if tables and tables["n"]:
                     raise JournalCorrupt(
                         f"The schema {self.schema or 'public'} of {self.where} holds tables "
                         "that are not a ReelQueue journal. It was left untouched; choose "
                         "another database or schema.")
                 db.execute(pg_schema_sql())
-                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES "
-                           "('schema_version', %s)", (str(SCHEMA_VERSION),))
+                self._exec("insert_schema_version", version=str(SCHEMA_VERSION))
                 return
-            row = db.execute("SELECT value FROM reelqueue_meta "
-                             "WHERE key = 'schema_version'").fetchone()
+            row = self._one("get_schema_version")
             version = int(row["value"]) if row else 0
             if version > SCHEMA_VERSION:
                 raise JournalError(
@@ -405,8 +393,7 @@ class PostgresStore:
                 return
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 db.execute(pg_migration_sql(step))
-            db.execute("UPDATE reelqueue_meta SET value = %s WHERE key = 'schema_version'",
-                       (str(SCHEMA_VERSION),))
+            self._exec("set_schema_version", version=str(SCHEMA_VERSION))
             self._ledger("migrated", now, detail={"from": version, "to": SCHEMA_VERSION})
             self.migrated_from = version
             log.info("team database %s migrated from schema %d", self.where, version)
@@ -639,7 +626,7 @@ class PostgresStore:
                     unique.setdefault(spec.job_key, spec)
             if max_waiting is not None:
                 # Imports with a queue limit count one after the other, from any machine.
-                db.execute("SELECT pg_advisory_xact_lock(%s)", (IMPORT_LOCK,))
+                self._one("advisory_xact_lock", key=IMPORT_LOCK)
                 check_queue_room(int(self._scalar("count_waiting")), len(unique),
                                  max_waiting)
             ids_by_key: dict[str, int] = {}
@@ -688,23 +675,10 @@ class PostgresStore:
         self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[Job]:
-        sql = "SELECT * FROM jobs"
-        where: list[str] = []
-        args: dict[str, Any] = {}
-        if batch_id is not None:
-            where.append("batch_id = %(batch_id)s")
-            args["batch_id"] = batch_id
-        if states is not None:
-            where.append("state = ANY(%(states)s::text[])")
-            args["states"] = [str(s) for s in states]
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id"
-        if limit is not None:
-            sql += " LIMIT %(limit)s OFFSET %(offset)s"
-            args.update(limit=limit, offset=offset)
-        with self._tx() as db:
-            return [job_from_pg(r) for r in db.execute(sql.encode(), args)]
+        return [job_from_pg(r) for r in self._all(
+            "list_jobs", batch_id=batch_id,
+            states=None if states is None else [str(s) for s in states],
+            limit=limit, offset=offset if limit is not None else 0)]
 
     def job_ids_ordered(
         self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
@@ -916,17 +890,12 @@ class PostgresStore:
             if refused is None:
                 return int(row["id"])
             if batches is None:
-                batches = int(self._scalar_sql("SELECT COUNT(*) FROM batches"))
+                batches = int(self._scalar("count_batches"))
             if refused.scope == "account":
                 creates = False
             else:
                 skip.append(int(row["batch_id"]))
         return None
-
-    def _scalar_sql(self, sql: str) -> Any:
-        with self._tx() as db:
-            row = db.execute(sql.encode()).fetchone()
-        return None if row is None else next(iter(row.values()))
 
     def _batch_committed(self, batch_id: int) -> float:
         # The batch's row lock: claims for one capped batch from several machines count

@@ -835,3 +835,61 @@ SET LOCAL synchronous_commit = off;
 -- row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
 -- unknown (a JournalError).
 SET LOCAL lock_timeout = '15s';
+
+-- Opening: the schema, its version and the database's identity.
+-- name: create_schema
+-- {schema}: the schema's name, checked to be a plain name (letters, digits, _) first.
+CREATE SCHEMA IF NOT EXISTS "{schema}";
+
+-- name: advisory_xact_lock
+-- MIGRATION_LOCK (one migrator at a time), IMPORT_LOCK (imports with a queue limit count
+-- one after the other): held until the transaction ends.
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- name: meta_exists
+SELECT to_regclass('reelqueue_meta') IS NOT NULL AS ok;
+
+-- name: tables_in_schema
+SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = current_schema();
+
+-- name: insert_schema_version
+INSERT INTO reelqueue_meta (key, value) VALUES ('schema_version', %(version)s);
+
+-- name: get_schema_version
+SELECT value FROM reelqueue_meta WHERE key = 'schema_version';
+
+-- name: set_schema_version
+UPDATE reelqueue_meta SET value = %(version)s WHERE key = 'schema_version';
+
+-- name: get_database_id
+SELECT value FROM reelqueue_meta WHERE key = 'database_id';
+
+-- name: make_database_id
+-- Made once by whoever opens the database first; kept by dumps and restores.
+INSERT INTO reelqueue_meta (key, value)
+VALUES ('database_id', md5(random()::text || clock_timestamp()::text || pg_backend_pid()))
+ON CONFLICT (key) DO NOTHING;
+
+-- name: list_jobs
+-- %(batch_id)s, %(states)s: NULL for all; %(limit)s NULL: no limit.
+SELECT * FROM jobs
+ WHERE (%(batch_id)s::bigint IS NULL OR batch_id = %(batch_id)s::bigint)
+   AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
+ ORDER BY id
+ LIMIT %(limit)s OFFSET %(offset)s;
+
+-- name: count_batches
+SELECT COUNT(*) FROM batches;
+
+-- The wake-up listener (postgres_notify.py).
+-- name: wake_triggers
+SELECT t.tgname AS name, c.relname AS tab, p.proname AS func FROM pg_trigger t
+  JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
+ WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal;
+
+-- name: current_schema
+SELECT current_schema() AS s;
+
+-- name: listen_wake
+-- postgres_notify.CHANNEL
+LISTEN reelqueue_wake;
