@@ -141,17 +141,20 @@ def pg_queries() -> dict[str, str]:
         "{provider}", "%(provider)s")
     queries["claim_fast"] = queries["claim_fast"].replace(
         "{claimable}", claimable.replace("{gate}", queries["claim_gate"]).replace(
-            "{provider}", queries["claim_provider"]))
+            "{provider}", queries["claim_provider"])).replace(
+        "{commit_async}", queries["commit_async"])
     return {name: text.replace("{server_now}", server_now) for name, text in queries.items()}
 
 
 @cache
-def fenced_sql(template: str, update: str) -> bytes:
+def fenced_sql(template: str, update: str, durable: bool = True) -> bytes:
     """A fenced write in one statement: ``template`` (``one_trip_*``) around the
-    fenced update ``update`` (``fenced_*``), both from ``sql_pg/queries.sql``."""
+    fenced update ``update`` (``fenced_*``), both from ``sql_pg/queries.sql``; committed
+    durably, or (``durable`` False) without waiting for the WAL's flush."""
     queries = pg_queries()
     return queries[template].replace(
-        "{update}", queries[update].rstrip().rstrip(";")).encode()
+        "{update}", queries[update].rstrip().rstrip(";")).replace(
+        "{commit}", queries["commit_durable" if durable else "commit_async"]).encode()
 
 
 def pg_schema_sql() -> str:
@@ -428,15 +431,14 @@ class PostgresStore:
                     self._conn = None
 
     def _single(self, sql: bytes, params: dict[str, Any], *,
-                durable: bool = True, before: Sequence[tuple[str, dict[str, Any]]] = ()
-                ) -> list[Row]:
+                before: Sequence[tuple[str, dict[str, Any]]] = ()) -> list[Row]:
         """One statement in a transaction of its own, in one round trip (issue 20): sent in
-        autocommit, so its COMMIT is the statement's own end. ``durable`` False, or
+        autocommit, so its COMMIT is the statement's own end (whether that waits for the
+        WAL's flush is the statement's: ``commit_async`` in ``queries.sql``). With
         statements to run ``before`` it in the same transaction (named queries; their
-        answers are not read): the transaction is sent whole in one pipeline (BEGIN,
-        ``SET LOCAL synchronous_commit = off`` when not durable, those statements, this
-        one, COMMIT), still one round trip. Inside an open transaction (``_tx``) it is a
-        step of that one.
+        answers are not read) the transaction is sent whole in one pipeline (BEGIN, those
+        statements, this one, COMMIT), still one round trip. Inside an open transaction
+        (``_tx``) it is a step of that one.
 
         From the send on, the outcome may be unknown (``_committing``): a connection lost
         then is read back by the caller's ``_settled``, never run again blindly."""
@@ -452,13 +454,11 @@ class PostgresStore:
                 self._committing = True
                 try:
                     db.autocommit = True
-                    if durable and not before:
+                    if not before:
                         rows = db.execute(sql, {**clock, **params}).fetchall()
                     else:
                         with db.pipeline():
                             db.execute(self._q["begin"])
-                            if not durable:
-                                db.execute(self._q["async_commit"])
                             for name, args in before:
                                 db.execute(self._q[name], {**clock, **args})
                             cursor = db.execute(sql, {**clock, **params})
@@ -574,11 +574,11 @@ class PostgresStore:
         """One fenced transition in one statement (``one_trip_*``): the update names the
         job and its claim token; its ledger entry, or the ``fenced_out`` entry when the
         update changed nothing, is written by the same statement. The statement's rows."""
-        return self._single(fenced_sql(template, query), {
+        return self._single(fenced_sql(template, query, durable), {
             "id": token.job_id, "token": token.token, "now": now, "event": event,
             "detail": Jsonb(detail or {}, dumps=dumps),
             "fenced_detail": Jsonb({"write": query.removeprefix("fenced_")}, dumps=dumps),
-            **params}, durable=durable)
+            **params})
 
     def _fenced(
         self, query: str, event: str, token: ClaimToken, now: float,
@@ -790,14 +790,14 @@ class PostgresStore:
     def _claim_fast(self, params: ClaimParams, token: str) -> Claim | object | None:
         """The claim in one round trip (issue 20): one pipeline sends BEGIN, the account's
         row lock (lock_account), claim_fast (room, candidate, claim, ledger entry) and
-        COMMIT, committed without waiting for the WAL's flush (a lost claim leaves the job
-        queued with nothing sent). :data:`_LONG_WAY` when a spend cap has to look at the
+        COMMIT, which does not wait for the WAL's flush (a lost claim leaves the job queued
+        with nothing sent). :data:`_LONG_WAY` when a spend cap has to look at the
         candidate: :meth:`_claim` claims it then."""
         rows = self._single(self._q["claim_fast"].encode(), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
             "creates": True, "skip_batches": []},
-            durable=False, before=[("lock_account", {"name": params.account})])
+            before=[("lock_account", {"name": params.account})])
         row = rows[0] if rows else None
         if row is None or not row["room_ok"]:
             return None

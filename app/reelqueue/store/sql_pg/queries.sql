@@ -666,6 +666,7 @@ SELECT *, {server_now} - heartbeat_at AS silent_for FROM instances ORDER BY star
 -- caller needs back. The ledger's rows are inserted by one INSERT in the order listed (the
 -- event first, then its spend), so their seq keeps that order. "before" reads the row as
 -- the statement found it (the statement's snapshot), for the account of a fenced_out entry.
+-- {commit}: commit_durable, or commit_async for a transition recovery can redo.
 -- name: one_trip_fenced
 WITH before AS (SELECT account FROM jobs WHERE id = %(id)s),
 j AS ({update}
@@ -676,7 +677,7 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
       SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
              %(fenced_detail)s
        WHERE NOT EXISTS (SELECT 1 FROM j))
-SELECT account FROM j;
+SELECT account FROM j WHERE {commit};
 
 -- name: one_trip_submitting
 -- The intent and its spend (the job's price, unless this is the same intent again: an
@@ -709,7 +710,7 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
                   WHERE b.lease_left IS NOT NULL
                     AND %(min_lease)s::double precision IS NOT NULL), '{}'::jsonb)
        WHERE NOT EXISTS (SELECT 1 FROM j))
-SELECT account FROM j;
+SELECT account FROM j WHERE {commit};
 
 -- name: one_trip_submitted
 -- The provider job id, unless another job of this provider and account holds that render
@@ -731,7 +732,8 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
              %(fenced_detail)s
        WHERE NOT EXISTS (SELECT 1 FROM j) AND NOT EXISTS (SELECT 1 FROM h))
 SELECT (SELECT account FROM j) AS account, (SELECT id FROM j) AS written,
-       (SELECT id FROM h) AS holder;
+       (SELECT id FROM h) AS holder
+ WHERE {commit};
 
 -- name: one_trip_completed
 -- The completion, and the provider's reported cost correcting the price its intent wrote
@@ -757,7 +759,19 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
       SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
              %(fenced_detail)s
        WHERE NOT EXISTS (SELECT 1 FROM j))
-SELECT account FROM j;
+SELECT account FROM j WHERE {commit};
+
+-- name: commit_durable
+TRUE
+
+-- name: commit_async
+-- A transition recovery can redo (docs/design-notes.md, durability: a claim, a progress
+-- note, the switch to downloading, a download's hash): its transaction commits without
+-- waiting for the WAL's flush (the next durable commit flushes it). set_config(..., true)
+-- lasts until the transaction's end, which reads it when it commits (a statement sent in
+-- autocommit is a transaction of its own); the subquery is evaluated once, before any row
+-- (a one-time filter), and always holds.
+(SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 
 -- name: claim_gate
 AND EXISTS (SELECT 1 FROM room)
@@ -771,7 +785,8 @@ AND EXISTS (SELECT 1 FROM room)
 -- every machine): the account's room (enabled, usable, not cooling down by the server's
 -- clock, live renders under its limit), the next claimable job ({claimable}: next_claimable
 -- with claim_gate: no job is looked at or locked without room), the claim and its ledger
--- entry. A candidate a spend cap has to look at (it needs a create and its batch or the
+-- entry; the transaction commits without waiting for the WAL's flush (commit_async). A
+-- candidate a spend cap has to look at (it needs a create and its batch or the
 -- account has a cap) is not claimed here: candidate_id says there is one, and the store
 -- claims it the long way (lock_batch, the spend sums), in a transaction of its own.
 WITH room AS (
@@ -805,7 +820,8 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
 SELECT r.room_ok, c.id AS candidate_id, j.*
   FROM (SELECT EXISTS (SELECT 1 FROM room) AS room_ok) AS r
   LEFT JOIN candidate AS c ON TRUE
-  LEFT JOIN j ON TRUE;
+  LEFT JOIN j ON TRUE
+ WHERE {commit_async};
 
 -- name: claim_by_token
 -- A claim whose COMMIT went unanswered (claim_fast): the row carrying its token, read once
@@ -823,12 +839,6 @@ BEGIN;
 
 -- name: commit
 COMMIT;
-
--- name: async_commit
--- A transition recovery can redo (docs/design-notes.md, durability: a claim, a progress
--- note, the switch to downloading, a download's hash, a lease renewal): committed without
--- waiting for the WAL's flush; the next durable commit flushes it.
-SET LOCAL synchronous_commit = off;
 
 -- name: settle_lock_timeout
 -- Reading back a write whose COMMIT went unanswered waits this long for that transaction's
