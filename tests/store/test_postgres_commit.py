@@ -257,3 +257,27 @@ def test_renew_leases_with_tokens_renews_only_those(
     assert leases[second.job.id] == start + 5 + LEASE
     clock.advance(1)
     assert a.renew_leases("boot-a", clock.now(), LEASE) == 2, "None: every lease"
+
+
+def test_an_async_transition_sets_only_its_own_commit(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """A claim and the switch to downloading commit without waiting for the WAL's flush
+    (commit_async: set for their own transaction only). The pool's connections stay
+    durable for what follows, and inside a transaction already open (a step of it) the
+    write does not turn that transaction's commit asynchronous."""
+    a, _ = pair
+    first, second = claim(a, clock), claim(a, clock)
+    assert first is not None and second is not None
+    for got in (first, second):
+        assert a.mark_submitting(got.token, f"ct-{got.job.id}", clock.now())
+        assert a.record_submitted(got.token, f"pj-{got.job.id}", clock.now())
+    assert a.mark_downloading(first.token, clock.now())
+    for _ in range(2):  # both of the pool's connections
+        with a.raw_connection() as db:
+            row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+            assert row is not None and row["s"] == "on"
+    with a.raw_connection() as db:
+        assert a.mark_downloading(second.token, clock.now())
+        row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+        assert row is not None and row["s"] == "on", "the open transaction stays durable"

@@ -574,6 +574,9 @@ class PostgresStore:
         """One fenced transition in one statement (``one_trip_*``): the update names the
         job and its claim token; its ledger entry, or the ``fenced_out`` entry when the
         update changed nothing, is written by the same statement. The statement's rows."""
+        # Inside an open transaction (a step of it) the write commits with that one: durably
+        # (commit_async would set the whole transaction's commit).
+        durable = durable or self._conn is not None
         return self._single(fenced_sql(template, query, durable), {
             "id": token.job_id, "token": token.token, "now": now, "event": event,
             "detail": Jsonb(detail or {}, dumps=dumps),
@@ -778,9 +781,12 @@ class PostgresStore:
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
         token = uuid.uuid4().hex
         tried: list[int] = []  # the job the claim wrote its token on, if it got that far
-        fast = self._settled(functools.partial(self._claim_fast, params, token),
-                             functools.partial(self._claim_landed, params, token, []),
-                             f"a claim for {params.account}")
+        # Inside an open transaction (a step of it) the claim goes the long way: the fast
+        # way's statement would set the whole transaction's commit (commit_async).
+        fast = _LONG_WAY if self._conn is not None else self._settled(
+            functools.partial(self._claim_fast, params, token),
+            functools.partial(self._claim_landed, params, token, []),
+            f"a claim for {params.account}")
         if fast is not _LONG_WAY:
             return cast("Claim | None", fast)
         return self._settled(functools.partial(self._claim, params, token, tried),
