@@ -42,7 +42,11 @@ LEASE = 30.0
 class LostAnswer(psycopg.Connection[Any]):
     """A connection whose next commits follow :attr:`plan` (shared by the pool's
     connections; empty: ordinary commits). ``commits`` counts the COMMITs that reached the
-    server."""
+    server. A commit is a ``commit()`` of an open transaction, a statement sent in
+    autocommit (its own transaction: one round trip per transition, issue 20) or the
+    ``COMMIT`` statement of a transaction sent whole in one pipeline; for the last two
+    ``"before"`` means the statement (or the pipeline's COMMIT, replaced by a ROLLBACK)
+    never took effect."""
 
     plan: ClassVar[list[str]] = []
     commits: ClassVar[int] = 0
@@ -59,6 +63,26 @@ class LostAnswer(psycopg.Connection[Any]):
             LostAnswer.commits += 1
         if step != "ok":
             raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        text = query.decode() if isinstance(query, bytes) else str(query)
+        if not self.autocommit or not text.strip():  # a transaction's step, the pool's check
+            return super().execute(query, params, **kwargs)
+        in_pipeline = self._pipeline is not None
+        if in_pipeline and text.strip().rstrip(";").upper() != "COMMIT":
+            return super().execute(query, params, **kwargs)  # a step of the pipeline
+        step = LostAnswer.plan.pop(0) if LostAnswer.plan else "ok"
+        if step == "before":
+            if in_pipeline:
+                super().execute("ROLLBACK")
+        else:
+            cursor = super().execute(query, params, **kwargs)
+            LostAnswer.commits += 1
+            if step == "ok":
+                return cursor
+            if not in_pipeline:
+                cursor.fetchall()
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
 
 
 def no_file(job: Job) -> FileCheck:
@@ -233,3 +257,27 @@ def test_renew_leases_with_tokens_renews_only_those(
     assert leases[second.job.id] == start + 5 + LEASE
     clock.advance(1)
     assert a.renew_leases("boot-a", clock.now(), LEASE) == 2, "None: every lease"
+
+
+def test_an_async_transition_sets_only_its_own_commit(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """A claim and the switch to downloading commit without waiting for the WAL's flush
+    (commit_async: set for their own transaction only). The pool's connections stay
+    durable for what follows, and inside a transaction already open (a step of it) the
+    write does not turn that transaction's commit asynchronous."""
+    a, _ = pair
+    first, second = claim(a, clock), claim(a, clock)
+    assert first is not None and second is not None
+    for got in (first, second):
+        assert a.mark_submitting(got.token, f"ct-{got.job.id}", clock.now())
+        assert a.record_submitted(got.token, f"pj-{got.job.id}", clock.now())
+    assert a.mark_downloading(first.token, clock.now())
+    for _ in range(2):  # both of the pool's connections
+        with a.raw_connection() as db:
+            row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+            assert row is not None and row["s"] == "on"
+    with a.raw_connection() as db:
+        assert a.mark_downloading(second.token, clock.now())
+        row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+        assert row is not None and row["s"] == "on", "the open transaction stays durable"

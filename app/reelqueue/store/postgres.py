@@ -72,7 +72,6 @@ from reelqueue.store.base import (
     Prioritized,
     RecoverParams,
     downloading_detail,
-    short_lease,
     this_host,
 )
 from reelqueue.store.postgres_support import (
@@ -97,12 +96,10 @@ from reelqueue.store.recovery_plan import (
 )
 from reelqueue.store.spend import (
     SLACK,
-    SPEND_EVENT,
     AccountSpend,
     BatchSpend,
     SpendSummary,
     cap_of,
-    price_of,
     refusal,
 )
 
@@ -112,10 +109,6 @@ SCHEMA_VERSION = 6
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
-SETTLE_LOCK_TIMEOUT = "15s"
-"""How long reading back a write whose COMMIT went unanswered waits for that transaction's
-row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
-unknown (a JournalError)."""
 IN_FLIGHT_STATES = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
 
 Row = dict[str, Any]
@@ -142,7 +135,26 @@ def pg_queries() -> dict[str, str]:
     if current:
         queries[current] = "\n".join(lines).strip()
     server_now = f"({queries['server_now']})"
+    # next_claimable is also claim_fast's candidate, there gated by the account's room.
+    claimable = queries["next_claimable"].rstrip().rstrip(";")
+    queries["next_claimable"] = claimable.replace("{gate}", "").replace(
+        "{provider}", "%(provider)s")
+    queries["claim_fast"] = queries["claim_fast"].replace(
+        "{claimable}", claimable.replace("{gate}", queries["claim_gate"]).replace(
+            "{provider}", queries["claim_provider"])).replace(
+        "{commit_async}", queries["commit_async"])
     return {name: text.replace("{server_now}", server_now) for name, text in queries.items()}
+
+
+@cache
+def fenced_sql(template: str, update: str, durable: bool = True) -> bytes:
+    """A fenced write in one statement: ``template`` (``one_trip_*``) around the
+    fenced update ``update`` (``fenced_*``), both from ``sql_pg/queries.sql``; committed
+    durably, or (``durable`` False) without waiting for the WAL's flush."""
+    queries = pg_queries()
+    return queries[template].replace(
+        "{update}", queries[update].rstrip().rstrip(";")).replace(
+        "{commit}", queries["commit_durable" if durable else "commit_async"]).encode()
 
 
 def pg_schema_sql() -> str:
@@ -348,41 +360,33 @@ class PostgresStore:
 
     def _prepare(self, now: float) -> None:
         self._prepare_schema(now)
-        with self._tx() as db:
+        with self._tx():
             # Made once by whoever opens the database first (read first: a role that may
             # only read still opens it); kept by dumps and restores.
-            select = "SELECT value FROM reelqueue_meta WHERE key = 'database_id'"
-            row = db.execute(select).fetchone()
+            row = self._one("get_database_id")
             if row is None:
-                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES ('database_id', "
-                           "md5(random()::text || clock_timestamp()::text || "
-                           "pg_backend_pid())) ON CONFLICT (key) DO NOTHING")
-                row = db.execute(select).fetchone()
+                self._exec("make_database_id")
+                row = self._one("get_database_id")
             self.database_id = str(row["value"]) if row else None
 
     def _prepare_schema(self, now: float) -> None:
         with self._tx() as db:
-            if self.schema is not None:
-                db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            if self.schema is not None:  # a plain name (checked by open)
+                db.execute(self._q["create_schema"].replace("{schema}", self.schema).encode())
             # One migrator at a time: a second instance waits here, then finds it done.
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            meta = db.execute("SELECT to_regclass('reelqueue_meta') IS NOT NULL AS ok"
-                              ).fetchone()
+            self._one("advisory_xact_lock", key=MIGRATION_LOCK)
+            meta = self._one("meta_exists")
             if not (meta and meta["ok"]):
-                tables = db.execute(
-                    "SELECT COUNT(*) AS n FROM information_schema.tables "
-                    "WHERE table_schema = current_schema()").fetchone()
+                tables = self._one("tables_in_schema")
                 if tables and tables["n"]:
                     raise JournalCorrupt(
                         f"The schema {self.schema or 'public'} of {self.where} holds tables "
                         "that are not a ReelQueue journal. It was left untouched; choose "
                         "another database or schema.")
                 db.execute(pg_schema_sql())
-                db.execute("INSERT INTO reelqueue_meta (key, value) VALUES "
-                           "('schema_version', %s)", (str(SCHEMA_VERSION),))
+                self._exec("insert_schema_version", version=str(SCHEMA_VERSION))
                 return
-            row = db.execute("SELECT value FROM reelqueue_meta "
-                             "WHERE key = 'schema_version'").fetchone()
+            row = self._one("get_schema_version")
             version = int(row["value"]) if row else 0
             if version > SCHEMA_VERSION:
                 raise JournalError(
@@ -392,8 +396,7 @@ class PostgresStore:
                 return
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 db.execute(pg_migration_sql(step))
-            db.execute("UPDATE reelqueue_meta SET value = %s WHERE key = 'schema_version'",
-                       (str(SCHEMA_VERSION),))
+            self._exec("set_schema_version", version=str(SCHEMA_VERSION))
             self._ledger("migrated", now, detail={"from": version, "to": SCHEMA_VERSION})
             self.migrated_from = version
             log.info("team database %s migrated from schema %d", self.where, version)
@@ -426,6 +429,49 @@ class PostgresStore:
                     self._recently_used.mark(db)
                 finally:
                     self._conn = None
+
+    def _single(self, sql: bytes, params: dict[str, Any], *,
+                before: Sequence[tuple[str, dict[str, Any]]] = ()) -> list[Row]:
+        """One statement in a transaction of its own, in one round trip (issue 20): sent in
+        autocommit, so its COMMIT is the statement's own end (whether that waits for the
+        WAL's flush is the statement's: ``commit_async`` in ``queries.sql``). With
+        statements to run ``before`` it in the same transaction (named queries; their
+        answers are not read) the transaction is sent whole in one pipeline (BEGIN, those
+        statements, this one, COMMIT), still one round trip. Inside an open transaction
+        (``_tx``) it is a step of that one.
+
+        From the send on, the outcome may be unknown (``_committing``): a connection lost
+        then is read back by the caller's ``_settled``, never run again blindly."""
+        with self._lock:
+            clock = {"clock": self._clock()}
+            if self._conn is not None:
+                for name, args in before:
+                    self._conn.execute(self._q[name], {**clock, **args})
+                return self._conn.execute(sql, {**clock, **params}).fetchall()
+            self._committing = False
+            with self._pool.connection() as conn:
+                db = cast("psycopg.Connection[Row]", conn)
+                self._committing = True
+                try:
+                    db.autocommit = True
+                    if not before:
+                        rows = db.execute(sql, {**clock, **params}).fetchall()
+                    else:
+                        with db.pipeline():
+                            db.execute(self._q["begin"])
+                            for name, args in before:
+                                db.execute(self._q[name], {**clock, **args})
+                            cursor = db.execute(sql, {**clock, **params})
+                            db.execute(self._q["commit"])
+                        rows = cursor.fetchall()
+                    self._recently_used.mark(db)
+                    return rows
+                finally:
+                    if not db.closed:
+                        if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                            _rollback(db)  # a pipeline's statement failed: BEGIN still open
+                        with suppress(psycopg.Error):
+                            db.autocommit = False
 
     def _lost_before_commit(self, exc: BaseException) -> bool:
         """The connection died (a server restart, a cut network) before this transaction's
@@ -488,8 +534,8 @@ class PostgresStore:
     def _settle_row(self, job_id: int) -> Row | None:
         """The job's row once no other transaction holds its lock (a lost one that wrote
         it has then committed or rolled back), inside the caller's transaction."""
-        with self._tx() as db:
-            db.execute(f"SET LOCAL lock_timeout = '{SETTLE_LOCK_TIMEOUT}'".encode())
+        with self._tx():
+            self._exec("settle_lock_timeout")
             return self._one("job_for_share", id=job_id)
 
     def _clock(self) -> float | None:
@@ -520,31 +566,31 @@ class PostgresStore:
         self._exec("insert_ledger", now=now, event=event, job_id=job_id, account=account,
                    claim_token=claim_token, detail=Jsonb(detail or {}, dumps=dumps))
 
+    def _fenced_rows(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, template: str = "one_trip_fenced",
+        durable: bool = True, **params: Any,
+    ) -> list[Row]:
+        """One fenced transition in one statement (``one_trip_*``): the update names the
+        job and its claim token; its ledger entry, or the ``fenced_out`` entry when the
+        update changed nothing, is written by the same statement. The statement's rows."""
+        # Inside an open transaction (a step of it) the write commits with that one: durably
+        # (commit_async would set the whole transaction's commit).
+        durable = durable or self._conn is not None
+        return self._single(fenced_sql(template, query, durable), {
+            "id": token.job_id, "token": token.token, "now": now, "event": event,
+            "detail": Jsonb(detail or {}, dumps=dumps),
+            "fenced_detail": Jsonb({"write": query.removeprefix("fenced_")}, dumps=dumps),
+            **params})
+
     def _fenced(
-        self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *,
-        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, template: str = "one_trip_fenced",
+        durable: bool = True, **params: Any,
     ) -> bool:
-        """One fenced transition: the update names the job and its claim token. ``why``
-        adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
-        with self._tx() as db:
-            # The update returns the job's account: one round trip when the write holds.
-            done = db.execute(_returning_account(self._q[query]),
-                              {"id": token.job_id, "token": token.token, "now": now,
-                               "clock": self._clock(), **params}).fetchone()
-            changed = done is not None
-            account = (done["account"] if done is not None
-                       else self._scalar("account_of_job", id=token.job_id))
-            if changed:
-                if event:
-                    self._ledger(event, now, job_id=token.job_id, account=account,
-                                 claim_token=token.token, detail=detail)
-                return True
-            self._ledger("fenced_out", now, job_id=token.job_id, account=account,
-                         claim_token=token.token,
-                         detail={"write": query.removeprefix("fenced_"),
-                                 **(why() if why else {})})
-            return False
+        """One fenced transition (:meth:`_fenced_rows`): whether it was written."""
+        return bool(self._fenced_rows(query, event, token, now, detail, template=template,
+                                      durable=durable, **params))
 
     # -- batches and jobs --------------------------------------------------------------
     def create_batch(self, spec: BatchSpec, now: float) -> Batch:
@@ -583,7 +629,7 @@ class PostgresStore:
                     unique.setdefault(spec.job_key, spec)
             if max_waiting is not None:
                 # Imports with a queue limit count one after the other, from any machine.
-                db.execute("SELECT pg_advisory_xact_lock(%s)", (IMPORT_LOCK,))
+                self._one("advisory_xact_lock", key=IMPORT_LOCK)
                 check_queue_room(int(self._scalar("count_waiting")), len(unique),
                                  max_waiting)
             ids_by_key: dict[str, int] = {}
@@ -632,23 +678,10 @@ class PostgresStore:
         self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[Job]:
-        sql = "SELECT * FROM jobs"
-        where: list[str] = []
-        args: dict[str, Any] = {}
-        if batch_id is not None:
-            where.append("batch_id = %(batch_id)s")
-            args["batch_id"] = batch_id
-        if states is not None:
-            where.append("state = ANY(%(states)s::text[])")
-            args["states"] = [str(s) for s in states]
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id"
-        if limit is not None:
-            sql += " LIMIT %(limit)s OFFSET %(offset)s"
-            args.update(limit=limit, offset=offset)
-        with self._tx() as db:
-            return [job_from_pg(r) for r in db.execute(sql.encode(), args)]
+        return [job_from_pg(r) for r in self._all(
+            "list_jobs", batch_id=batch_id,
+            states=None if states is None else [str(s) for s in states],
+            limit=limit, offset=offset if limit is not None else 0)]
 
     def job_ids_ordered(
         self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
@@ -748,16 +781,51 @@ class PostgresStore:
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
         token = uuid.uuid4().hex
         tried: list[int] = []  # the job the claim wrote its token on, if it got that far
+        # Inside an open transaction (a step of it) the claim goes the long way: the fast
+        # way's statement would set the whole transaction's commit (commit_async).
+        fast = _LONG_WAY if self._conn is not None else self._settled(
+            functools.partial(self._claim_fast, params, token),
+            functools.partial(self._claim_landed, params, token, []),
+            f"a claim for {params.account}")
+        if fast is not _LONG_WAY:
+            return cast("Claim | None", fast)
         return self._settled(functools.partial(self._claim, params, token, tried),
-                             functools.partial(self._claim_landed, token, tried),
+                             functools.partial(self._claim_landed, params, token, tried),
                              f"a claim for {params.account}")
 
-    def _claim_landed(self, token: str, tried: list[int]) -> Claim | None:
-        """The claim whose COMMIT went unanswered, if it committed: the row carrying its
-        token (a row cancelled meanwhile carries none: no claim)."""
-        if not tried:
+    def _claim_fast(self, params: ClaimParams, token: str) -> Claim | object | None:
+        """The claim in one round trip (issue 20): one pipeline sends BEGIN, the account's
+        row lock (lock_account), claim_fast (room, candidate, claim, ledger entry) and
+        COMMIT, which does not wait for the WAL's flush (a lost claim leaves the job queued
+        with nothing sent). :data:`_LONG_WAY` when a spend cap has to look at the
+        candidate: :meth:`_claim` claims it then."""
+        rows = self._single(self._q["claim_fast"].encode(), {
+            "account": params.account, "token": token, "owner": params.instance_id,
+            "lease_seconds": params.lease_seconds, "now": params.now,
+            "creates": True, "skip_batches": []},
+            before=[("lock_account", {"name": params.account})])
+        row = rows[0] if rows else None
+        if row is None or not row["room_ok"]:
             return None
-        row = self._settle_row(tried[-1])
+        if row["id"] is None:
+            return None if row["candidate_id"] is None else _LONG_WAY
+        job = job_from_pg(row)
+        return Claim(job=job, account=params.account, token=ClaimToken(job.id, token),
+                     resumed=job.provider_job_id is not None)
+
+    def _claim_landed(self, params: ClaimParams, token: str,
+                      tried: list[int]) -> Claim | None:
+        """The claim whose COMMIT went unanswered, if it committed: the row carrying its
+        token (a row cancelled meanwhile carries none: no claim). The long way's row is
+        known (``tried``): its lock is waited for; the fast way's is not, so the account's
+        row lock is (the lost transaction held it), then the row carrying the token."""
+        if tried:
+            row = self._settle_row(tried[-1])
+        else:
+            with self._tx():
+                self._exec("settle_lock_timeout")
+                self._one("lock_account_for_share", name=params.account)
+                row = self._one("claim_by_token", account=params.account, token=token)
         if row is None or row["claim_token"] != token:
             return None
         job = job_from_pg(row)
@@ -828,17 +896,12 @@ class PostgresStore:
             if refused is None:
                 return int(row["id"])
             if batches is None:
-                batches = int(self._scalar_sql("SELECT COUNT(*) FROM batches"))
+                batches = int(self._scalar("count_batches"))
             if refused.scope == "account":
                 creates = False
             else:
                 skip.append(int(row["batch_id"]))
         return None
-
-    def _scalar_sql(self, sql: str) -> Any:
-        with self._tx() as db:
-            row = db.execute(sql.encode()).fetchone()
-        return None if row is None else next(iter(row.values()))
 
     def _batch_committed(self, batch_id: int) -> float:
         # The batch's row lock: claims for one capped batch from several machines count
@@ -947,48 +1010,33 @@ class PostgresStore:
 
     def _mark_submitting(self, token: ClaimToken, client_token: str, now: float,
                          min_lease: float | None) -> bool:
-        # The intent and its spend are one transaction: from here the render may be billed.
-        # The lease left is the server's to measure, in the same statement.
-        with self._tx():
-            before = self._one("get_job", id=token.job_id)
-            if not self._fenced("fenced_mark_submitting", "submitting", token, now,
-                                {"client_token": client_token}, client_token=client_token,
-                                min_lease=min_lease,
-                                why=functools.partial(self._submit_refusal, token,
-                                                      min_lease)):
-                return False
-            assert before is not None
-            price = price_of(before["metadata"] or {})
-            # The same intent again (an unresolved submission re-entering SUBMITTING to be
-            # looked up) sends no create: its spend was written with the first.
-            if price is not None and before["client_token"] != client_token:
-                self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=before["account"],
-                             claim_token=token.token, detail={"usd": price})
-            return True
-
-    def _submit_refusal(self, token: ClaimToken, min_lease: float | None) -> dict[str, Any]:
-        return short_lease(self._scalar("submit_refusal", id=token.job_id, token=token.token),
-                           min_lease)
+        # The intent and its spend are one statement, committed durably: from here the
+        # render may be billed. The lease left is the server's to measure, in the same
+        # statement; a refusal while the claim held says so (base.short_lease).
+        return self._fenced("fenced_mark_submitting", "submitting", token, now,
+                            {"client_token": client_token},
+                            template="one_trip_submitting", client_token=client_token,
+                            min_lease=min_lease)
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
         return self._write_settled(token, "submitted", functools.partial(
             self._record_submitted, token, provider_job_id, now))
 
     def _record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        with self._tx():
-            self._refuse_recorded_render(token.job_id, provider_job_id)
-            return self._fenced("fenced_record_submitted", "submitted", token, now,
-                                {"provider_job_id": provider_job_id},
-                                provider_job_id=provider_job_id)
+        rows = self._fenced_rows("fenced_record_submitted", "submitted", token, now,
+                                 {"provider_job_id": provider_job_id},
+                                 template="one_trip_submitted",
+                                 provider_job_id=provider_job_id)
+        if rows and rows[0]["holder"] is not None:
+            raise _render_recorded(provider_job_id, rows[0]["holder"])
+        return bool(rows and rows[0]["written"] is not None)
 
     def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
         """RenderAlreadyRecorded when another job of this provider holds the render (the
         unique index jobs_render_once settles a race between two machines)."""
         row = self._one("render_holder", id=job_id, provider_job_id=provider_job_id)
         if row is not None:
-            raise RenderAlreadyRecorded(
-                f"Render {provider_job_id} is already recorded for job {row['id']}; a render "
-                "goes to at most one job.")
+            raise _render_recorded(provider_job_id, row["id"])
 
     def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
                           event: str = "reconciled_absent") -> bool:
@@ -1030,8 +1078,8 @@ class PostgresStore:
         return self._write_settled(
             token, "remote_status",
             functools.partial(self._fenced, "fenced_record_progress", "remote_status", token,
-                              now, {"sub_status": sub_status}, sub_status=sub_status,
-                              progress=progress),
+                              now, {"sub_status": sub_status}, durable=False,
+                              sub_status=sub_status, progress=progress),
             functools.partial(self._row_is, token, {"state": "RENDERING",
                                                     "sub_status": sub_status,
                                                     "progress": progress}))
@@ -1040,14 +1088,16 @@ class PostgresStore:
                          output_path: str | None = None, part: str | None = None) -> bool:
         return self._write_settled(token, "downloading", functools.partial(
             self._fenced, "fenced_mark_downloading", "downloading", token, now,
-            downloading_detail(output_path, part), output_path=output_path, part=part))
+            downloading_detail(output_path, part), durable=False, output_path=output_path,
+            part=part))
 
     def record_download(self, token: ClaimToken, *, size: int, sha256: str,
                         now: float) -> bool:
         return self._write_settled(
             token, "downloaded",
             functools.partial(self._fenced, "fenced_record_download", "downloaded", token, now,
-                              {"size": size, "sha256": sha256}, size=size, sha256=sha256),
+                              {"size": size, "sha256": sha256}, durable=False, size=size,
+                              sha256=sha256),
             functools.partial(self._row_is, token, {"state": "DOWNLOADING",
                                                     "output_sha256": sha256}))
 
@@ -1060,21 +1110,13 @@ class PostgresStore:
     def _mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
-        with self._tx():
-            row = self._one("get_job", id=token.job_id)
-            if not self._fenced("fenced_mark_completed", "completed", token, now,
-                                {"size": size, "sha256": sha256, "cost": cost},
-                                size=size, sha256=sha256, cost=cost, host=self.host):
-                return False
-            if cost is not None and row is not None:
-                # The provider's reported cost corrects the price its intent wrote.
-                difference = float(cost) - (price_of(row["metadata"] or {}) or 0.0)
-                if abs(difference) > SLACK:
-                    self._ledger(SPEND_EVENT, now, job_id=token.job_id,
-                                 account=row["account"], claim_token=token.token,
-                                 detail={"usd": round(difference, 6),
-                                         "reported_cost": cost})
-            return True
+        # With the provider's reported cost, the same statement writes the spend entry
+        # correcting the price its intent wrote.
+        return self._fenced("fenced_mark_completed", "completed", token, now,
+                            {"size": size, "sha256": sha256, "cost": cost},
+                            template="one_trip_completed", size=size, sha256=sha256,
+                            cost=None if cost is None else float(cost), host=self.host,
+                            slack=SLACK)
 
     def set_retry_wait(
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
@@ -1342,10 +1384,14 @@ class PostgresStore:
             yield db
 
 
-@cache
-def _returning_account(update: str) -> bytes:
-    """A fenced update (one row at most) that returns the job's account when it holds."""
-    return (update.rstrip().rstrip(";") + "\nRETURNING account").encode()
+def _render_recorded(provider_job_id: str, holder: int) -> RenderAlreadyRecorded:
+    return RenderAlreadyRecorded(
+        f"Render {provider_job_id} is already recorded for job {holder}; a render goes to "
+        "at most one job.")
+
+
+_LONG_WAY = object()
+"""The fast claim's answer when a spend cap has to look at its candidate."""
 
 
 def _eligible(account: Account) -> bool:

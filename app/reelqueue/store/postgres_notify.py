@@ -29,7 +29,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import conninfo
 
-from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.postgres import PostgresStore, pg_queries
 from reelqueue.store.postgres_support import describe_dsn, scrub
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,7 @@ def missing_wake_triggers(store: PostgresStore) -> list[str]:
     """The wake-up triggers (and their function) absent from the store's schema; empty
     when all are there, as the schema makes them."""
     with store.raw_connection() as db:
-        rows = db.execute(
-            "SELECT t.tgname AS name, c.relname AS tab, p.proname AS func FROM pg_trigger t "
-            "JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid "
-            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
-        ).fetchall()
+        rows = db.execute(pg_queries()["wake_triggers"].encode()).fetchall()
     present = {(r["name"], r["tab"]) for r in rows if r["func"] == WAKE_FUNCTION}
     return [name for name, table in WAKE_TRIGGERS.items() if (name, table) not in present]
 
@@ -63,7 +59,7 @@ def listen_conninfo(store: PostgresStore) -> tuple[str, str]:
     connection) and the schema whose notifications count."""
     with store.raw_connection() as db:
         info = db.info
-        schema = db.execute("SELECT current_schema() AS s").fetchone()
+        schema = db.execute(pg_queries()["current_schema"].encode()).fetchone()
         dsn = conninfo.make_conninfo(info.dsn, password=info.password or None)
     return dsn, str(schema["s"] if schema else "public")
 
@@ -103,7 +99,7 @@ class WakeListener:
             try:
                 with psycopg.connect(self._dsn, autocommit=True, connect_timeout=5,
                                      application_name="reelqueue-listen") as db:
-                    db.execute(f"LISTEN {CHANNEL}")
+                    db.execute(pg_queries()["listen_wake"].encode())
                     self.listening.set()
                     self._on_wake()  # anything committed while nobody listened
                     while not self._stop.is_set():

@@ -153,20 +153,24 @@ SELECT (SELECT COUNT(*) FROM jobs
 -- row with FOR UPDATE SKIP LOCKED: a job another machine is claiming right now is stepped
 -- over, not waited for. The best of the (at most three) answers is claimed; the others stay
 -- locked only until this transaction ends. %(skip_batches)s and %(creates)s: spend caps.
+-- {gate}: nothing here; claim_fast puts claim_gate there (no row is looked at, nor
+-- locked, when the account has no room). {provider}: %(provider)s here; claim_fast's
+-- claim_provider there (the locked account's).
 WITH anyone AS (
     SELECT id, priority FROM jobs
-      WHERE state = 'QUEUED' AND provider = %(provider)s
+      WHERE state = 'QUEUED' AND provider = {provider}
         AND COALESCE(account, pinned_account) IS NULL
         AND run_after <= {server_now}
         AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        {gate}
       ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED),
 bound AS (
     SELECT id, priority FROM jobs
-      WHERE state = 'QUEUED' AND provider = %(provider)s
+      WHERE state = 'QUEUED' AND provider = {provider}
         AND COALESCE(account, pinned_account) = %(account)s
         AND run_after <= {server_now}
         AND (pinned_account IS NULL OR pinned_account = %(account)s)
@@ -175,11 +179,12 @@ bound AS (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        {gate}
       ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED),
 due AS (
     SELECT id, priority FROM jobs
-      WHERE state = 'RETRY_WAIT' AND provider = %(provider)s
+      WHERE state = 'RETRY_WAIT' AND provider = {provider}
         AND run_after <= {server_now}
         AND (pinned_account IS NULL OR pinned_account = %(account)s)
         AND (account IS NULL OR account = %(account)s)
@@ -187,6 +192,7 @@ due AS (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        {gate}
       ORDER BY priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED)
 -- The answer carries what the spend caps ask about it (spend_candidate's columns), so a
@@ -653,3 +659,247 @@ UPDATE instances SET stopped_at = {server_now}, live_renders = 0 WHERE id = %(id
 -- silent_for: seconds since the last heartbeat, on the server's clock (the reader's clock
 -- may be off: it is not asked).
 SELECT *, {server_now} - heartbeat_at AS silent_for FROM instances ORDER BY started_at, id;
+
+-- One round trip per transition (issue 20). Each fenced write is one statement in its own
+-- transaction (autocommit): the update named in {update} (a fenced_* query above), its
+-- ledger entry, or the fenced_out entry when the update changed nothing, and what the
+-- caller needs back. The ledger's rows are inserted by one INSERT in the order listed (the
+-- event first, then its spend), so their seq keeps that order. "before" reads the row as
+-- the statement found it (the statement's snapshot), for the account of a fenced_out entry.
+-- {commit}: commit_durable, or commit_async for a transition recovery can redo.
+-- name: one_trip_fenced
+WITH before AS (SELECT account FROM jobs WHERE id = %(id)s),
+j AS ({update}
+      RETURNING id, account),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, %(event)s, j.id, j.account, %(token)s, %(detail)s FROM j
+      UNION ALL
+      SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
+             %(fenced_detail)s
+       WHERE NOT EXISTS (SELECT 1 FROM j))
+SELECT account FROM j WHERE {commit};
+
+-- name: one_trip_submitting
+-- The intent and its spend (the job's price, unless this is the same intent again: an
+-- unresolved submission re-entering SUBMITTING sends no create, its spend was written with
+-- the first). A refusal while the claim held says the lease was too short (base.short_lease).
+WITH before AS (
+    SELECT account, client_token, metadata,
+           CASE WHEN claim_token = %(token)s AND state = 'CLAIMED'
+                     AND provider_job_id IS NULL
+                THEN lease_until - {server_now} END AS lease_left
+      FROM jobs WHERE id = %(id)s),
+j AS ({update}
+      RETURNING id, account),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, 'submitting', j.id, j.account, %(token)s, %(detail)s FROM j
+      UNION ALL
+      SELECT {server_now}, 'spend', j.id, j.account, %(token)s,
+             jsonb_build_object('usd', b.metadata -> 'price')
+        FROM j, before AS b
+       WHERE jsonb_typeof(b.metadata -> 'price') = 'number'
+         AND b.client_token IS DISTINCT FROM %(client_token)s
+      UNION ALL
+      SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
+             %(fenced_detail)s || COALESCE((
+                 SELECT jsonb_build_object(
+                            'why', 'lease too short for a create',
+                            'lease_left', round(b.lease_left::numeric, 3),
+                            'min_lease', %(min_lease)s::double precision)
+                   FROM before AS b
+                  WHERE b.lease_left IS NOT NULL
+                    AND %(min_lease)s::double precision IS NOT NULL), '{}'::jsonb)
+       WHERE NOT EXISTS (SELECT 1 FROM j))
+SELECT account FROM j WHERE {commit};
+
+-- name: one_trip_submitted
+-- The provider job id, unless another job of this provider and account holds that render
+-- (render_holder; the unique index jobs_render_once settles a race): then nothing is
+-- written and the holder comes back (RenderAlreadyRecorded).
+WITH before AS (SELECT account FROM jobs WHERE id = %(id)s),
+h AS (SELECT other.id FROM jobs AS other, jobs AS this
+       WHERE this.id = %(id)s AND other.provider = this.provider
+         AND other.account IS NOT DISTINCT FROM this.account
+         AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s
+       LIMIT 1),
+j AS ({update}
+         AND NOT EXISTS (SELECT 1 FROM h)
+      RETURNING id, account),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, 'submitted', j.id, j.account, %(token)s, %(detail)s FROM j
+      UNION ALL
+      SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
+             %(fenced_detail)s
+       WHERE NOT EXISTS (SELECT 1 FROM j) AND NOT EXISTS (SELECT 1 FROM h))
+SELECT (SELECT account FROM j) AS account, (SELECT id FROM j) AS written,
+       (SELECT id FROM h) AS holder
+ WHERE {commit};
+
+-- name: one_trip_completed
+-- The completion, and the provider's reported cost correcting the price its intent wrote
+-- (a spend entry of the difference, when there is one).
+WITH before AS (
+    SELECT account,
+           COALESCE(CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                         THEN (metadata ->> 'price')::double precision END, 0.0) AS price
+      FROM jobs WHERE id = %(id)s),
+j AS ({update}
+      RETURNING id, account),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, 'completed', j.id, j.account, %(token)s, %(detail)s FROM j
+      UNION ALL
+      SELECT {server_now}, 'spend', j.id, j.account, %(token)s,
+             jsonb_build_object(
+                 'usd', round((%(cost)s::double precision - b.price)::numeric, 6),
+                 'reported_cost', %(cost)s::double precision)
+        FROM j, before AS b
+       WHERE %(cost)s::double precision IS NOT NULL
+         AND abs(%(cost)s::double precision - b.price) > %(slack)s::double precision
+      UNION ALL
+      SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
+             %(fenced_detail)s
+       WHERE NOT EXISTS (SELECT 1 FROM j))
+SELECT account FROM j WHERE {commit};
+
+-- name: commit_durable
+TRUE
+
+-- name: commit_async
+-- A transition recovery can redo (docs/design-notes.md, durability: a claim, a progress
+-- note, the switch to downloading, a download's hash): its transaction commits without
+-- waiting for the WAL's flush (the next durable commit flushes it). set_config(..., true)
+-- lasts until the transaction's end, which reads it when it commits (a statement sent in
+-- autocommit is a transaction of its own); the subquery is evaluated once, before any row
+-- (a one-time filter), and always holds.
+(SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+
+-- name: claim_gate
+AND EXISTS (SELECT 1 FROM room)
+
+-- name: claim_provider
+(SELECT provider FROM room)
+
+-- name: claim_fast
+-- The claim in one statement, run right after lock_account in the same transaction (its
+-- own snapshot, taken once the account's row lock is held, counts every live render of
+-- every machine): the account's room (enabled, usable, not cooling down by the server's
+-- clock, live renders under its limit), the next claimable job ({claimable}: next_claimable
+-- with claim_gate: no job is looked at or locked without room), the claim and its ledger
+-- entry; the transaction commits without waiting for the WAL's flush (commit_async). A
+-- candidate a spend cap has to look at (it needs a create and its batch or the
+-- account has a cap) is not claimed here: candidate_id says there is one, and the store
+-- claims it the long way (lock_batch, the spend sums), in a transaction of its own.
+WITH room AS (
+    SELECT a.name, a.provider, a.settings -> 'daily_cap' AS daily_cap FROM accounts AS a
+     WHERE a.name = %(account)s AND a.enabled AND a.status IN ('ready', 'rate_limited')
+       AND NOT COALESCE(a.cooldown_until > {server_now}, FALSE)
+       AND (SELECT COUNT(*) FROM jobs
+             WHERE account = a.name
+               AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING'))
+           < a.capacity),
+candidate AS ({claimable}),
+free AS (
+    SELECT c.id FROM candidate AS c, room AS r
+     WHERE c.provider_job_id IS NOT NULL OR c.client_token IS NOT NULL
+        OR (jsonb_typeof(c.max_spend) IS DISTINCT FROM 'number'
+            AND jsonb_typeof(r.daily_cap) IS DISTINCT FROM 'number')),
+j AS (
+    UPDATE jobs
+       SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,
+           lease_owner = %(owner)s, lease_until = {server_now} + %(lease_seconds)s,
+           attempts = attempts + 1,
+           started_at = COALESCE(started_at, %(now)s), updated_at = %(now)s,
+           error_class = NULL, error_label = NULL, error_message = NULL
+     WHERE id = (SELECT id FROM free) AND state IN ('QUEUED', 'RETRY_WAIT')
+    RETURNING *),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, 'claimed', j.id, %(account)s, %(token)s,
+             jsonb_build_object('attempt', j.attempts, 'owner', %(owner)s::text,
+                                'resume', j.provider_job_id IS NOT NULL)
+        FROM j)
+SELECT r.room_ok, c.id AS candidate_id, j.*
+  FROM (SELECT EXISTS (SELECT 1 FROM room) AS room_ok) AS r
+  LEFT JOIN candidate AS c ON TRUE
+  LEFT JOIN j ON TRUE
+ WHERE {commit_async};
+
+-- name: claim_by_token
+-- A claim whose COMMIT went unanswered (claim_fast): the row carrying its token, read once
+-- the account's row lock is free again (the lost transaction held it: it has ended).
+SELECT * FROM jobs
+ WHERE account = %(account)s AND state = 'CLAIMED' AND claim_token = %(token)s;
+
+-- name: lock_account_for_share
+SELECT name FROM accounts WHERE name = %(name)s FOR SHARE;
+
+-- Transactions sent whole in one pipeline (one round trip): a connection in autocommit
+-- opens and ends them itself.
+-- name: begin
+BEGIN;
+
+-- name: commit
+COMMIT;
+
+-- name: settle_lock_timeout
+-- Reading back a write whose COMMIT went unanswered waits this long for that transaction's
+-- row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
+-- unknown (a JournalError).
+SET LOCAL lock_timeout = '15s';
+
+-- Opening: the schema, its version and the database's identity.
+-- name: create_schema
+-- {schema}: the schema's name, checked to be a plain name (letters, digits, _) first.
+CREATE SCHEMA IF NOT EXISTS "{schema}";
+
+-- name: advisory_xact_lock
+-- MIGRATION_LOCK (one migrator at a time), IMPORT_LOCK (imports with a queue limit count
+-- one after the other): held until the transaction ends.
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- name: meta_exists
+SELECT to_regclass('reelqueue_meta') IS NOT NULL AS ok;
+
+-- name: tables_in_schema
+SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = current_schema();
+
+-- name: insert_schema_version
+INSERT INTO reelqueue_meta (key, value) VALUES ('schema_version', %(version)s);
+
+-- name: get_schema_version
+SELECT value FROM reelqueue_meta WHERE key = 'schema_version';
+
+-- name: set_schema_version
+UPDATE reelqueue_meta SET value = %(version)s WHERE key = 'schema_version';
+
+-- name: get_database_id
+SELECT value FROM reelqueue_meta WHERE key = 'database_id';
+
+-- name: make_database_id
+-- Made once by whoever opens the database first; kept by dumps and restores.
+INSERT INTO reelqueue_meta (key, value)
+VALUES ('database_id', md5(random()::text || clock_timestamp()::text || pg_backend_pid()))
+ON CONFLICT (key) DO NOTHING;
+
+-- name: list_jobs
+-- %(batch_id)s, %(states)s: NULL for all; %(limit)s NULL: no limit.
+SELECT * FROM jobs
+ WHERE (%(batch_id)s::bigint IS NULL OR batch_id = %(batch_id)s::bigint)
+   AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
+ ORDER BY id
+ LIMIT %(limit)s OFFSET %(offset)s;
+
+-- name: count_batches
+SELECT COUNT(*) FROM batches;
+
+-- The wake-up listener (postgres_notify.py).
+-- name: wake_triggers
+SELECT t.tgname AS name, c.relname AS tab, p.proname AS func FROM pg_trigger t
+  JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
+ WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal;
+
+-- name: current_schema
+SELECT current_schema() AS s;
+
+-- name: listen_wake
+-- postgres_notify.CHANNEL
+LISTEN reelqueue_wake;
