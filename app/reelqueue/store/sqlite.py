@@ -86,8 +86,12 @@ MIN_SQLITE = (3, 35, 0)
 """RETURNING (3.35): a fenced update answers the row it changed (issue 20)."""
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    # One encoder for every call: json.dumps with options builds a new one each time.
+    return _ENCODE(value)
 
 
 def _loads(text: str | None) -> Any:
@@ -444,7 +448,7 @@ class SqliteStore:
                 check_queue_room(waiting, len(unique), max_waiting)
             first_id = self._db.execute(self._q["next_job_id"]).fetchone()[0]
             # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
-            encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+            encode = _ENCODE
             attempts = batch.max_attempts
             with self._page_cache_for(len(unique)):
                 self._insert_job_rows(
