@@ -114,10 +114,10 @@ def raw_cycles(folder: Path, cycles: int) -> float:
                               f"AND state IN {LIVE}").fetchone()[0]
             assert live < capacity
             # No spend cap here: creates allowed, no batch skipped (the query's
-            # parameters since the caps; the store also counts the batches first).
-            (job_id,) = db.execute(NEXT_CLAIMABLE, {"provider": provider, "now": NOW,
-                                                    "account": "acct", "creates": 1,
-                                                    "skip_batches": "[]"}).fetchone()
+            # parameters since the caps; the store counts the batches only when a cap refuses).
+            job_id = db.execute(NEXT_CLAIMABLE, {"provider": provider, "now": NOW,
+                                                 "account": "acct", "creates": 1,
+                                                 "skip_batches": "[]"}).fetchone()[0]
             db.execute(
                 "UPDATE jobs SET state = 'CLAIMED', account = 'acct', claim_token = ?, "
                 "lease_owner = 'bench-instance', lease_until = ?, attempts = attempts + 1, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -130,26 +131,49 @@ def test_a_journal_from_a_newer_version_is_refused(tmp_path: Path) -> None:
 
 def test_only_recoverable_writes_skip_the_fsync(tmp_path: Path) -> None:
     """Claims, progress, downloading and leases commit without fsync; the submission
-    intent, the provider job id and completion always fsync (synchronous back to FULL)."""
+    intent, the provider job id and completion always fsync. ``synchronous`` is set only
+    when it changes (issue 20), so what is checked is the setting in effect at each COMMIT,
+    followed through the PRAGMAs the store runs."""
     from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
     from reelqueue.store.base import ClaimParams
 
     store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
     db = store.raw_connection()
-    seen: list[str] = []
-    db.set_trace_callback(lambda sql: seen.append(" ".join(sql.split())))
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL after open
+    setting = ["FULL"]
+    commits: list[str] = []
+
+    def follow(sql: str) -> None:
+        words = " ".join(sql.split()).rstrip(";")
+        if words.startswith("PRAGMA synchronous = "):
+            setting[0] = words.removeprefix("PRAGMA synchronous = ")
+        elif words == "COMMIT":
+            commits.append(setting[0])
+
+    db.set_trace_callback(follow)
     batch = store.create_batch(BatchSpec("b", "s", str(tmp_path)), 1)
     store.add_jobs(batch.id, [JobSpec("k", "p", "mock", str(tmp_path / "o.mp4"))], 1)
     store.add_account(AccountSpec("a", "mock", 1), 1)
-    seen.clear()
+    assert commits == ["FULL"] * 3, "user commands are durable"
+
+    def committed(write: Callable[[], bool]) -> list[str]:
+        commits.clear()
+        assert write()
+        return list(commits)
+
     claim = store.claim_next_job(ClaimParams("a", "i", 2, 60))
-    assert claim is not None
-    assert seen[0] == "PRAGMA synchronous = NORMAL" and seen[-1] == "PRAGMA synchronous = FULL"
-    seen.clear()
-    assert store.mark_submitting(claim.token, "ct", 3)
-    assert store.record_submitted(claim.token, "pj", 3)
-    assert not any("synchronous" in s for s in seen), "write-ahead steps stay durable"
+    assert claim is not None and commits[-1:] == ["NORMAL"], "a claim is not fsynced"
+    token = claim.token
+    assert committed(lambda: store.mark_submitting(token, "ct", 3)) == ["FULL"]
+    assert committed(lambda: store.record_submitted(token, "pj", 3)) == ["FULL"]
+    assert committed(lambda: store.record_progress(token, "running", 0.5, 3)) == ["NORMAL"]
+    assert committed(lambda: store.mark_downloading(token, 3)) == ["NORMAL"]
+    assert committed(lambda: store.record_download(token, size=1, sha256="ab" * 32,
+                                                   now=3)) == ["NORMAL"]
+    assert committed(lambda: store.mark_completed(token, size=1, sha256="ab" * 32,
+                                                  cost=None, now=3)) == ["FULL"]
     assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    db.set_trace_callback(None)
     store.close()
 
 
@@ -186,3 +210,15 @@ def test_migrations_keep_the_jobs_and_allow_parked_only_with_a_submission(
                    "'ct', 'pj', 1, 1, 1)")
     db.rollback()
     store.close()
+
+
+def test_an_sqlite_without_returning_is_refused_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fenced writes use UPDATE ... RETURNING (SQLite 3.35, issue 20): an older SQLite
+    is named at open, before any file is made, not met as a syntax error mid-render."""
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
+    with pytest.raises(JournalError, match=r"SQLite is 3\.34\.1.*3\.35\.0 or later"):
+        SqliteStore.open(tmp_path / "j.sqlite3", now=1)
+    assert not (tmp_path / "j.sqlite3").exists()

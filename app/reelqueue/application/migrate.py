@@ -17,6 +17,12 @@ from typing import Any
 
 from reelqueue.domain.errors import InputError
 from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.queries import named_queries
+
+# The PostgreSQL statements of this command (store/sql/migrate_pg.sql); the SQLite read of
+# the source is the journal's (store/sql/queries.sql). Their {table} and {column} are
+# filled from TABLES and IDENTITY below, never from outside.
+_PG = "migrate_pg.sql"
 
 __all__ = ["CopyReport", "copy_journal"]
 
@@ -42,7 +48,8 @@ def copy_journal(journal: Path, target: PostgresStore) -> CopyReport:
     try:
         with target.raw_connection() as db:
             for table in TABLES:
-                row = db.execute(f"SELECT EXISTS (SELECT 1 FROM {table}) AS used").fetchone()
+                row = db.execute(named_queries(_PG)["table_used"].format(table=table)
+                                 ).fetchone()
                 if row and row["used"]:
                     raise InputError(
                         f"The team database {target.where} is not empty (its {table} table "
@@ -52,8 +59,8 @@ def copy_journal(journal: Path, target: PostgresStore) -> CopyReport:
             for table in TABLES:
                 rows[table] = _copy_table(source, db, table)
             for table, column in IDENTITY.items():
-                db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                           f"COALESCE((SELECT MAX({column}) FROM {table}), 0) + 1, false)")
+                db.execute(named_queries(_PG)["move_identity"].format(table=table,
+                                                                       column=column))
         return CopyReport(rows)
     finally:
         source.close()
@@ -63,9 +70,8 @@ def _copy_table(source: sqlite3.Connection, db: Any, table: str) -> int:
     from psycopg.types.json import Jsonb
 
     types = {r["column_name"]: r["data_type"] for r in db.execute(
-        "SELECT column_name, data_type FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()}
-    cursor = source.execute(f"SELECT * FROM {table} ORDER BY rowid")
+        named_queries(_PG)["column_types"], {"table": table}).fetchall()}
+    cursor = source.execute(named_queries()["migrate_source_rows"].format(table=table))
     columns = [c[0] for c in cursor.description]
     missing = [c for c in columns if c not in types]
     if missing:  # pragma: no cover - the two schemas are kept in step by their tests
@@ -82,9 +88,10 @@ def _copy_table(source: sqlite3.Connection, db: Any, table: str) -> int:
             return bool(raw)
         return raw
 
-    overriding = " OVERRIDING SYSTEM VALUE" if table in IDENTITY else ""
-    insert = (f"INSERT INTO {table} ({', '.join(columns)}){overriding} "
-              f"VALUES ({', '.join(['%s'] * len(columns))})")
+    # The column names are the source's own, each found among the target's columns above.
+    insert = named_queries(_PG)["copy_rows_keeping_ids" if table in IDENTITY else "copy_rows"
+                                ].format(table=table, columns=", ".join(columns),
+                                         values=", ".join(["%s"] * len(columns)))
     count = 0
     with db.cursor() as cur:
         while batch := cursor.fetchmany(1000):

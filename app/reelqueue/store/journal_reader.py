@@ -7,6 +7,7 @@ them), used from one thread at a time behind a lock. SQLite journals only.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.store.queries import named_queries
 from reelqueue.store.rows import job_from_row, ledger_from_row
 
 
@@ -23,8 +25,9 @@ class JournalReader:
         self._db = sqlite3.connect(str(journal), isolation_level=None,
                                    timeout=busy_timeout_ms / 1000, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
-        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._db.execute("PRAGMA query_only = ON")
+        self._q = named_queries()
+        self._db.execute(self._q["set_busy_timeout"].format(ms=int(busy_timeout_ms)))
+        self._db.execute(self._q["query_only_on"])
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -32,46 +35,35 @@ class JournalReader:
 
     def job_by_key(self, job_key: str) -> Job | None:
         with self._lock:
-            row = self._db.execute("SELECT * FROM jobs WHERE job_key = ?",
-                                   (job_key,)).fetchone()
+            row = self._db.execute(self._q["reader_job_by_key"],
+                                   {"job_key": job_key}).fetchone()
         return None if row is None else job_from_row(row)
 
     def existing_keys(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` the journal has (500 at a time)."""
+        """Which of ``keys`` the journal has."""
         wanted = list(keys)
-        found: set[str] = set()
+        if not wanted:
+            return set()
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                rows = self._db.execute(
-                    f"SELECT job_key FROM jobs WHERE job_key IN ({', '.join('?' * len(chunk))})",
-                    chunk).fetchall()
-                found.update(row[0] for row in rows)
-        return found
+            rows = self._db.execute(self._q["present_job_keys"],
+                                    {"keys": json.dumps(wanted)}).fetchall()
+        return {row[0] for row in rows}
 
     def jobs_after(self, after_id: int, limit: int, *, batch_id: int | None = None,
                    states: Sequence[str] = ()) -> list[Job]:
         """Jobs with an id above ``after_id``, by id (keyset pagination)."""
-        sql = "SELECT * FROM jobs WHERE id > ?"
-        args: list[object] = [after_id]
-        if batch_id is not None:
-            sql += " AND batch_id = ?"
-            args.append(batch_id)
-        if states:
-            sql += f" AND state IN ({', '.join('?' for _ in states)})"
-            args.extend(states)
-        sql += " ORDER BY id LIMIT ?"
-        args.append(limit)
+        query = "reader_jobs_after" if batch_id is None else "reader_jobs_after_of_batch"
+        args = {"after_id": after_id, "batch_id": batch_id, "limit": limit,
+                "any_state": not states, "states": json.dumps(list(states))}
         with self._lock:
-            rows = self._db.execute(sql, args).fetchall()
+            rows = self._db.execute(self._q[query], args).fetchall()
         return [job_from_row(row) for row in rows]
 
     def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
         """Ledger entries about a job or an account with a sequence number above ``seq``."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM ledger WHERE seq > ? AND (job_id IS NOT NULL OR account IS NOT"
-                " NULL) ORDER BY seq LIMIT ?", (seq, limit)).fetchall()
+            rows = self._db.execute(self._q["reader_ledger_after"],
+                                    {"seq": seq, "limit": limit}).fetchall()
         return [ledger_from_row(row) for row in rows]
 
     def writable(self) -> str:
@@ -82,5 +74,5 @@ class JournalReader:
 
     def last_ledger_seq(self) -> int:
         with self._lock:
-            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM ledger").fetchone()
+            row = self._db.execute(self._q["reader_last_ledger_seq"]).fetchone()
         return int(row[0])

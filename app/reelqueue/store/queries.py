@@ -1,4 +1,12 @@
-"""Loads the named queries from ``sql/queries.sql`` (``-- name: x`` blocks)."""
+"""Loads the named queries of the SQLite store's ``.sql`` files (``-- name: x`` blocks).
+
+Every SQL statement of the SQLite store lives in ``sql/`` (issue 20; checked by
+``tests/store/test_sql_in_files.py``): ``queries.sql`` for the journal, its readers and
+its API tokens; ``migrate_pg.sql`` for ``reelqueue migrate-to`` (PostgreSQL statements:
+they belong to that command, not to the PostgreSQL store). A few blocks are templates
+with ``{placeholders}`` for what SQL cannot bind (a PRAGMA's value, a table name from a
+fixed list); the Python that fills them says where each value comes from.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +18,12 @@ def _read(name: str) -> str:
     return resources.files("reelqueue.store").joinpath("sql", name).read_text("utf-8")
 
 
-@cache
-def named_queries() -> dict[str, str]:
+def parse_named(text: str) -> dict[str, str]:
+    """The ``-- name: x`` blocks of ``text``, comment lines dropped."""
     queries: dict[str, str] = {}
     current: str | None = None
     lines: list[str] = []
-    for line in _read("queries.sql").splitlines():
+    for line in text.splitlines():
         if line.startswith("-- name:"):
             if current:
                 queries[current] = "\n".join(lines).strip()
@@ -26,6 +34,11 @@ def named_queries() -> dict[str, str]:
     if current:
         queries[current] = "\n".join(lines).strip()
     return queries
+
+
+@cache
+def named_queries(file: str = "queries.sql") -> dict[str, str]:
+    return parse_named(_read(file))
 
 
 def schema_sql() -> str:

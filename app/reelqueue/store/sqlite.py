@@ -82,10 +82,20 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 9
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+MIN_SQLITE = (3, 35, 0)
+"""RETURNING (3.35): a fenced update answers the row it changed (issue 20)."""
+
+
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    # One encoder for every call: json.dumps with options builds a new one each time.
+    return _ENCODE(value)
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text and text != "{}" else {}
 
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html), read from
@@ -183,6 +193,8 @@ class SqliteStore:
         self._db = connection
         self._lock = threading.RLock()
         self._q = named_queries()
+        #: the connection's ``synchronous``: True FULL, False NORMAL, None not known
+        self._synchronous_full: bool | None = None
         self.path = path
         self.migrated_from: int | None = None
         #: written as ``output_host`` with every file this instance completes
@@ -192,6 +204,11 @@ class SqliteStore:
     @classmethod
     def open(cls, path: Path | str, *, now: float, busy_timeout_ms: int = 10_000) -> SqliteStore:
         path = Path(path)
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise JournalError(
+                f"This Python's SQLite is {sqlite3.sqlite_version}; the journal needs SQLite "
+                f"{'.'.join(map(str, MIN_SQLITE))} or later (UPDATE ... RETURNING). Use a "
+                "Python built with a newer SQLite (the official installers are).")
         _refuse_foreign_file(path)
         if not path.exists():
             # Owner-only from the first byte; SQLite gives -wal/-shm the same mode.
@@ -218,19 +235,17 @@ class SqliteStore:
         return store
 
     def _configure(self, busy_timeout_ms: int) -> None:
-        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        self._db.execute(self._q["set_busy_timeout"].format(ms=int(busy_timeout_ms)))
+        mode = self._db.execute(self._q["journal_mode_wal"]).fetchone()[0]
         if str(mode).lower() != "wal":
             raise JournalError(f"The journal could not switch to WAL mode (got {mode}).")
-        self._db.execute("PRAGMA synchronous = FULL")
-        self._db.execute("PRAGMA foreign_keys = ON")
+        self._set_synchronous(True)
+        self._db.execute(self._q["foreign_keys_on"])
 
     def _migrate(self, now: float) -> None:
-        app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        tables = self._db.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
-        ).fetchone()[0]
+        app_id = self._db.execute(self._q["application_id"]).fetchone()[0]
+        version = self._db.execute(self._q["user_version"]).fetchone()[0]
+        tables = self._db.execute(self._q["count_tables"]).fetchone()[0]
         if app_id != APPLICATION_ID and (tables or version):
             raise JournalCorrupt(
                 f"{self.path} is an SQLite database but not a ReelQueue journal. "
@@ -247,15 +262,15 @@ class SqliteStore:
             with self._write():
                 for statement in _split_sql(schema_sql()):
                     self._db.execute(statement)
-                self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._db.execute(self._q["set_application_id"].format(value=APPLICATION_ID))
+                self._db.execute(self._q["set_user_version"].format(value=SCHEMA_VERSION))
             return
         self._backup(version)
         with self._write():
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _split_sql(migration_sql(step)):
                     self._db.execute(statement)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._db.execute(self._q["set_user_version"].format(value=SCHEMA_VERSION))
             self._ledger("migrated", now, detail={"from": version, "to": SCHEMA_VERSION})
         self.migrated_from = version
 
@@ -285,34 +300,34 @@ class SqliteStore:
         before its submission intent, a progress note, the switch to downloading, a lease
         renewal); the submission intent, the provider job id, completions and failures are
         always durable (docs/design-notes.md).
+
+        ``synchronous`` is a setting of the connection, not of a transaction: it is set
+        before ``BEGIN`` only when this transaction needs another value than the one the
+        connection has (a run of durable writes sets it once, not twice per write).
         """
         with self._lock:
             if self._db.in_transaction:  # nested in an open write: part of it
                 yield self._db
                 return
-            if not durable:
-                self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                except sqlite3.Error as exc:
-                    raise _known_error(exc, self.path) from exc
-                try:
-                    yield self._db
-                except sqlite3.Error as exc:
-                    self._rollback()
-                    raise _known_error(exc, self.path) from exc
-                except BaseException:
-                    self._rollback()
-                    raise
-                try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    self._rollback()
-                    raise _known_error(exc, self.path) from exc
-            finally:
-                if not durable:
-                    self._restore_synchronous()
+                if self._synchronous_full is not durable:
+                    self._set_synchronous(durable)
+                self._db.execute(self._q["begin_write"])
+            except sqlite3.Error as exc:
+                raise _known_error(exc, self.path) from exc
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _known_error(exc, self.path) from exc
+            except BaseException:
+                self._rollback()
+                raise
+            try:
+                self._db.execute(self._q["commit_write"])
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _known_error(exc, self.path) from exc
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done it.
@@ -324,15 +339,14 @@ class SqliteStore:
         if not self._db.in_transaction:
             return
         try:
-            self._db.execute("ROLLBACK")
+            self._db.execute(self._q["rollback_write"])
         except sqlite3.Error:
             log.warning("journal: ROLLBACK failed after an error", exc_info=True)
 
-    def _restore_synchronous(self) -> None:
-        try:
-            self._db.execute("PRAGMA synchronous = FULL")
-        except sqlite3.Error:
-            log.warning("journal: could not restore synchronous=FULL", exc_info=True)
+    def _set_synchronous(self, full: bool) -> None:
+        self._synchronous_full = None  # unknown until the PRAGMA has run
+        self._db.execute(self._q["synchronous_full" if full else "synchronous_normal"])
+        self._synchronous_full = full
 
     def _read(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
         with self._lock:
@@ -349,8 +363,9 @@ class SqliteStore:
         self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
         claim_token: str | None = None, detail: dict[str, Any] | None = None,
     ) -> None:
-        self._exec("insert_ledger", now=now, event=event, job_id=job_id, account=account,
-                   claim_token=claim_token, detail=_dumps(detail or {}))
+        self._db.execute(self._q["insert_ledger"], {
+            "now": now, "event": event, "job_id": job_id, "account": account,
+            "claim_token": claim_token, "detail": _dumps(detail) if detail else "{}"})
 
     def _fenced(
         self, query: str, event: str | None, token: ClaimToken, now: float,
@@ -359,21 +374,32 @@ class SqliteStore:
     ) -> bool:
         """One fenced transition: the update names the job and its claim token. ``why``
         adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
+        return self._fenced_row(query, event, token, now, detail, durable=durable, why=why,
+                                **params) is not None
+
+    def _fenced_row(
+        self, query: str, event: str | None, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
+    ) -> sqlite3.Row | None:
+        """:meth:`_fenced`, answering the updated row's RETURNING columns (the job's
+        account, and whatever else the query returns), or None when it was refused. Only a
+        refusal reads the job again, for its ``fenced_out`` entry."""
+        params.update(id=token.job_id, token=token.token, now=now)
         with self._write(durable=durable):
-            changed = self._exec(query, id=token.job_id, token=token.token, now=now, **params)
-            row = self._db.execute("SELECT account FROM jobs WHERE id = ?",
-                                   (token.job_id,)).fetchone()
-            account = row["account"] if row else None
-            if changed:
+            # fetchall: the statement runs to its end (and is reset) before COMMIT.
+            rows = self._db.execute(self._q[query], params).fetchall()
+            if rows:
                 if event:
-                    self._ledger(event, now, job_id=token.job_id, account=account,
+                    self._ledger(event, now, job_id=token.job_id, account=rows[0]["account"],
                                  claim_token=token.token, detail=detail)
-                return True
-            self._ledger("fenced_out", now, job_id=token.job_id, account=account,
-                         claim_token=token.token,
+                return cast(sqlite3.Row, rows[0])
+            row = self._db.execute(self._q["job_account"], {"id": token.job_id}).fetchone()
+            self._ledger("fenced_out", now, job_id=token.job_id,
+                         account=row["account"] if row else None, claim_token=token.token,
                          detail={"write": query.removeprefix("fenced_"),
                                  **(why() if why else {})})
-            return False
+            return None
 
     # -- batches and jobs --------------------------------------------------------------
     def create_batch(self, spec: BatchSpec, now: float) -> Batch:
@@ -420,9 +446,9 @@ class SqliteStore:
             if max_waiting is not None:
                 waiting = self._db.execute(self._q["count_waiting"]).fetchone()[0]
                 check_queue_room(waiting, len(unique), max_waiting)
-            first_id = self._db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM jobs").fetchone()[0]
+            first_id = self._db.execute(self._q["next_job_id"]).fetchone()[0]
             # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
-            encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+            encode = _ENCODE
             attempts = batch.max_attempts
             with self._page_cache_for(len(unique)):
                 self._insert_job_rows(
@@ -443,7 +469,7 @@ class SqliteStore:
         """Which of ``keys`` the journal has (inside add_jobs' transaction). An empty
         journal has none; a journal with no more jobs than ``keys`` is read once (one scan
         of the key index) rather than looked up 500 keys at a time."""
-        top = self._db.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
+        top = self._db.execute(self._q["max_job_id"]).fetchone()[0]
         if top is None or not keys:
             return set()
         if top > len(keys):  # ids only grow: MAX(id) bounds the number of jobs
@@ -451,7 +477,7 @@ class SqliteStore:
         wanted = set(keys)
         cursor = self._db.cursor()
         cursor.row_factory = None
-        return {key for (key,) in cursor.execute("SELECT job_key FROM jobs") if key in wanted}
+        return {key for (key,) in cursor.execute(self._q["all_job_keys"]) if key in wanted}
 
     ADD_JOBS_CACHE_KIB = 32_768
     """The most page cache :meth:`add_jobs` asks for (KiB), at about 1 KiB per job."""
@@ -463,17 +489,17 @@ class SqliteStore:
         and read back again and again mid-transaction; what reaches the disk at commit,
         and when, is the same either way."""
         wanted_kib = min(jobs, self.ADD_JOBS_CACHE_KIB)
-        before = int(self._db.execute("PRAGMA cache_size").fetchone()[0])
+        before = int(self._db.execute(self._q["cache_size"]).fetchone()[0])
         # A negative cache_size is in KiB; a positive one in pages.
-        page_kib = self._db.execute("PRAGMA page_size").fetchone()[0] / 1024
+        page_kib = self._db.execute(self._q["page_size"]).fetchone()[0] / 1024
         if wanted_kib <= (-before if before < 0 else before * page_kib):
             yield  # already big enough (a small import, or a cache set larger)
             return
-        self._db.execute(f"PRAGMA cache_size = {-wanted_kib}")
+        self._db.execute(self._q["set_cache_size"].format(value=-int(wanted_kib)))
         try:
             yield
         finally:
-            self._db.execute(f"PRAGMA cache_size = {before}")
+            self._db.execute(self._q["set_cache_size"].format(value=before))
 
     def _insert_job_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Insert ``rows`` (the values of insert_job, in order), many per statement."""
@@ -507,30 +533,21 @@ class SqliteStore:
         if not keys:
             return []
         last = first_id + len(keys) - 1
-        top, count = self._db.execute(
-            "SELECT MAX(id), COUNT(*) FROM jobs WHERE id >= ?", (first_id,)
-        ).fetchone()
+        top, count = self._db.execute(self._q["inserted_since"],
+                                      {"first_id": first_id}).fetchone()
         if top == last and count == len(keys):
             return list(range(first_id, last + 1))
         return self._ids_for_keys(keys)
 
     def _ids_for_keys(self, keys: Sequence[str]) -> list[int]:
-        ids: list[int] = []
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            ids.extend(r[0] for r in self._db.execute(
-                f"SELECT id FROM jobs WHERE job_key IN ({marks}) ORDER BY id", chunk))
-        return ids
+        return [r[0] for r in self._db.execute(self._q["ids_for_keys"],
+                                               {"keys": json.dumps(list(keys))})]
 
     def _existing_keys_locked(self, keys: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(r[0] for r in self._db.execute(
-                f"SELECT job_key FROM jobs WHERE job_key IN ({marks})", chunk))
-        return found
+        if not keys:
+            return set()
+        return {r[0] for r in self._db.execute(self._q["present_job_keys"],
+                                               {"keys": json.dumps(list(keys))})}
 
     def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
         with self._lock:
@@ -544,24 +561,13 @@ class SqliteStore:
         self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[Job]:
-        sql = "SELECT * FROM jobs"
-        where: list[str] = []
-        args: list[Any] = []
-        if batch_id is not None:
-            where.append("batch_id = ?")
-            args.append(batch_id)
-        if states is not None:
-            wanted = [str(s) for s in states]
-            where.append(f"state IN ({','.join('?' * len(wanted))})")
-            args.extend(wanted)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id"
-        if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            args.extend([limit, offset])
+        query = "list_jobs" + ("" if batch_id is None else "_of_batch") + (
+            "" if states is None else "_in_states")
+        args = {"batch_id": batch_id, "limit": -1 if limit is None else limit,
+                "offset": offset if limit is not None else 0,
+                "states": None if states is None else json.dumps([str(s) for s in states])}
         with self._lock:
-            return [job_from_row(r) for r in self._db.execute(sql, args)]
+            return [job_from_row(r) for r in self._db.execute(self._q[query], args)]
 
     def job_ids_ordered(
         self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
@@ -659,31 +665,30 @@ class SqliteStore:
         # Not fsynced: a claim lost in a power cut leaves the job queued, and nothing was
         # sent yet; the submission intent that follows is durable and syncs it too.
         with self._write(durable=False):
-            row = self._db.execute(self._q["get_account"], {"name": params.account}).fetchone()
+            row = self._db.execute(self._q["claim_account"],
+                                   {"name": params.account}).fetchone()
             if row is None:
                 return None
             account = account_from_row(row)
             if not _eligible(account, params.now):
                 return None
-            # The free slots are counted inside the same write transaction as the claim,
-            # so two processes on one journal can never both take the last slot.
-            live = self._db.execute(self._q["live_count"],
-                                    {"account": account.name}).fetchone()[0]
-            if live >= account.capacity:
+            # The free slots are counted inside the same write transaction as the claim
+            # (claim_account reads them with the account), so two processes on one journal
+            # can never both take the last slot.
+            if row["live"] >= account.capacity:
                 return None
             candidate = self._spend_checked_candidate(account, params)
             if candidate is None:
                 return None
             token = uuid.uuid4().hex
-            changed = self._exec(
-                "claim_job", id=candidate["id"], account=account.name, token=token,
-                owner=params.instance_id, lease_until=params.now + params.lease_seconds,
-                now=params.now,
-            )
-            if not changed:  # cannot happen under the write lock; kept as a guard
+            claimed = self._db.execute(self._q["claim_job"], {
+                "id": candidate["id"], "account": account.name, "token": token,
+                "owner": params.instance_id, "lease_until": params.now + params.lease_seconds,
+                "now": params.now,
+            }).fetchall()
+            if not claimed:  # cannot happen under the write lock; kept as a guard
                 return None
-            job = job_from_row(self._db.execute(self._q["get_job"],
-                                                {"id": candidate["id"]}).fetchone())
+            job = job_from_row(claimed[0])
             self._ledger("claimed", params.now, job_id=job.id, account=account.name,
                          claim_token=token, detail={"owner": params.instance_id,
                                                     "attempt": job.attempts,
@@ -700,17 +705,16 @@ class SqliteStore:
         creates = True
         account_cap = cap_of(account.settings, "daily_cap")
         # Each refusal steps over one more batch (or stops creates once): however many
-        # batches are at their caps, a later one that may spend is reached.
-        batches = self._db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
-        for _ in range(batches + 2):
-            candidate = self._db.execute(self._q["next_claimable"], {
+        # batches are at their caps, a later one that may spend is reached. The batches
+        # are counted only once a cap has refused (the bound of that walk).
+        refusals, bound = 0, None
+        while True:
+            row = self._db.execute(self._q["next_claimable"], {
                 "provider": account.provider, "now": params.now, "account": account.name,
-                "creates": int(creates), "skip_batches": _dumps(skip),
+                "creates": int(creates), "skip_batches": _dumps(skip) if skip else "[]",
             }).fetchone()
-            if candidate is None:
+            if row is None:
                 return None
-            row = self._db.execute(self._q["spend_candidate"],
-                                   {"id": candidate["id"]}).fetchone()
             batch_cap = row["max_spend"] if isinstance(row["max_spend"], int | float) else None
             refused = refusal(
                 needs_create=row["provider_job_id"] is None and row["client_token"] is None,
@@ -722,12 +726,16 @@ class SqliteStore:
                                                     params.day_start),
             )
             if refused is None:
-                return cast(sqlite3.Row, candidate)
+                return cast(sqlite3.Row, row)
             if refused.scope == "account":
                 creates = False
             else:
                 skip.append(int(row["batch_id"]))
-        return None
+            refusals += 1
+            if bound is None:
+                bound = self._db.execute(self._q["count_batches"]).fetchone()[0] + 2
+            if refusals >= bound:
+                return None
 
     def _batch_committed(self, batch_id: int) -> float:
         spent = self._db.execute(self._q["spend_of_batch"], {"batch": batch_id}).fetchone()[0]
@@ -798,17 +806,16 @@ class SqliteStore:
                         min_lease_seconds: float | None = None) -> bool:
         # The intent and its spend are one transaction: from here the render may be billed.
         with self._write():
-            before = self._db.execute("SELECT client_token FROM jobs WHERE id = ?",
-                                      (token.job_id,)).fetchone()
-            if not self._fenced("fenced_mark_submitting", "submitting", token, now,
-                                {"client_token": client_token}, client_token=client_token,
-                                min_lease=min_lease_seconds,
-                                why=functools.partial(self._submit_refusal, token, now,
-                                                      min_lease_seconds)):
+            before = self._db.execute(self._q["intent_before"],
+                                      {"id": token.job_id}).fetchone()
+            row = self._fenced_row("fenced_mark_submitting", "submitting", token, now,
+                                   {"client_token": client_token}, client_token=client_token,
+                                   min_lease=min_lease_seconds,
+                                   why=functools.partial(self._submit_refusal, token, now,
+                                                         min_lease_seconds))
+            if row is None:
                 return False
-            row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
-                                   (token.job_id,)).fetchone()
-            price = price_of(json.loads(row["metadata"] or "{}"))
+            price = price_of(_loads(before["metadata"]))
             # The same intent again (an unresolved submission re-entering SUBMITTING to be
             # looked up) sends no create: its spend was written with the first.
             if price is not None and before["client_token"] != client_token:
@@ -897,16 +904,14 @@ class SqliteStore:
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
         with self._write():
-            row = self._db.execute("SELECT account, metadata FROM jobs WHERE id = ?",
-                                   (token.job_id,)).fetchone()
-            if not self._fenced("fenced_mark_completed", "completed", token, now,
-                                {"size": size, "sha256": sha256, "cost": cost},
-                                size=size, sha256=sha256, cost=cost, host=self.host):
+            row = self._fenced_row("fenced_mark_completed", "completed", token, now,
+                                   {"size": size, "sha256": sha256, "cost": cost},
+                                   size=size, sha256=sha256, cost=cost, host=self.host)
+            if row is None:
                 return False
-            if cost is not None and row is not None:
+            if cost is not None:
                 # The provider's reported cost corrects the price its intent wrote.
-                difference = float(cost) - (price_of(json.loads(row["metadata"] or "{}"))
-                                            or 0.0)
+                difference = float(cost) - (price_of(_loads(row["metadata"])) or 0.0)
                 if abs(difference) > SLACK:
                     self._ledger(SPEND_EVENT, now, job_id=token.job_id,
                                  account=row["account"], claim_token=token.token,
@@ -1125,7 +1130,7 @@ class SqliteStore:
             [] if instance_alive else [tuple(r) for r in self._read("doctor_live_claims")]
         )
         with self._lock:
-            check = self._db.execute("PRAGMA quick_check").fetchone()[0]
+            check = self._db.execute(self._q["quick_check"]).fetchone()[0]
         results["integrity"] = [] if check == "ok" else [check]
         return results
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reelqueue.domain.errors import InputError
+from reelqueue.store.queries import named_queries
 
 SCOPES = ("read", "submit", "admin")
 """Each scope includes the ones before it: submit can read, admin can do everything."""
@@ -55,7 +56,8 @@ class TokenStore:
     def __init__(self, journal: Path, *, busy_timeout_ms: int = 10_000) -> None:
         self._db = sqlite3.connect(str(journal), isolation_level=None,
                                    timeout=busy_timeout_ms / 1000, check_same_thread=False)
-        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        self._q = named_queries()
+        self._db.execute(self._q["set_busy_timeout"].format(ms=int(busy_timeout_ms)))
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -73,10 +75,9 @@ class TokenStore:
         salt = secrets.token_bytes(16)
         with self._lock:
             try:
-                self._db.execute(
-                    "INSERT INTO api_tokens (name, token_id, salt, digest, scope, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (name, token_id, salt, _digest(salt, secret), scope, now))
+                self._db.execute(self._q["token_insert"], {
+                    "name": name, "token_id": token_id, "salt": salt,
+                    "digest": _digest(salt, secret), "scope": scope, "now": now})
             except sqlite3.IntegrityError as exc:
                 raise InputError(f"There is already a token named {name!r}; revoke it "
                                  "first or choose another name.") from exc
@@ -84,13 +85,12 @@ class TokenStore:
 
     def revoke(self, name: str) -> bool:
         with self._lock:
-            cursor = self._db.execute("DELETE FROM api_tokens WHERE name = ?", (name,))
+            cursor = self._db.execute(self._q["token_delete"], {"name": name})
         return cursor.rowcount > 0
 
     def list(self) -> list[TokenInfo]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT name, scope, created_at FROM api_tokens ORDER BY name").fetchall()
+            rows = self._db.execute(self._q["token_list"]).fetchall()
         return [TokenInfo(name, scope, created) for name, scope, created in rows]
 
     def verify(self, token: str) -> TokenInfo | None:
@@ -101,9 +101,7 @@ class TokenStore:
         if not sep or len(token_id) != 16 or not secret:
             return None
         with self._lock:
-            row = self._db.execute(
-                "SELECT name, salt, digest, scope, created_at FROM api_tokens"
-                " WHERE token_id = ?", (token_id,)).fetchone()
+            row = self._db.execute(self._q["token_by_id"], {"token_id": token_id}).fetchone()
         if row is None:
             return None
         name, salt, digest, scope, created = row

@@ -39,6 +39,16 @@ SELECT account, COUNT(*) FROM jobs
 SELECT COUNT(*) FROM jobs
  WHERE account = :account AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
+-- name: claim_account
+-- The account a claim is for, with its renders in flight (live_count) in the same read.
+SELECT a.*, (SELECT COUNT(*) FROM jobs
+              WHERE account = a.name
+                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live
+  FROM accounts a WHERE a.name = :name;
+
+-- name: count_batches
+SELECT COUNT(*) FROM batches;
+
 -- name: insert_account
 INSERT INTO accounts (name, provider, capacity, position, base_url, key_ref, settings,
                       created_at)
@@ -81,6 +91,13 @@ UPDATE accounts
 -- Spend caps (docs/design-notes.md): :skip_batches (a JSON list) are batches whose next
 -- create the cap refused; :creates = 0 when the account's daily cap is reached (only jobs
 -- holding a render, which cost nothing more, are taken).
+-- The answer comes with what the spend check needs (was spend_candidate: one read less
+-- per claim): the job's batch, whether it needs a create, its price and its batch's cap.
+SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
+       json_extract(j.metadata, '$.price') AS price,
+       json_extract(b.settings, '$.max_spend') AS max_spend
+  FROM jobs j JOIN batches b ON b.id = j.batch_id
+ WHERE j.id = (
 SELECT id FROM (
     SELECT * FROM (
         SELECT id, priority FROM jobs INDEXED BY jobs_queued
@@ -122,15 +139,17 @@ SELECT id FROM (
          LIMIT 1)
 )
  ORDER BY priority DESC, id
- LIMIT 1;
+ LIMIT 1);
 
 -- name: claim_job
+-- Returns the claimed row (RETURNING: no read after the claim).
 UPDATE jobs
    SET state = 'CLAIMED', account = :account, claim_token = :token,
        lease_owner = :owner, lease_until = :lease_until, attempts = attempts + 1,
        started_at = COALESCE(started_at, :now), updated_at = :now,
        error_class = NULL, error_label = NULL, error_message = NULL
- WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');
+ WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT')
+ RETURNING *;
 
 -- name: renew_leases
 UPDATE jobs SET lease_until = :lease_until
@@ -145,7 +164,18 @@ UPDATE jobs SET lease_until = :lease_until
 UPDATE jobs SET state = 'SUBMITTING', client_token = :client_token, updated_at = :now
  WHERE id = :id AND claim_token = :token AND state = 'CLAIMED'
    AND provider_job_id IS NULL
-   AND (:min_lease IS NULL OR lease_until - :now >= :min_lease);
+   AND (:min_lease IS NULL OR lease_until - :now >= :min_lease)
+ RETURNING account;
+
+-- name: job_account
+-- The job's account, for a fenced write's fenced_out entry (a fenced write that changed
+-- its row has it from RETURNING).
+SELECT account FROM jobs WHERE id = :id;
+
+-- name: intent_before
+-- What mark_submitting reads before its update: the client token already held (the same
+-- intent again writes no second spend) and the price (metadata).
+SELECT client_token, metadata FROM jobs WHERE id = :id;
 
 -- name: submit_refusal
 -- Why fenced_mark_submitting changed nothing: the claim still held but its lease was short.
@@ -155,16 +185,19 @@ SELECT lease_until - :now AS lease_left FROM jobs
 -- name: fenced_record_submitted
 UPDATE jobs SET state = 'RENDERING', provider_job_id = :provider_job_id,
        sub_status = 'submitted', updated_at = :now
- WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING';
+ WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING'
+ RETURNING account;
 
 -- name: fenced_mark_rendering
 UPDATE jobs SET state = 'RENDERING', updated_at = :now
  WHERE id = :id AND claim_token = :token AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')
-   AND provider_job_id IS NOT NULL;
+   AND provider_job_id IS NOT NULL
+ RETURNING account;
 
 -- name: fenced_record_progress
 UPDATE jobs SET sub_status = :sub_status, progress = :progress, updated_at = :now
- WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
+ WHERE id = :id AND claim_token = :token AND state = 'RENDERING'
+ RETURNING account;
 
 -- name: fenced_mark_downloading
 -- The output path the download chose (a suffixed name when a file the journal did not
@@ -172,13 +205,15 @@ UPDATE jobs SET sub_status = :sub_status, progress = :progress, updated_at = :no
 UPDATE jobs SET state = 'DOWNLOADING', updated_at = :now,
        output_path = COALESCE(:output_path, output_path), output_part = :part,
        output_size = NULL, output_sha256 = NULL
- WHERE id = :id AND claim_token = :token AND state = 'RENDERING';
+ WHERE id = :id AND claim_token = :token AND state = 'RENDERING'
+ RETURNING account;
 
 -- name: fenced_record_download
 -- The downloaded file's size and sha256, written before it is renamed into place: the
 -- only file recovery completes this job from (issue 22).
 UPDATE jobs SET output_size = :size, output_sha256 = :sha256, updated_at = :now
- WHERE id = :id AND state = 'DOWNLOADING' AND claim_token = :token;
+ WHERE id = :id AND state = 'DOWNLOADING' AND claim_token = :token
+ RETURNING account;
 
 -- name: fenced_mark_completed
 UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha256,
@@ -186,7 +221,8 @@ UPDATE jobs SET state = 'COMPLETED', output_size = :size, output_sha256 = :sha25
        cost = COALESCE(:cost, cost), progress = 1.0, finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = NULL, error_label = NULL, error_message = NULL
- WHERE id = :id AND claim_token = :token AND state = 'DOWNLOADING';
+ WHERE id = :id AND claim_token = :token AND state = 'DOWNLOADING'
+ RETURNING account, metadata;
 
 -- name: fenced_set_retry_wait
 UPDATE jobs SET state = 'RETRY_WAIT', run_after = :run_after, updated_at = :now,
@@ -197,7 +233,8 @@ UPDATE jobs SET state = 'RETRY_WAIT', run_after = :run_after, updated_at = :now,
        sub_status = NULL, progress = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ RETURNING account;
 
 -- name: fenced_release_to_queue
 -- Account-level trouble: the job goes back without spending the attempt it was claimed
@@ -214,7 +251,8 @@ UPDATE jobs SET state = CASE WHEN :run_after > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED'
        sub_status = NULL, progress = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ RETURNING account;
 
 -- name: fenced_mark_failed
 -- :drop_render: the provider's render itself failed; a user's retry must not reattach it.
@@ -223,7 +261,8 @@ UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        provider_job_id = CASE WHEN :drop_render THEN NULL ELSE provider_job_id END,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ RETURNING account;
 
 -- name: fenced_park
 -- Kept for the user, not moved by itself: a render whose resume keeps killing the process
@@ -233,7 +272,8 @@ UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token AND client_token IS NOT NULL
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ RETURNING account;
 
 -- name: fenced_forget_submission
 -- Reconciliation proved the earlier create absent (the provider's records, read after its
@@ -241,7 +281,8 @@ UPDATE jobs SET state = 'PARKED', updated_at = :now, sub_status = NULL,
 -- client token, so this claim creates once (the ledger's reconciled_absent says why).
 UPDATE jobs SET state = 'CLAIMED', client_token = NULL, updated_at = :now
  WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING'
-   AND provider_job_id IS NULL;
+   AND provider_job_id IS NULL
+ RETURNING account;
 
 -- name: attach_render
 -- The user picked the render of a create whose outcome stayed unknown: the job keeps its
@@ -496,13 +537,6 @@ SELECT COALESCE(SUM(json_extract(metadata, '$.price')), 0.0) FROM jobs
  WHERE account = :account AND state = 'CLAIMED'
    AND provider_job_id IS NULL AND client_token IS NULL;
 
--- name: spend_candidate
-SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
-       json_extract(j.metadata, '$.price') AS price,
-       json_extract(b.settings, '$.max_spend') AS max_spend
-  FROM jobs j JOIN batches b ON b.id = j.batch_id
- WHERE j.id = :id;
-
 -- name: capped_batches
 SELECT id, json_extract(settings, '$.max_spend') AS max_spend FROM batches
  WHERE json_extract(settings, '$.max_spend') IS NOT NULL;
@@ -521,3 +555,140 @@ SELECT COUNT(*) FROM jobs
    AND COALESCE(json_extract(metadata, '$.price') > :room, 1)
    AND (pinned_account IS NULL OR pinned_account = :account)
    AND (account IS NULL OR account = :account);
+
+-- Connection set-up and transactions (sqlite.py). PRAGMA values cannot be bound: the
+-- {placeholders} are filled with integers by the Python that runs them.
+-- name: set_busy_timeout
+PRAGMA busy_timeout = {ms};
+
+-- name: journal_mode_wal
+PRAGMA journal_mode = WAL;
+
+-- name: synchronous_full
+PRAGMA synchronous = FULL;
+
+-- name: synchronous_normal
+PRAGMA synchronous = NORMAL;
+
+-- name: foreign_keys_on
+PRAGMA foreign_keys = ON;
+
+-- name: query_only_on
+PRAGMA query_only = ON;
+
+-- name: application_id
+PRAGMA application_id;
+
+-- name: set_application_id
+PRAGMA application_id = {value};
+
+-- name: user_version
+PRAGMA user_version;
+
+-- name: set_user_version
+PRAGMA user_version = {value};
+
+-- name: count_tables
+SELECT COUNT(*) FROM sqlite_master WHERE type = 'table';
+
+-- name: cache_size
+PRAGMA cache_size;
+
+-- name: set_cache_size
+PRAGMA cache_size = {value};
+
+-- name: page_size
+PRAGMA page_size;
+
+-- name: quick_check
+PRAGMA quick_check;
+
+-- name: begin_write
+BEGIN IMMEDIATE;
+
+-- name: commit_write
+COMMIT;
+
+-- name: rollback_write
+ROLLBACK;
+
+-- add_jobs' reads (inside its write transaction).
+-- name: next_job_id
+SELECT COALESCE(MAX(id), 0) + 1 FROM jobs;
+
+-- name: max_job_id
+SELECT MAX(id) FROM jobs;
+
+-- name: all_job_keys
+SELECT job_key FROM jobs;
+
+-- name: inserted_since
+SELECT MAX(id), COUNT(*) FROM jobs WHERE id >= :first_id;
+
+-- name: present_job_keys
+-- Which of :keys (a JSON list) the journal holds.
+SELECT job_key FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys));
+
+-- name: ids_for_keys
+SELECT id FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys)) ORDER BY id;
+
+-- list_jobs: one statement per filter, so each is planned with its own index (a batch's
+-- jobs by jobs_by_batch). :states is a JSON list; :limit -1 is no limit.
+-- name: list_jobs
+SELECT * FROM jobs ORDER BY id LIMIT :limit OFFSET :offset;
+
+-- name: list_jobs_of_batch
+SELECT * FROM jobs WHERE batch_id = :batch_id ORDER BY id LIMIT :limit OFFSET :offset;
+
+-- name: list_jobs_in_states
+SELECT * FROM jobs WHERE state IN (SELECT value FROM json_each(:states))
+ ORDER BY id LIMIT :limit OFFSET :offset;
+
+-- name: list_jobs_of_batch_in_states
+SELECT * FROM jobs
+ WHERE batch_id = :batch_id AND state IN (SELECT value FROM json_each(:states))
+ ORDER BY id LIMIT :limit OFFSET :offset;
+
+-- The HTTP API's reads (journal_reader.py), on their own read-only connection.
+-- name: reader_job_by_key
+SELECT * FROM jobs WHERE job_key = :job_key;
+
+-- name: reader_jobs_after
+-- Keyset pagination by id; :any_state true reads every state, else those of :states.
+SELECT * FROM jobs
+ WHERE id > :after_id
+   AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
+ ORDER BY id LIMIT :limit;
+
+-- name: reader_jobs_after_of_batch
+SELECT * FROM jobs
+ WHERE batch_id = :batch_id AND id > :after_id
+   AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
+ ORDER BY id LIMIT :limit;
+
+-- name: reader_ledger_after
+SELECT * FROM ledger
+ WHERE seq > :seq AND (job_id IS NOT NULL OR account IS NOT NULL)
+ ORDER BY seq LIMIT :limit;
+
+-- name: reader_last_ledger_seq
+SELECT COALESCE(MAX(seq), 0) FROM ledger;
+
+-- The HTTP API's tokens (tokens.py; schema 5).
+-- name: token_insert
+INSERT INTO api_tokens (name, token_id, salt, digest, scope, created_at)
+VALUES (:name, :token_id, :salt, :digest, :scope, :now);
+
+-- name: token_delete
+DELETE FROM api_tokens WHERE name = :name;
+
+-- name: token_list
+SELECT name, scope, created_at FROM api_tokens ORDER BY name;
+
+-- name: token_by_id
+SELECT name, salt, digest, scope, created_at FROM api_tokens WHERE token_id = :token_id;
+
+-- reelqueue migrate-to reads the local journal row for row ({table}: one of
+-- migrate.TABLES, never text from outside).
+-- name: migrate_source_rows
+SELECT * FROM {table} ORDER BY rowid;
