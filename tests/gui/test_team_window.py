@@ -14,13 +14,16 @@ from dataclasses import replace
 
 import psycopg
 import pytest
+from PySide6.QtCore import Qt
 
 from reelqueue.cli.context import CliContext
-from reelqueue.domain.models import AccountSpec
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.store.base import ClaimParams
 from reelqueue.store.postgres import PostgresStore
 from reelqueue.ui.accounts_view import KEY_NOT_HERE
 from reelqueue.ui.controller import AppController
 from reelqueue.ui.instances import InstancesDialog
+from reelqueue.ui.jobs_model import COL_OUTPUT
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.session import EngineSession
 from reelqueue.ui.settings import Settings
@@ -207,3 +210,44 @@ async def test_the_local_queue_can_be_opened_instead(windows: WindowHarness,
     ctl.window.unreachable.local_button.click()
     assert await asyncio.wait_for(opening, 30) is None
     assert codes == [LOCAL_QUEUE_EXIT] and ctl.session.closed
+
+
+@on_qloop
+async def test_the_job_table_follows_the_other_machines_work(
+        windows: WindowHarness, team_ctx: CliContext) -> None:
+    """Issue 21: the window's job table showed only what its own engine did; rows another
+    machine added or finished stayed as they were read. Now a team window follows the
+    ledger (application.views.ChangeFollower) and shows where each file is."""
+    assert team_ctx.store_url is not None
+    ctl = await windows.open(team_ctx, start=False)
+    table = ctl.model.table
+    assert len(table) == 0
+    other = PostgresStore.open(team_ctx.store_url, now=time.time())
+    try:  # another machine imports a batch and renders its first job
+        now = time.time()
+        batch = other.create_batch(BatchSpec("elsewhere", "sheet.csv", "elsewhere"), now)
+        specs = [JobSpec(job_key=f"k{i}", prompt=f"a fox {i}", provider="mock", params={},
+                         output_path=f"elsewhere/{i:03}_fox.mp4", row_number=i + 2,
+                         name=f"fox{i}") for i in range(3)]
+        other.add_jobs(batch.id, specs, now)
+        await until(lambda: len(table) == 3, 60)  # added there: shown here
+        other.add_account(AccountSpec("box-b-mock", "mock", 1), now)
+        claim = other.claim_next_job(ClaimParams("box-b-mock", "box-b-instance", now, 60.0))
+        assert claim is not None
+        token = claim.token
+        assert other.mark_submitting(token, "ct-1", now)
+        assert other.record_submitted(token, "mock-render-1", now)
+        assert other.mark_downloading(token, now)
+        assert other.mark_completed(token, size=10, sha256="ab" * 32, cost=None, now=now)
+        with psycopg.connect(team_ctx.store_url, autocommit=True) as db:
+            db.execute("UPDATE jobs SET output_host = 'box-b' WHERE id = %s", (token.job_id,))
+        other.note("moved", time.time(), job_id=token.job_id)
+    finally:
+        other.close()
+    await until(lambda: (row := table.row(token.job_id)) is not None
+                and row.state == "COMPLETED" and row.host == "box-b", 60)
+    view_row = ctl.model.view_row_of(token.job_id)
+    shown = ctl.model.index(view_row, COL_OUTPUT).data()
+    assert shown == "000_fox.mp4 · on box-b", shown
+    tip = ctl.model.index(view_row, COL_OUTPUT).data(Qt.ItemDataRole.ToolTipRole)
+    assert "another machine of the team holds this file" in tip

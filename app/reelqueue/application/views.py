@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reelqueue.application.outputs import local_path
+from reelqueue.application.outputs import local_path, this_host
 from reelqueue.application.session import Session
 from reelqueue.domain.models import Batch
 from reelqueue.engine import queries
 from reelqueue.engine.queries import PAGE_ROWS, AccountSummary, JobDetail, JobRow
 from reelqueue.store.base import Counts
 
-__all__ = ["PAGE_ROWS", "AccountSummary", "Counts", "JobDetail", "JobRow", "accounts",
-           "batches", "counts", "in_flight_count", "job_detail", "job_order", "job_rows",
-           "job_rows_by_id"]
+__all__ = ["PAGE_ROWS", "AccountSummary", "ChangeFollower", "Counts", "JobDetail", "JobRow",
+           "accounts", "batches", "counts", "here", "in_flight_count", "job_detail",
+           "job_order", "job_rows", "job_rows_by_id"]
 
 
 def _local(session: Session, stored: str) -> str:
@@ -76,3 +76,48 @@ async def counts(session: Session) -> Counts:
 async def in_flight_count(session: Session) -> int:
     """Jobs left in flight (before recovery: a sign of an unclean exit)."""
     return await queries.in_flight_count(session.journal)
+
+
+FOLLOW_OVERLAP = 200
+"""Ledger entries read again below the last one seen when following a team's changes: on
+a shared database an entry can commit after one with a higher number (a transaction still
+open on another machine); reading from below what was seen picks such late ones up."""
+FOLLOW_PAGE = 5_000
+
+
+class ChangeFollower:
+    """Follows the changes other machines write to a team database (their engines tell
+    this window nothing): each :meth:`changed` names the jobs whose ledger entries it has
+    not seen yet. Entries are read again from :data:`FOLLOW_OVERLAP` below the newest
+    seen, so one that committed late (a lower number than some already read) is still
+    picked up; those already seen are skipped by their number.
+
+    Start it (:meth:`start`) before the first rows are read: what commits from then on is
+    followed."""
+
+    def __init__(self) -> None:
+        self.newest = 0
+        self._seen: set[int] = set()
+
+    async def start(self, session: Session) -> None:
+        tail = await session.journal.ledger(limit=FOLLOW_OVERLAP)
+        self._seen = {e.seq for e in tail}
+        self.newest = max(self._seen, default=0)
+
+    async def changed(self, session: Session) -> tuple[list[int], bool]:
+        """The jobs named by entries not seen before, in the order they were written, and
+        whether there was any such entry (an import's names no job: rows may be new)."""
+        entries = await session.journal.ledger_after(max(0, self.newest - FOLLOW_OVERLAP),
+                                                     FOLLOW_PAGE)
+        fresh = [e for e in entries if e.seq not in self._seen]
+        self._seen.update(e.seq for e in fresh)
+        self.newest = max([self.newest, *(e.seq for e in fresh)])
+        floor = self.newest - FOLLOW_OVERLAP
+        self._seen = {seq for seq in self._seen if seq > floor}
+        return (list(dict.fromkeys(e.job_id for e in fresh if e.job_id is not None)),
+                bool(fresh))
+
+
+def here() -> str:
+    """This machine's host name, as the journal names the holder of a file."""
+    return this_host()

@@ -321,6 +321,10 @@ class AsyncStore:
         """Store.ledger on the journal thread."""
         return await self.call(self.sync.ledger, job_id, limit)
 
+    async def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        """Store.ledger_after on the journal thread."""
+        return await self.call(self.sync.ledger_after, seq, limit)
+
     async def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         """Store.doctor_queries on the journal thread."""
         return await self.call(self.sync.doctor_queries, instance_alive)

@@ -16,7 +16,7 @@ from typing import Any
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
 from reelqueue.domain.render_times import render_kind
-from reelqueue.domain.states import IN_FLIGHT
+from reelqueue.domain.states import IN_FLIGHT, JobState
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.intake.estimate import AccountPrices, quote_job
 from reelqueue.providers.base import ParamSpec
@@ -47,6 +47,7 @@ class JobRow:
         cost: what the provider charged, when it says.
         estimate: the estimated price (:func:`price_estimator`; None: price unknown).
         kind: what its render time is compared by (``domain.render_times.render_kind``).
+        host: the machine that holds a completed job's file (``jobs.output_host``).
     """
 
     id: int
@@ -70,6 +71,7 @@ class JobRow:
     cost: float | None
     estimate: float | None
     kind: str = ""
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
         error_label=job.error_label, error_message=job.error_message,
         attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
         cost=job.cost, estimate=estimate(job), kind=render_kind(job.provider, job.params),
+        host=job.output_host if job.state == JobState.COMPLETED else None,
     )
 
 

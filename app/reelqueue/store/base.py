@@ -340,6 +340,12 @@ class Store(Protocol):
         check of finished videos needs, without building a Job per row."""
         ...
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]: ...
+    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        """The ledger's entries with a sequence number above ``seq``, oldest first, at most
+        ``limit`` (a window on a team database follows the other machines' changes).
+        On a shared database an entry can commit after one with a higher number: a reader
+        that must miss nothing reads again from below what it saw."""
+        ...
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         """The invariant queries, each a list of offending rows (empty: it holds). One
         machine: live claims are offending when no instance is alive. A team's journal

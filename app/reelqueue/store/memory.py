@@ -857,6 +857,10 @@ class MemoryStore:
             entries = [e for e in self._ledger if job_id is None or e.job_id == job_id]
         return entries[-limit:] if limit else entries
 
+    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            return [e for e in self._ledger if e.seq > seq][:limit]
+
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         with self._lock:
             completions: dict[int, int] = {}

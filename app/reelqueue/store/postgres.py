@@ -1329,6 +1329,9 @@ class PostgresStore:
             rows = self._all("ledger_all")
         return [ledger_from_pg(r) for r in rows]
 
+    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        return [ledger_from_pg(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
+
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         """The invariant queries on a team's journal. Live claims are legitimate here
         (other machines render), so ``instance_alive`` is not asked: a claim is fine while

@@ -1121,6 +1121,9 @@ class SqliteStore:
         entries = [ledger_from_row(r) for r in rows]
         return entries[-limit:] if limit else entries
 
+    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
+        return [ledger_from_row(r) for r in self._read("ledger_after", seq=seq, limit=limit)]
+
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         results: dict[str, list[Any]] = {
             "completed_twice": [tuple(r) for r in self._read("doctor_completed_twice")],

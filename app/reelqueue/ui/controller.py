@@ -112,6 +112,7 @@ class AppController(QObject):
         self._status_dirty = False  # an event arrived: status bar on the next tick
         self._cards_dirty = False  # a state or account changed: cards on the next tick
         self._team_reading: asyncio.Task[Any] | None = None  # a team store's read
+        self.follower: views.ChangeFollower | None = None  # a team store's changes
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self.tick)
@@ -198,6 +199,10 @@ class AppController(QObject):
         self.window.hide_unreachable()
         self.report = report
         self.window.set_team(self.session.team)
+        if self.session.team:  # the other machines' work: followed from the ledger
+            self.model.here = views.here()
+            self.follower = views.ChangeFollower()
+            await self.follower.start(self.session.app)
         await self.refresh_accounts()  # the banner names built-in mock accounts
         self._show_open_report(report)
         await self.refresh_batches()
@@ -438,7 +443,13 @@ class AppController(QObject):
         if self.keeper.instances is not None:
             self._team_reading = self.spawn(self.keeper.refresh_instances(), "instances")
         elif (self._ticks // SLOW_TICKS) % TEAM_REFRESH_TICKS == 0:
-            self._team_reading = self.spawn(self.refresh_accounts(), "team-accounts")
+            self._team_reading = self.spawn(self._team_refresh(), "team-refresh")
+
+    async def _team_refresh(self) -> None:
+        """The team-wide figures and the rows other machines changed or added."""
+        await self.refresh_accounts()
+        if self.follower is not None:
+            await self.pager.follow_team(self.follower)
 
     def refresh_status(self, now: float | None = None) -> None:
         """The status bar: counts, rate and ETA (only while something renders) and the

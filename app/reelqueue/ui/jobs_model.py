@@ -143,6 +143,11 @@ def _output(row: JobRow) -> str:
     return Path(row.output_path).name if row.output_path else ""
 
 
+def elsewhere(row: JobRow, here: str | None) -> str | None:
+    """The machine of a team that holds this job's file, when it is not this one."""
+    return row.host if here is not None and row.host and row.host != here else None
+
+
 def _account(row: JobRow) -> str:
     return f"{row.account}" if row.account else f"{row.provider} · any"
 
@@ -182,6 +187,7 @@ class JobTableModel(QAbstractTableModel):
         self._view: list[int] | None = None  # indices into table.rows; None: all of them
         self._view_pos: dict[int, int] | None = None
         self.now = time.time
+        self.here: str | None = None  # a team's window: this machine's host name
         self.sort_column = -1
         self.sort_descending = False
         self._order: list[int] | None = None  # table indices in the sort's order
@@ -217,6 +223,8 @@ class JobTableModel(QAbstractTableModel):
         record = self.row_at(index.row())
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
+            if column == COL_OUTPUT and (host := elsewhere(record, self.here)):
+                return f"{_output(record)} · on {host}"
             return _DISPLAY[column](record)
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_PROMPT:
@@ -224,7 +232,9 @@ class JobTableModel(QAbstractTableModel):
             if column == COL_ERROR and record.error_message:
                 return record.error_message
             if column == COL_OUTPUT:
-                return record.output_path
+                host = elsewhere(record, self.here)
+                return (f"{record.output_path}\non {host} (another machine of the team "
+                        "holds this file)" if host else record.output_path)
             return None
         if role == JobIdRole:
             return record.id

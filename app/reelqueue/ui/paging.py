@@ -61,6 +61,19 @@ class JobPager:
             self._fetching = False
         self.after_load()
 
+    async def follow_team(self, follower: views.ChangeFollower) -> int:
+        """A team database: read again the rows other machines changed, and the rows
+        they added (their engines' events never reach this window). Returns how many
+        known rows were read again."""
+        ids, anything = await follower.changed(self.session.app)
+        table = self.model.table
+        known = [i for i in ids if table.index_of(i) is not None]
+        if known:
+            await self.refresh_rows(known)
+        if anything:  # rows added elsewhere (an import's entry names no job): one read
+            await self.load_rows()
+        return len(known)
+
     def apply(self, event: JobEvent) -> None:
         """Apply an event to its row; one for a row not read yet waits for it (up to
         PENDING_MAX held events) and starts a read of the new rows."""

@@ -499,6 +499,9 @@ SELECT * FROM ledger WHERE job_id = :job_id ORDER BY seq;
 -- name: ledger_all
 SELECT * FROM ledger ORDER BY seq;
 
+-- name: ledger_after
+SELECT * FROM ledger WHERE seq > :seq ORDER BY seq LIMIT :limit;
+
 -- name: doctor_completed_twice
 SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
  GROUP BY job_id HAVING n > 1;

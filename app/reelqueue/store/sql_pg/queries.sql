@@ -545,6 +545,9 @@ SELECT * FROM ledger WHERE job_id = %(job_id)s ORDER BY seq;
 -- name: ledger_all
 SELECT * FROM ledger ORDER BY seq;
 
+-- name: ledger_after
+SELECT * FROM ledger WHERE seq > %(seq)s ORDER BY seq LIMIT %(limit)s;
+
 -- name: ledger_tail
 -- The last %(limit)s entries (of one job, or of all when %(job_id)s is null), oldest first:
 -- a team's ledger is not read whole over the network for a short tail.
