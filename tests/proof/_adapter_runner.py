@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     def engine_config(args: Any) -> Any:
         return replace(built(args), reconcile_settle_seconds=float(settle))
 
-    cmd_run.engine_config = engine_config  # type: ignore[assignment]
+    cmd_run.engine_config = engine_config
     from reelqueue.cli.main import main as reelqueue_main
 
     return reelqueue_main(rest)

@@ -214,13 +214,12 @@ class Handler(BaseHTTPRequestHandler):
     fake: Fake
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     # -- plumbing -----------------------------------------------------------------------
     def _origin(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server.server_port}"  # type: ignore[attr-defined]
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
@@ -249,7 +248,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(404, {"detail": "Not found."})
 
     # -- verbs ------------------------------------------------------------------------
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         path, _ = self._split()
         raw = self._body()
         kind = self.fake.kind
@@ -279,7 +278,7 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.fake.answered()
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path, query = self._split()
         kind, origin = self.fake.kind, self._origin()
         if path.startswith("/files/"):
@@ -412,8 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     handler = type("BoundHandler", (Handler,), {"fake": Fake(args)})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
     server.daemon_threads = True
-    host, port = server.server_address[:2]
-    print(f"fake provider listening on http://{host}:{port}{BASES[args.kind]}", flush=True)
+    print(f"fake provider listening on http://127.0.0.1:{server.server_port}"
+          f"{BASES[args.kind]}", flush=True)
     try:
         server.serve_forever(poll_interval=0.1)
     finally:
