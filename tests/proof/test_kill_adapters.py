@@ -164,7 +164,7 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
                                        env)
                 landed = aim
                 if aim == "random":
-                    time.sleep(rng.uniform(0.3, 4.0))
+                    time.sleep(rng.uniform(0.3, 3.0))
                 else:
                     # A create of this runner recorded at the fake, its answer held back.
                     def holding(before: int = held_before,
