@@ -38,6 +38,8 @@ What a real provider does and a test needs to see:
 - every create is recorded (and billed) *before* its answer, which is then held back a
   random ``--hold`` seconds: a process killed meanwhile never learns the render's id;
 - a new render shows in the list only ``--list-delay`` seconds after it was recorded;
+- ``--other-during PROMPT``: when PROMPT is first created, another client on the same key
+  creates it too, 0.2-2 s later (inside that create's window);
 - ``--other PROMPT`` renders were made earlier by another client on the same key (a few
   minutes before this process started, outside any create window of the test), with the
   same prompt as some rows; ``--filler N`` more of them with other prompts make the list
@@ -93,6 +95,7 @@ class Fake:
         self.renders: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []  # creation order
         self.creates: dict[str, int] = {}
+        self.during: set[str] = set(args.other_during)
         self.holding = 0
         self.held_total = 0
         now = time.time()
@@ -135,6 +138,11 @@ class Fake:
         with self.lock:
             render = self._record(prompt, echo, created=time.time(), other=False)
             self.creates[prompt] = self.creates.get(prompt, 0) + 1
+            if prompt in self.during and self.creates[prompt] == 1:
+                # Another client on the same key renders the same prompt moments later:
+                # inside this create's window, listed as soon as it exists.
+                later = render["created"] + self.rng.uniform(0.2, 2.0)
+                self._record(prompt, dict(echo), created=later, other=True)
             self.holding += 1
             self.held_total += 1
             hold = self.rng.uniform(*self.hold)
@@ -407,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", type=float, nargs=2, default=(1.0, 2.5))
     parser.add_argument("--other", action="append", default=[])
     parser.add_argument("--filler", type=int, default=0)
+    parser.add_argument("--other-during", action="append", default=[])
     args = parser.parse_args(argv)
     handler = type("BoundHandler", (Handler,), {"fake": Fake(args)})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)

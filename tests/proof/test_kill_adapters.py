@@ -50,6 +50,7 @@ KINDS = ("openai-compat", "replicate", "luma-legacy")
 ROWS = 30
 TWINS = (3, 21)  # two rows with the same prompt
 OTHER_ROWS = (7, 15)  # rows whose prompt another client on the same key rendered before
+DURING_ROW = 11  # a row whose prompt another client renders moments after our first create
 RANDOM_KILLS, AIMED_KILLS = 20, 6
 SETTLE = 2.0  # the engine's settle time for the lists (the fakes list within 0.2-1.5 s)
 STALL_SECONDS = 90.0  # the drain fails only when no job finished for this long
@@ -67,13 +68,13 @@ def _env(keyring_file: Path) -> dict[str, str]:
 class Fake:
     """``python -m tests.proof.provider_server`` for one kind; its state file read back."""
 
-    def __init__(self, folder: Path, kind: str, seed: int, others: list[str],
+    def __init__(self, folder: Path, kind: str, seed: int, others: list[str], during: str,
                  env: dict[str, str]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.state_path = folder / "state.json"
         self.log_path = folder / "fake.log"
         self._log: IO[bytes] = self.log_path.open("wb")
-        options = [f"--other={p}" for p in others]
+        options = [f"--other={p}" for p in others] + [f"--other-during={during}"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.proof.provider_server", "--kind", kind, "--port",
              "0", "--state", str(self.state_path), "--seed", str(seed), "--hold", "0.5",
@@ -142,7 +143,7 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
     others = [prompts[i] for i in (*OTHER_ROWS, TWINS[0])]
     env = _env(tmp_path / "keyring.json")
     started = time.monotonic()
-    fake = Fake(tmp_path / "fake", kind, seed, others, env)
+    fake = Fake(tmp_path / "fake", kind, seed, others, prompts[DURING_ROW], env)
     runner: AdapterRunner | None = None
     kills: list[dict[str, Any]] = []
     frozen: dict[str, int] = {}  # prompt -> creates when every job of it had a render
@@ -230,7 +231,7 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
         creates_by_key: Counter[str] = Counter(
             held[r["id"]].job_key for r in ours if r["id"] in held)
         figures = check_batch(store, videos, creates_by_key, expect_jobs=ROWS,
-                              allow_failed=False, expect_one_create=True)
+                              allow_failed=True, expect_one_create=True)
     per_job = events_by_job(ledger)
     events = Counter(e.event for e in ledger)
     # At most one create per row (two for the twin prompt, one each).
@@ -241,20 +242,36 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
         assert state["creates"][prompt] == count, f"{prompt!r} created again"
     assert events["possible_duplicate_charge"] == 0
     assert events["deliberate_rerender"] == 0
-    # Every render created was taken and downloaded by exactly one job: none paid for
-    # nothing; no render of the other client was taken or downloaded.
+    # The row whose prompt the other client rendered inside its window: if its create's
+    # answer was lost, its search sees two renders for one job and cannot tell which is
+    # ours, so it stays unknown -- PARKED "submit outcome unknown" with both as candidates,
+    # never created again and never given the other's render (issue 19 allows this; its
+    # render is then the one paid for nothing until the user looks). Every other job
+    # COMPLETED.
+    parked = [j for j in final if j.state != JobState.COMPLETED]
+    assert all(j.prompt == prompts[DURING_ROW] and j.state == JobState.PARKED
+               for j in parked), [(j.id, j.state, j.error_message) for j in parked]
+    for job in parked:
+        assert job.error_label == "submit outcome unknown", job
+        unresolved = [e for e in per_job[job.id] if e.event == "reconcile_unresolved"]
+        assert unresolved and len(unresolved[-1].detail["candidates"]) == 2, unresolved
+    # Every other render created was taken and downloaded by exactly one job: none paid
+    # for nothing; no render of the other client was taken or downloaded.
     unheld = [r for r in ours if r["id"] not in held]
-    assert not unheld, f"renders created and never taken by a job: {unheld}"
-    assert all(r["downloads"] >= 1 for r in ours), ours
+    assert all(parked and r["prompt"] == prompts[DURING_ROW] for r in unheld), unheld
+    assert all(r["downloads"] >= 1 for r in ours if r["id"] in held), ours
+    others_during = 0
     for render in state["renders"]:
         if render["other"]:
             assert render["id"] not in held and render["downloads"] == 0, render
-            assert render["id"] in baseline
+            if render["id"] not in baseline:
+                assert render["prompt"] == prompts[DURING_ROW], render
+                others_during += 1
+    assert others_during == 1
     # The twins: two different renders, each its own.
     twins = [j for j in final if j.prompt == prompts[TWINS[0]]]
     assert len(twins) == 2
     assert twins[0].provider_job_id != twins[1].provider_job_id
-    assert all(j.state == JobState.COMPLETED for j in final)
     reconciled = [e for e in ledger if e.event == "reconciled"]
     result = {
         "kind": kind, "seed": seed, "jobs": ROWS, "kills": len(kills),
@@ -271,6 +288,7 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
         "reconcile_unresolved": events["reconcile_unresolved"],
         "reattached": events["reattached"],
         "paid_for_nothing": len(unheld),
+        "parked_unknown_other_client_in_window": len(parked),
         "other_client_renders_taken": 0,
         "jobs_with_events": len(per_job),
         "kill_phase_s": round(kill_phase, 1), "total_s": round(total, 1),
