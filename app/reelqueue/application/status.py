@@ -19,11 +19,11 @@ from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.attention import NeedsAttention, needs_attention
 from reelqueue.engine.outputs import check_output, ensure_writable, located_output
 from reelqueue.store.base import Store, this_host
-from reelqueue.store.spend import SpendSummary, local_day_start
+from reelqueue.store.spend import AccountSpend, SpendSummary, local_day_start
 
-__all__ = ["NeedsAttention", "SpendSummary", "StatusReport", "check_output_folders", "doctor",
-           "doctor_checks", "needs_user", "other_instance_probe", "spend", "status",
-           "status_data"]
+__all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "check_output_folders",
+           "doctor", "doctor_checks", "money", "needs_user", "other_instance_probe", "spend",
+           "status", "status_data"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,36 @@ async def spend(session: Session) -> SpendSummary:
     """What each capped batch has spent, and each account today (since local midnight)."""
     now = session.clock.now()
     return await session.journal.spend_summary(now, local_day_start(now))
+
+
+@dataclass(frozen=True)
+class Money:
+    """The money figures a front end shows, from one read of the journal's spend entries
+    (issue 23: the window tallied its own and disagreed with ``status``).
+
+    Attributes:
+        today: each account's spend since local midnight (with the renders being
+            started, its daily cap and what the cap holds back) and each capped batch's.
+        spent: each account's spend since it was added: the same entries, all days.
+    """
+
+    today: SpendSummary
+    spent: dict[str, float]
+
+    def account_today(self, name: str) -> AccountSpend | None:
+        return next((a for a in self.today.accounts if a.account == name), None)
+
+
+async def money(session: Session) -> Money:
+    """:class:`Money`, read on the journal's thread."""
+    now = session.clock.now()
+
+    def read(store: Store) -> Money:
+        today = store.spend_summary(now, local_day_start(now))
+        ever = store.spend_summary(now, 0.0)
+        return Money(today, {a.account: a.spent_today for a in ever.accounts})
+
+    return await session.journal.call(read, session.journal.sync)
 
 
 def doctor_checks(store: Store, instance_alive: bool,

@@ -83,12 +83,10 @@ def describe(spend: SpendSummary) -> list[str]:
     lines = []
     for b in spend.batches:
         held = f", cap reached: {b.waiting} waiting" if b.waiting else ""
-        lines.append(f"Batch {b.batch_id} ({b.name}): spent ${b.spent:.2f} of "
-                     f"${b.cap:.2f}{held}")
+        lines.append(f"Batch {b.batch_id} ({b.name}): spent {b.describe()}{held}")
     for a in spend.accounts:
-        if a.cap is None and not a.spent_today:
+        if a.cap is None and not a.committed:
             continue
-        cap = f" of ${a.cap:.2f}" if a.cap is not None else ""
         held = f", cap reached: {a.waiting} waiting" if a.waiting else ""
-        lines.append(f"Account {a.account}: spent today ${a.spent_today:.2f}{cap}{held}")
+        lines.append(f"Account {a.account}: spent today {a.describe()}{held}")
     return lines

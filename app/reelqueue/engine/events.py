@@ -84,7 +84,7 @@ def account_event(account: Account, live: int, at: float,
         name=account.name, status=account.status if account.enabled else "disabled",
         live=live, capacity=account.capacity, at=at,
         cooldown_until=account.cooldown_until, detail=account.status_detail,
-        spent_today=spend.spent_today + spend.reserved if spend else 0.0,
+        spent_today=spend.committed if spend else 0.0,
         daily_cap=spend.cap if spend else None,
         cap_waiting=spend.waiting if spend else 0, machine=machine)
 
@@ -199,11 +199,11 @@ def spend_cap_reasons(summary: SpendSummary) -> tuple[StallReason, ...]:
     """Code ``spend_cap`` ("spend cap reached") for every account or batch whose cap holds
     jobs back; the detail says what was spent of what (docs/design-notes.md)."""
     reasons = [StallReason(a.account, "spend_cap", detail=(
-        f"spend cap reached: ${a.spent_today + a.reserved:.2f} of ${a.cap:.2f} today, "
-        f"{a.waiting} waiting")) for a in summary.accounts if a.reached and a.cap is not None]
+        f"spend cap reached: {a.describe()} today, {a.waiting} waiting"))
+        for a in summary.accounts if a.reached and a.cap is not None]
     reasons += [StallReason(b.name, "spend_cap", detail=(
-        f"spend cap reached: ${b.spent + b.reserved:.2f} of ${b.cap:.2f}, "
-        f"{b.waiting} waiting")) for b in summary.batches if b.reached]
+        f"spend cap reached: {b.describe()}, {b.waiting} waiting"))
+        for b in summary.batches if b.reached]
     return tuple(reasons)
 
 

@@ -84,6 +84,15 @@ class BatchSpend:
     def reached(self) -> bool:
         return self.waiting > 0
 
+    @property
+    def committed(self) -> float:
+        """What counts against the cap: spent, and the renders being started."""
+        return self.spent + self.reserved
+
+    def describe(self) -> str:
+        """"$0.20 of $0.20 ($0.05 for renders starting)": every front end's words."""
+        return committed_words(self.committed, self.reserved, self.cap)
+
 
 @dataclass(frozen=True)
 class AccountSpend:
@@ -99,6 +108,24 @@ class AccountSpend:
     @property
     def reached(self) -> bool:
         return self.cap is not None and self.waiting > 0
+
+    @property
+    def committed(self) -> float:
+        """Today's figure, the one the daily cap checks: spent (a render's price is spent
+        when its create is sent) and reserved (renders being started)."""
+        return self.spent_today + self.reserved
+
+    def describe(self) -> str:
+        """"$0.93 of $0.50 ($0.45 for renders starting)": the window's card, ``status``,
+        ``spend`` and the stall reason say today's spend in these words (issue 23: they
+        disagreed)."""
+        return committed_words(self.committed, self.reserved, self.cap)
+
+
+def committed_words(committed: float, reserved: float, cap: float | None) -> str:
+    of = f" of ${cap:.2f}" if cap is not None else ""
+    starting = f" (${reserved:.2f} for renders starting)" if reserved >= 0.005 else ""
+    return f"${committed:.2f}{of}{starting}"
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class AccountCardData:
     failed: int = 0
     spend: float = 0.0
     estimate: float | None = None
+    today_words: str | None = None  # the journal's words for today ("$0.93 of $0.50 (...)")
     spent_today: float = 0.0  # spend caps (the engine's AccountEvent): today's spend,
     daily_cap: float | None = None  # the daily cap (None: none) and the jobs it holds
     cap_waiting: int = 0
@@ -505,8 +506,9 @@ class AccountCard(QFrame):
                     if data.estimate else "")
         spent = f"Spent {fmt.money(data.spend)}{estimate}"
         if data.daily_cap is not None:  # "Spent today $x of $cap", the cap's own line
-            spent += (f"\nSpent today {fmt.money(data.spent_today)} of "
-                      f"{fmt.money(data.daily_cap)}")
+            today = data.today_words or (f"{fmt.money(data.spent_today)} of "
+                                         f"{fmt.money(data.daily_cap)}")
+            spent += f"\nSpent today {today}"
             if data.cap_waiting:
                 spent += f" · cap reached: {fmt.number(data.cap_waiting)}{NBSP}waiting"
         self.spend.setText(spent)

@@ -50,7 +50,8 @@ class CloseFlow:
         if on_mock:
             info.append(f"{fmt.count(on_mock, 'render')} on the built-in mock stop with "
                         "ReelQueue: nothing of them survives, whatever you choose; they are "
-                        "rendered again next time (the mock charges nothing).")
+                        "rendered again next time (the mock is not a real provider: nothing "
+                        "is charged; its dollar figures are practice prices).")
         info.append("Or cancel them now.")
         box.setInformativeText(" ".join(info))
         keep = box.addButton("Keep for next time", QMessageBox.ButtonRole.AcceptRole)

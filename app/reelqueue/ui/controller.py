@@ -27,7 +27,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from reelqueue.application import jobs, views
+from reelqueue.application import jobs, status, views
 from reelqueue.application.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 TICK_MS = 200
 SLOW_TICKS = 5  # cards, status bar and elapsed times: once a second
 TEAM_REFRESH_TICKS = 5  # a team store: team-wide account figures every 5 slow ticks
+MONEY_REFRESH_TICKS = 5  # the journal's money figures: every 5 slow ticks, and after events
 TEAM_CONNECTION_ERRORS = (JournalUnreachable, JournalLoginRefused, JournalTlsRefused)
 
 
@@ -113,6 +114,9 @@ class AppController(QObject):
         self._cards_dirty = False  # a state or account changed: cards on the next tick
         self._team_reading: asyncio.Task[Any] | None = None  # a team store's read
         self.follower: views.ChangeFollower | None = None  # a team store's changes
+        self.money: status.Money | None = None  # the journal's money figures
+        self._money_dirty = False  # an event changed them: read again on the slow tick
+        self._money_reading: asyncio.Task[Any] | None = None
         self.timer = QTimer(self)
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self.tick)
@@ -326,9 +330,20 @@ class AppController(QObject):
 
     async def refresh_accounts(self) -> None:
         self.summaries = await views.accounts(self.session.app)
+        await self.refresh_money()
         self.refresh_cards()
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
                                        [s.account.name for s in self.summaries])
+
+    async def refresh_money(self) -> None:
+        """Read the journal's money figures (application.status.money): the one source of
+        the cards' dollars, read again after events (at most once a second) and every
+        MONEY_REFRESH_TICKS seconds."""
+        self._money_dirty = False
+        if self.session.closed:
+            return
+        self.money = await status.money(self.session.app)
+        self._cards_dirty = True
 
     async def refresh_batches(self) -> None:
         batches = await views.batches(self.session.app)
@@ -355,7 +370,7 @@ class AppController(QObject):
 
     def _on_account_event(self, event: AccountEvent) -> None:
         self.account_events[event.name] = event
-        self._status_dirty = self._cards_dirty = True
+        self._status_dirty = self._cards_dirty = self._money_dirty = True
         if not any(s.account.name == event.name for s in self.summaries):
             self.spawn(self.refresh_accounts(), "refresh-accounts")
 
@@ -412,6 +427,7 @@ class AppController(QObject):
         if table.completed_since_tick:
             ids, table.completed_since_tick = table.completed_since_tick, []
             self.spawn(self.pager.refresh_rows(ids), "refresh-completed")
+            self._money_dirty = True
         if self._ticks % SLOW_TICKS:
             # Event-driven: what an event changed shows on the next tick (200 ms), in
             # the table, the cards and the status bar alike.
@@ -422,6 +438,10 @@ class AppController(QObject):
             return
         now = time.time()
         table.prune_completions(now)
+        if ((self._money_dirty or (self._ticks // SLOW_TICKS) % MONEY_REFRESH_TICKS == 0)
+                and (self._money_reading is None or self._money_reading.done())
+                and self.loaded.is_set()):
+            self._money_reading = self.spawn(self.refresh_money(), "money")
         self.refresh_cards(now)
         self.refresh_status(now)
         view = self.window.table
@@ -468,7 +488,7 @@ class AppController(QObject):
         self._cards_dirty = False
         team = self.session.team
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
-                              now or time.time(), team=team,
+                              now or time.time(), team=team, money=self.money,
                               keys_not_here=self.session.keys_not_here(
                                   [s.account for s in self.summaries]) if team else set())
         self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries))

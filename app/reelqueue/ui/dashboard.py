@@ -6,8 +6,11 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
+from typing import Any
+
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.application.providers import builtin_registry
+from reelqueue.application.status import Money
 from reelqueue.application.views import AccountSummary
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
@@ -24,11 +27,13 @@ def provider_title(kind: str) -> str:
 
 def compose_cards(table: JobTable, summaries: list[AccountSummary],
                   events: dict[str, AccountEvent], now: float, *, team: bool = False,
-                  keys_not_here: frozenset[str] | set[str] = frozenset()
-                  ) -> list[AccountCardData]:
+                  keys_not_here: frozenset[str] | set[str] = frozenset(),
+                  money: Money | None = None) -> list[AccountCardData]:
     """The cards. On a team store (``team``) the live figure is the journal's count over
     every machine (the summaries' ``live``, refreshed on the tick), and an account in
-    ``keys_not_here`` says its key is not on this machine."""
+    ``keys_not_here`` says its key is not on this machine. ``money``: the journal's spend
+    (application.status.money), the one source of the cards' dollars once read; until
+    then the table's own tally and the engine's last account event."""
     stats = table.stats
     by_account_times: dict[str | None, list[float]] = {}
     for at, done_by in table.completions:
@@ -63,16 +68,30 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             queued=sum(stats.by_account.get((account.name, s), 0) for s in WAITING_VALUES),
             completed=stats.by_account.get((account.name, JobState.COMPLETED), 0),
             failed=stats.by_account.get((account.name, JobState.FAILED), 0),
-            spend=stats.spend.get(account.name, 0.0),
+            spend=(money.spent.get(account.name, 0.0) if money is not None
+                   else stats.spend.get(account.name, 0.0)),
             estimate=round(estimate, 4) if estimate > 0 else None,
-            spent_today=event.spent_today if event else 0.0,
-            daily_cap=event.daily_cap if event else account.settings.get("daily_cap"),
-            cap_waiting=event.cap_waiting if event else 0,
+            **_today(account.name, account.settings.get("daily_cap"), event, money),
             per_minute=per_minute(by_account_times.get(account.name, []), now),
             renders=tuple(_render_line(table, row, now) for row in live_rows),
             team=team, key_here=account.name not in keys_not_here,
         ))
     return cards
+
+
+def _today(name: str, setting: object, event: AccountEvent | None,
+           money: Money | None) -> dict[str, Any]:
+    """A card's spend-today fields: the journal's (``money``) once read, else the engine's
+    last account event, else the account's own cap setting."""
+    today = money.account_today(name) if money is not None else None
+    if today is not None:
+        return {"spent_today": today.committed, "daily_cap": today.cap,
+                "cap_waiting": today.waiting, "today_words": today.describe()}
+    if event is not None:
+        return {"spent_today": event.spent_today, "daily_cap": event.daily_cap,
+                "cap_waiting": event.cap_waiting}
+    cap = setting if isinstance(setting, int | float) else None
+    return {"spent_today": 0.0, "daily_cap": cap, "cap_waiting": 0}
 
 
 def shared_queue_text(table: JobTable, summaries: list[AccountSummary]) -> str:

@@ -156,7 +156,8 @@ class RecoveryFollowUp:
         if gone_builtin:
             parts.append(f"{fmt.count(gone_builtin, 'render')} ran on the built-in mock, "
                          "which stops with ReelQueue: those renders are gone and will be "
-                         "rendered again (the mock charges nothing)")
+                         "rendered again (the mock is not a real provider: nothing is charged; "
+                         "its dollar figures are practice prices)")
         never = self.count(NEVER_ARRIVED)
         if never:
             parts.append(f"{fmt.count(never, 'submission')} never reached the provider and "
