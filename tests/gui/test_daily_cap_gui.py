@@ -28,17 +28,17 @@ async def test_a_daily_cap_is_set_and_removed_on_the_card(windows: WindowHarness
         return controller.summaries[0].account.settings.get("daily_cap")
 
     assert card().cap_button.isHidden() == card().compact  # folded cards hide it
-    assert "Spent today" not in card().spend.text()
+    assert "today" not in card().spend.text()
     problem = card().apply_daily_cap_text("twenty")
     assert problem is not None and "not an amount" in problem
     assert card().apply_daily_cap_text("-5") is not None
     assert card().apply_daily_cap_text("$20") is None
     await until(lambda: cap() == 20.0, 5)
-    await until(lambda: "Spent today $0.00 of $20.00" in card().spend.text(), 5)
+    await until(lambda: "Practice today $0.00 of $20.00" in card().spend.text(), 5)
     assert cap() == 20.0, "the refused entries changed nothing"
     assert card().apply_daily_cap_text("") is None  # empty: no cap
     await until(lambda: cap() is None, 5)
-    await until(lambda: "Spent today" not in card().spend.text(), 5)
+    await until(lambda: "today" not in card().spend.text(), 5)
 
 
 @on_qloop
@@ -65,8 +65,8 @@ async def test_after_a_restart_while_paused_the_card_says_what_status_says(
     store.close()
     controller = await windows.open(app_ctx, start=False)
     card = controller.window.accounts.cards["m1"]
-    await until(lambda: "Spent today $0.93 of $0.50" in card.spend.text(), 10)
-    assert card.spend.text().startswith("Spent $2.03"), card.spend.text()  # every day's
+    await until(lambda: "Practice today $0.93 of $0.50" in card.spend.text(), 10)
+    assert card.spend.text().startswith("Practice spend $2.03"), card.spend.text()  # all days
     money = await status.money(controller.session.app)
     lines = describe(money.today)  # what ``reelqueue status`` prints
     assert "Account m1: spent today $0.93 of $0.50" in lines, lines

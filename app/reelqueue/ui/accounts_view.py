@@ -68,6 +68,7 @@ class AccountCardData:
     spend: float = 0.0
     estimate: float | None = None
     today_words: str | None = None  # the journal's words for today ("$0.93 of $0.50 (...)")
+    practice: bool = False  # the mock: its dollars are practice prices, no real money
     spent_today: float = 0.0  # spend caps (the engine's AccountEvent): today's spend,
     daily_cap: float | None = None  # the daily cap (None: none) and the jobs it holds
     cap_waiting: int = 0
@@ -504,11 +505,14 @@ class AccountCard(QFrame):
         self.failed.setText(fmt.number(data.failed))
         estimate = (f" · est.{NBSP}{fmt.money(data.estimate)}{NBSP}to{NBSP}go"
                     if data.estimate else "")
-        spent = f"Spent {fmt.money(data.spend)}{estimate}"
+        # The mock's figures are practice prices (it charges no real money): said so, never
+        # "Spent" beside a banner that says nothing was charged (issue 23).
+        word = "Practice spend" if data.practice else "Spent"
+        spent = f"{word} {fmt.money(data.spend)}{estimate}"
         if data.daily_cap is not None:  # "Spent today $x of $cap", the cap's own line
             today = data.today_words or (f"{fmt.money(data.spent_today)} of "
                                          f"{fmt.money(data.daily_cap)}")
-            spent += f"\nSpent today {today}"
+            spent += f"\n{'Practice today' if data.practice else 'Spent today'} {today}"
             if data.cap_waiting:
                 spent += f" · cap reached: {fmt.number(data.cap_waiting)}{NBSP}waiting"
         self.spend.setText(spent)

@@ -64,6 +64,8 @@ class NotificationBell(QToolButton):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("notifications")
+        # The list opens on a click; Qt's menu arrow (drawn under the text) adds nothing.
+        self.setStyleSheet("QToolButton#notifications::menu-indicator { image: none; }")
         self.items: deque[Notification] = deque(maxlen=KEEP_NOTIFICATIONS)
         self.unseen = 0
         self.setIcon(theme.icon("info", "muted", 18))

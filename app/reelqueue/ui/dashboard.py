@@ -75,6 +75,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             per_minute=per_minute(by_account_times.get(account.name, []), now),
             renders=tuple(_render_line(table, row, now) for row in live_rows),
             team=team, key_here=account.name not in keys_not_here,
+            practice=account.provider == "mock",
         ))
     return cards
 
