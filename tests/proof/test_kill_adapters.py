@@ -220,7 +220,7 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
         fake.stop()
     total = time.monotonic() - started
 
-    doctor_ok_env(data, env)
+    doctor_ok_env(data, videos, env)
     integrity_ok(data / "journal.sqlite3")
     ours = [r for r in state["renders"] if not r["other"]]
     with journal(data) as store:
@@ -300,8 +300,11 @@ def test_kill_adapters_then_drain(tmp_path: Path, kind: str) -> None:
     assert reconciled, result
 
 
-def doctor_ok_env(data: Path, env: dict[str, str]) -> None:
-    done = subprocess.run([*REELQUEUE, "--data-dir", str(data), "doctor"],
+def doctor_ok_env(data: Path, videos: Path, env: dict[str, str]) -> None:
+    # The journal keeps each file relative to the videos folder: doctor looks in the
+    # folder the runs wrote to.
+    done = subprocess.run([*REELQUEUE, "--data-dir", str(data), "--videos-dir", str(videos),
+                           "doctor"],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
     assert done.returncode == 0, f"doctor failed:\n{done.stdout}\n{done.stderr}"
     assert "FAIL" not in done.stdout
