@@ -76,13 +76,14 @@ def install(hook: str) -> None:
     # This process's built-in providers, with the hooked mock adapter: ``reelqueue run``
     # hands the default registry to its engine (a registry is never changed; the
     # function that supplies the default one is replaced, here only).
-    from reelqueue.application import builtin_mock
+    from reelqueue.application import builtin_mock, compose
     from reelqueue.providers import builtin
 
     hooked = builtin.builtin_registry().with_provider(replace(
         builtin.builtin_registry().get("mock"),
         factory=lambda client, config: Hooked(client, config)))
-    for module in (builtin, builtin_mock):
+    # compose.py is the composition root every front end's engine comes from.
+    for module in (builtin, builtin_mock, compose):
         module.builtin_registry = lambda: hooked  # type: ignore[attr-defined]
 
 

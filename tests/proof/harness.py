@@ -348,8 +348,10 @@ def check_batch(store: SqliteStore, videos: Path, creates: Counter[str], *,
         failed_ids=[j.id for j in jobs if j.state == JobState.FAILED])
 
 
-def doctor_ok(data: Path) -> str:
-    done = cli(data, "doctor")
+def doctor_ok(data: Path, videos: Path) -> str:
+    """``doctor`` passes, looking in ``videos`` (the journal keeps each file relative to
+    the videos folder the runs wrote to)."""
+    done = cli(data, "doctor", videos=videos)
     assert done.returncode == 0, f"doctor failed:\n{done.stdout}\n{done.stderr}"
     assert "FAIL" not in done.stdout
     return done.stdout

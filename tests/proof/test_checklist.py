@@ -134,7 +134,7 @@ def test_kill_a_worker_mid_job(tmp_path: Path, phase: JobState) -> None:
         assert "reattached" in [e.event for e in per_job[job_id]]
         assert creates[jobs[job_id].job_key] == 1
     assert figures.by_state == {"COMPLETED": len(prompts)}
-    doctor_ok(data)
+    doctor_ok(data, videos)
 
 
 # -- 2. kill after the result is saved, before the coordinator is told ------------------------
@@ -173,7 +173,7 @@ def test_kill_after_the_video_is_saved_before_completion_is_recorded(tmp_path: P
     assert creates[job.job_key] == 1  # the retry did not render it again...
     assert counters["renders_total"] == len(prompts)
     assert (video.stat().st_ino, video.stat().st_mtime_ns) == inode  # ...nor download it
-    doctor_ok(data)
+    doctor_ok(data, videos)
 
 
 # -- 3. slow worker: finishes after its lease was taken over ---------------------------------
@@ -349,7 +349,7 @@ def test_kill_and_restart_mid_batch_keeps_every_state_correct(tmp_path: Path) ->
         assert done.returncode == 0 and re.search(r"\b1 jobs? cancelled", done.stdout)
         _finish(data, videos, [str(sheet), *RUN], tmp_path / "run-2.log")
         creates = mock.creates_by_key()
-    doctor_ok(data)
+    doctor_ok(data, videos)
     with journal(data) as store:
         jobs = {j.id: j for j in store.list_jobs()}
         ledger = store.ledger()
@@ -680,4 +680,4 @@ def test_a_second_runner_on_the_same_data_folder_is_refused(tmp_path: Path) -> N
     with journal(data) as store:
         check_batch(store, videos, creates, expect_jobs=len(prompts))
         assert [e.event for e in store.ledger()].count("imported") == 1
-    doctor_ok(data)
+    doctor_ok(data, videos)

@@ -153,7 +153,7 @@ def test_kill_many_times_then_drain(tmp_path: Path, mode: str) -> None:
         creates = mock.creates_by_key()
     total = time.monotonic() - started
 
-    doctor_ok(data)
+    doctor_ok(data, videos)
     integrity_ok(data / "journal.sqlite3")
     for key, count in frozen.items():
         assert creates[key] == count, f"{key} was created again after it had a render"

@@ -81,7 +81,7 @@ def test_kill_after_twenty_completions_then_drain(tmp_path: Path) -> None:
         creates = mock.creates_by_key()
     drained_at = time.monotonic() - started
 
-    doctor_ok(data)
+    doctor_ok(data, videos)
     integrity_ok(data / "journal.sqlite3")
     with journal(data) as store:
         figures = check_batch(store, videos, creates, expect_jobs=JOBS)

@@ -76,7 +76,7 @@ def test_seven_sigints_during_one_render_cost_one_create(tmp_path: Path) -> None
         finally:
             last.kill()
         creates = mock.creates_by_key()
-    doctor_ok(data)
+    doctor_ok(data, videos)
     with journal(data) as store:
         check_batch(store, videos, creates, expect_jobs=1)
         job = store.list_jobs()[0]
