@@ -27,7 +27,7 @@ from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 
 from reelqueue.ui.qtcompat import emit
-from reelqueue.ui.thumbnails import _store, decode_first_keyframe
+from reelqueue.ui.thumbnails import cached_picture, decode_first_keyframe
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +66,8 @@ def gallery_thumbnail(video: Path, cache_dir: Path, box: tuple[int, int]
     except OSError as exc:
         log.info("no gallery thumbnail for %s: %s", video.name, exc)
         return None, "failed"
-    picture = cache_dir / f"{key}-{CACHE_VERSION}.jpg"
-    refused = cache_dir / f"{key}-{CACHE_VERSION}.none"
-    if picture.is_file():
-        image = QImage(str(picture))
-        if not image.isNull():
-            return image, "cache"
-    if refused.is_file():
-        return None, "cache"
-    try:
-        image = decode_first_keyframe(video, box)
-    except Exception as exc:  # anything a damaged file raises ends here
-        log.info("no gallery thumbnail for %s: %s: %s", video.name, type(exc).__name__, exc)
-        _store(refused, None)
-        return None, "failed"
-    _store(picture, image)
-    return image, "made"
+    return cached_picture(video, cache_dir / f"{key}-{CACHE_VERSION}",
+                          lambda path: decode_first_keyframe(path, box))
 
 
 def _lower_priority() -> None:

@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,8 +143,16 @@ def cached_thumbnail(video: Path, cache_dir: Path, sha256: str | None = None
     except (OSError, ThumbnailError) as exc:
         log.info("no thumbnail for %s: %s", video.name, exc)
         return None, "failed"
-    picture = cache_dir / f"{key}-{CACHE_VERSION}.jpg"
-    refused = cache_dir / f"{key}-{CACHE_VERSION}.none"
+    return cached_picture(video, cache_dir / f"{key}-{CACHE_VERSION}", decode_first_keyframe)
+
+
+def cached_picture(video: Path, stem: Path, decode: Callable[[Path], QImage]
+                   ) -> tuple[QImage | None, str]:
+    """The picture cached at ``stem`` (``stem.jpg``, or ``stem.none`` for a video that
+    gave none), else ``decode(video)`` kept there; and where it came from ("cache",
+    "made", "failed"). The table's and the gallery's thumbnails alike. Blocking."""
+    picture = stem.with_name(f"{stem.name}.jpg")
+    refused = stem.with_name(f"{stem.name}.none")
     if picture.is_file():
         image = QImage(str(picture))
         if not image.isNull():
@@ -151,7 +160,7 @@ def cached_thumbnail(video: Path, cache_dir: Path, sha256: str | None = None
     if refused.is_file():
         return None, "cache"
     try:
-        image = decode_first_keyframe(video)
+        image = decode(video)
     except Exception as exc:  # anything a damaged file raises ends here
         log.info("no thumbnail for %s: %s: %s", video.name, type(exc).__name__, exc)
         _store(refused, None)
