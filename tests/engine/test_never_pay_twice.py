@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from reelqueue.domain.models import AccountSpec
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.retry_plan import plan_retry
+from reelqueue.providers.base import RenderRequest
 from reelqueue.store.base import ClaimParams
 from reelqueue.store.memory import MemoryStore
 from tests.engine import user_commands
@@ -308,6 +310,67 @@ async def test_an_orderly_stop_during_a_create_waits_for_its_answer(tmp_path: Pa
     job = store.list_jobs()[0]
     assert job.state == JobState.RENDERING and job.provider_job_id == "r1", job
     assert "stopped_in_flight" in events(store)
+    await drain(store, providers=install(provider))
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}
+    assert "submit_outcome_unknown" not in events(store)
+
+
+async def test_an_orderly_stop_while_the_render_id_waits_for_the_journal_records_it(
+        tmp_path: Path) -> None:
+    """The create answered, and its render id waits on the journal thread behind another
+    write when the stop arrives: the write is not dropped (it was, and the window's close
+    test saw a "kept" render checked again instead of picked up; on a provider that cannot
+    be asked it would have parked a paid render as "submit outcome unknown")."""
+    release = threading.Event()
+    blocked = threading.Event()
+
+    class Answering(FakeProvider):
+        async def submit(self, request: RenderRequest) -> str:
+            render_id = await super().submit(request)
+            # The journal thread gets busy with another write just as the answer comes.
+            self.busy = asyncio.ensure_future(engine.store.call(hold))
+            while not blocked.is_set():
+                await asyncio.sleep(0.001)
+            return render_id
+
+    def hold() -> None:
+        blocked.set()
+        release.wait(30)
+
+    provider = Answering({"p": Script()}, supports_lookup=False)
+    store = CountingStore()
+    add_batch(store, tmp_path, ["p"])
+    store.add_account(AccountSpec("a", "fake", 1), 0)
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
+    queued = asyncio.Event()
+    record_submitted = engine.store.record_submitted
+
+    async def record_queued(*args: Any, **kwargs: Any) -> bool:
+        queued.set()  # the call below goes to the journal thread's queue at once
+        return await record_submitted(*args, **kwargs)
+
+    engine.store.record_submitted = record_queued  # type: ignore[method-assign]
+    await engine.start()
+    for _ in range(20000):  # until the held write occupies the journal thread
+        if blocked.is_set() and provider.creates:
+            break
+        await asyncio.sleep(0.001)
+    assert blocked.is_set()
+    for _ in range(20000):
+        if queued.is_set():
+            break
+        await asyncio.sleep(0.001)
+    assert queued.is_set(), "the render id never went to the journal thread"
+    stopping = asyncio.ensure_future(engine.stop())
+    await asyncio.sleep(0.01)  # the stop's cancel reaches the worker first
+    release.set()
+    await stopping
+    engine.close_store()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.RENDERING and job.provider_job_id == "r1", (
+        job, events(store))
     await drain(store, providers=install(provider))
     job = store.list_jobs()[0]
     assert job.state == JobState.COMPLETED, (job, events(store))

@@ -436,7 +436,34 @@ class RenderAttempt:
             return
         self.unresolved = False
         self.submitted_at = self._now()
-        await self._record_submitted(provider_job_id)
+        # The render exists and is paid for from here on: a stop arriving while its id is
+        # on its way to the journal (queued behind other writes on the journal thread)
+        # must not drop the write, or an orderly stop leaves "submit outcome unknown" on a
+        # provider that cannot be asked.
+        recording = asyncio.ensure_future(self._record_submitted(provider_job_id))
+        try:
+            await asyncio.shield(recording)
+        except asyncio.CancelledError:
+            await self._finish_recording_on_stop(recording, provider_job_id)
+            raise
+
+    async def _finish_recording_on_stop(self, recording: asyncio.Future[None],
+                                        provider_job_id: str) -> None:
+        """An orderly stop while an answered create's render id was being written: the
+        write is waited for (a second cancel, the user insisting, leaves the intent for
+        recovery to settle, as after a crash)."""
+        try:
+            await recording
+            log.info("job %s: the render answered at the stop was recorded (%s)",
+                     self.job.id, provider_job_id)
+        except asyncio.CancelledError:
+            return
+        except ClaimLost:
+            log.info("job %s: claim lost while recording render %s at the stop",
+                     self.job.id, provider_job_id)
+        except Exception:
+            log.exception("job %s: could not record render %s at the stop",
+                          self.job.id, provider_job_id)
 
     async def _withdraw_intent_on_stop(self, intent: asyncio.Future[bool]) -> None:
         """An orderly stop while the intent was being written: no create has been sent, so
