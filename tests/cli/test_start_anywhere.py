@@ -177,3 +177,38 @@ def test_a_window_that_cannot_open_runs_the_demo_headless(
     assert runs == ["headless"]
     assert ("The window cannot open: install libxcb-cursor0\nThe demo runs headless here "
             "instead.") in printed
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_the_window_opens_on_the_journal_the_command_line_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """``reelqueue --store postgresql://…`` (or REELQUEUE_STORE) with no command opens the
+    window on that team database, with the folders of --data-dir / REELQUEUE_DATA_DIR; it
+    used to open the local queue, silently, on the default data folder."""
+    from reelqueue.cli import main as cli_main
+
+    opened: list[tuple[AppContext, Path | None]] = []
+
+    def opener(ctx: AppContext, *, start: bool, open_sheet: Path | None = None) -> int:
+        opened.append((ctx, open_sheet))
+        return 0
+
+    url = "postgresql://studio@127.0.0.1:5432/queue"
+    monkeypatch.setattr(cmd_demo, "has_display", lambda: True)
+    monkeypatch.delenv("REELQUEUE_STORE", raising=False)
+    monkeypatch.setenv("REELQUEUE_DATA_DIR", str(tmp_path / "env-data"))
+    argv = ["--videos-dir", str(tmp_path / "videos")]
+    if how == "flag":
+        argv += ["--store", url, "--data-dir", str(tmp_path / "data")]
+    else:
+        monkeypatch.setenv("REELQUEUE_STORE", url)
+    sheet = tmp_path / "shots.csv"
+    sheet.write_text("name,prompt\nonly,One short scene\n", "utf-8")
+    assert cli_main.main(argv, open_window=opener) == 0
+    assert cli_main.main([*argv, str(sheet)], open_window=opener) == 0
+    data = tmp_path / ("data" if how == "flag" else "env-data")
+    for ctx, _ in opened:
+        assert ctx.store_url == url
+        assert ctx.data_dir == data.resolve()
+        assert ctx.videos_dir == (tmp_path / "videos").resolve()
+    assert [s for _, s in opened] == [None, sheet]

@@ -27,7 +27,7 @@ from reelqueue.application.demo import (
     prepare_demo,
     reset_demo,
 )
-from reelqueue.cli.context import CliContext, WindowOpener
+from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import WindowUnavailable
 from reelqueue.resources import resource
 
@@ -97,16 +97,13 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     return run_headless(demo, EngineConfig(), budget=None, progress=True)
 
 
-def open_window_or_help(args: argparse.Namespace, parser: argparse.ArgumentParser,
-                        sheet: Path | None = None,
-                        open_window: WindowOpener | None = None) -> int:
-    """``reelqueue`` alone (or with a sheet): the window where there is one (``open_window``
-    given and a display), else help."""
+def open_window_or_help(ctx: CliContext, parser: argparse.ArgumentParser,
+                        sheet: Path | None = None) -> int:
+    """``reelqueue`` alone (or with a sheet): the window on ``ctx`` (its folders and its
+    journal, a team database included) where there is one (``ctx.open_window`` given and a
+    display), else help."""
+    open_window = ctx.open_window
     if has_display() and open_window is not None:
-        from reelqueue.cli.context import default_data_dir, default_videos_dir
-
-        ctx = CliContext(data_dir=(args.data_dir or default_data_dir()).resolve(),
-                         videos_dir=(args.videos_dir or default_videos_dir()).resolve())
         try:
             return open_window(ctx, start=False, open_sheet=sheet)
         except WindowUnavailable as exc:

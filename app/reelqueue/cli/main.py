@@ -101,19 +101,15 @@ def main(argv: Sequence[str] | None = None, *,
         from reelqueue.cli.cmd_demo import open_window_or_help
 
         argv.remove(str(sheet))
-        return open_window_or_help(parser.parse_args(argv), parser, sheet=sheet,
-                                   open_window=open_window)
+        args = parser.parse_args(argv)
+        return open_window_or_help(context_of(args, open_window, serve_api), parser,
+                                   sheet=sheet)
     args = parser.parse_args(argv)
+    ctx = context_of(args, open_window, serve_api)
     if args.command is None:
         from reelqueue.cli.cmd_demo import open_window_or_help
 
-        return open_window_or_help(args, parser, open_window=open_window)
-    data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
-    videos_dir = args.videos_dir or default_videos_dir()
-    store_url = args.store or os.environ.get("REELQUEUE_STORE") or None
-    ctx = CliContext(data_dir=data_dir.expanduser().resolve(),
-                     videos_dir=videos_dir.expanduser().resolve(), open_window=open_window,
-                     serve_api=serve_api, store_url=store_url)
+        return open_window_or_help(ctx, parser)
     if getattr(args, "needs_context", True):
         setup_logging(ctx.data_dir, args.verbose)
     try:
@@ -134,6 +130,19 @@ def main(argv: Sequence[str] | None = None, *,
         print("reelqueue: an unexpected error occurred; details are in "
               f"{ctx.data_dir / 'logs' / 'reelqueue.log'}", file=sys.stderr)
         return EXIT_BUG
+
+
+def context_of(args: argparse.Namespace, open_window: WindowOpener | None,
+               serve_api: ApiRunner | None) -> CliContext:
+    """The folders and journal of ``args``, the same for a command and for the window:
+    ``--data-dir``/``REELQUEUE_DATA_DIR``, ``--videos-dir``, ``--store``/``REELQUEUE_STORE``
+    (the window opened with ``--store postgresql://…`` used to open the local queue)."""
+    data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
+    videos_dir = args.videos_dir or default_videos_dir()
+    store_url = args.store or os.environ.get("REELQUEUE_STORE") or None
+    return CliContext(data_dir=data_dir.expanduser().resolve(),
+                      videos_dir=videos_dir.expanduser().resolve(), open_window=open_window,
+                      serve_api=serve_api, store_url=store_url)
 
 
 def _opened_sheet(argv: list[str]) -> Path | None:
