@@ -88,6 +88,34 @@ def test_worker_renders_for_its_keys_and_stops_on_sigterm(tmp_path: Path,
     assert KEY_A not in dump and KEY_B not in dump
 
 
+def test_a_mock_account_without_an_address_renders_on_the_workers_builtin_mock(
+        tmp_path: Path, team_url: str) -> None:
+    """A team trying ReelQueue out with the built-in mock (``accounts add --provider mock``,
+    no --base-url): the worker renders its jobs on its own in-process mock, as ``run`` and
+    the window do. It used to print "renders here" and then refuse every claim ("the mock
+    provider has no address") until stopped."""
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    done = team_cli(admin, team_url, "accounts", "add", "studio", "--provider", "mock",
+                    "--capacity", "3", keyring_file=admin / "keyring.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    write_sheet(tmp_path / "sheet.csv", 4, seed=5, low=0.1, high=0.4)
+    import_sheet(admin, team_url, tmp_path / "sheet.csv", tmp_path / "videos")
+    worker = Worker("machine-a", tmp_path, team_url, "--no-progress",
+                    videos=tmp_path / "videos")
+    try:
+        worker.start().wait_running()
+        assert "account studio (mock): renders here" in worker.output()
+        settle(lambda: read(team_url, "SELECT COUNT(*) FROM jobs WHERE state = "
+                            "'COMPLETED'")[0][0] == 4, 120, "4 completions")
+        assert worker.terminate() == 0
+    finally:
+        worker.stop_quietly()
+    assert "has no address" not in worker.output()
+    files = sorted(p.name for p in (tmp_path / "videos").rglob("*.mp4"))
+    assert len(files) == 4, files
+
+
 def test_sigterm_while_rendering_leaves_renders_for_the_next_instance(
         tmp_path: Path, team_url: str) -> None:
     admin = tmp_path / "admin"

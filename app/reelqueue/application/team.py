@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
+from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.compose import build_engine, provider_registry
 from reelqueue.application.team_store import (
     TEAM_SCHEMES,
@@ -255,8 +256,34 @@ async def run_worker(store: PostgresStore, config: EngineConfig, *, keys: Accoun
     renders in flight at the stop stay claimed by this instance until their lease runs
     out, then any instance reattaches them by provider job id.
     """
+    # A mock account without an address of its own renders on this process's built-in
+    # mock, as in ``run`` and the window (the worker used to say "renders here" of it and
+    # then refuse every claim: "the mock provider has no address"). Its renders end with
+    # the process; whoever takes them over renders them again, without an attempt spent.
+    accounts = await asyncio.to_thread(store.list_accounts)
+    mock = BuiltinMock()
+    providers = None
+    if builtin_mock_accounts(accounts):
+        await asyncio.to_thread(mock.ensure)
+        providers = mock.providers()
+    try:
+        return await _run_engine(store, config, keys=keys, stop=stop, on_event=on_event,
+                                 on_started=on_started, instance_id=instance_id,
+                                 wake_fallback_seconds=wake_fallback_seconds, clock=clock,
+                                 providers=providers,
+                                 lost=builtin_mock_accounts(accounts))
+    finally:
+        await asyncio.to_thread(mock.stop)
+
+
+async def _run_engine(store: PostgresStore, config: EngineConfig, *, keys: AccountKeys,
+                      stop: asyncio.Event, on_event: Callable[[Event], None] | None,
+                      on_started: Callable[[Engine], None] | None, instance_id: str | None,
+                      wake_fallback_seconds: float | None, clock: Clock | None,
+                      providers: ProviderRegistry | None, lost: list[str]) -> Engine:
     engine = build_engine(store, config=team_config(config), keys=keys,
-                          instance_id=instance_id, clock=clock)
+                          instance_id=instance_id, clock=clock, providers=providers,
+                          lost_render_accounts=lost)
     if on_event is not None:
         engine.bus.subscribe(on_event)
     # Its clock against the server's first: the registry says it from the hello on.
