@@ -23,7 +23,7 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run, gallery, account-manage.
+import-test-run, gallery, account-manage, team.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -520,6 +520,74 @@ def import_test_run(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+
+TEAM_SHEET = "name,prompt\n" + "\n".join(
+    f"shot{i:02d},A short scene number {i} of a city waking up" for i in range(1, 13)) + "\n"
+
+
+def team(scene: Scene, out: Path) -> None:
+    """The window on a team database (issue 21): a throwaway PostgreSQL server; another
+    machine ("box-b": a real ``reelqueue worker`` in its own UTS namespace, so its host
+    name differs, with its own videos folder) renders part of a batch; this machine's
+    window then shows each file with the machine that holds it ("file · on box-b"), and
+    a gateway account whose address was changed on the team database waits for this
+    machine's confirmation before its key goes anywhere. Needs root (``unshare -u``)."""
+    sys.path.insert(0, str(REPO))
+    import psycopg
+    from tests.pgserver import start_server
+
+    server = start_server()
+    other: subprocess.Popen[bytes] | None = None
+    try:
+        dsn = server.dsn
+        scene.cli("--store", dsn, "accounts", "add", "--provider", "mock", "--capacity", "3",
+                  "studio")
+        scene.cli("--store", dsn, "accounts", "add", "--provider", "openai-compat",
+                  "--base-url", "https://gateway.example.com/v1", "--model", "wan-2.2",
+                  "--no-check", "gateway", stdin="sk-demo-not-a-real-key\n")
+        sheet = scene.sheet("team.csv", TEAM_SHEET)
+        scene.cli("--store", dsn, "import", str(sheet), "--provider", "mock",
+                  "--batch-name", "city")
+        b_data, b_videos = scene.root / "box-b" / "data", scene.root / "box-b" / "videos"
+        b_data.mkdir(parents=True)
+        b_videos.mkdir()
+        env = dict(scene.x.env())
+        env.pop("DISPLAY", None)
+        log = open(scene.root / "box-b.log", "ab")  # noqa: SIM115 - closed with the process
+        other = subprocess.Popen(
+            ["unshare", "-u", "sh", "-c", 'hostname box-b && exec "$@"', "sh",
+             sys.executable, "-m", "reelqueue", "--data-dir", str(b_data), "--videos-dir",
+             str(b_videos), "--store", dsn, "worker"],
+            env=env, stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 120
+        done = 0
+        while done < 5 and time.monotonic() < deadline:
+            if other.poll() is not None:
+                raise SystemExit(f"box-b's worker exited: see {scene.root / 'box-b.log'}")
+            with psycopg.connect(dsn, autocommit=True) as db:
+                row = db.execute("SELECT count(*) FROM jobs WHERE state = 'COMPLETED'"
+                                 ).fetchone()
+            done = int(row[0]) if row else 0
+            time.sleep(0.2)
+        stop(other)
+        # A teammate (or anyone with write access to the team database) points the
+        # gateway at another address: this machine's key is not sent there unconfirmed.
+        with psycopg.connect(dsn, autocommit=True) as db:
+            db.execute("UPDATE accounts SET base_url = 'https://gw.elsewhere.example.net/v1'"
+                       " WHERE name = 'gateway'")
+        proc = scene.app("--store", dsn)
+        try:
+            wait_window(scene.x, proc)
+            settle(8)  # this machine renders the rest (the mock is fast)
+            scene.x.capture(out)
+        finally:
+            stop(proc)
+    finally:
+        if other is not None:
+            stop(other)
+        server.stop()
+
+
 # Logical pixels inside the main window (the same at 100 % and 150 %: both screens are
 # 1280x720 logical). ADD_ACCOUNT is measured from the window's right edge.
 ADD_ACCOUNT = (183.0, 26.0)
@@ -541,6 +609,7 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "import-test-run": import_test_run,
     "gallery": gallery,
     "account-manage": account_manage,
+    "team": team,
 }
 
 
