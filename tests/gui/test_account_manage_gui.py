@@ -14,6 +14,7 @@ from reelqueue.application import accounts
 from reelqueue.application.accounts import AccountDraft
 from reelqueue.domain.models import Account, AccountStatus, BatchSpec, JobSpec
 from reelqueue.ui.account_manage import ManageAccountDialog, parse_cap
+from reelqueue.ui.accounts_view import CONFIRM_HERE
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 from tests.gui.test_accounts_gui import FAKE_KIND, GOOD_KEY, WITH_FAKE
 
@@ -100,14 +101,23 @@ async def test_confirm_on_this_machine_after_the_address_changed_elsewhere(
     # key is bound to the old one and is not sent until confirmed.
     journal = controller.session.app.journal
     await journal.update_account("Studio A", time.time(), base_url="https://other.example.com")
+    await controller.refresh_accounts()
+    # The card says so before anything is claimed (it said "ready" until the engine asked
+    # for the key), and Manage… is where to confirm.
+    card = controller.window.accounts.cards["Studio A"]
+    await until(lambda: card.chip.text() == CONFIRM_HERE)
+    assert "other.example.com" in card.chip.toolTip() and "Manage" in card.chip.toolTip()
+    assert controller.window.accounts.cards["Studio B"].chip.text() == "ready"
     controller.window.accounts.cards["Studio A"].manage_button.click()
     dialog = controller.manage.dialogs["Studio A"]
     await until(lambda: dialog.confirm_box.isVisible())
     assert "confirm" in dialog.confirm_label.text()
+    assert "other.example.com" in dialog.confirm_label.text(), dialog.confirm_label.text()
     dialog.confirm_button.click()
     await until(lambda: "now sends its key to" in dialog.status.text())
     await until(lambda: not dialog.confirm_box.isVisible())
     assert "other.example.com" in dialog.status.text()
+    await until(lambda: card.chip.text() == "ready")
 
 
 @on_qloop

@@ -145,5 +145,9 @@ async def confirm_words(session: Session, name: str) -> str | None:
     account = await get_account(session, name)
     for trust in await trust_of_accounts(session, [account]):
         if trust.name == name and trust.problem == CONFIRM:
-            return trust.words
+            if trust.bound_to is None:
+                return trust.words
+            return (f"Changed since this machine kept its key: the key was kept for "
+                    f"{trust.bound_to}; the journal now names {trust.row_says}. It is sent "
+                    "nowhere until you confirm (only if you trust the new address).")
     return None

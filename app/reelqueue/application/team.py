@@ -37,7 +37,12 @@ from reelqueue.application.team_store import (
     open_team_store,
     tls_defaults,
 )
-from reelqueue.application.trust import DirectKeys, TrustedKeys, database_identity
+from reelqueue.application.trust import (
+    DirectKeys,
+    TrustedKeys,
+    account_trust,
+    database_identity,
+)
 from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Account
@@ -141,6 +146,7 @@ class AccountAvailability:
     provider: str
     usable: bool
     reason: str = ""
+    confirm: bool = False  # the row changed: waits for ``accounts confirm`` here
 
 
 def key_availability(accounts: list[Account], keys: TrustedKeys,
@@ -164,7 +170,7 @@ def key_availability(accounts: list[Account], keys: TrustedKeys,
         answer = keys.key_for(account, info.default_base_url)
         if answer.problem == CONFIRM:
             out.append(AccountAvailability(account.name, account.provider, False,
-                                           answer.detail))
+                                           answer.detail, confirm=True))
         elif answer.problem is not None:
             out.append(AccountAvailability(account.name, account.provider, False,
                                            "key not on this machine"))
@@ -442,6 +448,23 @@ def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
             if not a.usable and a.reason == "key not on this machine"}
 
 
+def keys_to_confirm(session: Session, accounts: list[Account]) -> dict[str, str]:
+    """The accounts whose row changed (provider or address: on a team database, or by a
+    hand edit of a local journal) since this machine bound its key: name -> what changed
+    ("its key was kept for openai-compat at gw.a.com; the journal now names … at gw.b.com").
+    Their key is sent nowhere until ``accounts confirm`` (application.trust); the window
+    says so before anything is claimed, not only once the engine asks for the key. Reads
+    only what the key cache already holds (never blocks)."""
+
+    def official(kind: str) -> str | None:
+        return session.providers.get(kind).default_base_url
+
+    return {t.name: (f"its key was kept for {t.bound_to}; the journal now names {t.row_says}"
+                     if t.bound_to else t.words)
+            for t in account_trust(session.trusted_keys, accounts, official)
+            if t.problem == CONFIRM}
+
+
 __all__ = [
     "RUNNING",
     "SILENT",
@@ -465,6 +488,7 @@ __all__ = [
     "key_availability",
     "keyring_lookup",
     "keys_not_here",
+    "keys_to_confirm",
     "leave",
     "machines",
     "open_team_store",

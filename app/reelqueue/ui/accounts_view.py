@@ -38,6 +38,9 @@ MAX_RENDERS_SHOWN = 3
 MIN_STRIP_HEIGHT = 140  # a short window squeezes the cards down to this, then they scroll
 NBSP = "\u00a0"  # keeps "est. $110.91 to go" on one line when the spend line wraps
 KEY_NOT_HERE = "key not on this machine"
+CONFIRM_HERE = "confirm here"
+CONFIRM_DETAIL = ("Changed since this machine kept its key: {words}. The key is sent "
+                  "nowhere until you confirm the new address in Manage….")
 KEY_NOT_HERE_DETAIL = ("Key not on this machine — other machines render for it. "
                        "To render for it here too: reelqueue --store URL team-key NAME")
 
@@ -76,6 +79,7 @@ class AccountCardData:
     renders: tuple[RenderLine, ...] = ()
     team: bool = False  # a team store: ``live`` counts the renders of every machine
     key_here: bool = True  # False: a team account whose key is not on this machine
+    confirm: str = ""  # a team account whose row changed: waits for "accounts confirm" here
 
     def chip(self) -> tuple[str, str]:
         """The state chip's text and tint."""
@@ -83,6 +87,8 @@ class AccountCardData:
             return "paused", "neutral"
         if not self.key_here and self.status in ("ready", "key_missing"):
             return KEY_NOT_HERE, "neutral"
+        if self.confirm and self.status in ("ready", "key_missing"):
+            return CONFIRM_HERE, "warning"
         if self.status == "rate_limited":
             until = f" until {fmt.clock(self.cooldown_until)}" if self.cooldown_until else ""
             return f"rate limited{until}", "warning"
@@ -494,10 +500,13 @@ class AccountCard(QFrame):
             return
         old, self.data = self.data, data
         self.provider.setText(data.provider_title)
-        if old is None or old.chip() != data.chip() or old.detail != data.detail:
+        if (old is None or old.chip() != data.chip() or old.detail != data.detail
+                or old.confirm != data.confirm):
             self.chip.set_chip(*data.chip())
-            self.chip.setToolTip(KEY_NOT_HERE_DETAIL if data.chip()[0] == KEY_NOT_HERE
-                                 else data.detail or "")
+            chip = data.chip()[0]
+            self.chip.setToolTip(KEY_NOT_HERE_DETAIL if chip == KEY_NOT_HERE
+                                 else CONFIRM_DETAIL.format(words=data.confirm)
+                                 if chip == CONFIRM_HERE else data.detail or "")
             self._set_title()
         self.gauge.set_values(data.live, data.capacity)
         self.queued.setText(fmt.number(data.queued))
@@ -662,6 +671,9 @@ def team_text(data: AccountCardData) -> str:
     text = f"{data.live} of {data.capacity} running across all machines"
     if not data.key_here:
         text += " · key not on this machine — other machines render for it"
+    elif data.confirm:
+        text += (" · its address changed on the team database: its key is sent nowhere "
+                 "until you confirm it here (Manage…)")
     return text
 
 

@@ -490,7 +490,9 @@ class AppController(QObject):
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
                               now or time.time(), team=team, money=self.money,
                               keys_not_here=self.session.keys_not_here(
-                                  [s.account for s in self.summaries]) if team else set())
+                                  [s.account for s in self.summaries]) if team else set(),
+                              to_confirm=self.session.keys_to_confirm(
+                                  [s.account for s in self.summaries]))
         self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.actions.set_capacity)

@@ -6,6 +6,7 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
@@ -28,12 +29,15 @@ def provider_title(kind: str) -> str:
 def compose_cards(table: JobTable, summaries: list[AccountSummary],
                   events: dict[str, AccountEvent], now: float, *, team: bool = False,
                   keys_not_here: frozenset[str] | set[str] = frozenset(),
+                  to_confirm: Mapping[str, str] | None = None,
                   money: Money | None = None) -> list[AccountCardData]:
     """The cards. On a team store (``team``) the live figure is the journal's count over
-    every machine (the summaries' ``live``, refreshed on the tick), and an account in
-    ``keys_not_here`` says its key is not on this machine. ``money``: the journal's spend
-    (application.status.money), the one source of the cards' dollars once read; until
-    then the table's own tally and the engine's last account event."""
+    every machine (the summaries' ``live``, refreshed on the tick), an account in
+    ``keys_not_here`` says its key is not on this machine, and one in ``to_confirm`` that
+    it waits for this machine's confirmation (its row changed on the team database).
+    ``money``: the journal's spend (application.status.money), the one source of the
+    cards' dollars once read; until then the table's own tally and the engine's last
+    account event."""
     stats = table.stats
     by_account_times: dict[str | None, list[float]] = {}
     for at, done_by in table.completions:
@@ -75,6 +79,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             per_minute=per_minute(by_account_times.get(account.name, []), now),
             renders=tuple(_render_line(table, row, now) for row in live_rows),
             team=team, key_here=account.name not in keys_not_here,
+            confirm=(to_confirm or {}).get(account.name, ""),
             practice=account.provider == "mock",
         ))
     return cards

@@ -443,6 +443,15 @@ def _pill(painter: QPainter, rect: QRectF, fill: QColor) -> None:
     painter.fillPath(path, fill)
 
 
+class MiddleElideDelegate(QStyledItemDelegate):
+    """A cell whose end matters as much as its start ("002_shot01.mp4 · on box-b"): elided
+    in the middle, so the machine that holds the file stays visible in a narrow column."""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: ModelIndex) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
+
+
 class StateDelegate(QStyledItemDelegate):
     """The state as a coloured dot and its label."""
 

@@ -75,6 +75,7 @@ from reelqueue.ui.jobs_model import (
     JobFilter,
     JobIdRole,
     JobTableModel,
+    MiddleElideDelegate,
     ProgressDelegate,
     StateDelegate,
 )
@@ -597,6 +598,8 @@ class MainWindow(QMainWindow):
         self.progress_delegate = ProgressDelegate(self.model, self.table)
         self.table.setItemDelegateForColumn(COL_STATE, self.state_delegate)
         self.table.setItemDelegateForColumn(COL_PROGRESS, self.progress_delegate)
+        self.output_delegate = MiddleElideDelegate(self.table)
+        self.table.setItemDelegateForColumn(COL_OUTPUT, self.output_delegate)
         self.table.doubleClicked.connect(self._activated)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)

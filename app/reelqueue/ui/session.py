@@ -227,6 +227,10 @@ class EngineSession:
         """Accounts whose key is not on this machine (a team store only)."""
         return team.keys_not_here(self.app, accounts)
 
+    def keys_to_confirm(self, accounts: list[Any]) -> dict[str, str]:
+        """Accounts waiting for this machine's confirmation of their new address."""
+        return team.keys_to_confirm(self.app, accounts)
+
     @property
     def keys(self) -> KeyCache:
         return self.app.keys
