@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application.feed import FeedReader
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import BatchSpec, Job, JobSpec
 from reelqueue.engine.engine import Engine
@@ -37,7 +38,6 @@ from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
 from reelqueue.intake.sheet import SheetRow
 from reelqueue.store.base import Store
-from reelqueue.store.journal_reader import JournalReader
 
 __all__ = ["API_BATCH_DEFAULT", "JOB_PARAM_FIELDS", "IdempotencyConflict", "JobInvalid",
            "JobRequest", "JobSubmitter", "QueueFull", "SubmitError", "SubmitOutcome", "job_key_for"]
@@ -142,7 +142,7 @@ class JobSubmitter:
         max_waiting: the queue limit (None: no limit).
     """
 
-    def __init__(self, engine: Engine, reader: JournalReader, videos_dir: Path,
+    def __init__(self, engine: Engine, reader: FeedReader, videos_dir: Path,
                  catalog: ProviderCatalog, max_waiting: int | None) -> None:
         self.engine = engine
         self.reader = reader
