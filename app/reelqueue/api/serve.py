@@ -22,7 +22,6 @@ from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
 from reelqueue.application.session import Session
-from reelqueue.domain.errors import InputError
 
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -31,11 +30,10 @@ def run_serve(ctx: AppContext, options: ServeOptions) -> int:
 
 
 def _check(ctx: AppContext, options: ServeOptions) -> None:
+    # With --store (issue 21) the tokens and the API's reads are the team database's too
+    # (RemoteAccess.open): several machines' APIs answer as one queue.
+    del ctx
     check_options(options)
-    if ctx.store_url is not None:
-        # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
-        raise InputError("The HTTP API runs on the local journal only; drop --store "
-                         "(a team queue is served by its workers, not over this API yet).")
 
 
 @dataclass

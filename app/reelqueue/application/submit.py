@@ -257,6 +257,18 @@ class JobSubmitter:
                     except Exception as exc:
                         answers[i] = exc
                 continue
+            fresh = {spec.job_key for spec in specs} - present
+            if len(result.job_ids) != len(fresh):
+                # Another machine wrote some of these keys between the look-up and the
+                # write (a team database, issue 21): ask the journal which job is whose.
+                ours = set(result.job_ids)
+                for i, spec in zip(indexes, specs, strict=True):
+                    job = self.reader.job_by_key(spec.job_key)
+                    answers[i] = (SubmitOutcome(job.id, False)
+                                  if job is not None and job.id in ours
+                                  else SubmitOutcome(0, True))  # looked up by the caller
+                    ours.discard(job.id if job is not None else -1)
+                continue
             new_ids = iter(result.job_ids)
             seen: set[str] = set(present)
             for i, spec in zip(indexes, specs, strict=True):
