@@ -107,6 +107,15 @@ def shown_seqs(url: str) -> list[int]:
                                          "OR account IS NOT NULL ORDER BY seq")]
 
 
+def diagnosis(url: str) -> str:
+    """The jobs, accounts and instances of the database, for a failed wait."""
+    return "\n".join(str(r) for query in (
+        "SELECT state, COUNT(*), MIN(lease_owner) FROM jobs GROUP BY state",
+        "SELECT name, status, status_detail, capacity FROM accounts",
+        "SELECT id, pid, live_renders, stopped_at FROM instances",
+        "SELECT event, COUNT(*) FROM ledger GROUP BY event") for r in read(url, query))
+
+
 def job_count(url: str) -> int:
     return int(read(url, "SELECT COUNT(*) FROM jobs")[0][0])
 
@@ -255,23 +264,28 @@ def test_kill_9_of_one_api_mid_batch_the_other_finishes_and_events_come_once(
                     client = on_a if i % 2 else on_b
                     key = f"shot-{i}"
                     answer = client.post("/v1/jobs", json={
-                        "prompt": f"team shot {i} [[mock:render_seconds=1]]"},
+                        "prompt": f"team shot {i} [[mock:render_seconds=3]]"},
                         headers={"Idempotency-Key": key})
                     assert answer.status_code == 201, answer.text
                     ids[key] = answer.json()["id"]
 
+                pid = a.proc.pid if a.proc is not None else -1
+
                 def a_renders() -> int:
                     return int(read(team_url, "SELECT COUNT(*) FROM jobs j JOIN instances i "
                                     "ON i.id = j.lease_owner WHERE i.pid = %s AND j.state "
-                                    "IN ('SUBMITTING','RENDERING')", a.proc.pid if a.proc
-                                    else -1)[0][0])
+                                    "= 'RENDERING'", pid)[0][0])
 
-                wait_for(a_renders, 120, "a render in flight on machine a", interval=0.05)
+                try:
+                    wait_for(a_renders, 60, "a render in flight on machine a",
+                             interval=0.05)
+                except AssertionError:
+                    raise AssertionError(diagnosis(team_url)) from None
                 a.kill()  # SIGKILL mid-batch
                 # Every submit retried on b with its key: a replay, never a second job.
                 for key, job_id in ids.items():
                     again = submit_until_answered(on_b, {
-                        "prompt": f"team shot {key[5:]} [[mock:render_seconds=1]]"}, key)
+                        "prompt": f"team shot {key[5:]} [[mock:render_seconds=3]]"}, key)
                     assert again.status_code == 200, again.text
                     assert again.json() == {"id": job_id, "replay": True}
 

@@ -18,6 +18,7 @@ from reelqueue.api.tls import (
     public_key_pin,
     server_context,
 )
+from reelqueue.application import team
 from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
@@ -106,8 +107,15 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
     running: RunningApi | None = None
+    joined = False
+    config = options.engine
+    if ctx.store_url is not None:  # several machines share the queue (issue 21)
+        config = team.team_config(config)  # take over expired leases only
     try:
-        report = await session.start(options.engine, paused=options.paused)
+        report = await session.start(config, paused=options.paused)
+        if ctx.store_url is not None:
+            await team.join(session)  # listed in the instances registry
+            joined = True
         for problem in session.keyring_problems:
             ctx.print(f"Keyring: {problem}")
         ctx.print(report.summary())
@@ -122,6 +130,9 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
     finally:
         if running is not None:
             await running.stop()
+        if joined:
+            with contextlib.suppress(Exception):  # a team database gone: the lease ends it
+                await team.leave(session)
         await session.stop()
     ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
     return 0
