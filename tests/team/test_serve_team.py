@@ -326,4 +326,7 @@ def test_kill_9_of_one_api_mid_batch_the_other_finishes_and_events_come_once(
     twice = {key for key, n in creates.items() if n > 1}
     assert twice <= maybe_twice, (twice, maybe_twice)
     assert set(creates) == {key for key, _, _ in rows}
+    events = {r[0]: r[1] for r in read(team_url, "SELECT event, COUNT(*) FROM ledger "
+                                                 "GROUP BY event")}
+    assert events.get("reattached"), diagnosis(team_url)  # a's renders, taken over by b
     assert "Traceback" not in b.output()
