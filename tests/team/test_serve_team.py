@@ -173,6 +173,8 @@ def test_two_apis_answer_as_one_queue_with_one_token_table(team_url: str,
             listed_a = [j["id"] for j in on_a.get("/v1/jobs").json()["jobs"]]
             listed_b = [j["id"] for j in on_b.get("/v1/jobs").json()["jobs"]]
             assert listed_a == listed_b and len(listed_a) == 3
+            health = on_b.get("/v1/health").json()
+            assert (health["status"], health["journal"]) == ("up", "writable"), health
         # A token made on machine b works on machine a; revoked on a, both refuse it.
         guest = b.make_token("guest", "read")
         with a.client(guest) as guest_a, b.client(guest) as guest_b:
