@@ -18,11 +18,11 @@ from reelqueue.api.tls import (
     public_key_pin,
     server_context,
 )
+from reelqueue.application import team
 from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
 from reelqueue.application.session import Session
-from reelqueue.domain.errors import InputError
 
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -31,11 +31,10 @@ def run_serve(ctx: AppContext, options: ServeOptions) -> int:
 
 
 def _check(ctx: AppContext, options: ServeOptions) -> None:
+    # With --store (issue 21) the tokens and the API's reads are the team database's too
+    # (RemoteAccess.open): several machines' APIs answer as one queue.
+    del ctx
     check_options(options)
-    if ctx.store_url is not None:
-        # Tokens and the API's reads live in the local SQLite journal (docs/api.md).
-        raise InputError("The HTTP API runs on the local journal only; drop --store "
-                         "(a team queue is served by its workers, not over this API yet).")
 
 
 @dataclass
@@ -108,8 +107,15 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
     running: RunningApi | None = None
+    joined = False
+    config = options.engine
+    if ctx.store_url is not None:  # several machines share the queue (issue 21)
+        config = team.team_config(config)  # take over expired leases only
     try:
-        report = await session.start(options.engine, paused=options.paused)
+        report = await session.start(config, paused=options.paused)
+        if ctx.store_url is not None:
+            await team.join(session)  # listed in the instances registry
+            joined = True
         for problem in session.keyring_problems:
             ctx.print(f"Keyring: {problem}")
         ctx.print(report.summary())
@@ -124,6 +130,9 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
     finally:
         if running is not None:
             await running.stop()
+        if joined:
+            with contextlib.suppress(Exception):  # a team database gone: the lease ends it
+                await team.leave(session)
         await session.stop()
     ctx.print("Stopped; renders in flight are reattached the next time ReelQueue starts.")
     return 0

@@ -1,6 +1,7 @@
 """What a remote client reads (the HTTP API's job listing, health and event stream): the
 journal read through its own read-only connection (WAL: these reads never wait behind the
-engine's journal thread), each call run on a worker thread.
+engine's journal thread; on a team database, a connection of its own to it), each call
+run on a worker thread.
 
 The event stream is the ledger: every entry has a ``seq``, so a client that reconnects
 with the last one it saw misses nothing and sees nothing twice. :meth:`JournalFeed.follow`
@@ -13,24 +14,65 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from reelqueue.domain.models import Job, LedgerEntry
-from reelqueue.store.journal_reader import JournalReader
 
-__all__ = ["JournalFeed", "LedgerEntry"]
+if TYPE_CHECKING:
+    from reelqueue.application.context import AppContext
+
+__all__ = ["FeedReader", "JournalFeed", "LedgerEntry"]
 
 Subscribe = Callable[[Callable[[object], None]], Callable[[], None]]
+
+
+class FeedReader(Protocol):
+    """The reads behind a feed: the SQLite journal's (``store/journal_reader.py``) or the
+    team database's (``store/pg_reader.py``). Blocking; safe from any one thread at a
+    time (each holds its own lock)."""
+
+    def close(self) -> None: ...
+    def job_by_key(self, job_key: str) -> Job | None: ...
+    def existing_keys(self, keys: Iterable[str]) -> set[str]: ...
+    def jobs_after(self, after_id: int, limit: int, *, batch_id: int | None = None,
+                   states: Sequence[str] = ()) -> list[Job]: ...
+    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]: ...
+    def writable(self) -> str: ...
+    def last_ledger_seq(self) -> int: ...
+
+
+def open_reader(ctx: AppContext) -> FeedReader:
+    """The reads of ``ctx``'s journal: the team database's with ``ctx.store_url`` (its
+    password from this machine's keyring or pgpass file, TLS as the store opens it), else
+    the local SQLite file's. Blocking."""
+    if ctx.store_url is not None:
+        from reelqueue.application.team_store import team_dsn
+        from reelqueue.store.pg_reader import PgJournalReader
+
+        return PgJournalReader(team_dsn(ctx.store_url))
+    from reelqueue.store.journal_reader import JournalReader
+
+    return JournalReader(ctx.journal_path)
 
 
 class JournalFeed:
     """Reads of one journal for remote clients; close when done."""
 
-    def __init__(self, journal: Path) -> None:
-        self._reader = JournalReader(journal)
+    def __init__(self, journal: Path | FeedReader) -> None:
+        if isinstance(journal, Path):
+            from reelqueue.store.journal_reader import JournalReader
+
+            journal = JournalReader(journal)
+        self._reader: FeedReader = journal
 
     @classmethod
     async def open(cls, journal: Path) -> JournalFeed:
         return await asyncio.to_thread(cls, journal)
+
+    @classmethod
+    async def open_for(cls, ctx: AppContext) -> JournalFeed:
+        """The feed of ``ctx``'s journal (SQLite or the team database), off the loop."""
+        return cls(await asyncio.to_thread(open_reader, ctx))
 
     def close(self) -> None:
         self._reader.close()
@@ -43,7 +85,7 @@ class JournalFeed:
         return self._reader.existing_keys(keys)
 
     @property
-    def reader(self) -> JournalReader:
+    def reader(self) -> FeedReader:
         return self._reader
 
     # The same reads off the loop.

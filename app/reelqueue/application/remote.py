@@ -85,10 +85,12 @@ class RemoteAccess:
     @classmethod
     async def open(cls, ctx: AppContext, session: Session,
                    max_waiting: int | None) -> RemoteAccess:
-        """Open the feed and the tokens on ``ctx``'s journal for ``session``."""
-        feed = await JournalFeed.open(ctx.journal_path)
+        """Open the feed and the tokens on ``ctx``'s journal for ``session``: the team
+        database's with ``ctx.store_url`` (the one the session's engine runs on), else the
+        local SQLite journal's."""
+        feed = await JournalFeed.open_for(ctx)
         try:
-            tokens = await ClientTokens.open(ctx.journal_path)
+            tokens = await ClientTokens.open_for(ctx)
         except BaseException:
             feed.close()
             raise

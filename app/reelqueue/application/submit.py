@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reelqueue.application.feed import FeedReader
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import BatchSpec, Job, JobSpec
 from reelqueue.engine.engine import Engine
@@ -37,7 +38,6 @@ from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
 from reelqueue.intake.sheet import SheetRow
 from reelqueue.store.base import Store
-from reelqueue.store.journal_reader import JournalReader
 
 __all__ = ["API_BATCH_DEFAULT", "JOB_PARAM_FIELDS", "IdempotencyConflict", "JobInvalid",
            "JobRequest", "JobSubmitter", "QueueFull", "SubmitError", "SubmitOutcome", "job_key_for"]
@@ -142,7 +142,7 @@ class JobSubmitter:
         max_waiting: the queue limit (None: no limit).
     """
 
-    def __init__(self, engine: Engine, reader: JournalReader, videos_dir: Path,
+    def __init__(self, engine: Engine, reader: FeedReader, videos_dir: Path,
                  catalog: ProviderCatalog, max_waiting: int | None) -> None:
         self.engine = engine
         self.reader = reader
@@ -256,6 +256,18 @@ class JobSubmitter:
                         answers[i] = self._write(store, batch, items[i][1])
                     except Exception as exc:
                         answers[i] = exc
+                continue
+            fresh = {spec.job_key for spec in specs} - present
+            if len(result.job_ids) != len(fresh):
+                # Another machine wrote some of these keys between the look-up and the
+                # write (a team database, issue 21): ask the journal which job is whose.
+                ours = set(result.job_ids)
+                for i, spec in zip(indexes, specs, strict=True):
+                    job = self.reader.job_by_key(spec.job_key)
+                    answers[i] = (SubmitOutcome(job.id, False)
+                                  if job is not None and job.id in ours
+                                  else SubmitOutcome(0, True))  # looked up by the caller
+                    ours.discard(job.id if job is not None else -1)
                 continue
             new_ids = iter(result.job_ids)
             seen: set[str] = set(present)

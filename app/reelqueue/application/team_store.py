@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TEAM_SCHEMES", "KeyLookup", "all_loopback", "check_team_url",
            "connection_string", "database_key_ref", "is_team_url", "keyring_lookup",
-           "open_team_store", "tls_defaults"]
+           "open_team_store", "team_dsn", "tls_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,16 @@ def open_team_store(url: str, *, now: float, key_lookup: KeyLookup | None = None
     check_team_url(url)
     password = key_lookup(database_key_ref(url)) if key_lookup is not None else None
     return PostgresStore.open(connection_string(url, password), now=now, schema=schema)
+
+
+def team_dsn(url: str, key_lookup: KeyLookup | None = None) -> str:
+    """The connection string of the team database at ``url`` as :func:`open_team_store`
+    opens it (its address checked, the password from ``key_lookup``, by default this
+    machine's keyring, or else libpq's pgpass file; the TLS defaults): for the API's own
+    connections (its reads and tokens). Never shown: it may hold the password."""
+    check_team_url(url)
+    lookup = key_lookup if key_lookup is not None else keyring_lookup()
+    return connection_string(url, lookup(database_key_ref(url)))
 
 
 def keyring_lookup() -> KeyLookup:

@@ -8,23 +8,57 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from reelqueue.store.tokens import SCOPES, TokenInfo, TokenStore
+from reelqueue.store.tokens import SCOPES, TokenInfo
+
+if TYPE_CHECKING:
+    from reelqueue.application.context import AppContext
 
 __all__ = ["SCOPES", "ClientTokens", "TokenInfo"]
 
 
-class ClientTokens:
-    """The tokens of one journal (its own SQLite connection: a revoke made by another
-    process is seen at the next request). Attributes: none public; close when done."""
+class _TokenTable(Protocol):
+    def close(self) -> None: ...
+    def add(self, name: str, scope: str, now: float) -> str: ...
+    def revoke(self, name: str) -> bool: ...
+    def list(self) -> list[TokenInfo]: ...
+    def verify(self, token: str) -> TokenInfo | None: ...
 
-    def __init__(self, journal: Path) -> None:
-        self._tokens = TokenStore(journal)
+
+class ClientTokens:
+    """The tokens of one journal: the SQLite file's, or the team database's (every
+    machine's API reads the same table). Each has its own connection, so a revoke made by
+    another process, or on another machine, is seen at the next request. Attributes: none
+    public; close when done."""
+
+    def __init__(self, journal: Path | _TokenTable) -> None:
+        if isinstance(journal, Path):
+            from reelqueue.store.tokens import TokenStore
+
+            journal = TokenStore(journal)
+        self._tokens: _TokenTable = journal
 
     @classmethod
     async def open(cls, journal: Path) -> ClientTokens:
         """Open on a worker thread (from an event loop)."""
         return await asyncio.to_thread(cls, journal)
+
+    @classmethod
+    def of(cls, ctx: AppContext) -> ClientTokens:
+        """The tokens of ``ctx``'s journal: the team database's with ``ctx.store_url``
+        (schema 7 or later: open the store first), else the SQLite file's. Blocking."""
+        if ctx.store_url is not None:
+            from reelqueue.application.team_store import team_dsn
+            from reelqueue.store.pg_tokens import PgTokenStore
+
+            return cls(PgTokenStore(team_dsn(ctx.store_url)))
+        return cls(ctx.journal_path)
+
+    @classmethod
+    async def open_for(cls, ctx: AppContext) -> ClientTokens:
+        """:meth:`of`, on a worker thread (from an event loop)."""
+        return await asyncio.to_thread(cls.of, ctx)
 
     def close(self) -> None:
         self._tokens.close()

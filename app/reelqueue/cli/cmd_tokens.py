@@ -1,7 +1,9 @@
 """``reelqueue tokens add|list|revoke``: the HTTP API's client tokens.
 
 Works while ``serve`` runs (the journal is opened without the data-folder lock; SQLite
-serialises the writes), so a revoked token is refused at its next request.
+serialises the writes), so a revoked token is refused at its next request. With
+``--store postgresql://…`` the tokens are the team database's: every machine's API
+accepts them, and refuses a revoked one at its next request.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
-    with ctx.open_store(lock=False):  # creates or migrates the journal (schema 5+)
+    # Creates or migrates the journal (SQLite schema 5+, the team database's 7+).
+    with ctx.open_store(lock=False):
         pass
-    tokens = ClientTokens(ctx.journal_path)
+    tokens = ClientTokens.of(ctx)
     try:
         if args.tokens_command == "add":
             token = tokens.add(args.name, args.scope, ctx.clock.now())

@@ -50,6 +50,50 @@ def _digest(salt: bytes, secret: str) -> bytes:
     return hashlib.sha256(salt + secret.encode("utf-8")).digest()
 
 
+@dataclass(frozen=True)
+class NewToken:
+    """A token being made: the row to store (``row``) and the token itself (``token``,
+    shown once). Shared by the SQLite and the PostgreSQL tables (store/pg_tokens.py)."""
+
+    row: dict[str, object]
+    token: str
+
+
+def new_token(name: str, scope: str, now: float) -> NewToken:
+    """A fresh token for ``name`` (checked: 1 to 100 characters, a known scope)."""
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise InputError("A token's name must be 1 to 100 characters.")
+    if scope not in SCOPES:
+        raise InputError(f"Unknown scope {scope!r}: use one of {', '.join(SCOPES)}.")
+    token_id = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    salt = secrets.token_bytes(16)
+    row: dict[str, object] = {"name": name, "token_id": token_id, "salt": salt,
+                              "digest": _digest(salt, secret), "scope": scope, "now": now}
+    return NewToken(row, f"{TOKEN_PREFIX}{token_id}_{secret}")
+
+
+def token_parts(token: str) -> tuple[str, str] | None:
+    """``(token_id, secret)`` of a well-formed token, else None."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    token_id, sep, secret = token[len(TOKEN_PREFIX):].partition("_")
+    if not sep or len(token_id) != 16 or not secret:
+        return None
+    return token_id, secret
+
+
+def matches(secret: str, salt: bytes, digest: bytes) -> bool:
+    """Whether ``secret`` is the one stored as ``salt``/``digest`` (constant time)."""
+    return hmac.compare_digest(_digest(bytes(salt), secret), bytes(digest))
+
+
+def duplicate_name(name: str) -> InputError:
+    return InputError(f"There is already a token named {name.strip()!r}; revoke it first "
+                      "or choose another name.")
+
+
 class TokenStore:
     """The API tokens of one journal (the journal must exist at schema 5 or later)."""
 
@@ -65,23 +109,13 @@ class TokenStore:
 
     def add(self, name: str, scope: str, now: float) -> str:
         """Store a new token for ``name``; returns the token (the only time it exists)."""
-        name = name.strip()
-        if not name or len(name) > 100:
-            raise InputError("A token's name must be 1 to 100 characters.")
-        if scope not in SCOPES:
-            raise InputError(f"Unknown scope {scope!r}: use one of {', '.join(SCOPES)}.")
-        token_id = secrets.token_hex(8)
-        secret = secrets.token_urlsafe(32)
-        salt = secrets.token_bytes(16)
+        made = new_token(name, scope, now)
         with self._lock:
             try:
-                self._db.execute(self._q["token_insert"], {
-                    "name": name, "token_id": token_id, "salt": salt,
-                    "digest": _digest(salt, secret), "scope": scope, "now": now})
+                self._db.execute(self._q["token_insert"], made.row)
             except sqlite3.IntegrityError as exc:
-                raise InputError(f"There is already a token named {name!r}; revoke it "
-                                 "first or choose another name.") from exc
-        return f"{TOKEN_PREFIX}{token_id}_{secret}"
+                raise duplicate_name(name) from exc
+        return made.token
 
     def revoke(self, name: str) -> bool:
         with self._lock:
@@ -95,16 +129,15 @@ class TokenStore:
 
     def verify(self, token: str) -> TokenInfo | None:
         """The token's owner, or None for a malformed, unknown or revoked token."""
-        if not token.startswith(TOKEN_PREFIX):
+        parts = token_parts(token)
+        if parts is None:
             return None
-        token_id, sep, secret = token[len(TOKEN_PREFIX):].partition("_")
-        if not sep or len(token_id) != 16 or not secret:
-            return None
+        token_id, secret = parts
         with self._lock:
             row = self._db.execute(self._q["token_by_id"], {"token_id": token_id}).fetchone()
         if row is None:
             return None
         name, salt, digest, scope, created = row
-        if not hmac.compare_digest(_digest(salt, secret), digest):
+        if not matches(secret, salt, digest):
             return None
         return TokenInfo(name, scope, created)

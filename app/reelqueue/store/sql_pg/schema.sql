@@ -169,3 +169,14 @@ CREATE TRIGGER reelqueue_wake_accounts AFTER INSERT OR UPDATE OR DELETE
     ON accounts FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
 CREATE TRIGGER reelqueue_wake_batches AFTER UPDATE ON batches
     FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
+
+-- Tokens of the HTTP API (v7, issue 21; store/pg_tokens.py): a salted sha256 only;
+-- token_id is the token's public part.
+CREATE TABLE api_tokens (
+    name        TEXT PRIMARY KEY,
+    token_id    TEXT NOT NULL UNIQUE,
+    salt        BYTEA NOT NULL,
+    digest      BYTEA NOT NULL,
+    scope       TEXT NOT NULL CHECK (scope IN ('read', 'submit', 'admin')),
+    created_at  DOUBLE PRECISION NOT NULL
+);
