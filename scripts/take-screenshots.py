@@ -577,9 +577,13 @@ def team(scene: Scene, out: Path) -> None:
                        " WHERE name = 'gateway'")
         proc = scene.app("--store", dsn)
         try:
-            wait_window(scene.x, proc)
+            window = wait_window(scene.x, proc)
             settle(8)  # this machine renders the rest (the mock is fast)
             scene.x.capture(out)
+            click(scene.x, window, *SECOND_MANAGE_BUTTON)  # the gateway's "Manage…"
+            wait_dialog(scene.x, proc, window)
+            settle(2)
+            scene.x.capture(out.with_name(out.name.replace("team-", "team-confirm-")))
         finally:
             stop(proc)
     finally:
@@ -595,6 +599,7 @@ FIRST_ROW = (300.0, 330.0)
 ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
 TEST_RUN_BOX = (44.0, 451.0)  # inside the import dialog: "Test run: only the first"
 MANAGE_BUTTON = (217.0, 152.0)  # the first account card's "Manage…"
+SECOND_MANAGE_BUTTON = (481.0, 152.0)  # the second card's
 
 SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "first-run": first_run,

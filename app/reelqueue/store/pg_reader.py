@@ -28,7 +28,10 @@ from reelqueue.store.postgres_support import job_from_pg, ledger_from_pg
 
 __all__ = ["GAP_SETTLE_SECONDS", "PgJournalReader"]
 
-GAP_SETTLE_SECONDS = 0.2
+GAP_SETTLE_SECONDS = 1.0
+"""How long after a gap is first seen its horizon is taken: covers a backend that drew the
+``seq`` and had not yet written its row (so had no transaction id) when the gap was first
+seen. Only a permanent gap (a rolled-back write) waits this long; a committed one fills."""
 _KEPT_GAPS = 1_000
 
 
