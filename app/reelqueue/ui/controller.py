@@ -128,7 +128,8 @@ class AppController(QObject):
         self.actions = QueueActions(self)
         self.keeper = DialogKeeper(self, self.thumbnails)
         self.closer = CloseFlow(self)
-        self.gallery = GalleryPart(self)  # the results gallery (issue 23)
+        self.gallery = GalleryPart(session, window, self.bridge, self.spawn, self,
+                                   parent=self)  # the results gallery (issue 23)
         self.manage = AccountManagePart(self)  # a card's "Manage…" dialog (issue 23)
         session.on_error = self.show_exception
         self._connect()
