@@ -130,7 +130,8 @@ class AppController(QObject):
         self.closer = CloseFlow(self)
         self.gallery = GalleryPart(session, window, self.bridge, self.spawn, self,
                                    parent=self)  # the results gallery (issue 23)
-        self.manage = AccountManagePart(self)  # a card's "Manage…" dialog (issue 23)
+        self.manage = AccountManagePart(session, window, self.keeper, self.spawn, self,
+                                        parent=self)  # a card's "Manage…" dialog (issue 23)
         session.on_error = self.show_exception
         self._connect()
 
