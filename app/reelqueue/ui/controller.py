@@ -127,7 +127,9 @@ class AppController(QObject):
         self.loaded = self.pager.loaded
         self.actions = QueueActions(self)
         self.keeper = DialogKeeper(self, self.thumbnails)
-        self.closer = CloseFlow(self)
+        self.closer = CloseFlow(session, window, self.keeper, self.thumbnails, self.bridge,
+                                self.batch_watch, self.timer, self.spawn, self,
+                                lambda code: emit(self.finished, code))
         self.gallery = GalleryPart(session, window, self.bridge, self.spawn, self,
                                    parent=self)  # the results gallery (issue 23)
         self.manage = AccountManagePart(session, window, self.keeper, self.spawn, self,
