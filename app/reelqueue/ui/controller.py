@@ -125,8 +125,8 @@ class AppController(QObject):
         self.batch_watch = BatchFinishWatch(self)
         self.pager = JobPager(self.model, session, self.spawn, self.batch_watch.recount)
         self.loaded = self.pager.loaded
-        self.actions = QueueActions(self)
-        self.keeper = DialogKeeper(self, self.thumbnails)
+        self.keeper = DialogKeeper(session, window, self.thumbnails, self.spawn, self)
+        self.actions = QueueActions(session, window, self.keeper, self.pager, self.spawn, self)
         self.closer = CloseFlow(session, window, self.keeper, self.thumbnails, self.bridge,
                                 self.batch_watch, self.timer, self.spawn, self,
                                 lambda code: emit(self.finished, code))
@@ -507,7 +507,7 @@ class AppController(QObject):
             self.manage.connect_card(card)
 
     # -- import ----------------------------------------------------------------------------
-    def _start_from_banner(self) -> None:
+    def start_from_banner(self) -> None:
         self.actions.start_queue()
         self.window.banners.remove("imported")
 
