@@ -122,10 +122,10 @@ class AppController(QObject):
         self.timer.timeout.connect(self.tick)
         # Thumbnails (PyAV, a worker thread) are kept in the data folder by sha256.
         self.thumbnails = Thumbnailer(session.ctx.data_dir / "thumbnails", self)
-        self.batch_watch = BatchFinishWatch(self)
+        self.keeper = DialogKeeper(session, window, self.thumbnails, self.spawn, self)
+        self.batch_watch = BatchFinishWatch(window, self.keeper, self, parent=self)
         self.pager = JobPager(self.model, session, self.spawn, self.batch_watch.recount)
         self.loaded = self.pager.loaded
-        self.keeper = DialogKeeper(session, window, self.thumbnails, self.spawn, self)
         self.actions = QueueActions(session, window, self.keeper, self.pager, self.spawn, self)
         self.closer = CloseFlow(session, window, self.keeper, self.thumbnails, self.bridge,
                                 self.batch_watch, self.timer, self.spawn, self,
