@@ -185,6 +185,6 @@ class AccountManagePart(QObject):
             return
         await self.account_list.refresh_accounts()
         self.window.banners.show_banner("info", f"Account {name} removed.",
-                                            key=f"removed:{name}")
+                                        key=f"removed:{name}")
         if self._shown(dialog):
             dialog.accept()

@@ -14,6 +14,11 @@ window, the session, accounts and batches, the engine's last word):
   export and folders.
 - :class:`~reelqueue.ui.tray.BatchFinishWatch`: a finished batch's banner and tray message.
 - :class:`~reelqueue.ui.close_flow.CloseFlow`: closing with renders running.
+
+Each part is given what it uses (the session, the window, the dialog keeper, ``spawn``)
+and, for the controller's changing state and callbacks, a narrow Protocol of its own
+module that the controller satisfies; none imports the controller or reaches back through
+it (issue 20, checked in tests/test_layers.py).
 """
 
 from __future__ import annotations
