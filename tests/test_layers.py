@@ -15,6 +15,7 @@ import graph has no circle, imports inside functions included
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -507,3 +508,45 @@ def test_every_application_module_says_what_it_exports() -> None:
 def test_the_export_check_reports_a_planted_import(text: str, expected: str) -> None:
     found = unexported_imports(PACKAGE / "ui" / "planted.py", text)
     assert any(expected in problem for problem in found), found
+
+
+# The window controller's parts (issue 20): each takes what it uses (the session, the
+# window, the dialog keeper, a spawn callable) and, for the controller's changing state and
+# callbacks, a narrow Protocol of its own module; none reaches back through the controller.
+CONTROLLER_MODULES = {"controller.py", "app.py"}  # the controller, and the one who makes it
+CONTROLLER_PARTS = ("account_manage_part", "close_flow", "dialogs", "gallery_part",
+                    "queue_actions", "tray")
+_REACHES_BACK = re.compile(r"\bAppController\b|\.ctl\b|\bctl\.")
+
+
+def controller_reach(text: str) -> list[str]:
+    """The lines of ``text`` that name the controller's class or reach through ``ctl``."""
+    return [f"{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
+            if _REACHES_BACK.search(line)]
+
+
+def ui_modules_beside_the_controller() -> list[Path]:
+    return sorted(p for p in (PACKAGE / "ui").rglob("*.py") if p.name not in CONTROLLER_MODULES)
+
+
+@pytest.mark.parametrize("path", ui_modules_beside_the_controller(),
+                         ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_window_parts_do_not_reach_back_through_the_controller(path: Path) -> None:
+    """No module of ui/ but the controller and app.py names ``AppController`` (not even
+    under TYPE_CHECKING) or reaches through ``ctl``: a part is given its dependencies."""
+    found = controller_reach(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.name} reaches back through the controller: {found}"
+
+
+def test_the_controller_parts_are_checked() -> None:
+    names = {p.stem for p in ui_modules_beside_the_controller()}
+    assert set(CONTROLLER_PARTS) <= names
+
+
+@pytest.mark.parametrize("text", [
+    "if TYPE_CHECKING:\n    from reelqueue.ui.controller import AppController\n",
+    "def f(self):\n    return self.ctl.session.app\n",
+    "def __init__(self, ctl):\n    ctl.spawn(x)\n",
+])
+def test_the_reach_back_check_reports_a_planted_reference(text: str) -> None:
+    assert controller_reach(text)

@@ -129,9 +129,9 @@ async def test_banners_replace_their_kind_and_stale_ones_go(windows: WindowHarne
     controller = await windows.open(app_ctx, start=False)
     banners = controller.window.banners
     banners.show_banner("success", "Imported 6 new jobs into batch “demo”.",
-                        [("Start", controller._start_from_banner)], key="imported")
+                        [("Start", controller.start_from_banner)], key="imported")
     banners.show_banner("success", "Imported 29 new jobs into batch “demo”.",
-                        [("Start", controller._start_from_banner)], key="imported")
+                        [("Start", controller.start_from_banner)], key="imported")
     imported = [b for b in banners.banners() if b.key == "imported"]
     assert [b.text for b in imported] == ["Imported 29 new jobs into batch “demo”."]
     banners.show_banner("success", "Batch “a” finished.", key="batch:7")

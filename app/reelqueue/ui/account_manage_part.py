@@ -9,7 +9,8 @@ confirmation that says what becomes of the waiting jobs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
@@ -21,17 +22,35 @@ from reelqueue.domain.models import Account
 from reelqueue.ui.account_manage import ManageAccountDialog
 
 if TYPE_CHECKING:
+    from reelqueue.application.views import AccountSummary
     from reelqueue.ui.accounts_view import AccountCard
-    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.dialogs import DialogKeeper
+    from reelqueue.ui.main_window import MainWindow
+    from reelqueue.ui.session import EngineSession, Spawn
+
+
+class AccountList(Protocol):
+    """The window's accounts as they change (the controller): read, and read again after
+    a change."""
+
+    @property
+    def summaries(self) -> Sequence[AccountSummary]: ...
+
+    async def refresh_accounts(self) -> None: ...
 
 
 class AccountManagePart(QObject):
     """Attributes: dialogs: the open dialogs by account name. box: the last removal
     question (for tests)."""
 
-    def __init__(self, ctl: AppController) -> None:
-        super().__init__(ctl)
-        self.ctl = ctl
+    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+                 spawn: Spawn, account_list: AccountList, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.window = window
+        self.keeper = keeper
+        self.spawn = spawn
+        self.account_list = account_list
         self.dialogs: dict[str, ManageAccountDialog] = {}
         self.box: QMessageBox | None = None
 
@@ -39,7 +58,7 @@ class AccountManagePart(QObject):
         card.manageRequested.connect(self.open)
 
     def _account(self, name: str) -> Account | None:
-        for summary in self.ctl.summaries:
+        for summary in self.account_list.summaries:
             if summary.account.name == name:
                 return summary.account
         return None
@@ -53,38 +72,38 @@ class AccountManagePart(QObject):
         account = self._account(name)
         if account is None:
             return None
-        session = self.ctl.session
+        session = self.session
         try:
             info = session.providers.get(account.provider)
             title, default_url = info.title, info.default_base_url
         except KnownError:
             title, default_url = account.provider, None
         dialog = ManageAccountDialog(account, title, team=session.team,
-                                     default_base_url=default_url, parent=self.ctl.window)
+                                     default_base_url=default_url, parent=self.window)
         dialog.keyChangeRequested.connect(
-            lambda who, key: self.ctl.spawn(self._change_key(dialog, who, key), "account"))
+            lambda who, key: self.spawn(self._change_key(dialog, who, key), "account"))
         dialog.changeRequested.connect(
-            lambda who, change: self.ctl.spawn(self._change(dialog, who, change), "account"))
+            lambda who, change: self.spawn(self._change(dialog, who, change), "account"))
         dialog.confirmRequested.connect(
-            lambda who: self.ctl.spawn(self._confirm(dialog, who), "account"))
+            lambda who: self.spawn(self._confirm(dialog, who), "account"))
         dialog.removeRequested.connect(
-            lambda who: self.ctl.spawn(self._ask_remove(dialog, who), "account"))
+            lambda who: self.spawn(self._ask_remove(dialog, who), "account"))
         dialog.finished.connect(lambda _result: self._closed(name, dialog))
         self.dialogs[name] = dialog
-        self.ctl.keeper.open.append(dialog)  # closed with the window
+        self.keeper.open.append(dialog)  # closed with the window
         dialog.show()
-        self.ctl.spawn(self._load_confirm(dialog, name), "account")
+        self.spawn(self._load_confirm(dialog, name), "account")
         return dialog
 
     def _closed(self, name: str, dialog: ManageAccountDialog) -> None:
         if self.dialogs.get(name) is dialog:
             del self.dialogs[name]
-        if dialog in self.ctl.keeper.open:
-            self.ctl.keeper.forget(dialog)
+        if dialog in self.keeper.open:
+            self.keeper.forget(dialog)
 
     async def _load_confirm(self, dialog: ManageAccountDialog, name: str) -> None:
         try:
-            words = await account_manage.confirm_words(self.ctl.session.app, name)
+            words = await account_manage.confirm_words(self.session.app, name)
         except KnownError:
             words = None
         if self._shown(dialog):
@@ -97,7 +116,7 @@ class AccountManagePart(QObject):
     async def _change_key(self, dialog: ManageAccountDialog, name: str, key: str) -> None:
         dialog.set_busy("Checking the new key with the provider…")
         try:
-            text = await account_manage.change_key(self.ctl.session.app, name, key)
+            text = await account_manage.change_key(self.session.app, name, key)
         except (KnownError, ProviderError) as exc:  # never quotes the key
             dialog.set_result(False, f"The key was not changed: {exc}")
             return
@@ -109,12 +128,12 @@ class AccountManagePart(QObject):
                       change: AccountChange) -> None:
         dialog.set_busy("Saving…")
         try:
-            account = await accounts.update_account(self.ctl.session.app, name, change)
+            account = await accounts.update_account(self.session.app, name, change)
         except KnownError as exc:
             dialog.set_result(False, f"Nothing was changed: {exc}")
             return
         text = f"Account {name} saved."
-        if change.base_url is not None and self.ctl.session.team:
+        if change.base_url is not None and self.session.team:
             text += (" This machine sends its key to the new address; every other machine "
                      "of the team waits until it is confirmed there (“Confirm on this "
                      f"machine”, or: reelqueue accounts confirm {name}).")
@@ -126,7 +145,7 @@ class AccountManagePart(QObject):
     async def _confirm(self, dialog: ManageAccountDialog, name: str) -> None:
         dialog.set_busy("Confirming…")
         try:
-            result = await accounts.confirm_account(self.ctl.session.app, name)
+            result = await accounts.confirm_account(self.session.app, name)
         except KnownError as exc:
             dialog.set_result(False, str(exc))
             return
@@ -135,12 +154,12 @@ class AccountManagePart(QObject):
         await self._reload(dialog, name)
 
     async def _reload(self, dialog: ManageAccountDialog, name: str) -> None:
-        await self.ctl.refresh_accounts()
+        await self.account_list.refresh_accounts()
         await self._load_confirm(dialog, name)
 
     async def _ask_remove(self, dialog: ManageAccountDialog, name: str) -> None:
         try:
-            effect = await account_manage.removal_effect(self.ctl.session.app, name)
+            effect = await account_manage.removal_effect(self.session.app, name)
         except KnownError as exc:
             dialog.set_result(False, str(exc))
             return
@@ -153,19 +172,19 @@ class AccountManagePart(QObject):
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         remove.setEnabled(effect.running == 0)
-        remove.clicked.connect(lambda: self.ctl.spawn(self._remove(dialog, name), "account"))
+        remove.clicked.connect(lambda: self.spawn(self._remove(dialog, name), "account"))
         self.box = box
         box.open()
 
     async def _remove(self, dialog: ManageAccountDialog, name: str) -> None:
         dialog.set_busy(f"Removing {name}…")
         try:
-            await accounts.remove_account(self.ctl.session.app, name)
+            await accounts.remove_account(self.session.app, name)
         except KnownError as exc:
             dialog.set_result(False, f"{name} was not removed: {exc}")
             return
-        await self.ctl.refresh_accounts()
-        self.ctl.window.banners.show_banner("info", f"Account {name} removed.",
-                                            key=f"removed:{name}")
+        await self.account_list.refresh_accounts()
+        self.window.banners.show_banner("info", f"Account {name} removed.",
+                                        key=f"removed:{name}")
         if self._shown(dialog):
             dialog.accept()

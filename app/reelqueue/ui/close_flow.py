@@ -4,41 +4,73 @@ closes in order (dialogs, timers, the session, the bus) and the window last."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtWidgets import QMessageBox
 
 from reelqueue.ui import format as fmt
-from reelqueue.ui.qtcompat import emit
 
 if TYPE_CHECKING:
-    from reelqueue.ui.controller import AppController
+    from PySide6.QtCore import QTimer
+
+    from reelqueue.application.views import AccountSummary
+    from reelqueue.ui.bridge import EngineBridge
+    from reelqueue.ui.dialogs import DialogKeeper
+    from reelqueue.ui.main_window import MainWindow
+    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.thumbnails import Thumbnailer
+    from reelqueue.ui.tray import BatchFinishWatch
+
+
+class CloseState(Protocol):
+    """The window's state closing reads and sets (the controller): ``closing`` is set
+    once the shutdown began; ``summaries`` name the accounts (the built-in mock's)."""
+
+    closing: bool
+
+    @property
+    def summaries(self) -> Sequence[AccountSummary]: ...
 
 
 class CloseFlow:
     """Attributes:
-        ctl: the controller. close_box: the question asked (None if none was).
-    """
+        close_box: the question asked (None if none was).
 
-    def __init__(self, ctl: AppController) -> None:
-        self.ctl = ctl
+    ``finish`` is called with the exit code once everything is closed (the controller's
+    ``finished`` signal)."""
+
+    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+                 thumbnails: Thumbnailer, bridge: EngineBridge,
+                 batch_watch: BatchFinishWatch, timer: QTimer, spawn: Spawn,
+                 state: CloseState, finish: Callable[[int], None]) -> None:
+        self.session = session
+        self.window = window
+        self.keeper = keeper
+        self.thumbnails = thumbnails
+        self.bridge = bridge
+        self.batch_watch = batch_watch
+        self.timer = timer
+        self.spawn = spawn
+        self.state = state
+        self.finish = finish
         self.close_box: QMessageBox | None = None
 
     def live_renders(self) -> int:
-        return sum(len(rows) for rows in self.ctl.model.table.live.values())
+        return sum(len(rows) for rows in self.window.model.table.live.values())
 
     def request_close(self) -> None:
-        if self.ctl.closing:
+        if self.state.closing:
             return
         live = self.live_renders()
-        if self.ctl.session.closed or self.ctl.session.engine is None or not live:
-            self.ctl.spawn(self.shutdown(keep_renders=True), "shutdown")
+        if self.session.closed or self.session.engine is None or not live:
+            self.spawn(self.shutdown(keep_renders=True), "shutdown")
             return
         box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",
                           f"{live} render{'s are' if live != 1 else ' is'} still running at "
-                          "the provider.", parent=self.ctl.window)
-        builtin = set(self.ctl.session.builtin_mock_accounts(s.account for s in self.ctl.summaries))
-        on_mock = sum(len(ids) for name, ids in self.ctl.model.table.live.items()
+                          "the provider.", parent=self.window)
+        builtin = set(self.session.builtin_mock_accounts(s.account for s in self.state.summaries))
+        on_mock = sum(len(ids) for name, ids in self.window.model.table.live.items()
                       if name in builtin)
         real = live - on_mock
         info = []
@@ -61,33 +93,33 @@ class CloseFlow:
 
         def chosen(button: object) -> None:
             if button is keep:
-                self.ctl.spawn(self.shutdown(keep_renders=True), "shutdown")
+                self.spawn(self.shutdown(keep_renders=True), "shutdown")
             elif button is cancel:
-                self.ctl.spawn(self.shutdown(keep_renders=False), "shutdown")
+                self.spawn(self.shutdown(keep_renders=False), "shutdown")
 
         box.buttonClicked.connect(chosen)
         box.setWindowModality(box.windowModality().WindowModal)
         box.open()
-        self.ctl.keeper.open.append(box)
+        self.keeper.open.append(box)
         self.close_box = box
 
     async def shutdown(self, *, keep_renders: bool = True) -> int:
         """Close in order; the window goes last. Returns the renders kept."""
-        if self.ctl.closing:
+        if self.state.closing:
             return 0
-        self.ctl.closing = True
-        self.ctl.window.set_engine_state("stopping")
-        self.ctl.timer.stop()
-        for dialog in list(self.ctl.keeper.open):
+        self.state.closing = True
+        self.window.set_engine_state("stopping")
+        self.timer.stop()
+        for dialog in list(self.keeper.open):
             if hasattr(dialog, "stop_timers"):
                 dialog.stop_timers()
             dialog.close()
-        self.ctl.window.stop_timers()
-        self.ctl.thumbnails.close()
-        kept = await self.ctl.session.close(keep_renders=keep_renders)
-        self.ctl.bridge.disconnect_bus()
-        self.ctl.batch_watch.hide()
-        self.ctl.window.allow_close = True
-        self.ctl.window.close()
-        emit(self.ctl.finished, 0)
+        self.window.stop_timers()
+        self.thumbnails.close()
+        kept = await self.session.close(keep_renders=keep_renders)
+        self.bridge.disconnect_bus()
+        self.batch_watch.hide()
+        self.window.allow_close = True
+        self.window.close()
+        self.finish(0)
         return kept

@@ -14,6 +14,11 @@ window, the session, accounts and batches, the engine's last word):
   export and folders.
 - :class:`~reelqueue.ui.tray.BatchFinishWatch`: a finished batch's banner and tray message.
 - :class:`~reelqueue.ui.close_flow.CloseFlow`: closing with renders running.
+
+Each part is given what it uses (the session, the window, the dialog keeper, ``spawn``)
+and, for the controller's changing state and callbacks, a narrow Protocol of its own
+module that the controller satisfies; none imports the controller or reaches back through
+it (issue 20, checked in tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -122,14 +127,18 @@ class AppController(QObject):
         self.timer.timeout.connect(self.tick)
         # Thumbnails (PyAV, a worker thread) are kept in the data folder by sha256.
         self.thumbnails = Thumbnailer(session.ctx.data_dir / "thumbnails", self)
-        self.batch_watch = BatchFinishWatch(self)
+        self.keeper = DialogKeeper(session, window, self.thumbnails, self.spawn, self)
+        self.batch_watch = BatchFinishWatch(window, self.keeper, self, parent=self)
         self.pager = JobPager(self.model, session, self.spawn, self.batch_watch.recount)
         self.loaded = self.pager.loaded
-        self.actions = QueueActions(self)
-        self.keeper = DialogKeeper(self, self.thumbnails)
-        self.closer = CloseFlow(self)
-        self.gallery = GalleryPart(self)  # the results gallery (issue 23)
-        self.manage = AccountManagePart(self)  # a card's "Manage…" dialog (issue 23)
+        self.actions = QueueActions(session, window, self.keeper, self.pager, self.spawn, self)
+        self.closer = CloseFlow(session, window, self.keeper, self.thumbnails, self.bridge,
+                                self.batch_watch, self.timer, self.spawn, self,
+                                lambda code: emit(self.finished, code))
+        self.gallery = GalleryPart(session, window, self.bridge, self.spawn, self,
+                                   parent=self)  # the results gallery (issue 23)
+        self.manage = AccountManagePart(session, window, self.keeper, self.spawn, self,
+                                        parent=self)  # a card's "Manage…" dialog (issue 23)
         session.on_error = self.show_exception
         self._connect()
 
@@ -503,7 +512,7 @@ class AppController(QObject):
             self.manage.connect_card(card)
 
     # -- import ----------------------------------------------------------------------------
-    def _start_from_banner(self) -> None:
+    def start_from_banner(self) -> None:
         self.actions.start_queue()
         self.window.banners.remove("imported")
 

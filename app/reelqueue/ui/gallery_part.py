@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -18,21 +18,37 @@ from reelqueue.domain.errors import KnownError
 from reelqueue.ui import files
 
 if TYPE_CHECKING:
-    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.bridge import EngineBridge
     from reelqueue.ui.gallery import GalleryView
+    from reelqueue.ui.main_window import MainWindow
+    from reelqueue.ui.session import EngineSession, Spawn
 
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
 
 
+class GalleryState(Protocol):
+    """What the gallery reads of the window's state as it changes (the controller)."""
+
+    @property
+    def closing(self) -> bool: ...
+
+    @property
+    def batches(self) -> dict[int, str]: ...
+
+
 class GalleryPart(QObject):
     """Attributes: view: the gallery page. loads: tile reads done (for tests)."""
 
-    def __init__(self, ctl: AppController) -> None:
-        super().__init__(ctl)
-        self.ctl = ctl
-        self.view: GalleryView = ctl.window.gallery
+    def __init__(self, session: EngineSession, window: MainWindow, bridge: EngineBridge,
+                 spawn: Spawn, state: GalleryState, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.window = window
+        self.spawn = spawn
+        self.state = state
+        self.view: GalleryView = window.gallery
         self.loads = 0
         self._dirty = False
         self._reading: asyncio.Task[Any] | None = None
@@ -41,21 +57,21 @@ class GalleryPart(QObject):
         self.timer.timeout.connect(self._tick)
         self.timer.start()
         view = self.view
-        view.set_cache_dir(ctl.session.ctx.data_dir / "thumbnails" / "gallery")
+        view.set_cache_dir(session.ctx.data_dir / "thumbnails" / "gallery")
         view.batchChosen.connect(lambda batch: self.load(batch))
         view.exportRequested.connect(
-            lambda batch, ids, folder: ctl.spawn(self.export(batch, ids, folder), "export"))
-        view.noOpener.connect(ctl.window.no_file_opener)
-        ctl.bridge.jobEvent.connect(self._on_job_event)
+            lambda batch, ids, folder: spawn(self.export(batch, ids, folder), "export"))
+        view.noOpener.connect(window.no_file_opener)
+        bridge.jobEvent.connect(self._on_job_event)
 
     def _on_job_event(self, _event: JobEvent) -> None:
         self._dirty = True
 
     def _tick(self) -> None:
-        if self.ctl.closing:
+        if self.state.closing:
             self.timer.stop()
             return
-        self.view.set_batches(sorted(self.ctl.batches.items()))
+        self.view.set_batches(sorted(self.state.batches.items()))
         if self._dirty and self.view.isVisible():
             self._dirty = False
             batch = self.view.current_batch()
@@ -64,22 +80,22 @@ class GalleryPart(QObject):
 
     def load(self, batch_id: int) -> None:
         """Read the batch's tiles (one read at a time; the last one asked wins)."""
-        if self.ctl.session.closed:
+        if self.session.closed:
             return
         if self._reading is not None and not self._reading.done():
             self._dirty = True  # read again on the next tick
             return
-        self._reading = self.ctl.spawn(self._load(batch_id), "gallery")
+        self._reading = self.spawn(self._load(batch_id), "gallery")
 
     async def _load(self, batch_id: int) -> None:
-        items = await gallery.gallery_items(self.ctl.session.app, batch_id)
+        items = await gallery.gallery_items(self.session.app, batch_id)
         self.loads += 1
         self.view.set_items(batch_id, items)
 
     async def export(self, batch_id: int, job_ids: list[int], folder: Path) -> None:
-        banners = self.ctl.window.banners
+        banners = self.window.banners
         try:
-            done = await gallery.export_selection(self.ctl.session.app, batch_id, job_ids,
+            done = await gallery.export_selection(self.session.app, batch_id, job_ids,
                                                   folder)
         except KnownError as exc:
             banners.show_banner("warning", f"Export: {exc}", key="gallery-export")
@@ -90,7 +106,7 @@ class GalleryPart(QObject):
 
     def _open(self, folder: Path) -> None:
         if not files.open_path(folder):
-            self.ctl.window.no_file_opener(folder)
+            self.window.no_file_opener(folder)
 
     def stop(self) -> None:
         self.timer.stop()

@@ -5,7 +5,8 @@ demo again, queue order, batch pause, and the account cards' commands."""
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QMessageBox
 
@@ -17,50 +18,72 @@ from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
 
 if TYPE_CHECKING:
-    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.dialogs import DialogKeeper
+    from reelqueue.ui.main_window import MainWindow
+    from reelqueue.ui.paging import JobPager
+    from reelqueue.ui.session import EngineSession, Spawn
 
 # Cancelling these may cost: the create was (or may have been) sent and billed.
 CHARGED_STATES = frozenset({JobState.SUBMITTING, JobState.RENDERING, JobState.DOWNLOADING})
 FINISHED_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
 
 
+class QueueHost(Protocol):
+    """What the queue's commands read of the window's state as it changes, and what they
+    ask it to read again after a command (the controller)."""
+
+    @property
+    def batches(self) -> Mapping[int, str]: ...
+
+    async def refresh_accounts(self) -> None: ...
+
+    async def refresh_batches(self) -> None: ...
+
+    async def load_rows(self) -> None: ...
+
+
 class QueueActions:
     """The queue's commands, each run as a task of the session; outcomes are banners.
 
     Attributes:
-        ctl: the controller (window, session, model, the other parts).
         cancel_box: the last "Cancel jobs" question asked (None before the first).
     """
 
-    def __init__(self, ctl: AppController) -> None:
-        self.ctl = ctl
+    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+                 pager: JobPager, spawn: Spawn, host: QueueHost) -> None:
+        self.session = session
+        self.window = window
+        self.keeper = keeper
+        self.pager = pager
+        self.spawn = spawn
+        self.host = host
         self.cancel_box: QMessageBox | None = None
 
     def start_queue(self) -> None:
-        if self.ctl.session.engine is not None and not self.ctl.session.closed:
-            self.ctl.session.start_queue()
+        if self.session.engine is not None and not self.session.closed:
+            self.session.start_queue()
 
     def pause_queue(self) -> None:
-        if self.ctl.session.engine is not None and not self.ctl.session.closed:
-            self.ctl.session.pause_queue()
+        if self.session.engine is not None and not self.session.closed:
+            self.session.pause_queue()
 
     def cancel(self, job_ids: list[int]) -> QMessageBox | None:
         """Cancel asks first, naming what it may cost (renders in flight may already be
         charged); one queued job goes without a question. Returns the question asked."""
-        rows = [r for i in job_ids if (r := self.ctl.model.table.row(i)) is not None]
+        rows = [r for i in job_ids if (r := self.window.model.table.row(i)) is not None]
         open_ids = [r.id for r in rows if r.state not in FINISHED_STATES]
         rendering = sum(r.state in CHARGED_STATES for r in rows)
         if rows and not open_ids:
-            self.ctl.window.banners.show_banner(
+            self.window.banners.show_banner(
                 "info", f"Nothing to cancel: {fmt.plural(len(rows), 'this')} "
                 f"{fmt.plural(len(rows), 'job')} already finished.", key="cancelled")
             return None
         if len(open_ids) <= 1 and not rendering and len(rows) == len(job_ids):
-            self.ctl.spawn(self.cancel_now(job_ids, rendering), "cancel")
+            self.spawn(self.cancel_now(job_ids, rendering), "cancel")
             return None
         n = len(open_ids) if rows else len(job_ids)
         box = QMessageBox(QMessageBox.Icon.Question, "Cancel jobs",
-                          f"Cancel {fmt.count(n, 'job')}?", parent=self.ctl.window)
+                          f"Cancel {fmt.count(n, 'job')}?", parent=self.window)
         box.setInformativeText(
             (f"{fmt.number(rendering)} {fmt.plural(rendering, 'is')} rendering now and may "
              "already be charged; the provider is asked to stop "
@@ -74,18 +97,18 @@ class QueueActions:
 
         def answered(button: object) -> None:
             if button is box.button(QMessageBox.StandardButton.Yes):
-                self.ctl.spawn(self.cancel_now(job_ids, rendering), "cancel")
+                self.spawn(self.cancel_now(job_ids, rendering), "cancel")
 
         box.buttonClicked.connect(answered)
-        box.finished.connect(lambda _r: self.ctl.keeper.forget(box))
+        box.finished.connect(lambda _r: self.keeper.forget(box))
         box.setWindowModality(box.windowModality().WindowModal)
-        self.ctl.keeper.open.append(box)
+        self.keeper.open.append(box)
         self.cancel_box = box
         box.open()
         return box
 
     async def cancel_now(self, job_ids: list[int], rendering: int = 0) -> None:
-        done = await self.ctl.session.cancel(job_ids)
+        done = await self.session.cancel(job_ids)
         text = f"Cancelled {fmt.count(len(done), 'job')}"
         if rendering:
             text += (f", {fmt.count(rendering, 'render')} stopped while running (the "
@@ -93,18 +116,18 @@ class QueueActions:
         if len(done) < len(job_ids):
             text += (f"; {fmt.number(len(job_ids) - len(done))} had already finished and "
                      "were left as they were")
-        self.ctl.window.banners.show_banner("info", text + ".", key="cancelled")
+        self.window.banners.show_banner("info", text + ".", key="cancelled")
 
     def retry(self, job_ids: list[int], seed: object = None) -> None:
         new_seed = random.randrange(2**31) if seed == -1 else seed
-        self.ctl.spawn(
+        self.spawn(
             self.retry_now(job_ids, new_seed if isinstance(new_seed, int) else None), "retry")
 
     async def retry_now(self, job_ids: list[int], seed: int | None, *,
                      confirmed: bool = False) -> None:
         # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
         # waits for the banner's button; re-reading a kept render is free and goes at once.
-        plan = await self.ctl.session.retry_plan(job_ids, seed)
+        plan = await self.session.retry_plan(job_ids, seed)
         if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
@@ -112,79 +135,79 @@ class QueueActions:
             if plan.maybe_charged:  # the retry plan's words: said on the button that pays
                 price += (f"; {fmt.number(len(plan.maybe_charged))} may already be "
                           "charged")
-            self.ctl.window.banners.show_banner(
+            self.window.banners.show_banner(
                 "warning", f"Retry: {plan.summary()}",
-                [(f"Retry ({price})", lambda: self.ctl.spawn(
+                [(f"Retry ({price})", lambda: self.spawn(
                     self.retry_now(job_ids, seed, confirmed=True), "retry"))], key="retry")
             return
-        done = await self.ctl.session.retry(job_ids, seed)
+        done = await self.session.retry(job_ids, seed)
         if not done:
-            self.ctl.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
+            self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
                                             "can be retried.", key="retry")
             return
         if plan.reread or plan.reconcile:
-            self.ctl.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
-        await self.ctl.pager.refresh_rows(done)
+            self.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
+        await self.pager.refresh_rows(done)
         if confirmed:  # from the banner: the job's open detail view follows too
-            for dialog in list(self.ctl.keeper.open):
+            for dialog in list(self.keeper.open):
                 if isinstance(dialog, JobDetailDialog) and dialog.job_id in done:
-                    await self.ctl.keeper.load_detail(dialog)
+                    await self.keeper.load_detail(dialog)
 
     async def use_render(self, job_id: int, provider_job_id: str) -> None:
         """The user's pick among the candidates of an unknown create: read, never created."""
         try:
-            await self.ctl.session.use_render(job_id, provider_job_id)
+            await self.session.use_render(job_id, provider_job_id)
         except InputError as exc:
-            self.ctl.window.banners.show_banner("warning", str(exc), key="resolve")
+            self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
-        self.ctl.window.banners.show_banner(
+        self.window.banners.show_banner(
             "info", f"Job {job_id}: render {provider_job_id} is read from the provider (no "
             "new render, no new charge).", key="resolve")
-        await self.ctl.pager.refresh_rows([job_id])
+        await self.pager.refresh_rows([job_id])
 
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""
         if not confirmed:
-            plan = await self.ctl.session.retry_plan([job_id], create_again=True)
-            self.ctl.window.banners.show_banner(
+            plan = await self.session.retry_plan([job_id], create_again=True)
+            self.window.banners.show_banner(
                 "warning", f"Render job {job_id} again: {plan.summary()}",
-                [(f"Render again ({plan.price_text})", lambda: self.ctl.spawn(
+                [(f"Render again ({plan.price_text})", lambda: self.spawn(
                     self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
             return
         try:
-            await self.ctl.session.create_again(job_id)
+            await self.session.create_again(job_id)
         except InputError as exc:
-            self.ctl.window.banners.show_banner("warning", str(exc), key="resolve")
+            self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
-        await self.ctl.pager.refresh_rows([job_id])
-        for dialog in list(self.ctl.keeper.open):
+        await self.pager.refresh_rows([job_id])
+        for dialog in list(self.keeper.open):
             if isinstance(dialog, JobDetailDialog) and dialog.job_id == job_id:
-                await self.ctl.keeper.load_detail(dialog)
+                await self.keeper.load_detail(dialog)
 
     def retry_failed(self) -> None:
-        batch = self.ctl.window.batch_filter.currentData()
-        ids = [r.id for r in self.ctl.model.table.rows
+        batch = self.window.batch_filter.currentData()
+        ids = [r.id for r in self.window.model.table.rows
                if r.state in (JobState.FAILED, JobState.PARKED)
                and (batch is None or r.batch_id == batch)]
         if not ids:
-            self.ctl.window.banners.show_banner("info", "There are no failed jobs to retry.",
+            self.window.banners.show_banner("info", "There are no failed jobs to retry.",
                                             key="retry")
             return
-        self.ctl.spawn(self._retry_failed(ids), "retry-failed")
+        self.spawn(self._retry_failed(ids), "retry-failed")
 
     async def _retry_failed(self, ids: list[int], *, include_permanent: bool = False,
                             confirmed: bool = False) -> None:
         """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
         input...) are left out unless asked for; it says what it re-reads for free and
         what it renders again at a price, and a price waits for the user's button."""
-        plan = await self.ctl.session.retry_plan(
+        plan = await self.session.retry_plan(
             ids, include_permanent=include_permanent)
         text = plan.summary(include_hint="'Also retry' queues them too")
         also = [(also_retry_label(plan),
-                 lambda: self.ctl.spawn(self._retry_failed(ids, include_permanent=True),
+                 lambda: self.spawn(self._retry_failed(ids, include_permanent=True),
                                     "retry-failed"))] if plan.skipped_permanent else []
         if not plan.job_ids:
-            self.ctl.window.banners.show_banner("info", f"Retry failed: {text}", also,
+            self.window.banners.show_banner("info", f"Retry failed: {text}", also,
                                             key="retry")
             return
         if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
@@ -194,25 +217,25 @@ class QueueActions:
             if plan.maybe_charged:  # the retry plan's words: said on the button that pays
                 price += (f"; {fmt.number(len(plan.maybe_charged))} may already be "
                           "charged")
-            self.ctl.window.banners.show_banner(
+            self.window.banners.show_banner(
                 "warning", f"Retry failed: {text}",
-                [(f"Retry ({price})", lambda: self.ctl.spawn(self._retry_failed(
+                [(f"Retry ({price})", lambda: self.spawn(self._retry_failed(
                     ids, include_permanent=include_permanent, confirmed=True),
                     "retry-failed")), *also], key="retry")
             return
-        done = await self.ctl.session.retry(plan.job_ids)
-        self.ctl.window.banners.show_banner(
+        done = await self.session.retry(plan.job_ids)
+        self.window.banners.show_banner(
             "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
-        await self.ctl.pager.refresh_rows(done)
+        await self.pager.refresh_rows(done)
 
     def is_demo(self, batch_name: str) -> bool:
         from reelqueue.application.demo import DEMO_BATCH
 
-        return (self.ctl.session.ctx.data_dir.name == "demo"
+        return (self.session.ctx.data_dir.name == "demo"
                 and batch_name.split(" ")[0] == DEMO_BATCH)
 
     def run_demo_again(self) -> None:
-        self.ctl.spawn(self._run_demo_again(), "demo-again")
+        self.spawn(self._run_demo_again(), "demo-again")
 
     async def _run_demo_again(self) -> None:
         """The sample sheet once more, as a new batch ("demo 2"...): the journal is open
@@ -220,73 +243,73 @@ class QueueActions:
         from reelqueue.application.demo import DEMO_BATCH
         from reelqueue.resources import resource
 
-        taken = set(self.ctl.batches.values())
+        taken = set(self.host.batches.values())
         n = 2
         while f"{DEMO_BATCH} {n}" in taken:
             n += 1
-        options = self.ctl.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
-        plan = await self.ctl.session.plan_import(resource("sample_prompts.csv"), options)
-        result = await self.ctl.session.apply_import(plan)
-        await self.ctl.refresh_batches()
-        await self.ctl.load_rows()
+        options = self.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
+        plan = await self.session.plan_import(resource("sample_prompts.csv"), options)
+        result = await self.session.apply_import(plan)
+        await self.host.refresh_batches()
+        await self.host.load_rows()
         self.start_queue()
-        self.ctl.window.banners.show_banner(
+        self.window.banners.show_banner(
             "info", f"The demo runs again: {fmt.count(result.added, 'new job')} in batch "
             f"“{result.batch_name}”.", key="demo")
 
     def prioritize(self, job_ids: list[int]) -> None:
-        self.ctl.spawn(self._prioritize(job_ids), "prioritize")
+        self.spawn(self._prioritize(job_ids), "prioritize")
 
     async def _prioritize(self, job_ids: list[int]) -> None:
-        result = await jobs.prioritize_jobs(self.ctl.session.app, job_ids)
+        result = await jobs.prioritize_jobs(self.session.app, job_ids)
         left = len(set(job_ids)) - result.changed
-        self.ctl.window.banners.show_banner(
+        self.window.banners.show_banner(
             "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
             + (f"; {fmt.number(left)} already finished" if left else "") + ".",
             key="priority")
 
     def prioritize_batch(self, batch_id: int) -> None:
-        self.ctl.spawn(self._prioritize_batch(batch_id), "prioritize-batch")
+        self.spawn(self._prioritize_batch(batch_id), "prioritize-batch")
 
     async def _prioritize_batch(self, batch_id: int) -> None:
-        result = await jobs.prioritize_batch(self.ctl.session.app, batch_id)
-        name = self.ctl.batches.get(batch_id, f"batch {batch_id}")
-        self.ctl.window.banners.show_banner(
+        result = await jobs.prioritize_batch(self.session.app, batch_id)
+        name = self.host.batches.get(batch_id, f"batch {batch_id}")
+        self.window.banners.show_banner(
             "info", f"Batch “{name}” moved to the front: its "
             f"{fmt.count(result.changed, 'unfinished job')} go before the others.",
             key="priority")
 
     def pause_batch(self, batch_id: int, paused: bool) -> None:
-        self.ctl.spawn(self._pause_batch(batch_id, paused), "pause-batch")
+        self.spawn(self._pause_batch(batch_id, paused), "pause-batch")
 
     async def _pause_batch(self, batch_id: int, paused: bool) -> None:
-        batch = await jobs.set_batch_paused(self.ctl.session.app, batch_id,
+        batch = await jobs.set_batch_paused(self.session.app, batch_id,
                                                       paused)
-        await self.ctl.refresh_batches()
+        await self.host.refresh_batches()
         if batch is None:
             return
         text = (f"Batch “{batch.name}” paused: its waiting jobs are not started; renders "
                 "already running finish." if paused else
                 f"Batch “{batch.name}” resumed.")
         actions = [("Resume", lambda: self.pause_batch(batch_id, False))] if paused else []
-        self.ctl.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
+        self.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
-        self.ctl.spawn(self._account_command(self.ctl.session.set_capacity(account, capacity)))
+        self.spawn(self._account_command(self.session.set_capacity(account, capacity)))
 
     def set_enabled(self, account: str, enabled: bool) -> None:
-        self.ctl.spawn(self._account_command(self.ctl.session.set_enabled(account, enabled)))
+        self.spawn(self._account_command(self.session.set_enabled(account, enabled)))
 
     def set_daily_cap(self, account: str, usd: float | None) -> None:
         """From the card: raising or removing the cap releases the jobs it held at once."""
-        self.ctl.spawn(self._account_command(self.ctl.session.set_daily_cap(account, usd)))
+        self.spawn(self._account_command(self.session.set_daily_cap(account, usd)))
 
     def mark_ready(self, account: str) -> None:
-        self.ctl.spawn(self._account_command(self.ctl.session.mark_ready(account)))
+        self.spawn(self._account_command(self.session.mark_ready(account)))
 
     async def _account_command(self, command: Any) -> None:
         await command
-        await self.ctl.refresh_accounts()
+        await self.host.refresh_accounts()
 
 
 def also_retry_label(plan: RetryPlan) -> str:

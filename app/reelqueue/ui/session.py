@@ -16,7 +16,7 @@ import logging
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from reelqueue.application import accounts, imports, jobs, team, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
@@ -178,6 +178,14 @@ class RecoveryFollowUp:
         """The rest of the recovery report (already done when it is read)."""
         rest = replace(self.report, reattached=[], reconcile=[])
         return rest.summary().removeprefix("Recovery: ") if rest.touched else ""
+
+
+class Spawn(Protocol):
+    """Runs a coroutine as a task of the session (:meth:`EngineSession.spawn`): what the
+    window's parts are given to start their commands with."""
+
+    def __call__(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command"
+                 ) -> asyncio.Task[Any]: ...
 
 
 class EngineSession:

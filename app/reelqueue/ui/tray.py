@@ -3,8 +3,10 @@ Retry failed / Open folder / Run the demo again) and a message from the tray ico
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from reelqueue.domain.errors import ErrorLabel
@@ -14,7 +16,29 @@ from reelqueue.ui import theme
 from reelqueue.ui.banner import BannerAction
 
 if TYPE_CHECKING:
-    from reelqueue.ui.controller import AppController
+    from reelqueue.ui.dialogs import DialogKeeper
+    from reelqueue.ui.main_window import MainWindow
+
+
+class BatchCommands(Protocol):
+    """The queue's commands a finished batch's banner offers (:class:`QueueActions`)."""
+
+    def retry_failed(self) -> None: ...
+
+    def is_demo(self, batch_name: str) -> bool: ...
+
+    def run_demo_again(self) -> None: ...
+
+
+class FinishHost(Protocol):
+    """What the watch reads of the window's state (the controller): the batches' names
+    as they change, and the queue's commands (made after the watch)."""
+
+    @property
+    def batches(self) -> Mapping[int, str]: ...
+
+    @property
+    def actions(self) -> BatchCommands: ...
 
 
 class BatchFinishWatch:
@@ -25,52 +49,55 @@ class BatchFinishWatch:
         tray: the tray icon, made on the first message (None where there is no tray).
     """
 
-    def __init__(self, controller: AppController) -> None:
-        self.controller = controller
+    def __init__(self, window: MainWindow, keeper: DialogKeeper, host: FinishHost,
+                 parent: QObject) -> None:
+        self.window = window
+        self.keeper = keeper
+        self.host = host
+        self.tray_parent = parent  # the tray icon's
         self.tray: QSystemTrayIcon | None = None
         self._open_by_batch: dict[int, int] = {}
 
     def recount(self) -> None:
         """Take the current counts as the baseline (after rows were read)."""
-        stats = self.controller.model.table.stats
+        stats = self.window.model.table.stats
         self._open_by_batch = dict(stats.open_by_batch.items())
 
     def check(self) -> None:
-        current = self.controller.model.table.stats.open_by_batch
+        current = self.window.model.table.stats.open_by_batch
         for batch_id, before in list(self._open_by_batch.items()):
             if before > 0 and current.get(batch_id, 0) == 0:
                 self.finished(batch_id)
         self._open_by_batch = {b: n for b, n in current.items() if n > 0}
 
     def finished(self, batch_id: int) -> None:
-        c = self.controller
-        rows = [r for r in c.model.table.rows if r.batch_id == batch_id]
+        rows = [r for r in self.window.model.table.rows if r.batch_id == batch_id]
         done = sum(r.state == JobState.COMPLETED for r in rows)
         failed = sum(r.state == JobState.FAILED for r in rows)
         cancelled = sum(r.state == JobState.CANCELLED for r in rows)
         unknown = sum(r.state == JobState.PARKED
                       and r.error_label == ErrorLabel.SUBMIT_UNKNOWN.value for r in rows)
         parked = sum(r.state == JobState.PARKED for r in rows) - unknown
-        name = c.batches.get(batch_id, f"batch {batch_id}")
+        name = self.host.batches.get(batch_id, f"batch {batch_id}")
         text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
                 f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
                 + (f", {fmt.number(parked)} parked (they keep their render; Retry reads "
                    "it again)" if parked else "")
                 + (f", {fmt.number(unknown)} with an unknown outcome (not charged twice; "
                    "open the job to resolve it)" if unknown else "") + ".")
-        actions: list[BannerAction] = [("Open folder", c.keeper.open_output_folder)]
+        actions: list[BannerAction] = [("Open folder", self.keeper.open_output_folder)]
         if failed:
-            actions.insert(0, ("Retry failed", c.actions.retry_failed))
-        if c.actions.is_demo(name):
-            actions.append(("Run the demo again", c.actions.run_demo_again))
+            actions.insert(0, ("Retry failed", self.host.actions.retry_failed))
+        if self.host.actions.is_demo(name):
+            actions.append(("Run the demo again", self.host.actions.run_demo_again))
         # Green only when something completed and nothing failed or waits for the user.
         kind = ("warning" if failed or parked or unknown else "success" if done else "info")
         # One "finished" banner: the newest batch's replaces an older one.
-        c.window.banners.remove_family("batch:")
-        c.window.banners.show_banner(kind, text, actions, key=f"batch:{batch_id}")
+        self.window.banners.remove_family("batch:")
+        self.window.banners.show_banner(kind, text, actions, key=f"batch:{batch_id}")
         if QSystemTrayIcon.isSystemTrayAvailable():
             if self.tray is None:
-                self.tray = QSystemTrayIcon(theme.app_icon(), c)
+                self.tray = QSystemTrayIcon(theme.app_icon(), self.tray_parent)
                 self.tray.show()
             self.tray.showMessage("ReelQueue", text)
 
