@@ -21,6 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -34,19 +35,23 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetrics,
+    QGuiApplication,
     QKeyEvent,
+    QMouseEvent,
     QPainter,
     QPaintEvent,
     QPen,
     QPixmap,
     QResizeEvent,
     QShowEvent,
+    QWheelEvent,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QDialog,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -371,14 +376,33 @@ def picture_rect(rect: QRect) -> QRect:
                  PICTURE.width(), PICTURE.height())
 
 
+HOVER_DELAY_MS = 600
+"""How long the pointer rests on a tile before its larger picture shows (a tooltip's
+delay: moving across the grid shows nothing)."""
+
+
 class GalleryList(QListView):
-    """The grid. Signals: openRequested(): Enter; previewRequested(): Space."""
+    """The grid. Signals: openRequested(): Enter; previewRequested(): Space;
+    hoverRequested(int row, QPoint global position): the pointer rested on a tile for
+    :data:`HOVER_DELAY_MS`; hoverEnded(): it left that tile (or a key, click or scroll).
+
+    Attributes:
+        hover_timer: the rest's timer (single shot; tests fire it with ``timeout``).
+    """
 
     openRequested = Signal()
     previewRequested = Signal()
+    hoverRequested = Signal(int, QPoint)
+    hoverEnded = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.hover_timer = QTimer(self)
+        self.hover_timer.setSingleShot(True)
+        self.hover_timer.setInterval(HOVER_DELAY_MS)
+        self.hover_timer.timeout.connect(self._rested)
+        self._hover_row = -1
+        self._hover_at = QPoint()
         self.setViewMode(QListView.ViewMode.IconMode)
         self.setMovement(QListView.Movement.Static)
         self.setResizeMode(QListView.ResizeMode.Adjust)
@@ -424,7 +448,43 @@ class GalleryList(QListView):
             self.setGridSize(wanted)
         super().resizeEvent(event)
 
+    # -- hover: a larger picture after a rest on a tile -----------------------------------
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        super().mouseMoveEvent(event)
+        if event.buttons() != Qt.MouseButton.NoButton:
+            return
+        row = self.indexAt(event.position().toPoint()).row()
+        self._hover_at = event.globalPosition().toPoint()
+        if row != self._hover_row:
+            self._end_hover()
+            self._hover_row = row
+            if row >= 0:
+                self.hover_timer.start()
+
+    def _rested(self) -> None:
+        if self._hover_row >= 0:
+            emit(self.hoverRequested, self._hover_row, self._hover_at)
+
+    def _end_hover(self) -> None:
+        self.hover_timer.stop()
+        if self._hover_row >= 0:
+            self._hover_row = -1
+            emit(self.hoverEnded)
+
+    def leaveEvent(self, event: QEvent) -> None:
+        self._end_hover()
+        super().leaveEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._end_hover()
+        super().mousePressEvent(event)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        self._end_hover()
+        super().wheelEvent(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        self._end_hover()
         key = event.key()
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             emit(self.openRequested)
@@ -435,17 +495,19 @@ class GalleryList(QListView):
         super().keyPressEvent(event)
 
 
-class PreviewDialog(QDialog):
-    """A larger picture of the current tile; Space or Esc closes it."""
+class PreviewPane:
+    """A larger picture of one tile and its caption (the Space preview's and the hover
+    popup's): the video's frame at the preview size, made off the GUI thread, or the
+    tile's words when there is no video here.
 
-    def __init__(self, thumbs: GalleryThumbs, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Preview")
-        self.setModal(False)
+    Attributes:
+        thumbs: the preview-size pictures. item: the tile shown (None: none yet).
+        picture, caption: the widgets (laid out by the owner).
+    """
+
+    def __init__(self, thumbs: GalleryThumbs) -> None:
         self.thumbs = thumbs
         self.item: GalleryItem | None = None
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 12, 12, 12)
         self.picture = QLabel()
         self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.picture.setMinimumSize(QSize(thumbs.box[0], thumbs.box[1]))
@@ -454,13 +516,10 @@ class PreviewDialog(QDialog):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.caption.setProperty("role", "muted")
-        layout.addWidget(self.picture, 1)
-        layout.addWidget(self.caption)
         thumbs.ready.connect(self._ready)
 
     def show_item(self, item: GalleryItem) -> None:
         self.item = item
-        self.setWindowTitle(f"Preview — {item.name}")
         word = badge(item.state)[0]
         self.caption.setText(f"{item.name} · {word}\n{item.prompt}")
         self._set_picture()
@@ -489,11 +548,81 @@ class PreviewDialog(QDialog):
         if self.item is not None and thumb.video == self.item.output_path:
             self._set_picture()
 
+
+class _ShowsPane:
+    """What the Space preview and the hover popup show through their :class:`PreviewPane`
+    (a member, not a base: PySide6 would call a plain base's ``__init__`` itself)."""
+
+    pane: PreviewPane
+
+    @property
+    def item(self) -> GalleryItem | None:
+        return self.pane.item
+
+    @property
+    def picture(self) -> QLabel:
+        return self.pane.picture
+
+    @property
+    def caption(self) -> QLabel:
+        return self.pane.caption
+
+    def show_item(self, item: GalleryItem) -> None:
+        self.pane.show_item(item)
+
+
+class PreviewDialog(_ShowsPane, QDialog):
+    """A larger picture of the current tile; Space or Esc closes it."""
+
+    def __init__(self, thumbs: GalleryThumbs, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pane = PreviewPane(thumbs)
+        self.setWindowTitle("Preview")
+        self.setModal(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 12, 12, 12)
+        layout.addWidget(self.picture, 1)
+        layout.addWidget(self.caption)
+
+    def show_item(self, item: GalleryItem) -> None:
+        self.setWindowTitle(f"Preview — {item.name}")
+        self.pane.show_item(item)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Escape):
             self.hide()
             return
         super().keyPressEvent(event)
+
+
+class HoverPreview(_ShowsPane, QFrame):
+    """The larger picture shown beside the pointer after a rest on a tile (a tooltip-like
+    window: no focus taken, gone when the pointer leaves the tile)."""
+
+    def __init__(self, thumbs: GalleryThumbs, parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.ToolTip)
+        self.pane = PreviewPane(thumbs)
+        self.setObjectName("panel")
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.addWidget(self.picture, 1)
+        self.caption.setMaximumWidth(thumbs.box[0])
+        layout.addWidget(self.caption)
+
+    def show_at(self, item: GalleryItem, pointer: QPoint) -> None:
+        """Show ``item`` beside ``pointer`` (global), kept on its screen."""
+        self.show_item(item)
+        self.adjustSize()
+        size = self.sizeHint()
+        screen = QGuiApplication.screenAt(pointer) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry()
+        x = pointer.x() + 16
+        if x + size.width() > room.right():
+            x = pointer.x() - 16 - size.width()
+        y = min(max(room.top(), pointer.y() + 16), room.bottom() - size.height())
+        self.move(max(room.left(), x), y)
+        self.show()
 
 
 class GalleryView(QWidget):
@@ -524,6 +653,7 @@ class GalleryView(QWidget):
         self.model = GalleryModel(self.thumbs, self)
         self._set_display()
         self.preview: PreviewDialog | None = None
+        self.hover: HoverPreview | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
@@ -558,6 +688,8 @@ class GalleryView(QWidget):
         self.view.setItemDelegate(GalleryDelegate(self.model, self.view))
         self.view.openRequested.connect(self.open_selected)
         self.view.previewRequested.connect(self.toggle_preview)
+        self.view.hoverRequested.connect(self.show_hover)
+        self.view.hoverEnded.connect(self.hide_hover)
         self.view.doubleClicked.connect(lambda _index: self.open_selected())
         self.view.selectionModel().selectionChanged.connect(lambda *_a: self._update_actions())
         self.view.selectionModel().currentChanged.connect(lambda *_a: self._follow_preview())
@@ -703,6 +835,19 @@ class GalleryView(QWidget):
         self.preview.show_item(item)
         self.preview.show()
 
+    def show_hover(self, row: int, pointer: QPoint) -> None:
+        """The pointer rested on tile ``row``: its larger picture beside it."""
+        item = self.model.item(row)
+        if item is None or not self.isVisible():
+            return
+        if self.hover is None:
+            self.hover = HoverPreview(self.preview_thumbs, self)
+        self.hover.show_at(item, pointer)
+
+    def hide_hover(self) -> None:
+        if self.hover is not None:
+            self.hover.hide()
+
     def _follow_preview(self) -> None:
         if self.preview is not None and self.preview.isVisible():
             item = self.model.item(self.view.currentIndex().row())
@@ -711,5 +856,6 @@ class GalleryView(QWidget):
 
     def stop(self) -> None:
         """Drop the pictures waiting to be made (the window closes)."""
+        self.hide_hover()
         self.thumbs.close()
         self.preview_thumbs.close()
