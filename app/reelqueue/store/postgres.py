@@ -61,7 +61,6 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
-    AddJobsResult,
     ClaimParams,
     this_host,
 )
@@ -77,11 +76,15 @@ from reelqueue.store.postgres_support import (
     ledger_from_pg,
     scrub,
 )
-from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.spend import (
     SLACK,
 )
-from reelqueue.store.sql_journal import SqlJournal, public_methods, render_recorded
+from reelqueue.store.sql_journal import (
+    SqlJournal,
+    claim_of,
+    public_methods,
+    render_recorded,
+)
 
 log = logging.getLogger(__name__)
 
@@ -621,30 +624,21 @@ class PostgresStore(SqlJournal):
     ADD_JOBS_PER_INSERT = 5_000
     """Jobs per INSERT statement in :meth:`add_jobs` (the rows travel as arrays)."""
 
-    def add_jobs(
-        self, batch_id: int, specs: Sequence[JobSpec], now: float,
-        max_waiting: int | None = None,
-    ) -> AddJobsResult:
+    def _lock_queue(self) -> None:
+        # Imports with a queue limit count one after the other, from any machine.
+        self._one("advisory_xact_lock", key=IMPORT_LOCK)
+
+    def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
         with self._tx() as db:
-            batch = self.get_batch(batch_id)
-            if batch is None:
-                raise InputError(f"There is no batch {batch_id}.")
-            present = self._existing_keys(db, [s.job_key for s in specs])
-            unique: dict[str, JobSpec] = {}
-            for spec in specs:
-                if spec.job_key not in present:
-                    unique.setdefault(spec.job_key, spec)
-            if max_waiting is not None:
-                # Imports with a queue limit count one after the other, from any machine.
-                self._one("advisory_xact_lock", key=IMPORT_LOCK)
-                check_queue_room(int(self._scalar("count_waiting")), len(unique),
-                                 max_waiting)
-            ids_by_key: dict[str, int] = {}
-            todo = list(unique.values())
-            for start in range(0, len(todo), self.ADD_JOBS_PER_INSERT):
-                chunk = todo[start:start + self.ADD_JOBS_PER_INSERT]
+            return self._existing_keys(db, keys)
+
+    def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
+        ids_by_key: dict[str, int] = {}
+        with self._tx() as db:
+            for start in range(0, len(specs), self.ADD_JOBS_PER_INSERT):
+                chunk = specs[start:start + self.ADD_JOBS_PER_INSERT]
                 rows = db.execute(self._q["insert_jobs"], {
-                    "batch_id": batch_id, "max_attempts": batch.max_attempts, "now": now,
+                    "batch_id": batch.id, "max_attempts": batch.max_attempts, "now": now,
                     "keys": [s.job_key for s in chunk],
                     "rows": [s.row_number for s in chunk],
                     "names": [s.name for s in chunk], "prompts": [s.prompt for s in chunk],
@@ -656,14 +650,8 @@ class PostgresStore(SqlJournal):
                     "metas": [dumps(s.metadata) for s in chunk],
                 }).fetchall()
                 ids_by_key.update((r["job_key"], r["id"]) for r in rows)
-            # Another machine may have imported the same key meanwhile: it is present.
-            ids = [ids_by_key[k] for k in unique if k in ids_by_key]
-            added = len(ids)
-            self._ledger("imported", now, detail={
-                "batch_id": batch_id, "added": added, "already_present": len(specs) - added,
-            })
-        return AddJobsResult(added=added, already_present=len(specs) - added,
-                             job_ids=tuple(ids))
+        # Another machine may have imported the same key meanwhile: it is present.
+        return [ids_by_key[s.job_key] for s in specs if s.job_key in ids_by_key]
 
     def _existing_keys(self, db: psycopg.Connection[Row], keys: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -749,8 +737,7 @@ class PostgresStore(SqlJournal):
         if row["id"] is None:
             return None if row["candidate_id"] is None else _LONG_WAY
         job = job_from_pg(row)
-        return Claim(job=job, account=params.account, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+        return claim_of(job, params.account, token)
 
     def _claim_landed(self, params: ClaimParams, token: str,
                       tried: list[int]) -> Claim | None:
@@ -769,8 +756,7 @@ class PostgresStore(SqlJournal):
             return None
         job = job_from_pg(row)
         assert job.account is not None
-        return Claim(job=job, account=job.account, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+        return claim_of(job, job.account, token)
 
     def _claim(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         with self._tx():
@@ -796,13 +782,7 @@ class PostgresStore(SqlJournal):
                 now=params.now)
             if claimed is None:  # the row is locked by this transaction: cannot happen
                 return None
-            job = job_from_pg(claimed)
-            self._ledger("claimed", params.now, job_id=job.id, account=account.name,
-                         claim_token=token, detail={"owner": params.instance_id,
-                                                    "attempt": job.attempts,
-                                                    "resume": job.provider_job_id is not None})
-        return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+            return self._claimed(claimed, account.name, token, params)
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None,

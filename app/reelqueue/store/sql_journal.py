@@ -27,14 +27,17 @@ from reelqueue.domain.models import (
     Account,
     Batch,
     BatchSpec,
+    Claim,
     ClaimToken,
     Job,
+    JobSpec,
     LedgerEntry,
     RecoveryReport,
 )
 from reelqueue.domain.states import AccountStatus
 from reelqueue.store.base import (
     JOB_ORDERS,
+    AddJobsResult,
     ClaimParams,
     Counts,
     JobError,
@@ -42,6 +45,7 @@ from reelqueue.store.base import (
     RecoverParams,
     downloading_detail,
 )
+from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     RecoveryAction,
     failure_of,
@@ -82,6 +86,12 @@ def render_recorded(provider_job_id: str, holder: int) -> RenderAlreadyRecorded:
     return RenderAlreadyRecorded(
         f"Render {provider_job_id} is already recorded for job {holder}; a render goes to "
         "at most one job.")
+
+
+def claim_of(job: Job, account: str, token: str) -> Claim:
+    """The claim of ``job`` for ``account`` under ``token``."""
+    return Claim(job=job, account=account, token=ClaimToken(job.id, token),
+                 resumed=job.provider_job_id is not None)
 
 
 def _number(value: Any) -> float | None:
@@ -177,6 +187,22 @@ class SqlJournal:
         SQLite's commit is local and never unanswered, so it uses neither read-back."""
         raise NotImplementedError
 
+    def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` the journal has, inside :meth:`add_jobs`' transaction."""
+        raise NotImplementedError
+
+    def _lock_queue(self) -> None:
+        """Before an import with a queue limit counts the waiting jobs: PostgreSQL takes an
+        advisory lock, so imports from several machines count one after the other; SQLite
+        needs nothing (the import's BEGIN IMMEDIATE holds the file's write lock)."""
+        raise NotImplementedError
+
+    def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
+        """Insert new jobs of ``batch`` (keys not yet in the journal, each once), in bulk
+        as the dialect does it fastest; the ids of those inserted, in order. On PostgreSQL
+        another machine may import a key meanwhile: that one is left out."""
+        raise NotImplementedError
+
     def _lock_batch(self, batch_id: int) -> None:
         """Before a capped batch's spend is counted for a claim: PostgreSQL locks the
         batch's row, so claims from several machines count it one after the other; SQLite
@@ -194,6 +220,32 @@ class SqlJournal:
             batch = self.get_batch(batch_id)
         assert batch is not None
         return batch
+
+    def add_jobs(
+        self, batch_id: int, specs: Sequence[JobSpec], now: float,
+        max_waiting: int | None = None,
+    ) -> AddJobsResult:
+        with self._write():
+            batch = self.get_batch(batch_id)
+            if batch is None:
+                raise InputError(f"There is no batch {batch_id}.")
+            present = self._present_job_keys([s.job_key for s in specs])
+            # Repeated keys inside one import count once.
+            unique: dict[str, JobSpec] = {}
+            for spec in specs:
+                if spec.job_key not in present:
+                    unique.setdefault(spec.job_key, spec)
+            if max_waiting is not None:
+                self._lock_queue()
+                check_queue_room(int(self._scalar("count_waiting")), len(unique),
+                                 max_waiting)
+            ids = self._insert_jobs(batch, list(unique.values()), now)
+            added = len(ids)
+            self._ledger("imported", now, detail={
+                "batch_id": batch_id, "added": added, "already_present": len(specs) - added,
+            })
+        return AddJobsResult(added=added, already_present=len(specs) - added,
+                             job_ids=tuple(ids))
 
     def get_batch(self, batch_id: int) -> Batch | None:
         row = self._one("get_batch", id=batch_id)
@@ -277,6 +329,17 @@ class SqlJournal:
 
     def live_count(self, account: str) -> int:
         return int(self._scalar("live_count", account=account))
+
+    # -- claims ------------------------------------------------------------------------
+    def _claimed(self, row: Row, account: str, token: str, params: ClaimParams) -> Claim:
+        """The claim just written (``row``: the job's row after it), with its ledger
+        entry, in the claim's transaction."""
+        job = self._job(row)
+        self._ledger("claimed", params.now, job_id=job.id, account=account,
+                     claim_token=token, detail={"owner": params.instance_id,
+                                                "attempt": job.attempts,
+                                                "resume": job.provider_job_id is not None})
+        return claim_of(job, account, token)
 
     # -- spend caps --------------------------------------------------------------------
     def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
@@ -624,4 +687,4 @@ class SqlJournal:
         return [self._entry(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
 
 
-__all__ = ["Row", "SqlJournal", "public_methods", "render_recorded"]
+__all__ = ["Row", "SqlJournal", "claim_of", "public_methods", "render_recorded"]
