@@ -44,26 +44,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import (
-    InputError,
-    JournalCorrupt,
-    JournalError,
-)
-from reelqueue.domain.models import (
-    Account,
-    AccountSpec,
-    Batch,
-    Claim,
-    ClaimToken,
-    Job,
-    JobSpec,
-    LedgerEntry,
-)
-from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.base import (
-    ClaimParams,
-    this_host,
-)
+from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
+from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
+from reelqueue.domain.states import AccountStatus
+from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.postgres_support import (
     account_from_pg,
     batch_from_pg,
@@ -76,10 +60,9 @@ from reelqueue.store.postgres_support import (
     ledger_from_pg,
     scrub,
 )
-from reelqueue.store.spend import (
-    SLACK,
-)
+from reelqueue.store.spend import SLACK
 from reelqueue.store.sql_journal import (
+    RowReaders,
     SqlJournal,
     claim_of,
     public_methods,
@@ -565,29 +548,7 @@ class PostgresStore(SqlJournal):
     def _list(self, values: Iterable[Any]) -> list[Any]:
         return list(values)
 
-    def _job(self, row: Row) -> Job:
-        return job_from_pg(row)
-
-    def _batch(self, row: Row) -> Batch:
-        return batch_from_pg(row)
-
-    def _account(self, row: Row) -> Account:
-        return account_from_pg(row)
-
-    def _entry(self, row: Row) -> LedgerEntry:
-        return ledger_from_pg(row)
-
-    def _transition(
-        self, query: str, event: str, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        written: dict[str, Any] | None = None, **params: Any,
-    ) -> bool:
-        """One statement (``one_trip_fenced``), settled (:meth:`_write_settled`)."""
-        return self._write_settled(
-            token, event,
-            functools.partial(self._fenced, query, event, token, now, detail,
-                              durable=durable, **params),
-            None if written is None else functools.partial(self._row_is, token, written))
+    ROWS = RowReaders(job_from_pg, batch_from_pg, account_from_pg, ledger_from_pg)
 
     def _lock_batch(self, batch_id: int) -> None:
         # The batch's row lock: claims for one capped batch from several machines count
@@ -665,44 +626,20 @@ class PostgresStore(SqlJournal):
         with self._tx() as db:
             return self._existing_keys(db, list(keys))
 
-    def list_jobs(
-        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
-        limit: int | None = None, offset: int = 0,
-    ) -> list[Job]:
-        return [job_from_pg(r) for r in self._all(
-            "list_jobs", batch_id=batch_id,
-            states=None if states is None else [str(s) for s in states],
-            limit=limit, offset=offset if limit is not None else 0)]
+    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
+        """One statement whose NULL filters are left out (``list_jobs``)."""
+        return "list_jobs"
 
     # -- accounts ----------------------------------------------------------------------
-    def add_account(self, spec: AccountSpec, now: float) -> Account:
-        with self._tx():
-            self._exec("lock_accounts")
-            added = self._exec("insert_account", name=spec.name, provider=spec.provider,
-                               capacity=spec.capacity, base_url=spec.base_url,
-                               key_ref=spec.key_ref,
-                               settings=Jsonb(spec.settings, dumps=dumps), now=now)
-            if not added:
-                raise InputError(f"An account named {spec.name!r} already exists.")
-            self._ledger("account_added", now, account=spec.name,
-                         detail={"provider": spec.provider, "capacity": spec.capacity})
-            account = self.get_account(spec.name)
-        assert account is not None
-        return account
+    def _account_taken(self, name: str) -> bool:
+        """The table's lock (two machines adding one name wait for each other); the
+        insert's ON CONFLICT DO NOTHING then says whether the name was taken."""
+        self._exec("lock_accounts")
+        return False
 
-    def remove_account(self, name: str, now: float) -> None:
-        with self._tx():
-            # The account's lock: no claim can add a render while it is being removed.
-            if self._one("lock_account", name=name) is None:
-                raise InputError(f"There is no account named {name!r}.")
-            live = int(self._scalar("live_count", account=name))
-            if live:
-                raise InputError(
-                    f"Account {name!r} has {live} renders in flight; wait for them or "
-                    "disable the account first."
-                )
-            self._exec("delete_account", name=name)
-            self._ledger("account_removed", now, account=name)
+    def _lock_account(self, name: str) -> bool:
+        # The account's lock: no claim can add a render while it is being removed.
+        return self._one("lock_account", name=name) is not None
 
     # -- claims ------------------------------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
@@ -836,6 +773,18 @@ class PostgresStore(SqlJournal):
     def _row_is(token: ClaimToken, expected: dict[str, Any], row: Row) -> bool:
         return row["claim_token"] == token.token and all(
             row[k] == v for k, v in expected.items())
+
+    def _transition(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        written: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        """One statement (``one_trip_fenced``), settled (:meth:`_write_settled`)."""
+        return self._write_settled(
+            token, event,
+            functools.partial(self._fenced, query, event, token, now, detail,
+                              durable=durable, **params),
+            None if written is None else functools.partial(self._row_is, token, written))
 
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
                         min_lease_seconds: float | None = None) -> bool:

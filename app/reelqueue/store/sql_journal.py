@@ -20,11 +20,13 @@ import functools
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reelqueue.domain.errors import InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
+    AccountSpec,
     Batch,
     BatchSpec,
     Claim,
@@ -34,7 +36,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
-from reelqueue.domain.states import AccountStatus
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -53,14 +55,7 @@ from reelqueue.store.recovery_plan import (
     record_applied,
     requeued_detail,
 )
-from reelqueue.store.spend import (
-    SLACK,
-    AccountSpend,
-    BatchSpend,
-    SpendSummary,
-    cap_of,
-    refusal,
-)
+from reelqueue.store.spend import SLACK, AccountSpend, BatchSpend, SpendSummary, cap_of, refusal
 
 Row = Any
 """A row of a driver, read by column name (``sqlite3.Row`` or psycopg's dict row)."""
@@ -101,6 +96,17 @@ def _number(value: Any) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class RowReaders:
+    """How a driver turns its rows into domain values (JSON columns are text in SQLite,
+    decoded jsonb in PostgreSQL)."""
+
+    job: Callable[[Row], Job]
+    batch: Callable[[Row], Batch]
+    account: Callable[[Row], Account]
+    entry: Callable[[Row], LedgerEntry]
+
+
 class SqlJournal:
     """The policy of a journal kept in SQL. Subclasses are drivers: they implement the
     primitives (the ``NotImplementedError`` methods) and the operations whose statements
@@ -108,6 +114,9 @@ class SqlJournal:
 
     host: str
     _q: dict[str, str]
+
+    ROWS: ClassVar[RowReaders]
+    """How the driver's rows become domain values."""
 
     NO_LIMIT: ClassVar[Any]
     """The ``:limit`` that means "all rows" (SQLite's LIMIT -1, PostgreSQL's LIMIT NULL)."""
@@ -159,18 +168,6 @@ class SqlJournal:
         PostgreSQL: an array)."""
         raise NotImplementedError
 
-    def _job(self, row: Row) -> Job:
-        raise NotImplementedError
-
-    def _batch(self, row: Row) -> Batch:
-        raise NotImplementedError
-
-    def _account(self, row: Row) -> Account:
-        raise NotImplementedError
-
-    def _entry(self, row: Row) -> LedgerEntry:
-        raise NotImplementedError
-
     def _transition(
         self, query: str, event: str, token: ClaimToken, now: float,
         detail: dict[str, Any] | None = None, *, durable: bool = True,
@@ -201,6 +198,20 @@ class SqlJournal:
         """Insert new jobs of ``batch`` (keys not yet in the journal, each once), in bulk
         as the dialect does it fastest; the ids of those inserted, in order. On PostgreSQL
         another machine may import a key meanwhile: that one is left out."""
+        raise NotImplementedError
+
+    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
+        """The named query :meth:`list_jobs` runs for these filters (None: no filter)."""
+        raise NotImplementedError
+
+    def _account_taken(self, name: str) -> bool:
+        """Before :meth:`add_account` inserts: whether the name is known to be taken
+        (False: the insert's count says it)."""
+        raise NotImplementedError
+
+    def _lock_account(self, name: str) -> bool:
+        """Before :meth:`remove_account` counts the account's renders: lock it so no
+        claim adds one meanwhile; False when the account is known to be missing."""
         raise NotImplementedError
 
     def _lock_batch(self, batch_id: int) -> None:
@@ -249,14 +260,24 @@ class SqlJournal:
 
     def get_batch(self, batch_id: int) -> Batch | None:
         row = self._one("get_batch", id=batch_id)
-        return self._batch(row) if row else None
+        return self.ROWS.batch(row) if row else None
 
     def list_batches(self) -> list[Batch]:
-        return [self._batch(r) for r in self._all("list_batches")]
+        return [self.ROWS.batch(r) for r in self._all("list_batches")]
 
     def get_job(self, job_id: int) -> Job | None:
         row = self._one("get_job", id=job_id)
-        return self._job(row) if row else None
+        return self.ROWS.job(row) if row else None
+
+    def list_jobs(
+        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[Job]:
+        return [self.ROWS.job(r) for r in self._all(
+            self._jobs_query(batch_id, states), batch_id=batch_id,
+            states=None if states is None else self._list(str(s) for s in states),
+            limit=self.NO_LIMIT if limit is None else limit,
+            offset=offset if limit is not None else 0)]
 
     def job_ids_ordered(
         self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
@@ -289,12 +310,39 @@ class SqlJournal:
             return self.get_batch(batch_id)
 
     # -- accounts ----------------------------------------------------------------------
+    def add_account(self, spec: AccountSpec, now: float) -> Account:
+        with self._write():
+            if self._account_taken(spec.name) or not self._exec(
+                    "insert_account", name=spec.name, provider=spec.provider,
+                    capacity=spec.capacity, base_url=spec.base_url, key_ref=spec.key_ref,
+                    settings=self._json(spec.settings), now=now):
+                raise InputError(f"An account named {spec.name!r} already exists.")
+            self._ledger("account_added", now, account=spec.name,
+                         detail={"provider": spec.provider, "capacity": spec.capacity})
+            account = self.get_account(spec.name)
+        assert account is not None
+        return account
+
+    def remove_account(self, name: str, now: float) -> None:
+        with self._write():
+            if not self._lock_account(name):
+                raise InputError(f"There is no account named {name!r}.")
+            live = int(self._scalar("live_count", account=name))
+            if live:
+                raise InputError(
+                    f"Account {name!r} has {live} renders in flight; wait for them or "
+                    "disable the account first."
+                )
+            if not self._exec("delete_account", name=name):
+                raise InputError(f"There is no account named {name!r}.")
+            self._ledger("account_removed", now, account=name)
+
     def get_account(self, name: str) -> Account | None:
         row = self._one("get_account", name=name)
-        return self._account(row) if row else None
+        return self.ROWS.account(row) if row else None
 
     def list_accounts(self) -> list[Account]:
-        return [self._account(r) for r in self._all("list_accounts")]
+        return [self.ROWS.account(r) for r in self._all("list_accounts")]
 
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,
@@ -334,7 +382,7 @@ class SqlJournal:
     def _claimed(self, row: Row, account: str, token: str, params: ClaimParams) -> Claim:
         """The claim just written (``row``: the job's row after it), with its ledger
         entry, in the claim's transaction."""
-        job = self._job(row)
+        job = self.ROWS.job(row)
         self._ledger("claimed", params.now, job_id=job.id, account=account,
                      claim_token=token, detail={"owner": params.instance_id,
                                                 "attempt": job.attempts,
@@ -427,7 +475,7 @@ class SqlJournal:
         return self._transition("fenced_forget_submission", event, token, now, detail)
 
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
-        return [(self._job(r), r["intent_at"])
+        return [(self.ROWS.job(r), r["intent_at"])
                 for r in self._all("unresolved_submissions", account=account)]
 
     def known_provider_job_ids(self, provider: str, account: str,
@@ -617,11 +665,11 @@ class SqlJournal:
         machine renewed or took it over) is left alone.
         """
         query = "in_flight_expired" if params.only_expired else "in_flight_all"
-        leftovers = [self._job(r) for r in self._all(query, now=params.now)]
+        leftovers = [self.ROWS.job(r) for r in self._all(query, now=params.now)]
         crashes = {job.id: int(self._scalar("crash_requeues", id=job.id))
                    for job in leftovers}
         actions = plan_recovery(leftovers, params, crashes)
-        completed = ([self._job(r) for r in self._all("completed_jobs")]
+        completed = ([self.ROWS.job(r) for r in self._all("completed_jobs")]
                      if params.verify_completed else [])
         report = RecoveryReport()
         with self._write():
@@ -684,7 +732,7 @@ class SqlJournal:
         return min(due) if due else None
 
     def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
-        return [self._entry(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
+        return [self.ROWS.entry(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
 
 
-__all__ = ["Row", "SqlJournal", "claim_of", "public_methods", "render_recorded"]
+__all__ = ["Row", "RowReaders", "SqlJournal", "claim_of", "public_methods", "render_recorded"]

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from reelqueue.domain.errors import (
-    InputError,
     JournalBug,
     JournalBusy,
     JournalCorrupt,
@@ -30,30 +29,13 @@ from reelqueue.domain.errors import (
     JournalFull,
     JournalReadOnly,
 )
-from reelqueue.domain.models import (
-    Account,
-    AccountSpec,
-    Batch,
-    Claim,
-    ClaimToken,
-    Job,
-    JobSpec,
-    LedgerEntry,
-)
-from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.base import (
-    ClaimParams,
-    short_lease,
-    this_host,
-)
+from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
+from reelqueue.domain.states import AccountStatus
+from reelqueue.store.base import ClaimParams, short_lease, this_host
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
-from reelqueue.store.spend import (
-    SLACK,
-    SPEND_EVENT,
-    price_of,
-)
-from reelqueue.store.sql_journal import SqlJournal, public_methods
+from reelqueue.store.spend import SLACK, SPEND_EVENT, price_of
+from reelqueue.store.sql_journal import RowReaders, SqlJournal, public_methods
 
 log = logging.getLogger(__name__)
 
@@ -364,25 +346,7 @@ class SqliteStore(SqlJournal):
     def _list(self, values: Iterable[Any]) -> str:
         return _dumps(list(values))
 
-    def _job(self, row: sqlite3.Row) -> Job:
-        return job_from_row(row)
-
-    def _batch(self, row: sqlite3.Row) -> Batch:
-        return batch_from_row(row)
-
-    def _account(self, row: sqlite3.Row) -> Account:
-        return account_from_row(row)
-
-    def _entry(self, row: sqlite3.Row) -> LedgerEntry:
-        return ledger_from_row(row)
-
-    def _transition(
-        self, query: str, event: str, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        written: dict[str, Any] | None = None, **params: Any,
-    ) -> bool:
-        # ``written`` is for a read-back after an unanswered commit: SQLite's is local.
-        return self._fenced(query, event, token, now, detail, durable=durable, **params)
+    ROWS = RowReaders(job_from_row, batch_from_row, account_from_row, ledger_from_row)
 
     def _lock_batch(self, batch_id: int) -> None:
         """Nothing: the claim's BEGIN IMMEDIATE already holds the file's write lock."""
@@ -428,6 +392,14 @@ class SqliteStore(SqlJournal):
                          detail={"write": query.removeprefix("fenced_"),
                                  **(why() if why else {})})
             return None
+
+    def _transition(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        written: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        # ``written`` is for a read-back after an unanswered commit: SQLite's is local.
+        return self._fenced(query, event, token, now, detail, durable=durable, **params)
 
     # -- batches and jobs --------------------------------------------------------------
     ADD_JOBS_PER_INSERT = 100
@@ -542,43 +514,21 @@ class SqliteStore(SqlJournal):
         with self._lock:
             return self._existing_keys_locked(list(keys))
 
-    def list_jobs(
-        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
-        limit: int | None = None, offset: int = 0,
-    ) -> list[Job]:
-        query = "list_jobs" + ("" if batch_id is None else "_of_batch") + (
+    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
+        """One statement per filter: each names only the columns it filters on, so
+        SQLite's planner sees which index serves it."""
+        return "list_jobs" + ("" if batch_id is None else "_of_batch") + (
             "" if states is None else "_in_states")
-        args = {"batch_id": batch_id, "limit": -1 if limit is None else limit,
-                "offset": offset if limit is not None else 0,
-                "states": None if states is None else json.dumps([str(s) for s in states])}
-        with self._lock:
-            return [job_from_row(r) for r in self._db.execute(self._q[query], args)]
 
     # -- accounts ----------------------------------------------------------------------
-    def add_account(self, spec: AccountSpec, now: float) -> Account:
-        with self._write():
-            if self._db.execute(self._q["get_account"], {"name": spec.name}).fetchone():
-                raise InputError(f"An account named {spec.name!r} already exists.")
-            self._exec("insert_account", name=spec.name, provider=spec.provider,
-                       capacity=spec.capacity, base_url=spec.base_url, key_ref=spec.key_ref,
-                       settings=_dumps(spec.settings), now=now)
-            self._ledger("account_added", now, account=spec.name,
-                         detail={"provider": spec.provider, "capacity": spec.capacity})
-        account = self.get_account(spec.name)
-        assert account is not None
-        return account
+    def _account_taken(self, name: str) -> bool:
+        """Looked up: the write lock keeps it so until the insert."""
+        return self._one("get_account", name=name) is not None
 
-    def remove_account(self, name: str, now: float) -> None:
-        with self._write():
-            live = self._db.execute(self._q["live_count"], {"account": name}).fetchone()[0]
-            if live:
-                raise InputError(
-                    f"Account {name!r} has {live} renders in flight; wait for them or "
-                    "disable the account first."
-                )
-            if not self._exec("delete_account", name=name):
-                raise InputError(f"There is no account named {name!r}.")
-            self._ledger("account_removed", now, account=name)
+    def _lock_account(self, name: str) -> bool:
+        """Nothing to lock (the write lock is held); the delete's count says whether the
+        account was there."""
+        return True
 
     # -- claims ------------------------------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
