@@ -697,29 +697,22 @@ class PostgresStore(SqlJournal):
 
     def _claim(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         with self._tx():
-            row = self._one("lock_account", name=params.account)
-            if row is None:
-                return None
-            account = account_from_pg(row)
-            if not _eligible(account):
-                return None
-            # Counted under the account's row lock: every claim on this account, from any
-            # machine, waits for this transaction, so none can take the same last slot.
-            # Its cool-down is compared with the server's clock, not the caller's.
-            room = self._one("claim_room", account=account.name)
-            if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
-                return None
-            candidate = self._spend_checked_candidate(account, params)
-            if candidate is None:
-                return None
-            tried.append(candidate)
-            claimed = self._one(
-                "claim_job", id=candidate, account=account.name, token=token,
-                owner=params.instance_id, lease_seconds=params.lease_seconds,
-                now=params.now)
-            if claimed is None:  # the row is locked by this transaction: cannot happen
-                return None
-            return self._claimed(claimed, account.name, token, params)
+            return self._claim_steps(params, token, tried)
+
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        row = self._one("lock_account", name=params.account)
+        if row is None:
+            return None
+        account = account_from_pg(row)
+        if not _eligible(account):
+            return None
+        # Counted under the account's row lock: every claim on this account, from any
+        # machine, waits for this transaction, so none can take the same last slot.
+        # Its cool-down is compared with the server's clock, not the caller's.
+        room = self._one("claim_room", account=account.name)
+        if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
+            return None
+        return account
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None,

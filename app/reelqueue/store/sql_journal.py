@@ -214,6 +214,15 @@ class SqlJournal:
         claim adds one meanwhile; False when the account is known to be missing."""
         raise NotImplementedError
 
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        """The claim's first step: the account, when it may take one more render now
+        (enabled, usable, not cooling down, a free slot), held so that no other claim on
+        it can count the same free slot. SQLite reads the account with its live renders
+        under the claim's write lock and compares the cool-down with the caller's clock;
+        PostgreSQL locks the account's row and asks the server's clock (one clock for a
+        team, DESIGN.md invariant 14)."""
+        raise NotImplementedError
+
     def _lock_batch(self, batch_id: int) -> None:
         """Before a capped batch's spend is counted for a claim: PostgreSQL locks the
         batch's row, so claims from several machines count it one after the other; SQLite
@@ -379,6 +388,26 @@ class SqlJournal:
         return int(self._scalar("live_count", account=account))
 
     # -- claims ------------------------------------------------------------------------
+    def _claim_steps(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
+        """A claim inside the driver's claim transaction: the account with room, the next
+        job no spend cap refuses, the job marked CLAIMED under ``token`` (its id appended
+        to ``tried`` first, for a driver that reads back a lost commit) and the ledger
+        entry."""
+        account = self._account_with_room(params)
+        if account is None:
+            return None
+        candidate = self._spend_checked_candidate(account, params)
+        if candidate is None:
+            return None
+        tried.append(candidate)
+        claimed = self._one(
+            "claim_job", id=candidate, account=account.name, token=token,
+            owner=params.instance_id, lease_until=params.now + params.lease_seconds,
+            lease_seconds=params.lease_seconds, now=params.now)
+        if claimed is None:  # the claim's lock holds the row: cannot happen; a guard
+            return None
+        return self._claimed(claimed, account.name, token, params)
+
     def _claimed(self, row: Row, account: str, token: str, params: ClaimParams) -> Claim:
         """The claim just written (``row``: the job's row after it), with its ledger
         entry, in the claim's transaction."""

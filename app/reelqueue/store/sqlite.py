@@ -535,30 +535,19 @@ class SqliteStore(SqlJournal):
         # Not fsynced: a claim lost in a power cut leaves the job queued, and nothing was
         # sent yet; the submission intent that follows is durable and syncs it too.
         with self._write(durable=False):
-            row = self._db.execute(self._q["claim_account"],
-                                   {"name": params.account}).fetchone()
-            if row is None:
-                return None
-            account = account_from_row(row)
-            if not _eligible(account, params.now):
-                return None
-            # The free slots are counted inside the same write transaction as the claim
-            # (claim_account reads them with the account), so two processes on one journal
-            # can never both take the last slot.
-            if row["live"] >= account.capacity:
-                return None
-            candidate = self._spend_checked_candidate(account, params)
-            if candidate is None:
-                return None
-            token = uuid.uuid4().hex
-            claimed = self._db.execute(self._q["claim_job"], {
-                "id": candidate, "account": account.name, "token": token,
-                "owner": params.instance_id, "lease_until": params.now + params.lease_seconds,
-                "now": params.now,
-            }).fetchall()
-            if not claimed:  # cannot happen under the write lock; kept as a guard
-                return None
-            return self._claimed(claimed[0], account.name, token, params)
+            return self._claim_steps(params, uuid.uuid4().hex, [])
+
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        row = self._one("claim_account", name=params.account)
+        if row is None:
+            return None
+        account = account_from_row(row)
+        # The free slots are counted inside the same write transaction as the claim
+        # (claim_account reads them with the account), so two processes on one journal
+        # can never both take the last slot.
+        if not _eligible(account, params.now) or row["live"] >= account.capacity:
+            return None
+        return account
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None,
