@@ -824,8 +824,7 @@ class PostgresStore(SqlJournal):
                             cost=None if cost is None else float(cost), host=self.host,
                             slack=SLACK)
 
-    # -- user commands -----------------------------------------------------------------
-    # -- recovery ----------------------------------------------------------------------
+    # -- audit -------------------------------------------------------------------------
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
         if limit:
             rows = self._all("ledger_tail", job_id=job_id, limit=limit)

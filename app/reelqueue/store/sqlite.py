@@ -616,8 +616,7 @@ class SqliteStore(SqlJournal):
                                          "reported_cost": cost})
             return True
 
-    # -- user commands -----------------------------------------------------------------
-    # -- recovery ----------------------------------------------------------------------
+    # -- audit -------------------------------------------------------------------------
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
         rows = (self._read("ledger_for_job", job_id=job_id) if job_id is not None
                 else self._read("ledger_all"))
