@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -44,36 +44,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import (
-    InputError,
-    JournalCorrupt,
-    JournalError,
-    RenderAlreadyRecorded,
-)
-from reelqueue.domain.models import (
-    Account,
-    AccountSpec,
-    Batch,
-    BatchSpec,
-    Claim,
-    ClaimToken,
-    Job,
-    JobSpec,
-    LedgerEntry,
-    RecoveryReport,
-)
-from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.base import (
-    JOB_ORDERS,
-    AddJobsResult,
-    ClaimParams,
-    Counts,
-    JobError,
-    Prioritized,
-    RecoverParams,
-    downloading_detail,
-    this_host,
-)
+from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
+from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
+from reelqueue.domain.states import AccountStatus
+from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.postgres_support import (
     account_from_pg,
     batch_from_pg,
@@ -86,21 +60,13 @@ from reelqueue.store.postgres_support import (
     ledger_from_pg,
     scrub,
 )
-from reelqueue.store.queue_limit import check_queue_room
-from reelqueue.store.recovery_plan import (
-    RecoveryAction,
-    failure_of,
-    plan_recovery,
-    record_applied,
-    requeued_detail,
-)
-from reelqueue.store.spend import (
-    SLACK,
-    AccountSpend,
-    BatchSpend,
-    SpendSummary,
-    cap_of,
-    refusal,
+from reelqueue.store.spend import SLACK
+from reelqueue.store.sql_journal import (
+    RowReaders,
+    SqlJournal,
+    claim_of,
+    public_methods,
+    render_recorded,
 )
 
 log = logging.getLogger(__name__)
@@ -255,11 +221,8 @@ def _mapped(method: _F) -> _F:
 
 def _errors_mapped(cls: type[PostgresStore]) -> type[PostgresStore]:
     """Every public operation raises our errors, never a raw ``psycopg.Error``."""
-    for name, value in list(vars(cls).items()):
-        if name.startswith("_") or name in ("open", "close", "where"):
-            continue
-        if callable(value) and not isinstance(value, classmethod | staticmethod):
-            setattr(cls, name, _mapped(value))
+    for name, value in public_methods(cls, skip=("open", "close", "where")).items():
+        setattr(cls, name, _mapped(value))
     return cls
 
 
@@ -269,7 +232,7 @@ today; named anyway so a change there cannot leak a raw error)."""
 
 
 @_errors_mapped
-class PostgresStore:
+class PostgresStore(SqlJournal):
     """The journal in one PostgreSQL schema, shared by every instance of a team.
 
     Attributes:
@@ -566,6 +529,32 @@ class PostgresStore:
         self._exec("insert_ledger", now=now, event=event, job_id=job_id, account=account,
                    claim_token=claim_token, detail=Jsonb(detail or {}, dumps=dumps))
 
+    # -- the driver's primitives (sql_journal.SqlJournal) ------------------------------
+    NO_LIMIT = None
+
+    def _write(self) -> AbstractContextManager[psycopg.Connection[Row]]:
+        return self._tx()
+
+    def _reading(self) -> AbstractContextManager[psycopg.Connection[Row]]:
+        return self._tx()
+
+    def _all_sql(self, sql: str, /, **params: Any) -> list[Row]:
+        with self._tx() as db:
+            return db.execute(sql.encode(), {"clock": self._clock(), **params}).fetchall()
+
+    def _json(self, value: Any) -> Jsonb:
+        return Jsonb(value, dumps=dumps)
+
+    def _list(self, values: Iterable[Any]) -> list[Any]:
+        return list(values)
+
+    ROWS = RowReaders(job_from_pg, batch_from_pg, account_from_pg, ledger_from_pg)
+
+    def _lock_batch(self, batch_id: int) -> None:
+        # The batch's row lock: claims for one capped batch from several machines count
+        # its spend one after the other.
+        self._one("lock_batch", id=batch_id)
+
     def _fenced_rows(
         self, query: str, event: str, token: ClaimToken, now: float,
         detail: dict[str, Any] | None = None, *, template: str = "one_trip_fenced",
@@ -593,51 +582,24 @@ class PostgresStore:
                                       durable=durable, **params))
 
     # -- batches and jobs --------------------------------------------------------------
-    def create_batch(self, spec: BatchSpec, now: float) -> Batch:
-        with self._tx():
-            batch_id = int(self._scalar(
-                "insert_batch", name=spec.name, source_path=spec.source_path,
-                output_dir=spec.output_dir, max_attempts=spec.max_attempts,
-                settings=Jsonb(spec.settings, dumps=dumps), now=now))
-            self._ledger("batch_created", now, detail={"batch_id": batch_id, "name": spec.name})
-            batch = self.get_batch(batch_id)
-        assert batch is not None
-        return batch
-
-    def get_batch(self, batch_id: int) -> Batch | None:
-        row = self._one("get_batch", id=batch_id)
-        return batch_from_pg(row) if row else None
-
-    def list_batches(self) -> list[Batch]:
-        return [batch_from_pg(r) for r in self._all("list_batches")]
-
     ADD_JOBS_PER_INSERT = 5_000
     """Jobs per INSERT statement in :meth:`add_jobs` (the rows travel as arrays)."""
 
-    def add_jobs(
-        self, batch_id: int, specs: Sequence[JobSpec], now: float,
-        max_waiting: int | None = None,
-    ) -> AddJobsResult:
+    def _lock_queue(self) -> None:
+        # Imports with a queue limit count one after the other, from any machine.
+        self._one("advisory_xact_lock", key=IMPORT_LOCK)
+
+    def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
         with self._tx() as db:
-            batch = self.get_batch(batch_id)
-            if batch is None:
-                raise InputError(f"There is no batch {batch_id}.")
-            present = self._existing_keys(db, [s.job_key for s in specs])
-            unique: dict[str, JobSpec] = {}
-            for spec in specs:
-                if spec.job_key not in present:
-                    unique.setdefault(spec.job_key, spec)
-            if max_waiting is not None:
-                # Imports with a queue limit count one after the other, from any machine.
-                self._one("advisory_xact_lock", key=IMPORT_LOCK)
-                check_queue_room(int(self._scalar("count_waiting")), len(unique),
-                                 max_waiting)
-            ids_by_key: dict[str, int] = {}
-            todo = list(unique.values())
-            for start in range(0, len(todo), self.ADD_JOBS_PER_INSERT):
-                chunk = todo[start:start + self.ADD_JOBS_PER_INSERT]
+            return self._existing_keys(db, keys)
+
+    def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
+        ids_by_key: dict[str, int] = {}
+        with self._tx() as db:
+            for start in range(0, len(specs), self.ADD_JOBS_PER_INSERT):
+                chunk = specs[start:start + self.ADD_JOBS_PER_INSERT]
                 rows = db.execute(self._q["insert_jobs"], {
-                    "batch_id": batch_id, "max_attempts": batch.max_attempts, "now": now,
+                    "batch_id": batch.id, "max_attempts": batch.max_attempts, "now": now,
                     "keys": [s.job_key for s in chunk],
                     "rows": [s.row_number for s in chunk],
                     "names": [s.name for s in chunk], "prompts": [s.prompt for s in chunk],
@@ -649,14 +611,8 @@ class PostgresStore:
                     "metas": [dumps(s.metadata) for s in chunk],
                 }).fetchall()
                 ids_by_key.update((r["job_key"], r["id"]) for r in rows)
-            # Another machine may have imported the same key meanwhile: it is present.
-            ids = [ids_by_key[k] for k in unique if k in ids_by_key]
-            added = len(ids)
-            self._ledger("imported", now, detail={
-                "batch_id": batch_id, "added": added, "already_present": len(specs) - added,
-            })
-        return AddJobsResult(added=added, already_present=len(specs) - added,
-                             job_ids=tuple(ids))
+        # Another machine may have imported the same key meanwhile: it is present.
+        return [ids_by_key[s.job_key] for s in specs if s.job_key in ids_by_key]
 
     def _existing_keys(self, db: psycopg.Connection[Row], keys: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -670,112 +626,20 @@ class PostgresStore:
         with self._tx() as db:
             return self._existing_keys(db, list(keys))
 
-    def get_job(self, job_id: int) -> Job | None:
-        row = self._one("get_job", id=job_id)
-        return job_from_pg(row) if row else None
-
-    def list_jobs(
-        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
-        limit: int | None = None, offset: int = 0,
-    ) -> list[Job]:
-        return [job_from_pg(r) for r in self._all(
-            "list_jobs", batch_id=batch_id,
-            states=None if states is None else [str(s) for s in states],
-            limit=limit, offset=offset if limit is not None else 0)]
-
-    def job_ids_ordered(
-        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
-    ) -> list[int]:
-        if order not in JOB_ORDERS:
-            raise ValueError(f"unknown job order {order!r}; one of {', '.join(JOB_ORDERS)}")
-        # The key is a named expression from queries.sql, picked from a fixed list.
-        sql = self._q["job_ids_ordered"].format(
-            key=self._q[f"job_order_{order}"], direction="DESC" if descending else "ASC",
-            nulls="NULLS LAST" if descending else "NULLS FIRST")
-        with self._tx() as db:
-            return [r["id"] for r in db.execute(sql.encode(),
-                                                {"limit": limit, "offset": offset})]
-
-    def count_waiting(self) -> int:
-        return int(self._scalar("count_waiting"))
-
-    def counts(self) -> Counts:
-        with self._tx():
-            by_state = {r["state"]: r["count"] for r in self._all("counts_by_state")}
-            live = {r["account"]: r["count"] for r in self._all("live_by_account")}
-        return Counts(by_state=by_state, live_by_account=live)
+    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
+        """One statement whose NULL filters are left out (``list_jobs``)."""
+        return "list_jobs"
 
     # -- accounts ----------------------------------------------------------------------
-    def add_account(self, spec: AccountSpec, now: float) -> Account:
-        with self._tx():
-            self._exec("lock_accounts")
-            added = self._exec("insert_account", name=spec.name, provider=spec.provider,
-                               capacity=spec.capacity, base_url=spec.base_url,
-                               key_ref=spec.key_ref,
-                               settings=Jsonb(spec.settings, dumps=dumps), now=now)
-            if not added:
-                raise InputError(f"An account named {spec.name!r} already exists.")
-            self._ledger("account_added", now, account=spec.name,
-                         detail={"provider": spec.provider, "capacity": spec.capacity})
-            account = self.get_account(spec.name)
-        assert account is not None
-        return account
+    def _account_taken(self, name: str) -> bool:
+        """The table's lock (two machines adding one name wait for each other); the
+        insert's ON CONFLICT DO NOTHING then says whether the name was taken."""
+        self._exec("lock_accounts")
+        return False
 
-    def get_account(self, name: str) -> Account | None:
-        row = self._one("get_account", name=name)
-        return account_from_pg(row) if row else None
-
-    def list_accounts(self) -> list[Account]:
-        return [account_from_pg(r) for r in self._all("list_accounts")]
-
-    def remove_account(self, name: str, now: float) -> None:
-        with self._tx():
-            # The account's lock: no claim can add a render while it is being removed.
-            if self._one("lock_account", name=name) is None:
-                raise InputError(f"There is no account named {name!r}.")
-            live = int(self._scalar("live_count", account=name))
-            if live:
-                raise InputError(
-                    f"Account {name!r} has {live} renders in flight; wait for them or "
-                    "disable the account first."
-                )
-            self._exec("delete_account", name=name)
-            self._ledger("account_removed", now, account=name)
-
-    def update_account(
-        self, name: str, now: float, *, capacity: int | None = None,
-        enabled: bool | None = None, base_url: str | None = None,
-        settings: dict[str, Any] | None = None,
-    ) -> Account:
-        if capacity is not None and capacity < 1:
-            raise InputError("An account's limit must be at least 1.")
-        with self._tx():
-            changed = self._exec("update_account", name=name, capacity=capacity,
-                                 enabled=enabled, base_url=base_url,
-                                 settings=None if settings is None
-                                 else Jsonb(settings, dumps=dumps))
-            if not changed:
-                raise InputError(f"There is no account named {name!r}.")
-            self._ledger("account_changed", now, account=name, detail={
-                k: v for k, v in {"capacity": capacity, "enabled": enabled,
-                                  "base_url": base_url, "settings": settings}.items()
-                if v is not None})
-            account = self.get_account(name)
-        assert account is not None
-        return account
-
-    def set_account_status(
-        self, name: str, status: AccountStatus, now: float, *,
-        detail: str | None = None, cooldown_until: float | None = None,
-    ) -> None:
-        with self._tx():
-            self._exec("set_account_status", name=name, status=str(status), detail=detail,
-                       cooldown_until=cooldown_until, now=now)
-            self._ledger("account_status", now, account=name, detail={
-                "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
-
-    def live_count(self, account: str) -> int:
-        return int(self._scalar("live_count", account=account))
+    def _lock_account(self, name: str) -> bool:
+        # The account's lock: no claim can add a render while it is being removed.
+        return self._one("lock_account", name=name) is not None
 
     # -- claims ------------------------------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
@@ -810,8 +674,7 @@ class PostgresStore:
         if row["id"] is None:
             return None if row["candidate_id"] is None else _LONG_WAY
         job = job_from_pg(row)
-        return Claim(job=job, account=params.account, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+        return claim_of(job, params.account, token)
 
     def _claim_landed(self, params: ClaimParams, token: str,
                       tried: list[int]) -> Claim | None:
@@ -830,125 +693,26 @@ class PostgresStore:
             return None
         job = job_from_pg(row)
         assert job.account is not None
-        return Claim(job=job, account=job.account, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+        return claim_of(job, job.account, token)
 
     def _claim(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         with self._tx():
-            row = self._one("lock_account", name=params.account)
-            if row is None:
-                return None
-            account = account_from_pg(row)
-            if not _eligible(account):
-                return None
-            # Counted under the account's row lock: every claim on this account, from any
-            # machine, waits for this transaction, so none can take the same last slot.
-            # Its cool-down is compared with the server's clock, not the caller's.
-            room = self._one("claim_room", account=account.name)
-            if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
-                return None
-            candidate = self._spend_checked_candidate(account, params)
-            if candidate is None:
-                return None
-            tried.append(candidate)
-            claimed = self._one(
-                "claim_job", id=candidate, account=account.name, token=token,
-                owner=params.instance_id, lease_seconds=params.lease_seconds,
-                now=params.now)
-            if claimed is None:  # the row is locked by this transaction: cannot happen
-                return None
-            job = job_from_pg(claimed)
-            self._ledger("claimed", params.now, job_id=job.id, account=account.name,
-                         claim_token=token, detail={"owner": params.instance_id,
-                                                    "attempt": job.attempts,
-                                                    "resume": job.provider_job_id is not None})
-        return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+            return self._claim_steps(params, token, tried)
 
-    def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
-        """The next claimable job (locked) that no spend cap refuses."""
-        skip: list[int] = []
-        creates = True
-        account_cap = cap_of(account.settings, "daily_cap")
-        tries, batches = 0, None
-        # Each refusal steps over one more batch (or stops creates once); the batches are
-        # counted only once a cap refused something.
-        while batches is None or tries < batches + 2:
-            tries += 1
-            row = self._one("next_claimable", provider=account.provider,
-                            account=account.name, creates=creates, skip_batches=skip)
-            if row is None:
-                return None
-            price, max_spend = row["price"], row["max_spend"]
-            batch_cap = (float(max_spend) if isinstance(max_spend, int | float)
-                         and not isinstance(max_spend, bool) else None)
-            needs_create = row["provider_job_id"] is None and row["client_token"] is None
-            refused = refusal(
-                needs_create=needs_create,
-                price=price if isinstance(price, int | float)
-                and not isinstance(price, bool) else None,
-                batch_cap=batch_cap,
-                batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),
-                account_cap=account_cap,
-                account_committed=functools.partial(self._account_committed, account.name,
-                                                    params.day_start),
-            )
-            if refused is None:
-                return int(row["id"])
-            if batches is None:
-                batches = int(self._scalar("count_batches"))
-            if refused.scope == "account":
-                creates = False
-            else:
-                skip.append(int(row["batch_id"]))
-        return None
-
-    def _batch_committed(self, batch_id: int) -> float:
-        # The batch's row lock: claims for one capped batch from several machines count
-        # its spend one after the other.
-        self._one("lock_batch", id=batch_id)
-        return (float(self._scalar("spend_of_batch", batch=batch_id))
-                + float(self._scalar("reserved_of_batch", batch=batch_id)))
-
-    def _account_committed(self, account: str, day_start: float) -> float:
-        return (float(self._scalar("spend_of_account", account=account, day_start=day_start))
-                + float(self._scalar("reserved_of_account", account=account)))
-
-    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
-        with self._tx():
-            batches: list[BatchSpend] = []
-            for row in self._all("capped_batches"):
-                if not isinstance(row["max_spend"], int | float):
-                    continue
-                cap = float(row["max_spend"])
-                spent = float(self._scalar("spend_of_batch", batch=row["id"]))
-                reserved = float(self._scalar("reserved_of_batch", batch=row["id"]))
-                waiting = int(self._scalar("waiting_creates_of_batch", batch=row["id"],
-                                           room=cap - spent - reserved + SLACK))
-                batch = self.get_batch(int(row["id"]))
-                batches.append(BatchSpend(int(row["id"]), batch.name if batch else "",
-                                          spent, reserved, cap, waiting))
-            accounts: list[AccountSpend] = []
-            for account in self.list_accounts():
-                acap = cap_of(account.settings, "daily_cap")
-                spent = float(self._scalar("spend_of_account", account=account.name,
-                                           day_start=day_start))
-                reserved = float(self._scalar("reserved_of_account", account=account.name))
-                waiting = 0 if acap is None else int(self._scalar(
-                    "waiting_creates_of_account", account=account.name,
-                    provider=account.provider, room=acap - spent - reserved + SLACK))
-                accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
-        return SpendSummary(tuple(batches), tuple(accounts))
-
-    def update_batch_settings(
-        self, batch_id: int, patch: dict[str, Any], now: float,
-    ) -> Batch | None:
-        with self._tx():
-            if not self._exec("update_batch_settings", id=batch_id,
-                              patch=Jsonb(patch, dumps=dumps)):
-                return None
-            self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
-            return self.get_batch(batch_id)
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        row = self._one("lock_account", name=params.account)
+        if row is None:
+            return None
+        account = account_from_pg(row)
+        if not _eligible(account):
+            return None
+        # Counted under the account's row lock: every claim on this account, from any
+        # machine, waits for this transaction, so none can take the same last slot.
+        # Its cool-down is compared with the server's clock, not the caller's.
+        room = self._one("claim_room", account=account.name)
+        if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
+            return None
+        return account
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None,
@@ -1003,6 +767,18 @@ class PostgresStore:
         return row["claim_token"] == token.token and all(
             row[k] == v for k, v in expected.items())
 
+    def _transition(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        written: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        """One statement (``one_trip_fenced``), settled (:meth:`_write_settled`)."""
+        return self._write_settled(
+            token, event,
+            functools.partial(self._fenced, query, event, token, now, detail,
+                              durable=durable, **params),
+            None if written is None else functools.partial(self._row_is, token, written))
+
     def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
                         min_lease_seconds: float | None = None) -> bool:
         return self._write_settled(token, "submitting", functools.partial(
@@ -1028,78 +804,8 @@ class PostgresStore:
                                  template="one_trip_submitted",
                                  provider_job_id=provider_job_id)
         if rows and rows[0]["holder"] is not None:
-            raise _render_recorded(provider_job_id, rows[0]["holder"])
+            raise render_recorded(provider_job_id, rows[0]["holder"])
         return bool(rows and rows[0]["written"] is not None)
-
-    def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
-        """RenderAlreadyRecorded when another job of this provider holds the render (the
-        unique index jobs_render_once settles a race between two machines)."""
-        row = self._one("render_holder", id=job_id, provider_job_id=provider_job_id)
-        if row is not None:
-            raise _render_recorded(provider_job_id, row["id"])
-
-    def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
-                          event: str = "reconciled_absent") -> bool:
-        return self._write_settled(token, event, functools.partial(
-            self._fenced, "fenced_forget_submission", event, token, now, detail))
-
-    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
-        return [(job_from_pg(r), r["intent_at"])
-                for r in self._all("unresolved_submissions", account=account)]
-
-    def known_provider_job_ids(self, provider: str, account: str,
-                               ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        return {r["provider_job_id"] for r in self._all(
-            "known_provider_job_ids", provider=provider, account=account, ids=list(ids))}
-
-    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
-        with self._tx():
-            row = self._one("get_job_for_update", id=job_id)
-            self._refuse_recorded_render(job_id, provider_job_id)
-            if row is None or not self._exec("attach_render", id=job_id, now=now,
-                                             provider_job_id=provider_job_id):
-                return False
-            self._ledger("resolved_by_user", now, job_id=job_id, account=row["account"],
-                         detail={"provider_job_id": provider_job_id, "from": row["state"],
-                                 "client_token": row["client_token"]})
-            return True
-
-    def mark_rendering(self, token: ClaimToken, now: float) -> bool:
-        return self._write_settled(
-            token, "resumed",
-            functools.partial(self._fenced, "fenced_mark_rendering", "resumed", token, now),
-            functools.partial(self._row_is, token, {"state": "RENDERING"}))
-
-    def record_progress(
-        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
-    ) -> bool:
-        return self._write_settled(
-            token, "remote_status",
-            functools.partial(self._fenced, "fenced_record_progress", "remote_status", token,
-                              now, {"sub_status": sub_status}, durable=False,
-                              sub_status=sub_status, progress=progress),
-            functools.partial(self._row_is, token, {"state": "RENDERING",
-                                                    "sub_status": sub_status,
-                                                    "progress": progress}))
-
-    def mark_downloading(self, token: ClaimToken, now: float, *,
-                         output_path: str | None = None, part: str | None = None) -> bool:
-        return self._write_settled(token, "downloading", functools.partial(
-            self._fenced, "fenced_mark_downloading", "downloading", token, now,
-            downloading_detail(output_path, part), durable=False, output_path=output_path,
-            part=part))
-
-    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
-                        now: float) -> bool:
-        return self._write_settled(
-            token, "downloaded",
-            functools.partial(self._fenced, "fenced_record_download", "downloaded", token, now,
-                              {"size": size, "sha256": sha256}, durable=False, size=size,
-                              sha256=sha256),
-            functools.partial(self._row_is, token, {"state": "DOWNLOADING",
-                                                    "output_sha256": sha256}))
 
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
@@ -1118,208 +824,7 @@ class PostgresStore:
                             cost=None if cost is None else float(cost), host=self.host,
                             slack=SLACK)
 
-    def set_retry_wait(
-        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
-        keep_provider_job: bool,
-    ) -> bool:
-        return self._write_settled(token, "retry_wait", functools.partial(
-            self._fenced,
-            "fenced_set_retry_wait", "retry_wait", token, now,
-            {"error_class": error.error_class, "label": error.label,
-             "message": error.message, "run_after": run_after,
-             "keeps_render": keep_provider_job},
-            run_after=run_after, keep=bool(keep_provider_job), error_class=error.error_class,
-            error_label=error.label, error_message=error.message,
-        ))
-
-    def release_to_queue(
-        self, token: ClaimToken, error: JobError, now: float, *,
-        run_after: float | None = None, keep_submission: bool = False,
-    ) -> bool:
-        return self._write_settled(token, "released", functools.partial(
-            self._fenced,
-            "fenced_release_to_queue", "released", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"keeps_submission": True} if keep_submission else {})},
-            run_after=float(run_after or 0.0), error_class=error.error_class,
-            error_label=error.label, error_message=error.message,
-            keep_submission=bool(keep_submission),
-        ))
-
-    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
-                    drop_render: bool = False) -> bool:
-        return self._write_settled(token, "failed", functools.partial(
-            self._fenced,
-            "fenced_mark_failed", "failed", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"dropped_render": True} if drop_render else {})},
-            error_class=error.error_class, error_label=error.label,
-            error_message=error.message, drop_render=bool(drop_render),
-        ))
-
-    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        return self._write_settled(token, "parked", functools.partial(
-            self._fenced,
-            "fenced_park", "parked", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
-            error_class=error.error_class, error_label=error.label,
-            error_message=error.message,
-        ))
-
-    def note(
-        self, event: str, now: float, *, job_id: int | None = None,
-        account: str | None = None, claim_token: str | None = None,
-        detail: dict[str, Any] | None = None,
-    ) -> None:
-        with self._tx():
-            self._ledger(event, now, job_id=job_id, account=account,
-                         claim_token=claim_token, detail=detail)
-
-    # -- user commands -----------------------------------------------------------------
-    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
-        done: list[int] = []
-        with self._tx():
-            for job_id in job_ids:
-                row = self._one("get_job_for_update", id=job_id)
-                if row is None:
-                    continue
-                if self._exec("cancel_job", id=job_id, now=now):
-                    done.append(job_id)
-                    self._ledger("cancelled", now, job_id=job_id, account=row["account"],
-                                 claim_token=row["claim_token"],
-                                 detail={"from": row["state"],
-                                         "provider_job_id": row["provider_job_id"]})
-        return done
-
-    def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
-        reconcile: bool = True,
-    ) -> list[int]:
-        done: list[int] = []
-        with self._tx():
-            for job_id in job_ids:
-                row = self._one("get_job_for_update", id=job_id)
-                keep = new_seed is None
-                if row is not None and self._exec("requeue_job", id=job_id, now=now,
-                                                  seed=new_seed, keep=keep,
-                                                  reconcile=reconcile):
-                    done.append(job_id)
-                    self._ledger("requeued", now, job_id=job_id,
-                                 detail=requeued_detail(row, keep=keep, new_seed=new_seed,
-                                                        reconcile=reconcile))
-        return done
-
-    def _priority(self, priority: int | None) -> int:
-        if priority is not None:
-            return int(priority)
-        return int(self._scalar("front_priority"))
-
-    def prioritize_jobs(
-        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
-    ) -> Prioritized:
-        done: list[int] = []
-        with self._tx():
-            value = self._priority(priority)
-            for job_id in dict.fromkeys(job_ids):
-                if self._exec("set_job_priority", id=job_id, priority=value, now=now):
-                    done.append(job_id)
-                    self._ledger("prioritized", now, job_id=job_id,
-                                 detail={"priority": value, "front": priority is None})
-        return Prioritized(value, len(done), tuple(done))
-
-    def prioritize_batch(
-        self, batch_id: int, now: float, *, priority: int | None = None
-    ) -> Prioritized:
-        with self._tx():
-            value = self._priority(priority)
-            changed = self._exec("set_batch_priority", batch_id=batch_id, priority=value,
-                                 now=now)
-            self._ledger("batch_prioritized", now, detail={
-                "batch_id": batch_id, "priority": value, "front": priority is None,
-                "jobs": changed})
-        return Prioritized(value, changed)
-
-    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
-        with self._tx():
-            if not self._exec("set_batch_paused", id=batch_id, paused=bool(paused)):
-                return None
-            self._ledger("batch_paused" if paused else "batch_resumed", now,
-                         detail={"batch_id": batch_id})
-            return self.get_batch(batch_id)
-
-    # -- recovery ----------------------------------------------------------------------
-    def recover(self, params: RecoverParams) -> RecoveryReport:
-        """Recovery / takeover (DESIGN.md invariant 7) in one transaction.
-
-        Output files are looked at before the transaction. Each update names the claim
-        token it saw and, with ``only_expired``, the lease's expiry: a row another machine
-        renewed or took over meanwhile is left alone.
-        """
-        query = "in_flight_expired" if params.only_expired else "in_flight_all"
-        leftovers = [job_from_pg(r) for r in self._all(query, now=params.now)]
-        crashes = {job.id: int(self._scalar("crash_requeues", id=job.id))
-                   for job in leftovers}
-        actions = plan_recovery(leftovers, params, crashes)
-        completed = ([job_from_pg(r) for r in self._all("completed_jobs")]
-                     if params.verify_completed else [])
-        report = RecoveryReport()
-        with self._tx():
-            for action in actions:
-                self._apply_recovery(action, params, report)
-            for job in completed:
-                if not params.check_output(job).exists:
-                    report.missing_outputs.append(job.id)
-                    self._ledger("output_missing", params.now, job_id=job.id,
-                                 detail={"path": job.output_path})
-            if params.prune_before is not None:
-                report.pruned_ledger_rows = self._exec(
-                    "prune_ledger", before=params.prune_before, now=params.now)
-            if report.touched or report.pruned_ledger_rows:
-                self._ledger("recovery", params.now, detail={
-                    "instance": params.instance_id, **report.as_dict()})
-        return report
-
-    def _apply_recovery(
-        self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
-    ) -> None:
-        job, now = action.job, params.now
-        # The update names what the plan read: the token, the state and (taking over
-        # expired leases only) the expiry; a row that moved on since is left alone.
-        common = {"id": job.id, "old_token": job.claim_token, "now": now,
-                  "planned_state": str(job.state), "any_lease": not params.only_expired}
-        token: str | None = None
-        if action.kind == "complete":
-            assert action.file is not None and action.file.sha256 is not None
-            applied = self._exec("recover_complete", size=action.file.size,
-                                 sha256=action.file.sha256, host=self.host, **common)
-        elif action.kind in ("reattach", "reconcile"):
-            token = uuid.uuid4().hex
-            applied = self._exec("recover_reattach", state=str(action.resume_state),
-                                 token=token, owner=params.instance_id,
-                                 lease_seconds=params.lease_seconds, **common)
-        elif action.kind in ("fail", "unknown"):
-            error_class, label, message = failure_of(action)
-            applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
-                                 error_class=error_class, error_label=label,
-                                 error_message=message, **common)
-        else:
-            applied = self._exec("recover_requeue", **common)
-        if applied:  # a row that changed since it was read is left alone
-            for note in record_applied(action, report, token):
-                self._ledger(note.event, now, job_id=job.id, account=job.account,
-                             claim_token=note.claim_token, detail=note.detail)
-
-    def completed_outputs(self) -> list[tuple[int, str, int]]:
-        return [(r["id"], r["output_path"], r["output_size"])
-                for r in self._all("completed_outputs")]
-
-    def next_wakeup(self, now: float) -> float | None:
-        with self._tx():
-            times = [self._scalar("next_retry_at", now=now),
-                     self._scalar("next_cooldown_at", now=now)]
-        due = [float(t) for t in times if t is not None]
-        return min(due) if due else None
-
+    # -- audit -------------------------------------------------------------------------
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
         if limit:
             rows = self._all("ledger_tail", job_id=job_id, limit=limit)
@@ -1328,9 +833,6 @@ class PostgresStore:
         else:
             rows = self._all("ledger_all")
         return [ledger_from_pg(r) for r in rows]
-
-    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
-        return [ledger_from_pg(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         """The invariant queries on a team's journal. Live claims are legitimate here
@@ -1385,12 +887,6 @@ class PostgresStore:
         """A connection of the pool inside one transaction (committed at the end)."""
         with self._tx() as db:
             yield db
-
-
-def _render_recorded(provider_job_id: str, holder: int) -> RenderAlreadyRecorded:
-    return RenderAlreadyRecorded(
-        f"Render {provider_job_id} is already recorded for job {holder}; a render goes to "
-        "at most one job.")
 
 
 _LONG_WAY = object()

@@ -17,65 +17,25 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from reelqueue.domain.errors import (
-    InputError,
     JournalBug,
     JournalBusy,
     JournalCorrupt,
     JournalError,
     JournalFull,
     JournalReadOnly,
-    RenderAlreadyRecorded,
 )
-from reelqueue.domain.models import (
-    Account,
-    AccountSpec,
-    Batch,
-    BatchSpec,
-    Claim,
-    ClaimToken,
-    Job,
-    JobSpec,
-    LedgerEntry,
-    RecoveryReport,
-)
-from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.base import (
-    JOB_ORDERS,
-    AddJobsResult,
-    ClaimParams,
-    Counts,
-    JobError,
-    Prioritized,
-    RecoverParams,
-    downloading_detail,
-    short_lease,
-    this_host,
-)
+from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
+from reelqueue.domain.states import AccountStatus
+from reelqueue.store.base import ClaimParams, short_lease, this_host
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
-from reelqueue.store.queue_limit import check_queue_room
-from reelqueue.store.recovery_plan import (
-    RecoveryAction,
-    failure_of,
-    plan_recovery,
-    record_applied,
-    requeued_detail,
-)
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
-from reelqueue.store.spend import (
-    SLACK,
-    SPEND_EVENT,
-    AccountSpend,
-    BatchSpend,
-    SpendSummary,
-    cap_of,
-    price_of,
-    refusal,
-)
+from reelqueue.store.spend import SLACK, SPEND_EVENT, price_of
+from reelqueue.store.sql_journal import RowReaders, SqlJournal, public_methods
 
 log = logging.getLogger(__name__)
 
@@ -172,16 +132,13 @@ def _errors_mapped(cls: type[SqliteStore]) -> type[SqliteStore]:
     mapped inside ``_write`` (where the rollback happens); this covers every other path,
     including operations added later.
     """
-    for name, value in list(vars(cls).items()):
-        if name.startswith("_") or name in ("close", "raw_connection"):
-            continue
-        if callable(value) and not isinstance(value, classmethod | staticmethod):
-            setattr(cls, name, _mapped(value))
+    for name, value in public_methods(cls, skip=("close", "raw_connection")).items():
+        setattr(cls, name, _mapped(value))
     return cls
 
 
 @_errors_mapped
-class SqliteStore:
+class SqliteStore(SqlJournal):
     """The journal on one SQLite file.
 
     Attributes:
@@ -359,6 +316,41 @@ class SqliteStore:
         """Run a named write inside an open transaction; return the rows changed."""
         return self._db.execute(self._q[query], params).rowcount
 
+    # -- the driver's primitives (sql_journal.SqlJournal) ------------------------------
+    NO_LIMIT = -1
+
+    def _reading(self) -> AbstractContextManager[Any]:
+        return self._lock
+
+    def _one(self, query: str, /, **params: Any) -> sqlite3.Row | None:
+        rows = self._read(query, **params)
+        return rows[0] if rows else None
+
+    def _all(self, query: str, /, **params: Any) -> list[sqlite3.Row]:
+        return self._read(query, **params)
+
+    def _scalar(self, query: str, /, **params: Any) -> Any:
+        rows = self._read(query, **params)
+        return rows[0][0] if rows else None
+
+    def _all_sql(self, sql: str, /, **params: Any) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise _known_error(exc, self.path) from exc
+
+    def _json(self, value: Any) -> str:
+        return _dumps(value)
+
+    def _list(self, values: Iterable[Any]) -> str:
+        return _dumps(list(values))
+
+    ROWS = RowReaders(job_from_row, batch_from_row, account_from_row, ledger_from_row)
+
+    def _lock_batch(self, batch_id: int) -> None:
+        """Nothing: the claim's BEGIN IMMEDIATE already holds the file's write lock."""
+
     def _ledger(
         self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
         claim_token: str | None = None, detail: dict[str, Any] | None = None,
@@ -401,27 +393,15 @@ class SqliteStore:
                                  **(why() if why else {})})
             return None
 
+    def _transition(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        written: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        # ``written`` is for a read-back after an unanswered commit: SQLite's is local.
+        return self._fenced(query, event, token, now, detail, durable=durable, **params)
+
     # -- batches and jobs --------------------------------------------------------------
-    def create_batch(self, spec: BatchSpec, now: float) -> Batch:
-        with self._write():
-            cursor = self._db.execute(self._q["insert_batch"], {
-                "name": spec.name, "source_path": spec.source_path,
-                "output_dir": spec.output_dir, "max_attempts": spec.max_attempts,
-                "settings": _dumps(spec.settings), "now": now,
-            })
-            batch_id = int(cursor.lastrowid or 0)
-            self._ledger("batch_created", now, detail={"batch_id": batch_id, "name": spec.name})
-        batch = self.get_batch(batch_id)
-        assert batch is not None
-        return batch
-
-    def get_batch(self, batch_id: int) -> Batch | None:
-        rows = self._read("get_batch", id=batch_id)
-        return batch_from_row(rows[0]) if rows else None
-
-    def list_batches(self) -> list[Batch]:
-        return [batch_from_row(r) for r in self._read("list_batches")]
-
     ADD_JOBS_PER_INSERT = 100
     """Jobs per INSERT statement in :meth:`add_jobs` (fewer if SQLite allows fewer
     variables). Each execution of a statement opens cursors on the table and its seven
@@ -429,41 +409,22 @@ class SqliteStore:
     CHECK constraints' IN lists: with one job per statement, that set-up made a
     100,000-job insert take 2.1 s instead of 1.6 s."""
 
-    def add_jobs(
-        self, batch_id: int, specs: Sequence[JobSpec], now: float,
-        max_waiting: int | None = None,
-    ) -> AddJobsResult:
-        batch = self.get_batch(batch_id)
-        if batch is None:
-            raise InputError(f"There is no batch {batch_id}.")
-        with self._write():
-            present = self._present_job_keys([s.job_key for s in specs])
-            # Repeated keys inside one import count once.
-            unique: dict[str, JobSpec] = {}
-            for spec in specs:
-                if spec.job_key not in present:
-                    unique.setdefault(spec.job_key, spec)
-            if max_waiting is not None:
-                waiting = self._db.execute(self._q["count_waiting"]).fetchone()[0]
-                check_queue_room(waiting, len(unique), max_waiting)
-            first_id = self._db.execute(self._q["next_job_id"]).fetchone()[0]
-            # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
-            encode = _ENCODE
-            attempts = batch.max_attempts
-            with self._page_cache_for(len(unique)):
-                self._insert_job_rows(
-                    (batch_id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
-                     encode(s.params), s.pinned_account, s.priority, s.output_path, attempts,
-                     now, now, encode(s.metadata))
-                    for s in unique.values()
-                )
-            ids = self._inserted_ids(first_id, list(unique))
-            self._ledger("imported", now, detail={
-                "batch_id": batch_id, "added": len(unique),
-                "already_present": len(specs) - len(unique),
-            })
-        return AddJobsResult(added=len(unique), already_present=len(specs) - len(unique),
-                             job_ids=tuple(ids))
+    def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
+        first_id = self._db.execute(self._q["next_job_id"]).fetchone()[0]
+        # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
+        encode = _ENCODE
+        batch_id, attempts = batch.id, batch.max_attempts
+        with self._page_cache_for(len(specs)):
+            self._insert_job_rows(
+                (batch_id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
+                 encode(s.params), s.pinned_account, s.priority, s.output_path, attempts,
+                 now, now, encode(s.metadata))
+                for s in specs
+            )
+        return self._inserted_ids(first_id, [s.job_key for s in specs])
+
+    def _lock_queue(self) -> None:
+        """Nothing: the import's BEGIN IMMEDIATE already holds the file's write lock."""
 
     def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
         """Which of ``keys`` the journal has (inside add_jobs' transaction). An empty
@@ -553,241 +514,40 @@ class SqliteStore:
         with self._lock:
             return self._existing_keys_locked(list(keys))
 
-    def get_job(self, job_id: int) -> Job | None:
-        rows = self._read("get_job", id=job_id)
-        return job_from_row(rows[0]) if rows else None
-
-    def list_jobs(
-        self, batch_id: int | None = None, states: Iterable[JobState] | None = None,
-        limit: int | None = None, offset: int = 0,
-    ) -> list[Job]:
-        query = "list_jobs" + ("" if batch_id is None else "_of_batch") + (
+    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
+        """One statement per filter: each names only the columns it filters on, so
+        SQLite's planner sees which index serves it."""
+        return "list_jobs" + ("" if batch_id is None else "_of_batch") + (
             "" if states is None else "_in_states")
-        args = {"batch_id": batch_id, "limit": -1 if limit is None else limit,
-                "offset": offset if limit is not None else 0,
-                "states": None if states is None else json.dumps([str(s) for s in states])}
-        with self._lock:
-            return [job_from_row(r) for r in self._db.execute(self._q[query], args)]
-
-    def job_ids_ordered(
-        self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
-    ) -> list[int]:
-        if order not in JOB_ORDERS:
-            raise ValueError(f"unknown job order {order!r}; one of {', '.join(JOB_ORDERS)}")
-        # The key is a named expression from queries.sql, picked from a fixed list.
-        sql = self._q["job_ids_ordered"].format(key=self._q[f"job_order_{order}"],
-                                                direction="DESC" if descending else "ASC")
-        params = {"limit": -1 if limit is None else limit, "offset": offset}
-        with self._lock:
-            try:
-                return [r[0] for r in self._db.execute(sql, params)]
-            except sqlite3.Error as exc:
-                raise _known_error(exc, self.path) from exc
-
-    def count_waiting(self) -> int:
-        return int(self._read("count_waiting")[0][0])
-
-    def counts(self) -> Counts:
-        by_state = {r[0]: r[1] for r in self._read("counts_by_state")}
-        live = {r[0]: r[1] for r in self._read("live_by_account")}
-        return Counts(by_state=by_state, live_by_account=live)
 
     # -- accounts ----------------------------------------------------------------------
-    def add_account(self, spec: AccountSpec, now: float) -> Account:
-        with self._write():
-            if self._db.execute(self._q["get_account"], {"name": spec.name}).fetchone():
-                raise InputError(f"An account named {spec.name!r} already exists.")
-            self._exec("insert_account", name=spec.name, provider=spec.provider,
-                       capacity=spec.capacity, base_url=spec.base_url, key_ref=spec.key_ref,
-                       settings=_dumps(spec.settings), now=now)
-            self._ledger("account_added", now, account=spec.name,
-                         detail={"provider": spec.provider, "capacity": spec.capacity})
-        account = self.get_account(spec.name)
-        assert account is not None
-        return account
+    def _account_taken(self, name: str) -> bool:
+        """Looked up: the write lock keeps it so until the insert."""
+        return self._one("get_account", name=name) is not None
 
-    def get_account(self, name: str) -> Account | None:
-        rows = self._read("get_account", name=name)
-        return account_from_row(rows[0]) if rows else None
-
-    def list_accounts(self) -> list[Account]:
-        return [account_from_row(r) for r in self._read("list_accounts")]
-
-    def remove_account(self, name: str, now: float) -> None:
-        with self._write():
-            live = self._db.execute(self._q["live_count"], {"account": name}).fetchone()[0]
-            if live:
-                raise InputError(
-                    f"Account {name!r} has {live} renders in flight; wait for them or "
-                    "disable the account first."
-                )
-            if not self._exec("delete_account", name=name):
-                raise InputError(f"There is no account named {name!r}.")
-            self._ledger("account_removed", now, account=name)
-
-    def update_account(
-        self, name: str, now: float, *, capacity: int | None = None,
-        enabled: bool | None = None, base_url: str | None = None,
-        settings: dict[str, Any] | None = None,
-    ) -> Account:
-        if capacity is not None and capacity < 1:
-            raise InputError("An account's limit must be at least 1.")
-        with self._write():
-            changed = self._exec("update_account", name=name, capacity=capacity,
-                                 enabled=None if enabled is None else int(enabled),
-                                 base_url=base_url,
-                                 settings=None if settings is None else _dumps(settings))
-            if not changed:
-                raise InputError(f"There is no account named {name!r}.")
-            self._ledger("account_changed", now, account=name, detail={
-                k: v for k, v in {"capacity": capacity, "enabled": enabled,
-                                  "base_url": base_url, "settings": settings}.items()
-                if v is not None})
-        account = self.get_account(name)
-        assert account is not None
-        return account
-
-    def set_account_status(
-        self, name: str, status: AccountStatus, now: float, *,
-        detail: str | None = None, cooldown_until: float | None = None,
-    ) -> None:
-        with self._write():
-            self._exec("set_account_status", name=name, status=str(status), detail=detail,
-                       cooldown_until=cooldown_until)
-            self._ledger("account_status", now, account=name, detail={
-                "status": str(status), "detail": detail, "cooldown_until": cooldown_until})
-
-    def live_count(self, account: str) -> int:
-        return int(self._read("live_count", account=account)[0][0])
+    def _lock_account(self, name: str) -> bool:
+        """Nothing to lock (the write lock is held); the delete's count says whether the
+        account was there."""
+        return True
 
     # -- claims ------------------------------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
         # Not fsynced: a claim lost in a power cut leaves the job queued, and nothing was
         # sent yet; the submission intent that follows is durable and syncs it too.
         with self._write(durable=False):
-            row = self._db.execute(self._q["claim_account"],
-                                   {"name": params.account}).fetchone()
-            if row is None:
-                return None
-            account = account_from_row(row)
-            if not _eligible(account, params.now):
-                return None
-            # The free slots are counted inside the same write transaction as the claim
-            # (claim_account reads them with the account), so two processes on one journal
-            # can never both take the last slot.
-            if row["live"] >= account.capacity:
-                return None
-            candidate = self._spend_checked_candidate(account, params)
-            if candidate is None:
-                return None
-            token = uuid.uuid4().hex
-            claimed = self._db.execute(self._q["claim_job"], {
-                "id": candidate["id"], "account": account.name, "token": token,
-                "owner": params.instance_id, "lease_until": params.now + params.lease_seconds,
-                "now": params.now,
-            }).fetchall()
-            if not claimed:  # cannot happen under the write lock; kept as a guard
-                return None
-            job = job_from_row(claimed[0])
-            self._ledger("claimed", params.now, job_id=job.id, account=account.name,
-                         claim_token=token, detail={"owner": params.instance_id,
-                                                    "attempt": job.attempts,
-                                                    "resume": job.provider_job_id is not None})
-        return Claim(job=job, account=account.name, token=ClaimToken(job.id, token),
-                     resumed=job.provider_job_id is not None)
+            return self._claim_steps(params, uuid.uuid4().hex, [])
 
-    def _spend_checked_candidate(
-        self, account: Account, params: ClaimParams,
-    ) -> sqlite3.Row | None:
-        """The next claimable job that no spend cap refuses (inside the claim's write
-        transaction, so no other process can pass a cap at the same time)."""
-        skip: list[int] = []
-        creates = True
-        account_cap = cap_of(account.settings, "daily_cap")
-        # Each refusal steps over one more batch (or stops creates once): however many
-        # batches are at their caps, a later one that may spend is reached. The batches
-        # are counted only once a cap has refused (the bound of that walk).
-        refusals, bound = 0, None
-        while True:
-            row = self._db.execute(self._q["next_claimable"], {
-                "provider": account.provider, "now": params.now, "account": account.name,
-                "creates": int(creates), "skip_batches": _dumps(skip) if skip else "[]",
-            }).fetchone()
-            if row is None:
-                return None
-            batch_cap = row["max_spend"] if isinstance(row["max_spend"], int | float) else None
-            refused = refusal(
-                needs_create=row["provider_job_id"] is None and row["client_token"] is None,
-                price=row["price"] if isinstance(row["price"], int | float) else None,
-                batch_cap=None if batch_cap is None else float(batch_cap),
-                batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),
-                account_cap=account_cap,
-                account_committed=functools.partial(self._account_committed, account.name,
-                                                    params.day_start),
-            )
-            if refused is None:
-                return cast(sqlite3.Row, row)
-            if refused.scope == "account":
-                creates = False
-            else:
-                skip.append(int(row["batch_id"]))
-            refusals += 1
-            if bound is None:
-                bound = self._db.execute(self._q["count_batches"]).fetchone()[0] + 2
-            if refusals >= bound:
-                return None
-
-    def _batch_committed(self, batch_id: int) -> float:
-        spent = self._db.execute(self._q["spend_of_batch"], {"batch": batch_id}).fetchone()[0]
-        reserved = self._db.execute(self._q["reserved_of_batch"],
-                                    {"batch": batch_id}).fetchone()[0]
-        return float(spent) + float(reserved)
-
-    def _account_committed(self, account: str, day_start: float) -> float:
-        spent = self._db.execute(self._q["spend_of_account"],
-                                 {"account": account, "day_start": day_start}).fetchone()[0]
-        reserved = self._db.execute(self._q["reserved_of_account"],
-                                    {"account": account}).fetchone()[0]
-        return float(spent) + float(reserved)
-
-    def spend_summary(self, now: float, day_start: float) -> SpendSummary:
-        with self._lock:
-            batches: list[BatchSpend] = []
-            for row in self._db.execute(self._q["capped_batches"]).fetchall():
-                if not isinstance(row["max_spend"], int | float):
-                    continue
-                cap = float(row["max_spend"])
-                spent = float(self._db.execute(self._q["spend_of_batch"],
-                                               {"batch": row["id"]}).fetchone()[0])
-                reserved = float(self._db.execute(self._q["reserved_of_batch"],
-                                                  {"batch": row["id"]}).fetchone()[0])
-                waiting = int(self._db.execute(self._q["waiting_creates_of_batch"], {
-                    "batch": row["id"], "room": cap - spent - reserved + SLACK}).fetchone()[0])
-                batch = self.get_batch(int(row["id"]))
-                batches.append(BatchSpend(int(row["id"]), batch.name if batch else "",
-                                          spent, reserved, cap, waiting))
-            accounts: list[AccountSpend] = []
-            for account in self.list_accounts():
-                acap = cap_of(account.settings, "daily_cap")
-                spent = float(self._db.execute(self._q["spend_of_account"], {
-                    "account": account.name, "day_start": day_start}).fetchone()[0])
-                reserved = float(self._db.execute(self._q["reserved_of_account"],
-                                                  {"account": account.name}).fetchone()[0])
-                waiting = 0 if acap is None else int(self._db.execute(
-                    self._q["waiting_creates_of_account"], {
-                        "account": account.name, "provider": account.provider,
-                        "room": acap - spent - reserved + SLACK}).fetchone()[0])
-                accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
-        return SpendSummary(tuple(batches), tuple(accounts))
-
-    def update_batch_settings(
-        self, batch_id: int, patch: dict[str, Any], now: float,
-    ) -> Batch | None:
-        with self._write():
-            if not self._exec("update_batch_settings", id=batch_id, patch=_dumps(patch)):
-                return None
-            self._ledger("batch_changed", now, detail={"batch_id": batch_id, **patch})
-        return self.get_batch(batch_id)
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        row = self._one("claim_account", name=params.account)
+        if row is None:
+            return None
+        account = account_from_row(row)
+        # The free slots are counted inside the same write transaction as the claim
+        # (claim_account reads them with the account), so two processes on one journal
+        # can never both take the last slot.
+        if not _eligible(account, params.now) or row["live"] >= account.capacity:
+            return None
+        return account
 
     def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
                      tokens: Collection[str] | None = None,
@@ -837,69 +597,6 @@ class SqliteStore:
                                 {"provider_job_id": provider_job_id},
                                 provider_job_id=provider_job_id)
 
-    def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
-        """RenderAlreadyRecorded when another job of this job's provider holds the render
-        (inside the caller's write transaction; the unique index jobs_render_once is the
-        last word)."""
-        row = self._db.execute(self._q["render_holder"], {
-            "id": job_id, "provider_job_id": provider_job_id}).fetchone()
-        if row is not None:
-            raise RenderAlreadyRecorded(
-                f"Render {provider_job_id} is already recorded for job {row[0]}; a render "
-                "goes to at most one job.")
-
-    def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
-                          event: str = "reconciled_absent") -> bool:
-        return self._fenced("fenced_forget_submission", event, token, now, detail)
-
-    def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
-        return [(job_from_row(r), r["intent_at"])
-                for r in self._read("unresolved_submissions", account=account)]
-
-    def known_provider_job_ids(self, provider: str, account: str,
-                               ids: Sequence[str]) -> set[str]:
-        if not ids:
-            return set()
-        return {r[0] for r in self._read("known_provider_job_ids", provider=provider,
-                                          account=account, ids=json.dumps(list(ids)))}
-
-    def attach_render(self, job_id: int, provider_job_id: str, now: float) -> bool:
-        with self._write():
-            self._refuse_recorded_render(job_id, provider_job_id)
-            row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
-            if row is None or not self._exec("attach_render", id=job_id, now=now,
-                                             provider_job_id=provider_job_id):
-                return False
-            self._ledger("resolved_by_user", now, job_id=job_id, account=row["account"],
-                         detail={"provider_job_id": provider_job_id, "from": row["state"],
-                                 "client_token": row["client_token"]})
-            return True
-
-    def mark_rendering(self, token: ClaimToken, now: float) -> bool:
-        return self._fenced("fenced_mark_rendering", "resumed", token, now)
-
-    def record_progress(
-        self, token: ClaimToken, sub_status: str, progress: float | None, now: float
-    ) -> bool:
-        return self._fenced("fenced_record_progress", "remote_status", token, now,
-                            {"sub_status": sub_status}, durable=False,
-                            sub_status=sub_status, progress=progress)
-
-    def mark_downloading(self, token: ClaimToken, now: float, *,
-                         output_path: str | None = None, part: str | None = None) -> bool:
-        return self._fenced("fenced_mark_downloading", "downloading", token, now,
-                            downloading_detail(output_path, part), durable=False,
-                            output_path=output_path, part=part)
-
-    def record_download(self, token: ClaimToken, *, size: int, sha256: str,
-                        now: float) -> bool:
-        # Not fsynced (docs/design-notes.md, refinements 8 and 14): a process that dies
-        # keeps it; only a power cut before the next durable commit loses it, and then the
-        # render is read again beside the unrecorded file, never created again.
-        return self._fenced("fenced_record_download", "downloaded", token, now,
-                            {"size": size, "sha256": sha256}, durable=False,
-                            size=size, sha256=sha256)
-
     def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
@@ -919,210 +616,12 @@ class SqliteStore:
                                          "reported_cost": cost})
             return True
 
-    def set_retry_wait(
-        self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
-        keep_provider_job: bool,
-    ) -> bool:
-        return self._fenced(
-            "fenced_set_retry_wait", "retry_wait", token, now,
-            {"error_class": error.error_class, "label": error.label,
-             "message": error.message, "run_after": run_after,
-             "keeps_render": keep_provider_job},
-            run_after=run_after, keep=int(keep_provider_job), error_class=error.error_class,
-            error_label=error.label, error_message=error.message,
-        )
-
-    def release_to_queue(
-        self, token: ClaimToken, error: JobError, now: float, *,
-        run_after: float | None = None, keep_submission: bool = False,
-    ) -> bool:
-        return self._fenced(
-            "fenced_release_to_queue", "released", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"keeps_submission": True} if keep_submission else {})},
-            run_after=run_after or 0.0, error_class=error.error_class,
-            error_label=error.label, error_message=error.message,
-            keep_submission=int(keep_submission),
-        )
-
-    def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
-                    drop_render: bool = False) -> bool:
-        return self._fenced(
-            "fenced_mark_failed", "failed", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"dropped_render": True} if drop_render else {})},
-            error_class=error.error_class, error_label=error.label,
-            error_message=error.message, drop_render=int(drop_render),
-        )
-
-    def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        return self._fenced(
-            "fenced_park", "parked", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
-            error_class=error.error_class, error_label=error.label,
-            error_message=error.message,
-        )
-
-    def note(
-        self, event: str, now: float, *, job_id: int | None = None,
-        account: str | None = None, claim_token: str | None = None,
-        detail: dict[str, Any] | None = None,
-    ) -> None:
-        with self._write():
-            self._ledger(event, now, job_id=job_id, account=account,
-                         claim_token=claim_token, detail=detail)
-
-    # -- user commands -----------------------------------------------------------------
-    def cancel_jobs(self, job_ids: Iterable[int], now: float) -> list[int]:
-        done: list[int] = []
-        with self._write():
-            for job_id in job_ids:
-                row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
-                if row is None:
-                    continue
-                if self._exec("cancel_job", id=job_id, now=now):
-                    done.append(job_id)
-                    self._ledger("cancelled", now, job_id=job_id, account=row["account"],
-                                 claim_token=row["claim_token"],
-                                 detail={"from": row["state"],
-                                         "provider_job_id": row["provider_job_id"]})
-        return done
-
-    def requeue_jobs(
-        self, job_ids: Iterable[int], now: float, *, new_seed: int | None = None,
-        reconcile: bool = True,
-    ) -> list[int]:
-        done: list[int] = []
-        with self._write():
-            for job_id in job_ids:
-                row = self._db.execute(self._q["get_job"], {"id": job_id}).fetchone()
-                keep = new_seed is None
-                if row is not None and self._exec("requeue_job", id=job_id, now=now,
-                                                  seed=new_seed, keep=int(keep),
-                                                  reconcile=int(reconcile)):
-                    done.append(job_id)
-                    self._ledger("requeued", now, job_id=job_id,
-                                 detail=requeued_detail(row, keep=keep, new_seed=new_seed,
-                                                        reconcile=reconcile))
-        return done
-
-    def _priority(self, priority: int | None) -> int:
-        if priority is not None:
-            return int(priority)
-        return int(self._db.execute(self._q["front_priority"]).fetchone()[0])
-
-    def prioritize_jobs(
-        self, job_ids: Iterable[int], now: float, *, priority: int | None = None
-    ) -> Prioritized:
-        done: list[int] = []
-        with self._write():
-            value = self._priority(priority)
-            for job_id in dict.fromkeys(job_ids):
-                if self._exec("set_job_priority", id=job_id, priority=value, now=now):
-                    done.append(job_id)
-                    self._ledger("prioritized", now, job_id=job_id,
-                                 detail={"priority": value, "front": priority is None})
-        return Prioritized(value, len(done), tuple(done))
-
-    def prioritize_batch(
-        self, batch_id: int, now: float, *, priority: int | None = None
-    ) -> Prioritized:
-        with self._write():
-            value = self._priority(priority)
-            changed = self._exec("set_batch_priority", batch_id=batch_id, priority=value,
-                                 now=now)
-            self._ledger("batch_prioritized", now, detail={
-                "batch_id": batch_id, "priority": value, "front": priority is None,
-                "jobs": changed})
-        return Prioritized(value, changed)
-
-    def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
-        with self._write():
-            if not self._exec("set_batch_paused", id=batch_id, paused=int(paused)):
-                return None
-            self._ledger("batch_paused" if paused else "batch_resumed", now,
-                         detail={"batch_id": batch_id})
-        return self.get_batch(batch_id)
-
-    # -- recovery ----------------------------------------------------------------------
-    def recover(self, params: RecoverParams) -> RecoveryReport:
-        """Start-up recovery (DESIGN.md invariant 7), applied in one write transaction.
-
-        Output files are looked at (and hashed) before the transaction, so the write lock
-        is held only for the updates; each update is conditioned on the claim token it
-        saw, so a row that changed meanwhile is left alone.
-        """
-        query = "in_flight_expired" if params.only_expired else "in_flight_all"
-        leftovers = [job_from_row(r) for r in self._read(query, now=params.now)]
-        crashes = {job.id: int(self._read("crash_requeues", id=job.id)[0][0])
-                   for job in leftovers}
-        actions = plan_recovery(leftovers, params, crashes)
-        completed = ([job_from_row(r) for r in self._read("completed_jobs")]
-                     if params.verify_completed else [])
-        report = RecoveryReport()
-        with self._write():
-            for action in actions:
-                self._apply_recovery(action, params, report)
-            for job in completed:
-                if not params.check_output(job).exists:
-                    report.missing_outputs.append(job.id)
-                    self._ledger("output_missing", params.now, job_id=job.id,
-                                 detail={"path": job.output_path})
-            if params.prune_before is not None:
-                report.pruned_ledger_rows = self._exec("prune_ledger",
-                                                       before=params.prune_before)
-            if report.touched or report.pruned_ledger_rows:
-                self._ledger("recovery", params.now, detail={
-                    "instance": params.instance_id, **report.as_dict()})
-        return report
-
-    def _apply_recovery(
-        self, action: RecoveryAction, params: RecoverParams, report: RecoveryReport
-    ) -> None:
-        job, now = action.job, params.now
-        # The update names what the plan read: the token, the state and (taking over
-        # expired leases only) the expiry; a row that moved on since is left alone.
-        common = {"id": job.id, "old_token": job.claim_token, "now": now,
-                  "planned_state": str(job.state), "any_lease": not params.only_expired}
-        token: str | None = None
-        if action.kind == "complete":
-            assert action.file is not None and action.file.sha256 is not None
-            applied = self._exec("recover_complete", size=action.file.size,
-                                 sha256=action.file.sha256, host=self.host, **common)
-        elif action.kind in ("reattach", "reconcile"):
-            token = uuid.uuid4().hex
-            applied = self._exec("recover_reattach", state=str(action.resume_state),
-                                 token=token, owner=params.instance_id,
-                                 lease_until=now + params.lease_seconds, **common)
-        elif action.kind in ("fail", "unknown"):
-            error_class, label, message = failure_of(action)
-            applied = self._exec("recover_park" if action.kind == "unknown" else "recover_fail",
-                                 error_class=error_class, error_label=label,
-                                 error_message=message, **common)
-        else:  # requeue, or a render lost with the process
-            applied = self._exec("recover_requeue", **common)
-        if applied:  # a row that changed since it was read is left alone
-            for note in record_applied(action, report, token):
-                self._ledger(note.event, now, job_id=job.id, account=job.account,
-                             claim_token=note.claim_token, detail=note.detail)
-
-    def completed_outputs(self) -> list[tuple[int, str, int]]:
-        return [(r[0], r[1], r[2]) for r in self._read("completed_outputs")]
-
-    def next_wakeup(self, now: float) -> float | None:
-        times = [self._read("next_retry_at", now=now)[0][0],
-                 self._read("next_cooldown_at", now=now)[0][0]]
-        due = [float(t) for t in times if t is not None]
-        return min(due) if due else None
-
+    # -- audit -------------------------------------------------------------------------
     def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
         rows = (self._read("ledger_for_job", job_id=job_id) if job_id is not None
                 else self._read("ledger_all"))
         entries = [ledger_from_row(r) for r in rows]
         return entries[-limit:] if limit else entries
-
-    def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
-        return [ledger_from_row(r) for r in self._read("ledger_after", seq=seq, limit=limit)]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         results: dict[str, list[Any]] = {

@@ -3,7 +3,8 @@
 
 -- name: insert_batch
 INSERT INTO batches (name, source_path, output_dir, max_attempts, settings, created_at)
-VALUES (:name, :source_path, :output_dir, :max_attempts, :settings, :now);
+VALUES (:name, :source_path, :output_dir, :max_attempts, :settings, :now)
+RETURNING id;
 
 -- name: get_batch
 SELECT * FROM batches WHERE id = :id;
@@ -27,11 +28,16 @@ SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
 -- name: get_job
 SELECT * FROM jobs WHERE id = :id;
 
+-- name: get_job_for_update
+-- The job a write is about to change (PostgreSQL locks its row; here the write
+-- transaction's BEGIN IMMEDIATE already holds the file's write lock).
+SELECT * FROM jobs WHERE id = :id;
+
 -- name: counts_by_state
-SELECT state, COUNT(*) FROM jobs GROUP BY state;
+SELECT state, COUNT(*) AS count FROM jobs GROUP BY state;
 
 -- name: live_by_account
-SELECT account, COUNT(*) FROM jobs
+SELECT account, COUNT(*) AS count FROM jobs
  WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
  GROUP BY account;
 
