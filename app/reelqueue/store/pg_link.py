@@ -24,6 +24,7 @@ from reelqueue.store.postgres_support import (
     describe_dsn,
     dsn_password,
     known_error,
+    use_bounded_json,
 )
 from reelqueue.store.queries import parse_named
 
@@ -64,10 +65,12 @@ class PgLink:
 
     def _connect(self) -> Conn:
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self._dsn, autocommit=True, row_factory=dict_row,
                 connect_timeout=self._timeout, application_name=self._name,
                 options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+            use_bounded_json(conn)
+            return conn
         except psycopg.Error as exc:
             raise connection_error(exc, self.where, self._password, self._dsn) from None
 

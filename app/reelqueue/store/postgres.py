@@ -46,6 +46,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
+from reelqueue.domain.row_limits import MAX_REFUSED_PER_CLAIM, refusal_params
 from reelqueue.domain.states import AccountStatus
 from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.postgres_support import (
@@ -59,6 +60,7 @@ from reelqueue.store.postgres_support import (
     known_error,
     ledger_from_pg,
     scrub,
+    use_bounded_json,
 )
 from reelqueue.store.spend import SLACK
 from reelqueue.store.sql_journal import (
@@ -109,7 +111,9 @@ def pg_queries() -> dict[str, str]:
         "{claimable}", claimable.replace("{gate}", queries["claim_gate"]).replace(
             "{provider}", queries["claim_provider"])).replace(
         "{commit_async}", queries["commit_async"])
-    return {name: text.replace("{server_now}", server_now) for name, text in queries.items()}
+    problem = queries["row_problem_expr"]
+    return {name: text.replace("{server_now}", server_now).replace("{row_problem}", problem)
+            for name, text in queries.items()}
 
 
 @cache
@@ -304,7 +308,8 @@ class PostgresStore(SqlJournal):
         try:
             pool: ConnectionPool = ConnectionPool(
                 dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                check=recently_used.check, timeout=connect_timeout, name="reelqueue")
+                check=recently_used.check, configure=use_bounded_json,
+                timeout=connect_timeout, name="reelqueue")
             pool.open(wait=True, timeout=connect_timeout)
         except _DRIVER_ERRORS as exc:
             raise known_error(exc, where, password) from None
@@ -647,10 +652,16 @@ class PostgresStore(SqlJournal):
         tried: list[int] = []  # the job the claim wrote its token on, if it got that far
         # Inside an open transaction (a step of it) the claim goes the long way: the fast
         # way's statement would set the whole transaction's commit (commit_async).
-        fast = _LONG_WAY if self._conn is not None else self._settled(
-            functools.partial(self._claim_fast, params, token),
-            functools.partial(self._claim_landed, params, token, []),
-            f"a claim for {params.account}")
+        fast: object = _LONG_WAY
+        for _ in range(MAX_REFUSED_PER_CLAIM):
+            fast = _LONG_WAY if self._conn is not None else self._settled(
+                functools.partial(self._claim_fast, params, token),
+                functools.partial(self._claim_landed, params, token, []),
+                f"a claim for {params.account}")
+            if fast is not _REFUSED:  # a row refused (row_limits): the next candidate
+                break
+        if fast is _REFUSED:
+            return None
         if fast is not _LONG_WAY:
             return cast("Claim | None", fast)
         return self._settled(functools.partial(self._claim, params, token, tried),
@@ -666,11 +677,13 @@ class PostgresStore(SqlJournal):
         rows = self._single(self._q["claim_fast"].encode(), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
-            "creates": True, "skip_batches": []},
+            "creates": True, "skip_batches": [], **refusal_params()},
             before=[("lock_account", {"name": params.account})])
         row = rows[0] if rows else None
         if row is None or not row["room_ok"]:
             return None
+        if row["refused_id"] is not None:
+            return _REFUSED
         if row["id"] is None:
             return None if row["candidate_id"] is None else _LONG_WAY
         job = job_from_pg(row)
@@ -891,6 +904,8 @@ class PostgresStore(SqlJournal):
 
 _LONG_WAY = object()
 """The fast claim's answer when a spend cap has to look at its candidate."""
+_REFUSED = object()
+"""The fast claim's answer when its candidate's row was refused (domain/row_limits.py)."""
 
 
 def _eligible(account: Account) -> bool:

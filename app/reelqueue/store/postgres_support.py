@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import psycopg
+import psycopg.types.json
 from psycopg import conninfo
 
 from reelqueue.domain.errors import (
@@ -147,6 +148,26 @@ def connection_error(exc: BaseException, where: str, password: str | None,
         f"The team database ({where}) cannot be reached ({detail}). Check that the server "
         "runs and the network, then run the command again: nothing recorded before was "
         "lost.")
+
+
+UNREADABLE = "unreadable"
+"""The key of what :func:`bounded_json_loads` gives for a document it cannot parse."""
+
+
+def bounded_json_loads(data: str | bytes) -> Any:
+    """jsonb as Python, without the interpreter's recursion limit as a way to crash a
+    reader: PostgreSQL keeps documents nested thousands deep, Python's parser stops near
+    a thousand (RecursionError). Such a document (written by no ReelQueue; a claim refuses
+    its row, domain/row_limits.py) reads as ``{"unreadable": why}``."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        return {UNREADABLE: "a JSON document nested too deep to read"}
+
+
+def use_bounded_json(conn: psycopg.Connection[Any]) -> None:
+    """A connection's jsonb/json loads through :func:`bounded_json_loads`."""
+    psycopg.types.json.set_json_loads(bounded_json_loads, conn)
 
 
 def dumps(value: Any) -> str:

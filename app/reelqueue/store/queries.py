@@ -38,7 +38,12 @@ def parse_named(text: str) -> dict[str, str]:
 
 @cache
 def named_queries(file: str = "queries.sql") -> dict[str, str]:
-    return parse_named(_read(file))
+    queries = parse_named(_read(file))
+    problem = queries.get("row_problem_expr")
+    if problem is None:
+        return queries
+    # {row_problem}: the checks of an untrusted job row (domain/row_limits.py), inlined.
+    return {name: text.replace("{row_problem}", problem) for name, text in queries.items()}
 
 
 def schema_sql() -> str:

@@ -36,6 +36,12 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.row_limits import (
+    MAX_REFUSED_PER_CLAIM,
+    ROW_LIMITS,
+    ROW_REFUSED,
+    refusal_words,
+)
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
     JOB_ORDERS,
@@ -396,8 +402,15 @@ class SqlJournal:
         account = self._account_with_room(params)
         if account is None:
             return None
-        candidate = self._spend_checked_candidate(account, params)
-        if candidate is None:
+        for _ in range(MAX_REFUSED_PER_CLAIM):
+            candidate = self._spend_checked_candidate(account, params)
+            if candidate is None:
+                return None
+            problem = self._one("row_problem", id=candidate, **ROW_LIMITS)
+            if problem is None or problem["problem"] is None:
+                break
+            self._refuse_row(candidate, str(problem["problem"]), params)
+        else:
             return None
         tried.append(candidate)
         claimed = self._one(
@@ -407,6 +420,14 @@ class SqlJournal:
         if claimed is None:  # the claim's lock holds the row: cannot happen; a guard
             return None
         return self._claimed(claimed, account.name, token, params)
+
+    def _refuse_row(self, job_id: int, problem: str, params: ClaimParams) -> None:
+        """Fail a job whose row is over a bound of domain/row_limits.py (it was not written
+        by ReelQueue), in the claim's transaction: the transition ``row_refused``."""
+        self._exec("refuse_row", id=job_id, now=params.now, message=refusal_words(problem),
+                   **ROW_LIMITS)
+        self._ledger(ROW_REFUSED, params.now, job_id=job_id,
+                     detail={"problem": problem, "by": params.instance_id})
 
     def _claimed(self, row: Row, account: str, token: str, params: ClaimParams) -> Claim:
         """The claim just written (``row``: the job's row after it), with its ledger

@@ -701,3 +701,48 @@ SELECT name, salt, digest, scope, created_at FROM api_tokens WHERE token_id = :t
 -- migrate.TABLES, never text from outside).
 -- name: migrate_source_rows
 SELECT * FROM {table} ORDER BY rowid;
+
+-- Rows are untrusted input (issue 21; domain/row_limits.py): a job row is checked before
+-- it is claimed, in SQL, so an oversized value is never fetched and a JSON document nested
+-- too deep is never parsed in Python. The bounds come from ROW_LIMITS; the depth (16) is
+-- MAX_JSON_DEPTH (jsonb paths take no parameter there; tests/store/test_row_limits.py
+-- checks 15 passes and 16 is refused).
+-- name: row_problem_expr
+CASE
+  WHEN json_valid(jj.params) = 0 THEN 'its parameters are not valid JSON'
+  WHEN json_type(jj.params) <> 'object' THEN 'its parameters are not a JSON object'
+  WHEN length(CAST(jj.prompt AS BLOB)) > :max_prompt_bytes
+    THEN printf('its prompt is %d bytes (at most %d)', length(CAST(jj.prompt AS BLOB)),
+                :max_prompt_bytes)
+  WHEN length(CAST(jj.params AS BLOB)) > :max_params_bytes
+    THEN printf('its parameters are %d bytes (at most %d)', length(CAST(jj.params AS BLOB)),
+                :max_params_bytes)
+  WHEN EXISTS (SELECT 1 FROM json_tree(jj.params) AS t
+                WHERE length(t.fullkey)
+                      - length(replace(replace(t.fullkey, '.', ''), '[', '')) >= 16)
+    THEN 'its parameters are nested 16 levels deep or more'
+  WHEN length(CAST(jj.name AS BLOB)) > :max_name_bytes
+    THEN printf('its name is %d bytes (at most %d)', length(CAST(jj.name AS BLOB)),
+                :max_name_bytes)
+  WHEN length(CAST(jj.output_path AS BLOB)) > :max_path_bytes
+    THEN printf('its output path is %d bytes (at most %d)',
+                length(CAST(jj.output_path AS BLOB)), :max_path_bytes)
+  WHEN length(CAST(jj.job_key AS BLOB)) > :max_key_bytes
+    THEN printf('its job key is %d bytes (at most %d)', length(CAST(jj.job_key AS BLOB)),
+                :max_key_bytes)
+END
+
+-- name: row_problem
+SELECT {row_problem} AS problem FROM jobs AS jj WHERE jj.id = :id;
+
+-- name: refuse_row
+-- The row keeps the start of its prompt and none of its parameters (no later read fetches
+-- the oversized value); its key becomes its own, so importing the sheet's row again adds
+-- it afresh.
+UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       prompt = substr(prompt, 1, :kept_prompt_chars), params = '{}',
+       name = substr(name, 1, 200), output_path = substr(output_path, 1, 1024),
+       job_key = 'row-refused:' || id,
+       error_class = 'permanent', error_label = 'invalid input', error_message = :message
+ WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');

@@ -801,11 +801,30 @@ WITH room AS (
                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING'))
            < a.capacity),
 candidate AS ({claimable}),
+checked AS (
+    SELECT c.id, {row_problem} AS problem FROM candidate AS c JOIN jobs AS jj ON jj.id = c.id),
+refused AS (
+    UPDATE jobs
+       SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
+           claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+           prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
+           name = left(name, 200), output_path = left(output_path, 1024),
+           job_key = 'row-refused:' || jobs.id::text,
+           error_class = 'permanent', error_label = 'invalid input',
+           error_message = %(refusal_prefix)s || k.problem || %(refusal_suffix)s
+      FROM checked AS k
+     WHERE jobs.id = k.id AND k.problem IS NOT NULL AND jobs.state IN ('QUEUED', 'RETRY_WAIT')
+    RETURNING jobs.id, k.problem),
+rl AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+       SELECT {server_now}, 'row_refused', rf.id, NULL, NULL,
+              jsonb_build_object('problem', rf.problem, 'by', %(owner)s::text)
+         FROM refused AS rf),
 free AS (
     SELECT c.id FROM candidate AS c, room AS r
-     WHERE c.provider_job_id IS NOT NULL OR c.client_token IS NOT NULL
-        OR (jsonb_typeof(c.max_spend) IS DISTINCT FROM 'number'
-            AND jsonb_typeof(r.daily_cap) IS DISTINCT FROM 'number')),
+     WHERE (c.provider_job_id IS NOT NULL OR c.client_token IS NOT NULL
+            OR (jsonb_typeof(c.max_spend) IS DISTINCT FROM 'number'
+                AND jsonb_typeof(r.daily_cap) IS DISTINCT FROM 'number'))
+       AND NOT EXISTS (SELECT 1 FROM checked AS k WHERE k.problem IS NOT NULL)),
 j AS (
     UPDATE jobs
        SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,
@@ -820,9 +839,10 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
              jsonb_build_object('attempt', j.attempts, 'owner', %(owner)s::text,
                                 'resume', j.provider_job_id IS NOT NULL)
         FROM j)
-SELECT r.room_ok, c.id AS candidate_id, j.*
+SELECT r.room_ok, c.id AS candidate_id, rf.id AS refused_id, j.*
   FROM (SELECT EXISTS (SELECT 1 FROM room) AS room_ok) AS r
   LEFT JOIN candidate AS c ON TRUE
+  LEFT JOIN refused AS rf ON TRUE
   LEFT JOIN j ON TRUE
  WHERE {commit_async};
 
@@ -906,3 +926,47 @@ SELECT current_schema() AS s;
 -- name: listen_wake
 -- postgres_notify.CHANNEL
 LISTEN reelqueue_wake;
+
+-- Rows are untrusted input (issue 21; domain/row_limits.py): a job row is checked before
+-- it is claimed, on the server, so an oversized value never crosses the wire and a JSON
+-- document nested too deep is never parsed by the client. The bounds come from
+-- ROW_LIMITS; the depth (16) is MAX_JSON_DEPTH (a jsonpath's level takes no parameter;
+-- tests/store/test_row_limits.py checks 15 passes and 16 is refused). {row_problem} in
+-- claim_fast and row_problem is this block, on the row aliased jj.
+-- name: row_problem_expr
+CASE
+  WHEN jsonb_typeof(jj.params) IS DISTINCT FROM 'object'
+    THEN 'its parameters are not a JSON object'
+  WHEN octet_length(jj.prompt) > %(max_prompt_bytes)s
+    THEN format('its prompt is %%s bytes (at most %%s)', octet_length(jj.prompt),
+                %(max_prompt_bytes)s)
+  WHEN octet_length(jj.params::text) > %(max_params_bytes)s
+    THEN format('its parameters are %%s bytes (at most %%s)', octet_length(jj.params::text),
+                %(max_params_bytes)s)
+  WHEN jsonb_path_exists(jj.params, 'strict $.**{16}')
+    THEN 'its parameters are nested 16 levels deep or more'
+  WHEN octet_length(jj.name) > %(max_name_bytes)s
+    THEN format('its name is %%s bytes (at most %%s)', octet_length(jj.name),
+                %(max_name_bytes)s)
+  WHEN octet_length(jj.output_path) > %(max_path_bytes)s
+    THEN format('its output path is %%s bytes (at most %%s)', octet_length(jj.output_path),
+                %(max_path_bytes)s)
+  WHEN octet_length(jj.job_key) > %(max_key_bytes)s
+    THEN format('its job key is %%s bytes (at most %%s)', octet_length(jj.job_key),
+                %(max_key_bytes)s)
+END
+
+-- name: row_problem
+SELECT {row_problem} AS problem FROM jobs AS jj WHERE jj.id = %(id)s;
+
+-- name: refuse_row
+-- The row keeps the start of its prompt and none of its parameters (no later read fetches
+-- the oversized value); its key becomes its own, so importing the sheet's row again adds
+-- it afresh.
+UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
+       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
+       name = left(name, 200), output_path = left(output_path, 1024),
+       job_key = 'row-refused:' || id::text,
+       error_class = 'permanent', error_label = 'invalid input', error_message = %(message)s
+ WHERE id = %(id)s AND state IN ('QUEUED', 'RETRY_WAIT');
