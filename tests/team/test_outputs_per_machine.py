@@ -11,6 +11,8 @@ import dataclasses
 import hashlib
 import json
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,8 +38,21 @@ def _open(url: str, host: str) -> PostgresStore:
     return store
 
 
-async def _run_three(url: str, tmp_path: Path, provider: FakeProvider) -> dict[str, Path]:
-    folders = {host: tmp_path / host / "Videos" for host in HOSTS}
+def _own_filesystem(tmp_path: Path) -> Path:
+    """A folder on another filesystem than ``tmp_path`` (a tmpfs) where the machine has
+    one, else beside the others: machine-c's videos folder."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and shm.stat().st_dev != tmp_path.stat().st_dev:
+            return Path(tempfile.mkdtemp(prefix="reelqueue-machine-c-", dir=shm))
+    except OSError:
+        pass
+    return tmp_path / "machine-c"
+
+
+async def _run_three(url: str, tmp_path: Path, provider: FakeProvider,
+                     roots: dict[str, Path]) -> dict[str, Path]:
+    folders = {host: roots[host] / "Videos" for host in HOSTS}
     config = dataclasses.replace(FAST, shared_store=True, lease_seconds=20.0,
                                  manifest_seconds=0.2)
     engines = []
@@ -74,7 +89,20 @@ async def test_three_machines_write_under_their_own_folders(
     setup.close()
     provider = FakeProvider({f"p{i}": Script(submit_seconds=0.1, polls=3) for i in range(JOBS)})
 
-    folders = await _run_three(team_url, tmp_path, provider)
+    # machine-c keeps its videos on a filesystem of its own (a tmpfs here): the temp
+    # file and the rename stay inside its folder, so each file is written atomically there.
+    roots = {"machine-a": tmp_path / "machine-a", "machine-b": tmp_path / "machine-b",
+             "machine-c": _own_filesystem(tmp_path)}
+    try:
+        await _check_three(team_url, tmp_path, provider, roots)
+    finally:
+        if not roots["machine-c"].is_relative_to(tmp_path):
+            shutil.rmtree(roots["machine-c"], ignore_errors=True)
+
+
+async def _check_three(team_url: str, tmp_path: Path, provider: FakeProvider,
+                       roots: dict[str, Path]) -> None:
+    folders = await _run_three(team_url, tmp_path, provider, roots)
 
     store = _open(team_url, "reader")
     try:
@@ -103,9 +131,11 @@ async def test_three_machines_write_under_their_own_folders(
         assert "Not written" in (job.error_message or ""), job.error_message
         assert key not in provider.creates
     assert not (tmp_path / "absolute.mp4").exists()
-    written = {p for p in tmp_path.rglob("*") if p.is_file()}
+    written = {p for root in {tmp_path, roots["machine-c"]} for p in root.rglob("*")
+               if p.is_file()}
     assert all(any(p.is_relative_to(folders[h]) for h in HOSTS) for p in written), written
     assert not list(tmp_path.rglob("escaped.mp4"))
+    assert not (roots["machine-c"].parent / "escaped.mp4").exists()
     # Each machine that worked on the batch wrote its own manifest, listing every job.
     for host in hosts_used:
         manifest = json.loads((folders[host] / "shots" / manifest_name(host)).read_text("utf-8"))
