@@ -23,7 +23,7 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run, gallery, account-manage, team.
+import-test-run, gallery, gallery-hover, account-manage, team.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -302,6 +302,13 @@ def click(x: Session, window: str, fx: float, fy: float, *, from_right: bool = F
     x.xdo("mousemove", "0", "0")  # no hover highlight or tooltip in the shot
 
 
+def point(x: Session, window: str, fx: float, fy: float) -> None:
+    """Rest the pointer at logical (fx, fy) inside ``window`` (no click)."""
+    left, top, _width, _height = geometry(x, window)
+    s = x.screen.scale
+    x.xdo("mousemove", str(left + round(fx * s)), str(top + round(fy * s)))
+
+
 def settle(seconds: float) -> None:
     time.sleep(seconds)
 
@@ -486,6 +493,25 @@ def gallery(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+def gallery_hover(scene: Scene, out: Path) -> None:
+    """The gallery with the pointer resting on a tile: its larger picture beside it."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    sheet = scene.sheet("shots.csv", GALLERY_SHEET)
+    scene.cli("run", str(sheet), "--no-progress")
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        scene.x.xdo("windowfocus", "--sync", window)
+        scene.x.xdo("key", "ctrl+g")
+        settle(4)
+        point(scene.x, window, *SECOND_TILE)
+        settle(3)  # the rest's delay, then the larger picture made off the GUI thread
+        scene.x.capture(out, full_colour=True)
+    finally:
+        stop(proc)
+
+
 def account_manage(scene: Scene, out: Path) -> None:
     """A card's "Manage…" (issue 23): key, limit, daily cap, address and removal."""
     scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
@@ -600,6 +626,7 @@ ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
 TEST_RUN_BOX = (44.0, 451.0)  # inside the import dialog: "Test run: only the first"
 MANAGE_BUTTON = (217.0, 152.0)  # the first account card's "Manage…"
 SECOND_MANAGE_BUTTON = (481.0, 152.0)  # the second card's
+SECOND_TILE = (385.0, 420.0)  # the gallery's second tile
 
 SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "first-run": first_run,
@@ -613,6 +640,7 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "import-images": import_images,
     "import-test-run": import_test_run,
     "gallery": gallery,
+    "gallery-hover": gallery_hover,
     "account-manage": account_manage,
     "team": team,
 }

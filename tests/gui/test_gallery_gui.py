@@ -5,6 +5,7 @@ the GUI thread and cached on disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 import time
@@ -117,13 +118,14 @@ def test_resting_on_a_tile_shows_its_larger_picture(qtbot, tiles: list[GalleryIt
                     and not hover.picture.pixmap().isNull(), timeout=20_000)
     assert hover.picture.pixmap().width() == 640, "larger than the tile's picture"
     assert grid.hasFocus(), "the popup takes no focus"
+    assert hover.caption.text().splitlines()[-1] == tiles[1].output_path, "its file"
     save_screenshot(hover, "gallery-hover")
     # Another tile: hidden, then shown for it after its own rest.
     qtbot.mouseMove(grid.viewport(), grid.visualRect(view.model.index(4)).center())
     qtbot.waitUntil(lambda: not hover.isVisible())
     grid.hover_timer.timeout.emit()
     assert hover.isVisible() and hover.item == tiles[4]
-    assert hover.caption.text().startswith("failed mock · failed")
+    assert hover.caption.text().startswith("failed mock — failed")
     assert hover.picture.text() == picture_text(tiles[4]), "no video: the tile's words"
     qtbot.keyClick(grid, Qt.Key.Key_Right)
     assert not hover.isVisible() and not grid.hover_timer.isActive()
@@ -241,7 +243,9 @@ def _journal(ctx: CliContext, video: Path) -> dict[str, int]:
     ids = {job.name: job.id for job in store.list_jobs()}
     store.close()
     with sqlite3.connect(ctx.journal_path) as db:
-        for name, path, host in (("here", str(video), local_host()),
+        # As the engine keeps it: relative to the videos folder (issue 21).
+        here = video.relative_to(ctx.videos_dir).as_posix()
+        for name, path, host in (("here", here, local_host()),
                                  ("there", "/far/there.mp4", "render-box-2")):
             db.execute("UPDATE jobs SET state = 'COMPLETED', output_path = ?, "
                        "output_host = ?, finished_at = ?, output_size = 1, "
@@ -253,7 +257,8 @@ def _journal(ctx: CliContext, video: Path) -> dict[str, int]:
 @on_qloop
 async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
         windows: WindowHarness, app_ctx: CliContext, tmp_path: Path) -> None:
-    video = make_video(tmp_path / "here.mp4", (200, 80, 40))
+    (app_ctx.videos_dir / "shots").mkdir(parents=True, exist_ok=True)
+    video = make_video(app_ctx.videos_dir / "shots" / "here.mp4", (200, 80, 40))
     ids = _journal(app_ctx, video)
     controller = await windows.open(app_ctx, start=False)
     window = controller.window
@@ -293,3 +298,21 @@ async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
     assert len(lines) == 4 and "render-box-2" in lines[-1]
     window.show_gallery(False)
     assert window.jobs_stack.currentWidget() is window.table
+
+
+def test_a_path_that_would_leave_the_videos_folder_is_never_opened(
+        qtbot, tmp_path: Path, monkeypatch) -> None:
+    """A completed job whose journal path leaves this machine's videos folder (a hostile
+    or hand-edited row): the tile says so, and Open, Show in folder and its picture never
+    touch the file (the path is refused: issue 21)."""
+    opened: list[Path] = []
+    monkeypatch.setattr(files, "open_path", lambda path: opened.append(path) or True)
+    outside = make_video(tmp_path / "outside.mp4", (10, 20, 30))
+    item = dataclasses.replace(tile(1, "planted", "COMPLETED", str(outside)), here=False)
+    assert not item.local and picture_text(item) == "path refused"
+    view = shown(qtbot, [item], tmp_path / "cache")
+    view.view.setCurrentIndex(view.model.index(0))
+    assert not view.open_button.isEnabled() and not view.reveal_button.isEnabled()
+    view.open_selected()
+    assert opened == []
+    assert view.model.picture(item) is None and view.thumbs.counts["made"] == 0

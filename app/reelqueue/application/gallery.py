@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from reelqueue.application.outputs import local_path
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import Job
@@ -57,6 +58,8 @@ class GalleryItem:
         seed: the seed the job renders with, if any.
         seed_blocked: why "Retry with a new seed" is not offered (None: it is).
         error: the last error, in the user's words.
+        here: False when the journal's path would leave this machine's videos folder
+            (refused: never opened, shown or copied).
     """
 
     job_id: int
@@ -74,24 +77,35 @@ class GalleryItem:
     seed: Any
     seed_blocked: str | None
     error: str | None
+    here: bool = True
 
     @property
     def completed(self) -> bool:
         return self.state == JobState.COMPLETED.value
 
+    @property
+    def local(self) -> bool:
+        """A finished video this machine holds, at ``output_path``."""
+        return self.completed and self.held_by is None and self.here
+
 
 def _item(job: Job, host: str, providers: ProviderRegistry,
-          reasons: dict[str, str | None]) -> GalleryItem:
+          reasons: dict[str, str | None], videos_dir: Path) -> GalleryItem:
     if job.provider not in reasons:
         reasons[job.provider] = seed_reason(providers, job.provider)
     held = (job.output_host if job.state == JobState.COMPLETED and job.output_host
             and job.output_host != host else None)
     error = (f"{job.error_label}: {job.error_message}" if job.error_label and job.error_message
              else job.error_label or job.error_message)
+    # The journal keeps the path relative to the videos folder (issue 21): the tile, its
+    # picture, Open, Show in folder and Export need it on this machine. A path that
+    # would leave the folder is shown as stored and never used (``here`` False).
+    local = local_path(job.output_path, videos_dir)
     return GalleryItem(job.id, job.batch_id, job.row_number, job.name, job.prompt,
-                       job.provider, job.account, job.state.value, job.output_path,
+                       job.provider, job.account, job.state.value,
+                       str(local) if local is not None else job.output_path,
                        job.output_size, job.output_sha256, held, job.params.get("seed"),
-                       reasons[job.provider], error)
+                       reasons[job.provider], error, here=local is not None)
 
 
 async def gallery_items(session: Session, batch_id: int) -> list[GalleryItem]:
@@ -100,7 +114,8 @@ async def gallery_items(session: Session, batch_id: int) -> list[GalleryItem]:
     jobs = await journal.list_jobs(batch_id=batch_id)
     host = local_host()
     reasons: dict[str, str | None] = {}
-    return [_item(job, host, session.providers, reasons) for job in jobs]
+    videos_dir = session.ctx.videos_dir
+    return [_item(job, host, session.providers, reasons, videos_dir) for job in jobs]
 
 
 class _Selected:
@@ -153,7 +168,7 @@ def _copy_files(items: list[GalleryItem], folder: Path) -> tuple[int, int, int]:
             unfinished += 1
             continue
         source = Path(item.output_path)
-        if item.held_by is not None or not source.is_file():
+        if not item.local or not source.is_file():
             missing += 1
             continue
         target = folder / source.name

@@ -94,6 +94,8 @@ def picture_text(item: GalleryItem) -> str:
     """What a tile without a picture says instead."""
     if item.held_by is not None:
         return f"on {item.held_by}"
+    if item.completed and not item.here:
+        return "path refused"
     if item.completed:
         return "no picture"
     if item.state in RETRYABLE:
@@ -165,7 +167,7 @@ class GalleryModel(QAbstractListModel):
 
     def picture(self, item: GalleryItem) -> QPixmap | None:
         """The tile's picture if it is at hand; else asked for (only painted tiles ask)."""
-        if not item.completed or item.held_by is not None:
+        if not item.local:
             return None
         pixmap = self.thumbs.pixmap(item.output_path)
         if pixmap is None and not self.thumbs.failed(item.output_path):
@@ -475,6 +477,13 @@ class GalleryList(QListView):
         self._end_hover()
         super().leaveEvent(event)
 
+    def viewportEvent(self, event: QEvent) -> bool:
+        # The rest's larger picture carries the tile's words (its caption is the tooltip's
+        # text): no tooltip on top of it.
+        if event.type() == QEvent.Type.ToolTip:
+            return True
+        return super().viewportEvent(event)
+
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self._end_hover()
         super().mousePressEvent(event)
@@ -528,7 +537,7 @@ class PreviewPane:
         item = self.item
         if item is None:
             return
-        if item.completed and item.held_by is None:
+        if item.local:
             pixmap = self.thumbs.pixmap(item.output_path)
             if pixmap is not None:  # fitted to the preview (a small video is scaled up)
                 self.picture.setPixmap(pixmap.scaled(
@@ -610,9 +619,12 @@ class HoverPreview(_ShowsPane, QFrame):
         self.caption.setMaximumWidth(thumbs.box[0])
         layout.addWidget(self.caption)
 
-    def show_at(self, item: GalleryItem, pointer: QPoint) -> None:
-        """Show ``item`` beside ``pointer`` (global), kept on its screen."""
+    def show_at(self, item: GalleryItem, pointer: QPoint, words: str = "") -> None:
+        """Show ``item`` beside ``pointer`` (global), kept on its screen; ``words``: the
+        caption (the tile's tooltip text: name, state, prompt, file or host, error)."""
         self.show_item(item)
+        if words:
+            self.caption.setText(words)
         self.adjustSize()
         size = self.sizeHint()
         screen = QGuiApplication.screenAt(pointer) or QGuiApplication.primaryScreen()
@@ -773,7 +785,7 @@ class GalleryView(QWidget):
     # -- actions --------------------------------------------------------------------------
     def _update_actions(self) -> None:
         items = self.selected_items()
-        local = [i for i in items if i.completed and i.held_by is None]
+        local = [i for i in items if i.local]
         held = [i for i in items if i.held_by is not None]
         for button in (self.open_button, self.reveal_button):
             button.setEnabled(bool(local))
@@ -790,14 +802,14 @@ class GalleryView(QWidget):
 
     def open_selected(self) -> None:
         for item in self.selected_items()[:8]:  # a few players, not a hundred
-            if item.completed and item.held_by is None:
+            if item.local:
                 path = Path(item.output_path)
                 if not files.open_path(path):
                     emit(self.noOpener, path)
 
     def reveal_selected(self) -> None:
         for item in self.selected_items()[:1]:
-            if item.completed and item.held_by is None:
+            if item.local:
                 path = Path(item.output_path)
                 if not files.reveal(path):
                     emit(self.noOpener, path)
@@ -842,7 +854,8 @@ class GalleryView(QWidget):
             return
         if self.hover is None:
             self.hover = HoverPreview(self.preview_thumbs, self)
-        self.hover.show_at(item, pointer)
+        words = self.model.data(self.model.index(row), Qt.ItemDataRole.ToolTipRole)
+        self.hover.show_at(item, pointer, words if isinstance(words, str) else "")
 
     def hide_hover(self) -> None:
         if self.hover is not None:
