@@ -475,9 +475,10 @@ def import_images(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
-def gallery(scene: Scene, out: Path) -> None:
-    """The results gallery (issue 23): a finished batch's videos as thumbnails, two
-    refused by the provider (Ctrl+G switches from the table)."""
+@contextmanager
+def finished_gallery(scene: Scene) -> Iterator[str]:
+    """The window on a finished batch (two rows refused by the provider), switched to the
+    gallery (Ctrl+G) with its thumbnails made; yields the window's id."""
     scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
     sheet = scene.sheet("shots.csv", GALLERY_SHEET)
     scene.cli("run", str(sheet), "--no-progress")
@@ -488,28 +489,24 @@ def gallery(scene: Scene, out: Path) -> None:
         scene.x.xdo("windowfocus", "--sync", window)
         scene.x.xdo("key", "ctrl+g")
         settle(4)  # the thumbnails are made off the GUI thread
-        scene.x.capture(out, full_colour=True)
+        yield window
     finally:
         stop(proc)
+
+
+def gallery(scene: Scene, out: Path) -> None:
+    """The results gallery (issue 23): a finished batch's videos as thumbnails, two
+    refused by the provider (Ctrl+G switches from the table)."""
+    with finished_gallery(scene):
+        scene.x.capture(out, full_colour=True)
 
 
 def gallery_hover(scene: Scene, out: Path) -> None:
     """The gallery with the pointer resting on a tile: its larger picture beside it."""
-    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
-    sheet = scene.sheet("shots.csv", GALLERY_SHEET)
-    scene.cli("run", str(sheet), "--no-progress")
-    proc = scene.app()
-    try:
-        window = wait_window(scene.x, proc)
-        settle(3)
-        scene.x.xdo("windowfocus", "--sync", window)
-        scene.x.xdo("key", "ctrl+g")
-        settle(4)
+    with finished_gallery(scene) as window:
         point(scene.x, window, *SECOND_TILE)
         settle(3)  # the rest's delay, then the larger picture made off the GUI thread
         scene.x.capture(out, full_colour=True)
-    finally:
-        stop(proc)
 
 
 def account_manage(scene: Scene, out: Path) -> None:
