@@ -81,3 +81,32 @@ def test_a_job_completed_by_its_owner_meanwhile_is_not_reattached(
     assert job.claim_token == c.token.token
     assert store.mark_completed(c.token, size=1, sha256="ab" * 32, cost=None,
                                 now=clock.now())
+
+
+def test_a_takeover_of_a_job_whose_dead_owner_had_written_the_file_says_so(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Issue 21: a file is downloaded twice only after a takeover of a job whose dead
+    machine had already written it (its download recorded, not yet completed), and the
+    ledger says so: the takeover's ``reattached`` entry names the download it repeats and
+    whose it was; the render is never created again."""
+    seed_store(store, tmp_path, clock.now(), jobs=2, accounts={"acct-a": 2})
+    written = store.claim_next_job(ClaimParams("acct-a", "machine-a", clock.now(), LEASE))
+    rendering = store.claim_next_job(ClaimParams("acct-a", "machine-a", clock.now(), LEASE))
+    assert written is not None and rendering is not None
+    for claim in (written, rendering):
+        assert store.mark_submitting(claim.token, f"ct-{claim.job.id}", clock.now())
+        assert store.record_submitted(claim.token, f"pj-{claim.job.id}", clock.now())
+        assert store.mark_downloading(claim.token, clock.now())
+    assert store.record_download(written.token, size=1234, sha256="cd" * 32, now=clock.now())
+    clock.advance(LEASE + 1)  # machine-a died with the file in its own folder
+    report = store.recover(RecoverParams("machine-b", clock.now(), LEASE, True,
+                                         lambda job: FileCheck(exists=False)))
+    assert sorted(report.reattached) == sorted([written.job.id, rendering.job.id])
+    again = [e for e in store.ledger(written.job.id) if e.event == "reattached"]
+    assert len(again) == 1
+    assert again[0].detail["downloaded_again"] == {"size": 1234, "sha256": "cd" * 32,
+                                                   "by": "machine-a"}
+    plain = [e for e in store.ledger(rendering.job.id) if e.event == "reattached"]
+    assert len(plain) == 1 and "downloaded_again" not in plain[0].detail
+    assert store.get_job(written.job.id).provider_job_id == "pj-1"  # type: ignore[union-attr]

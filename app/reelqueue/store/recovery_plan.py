@@ -80,10 +80,16 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
                                            "sha256": action.file.sha256})]
     if action.kind in ("reattach", "reconcile"):
         (report.reattached if action.kind == "reattach" else report.reconcile).append(job.id)
+        detail: dict[str, Any] = {"provider_job_id": job.provider_job_id,
+                                  "client_token": job.client_token, "from": str(job.state)}
+        if action.kind == "reattach" and job.output_sha256 is not None:
+            # Its owner had written the video (a recorded download) and died before the
+            # rename or the completion; the file is not here (another machine's folder,
+            # or gone): the render is downloaded again, never created again (issue 21).
+            detail["downloaded_again"] = {"size": job.output_size, "sha256": job.output_sha256,
+                                          "by": job.lease_owner}
         return [RecoveryNote("reattached" if action.kind == "reattach" else "reconcile",
-                             {"provider_job_id": job.provider_job_id,
-                              "client_token": job.client_token, "from": str(job.state)},
-                             new_token)]
+                             detail, new_token)]
     if action.kind == "lost":
         report.lost_renders.append(job.id)
         return [RecoveryNote("render_lost", {"provider_job_id": job.provider_job_id,
