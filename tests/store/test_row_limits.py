@@ -8,7 +8,7 @@ the fast claim and the long way (a spend cap) alike."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,9 @@ from reelqueue.domain.row_limits import (
 )
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import ClaimParams, Store
+from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.sqlite import SqliteStore
+from tests import pgserver
 from tests.conftest import make_specs, seed_store
 
 pytestmark = pytest.mark.unit
@@ -74,11 +77,23 @@ HOSTILE: dict[str, tuple[str, Callable[[], Any], str]] = {
 }
 
 
-@pytest.fixture
-def sql_store(store: Store) -> Store:
-    if type(store).__name__ == "MemoryStore":
-        pytest.skip("the memory store has no journal anyone else can write")
-    return store
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
+              ) -> Iterator[Store]:
+    """The stores whose journal someone else can write (not the memory store)."""
+    if request.param == "sqlite":
+        opened: Store = SqliteStore.open(tmp_path / "journal.sqlite3", now=clock.now())
+        yield opened
+        opened.close()
+        return
+    dsn: str = request.getfixturevalue("pg_dsn")
+    schema = pgserver.new_schema_name()
+    opened = PostgresStore.open(dsn, now=clock.now(), schema=schema, server_clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()
+        pgserver.drop_schema(dsn, schema)
 
 
 @pytest.mark.parametrize("case", list(HOSTILE))
