@@ -111,9 +111,9 @@ def pg_queries() -> dict[str, str]:
         "{claimable}", claimable.replace("{gate}", queries["claim_gate"]).replace(
             "{provider}", queries["claim_provider"])).replace(
         "{commit_async}", queries["commit_async"])
-    problem = queries["row_problem_expr"]
+    problem, refuse = queries["row_problem_expr"], queries["refuse_set"]
     return {name: text.replace("{server_now}", server_now).replace("{row_problem}", problem)
-            for name, text in queries.items()}
+            .replace("{refuse_set}", refuse) for name, text in queries.items()}
 
 
 @cache

@@ -805,12 +805,7 @@ checked AS (
     SELECT c.id, {row_problem} AS problem FROM candidate AS c JOIN jobs AS jj ON jj.id = c.id),
 refused AS (
     UPDATE jobs
-       SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
-           claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-           prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
-           name = left(name, 200), output_path = left(output_path, 1024),
-           job_key = 'row-refused:' || jobs.id::text,
-           error_class = 'permanent', error_label = 'invalid input',
+       SET {refuse_set},
            error_message = %(refusal_prefix)s || k.problem || %(refusal_suffix)s
       FROM checked AS k
      WHERE jobs.id = k.id AND k.problem IS NOT NULL AND jobs.state IN ('QUEUED', 'RETRY_WAIT')
@@ -963,10 +958,14 @@ SELECT {row_problem} AS problem FROM jobs AS jj WHERE jj.id = %(id)s;
 -- The row keeps the start of its prompt and none of its parameters (no later read fetches
 -- the oversized value); its key becomes its own, so importing the sheet's row again adds
 -- it afresh.
-UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
-       claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-       prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
-       name = left(name, 200), output_path = left(output_path, 1024),
-       job_key = 'row-refused:' || id::text,
-       error_class = 'permanent', error_label = 'invalid input', error_message = %(message)s
+UPDATE jobs SET {refuse_set}, error_message = %(message)s
  WHERE id = %(id)s AND state IN ('QUEUED', 'RETRY_WAIT');
+
+-- name: refuse_set
+-- What refusing a row sets (refuse_row and claim_fast's refused CTE: {refuse_set}).
+state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
+claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
+name = left(name, 200), output_path = left(output_path, 1024),
+job_key = 'row-refused:' || jobs.id::text,
+error_class = 'permanent', error_label = 'invalid input'
