@@ -39,7 +39,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 import av
-from benchmarks._common import machine_line
+from _common import machine_line
 from PySide6.QtCore import QElapsedTimer, QEvent, QEventLoop, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
