@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QPixmap
 
 from reelqueue.ui.qtcompat import emit
@@ -114,6 +114,11 @@ class GalleryThumbs(QObject):
         self._stack: list[str] = []
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._unsent = 0
+        self._send = QTimer(self)
+        self._send.setSingleShot(True)
+        self._send.setInterval(0)
+        self._send.timeout.connect(self._send_requests)
         self._done.connect(self._deliver)
 
     def pixmap(self, video: str) -> QPixmap | None:
@@ -122,6 +127,10 @@ class GalleryThumbs(QObject):
         if pixmap is not None:
             self._pixmaps.move_to_end(video)
         return pixmap
+
+    def pending(self) -> int:
+        """Pictures asked for and not answered yet."""
+        return len(self._asked)
 
     def failed(self, video: str) -> bool:
         """The video gave no picture (damaged, missing): the placeholder stays."""
@@ -140,11 +149,22 @@ class GalleryThumbs(QObject):
                 del self._stack[:len(dropped)]
         for old in dropped:  # scrolled past: asked again if painted again
             self._asked.discard(old)
+        # The workers are woken once the paint that asked is over: started during it,
+        # they take the interpreter's lock from the GUI thread in the middle of the paint.
+        self._unsent += 1
+        if not self._send.isActive():
+            self._send.start()
+
+    def _send_requests(self) -> None:
+        count, self._unsent = self._unsent, 0
+        if not count:
+            return
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.workers,
                                                 thread_name_prefix="reelqueue-gallery",
                                                 initializer=_lower_priority)
-        self._executor.submit(self._work)
+        for _ in range(count):
+            self._executor.submit(self._work)
 
     def _work(self) -> None:
         """On a worker thread: make the newest request waiting."""
@@ -193,6 +213,8 @@ class GalleryThumbs(QObject):
         """Drop what waits; a decode under way ends within its deadline."""
         with self._lock:
             self._stack.clear()
+        self._send.stop()
+        self._unsent = 0
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
