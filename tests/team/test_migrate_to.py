@@ -127,3 +127,24 @@ def test_migrate_keeps_this_machines_keys_for_the_team_where_they_went_before(
     assert listed.returncode == 0, listed.stderr
     assert "keyed" in listed.stdout and "on this machine" not in listed.stdout
     assert key not in done.stdout + done.stderr + listed.stdout
+
+
+def test_migrate_leaves_this_machines_api_tokens_behind_and_says_how_to_make_team_ones(
+        tmp_path: Path, team_url: str) -> None:
+    """A local token only ever opened this machine's queue; copied, it would open the
+    team's on every machine that serves it. It stays, and the output says so."""
+    data = tmp_path / "data"
+    _local_journal(data, tmp_path)
+    made = cli(data, "tokens", "add", "ci-bot", "--scope", "submit")
+    assert made.returncode == 0, made.stderr
+    secret = made.stdout.strip().splitlines()[-1]
+    done = cli(data, "migrate-to", team_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "API tokens were not copied (ci-bot)" in done.stdout
+    assert f"'reelqueue --store {team_url} tokens add NAME" in done.stdout
+    assert secret not in done.stdout + done.stderr
+    team_tokens = cli(data, "--store", team_url, "tokens", "list")
+    assert team_tokens.returncode == 0, team_tokens.stderr
+    assert "ci-bot" not in team_tokens.stdout
+    local_tokens = cli(data, "tokens", "list")
+    assert "ci-bot\tsubmit" in local_tokens.stdout

@@ -31,6 +31,7 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
         try:
             copied = copy_journal(ctx.journal_path, target)
             keyed = [a.name for a in source.list_accounts() if a.key_ref]
+            tokens = _local_tokens(ctx)
             database_id = database_identity(target)
         finally:
             target.close()
@@ -48,4 +49,22 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print(f"Kept {carried} account key(s) for the team on this machine, each "
                       "sent only where it was before; other machines: "
                       "'reelqueue --store URL team-key NAME'.")
+    if tokens:
+        # Not copied on purpose: a token of the team database opens the team's queue on
+        # every machine that serves it, which this machine's token never did.
+        ctx.print(f"This machine's API tokens were not copied ({', '.join(tokens)}): a "
+                  "team token opens the team's queue on every machine that serves it, so "
+                  f"make each on purpose with 'reelqueue --store {args.url} tokens add NAME "
+                  "--scope read|submit|admin'.")
     return 0
+
+
+def _local_tokens(ctx: CliContext) -> list[str]:
+    """The names of the SQLite journal's API tokens (read only)."""
+    from reelqueue.application.tokens import ClientTokens
+
+    tokens = ClientTokens(ctx.journal_path)
+    try:
+        return [t.name for t in tokens.list()]
+    finally:
+        tokens.close()
