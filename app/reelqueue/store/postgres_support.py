@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from contextlib import suppress
 from typing import Any
 
 import psycopg
 import psycopg.types.json
 from psycopg import conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
 from reelqueue.domain.errors import (
     JournalBug,
@@ -207,3 +210,68 @@ def ledger_from_pg(row: dict[str, Any]) -> LedgerEntry:
         seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
         account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
     )
+
+
+# -- the driver's connections ------------------------------------------------------------
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (psycopg.Error, PoolTimeout, TooManyRequests)
+"""What the driver and its pool raise (the pool's errors are psycopg's OperationalError
+today; named anyway so a change there cannot leak a raw error)."""
+
+
+class RecentlyUsed:
+    """The pool's check before it hands a connection out: an empty query (one round trip)
+    finds a connection the server dropped (a restart, a network cut) and the pool replaces
+    it, but a connection that completed a transaction within the last ``fresh_seconds`` is
+    handed out unchecked: under load that saves a round trip per transaction, and a server
+    dying meanwhile fails that one operation as "cannot be reached" all the same."""
+
+    def __init__(self, fresh_seconds: float = 1.0) -> None:
+        self.fresh_seconds = fresh_seconds
+        self._last: dict[int, float] = {}
+
+    def mark(self, conn: psycopg.Connection[Any]) -> None:
+        self._last[id(conn)] = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        last = self._last.pop(id(conn), None)
+        if last is None or time.monotonic() - last > self.fresh_seconds:
+            ConnectionPool.check_connection(conn)
+
+
+def first_line(exc: BaseException, password: str | None) -> str:
+    text = str(exc).strip()
+    return scrub(text.splitlines()[0] if text else type(exc).__name__, password)
+
+
+def rollback_quietly(db: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed step; a connection that died cannot (the server rolled
+    the transaction back itself) and the pool replaces it."""
+    if db.closed:
+        return
+    with suppress(psycopg.Error):
+        db.rollback()
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    state = getattr(exc, "sqlstate", None) or ""
+    return not state or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def lost_before_commit(exc: BaseException, committing: bool) -> bool:
+    """The connection died (a server restart, a cut network) before the transaction's
+    COMMIT was sent (``committing`` False): the server rolled it back, so running the
+    operation again on a new connection cannot apply it twice. A failure during COMMIT is
+    never retried (it may have committed), nor a pool timeout (the wait already happened)."""
+    if committing or isinstance(exc, PoolTimeout | TooManyRequests):
+        return False
+    return isinstance(exc, psycopg.OperationalError) and _connection_lost(exc)
+
+
+def commit_unknown(exc: BaseException, committing: bool) -> bool:
+    """The COMMIT was sent (``committing``) and its answer lost (the connection failed
+    during it): the transaction may have committed or not. A COMMIT the server refused
+    with a reason (a serialization failure, a constraint) was rolled back: that is known."""
+    if not committing or isinstance(exc, PoolTimeout | TooManyRequests):
+        return False
+    return (isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+            and _connection_lost(exc))
