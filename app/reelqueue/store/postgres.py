@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar, cast
@@ -45,7 +44,7 @@ from psycopg_pool import ConnectionPool
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import Batch, Claim, ClaimToken, JobSpec
-from reelqueue.domain.row_limits import MAX_REFUSED_PER_CLAIM, refusal_params
+from reelqueue.domain.row_limits import refusal_params
 from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.pg_import import existing_keys, insert_jobs
 from reelqueue.store.pg_instances import Instance, InstancesRegistry
@@ -68,7 +67,13 @@ from reelqueue.store.postgres_support import (
     rollback_quietly,
     use_bounded_json,
 )
-from reelqueue.store.sql_journal import FencedWrite, RowReaders, claim_of, public_methods
+from reelqueue.store.sql_journal import (
+    CLAIM_IN_STEPS,
+    FencedWrite,
+    RowReaders,
+    claim_of,
+    public_methods,
+)
 
 log = logging.getLogger(__name__)
 
@@ -516,54 +521,42 @@ class PostgresStore(InstancesRegistry):
         return self._one("lock_account", name=name) is not None
 
     # -- claims ------------------------------------------------------------------------
-    def claim_next_job(self, params: ClaimParams) -> Claim | None:
-        token = uuid.uuid4().hex
-        tried: list[int] = []  # the job the claim wrote its token on, if it got that far
-        # Inside an open transaction (a step of it) the claim goes the long way: the fast
-        # way's statement would set the whole transaction's commit (commit_async).
-        fast: object = _LONG_WAY
-        for _ in range(MAX_REFUSED_PER_CLAIM):
-            fast = _LONG_WAY if self._conn is not None else self._settled(
-                functools.partial(self._claim_fast, params, token),
-                functools.partial(self._claim_landed, params, token, []),
-                f"a claim for {params.account}")
-            if fast is not _REFUSED:  # a row refused (row_limits): the next candidate
-                break
-        if fast is _REFUSED:
-            return None
-        if fast is not _LONG_WAY:
-            return cast("Claim | None", fast)
-        return self._settled(functools.partial(self._claim, params, token, tried),
-                             functools.partial(self._claim_landed, params, token, tried),
+    def _claim_at_once(self, params: ClaimParams, token: str) -> Any:
+        """The claim in one round trip (issue 20), settled: one pipeline sends BEGIN, the
+        account's row lock (lock_account), claim_fast (room, candidate, claim, ledger entry)
+        and COMMIT, which does not wait for the WAL's flush (a lost claim leaves the job
+        queued with nothing sent). Inside an open transaction (a step of it) the claim is
+        made in steps: claim_fast would set the whole transaction's commit."""
+        if self._conn is not None:
+            return CLAIM_IN_STEPS
+        return self._settled(functools.partial(self._claim_fast, params, token),
+                             functools.partial(self._claim_landed, params, token, []),
                              f"a claim for {params.account}")
 
-    def _claim_fast(self, params: ClaimParams, token: str) -> Claim | object | None:
-        """The claim in one round trip (issue 20): one pipeline sends BEGIN, the account's
-        row lock (lock_account), claim_fast (room, candidate, claim, ledger entry) and
-        COMMIT, which does not wait for the WAL's flush (a lost claim leaves the job queued
-        with nothing sent). :data:`_LONG_WAY` when a spend cap has to look at the
-        candidate: :meth:`_claim` claims it then."""
+    def _claim_fast(self, params: ClaimParams, token: str) -> Row | None:
         rows = self._single(self._q["claim_fast"].encode(), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
             "creates": True, "skip_batches": [], **refusal_params()},
             before=[("lock_account", {"name": params.account})])
-        row = rows[0] if rows else None
-        if row is None or not row["room_ok"]:
-            return None
-        if row["refused_id"] is not None:
-            return _REFUSED
-        if row["id"] is None:
-            return None if row["candidate_id"] is None else _LONG_WAY
-        job = job_from_pg(row)
-        return claim_of(job, params.account, token)
+        return rows[0] if rows else None
 
-    def _claim_landed(self, params: ClaimParams, token: str,
-                      tried: list[int]) -> Claim | None:
+    def _claim_in_steps(self, params: ClaimParams, token: str) -> Claim | None:
+        tried: list[int] = []  # the job the claim wrote its token on, if it got that far
+
+        def landed() -> Claim | None:
+            row = self._claim_landed(params, token, tried)
+            return None if row is None else claim_of(job_from_pg(row), params.account, token)
+
+        return self._settled(functools.partial(self._claim, params, token, tried), landed,
+                             f"a claim for {params.account}")
+
+    def _claim_landed(self, params: ClaimParams, token: str, tried: list[int]) -> Row | None:
         """The claim whose COMMIT went unanswered, if it committed: the row carrying its
-        token (a row cancelled meanwhile carries none: no claim). The long way's row is
-        known (``tried``): its lock is waited for; the fast way's is not, so the account's
-        row lock is (the lost transaction held it), then the row carrying the token."""
+        token, as claim_fast answers a claim (a row cancelled meanwhile carries none: no
+        claim). The steps' row is known (``tried``): its lock is waited for; the fast way's
+        is not, so the account's row lock is (the lost transaction held it), then the row
+        carrying the token."""
         if tried:
             row = self._settle_row(tried[-1])
         else:
@@ -573,9 +566,7 @@ class PostgresStore(InstancesRegistry):
                 row = self._one("claim_by_token", account=params.account, token=token)
         if row is None or row["claim_token"] != token:
             return None
-        job = job_from_pg(row)
-        assert job.account is not None
-        return claim_of(job, job.account, token)
+        return {**row, "room_ok": True, "refused_id": None, "candidate_id": row["id"]}
 
     def _claim(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         with self._tx():
@@ -598,12 +589,6 @@ class PostgresStore(InstancesRegistry):
         """A connection of the pool inside one transaction (committed at the end)."""
         with self._tx() as db:
             yield db
-
-
-_LONG_WAY = object()
-"""The fast claim's answer when a spend cap has to look at its candidate."""
-_REFUSED = object()
-"""The fast claim's answer when its candidate's row was refused (domain/row_limits.py)."""
 
 
 __all__ = ["SCHEMA_VERSION", "Instance", "PostgresStore", "pg_migration_sql", "pg_queries"]

@@ -86,6 +86,9 @@ from reelqueue.store.spend import (
 Row = Any
 """A row of a driver, read by column name (``sqlite3.Row`` or psycopg's dict row)."""
 
+CLAIM_IN_STEPS: Any = object()
+"""A driver's :meth:`SqlJournal._claim_at_once` when it claims in steps only (or now)."""
+
 
 def public_methods(cls: type, skip: Iterable[str] = ()) -> dict[str, Callable[..., Any]]:
     """The public operations of ``cls``, inherited ones included (the most derived
@@ -164,9 +167,9 @@ class FencedWrite:
 class SqlJournal:
     """The policy of a journal kept in SQL. Subclasses are drivers: they implement the
     primitives and hooks (the ``NotImplementedError`` methods: connections, transactions,
-    adapters, the bulk insert, how a fenced write and a claim's room are run) and
-    ``claim_next_job`` (SQLite: :meth:`_claim_steps` in one write transaction;
-    PostgreSQL: one statement when no spend cap has to look, else those steps, settled)."""
+    adapters, the bulk insert, how a fenced write, a claim and its room are run:
+    SQLite claims in :meth:`_claim_steps` in one write transaction; PostgreSQL in one
+    statement when no spend cap has to look, else in those steps, settled)."""
 
     host: str
     _q: dict[str, str]
@@ -273,6 +276,20 @@ class SqlJournal:
     def _lock_account(self, name: str) -> bool:
         """Before :meth:`remove_account` counts the account's renders: lock it so no
         claim adds one meanwhile; False when the account is known to be missing."""
+        raise NotImplementedError
+
+    def _claim_at_once(self, params: ClaimParams, token: str) -> Row:
+        """The claim in one statement, or :data:`CLAIM_IN_STEPS` (SQLite always: its claim
+        is one local write transaction). PostgreSQL: ``claim_fast`` (the account's room,
+        the candidate, a hostile row refused, the claim and its ledger entry) in one round
+        trip; its row says which (``room_ok``, ``refused_id``, ``candidate_id``: a candidate
+        a spend cap has to look at, not claimed; the job's columns when claimed)."""
+        raise NotImplementedError
+
+    def _claim_in_steps(self, params: ClaimParams, token: str) -> Claim | None:
+        """The claim as :meth:`_claim_steps` in one write transaction, not fsynced (a claim
+        lost in a power cut leaves the job queued with nothing sent); PostgreSQL reads back
+        a claim whose commit went unanswered."""
         raise NotImplementedError
 
     def _claim_room(self, account_row: Row, params: ClaimParams) -> Row | None:
@@ -475,6 +492,24 @@ class SqlJournal:
                 "renew_leases", owner=instance_id, lease_until=now + lease_seconds,
                 lease_seconds=lease_seconds, clock_offset=clock_offset,
                 tokens=None if tokens is None else self._list(tokens)))
+
+    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        token = uuid.uuid4().hex
+        for _ in range(MAX_REFUSED_PER_CLAIM):
+            row = self._claim_at_once(params, token)
+            if row is CLAIM_IN_STEPS:
+                break
+            if row is None or not row["room_ok"]:
+                return None
+            if row["refused_id"] is None:  # else a hostile row refused: the next one
+                if row["id"] is not None:
+                    return claim_of(self.ROWS.job(row), params.account, token)
+                if row["candidate_id"] is None:
+                    return None
+                break  # a spend cap has to look at the candidate: claimed in steps
+        else:
+            return None
+        return self._claim_in_steps(params, token)
 
     def _claim_steps(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         """A claim inside the driver's claim transaction: the account with room, the next

@@ -18,7 +18,6 @@ import logging
 import os
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -29,7 +28,13 @@ from reelqueue.domain.models import Batch, Claim, JobSpec
 from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
-from reelqueue.store.sql_journal import FencedWrite, RowReaders, SqlJournal, public_methods
+from reelqueue.store.sql_journal import (
+    CLAIM_IN_STEPS,
+    FencedWrite,
+    RowReaders,
+    SqlJournal,
+    public_methods,
+)
 from reelqueue.store.sqlite_import import existing_keys, insert_jobs, present_job_keys
 from reelqueue.store.sqlite_support import (
     _dumps,
@@ -349,11 +354,14 @@ class SqliteStore(SqlJournal):
         return True
 
     # -- claims ------------------------------------------------------------------------
-    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+    def _claim_at_once(self, params: ClaimParams, token: str) -> object:
+        return CLAIM_IN_STEPS  # one write transaction is the claim's way
+
+    def _claim_in_steps(self, params: ClaimParams, token: str) -> Claim | None:
         # Not fsynced: a claim lost in a power cut leaves the job queued, and nothing was
         # sent yet; the submission intent that follows is durable and syncs it too.
         with self._write(durable=False):
-            return self._claim_steps(params, uuid.uuid4().hex, [])
+            return self._claim_steps(params, token, [])
 
     def _claim_room(self, account_row: sqlite3.Row, params: ClaimParams) -> sqlite3.Row:
         # claim_account read the live renders and the cool-down with the account, inside
