@@ -37,7 +37,6 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar, cast
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -55,7 +54,6 @@ from reelqueue.store.postgres_support import (
     account_from_pg,
     batch_from_pg,
     commit_unknown,
-    connection_error,
     describe_dsn,
     dsn_password,
     dumps,
@@ -64,8 +62,8 @@ from reelqueue.store.postgres_support import (
     known_error,
     ledger_from_pg,
     lost_before_commit,
+    open_pool,
     rollback_quietly,
-    use_bounded_json,
 )
 from reelqueue.store.sql_journal import (
     CLAIM_IN_STEPS,
@@ -166,36 +164,11 @@ class PostgresStore(InstancesRegistry):
         statement (leases, retry times, heartbeats...), so a test can set or shift the
         team's clock. Left out, the server's ``clock_timestamp()`` decides."""
         where, password = describe_dsn(dsn), dsn_password(dsn)
-        kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
-                                  "connect_timeout": max(1, int(connect_timeout)),
-                                  "application_name": "reelqueue"}
         if schema is not None and not schema.replace("_", "").isalnum():
             raise InputError(f"{schema!r} is not a plain schema name (letters, digits, _).")
-        # A transaction of ours never waits on anything but the server: one left open by a
-        # client that vanished (its COMMIT lost on the way) is ended by the server, so its
-        # row locks cannot hold a job away from a takeover for longer than this.
-        options = [f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"]
-        if schema is not None:
-            options.append(f"-c search_path={schema}")
-        kwargs["options"] = " ".join(options)
-        recently_used = RecentlyUsed()
-        # One plain connection first: a refused password or TLS handshake is said as
-        # such at once (the pool would retry until its timeout, then say only that it
-        # timed out), and it tells whether the connection is encrypted (issue 21).
-        try:
-            with psycopg.connect(dsn, **{k: v for k, v in kwargs.items()
-                                         if k != "row_factory"}) as probe:
-                encrypted = bool(probe.pgconn.ssl_in_use)
-        except DRIVER_ERRORS as exc:
-            raise connection_error(exc, where, password, dsn) from None
-        try:
-            pool: ConnectionPool = ConnectionPool(
-                dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
-                check=recently_used.check, configure=use_bounded_json,
-                timeout=connect_timeout, name="reelqueue")
-            pool.open(wait=True, timeout=connect_timeout)
-        except DRIVER_ERRORS as exc:
-            raise known_error(exc, where, password) from None
+        pool, recently_used, encrypted = open_pool(
+            dsn, schema=schema, max_size=max_size, connect_timeout=connect_timeout,
+            idle_in_transaction_ms=IDLE_IN_TRANSACTION_MS)
         store = cls(pool, where, schema, password, server_clock)
         store._recently_used = recently_used
         store.encrypted = encrypted

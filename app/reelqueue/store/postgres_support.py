@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import psycopg.types.json
 from psycopg import conninfo
+from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
 from reelqueue.domain.errors import (
@@ -250,6 +251,44 @@ def rollback_quietly(db: psycopg.Connection[Any]) -> None:
         return
     with suppress(psycopg.Error):
         db.rollback()
+
+
+def open_pool(dsn: str, *, schema: str | None, max_size: int, connect_timeout: float,
+              idle_in_transaction_ms: int) -> tuple[ConnectionPool, RecentlyUsed, bool]:
+    """The PostgreSQL store's pool of connections to ``dsn`` (dict rows, not in
+    autocommit, ``search_path`` set to ``schema``), opened; its check
+    (:class:`RecentlyUsed`) and whether the connection is encrypted. JournalError
+    (password-free) when the server cannot be reached or refuses the login."""
+    where, password = describe_dsn(dsn), dsn_password(dsn)
+    kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
+                              "connect_timeout": max(1, int(connect_timeout)),
+                              "application_name": "reelqueue"}
+    # A transaction of ours never waits on anything but the server: one left open by a
+    # client that vanished (its COMMIT lost on the way) is ended by the server, so its
+    # row locks cannot hold a job away from a takeover for longer than this.
+    options = [f"-c idle_in_transaction_session_timeout={idle_in_transaction_ms}"]
+    if schema is not None:
+        options.append(f"-c search_path={schema}")
+    kwargs["options"] = " ".join(options)
+    recently_used = RecentlyUsed()
+    # One plain connection first: a refused password or TLS handshake is said as
+    # such at once (the pool would retry until its timeout, then say only that it
+    # timed out), and it tells whether the connection is encrypted (issue 21).
+    try:
+        with psycopg.connect(dsn, **{k: v for k, v in kwargs.items()
+                                     if k != "row_factory"}) as probe:
+            encrypted = bool(probe.pgconn.ssl_in_use)
+    except DRIVER_ERRORS as exc:
+        raise connection_error(exc, where, password, dsn) from None
+    try:
+        pool: ConnectionPool = ConnectionPool(
+            dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
+            check=recently_used.check, configure=use_bounded_json,
+            timeout=connect_timeout, name="reelqueue")
+        pool.open(wait=True, timeout=connect_timeout)
+    except DRIVER_ERRORS as exc:
+        raise known_error(exc, where, password) from None
+    return pool, recently_used, encrypted
 
 
 def _connection_lost(exc: BaseException) -> bool:
