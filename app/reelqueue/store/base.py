@@ -45,6 +45,14 @@ def short_lease(lease_left: float | None, min_lease: float | None) -> dict[str, 
             "min_lease": min_lease}
 
 
+def account_usable(account: Account) -> bool:
+    """Whether ``account`` takes claims, its cool-down aside (compared on the store's one
+    clock: the caller's on one machine, the server's for a team): enabled, and ready or
+    rate limited (a rate limit whose cool-down is over tries again)."""
+    return account.enabled and account.status in (AccountStatus.READY,
+                                                   AccountStatus.RATE_LIMITED)
+
+
 def downloading_detail(output_path: str | None, part: str | None) -> dict[str, Any]:
     """The ledger detail of a ``downloading`` entry: the output path chosen and the
     temporary file (only what was given)."""
@@ -73,6 +81,25 @@ class JobError:
     error_class: str
     label: str
     message: str
+
+
+def error_detail(error: JobError, **flags: Any) -> dict[str, Any]:
+    """The ledger detail of a transition that records an error (``retry_wait``,
+    ``released``, ``failed``, ``parked``): the error's class, label and message, then the
+    ``flags`` given."""
+    return {"error_class": error.error_class, "label": error.label, "message": error.message,
+            **flags}
+
+
+def claimed_detail(owner: str, job: Job) -> dict[str, Any]:
+    """The ledger detail of a ``claimed`` entry (``job``: the row once claimed)."""
+    return {"owner": owner, "attempt": job.attempts, "resume": job.provider_job_id is not None}
+
+
+def claim_of(job: Job, account: str, token: str) -> Claim:
+    """The claim of ``job`` for ``account`` under ``token``."""
+    return Claim(job=job, account=account, token=ClaimToken(job.id, token),
+                 resumed=job.provider_job_id is not None)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,11 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    account_usable,
+    claim_of,
+    claimed_detail,
     downloading_detail,
+    error_detail,
     short_lease,
     this_host,
 )
@@ -51,8 +55,12 @@ from reelqueue.store.spend import (
     SPEND_EVENT,
     AccountSpend,
     BatchSpend,
+    Refusal,
     SpendSummary,
     cap_of,
+    cost_correction,
+    first_unrefused,
+    intent_spend,
     price_of,
     refusal,
 )
@@ -309,11 +317,9 @@ class MemoryStore:
     def claim_next_job(self, params: ClaimParams) -> Claim | None:
         with self._lock:
             account = self._accounts.get(params.account)
-            if account is None or not account.enabled:
+            if account is None or not account_usable(account):
                 return None
             if account.cooldown_until is not None and account.cooldown_until > params.now:
-                return None
-            if account.status not in (AccountStatus.READY, AccountStatus.RATE_LIMITED):
                 return None
             if self.live_count(account.name) >= account.capacity:
                 return None
@@ -340,26 +346,23 @@ class MemoryStore:
             )
             self._jobs[job.id] = job
             self._note("claimed", params.now, job_id=job.id, account=account.name,
-                       claim_token=token, detail={"owner": params.instance_id,
-                                                  "attempt": job.attempts,
-                                                  "resume": job.provider_job_id is not None})
-            return Claim(job, account.name, ClaimToken(job.id, token),
-                         resumed=job.provider_job_id is not None)
+                       claim_token=token, detail=claimed_detail(params.instance_id, job))
+            return claim_of(job, account.name, token)
 
     def _spend_checked(
         self, account: Account, params: ClaimParams, candidates: list[Job],
     ) -> Job | None:
-        """The best candidate no spend cap refuses (as sqlite.py's claim)."""
-        skip: set[int] = set()
-        creates = True
+        """The best candidate no spend cap refuses (the walk of spend.first_unrefused, as
+        the SQL journals' claim)."""
         account_cap = cap_of(account.settings, "daily_cap")
-        for _ in range(len(self._batches) + 2):  # each refusal steps over one batch
+
+        def next_candidate(creates: bool, skip: list[int]) -> Job | None:
             left = [j for j in candidates if j.provider_job_id is not None
                     or (creates and j.batch_id not in skip)]
-            if not left:
-                return None
-            job = min(left, key=lambda j: (-j.priority, j.id))
-            refused = refusal(
+            return min(left, key=lambda j: (-j.priority, j.id)) if left else None
+
+        def refused_of(job: Job) -> Refusal | None:
+            return refusal(
                 needs_create=job.provider_job_id is None and job.client_token is None,
                 price=price_of(job.metadata),
                 batch_cap=cap_of(self._batches[job.batch_id].settings, "max_spend"),
@@ -368,13 +371,9 @@ class MemoryStore:
                 account_committed=functools.partial(self._account_committed, account.name,
                                                     params.day_start),
             )
-            if refused is None:
-                return job
-            if refused.scope == "account":
-                creates = False
-            else:
-                skip.add(job.batch_id)
-        return None
+
+        return first_unrefused(next_candidate, refused_of, lambda j: j.batch_id,
+                               lambda: len(self._batches))
 
     def _reserved(self, keep: Callable[[Job], bool]) -> float:
         """The price of claimed jobs that will create (no render, no unresolved intent)."""
@@ -479,11 +478,10 @@ class MemoryStore:
                                 client_token=client_token):
                 return False
             assert job is not None
-            price = price_of(job.metadata)
-            # The same intent again (looked up, not sent) costs nothing more (sqlite.py).
-            if price is not None and job.client_token != client_token:
+            spend = intent_spend(job.metadata, job.client_token, client_token)
+            if spend is not None:
                 self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
-                           claim_token=token.token, detail={"usd": price})
+                           claim_token=token.token, detail=spend)
             return True
 
     def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
@@ -587,12 +585,10 @@ class MemoryStore:
                 finished_at=now):
                 return False
             assert job is not None
-            if cost is not None:
-                difference = float(cost) - (price_of(job.metadata) or 0.0)
-                if abs(difference) > SLACK:
-                    self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
-                               claim_token=token.token,
-                               detail={"usd": round(difference, 6), "reported_cost": cost})
+            spend = cost_correction(job.metadata, cost)
+            if spend is not None:
+                self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
+                           claim_token=token.token, detail=spend)
             return True
 
     def set_retry_wait(
@@ -601,9 +597,7 @@ class MemoryStore:
     ) -> bool:
         return self._fenced(
             token, "fenced_set_retry_wait", "retry_wait", now, "set_retry_wait",
-            {"error_class": error.error_class, "label": error.label,
-             "message": error.message, "run_after": run_after,
-             "keeps_render": keep_provider_job},
+            error_detail(error, run_after=run_after, keeps_render=keep_provider_job),
             drop=() if keep_provider_job else ("account", "provider_job_id", "client_token"),
             run_after=run_after, error_class=error.error_class, error_label=error.label,
             error_message=error.message)
@@ -616,8 +610,7 @@ class MemoryStore:
         keeps = job is not None and (job.provider_job_id is not None or keep_submission)
         return self._fenced(
             token, "fenced_release_to_queue", "released", now, "release_to_queue",
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"keeps_submission": True} if keep_submission else {})},
+            error_detail(error, **({"keeps_submission": True} if keep_submission else {})),
             to=JobState.RETRY_WAIT if run_after else JobState.QUEUED,
             drop=() if keeps else ("account", "client_token"),
             run_after=run_after or 0.0, attempts=max((job.attempts if job else 1) - 1, 0),
@@ -628,8 +621,7 @@ class MemoryStore:
                     drop_render: bool = False) -> bool:
         return self._fenced(
             token, "fenced_mark_failed", "failed", now, "mark_failed",
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"dropped_render": True} if drop_render else {})},
+            error_detail(error, **({"dropped_render": True} if drop_render else {})),
             drop=("provider_job_id",) if drop_render else (), finished_at=now,
             error_class=error.error_class, error_label=error.label,
             error_message=error.message)
@@ -643,7 +635,7 @@ class MemoryStore:
                 return False
         return self._fenced(
             token, "fenced_park", "parked", now, "park",
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            error_detail(error),
             error_class=error.error_class, error_label=error.label,
             error_message=error.message)
 

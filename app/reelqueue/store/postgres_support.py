@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from contextlib import suppress
 from typing import Any
 
 import psycopg
 import psycopg.types.json
 from psycopg import conninfo
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 
 from reelqueue.domain.errors import (
     JournalBug,
@@ -207,3 +211,106 @@ def ledger_from_pg(row: dict[str, Any]) -> LedgerEntry:
         seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
         account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
     )
+
+
+# -- the driver's connections ------------------------------------------------------------
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (psycopg.Error, PoolTimeout, TooManyRequests)
+"""What the driver and its pool raise (the pool's errors are psycopg's OperationalError
+today; named anyway so a change there cannot leak a raw error)."""
+
+
+class RecentlyUsed:
+    """The pool's check before it hands a connection out: an empty query (one round trip)
+    finds a connection the server dropped (a restart, a network cut) and the pool replaces
+    it, but a connection that completed a transaction within the last ``fresh_seconds`` is
+    handed out unchecked: under load that saves a round trip per transaction, and a server
+    dying meanwhile fails that one operation as "cannot be reached" all the same."""
+
+    def __init__(self, fresh_seconds: float = 1.0) -> None:
+        self.fresh_seconds = fresh_seconds
+        self._last: dict[int, float] = {}
+
+    def mark(self, conn: psycopg.Connection[Any]) -> None:
+        self._last[id(conn)] = time.monotonic()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        last = self._last.pop(id(conn), None)
+        if last is None or time.monotonic() - last > self.fresh_seconds:
+            ConnectionPool.check_connection(conn)
+
+
+def first_line(exc: BaseException, password: str | None) -> str:
+    text = str(exc).strip()
+    return scrub(text.splitlines()[0] if text else type(exc).__name__, password)
+
+
+def rollback_quietly(db: psycopg.Connection[Any]) -> None:
+    """Roll back after a failed step; a connection that died cannot (the server rolled
+    the transaction back itself) and the pool replaces it."""
+    if db.closed:
+        return
+    with suppress(psycopg.Error):
+        db.rollback()
+
+
+def open_pool(dsn: str, *, schema: str | None, max_size: int, connect_timeout: float,
+              idle_in_transaction_ms: int) -> tuple[ConnectionPool, RecentlyUsed, bool]:
+    """The PostgreSQL store's pool of connections to ``dsn`` (dict rows, not in
+    autocommit, ``search_path`` set to ``schema``), opened; its check
+    (:class:`RecentlyUsed`) and whether the connection is encrypted. JournalError
+    (password-free) when the server cannot be reached or refuses the login."""
+    where, password = describe_dsn(dsn), dsn_password(dsn)
+    kwargs: dict[str, Any] = {"row_factory": dict_row, "autocommit": False,
+                              "connect_timeout": max(1, int(connect_timeout)),
+                              "application_name": "reelqueue"}
+    # A transaction of ours never waits on anything but the server: one left open by a
+    # client that vanished (its COMMIT lost on the way) is ended by the server, so its
+    # row locks cannot hold a job away from a takeover for longer than this.
+    options = [f"-c idle_in_transaction_session_timeout={idle_in_transaction_ms}"]
+    if schema is not None:
+        options.append(f"-c search_path={schema}")
+    kwargs["options"] = " ".join(options)
+    recently_used = RecentlyUsed()
+    # One plain connection first: a refused password or TLS handshake is said as
+    # such at once (the pool would retry until its timeout, then say only that it
+    # timed out), and it tells whether the connection is encrypted (issue 21).
+    try:
+        with psycopg.connect(dsn, **{k: v for k, v in kwargs.items()
+                                     if k != "row_factory"}) as probe:
+            encrypted = bool(probe.pgconn.ssl_in_use)
+    except DRIVER_ERRORS as exc:
+        raise connection_error(exc, where, password, dsn) from None
+    try:
+        pool: ConnectionPool = ConnectionPool(
+            dsn, kwargs=kwargs, min_size=1, max_size=max_size, open=False,
+            check=recently_used.check, configure=use_bounded_json,
+            timeout=connect_timeout, name="reelqueue")
+        pool.open(wait=True, timeout=connect_timeout)
+    except DRIVER_ERRORS as exc:
+        raise known_error(exc, where, password) from None
+    return pool, recently_used, encrypted
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    state = getattr(exc, "sqlstate", None) or ""
+    return not state or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def lost_before_commit(exc: BaseException, committing: bool) -> bool:
+    """The connection died (a server restart, a cut network) before the transaction's
+    COMMIT was sent (``committing`` False): the server rolled it back, so running the
+    operation again on a new connection cannot apply it twice. A failure during COMMIT is
+    never retried (it may have committed), nor a pool timeout (the wait already happened)."""
+    if committing or isinstance(exc, PoolTimeout | TooManyRequests):
+        return False
+    return isinstance(exc, psycopg.OperationalError) and _connection_lost(exc)
+
+
+def commit_unknown(exc: BaseException, committing: bool) -> bool:
+    """The COMMIT was sent (``committing``) and its answer lost (the connection failed
+    during it): the transaction may have committed or not. A COMMIT the server refused
+    with a reason (a serialization failure, a constraint) was rolled back: that is known."""
+    if not committing or isinstance(exc, PoolTimeout | TooManyRequests):
+        return False
+    return (isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+            and _connection_lost(exc))

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 SLACK = 1e-9
 """Rounding slack: a cap of exactly 5 x the price admits 5 renders."""
 
 SPEND_EVENT = "spend"
+
+_C = TypeVar("_C")
 
 
 def local_day_start(now: float) -> float:
@@ -64,6 +66,63 @@ def refusal(
         return Refusal("account", "spend cap reached")
     if batch_cap is not None and batch_committed() + price > batch_cap + SLACK:
         return Refusal("batch", "spend cap reached")
+    return None
+
+
+def intent_spend(metadata: Mapping[str, Any], held_client_token: str | None,
+                 client_token: str) -> dict[str, Any] | None:
+    """The detail of the ``spend`` entry a submission intent writes with it: the job's
+    price, or None (no price; or the same intent again, an unresolved submission
+    re-entering SUBMITTING to be looked up: it sends no create, its spend was written with
+    the first)."""
+    price = price_of(metadata)
+    if price is None or held_client_token == client_token:
+        return None
+    return {"usd": price}
+
+
+def cost_correction(metadata: Mapping[str, Any], cost: float | None) -> dict[str, Any] | None:
+    """The detail of the ``spend`` entry a completion writes: the provider's reported cost
+    correcting the price its intent wrote (the difference), or None (no cost reported, or
+    no difference)."""
+    if cost is None:
+        return None
+    difference = float(cost) - (price_of(metadata) or 0.0)
+    if abs(difference) <= SLACK:
+        return None
+    return {"usd": round(difference, 6), "reported_cost": cost}
+
+
+def first_unrefused(
+    next_candidate: Callable[[bool, list[int]], _C | None],
+    refused_of: Callable[[_C], Refusal | None],
+    batch_of: Callable[[_C], int],
+    count_batches: Callable[[], int],
+) -> _C | None:
+    """The claim's walk past the spend caps: the best candidate no cap refuses, or None.
+
+    ``next_candidate(creates, skip_batches)`` is the best claimable job (only jobs that
+    need no create when ``creates`` is False; none of the batches in ``skip_batches``).
+    Each refusal steps over one more batch (or stops creates once): however many batches
+    are at their caps, a later one that may spend is reached. The batches are counted only
+    once a cap has refused (the bound of that walk)."""
+    skip: list[int] = []
+    creates = True
+    tries, batches = 0, None
+    while batches is None or tries < batches + 2:
+        tries += 1
+        candidate = next_candidate(creates, skip)
+        if candidate is None:
+            return None
+        refused = refused_of(candidate)
+        if refused is None:
+            return candidate
+        if batches is None:
+            batches = count_batches()
+        if refused.scope == "account":
+            creates = False
+        else:
+            skip.append(batch_of(candidate))
     return None
 
 

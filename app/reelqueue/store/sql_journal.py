@@ -1,13 +1,16 @@
 """The journal's policy, written once over thin SQL drivers (issue 20).
 
 :class:`SqlJournal` holds what the SQLite journal (``sqlite.py``) and the team journal on
-PostgreSQL (``postgres.py``) do alike: the fenced transitions and their ledger entries,
-recovery applied, spend caps, the user's commands (prioritise, pause, cancel, requeue),
-accounts and listing. It has no dialect branches: each store is a driver that implements
-the primitives below, and the SQL of a named query is its own dialect's (``sql/`` and
+PostgreSQL (``postgres.py``) do alike: the fenced transitions and their ledger entries
+(the spend of an intent, the cost correction of a completion, a render held by another
+job), claims (an account's eligibility and room, the spend caps, a hostile row refused),
+lease renewal, recovery applied, the user's commands (prioritise, pause, cancel,
+requeue), accounts, listing, the ledger's reads and the doctor's queries. It has no
+dialect branches: each store is a driver that implements the primitives and hooks of
+``sql_driver.py``, and the SQL of a named query is its own dialect's (``sql/`` and
 ``sql_pg/``; a query of the same name in both files is what keeps this module
 dialect-free). Where the two stores really behave differently, the difference is a
-primitive or a hook here, and its docstring says why.
+primitive or a hook there, and its docstring says why.
 
 Parameters are passed by name, and a driver ignores the names its statement does not use,
 so a query may take a value only one dialect needs (``lease_seconds`` beside
@@ -18,10 +21,8 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
 
 from reelqueue.domain.errors import InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
@@ -51,7 +52,12 @@ from reelqueue.store.base import (
     JobError,
     Prioritized,
     RecoverParams,
+    account_usable,
+    claim_of,
+    claimed_detail,
     downloading_detail,
+    error_detail,
+    short_lease,
 )
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
@@ -61,38 +67,33 @@ from reelqueue.store.recovery_plan import (
     record_applied,
     requeued_detail,
 )
-from reelqueue.store.spend import SLACK, AccountSpend, BatchSpend, SpendSummary, cap_of, refusal
-
-Row = Any
-"""A row of a driver, read by column name (``sqlite3.Row`` or psycopg's dict row)."""
-
-
-def public_methods(cls: type, skip: Iterable[str] = ()) -> dict[str, Callable[..., Any]]:
-    """The public operations of ``cls``, inherited ones included (the most derived
-    definition of each name), for a driver's error-mapping decorator."""
-    found: dict[str, Callable[..., Any]] = {}
-    skipped = set(skip)
-    for klass in reversed(cls.__mro__):
-        if klass is object:
-            continue
-        for name, value in vars(klass).items():
-            if name.startswith("_") or name in skipped:
-                continue
-            if callable(value) and not isinstance(value, classmethod | staticmethod):
-                found[name] = value
-    return found
+from reelqueue.store.spend import (
+    SLACK,
+    SPEND_EVENT,
+    AccountSpend,
+    BatchSpend,
+    Refusal,
+    SpendSummary,
+    cap_of,
+    cost_correction,
+    first_unrefused,
+    intent_spend,
+    refusal,
+)
+from reelqueue.store.sql_driver import (
+    CLAIM_IN_STEPS,
+    FencedWrite,
+    Row,
+    RowReaders,
+    SqlDriver,
+    public_methods,
+)
 
 
 def render_recorded(provider_job_id: str, holder: int) -> RenderAlreadyRecorded:
     return RenderAlreadyRecorded(
         f"Render {provider_job_id} is already recorded for job {holder}; a render goes to "
         "at most one job.")
-
-
-def claim_of(job: Job, account: str, token: str) -> Claim:
-    """The claim of ``job`` for ``account`` under ``token``."""
-    return Claim(job=job, account=account, token=ClaimToken(job.id, token),
-                 resumed=job.provider_job_id is not None)
 
 
 def _number(value: Any) -> float | None:
@@ -102,138 +103,9 @@ def _number(value: Any) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class RowReaders:
-    """How a driver turns its rows into domain values (JSON columns are text in SQLite,
-    decoded jsonb in PostgreSQL)."""
-
-    job: Callable[[Row], Job]
-    batch: Callable[[Row], Batch]
-    account: Callable[[Row], Account]
-    entry: Callable[[Row], LedgerEntry]
-
-
-class SqlJournal:
-    """The policy of a journal kept in SQL. Subclasses are drivers: they implement the
-    primitives (the ``NotImplementedError`` methods) and the operations whose statements
-    differ in kind between the dialects (claims, imports, the submission intent...)."""
-
-    host: str
-    _q: dict[str, str]
-
-    ROWS: ClassVar[RowReaders]
-    """How the driver's rows become domain values."""
-
-    NO_LIMIT: ClassVar[Any]
-    """The ``:limit`` that means "all rows" (SQLite's LIMIT -1, PostgreSQL's LIMIT NULL)."""
-
-    # -- driver primitives -------------------------------------------------------------
-    def _write(self) -> AbstractContextManager[Any]:
-        """One durable write transaction; nested calls join the open one."""
-        raise NotImplementedError
-
-    def _reading(self) -> AbstractContextManager[Any]:
-        """Several reads that belong together. SQLite: the connection's lock (its reads
-        need no transaction); PostgreSQL: one transaction on one pooled connection (one
-        connection for all of them, and a snapshot per statement as READ COMMITTED)."""
-        raise NotImplementedError
-
-    def _one(self, query: str, /, **params: Any) -> Row | None:
-        """The first row of a named query (in the open transaction, if any)."""
-        raise NotImplementedError
-
-    def _all(self, query: str, /, **params: Any) -> list[Row]:
-        """Every row of a named query."""
-        raise NotImplementedError
-
-    def _scalar(self, query: str, /, **params: Any) -> Any:
-        """The first column of a named query's first row (None: no row)."""
-        raise NotImplementedError
-
-    def _exec(self, query: str, /, **params: Any) -> int:
-        """A named write; the rows it changed."""
-        raise NotImplementedError
-
-    def _all_sql(self, sql: str, /, **params: Any) -> list[Row]:
-        """Every row of a statement made from a named template (``job_ids_ordered``)."""
-        raise NotImplementedError
-
-    def _ledger(
-        self, event: str, now: float, *, job_id: int | None = None, account: str | None = None,
-        claim_token: str | None = None, detail: dict[str, Any] | None = None,
-    ) -> None:
-        """One ledger entry, in the open transaction."""
-        raise NotImplementedError
-
-    def _json(self, value: Any) -> Any:
-        """A JSON value as the driver binds it (SQLite: text; PostgreSQL: jsonb)."""
-        raise NotImplementedError
-
-    def _list(self, values: Iterable[Any]) -> Any:
-        """A list parameter as the driver binds it (SQLite: JSON text for ``json_each``;
-        PostgreSQL: an array)."""
-        raise NotImplementedError
-
-    def _transition(
-        self, query: str, event: str, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        written: dict[str, Any] | None = None, **params: Any,
-    ) -> bool:
-        """One fenced transition: the named update (``fenced_*``) names the job and its
-        claim token, and writes ``event`` with ``detail`` to the ledger, or a
-        ``fenced_out`` entry when it changed nothing. Whether it was written.
-
-        ``durable=False``: the commit need not wait for the disk (a write whose loss in a
-        power cut recovery handles the same way). ``written``: the columns the job's row
-        has once this write is in, for a driver that reads back a commit whose answer was
-        lost (PostgreSQL); None: this claim token's ``event`` entry in the ledger says it.
-        SQLite's commit is local and never unanswered, so it uses neither read-back."""
-        raise NotImplementedError
-
-    def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
-        """Which of ``keys`` the journal has, inside :meth:`add_jobs`' transaction."""
-        raise NotImplementedError
-
-    def _lock_queue(self) -> None:
-        """Before an import with a queue limit counts the waiting jobs: PostgreSQL takes an
-        advisory lock, so imports from several machines count one after the other; SQLite
-        needs nothing (the import's BEGIN IMMEDIATE holds the file's write lock)."""
-        raise NotImplementedError
-
-    def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
-        """Insert new jobs of ``batch`` (keys not yet in the journal, each once), in bulk
-        as the dialect does it fastest; the ids of those inserted, in order. On PostgreSQL
-        another machine may import a key meanwhile: that one is left out."""
-        raise NotImplementedError
-
-    def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
-        """The named query :meth:`list_jobs` runs for these filters (None: no filter)."""
-        raise NotImplementedError
-
-    def _account_taken(self, name: str) -> bool:
-        """Before :meth:`add_account` inserts: whether the name is known to be taken
-        (False: the insert's count says it)."""
-        raise NotImplementedError
-
-    def _lock_account(self, name: str) -> bool:
-        """Before :meth:`remove_account` counts the account's renders: lock it so no
-        claim adds one meanwhile; False when the account is known to be missing."""
-        raise NotImplementedError
-
-    def _account_with_room(self, params: ClaimParams) -> Account | None:
-        """The claim's first step: the account, when it may take one more render now
-        (enabled, usable, not cooling down, a free slot), held so that no other claim on
-        it can count the same free slot. SQLite reads the account with its live renders
-        under the claim's write lock and compares the cool-down with the caller's clock;
-        PostgreSQL locks the account's row and asks the server's clock (one clock for a
-        team, DESIGN.md invariant 14)."""
-        raise NotImplementedError
-
-    def _lock_batch(self, batch_id: int) -> None:
-        """Before a capped batch's spend is counted for a claim: PostgreSQL locks the
-        batch's row, so claims from several machines count it one after the other; SQLite
-        needs nothing (the claim's ``BEGIN IMMEDIATE`` already holds the file's write lock)."""
-        raise NotImplementedError
+class SqlJournal(SqlDriver):
+    """The policy of a journal kept in SQL, over a driver's primitives and hooks
+    (:class:`~reelqueue.store.sql_driver.SqlDriver`)."""
 
     # -- batches and jobs --------------------------------------------------------------
     def create_batch(self, spec: BatchSpec, now: float) -> Batch:
@@ -394,6 +266,51 @@ class SqlJournal:
         return int(self._scalar("live_count", account=account))
 
     # -- claims ------------------------------------------------------------------------
+    def _account_with_room(self, params: ClaimParams) -> Account | None:
+        """The claim's first step: the account, when it may take one more render now
+        (usable, not cooling down, a free slot), held so that no other claim on it can
+        count the same free slot (``claim_account``, :meth:`_claim_room`)."""
+        row = self._one("claim_account", name=params.account, now=params.now)
+        if row is None:
+            return None
+        account = self.ROWS.account(row)
+        if not account_usable(account):
+            return None
+        room = self._claim_room(row, params)
+        if room is None or room["cooling"] or int(room["live"]) >= account.capacity:
+            return None
+        return account
+
+    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
+                     tokens: Collection[str] | None = None,
+                     clock_offset: float | None = None) -> int:
+        # Not fsynced: a renewal lost in a power cut only shortens a lease. SQLite: the
+        # caller's clock (one machine); PostgreSQL: the server's, with the instance's
+        # heartbeat, lease length and clock offset in its registry, in the same statement.
+        with self._write(durable=False):
+            return len(self._all(
+                "renew_leases", owner=instance_id, lease_until=now + lease_seconds,
+                lease_seconds=lease_seconds, clock_offset=clock_offset,
+                tokens=None if tokens is None else self._list(tokens)))
+
+    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+        token = uuid.uuid4().hex
+        for _ in range(MAX_REFUSED_PER_CLAIM):
+            row = self._claim_at_once(params, token)
+            if row is CLAIM_IN_STEPS:
+                break
+            if row is None or not row["room_ok"]:
+                return None
+            if row["refused_id"] is None:  # else a hostile row refused: the next one
+                if row["id"] is not None:
+                    return claim_of(self.ROWS.job(row), params.account, token)
+                if row["candidate_id"] is None:
+                    return None
+                break  # a spend cap has to look at the candidate: claimed in steps
+        else:
+            return None
+        return self._claim_in_steps(params, token)
+
     def _claim_steps(self, params: ClaimParams, token: str, tried: list[int]) -> Claim | None:
         """A claim inside the driver's claim transaction: the account with room, the next
         job no spend cap refuses, the job marked CLAIMED under ``token`` (its id appended
@@ -434,30 +351,22 @@ class SqlJournal:
         entry, in the claim's transaction."""
         job = self.ROWS.job(row)
         self._ledger("claimed", params.now, job_id=job.id, account=account,
-                     claim_token=token, detail={"owner": params.instance_id,
-                                                "attempt": job.attempts,
-                                                "resume": job.provider_job_id is not None})
+                     claim_token=token, detail=claimed_detail(params.instance_id, job))
         return claim_of(job, account, token)
 
     # -- spend caps --------------------------------------------------------------------
     def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
         """The next claimable job that no spend cap refuses (inside the claim's write
         transaction, so no other claim can pass a cap at the same time)."""
-        skip: list[int] = []
-        creates = True
         account_cap = cap_of(account.settings, "daily_cap")
-        tries, batches = 0, None
-        # Each refusal steps over one more batch (or stops creates once): however many
-        # batches are at their caps, a later one that may spend is reached. The batches
-        # are counted only once a cap has refused (the bound of that walk).
-        while batches is None or tries < batches + 2:
-            tries += 1
-            row = self._one("next_claimable", provider=account.provider, now=params.now,
-                            account=account.name, creates=creates,
-                            skip_batches=self._list(skip))
-            if row is None:
-                return None
-            refused = refusal(
+
+        def next_candidate(creates: bool, skip: list[int]) -> Row | None:
+            return self._one("next_claimable", provider=account.provider, now=params.now,
+                             account=account.name, creates=creates,
+                             skip_batches=self._list(skip))
+
+        def refused_of(row: Row) -> Refusal | None:
+            return refusal(
                 needs_create=row["provider_job_id"] is None and row["client_token"] is None,
                 price=_number(row["price"]),
                 batch_cap=_number(row["max_spend"]),
@@ -466,15 +375,10 @@ class SqlJournal:
                 account_committed=functools.partial(self._account_committed, account.name,
                                                     params.day_start),
             )
-            if refused is None:
-                return int(row["id"])
-            if batches is None:
-                batches = int(self._scalar("count_batches"))
-            if refused.scope == "account":
-                creates = False
-            else:
-                skip.append(int(row["batch_id"]))
-        return None
+
+        row = first_unrefused(next_candidate, refused_of, lambda r: int(r["batch_id"]),
+                              lambda: int(self._scalar("count_batches")))
+        return None if row is None else int(row["id"])
 
     def _batch_committed(self, batch_id: int) -> float:
         self._lock_batch(batch_id)
@@ -512,13 +416,108 @@ class SqlJournal:
         return SpendSummary(tuple(batches), tuple(accounts))
 
     # -- fenced transitions ------------------------------------------------------------
+    def _transition(
+        self, query: str, event: str, token: ClaimToken, now: float,
+        detail: dict[str, Any] | None = None, *, durable: bool = True,
+        written: dict[str, Any] | None = None, **params: Any,
+    ) -> bool:
+        """One fenced transition (:class:`FencedWrite`): whether it was written."""
+        write = FencedWrite(query, event, token, now, detail, params, durable,
+                            written=written)
+        return self._fenced_write(write, functools.partial(self._fenced_steps, write)) \
+            is not None
+
+    def _fenced_steps(
+        self, write: FencedWrite, *, guard: Callable[[], Row | None] | None = None,
+        before: str | None = None,
+        then: Callable[[Row | None, Row], dict[str, Any] | None] | None = None,
+        why: Callable[[], dict[str, Any]] | None = None,
+    ) -> Row | None:
+        """A fenced write as steps, inside the driver's write transaction: the update,
+        then its ledger entry, or the ``fenced_out`` entry when it changed nothing.
+
+        ``guard``: a read that, when it answers a row, stops the write (that row is the
+        answer; nothing is written). ``before``: a named read of the job's row before the
+        update, handed to ``then``. ``then``: the detail of a ``spend`` entry written after
+        the event (None: none). ``why``: what a refusal's ``fenced_out`` entry adds. Only a
+        refusal reads the job again, for its account."""
+        token, now = write.token, write.now
+        if guard is not None and (held := guard()) is not None:
+            return held
+        seen = self._one(before, id=token.job_id) if before else None
+        row = self._one(write.query, id=token.job_id, token=token.token, now=now,
+                        **write.params)
+        if row is None:
+            account = self._scalar("job_account", id=token.job_id)
+            self._ledger("fenced_out", now, job_id=token.job_id, account=account,
+                         claim_token=token.token,
+                         detail={"write": write.query.removeprefix("fenced_"),
+                                 **(why() if why else {})})
+            return None
+        self._ledger(write.event, now, job_id=token.job_id, account=row["account"],
+                     claim_token=token.token, detail=write.detail)
+        spend = then(seen, row) if then else None
+        if spend is not None:
+            self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=row["account"],
+                         claim_token=token.token, detail=spend)
+        return row
+
+    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
+                        min_lease_seconds: float | None = None) -> bool:
+        # The intent and its spend are one transaction, durable: from here the render may
+        # be billed. A refusal while the claim held says the lease was short.
+        write = FencedWrite("fenced_mark_submitting", "submitting", token, now,
+                            {"client_token": client_token},
+                            {"client_token": client_token, "min_lease": min_lease_seconds},
+                            statement="one_trip_submitting")
+        return self._fenced_write(write, functools.partial(
+            self._fenced_steps, write, before="intent_before",
+            then=lambda seen, _row: intent_spend(
+                self.ROWS.json(seen["metadata"]) if seen else {},
+                seen["client_token"] if seen else None, client_token),
+            why=lambda: short_lease(self._scalar("submit_refusal", id=token.job_id,
+                                                 token=token.token, now=now),
+                                    min_lease_seconds))) is not None
+
+    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
+        # Refused, writing nothing, when another job of this job's provider holds the
+        # render (render_holder; the unique index jobs_render_once is the last word,
+        # between two machines too).
+        write = FencedWrite("fenced_record_submitted", "submitted", token, now,
+                            {"provider_job_id": provider_job_id},
+                            {"provider_job_id": provider_job_id},
+                            statement="one_trip_submitted")
+        row = self._fenced_write(write, functools.partial(
+            self._fenced_steps, write, guard=functools.partial(
+                self._one, "render_holder", id=token.job_id,
+                provider_job_id=provider_job_id)))
+        if row is not None and row["holder"] is not None:
+            raise render_recorded(provider_job_id, row["holder"])
+        return row is not None
+
+    def mark_completed(
+        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
+    ) -> bool:
+        # With the provider's reported cost, a spend entry corrects the price its intent
+        # wrote (in the same transaction).
+        write = FencedWrite("fenced_mark_completed", "completed", token, now,
+                            {"size": size, "sha256": sha256, "cost": cost},
+                            {"size": size, "sha256": sha256,
+                             "cost": None if cost is None else float(cost),
+                             "host": self.host, "slack": SLACK},
+                            statement="one_trip_completed")
+        return self._fenced_write(write, functools.partial(
+            self._fenced_steps, write,
+            then=lambda _seen, row: cost_correction(self.ROWS.json(row["metadata"]),
+                                                    cost))) is not None
+
     def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
         """RenderAlreadyRecorded when another job of this job's provider holds the render
         (inside the caller's write transaction; the unique index jobs_render_once is the
         last word, between two machines too)."""
         row = self._one("render_holder", id=job_id, provider_job_id=provider_job_id)
         if row is not None:
-            raise render_recorded(provider_job_id, row["id"])
+            raise render_recorded(provider_job_id, row["holder"])
 
     def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
                           event: str = "reconciled_absent") -> bool:
@@ -585,9 +584,7 @@ class SqlJournal:
     ) -> bool:
         return self._transition(
             "fenced_set_retry_wait", "retry_wait", token, now,
-            {"error_class": error.error_class, "label": error.label,
-             "message": error.message, "run_after": run_after,
-             "keeps_render": keep_provider_job},
+            error_detail(error, run_after=run_after, keeps_render=keep_provider_job),
             run_after=run_after, keep=bool(keep_provider_job), error_class=error.error_class,
             error_label=error.label, error_message=error.message,
         )
@@ -598,8 +595,7 @@ class SqlJournal:
     ) -> bool:
         return self._transition(
             "fenced_release_to_queue", "released", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"keeps_submission": True} if keep_submission else {})},
+            error_detail(error, **({"keeps_submission": True} if keep_submission else {})),
             run_after=float(run_after or 0.0), error_class=error.error_class,
             error_label=error.label, error_message=error.message,
             keep_submission=bool(keep_submission),
@@ -609,8 +605,7 @@ class SqlJournal:
                     drop_render: bool = False) -> bool:
         return self._transition(
             "fenced_mark_failed", "failed", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message,
-             **({"dropped_render": True} if drop_render else {})},
+            error_detail(error, **({"dropped_render": True} if drop_render else {})),
             error_class=error.error_class, error_label=error.label,
             error_message=error.message, drop_render=bool(drop_render),
         )
@@ -618,7 +613,7 @@ class SqlJournal:
     def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
         return self._transition(
             "fenced_park", "parked", token, now,
-            {"error_class": error.error_class, "label": error.label, "message": error.message},
+            error_detail(error),
             error_class=error.error_class, error_label=error.label,
             error_message=error.message,
         )
@@ -784,5 +779,35 @@ class SqlJournal:
     def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
         return [self.ROWS.entry(r) for r in self._all("ledger_after", seq=seq, limit=limit)]
 
+    # -- audit -------------------------------------------------------------------------
+    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
+        if limit:  # the last entries, oldest first: a long ledger is not read whole
+            rows = self._all("ledger_tail", job_id=job_id, limit=limit)
+        elif job_id is not None:
+            rows = self._all("ledger_for_job", job_id=job_id)
+        else:
+            rows = self._all("ledger_all")
+        return [self.ROWS.entry(r) for r in rows]
 
-__all__ = ["Row", "RowReaders", "SqlJournal", "claim_of", "public_methods", "render_recorded"]
+    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
+        """The invariant queries: no job completed twice, no account over its limit, the
+        driver's checks of live claims (:attr:`DOCTOR_CLAIM_CHECKS`) and its integrity
+        check (:attr:`INTEGRITY_CHECK`)."""
+        with self._reading():
+            results: dict[str, list[Any]] = {
+                "completed_twice": [self.ROWS.values(r)
+                                    for r in self._all("doctor_completed_twice")],
+                "over_capacity": [self.ROWS.values(r)
+                                  for r in self._all("doctor_over_capacity")],
+            }
+            for key, query, while_alive in self.DOCTOR_CLAIM_CHECKS:
+                results[key] = ([] if instance_alive and not while_alive
+                                else [self.ROWS.values(r) for r in self._all(query)])
+            check = "ok" if self.INTEGRITY_CHECK is None else self._scalar(
+                self.INTEGRITY_CHECK)
+        results["integrity"] = [] if check == "ok" else [check]
+        return results
+
+
+__all__ = ["CLAIM_IN_STEPS", "FencedWrite", "Row", "RowReaders", "SqlJournal", "claim_of",
+           "public_methods", "render_recorded"]

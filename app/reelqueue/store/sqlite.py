@@ -5,109 +5,51 @@ provider job id or completion survives a power cut), a busy timeout, and ``BEGIN
 for every write so a read-then-update holds the write lock throughout. The file is created
 ``0600``. A file that is not a ReelQueue journal is refused and left untouched; an older
 journal is copied (``journal.sqlite3.bak-vN``) before it is migrated.
+
+The journal's policy is :class:`~reelqueue.store.sql_journal.SqlJournal`'s; this module is
+its driver: the connection, its transactions and their durability, error mapping
+(``sqlite_support.py``) and the bulk import (``sqlite_import.py``).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import sqlite3
 import threading
-import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from reelqueue.domain.errors import (
-    JournalBug,
-    JournalBusy,
-    JournalCorrupt,
-    JournalError,
-    JournalFull,
-    JournalReadOnly,
-)
-from reelqueue.domain.models import Account, Batch, Claim, ClaimToken, JobSpec, LedgerEntry
-from reelqueue.domain.states import AccountStatus
-from reelqueue.store.base import ClaimParams, short_lease, this_host
+from reelqueue.domain.errors import JournalCorrupt, JournalError
+from reelqueue.domain.models import Batch, Claim, JobSpec
+from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.queries import migration_sql, named_queries, schema_sql
 from reelqueue.store.rows import account_from_row, batch_from_row, job_from_row, ledger_from_row
-from reelqueue.store.spend import SLACK, SPEND_EVENT, price_of
-from reelqueue.store.sql_journal import RowReaders, SqlJournal, public_methods
+from reelqueue.store.sql_journal import (
+    CLAIM_IN_STEPS,
+    FencedWrite,
+    RowReaders,
+    SqlJournal,
+    public_methods,
+)
+from reelqueue.store.sqlite_import import existing_keys, insert_jobs, present_job_keys
+from reelqueue.store.sqlite_support import (
+    _dumps,
+    _known_error,
+    _loads,
+    _refuse_foreign_file,
+    _split_sql,
+)
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 9
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 MIN_SQLITE = (3, 35, 0)
 """RETURNING (3.35): a fenced update answers the row it changed (issue 20)."""
-
-
-_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
-
-
-def _dumps(value: Any) -> str:
-    # One encoder for every call: json.dumps with options builds a new one each time.
-    return _ENCODE(value)
-
-
-def _loads(text: str | None) -> Any:
-    return json.loads(text) if text and text != "{}" else {}
-
-
-# SQLite's primary result codes (https://sqlite.org/rescode.html), read from
-# ``sqlite3.Error.sqlite_errorcode & 0xff``: the extended code's low byte.
-_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
-_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN = 10, 11, 13, 14
-_SQLITE_NOTADB = 26
-
-
-def _known_error(exc: sqlite3.Error, path: Path | None = None) -> Exception:
-    """Sort an SQLite error into the environment's fault (a :class:`JournalError` with a
-    plain message) or ours (:class:`JournalBug`, reported as a bug with the log path).
-
-    Sorted by the primary result code, not by the message's words; errors from before
-    Python 3.11 (no code) fall back on the words.
-    """
-    where = f" ({path})" if path else ""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else _code_from_words(str(exc))
-    if primary == _SQLITE_FULL:
-        return JournalFull(f"The disk that holds the journal{where} is full; the last "
-                           "change was not written. Free some space, then run the command "
-                           "again: nothing recorded before was lost.")
-    if primary in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
-        return JournalReadOnly(f"The journal{where} cannot be written: the file or its "
-                               "folder is read-only. Check the permissions of the data "
-                               "folder, or pass a different --data-dir.")
-    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        return JournalBusy(f"The journal{where} is locked by another program. Close it (or "
-                           "wait for it), then run the command again.")
-    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return JournalCorrupt(f"The journal{where} is damaged (SQLite: {exc}). It was left "
-                              "as it is: restore it from a backup (a .bak-v* copy is kept "
-                              "beside it before each upgrade), or move it away to start a "
-                              "new one.")
-    if primary == _SQLITE_IOERR:
-        return JournalError(f"The disk did not read or write the journal{where} ({exc}). "
-                            "Check the disk, then run the command again.")
-    return JournalBug(f"The journal refused a request: {exc}. This is a bug in ReelQueue; "
-                      "please report it with the log file.")
-
-
-def _code_from_words(text: str) -> int | None:
-    text = text.lower()
-    for words, code in (("full", _SQLITE_FULL), ("readonly", _SQLITE_READONLY),
-                        ("read-only", _SQLITE_READONLY), ("unable to open", _SQLITE_CANTOPEN),
-                        ("locked", _SQLITE_BUSY), ("busy", _SQLITE_BUSY),
-                        ("malformed", _SQLITE_CORRUPT), ("not a database", _SQLITE_NOTADB),
-                        ("disk i/o", _SQLITE_IOERR)):
-        if words in text:
-            return code
-    return None
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -346,7 +288,10 @@ class SqliteStore(SqlJournal):
     def _list(self, values: Iterable[Any]) -> str:
         return _dumps(list(values))
 
-    ROWS = RowReaders(job_from_row, batch_from_row, account_from_row, ledger_from_row)
+    ROWS = RowReaders(job_from_row, batch_from_row, account_from_row, ledger_from_row,
+                      values=tuple, json=_loads)
+    DOCTOR_CLAIM_CHECKS = (("live_claims_after_exit", "doctor_live_claims", False),)
+    INTEGRITY_CHECK = "quick_check"
 
     def _lock_batch(self, batch_id: int) -> None:
         """Nothing: the claim's BEGIN IMMEDIATE already holds the file's write lock."""
@@ -359,47 +304,12 @@ class SqliteStore(SqlJournal):
             "now": now, "event": event, "job_id": job_id, "account": account,
             "claim_token": claim_token, "detail": _dumps(detail) if detail else "{}"})
 
-    def _fenced(
-        self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
-    ) -> bool:
-        """One fenced transition: the update names the job and its claim token. ``why``
-        adds to a refusal's ``fenced_out`` entry (a refusal that was not the token's)."""
-        return self._fenced_row(query, event, token, now, detail, durable=durable, why=why,
-                                **params) is not None
-
-    def _fenced_row(
-        self, query: str, event: str | None, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        why: Callable[[], dict[str, Any]] | None = None, **params: Any,
-    ) -> sqlite3.Row | None:
-        """:meth:`_fenced`, answering the updated row's RETURNING columns (the job's
-        account, and whatever else the query returns), or None when it was refused. Only a
-        refusal reads the job again, for its ``fenced_out`` entry."""
-        params.update(id=token.job_id, token=token.token, now=now)
-        with self._write(durable=durable):
-            # fetchall: the statement runs to its end (and is reset) before COMMIT.
-            rows = self._db.execute(self._q[query], params).fetchall()
-            if rows:
-                if event:
-                    self._ledger(event, now, job_id=token.job_id, account=rows[0]["account"],
-                                 claim_token=token.token, detail=detail)
-                return cast(sqlite3.Row, rows[0])
-            row = self._db.execute(self._q["job_account"], {"id": token.job_id}).fetchone()
-            self._ledger("fenced_out", now, job_id=token.job_id,
-                         account=row["account"] if row else None, claim_token=token.token,
-                         detail={"write": query.removeprefix("fenced_"),
-                                 **(why() if why else {})})
-            return None
-
-    def _transition(
-        self, query: str, event: str, token: ClaimToken, now: float,
-        detail: dict[str, Any] | None = None, *, durable: bool = True,
-        written: dict[str, Any] | None = None, **params: Any,
-    ) -> bool:
-        # ``written`` is for a read-back after an unanswered commit: SQLite's is local.
-        return self._fenced(query, event, token, now, detail, durable=durable, **params)
+    def _fenced_write(self, write: FencedWrite, steps: Callable[[], sqlite3.Row | None]
+                      ) -> sqlite3.Row | None:
+        # The steps in one BEGIN IMMEDIATE transaction; the commit is local, never
+        # unanswered, so nothing is read back (``write.written`` is not needed).
+        with self._write(durable=write.durable):
+            return steps()
 
     # -- batches and jobs --------------------------------------------------------------
     ADD_JOBS_PER_INSERT = 100
@@ -409,110 +319,23 @@ class SqliteStore(SqlJournal):
     CHECK constraints' IN lists: with one job per statement, that set-up made a
     100,000-job insert take 2.1 s instead of 1.6 s."""
 
+    ADD_JOBS_CACHE_KIB = 32_768
+    """The most page cache :meth:`add_jobs` asks for (KiB), at about 1 KiB per job."""
+
     def _insert_jobs(self, batch: Batch, specs: Sequence[JobSpec], now: float) -> list[int]:
-        first_id = self._db.execute(self._q["next_job_id"]).fetchone()[0]
-        # Rows are made as they are inserted, never all at once; the encoder is _dumps's.
-        encode = _ENCODE
-        batch_id, attempts = batch.id, batch.max_attempts
-        with self._page_cache_for(len(specs)):
-            self._insert_job_rows(
-                (batch_id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
-                 encode(s.params), s.pinned_account, s.priority, s.output_path, attempts,
-                 now, now, encode(s.metadata))
-                for s in specs
-            )
-        return self._inserted_ids(first_id, [s.job_key for s in specs])
+        return insert_jobs(self._db, self._q, batch, specs, now,
+                           per_insert=self.ADD_JOBS_PER_INSERT,
+                           cache_kib=self.ADD_JOBS_CACHE_KIB)
 
     def _lock_queue(self) -> None:
         """Nothing: the import's BEGIN IMMEDIATE already holds the file's write lock."""
 
     def _present_job_keys(self, keys: Sequence[str]) -> set[str]:
-        """Which of ``keys`` the journal has (inside add_jobs' transaction). An empty
-        journal has none; a journal with no more jobs than ``keys`` is read once (one scan
-        of the key index) rather than looked up 500 keys at a time."""
-        top = self._db.execute(self._q["max_job_id"]).fetchone()[0]
-        if top is None or not keys:
-            return set()
-        if top > len(keys):  # ids only grow: MAX(id) bounds the number of jobs
-            return self._existing_keys_locked(keys)
-        wanted = set(keys)
-        cursor = self._db.cursor()
-        cursor.row_factory = None
-        return {key for (key,) in cursor.execute(self._q["all_job_keys"]) if key in wanted}
-
-    ADD_JOBS_CACHE_KIB = 32_768
-    """The most page cache :meth:`add_jobs` asks for (KiB), at about 1 KiB per job."""
-
-    @contextmanager
-    def _page_cache_for(self, jobs: int) -> Iterator[None]:
-        """A page cache big enough for a bulk insert, for its duration. With SQLite's
-        default 2 MB, the pages of the job-key index (random keys) are spilled to the WAL
-        and read back again and again mid-transaction; what reaches the disk at commit,
-        and when, is the same either way."""
-        wanted_kib = min(jobs, self.ADD_JOBS_CACHE_KIB)
-        before = int(self._db.execute(self._q["cache_size"]).fetchone()[0])
-        # A negative cache_size is in KiB; a positive one in pages.
-        page_kib = self._db.execute(self._q["page_size"]).fetchone()[0] / 1024
-        if wanted_kib <= (-before if before < 0 else before * page_kib):
-            yield  # already big enough (a small import, or a cache set larger)
-            return
-        self._db.execute(self._q["set_cache_size"].format(value=-int(wanted_kib)))
-        try:
-            yield
-        finally:
-            self._db.execute(self._q["set_cache_size"].format(value=before))
-
-    def _insert_job_rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Insert ``rows`` (the values of insert_job, in order), many per statement."""
-        head, _, row = self._q["insert_job"].rpartition("VALUES")
-        row = row.strip()
-        width = row.count("?")
-        per = max(1, min(self.ADD_JOBS_PER_INSERT,
-                         self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
-        rest: list[Any] = []
-
-        def full_statements() -> Iterator[list[Any]]:
-            nonlocal rest
-            values: list[Any] = []
-            count = 0
-            for job in rows:
-                values += job
-                count += 1
-                if count == per:
-                    yield values
-                    values, count = [], 0
-            rest = values
-
-        self._db.executemany(f"{head}VALUES {','.join([row] * per)}", full_statements())
-        if rest:
-            self._db.execute(f"{head}VALUES {','.join([row] * (len(rest) // width))}", rest)
-
-    def _inserted_ids(self, first_id: int, keys: Sequence[str]) -> list[int]:
-        """The ids of the jobs just inserted, in insertion order. SQLite gives a new row
-        MAX(id) + 1, so inside one write transaction they are first_id, first_id + 1...;
-        that is checked, and the keys are looked up if it ever does not hold."""
-        if not keys:
-            return []
-        last = first_id + len(keys) - 1
-        top, count = self._db.execute(self._q["inserted_since"],
-                                      {"first_id": first_id}).fetchone()
-        if top == last and count == len(keys):
-            return list(range(first_id, last + 1))
-        return self._ids_for_keys(keys)
-
-    def _ids_for_keys(self, keys: Sequence[str]) -> list[int]:
-        return [r[0] for r in self._db.execute(self._q["ids_for_keys"],
-                                               {"keys": json.dumps(list(keys))})]
-
-    def _existing_keys_locked(self, keys: Sequence[str]) -> set[str]:
-        if not keys:
-            return set()
-        return {r[0] for r in self._db.execute(self._q["present_job_keys"],
-                                               {"keys": json.dumps(list(keys))})}
+        return present_job_keys(self._db, self._q, keys)
 
     def existing_job_keys(self, keys: Iterable[str]) -> set[str]:
         with self._lock:
-            return self._existing_keys_locked(list(keys))
+            return existing_keys(self._db, self._q, list(keys))
 
     def _jobs_query(self, batch_id: int | None, states: object | None) -> str:
         """One statement per filter: each names only the columns it filters on, so
@@ -531,154 +354,27 @@ class SqliteStore(SqlJournal):
         return True
 
     # -- claims ------------------------------------------------------------------------
-    def claim_next_job(self, params: ClaimParams) -> Claim | None:
+    def _claim_at_once(self, params: ClaimParams, token: str) -> object:
+        return CLAIM_IN_STEPS  # one write transaction is the claim's way
+
+    def _claim_in_steps(self, params: ClaimParams, token: str) -> Claim | None:
         # Not fsynced: a claim lost in a power cut leaves the job queued, and nothing was
         # sent yet; the submission intent that follows is durable and syncs it too.
         with self._write(durable=False):
-            return self._claim_steps(params, uuid.uuid4().hex, [])
+            return self._claim_steps(params, token, [])
 
-    def _account_with_room(self, params: ClaimParams) -> Account | None:
-        row = self._one("claim_account", name=params.account)
-        if row is None:
-            return None
-        account = account_from_row(row)
-        # The free slots are counted inside the same write transaction as the claim
-        # (claim_account reads them with the account), so two processes on one journal
-        # can never both take the last slot.
-        if not _eligible(account, params.now) or row["live"] >= account.capacity:
-            return None
-        return account
-
-    def renew_leases(self, instance_id: str, now: float, lease_seconds: float,
-                     tokens: Collection[str] | None = None,
-                     clock_offset: float | None = None) -> int:
-        # One machine: the caller's clock decides, there is no registry for an offset.
-        with self._write(durable=False):
-            return self._exec("renew_leases", owner=instance_id, lease_until=now + lease_seconds,
-                              every=tokens is None,
-                              tokens=json.dumps([] if tokens is None else list(tokens)))
+    def _claim_room(self, account_row: sqlite3.Row, params: ClaimParams) -> sqlite3.Row:
+        # claim_account read the live renders and the cool-down with the account, inside
+        # the claim's write transaction: two processes on one journal can never both take
+        # the last slot.
+        return account_row
 
     def server_time(self) -> float | None:
         return None  # one machine: the caller's clock decides
 
-    # -- fenced transitions ------------------------------------------------------------
-    def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
-                        min_lease_seconds: float | None = None) -> bool:
-        # The intent and its spend are one transaction: from here the render may be billed.
-        with self._write():
-            before = self._db.execute(self._q["intent_before"],
-                                      {"id": token.job_id}).fetchone()
-            row = self._fenced_row("fenced_mark_submitting", "submitting", token, now,
-                                   {"client_token": client_token}, client_token=client_token,
-                                   min_lease=min_lease_seconds,
-                                   why=functools.partial(self._submit_refusal, token, now,
-                                                         min_lease_seconds))
-            if row is None:
-                return False
-            price = price_of(_loads(before["metadata"]))
-            # The same intent again (an unresolved submission re-entering SUBMITTING to be
-            # looked up) sends no create: its spend was written with the first.
-            if price is not None and before["client_token"] != client_token:
-                self._ledger(SPEND_EVENT, now, job_id=token.job_id, account=row["account"],
-                             claim_token=token.token, detail={"usd": price})
-            return True
-
-    def _submit_refusal(self, token: ClaimToken, now: float,
-                        min_lease: float | None) -> dict[str, Any]:
-        rows = self._db.execute(self._q["submit_refusal"],
-                                {"id": token.job_id, "token": token.token, "now": now}
-                                ).fetchall()
-        return short_lease(rows[0]["lease_left"] if rows else None, min_lease)
-
-    def record_submitted(self, token: ClaimToken, provider_job_id: str, now: float) -> bool:
-        with self._write():
-            self._refuse_recorded_render(token.job_id, provider_job_id)
-            return self._fenced("fenced_record_submitted", "submitted", token, now,
-                                {"provider_job_id": provider_job_id},
-                                provider_job_id=provider_job_id)
-
-    def mark_completed(
-        self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
-    ) -> bool:
-        with self._write():
-            row = self._fenced_row("fenced_mark_completed", "completed", token, now,
-                                   {"size": size, "sha256": sha256, "cost": cost},
-                                   size=size, sha256=sha256, cost=cost, host=self.host)
-            if row is None:
-                return False
-            if cost is not None:
-                # The provider's reported cost corrects the price its intent wrote.
-                difference = float(cost) - (price_of(_loads(row["metadata"])) or 0.0)
-                if abs(difference) > SLACK:
-                    self._ledger(SPEND_EVENT, now, job_id=token.job_id,
-                                 account=row["account"], claim_token=token.token,
-                                 detail={"usd": round(difference, 6),
-                                         "reported_cost": cost})
-            return True
-
-    # -- audit -------------------------------------------------------------------------
-    def ledger(self, job_id: int | None = None, limit: int | None = None) -> list[LedgerEntry]:
-        rows = (self._read("ledger_for_job", job_id=job_id) if job_id is not None
-                else self._read("ledger_all"))
-        entries = [ledger_from_row(r) for r in rows]
-        return entries[-limit:] if limit else entries
-
-    def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
-        results: dict[str, list[Any]] = {
-            "completed_twice": [tuple(r) for r in self._read("doctor_completed_twice")],
-            "over_capacity": [tuple(r) for r in self._read("doctor_over_capacity")],
-        }
-        results["live_claims_after_exit"] = (
-            [] if instance_alive else [tuple(r) for r in self._read("doctor_live_claims")]
-        )
-        with self._lock:
-            check = self._db.execute(self._q["quick_check"]).fetchone()[0]
-        results["integrity"] = [] if check == "ok" else [check]
-        return results
-
     # -- used by tests and benchmarks --------------------------------------------------
     def raw_connection(self) -> sqlite3.Connection:
         return self._db
-
-
-def _eligible(account: Account, now: float) -> bool:
-    if not account.enabled:
-        return False
-    if account.cooldown_until is not None and account.cooldown_until > now:
-        return False
-    return account.status in (AccountStatus.READY, AccountStatus.RATE_LIMITED)
-
-
-def _refuse_foreign_file(path: Path) -> None:
-    if path.is_dir():
-        raise JournalCorrupt(f"{path} is a folder, not a journal file.")
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with path.open("rb") as handle:
-        head = handle.read(len(_SQLITE_MAGIC))
-    if head != _SQLITE_MAGIC:
-        raise JournalCorrupt(
-            f"{path} is not a ReelQueue journal (not an SQLite file). It was left "
-            "untouched; move it away or choose another --data-dir."
-        )
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a schema script into statements (trigger bodies kept whole)."""
-    statements: list[str] = []
-    buffer: list[str] = []
-    for line in script.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("--") or not stripped:
-            continue
-        buffer.append(line)
-        candidate = "\n".join(buffer)
-        if stripped.endswith(";") and sqlite3.complete_statement(candidate):
-            statements.append(candidate)
-            buffer = []
-    if buffer and "".join(buffer).strip():
-        statements.append("\n".join(buffer))
-    return statements
 
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]

@@ -46,10 +46,13 @@ SELECT COUNT(*) FROM jobs
  WHERE account = :account AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
 -- name: claim_account
--- The account a claim is for, with its renders in flight (live_count) in the same read.
+-- The account a claim is for, with its renders in flight (live_count) and whether it is
+-- cooling down (on the caller's clock: one machine) in the same read (sql_journal's
+-- _claim_room: the claim's write lock holds them until it commits).
 SELECT a.*, (SELECT COUNT(*) FROM jobs
               WHERE account = a.name
-                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live
+                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live,
+       COALESCE(a.cooldown_until > :now, 0) AS cooling
   FROM accounts a WHERE a.name = :name;
 
 -- name: count_batches
@@ -158,10 +161,13 @@ UPDATE jobs
  RETURNING *;
 
 -- name: renew_leases
+-- :tokens NULL: every lease of the instance; else only the claims the engine runs. A row
+-- per lease renewed.
 UPDATE jobs SET lease_until = :lease_until
  WHERE lease_owner = :owner
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
-   AND (:every OR claim_token IN (SELECT value FROM json_each(:tokens)));
+   AND (:tokens IS NULL OR claim_token IN (SELECT value FROM json_each(:tokens)))
+ RETURNING id;
 
 -- name: fenced_mark_submitting
 -- :min_lease (seconds, or NULL: not checked): a create is sent only while the claim's lease
@@ -189,10 +195,11 @@ SELECT lease_until - :now AS lease_left FROM jobs
  WHERE id = :id AND claim_token = :token AND state = 'CLAIMED' AND provider_job_id IS NULL;
 
 -- name: fenced_record_submitted
+-- holder: NULL (render_holder, read before it, answers the job that holds the render).
 UPDATE jobs SET state = 'RENDERING', provider_job_id = :provider_job_id,
        sub_status = 'submitted', updated_at = :now
  WHERE id = :id AND claim_token = :token AND state = 'SUBMITTING'
- RETURNING account;
+ RETURNING account, NULL AS holder;
 
 -- name: fenced_mark_rendering
 UPDATE jobs SET state = 'RENDERING', updated_at = :now
@@ -316,7 +323,7 @@ SELECT jobs.*,
 -- name: render_holder
 -- Another job of this job's provider and account that holds the render (a render goes to
 -- one job: jobs_render_once).
-SELECT other.id FROM jobs AS other, jobs AS this
+SELECT other.id AS holder FROM jobs AS other, jobs AS this
  WHERE this.id = :id AND other.provider = this.provider AND other.account IS this.account
    AND other.provider_job_id = :provider_job_id AND other.id <> :id;
 
@@ -507,6 +514,13 @@ SELECT * FROM ledger ORDER BY seq;
 
 -- name: ledger_after
 SELECT * FROM ledger WHERE seq > :seq ORDER BY seq LIMIT :limit;
+
+-- name: ledger_tail
+-- The last :limit entries (of one job, or of all when :job_id is null), oldest first.
+SELECT * FROM (SELECT * FROM ledger
+                WHERE :job_id IS NULL OR job_id = :job_id
+                ORDER BY seq DESC LIMIT :limit)
+ ORDER BY seq;
 
 -- name: doctor_completed_twice
 SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'

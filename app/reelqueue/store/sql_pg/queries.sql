@@ -107,6 +107,12 @@ LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE;
 -- name: get_account
 SELECT * FROM accounts WHERE name = %(name)s;
 
+-- name: claim_account
+-- The claim's first step (sql_journal's _account_with_room): the account's row, locked;
+-- its room is counted next, in a statement of its own (claim_room: a snapshot taken once
+-- the lock is held).
+SELECT * FROM accounts WHERE name = %(name)s FOR UPDATE;
+
 -- name: lock_account
 -- The claim's first step: every claim on one account queues here, so the free slots it
 -- counts next cannot be taken by another machine before this transaction commits.
@@ -232,7 +238,7 @@ WITH renewed AS (
            clock_offset = COALESCE(%(clock_offset)s::double precision, clock_offset)
      WHERE id = %(owner)s
 )
-SELECT COUNT(*) FROM renewed;
+SELECT id FROM renewed;
 
 -- name: fenced_mark_submitting
 -- %(min_lease)s (seconds, or NULL: not checked): a create is sent only while the claim's
@@ -361,7 +367,7 @@ SELECT jobs.*,
 -- name: render_holder
 -- Another job of this job's provider and account that holds the render (a render goes to
 -- one job: jobs_render_once).
-SELECT other.id FROM jobs AS other, jobs AS this
+SELECT other.id AS holder FROM jobs AS other, jobs AS this
  WHERE this.id = %(id)s AND other.provider = this.provider
    AND other.account IS NOT DISTINCT FROM this.account
    AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s;
@@ -565,7 +571,7 @@ SELECT job_id, COUNT(*) AS n FROM ledger WHERE event = 'completed'
 -- name: doctor_expired_leases
 -- Leases run out and still held: another instance takes each over at its next heartbeat;
 -- one that stays here means no instance is running to take it.
-SELECT id, state, lease_owner, round(({server_now} - lease_until)::numeric, 1) AS expired_for
+SELECT id, state, lease_owner, round(({server_now} - lease_until)::numeric, 1)::double precision AS expired_for
   FROM jobs
  WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
    AND lease_until < {server_now}
@@ -576,7 +582,7 @@ SELECT id, state, lease_owner, round(({server_now} - lease_until)::numeric, 1) A
 -- lease (60 s, the default, for an instance of a version before schema 4): a lease it still
 -- holds was not renewed by a heartbeat (a claim made while its heartbeat stood still).
 SELECT j.id, j.state, j.lease_owner, i.host,
-       round(({server_now} - i.heartbeat_at)::numeric, 1) AS silent_for
+       round(({server_now} - i.heartbeat_at)::numeric, 1)::double precision AS silent_for
   FROM jobs j JOIN instances i ON i.id = j.lease_owner
  WHERE j.state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
    AND i.stopped_at IS NULL
@@ -734,9 +740,8 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
       SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
              %(fenced_detail)s
        WHERE NOT EXISTS (SELECT 1 FROM j) AND NOT EXISTS (SELECT 1 FROM h))
-SELECT (SELECT account FROM j) AS account, (SELECT id FROM j) AS written,
-       (SELECT id FROM h) AS holder
- WHERE {commit};
+SELECT (SELECT account FROM j) AS account, (SELECT id FROM h) AS holder
+ WHERE (EXISTS (SELECT 1 FROM j) OR EXISTS (SELECT 1 FROM h)) AND {commit};
 
 -- name: one_trip_completed
 -- The completion, and the provider's reported cost correcting the price its intent wrote

@@ -1,0 +1,56 @@
+"""The named SQL of the PostgreSQL store (``sql_pg/``): its queries with their templates
+filled (the server's clock, the claim's candidate, the checks of an untrusted row), the
+one-statement fenced writes, the schema and its migrations.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from reelqueue.store.queries import parse_named
+
+
+def _sql_file(name: str) -> str:
+    return resources.files("reelqueue.store").joinpath("sql_pg", name).read_text("utf-8")
+
+
+@cache
+def pg_queries() -> dict[str, str]:
+    """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped), with
+    ``{server_now}`` replaced by the ``server_now`` expression (the server's clock)."""
+    queries = parse_named(_sql_file("queries.sql"))
+    server_now = f"({queries['server_now']})"
+    # next_claimable is also claim_fast's candidate, there gated by the account's room.
+    claimable = queries["next_claimable"].rstrip().rstrip(";")
+    queries["next_claimable"] = claimable.replace("{gate}", "").replace(
+        "{provider}", "%(provider)s")
+    queries["claim_fast"] = queries["claim_fast"].replace(
+        "{claimable}", claimable.replace("{gate}", queries["claim_gate"]).replace(
+            "{provider}", queries["claim_provider"])).replace(
+        "{commit_async}", queries["commit_async"])
+    problem, refuse = queries["row_problem_expr"], queries["refuse_set"]
+    return {name: text.replace("{server_now}", server_now).replace("{row_problem}", problem)
+            .replace("{refuse_set}", refuse) for name, text in queries.items()}
+
+
+@cache
+def fenced_sql(template: str, update: str, durable: bool = True) -> bytes:
+    """A fenced write in one statement: ``template`` (``one_trip_*``) around the
+    fenced update ``update`` (``fenced_*``), both from ``sql_pg/queries.sql``; committed
+    durably, or (``durable`` False) without waiting for the WAL's flush."""
+    queries = pg_queries()
+    return queries[template].replace(
+        "{update}", queries[update].rstrip().rstrip(";")).replace(
+        "{commit}", queries["commit_durable" if durable else "commit_async"]).encode()
+
+
+def pg_schema_sql() -> str:
+    return _sql_file("schema.sql")
+
+
+def pg_migration_sql(version: int) -> str:
+    return _sql_file(f"migrations/{version:04d}.sql")
+
+
+__all__ = ["fenced_sql", "pg_migration_sql", "pg_queries", "pg_schema_sql"]
