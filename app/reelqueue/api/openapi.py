@@ -131,6 +131,22 @@ SCHEMAS: dict[str, Any] = {
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
             "daily_cap": {}}}}}},
+    "Spend": {"type": "object",
+              "required": ["accounts", "batches", "spent", "to_go", "to_go_total"],
+              "properties": {
+        "accounts": {"type": "array", "items": {"type": "object", "properties": {
+            "account": {"type": "string"}, "spent_today": {"type": "number"},
+            "reserved": {"type": "number"}, "daily_cap": {},
+            "waiting_for_cap": {"type": "integer"}}}},
+        "batches": {"type": "array", "items": {"type": "object"}},
+        "spent": {"type": "object", "additionalProperties": {"type": "number"}},
+        "to_go": {"type": "array", "items": {"type": "object", "properties": {
+            "provider": {"type": "string"}, "pinned_account": NULLABLE_STRING,
+            "usd": {"type": "number"}, "priced": {"type": "integer"},
+            "unpriced": {"type": "integer"}, "words": {"type": "string"}}}},
+        "to_go_total": {"type": "object", "properties": {
+            "usd": {"type": "number"}, "unpriced": {"type": "integer"},
+            "words": {"type": "string"}}}}},
     # One event of GET /v1/events, as OpenAPI 3.2 models a Server-Sent Event (and as a
     # 3.1 ``schema`` of text/event-stream is read per event): its fields, with the data a
     # ledger entry in JSON. Comments (': connected', ': keep-alive') are not events.
@@ -248,6 +264,10 @@ def openapi_document() -> dict[str, Any]:
                     "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
             "/v1/accounts": {"get": _op("Accounts: live, capacity, status (no keys)", "read", {
                 "200": _json("accounts", _ref("Accounts"))})},
+            "/v1/spend": {"get": _op(
+                "Money: each account's spend (all days, today), capped batches, and what the "
+                "waiting jobs will cost ('est. $X to go')", "read", {
+                    "200": _json("the money figures", _ref("Spend"))})},
             "/v1/events": {"get": _op(
                 "Server-Sent Events from the ledger; resume with Last-Event-ID", "read", {
                     "200": {"description": "the stream: 'id: seq', 'event:', 'data: {json}'; "

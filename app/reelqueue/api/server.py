@@ -307,6 +307,11 @@ class Routes:
         } for summary in summaries for a in [summary.account]]})
 
     @needs("read")
+    async def spend(self, request: web.Request) -> web.Response:
+        """The money figures of ``reelqueue spend`` and the window's cards (one read)."""
+        return web.json_response((await self.s.money()).as_dict())
+
+    @needs("read")
     async def events(self, request: web.Request) -> web.StreamResponse:
         """Server-Sent Events from the ledger: each entry's ``seq`` is its event id, so a
         client that reconnects with ``Last-Event-ID`` misses nothing and sees nothing twice."""
@@ -428,6 +433,7 @@ def build_app(services: ApiServices, connections: Connections | None = None
     app.router.add_post("/v1/jobs/{job_id}/retry", routes.retry_job)
     app.router.add_get("/v1/jobs/{job_id}/video", routes.video)
     app.router.add_get("/v1/accounts", routes.accounts)
+    app.router.add_get("/v1/spend", routes.spend)
     app.router.add_get("/v1/events", routes.events)
     return app
 

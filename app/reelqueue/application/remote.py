@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from reelqueue.application import jobs, views
+from reelqueue.application import jobs, status, views
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
 from reelqueue.application.feed import JournalFeed
@@ -123,6 +123,11 @@ class RemoteAccess:
 
     async def accounts(self) -> list[AccountSummary]:
         return await views.accounts(self.session)
+
+    async def money(self) -> status.Money:
+        """The journal's money figures: the window's cards and ``reelqueue spend`` read
+        the same (issue 23)."""
+        return await status.money(self.session)
 
     async def upload_batch(self, content: bytes, file_name: str, *, provider: str,
                            batch_name: str | None, dry_run: bool) -> BatchUploadOutcome:

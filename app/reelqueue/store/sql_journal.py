@@ -61,7 +61,15 @@ from reelqueue.store.recovery_plan import (
     record_applied,
     requeued_detail,
 )
-from reelqueue.store.spend import SLACK, AccountSpend, BatchSpend, SpendSummary, cap_of, refusal
+from reelqueue.store.spend import (
+    SLACK,
+    AccountSpend,
+    BatchSpend,
+    SpendSummary,
+    ToGo,
+    cap_of,
+    refusal,
+)
 
 Row = Any
 """A row of a driver, read by column name (``sqlite3.Row`` or psycopg's dict row)."""
@@ -510,6 +518,16 @@ class SqlJournal:
                     provider=account.provider, room=acap - spent - reserved + SLACK))
                 accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
         return SpendSummary(tuple(batches), tuple(accounts))
+
+    def to_go(self) -> tuple[ToGo, ...]:
+        with self._reading():
+            rows = self._all("to_go_by_provider")
+        groups = [ToGo(str(row["provider"]), row["pinned_account"],
+                       round(float(row["usd"] or 0.0), 6), int(row["priced"]),
+                       int(row["unpriced"]))
+                  for row in rows]
+        # Sorted here, not by the server's collation: every store lists them alike.
+        return tuple(sorted(groups, key=lambda g: (g.provider, g.pinned_account or "")))
 
     # -- fenced transitions ------------------------------------------------------------
     def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:
