@@ -112,7 +112,10 @@ SCHEMAS: dict[str, Any] = {
     "Cancelled": {"type": "object", "required": ["id", "cancelled"], "properties": {
         "id": {"type": "integer"}, "cancelled": {"type": "boolean"}}},
     "Requeued": {"type": "object", "required": ["id", "requeued"], "properties": {
-        "id": {"type": "integer"}, "requeued": {"type": "boolean"}}},
+        "id": {"type": "integer"}, "requeued": {"type": "boolean"},
+        "new_seed": {"type": "integer"},
+        "new_jobs": {"type": "array", "items": {"type": "integer"}},
+        "estimate": NULLABLE_STRING}},
     "BatchOutcome": {
         "type": "object", "required": ["batch_name", "refused_rows", "estimate"],
         "description": "an import (batch_id, added, already_present) or a dry run / "
@@ -246,9 +249,14 @@ def openapi_document() -> dict[str, Any]:
             "/v1/jobs/{job_id}/cancel": {"post": _op("Cancel a job", "admin", {
                 "200": _json("cancelled (false: it was already settled)", _ref("Cancelled")),
                 "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
-            "/v1/jobs/{job_id}/retry": {"post": _op("Retry a failed/cancelled job", "admin", {
-                "200": _json("requeued (false: not failed or cancelled)", _ref("Requeued")),
-                "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+            "/v1/jobs/{job_id}/retry": {"post": _op(
+                "Retry a failed/cancelled job; ?new_seed=N: a different video", "admin", {
+                "200": _json("requeued (false: not failed or cancelled); with new_seed, a "
+                             "completed job is kept and new_jobs names the new job that "
+                             "renders the seed, estimate its price", _ref("Requeued")),
+                "404": NO_JOB, "422": NOT_A_JOB_ID},
+                parameters=[JOB_ID, {"name": "new_seed", "in": "query",
+                                     "schema": _integer(0, 2**31 - 1)}])},
             "/v1/jobs/{job_id}/video": {"get": _op(
                 "The finished video (Range, ETag=sha256)", "read", {
                     "200": {"description": "the video", "content": {"video/mp4": {

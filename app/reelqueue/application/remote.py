@@ -121,6 +121,13 @@ class RemoteAccess:
     async def retry(self, job_id: int) -> bool:
         return job_id in await jobs.retry(self.session, [job_id])
 
+    async def retry_with_seed(self, job_id: int, seed: int) -> tuple[jobs.RetryPlan, list[int]]:
+        """Retry with ``seed``: a failed, cancelled or parked job is rendered again with it;
+        a completed one is kept and a new job renders it (application.jobs). The plan (its
+        price) and the ids done (the requeued job, or the new one)."""
+        plan = await jobs.retry_plan(self.session, [job_id], new_seed=seed)
+        return plan, await jobs.retry(self.session, plan.job_ids, new_seed=seed)
+
     async def accounts(self) -> list[AccountSummary]:
         return await views.accounts(self.session)
 
