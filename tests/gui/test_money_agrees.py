@@ -93,11 +93,11 @@ def test_the_window_the_cli_and_the_api_say_the_same_to_go(
     line = shared_queue_text(JobTable(), summaries, money)
     assert line.endswith(f" · Mock provider (local) {shared}"), line
     # The API: per provider and pinned account, with the words.
-    assert [(g["provider"], g["pinned_account"], g["usd"], g["unpriced"], g["words"])
+    assert [(g["provider"], g["account"], g["usd"], g["unpriced"], g["words"])
             for g in body["to_go"]] == [("mock", None, 1.5, 1, shared),
                                         ("mock", "studio", 0.5, 1, pinned)]
     assert body["to_go_total"]["words"] == "est. $2.00 to go, 2 without a price"
     # The CLI: the same words in `spend` and `status`.
     for out in (spend_out, status_out):
         assert f"Waiting jobs (mock): {shared}" in out, out
-        assert f"Waiting jobs pinned to studio (mock): {pinned}" in out, out
+        assert f"Waiting jobs for account studio (mock): {pinned}" in out, out

@@ -296,8 +296,8 @@ def test_to_go_sums_the_waiting_jobs_stored_prices_per_provider_and_pinned_accou
     store.add_jobs(batch.id, specs, clock.now())
     store.add_account(AccountSpec("acct-a", "mock", 5), clock.now())
     store.add_account(AccountSpec("acct-b", "mock", 1), clock.now())
-    groups = {(t.provider, t.pinned_account): t for t in store.to_go()}
-    assert [(t.provider, t.pinned_account) for t in store.to_go()] == [
+    groups = {(t.provider, t.account): t for t in store.to_go()}
+    assert [(t.provider, t.account) for t in store.to_go()] == [
         ("mock", None), ("mock", "acct-b"), ("runway", None)]
     mock = groups[("mock", None)]
     assert (mock.usd, mock.priced, mock.unpriced) == (pytest.approx(1.5), 3, 3)
@@ -311,7 +311,7 @@ def test_to_go_sums_the_waiting_jobs_stored_prices_per_provider_and_pinned_accou
     c = claim(store, clock)  # claimed: reserved, no longer "to go"
     assert c is not None and c.job.pinned_account is None
     claimed_price = (c.job.metadata or {}).get("price")
-    after = {(t.provider, t.pinned_account): t for t in store.to_go()}[("mock", None)]
+    after = {(t.provider, t.account): t for t in store.to_go()}[("mock", None)]
     assert after.priced + after.unpriced == mock.priced + mock.unpriced - 1
     if isinstance(claimed_price, float):
         assert after.usd == pytest.approx(mock.usd - claimed_price)

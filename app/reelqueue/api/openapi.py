@@ -144,7 +144,7 @@ SCHEMAS: dict[str, Any] = {
         "batches": {"type": "array", "items": {"type": "object"}},
         "spent": {"type": "object", "additionalProperties": {"type": "number"}},
         "to_go": {"type": "array", "items": {"type": "object", "properties": {
-            "provider": {"type": "string"}, "pinned_account": NULLABLE_STRING,
+            "provider": {"type": "string"}, "account": NULLABLE_STRING,
             "usd": {"type": "number"}, "priced": {"type": "integer"},
             "unpriced": {"type": "integer"}, "words": {"type": "string"}}}},
         "to_go_total": {"type": "object", "properties": {

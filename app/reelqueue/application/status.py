@@ -116,11 +116,11 @@ class Money:
         """The waiting jobs of ``provider`` that any of its accounts may take (not pinned);
         None when there are none."""
         return next((t for t in self.to_go
-                     if t.provider == provider and t.pinned_account is None), None)
+                     if t.provider == provider and t.account is None), None)
 
-    def pinned_to_go(self, account: str) -> ToGo | None:
-        """The waiting jobs pinned to ``account`` (only it may render them)."""
-        groups = [t for t in self.to_go if t.pinned_account == account]
+    def account_to_go(self, account: str) -> ToGo | None:
+        """The waiting jobs only ``account`` may render (pinned or bound to it)."""
+        groups = [t for t in self.to_go if t.account == account]
         if not groups:
             return None
         return ToGo(groups[0].provider, account, round(sum(t.usd for t in groups), 6),
@@ -134,12 +134,12 @@ class Money:
 
     def to_go_lines(self) -> list[str]:
         """``status``'s and ``spend``'s lines, one per provider and pinned account:
-        "Waiting jobs (runway): est. $3.00 to go", "Waiting jobs pinned to a1 (runway):
+        "Waiting jobs (runway): est. $3.00 to go", "Waiting jobs for account a1 (runway):
         est. $0.50 to go, 2 without a price"."""
         lines = []
         for t in self.to_go:
-            pinned = f" pinned to {t.pinned_account}" if t.pinned_account else ""
-            lines.append(f"Waiting jobs{pinned} ({t.provider}): {t.describe()}")
+            only = f" for account {t.account}" if t.account else ""
+            lines.append(f"Waiting jobs{only} ({t.provider}): {t.describe()}")
         return lines
 
     def as_dict(self) -> dict[str, Any]:
@@ -148,7 +148,7 @@ class Money:
         return {
             **self.today.as_dict(),
             "spent": {name: round(usd, 4) for name, usd in self.spent.items()},
-            "to_go": [{"provider": t.provider, "pinned_account": t.pinned_account,
+            "to_go": [{"provider": t.provider, "account": t.account,
                        "usd": round(t.usd, 4), "priced": t.priced, "unpriced": t.unpriced,
                        "words": t.describe()} for t in self.to_go],
             "to_go_total": {"usd": round(usd, 4), "unpriced": unpriced,

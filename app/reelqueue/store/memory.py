@@ -440,13 +440,13 @@ class MemoryStore:
                 if (job.state not in WAITING or job.provider_job_id is not None
                         or job.client_token is not None):
                     continue
-                key = (job.provider, job.pinned_account)
+                key = (job.provider, job.pinned_account or job.account)
                 usd, priced, unpriced = groups.get(key, (0.0, 0, 0))
                 price = price_of(job.metadata)
                 groups[key] = ((usd, priced, unpriced + 1) if price is None
                                else (usd + price, priced + 1, unpriced))
-        return tuple(ToGo(provider, pinned, round(usd, 6), priced, unpriced)
-                     for (provider, pinned), (usd, priced, unpriced)
+        return tuple(ToGo(provider, only, round(usd, 6), priced, unpriced)
+                     for (provider, only), (usd, priced, unpriced)
                      in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or "")))
 
     def update_batch_settings(

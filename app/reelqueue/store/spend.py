@@ -139,7 +139,7 @@ def to_go_words(usd: float, unpriced: int) -> str:
 
 @dataclass(frozen=True)
 class ToGo:
-    """What the waiting jobs of one provider (and one pinned account, or none) will cost:
+    """What the waiting jobs of one provider (and of one account, or of any) will cost:
     the sum of their stored prices (``jobs.metadata["price"]``, :func:`price_of`) and how
     many have none. Waiting: queued or in retry wait, with no create sent yet (a job whose
     create was sent has its price in the spend entries already). Parked jobs are not
@@ -148,13 +148,14 @@ class ToGo:
     rendered.
 
     Attributes:
-        provider: the provider kind. pinned_account: the account the jobs are pinned to
-            (None: any account of the provider may take them).
+        provider: the provider kind. account: the one account that may take the jobs
+            (pinned to it by the sheet, or bound to it: a claim only hands a job bound
+            to an account to that account); None: any account of the provider may.
         usd: their stored prices' sum. priced, unpriced: how many have a price, and not.
     """
 
     provider: str
-    pinned_account: str | None
+    account: str | None
     usd: float
     priced: int
     unpriced: int

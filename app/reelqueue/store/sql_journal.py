@@ -522,12 +522,12 @@ class SqlJournal:
     def to_go(self) -> tuple[ToGo, ...]:
         with self._reading():
             rows = self._all("to_go_by_provider")
-        groups = [ToGo(str(row["provider"]), row["pinned_account"],
+        groups = [ToGo(str(row["provider"]), row["account"],
                        round(float(row["usd"] or 0.0), 6), int(row["priced"]),
                        int(row["unpriced"]))
                   for row in rows]
         # Sorted here, not by the server's collation: every store lists them alike.
-        return tuple(sorted(groups, key=lambda g: (g.provider, g.pinned_account or "")))
+        return tuple(sorted(groups, key=lambda g: (g.provider, g.account or "")))
 
     # -- fenced transitions ------------------------------------------------------------
     def _refuse_recorded_render(self, job_id: int, provider_job_id: str) -> None:

@@ -53,11 +53,11 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
         cooldown = account.cooldown_until if event is None else event.cooldown_until
         detail = account.status_detail if event is None else event.detail
         live_rows = table.live_rows(account.name)
-        # Its "est. $X to go" is the journal's figure for the jobs pinned to it (only it
-        # renders them); a provider's unpinned jobs may go to any of its accounts, so
-        # they are priced once, above the cards (issue 23: a capacity share of them was
-        # a guess shown as a figure). Nothing until the journal has been read.
-        pinned = money.pinned_to_go(account.name) if money is not None else None
+        # Its "est. $X to go" is the journal's figure for the jobs pinned or bound to it
+        # (only it renders them); a provider's other waiting jobs may go to any of its
+        # accounts, so they are priced once, above the cards (issue 23: a capacity share
+        # of them was a guess shown as a figure). Nothing until the journal is read.
+        pinned = money.account_to_go(account.name) if money is not None else None
         cards.append(AccountCardData(
             name=account.name, provider_title=provider_title(account.provider),
             status=status, enabled=enabled, capacity=capacity,
@@ -111,7 +111,7 @@ def shared_queue_text(table: JobTable, summaries: list[AccountSummary],
     text = (f"Shared queue: {fmt.number(shared)} waiting for "
             f"{fmt.count(len(summaries), 'account')}")
     for group in money.to_go if money is not None else ():
-        if group.pinned_account is None:
+        if group.account is None:
             text += f" · {provider_title(group.provider)} {group.describe()}"
     return text
 

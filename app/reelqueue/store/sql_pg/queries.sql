@@ -648,9 +648,10 @@ SELECT COUNT(*) FROM jobs
 
 -- name: to_go_by_provider
 -- What the waiting jobs will cost (store/spend.py ToGo): queued or in retry wait with no
--- create sent yet, per provider and pinned account; a price that is not a number counts
+-- create sent yet, per provider and the one account that may take them (pinned, or
+-- bound: the claim hands a job bound to an account only to it); a price that is not a number counts
 -- as no price, as price_of says.
-SELECT provider, pinned_account,
+SELECT provider, COALESCE(pinned_account, account) AS account,
        COALESCE(SUM(CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
                          THEN (metadata ->> 'price')::double precision END), 0.0) AS usd,
        COUNT(*) FILTER (WHERE jsonb_typeof(metadata -> 'price') = 'number') AS priced,
@@ -659,8 +660,7 @@ SELECT provider, pinned_account,
   FROM jobs
  WHERE state IN ('QUEUED', 'RETRY_WAIT')
    AND provider_job_id IS NULL AND client_token IS NULL
- GROUP BY provider, pinned_account
- ORDER BY provider, COALESCE(pinned_account, '');
+ GROUP BY provider, COALESCE(pinned_account, account);
 
 -- name: register_instance
 INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at, clock_offset,
