@@ -508,7 +508,10 @@ def gallery(scene: Scene, out: Path) -> None:
 def gallery_variant(scene: Scene, out: Path) -> None:
     """The gallery after "Retry with a new seed" of a finished video (issue 23): the kept
     video and its new seed's, a new job with its own file ("shot01 · seed 42")."""
-    with finished_gallery(scene, variant=True):
+    with finished_gallery(scene, variant=True) as window:
+        scene.x.xdo("windowfocus", "--sync", window)
+        scene.x.xdo("key", "End")  # the new job is the batch's last tile: shown, selected
+        settle(2)
         scene.x.capture(out, full_colour=True)
 
 
