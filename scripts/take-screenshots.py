@@ -23,7 +23,7 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run, gallery, gallery-hover, account-manage, team.
+import-test-run, gallery, gallery-hover, gallery-variant, account-manage, team.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -476,12 +476,16 @@ def import_images(scene: Scene, out: Path) -> None:
 
 
 @contextmanager
-def finished_gallery(scene: Scene) -> Iterator[str]:
+def finished_gallery(scene: Scene, *, variant: bool = False) -> Iterator[str]:
     """The window on a finished batch (two rows refused by the provider), switched to the
-    gallery (Ctrl+G) with its thumbnails made; yields the window's id."""
+    gallery (Ctrl+G) with its thumbnails made; yields the window's id. ``variant``: the
+    first job was rendered again with a new seed (a new job beside the kept video)."""
     scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
     sheet = scene.sheet("shots.csv", GALLERY_SHEET)
     scene.cli("run", str(sheet), "--no-progress")
+    if variant:
+        scene.cli("retry", "1", "--new-seed", "42", "--yes")
+        scene.cli("run", "--no-progress")
     proc = scene.app()
     try:
         window = wait_window(scene.x, proc)
@@ -498,6 +502,16 @@ def gallery(scene: Scene, out: Path) -> None:
     """The results gallery (issue 23): a finished batch's videos as thumbnails, two
     refused by the provider (Ctrl+G switches from the table)."""
     with finished_gallery(scene):
+        scene.x.capture(out, full_colour=True)
+
+
+def gallery_variant(scene: Scene, out: Path) -> None:
+    """The gallery after "Retry with a new seed" of a finished video (issue 23): the kept
+    video and its new seed's, a new job with its own file ("shot01 · seed 42")."""
+    with finished_gallery(scene, variant=True) as window:
+        scene.x.xdo("windowfocus", "--sync", window)
+        scene.x.xdo("key", "End")  # the new job is the batch's last tile: shown, selected
+        settle(2)
         scene.x.capture(out, full_colour=True)
 
 
@@ -638,6 +652,7 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "import-test-run": import_test_run,
     "gallery": gallery,
     "gallery-hover": gallery_hover,
+    "gallery-variant": gallery_variant,
     "account-manage": account_manage,
     "team": team,
 }

@@ -145,3 +145,36 @@ def test_status_names_what_needs_attention_and_retry_parked_reads_it(tmp_path: P
     assert {jobs[n].state for n in ("no_file", "retryable", "policy", "lost")} == {
         JobState.FAILED}, "--parked touches parked jobs only"
     assert set(ids) < set(jobs)
+
+
+def test_retry_new_seed_of_a_finished_job_adds_a_new_job_and_keeps_the_video(
+        tmp_path: Path) -> None:
+    from reelqueue.application.context import AppContext
+    from tests.application.test_seed_variants import finished
+
+    data = tmp_path / "data"
+    original = finished(AppContext(data_dir=data, videos_dir=tmp_path / "videos"))
+    done = rq(data, "retry", str(original.id), "--new-seed", "42", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "Retry: 1 job: 1 finished video is kept and rendered again as a new job with the "
+        "new seed (est. $0.05).",
+        f"New job {original.id + 1}: job {original.id} again with seed 42, into "
+        f"shots/lighthouse-seed42.mp4 (job {original.id} and its video are kept).",
+    ], done.stdout
+    store = SqliteStore.open(data / "journal.sqlite3", now=time.time())
+    try:
+        kept, new = store.list_jobs()
+    finally:
+        store.close()
+    assert kept == original
+    assert (new.state, new.params["seed"], new.output_path) == (
+        JobState.QUEUED, 42, "shots/lighthouse-seed42.mp4")
+    # Asked again: that seed's video is already there (queued), nothing is added.
+    again = rq(data, "retry", str(original.id), "--new-seed", "42", "--yes")
+    assert again.returncode == 0 and "New job" not in again.stdout, again.stdout
+    assert ("1 finished job already had a job for seed 42: nothing was added for it."
+            in again.stdout), again.stdout
+    # Without --new-seed a finished job is left alone, as before.
+    plain = rq(data, "retry", str(original.id), "--yes")
+    assert "1 is not failed, cancelled or parked and is left alone" in plain.stdout

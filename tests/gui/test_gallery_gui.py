@@ -174,9 +174,15 @@ def test_retry_with_a_new_seed_only_where_the_provider_takes_one(
     grid.setCurrentIndex(view.model.index(8))  # the Kling job: no seed parameter
     assert not view.retry_button.isEnabled()
     assert view.retry_button.toolTip().startswith("Kling takes no seed parameter")
-    grid.setCurrentIndex(view.model.index(0))  # a finished video: kept as it is
+    grid.setCurrentIndex(view.model.index(0))  # a finished video: kept, a new job renders
+    assert view.retry_button.isEnabled()
+    assert "A finished video is kept" in view.retry_button.toolTip()
+    with qtbot.waitSignal(view.retryRequested) as blocker:
+        view.retry_button.click()
+    assert blocker.args == [[1], -1]
+    grid.setCurrentIndex(view.model.index(6))  # still waiting: nothing to render again
     assert not view.retry_button.isEnabled()
-    assert "Only failed, cancelled or parked jobs" in view.retry_button.toolTip()
+    assert "have not finished yet" in view.retry_button.toolTip()
     grid.setCurrentIndex(view.model.index(4))  # a failed mock job: the mock takes a seed
     assert view.retry_button.isEnabled()
     with qtbot.waitSignal(view.retryRequested) as blocker:
@@ -341,3 +347,49 @@ def test_a_path_that_would_leave_the_videos_folder_is_never_opened(
     view.open_selected()
     assert opened == []
     assert view.model.picture(item) is None and view.thumbs.counts["made"] == 0
+
+
+@on_qloop
+async def test_a_new_seed_of_a_finished_tile_is_a_new_job_beside_it(
+        windows: WindowHarness, app_ctx: CliContext, tmp_path: Path) -> None:
+    """The finished video is kept (its file, its spend); the new seed is a new job with
+    its own file, priced on the banner before it starts, and its tile joins the batch."""
+    (app_ctx.videos_dir / "shots").mkdir(parents=True, exist_ok=True)
+    video = make_video(app_ctx.videos_dir / "shots" / "here.mp4", (200, 80, 40))
+    ids = _journal(app_ctx, video)
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    window.show_gallery()
+    gallery = window.gallery
+    await until(lambda: gallery.model.rowCount() == 4, 10)
+    journal = controller.session.app.journal
+    original = await journal.get_job(ids["here"])
+    assert original is not None and original.state.value == "COMPLETED"
+    row = next(i for i, item in enumerate(gallery.model.items) if item.name == "here")
+    gallery.view.setCurrentIndex(gallery.model.index(row))
+    assert gallery.retry_button.isEnabled()
+    gallery.retry_button.click()
+    banners = window.banners
+    await until(lambda: banners.get("retry") is not None, 10)
+    banner = banners.get("retry")
+    assert "1 finished video is kept and rendered again as a new job with the new seed " \
+        "(est. $0.05)" in banner.text, banner.text
+    assert len(await journal.list_jobs()) == 4, "nothing before the user says yes"
+    banner.buttons["Retry (est. $0.05)"].click()
+    await until(lambda: gallery.model.rowCount() == 5, 10)
+    await until(lambda: "New job" in (banners.get("retry").text
+                                      if banners.get("retry") else ""), 10)
+    new_item = gallery.model.items[-1]
+    assert new_item.name == "here" and new_item.state == "QUEUED"
+    assert new_item.output_path.endswith(f"here-seed{new_item.seed}.mp4")
+    kept = next(item for item in gallery.model.items if item.job_id == ids["here"])
+    assert kept.state == "COMPLETED" and kept.output_path == str(video)
+    # The two tiles are told apart by their words: the new one says its seed.
+    assert (kept.title, new_item.title) == ("here", f"here · seed {new_item.seed}")
+    index = gallery.model.index(gallery.model.rowCount() - 1)
+    assert index.data() == new_item.title
+    assert await journal.get_job(ids["here"]) == original, "the finished job untouched"
+    new = await journal.get_job(new_item.job_id)
+    assert new is not None and new.metadata["variant_of"] == ids["here"]
+    assert new.params["seed"] == new_item.seed != original.params.get("seed")
+    assert f"New job {new.id}" in banners.get("retry").text

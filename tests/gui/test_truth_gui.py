@@ -59,8 +59,9 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
     assert banner.text.count("Mark ready") == 1  # what the user can do, once
     assert "22 waiting" in window.totals_label.text()
     # The shared queue once, above the cards; no card claims the 22 as its own.
-    await until(lambda: window.queue_label.text() == "Shared queue: 22 waiting for 3 accounts",
-                5)
+    # What they will cost is said there too, from the journal (22 x $0.05; issue 23).
+    await until(lambda: window.queue_label.text() == "Shared queue: 22 waiting for 3 accounts"
+                " · Mock provider (local) est. $1.10 to go", 5)
     assert all(card.queued.text() == "0" for card in window.accounts.cards.values())
     save_screenshot(window, "stalled")
 

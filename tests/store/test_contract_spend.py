@@ -276,3 +276,45 @@ def _err():  # type: ignore[no-untyped-def]
 def _no_file():  # type: ignore[no-untyped-def]
     from reelqueue.domain.models import FileCheck
     return FileCheck(exists=False)
+
+
+def test_to_go_sums_the_waiting_jobs_stored_prices_per_provider_and_pinned_account(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Issue 23: "est. $X to go" is one aggregate over the job rows (every store alike).
+    Waiting = queued or retry wait with no create sent; a price that is not a number is
+    no price; a claimed, submitted or parked job is not counted."""
+    assert store.to_go() == ()
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    specs = (priced(tmp_path, 3, 0.5, prefix="open")
+             + priced(tmp_path, 1, None, prefix="free")
+             + priced(tmp_path, 1, PRICE, prefix="pin", pinned_account="acct-b")
+             + [type(s)(**{**s.__dict__, "metadata": {"price": bad}})
+                for s, bad in zip(priced(tmp_path, 2, None, prefix="odd"), ("0.5", True),
+                                  strict=True)]
+             + priced(tmp_path, 2, 0.25, prefix="other", provider="runway"))
+    store.add_jobs(batch.id, specs, clock.now())
+    store.add_account(AccountSpec("acct-a", "mock", 5), clock.now())
+    store.add_account(AccountSpec("acct-b", "mock", 1), clock.now())
+    groups = {(t.provider, t.account): t for t in store.to_go()}
+    assert [(t.provider, t.account) for t in store.to_go()] == [
+        ("mock", None), ("mock", "acct-b"), ("runway", None)]
+    mock = groups[("mock", None)]
+    assert (mock.usd, mock.priced, mock.unpriced) == (pytest.approx(1.5), 3, 3)
+    assert mock.describe() == "est. $1.50 to go, 3 without a price"
+    pinned = groups[("mock", "acct-b")]
+    assert (pinned.usd, pinned.priced, pinned.unpriced) == (pytest.approx(PRICE), 1, 0)
+    assert pinned.describe() == "est. $0.80 to go"
+    assert groups[("runway", None)].usd == pytest.approx(0.5)
+
+    before = store.to_go()
+    c = claim(store, clock)  # claimed: reserved, no longer "to go"
+    assert c is not None and c.job.pinned_account is None
+    claimed_price = (c.job.metadata or {}).get("price")
+    after = {(t.provider, t.account): t for t in store.to_go()}[("mock", None)]
+    assert after.priced + after.unpriced == mock.priced + mock.unpriced - 1
+    if isinstance(claimed_price, float):
+        assert after.usd == pytest.approx(mock.usd - claimed_price)
+    submit(store, clock, c)  # its price is in the spend entries now: never twice
+    assert store.to_go() != before
+    assert sum(t.priced + t.unpriced for t in store.to_go()) == len(specs) - 1

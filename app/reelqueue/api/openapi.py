@@ -112,7 +112,10 @@ SCHEMAS: dict[str, Any] = {
     "Cancelled": {"type": "object", "required": ["id", "cancelled"], "properties": {
         "id": {"type": "integer"}, "cancelled": {"type": "boolean"}}},
     "Requeued": {"type": "object", "required": ["id", "requeued"], "properties": {
-        "id": {"type": "integer"}, "requeued": {"type": "boolean"}}},
+        "id": {"type": "integer"}, "requeued": {"type": "boolean"},
+        "new_seed": {"type": "integer"},
+        "new_jobs": {"type": "array", "items": {"type": "integer"}},
+        "estimate": NULLABLE_STRING}},
     "BatchOutcome": {
         "type": "object", "required": ["batch_name", "refused_rows", "estimate"],
         "description": "an import (batch_id, added, already_present) or a dry run / "
@@ -131,6 +134,22 @@ SCHEMAS: dict[str, Any] = {
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
             "daily_cap": {}}}}}},
+    "Spend": {"type": "object",
+              "required": ["accounts", "batches", "spent", "to_go", "to_go_total"],
+              "properties": {
+        "accounts": {"type": "array", "items": {"type": "object", "properties": {
+            "account": {"type": "string"}, "spent_today": {"type": "number"},
+            "reserved": {"type": "number"}, "daily_cap": {},
+            "waiting_for_cap": {"type": "integer"}}}},
+        "batches": {"type": "array", "items": {"type": "object"}},
+        "spent": {"type": "object", "additionalProperties": {"type": "number"}},
+        "to_go": {"type": "array", "items": {"type": "object", "properties": {
+            "provider": {"type": "string"}, "account": NULLABLE_STRING,
+            "usd": {"type": "number"}, "priced": {"type": "integer"},
+            "unpriced": {"type": "integer"}, "words": {"type": "string"}}}},
+        "to_go_total": {"type": "object", "properties": {
+            "usd": {"type": "number"}, "unpriced": {"type": "integer"},
+            "words": {"type": "string"}}}}},
     # One event of GET /v1/events, as OpenAPI 3.2 models a Server-Sent Event (and as a
     # 3.1 ``schema`` of text/event-stream is read per event): its fields, with the data a
     # ledger entry in JSON. Comments (': connected', ': keep-alive') are not events.
@@ -230,9 +249,14 @@ def openapi_document() -> dict[str, Any]:
             "/v1/jobs/{job_id}/cancel": {"post": _op("Cancel a job", "admin", {
                 "200": _json("cancelled (false: it was already settled)", _ref("Cancelled")),
                 "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
-            "/v1/jobs/{job_id}/retry": {"post": _op("Retry a failed/cancelled job", "admin", {
-                "200": _json("requeued (false: not failed or cancelled)", _ref("Requeued")),
-                "404": NO_JOB, "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+            "/v1/jobs/{job_id}/retry": {"post": _op(
+                "Retry a failed/cancelled job; ?new_seed=N: a different video", "admin", {
+                "200": _json("requeued (false: not failed or cancelled); with new_seed, a "
+                             "completed job is kept and new_jobs names the new job that "
+                             "renders the seed, estimate its price", _ref("Requeued")),
+                "404": NO_JOB, "422": NOT_A_JOB_ID},
+                parameters=[JOB_ID, {"name": "new_seed", "in": "query",
+                                     "schema": _integer(0, 2**31 - 1)}])},
             "/v1/jobs/{job_id}/video": {"get": _op(
                 "The finished video (Range, ETag=sha256)", "read", {
                     "200": {"description": "the video", "content": {"video/mp4": {
@@ -248,6 +272,10 @@ def openapi_document() -> dict[str, Any]:
                     "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
             "/v1/accounts": {"get": _op("Accounts: live, capacity, status (no keys)", "read", {
                 "200": _json("accounts", _ref("Accounts"))})},
+            "/v1/spend": {"get": _op(
+                "Money: each account's spend (all days, today), capped batches, and what the "
+                "waiting jobs will cost ('est. $X to go')", "read", {
+                    "200": _json("the money figures", _ref("Spend"))})},
             "/v1/events": {"get": _op(
                 "Server-Sent Events from the ledger; resume with Last-Event-ID", "read", {
                     "200": {"description": "the stream: 'id: seq', 'event:', 'data: {json}'; "

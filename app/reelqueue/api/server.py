@@ -62,6 +62,9 @@ DRY_RUN_WORDS = ("0", "1", "true", "false", "yes", "no")
 ApiServices = RemoteAccess
 """What the routes use: the application layer's view for remote clients."""
 
+MAX_SEED = 2**31 - 1
+"""The largest seed a retry takes (the window's seed field and every provider's)."""
+
 
 def job_json(job: Job) -> dict[str, Any]:
     return {
@@ -240,7 +243,17 @@ class Routes:
     @needs("admin")
     async def retry_job(self, request: web.Request) -> web.Response:
         job = await self._job(request)
-        return web.json_response({"id": job.id, "requeued": await self.s.retry(job.id)})
+        if "new_seed" not in request.query:
+            return web.json_response({"id": job.id, "requeued": await self.s.retry(job.id)})
+        seed = whole_number(request.query["new_seed"], "new_seed", minimum=0,
+                            maximum=MAX_SEED)
+        plan, done = await self.s.retry_with_seed(job.id, seed)
+        return web.json_response({
+            "id": job.id, "requeued": job.id in done, "new_seed": seed,
+            # A completed job is kept; its new seed is a new job (its own file).
+            "new_jobs": [i for i in done if i != job.id],
+            "estimate": plan.price_text if plan.pays else None,
+        })
 
     @needs("read")
     async def video(self, request: web.Request) -> web.StreamResponse:
@@ -305,6 +318,11 @@ class Routes:
             "cooldown_until": a.cooldown_until,
             "daily_cap": a.settings.get("daily_cap"),
         } for summary in summaries for a in [summary.account]]})
+
+    @needs("read")
+    async def spend(self, request: web.Request) -> web.Response:
+        """The money figures of ``reelqueue spend`` and the window's cards (one read)."""
+        return web.json_response((await self.s.money()).as_dict())
 
     @needs("read")
     async def events(self, request: web.Request) -> web.StreamResponse:
@@ -428,6 +446,7 @@ def build_app(services: ApiServices, connections: Connections | None = None
     app.router.add_post("/v1/jobs/{job_id}/retry", routes.retry_job)
     app.router.add_get("/v1/jobs/{job_id}/video", routes.video)
     app.router.add_get("/v1/accounts", routes.accounts)
+    app.router.add_get("/v1/spend", routes.spend)
     app.router.add_get("/v1/events", routes.events)
     return app
 

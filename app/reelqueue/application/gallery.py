@@ -60,6 +60,8 @@ class GalleryItem:
         error: the last error, in the user's words.
         here: False when the journal's path would leave this machine's videos folder
             (refused: never opened, shown or copied).
+        variant_of: the finished job this one renders again with a new seed (None: a
+            row of the sheet).
     """
 
     job_id: int
@@ -78,6 +80,13 @@ class GalleryItem:
     seed_blocked: str | None
     error: str | None
     here: bool = True
+    variant_of: int | None = None
+
+    @property
+    def title(self) -> str:
+        """The tile's words: the job's name; a new seed of a finished job says its seed
+        ("fox · seed 42"), so it is told apart from the kept video beside it."""
+        return f"{self.name} · seed {self.seed}" if self.variant_of is not None else self.name
 
     @property
     def completed(self) -> bool:
@@ -105,7 +114,13 @@ def _item(job: Job, host: str, providers: ProviderRegistry,
                        job.provider, job.account, job.state.value,
                        str(local) if local is not None else job.output_path,
                        job.output_size, job.output_sha256, held, job.params.get("seed"),
-                       reasons[job.provider], error, here=local is not None)
+                       reasons[job.provider], error, here=local is not None,
+                       variant_of=_variant_of(job))
+
+
+def _variant_of(job: Job) -> int | None:
+    origin = job.metadata.get("variant_of")
+    return origin if isinstance(origin, int) and not isinstance(origin, bool) else None
 
 
 async def gallery_items(session: Session, batch_id: int) -> list[GalleryItem]:

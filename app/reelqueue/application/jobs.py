@@ -16,11 +16,18 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
-from reelqueue.engine.retry_plan import RetryPlan, plan_retry
+from reelqueue.engine.retry_plan import (
+    RetryPlan,
+    estimated_price,
+    plan_retry,
+    takes_seed,
+    variant_spec,
+)
 from reelqueue.intake.estimate import AccountPrices
 from reelqueue.store.base import Prioritized, Store
 
-__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "batches", "cancel", "failed_job_ids",
+__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "SeedVariant", "add_seed_variants",
+           "batches", "cancel", "failed_job_ids",
            "is_paused", "list_batches", "prioritize_batch", "prioritize_jobs",
            "resolve_by_creating_again", "resolve_with_render", "retry", "retry_plan",
            "set_batch_cap", "set_batch_paused", "unknown_candidates"]
@@ -70,12 +77,85 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
 async def retry(session: Session, job_ids: list[int], *,
                 new_seed: int | None = None, reconcile: bool = True) -> list[int]:
     """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
-    that changed meanwhile is left alone). An unknown create keeps its client token to be
-    looked for first unless ``reconcile`` is False (the user's "create it again")."""
+    that changed meanwhile is left alone), then the new jobs of the completed ones when
+    ``new_seed`` is given (:func:`add_seed_variants`; one that seed already made is not
+    made again). An unknown create keeps its client
+    token to be looked for first unless ``reconcile`` is False (the user's "create it
+    again")."""
     done = await session.journal.requeue_jobs(list(job_ids), session.clock.now(),
                                               new_seed=new_seed, reconcile=reconcile)
-    await session.changed(jobs=done)
-    return done
+    made: list[int] = []
+    if new_seed is not None:
+        rest = [job_id for job_id in dict.fromkeys(job_ids) if job_id not in done]
+        made = [v.job_id for v in await add_seed_variants(session, rest, new_seed)
+                if v.added]
+    await session.changed(jobs=[*done, *made])
+    return [*done, *made]
+
+
+@dataclass(frozen=True)
+class SeedVariant:
+    """A new job that renders a completed one again with a new seed.
+
+    Attributes:
+        original: the completed job's id (kept as it is: its file, its spend).
+        job_id: the new job's id. seed: its seed. output_path: its file (the journal's).
+        added: False when the same seed had already been asked for that job (the job
+            made then is named, nothing new is added).
+    """
+
+    original: int
+    job_id: int
+    seed: int
+    output_path: str
+    added: bool = True
+
+
+async def add_seed_variants(session: Session, job_ids: list[int],
+                            new_seed: int) -> list[SeedVariant]:
+    """For each completed job of ``job_ids`` whose provider takes a seed, add a new job in
+    its batch (:func:`~reelqueue.engine.retry_plan.variant_spec`: same prompt and
+    parameters, ``new_seed``, its own key and file) and write in the ledger of both what
+    it is, with the estimated price. Other jobs are left alone. The finished job is never
+    touched: a finished video is not rendered twice; this is a different video."""
+    journal = session.journal
+    providers = session.providers
+    now = session.clock.now()
+
+    def add(store: Store) -> list[SeedVariant]:
+        made: list[SeedVariant] = []
+        for job_id in dict.fromkeys(job_ids):
+            job = store.get_job(job_id)
+            if (job is None or job.state != JobState.COMPLETED
+                    or not takes_seed(providers, job.provider)):
+                continue
+            spec = variant_spec(job, new_seed)
+            result = store.add_jobs(job.batch_id, [spec], now)
+            if result.job_ids:
+                new_id, added = result.job_ids[0], True
+            else:  # the same seed asked again for this job: its variant exists
+                existing = _job_with_key(store, job.batch_id, spec.job_key)
+                if existing is None:
+                    continue
+                new_id, added = existing, False
+            if added:
+                usd, unpriced = estimated_price([job], providers)
+                price = None if unpriced else usd
+                store.note("seed_variant", now, job_id=job.id, detail={
+                    "variant_job": new_id, "seed": new_seed, "estimated_usd": price,
+                    "output_path": spec.output_path})
+                store.note("seed_variant_of", now, job_id=new_id, detail={
+                    "original_job": job.id, "seed": new_seed, "estimated_usd": price,
+                    "why": "the user asked for a new seed of a finished video: a new video "
+                           "beside the kept one"})
+            made.append(SeedVariant(job.id, new_id, new_seed, spec.output_path, added))
+        return made
+
+    return await journal.call(add, journal.sync)
+
+
+def _job_with_key(store: Store, batch_id: int, key: str) -> int | None:
+    return next((j.id for j in store.list_jobs(batch_id=batch_id) if j.job_key == key), None)
 
 
 async def unknown_candidates(session: Session, job_id: int) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from reelqueue.application import jobs, views
+from reelqueue.application import jobs, status, views
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
 from reelqueue.application.feed import JournalFeed
@@ -121,8 +121,20 @@ class RemoteAccess:
     async def retry(self, job_id: int) -> bool:
         return job_id in await jobs.retry(self.session, [job_id])
 
+    async def retry_with_seed(self, job_id: int, seed: int) -> tuple[jobs.RetryPlan, list[int]]:
+        """Retry with ``seed``: a failed, cancelled or parked job is rendered again with it;
+        a completed one is kept and a new job renders it (application.jobs). The plan (its
+        price) and the ids done (the requeued job, or the new one)."""
+        plan = await jobs.retry_plan(self.session, [job_id], new_seed=seed)
+        return plan, await jobs.retry(self.session, plan.job_ids, new_seed=seed)
+
     async def accounts(self) -> list[AccountSummary]:
         return await views.accounts(self.session)
+
+    async def money(self) -> status.Money:
+        """The journal's money figures: the window's cards and ``reelqueue spend`` read
+        the same (issue 23)."""
+        return await status.money(self.session)
 
     async def upload_batch(self, content: bytes, file_name: str, *, provider: str,
                            batch_name: str | None, dry_run: bool) -> BatchUploadOutcome:

@@ -19,20 +19,23 @@ from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.attention import NeedsAttention, needs_attention
 from reelqueue.engine.outputs import check_output, ensure_writable, located_output
 from reelqueue.store.base import Store, this_host
-from reelqueue.store.spend import AccountSpend, SpendSummary, local_day_start
+from reelqueue.store.spend import AccountSpend, SpendSummary, ToGo, local_day_start, to_go_words
 
-__all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "check_output_folders",
-           "doctor", "doctor_checks", "money", "needs_user", "other_instance_probe", "spend",
-           "status", "status_data"]
+__all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "ToGo",
+           "check_output_folders", "doctor", "doctor_checks", "money", "money_of",
+           "needs_user", "other_instance_probe", "spend", "status", "status_data",
+           "to_go_words"]
 
 
 @dataclass(frozen=True)
 class StatusReport:
-    """``data``: the JSON of ``status --json``; ``attention`` and ``spend`` for its text."""
+    """``data``: the JSON of ``status --json``; ``attention``, ``spend`` and ``money``
+    (the same read as the window's cards) for its text."""
 
     data: dict[str, Any]
     attention: NeedsAttention
     spend: SpendSummary
+    money: Money | None = None
 
 
 def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
@@ -65,8 +68,10 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     now = session.clock.now()
 
     def read(store: Store) -> StatusReport:
-        return StatusReport(status_data(store, batch), needs_attention(store, batch),
-                            store.spend_summary(now, local_day_start(now)))
+        data = status_data(store, batch)
+        figures = money_of(store, now)
+        data["money"] = figures.as_dict()
+        return StatusReport(data, needs_attention(store, batch), figures.today, figures)
 
     journal = session.journal
     report = await journal.call(read, journal.sync)
@@ -95,25 +100,74 @@ class Money:
         today: each account's spend since local midnight (with the renders being
             started, its daily cap and what the cap holds back) and each capped batch's.
         spent: each account's spend since it was added: the same entries, all days.
+        to_go: what the waiting jobs will cost, per provider and pinned account, from the
+            job rows' stored prices (:class:`~reelqueue.store.spend.ToGo`: which jobs
+            count and why).
     """
 
     today: SpendSummary
     spent: dict[str, float]
+    to_go: tuple[ToGo, ...] = ()
 
     def account_today(self, name: str) -> AccountSpend | None:
         return next((a for a in self.today.accounts if a.account == name), None)
+
+    def provider_to_go(self, provider: str) -> ToGo | None:
+        """The waiting jobs of ``provider`` that any of its accounts may take (not pinned);
+        None when there are none."""
+        return next((t for t in self.to_go
+                     if t.provider == provider and t.account is None), None)
+
+    def account_to_go(self, account: str) -> ToGo | None:
+        """The waiting jobs only ``account`` may render (pinned or bound to it)."""
+        groups = [t for t in self.to_go if t.account == account]
+        if not groups:
+            return None
+        return ToGo(groups[0].provider, account, round(sum(t.usd for t in groups), 6),
+                    sum(t.priced for t in groups), sum(t.unpriced for t in groups))
+
+    @property
+    def total_to_go(self) -> tuple[float, int]:
+        """(USD, jobs without a price) over every waiting job."""
+        return (round(sum(t.usd for t in self.to_go), 6),
+                sum(t.unpriced for t in self.to_go))
+
+    def to_go_lines(self) -> list[str]:
+        """``status``'s and ``spend``'s lines, one per provider and pinned account:
+        "Waiting jobs (runway): est. $3.00 to go", "Waiting jobs for account a1 (runway):
+        est. $0.50 to go, 2 without a price"."""
+        lines = []
+        for t in self.to_go:
+            only = f" for account {t.account}" if t.account else ""
+            lines.append(f"Waiting jobs{only} ({t.provider}): {t.describe()}")
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        """The API's ``GET /v1/spend`` and ``status --json``'s ``money``."""
+        usd, unpriced = self.total_to_go
+        return {
+            **self.today.as_dict(),
+            "spent": {name: round(usd, 4) for name, usd in self.spent.items()},
+            "to_go": [{"provider": t.provider, "account": t.account,
+                       "usd": round(t.usd, 4), "priced": t.priced, "unpriced": t.unpriced,
+                       "words": t.describe()} for t in self.to_go],
+            "to_go_total": {"usd": round(usd, 4), "unpriced": unpriced,
+                            "words": to_go_words(usd, unpriced)},
+        }
 
 
 async def money(session: Session) -> Money:
     """:class:`Money`, read on the journal's thread."""
     now = session.clock.now()
 
-    def read(store: Store) -> Money:
-        today = store.spend_summary(now, local_day_start(now))
-        ever = store.spend_summary(now, 0.0)
-        return Money(today, {a.account: a.spent_today for a in ever.accounts})
+    return await session.journal.call(money_of, session.journal.sync, now)
 
-    return await session.journal.call(read, session.journal.sync)
+
+def money_of(store: Store, now: float) -> Money:
+    """:class:`Money` from ``store`` (on the journal's thread)."""
+    today = store.spend_summary(now, local_day_start(now))
+    ever = store.spend_summary(now, 0.0)
+    return Money(today, {a.account: a.spent_today for a in ever.accounts}, store.to_go())
 
 
 def doctor_checks(store: Store, instance_alive: bool,

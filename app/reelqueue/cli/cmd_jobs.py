@@ -22,7 +22,8 @@ __all__ = ["batch_commands", "find_batch", "register"]
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     retry = sub.add_parser(
-        "retry", help="put failed, cancelled or parked jobs back in the queue",
+        "retry", help="put failed, cancelled or parked jobs back in the queue (with "
+        "--new-seed, finished ones are rendered again as new jobs)",
         description="A job whose render may still exist at the provider is read again "
         "first (finished: downloaded, running: reattached, no charge); only a render the "
         "provider says is gone is created again. Says what it will do and cost first.")
@@ -36,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="with --failed: also content-policy, invalid-input and "
                        "outcome-unknown failures")
     retry.add_argument("--new-seed", type=int, default=None,
-                       help="a different video: every job is rendered again (paid)")
+                       help="a different video: every job is rendered again (paid); a "
+                       "completed job is kept and a new job beside it renders the seed "
+                       "(its own file, '-seed<N>')")
     retry.add_argument("--yes", "-y", action="store_true", help="do not ask before paying")
     retry.set_defaults(handler=handle_retry)
     resolve = sub.add_parser(
@@ -97,6 +100,8 @@ def batch_commands(sub: argparse._SubParsersAction) -> argparse._SubParsersActio
 
 
 def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
+    variants: list[str] = []
+
     async def retry(session: Session) -> tuple[RetryPlan, list[int] | None]:
         ids = list(args.job_ids)
         ids += await jobs.failed_job_ids(session, failed=args.failed)
@@ -109,22 +114,39 @@ def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"Retry: {plan.summary()}")
         if not plan.job_ids:
             return plan, []
-        if plan.rerender and not args.yes and sys.stdin.isatty():
+        if plan.pays and not args.yes and sys.stdin.isatty():
             ctx.out.write("Go ahead? [y/N] ")
             ctx.out.flush()
             answer = await asyncio.to_thread(sys.stdin.readline)
             if answer.strip().lower() not in ("y", "yes"):
                 ctx.print("Nothing was changed.")
                 return plan, None
-        return plan, await jobs.retry(session, plan.job_ids, new_seed=args.new_seed)
+        done = await jobs.retry(session, plan.job_ids, new_seed=args.new_seed)
+        for job_id in done:
+            job = await session.journal.get_job(job_id)
+            if job is not None and job_id not in plan.job_ids:
+                variants.append(f"New job {job.id}: job {job.metadata.get('variant_of')} "
+                                f"again with seed {job.params.get('seed')}, into "
+                                f"{job.output_path} (job {job.metadata.get('variant_of')} "
+                                "and its video are kept).")
+        return plan, done
 
     plan, done = run_on_journal(ctx, retry)
     if done is None:
         return 1
     if not plan.job_ids:
         return 0
-    ctx.print(f"{len(done)} jobs queued again." + ("" if len(done) == len(plan.job_ids) else
-              f" {len(plan.job_ids) - len(done)} changed meanwhile and were left alone."))
+    for line in variants:
+        ctx.print(line)
+    if len(variants) < len(plan.variants):
+        n = len(plan.variants) - len(variants)
+        ctx.print(f"{n} finished job{'s' if n != 1 else ''} already had a job for seed "
+                  f"{args.new_seed}: nothing was added for {'them' if n != 1 else 'it'}.")
+    requeued = len(done) - len(variants)
+    expected = len(plan.job_ids) - len(plan.variants)
+    if expected:
+        ctx.print(f"{requeued} jobs queued again." + ("" if requeued == expected else
+                  f" {expected - requeued} changed meanwhile and were left alone."))
     return 0
 
 

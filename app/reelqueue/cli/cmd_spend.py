@@ -1,4 +1,6 @@
-"""Spend caps from the command line (docs/design-notes.md "Spend caps"):
+"""Money from the command line: ``reelqueue spend`` prints the journal's money figures
+(application.status.money: the window's cards and the API's ``GET /v1/spend`` read the
+same), and spend caps (docs/design-notes.md "Spend caps"):
 ``reelqueue batch cap BATCH USD|none``; ``run``/``import --max-spend`` and
 ``accounts set --daily-cap`` use :func:`parse_usd`; the cap itself is
 ``application.jobs.set_batch_cap``.
@@ -11,10 +13,11 @@ A cap is one write in the journal, so it is made without the data-folder lock: w
 from __future__ import annotations
 
 import argparse
+import json
 
 from reelqueue.application import jobs, status
 from reelqueue.application.session import Session
-from reelqueue.application.status import SpendSummary
+from reelqueue.application.status import Money, SpendSummary
 from reelqueue.cli.cmd_jobs import batch_commands, find_batch
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
@@ -49,6 +52,10 @@ def _batch_actions(sub: argparse._SubParsersAction) -> argparse._SubParsersActio
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    spend = sub.add_parser("spend", help="what each account has spent (all days and today) "
+                           "and what the waiting jobs will cost")
+    spend.add_argument("--json", action="store_true", help="machine-readable output")
+    spend.set_defaults(handler=handle_spend)
     actions = _batch_actions(sub)
     cap = actions.add_parser(
         "cap", help="stop starting renders once the batch has spent USD ('none': no cap)")
@@ -89,4 +96,32 @@ def describe(spend: SpendSummary) -> list[str]:
             continue
         held = f", cap reached: {a.waiting} waiting" if a.waiting else ""
         lines.append(f"Account {a.account}: spent today {a.describe()}{held}")
+    return lines
+
+
+def handle_spend(args: argparse.Namespace, ctx: CliContext) -> int:
+    if not ctx.has_journal:
+        ctx.print(f"No journal yet in {ctx.data_dir}.")
+        return 0
+    figures = run_on_journal(ctx, status.money, lock=False)
+    if args.json:
+        ctx.print(json.dumps(figures.as_dict(), indent=2))
+        return 0
+    for line in money_lines(figures):
+        ctx.print(line)
+    return 0
+
+
+def money_lines(figures: Money) -> list[str]:
+    """``spend``'s lines: each account's spend (all days, then today's in the window's
+    words), each capped batch, and what the waiting jobs will cost."""
+    lines = []
+    for a in figures.today.accounts:
+        lines.append(f"Account {a.account}: spent ${figures.spent.get(a.account, 0.0):.2f}, "
+                     f"today {a.describe()}"
+                     + (f", cap reached: {a.waiting} waiting" if a.reached else ""))
+    for b in figures.today.batches:
+        held = f", cap reached: {b.waiting} waiting" if b.waiting else ""
+        lines.append(f"Batch {b.batch_id} ({b.name}): spent {b.describe()}{held}")
+    lines += figures.to_go_lines() or ["Waiting jobs: none (nothing to go)."]
     return lines

@@ -45,6 +45,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"  needs attention: {line}")
     for line in spend_lines:
         ctx.print(f"  {line}")
+    for line in report.money.to_go_lines() if report.money is not None else ():
+        ctx.print(f"  {line}")  # the window's "est. $X to go", from the same read
     for a in data["accounts"]:
         state = a["status"] if a["enabled"] else "paused"  # the window's word too
         if a.get("this_machine"):

@@ -35,7 +35,7 @@ from reelqueue.store.base import (
     RecoverParams,
     Store,
 )
-from reelqueue.store.spend import SpendSummary
+from reelqueue.store.spend import SpendSummary, ToGo
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -301,6 +301,10 @@ class AsyncStore:
     async def spend_summary(self, now: float, day_start: float) -> SpendSummary:
         """Store.spend_summary on the journal thread."""
         return await self.call(self.sync.spend_summary, now, day_start)
+
+    async def to_go(self) -> tuple[ToGo, ...]:
+        """Store.to_go on the journal thread."""
+        return await self.call(self.sync.to_go)
 
     # -- recovery and audit ------------------------------------------------------------
     async def recover(self, params: RecoverParams) -> RecoveryReport:

@@ -10,16 +10,22 @@ where it cannot, a retry renders it again and says the first create may already 
 charged. A job without either is rendered again. Permanent failures (content policy,
 invalid input...) and unknown creates on providers that cannot be asked are left out
 unless asked for: the same row would most likely fail the same way, at a price.
+
+A finished video is never rendered again (DESIGN.md). A retry of a completed job *with a
+new seed* is a different video the user asked for: a new job (a *variant*) beside the
+kept one, with its own key and file name (:func:`variant_spec`), priced here like any
+other re-render.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, KnownError
-from reelqueue.domain.models import Job
+from reelqueue.domain.models import Job, JobSpec
 from reelqueue.domain.states import JobState
 from reelqueue.intake.estimate import NO_ACCOUNTS, UNKNOWN, AccountPrices, money, quote_job
 from reelqueue.providers.base import ParamSpec, ReconcileMethod
@@ -28,6 +34,50 @@ from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.spend import price_of
 
 RETRYABLE_STATES = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.PARKED})
+
+VARIANT_KEY = "~seed"
+"""A variant's job key is its original's with ``~seed<N>``: never a sheet's key (those are
+the row's key, ``#n`` for repeats), so a re-import neither duplicates nor swallows it."""
+
+_SEED_SUFFIX = re.compile(r"-seed-?[0-9]+$")
+_MAX_NAME_BYTES = 255
+
+
+def takes_seed(providers: ProviderRegistry | None, provider: str) -> bool:
+    """Whether ``provider`` takes a seed parameter (a new seed can be asked for)."""
+    try:
+        return bool((providers or builtin_registry()).get(provider).params.seed)
+    except KnownError:
+        return False
+
+
+def seeded_path(stored: str, seed: int) -> str:
+    """The journal path of a variant: the original's with ``-seed<N>`` before the suffix
+    ("b/clip.mp4" -> "b/clip-seed42.mp4"; a variant's own suffix is replaced, not stacked),
+    in the same folder, so it passes the same checks as the original's (engine/outputs.py
+    ``output_refusal``) and never names the original's file."""
+    cut = max(stored.rfind("/"), stored.rfind("\\"))
+    folder, name = stored[:cut + 1], stored[cut + 1:]
+    dot = name.rfind(".")
+    stem, suffix = (name[:dot], name[dot:]) if dot > 0 else (name, "")
+    stem = _SEED_SUFFIX.sub("", stem)
+    tail = f"-seed{seed}{suffix}"
+    while len((stem + tail).encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES and stem:
+        stem = stem[:-1]
+    return folder + stem + tail
+
+
+def variant_spec(job: Job, seed: int) -> JobSpec:
+    """The new job that renders ``job`` (completed) again with ``seed``: the same prompt,
+    parameters, account pin, row and stored price; its own key and file; its metadata
+    names its origin (``variant_of``) for the job detail."""
+    key = job.job_key.split(VARIANT_KEY, 1)[0] + f"{VARIANT_KEY}{seed}"
+    metadata = {**job.metadata, "variant_of": job.id, "variant_seed": seed}
+    return JobSpec(job_key=key, prompt=job.prompt, provider=job.provider,
+                   output_path=seeded_path(job.output_path, seed),
+                   params={**job.params, "seed": seed}, pinned_account=job.pinned_account,
+                   row_number=job.row_number, name=job.name, priority=job.priority,
+                   metadata=metadata)
 
 
 def estimated_price(
@@ -75,9 +125,14 @@ class RetryPlan:
         unknown outcome on a provider that cannot be asked).
     skipped_permanent: permanent failures, and unknown creates on providers that cannot
         be asked, left out (``include_permanent`` not given).
-    not_retryable: jobs that are not failed, cancelled or parked (left alone).
-    rerender_usd: the estimated price of ``rerender``; ``unpriced``: those without a price.
+    not_retryable: jobs that are not failed, cancelled or parked (left alone), and finished
+        ones when no new seed is asked for (or their provider takes none).
+    variants: finished jobs kept as they are, each rendered again as a new job with the
+        new seed (:func:`variant_spec`): a different video, paid.
+    rerender_usd: the estimated price of ``rerender`` and ``variants``; ``unpriced``: those
+        without a price.
     unknown: for those, the "price unknown — set it with ..." words (whose price is missing).
+    variant_usd, variant_unpriced: the part of those two for ``variants``.
     """
 
     reread: tuple[Job, ...]
@@ -89,18 +144,29 @@ class RetryPlan:
     unknown: str = ""
     reconcile: tuple[Job, ...] = ()
     maybe_charged: tuple[Job, ...] = ()
+    variants: tuple[Job, ...] = ()
+    variant_usd: float = 0.0
+    variant_unpriced: int = 0
 
     @property
     def price_text(self) -> str:
         """"est. $1.20", "est. $1.20 + 2 jobs price unknown — set it with ..." or "price
         unknown — set it with ...": never $0.00 for a job without a price."""
-        if not self.unpriced:
-            return f"est. {money(self.rerender_usd)}"
+        return self._price(self.rerender_usd, self.unpriced,
+                           len(self.rerender) + len(self.variants))
+
+    def _price(self, usd: float, unpriced: int, jobs: int) -> str:
+        if not unpriced:
+            return f"est. {money(usd)}"
         unknown = self.unknown or UNKNOWN
-        if len(self.rerender) == self.unpriced:
+        if jobs == unpriced:
             return unknown
-        n = self.unpriced
-        return f"est. {money(self.rerender_usd)} + {n} job{'s' if n != 1 else ''} {unknown}"
+        return f"est. {money(usd)} + {unpriced} job{'s' if unpriced != 1 else ''} {unknown}"
+
+    @property
+    def pays(self) -> bool:
+        """Something will be rendered (and paid for): a re-render or a variant."""
+        return bool(self.rerender or self.variants)
 
     @property
     def left_out_unknown(self) -> tuple[Job, ...]:
@@ -117,14 +183,17 @@ class RetryPlan:
 
     @property
     def job_ids(self) -> list[int]:
-        return [j.id for j in (*self.reread, *self.reconcile, *self.rerender)]
+        """The jobs the retry acts on (a variant's original among them: the retry adds its
+        new job)."""
+        return [j.id for j in (*self.reread, *self.reconcile, *self.rerender, *self.variants)]
 
     def summary(self, *, include_hint: str = "add --include-permanent to retry them too"
                 ) -> str:
         """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
         rendered again (est. $1.20)'. ``include_hint``: how to retry the jobs left out, in
         the front end's words."""
-        total = len(self.reread) + len(self.reconcile) + len(self.rerender)
+        total = len(self.reread) + len(self.reconcile) + len(self.rerender) + len(
+            self.variants)
         parts = []
         if self.reread:
             parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
@@ -134,7 +203,17 @@ class RetryPlan:
                          "for in the provider's records first (no charge; created again only "
                          "if they show the first create never arrived)")
         if self.rerender:
-            parts.append(f"{len(self.rerender)} will be rendered again ({self.price_text})")
+            price = self.price_text if not self.variants else self._price(
+                self.rerender_usd - self.variant_usd, self.unpriced - self.variant_unpriced,
+                len(self.rerender))
+            parts.append(f"{len(self.rerender)} will be rendered again ({price})")
+        if self.variants:
+            n = len(self.variants)
+            price = self._price(self.variant_usd, self.variant_unpriced, n)
+            parts.append(f"{n} finished video{'s' if n != 1 else ''} "
+                         f"{'are' if n != 1 else 'is'} kept and rendered again as "
+                         f"{'new jobs' if n != 1 else 'a new job'} with the new seed "
+                         f"({price})")
         if self.maybe_charged:
             n = len(self.maybe_charged)
             parts.append(f"for {n} of them the first create may already be charged (a "
@@ -173,7 +252,9 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                account_settings: Mapping[str, Mapping[str, Any]] | None = None,
                create_again: bool = False) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
-    rendered again. ``accounts``: the accounts' own prices (see :func:`estimated_price`).
+    rendered again, and a completed one (of a provider that takes a seed) becomes a
+    variant: kept, a new job renders the new seed. ``accounts``: the accounts' own prices
+    (see :func:`estimated_price`).
     ``account_settings``: each account's settings (how its provider is asked for an unknown
     create may depend on them). ``create_again``: the user's explicit "render it again" of
     unknown creates (never looked for first)."""
@@ -192,10 +273,14 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
     rerender: list[Job] = []
     maybe_charged: list[Job] = []
     skipped: list[Job] = []
+    variants: list[Job] = []
     other: list[int] = []
     for job_id in dict.fromkeys(job_ids):
         job = jobs.get(job_id)
-        if job is None or job.state not in RETRYABLE_STATES:
+        if (job is not None and job.state == JobState.COMPLETED and new_seed is not None
+                and takes_seed(registry, job.provider)):
+            variants.append(job)  # kept; a new job renders the new seed
+        elif job is None or job.state not in RETRYABLE_STATES:
             other.append(job_id)
         elif _unknown(job) and new_seed is None and not create_again and askable(job):
             reconcile.append(job)
@@ -210,9 +295,14 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
             if _unknown(job):
                 maybe_charged.append(job)
     usd, unpriced = estimated_price(rerender, providers, accounts)
-    return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other), usd,
-                     unpriced, _unknown_words(rerender, providers, accounts) if unpriced else "",
-                     tuple(reconcile), tuple(maybe_charged))
+    variant_usd, variant_unpriced = estimated_price(variants, providers, accounts)
+    paid = [*rerender, *variants]
+    return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other),
+                     round(usd + variant_usd, 4), unpriced + variant_unpriced,
+                     _unknown_words(paid, providers, accounts)
+                     if unpriced + variant_unpriced else "",
+                     tuple(reconcile), tuple(maybe_charged), tuple(variants), variant_usd,
+                     variant_unpriced)
 
 
 def _unknown_words(jobs: Iterable[Job], providers: ProviderRegistry | None,

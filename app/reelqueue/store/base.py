@@ -27,7 +27,7 @@ from reelqueue.domain.models import (
     RecoveryReport,
 )
 from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.spend import SpendSummary
+from reelqueue.store.spend import SpendSummary, ToGo
 
 
 def this_host() -> str:
@@ -353,6 +353,11 @@ class Store(Protocol):
         ...
     def spend_summary(self, now: float, day_start: float) -> SpendSummary:
         """Spend per capped batch and per account since ``day_start`` (store/spend.py)."""
+        ...
+    def to_go(self) -> tuple[ToGo, ...]:
+        """What the waiting jobs will cost, per provider and pinned account (store/spend.py
+        :class:`ToGo`): one aggregate over the job rows' stored prices, ordered by provider
+        then pinned account (unpinned first)."""
         ...
 
     # -- recovery and audit ------------------------------------------------------------

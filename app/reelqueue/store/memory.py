@@ -57,6 +57,7 @@ from reelqueue.store.spend import (
     BatchSpend,
     Refusal,
     SpendSummary,
+    ToGo,
     cap_of,
     cost_correction,
     first_unrefused,
@@ -430,6 +431,22 @@ class MemoryStore:
                     acap - spent - reserved + SLACK)
                 accounts.append(AccountSpend(name, spent, reserved, acap, count))
             return SpendSummary(tuple(batches), tuple(accounts))
+
+    def to_go(self) -> tuple[ToGo, ...]:
+        with self._lock:
+            groups: dict[tuple[str, str | None], tuple[float, int, int]] = {}
+            for job in self._jobs.values():
+                if (job.state not in WAITING or job.provider_job_id is not None
+                        or job.client_token is not None):
+                    continue
+                key = (job.provider, job.pinned_account or job.account)
+                usd, priced, unpriced = groups.get(key, (0.0, 0, 0))
+                price = price_of(job.metadata)
+                groups[key] = ((usd, priced, unpriced + 1) if price is None
+                               else (usd + price, priced + 1, unpriced))
+        return tuple(ToGo(provider, only, round(usd, 6), priced, unpriced)
+                     for (provider, only), (usd, priced, unpriced)
+                     in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or "")))
 
     def update_batch_settings(
         self, batch_id: int, patch: dict[str, Any], now: float,

@@ -187,6 +187,42 @@ def committed_words(committed: float, reserved: float, cap: float | None) -> str
     return f"${committed:.2f}{of}{starting}"
 
 
+def to_go_words(usd: float, unpriced: int) -> str:
+    """"est. $4.40 to go", "est. $4.40 to go, 2 without a price": the waiting jobs' figure
+    in every front end's words (issue 23). A job without a price is counted, never $0."""
+    text = f"est. ${usd:,.2f} to go"
+    if unpriced:
+        text += f", {unpriced} without a price"
+    return text
+
+
+@dataclass(frozen=True)
+class ToGo:
+    """What the waiting jobs of one provider (and of one account, or of any) will cost:
+    the sum of their stored prices (``jobs.metadata["price"]``, :func:`price_of`) and how
+    many have none. Waiting: queued or in retry wait, with no create sent yet (a job whose
+    create was sent has its price in the spend entries already). Parked jobs are not
+    counted: nothing renders them until the user retries them, and that retry's plan says
+    its price. Jobs of a paused batch or held by a cap are counted: they still wait to be
+    rendered.
+
+    Attributes:
+        provider: the provider kind. account: the one account that may take the jobs
+            (pinned to it by the sheet, or bound to it: a claim only hands a job bound
+            to an account to that account); None: any account of the provider may.
+        usd: their stored prices' sum. priced, unpriced: how many have a price, and not.
+    """
+
+    provider: str
+    account: str | None
+    usd: float
+    priced: int
+    unpriced: int
+
+    def describe(self) -> str:
+        return to_go_words(self.usd, self.unpriced)
+
+
 @dataclass(frozen=True)
 class SpendSummary:
     batches: tuple[BatchSpend, ...] = ()

@@ -74,6 +74,7 @@ from reelqueue.store.spend import (
     BatchSpend,
     Refusal,
     SpendSummary,
+    ToGo,
     cap_of,
     cost_correction,
     first_unrefused,
@@ -414,6 +415,16 @@ class SqlJournal(SqlDriver):
                     provider=account.provider, room=acap - spent - reserved + SLACK))
                 accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
         return SpendSummary(tuple(batches), tuple(accounts))
+
+    def to_go(self) -> tuple[ToGo, ...]:
+        with self._reading():
+            rows = self._all("to_go_by_provider")
+        groups = [ToGo(str(row["provider"]), row["account"],
+                       round(float(row["usd"] or 0.0), 6), int(row["priced"]),
+                       int(row["unpriced"]))
+                  for row in rows]
+        # Sorted here, not by the server's collation: every store lists them alike.
+        return tuple(sorted(groups, key=lambda g: (g.provider, g.account or "")))
 
     # -- fenced transitions ------------------------------------------------------------
     def _transition(

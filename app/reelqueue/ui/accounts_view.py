@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.status import to_go_words
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
@@ -69,7 +70,8 @@ class AccountCardData:
     completed: int = 0
     failed: int = 0
     spend: float = 0.0
-    estimate: float | None = None
+    estimate: float | None = None  # what its pinned waiting jobs will cost (the journal's)
+    estimate_unpriced: int = 0  # and how many of them have no price
     today_words: str | None = None  # the journal's words for today ("$0.93 of $0.50 (...)")
     practice: bool = False  # the mock: its dollars are practice prices, no real money
     spent_today: float = 0.0  # spend caps (the engine's AccountEvent): today's spend,
@@ -512,8 +514,14 @@ class AccountCard(QFrame):
         self.queued.setText(fmt.number(data.queued))
         self.completed.setText(fmt.number(data.completed))
         self.failed.setText(fmt.number(data.failed))
-        estimate = (f" · est.{NBSP}{fmt.money(data.estimate)}{NBSP}to{NBSP}go"
-                    if data.estimate else "")
+        # Only the jobs pinned to this account: the journal's figure (application.status
+        # Money), in the words `reelqueue status`/`spend` and the API say; a provider's
+        # shared queue is priced once, above the cards (dashboard.shared_queue_text).
+        estimate = ""
+        if data.estimate or data.estimate_unpriced:
+            head, comma, unpriced = to_go_words(data.estimate or 0.0,
+                                                data.estimate_unpriced).partition(", ")
+            estimate = f" · {head.replace(' ', NBSP)}{comma}{unpriced}"
         # The mock's figures are practice prices (it charges no real money): said so, never
         # "Spent" beside a banner that says nothing was charged (issue 23).
         word = "Practice spend" if data.practice else "Spent"

@@ -372,7 +372,9 @@ class AppController(QObject):
         self._status_dirty = True
         row = self.model.table.row(event.job_id)
         if row is None or row.state != event.state:
-            self._cards_dirty = True
+            # A job that starts, ends or is queued changes what is to go: the journal's
+            # figure is read again on the next slow tick (at most once a second).
+            self._cards_dirty = self._money_dirty = True
         if self.follow_up is not None and self.follow_up.observe(event):
             self._update_recovery_banner()
         self.pager.apply(event)
@@ -502,7 +504,8 @@ class AppController(QObject):
                                   [s.account for s in self.summaries]) if team else set(),
                               to_confirm=self.session.keys_to_confirm(
                                   [s.account for s in self.summaries]))
-        self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries))
+        self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries,
+                                                       self.money))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.actions.set_capacity)
             card.enabledChanged.connect(self.actions.set_enabled)

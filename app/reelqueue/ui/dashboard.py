@@ -42,12 +42,6 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
     by_account_times: dict[str | None, list[float]] = {}
     for at, done_by in table.completions:
         by_account_times.setdefault(done_by, []).append(at)
-    capacity_by_provider: dict[str, int] = {}
-    for summary in summaries:
-        account = summary.account
-        if account.enabled:
-            capacity_by_provider[account.provider] = (
-                capacity_by_provider.get(account.provider, 0) + account.capacity)
     cards = []
     for summary in summaries:
         account = summary.account
@@ -59,9 +53,11 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
         cooldown = account.cooldown_until if event is None else event.cooldown_until
         detail = account.status_detail if event is None else event.detail
         live_rows = table.live_rows(account.name)
-        share = (capacity / capacity_by_provider[account.provider]
-                 if enabled and capacity_by_provider.get(account.provider) else 0.0)
-        estimate = stats.waiting_estimate.get(account.provider, 0.0) * share
+        # Its "est. $X to go" is the journal's figure for the jobs pinned or bound to it
+        # (only it renders them); a provider's other waiting jobs may go to any of its
+        # accounts, so they are priced once, above the cards (issue 23: a capacity share
+        # of them was a guess shown as a figure). Nothing until the journal is read.
+        pinned = money.account_to_go(account.name) if money is not None else None
         cards.append(AccountCardData(
             name=account.name, provider_title=provider_title(account.provider),
             status=status, enabled=enabled, capacity=capacity,
@@ -74,7 +70,8 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             failed=stats.by_account.get((account.name, JobState.FAILED), 0),
             spend=(money.spent.get(account.name, 0.0) if money is not None
                    else stats.spend.get(account.name, 0.0)),
-            estimate=round(estimate, 4) if estimate > 0 else None,
+            estimate=pinned.usd if pinned is not None else None,
+            estimate_unpriced=pinned.unpriced if pinned is not None else 0,
             **_today(account.name, account.settings.get("daily_cap"), event, money),
             per_minute=per_minute(by_account_times.get(account.name, []), now),
             renders=tuple(_render_line(table, row, now) for row in live_rows),
@@ -100,16 +97,23 @@ def _today(name: str, setting: object, event: AccountEvent | None,
     return {"spent_today": 0.0, "daily_cap": cap, "cap_waiting": 0}
 
 
-def shared_queue_text(table: JobTable, summaries: list[AccountSummary]) -> str:
-    """"Shared queue: 22 waiting for 3 accounts" — once, above the cards."""
+def shared_queue_text(table: JobTable, summaries: list[AccountSummary],
+                      money: Money | None = None) -> str:
+    """"Shared queue: 22 waiting for 3 accounts · Runway est. $3.00 to go" — once, above
+    the cards. The estimate of each provider's unpinned waiting jobs is the journal's
+    (``money``, the figure ``reelqueue status``/``spend`` and the API print)."""
     _rendering, waiting = open_counts(table)
     bound = sum(n for (account, state), n in table.stats.by_account.items()
                 if account and state in WAITING_VALUES)
     shared = max(0, waiting - bound)
     if not summaries:
         return ""
-    return (f"Shared queue: {fmt.number(shared)} waiting for "
+    text = (f"Shared queue: {fmt.number(shared)} waiting for "
             f"{fmt.count(len(summaries), 'account')}")
+    for group in money.to_go if money is not None else ():
+        if group.account is None:
+            text += f" · {provider_title(group.provider)} {group.describe()}"
+    return text
 
 
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:

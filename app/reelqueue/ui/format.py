@@ -136,12 +136,18 @@ _HIDDEN_DETAIL = frozenset({"owner", "instance", "client_token", "claim_token", 
                             "lease_until", "write", "batch_id"})
 _DETAIL_NAMES = {"provider_job_id": "provider job id", "from": "was", "error": "error",
                  "found": "found at the provider", "path": "file", "cost": "cost",
-                 "attempt": "attempt", "seed": "seed", "state": "state"}
+                 "attempt": "attempt", "seed": "seed", "state": "state",
+                 # a new seed of a finished video (application.jobs.add_seed_variants)
+                 "variant_job": "new video in job", "original_job": "a new video of job",
+                 "estimated_usd": "est.", "output_path": "file"}
 
 
 def _detail_value(key: str, value: object) -> str:
-    if key == "cost" and isinstance(value, int | float) and not isinstance(value, bool):
+    if (key in ("cost", "estimated_usd") and isinstance(value, int | float)
+            and not isinstance(value, bool)):
         return money(float(value))
+    if key in ("seed", "variant_job", "original_job") and isinstance(value, int):
+        return str(value)  # an id or a seed, never "1,234"
     if key in ("from", "state") and isinstance(value, str):
         return value.replace("_", " ").lower()
     if isinstance(value, bool):

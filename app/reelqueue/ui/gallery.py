@@ -7,8 +7,10 @@ in ``data()``), so a batch of thousands scrolls as freely as one of ten.
 
 Keys: arrows, Home/End move; Enter opens the video; Space shows a larger preview (Space or
 Esc closes it). Actions on the selection: Open, Show in folder, Retry with a new seed (only
-where the provider takes a seed and the job can be retried; else greyed, the reason in its
-tooltip) and Export (the rows as a sheet and the videos copied to a folder).
+where the provider takes a seed; else greyed, the reason in its tooltip: a failed,
+cancelled or parked job is rendered again with the seed, a finished one is kept and a new
+job beside it renders the seed, its price said first) and Export (the rows as a sheet
+and the videos copied to a folder).
 """
 
 from __future__ import annotations
@@ -105,6 +107,11 @@ def picture_text(item: GalleryItem) -> str:
     return "rendering…"
 
 
+RETRY_TIP = ("Render the selected jobs again, each with a new random seed. A finished "
+             "video is kept: its new video is a new job beside it, with its own file. The "
+             "price is shown before anything starts.")
+
+
 def retry_block(items: list[GalleryItem]) -> str | None:
     """Why "Retry with a new seed" is greyed for these tiles (None: it is offered)."""
     if not items:
@@ -112,9 +119,9 @@ def retry_block(items: list[GalleryItem]) -> str | None:
     for item in items:
         if item.seed_blocked is not None:
             return item.seed_blocked
-    if not any(item.state in RETRYABLE for item in items):
-        return ("Only failed, cancelled or parked jobs are retried; a finished video is "
-                "kept as it is.")
+    if not any(item.state in RETRYABLE or item.completed for item in items):
+        return ("Only failed, cancelled, parked or finished jobs are rendered again; these "
+                "have not finished yet.")
     return None
 
 
@@ -148,11 +155,11 @@ class GalleryModel(QAbstractListModel):
         if role == ItemRole:
             return item
         if role == Qt.ItemDataRole.DisplayRole:
-            return item.name
+            return item.title
         if role == Qt.ItemDataRole.DecorationRole:
             return self.picture(item)
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [f"{item.name} — {badge(item.state)[0]}", item.prompt[:200]]
+            lines = [f"{item.title} — {badge(item.state)[0]}", item.prompt[:200]]
             if item.held_by is not None:
                 lines.append(f"The video is on {item.held_by} (the machine that rendered "
                              "it); open it there.")
@@ -162,7 +169,7 @@ class GalleryModel(QAbstractListModel):
                 lines.append(item.error)
             return "\n".join(line for line in lines if line)
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{item.name}, {badge(item.state)[0]}"
+            return f"{item.title}, {badge(item.state)[0]}"
         return None
 
     def picture(self, item: GalleryItem) -> QPixmap | None:
@@ -269,7 +276,7 @@ class GalleryDelegate(QStyledItemDelegate):
         font = option.font
         font_key = font.key()
         # 1. The card and the name: drawn once per tile (and selection), then copied.
-        key = (item.job_id, item.name, selected, focused, t.dark, t.accent, ratio,
+        key = (item.job_id, item.title, selected, focused, t.dark, t.accent, ratio,
                rect.width(), rect.height(), font_key)
         tile = self._tiles.get(key)
         if tile is None:
@@ -278,7 +285,7 @@ class GalleryDelegate(QStyledItemDelegate):
             tile.fill(Qt.GlobalColor.transparent)
             part = QPainter(tile)
             part.setRenderHint(QPainter.RenderHint.Antialiasing)
-            self._draw_card(part, QRect(QPoint(0, 0), rect.size()), font, item.name,
+            self._draw_card(part, QRect(QPoint(0, 0), rect.size()), font, item.title,
                             selected, focused, ratio)
             part.end()
             self._tiles[key] = tile
@@ -530,7 +537,7 @@ class PreviewPane:
     def show_item(self, item: GalleryItem) -> None:
         self.item = item
         word = badge(item.state)[0]
-        self.caption.setText(f"{item.name} · {word}\n{item.prompt}")
+        self.caption.setText(f"{item.title} · {word}\n{item.prompt}")
         self._set_picture()
 
     def _set_picture(self) -> None:
@@ -594,7 +601,7 @@ class PreviewDialog(_ShowsPane, QDialog):
         layout.addWidget(self.caption)
 
     def show_item(self, item: GalleryItem) -> None:
-        self.setWindowTitle(f"Preview — {item.name}")
+        self.setWindowTitle(f"Preview — {item.title}")
         self.pane.show_item(item)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -796,8 +803,7 @@ class GalleryView(QWidget):
         self.reveal_button.setToolTip(reason or "Show the selected video in its folder")
         block = retry_block(items)
         self.retry_button.setEnabled(block is None)
-        self.retry_button.setToolTip(block or "Render the selected failed, cancelled or "
-                                     "parked jobs again, each with a new random seed")
+        self.retry_button.setToolTip(block or RETRY_TIP)
         self.export_button.setEnabled(bool(items))
 
     def open_selected(self) -> None:
@@ -818,7 +824,7 @@ class GalleryView(QWidget):
         items = self.selected_items()
         if retry_block(items) is not None:
             return
-        ids = [item.job_id for item in items if item.state in RETRYABLE]
+        ids = [item.job_id for item in items if item.state in RETRYABLE or item.completed]
         emit(self.retryRequested, ids, -1)
 
     def export_selected(self) -> None:

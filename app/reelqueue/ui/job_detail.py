@@ -266,6 +266,7 @@ class JobDetailDialog(QDialog):
         self.seed.setRange(0, 2_147_483_647)
         self.seed.setEnabled(False)
         self.new_seed.toggled.connect(self.seed.setEnabled)
+        self.new_seed.toggled.connect(lambda _on: self._update_retry())
         self.retry_button = QPushButton("Retry")
         self.retry_button.setIcon(theme.icon("retry", size=16))
         self.retry_button.clicked.connect(self._retry)
@@ -281,6 +282,18 @@ class JobDetailDialog(QDialog):
         actions.addWidget(self.cancel_button)
         actions.addWidget(close)
         layout.addLayout(actions)
+
+    def _update_retry(self) -> None:
+        """Retry: a failed, cancelled or parked job; a finished one only with a new seed
+        (a new job beside it renders the seed; the finished video is kept)."""
+        state = self.job.state if self.job is not None else None
+        finished = state == JobState.COMPLETED
+        self.retry_button.setEnabled(
+            state in (JobState.FAILED, JobState.CANCELLED, JobState.PARKED)
+            or (finished and self.new_seed.isChecked()))
+        self.retry_button.setToolTip(
+            "A finished video is kept: tick 'with a new seed' to render a new one beside "
+            "it (a new job, its price shown first)" if finished else "")
 
     def _output(self) -> str:
         return self.job.output_path if self.job else ""
@@ -361,7 +374,11 @@ class JobDetailDialog(QDialog):
         row = f"row {job.row_number} · " if job.row_number is not None else ""
         where = f" on {job.account}" if job.account else ""
         tries = fmt.attempts(state, job.attempts, job.max_attempts)
-        self.subtitle.setText(f"{row}{job.provider}{where}{' · ' + tries if tries else ''}")
+        origin = job.metadata.get("variant_of")
+        variant = (f" · a new seed of job {origin}" if isinstance(origin, int)
+                   and not isinstance(origin, bool) else "")
+        self.subtitle.setText(f"{row}{job.provider}{where}{variant}"
+                              f"{' · ' + tries if tries else ''}")
         self.prompt.setPlainText(job.prompt)
         self._set_params(job)
         has_error = bool(job.error_label)
@@ -379,8 +396,7 @@ class JobDetailDialog(QDialog):
         self.output_label.setText(f"{job.output_path}{size}{host}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
-        self.retry_button.setEnabled(
-            state in (JobState.FAILED, JobState.CANCELLED, JobState.PARKED))
+        self._update_retry()
         self.cancel_button.setEnabled(
             state not in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED))
         self.seed.setValue(int(job.params.get("seed") or 0) + 1)

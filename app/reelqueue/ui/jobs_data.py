@@ -2,7 +2,7 @@
 
 :class:`JobTable` holds one :class:`~reelqueue.engine.queries.JobRow` per job, applies
 engine events to them in O(1), and keeps counters (by state, by account and state, open
-jobs per batch, waiting jobs and their estimate per provider, spend per account) exact by
+jobs per batch, waiting jobs per provider, spend per account) exact by
 removing a row's contribution before a change and adding it back after. Pages of rows are
 summarised on a worker thread (:func:`stats_of`) and merged in one step.
 """
@@ -57,7 +57,8 @@ class JobStats:
     open_by_batch: Counter[int] = field(default_factory=Counter)
     waiting_by_provider: Counter[str] = field(default_factory=Counter)
     # USD sums: typeshed's Counter holds ints only, so float sums are plain defaultdicts.
-    waiting_estimate: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # (What the waiting jobs will cost is not tallied here: it is the journal's figure,
+    # application.status.Money.to_go, issue 23.)
     spend: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     completions: list[tuple[float, str | None]] = field(default_factory=list)
 
@@ -70,18 +71,14 @@ class JobStats:
             self.by_account[(row.account, state)] += sign
         if state in WAITING_VALUES:
             self.waiting_by_provider[row.provider] += sign
-            if row.estimate:
-                self.waiting_estimate[row.provider] += sign * row.estimate
         elif state == COMPLETED and row.account and row.cost:
             self.spend[row.account] += sign * row.cost
 
     def merge(self, other: JobStats) -> None:
         for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider"):
             getattr(self, name).update(getattr(other, name))
-        for mine, theirs in ((self.waiting_estimate, other.waiting_estimate),
-                             (self.spend, other.spend)):
-            for key, value in theirs.items():
-                mine[key] += value
+        for key, value in other.spend.items():
+            self.spend[key] += value
 
 
 def stats_of(rows: Iterable[JobRow], since: float | None = None) -> JobStats:

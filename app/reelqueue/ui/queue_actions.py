@@ -143,11 +143,23 @@ class QueueActions:
         done = await self.session.retry(job_ids, seed)
         if not done:
             self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
-                                            "can be retried.", key="retry")
+                                            "can be retried (a finished one with a new "
+                                            "seed).", key="retry")
             return
-        if plan.reread or plan.reconcile:
+        made = [job_id for job_id in done if job_id not in job_ids]
+        if made:  # finished videos kept; their new seeds are new jobs (the gallery's retry)
+            renders = ("renders it into its own file" if len(made) == 1
+                       else "render them, each into its own file")
+            self.window.banners.show_banner(
+                "info", f"Retry: {plan.summary()} New {fmt.plural(len(made), 'job')} "
+                f"{', '.join(str(i) for i in made)} {renders}; the finished "
+                f"{fmt.plural(len(plan.variants), 'video')} and "
+                f"{'its' if len(plan.variants) == 1 else 'their'} spend are kept.",
+                key="retry")
+            await self.pager.load_rows()
+        elif plan.reread or plan.reconcile:
             self.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
-        await self.pager.refresh_rows(done)
+        await self.pager.refresh_rows([job_id for job_id in done if job_id in job_ids])
         if confirmed:  # from the banner: the job's open detail view follows too
             for dialog in list(self.keeper.open):
                 if isinstance(dialog, JobDetailDialog) and dialog.job_id in done:

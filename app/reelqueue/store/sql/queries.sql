@@ -579,6 +579,23 @@ SELECT COUNT(*) FROM jobs
    AND (pinned_account IS NULL OR pinned_account = :account)
    AND (account IS NULL OR account = :account);
 
+-- name: to_go_by_provider
+-- What the waiting jobs will cost (store/spend.py ToGo): queued or in retry wait with no
+-- create sent yet, per provider and the one account that may take them (pinned, or
+-- bound: the claim hands a job bound to an account only to it); a price that is not a number (or a
+-- JSON true, which json_extract reads as 1) counts as no price, as price_of says.
+SELECT provider, COALESCE(pinned_account, account) AS account,
+       COALESCE(SUM(CASE WHEN json_type(metadata, '$.price') IN ('integer', 'real')
+                         THEN json_extract(metadata, '$.price') END), 0.0) AS usd,
+       COUNT(CASE WHEN json_type(metadata, '$.price') IN ('integer', 'real')
+                  THEN 1 END) AS priced,
+       COUNT(CASE WHEN json_type(metadata, '$.price') IN ('integer', 'real')
+                  THEN NULL ELSE 1 END) AS unpriced
+  FROM jobs
+ WHERE state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL
+ GROUP BY provider, COALESCE(pinned_account, account);
+
 -- Connection set-up and transactions (sqlite.py). PRAGMA values cannot be bound: the
 -- {placeholders} are filled with integers by the Python that runs them.
 -- name: set_busy_timeout

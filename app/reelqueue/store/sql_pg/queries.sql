@@ -652,6 +652,22 @@ SELECT COUNT(*) FROM jobs
    AND (pinned_account IS NULL OR pinned_account = %(account)s)
    AND (account IS NULL OR account = %(account)s);
 
+-- name: to_go_by_provider
+-- What the waiting jobs will cost (store/spend.py ToGo): queued or in retry wait with no
+-- create sent yet, per provider and the one account that may take them (pinned, or
+-- bound: the claim hands a job bound to an account only to it); a price that is not a number counts
+-- as no price, as price_of says.
+SELECT provider, COALESCE(pinned_account, account) AS account,
+       COALESCE(SUM(CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                         THEN (metadata ->> 'price')::double precision END), 0.0) AS usd,
+       COUNT(*) FILTER (WHERE jsonb_typeof(metadata -> 'price') = 'number') AS priced,
+       COUNT(*) FILTER (WHERE jsonb_typeof(metadata -> 'price') IS DISTINCT FROM 'number')
+           AS unpriced
+  FROM jobs
+ WHERE state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL
+ GROUP BY provider, COALESCE(pinned_account, account);
+
 -- name: register_instance
 INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at, clock_offset,
                        lease_seconds)
