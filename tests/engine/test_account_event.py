@@ -11,9 +11,9 @@ import pytest
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Account, AccountSpec
-from reelqueue.domain.states import AccountStatus
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.engine import Engine
-from reelqueue.engine.events import AccountEvent, account_event
+from reelqueue.engine.events import AccountEvent, JobEvent, account_event
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.spend import AccountSpend
 from tests.engine.fakes import FakeProvider, Script
@@ -67,3 +67,31 @@ async def test_a_render_that_pauses_its_account_publishes_the_stored_row(
     assert rejected_cards, cards
     first = rejected_cards[0]
     assert (first.capacity, first.detail, first.cooldown_until) == (2, "401 no such key", None)
+
+
+async def test_a_job_given_back_to_the_shared_queue_is_published_unbound(
+    tmp_path: Path,
+) -> None:
+    """The journal clears the account of a job whose claim ended holding nothing (here:
+    its key was refused before any create); the event says so, so a window stops counting
+    it as "waiting here" on that account's card (issue 23)."""
+    rejected = ProviderError("401 no such key", error_class=ErrorClass.ACCOUNT,
+                             label=ErrorLabel.KEY_REJECTED)
+    store = MemoryStore()
+    add_batch(store, tmp_path, ["p"])
+    store.add_account(AccountSpec("a", "fake", 2), 0)
+    engine = Engine(store, config=FAST, rng=random.Random(1),
+                    providers=install(FakeProvider({"p": Script(submit_errors=[rejected])})))
+    events: list[object] = []
+    engine.bus.subscribe(events.append)
+    await engine.start()
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    job = store.list_jobs()[0]
+    engine.close_store()
+    assert job.state == JobState.QUEUED and job.account is None
+    back = [e for e in events if isinstance(e, JobEvent) and e.state == JobState.QUEUED]
+    assert back, events
+    assert back[-1].unbound and back[-1].account is None
+    claimed = [e for e in events if isinstance(e, JobEvent) and e.state == JobState.CLAIMED]
+    assert claimed and claimed[0].account == "a" and not claimed[0].unbound

@@ -109,6 +109,24 @@ def test_counters_follow_events() -> None:
     assert table.row(1).state == "COMPLETED"
 
 
+def test_a_job_given_back_unbound_leaves_its_old_accounts_count() -> None:
+    """A claim that ends holding nothing gives the job back to the shared queue: the
+    journal clears its account, and so does the table (it kept counting the job as
+    "waiting here" on the old account's card; issue 23)."""
+    table = JobTable()
+    rows = [make_row(1), make_row(2)]
+    table.append(rows, stats_of(rows))
+    table.apply(JobEvent(1, JobState.CLAIMED, 1001.0, account="a", attempts=1))
+    table.apply(JobEvent(2, JobState.CLAIMED, 1001.0, account="a", attempts=1))
+    # Job 1 back to the queue, unbound; job 2 back but still bound (it holds a render).
+    table.apply(JobEvent(1, JobState.QUEUED, 1002.0, unbound=True, attempts=1))
+    table.apply(JobEvent(2, JobState.RETRY_WAIT, 1002.0, account="a", attempts=1))
+    assert table.row(1).account is None and table.row(2).account == "a"
+    assert table.stats.by_account[("a", "QUEUED")] == 0
+    assert table.stats.by_account[("a", "RETRY_WAIT")] == 1
+    assert table.live_rows("a") == []
+
+
 def test_filter_change_keeps_the_selected_job(qtbot) -> None:
     from PySide6.QtWidgets import QTableView
 

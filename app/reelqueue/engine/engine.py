@@ -395,6 +395,7 @@ class Engine:
                     task.cancel()
                 self.manifests.job_changed(job.id)
                 self.bus.publish(JobEvent(job.id, job.state, self.clock.now(),
+                                          account=job.account, unbound=job.account is None,
                                           attempts=job.attempts))
         for name in dict.fromkeys(accounts):
             self._providers.pop(name, None)

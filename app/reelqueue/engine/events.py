@@ -30,12 +30,19 @@ EngineState = Literal["running", "waiting", "stalled", "done", "paused", "draine
 
 @dataclass(frozen=True)
 class JobEvent:
-    """A job changed state, sub-status or progress."""
+    """A job changed state, sub-status or progress.
+
+    ``account`` None means "not said" (the view keeps what it shows); ``unbound`` says the
+    journal no longer binds the job to any account (its claim ended holding no render or
+    submission, so any account of its provider may take it next): the view drops the
+    account it showed (issue 23: a job back in the shared queue still counted as "waiting
+    here" on its old account's card)."""
 
     job_id: int
     state: JobState
     at: float
     account: str | None = None
+    unbound: bool = False
     sub_status: str | None = None
     progress: float | None = None
     attempts: int | None = None

@@ -179,6 +179,31 @@ class RenderAttempt:
             job_id=self.job.id, state=state, at=self._now(), account=self.claim.account,
             attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
 
+    async def _emit_back(self, state: JobState, **fields: object) -> None:
+        """:meth:`_emit` for a job the claim gave back (waiting again): whether it is still
+        bound to this account is the journal's word (it keeps the account only while the
+        job holds a render or a submission), read back rather than guessed here."""
+        try:
+            job = await self.ctx.store.get_job(self.job.id)
+        except Exception:  # the event is a view's hint; the journal stays right
+            log.exception("job %s: could not read it back", self.job.id)
+            job = None
+        if job is None or job.account is not None:
+            self._emit(state, **fields)
+            return
+        if self.ctx.job_changed is not None:
+            self.ctx.job_changed(self.job.id, self.job.batch_id)
+        self.ctx.bus.publish(JobEvent(
+            job_id=self.job.id, state=state, at=self._now(), unbound=True,
+            attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
+
+    async def _emit_after(self, state: JobState, **fields: object) -> None:
+        """The event of an error's write: read back when the job waits again."""
+        if state in (JobState.QUEUED, JobState.RETRY_WAIT):
+            await self._emit_back(state, **fields)
+        else:
+            self._emit(state, **fields)
+
     async def _fenced(self, ok: bool) -> None:
         if not ok:
             raise ClaimLost()
@@ -732,7 +757,7 @@ class RenderAttempt:
             log.exception("job %s: could not record its error", self.job.id)
             return
         if ok:
-            self._emit(state, error_label=exc.label.value, error_message=str(exc))
+            await self._emit_after(state, error_label=exc.label.value, error_message=str(exc))
 
     async def _handle_remote_failure(self, exc: ProviderError, *, gone: bool = False) -> None:
         """The provider's render failed: it is never reattached (DESIGN.md invariant 11).
@@ -774,7 +799,7 @@ class RenderAttempt:
             log.exception("job %s: could not record its error", self.job.id)
             return
         if ok:
-            self._emit(state, error_label=exc.label.value, error_message=str(exc))
+            await self._emit_after(state, error_label=exc.label.value, error_message=str(exc))
 
     async def _handle_unresolved(self, exc: SubmissionUnresolved) -> None:
         """Asking for an earlier submission failed or was not conclusive: keep its client
@@ -827,7 +852,7 @@ class RenderAttempt:
             log.exception("job %s: could not record its error", self.job.id)
             return
         if ok:
-            self._emit(state, error_label=error.label, error_message=error.message)
+            await self._emit_after(state, error_label=error.label, error_message=error.message)
 
     async def _intent_time(self, client_token: str) -> float | None:
         for entry in await self.ctx.store.ledger(self.job.id):

@@ -202,7 +202,9 @@ class JobTable:
                     row.error_label = row.error_message = None
             row.state = state
             row.sub_status = None
-        if event.account is not None:
+        if event.unbound:
+            row.account = None
+        elif event.account is not None:
             row.account = event.account
         if event.sub_status is not None:
             row.sub_status = event.sub_status
