@@ -65,6 +65,25 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     assert dialog.open_button.isEnabled() and not dialog.retry_button.isEnabled()
     assert dialog.chip.text() == "Completed"
     save_screenshot(dialog, "job-detail")
+    # A finished video retried with a new seed: a new job beside it, priced and confirmed
+    # first; the finished job and its file stay as they are (issue 23).
+    original = table.rows[0]
+    dialog.new_seed.setChecked(True)
+    dialog.seed.setValue(77)
+    assert dialog.retry_button.isEnabled()
+    dialog.retry_button.click()
+    await until(lambda: window.banners.get("retry") is not None, 10)
+    confirm = window.banners.get("retry")
+    assert "est. $" in confirm.text
+    assert len(table.rows) == 12, "nothing may be added before the user says so"
+    next(iter(confirm.buttons.values())).click()
+    await until(lambda: len(table.rows) == 13, 10)
+    variant = table.rows[-1]
+    assert variant.prompt == original.prompt and variant.output_path != original.output_path
+    assert "seed77" in variant.output_path
+    kept = table.row(original.id)
+    assert kept.state == "COMPLETED" and kept.output_path == original.output_path
+    await until(lambda: table.row(variant.id).state == "COMPLETED", 60)
 
     assert await windows.close(controller) == 0
     assert read_marker(app_ctx.data_dir).running is False
