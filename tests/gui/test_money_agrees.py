@@ -4,6 +4,8 @@ same number in the same words for the same journal."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,16 @@ import pytest
 from reelqueue.application import status
 from reelqueue.application.views import AccountSummary
 from reelqueue.cli import main as cli_main
+from reelqueue.cli.cmd_demo import prepare
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.sqlite import SqliteStore
+from reelqueue.ui import controller as controller_module
 from reelqueue.ui.accounts_view import NBSP, AccountCard
+from reelqueue.ui.controller import MONEY_SHARE, SLOW_TICKS
 from reelqueue.ui.dashboard import compose_cards, shared_queue_text
 from reelqueue.ui.jobs_data import JobTable
 from tests.api.live_api import LiveApi
+from tests.gui.conftest import WindowHarness, on_qloop, until
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration]
 
@@ -101,3 +107,38 @@ def test_the_window_the_cli_and_the_api_say_the_same_to_go(
     for out in (spend_out, status_out):
         assert f"Waiting jobs (mock): {shared}" in out, out
         assert f"Waiting jobs for account studio (mock): {pinned}" in out, out
+
+
+@on_qloop
+async def test_the_money_figures_take_a_small_share_of_the_journal_thread(
+        windows: WindowHarness, app_ctx, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The to-go aggregate reads every waiting job (120-220 ms with 100,000 waiting); read
+    once a second during a run it took a fifth of the thread the engine writes on. The
+    next read waits (1 / MONEY_SHARE - 1) times as long as the last one took."""
+    sheet = tmp_path / "shots.csv"
+    sheet.write_text("name,prompt\na,A scene\n", "utf-8")
+    prepare(app_ctx, sheet, render_seconds=None)
+    reads: list[float] = []
+    real = status.money
+
+    async def slow_money(session):  # type: ignore[no-untyped-def]
+        reads.append(time.monotonic())
+        await asyncio.sleep(0.5)  # as a read over a very large queue takes
+        return await real(session)
+
+    monkeypatch.setattr(controller_module.status, "money", slow_money)
+    controller = await windows.open(app_ctx)
+    await until(lambda: reads and controller.money is not None, 30)
+    first = len(reads)
+    paused_until = controller._money_not_before
+    assert paused_until - time.monotonic() > 0.5 * (1 / MONEY_SHARE - 1) - 2.0
+    for _ in range(SLOW_TICKS * 4):  # four slow ticks, each with something changed
+        controller._money_dirty = True
+        controller.tick()
+    await asyncio.sleep(0)
+    assert len(reads) == first, "read again inside its pause"
+    controller._money_not_before = 0.0  # the pause is over
+    for _ in range(SLOW_TICKS):
+        controller.tick()
+    await until(lambda: len(reads) == first + 1, 30)
