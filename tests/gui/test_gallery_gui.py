@@ -5,6 +5,7 @@ the GUI thread and cached on disk."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 import threading
@@ -293,10 +294,19 @@ async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
     ids = _journal(app_ctx, video)
     controller = await windows.open(app_ctx, start=False)
     window = controller.window
-    window.show_gallery()
     gallery = window.gallery
+    # Hidden, the gallery reads no tiles (a window opened on a 100,000-job batch read
+    # every one at start: +200 MB, and the GUI thread busy while the table loaded).
+    await until(lambda: len(controller.model.table) == 4, 10)
+    await until(lambda: gallery.current_batch() is not None, 10)
+    for _ in range(3):  # its refresh timer's ticks pass
+        controller.gallery._tick()
+    await asyncio.sleep(0)
+    assert controller.gallery.loads == 0 and gallery.model.rowCount() == 0
+    window.show_gallery()
     assert window.jobs_stack.currentWidget() is gallery
     await until(lambda: gallery.model.rowCount() == 4, 10)
+    assert controller.gallery.loads == 1
     by_name = {item.name: item for item in gallery.model.items}
     assert by_name["there"].held_by == "render-box-2"
     assert by_name["here"].held_by is None

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from reelqueue.application.outputs import local_path
+from reelqueue.application.outputs import local_paths
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import Job
@@ -99,7 +99,7 @@ class GalleryItem:
 
 
 def _item(job: Job, host: str, providers: ProviderRegistry,
-          reasons: dict[str, str | None], videos_dir: Path) -> GalleryItem:
+          reasons: dict[str, str | None], here: Callable[[str], Path | None]) -> GalleryItem:
     if job.provider not in reasons:
         reasons[job.provider] = seed_reason(providers, job.provider)
     held = (job.output_host if job.state == JobState.COMPLETED and job.output_host
@@ -109,7 +109,7 @@ def _item(job: Job, host: str, providers: ProviderRegistry,
     # The journal keeps the path relative to the videos folder (issue 21): the tile, its
     # picture, Open, Show in folder and Export need it on this machine. A path that
     # would leave the folder is shown as stored and never used (``here`` False).
-    local = local_path(job.output_path, videos_dir)
+    local = here(job.output_path)
     return GalleryItem(job.id, job.batch_id, job.row_number, job.name, job.prompt,
                        job.provider, job.account, job.state.value,
                        str(local) if local is not None else job.output_path,
@@ -129,8 +129,14 @@ async def gallery_items(session: Session, batch_id: int) -> list[GalleryItem]:
     jobs = await journal.list_jobs(batch_id=batch_id)
     host = local_host()
     reasons: dict[str, str | None] = {}
-    videos_dir = session.ctx.videos_dir
-    return [_item(job, host, session.providers, reasons, videos_dir) for job in jobs]
+    here = local_paths(session.ctx.videos_dir)
+
+    def items() -> list[GalleryItem]:
+        return [_item(job, host, session.providers, reasons, here) for job in jobs]
+
+    # Off the caller's thread (the window's GUI thread): a batch of 100,000 jobs is that
+    # many tiles, each with its path placed under the videos folder.
+    return await asyncio.to_thread(items)
 
 
 class _Selected:

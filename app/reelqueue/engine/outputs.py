@@ -385,10 +385,13 @@ def path_parts(stored: str) -> list[str] | None:
 
 
 def is_absolute(stored: str) -> bool:
-    from pathlib import PurePosixPath, PureWindowsPath
-
-    return (PurePosixPath(stored).is_absolute() or bool(PureWindowsPath(stored).drive)
-            or stored.startswith(("/", "\\")))
+    """Absolute on POSIX (``/…``) or naming a Windows drive or share (``C:…``,
+    ``\\\\host\\share``, ``\\…``): what ``PurePosixPath.is_absolute()`` or
+    ``PureWindowsPath.drive`` say, by string tests (building the two paths cost ~40 µs a
+    call, and every row of a 100,000-job table asked twice)."""
+    first = stored[:1]
+    return stored.startswith(("/", "\\")) or (stored[1:2] == ":" and first.isascii()
+                                                and first.isalpha())
 
 
 def output_refusal(stored: str, videos_dir: Path | None) -> str | None:

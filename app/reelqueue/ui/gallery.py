@@ -649,6 +649,8 @@ class GalleryView(QWidget):
 
     Signals:
         batchChosen(int): show this batch's videos (the controller reads them).
+        shown(): the gallery became visible (a batch chosen while it was hidden is read
+            now: tiles are read only for a gallery someone looks at).
         retryRequested(list, object): job ids, and -1 (a new seed for each).
         exportRequested(int, list, object): batch id, job ids, the folder (Path).
         noOpener(object): nothing on this system opens the path (Path).
@@ -659,6 +661,7 @@ class GalleryView(QWidget):
     """
 
     batchChosen = Signal(int)
+    shown = Signal()
     retryRequested = Signal(list, object)
     exportRequested = Signal(int, list, object)
     noOpener = Signal(object)
@@ -729,6 +732,7 @@ class GalleryView(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         self._set_display()
         super().showEvent(event)
+        emit(self.shown)
 
     def set_cache_dir(self, folder: Path) -> None:
         """Keep the pictures in ``folder`` (the data folder's)."""
