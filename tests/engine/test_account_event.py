@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.models import Account, AccountSpec
+from reelqueue.domain.models import Account, AccountSpec, Job
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import AccountEvent, JobEvent, account_event
@@ -46,9 +46,9 @@ def test_a_paused_account_says_disabled_and_no_spend_means_no_cap() -> None:
     assert not event.spend_capped
 
 
-async def test_a_render_that_pauses_its_account_publishes_the_stored_row(
-    tmp_path: Path,
-) -> None:
+async def run_with_a_rejected_key(tmp_path: Path) -> tuple[list[object], list[Job]]:
+    """One job on account "a", whose key the provider refuses at the create: the events
+    published and the journal's jobs once the queue has drained."""
     rejected = ProviderError("401 no such key", error_class=ErrorClass.ACCOUNT,
                              label=ErrorLabel.KEY_REJECTED)
     store = MemoryStore()
@@ -61,7 +61,15 @@ async def test_a_render_that_pauses_its_account_publishes_the_stored_row(
     await engine.start()
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()
+    jobs = store.list_jobs()
     engine.close_store()
+    return events, jobs
+
+
+async def test_a_render_that_pauses_its_account_publishes_the_stored_row(
+    tmp_path: Path,
+) -> None:
+    events, _jobs = await run_with_a_rejected_key(tmp_path)
     cards = [e for e in events if isinstance(e, AccountEvent) and e.name == "a"]
     rejected_cards = [e for e in cards if e.status == AccountStatus.KEY_REJECTED]
     assert rejected_cards, cards
@@ -75,20 +83,7 @@ async def test_a_job_given_back_to_the_shared_queue_is_published_unbound(
     """The journal clears the account of a job whose claim ended holding nothing (here:
     its key was refused before any create); the event says so, so a window stops counting
     it as "waiting here" on that account's card (issue 23)."""
-    rejected = ProviderError("401 no such key", error_class=ErrorClass.ACCOUNT,
-                             label=ErrorLabel.KEY_REJECTED)
-    store = MemoryStore()
-    add_batch(store, tmp_path, ["p"])
-    store.add_account(AccountSpec("a", "fake", 2), 0)
-    engine = Engine(store, config=FAST, rng=random.Random(1),
-                    providers=install(FakeProvider({"p": Script(submit_errors=[rejected])})))
-    events: list[object] = []
-    engine.bus.subscribe(events.append)
-    await engine.start()
-    await asyncio.wait_for(engine.run_until_drained(), 20)
-    await engine.stop()
-    job = store.list_jobs()[0]
-    engine.close_store()
+    events, (job,) = await run_with_a_rejected_key(tmp_path)
     assert job.state == JobState.QUEUED and job.account is None
     back = [e for e in events if isinstance(e, JobEvent) and e.state == JobState.QUEUED]
     assert back, events

@@ -6,9 +6,10 @@ thread (:mod:`reelqueue.engine.queries`), so the caller's event loop never waits
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 
-from reelqueue.application.outputs import local_path, local_paths, this_host
+from reelqueue.application.outputs import local_paths, this_host
 from reelqueue.application.session import Session
 from reelqueue.domain.models import Batch
 from reelqueue.engine import queries
@@ -20,21 +21,21 @@ __all__ = ["PAGE_ROWS", "AccountSummary", "ChangeFollower", "Counts", "JobDetail
            "job_order", "job_rows", "job_rows_by_id"]
 
 
-def _local(session: Session, stored: str) -> str:
+def _placer(session: Session) -> Callable[[str], str]:
     """The journal's path of a file (relative to the videos folder, issue 23) as this
     machine has it: under its own videos folder; a refused path as the journal says."""
-    path = local_path(stored, session.ctx.videos_dir)
-    return str(path) if path is not None else stored
-
-
-def _local_rows(session: Session, rows: list[JobRow]) -> list[JobRow]:
     here = local_paths(session.ctx.videos_dir)
 
-    def local(stored: str) -> str:
+    def place(stored: str) -> str:
         path = here(stored)
         return str(path) if path is not None else stored
 
-    return [replace(row, output_path=local(row.output_path)) for row in rows]
+    return place
+
+
+def _local_rows(session: Session, rows: list[JobRow]) -> list[JobRow]:
+    place = _placer(session)
+    return [replace(row, output_path=place(row.output_path)) for row in rows]
 
 
 async def job_rows(session: Session, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
@@ -64,7 +65,7 @@ async def job_detail(session: Session, job_id: int) -> JobDetail | None:
     if detail is None:
         return None
     return replace(detail, job=replace(detail.job,
-                                       output_path=_local(session, detail.job.output_path)))
+                                       output_path=_placer(session)(detail.job.output_path)))
 
 
 async def accounts(session: Session) -> list[AccountSummary]:

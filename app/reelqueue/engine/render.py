@@ -172,37 +172,27 @@ class RenderAttempt:
     def _now(self) -> float:
         return self.ctx.clock.now()
 
-    def _emit(self, state: JobState, **fields: object) -> None:
+    def _emit(self, state: JobState, *, unbound: bool = False, **fields: object) -> None:
         if self.ctx.job_changed is not None:
             self.ctx.job_changed(self.job.id, self.job.batch_id)
         self.ctx.bus.publish(JobEvent(
-            job_id=self.job.id, state=state, at=self._now(), account=self.claim.account,
-            attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
-
-    async def _emit_back(self, state: JobState, **fields: object) -> None:
-        """:meth:`_emit` for a job the claim gave back (waiting again): whether it is still
-        bound to this account is the journal's word (it keeps the account only while the
-        job holds a render or a submission), read back rather than guessed here."""
-        try:
-            job = await self.ctx.store.get_job(self.job.id)
-        except Exception:  # the event is a view's hint; the journal stays right
-            log.exception("job %s: could not read it back", self.job.id)
-            job = None
-        if job is None or job.account is not None:
-            self._emit(state, **fields)
-            return
-        if self.ctx.job_changed is not None:
-            self.ctx.job_changed(self.job.id, self.job.batch_id)
-        self.ctx.bus.publish(JobEvent(
-            job_id=self.job.id, state=state, at=self._now(), unbound=True,
+            job_id=self.job.id, state=state, at=self._now(),
+            account=None if unbound else self.claim.account, unbound=unbound,
             attempts=self.job.attempts, **fields))  # type: ignore[arg-type]
 
     async def _emit_after(self, state: JobState, **fields: object) -> None:
-        """The event of an error's write: read back when the job waits again."""
+        """The event of an error's write. A job waiting again stays bound to this account
+        only while it holds a render or a submission: the journal's word, read back
+        rather than guessed here."""
+        unbound = False
         if state in (JobState.QUEUED, JobState.RETRY_WAIT):
-            await self._emit_back(state, **fields)
-        else:
-            self._emit(state, **fields)
+            try:
+                job = await self.ctx.store.get_job(self.job.id)
+            except Exception:  # the event is a view's hint; the journal stays right
+                log.exception("job %s: could not read it back", self.job.id)
+                job = None
+            unbound = job is not None and job.account is None
+        self._emit(state, unbound=unbound, **fields)
 
     async def _fenced(self, ok: bool) -> None:
         if not ok:

@@ -78,6 +78,7 @@ class GalleryPart(QObject):
             self._dirty = True
 
     def _shown(self) -> None:
+        """Read the tiles again if something changed since the last read."""
         if self._dirty:
             batch = self.view.current_batch()
             if batch is not None:
@@ -89,11 +90,8 @@ class GalleryPart(QObject):
             self.timer.stop()
             return
         self.view.set_batches(sorted(self.state.batches.items()))
-        if self._dirty and self.view.isVisible():
-            self._dirty = False
-            batch = self.view.current_batch()
-            if batch is not None:
-                self.load(batch)
+        if self.view.isVisible():
+            self._shown()
 
     def load(self, batch_id: int) -> None:
         """Read the batch's tiles (one read at a time; the last one asked wins)."""
