@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reelqueue.domain.routes import Route
 from reelqueue.domain.states import AccountStatus, JobState
 
 
@@ -23,6 +24,8 @@ class JobSpec:
         name: a short display name.
         priority: higher first.
         metadata: unmapped spreadsheet columns, kept for the export.
+        route: where the job may render when its row named several providers (issue 24;
+            ``provider`` and ``params`` are then its best-ranked candidate's).
     """
 
     job_key: str
@@ -35,6 +38,7 @@ class JobSpec:
     name: str = ""
     priority: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    route: Route | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,9 @@ class Job:
     #: its sha256, once recorded in ``output_sha256``, is the only file recovery completes
     #: the job from (issue 22)
     output_part: str | None = None
+    #: where the job may render (issue 24), or None for a job bound to one provider kind;
+    #: ``provider`` and ``params`` are those of the candidate it is with now
+    route: Route | None = None
 
 
 @dataclass(frozen=True)
