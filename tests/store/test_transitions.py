@@ -32,7 +32,7 @@ def test_each_stores_sql_agrees_with_the_table(folder: str) -> None:
 
 def test_every_fenced_statement_is_in_the_table() -> None:
     fenced = {name for name in named_statements(QUERIES) if name.startswith("fenced_")}
-    assert len(fenced) == 12  # with fenced_record_download (issue 22)
+    assert len(fenced) == 13  # with fenced_record_download (22), fenced_hand_over (24)
     assert fenced <= set(TRANSITIONS)
 
 

@@ -192,11 +192,11 @@ class Route:
 
     @classmethod
     def parse(cls, stored: object) -> Route | None:
-        """A stored route (JSON text or an already decoded dict), or None when it is
+        """A stored route (JSON text, an already decoded dict, or a Route), or None when it is
         missing or malformed in any way (never an exception)."""
         try:
-            if stored is None:
-                return None
+            if stored is None or isinstance(stored, Route):
+                return stored
             if isinstance(stored, bytes | bytearray | memoryview):
                 stored = bytes(stored).decode("utf-8")
             if isinstance(stored, str):

@@ -25,6 +25,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import (
     AddJobsResult,
@@ -225,6 +226,12 @@ class AsyncStore:
         """Store.release_to_queue on the journal thread."""
         return await self.call(self.sync.release_to_queue, token, error, now,
                                run_after=run_after, keep_submission=keep_submission)
+
+    async def hand_over(self, token: ClaimToken, error: JobError, now: float, *,
+                        route: Route, to: Candidate, came_from: str) -> bool:
+        """Store.hand_over on the journal thread."""
+        return await self.call(self.sync.hand_over, token, error, now, route=route, to=to,
+                               came_from=came_from)
 
     async def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
                           drop_render: bool = False) -> bool:

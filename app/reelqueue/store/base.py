@@ -26,6 +26,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.spend import SpendSummary, ToGo
 
@@ -277,6 +278,12 @@ class Store(Protocol):
         """Account-level trouble: back to the queue without spending the attempt. A job
         with a render keeps it and its account; ``keep_submission`` keeps an unresolved
         submission's client token and account too (it is asked for before any create)."""
+        ...
+    def hand_over(self, token: ClaimToken, error: JobError, now: float, *,
+                  route: Route, to: Candidate, came_from: str) -> bool:
+        """A routed job's create was definitely refused on ``came_from`` (nothing made):
+        back to the queue on ``to`` (its parameters and price), ``route`` marking the
+        refusal, without spending the attempt (issue 24, docs/routing.md)."""
         ...
     def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
                     drop_render: bool = False) -> bool:

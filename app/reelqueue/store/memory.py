@@ -26,6 +26,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
 from reelqueue.store.base import (
     JOB_ORDERS,
@@ -49,6 +50,12 @@ from reelqueue.store.recovery_plan import (
     plan_recovery,
     record_applied,
     requeued_detail,
+)
+from reelqueue.store.routing import (
+    ROUTED_LOOK,
+    RoutedRow,
+    free_accounts,
+    pick_routed,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -186,6 +193,7 @@ class MemoryStore:
                     output_size=None, output_sha256=None, cost=None, error_class=None,
                     error_label=None, error_message=None, created_at=now, updated_at=now,
                     started_at=None, finished_at=None, metadata=dict(spec.metadata),
+                    route=spec.route,
                 )
                 self._jobs[job.id] = job
                 self._keys[job.job_key] = job.id
@@ -336,6 +344,8 @@ class MemoryStore:
             ]
             picked = self._spend_checked(account, params, candidates)
             if picked is None:
+                picked = self._routed(account, params)
+            if picked is None:
                 return None
             job = picked
             token = uuid.uuid4().hex
@@ -375,6 +385,63 @@ class MemoryStore:
 
         return first_unrefused(next_candidate, refused_of, lambda j: j.batch_id,
                                lambda: len(self._batches))
+
+    def _routed(self, account: Account, params: ClaimParams) -> Job | None:
+        """A routed job this account takes over (store/routing.py, as the SQL journals'
+        ``_routed_candidate``), moved to its provider with the ``handed_over`` entry."""
+        waiting = sorted(
+            (j for j in self._jobs.values()
+             if j.route is not None and j.state in WAITING and j.provider_job_id is None
+             and j.client_token is None and j.account is None and j.pinned_account is None
+             and j.run_after <= params.now and j.provider != account.provider
+             and any(c == account.provider for c in j.route.providers())
+             and not self._batches[j.batch_id].settings.get("paused")),
+            key=lambda j: (-j.priority, j.id))[:ROUTED_LOOK]
+        rows = [RoutedRow(j.id, j.batch_id, j.provider, j.route,
+                          cap_of(self._batches[j.batch_id].settings, "max_spend"))
+                for j in waiting]
+
+        def free() -> dict[str, list[Account]]:
+            return free_accounts(
+                (a, self.live_count(a.name),
+                 a.cooldown_until is not None and a.cooldown_until > params.now)
+                for a in self._accounts.values())
+
+        def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            taker = account if other is None else other
+            return refusal(
+                needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
+                batch_committed=functools.partial(self._batch_committed, row.batch_id),
+                account_cap=cap_of(taker.settings, "daily_cap"),
+                account_committed=functools.partial(self._account_committed, taker.name,
+                                                    params.day_start),
+            ) is None
+
+        pick = pick_routed(account.provider, rows, free, may_create)
+        if pick is None:
+            return None
+        job = self._jobs[pick.job_id]
+        job = apply_transition(job, "route_take", params.now, provider=account.provider,
+                               params=dict(pick.candidate.params),
+                               metadata=_priced(job.metadata, pick.candidate.price))
+        self._jobs[job.id] = job
+        self._note("handed_over", params.now, job_id=job.id, account=account.name,
+                   detail=pick.detail())
+        return job
+
+    def hand_over(self, token: ClaimToken, error: JobError, now: float, *,
+                  route: Route, to: Candidate, came_from: str) -> bool:
+        job = self._jobs.get(token.job_id)
+        return self._fenced(
+            token, "fenced_hand_over", "handed_over", now, "hand_over",
+            error_detail(error, **{"from": came_from, "to": to.provider, "price": to.price,
+                                   "params": dict(to.params)}),
+            run_after=0.0,
+            attempts=max((job.attempts if job else 1) - 1, 0), provider=to.provider,
+            params=dict(to.params), route=route,
+            metadata=_priced(job.metadata if job else {}, to.price),
+            error_class=error.error_class, error_label=error.label,
+            error_message=error.message)
 
     def _reserved(self, keep: Callable[[Job], bool]) -> float:
         """The price of claimed jobs that will create (no render, no unresolved intent)."""
@@ -900,3 +967,11 @@ def _merged(settings: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def _priced(metadata: dict[str, Any], price: float | None) -> dict[str, Any]:
+    """``metadata`` with its ``price`` set (or removed: unknown), as ``route_take`` does."""
+    out = {k: v for k, v in metadata.items() if k != "price"}
+    if price is not None:
+        out["price"] = price
+    return out

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.routes import Route
 from reelqueue.domain.states import AccountStatus, JobState
 
 
@@ -44,6 +45,7 @@ def job_from_mapping(row: dict[str, Any], decode: Callable[[Any], dict[str, Any]
         updated_at=row["updated_at"], started_at=row["started_at"],
         finished_at=row["finished_at"], metadata=decode(row["metadata"]),
         output_host=row["output_host"], output_part=row["output_part"],
+        route=None if (route := row.get("route")) is None else Route.parse(route),
     )
 
 

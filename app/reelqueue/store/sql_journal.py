@@ -37,6 +37,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.row_limits import (
     MAX_REFUSED_PER_CLAIM,
     ROW_LIMITS,
@@ -66,6 +67,13 @@ from reelqueue.store.recovery_plan import (
     plan_recovery,
     record_applied,
     requeued_detail,
+)
+from reelqueue.store.routing import (
+    ROUTED_LOOK,
+    RoutedRow,
+    free_accounts,
+    needle,
+    pick_routed,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -305,9 +313,10 @@ class SqlJournal(SqlDriver):
             if row["refused_id"] is None:  # else a hostile row refused: the next one
                 if row["id"] is not None:
                     return claim_of(self.ROWS.job(row), params.account, token)
-                if row["candidate_id"] is None:
+                if row["candidate_id"] is None and not self._scalar("any_routed_waiting"):
                     return None
-                break  # a spend cap has to look at the candidate: claimed in steps
+                break  # a spend cap has to look at the candidate, or a routed job may
+                # move here (issue 24): claimed in steps
         else:
             return None
         return self._claim_in_steps(params, token)
@@ -322,6 +331,8 @@ class SqlJournal(SqlDriver):
             return None
         for _ in range(MAX_REFUSED_PER_CLAIM):
             candidate = self._spend_checked_candidate(account, params)
+            if candidate is None:
+                candidate = self._routed_candidate(account, params)
             if candidate is None:
                 return None
             problem = self._one("row_problem", id=candidate, **ROW_LIMITS)
@@ -354,6 +365,56 @@ class SqlJournal(SqlDriver):
         self._ledger("claimed", params.now, job_id=job.id, account=account,
                      claim_token=token, detail=claimed_detail(params.instance_id, job))
         return claim_of(job, account, token)
+
+    # -- routing (issue 24) ------------------------------------------------------------
+    def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
+        """A routed job this account takes over (store/routing.py), moved to its provider
+        with the ``handed_over`` entry, in the claim's transaction; or None."""
+        rows = [RoutedRow(int(r["id"]), int(r["batch_id"]), str(r["provider"]), r["route"],
+                          _number(r["max_spend"]))
+                for r in self._all("routed_waiting", provider=account.provider,
+                                   needle=needle(account.provider), now=params.now,
+                                   limit=ROUTED_LOOK)]
+        if not rows:
+            return None
+
+        def free() -> dict[str, list[Account]]:
+            return free_accounts(
+                (self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
+                for r in self._all("accounts_room", now=params.now))
+
+        def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            taker = account if other is None else other
+            return refusal(
+                needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
+                batch_committed=functools.partial(self._batch_committed, row.batch_id),
+                account_cap=cap_of(taker.settings, "daily_cap"),
+                account_committed=functools.partial(self._account_committed, taker.name,
+                                                    params.day_start),
+            ) is None
+
+        pick = pick_routed(account.provider, rows, free, may_create)
+        if pick is None:
+            return None
+        moved = self._one("route_take", id=pick.job_id, provider=account.provider,
+                          params=self._json(dict(pick.candidate.params)),
+                          price=pick.candidate.price, now=params.now)
+        if moved is None:  # the row changed under the claim's lock: cannot happen; a guard
+            return None
+        self._ledger("handed_over", params.now, job_id=pick.job_id, account=account.name,
+                     detail=pick.detail())
+        return pick.job_id
+
+    def hand_over(self, token: ClaimToken, error: JobError, now: float, *,
+                  route: Route, to: Candidate, came_from: str) -> bool:
+        return self._transition(
+            "fenced_hand_over", "handed_over", token, now,
+            error_detail(error, **{"from": came_from, "to": to.provider, "price": to.price,
+                                   "params": dict(to.params)}),
+            provider=to.provider, params=self._json(dict(to.params)), price=to.price,
+            route=route.to_json(), error_class=error.error_class, error_label=error.label,
+            error_message=error.message,
+        )
 
     # -- spend caps --------------------------------------------------------------------
     def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:

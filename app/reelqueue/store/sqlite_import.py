@@ -31,7 +31,7 @@ def insert_jobs(db: sqlite3.Connection, q: Queries, batch: Batch, specs: Sequenc
             db, q,
             ((batch_id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
               encode(s.params), s.pinned_account, s.priority, s.output_path, attempts,
-              now, now, encode(s.metadata))
+              now, now, encode(s.metadata), None if s.route is None else s.route.to_json())
              for s in specs),
             per_insert,
         )

@@ -19,8 +19,8 @@ SELECT * FROM batches ORDER BY id;
 -- the row can be repeated.
 INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                             pinned_account, priority, output_path, max_attempts,
-                            created_at, updated_at, metadata)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            created_at, updated_at, metadata, route)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: count_waiting
 SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
@@ -265,6 +265,66 @@ UPDATE jobs SET state = CASE WHEN :run_after > 0 THEN 'RETRY_WAIT' ELSE 'QUEUED'
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+ RETURNING account;
+
+-- name: any_routed_waiting
+-- Whether any routed job could still move to another provider (issue 24): the claim looks
+-- for one only then (the partial index jobs_routed answers it without a scan).
+SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_routed
+                WHERE route IS NOT NULL AND state IN ('QUEUED', 'RETRY_WAIT')
+                  AND provider_job_id IS NULL AND client_token IS NULL) AS found;
+
+-- name: routed_waiting
+-- Routed jobs this account's provider may take over (issue 24, docs/routing.md): waiting
+-- and due, no create sent (no client token, no render), bound to no account, not in a
+-- paused batch, on another provider now, and naming :needle ('"<provider>"') in their route
+-- (a text match; domain/routes.py reads each route exactly). At most :limit, best first,
+-- with what the spend check needs.
+SELECT j.id, j.batch_id, j.provider, j.route,
+       json_extract(b.settings, '$.max_spend') AS max_spend
+  FROM jobs j INDEXED BY jobs_routed JOIN batches b ON b.id = j.batch_id
+ WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
+   AND j.provider_job_id IS NULL AND j.client_token IS NULL
+   AND j.account IS NULL AND j.pinned_account IS NULL
+   AND j.run_after <= :now AND j.provider <> :provider
+   AND instr(j.route, :needle) > 0
+   AND j.batch_id NOT IN (SELECT b2.id FROM batches b2
+                           WHERE json_extract(b2.settings, '$.paused'))
+ ORDER BY j.priority DESC, j.id
+ LIMIT :limit;
+
+-- name: accounts_room
+-- Every account with its renders in flight and whether it cools down (routing: which
+-- providers have a free slot now). Read inside the claim's write transaction.
+SELECT a.*, (SELECT COUNT(*) FROM jobs
+              WHERE account = a.name
+                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live,
+       COALESCE(a.cooldown_until > :now, 0) AS cooling
+  FROM accounts a ORDER BY a.position, a.name;
+
+-- name: route_take
+-- A routed job moves to the claiming account's provider (issue 24), in the claim's
+-- transaction: that candidate's parameters and price; only while no create of it may exist.
+UPDATE jobs SET provider = :provider, params = :params, updated_at = :now,
+       metadata = CASE WHEN :price IS NULL THEN json_remove(metadata, '$.price')
+                       ELSE json_set(metadata, '$.price', :price) END
+ WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL AND account IS NULL
+ RETURNING id;
+
+-- name: fenced_hand_over
+-- The provider definitely refused this job's create (its parameters; a content-policy
+-- refusal where the batch opted in): nothing was made, so the job goes back to the queue on
+-- its next candidate (issue 24), its route marking the refusal, without spending an attempt.
+UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = MAX(attempts - 1, 0),
+       updated_at = :now, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = NULL, client_token = NULL, sub_status = NULL, progress = NULL,
+       provider = :provider, params = :params, route = :route,
+       metadata = CASE WHEN :price IS NULL THEN json_remove(metadata, '$.price')
+                       ELSE json_set(metadata, '$.price', :price) END,
+       error_class = :error_class, error_label = :error_label, error_message = :error_message
+ WHERE id = :id AND claim_token = :token AND state IN ('CLAIMED', 'SUBMITTING')
+   AND provider_job_id IS NULL
  RETURNING account;
 
 -- name: fenced_mark_failed

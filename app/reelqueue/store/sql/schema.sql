@@ -72,6 +72,9 @@ CREATE TABLE jobs (
     output_host     TEXT,
     -- the temporary file a download is written to, beside output_path (issue 22, v8)
     output_part     TEXT,
+    -- where a job may render when its row named several providers (issue 24, JSON:
+    -- domain/routes.py); provider and params are its current candidate's
+    route           TEXT,
     -- finished <=> finished_at set
     CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     -- completed => the file was recorded
@@ -96,6 +99,10 @@ CREATE INDEX jobs_queued
 CREATE INDEX jobs_retry_due ON jobs (provider, run_after) WHERE state = 'RETRY_WAIT';
 CREATE INDEX jobs_live_by_account ON jobs (account, state);
 CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
+-- routed jobs that may still move to another provider (no create sent: issue 24)
+CREATE INDEX jobs_routed ON jobs (priority DESC, id)
+    WHERE route IS NOT NULL AND state IN ('QUEUED', 'RETRY_WAIT')
+      AND provider_job_id IS NULL AND client_token IS NULL;
 CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
 CREATE INDEX jobs_in_flight ON jobs (state)
     WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING', 'RETRY_WAIT');

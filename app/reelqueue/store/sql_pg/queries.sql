@@ -41,13 +41,14 @@ SELECT * FROM batches ORDER BY id;
 -- already present are skipped, and the new ids come back in the order given.
 INSERT INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                   pinned_account, priority, output_path, max_attempts, created_at,
-                  updated_at, metadata)
+                  updated_at, metadata, route)
 SELECT %(batch_id)s, k, r, n, p, pv, pa::jsonb, pin, pr, o, %(max_attempts)s, %(now)s,
-       %(now)s, m::jsonb
+       %(now)s, m::jsonb, rt
   FROM unnest(%(keys)s::text[], %(rows)s::integer[], %(names)s::text[], %(prompts)s::text[],
               %(providers)s::text[], %(params)s::text[], %(pins)s::text[],
-              %(priorities)s::integer[], %(outputs)s::text[], %(metas)s::text[])
-       WITH ORDINALITY AS t(k, r, n, p, pv, pa, pin, pr, o, m, ord)
+              %(priorities)s::integer[], %(outputs)s::text[], %(metas)s::text[],
+              %(routes)s::text[])
+       WITH ORDINALITY AS t(k, r, n, p, pv, pa, pin, pr, o, m, rt, ord)
  ORDER BY ord
 ON CONFLICT (job_key) DO NOTHING
 RETURNING id, job_key;
@@ -319,6 +320,58 @@ UPDATE jobs SET state = CASE WHEN %(run_after)s > 0 THEN 'RETRY_WAIT' ELSE 'QUEU
        error_label = %(error_label)s, error_message = %(error_message)s
  WHERE id = %(id)s AND claim_token = %(token)s
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+
+-- name: any_routed_waiting
+-- Whether any routed job could still move to another provider (issue 24; jobs_routed).
+SELECT EXISTS (SELECT 1 FROM jobs
+                WHERE route IS NOT NULL AND state IN ('QUEUED', 'RETRY_WAIT')
+                  AND provider_job_id IS NULL AND client_token IS NULL) AS found;
+
+-- name: routed_waiting
+-- See the SQLite store's. Each row taken FOR UPDATE SKIP LOCKED: a job another machine is
+-- claiming or moving right now is stepped over.
+SELECT j.id, j.batch_id, j.provider, j.route, b.settings -> 'max_spend' AS max_spend
+  FROM jobs j JOIN batches b ON b.id = j.batch_id
+ WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
+   AND j.provider_job_id IS NULL AND j.client_token IS NULL
+   AND j.account IS NULL AND j.pinned_account IS NULL
+   AND j.run_after <= {server_now} AND j.provider <> %(provider)s
+   AND strpos(j.route, %(needle)s) > 0
+   AND j.batch_id NOT IN (SELECT b2.id FROM batches b2
+                           WHERE b2.settings @> '{"paused": true}')
+ ORDER BY j.priority DESC, j.id
+ LIMIT %(limit)s
+   FOR UPDATE OF j SKIP LOCKED;
+
+-- name: accounts_room
+-- Every account with its renders in flight and whether it cools down by the server's clock.
+SELECT a.*, (SELECT COUNT(*) FROM jobs
+              WHERE account = a.name
+                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live,
+       COALESCE(a.cooldown_until > {server_now}, FALSE) AS cooling
+  FROM accounts a ORDER BY a.position, a.name;
+
+-- name: route_take
+-- See the SQLite store's.
+UPDATE jobs SET provider = %(provider)s, params = %(params)s, updated_at = %(now)s,
+       metadata = CASE WHEN %(price)s::float8 IS NULL THEN metadata - 'price'
+                       ELSE jsonb_set(metadata, '{price}', to_jsonb(%(price)s::float8)) END
+ WHERE id = %(id)s AND state IN ('QUEUED', 'RETRY_WAIT')
+   AND provider_job_id IS NULL AND client_token IS NULL AND account IS NULL
+ RETURNING id;
+
+-- name: fenced_hand_over
+-- See the SQLite store's.
+UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = GREATEST(attempts - 1, 0),
+       updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
+       account = NULL, client_token = NULL, sub_status = NULL, progress = NULL,
+       provider = %(provider)s, params = %(params)s, route = %(route)s,
+       metadata = CASE WHEN %(price)s::float8 IS NULL THEN metadata - 'price'
+                       ELSE jsonb_set(metadata, '{price}', to_jsonb(%(price)s::float8)) END,
+       error_class = %(error_class)s, error_label = %(error_label)s,
+       error_message = %(error_message)s
+ WHERE id = %(id)s AND claim_token = %(token)s AND state IN ('CLAIMED', 'SUBMITTING')
+   AND provider_job_id IS NULL;
 
 -- name: fenced_mark_failed
 UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,

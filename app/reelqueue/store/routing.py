@@ -1,0 +1,119 @@
+"""Which routed job an account takes over (issue 24), decided once for every store.
+
+The rule (docs/routing.md): an account takes a routed job whose route includes its provider
+when no better-ranked candidate of that job has an account with a free slot now. The
+claim applies it only after the account's own provider has nothing for it, inside the
+claim's write transaction (SQLite: the one writer; PostgreSQL: the account's row lock and
+the routed rows taken ``FOR UPDATE SKIP LOCKED``), so a slot is never counted twice.
+
+"A free slot now" is read from the journal: an enabled account, ready (or rate limited
+with its cool-down over), with fewer renders in flight than its limit, and no spend cap
+refusing this job at that candidate's price. It is never a promise that the account will
+claim: an account no running machine can use (its key is on no machine) counts as free
+until it is disabled (docs/routing.md says so).
+
+Nothing here moves a job that may have a create: the rows come from ``routed_waiting``
+(no client token, no provider job id, bound to no account).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reelqueue.domain.models import Account
+from reelqueue.domain.routes import Candidate, Route
+from reelqueue.store.base import account_usable
+
+ROUTED_LOOK = 32
+"""How many routed jobs one claim looks at, best first."""
+
+
+@dataclass(frozen=True)
+class RoutedRow:
+    """A routed job the claim may take over: its id, batch, current provider, stored route
+    and its batch's spend cap (None: none)."""
+
+    job_id: int
+    batch_id: int
+    provider: str
+    route: object
+    batch_cap: float | None
+
+
+@dataclass(frozen=True)
+class RoutedPick:
+    """The job to take over: its id, the candidate it takes, where it was, and the
+    better-ranked providers passed over (none of them had a free slot now)."""
+
+    job_id: int
+    candidate: Candidate
+    came_from: str
+    passed_over: tuple[str, ...]
+
+    def detail(self) -> dict[str, Any]:
+        """The ledger detail of the ``handed_over`` entry."""
+        return {"from": self.came_from, "to": self.candidate.provider,
+                "price": self.candidate.price, "params": dict(self.candidate.params),
+                "why": "taken over: " + (
+                    ", ".join(self.passed_over) + " had no free slot" if self.passed_over
+                    else "the best-ranked candidate with a free slot")}
+
+
+def needle(provider: str) -> str:
+    """The text a route naming ``provider`` contains (its JSON string)."""
+    return '"' + provider.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def free_accounts(rows: Iterable[tuple[Account, int, bool]]) -> dict[str, list[Account]]:
+    """(account, renders in flight, cooling) -> provider -> the accounts with a free slot."""
+    free: dict[str, list[Account]] = {}
+    for account, live, cooling in rows:
+        if account_usable(account) and not cooling and live < account.capacity:
+            free.setdefault(account.provider, []).append(account)
+    return free
+
+
+def pick_routed(
+    provider: str,
+    rows: Iterable[RoutedRow],
+    free: Callable[[], Mapping[str, Sequence[Account]]],
+    may_create: Callable[[Account | None, RoutedRow, Candidate], bool],
+) -> RoutedPick | None:
+    """The first of ``rows`` an account of ``provider`` should take over, or None.
+
+    ``free()`` (read at most once) gives the accounts with a free slot by provider;
+    ``may_create(account, row, candidate)`` says whether the spend caps let that account
+    (None: the claiming account) create the job at the candidate's price."""
+    slots: Mapping[str, Sequence[Account]] | None = None
+    for row in rows:
+        route = Route.parse(row.route)
+        if route is None:
+            continue  # unreadable: it stays with the provider it has
+        candidate = route.candidate(provider)
+        if candidate is None or row.provider == provider:
+            continue
+        better = route.better_than(provider)
+        if better:
+            if slots is None:
+                slots = free()
+            if any(may_create(account, row, c) for c in better
+                   for account in slots.get(c.provider, ())):
+                continue  # a better-ranked candidate can take it now
+        if not may_create(None, row, candidate):
+            continue
+        return RoutedPick(row.job_id, candidate, row.provider,
+                          tuple(c.provider for c in better))
+    return None
+
+
+def hand_over_target(route: Route, provider: str, why: str) -> tuple[Route, Candidate | None]:
+    """After ``provider`` definitely refused the job: the route with that refusal marked,
+    and the candidate it goes to next (None: none left, the job fails)."""
+    changed = route.refuse(provider, why)
+    return changed, changed.best()
+
+
+__all__ = ["ROUTED_LOOK", "RoutedPick", "RoutedRow", "free_accounts", "hand_over_target",
+           "needle", "pick_routed"]
