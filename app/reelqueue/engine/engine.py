@@ -23,6 +23,7 @@ import httpx
 from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
+from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
 from reelqueue.engine.account_keys import CONFIRM, NO_KEY, NO_KEYS, AccountKeys, KeyAnswer
 from reelqueue.engine.async_store import AsyncStore
@@ -613,7 +614,9 @@ class Engine:
                     break
                 self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED,
                                           self.clock.now(), account=account.name,
-                                          attempts=claim.job.attempts))
+                                          attempts=claim.job.attempts,
+                                          provider=_routed_provider(claim),
+                                          kind=_routed_kind(claim)))
                 self._start_worker(claim, provider)
                 claimed_here += 1
             claims += claimed_here
@@ -721,3 +724,14 @@ class Engine:
 def _read_jobs(store: Store, job_ids: list[int]) -> list[Job]:
     """On the journal thread: the jobs that exist, in one hop."""
     return [job for job_id in job_ids if (job := store.get_job(job_id)) is not None]
+
+
+def _routed_provider(claim: Claim) -> str | None:
+    """A routed job's provider for its claim's event (this claim may have taken it over
+    from another provider: issue 24); None for any other job (unchanged)."""
+    return None if claim.job.route is None else claim.job.provider
+
+
+def _routed_kind(claim: Claim) -> str | None:
+    job = claim.job
+    return None if job.route is None else render_kind(job.provider, job.params)

@@ -50,6 +50,10 @@ class JobEvent:
     error_message: str | None = None
     output_path: str | None = None
     cost: float | None = None
+    #: the provider the job is with now, and its render kind, when that changed (a routed
+    #: job taken over at claim or handed over after a refusal: issue 24); None: unchanged
+    provider: str | None = None
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from reelqueue.domain.errors import (
     submit_unknown_message,
 )
 from reelqueue.domain.models import Claim
+from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.states import FINAL, AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
@@ -58,6 +59,7 @@ from reelqueue.providers.base import (
 )
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
+from reelqueue.store.routing import hand_over_target
 
 log = logging.getLogger(__name__)
 
@@ -725,10 +727,34 @@ class RenderAttempt:
             await asyncio.sleep(max(config.poll_min_seconds, wait - (self._now() - seen_at)))
 
     # -- errors ------------------------------------------------------------------------
+    async def _hand_over(self, exc: ProviderError, error: JobError, now: float) -> bool:
+        """A routed job the provider definitely refused (issue 24: its parameters, or its
+        content policy where the batch opted in) goes to its next candidate: True when
+        written (or lost to a newer claim), False when there is none (the job fails)."""
+        route = self.job.route
+        if (route is None or exc.error_class != ErrorClass.PERMANENT
+                or not route.moves_on_after(exc.label.value)):
+            return False
+        changed, to = hand_over_target(route, self.job.provider,
+                                       f"{exc.label.value}: {exc}"[:300])
+        if to is None:
+            return False
+        if await self.ctx.store.hand_over(self.token, error, now, route=changed, to=to,
+                                          came_from=self.job.provider):
+            self._emit(JobState.QUEUED, unbound=True, provider=to.provider,
+                       kind=render_kind(to.provider, to.params),
+                       error_label=exc.label.value,
+                       error_message=f"{self.job.provider} refused it ({exc}); "
+                                     f"handed over to {to.provider}")
+        return True
+
     async def _handle_error(self, exc: ProviderError, *, keep_render: bool) -> None:
         store, now = self.ctx.store, self._now()
         error = JobError(str(exc.error_class), exc.label.value, str(exc))
         try:
+            if not keep_render and self.provider_job_id is None and await self._hand_over(
+                    exc, error, now):
+                return
             if exc.error_class == ErrorClass.ACCOUNT:
                 await self._pause_account(exc)
                 ok = await store.release_to_queue(self.token, error, now)
@@ -769,6 +795,8 @@ class RenderAttempt:
                                      "estimated_usd": None if unpriced else usd,
                                      "why": str(exc)})
         try:
+            if not rerender and await self._hand_over(exc, error, now):
+                return
             if exc.error_class == ErrorClass.ACCOUNT:
                 await self._pause_account(exc)
             if (not rerender and exc.error_class == ErrorClass.PERMANENT) or (

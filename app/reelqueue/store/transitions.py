@@ -93,9 +93,9 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
     # claim; a definite refusal of its create hands it back to the queue on the next one.
     _t("route_take", {S.QUEUED, S.RETRY_WAIT}, (), sets={"provider", "params", "metadata"},
        render=False, fenced=False),
-    _t("fenced_hand_over", {S.CLAIMED, S.SUBMITTING}, {S.QUEUED},
+    _t("fenced_hand_over", {S.CLAIMED, S.SUBMITTING, S.RENDERING}, {S.QUEUED},
        sets={"run_after", "attempts", "provider", "params", "route", "metadata"} | ERROR,
-       clears=CLAIM | REMOTE_STATUS | {"account", "client_token"}, render=False),
+       clears=CLAIM | REMOTE_STATUS | {"account", "client_token", "provider_job_id"}),
     _t("fenced_mark_failed", IN_FLIGHT, {S.FAILED}, sets={"finished_at"} | ERROR,
        clears=CLAIM, may_clear={"provider_job_id"}),
     _t("fenced_park", IN_FLIGHT, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"}),

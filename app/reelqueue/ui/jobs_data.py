@@ -202,6 +202,9 @@ class JobTable:
                     row.error_label = row.error_message = None
             row.state = state
             row.sub_status = None
+        if event.provider is not None:  # a routed job moved (issue 24)
+            row.provider = event.provider
+            row.kind = event.kind or row.kind
         if event.unbound:
             row.account = None
         elif event.account is not None:

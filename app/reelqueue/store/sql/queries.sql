@@ -313,18 +313,20 @@ UPDATE jobs SET provider = :provider, params = :params, updated_at = :now,
  RETURNING id;
 
 -- name: fenced_hand_over
--- The provider definitely refused this job's create (its parameters; a content-policy
--- refusal where the batch opted in): nothing was made, so the job goes back to the queue on
--- its next candidate (issue 24), its route marking the refusal, without spending an attempt.
+-- The provider definitely refused this job (its create's parameters; a content-policy
+-- refusal where the batch opted in, at the create or as its render's end): no render of it
+-- is left there (a failed render is dropped, never reattached), so the job goes back to the
+-- queue on its next candidate (issue 24), its route marking the refusal, without spending
+-- an attempt.
 UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = MAX(attempts - 1, 0),
        updated_at = :now, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-       account = NULL, client_token = NULL, sub_status = NULL, progress = NULL,
-       provider = :provider, params = :params, route = :route,
+       account = NULL, client_token = NULL, provider_job_id = NULL,
+       sub_status = NULL, progress = NULL, provider = :provider, params = :params, route = :route,
        metadata = CASE WHEN :price IS NULL THEN json_remove(metadata, '$.price')
                        ELSE json_set(metadata, '$.price', :price) END,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
- WHERE id = :id AND claim_token = :token AND state IN ('CLAIMED', 'SUBMITTING')
-   AND provider_job_id IS NULL
+ WHERE id = :id AND claim_token = :token
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')
  RETURNING account;
 
 -- name: fenced_mark_failed

@@ -364,14 +364,14 @@ UPDATE jobs SET provider = %(provider)s, params = %(params)s, updated_at = %(now
 -- See the SQLite store's.
 UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = GREATEST(attempts - 1, 0),
        updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
-       account = NULL, client_token = NULL, sub_status = NULL, progress = NULL,
-       provider = %(provider)s, params = %(params)s, route = %(route)s,
+       account = NULL, client_token = NULL, provider_job_id = NULL,
+       sub_status = NULL, progress = NULL, provider = %(provider)s, params = %(params)s, route = %(route)s,
        metadata = CASE WHEN %(price)s::float8 IS NULL THEN metadata - 'price'
                        ELSE jsonb_set(metadata, '{price}', to_jsonb(%(price)s::float8)) END,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
- WHERE id = %(id)s AND claim_token = %(token)s AND state IN ('CLAIMED', 'SUBMITTING')
-   AND provider_job_id IS NULL;
+ WHERE id = %(id)s AND claim_token = %(token)s
+   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING');
 
 -- name: fenced_mark_failed
 UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
