@@ -76,7 +76,9 @@ def parse_transition(statement: str) -> ParsedTransition:
     for assignment in _split_top_level(assignments):
         column, _, value = (part.strip() for part in assignment.partition("="))
         upper = value.upper()
-        if column == "updated_at":
+        if column in ("updated_at", "route_order"):
+            # route_order is the route's own order_key (domain/routes.py), kept beside it
+            # for the claim's filter: not a field of Job, set wherever route is
             continue
         if column == "state":
             to_states = None if value.startswith(":") else _states(value)

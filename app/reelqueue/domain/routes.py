@@ -35,6 +35,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from reelqueue.domain.render_times import MIN_SAMPLES, RenderTimes, render_kind
+
 
 class RoutePolicy(StrEnum):
     ORDER = "order"
@@ -156,6 +158,13 @@ class Route:
                 better.append(c)
         return better
 
+    def order_key(self) -> str:
+        """The usable candidates' providers in rank order as the journal's ``route_order``
+        column keeps them for the claim's filter: ``|veo|runway|`` (``~|veo|runway|`` under
+        ``spread``, where no rank holds a job back)."""
+        key = "|" + "|".join(c.provider for c in self.usable()) + "|"
+        return ("~" + key) if self.policy == RoutePolicy.SPREAD else key
+
     def worst_price(self) -> float | None:
         """The dearest usable candidate's price (None when any is unknown)."""
         prices = [c.price for c in self.usable()]
@@ -262,18 +271,39 @@ def _candidate(item: object) -> Candidate | None:
 
 def ranked(candidates: Iterable[Candidate], policy: RoutePolicy,
            speeds: Mapping[str, float] | None = None) -> tuple[Candidate, ...]:
-    """``candidates`` (in the order given) ranked by ``policy``. ``speeds``: provider ->
-    a typical render time in seconds from the journal, only for kinds with enough
-    finished renders (``fastest``)."""
+    """``candidates`` (in the order given) ranked by ``policy``. ``speeds``: render kind
+    (``provider/model/duration``, domain/render_times.py) or provider -> a typical render
+    time in seconds from the journal (:func:`typical_speeds`), for ``fastest``."""
     given = list(candidates)
     if policy == RoutePolicy.CHEAPEST:
         return tuple(sorted(given, key=lambda c: (c.price is None, c.price or 0.0)))
     if policy == RoutePolicy.FASTEST:
-        speeds = speeds or {}
-        return tuple(sorted(given, key=lambda c: (c.provider not in speeds,
-                                                  speeds.get(c.provider, 0.0))))
+        known = speeds or {}
+
+        def speed(c: Candidate) -> float | None:
+            kind = render_kind(c.provider, c.params)
+            return known.get(kind, known.get(c.provider))
+
+        return tuple(sorted(given, key=lambda c: (speed(c) is None, speed(c) or 0.0)))
     return tuple(given)
 
 
+def typical_speeds(times: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """(render kind, seconds) of finished renders -> kind -> the middle of its p25–p75
+    range, only for kinds with :data:`MIN_SAMPLES` renders or more (fewer: no figure, and
+    ``fastest`` keeps the given order for them)."""
+    times_of = RenderTimes()
+    kinds: set[str] = set()
+    for kind, seconds in times:
+        times_of.add(kind, seconds)
+        kinds.add(kind)
+    speeds: dict[str, float] = {}
+    for kind in kinds:
+        typical = times_of.range(kind)
+        if typical is not None and typical.samples >= MIN_SAMPLES:
+            speeds[kind] = (typical.low + typical.high) / 2
+    return speeds
+
+
 __all__ = ["MAX_CANDIDATES", "ROUTE_SEPARATORS", "Candidate", "Route", "RoutePolicy",
-           "Tolerance", "is_route", "ranked", "split_route"]
+           "Tolerance", "is_route", "ranked", "split_route", "typical_speeds"]

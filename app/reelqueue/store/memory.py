@@ -26,6 +26,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
 from reelqueue.store.base import (
@@ -55,7 +56,10 @@ from reelqueue.store.routing import (
     ROUTED_LOOK,
     RoutedRow,
     free_accounts,
+    needle,
+    outranked,
     pick_routed,
+    surely_free,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -232,6 +236,15 @@ class MemoryStore:
                                             key=lambda j: (key(j), j.id), reverse=descending)]
         return ids[offset:offset + limit] if limit is not None else ids[offset:]
 
+    def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
+        with self._lock:
+            done = sorted((j for j in self._jobs.values()
+                           if j.state is JobState.COMPLETED and j.started_at is not None
+                           and j.finished_at is not None),
+                          key=lambda j: -(j.finished_at or 0.0))[:limit]
+            return [(render_kind(j.provider, j.params),
+                     (j.finished_at or 0.0) - (j.started_at or 0.0)) for j in done]
+
     def count_waiting(self) -> int:
         with self._lock:
             return sum(1 for j in self._jobs.values() if j.state in WAITING)
@@ -388,24 +401,17 @@ class MemoryStore:
 
     def _routed(self, account: Account, params: ClaimParams) -> Job | None:
         """A routed job this account takes over (store/routing.py, as the SQL journals'
-        ``_routed_candidate``), moved to its provider with the ``handed_over`` entry."""
-        waiting = sorted(
-            (j for j in self._jobs.values()
-             if j.route is not None and j.state in WAITING and j.provider_job_id is None
-             and j.client_token is None and j.account is None and j.pinned_account is None
-             and j.run_after <= params.now and j.provider != account.provider
-             and any(c == account.provider for c in j.route.providers())
-             and not self._batches[j.batch_id].settings.get("paused")),
-            key=lambda j: (-j.priority, j.id))[:ROUTED_LOOK]
-        rows = [RoutedRow(j.id, j.batch_id, j.provider, j.route,
-                          cap_of(self._batches[j.batch_id].settings, "max_spend"))
-                for j in waiting]
+        ``_routed_candidate`` with their ``routed_waiting`` filter), moved to its provider
+        with the ``handed_over`` entry."""
+        free = free_accounts(
+            (a, self.live_count(a.name),
+             a.cooldown_until is not None and a.cooldown_until > params.now)
+            for a in self._accounts.values())
 
-        def free() -> dict[str, list[Account]]:
-            return free_accounts(
-                (a, self.live_count(a.name),
-                 a.cooldown_until is not None and a.cooldown_until > params.now)
-                for a in self._accounts.values())
+        def capped(other: Account) -> bool:
+            cap = cap_of(other.settings, "daily_cap")
+            return cap is not None and (
+                self._account_committed(other.name, params.day_start) >= cap - SLACK)
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
             taker = account if other is None else other
@@ -417,7 +423,24 @@ class MemoryStore:
                                                     params.day_start),
             ) is None
 
-        pick = pick_routed(account.provider, rows, free, may_create)
+        pick = None
+        for outranking in (surely_free(free, capped), []):
+            waiting = sorted(
+                (j for j in self._jobs.values()
+                 if j.route is not None and j.state in WAITING and j.provider_job_id is None
+                 and j.client_token is None and j.account is None
+                 and j.pinned_account is None and j.run_after <= params.now
+                 and j.provider != account.provider
+                 and needle(account.provider) in j.route.order_key()
+                 and not outranked(j.route.order_key(), account.provider, outranking)
+                 and not self._batches[j.batch_id].settings.get("paused")),
+                key=lambda j: (-j.priority, j.id))[:ROUTED_LOOK]
+            rows = [RoutedRow(j.id, j.batch_id, j.provider, j.route,
+                              cap_of(self._batches[j.batch_id].settings, "max_spend"))
+                    for j in waiting]
+            pick = pick_routed(account.provider, rows, free, may_create) if rows else None
+            if pick is not None or not outranking:
+                break
         if pick is None:
             return None
         job = self._jobs[pick.job_id]

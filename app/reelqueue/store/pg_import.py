@@ -37,6 +37,7 @@ def insert_jobs(db: psycopg.Connection[Any], q: dict[str, str], batch: Batch,
             "outputs": [s.output_path for s in chunk],
             "metas": [dumps(s.metadata) for s in chunk],
             "routes": [None if s.route is None else s.route.to_json() for s in chunk],
+            "route_orders": [None if s.route is None else s.route.order_key() for s in chunk],
         }).fetchall()
         ids_by_key.update((r["job_key"], r["id"]) for r in rows)
     return [ids_by_key[s.job_key] for s in specs if s.job_key in ids_by_key]

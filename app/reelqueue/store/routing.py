@@ -62,8 +62,17 @@ class RoutedPick:
 
 
 def needle(provider: str) -> str:
-    """The text a route naming ``provider`` contains (its JSON string)."""
-    return '"' + provider.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """How ``provider`` appears in a ``route_order`` (domain/routes.py ``order_key``)."""
+    return "|" + provider + "|"
+
+
+def outranked(route_order: str, provider: str, free: Iterable[str]) -> bool:
+    """What ``routed_waiting``'s filter says in SQL: one of the ``free`` providers ranks
+    above ``provider`` in ``route_order`` (never under spread, ``~``)."""
+    if route_order.startswith("~"):
+        return False
+    mine = route_order.find(needle(provider))
+    return any(0 <= route_order.find(needle(other)) < mine for other in free)
 
 
 def free_accounts(rows: Iterable[tuple[Account, int, bool]]) -> dict[str, list[Account]]:
@@ -75,18 +84,27 @@ def free_accounts(rows: Iterable[tuple[Account, int, bool]]) -> dict[str, list[A
     return free
 
 
+def surely_free(free: Mapping[str, Sequence[Account]],
+                capped: Callable[[Account], bool]) -> list[str]:
+    """The providers one of whose free accounts creates whatever the price: no daily cap
+    reached (``capped``); batch caps aside. ``routed_waiting`` leaves out the jobs such a
+    provider outranks; a batch cap that refuses the better candidate's price is caught by
+    a second look without this filter (:func:`pick_routed`'s caller)."""
+    return sorted(provider for provider, accounts in free.items()
+                  if any(not capped(a) for a in accounts))
+
+
 def pick_routed(
     provider: str,
     rows: Iterable[RoutedRow],
-    free: Callable[[], Mapping[str, Sequence[Account]]],
+    free: Mapping[str, Sequence[Account]],
     may_create: Callable[[Account | None, RoutedRow, Candidate], bool],
 ) -> RoutedPick | None:
     """The first of ``rows`` an account of ``provider`` should take over, or None.
 
-    ``free()`` (read at most once) gives the accounts with a free slot by provider;
-    ``may_create(account, row, candidate)`` says whether the spend caps let that account
-    (None: the claiming account) create the job at the candidate's price."""
-    slots: Mapping[str, Sequence[Account]] | None = None
+    ``free`` gives the accounts with a free slot now by provider; ``may_create(account,
+    row, candidate)`` says whether the spend caps let that account (None: the claiming
+    account) create the job at the candidate's price."""
     for row in rows:
         route = Route.parse(row.route)
         if route is None:
@@ -95,12 +113,9 @@ def pick_routed(
         if candidate is None or row.provider == provider:
             continue
         better = route.better_than(provider)
-        if better:
-            if slots is None:
-                slots = free()
-            if any(may_create(account, row, c) for c in better
-                   for account in slots.get(c.provider, ())):
-                continue  # a better-ranked candidate can take it now
+        if any(may_create(account, row, c) for c in better
+               for account in free.get(c.provider, ())):
+            continue  # a better-ranked candidate can take it now
         if not may_create(None, row, candidate):
             continue
         return RoutedPick(row.job_id, candidate, row.provider,
@@ -116,4 +131,4 @@ def hand_over_target(route: Route, provider: str, why: str) -> tuple[Route, Cand
 
 
 __all__ = ["ROUTED_LOOK", "RoutedPick", "RoutedRow", "free_accounts", "hand_over_target",
-           "needle", "pick_routed"]
+           "needle", "outranked", "pick_routed", "surely_free"]

@@ -37,6 +37,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.row_limits import (
     MAX_REFUSED_PER_CLAIM,
@@ -74,6 +75,7 @@ from reelqueue.store.routing import (
     free_accounts,
     needle,
     pick_routed,
+    surely_free,
 )
 from reelqueue.store.spend import (
     SLACK,
@@ -110,6 +112,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def _params(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 class SqlJournal(SqlDriver):
@@ -189,6 +195,12 @@ class SqlJournal(SqlDriver):
 
     def count_waiting(self) -> int:
         return int(self._scalar("count_waiting"))
+
+    def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
+        with self._reading():
+            rows = self._all("recent_render_times", limit=limit)
+        return [(render_kind(str(r["provider"]), _params(self.ROWS.json(r["params"]))),
+                 float(r["seconds"])) for r in rows if isinstance(r["seconds"], int | float)]
 
     def counts(self) -> Counts:
         with self._reading():
@@ -370,18 +382,18 @@ class SqlJournal(SqlDriver):
     def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
         with the ``handed_over`` entry, in the claim's transaction; or None."""
-        rows = [RoutedRow(int(r["id"]), int(r["batch_id"]), str(r["provider"]), r["route"],
-                          _number(r["max_spend"]))
-                for r in self._all("routed_waiting", provider=account.provider,
-                                   needle=needle(account.provider), now=params.now,
-                                   limit=ROUTED_LOOK)]
-        if not rows:
-            return None
+        free = free_accounts((self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
+                             for r in self._all("accounts_room", now=params.now))
+        spent: dict[str, float] = {}
 
-        def free() -> dict[str, list[Account]]:
-            return free_accounts(
-                (self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
-                for r in self._all("accounts_room", now=params.now))
+        def committed(name: str) -> float:
+            if name not in spent:
+                spent[name] = self._account_committed(name, params.day_start)
+            return spent[name]
+
+        def capped(other: Account) -> bool:
+            cap = cap_of(other.settings, "daily_cap")
+            return cap is not None and committed(other.name) >= cap - SLACK
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
             taker = account if other is None else other
@@ -389,11 +401,21 @@ class SqlJournal(SqlDriver):
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
                 batch_committed=functools.partial(self._batch_committed, row.batch_id),
                 account_cap=cap_of(taker.settings, "daily_cap"),
-                account_committed=functools.partial(self._account_committed, taker.name,
-                                                    params.day_start),
+                account_committed=functools.partial(committed, taker.name),
             ) is None
 
-        pick = pick_routed(account.provider, rows, free, may_create)
+        # First the jobs no surely-free provider outranks; then, for a batch cap that
+        # refuses a better candidate's price, the first ones without that filter.
+        pick = None
+        for outranking in (surely_free(free, capped), []):
+            rows = [RoutedRow(int(r["id"]), int(r["batch_id"]), str(r["provider"]),
+                              r["route"], _number(r["max_spend"]))
+                    for r in self._all("routed_waiting", provider=account.provider,
+                                       needle=needle(account.provider), now=params.now,
+                                       free=self._list(outranking), limit=ROUTED_LOOK)]
+            pick = pick_routed(account.provider, rows, free, may_create) if rows else None
+            if pick is not None or not outranking:
+                break
         if pick is None:
             return None
         moved = self._one("route_take", id=pick.job_id, provider=account.provider,
@@ -412,7 +434,8 @@ class SqlJournal(SqlDriver):
             error_detail(error, **{"from": came_from, "to": to.provider, "price": to.price,
                                    "params": dict(to.params)}),
             provider=to.provider, params=self._json(dict(to.params)), price=to.price,
-            route=route.to_json(), error_class=error.error_class, error_label=error.label,
+            route=route.to_json(), route_order=route.order_key(),
+            error_class=error.error_class, error_label=error.label,
             error_message=error.message,
         )
 

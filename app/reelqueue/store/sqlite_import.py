@@ -31,7 +31,8 @@ def insert_jobs(db: sqlite3.Connection, q: Queries, batch: Batch, specs: Sequenc
             db, q,
             ((batch_id, s.job_key, s.row_number, s.name, s.prompt, s.provider,
               encode(s.params), s.pinned_account, s.priority, s.output_path, attempts,
-              now, now, encode(s.metadata), None if s.route is None else s.route.to_json())
+              now, now, encode(s.metadata), None if s.route is None else s.route.to_json(),
+              None if s.route is None else s.route.order_key())
              for s in specs),
             per_insert,
         )

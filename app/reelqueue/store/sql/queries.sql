@@ -19,8 +19,17 @@ SELECT * FROM batches ORDER BY id;
 -- the row can be repeated.
 INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                             pinned_account, priority, output_path, max_attempts,
-                            created_at, updated_at, metadata, route)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            created_at, updated_at, metadata, route, route_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+-- name: recent_render_times
+-- The newest finished renders' times (claim to completion) with what they are compared by
+-- (routing's "fastest": domain/render_times.py).
+SELECT provider, params, finished_at - started_at AS seconds
+  FROM jobs
+ WHERE state = 'COMPLETED' AND started_at IS NOT NULL AND finished_at IS NOT NULL
+ ORDER BY finished_at DESC
+ LIMIT :limit;
 
 -- name: count_waiting
 SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
@@ -277,9 +286,11 @@ SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_routed
 -- name: routed_waiting
 -- Routed jobs this account's provider may take over (issue 24, docs/routing.md): waiting
 -- and due, no create sent (no client token, no render), bound to no account, not in a
--- paused batch, on another provider now, and naming :needle ('"<provider>"') in their route
--- (a text match; domain/routes.py reads each route exactly). At most :limit, best first,
--- with what the spend check needs.
+-- paused batch, on another provider now, with :needle ('|<provider>|') among their usable
+-- candidates, and none of the providers of :free (a JSON list: those with a free slot now)
+-- ranked above it (route_order; '~' is spread: no rank). store/routing.py checks each
+-- answer exactly (the route, the spend caps). At most :limit, best first, with what the
+-- spend check needs.
 SELECT j.id, j.batch_id, j.provider, j.route,
        json_extract(b.settings, '$.max_spend') AS max_spend
   FROM jobs j INDEXED BY jobs_routed JOIN batches b ON b.id = j.batch_id
@@ -287,7 +298,11 @@ SELECT j.id, j.batch_id, j.provider, j.route,
    AND j.provider_job_id IS NULL AND j.client_token IS NULL
    AND j.account IS NULL AND j.pinned_account IS NULL
    AND j.run_after <= :now AND j.provider <> :provider
-   AND instr(j.route, :needle) > 0
+   AND instr(j.route_order, :needle) > 0
+   AND (substr(j.route_order, 1, 1) = '~' OR NOT EXISTS (
+        SELECT 1 FROM json_each(:free) f
+         WHERE instr(j.route_order, '|' || f.value || '|')
+               BETWEEN 1 AND instr(j.route_order, :needle) - 1))
    AND j.batch_id NOT IN (SELECT b2.id FROM batches b2
                            WHERE json_extract(b2.settings, '$.paused'))
  ORDER BY j.priority DESC, j.id
@@ -321,12 +336,13 @@ UPDATE jobs SET provider = :provider, params = :params, updated_at = :now,
 UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = MAX(attempts - 1, 0),
        updated_at = :now, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        account = NULL, client_token = NULL, provider_job_id = NULL,
-       sub_status = NULL, progress = NULL, provider = :provider, params = :params, route = :route,
+       sub_status = NULL, progress = NULL, provider = :provider, params = :params,
+       route = :route, route_order = :route_order,
        metadata = CASE WHEN :price IS NULL THEN json_remove(metadata, '$.price')
                        ELSE json_set(metadata, '$.price', :price) END,
        error_class = :error_class, error_label = :error_label, error_message = :error_message
  WHERE id = :id AND claim_token = :token
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING')
+   AND state IN ('CLAIMED', 'RENDERING', 'SUBMITTING')
  RETURNING account;
 
 -- name: fenced_mark_failed

@@ -41,20 +41,29 @@ SELECT * FROM batches ORDER BY id;
 -- already present are skipped, and the new ids come back in the order given.
 INSERT INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                   pinned_account, priority, output_path, max_attempts, created_at,
-                  updated_at, metadata, route)
+                  updated_at, metadata, route, route_order)
 SELECT %(batch_id)s, k, r, n, p, pv, pa::jsonb, pin, pr, o, %(max_attempts)s, %(now)s,
-       %(now)s, m::jsonb, rt
+       %(now)s, m::jsonb, rt, ro
   FROM unnest(%(keys)s::text[], %(rows)s::integer[], %(names)s::text[], %(prompts)s::text[],
               %(providers)s::text[], %(params)s::text[], %(pins)s::text[],
               %(priorities)s::integer[], %(outputs)s::text[], %(metas)s::text[],
-              %(routes)s::text[])
-       WITH ORDINALITY AS t(k, r, n, p, pv, pa, pin, pr, o, m, rt, ord)
+              %(routes)s::text[], %(route_orders)s::text[])
+       WITH ORDINALITY AS t(k, r, n, p, pv, pa, pin, pr, o, m, rt, ro, ord)
  ORDER BY ord
 ON CONFLICT (job_key) DO NOTHING
 RETURNING id, job_key;
 
 -- name: existing_job_keys
 SELECT job_key FROM jobs WHERE job_key = ANY(%(keys)s::text[]);
+
+-- name: recent_render_times
+-- The newest finished renders' times (claim to completion) with what they are compared by
+-- (routing's "fastest": domain/render_times.py).
+SELECT provider, params, finished_at - started_at AS seconds
+  FROM jobs
+ WHERE state = 'COMPLETED' AND started_at IS NOT NULL AND finished_at IS NOT NULL
+ ORDER BY finished_at DESC
+ LIMIT %(limit)s;
 
 -- name: count_waiting
 SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
@@ -336,7 +345,11 @@ SELECT j.id, j.batch_id, j.provider, j.route, b.settings -> 'max_spend' AS max_s
    AND j.provider_job_id IS NULL AND j.client_token IS NULL
    AND j.account IS NULL AND j.pinned_account IS NULL
    AND j.run_after <= {server_now} AND j.provider <> %(provider)s
-   AND strpos(j.route, %(needle)s) > 0
+   AND strpos(j.route_order, %(needle)s) > 0
+   AND (left(j.route_order, 1) = '~' OR NOT EXISTS (
+        SELECT 1 FROM unnest(%(free)s::text[]) f(v)
+         WHERE strpos(j.route_order, '|' || f.v || '|')
+               BETWEEN 1 AND strpos(j.route_order, %(needle)s) - 1))
    AND j.batch_id NOT IN (SELECT b2.id FROM batches b2
                            WHERE b2.settings @> '{"paused": true}')
  ORDER BY j.priority DESC, j.id
@@ -365,13 +378,14 @@ UPDATE jobs SET provider = %(provider)s, params = %(params)s, updated_at = %(now
 UPDATE jobs SET state = 'QUEUED', run_after = 0, attempts = GREATEST(attempts - 1, 0),
        updated_at = %(now)s, claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        account = NULL, client_token = NULL, provider_job_id = NULL,
-       sub_status = NULL, progress = NULL, provider = %(provider)s, params = %(params)s, route = %(route)s,
+       sub_status = NULL, progress = NULL, provider = %(provider)s, params = %(params)s,
+       route = %(route)s, route_order = %(route_order)s,
        metadata = CASE WHEN %(price)s::float8 IS NULL THEN metadata - 'price'
                        ELSE jsonb_set(metadata, '{price}', to_jsonb(%(price)s::float8)) END,
        error_class = %(error_class)s, error_label = %(error_label)s,
        error_message = %(error_message)s
  WHERE id = %(id)s AND claim_token = %(token)s
-   AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING');
+   AND state IN ('CLAIMED', 'RENDERING', 'SUBMITTING');
 
 -- name: fenced_mark_failed
 UPDATE jobs SET state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,

@@ -82,6 +82,9 @@ CREATE TABLE jobs (
     -- where a job may render when its row named several providers (issue 24, JSON:
     -- domain/routes.py); provider and params are its current candidate's
     route           TEXT,
+    -- its usable candidates in rank order, '|veo|runway|' ('~|...|' under spread): the
+    -- claim's filter (store/routing.py)
+    route_order     TEXT,
     CONSTRAINT jobs_finished_has_time
         CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     CONSTRAINT jobs_completed_has_file
