@@ -382,6 +382,8 @@ class SqlJournal(SqlDriver):
     def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
         with the ``handed_over`` entry, in the claim's transaction; or None."""
+        if not self._scalar("any_routed_waiting"):
+            return None  # no routed job at all (the partial index answers at once)
         free = free_accounts((self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
                              for r in self._all("accounts_room", now=params.now))
         spent: dict[str, float] = {}
