@@ -207,3 +207,22 @@ def test_an_unreadable_route_stays_where_it_is(tmp_path: Path, clock: FakeClock)
     store.set_account_status("runway-a", AccountStatus.KEY_REJECTED, clock.now())
     assert claim(store, clock, "luma-a") is None
     store.close()
+
+
+def test_takeovers_count_what_each_account_took_and_from_where(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    setup(store, tmp_path, clock, jobs=3)
+    assert store.takeovers() == {}
+    assert claim(store, clock, "runway-a") is not None
+    assert claim(store, clock, "luma-a") is not None
+    c = claim(store, clock, "luma-a")
+    assert c is not None and c.job.provider == "luma"
+    assert store.takeovers() == {"luma-a": {"runway": 2}}
+    # a hand-over after a refusal is not a take-over by the account
+    assert store.mark_submitting(c.token, "ct-9", clock.now())
+    assert c.job.route is not None
+    assert store.hand_over(c.token, REFUSAL, clock.now(),
+                           route=c.job.route.refuse("luma", "no"), to=RUNWAY,
+                           came_from="luma")
+    assert store.takeovers() == {"luma-a": {"runway": 2}}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,15 @@ class Money:
     today: SpendSummary
     spent: dict[str, float]
     to_go: tuple[ToGo, ...] = ()
+    #: account -> provider -> routed jobs it took over from that provider (issue 24)
+    taken_over: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def took_over_words(self, account: str) -> str:
+        """"took over 3 from runway, 1 from veo" ("" when none): the card's, status's and
+        the API's words."""
+        mine = self.taken_over.get(account) or {}
+        return ("took over " + ", ".join(f"{n} from {provider}" for provider, n
+                                         in sorted(mine.items()))) if mine else ""
 
     def account_today(self, name: str) -> AccountSpend | None:
         return next((a for a in self.today.accounts if a.account == name), None)
@@ -153,6 +162,8 @@ class Money:
                        "words": t.describe()} for t in self.to_go],
             "to_go_total": {"usd": round(usd, 4), "unpriced": unpriced,
                             "words": to_go_words(usd, unpriced)},
+            "taken_over": {name: dict(sorted(by.items()))
+                           for name, by in sorted(self.taken_over.items())},
         }
 
 
@@ -167,7 +178,8 @@ def money_of(store: Store, now: float) -> Money:
     """:class:`Money` from ``store`` (on the journal's thread)."""
     today = store.spend_summary(now, local_day_start(now))
     ever = store.spend_summary(now, 0.0)
-    return Money(today, {a.account: a.spent_today for a in ever.accounts}, store.to_go())
+    return Money(today, {a.account: a.spent_today for a in ever.accounts}, store.to_go(),
+                 store.takeovers())
 
 
 def doctor_checks(store: Store, instance_alive: bool,

@@ -51,8 +51,9 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         state = a["status"] if a["enabled"] else "paused"  # the window's word too
         if a.get("this_machine"):
             state += f"; on this machine: {a['this_machine']}"
+        took = report.money.took_over_words(a["name"]) if report.money is not None else ""
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
-                  f"running, {state}")
+                  f"running, {state}" + (f"; {took}" if took else ""))
     for j in data["jobs"][: args.limit]:
         detail = j["output_path"] or j["last_error"] or j["sub_status"] or ""
         if j["output_path"] and j["output_host"]:

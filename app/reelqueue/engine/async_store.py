@@ -111,6 +111,10 @@ class AsyncStore:
         """Store.count_waiting on the journal thread."""
         return await self.call(self.sync.count_waiting)
 
+    async def takeovers(self) -> dict[str, dict[str, int]]:
+        """Store.takeovers on the journal thread."""
+        return await self.call(self.sync.takeovers)
+
     async def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
         """Store.recent_render_times on the journal thread."""
         return await self.call(self.sync.recent_render_times, limit)

@@ -201,6 +201,10 @@ class Store(Protocol):
         is exactly the ascending order reversed. ValueError for an unknown order."""
         ...
     def count_waiting(self) -> int: ...
+    def takeovers(self) -> dict[str, dict[str, int]]:
+        """account -> provider -> how many routed jobs the account took over from that
+        provider at claim (the ``handed_over`` ledger entries: issue 24)."""
+        ...
     def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
         """The newest ``limit`` finished renders as (render kind, seconds from first claim
         to completion): routing's "fastest" (domain/render_times.py)."""

@@ -236,6 +236,17 @@ class MemoryStore:
                                             key=lambda j: (key(j), j.id), reverse=descending)]
         return ids[offset:offset + limit] if limit is not None else ids[offset:]
 
+    def takeovers(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            out: dict[str, dict[str, int]] = {}
+            for e in self._ledger:
+                came = e.detail.get("from")
+                if (e.event == "handed_over" and e.account and isinstance(came, str)
+                        and e.detail.get("at") == "claim"):
+                    mine = out.setdefault(e.account, {})
+                    mine[came] = mine.get(came, 0) + 1
+            return out
+
     def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
         with self._lock:
             done = sorted((j for j in self._jobs.values()
@@ -457,7 +468,8 @@ class MemoryStore:
         job = self._jobs.get(token.job_id)
         return self._fenced(
             token, "fenced_hand_over", "handed_over", now, "hand_over",
-            error_detail(error, **{"from": came_from, "to": to.provider, "price": to.price,
+            error_detail(error, **{"at": "refusal", "from": came_from, "to": to.provider,
+                                   "price": to.price,
                                    "params": dict(to.params)}),
             run_after=0.0,
             attempts=max((job.attempts if job else 1) - 1, 0), provider=to.provider,

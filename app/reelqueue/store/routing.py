@@ -54,7 +54,7 @@ class RoutedPick:
 
     def detail(self) -> dict[str, Any]:
         """The ledger detail of the ``handed_over`` entry."""
-        return {"from": self.came_from, "to": self.candidate.provider,
+        return {"at": "claim", "from": self.came_from, "to": self.candidate.provider,
                 "price": self.candidate.price, "params": dict(self.candidate.params),
                 "why": "taken over: " + (
                     ", ".join(self.passed_over) + " had no free slot" if self.passed_over

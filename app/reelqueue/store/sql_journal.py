@@ -196,6 +196,15 @@ class SqlJournal(SqlDriver):
     def count_waiting(self) -> int:
         return int(self._scalar("count_waiting"))
 
+    def takeovers(self) -> dict[str, dict[str, int]]:
+        with self._reading():
+            rows = self._all("takeovers")
+        out: dict[str, dict[str, int]] = {}
+        for r in rows:
+            if isinstance(r["came_from"], str):
+                out.setdefault(str(r["account"]), {})[r["came_from"]] = int(r["n"])
+        return out
+
     def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
         with self._reading():
             rows = self._all("recent_render_times", limit=limit)
@@ -433,7 +442,8 @@ class SqlJournal(SqlDriver):
                   route: Route, to: Candidate, came_from: str) -> bool:
         return self._transition(
             "fenced_hand_over", "handed_over", token, now,
-            error_detail(error, **{"from": came_from, "to": to.provider, "price": to.price,
+            error_detail(error, **{"at": "refusal", "from": came_from, "to": to.provider,
+                                   "price": to.price,
                                    "params": dict(to.params)}),
             provider=to.provider, params=self._json(dict(to.params)), price=to.price,
             route=route.to_json(), route_order=route.order_key(),

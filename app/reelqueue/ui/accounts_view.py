@@ -82,6 +82,7 @@ class AccountCardData:
     team: bool = False  # a team store: ``live`` counts the renders of every machine
     key_here: bool = True  # False: a team account whose key is not on this machine
     confirm: str = ""  # a team account whose row changed: waits for "accounts confirm" here
+    took_over: str = ""  # routed jobs it took over from other providers (the journal's words)
 
     def chip(self) -> tuple[str, str]:
         """The state chip's text and tint."""
@@ -550,6 +551,8 @@ class AccountCard(QFrame):
             + (" on all machines" if data.team else ""),
             f"{fmt.number(data.queued)} waiting here",
             f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed"))
+        if data.took_over:  # routing (issue 24): where its extra work came from
+            spent += f"\n{data.took_over[0].upper()}{data.took_over[1:]}"
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)

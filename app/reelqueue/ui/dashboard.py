@@ -78,6 +78,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             team=team, key_here=account.name not in keys_not_here,
             confirm=(to_confirm or {}).get(account.name, ""),
             practice=account.provider == "mock",
+            took_over=money.took_over_words(account.name) if money is not None else "",
         ))
     return cards
 

@@ -31,6 +31,15 @@ SELECT provider, params, finished_at - started_at AS seconds
  ORDER BY finished_at DESC
  LIMIT :limit;
 
+-- name: takeovers
+-- Routed jobs each account took over from another provider at claim (issue 24): the
+-- ledger's handed_over entries written by a claim, by account and the provider left.
+SELECT account, json_extract(detail, '$.from') AS came_from, COUNT(*) AS n
+  FROM ledger
+ WHERE event = 'handed_over' AND account IS NOT NULL
+   AND json_valid(detail) AND json_extract(detail, '$.at') = 'claim'
+ GROUP BY account, came_from;
+
 -- name: count_waiting
 SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
 

@@ -65,6 +65,13 @@ SELECT provider, params, finished_at - started_at AS seconds
  ORDER BY finished_at DESC
  LIMIT %(limit)s;
 
+-- name: takeovers
+-- See the SQLite store's.
+SELECT account, detail ->> 'from' AS came_from, COUNT(*) AS n
+  FROM ledger
+ WHERE event = 'handed_over' AND account IS NOT NULL AND detail ->> 'at' = 'claim'
+ GROUP BY account, came_from;
+
 -- name: count_waiting
 SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
 
