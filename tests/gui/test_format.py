@@ -66,3 +66,16 @@ def test_history_detail_has_no_tokens_owner_or_resume_false() -> None:
     assert submitted == "provider job id: vid_123, cost: $1,234.50"
     assert "False" not in fmt.history_detail("requeued", {"from": "RENDERING",
                                                           "found": False})
+
+
+def test_a_routed_jobs_move_reads_as_where_from_where_to_and_why() -> None:
+    """Issue 24: the job's history shows its route in words, not a dict of params."""
+    taken = {"at": "claim", "from": "runway", "to": "luma", "price": 0.4,
+             "params": {"duration": 5}, "why": "taken over: runway had no free slot"}
+    assert fmt.history_detail("handed_over", taken) == (
+        "runway → luma at $0.40 · runway had no free slot")
+    refused = {"at": "refusal", "error_class": "permanent", "label": "invalid input",
+               "message": "duration 7 is not accepted", "from": "runway", "to": "veo",
+               "price": None, "params": {"duration": 8}}
+    assert fmt.history_detail("handed_over", refused) == (
+        "runway refused it (duration 7 is not accepted) → veo, price unknown")

@@ -163,6 +163,8 @@ def history_detail(event: str, detail: Mapping[str, object]) -> str:
     ``resume`` on a claim becomes "picks up the render already submitted" when true and
     disappears when false (a fresh claim is the ordinary case).
     """
+    if event == "handed_over":
+        return handover_words(detail)
     parts: list[str] = []
     for key, value in detail.items():
         if key in _HIDDEN_DETAIL or value in (None, "", [], {}):
@@ -174,3 +176,16 @@ def history_detail(event: str, detail: Mapping[str, object]) -> str:
         name = _DETAIL_NAMES.get(key, key.replace("_", " "))
         parts.append(f"{name}: {_detail_value(key, value)}")
     return ", ".join(parts)
+
+
+def handover_words(detail: Mapping[str, object]) -> str:
+    """A routed job's move (issue 24) in words: "runway → luma at $0.40 · runway had no
+    free slot" or "runway refused it (invalid input: …) → luma at $0.40"."""
+    came, went, price = detail.get("from"), detail.get("to"), detail.get("price")
+    at = (f" at {money(float(price))}" if isinstance(price, int | float)
+          and not isinstance(price, bool) else ", price unknown")
+    if detail.get("at") == "refusal" or detail.get("label"):
+        why = detail.get("message") or detail.get("label") or "a refusal"
+        return f"{came} refused it ({why}) → {went}{at}"
+    why = str(detail.get("why") or "").removeprefix("taken over: ")
+    return f"{came} → {went}{at}" + (f" · {why}" if why else "")
