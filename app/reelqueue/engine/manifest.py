@@ -71,6 +71,9 @@ def job_entry(job: Job) -> dict[str, Any]:
             "class": job.error_class, "label": job.error_label,
             "message": job.error_message},
         "finished_at": job.finished_at,
+        # a routed job (issue 24): where it could render, best first, and who refused it
+        "route": None if job.route is None else [
+            {"provider": c.provider, "refused": c.refused} for c in job.route.candidates],
     }
 
 
