@@ -180,3 +180,39 @@ async def test_clicking_a_header_sorts_the_window(windows: WindowHarness, app_ct
     await until(lambda: shown_ids(model) == expected[::-1], timeout=10)
     click_name()  # the third click: back to id order
     await until(lambda: shown_ids(model) == sorted(expected), timeout=10)
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_an_answer_looked_up_off_the_gui_thread_shows_the_same_as_one_looked_up_on_it(
+    store: Store, tmp_path: Path, clock: FakeClock, filtered: bool,
+) -> None:
+    """The live sort's answer is mapped to rows on a worker thread (jobs_model.order_lookup,
+    with the rows' places); rows added after the journal answered follow at the end; the
+    table shows the same order, places and selection as when mapped on the GUI thread."""
+    fill(store, tmp_path, clock.now())
+    models = [model_on(store), model_on(store)]
+    order = store.job_ids_ordered("name", False)
+    for model in models:
+        model.sort(COL_NAME, Qt.SortOrder.AscendingOrder)
+        if filtered:
+            model.set_filter(JobFilter(text="prompt 1"))
+    batch_id = store.list_jobs()[0].batch_id
+    store.add_jobs(batch_id, [JobSpec(job_key="late", prompt="late prompt 1", provider="mock",
+                                      name="aaa", output_path=str(tmp_path / "late.mp4"))],
+                   clock.now())
+    late = [to_row(job, lambda _job: None) for job in store.list_jobs() if job.job_key == "late"]
+    selected = []
+    for model in models:
+        model.add_rows(late)  # the journal's answer (read before) does not know it
+        keep = QPersistentModelIndex(model.index(1, COL_NAME))
+        selected.append((keep, model.index(1, COL_NAME).data(JobIdRole)))
+    plain, lookup = models
+    assert plain.set_order("name", False, list(order))
+    indexes, positions = jobs_model.order_lookup(lookup.table, list(order))
+    assert lookup.set_order("name", False, list(order), indexes=indexes, positions=positions)
+    assert shown_ids(lookup) == shown_ids(plain)
+    assert shown_ids(lookup)[-1] == late[0].id  # added after the answer: at the end
+    for job in store.list_jobs():
+        assert lookup.view_row_of(job.id) == plain.view_row_of(job.id), job.job_key
+    for (keep, job_id), model in zip(selected, models, strict=True):
+        assert keep.isValid() and model.index(keep.row(), 0).data(JobIdRole) == job_id

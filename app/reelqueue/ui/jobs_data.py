@@ -122,6 +122,12 @@ class JobTable:
     def index_of(self, job_id: int) -> int | None:
         return self._pos.get(job_id)
 
+    def indexes_of(self, job_ids: list[int]) -> list[int]:
+        """The rows of ``job_ids``, in order, those not in the table left out: one C-level
+        pass over the position map (a sort's answer maps 100,000 ids: a Python call per id
+        held the GUI thread for 80 ms)."""
+        return [i for i in map(self._pos.get, job_ids) if i is not None]
+
     def row(self, job_id: int) -> JobRow | None:
         index = self._pos.get(job_id)
         return None if index is None else self.rows[index]

@@ -10,7 +10,7 @@ from typing import Any
 from reelqueue.application import views
 from reelqueue.application.events import JobEvent
 from reelqueue.ui.jobs_data import stats_of
-from reelqueue.ui.jobs_model import JobTableModel
+from reelqueue.ui.jobs_model import JobTableModel, order_lookup
 from reelqueue.ui.session import EngineSession
 
 FIRST_PAGE = 2_000
@@ -96,7 +96,11 @@ class JobPager:
         if self.session.engine is None or self.session.closed:
             return
         ids = await views.job_order(self.session.app, order, descending)
-        self.model.set_order(order, descending, ids)
+        # Their rows looked up off the GUI thread: 100,000 lookups held it for 60-80 ms
+        # once a second while a live sort was kept in order (bench_gui.py). The table only
+        # grows meanwhile; rows added since follow at the end (set_order).
+        indexes, positions = await asyncio.to_thread(order_lookup, self.model.table, ids)
+        self.model.set_order(order, descending, ids, indexes=indexes, positions=positions)
 
     async def refresh_rows(self, job_ids: list[int]) -> None:
         rows = await views.job_rows_by_id(self.session.app, job_ids)
