@@ -12,7 +12,7 @@ from typing import Any
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.status import Money
-from reelqueue.application.views import AccountSummary
+from reelqueue.application.views import AccountSummary, JobRow
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui.accounts_view import AccountCardData, RenderLine, per_minute
@@ -118,8 +118,7 @@ def shared_queue_text(table: JobTable, summaries: list[AccountSummary],
 
 
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
-    from reelqueue.application.views import JobRow
-
+    # (No import here: each call went through PySide's import hook, 500 renders a tick.)
     assert isinstance(row, JobRow)
     title = fmt.job_title(row.name, row.row_number, row.id)  # "Row 3", never "job 2"
     fraction, words = table.progress_words(row, now)  # the job table's words, the same
