@@ -395,12 +395,20 @@ class SqlJournal(SqlDriver):
             return None  # no routed job at all (the partial index answers at once)
         free = free_accounts((self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
                              for r in self._all("accounts_room", now=params.now))
+        # Each account's and batch's committed spend read once per claim, however many
+        # candidates ask.
         spent: dict[str, float] = {}
+        batch_spent: dict[int, float] = {}
 
         def committed(name: str) -> float:
             if name not in spent:
                 spent[name] = self._account_committed(name, params.day_start)
             return spent[name]
+
+        def batch_committed(batch_id: int) -> float:
+            if batch_id not in batch_spent:
+                batch_spent[batch_id] = self._batch_committed(batch_id)
+            return batch_spent[batch_id]
 
         def capped(other: Account) -> bool:
             cap = cap_of(other.settings, "daily_cap")
@@ -410,7 +418,7 @@ class SqlJournal(SqlDriver):
             taker = account if other is None else other
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
-                batch_committed=functools.partial(self._batch_committed, row.batch_id),
+                batch_committed=functools.partial(batch_committed, row.batch_id),
                 account_cap=cap_of(taker.settings, "daily_cap"),
                 account_committed=functools.partial(committed, taker.name),
             ) is None
