@@ -226,3 +226,73 @@ def test_takeovers_count_what_each_account_took_and_from_where(
                            route=c.job.route.refuse("luma", "no"), to=RUNWAY,
                            came_from="luma")
     assert store.takeovers() == {"luma-a": {"runway": 2}}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_machines_claiming_at_once_take_each_routed_job_once_within_the_limits(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock, kind: str,
+) -> None:
+    """A team: four connections (machines) claim on the accounts of three providers at
+    the same moment, over routed jobs of every policy; each job is claimed once, no
+    account passes its limit, and every take-over is written with its claim."""
+    import threading
+
+    stores: list[Store] = []
+    cleanup: list[object] = []
+    if kind == "postgresql":
+        from reelqueue.store.postgres import PostgresStore
+        from tests import pgserver
+
+        dsn: str = request.getfixturevalue("pg_dsn")
+        schema = pgserver.new_schema_name()
+        stores = [PostgresStore.open(dsn, now=clock.now(), schema=schema,
+                                     server_clock=clock) for _ in range(4)]
+        cleanup.append(lambda: pgserver.drop_schema(dsn, schema))
+    else:
+        stores = [SqliteStore.open(tmp_path / "j.sqlite3", now=clock.now())
+                  for _ in range(4)]
+    try:
+        first = stores[0]
+        batch = first.create_batch(BatchSpec("b", "s.csv", "b"), clock.now())
+        specs: list[JobSpec] = []
+        for n, policy in enumerate(RoutePolicy):
+            route = Route(policy, (RUNWAY, LUMA, VEO)[n % 3:] + (RUNWAY, LUMA, VEO)[:n % 3])
+            specs += routed(tmp_path, 15, route, prefix=f"p{n}")
+        first.add_jobs(batch.id, specs, clock.now())
+        limits = {"runway-a": ("runway", 2), "luma-a": ("luma", 3), "veo-a": ("veo", 1),
+                  "luma-b": ("luma", 1)}
+        for name, (provider, capacity) in limits.items():
+            first.add_account(AccountSpec(name, provider, capacity), clock.now())
+        got: list[Claim] = []
+        lock = threading.Lock()
+        start = threading.Barrier(len(stores))
+
+        def machine(store: Store) -> None:
+            start.wait()
+            for _ in range(3):
+                for name in limits:
+                    c = claim(store, clock, name)
+                    if c is not None:
+                        with lock:
+                            got.append(c)
+
+        threads = [threading.Thread(target=machine, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len({c.job.id for c in got}) == len(got), "a job claimed twice"
+        assert len(got) == sum(capacity for _, capacity in limits.values())
+        for name, (provider, capacity) in limits.items():
+            mine = [c for c in got if c.account == name]
+            assert len(mine) == capacity and all(c.job.provider == provider for c in mine)
+            assert first.live_count(name) == capacity
+        claimed_by = {e.job_id: e.account for e in first.ledger() if e.event == "claimed"}
+        for e in first.ledger():
+            if e.event == "handed_over":
+                assert claimed_by.get(e.job_id) == e.account, "a move without its claim"
+    finally:
+        for s in stores:
+            s.close()
+        for done in cleanup:
+            done()  # type: ignore[operator]
