@@ -114,3 +114,15 @@ def test_is_absolute_says_what_the_two_path_flavours_say(stored: str) -> None:
     expected = (PurePosixPath(stored).is_absolute() or bool(PureWindowsPath(stored).drive)
                 or stored.startswith(("/", "\\")))
     assert is_absolute(stored) == expected
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="/\\:aZ1. ?é\u0663\u01c4~", max_size=12),
+       st.sampled_from(["/videos", "/", "/home/ann/Videos/ReelQueue/", "/tmp/a b"]))
+def test_the_tables_paths_by_string_say_what_pathlib_says(stored: str, base: str) -> None:
+    """The jobs table places 100,000 journal paths under the videos folder by string
+    (application/outputs.py local_path_texts); pathlib's join is the definition."""
+    from reelqueue.application.outputs import local_path_texts, local_paths
+
+    slow = local_paths(Path(base))(stored)
+    assert local_path_texts(Path(base))(stored) == (None if slow is None else str(slow))

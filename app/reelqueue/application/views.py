@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 
-from reelqueue.application.outputs import local_paths, this_host
+from reelqueue.application.outputs import local_path_texts, this_host
 from reelqueue.application.session import Session
 from reelqueue.domain.models import Batch
 from reelqueue.engine import queries
@@ -24,18 +24,23 @@ __all__ = ["PAGE_ROWS", "AccountSummary", "ChangeFollower", "Counts", "JobDetail
 def _placer(session: Session) -> Callable[[str], str]:
     """The journal's path of a file (relative to the videos folder, issue 23) as this
     machine has it: under its own videos folder; a refused path as the journal says."""
-    here = local_paths(session.ctx.videos_dir)
+    here = local_path_texts(session.ctx.videos_dir)
 
     def place(stored: str) -> str:
         path = here(stored)
-        return str(path) if path is not None else stored
+        return path if path is not None else stored
 
     return place
 
 
 def _local_rows(session: Session, rows: list[JobRow]) -> list[JobRow]:
+    """``rows`` (just read for this call: nothing else holds them yet) with each file as
+    this machine has it, set in place (``dataclasses.replace`` rebuilt each row of a
+    100,000-row page field by field, about 5 µs a row)."""
     place = _placer(session)
-    return [replace(row, output_path=place(row.output_path)) for row in rows]
+    for row in rows:
+        row.output_path = place(row.output_path)
+    return rows
 
 
 async def job_rows(session: Session, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
