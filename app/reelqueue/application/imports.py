@@ -54,15 +54,34 @@ __all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTE
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
-    """Without column overrides, a re-import reuses those given when the batch was created
-    (runs on the journal thread)."""
-    if options.column_overrides:
+    """Without column overrides, a re-import reuses those given when the batch was created;
+    without route settings, the route settings saved with it (a routed row's key hashes its
+    policy and tolerance). Runs on the journal thread."""
+    if options.column_overrides and options.route_given:
         return options
     batch = find_batch_by_key(store, batch_name_for(path, options).casefold().strip())
-    saved = batch.settings["intake"].get("column_overrides") if batch else None
-    if not saved:
+    intake = batch.settings.get("intake") if batch else None
+    if not isinstance(intake, dict):
         return options
-    return replace(options, saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+    saved = intake.get("column_overrides")
+    if saved and not options.column_overrides:
+        options = replace(options,
+                          saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+    if not options.route_given:
+        options = replace(options, saved_route=saved_route(intake))
+    return options
+
+
+def saved_route(intake: dict[str, object]) -> dict[str, object] | None:
+    """The route settings a batch was imported with (None: none saved, or all defaults)."""
+    route = intake.get("route")
+    chosen = {"route": list(route) if isinstance(route, list) else [],
+              "route_policy": intake.get("route_policy") or "order",
+              "tolerance": intake.get("tolerance") or "exact",
+              "route_on_policy": intake.get("route_on_policy") is True}
+    defaults = {"route": [], "route_policy": "order", "tolerance": "exact",
+                "route_on_policy": False}
+    return None if chosen == defaults else chosen
 
 
 async def plan_import(session: Session, path: Path, options: ImportOptions) -> ImportPlan:
