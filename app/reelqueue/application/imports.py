@@ -17,6 +17,7 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
+from reelqueue.domain.routes import RoutePolicy, Tolerance
 from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
     FIELDS,
@@ -35,6 +36,7 @@ from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
 from reelqueue.intake.apply import refusal_message
 from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.intake.estimate import money
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
 from reelqueue.intake.limits import (
     DEFAULT_MAX_CELL_CHARS,
@@ -42,15 +44,21 @@ from reelqueue.intake.limits import (
     DEFAULT_MAX_TEXT_BYTES,
 )
 from reelqueue.intake.mapping import display_headers
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, WorstCase, batch_name_for
+from reelqueue.intake.routes import RouteSettings, route_settings
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
 
 __all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTES",
            "DEFAULT_MAX_TEXT_BYTES", "DEFAULT_MAX_WAITING", "DEFAULT_TEMPLATE", "FIELDS",
-           "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "WORKBOOK_EXTENSIONS", "ColumnMapping",
-           "ImportOptions", "ImportPlan", "ImportResult", "PreviewRow", "RowError",
+           "ROUTE_POLICIES", "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "TOLERANCES",
+           "WORKBOOK_EXTENSIONS", "ColumnMapping", "ImportOptions", "ImportPlan",
+           "ImportResult", "PreviewRow", "RouteSettings", "RowError", "WorstCase",
            "account_prices", "apply_import", "display_headers", "export_batch", "find_batch",
-           "parse_map_options", "plan_import", "plan_without_journal", "refusal_message"]
+           "money", "parse_map_options", "plan_import", "plan_without_journal",
+           "refusal_message", "route_settings"]
+
+ROUTE_POLICIES = tuple(policy.value for policy in RoutePolicy)
+TOLERANCES = tuple(tolerance.value for tolerance in Tolerance)
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:

@@ -231,12 +231,13 @@ class RowRouter:
             candidates.append(Candidate(name, outcome.params, price, changed))
         if not candidates:
             reasons = "; ".join(f"{name}: {why}" for name, why in left_out)
+            wider = list(Tolerance)[list(Tolerance).index(self.settings.tolerance) + 1:]
             return [RowError(
                 row_number, column,
                 f"no provider of the route {'|'.join(names)} can take this row ({reasons})",
                 "a row one of them accepts" + (
-                    "" if self.settings.tolerance == Tolerance.NEAREST
-                    else ", or a wider tolerance (nearest-duration, nearest)"),
+                    f", or a wider tolerance ({', '.join(t.value for t in wider)})"
+                    if wider else ""),
             )]
         route = Route(self.settings.policy,
                       ranked(candidates, self.settings.policy, self._speeds),
