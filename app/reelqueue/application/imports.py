@@ -55,7 +55,7 @@ __all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTE
            "ImportResult", "PreviewRow", "RouteSettings", "RowError", "WorstCase",
            "account_prices", "apply_import", "display_headers", "export_batch", "find_batch",
            "money", "parse_map_options", "plan_import", "plan_without_journal",
-           "refusal_message", "route_settings"]
+           "refusal_message", "route_settings", "with_saved_route"]
 
 ROUTE_POLICIES = tuple(policy.value for policy in RoutePolicy)
 TOLERANCES = tuple(tolerance.value for tolerance in Tolerance)
@@ -78,6 +78,17 @@ def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions)
     if not options.route_given:
         options = replace(options, saved_route=saved_route(intake))
     return options
+
+
+def with_saved_route(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
+    """Without route settings, the ones saved with the batch (runs on the journal thread)."""
+    if options.route_given:
+        return options
+    batch = find_batch_by_key(store, batch_name_for(path, options).casefold().strip())
+    intake = batch.settings.get("intake") if batch else None
+    if not isinstance(intake, dict):
+        return options
+    return replace(options, saved_route=saved_route(intake))
 
 
 def saved_route(intake: dict[str, object]) -> dict[str, object] | None:
