@@ -13,10 +13,10 @@ import pytest
 
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import AccountSpec
-from reelqueue.domain.routes import Route, RoutePolicy, Tolerance
+from reelqueue.domain.routes import Route, RoutePolicy, Tolerance, is_route
 from reelqueue.intake import AccountPrices, ImportOptions, ImportPlan, RegistryCatalog, plan_import
 from reelqueue.intake.jobs import key_digest
-from reelqueue.intake.routes import bounded_split, pixel_height, route_settings
+from reelqueue.intake.routes import bounded_split, pixel_height, route_settings, routes
 
 from .conftest import NOW
 
@@ -319,7 +319,8 @@ def test_separators_alone_are_a_row_error(tmp_path: Path, cell: str) -> None:
 def test_hostile_route_cells_give_row_errors_quickly(tmp_path: Path) -> None:
     many = "|".join(f"p{i}" for i in range(10_000))
     text = (f"prompt,providers\nmany,{many}\nunknown,veo|nope|Rnway\n"
-            f"dupes,{'|'.join(['veo'] * 5_000)}\n")
+            f"dupes,{'|'.join(['veo'] * 5_000)}\n"
+            + "".join(f"many {i},{many}|x{i}\n" for i in range(30)))
     started = time.perf_counter()
     result = plan(csv_sheet(tmp_path, text))
     assert time.perf_counter() - started < 5
@@ -329,6 +330,7 @@ def test_hostile_route_cells_give_row_errors_quickly(tmp_path: Path) -> None:
     assert by_row[3].message == "the route names 'nope', 'rnway', not providers"
     assert by_row[3].accepted.startswith("providers from: fal, kling")
     assert by_row[4].message.startswith("Unknown provider")  # one name, many times
+    assert all("more than 12 providers" in by_row[n].message for n in range(5, 35))
 
 
 def test_xlsx_and_csv_route_alike(tmp_path: Path) -> None:
@@ -354,6 +356,12 @@ def test_route_settings_are_checked() -> None:
         with pytest.raises(InputError, match=words):
             route_settings(bad[0], bad[1], bad[2], False, CATALOG)
     assert route_settings((), "spread", "exact", False).providers == ()
+
+
+def test_routes_agrees_with_is_route() -> None:
+    for cell in ("veo", "veo|runway", "veo|veo", "VEO | veo", "|||", "veo|", "a;b", "a>b",
+                 " , ", "veo,Runway,luma"):
+        assert routes(cell) == is_route(cell), cell
 
 
 def test_helpers() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -145,9 +145,13 @@ class JobBuilder:
         params = self._params(values.params, n)
         route = values.route
         if route is not None:
-            route = replace(route, candidates=tuple(
-                replace(c, params=self._params(dict(c.params), n)) for c in route.candidates))
-            params = dict(route.candidates[0].params)
+            candidates = tuple(
+                c if (moved := self._params(c.params, n)) is c.params else replace(c, params=moved)
+                for c in route.candidates)
+            if any(new is not old for new, old in zip(candidates, route.candidates, strict=True)):
+                route = replace(route, candidates=candidates)
+            best = route.candidates[0].params  # already this copy's (seed, image pin)
+            params = best if isinstance(best, dict) else dict(best)
         name = values.name or name_from_prompt(values.prompt)
         template = self._repeat_template if values.repeat > 1 else self._template
         fields: dict[str, object] = {"row": values.row_number, "name": name, "n": n}
@@ -174,9 +178,11 @@ class JobBuilder:
             route=route,
         )
 
-    def _params(self, params: dict[str, Any], n: int) -> dict[str, Any]:
-        """The params of copy ``n`` of a row: seed S+n-1, the image's pin added."""
-        # shared with the row's values when unchanged: nothing mutates either
+    def _params(self, given: Mapping[str, Any], n: int) -> dict[str, Any]:
+        """The params of copy ``n`` of a row: seed S+n-1, the image's pin added; ``given``
+        itself when nothing is added (shared with the row's values: nothing mutates
+        either)."""
+        params = given if isinstance(given, dict) else dict(given)
         if n > 1 and "seed" in params:
             params = {**params, "seed": int(params["seed"]) + n - 1}
         if self._image_pins is not None and "image" in params:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reelqueue.domain.errors import InputError
@@ -43,7 +43,6 @@ from reelqueue.domain.routes import (
     Route,
     RoutePolicy,
     Tolerance,
-    is_route,
     ranked,
     split_route,
 )
@@ -69,6 +68,10 @@ ANY_RATIO = ParamSpec()
 ROUTE_TEMPLATE_FIELDS = ("provider", "model")
 """File name fields a routed job cannot fill at import: its provider is chosen at claim."""
 MAX_REASON_CHARS = 500
+FITTED = ("duration", "aspect_ratio", "resolution")
+"""The fields a tolerance may move, in the order they are fitted."""
+MAX_REMEMBERED = 4_096
+MAX_REMEMBERED_CHARS = 1_000
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,14 @@ def bounded_split(text: str) -> list[str] | None:
     return split_route(text)
 
 
+def routes(cell: str) -> bool:
+    """:func:`~reelqueue.domain.routes.is_route` in linear time (a hostile cell may list
+    ten thousand names; ``split_route`` keeps each once by a list look-up)."""
+    if not any(sep in cell for sep in ROUTE_SEPARATORS):
+        return False
+    return len({part.strip().lower() for part in _SEPARATORS.split(cell)} - {""}) > 1
+
+
 def template_needs_provider(fields: Sequence[str]) -> list[str]:
     """The fields of a file name template a routed job cannot fill at import."""
     return [name for name in ROUTE_TEMPLATE_FIELDS if name in fields]
@@ -180,6 +191,11 @@ class RowRouter:
             if name in validator.columns
         ]
         self._route_words = "|".join(settings.providers)
+        # A sheet repeats a few routes and a few settings: each is worked out once.
+        self._routes: dict[str, list[str] | RowError] = {}
+        self._fits: dict[tuple[object, ...], tuple[dict[str, object],
+                                                   dict[str, tuple[Any, Any]]]] = {}
+        self._prices: dict[tuple[object, ...], float | None] = {}
 
     def providers_of(self, row: SheetRow) -> tuple[str | None, str | None]:
         """(the row's route as written, or None when it does not route; the provider
@@ -187,7 +203,7 @@ class RowRouter:
         cell = self.validator.provider_cell(row)
         if cell is None:
             return (self._route_words or None), None
-        return (cell if is_route(cell) else None), cell
+        return (cell if routes(cell) else None), cell
 
     def validate(self, row: SheetRow) -> RowValues | list[RowError]:
         """The row checked as it is: routed when it names several providers (or has none
@@ -197,25 +213,39 @@ class RowRouter:
             return self.validator.validate(row)
         return self.route_row(row, written)
 
+    def _names(self, written: str, column: str) -> list[str] | RowError:
+        """The providers of a route as written, or what is wrong with it (row 0)."""
+        cached = self._routes.get(written)
+        if cached is not None:
+            return cached
+        names = bounded_split(written)
+        answer: list[str] | RowError
+        if names is None:
+            answer = RowError(0, column, f"the cell names more than {MAX_CANDIDATES} providers",
+                              f"at most {MAX_CANDIDATES} providers, e.g. veo|runway|luma")
+        elif unknown := [name for name in names if name not in self._kinds]:
+            shown = ", ".join(repr(name[:40]) for name in unknown[:3])
+            answer = RowError(0, column, f"the route names {shown}, not "
+                                         f"{'a provider' if len(unknown) == 1 else 'providers'}",
+                              "providers from: " + ", ".join(sorted(self._kinds)))
+        else:
+            answer = names
+        if len(self._routes) < MAX_REMEMBERED and len(written) <= MAX_REMEMBERED_CHARS:
+            self._routes[written] = answer
+        return answer
+
     def route_row(self, row: SheetRow, written: str) -> RowValues | list[RowError]:
         row_number, values = row
         column = self.validator.header_of("provider") or "provider"
-        names = bounded_split(written)
-        if names is None:
-            return [RowError(row_number, column,
-                             f"the cell names more than {MAX_CANDIDATES} providers",
-                             f"at most {MAX_CANDIDATES} providers, e.g. veo|runway|luma")]
-        unknown = [name for name in names if name not in self._kinds]
-        if unknown:
-            shown = ", ".join(repr(name[:40]) for name in unknown[:3])
-            return [RowError(row_number, column,
-                             f"the route names {shown}, not "
-                             f"{'a provider' if len(unknown) == 1 else 'providers'}",
-                             "providers from: " + ", ".join(sorted(self._kinds)))]
+        names = self._names(written, column)
+        if isinstance(names, RowError):
+            return [replace(names, row_number=row_number)]
         problems = self._refusals(row, column, names)
         if problems:
             return problems
-        moves = {name: self._fit(row, name) for name in names}
+        wanted = ([self._wanted(row, name) for name in FITTED]
+                  if self.settings.tolerance != Tolerance.EXACT else [])
+        moves = {name: self._fit(wanted, name) for name in names}
         checked: dict[str, RowValues] = {}
         candidates: list[Candidate] = []
         left_out: list[tuple[str, str]] = []
@@ -226,9 +256,8 @@ class RowRouter:
                 left_out.append((name, _reason(outcome)))
                 continue
             checked[name] = outcome
-            price = self._quote(JobSpec(job_key="", prompt=outcome.prompt, provider=name,
-                                        output_path="", params=outcome.params)).usd
-            candidates.append(Candidate(name, outcome.params, price, changed))
+            candidates.append(Candidate(name, outcome.params, self._price(name, outcome),
+                                        changed))
         if not candidates:
             reasons = "; ".join(f"{name}: {why}" for name, why in left_out)
             wider = list(Tolerance)[list(Tolerance).index(self.settings.tolerance) + 1:]
@@ -292,13 +321,45 @@ class RowRouter:
         default: object = self._written_defaults.get(field_name)
         return default
 
-    def _fit(self, row: SheetRow, provider: str
+    def _price(self, provider: str, row: RowValues) -> float | None:
+        """One render of the row on ``provider``, as the estimate prices it."""
+        params = row.params
+        key = (provider, params.get("model"), params.get("resolution"), params.get("audio"),
+               params.get("duration"))
+        try:
+            if key in self._prices:
+                return self._prices[key]
+            remember = len(self._prices) < MAX_REMEMBERED
+        except TypeError:  # a value that cannot be a key: priced on its own
+            remember = False
+        price = self._quote(JobSpec(job_key="", prompt=row.prompt, provider=provider,
+                                    output_path="", params=params)).usd
+        if remember:
+            self._prices[key] = price
+        return price
+
+    def _fit(self, wanted: list[object | None], provider: str
              ) -> tuple[dict[str, object], dict[str, tuple[Any, Any]]]:
         """(field -> the value to send, field -> (as written, as sent)) for each field the
-        tolerance moves to a value ``provider`` accepts."""
-        tolerance = self.settings.tolerance
-        if tolerance == Tolerance.EXACT:
+        tolerance moves to a value ``provider`` accepts; ``wanted``: the row's values of
+        :data:`FITTED` as written."""
+        if not wanted:
             return {}, {}
+        key = (provider, *((type(value), value) for value in wanted))
+        try:
+            return self._fits[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable cell: not from any reader, but never mind
+            return self._fit_values(provider, wanted)
+        fitted = self._fit_values(provider, wanted)
+        if len(self._fits) < MAX_REMEMBERED:
+            self._fits[key] = fitted
+        return fitted
+
+    def _fit_values(self, provider: str, wanted_values: list[object | None]
+                    ) -> tuple[dict[str, object], dict[str, tuple[Any, Any]]]:
+        tolerance = self.settings.tolerance
         spec = self.validator.spec_for(provider)
         overrides: dict[str, object] = {}
         changed: dict[str, tuple[Any, Any]] = {}
@@ -306,8 +367,7 @@ class RowRouter:
             ("duration", _nearest_duration)]
         if tolerance == Tolerance.NEAREST:
             fitters += [("aspect_ratio", _nearest_ratio), ("resolution", _nearest_resolution)]
-        for field_name, fit in fitters:
-            wanted = self._wanted(row, field_name)
+        for (field_name, fit), wanted in zip(fitters, wanted_values, strict=False):
             if wanted is None:
                 continue
             moved = fit(wanted, spec)
@@ -403,4 +463,4 @@ def _nearest_resolution(value: object, spec: ParamSpec) -> tuple[Any, Any] | Non
 
 
 __all__ = ["ROUTE_TEMPLATE_FIELDS", "RouteSettings", "RowRouter", "bounded_split",
-           "pixel_height", "route_settings", "template_needs_provider"]
+           "pixel_height", "route_settings", "routes", "template_needs_provider"]
