@@ -12,6 +12,13 @@ two jobs, but inserting, deleting or sorting rows does not turn every row below 
 "new" job that would be rendered (and paid for) a second time. An edited row is a new
 job. ``repeat: 3`` gives the keys K, K#2, K#3, so raising a repeat adds only the extra
 copies.
+
+Routed rows (issue 24: a provider cell naming several providers, or a blank one under a
+batch route) are checked per candidate by :mod:`reelqueue.intake.routes`; their key
+(``route:``) hashes the route as written and the row's cells as written instead of the
+provider and params, so a change of prices (which may change the candidate ranked first)
+adds nothing on a re-import. ``estimate`` counts each routed job on its best candidate,
+``worst_case`` on its dearest.
 """
 
 from __future__ import annotations
