@@ -161,6 +161,12 @@ def test_no_candidate_left_refuses_the_row_with_every_reason(tmp_path: Path) -> 
     assert "nearest-duration" in error.accepted
 
 
+def test_a_fault_every_candidate_sees_is_said_once(tmp_path: Path) -> None:
+    result = plan(csv_sheet(tmp_path, "prompt,providers,repeat\n,veo|runway,0\n"))
+    assert [(e.column, e.message) for e in result.errors] == [
+        ("prompt", "the prompt is empty"), ("repeat", "the repeat count 0 is out of range")]
+
+
 def test_a_single_provider_behaves_as_before(tmp_path: Path) -> None:
     text = "prompt,provider,duration\na dog,runway,5\nodd,veo|,6\n"
     result = plan(csv_sheet(tmp_path, text), route_policy="cheapest",

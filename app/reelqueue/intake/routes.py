@@ -249,15 +249,19 @@ class RowRouter:
         checked: dict[str, RowValues] = {}
         candidates: list[Candidate] = []
         left_out: list[tuple[str, str]] = []
+        refusals: list[list[RowError]] = []
         for name in names:
             overrides, changed = moves[name]
             outcome = self.validator.validate(row, name, overrides or None)
             if isinstance(outcome, list):
                 left_out.append((name, _reason(outcome)))
+                refusals.append(outcome)
                 continue
             checked[name] = outcome
             candidates.append(Candidate(name, outcome.params, self._price(name, outcome),
                                         changed))
+        if not candidates and all(errors == refusals[0] for errors in refusals):
+            return refusals[0]  # the row's own fault (an empty prompt...): said once
         if not candidates:
             reasons = "; ".join(f"{name}: {why}" for name, why in left_out)
             wider = list(Tolerance)[list(Tolerance).index(self.settings.tolerance) + 1:]
