@@ -375,3 +375,11 @@ def test_helpers() -> None:
     assert bounded_split("|".join(f"p{i}" for i in range(13))) is None
     assert [pixel_height(t) for t in ("720p", "1080", "1920x1080", "4k", "2K", "hd")] == [
         720, 1080, 1080, 2160, 1440, None]
+
+
+def test_providers_and_route_headers_map_to_the_provider_field() -> None:
+    from reelqueue.intake import suggest_mapping
+
+    assert suggest_mapping(["Prompt", "Providers"]).header_for("provider") == "Providers"
+    assert suggest_mapping(["prompt", "Route"]).header_for("provider") == "Route"
+    assert suggest_mapping(["prompt", "provider", "route"]).header_for("provider") == "provider"
