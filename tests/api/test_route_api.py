@@ -8,6 +8,7 @@ read back is checked through :func:`job_json` on a Job that carries one."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from collections.abc import Iterator
 
 import httpx
@@ -125,6 +126,24 @@ def test_a_json_batch_routes_by_its_provider_and_a_reupload_adds_nothing(
     again = client.post("/v1/batches?name=kites", json=rows)
     assert again.status_code == 200, again.text
     assert (again.json()["added"], again.json()["already_present"]) == (0, 2)
+
+
+STORE_KEEPS_ROUTES = importlib.util.find_spec("reelqueue.store.routing") is not None
+
+
+@pytest.mark.skipif(not STORE_KEEPS_ROUTES,
+                    reason="needs the journal's route column (the store's part of issue 24)")
+def test_the_jobs_read_back_carry_their_route(client: httpx.Client) -> None:
+    rows = [{"prompt": "a green kite", "provider": "veo|runway", "params": {"duration": 7}}]
+    first = client.post("/v1/batches?name=green&tolerance=nearest-duration", json=rows)
+    assert first.status_code == 201, first.text
+    (job,) = client.get(f"/v1/jobs?batch={first.json()['batch_id']}").json()["jobs"]
+    check(job, "Job")
+    assert job["provider"] == "veo" and job["params"]["duration"] == 8
+    assert job["route"] == {"providers": ["veo", "runway"], "policy": "order",
+                            "tolerance": "nearest-duration", "on_policy": False,
+                            "refused": [], "left_out": []}
+    assert client.get(f"/v1/jobs/{job['id']}").json()["route"] == job["route"]
 
 
 def test_a_job_view_carries_the_provider_used_and_its_route() -> None:

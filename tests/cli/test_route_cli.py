@@ -6,6 +6,7 @@ only: the job's ``route`` column is the store's part of issue 24."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import re
 from pathlib import Path
@@ -66,7 +67,7 @@ def test_the_preview_shows_each_candidate_its_price_and_the_worst_case(
             "row") in out
     assert "or a wider tolerance (nearest)" in out
     assert "  total: $1.20\n" in out
-    assert ("  worst case: $4.10 (each of the 2 routed jobs on its dearest provider; the "
+    assert ("  worst case: $4.10 (2 routed jobs on the dearest provider of each route; the "
             "total above counts each on its first)") in out
     assert "Dry run: nothing was written." in out
     # Without routed rows there is no worst-case line, and the preview is as before.
@@ -137,6 +138,30 @@ def test_a_reimport_reuses_the_saved_route_settings(ctx: CliContext, tmp_path: P
     code, out = run(ctx, "import", str(path), "--dry-run", "--route", "veo,runway",
                     "--tolerance", "nearest-duration")
     assert "Already imported: 1 jobs" in out
+
+
+STORE_KEEPS_ROUTES = importlib.util.find_spec("reelqueue.store.routing") is not None
+
+
+@pytest.mark.skipif(not STORE_KEEPS_ROUTES,
+                    reason="needs the journal's route column (the store's part of issue 24)")
+def test_the_journal_keeps_each_routed_jobs_route(ctx: CliContext, tmp_path: Path) -> None:
+    code, _out = run(ctx, "import", str(write(tmp_path)), "--route-policy", "cheapest",
+                     "--tolerance", "nearest-duration")
+    assert code == 0
+    store = SqliteStore.open(ctx.journal_path, now=ctx.clock.now())
+    try:
+        jobs = {job.row_number: job for job in store.list_jobs()}
+    finally:
+        store.close()
+    route = jobs[2].route
+    assert route is not None and jobs[3].route is None
+    assert route.providers() == ["luma", "runway", "veo"] and jobs[2].provider == "luma"
+    assert dict(route.candidates[2].changed) == {"duration": (7, 8)}
+    assert dict(route.left_out) == {}
+    assert dict(jobs[4].route.left_out if jobs[4].route else {}) == {
+        "veo": "column 'aspect ratio': 21:9 is not offered by this provider (accepted: one "
+               "of 16:9, 9:16)"}
 
 
 def test_run_takes_the_same_route_options() -> None:

@@ -304,9 +304,10 @@ def print_estimate(ctx: CliContext, plan: ImportPlan) -> None:
         ctx.print(f"  {line.describe()}")
     ctx.print(f"  total: {estimate.describe_total()}")
     if plan.worst_case.routed_jobs:
-        ctx.print(f"  worst case: {plan.worst_case.describe()} (each of the "
-                  f"{plan.worst_case.routed_jobs:,} routed jobs on its dearest provider; the "
-                  "total above counts each on its first)")
+        routed = plan.worst_case.routed_jobs
+        ctx.print(f"  worst case: {plan.worst_case.describe()} ({routed:,} routed "
+                  f"job{'' if routed == 1 else 's'} on the dearest provider of each route; "
+                  "the total above counts each on its first)")
 
 
 def print_result(ctx: CliContext, result: ImportResult) -> None:
