@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from reelqueue import __version__
+from reelqueue.domain.routes import RoutePolicy, Tolerance
 from reelqueue.domain.states import JobState
 
 MAX_ID = 2**63 - 1
@@ -53,7 +54,32 @@ PARAMS = {"type": "object", "additionalProperties": False, "properties": {
     name: {"type": ["string", "number"]} for name in (
         "model", "duration", "aspect_ratio", "resolution", "seed", "negative_prompt")}}
 
+ROUTE_POLICIES = [policy.value for policy in RoutePolicy]
+TOLERANCES = [tolerance.value for tolerance in Tolerance]
+WHY = {"type": "object", "required": ["provider", "why"], "properties": {
+    "provider": {"type": "string"}, "why": {"type": "string"}}}
+
 SCHEMAS: dict[str, Any] = {
+    "Route": {
+        "type": "object", "required": ["providers", "policy", "refused"],
+        "description": "where a routed job may render (issue 24): its providers best "
+                       "first; 'refused' ones gave a definite refusal and are not tried "
+                       "again; 'left_out' ones could not take the row at import",
+        "properties": {
+            "providers": {"type": "array", "items": {"type": "string"}},
+            "policy": {"type": "string", "enum": ROUTE_POLICIES},
+            "tolerance": {"type": "string", "enum": TOLERANCES},
+            "on_policy": {"type": "boolean"},
+            "refused": {"type": "array", "items": WHY},
+            "left_out": {"type": "array", "items": WHY},
+            "candidates": {
+                "type": "array", "description": "in a batch's preview only",
+                "items": {"type": "object", "properties": {
+                    "provider": {"type": "string"}, "params": {"type": "object"},
+                    "price_usd": {"type": ["number", "null"]},
+                    "changed": {"type": "object", "description": "field -> [as written, "
+                                                                 "as sent]",
+                                "additionalProperties": {"type": "array"}}}}}}},
     "Problem": {
         "type": "object", "required": ["type", "title", "status", "detail"],
         "description": "RFC 9457; 'error' repeats 'detail' for older clients; 'fields' "
@@ -100,7 +126,10 @@ SCHEMAS: dict[str, Any] = {
             # relative to the videos folder of the machine that wrote it (issue 23)
             "path": {"type": "string"}, "host": NULLABLE_STRING}},
         "cost": NULLABLE_NUMBER, "created_at": {"type": "number"},
-        "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER}},
+        "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER,
+        "route": {"description": "null for a job bound to one provider; 'provider' is the "
+                                 "one the job is with now",
+                  "oneOf": [{"type": "null"}, _ref("Route")]}}},
     "JobList": {"type": "object", "required": ["jobs", "next_cursor"], "properties": {
         "jobs": {"type": "array", "items": _ref("Job")},
         "next_cursor": {"type": ["integer", "null"]}}},
@@ -125,8 +154,20 @@ SCHEMAS: dict[str, Any] = {
             "added": {"type": "integer"}, "already_present": {"type": "integer"},
             "dry_run": {"type": "boolean"}, "would_add": {"type": "integer"},
             "refused_rows": {"type": "array", "items": {"type": "object"}},
-            "preview": {"type": "array", "items": {"type": "object"}},
-            "estimate": {"type": "object"}}},
+            "preview": {"type": "array", "items": {"type": "object", "properties": {
+                "route": {"oneOf": [{"type": "null"}, _ref("Route")]}}}},
+            "estimate": {"type": "object", "properties": {
+                "total_usd": {"type": "number",
+                              "description": "each routed job on its best candidate"},
+                "worst_case_usd": {"type": ["number", "null"],
+                                   "description": "each routed job on its dearest usable "
+                                                  "candidate (null: a price is unknown)"},
+                "routed_jobs": {"type": "integer"}}},
+            "routing": {"type": "object", "properties": {
+                "route": {"type": "array", "items": {"type": "string"}},
+                "route_policy": {"type": "string", "enum": ROUTE_POLICIES},
+                "tolerance": {"type": "string", "enum": TOLERANCES},
+                "route_on_policy": {"type": "boolean"}}}}},
     "Accounts": {"type": "object", "required": ["accounts"], "properties": {
         "accounts": {"type": "array", "items": {"type": "object", "properties": {
             "name": {"type": "string"}, "provider": {"type": "string"},
@@ -236,7 +277,22 @@ def openapi_document() -> dict[str, Any]:
                     {"name": "name", "in": "query", "schema": {"type": "string"}},
                     {"name": "provider", "in": "query", "schema": {"type": "string"}},
                     {"name": "dry_run", "in": "query", "schema": {
-                        "type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}}],
+                        "type": "string", "enum": ["0", "1", "true", "false", "yes", "no"]}},
+                    {"name": "route", "in": "query", "description":
+                        "providers a row without one may render on, e.g. veo,runway "
+                        "(a row's provider 'veo|runway' routes that row)",
+                     "schema": {"type": "string", "maxLength": 2000}},
+                    {"name": "route_policy", "in": "query",
+                     "schema": {"type": "string", "enum": ROUTE_POLICIES,
+                                "default": "order"}},
+                    {"name": "tolerance", "in": "query",
+                     "description": "how far a routed row's settings may move to fit a "
+                                    "provider; one that still refuses it is left out",
+                     "schema": {"type": "string", "enum": TOLERANCES, "default": "exact"}},
+                    {"name": "route_on_policy", "in": "query",
+                     "description": "a routed job moves on after a content-policy refusal",
+                     "schema": {"type": "string",
+                                "enum": ["0", "1", "true", "false", "yes", "no"]}}],
                 requestBody={"required": True, "content": {
                     "application/json": {"schema": {"type": "array",
                                                     "items": _ref("BatchItem")}},

@@ -13,6 +13,7 @@ import json
 import logging
 import ssl
 import tempfile
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from aiohttp import web
@@ -31,6 +32,7 @@ from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
 from reelqueue.application.batch_upload import json_rows_as_csv
+from reelqueue.application.imports import ROUTE_POLICIES, TOLERANCES
 from reelqueue.application.outputs import local_video, this_host
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.submit import (
@@ -41,6 +43,7 @@ from reelqueue.application.submit import (
 from reelqueue.application.tokens import TokenInfo
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
+from reelqueue.domain.routes import Route
 from reelqueue.domain.states import JobState
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ SSE_PAGE = 500
 SSE_IDLE_SECONDS = 1.0
 VIDEO_CHUNK = 256 * 1024
 DRY_RUN_WORDS = ("0", "1", "true", "false", "yes", "no")
+ROUTE_QUERY = ("route", "route_policy", "tolerance", "route_on_policy")
+MAX_ROUTE_QUERY = 2000
 
 ApiServices = RemoteAccess
 """What the routes use: the application layer's view for remote clients."""
@@ -79,8 +84,68 @@ def job_json(job: Job) -> dict[str, Any]:
             "size": job.output_size, "sha256": job.output_sha256,
             "path": job.output_path, "host": job.output_host},
         "cost": job.cost, "created_at": job.created_at, "updated_at": job.updated_at,
-        "finished_at": job.finished_at,
+        "finished_at": job.finished_at, "route": route_json(job.route),
     }
+
+
+def route_json(route: Route | None) -> dict[str, Any] | None:
+    """A job's route (issue 24) for a client: its providers best first, how they were
+    ranked, the ones that refused the job (never tried again) and those left out at import;
+    the job's ``provider`` is the one it is with now. None for a job bound to one provider."""
+    if route is None:
+        return None
+    return {
+        "providers": route.providers(), "policy": route.policy.value,
+        "tolerance": route.tolerance.value, "on_policy": route.on_policy,
+        "refused": [{"provider": c.provider, "why": c.refused}
+                    for c in route.candidates if c.refused is not None],
+        "left_out": [{"provider": provider, "why": why} for provider, why in route.left_out],
+    }
+
+
+def route_preview_json(route: Route | None) -> dict[str, Any] | None:
+    """A routed row in a batch's preview: each candidate with its parameters, price and
+    the settings the tolerance moved (field -> [as written, as sent])."""
+    if route is None:
+        return None
+    return {
+        **(route_json(route) or {}),
+        "candidates": [{"provider": c.provider, "params": dict(c.params),
+                        "price_usd": c.price,
+                        "changed": {name: list(pair) for name, pair in c.changed.items()}}
+                       for c in route.candidates],
+    }
+
+
+def route_query(query: Mapping[str, str], check_route: Callable[[str], tuple[str, ...]]
+                ) -> dict[str, Any]:
+    """``?route=veo,runway&route_policy=cheapest&tolerance=nearest&route_on_policy=1`` as
+    import options; a 422 problem naming the field for a value not accepted."""
+    for name in ROUTE_QUERY:
+        storable_text(query.get(name, ""), name)
+    policy = query.get("route_policy") or "order"
+    if policy not in ROUTE_POLICIES:
+        words = "one of " + ", ".join(ROUTE_POLICIES)
+        raise Refused(422, f"route_policy must be {words}.", fields={"route_policy": words})
+    tolerance = query.get("tolerance") or "exact"
+    if tolerance not in TOLERANCES:
+        words = "one of " + ", ".join(TOLERANCES)
+        raise Refused(422, f"tolerance must be {words}.", fields={"tolerance": words})
+    on_policy = query.get("route_on_policy", "0")
+    if on_policy not in DRY_RUN_WORDS:
+        words = "one of " + ", ".join(DRY_RUN_WORDS)
+        raise Refused(422, f"route_on_policy must be {words}.",
+                      fields={"route_on_policy": words})
+    text = query.get("route", "")
+    if len(text) > MAX_ROUTE_QUERY:
+        words = f"at most {MAX_ROUTE_QUERY} characters"
+        raise Refused(422, f"route must be {words}.", fields={"route": words})
+    try:
+        providers = check_route(text) if text.strip() else ()
+    except InputError as exc:
+        raise Refused(422, str(exc), fields={"route": str(exc)}) from None
+    return {"route": providers, "route_policy": policy, "tolerance": tolerance,
+            "route_on_policy": on_policy in ("1", "true", "yes")}
 
 
 class Routes:
@@ -158,6 +223,7 @@ class Routes:
         dry_run = dry_run_text in ("1", "true", "yes")
         for field in ("name", "provider", "filename"):
             storable_text(query.get(field, ""), field)
+        routing = route_query(query, self.s.check_route)
         name = query.get("name") or None
         is_json = request.content_type == "application/json"
         file_name = f"{name or 'api-batch'}.csv" if is_json else query.get("filename", "")
@@ -170,7 +236,7 @@ class Routes:
                     _json_batch_as_csv if is_json else _whole_file, spooled)
             outcome = await self.s.upload_batch(
                 content, file_name, provider=(query.get("provider") or "mock").lower(),
-                batch_name=name, dry_run=dry_run)
+                batch_name=name, dry_run=dry_run, routing=routing)
         except QueueFull as exc:
             response = error(429, str(exc), waiting=exc.waiting, limit=exc.limit)
             response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
@@ -192,7 +258,12 @@ class Routes:
                                     "unpriced_jobs": line.unpriced_jobs,
                                     "price_unknown": line.unknown or None,
                                     "sources": list(line.sources)}
-                                   for line in plan.estimate.lines]},
+                                   for line in plan.estimate.lines],
+                         # Each routed job at its dearest usable candidate (None: some
+                         # candidate's price is unknown); total_usd counts its best one.
+                         "worst_case_usd": plan.worst_case.usd,
+                         "routed_jobs": plan.worst_case.routed_jobs},
+            "routing": plan.routing.as_dict(),
         }
         if outcome.result is None:
             body.update(dry_run=dry_run, would_add=len(plan.new_jobs),
@@ -205,7 +276,8 @@ class Routes:
                                   "price_source": (p.price.source or None) if p.price
                                   else None,
                                   "price_unknown": (p.price.unknown or None) if p.price
-                                  else None}
+                                  else None,
+                                  "route": route_preview_json(p.route)}
                                  for p in plan.preview(20)])
             return web.json_response(body, status=200 if dry_run else 422)
         result = outcome.result

@@ -92,6 +92,10 @@ async def upload_batch(session: Session, feed: JournalFeed, upload_root: Path,
     path = folder / (sanitise_component(Path(file_name).stem, "upload") + suffix)
     try:
         await asyncio.to_thread(path.write_bytes, content)
+        # A re-upload without route settings reuses the batch's: a routed row's key
+        # hashes its policy and tolerance.
+        journal = session.journal
+        options = await journal.call(imports.with_saved_route, journal.sync, path, options)
         prices = await imports.account_prices(session)
         plan = await asyncio.to_thread(plan_import, path, options,
                                        existing_keys=feed.existing_keys,

@@ -17,6 +17,7 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
+from reelqueue.domain.routes import RoutePolicy, Tolerance
 from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
     FIELDS,
@@ -35,6 +36,7 @@ from reelqueue.intake import plan_import as read_plan
 from reelqueue.intake.apply import find_batch as find_batch_by_key
 from reelqueue.intake.apply import refusal_message
 from reelqueue.intake.catalog import RegistryCatalog
+from reelqueue.intake.estimate import money
 from reelqueue.intake.filenames import DEFAULT_TEMPLATE, TEMPLATE_FIELDS
 from reelqueue.intake.limits import (
     DEFAULT_MAX_CELL_CHARS,
@@ -42,27 +44,63 @@ from reelqueue.intake.limits import (
     DEFAULT_MAX_TEXT_BYTES,
 )
 from reelqueue.intake.mapping import display_headers
-from reelqueue.intake.planner import DEFAULT_MAX_WAITING, batch_name_for
+from reelqueue.intake.planner import DEFAULT_MAX_WAITING, WorstCase, batch_name_for
+from reelqueue.intake.routes import RouteSettings, route_settings
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
 
 __all__ = ["DEFAULT_MAX_CELLS", "DEFAULT_MAX_CELL_CHARS", "DEFAULT_MAX_FILE_BYTES",
            "DEFAULT_MAX_TEXT_BYTES", "DEFAULT_MAX_WAITING", "DEFAULT_TEMPLATE", "FIELDS",
-           "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "WORKBOOK_EXTENSIONS", "ColumnMapping",
-           "ImportOptions", "ImportPlan", "ImportResult", "PreviewRow", "RowError",
+           "ROUTE_POLICIES", "TEMPLATE_FIELDS", "TEXT_EXTENSIONS", "TOLERANCES",
+           "WORKBOOK_EXTENSIONS", "ColumnMapping", "ImportOptions", "ImportPlan",
+           "ImportResult", "PreviewRow", "RouteSettings", "RowError", "WorstCase",
            "account_prices", "apply_import", "display_headers", "export_batch", "find_batch",
-           "parse_map_options", "plan_import", "plan_without_journal", "refusal_message"]
+           "money", "parse_map_options", "plan_import", "plan_without_journal",
+           "refusal_message", "route_settings", "with_saved_route"]
+
+ROUTE_POLICIES = tuple(policy.value for policy in RoutePolicy)
+TOLERANCES = tuple(tolerance.value for tolerance in Tolerance)
 
 
 def with_saved_overrides(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
-    """Without column overrides, a re-import reuses those given when the batch was created
-    (runs on the journal thread)."""
-    if options.column_overrides:
+    """Without column overrides, a re-import reuses those given when the batch was created;
+    without route settings, the route settings saved with it (a routed row's key hashes its
+    policy and tolerance). Runs on the journal thread."""
+    if options.column_overrides and options.route_given:
         return options
     batch = find_batch_by_key(store, batch_name_for(path, options).casefold().strip())
-    saved = batch.settings["intake"].get("column_overrides") if batch else None
-    if not saved:
+    intake = batch.settings.get("intake") if batch else None
+    if not isinstance(intake, dict):
         return options
-    return replace(options, saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+    saved = intake.get("column_overrides")
+    if saved and not options.column_overrides:
+        options = replace(options,
+                          saved_overrides=tuple((str(c), str(f)) for c, f in saved))
+    if not options.route_given:
+        options = replace(options, saved_route=saved_route(intake))
+    return options
+
+
+def with_saved_route(store: IntakeStore, path: Path, options: ImportOptions) -> ImportOptions:
+    """Without route settings, the ones saved with the batch (runs on the journal thread)."""
+    if options.route_given:
+        return options
+    batch = find_batch_by_key(store, batch_name_for(path, options).casefold().strip())
+    intake = batch.settings.get("intake") if batch else None
+    if not isinstance(intake, dict):
+        return options
+    return replace(options, saved_route=saved_route(intake))
+
+
+def saved_route(intake: dict[str, object]) -> dict[str, object] | None:
+    """The route settings a batch was imported with (None: none saved, or all defaults)."""
+    route = intake.get("route")
+    chosen = {"route": list(route) if isinstance(route, list) else [],
+              "route_policy": intake.get("route_policy") or "order",
+              "tolerance": intake.get("tolerance") or "exact",
+              "route_on_policy": intake.get("route_on_policy") is True}
+    defaults = {"route": [], "route_policy": "order", "tolerance": "exact",
+                "route_on_policy": False}
+    return None if chosen == defaults else chosen
 
 
 async def plan_import(session: Session, path: Path, options: ImportOptions) -> ImportPlan:

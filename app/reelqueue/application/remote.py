@@ -10,10 +10,10 @@ over it and never touches the journal, the keyring or the engine.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reelqueue.application import jobs, status, views
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
@@ -27,6 +27,7 @@ from reelqueue.domain.models import Job
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
+from reelqueue.intake.routes import route_settings
 
 __all__ = ["ApiStarter", "EngineState", "RemoteAccess", "ServedApi"]
 
@@ -136,13 +137,22 @@ class RemoteAccess:
         the same (issue 23)."""
         return await status.money(self.session)
 
+    def check_route(self, text: str) -> tuple[str, ...]:
+        """A batch route's providers (``"veo,runway"``), each a provider of this session;
+        InputError saying what is wrong."""
+        return route_settings(text, "order", "exact", False,
+                              RegistryCatalog(self.session.providers)).providers
+
     async def upload_batch(self, content: bytes, file_name: str, *, provider: str,
-                           batch_name: str | None, dry_run: bool) -> BatchUploadOutcome:
+                           batch_name: str | None, dry_run: bool,
+                           routing: Mapping[str, Any] | None = None) -> BatchUploadOutcome:
         """Import an uploaded sheet (see :mod:`~reelqueue.application.batch_upload`) with
-        the submitter's queue limit."""
+        the submitter's queue limit. ``routing``: the route settings as ImportOptions
+        fields (route, route_policy, tolerance, route_on_policy)."""
         submitter = self.submitter
         options = ImportOptions(provider=provider, output_root=submitter.videos_dir,
                                 batch_name=batch_name,
-                                max_waiting=submitter.max_waiting or DEFAULT_MAX_WAITING)
+                                max_waiting=submitter.max_waiting or DEFAULT_MAX_WAITING,
+                                **dict(routing or {}))
         return await upload_batch(self.session, self.feed, self.upload_root, content,
                                   file_name, options, dry_run=dry_run)

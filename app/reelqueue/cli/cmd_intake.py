@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from reelqueue.application import imports, jobs
 from reelqueue.application.imports import (
@@ -23,18 +23,23 @@ from reelqueue.application.imports import (
     DEFAULT_MAX_TEXT_BYTES,
     DEFAULT_MAX_WAITING,
     DEFAULT_TEMPLATE,
+    ROUTE_POLICIES,
     TEMPLATE_FIELDS,
+    TOLERANCES,
     ImportOptions,
     ImportPlan,
     ImportResult,
+    money,
     parse_map_options,
     refusal_message,
+    route_settings,
 )
 from reelqueue.application.session import Session
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
+from reelqueue.domain.routes import Route
 
 EXIT_OK = 0
 EXIT_REFUSED = 2
@@ -112,6 +117,43 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_MAX_TEXT_BYTES // 1_048_576})")
     parser.add_argument("--allow-images-anywhere", action="store_true",
                         help="let rows name reference images outside the sheet's folder")
+    add_route_arguments(parser)
+
+
+def add_route_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--route``, ``--route-policy``, ``--tolerance``, ``--route-on-policy`` (issue 24)."""
+    parser.add_argument("--route", metavar="P1,P2,...",
+                        help="providers a row without one may render on, e.g. "
+                             "veo,runway,luma (a provider cell such as veo|runway routes "
+                             "its own row)")
+    parser.add_argument("--route-policy", metavar="POLICY",
+                        help="how a routed row's providers are ranked: "
+                             + ", ".join(ROUTE_POLICIES) + " (default order)")
+    parser.add_argument("--tolerance", metavar="T",
+                        help="how far a routed row's settings may move to fit a provider: "
+                             + ", ".join(TOLERANCES) + " (default exact: a provider that "
+                             "refuses the row as written is left out)")
+    parser.add_argument("--route-on-policy", action="store_true",
+                        help="a routed job moves on after a content-policy refusal too")
+
+
+def route_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The route settings of ``args`` as ImportOptions fields, checked (InputError with
+    what is accepted); none given: none set, so a re-import reuses the batch's own."""
+    route = getattr(args, "route", None)
+    policy = (getattr(args, "route_policy", None) or "order").strip().lower()
+    tolerance = (getattr(args, "tolerance", None) or "exact").strip().lower()
+    on_policy = bool(getattr(args, "route_on_policy", False))
+    if policy not in ROUTE_POLICIES:
+        raise InputError(f"--route-policy {policy!r}: use one of {', '.join(ROUTE_POLICIES)}.")
+    if tolerance not in TOLERANCES:
+        raise InputError(f"--tolerance {tolerance!r}: use one of {', '.join(TOLERANCES)}.")
+    try:
+        checked = route_settings(route or (), policy, tolerance, on_policy)
+    except InputError as exc:
+        raise InputError(f"--route: {exc}") from None
+    return {"route": checked.providers, "route_policy": checked.policy.value,
+            "tolerance": checked.tolerance.value, "route_on_policy": checked.on_policy}
 
 
 def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOptions:
@@ -133,6 +175,7 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
         max_cells=args.max_cells, max_cell_chars=max(1, int(args.max_cell_kb * 1024)),
         max_text_bytes=int(args.max_text_mb * 1_048_576),
         allow_images_anywhere=args.allow_images_anywhere,
+        **route_options(args),
     )
 
 
@@ -216,10 +259,27 @@ def print_plan(ctx: CliContext, plan: ImportPlan, preview_rows: int) -> None:
             ctx.print(f"      {prompt}")
             if row.price is not None:
                 ctx.print(f"      {row.price.text}")
+            if row.route is not None:
+                print_route(ctx, row.route)
     print_errors(ctx, plan)
     if plan.already_present:
         ctx.print(f"Already imported: {plan.already_present} jobs (nothing to do for them).")
     print_estimate(ctx, plan)
+
+
+def print_route(ctx: CliContext, route: Route) -> None:
+    """A routed row's candidates, best first, each with its price and the settings the
+    tolerance moved; then each provider left out, with why."""
+    ctx.print(f"      route ({route.policy.value}, tolerance {route.tolerance.value}"
+              f"{', moves on after a content-policy refusal' if route.on_policy else ''}):")
+    for rank, candidate in enumerate(route.candidates, start=1):
+        price = money(candidate.price) if candidate.price is not None else "price unknown"
+        moved = ", ".join(f"{field.replace('_', ' ')} {written} -> {sent}"
+                          for field, (written, sent) in candidate.changed.items())
+        ctx.print(f"        {rank}. {candidate.provider}: {price}"
+                  + (f" ({moved})" if moved else ""))
+    for provider, why in route.left_out:
+        ctx.print(f"        left out: {provider}: {why}")
 
 
 def print_errors(ctx: CliContext, plan: ImportPlan) -> None:
@@ -243,6 +303,11 @@ def print_estimate(ctx: CliContext, plan: ImportPlan) -> None:
     for line in estimate.lines:
         ctx.print(f"  {line.describe()}")
     ctx.print(f"  total: {estimate.describe_total()}")
+    if plan.worst_case.routed_jobs:
+        routed = plan.worst_case.routed_jobs
+        ctx.print(f"  worst case: {plan.worst_case.describe()} ({routed:,} routed "
+                  f"job{'' if routed == 1 else 's'} on the dearest provider of each route; "
+                  "the total above counts each on its first)")
 
 
 def print_result(ctx: CliContext, result: ImportResult) -> None:

@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("sheet", nargs="?", type=Path, help="CSV/XLSX/ODS/TXT of prompts")
     add_engine_arguments(run)
     run.add_argument("--provider", default="mock", help="provider of rows that name none")
+    from reelqueue.cli.cmd_intake import add_route_arguments
+
+    add_route_arguments(run)
     run.add_argument("--output-dir", type=Path, default=None, help="root folder of videos")
     run.add_argument("--allow-images-anywhere", action="store_true",
                      help="let rows name reference images outside the sheet's folder")
@@ -112,14 +115,15 @@ async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespa
     """The same import as ``reelqueue import`` (saved column mapping, row errors, refusal
     of a whole sheet), in the journal this run already holds."""
     from reelqueue.application.imports import ImportOptions
-    from reelqueue.cli.cmd_intake import import_for_run
+    from reelqueue.cli.cmd_intake import import_for_run, route_options
 
     if not args.sheet.is_file():
         raise InputError(f"{args.sheet} does not exist or is not a file.")
     options = ImportOptions(provider=args.provider,
                             output_root=(args.output_dir or ctx.videos_dir),
                             max_attempts=args.max_attempts,
-                            allow_images_anywhere=args.allow_images_anywhere)
+                            allow_images_anywhere=args.allow_images_anywhere,
+                            **route_options(args))
     capped = getattr(args, "max_spend", None) is not None
     usd = None
     if capped:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,13 @@ class JobBuilder:
                     ))
                     continue
                 base_key = "id:" + key_digest(scope, values.row_id)
+            elif values.route is not None:
+                # A routed row: the route as written and the cells as written, never the
+                # candidate ranked first (intake/routes.py), so new prices add nothing.
+                content = key_digest(scope, *values.route_content)
+                occurrence = occurrences[content] = occurrences.get(content, 0) + 1
+                base_key = (f"route:{content}" if occurrence == 1
+                            else f"route:{content}~{occurrence}")
             else:
                 # params are built in one fixed field order, so their repr is canonical.
                 content = key_digest(
@@ -134,13 +142,16 @@ class JobBuilder:
         self, values: RowValues, base_key: str, n: int, metadata: dict[str, Any],
         allocator: NameAllocator,
     ) -> JobSpec:
-        params = values.params  # shared with the row's values: nothing mutates either
-        if n > 1 and "seed" in params:
-            params = {**params, "seed": int(params["seed"]) + n - 1}
-        if self._image_pins is not None and "image" in params:
-            pin = self._image_pins(params["image"])
-            if pin is not None:
-                params = {**params, PIN_FIELD: pin}
+        params = self._params(values.params, n)
+        route = values.route
+        if route is not None:
+            candidates = tuple(
+                c if (moved := self._params(c.params, n)) is c.params else replace(c, params=moved)
+                for c in route.candidates)
+            if any(new is not old for new, old in zip(candidates, route.candidates, strict=True)):
+                route = replace(route, candidates=candidates)
+            best = route.candidates[0].params  # already this copy's (seed, image pin)
+            params = best if isinstance(best, dict) else dict(best)
         name = values.name or name_from_prompt(values.prompt)
         template = self._repeat_template if values.repeat > 1 else self._template
         fields: dict[str, object] = {"row": values.row_number, "name": name, "n": n}
@@ -164,7 +175,21 @@ class JobBuilder:
             name=name,
             priority=values.priority,
             metadata=metadata if n == 1 else {**metadata, "repeat": n},
+            route=route,
         )
+
+    def _params(self, given: Mapping[str, Any], n: int) -> dict[str, Any]:
+        """The params of copy ``n`` of a row: seed S+n-1, the image's pin added; ``given``
+        itself when nothing is added (shared with the row's values: nothing mutates
+        either)."""
+        params = given if isinstance(given, dict) else dict(given)
+        if n > 1 and "seed" in params:
+            params = {**params, "seed": int(params["seed"]) + n - 1}
+        if self._image_pins is not None and "image" in params:
+            pin = self._image_pins(params["image"])
+            if pin is not None:
+                params = {**params, PIN_FIELD: pin}
+        return params
 
     def _columns(self, cells: Sequence[object]) -> dict[str, Any]:
         """The row's cells by header, as JSON values, for the export."""

@@ -32,7 +32,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "resolution": ("resolution", "res", "video resolution"),
     "seed": ("seed", "random seed", "seed value"),
     "model": ("model", "model name", "model id", "engine"),
-    "provider": ("provider", "service", "platform", "api"),
+    "provider": ("provider", "service", "platform", "api", "providers", "route"),
     "account": ("account", "account name", "pinned account"),
     "image": ("image", "reference", "reference image", "first frame", "image url",
               "image path", "ref image", "init image", "start image", "start frame",

@@ -12,13 +12,21 @@ two jobs, but inserting, deleting or sorting rows does not turn every row below 
 "new" job that would be rendered (and paid for) a second time. An edited row is a new
 job. ``repeat: 3`` gives the keys K, K#2, K#3, so raising a repeat adds only the extra
 copies.
+
+Routed rows (issue 24: a provider cell naming several providers, or a blank one under a
+batch route) are checked per candidate by :mod:`reelqueue.intake.routes`; their key
+(``route:``) hashes the route as written and the row's cells as written instead of the
+provider and params, so a change of prices (which may change the candidate ranked first)
+adds nothing on a re-import. ``estimate`` counts each routed job on its best candidate,
+``worst_case`` on its dearest.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -29,6 +37,7 @@ import platformdirs
 
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import BatchSpec, JobSpec
+from reelqueue.domain.routes import Route
 from reelqueue.intake.catalog import ProviderCatalog, RegistryCatalog
 from reelqueue.intake.estimate import (
     NO_ACCOUNTS,
@@ -36,11 +45,11 @@ from reelqueue.intake.estimate import (
     CostEstimate,
     PriceQuote,
     Pricer,
-    estimate_cost,
     estimate_quoted,
+    money,
     stamp_prices,
 )
-from reelqueue.intake.filenames import DEFAULT_TEMPLATE, check_template
+from reelqueue.intake.filenames import DEFAULT_TEMPLATE, CompiledTemplate, check_template
 from reelqueue.intake.images import ImageChecker
 from reelqueue.intake.jobs import JobBuilder
 from reelqueue.intake.limits import (
@@ -56,10 +65,19 @@ from reelqueue.intake.mapping import (
     suggest_mapping,
 )
 from reelqueue.intake.reader import read_sheet
+from reelqueue.intake.routes import (
+    RouteSettings,
+    RowRouter,
+    route_settings,
+    template_needs_provider,
+)
 from reelqueue.intake.rows import BatchDefaults, RowError, RowValidator, RowValues
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, Sheet
+from reelqueue.providers.base import ParamSpec
 
 DEFAULT_MAX_WAITING = 100_000
+ANY_VALUE = ParamSpec(duration_range=(0.0, math.inf))
+"""Checks a batch default's form only (a routed batch: each candidate checks its value)."""
 
 
 def default_output_root() -> Path:
@@ -93,6 +111,18 @@ class ImportOptions:
             it is loaded (:mod:`reelqueue.intake.limits`); ``max_waiting`` is its row limit.
         allow_images_anywhere: let rows name reference images outside the sheet's folder
             (intake/images.py).
+        route: the batch route (two or more providers) for rows whose provider cell is
+            blank; a row naming several providers (``veo|runway``) routes by itself
+            (intake/routes.py).
+        route_policy: how routed rows' candidates are ranked (order, cheapest, fastest,
+            spread).
+        tolerance: how far a routed row's parameters may move to fit a candidate (exact,
+            nearest-duration, nearest).
+        route_on_policy: a routed job moves on after a content-policy refusal too.
+        saved_route: the route settings saved by an earlier import of the batch
+            (``settings["intake"]``), used when the four above are all at their defaults:
+            a routed row's key hashes its policy and tolerance, so a re-import without
+            them must not make every routed row a new job.
     """
 
     provider: str = "mock"
@@ -117,6 +147,31 @@ class ImportOptions:
     max_cell_chars: int = DEFAULT_MAX_CELL_CHARS
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
     allow_images_anywhere: bool = False
+    route: tuple[str, ...] = ()
+    route_policy: str = "order"
+    tolerance: str = "exact"
+    route_on_policy: bool = False
+    saved_route: Mapping[str, Any] | None = None
+
+    @property
+    def route_given(self) -> bool:
+        """Whether any route setting differs from its default."""
+        return bool(self.route or self.route_policy != "order" or self.tolerance != "exact"
+                    or self.route_on_policy)
+
+    def route_settings(self, catalog: ProviderCatalog | None = None) -> RouteSettings:
+        """The route settings in effect (the given ones, else the saved ones), checked;
+        InputError naming what is wrong."""
+        chosen: Mapping[str, Any] = {
+            "route": self.route, "route_policy": self.route_policy,
+            "tolerance": self.tolerance, "route_on_policy": self.route_on_policy}
+        if not self.route_given and self.saved_route:
+            chosen = self.saved_route
+        route = chosen.get("route") or ()
+        return route_settings(
+            route if isinstance(route, str) else tuple(str(name) for name in route),
+            str(chosen.get("route_policy") or "order"), str(chosen.get("tolerance") or "exact"),
+            chosen.get("route_on_policy") is True, catalog)
 
     @property
     def limits(self) -> SheetLimits:
@@ -135,6 +190,9 @@ class PreviewRow:
     Attributes:
         price: what one render costs and where the price comes from, or the "price
             unknown — set it with ..." words (None: not priced by this preview).
+        route: for a routed job, its candidates best first (each with its price and the
+            parameters the tolerance moved) and the providers left out with why;
+            ``provider``, ``params`` and ``price`` are then the best candidate's.
     """
 
     row_number: int | None
@@ -145,6 +203,47 @@ class PreviewRow:
     file_name: str
     already_present: bool
     price: PriceQuote | None = None
+    route: Route | None = None
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    """What the new jobs may cost at most: each routed job at its dearest usable
+    candidate's price, every other job at its own.
+
+    Attributes:
+        usd: the sum (None: some job's price is unknown, so no bound can be given).
+        routed_jobs: how many of the jobs are routed.
+        unpriced_jobs: jobs (or routed jobs' candidates) without a price.
+    """
+
+    usd: float | None = 0.0
+    routed_jobs: int = 0
+    unpriced_jobs: int = 0
+
+    def describe(self) -> str:
+        """"$14.00" or "unknown (3 jobs may render where the price is unknown)"."""
+        if self.usd is not None:
+            return money(self.usd)
+        return (f"unknown ({self.unpriced_jobs:,} job{'' if self.unpriced_jobs == 1 else 's'}"
+                " may render where the price is unknown)")
+
+
+def worst_case(jobs: Iterable[JobSpec], quote: Callable[[JobSpec], PriceQuote]) -> WorstCase:
+    """The most ``jobs`` may cost (see :class:`WorstCase`)."""
+    total = 0.0
+    routed = unpriced = 0
+    for job in jobs:
+        if job.route is not None:
+            routed += 1
+            price = job.route.worst_price()
+        else:
+            price = quote(job).usd
+        if price is None:
+            unpriced += 1
+        else:
+            total += price
+    return WorstCase(None if unpriced else round(total, 4), routed, unpriced)
 
 
 @dataclass(frozen=True)
@@ -166,6 +265,9 @@ class ImportPlan:
             written to (``existing_keys`` given), so writing it need not look them up again.
         quoter: prices one job as the estimate does (the catalog's tables and the
             accounts' own prices the plan was made with).
+        worst_case: what the new jobs may cost at most (routed jobs at their dearest
+            candidate); ``estimate`` counts each routed job at its best candidate's price.
+        routing: the route settings planned with (the batch route, policy, tolerance).
     """
 
     batch: BatchSpec
@@ -181,6 +283,13 @@ class ImportPlan:
     keys_checked: bool = False
     quoter: Callable[[JobSpec], PriceQuote] | None = field(default=None, repr=False,
                                                            compare=False)
+    worst_case: WorstCase = field(default_factory=WorstCase)
+    routing: RouteSettings = field(default_factory=RouteSettings)
+
+    @property
+    def routed_jobs(self) -> int:
+        """How many of ``jobs`` are routed."""
+        return sum(1 for job in self.jobs if job.route is not None)
 
     @property
     def refused(self) -> bool:
@@ -202,7 +311,8 @@ class ImportPlan:
         jobs = self.jobs[:max(0, rows)]
         new_jobs = [job for job in jobs if job.job_key not in self.present_keys]
         return replace(self, jobs=jobs, estimate=estimate_quoted(new_jobs, self._quote),
-                       already_present=len(jobs) - len(new_jobs))
+                       already_present=len(jobs) - len(new_jobs),
+                       worst_case=worst_case(new_jobs, self._quote))
 
     def _quote(self, job: JobSpec) -> PriceQuote:
         # A plan made without a quoter knows no price: unknown, never $0.00.
@@ -221,7 +331,7 @@ class ImportPlan:
                 provider=job.provider, params=dict(job.params),
                 file_name=Path(job.output_path).name,
                 already_present=job.job_key in self.present_keys,
-                price=self.price_of(job),
+                price=self.price_of(job), route=job.route,
             )
             for job in (self.jobs if n is None else self.jobs[:n])
         ]
@@ -235,12 +345,15 @@ def plan_import(
     catalog: ProviderCatalog | None = None,
     now: float | None = None,
     accounts: AccountPrices = NO_ACCOUNTS,
+    speeds: Mapping[str, float] | None = None,
 ) -> ImportPlan:
     """Read, map and validate ``path``; raise InputError when the file itself is unusable.
-    ``accounts``: the accounts whose own prices apply (intake/estimate.py)."""
+    ``accounts``: the accounts whose own prices apply (intake/estimate.py). ``speeds``:
+    provider -> its typical render time in seconds, for the ``fastest`` policy (None:
+    the given order)."""
     with bulk_allocation():
         return _plan_import(path, options, existing_keys=existing_keys, catalog=catalog,
-                            now=now, accounts=accounts)
+                            now=now, accounts=accounts, speeds=speeds)
 
 
 def _plan_import(
@@ -251,10 +364,21 @@ def _plan_import(
     catalog: ProviderCatalog | None,
     now: float | None,
     accounts: AccountPrices,
+    speeds: Mapping[str, float] | None = None,
 ) -> ImportPlan:
     catalog = catalog or RegistryCatalog()
     check_template(options.filename_template)
-    defaults = _checked_defaults(options, catalog)
+    routing = options.route_settings(catalog)
+    template_fields = CompiledTemplate(options.filename_template).fields
+    if routing.providers and template_needs_provider(template_fields):
+        shown = " and ".join("{" + name + "}" for name in
+                             template_needs_provider(template_fields))
+        raise InputError(
+            f"The file name template {options.filename_template!r} uses {shown}, but this "
+            f"batch routes ({'|'.join(routing.providers)}): a job's provider is known only "
+            "when an account takes it. Leave them out of the template, or import without "
+            "a route.")
+    defaults = _checked_defaults(options, catalog, routed=bool(routing.providers))
     path = Path(path)
     sheet = read_sheet(
         path, sheet=options.sheet, delimiter=options.delimiter, encoding=options.encoding,
@@ -271,6 +395,12 @@ def _plan_import(
     images = ImageChecker(path.resolve().parent, anywhere=options.allow_images_anywhere,
                           opened_as=path.absolute().parent)
     validator = RowValidator(columns, defaults, catalog, images)
+    quoter = _quoter(catalog, accounts)
+    router = RowRouter(
+        validator, routing, catalog, quoter, template_fields=template_fields, speeds=speeds,
+        written_defaults={"model": options.model, "duration": options.duration,
+                          "aspect_ratio": options.aspect_ratio,
+                          "resolution": options.resolution})
 
     batch_name = batch_name_for(path, options)
     scope = batch_name.casefold().strip()
@@ -286,7 +416,9 @@ def _plan_import(
     errors: list[RowError] = []
 
     def valid_rows() -> Iterator[RowValues]:
-        validate = validator.validate
+        # Only a sheet that may route pays for the router's look at each row.
+        may_route = bool(routing.providers) or "provider" in columns
+        validate = router.validate if may_route else validator.validate
         for row in sheet.rows:
             outcome = validate(row)
             if type(outcome) is list:
@@ -317,6 +449,7 @@ def _plan_import(
             "column_overrides": [
                 list(pair) for pair in options.column_overrides or options.saved_overrides
             ],
+            **routing.as_dict(),
             "defaults": {"provider": defaults.provider, "model": defaults.model,
                          "duration": defaults.duration, "aspect_ratio": defaults.aspect_ratio,
                          "resolution": defaults.resolution},
@@ -325,14 +458,14 @@ def _plan_import(
     new_jobs = [job for job in jobs if job.job_key not in present]
     return ImportPlan(
         batch=batch, jobs=jobs, errors=errors, already_present=len(present),
-        estimate=estimate_cost(new_jobs, catalog.params, accounts),
+        estimate=estimate_quoted(new_jobs, quoter),
         sheet=Sheet(headers=sheet.headers, rows=[], format=sheet.format,
                     sheet_name=sheet.sheet_name, identity=sheet.identity,
                     header_row_number=sheet.header_row_number,
                     source_path=sheet.source_path, details=sheet.details),
         mapping=mapping, unmapped=unmapped, present_keys=frozenset(present), options=options,
         keys_checked=existing_keys is not None,
-        quoter=_quoter(catalog, accounts),
+        quoter=quoter, worst_case=worst_case(new_jobs, quoter), routing=routing,
     )
 
 
@@ -366,8 +499,11 @@ def bulk_allocation() -> Iterator[None]:
         gc.enable()
 
 
-def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> BatchDefaults:
-    """The batch defaults, refused up front when the default provider cannot take them."""
+def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog, *,
+                      routed: bool = False) -> BatchDefaults:
+    """The batch defaults, refused up front when the default provider cannot take them.
+    With a batch route (``routed``) only their form is checked here: each candidate of a
+    row checks them by its own rules (intake/routes.py)."""
     from reelqueue.intake.fields import (
         FieldProblem,
         parse_aspect_ratio,
@@ -377,7 +513,7 @@ def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> Batch
     )
 
     kind = options.provider.strip().lower()
-    spec = catalog.params(kind)
+    spec = ANY_VALUE if routed else catalog.params(kind)
     checks: list[tuple[str, object, Callable[..., Any]]] = [
         ("model", options.model, parse_model), ("duration", options.duration, parse_duration),
         ("aspect ratio", options.aspect_ratio, parse_aspect_ratio),
@@ -389,10 +525,12 @@ def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog) -> Batch
             normalised[label] = None
             continue
         try:
-            normalised[label] = parse(value, spec)
+            normalised[label] = (str(value).strip() if routed and label == "resolution"
+                                 else parse(value, spec))
         except FieldProblem as problem:
             raise InputError(
-                f"The default {label} for {kind}: {problem.message} "
+                f"The default {label} for {'the route' if routed else kind}: "
+                f"{problem.message} "
                 f"(accepted: {problem.accepted})."
             ) from None
     return BatchDefaults(

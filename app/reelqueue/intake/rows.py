@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from reelqueue.domain.errors import InputError
+from reelqueue.domain.routes import Route
 from reelqueue.intake.catalog import ProviderCatalog
 from reelqueue.intake.fields import (
     FieldProblem,
@@ -96,6 +97,12 @@ class RowValues(NamedTuple):
     priority: int
     row_id: str | None
     cells: Sequence[object] = ()
+    route: Route | None = None
+    """Where the row may render when it names several providers (intake/routes.py);
+    ``provider`` and ``params`` are then its best-ranked candidate's."""
+    route_content: tuple[object, ...] = ()
+    """What a routed row's key hashes instead of its provider and params (the route as
+    written and the row's cells as written): the same whichever candidate ranks first."""
 
 
 def provider_default_duration(spec: ParamSpec) -> int | float:
@@ -172,6 +179,7 @@ class RowValidator:
             "account": _parse_account, "name": _parse_name, "repeat": _parse_repeat,
             "priority": _parse_priority, "id": _parse_id,
         }
+        self._parsers = parsers
         self._mapped = [
             (field_name, *self.columns[field_name], parsers[field_name],
              field_name in PARAM_FIELDS)
@@ -193,14 +201,34 @@ class RowValidator:
             raise cached
         return cached
 
-    def validate(self, row: SheetRow) -> RowValues | list[RowError]:
+    def provider_cell(self, row: SheetRow) -> str | None:
+        """The row's provider cell as text (None: no such column, or blank)."""
+        if self._provider_column is None or self._provider_column[0] >= len(row[1]):
+            return None
+        chosen = row[1][self._provider_column[0]]
+        return None if is_blank(chosen) else cell_text(chosen)
+
+    def header_of(self, field_name: str) -> str | None:
+        """The header of the column mapped to ``field_name`` (None: not in the sheet)."""
+        mapped = self.columns.get(field_name)
+        return None if mapped is None else mapped[1]
+
+    def validate(
+        self, row: SheetRow, provider: str | None = None,
+        overrides: Mapping[str, object] | None = None,
+    ) -> RowValues | list[RowError]:
+        """The row checked for its provider (its provider cell, else the batch's), or for
+        ``provider`` when given (a routed row, once per candidate: intake/routes.py).
+        ``overrides``: field -> the value to check instead of the row's cell (or the
+        batch default), e.g. a duration moved to what the candidate accepts."""
         row_number, values = row
         width = len(values)
-        provider = self.defaults.provider
-        if self._provider_column is not None and self._provider_column[0] < width:
-            chosen = values[self._provider_column[0]]
-            if not is_blank(chosen):
-                provider = cell_text(chosen).lower()
+        if provider is None:
+            provider = self.defaults.provider
+            if self._provider_column is not None and self._provider_column[0] < width:
+                chosen = values[self._provider_column[0]]
+                if not is_blank(chosen):
+                    provider = cell_text(chosen).lower()
         context = self._contexts.get(provider)
         if context is None:
             try:
@@ -210,6 +238,8 @@ class RowValidator:
                 accepted = "one of " + ", ".join(self._catalog.kinds())
                 return [RowError(row_number, column, str(exc).split(".")[0], accepted)]
         spec, defaults, rules, mapped = context
+        if overrides:
+            mapped = [item for item in mapped if item[0] not in overrides]
 
         errors: list[RowError] = []
         index, header = self._prompt_column
@@ -235,6 +265,8 @@ class RowValidator:
                 cell_params[field_name] = parsed
             else:
                 other[field_name] = parsed
+        if overrides:
+            self._override(row_number, overrides, spec, cell_params, errors)
         for field_name, column, refusal in defaults.refused:
             if field_name not in cell_params:
                 errors.append(RowError(row_number, column, refusal.message, refusal.accepted))
@@ -252,6 +284,19 @@ class RowValidator:
             other.get("name", ""), other.get("repeat", 1), other.get("priority", 0),
             other.get("id") or None, values,
         )
+
+    def _override(self, row_number: int, overrides: Mapping[str, object], spec: ParamSpec,
+                  cell_params: dict[str, Any], errors: list[RowError]) -> None:
+        """Check each overriding value as the field's cell (a parameter field only)."""
+        for field_name, value in overrides.items():
+            if field_name not in PARAM_POSITION:
+                continue
+            header = self.header_of(field_name) or (
+                f"(default {FIELD_WORDS[field_name]})")
+            try:
+                cell_params[field_name] = self._parsers[field_name](value, spec)
+            except FieldProblem as problem:
+                errors.append(RowError(row_number, header, problem.message, problem.accepted))
 
     def _context(self, provider: str) -> _Context:
         """What validating a row for ``provider`` needs, looked up once per provider;
