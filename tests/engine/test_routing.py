@@ -82,8 +82,19 @@ async def run(store: Store, providers: dict[str, FakeProvider]) -> list[JobEvent
                     providers=registry_of(providers))
     engine.bus.subscribe(lambda e: seen.append(e) if isinstance(e, JobEvent) else None)
     await engine.start()
-    await asyncio.wait_for(engine.run_until_drained(), 60)
-    await engine.stop()
+    try:
+        # Bounded by progress, not by the wall clock (CI's two cores may be busy): the
+        # ledger must grow in every 30 s until the batch is drained.
+        drained = asyncio.ensure_future(engine.run_until_drained())
+        written = -1
+        while not drained.done():
+            await asyncio.wait({drained}, timeout=30)
+            now_written = len(store.ledger())
+            assert drained.done() or now_written != written, "no progress in 30 s"
+            written = now_written
+        assert drained.result().outcome == "drained", drained.result()
+    finally:
+        await engine.stop()
     return seen
 
 
