@@ -1,0 +1,434 @@
+"""Kill routing at many points (issue 24): routed jobs move between providers, and no kill
+loses one, strands one, or makes a render twice.
+
+A SQLite journal holds 200 routed jobs over three provider kinds (``order``, ``cheapest``
+and ``spread`` routes of two or three candidates, each priced) and a few unrouted ones,
+with five accounts of limits 1-3. Two worker processes (``_route_worker.py``) claim
+greedily on every account -- the claim takes a routed job over to its account's provider
+in the claim's own transaction -- and play each claim against a simulated provider that
+refuses some jobs' parameters (the job is handed to its route's next candidate, or fails
+when none is left), sometimes puts an account in trouble (the job goes back and another
+provider may take it), and otherwise renders. Every create is appended, fsynced, to the
+worker's creates file before the journal records it.
+
+Both workers are SIGKILLed at least 20 times at random moments, each aimed by the
+journal's progress (its ledger growing by a random share of what is left), some while a
+create's intent is in the journal, some during start-up. After each kill the journal is
+recovered as a starting instance recovers a dead one on one machine (``Store.recover``,
+every in-flight row a leftover; the provider can be asked by client token, so a create
+whose answer died with its process is reconciled by the next instance: found in the
+creates files and recorded, or proven absent and the claim goes on), the "user" fixes
+some of the accounts in trouble, and two workers start again with new instance ids.
+Then they drain the batch.
+
+Checked over the whole history (the ledger and the creates files): every job ended
+COMPLETED, or FAILED with every candidate of its route having refused it; a job's render
+was created at most once and recorded once, and a completed job completed from that one
+render on the provider and account that created it; every take-over at claim is the
+ledger row just before that job's ``claimed`` row on the same account; a claim is always
+on the job's provider of the moment; no job moved once a create of it existed (a
+refusal's intent made nothing; a take-over found no client token and no render); no
+account ever ran more than its limit (read at every kill and all along); ``doctor``'s
+queries find nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from reelqueue.domain.models import AccountSpec, BatchSpec, FileCheck, Job, JobSpec
+from reelqueue.domain.routes import Candidate, Route, RoutePolicy, ranked
+from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.base import RecoverParams
+from reelqueue.store.sqlite import SqliteStore
+from tests.proof._route_worker import read_creates, refuses
+from tests.proof.harness import (
+    PROOF_DIR,
+    child_env,
+    integrity_ok,
+    kill_process,
+    record_figures,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+ROUTED = 200
+PLAIN = 10
+KILLS = 26  # at least 20 must land; a few spare in case the batch drains early
+MIN_KILLS = 20
+WORKERS = 2
+TROUBLE = 0.04  # per claim played: the account is in trouble
+ACCOUNTS = {"pa-1": ("pa", 1), "pa-2": ("pa", 3), "pb-1": ("pb", 2), "pb-2": ("pb", 1),
+            "pc-1": ("pc", 2)}
+KIND_OF = {name: kind for name, (kind, _) in ACCOUNTS.items()}
+CAPACITY = {name: capacity for name, (_, capacity) in ACCOUNTS.items()}
+KINDS = ("pa", "pb", "pc")
+PRICE = {"pa": 0.5, "pb": 0.3, "pc": 0.8}
+FIX_AFTER = 0.3  # seconds an account stays in trouble before the "user" fixes it
+WAIT = 60.0  # for one kill's progress: generous, on a loaded 2-core machine
+
+
+def _specs(rng: random.Random) -> list[JobSpec]:
+    specs: list[JobSpec] = []
+    policies = (RoutePolicy.ORDER, RoutePolicy.CHEAPEST, RoutePolicy.ORDER,
+                RoutePolicy.CHEAPEST, RoutePolicy.SPREAD)
+    for i in range(ROUTED):
+        kinds = rng.sample(KINDS, rng.choice((2, 3, 3)))
+        given = [Candidate(k, {"model": f"{k}-model", "duration": 5},
+                           round(PRICE[k] + rng.uniform(-0.2, 0.2), 2)) for k in kinds]
+        policy = policies[i % len(policies)]
+        route = Route(policy, ranked(given, policy))
+        best = route.best()
+        assert best is not None
+        specs.append(JobSpec(job_key=f"r-{i}", prompt=f"routed {i}", provider=best.provider,
+                             output_path=f"out/r{i}.mp4", params=dict(best.params),
+                             row_number=i + 2, name=f"r{i}",
+                             metadata={"price": best.price}, route=route))
+    for i in range(PLAIN):
+        kind = KINDS[i % len(KINDS)]
+        specs.append(JobSpec(job_key=f"p-{i}", prompt=f"plain {i}", provider=kind,
+                             output_path=f"out/p{i}.mp4",
+                             params={"model": f"{kind}-model", "duration": 5},
+                             row_number=ROUTED + i + 2, name=f"p{i}",
+                             metadata={"price": PRICE[kind]}))
+    return specs
+
+
+class Workers:
+    """The worker processes of one life, each with its log file; killed by pid."""
+
+    def __init__(self, folder: Path, journal: Path, ids: list[str], seed: int,
+                 trouble: float) -> None:
+        self.logs: list[tuple[Path, IO[bytes]]] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for n, instance in enumerate(ids):
+            path = folder / f"worker-{instance}.log"
+            log = path.open("wb")
+            self.logs.append((path, log))
+            self.procs.append(subprocess.Popen(
+                [sys.executable, str(PROOF_DIR / "_route_worker.py"), str(journal), instance,
+                 str(folder / "creates"), str(seed * 10 + n), str(trouble)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=child_env(), start_new_session=True))
+
+    def output(self) -> str:
+        return "\n".join(path.read_text(errors="replace")[-3000:] for path, _ in self.logs)
+
+    def check(self) -> bool:
+        """Whether any is still running; a worker that ended must have ended well."""
+        codes = [p.poll() for p in self.procs]
+        for code in codes:
+            assert code in (None, 0), f"a worker failed:\n{self.output()}"
+        return any(code is None for code in codes)
+
+    def kill(self) -> None:
+        for proc in self.procs:
+            kill_process(proc)
+        for _, log in self.logs:
+            log.close()
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"the workers did not drain:\n{self.output()}") from None
+        self.check()
+        for _, log in self.logs:
+            log.close()
+
+
+class Watch:
+    """The test's own connection: reads progress and live counts while workers run, and
+    plays the user who fixes an account in trouble after a while."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.troubled: dict[str, float] = {}
+        self.peak: Counter[str] = Counter()
+        self.fixed = 0
+
+    def live_ok(self) -> None:
+        live = self.store.counts().live_by_account
+        for name, n in live.items():
+            self.peak[name] = max(self.peak[name], n)
+            assert n <= CAPACITY[name], f"{name} runs {n} renders, limit {CAPACITY[name]}"
+
+    def fix_accounts(self, older_than: float) -> None:
+        now = time.monotonic()
+        for account in self.store.list_accounts():
+            if account.status == AccountStatus.READY:
+                self.troubled.pop(account.name, None)
+                continue
+            since = self.troubled.setdefault(account.name, now)
+            if now - since >= older_than:
+                self.store.set_account_status(account.name, AccountStatus.READY, time.time(),
+                                              detail="fixed by the user (proof)")
+                self.troubled.pop(account.name, None)
+                self.fixed += 1
+
+    def seq(self) -> int:
+        last = self.store.ledger(limit=1)
+        return last[-1].seq if last else 0
+
+    def open_jobs(self) -> int:
+        by_state = self.store.counts().by_state
+        return sum(n for state, n in by_state.items()
+                   if state not in (JobState.COMPLETED.value, JobState.FAILED.value))
+
+    def until(self, reached: Any, workers: Workers, what: str) -> None:
+        def step() -> bool:
+            self.live_ok()
+            self.fix_accounts(FIX_AFTER)
+            return bool(not workers.check() or reached())
+
+        wait_for(step, WAIT, what, interval=0.005)
+
+
+def _kill_moment(watch: Watch, workers: Workers, rng: random.Random, n: int) -> str:
+    """Wait for a random moment; returns where it was aimed. Every fifth kill lands in
+    start-up (interpreter start, the recovered jobs' reconciliation); the others wait for
+    the ledger to grow by a random share of what is left (about six entries a job),
+    then two in five wait for a create's intent to be in the journal and kill at once,
+    the others a random few milliseconds more."""
+    if n % 5 == 4:
+        end = time.monotonic() + rng.uniform(0.05, 0.8)
+        watch.until(lambda: time.monotonic() >= end, workers, "start-up")
+        return "start-up"
+    share = 6 * watch.open_jobs() / (KILLS - n + 3)
+    target = watch.seq() + rng.randint(1, max(2, round(2 * share)))
+    watch.until(lambda: watch.seq() >= target, workers, f"ledger entry {target}")
+    if n % 5 in (1, 3):
+        deadline = time.monotonic() + 5
+        while workers.check() and time.monotonic() < deadline:
+            if watch.store.counts().by_state.get(JobState.SUBMITTING.value, 0):
+                return "submitting"
+            time.sleep(0.0005)
+        return "submitting (missed)"
+    time.sleep(rng.uniform(0.0, 0.03))
+    return "running"
+
+
+def _recover(store: SqliteStore, instance: str) -> dict[str, int]:
+    """What a starting instance does with a dead one's leftovers on one machine (the
+    data-folder lock: every in-flight row is a leftover); the simulated provider can be
+    asked by client token. ``max_crashes`` is high: every crash here is the test's."""
+    names = frozenset(ACCOUNTS)
+    report = store.recover(RecoverParams(
+        instance_id=instance, now=time.time(), lease_seconds=600.0, only_expired=False,
+        check_output=lambda job: FileCheck(False), lookup_accounts=names,
+        token_accounts=names, max_crashes=10_000))
+    assert not report.unknown_submissions and not report.failed, report
+    return {"requeued": len(report.requeued), "reattached": len(report.reattached),
+            "reconcile": len(report.reconcile)}
+
+
+def _new_ids() -> list[str]:
+    return [f"w{uuid.uuid4().hex[:10]}" for _ in range(WORKERS)]
+
+
+def test_kill_routing_many_times_then_drain(tmp_path: Path) -> None:
+    seed = 2400
+    rng = random.Random(seed)
+    path = tmp_path / "journal.sqlite3"
+    (tmp_path / "creates").mkdir()
+    started = time.monotonic()
+    setup = SqliteStore.open(path, now=time.time())
+    try:
+        batch = setup.create_batch(BatchSpec("routes", "routes.csv", "out"), time.time())
+        specs = _specs(rng)
+        setup.add_jobs(batch.id, specs, time.time())
+        for name, (kind, capacity) in ACCOUNTS.items():
+            setup.add_account(AccountSpec(name, kind, capacity), time.time())
+    finally:
+        setup.close()
+    kills: list[dict[str, Any]] = []
+    recovered: Counter[str] = Counter()
+    workers: Workers | None = None
+    store = SqliteStore.open(path, now=time.time())
+    try:
+        watch = Watch(store)
+        workers = Workers(tmp_path, path, _new_ids(), 0, TROUBLE)
+        for n in range(KILLS):
+            aimed = _kill_moment(watch, workers, rng, n)
+            if not workers.check():
+                break  # drained before the kill
+            workers.kill()
+            jobs = store.list_jobs()
+            watch.live_ok()
+            in_flight = Counter(j.state.value for j in jobs
+                                if j.state in (JobState.CLAIMED, JobState.SUBMITTING,
+                                               JobState.RENDERING, JobState.DOWNLOADING))
+            ids = _new_ids()
+            recovered.update(_recover(store, ids[0]))
+            watch.fix_accounts(0.0 if rng.random() < 0.5 else FIX_AFTER)
+            kills.append({"aimed": aimed, "in_flight": dict(in_flight),
+                          "settled": sum(j.state in (JobState.COMPLETED, JobState.FAILED)
+                                         for j in jobs)})
+            workers = Workers(tmp_path, path, ids, n + 1, TROUBLE)
+        assert len(kills) >= MIN_KILLS, f"only {len(kills)} kills landed before the drain"
+        # The drain: the user fixed every account; no more trouble.
+        if workers.check():
+            workers.kill()
+        else:
+            workers.wait(5)
+        recovered.update(_recover(store, "drain-0"))
+        watch.fix_accounts(0.0)
+        workers = Workers(tmp_path, path, ["drain-0", "drain-1"], 99, 0.0)
+        deadline = time.monotonic() + 120
+        while workers.check():
+            assert time.monotonic() < deadline, f"no drain:\n{workers.output()}"
+            watch.live_ok()
+            time.sleep(0.01)
+        workers.wait(5)
+        workers = None
+        total = time.monotonic() - started
+        figures = _check_history(store, specs, tmp_path / "creates")
+        problems = {k: v for k, v in store.doctor_queries(instance_alive=False).items() if v}
+        assert not problems, problems
+    finally:
+        if workers is not None:
+            workers.kill()
+        store.close()
+    integrity_ok(path)
+    phases: Counter[str] = Counter()
+    for kill in kills:
+        phases.update(kill["in_flight"])
+    record_figures("kill_routing", {
+        "seed": seed, "jobs": ROUTED + PLAIN, "kills": len(kills),
+        "kills_aimed": dict(Counter(k["aimed"] for k in kills)),
+        "in_flight_at_kills_by_state": dict(phases),
+        "settled_at_each_kill": [k["settled"] for k in kills],
+        "recovery": dict(recovered), "accounts_fixed": watch.fixed,
+        "peak_live": dict(watch.peak), **figures, "total_s": round(total, 1)})
+    assert phases["SUBMITTING"] > 0, "no kill landed inside a submit window"
+    assert figures["moves_at_claim"] > 0 and figures["hand_overs_at_refusal"] > 0
+    assert recovered["reconcile"] > 0
+
+
+
+def _check_history(store: SqliteStore, specs: list[JobSpec], creates_dir: Path,
+                   ) -> dict[str, Any]:
+    """The invariants over the whole ledger and the creates files (module docstring).
+
+    The ledger is walked in order, keeping per job what the journal's row held: its
+    provider of the moment, the client token of a pending intent and its render."""
+    jobs: dict[int, Job] = {j.id: j for j in store.list_jobs()}
+    assert len(jobs) == len(specs)
+    spec_of = {s.job_key: s for s in specs}
+    creates = read_creates(creates_dir)
+    created_tokens = {c["client_token"] for c in creates}
+    creates_of: dict[int, list[dict[str, Any]]] = {}
+    for c in creates:
+        creates_of.setdefault(int(c["job"]), []).append(c)
+    provider = {j.id: spec_of[j.job_key].provider for j in jobs.values()}
+    pending: dict[int, str | None] = dict.fromkeys(jobs)
+    render: dict[int, str | None] = dict.fromkeys(jobs)
+    submitted: Counter[int] = Counter()
+    refusals: Counter[int] = Counter()
+    moves: Counter[int] = Counter()
+    found = 0
+    ledger = store.ledger()
+    events = Counter(e.event for e in ledger)
+    for i, e in enumerate(ledger):
+        if e.job_id is None:
+            continue
+        j = e.job_id
+        where = f"ledger #{e.seq} {e.event} job {j} {e.detail}"
+        if e.event == "claimed":
+            assert e.account is not None and KIND_OF[e.account] == provider[j], (
+                f"{where}: claimed on {e.account} while the job was on {provider[j]}")
+        elif e.event == "handed_over":
+            assert render[j] is None, f"{where}: moved with a render {render[j]}"
+            assert e.detail["from"] == provider[j], where
+            if e.detail["at"] == "claim":
+                after = ledger[i + 1] if i + 1 < len(ledger) else None
+                assert (after is not None and after.seq == e.seq + 1
+                        and after.event == "claimed" and after.job_id == j
+                        and after.account == e.account), (
+                    f"{where}: the take-over is not followed by its claim: {after}")
+                assert pending[j] is None, f"{where}: taken over with intent {pending[j]}"
+                assert e.account is not None and KIND_OF[e.account] == e.detail["to"], where
+                moves[j] += 1
+            else:
+                assert e.detail["at"] == "refusal", where
+                assert pending[j] is not None, f"{where}: a refusal without its intent"
+                assert pending[j] not in created_tokens, (
+                    f"{where}: handed over although its create {pending[j]} was made")
+                assert refuses(jobs[j].job_key, provider[j]), where
+                refusals[j] += 1
+                pending[j] = None
+            provider[j] = str(e.detail["to"])
+        elif e.event == "submitting":
+            assert render[j] is None, f"{where}: a second intent after render {render[j]}"
+            pending[j] = str(e.detail["client_token"])
+        elif e.event == "submitted":
+            submitted[j] += 1
+            assert render[j] is None and submitted[j] == 1, f"{where}: a second render"
+            (made,) = [c for c in creates_of.get(j, []) if c["render"]
+                       == e.detail["provider_job_id"]]
+            assert made["client_token"] == pending[j] and made["kind"] == provider[j], (
+                where, made)
+            assert made["account"] == e.account, (where, made)
+            render[j] = str(e.detail["provider_job_id"])
+            found += made["claim"] != e.claim_token  # recorded by a later instance
+        elif e.event == "reconciled_absent":
+            assert pending[j] is not None and pending[j] not in created_tokens, where
+            pending[j] = None
+        elif e.event in ("released", "failed"):
+            if render[j] is None:
+                pending[j] = None
+        elif e.event == "requeued":
+            assert pending[j] is None and render[j] is None, (
+                f"{where}: requeued by recovery with intent {pending[j]} render {render[j]}")
+        elif e.event == "completed":
+            assert render[j] is not None, f"{where}: completed without a render"
+        elif e.event == "parked":
+            raise AssertionError(f"{where}: parked")
+    completed = failed = 0
+    for j, job in jobs.items():
+        spec = spec_of[job.job_key]
+        listed = spec.route.providers() if spec.route else [spec.provider]
+        all_refuse = all(refuses(job.job_key, k) for k in listed)
+        mine = creates_of.get(j, [])
+        assert len(mine) <= 1, f"job {j} was created {len(mine)} times: {mine}"
+        assert job.provider == provider[j], (job, provider[j])
+        if job.state == JobState.COMPLETED:
+            completed += 1
+            assert not all_refuse and not refuses(job.job_key, job.provider), job
+            (made,) = mine
+            assert submitted[j] == 1 and made["render"] == job.provider_job_id, (job, made)
+            assert made["kind"] == job.provider and made["account"] == job.account, job
+        else:
+            assert job.state == JobState.FAILED, f"job {j} ended {job.state}"
+            failed += 1
+            assert all_refuse and not mine and submitted[j] == 0, job
+            assert job.error_label == "invalid input", job
+            assert refusals[j] == len(listed) - 1, (job, refusals[j], listed)
+            if job.route is not None:
+                assert [c.provider for c in job.route.usable()] == [job.provider], job
+    assert len(creates) == completed, "a render was created that no job completed from"
+    return {"completed": completed, "failed_no_candidate_left": failed,
+            "creates": len(creates),
+            "moves_at_claim": sum(moves.values()), "jobs_moved_at_claim": len(moves),
+            "hand_overs_at_refusal": sum(refusals.values()),
+            "jobs_handed_over": len(refusals),
+            "reconciled_found": found,
+            "reconciled_absent": events["reconciled_absent"],
+            "reconcile_marked": events["reconcile"], "reattached": events["reattached"],
+            "released": events["released"], "requeued_by_recovery": events["requeued"],
+            "fenced_out": events["fenced_out"], "claims": events["claimed"],
+            "account_troubles": sum(1 for e in ledger if e.event == "account_status"
+                                    and e.detail.get("status") != "ready")}
