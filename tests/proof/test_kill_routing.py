@@ -40,6 +40,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -73,7 +74,7 @@ ACCOUNTS = {"pa-1": ("pa", 1), "pa-2": ("pa", 3), "pb-1": ("pb", 2), "pb-2": ("p
 KIND_OF = {name: kind for name, (kind, _) in ACCOUNTS.items()}
 CAPACITY = {name: capacity for name, (_, capacity) in ACCOUNTS.items()}
 KINDS = ("pa", "pb", "pc")
-PRICE = {"pa": 0.5, "pb": 0.3, "pc": 0.8}
+PRICE = {"pa": 0.3, "pb": 0.5, "pc": 0.8}
 FIX_AFTER = 0.3  # seconds an account stays in trouble before the "user" fixes it
 WAIT = 60.0  # for one kill's progress: generous, on a loaded 2-core machine
 
@@ -84,8 +85,11 @@ def _specs(rng: random.Random) -> list[JobSpec]:
                 RoutePolicy.CHEAPEST, RoutePolicy.SPREAD)
     for i in range(ROUTED):
         kinds = rng.sample(KINDS, rng.choice((2, 3, 3)))
+        if "pa" in kinds and rng.random() < 0.6:  # most prefer pa: the others take over
+            kinds.remove("pa")
+            kinds.insert(0, "pa")
         given = [Candidate(k, {"model": f"{k}-model", "duration": 5},
-                           round(PRICE[k] + rng.uniform(-0.2, 0.2), 2)) for k in kinds]
+                           round(PRICE[k] + rng.uniform(-0.15, 0.15), 2)) for k in kinds]
         policy = policies[i % len(policies)]
         route = Route(policy, ranked(given, policy))
         best = route.best()
@@ -183,40 +187,51 @@ class Watch:
         last = self.store.ledger(limit=1)
         return last[-1].seq if last else 0
 
+    def settled(self) -> int:
+        by_state = self.store.counts().by_state
+        return by_state.get(JobState.COMPLETED.value, 0) + by_state.get(
+            JobState.FAILED.value, 0)
+
     def open_jobs(self) -> int:
         by_state = self.store.counts().by_state
         return sum(n for state, n in by_state.items()
                    if state not in (JobState.COMPLETED.value, JobState.FAILED.value))
 
-    def until(self, reached: Any, workers: Workers, what: str) -> None:
-        def step() -> bool:
+    def until(self, reached: Callable[[], Any], workers: Workers, what: str,
+              interval: float = 0.005) -> Any:
+        """Poll ``reached`` (checking the limits and fixing accounts as it goes) until it
+        answers something truthy (returned), or the workers ended (None)."""
+        def step() -> Any:
             self.live_ok()
             self.fix_accounts(FIX_AFTER)
-            return bool(not workers.check() or reached())
+            return reached() or (not workers.check() and "ended")
 
-        wait_for(step, WAIT, what, interval=0.005)
+        got = wait_for(step, WAIT, what, interval=interval)
+        return None if got == "ended" else got
 
 
 def _kill_moment(watch: Watch, workers: Workers, rng: random.Random, n: int) -> str:
     """Wait for a random moment; returns where it was aimed. Every fifth kill lands in
-    start-up (interpreter start, the recovered jobs' reconciliation); the others wait for
-    the ledger to grow by a random share of what is left (about six entries a job),
-    then two in five wait for a create's intent to be in the journal and kill at once,
-    the others a random few milliseconds more."""
+    start-up (interpreter start, the recovered jobs' reconciliation: a random fraction of a
+    second, cut short once three jobs settle); the others wait for
+    a random share of the open jobs to settle (spreading the kills over the batch), then
+    two in five wait for a create's intent to be in the journal and kill at once (given
+    up after a few more settle), the others a random few milliseconds more."""
     if n % 5 == 4:
-        end = time.monotonic() + rng.uniform(0.05, 0.8)
-        watch.until(lambda: time.monotonic() >= end, workers, "start-up")
+        end, start = time.monotonic() + rng.uniform(0.05, 0.8), watch.settled()
+        watch.until(lambda: time.monotonic() >= end or watch.settled() > start + 2,
+                    workers, "start-up")
         return "start-up"
-    share = 6 * watch.open_jobs() / (KILLS - n + 3)
-    target = watch.seq() + rng.randint(1, max(2, round(2 * share)))
-    watch.until(lambda: watch.seq() >= target, workers, f"ledger entry {target}")
+    share = watch.open_jobs() / (KILLS - n + 6)
+    target = watch.settled() + rng.randint(1, max(1, round(2 * share)))
+    watch.until(lambda: watch.settled() >= target, workers, f"{target} jobs settled")
     if n % 5 in (1, 3):
-        deadline = time.monotonic() + 5
-        while workers.check() and time.monotonic() < deadline:
+        def intent() -> str | None:
             if watch.store.counts().by_state.get(JobState.SUBMITTING.value, 0):
                 return "submitting"
-            time.sleep(0.0005)
-        return "submitting (missed)"
+            return "submitting (missed)" if watch.settled() >= target + 3 else None
+
+        return str(watch.until(intent, workers, "a create's intent", interval=0.001))
     time.sleep(rng.uniform(0.0, 0.03))
     return "running"
 
@@ -278,7 +293,8 @@ def test_kill_routing_many_times_then_drain(tmp_path: Path) -> None:
                           "settled": sum(j.state in (JobState.COMPLETED, JobState.FAILED)
                                          for j in jobs)})
             workers = Workers(tmp_path, path, ids, n + 1, TROUBLE)
-        assert len(kills) >= MIN_KILLS, f"only {len(kills)} kills landed before the drain"
+        assert len(kills) >= MIN_KILLS, (
+            f"only {len(kills)} kills landed before the drain: {[k['settled'] for k in kills]}")
         # The drain: the user fixed every account; no more trouble.
         if workers.check():
             workers.kill()
