@@ -1,6 +1,9 @@
 """One OS process rendering routed jobs against the store, to be SIGKILLed (issue 24).
 
-Usage: ``python tests/proof/_route_worker.py JOURNAL INSTANCE_ID CREATES_DIR SEED TROUBLE``
+Usage: ``python tests/proof/_route_worker.py JOURNAL INSTANCE_ID CREATES_DIR SEED TROUBLE LEASE``
+
+(LEASE: the seconds each claim's lease holds; never renewed: nobody takes a lease over
+while its process lives, the test recovers only a killed one's.)
 
 It claims greedily on every account (``claim_next_job``: the claim moves a routed job to
 the claiming account's provider in its own transaction), then plays each claim it holds
@@ -44,7 +47,6 @@ from reelqueue.store.base import ClaimParams, JobError, claim_of
 from reelqueue.store.routing import hand_over_target
 from reelqueue.store.sqlite import SqliteStore
 
-LEASE_SECONDS = 600.0
 REFUSE_PERCENT = 30
 TROUBLES = (AccountStatus.OUT_OF_CREDITS, AccountStatus.KEY_REJECTED,
             AccountStatus.RATE_LIMITED)
@@ -71,7 +73,8 @@ def read_creates(folder: Path) -> list[dict[str, Any]]:
 
 class Worker:
     def __init__(self, journal: str, instance_id: str, creates_dir: Path, seed: int,
-                 trouble: float) -> None:
+                 trouble: float, lease: float) -> None:
+        self.lease = lease
         self.store = SqliteStore.open(journal, now=time.time())
         self.instance_id = instance_id
         self.creates_dir = creates_dir
@@ -210,7 +213,7 @@ class Worker:
             for account in accounts:
                 while True:
                     claim = self.store.claim_next_job(ClaimParams(
-                        account, self.instance_id, time.time(), LEASE_SECONDS))
+                        account, self.instance_id, time.time(), self.lease))
                     if claim is None:
                         break
                     held.append(claim)
@@ -229,8 +232,10 @@ class Worker:
         self.store.close()
 
 
-def main(journal: str, instance_id: str, creates_dir: str, seed: str, trouble: str) -> int:
-    worker = Worker(journal, instance_id, Path(creates_dir), int(seed), float(trouble))
+def main(journal: str, instance_id: str, creates_dir: str, seed: str, trouble: str,
+         lease: str) -> int:
+    worker = Worker(journal, instance_id, Path(creates_dir), int(seed), float(trouble),
+                    float(lease))
     try:
         worker.run()
     finally:
@@ -240,4 +245,4 @@ def main(journal: str, instance_id: str, creates_dir: str, seed: str, trouble: s
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(*sys.argv[1:6]))
+    raise SystemExit(main(*sys.argv[1:7]))

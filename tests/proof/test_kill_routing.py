@@ -19,6 +19,9 @@ every in-flight row a leftover; the provider can be asked by client token, so a 
 whose answer died with its process is reconciled by the next instance: found in the
 creates files and recorded, or proven absent and the claim goes on), the "user" fixes
 some of the accounts in trouble, and two workers start again with new instance ids.
+One kill in five takes only the first worker (its claims have short leases): once they
+expired, its leftovers are taken over (``only_expired``, as on a shared store) while the
+second worker goes on claiming, and the takeover must touch none of the second's jobs.
 Then they drain the batch.
 
 Checked over the whole history (the ledger and the creates files): every job ended
@@ -65,7 +68,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 ROUTED = 200
 PLAIN = 10
-KILLS = 26  # at least 20 must land; a few spare in case the batch drains early
+KILLS = 28  # at least 20 must land; a few spare in case the batch drains early
 MIN_KILLS = 20
 WORKERS = 2
 TROUBLE = 0.04  # per claim played: the account is in trouble
@@ -75,6 +78,8 @@ KIND_OF = {name: kind for name, (kind, _) in ACCOUNTS.items()}
 CAPACITY = {name: capacity for name, (_, capacity) in ACCOUNTS.items()}
 KINDS = ("pa", "pb", "pc")
 PRICE = {"pa": 0.3, "pb": 0.5, "pc": 0.8}
+SHORT_LEASE = 0.25  # slot 0's claims: taken over 0.25 s after it is killed alone
+LONG_LEASE = 600.0
 FIX_AFTER = 0.3  # seconds an account stays in trouble before the "user" fixes it
 WAIT = 60.0  # for one kill's progress: generous, on a loaded 2-core machine
 
@@ -109,47 +114,48 @@ def _specs(rng: random.Random) -> list[JobSpec]:
 
 
 class Workers:
-    """The worker processes of one life, each with its log file; killed by pid."""
+    """The worker processes, one per slot, each with its log file; killed by pid.
 
-    def __init__(self, folder: Path, journal: Path, ids: list[str], seed: int,
-                 trouble: float) -> None:
+    Slot 0 claims with a short lease (:data:`SHORT_LEASE`): a kill of it alone is
+    followed by a takeover of its expired leases while slot 1 (long leases) goes on."""
+
+    def __init__(self, folder: Path, journal: Path) -> None:
+        self.folder, self.journal = folder, journal
+        self.procs: list[subprocess.Popen[bytes] | None] = [None] * WORKERS
         self.logs: list[tuple[Path, IO[bytes]]] = []
-        self.procs: list[subprocess.Popen[bytes]] = []
-        for n, instance in enumerate(ids):
-            path = folder / f"worker-{instance}.log"
-            log = path.open("wb")
-            self.logs.append((path, log))
-            self.procs.append(subprocess.Popen(
-                [sys.executable, str(PROOF_DIR / "_route_worker.py"), str(journal), instance,
-                 str(folder / "creates"), str(seed * 10 + n), str(trouble)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=child_env(), start_new_session=True))
+        self.ids: list[str] = [""] * WORKERS
+
+    def start(self, slot: int, instance: str, seed: int, trouble: float) -> None:
+        path = self.folder / f"worker-{instance}.log"
+        log = path.open("wb")
+        self.logs.append((path, log))
+        self.ids[slot] = instance
+        lease = SHORT_LEASE if slot == 0 else LONG_LEASE
+        self.procs[slot] = subprocess.Popen(
+            [sys.executable, str(PROOF_DIR / "_route_worker.py"), str(self.journal), instance,
+             str(self.folder / "creates"), str(seed), str(trouble), str(lease)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=child_env(), start_new_session=True)
 
     def output(self) -> str:
-        return "\n".join(path.read_text(errors="replace")[-3000:] for path, _ in self.logs)
+        return "\n".join(path.read_text(errors="replace")[-3000:]
+                         for path, _ in self.logs[-2 * WORKERS:])
 
     def check(self) -> bool:
         """Whether any is still running; a worker that ended must have ended well."""
-        codes = [p.poll() for p in self.procs]
+        codes = [p.poll() for p in self.procs if p is not None]
         for code in codes:
             assert code in (None, 0), f"a worker failed:\n{self.output()}"
         return any(code is None for code in codes)
 
-    def kill(self) -> None:
-        for proc in self.procs:
-            kill_process(proc)
-        for _, log in self.logs:
-            log.close()
+    def kill(self, slot: int | None = None) -> None:
+        for n, proc in enumerate(self.procs):
+            if slot is None or n == slot:
+                kill_process(proc)
+                self.procs[n] = None
 
-    def wait(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise AssertionError(f"the workers did not drain:\n{self.output()}") from None
-        self.check()
+    def close(self) -> None:
+        self.kill()
         for _, log in self.logs:
             log.close()
 
@@ -236,18 +242,25 @@ def _kill_moment(watch: Watch, workers: Workers, rng: random.Random, n: int) -> 
     return "running"
 
 
-def _recover(store: SqliteStore, instance: str) -> dict[str, int]:
-    """What a starting instance does with a dead one's leftovers on one machine (the
-    data-folder lock: every in-flight row is a leftover); the simulated provider can be
-    asked by client token. ``max_crashes`` is high: every crash here is the test's."""
+def _recover(store: SqliteStore, instance: str, *, only_expired: bool = False,
+             held: set[int] | None = None) -> dict[str, int]:
+    """What an instance does with a dead one's leftovers. On one machine (the data-folder
+    lock: every in-flight row is a leftover) at start-up; with ``only_expired`` as a
+    takeover of expired leases while another instance runs (``held``: the dead one's
+    jobs, the only ones it may touch). The simulated provider can be asked by client
+    token. ``max_crashes`` is high: every crash here is the test's."""
     names = frozenset(ACCOUNTS)
     report = store.recover(RecoverParams(
-        instance_id=instance, now=time.time(), lease_seconds=600.0, only_expired=False,
-        check_output=lambda job: FileCheck(False), lookup_accounts=names,
-        token_accounts=names, max_crashes=10_000))
+        instance_id=instance, now=time.time(), lease_seconds=SHORT_LEASE,  # slot 0's
+        only_expired=only_expired, check_output=lambda job: FileCheck(False),
+        lookup_accounts=names, token_accounts=names, max_crashes=10_000))
     assert not report.unknown_submissions and not report.failed, report
+    touched = set(report.requeued) | set(report.reattached) | set(report.reconcile)
+    if held is not None:
+        assert touched <= held, f"took over live leases: {touched - held}"
     return {"requeued": len(report.requeued), "reattached": len(report.reattached),
-            "reconcile": len(report.reconcile)}
+            "reconcile": len(report.reconcile),
+            "taken_over_expired": len(touched) if only_expired else 0}
 
 
 def _new_ids() -> list[str]:
@@ -271,52 +284,59 @@ def test_kill_routing_many_times_then_drain(tmp_path: Path) -> None:
         setup.close()
     kills: list[dict[str, Any]] = []
     recovered: Counter[str] = Counter()
-    workers: Workers | None = None
+    workers = Workers(tmp_path, path)
     store = SqliteStore.open(path, now=time.time())
     try:
         watch = Watch(store)
-        workers = Workers(tmp_path, path, _new_ids(), 0, TROUBLE)
+        for slot, instance in enumerate(_new_ids()):
+            workers.start(slot, instance, slot, TROUBLE)
         for n in range(KILLS):
             aimed = _kill_moment(watch, workers, rng, n)
             if not workers.check():
                 break  # drained before the kill
-            workers.kill()
+            alone = n % 5 == 2  # slot 0 alone; its expired leases are taken over
+            workers.kill(0 if alone else None)
             jobs = store.list_jobs()
             watch.live_ok()
             in_flight = Counter(j.state.value for j in jobs
                                 if j.state in (JobState.CLAIMED, JobState.SUBMITTING,
                                                JobState.RENDERING, JobState.DOWNLOADING))
             ids = _new_ids()
-            recovered.update(_recover(store, ids[0]))
+            if alone:
+                dead = workers.ids[0]
+                held = {j.id for j in jobs if j.lease_owner == dead}
+                expired = time.time() + SHORT_LEASE + 0.05
+                watch.until(lambda t=expired: time.time() >= t, workers, "the leases to expire")
+                recovered.update(_recover(store, ids[0], only_expired=True, held=held))
+                aimed += " (one worker)"
+            else:
+                recovered.update(_recover(store, ids[0]))
             watch.fix_accounts(0.0 if rng.random() < 0.5 else FIX_AFTER)
             kills.append({"aimed": aimed, "in_flight": dict(in_flight),
                           "settled": sum(j.state in (JobState.COMPLETED, JobState.FAILED)
                                          for j in jobs)})
-            workers = Workers(tmp_path, path, ids, n + 1, TROUBLE)
+            for slot, instance in enumerate(ids):
+                if slot == 0 or not alone:
+                    workers.start(slot, instance, 10 * (n + 1) + slot, TROUBLE)
         assert len(kills) >= MIN_KILLS, (
             f"only {len(kills)} kills landed before the drain: {[k['settled'] for k in kills]}")
         # The drain: the user fixed every account; no more trouble.
-        if workers.check():
-            workers.kill()
-        else:
-            workers.wait(5)
+        workers.kill()
         recovered.update(_recover(store, "drain-0"))
         watch.fix_accounts(0.0)
-        workers = Workers(tmp_path, path, ["drain-0", "drain-1"], 99, 0.0)
+        for slot, instance in enumerate(["drain-0", "drain-1"]):
+            workers.start(slot, instance, 990 + slot, 0.0)
         deadline = time.monotonic() + 120
         while workers.check():
             assert time.monotonic() < deadline, f"no drain:\n{workers.output()}"
             watch.live_ok()
             time.sleep(0.01)
-        workers.wait(5)
-        workers = None
         total = time.monotonic() - started
         figures = _check_history(store, specs, tmp_path / "creates")
         problems = {k: v for k, v in store.doctor_queries(instance_alive=False).items() if v}
         assert not problems, problems
     finally:
-        if workers is not None:
-            workers.kill()
+        workers.close()
         store.close()
     integrity_ok(path)
     phases: Counter[str] = Counter()
