@@ -54,6 +54,7 @@ from reelqueue.domain.models import AccountSpec, BatchSpec, FileCheck, Job, JobS
 from reelqueue.domain.routes import Candidate, Route, RoutePolicy, ranked
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.base import RecoverParams
+from reelqueue.store.spend import price_of
 from reelqueue.store.sqlite import SqliteStore
 from tests.proof._route_worker import read_creates, refuses
 from tests.proof.harness import (
@@ -375,6 +376,8 @@ def _check_history(store: SqliteStore, specs: list[JobSpec], creates_dir: Path,
     for c in creates:
         creates_of.setdefault(int(c["job"]), []).append(c)
     provider = {j.id: spec_of[j.job_key].provider for j in jobs.values()}
+    price = {j.id: spec_of[j.job_key].metadata["price"] for j in jobs.values()}
+    spent = 0.0
     pending: dict[int, str | None] = dict.fromkeys(jobs)
     render: dict[int, str | None] = dict.fromkeys(jobs)
     submitted: Counter[int] = Counter()
@@ -412,6 +415,7 @@ def _check_history(store: SqliteStore, specs: list[JobSpec], creates_dir: Path,
                 refusals[j] += 1
                 pending[j] = None
             provider[j] = str(e.detail["to"])
+            price[j] = e.detail["price"]
         elif e.event == "submitting":
             assert render[j] is None, f"{where}: a second intent after render {render[j]}"
             pending[j] = str(e.detail["client_token"])
@@ -434,6 +438,12 @@ def _check_history(store: SqliteStore, specs: list[JobSpec], creates_dir: Path,
         elif e.event == "requeued":
             assert pending[j] is None and render[j] is None, (
                 f"{where}: requeued by recovery with intent {pending[j]} render {render[j]}")
+        elif e.event == "spend":
+            before = ledger[i - 1]
+            assert before.event == "submitting" and before.job_id == j, where
+            # The intent spends the price of the provider it is sent to (after moves).
+            assert e.detail["usd"] == pytest.approx(price[j]), (where, price[j])
+            spent += float(e.detail["usd"])
         elif e.event == "completed":
             assert render[j] is not None, f"{where}: completed without a render"
         elif e.event == "parked":
@@ -461,7 +471,10 @@ def _check_history(store: SqliteStore, specs: list[JobSpec], creates_dir: Path,
             if job.route is not None:
                 assert [c.provider for c in job.route.usable()] == [job.provider], job
     assert len(creates) == completed, "a render was created that no job completed from"
-    return {"completed": completed, "failed_no_candidate_left": failed,
+    rendered = sum(price_of(j.metadata) or 0.0 for j in jobs.values()
+                   if j.state == JobState.COMPLETED)
+    return {"spent_usd": round(spent, 2), "rendered_usd": round(rendered, 2),
+            "completed": completed, "failed_no_candidate_left": failed,
             "creates": len(creates),
             "moves_at_claim": sum(moves.values()), "jobs_moved_at_claim": len(moves),
             "hand_overs_at_refusal": sum(refusals.values()),
