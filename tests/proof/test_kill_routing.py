@@ -12,8 +12,8 @@ provider may take it), and otherwise renders. Every create is appended, fsynced,
 worker's creates file before the journal records it.
 
 Both workers are SIGKILLed at least 20 times at random moments, each aimed by the
-journal's progress (its ledger growing by a random share of what is left), some while a
-create's intent is in the journal, some during start-up. After each kill the journal is
+journal's progress (a random share of the open jobs settling), some while a create's
+intent is in the journal, some during start-up. After each kill the journal is
 recovered as a starting instance recovers a dead one on one machine (``Store.recover``,
 every in-flight row a leftover; the provider can be asked by client token, so a create
 whose answer died with its process is reconciled by the next instance: found in the
@@ -31,8 +31,12 @@ render on the provider and account that created it; every take-over at claim is 
 ledger row just before that job's ``claimed`` row on the same account; a claim is always
 on the job's provider of the moment; no job moved once a create of it existed (a
 refusal's intent made nothing; a take-over found no client token and no render); no
-account ever ran more than its limit (read at every kill and all along); ``doctor``'s
-queries find nothing.
+account ever ran more than its limit (read at every kill and all along); every intent
+spent the price of the provider it was sent to; ``doctor``'s queries find nothing.
+
+The spend entries of intents that a provider refused, or that reconciliation proved
+absent, stay (design-notes: reservation without refunds): the figures show spent beside
+rendered USD.
 """
 
 from __future__ import annotations
