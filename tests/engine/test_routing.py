@@ -179,3 +179,36 @@ async def test_no_candidate_left_fails_with_the_last_refusal(store: Store, tmp_p
     assert providers["one"].creates == {"k0": 1} and providers["two"].creates == {"k0": 1}
     assert [(e.detail["from"], e.detail["to"]) for e in store.ledger()
             if e.event == "handed_over"] == [("one", "two")]
+
+
+async def test_a_refused_create_is_not_counted_as_spent(store: Store, tmp_path: Path) -> None:
+    """The intent charges the price before the create leaves; a 4xx refusal means nothing
+    was made, so the charge is given back once the error is recorded: a routed job refused
+    by one provider and rendered by the next counts one price, and caps see that."""
+    refusal = ProviderError("400 duration must be 4, 6 or 8", error_class=ErrorClass.PERMANENT,
+                            label=ErrorLabel.INVALID_INPUT, status_code=400)
+    providers: dict[str, FakeProvider] = {"picky": Refusing(refusal), "healthy": FakeProvider()}
+    route = Route(RoutePolicy.ORDER, (Candidate("picky", {"duration": 5}, 0.9),
+                                      Candidate("healthy", {"duration": 5}, 0.3)))
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [
+        JobSpec("k0", "p0", "picky", str(tmp_path / "out" / "0.mp4"), params={"duration": 5},
+                metadata={"price": 0.9}, route=route),
+        JobSpec("k1", "p1", "picky", str(tmp_path / "out" / "1.mp4"), params={"duration": 5},
+                metadata={"price": 0.9})], 0)  # unrouted: fails, and is not charged
+    store.add_account(AccountSpec("picky-a", "picky", 1), 0)
+    store.add_account(AccountSpec("healthy-a", "healthy", 1), 0)
+    await run(store, providers)
+    jobs = {j.job_key: j for j in store.list_jobs()}
+    assert jobs["k0"].state is JobState.COMPLETED and jobs["k0"].provider == "healthy"
+    assert jobs["k1"].state is JobState.FAILED
+    spends = [(e.job_id, e.account, round(float(e.detail["usd"]), 4))
+              for e in store.ledger() if e.event == "spend"]
+    # each refused intent charged 0.9 and was given back; healthy's render: 0.3, and the
+    # fake's reported cost of 0.25 corrects it
+    assert sum(usd for _, _, usd in spends) == pytest.approx(0.25)
+    assert sorted(usd for job, account, usd in spends if account == "picky-a") == [-0.9, -0.9,
+                                                                                  0.9, 0.9]
+    summary = store.spend_summary(10**10, 0.0)
+    assert {a.account: round(a.spent_today, 4) for a in summary.accounts} == {
+        "picky-a": 0.0, "healthy-a": 0.25}

@@ -60,6 +60,7 @@ from reelqueue.providers.base import (
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
 from reelqueue.store.routing import hand_over_target
+from reelqueue.store.spend import price_of
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,9 @@ class RenderAttempt:
         # then keeps its client token (an exception must never turn unknown into "no").
         self.unresolved = False
         self.pending_token: str | None = None  # the client token of the last create sent
+        # The price the last intent charged, when the provider answered that create with a
+        # 4xx refusal: nothing was made, so it is refunded once the error is recorded.
+        self.refused_price: float | None = None
         # A resumed job's ``resume_started`` entry is still to be written (once per claim).
         self.resume_pending = False
 
@@ -448,6 +452,8 @@ class RenderAttempt:
         except ProviderError as exc:
             if not exc.body_maybe_sent:
                 self.unresolved = False  # a definite refusal: nothing was created
+                if exc.status_code is not None and 400 <= exc.status_code < 500:
+                    self.refused_price = price_of(self.job.metadata)
                 raise
             await self._unknown_submission(client_token, exc)
             return
@@ -748,12 +754,33 @@ class RenderAttempt:
                                      f"handed over to {to.provider}")
         return True
 
+    async def _refund_refused_create(self, exc: ProviderError, now: float) -> None:
+        """The provider answered this attempt's create with a 4xx refusal: nothing was
+        made, so the price its intent charged is given back (a ``spend`` entry of minus
+        that price), once the error is recorded. Without it a routed job refused by two
+        providers counted three prices against its batch's cap. Written after the error:
+        a crash in between leaves the charge (money fails closed)."""
+        price, self.refused_price = self.refused_price, None
+        if not price:
+            return
+        try:
+            await self.ctx.store.note(
+                "spend", now, job_id=self.job.id, account=self.claim.account,
+                claim_token=self.token.token,
+                detail={"usd": -price, "refund": True,
+                        "why": f"the provider refused the create (HTTP {exc.status_code}, "
+                               f"{exc.label.value}): nothing was made"})
+        except Exception:
+            log.exception("job %s: could not write the refund of a refused create",
+                          self.job.id)
+
     async def _handle_error(self, exc: ProviderError, *, keep_render: bool) -> None:
         store, now = self.ctx.store, self._now()
         error = JobError(str(exc.error_class), exc.label.value, str(exc))
         try:
             if not keep_render and self.provider_job_id is None and await self._hand_over(
                     exc, error, now):
+                await self._refund_refused_create(exc, now)
                 return
             if exc.error_class == ErrorClass.ACCOUNT:
                 await self._pause_account(exc)
@@ -773,6 +800,7 @@ class RenderAttempt:
             log.exception("job %s: could not record its error", self.job.id)
             return
         if ok:
+            await self._refund_refused_create(exc, now)
             await self._emit_after(state, error_label=exc.label.value, error_message=str(exc))
 
     async def _handle_remote_failure(self, exc: ProviderError, *, gone: bool = False) -> None:
