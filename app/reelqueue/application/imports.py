@@ -17,7 +17,7 @@ from typing import Literal
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
-from reelqueue.domain.routes import RoutePolicy, Tolerance
+from reelqueue.domain.routes import RoutePolicy, Tolerance, typical_speeds
 from reelqueue.engine.import_commands import finish_plan, write_plan
 from reelqueue.intake import (
     FIELDS,
@@ -119,7 +119,15 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
 
     return await asyncio.to_thread(read_plan, Path(path), options, existing_keys=existing_keys,
                                    catalog=RegistryCatalog(session.providers),
-                                   now=session.clock.now(), accounts=prices)
+                                   now=session.clock.now(), accounts=prices,
+                                   speeds=await render_speeds(session))
+
+
+async def render_speeds(session: Session) -> dict[str, float]:
+    """Routing's "fastest" (docs/routing.md): each render kind's typical time from the
+    journal's newest finished renders, only for kinds with enough of them — the figures
+    the window's ETAs come from (domain/render_times.py)."""
+    return typical_speeds(await session.journal.recent_render_times())
 
 
 async def account_prices(session: Session) -> AccountPrices:
