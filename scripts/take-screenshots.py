@@ -23,7 +23,8 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run, gallery, gallery-hover, gallery-variant, account-manage, team.
+import-test-run, import-routes, import-routing-tab, gallery, gallery-hover, gallery-variant,
+account-manage, team.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -475,6 +476,42 @@ def import_images(scene: Scene, out: Path) -> None:
         stop(proc)
 
 
+ROUTES_SHEET = ("name,prompt,providers,duration\n"
+                "harbour,A harbour at dawn with fishing boats,runway|luma|veo,5\n"
+                "fox,A red fox in fresh snow,veo|runway,8\n"
+                "owl,An owl at dusk in an old barn,luma|runway|kling,5\n"
+                "city,A city street in the rain at night,,5\n")
+
+
+def import_routes(scene: Scene, out: Path) -> None:
+    """A sheet whose rows name several providers: the preview shows each routed row's
+    candidates best first with their prices (issue 24); a provider that does not take the
+    row as written is left out (its tooltip says why)."""
+    sheet = scene.sheet("routes.csv", ROUTES_SHEET)
+    proc = scene.app(str(sheet))
+    try:
+        wait_window(scene.x, proc, title="Import")
+        settle(3)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
+def import_routing_tab(scene: Scene, out: Path) -> None:
+    """The import dialog's Routing tab: the batch's route, rank, tolerance and the
+    content-policy opt-in (issue 24)."""
+    sheet = scene.sheet("routes.csv", ROUTES_SHEET)
+    proc = scene.app(str(sheet))
+    try:
+        dialog = wait_window(scene.x, proc, title="Import")
+        settle(3)
+        click(scene.x, dialog, *ROUTING_TAB)
+        settle(1)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
 @contextmanager
 def finished_gallery(scene: Scene, *, variant: bool = False) -> Iterator[str]:
     """The window on a finished batch (two rows refused by the provider), switched to the
@@ -634,6 +671,7 @@ def team(scene: Scene, out: Path) -> None:
 ADD_ACCOUNT = (183.0, 26.0)
 FIRST_ROW = (300.0, 330.0)
 ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
+ROUTING_TAB = (668.0, 95.0)  # inside the import dialog, right of Errors
 TEST_RUN_BOX = (44.0, 451.0)  # inside the import dialog: "Test run: only the first"
 MANAGE_BUTTON = (217.0, 152.0)  # the first account card's "Manage…"
 SECOND_MANAGE_BUTTON = (481.0, 152.0)  # the second card's
@@ -650,6 +688,8 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "unknown-outcome": unknown_outcome,
     "import-images": import_images,
     "import-test-run": import_test_run,
+    "import-routes": import_routes,
+    "import-routing-tab": import_routing_tab,
     "gallery": gallery,
     "gallery-hover": gallery_hover,
     "gallery-variant": gallery_variant,

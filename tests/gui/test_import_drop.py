@@ -186,3 +186,47 @@ async def test_images_from_other_folders_are_allowed_from_the_dialog(windows: Wi
     assert [job.row_number for job in dialog.plan.jobs] == [2, 3]
     assert not dialog.plan.errors
     assert dialog.import_button.text() == "Import 2 jobs"
+
+
+@on_qloop
+async def test_routes_and_each_candidates_price_show_in_the_preview(windows: WindowHarness,
+                                                                   app_ctx, tmp_path) -> None:
+    """Issue 24: a row naming several providers shows its candidates best first with their
+    prices (what the tolerance moved and who was left out in its tooltip); the Routing tab
+    sets the batch's route, rank and tolerance; the worst case shows beside the estimate."""
+    sheet = tmp_path / "shots.csv"
+    sheet.write_text("prompt,providers,duration\n"
+                     "a lighthouse at dusk,runway|luma|veo,7\n"
+                     "a fox in the snow,,5\n", "utf-8")
+    controller = await windows.open(app_ctx, start=False)
+    dialog = controller.keeper.open_import(sheet)
+    await until(lambda: dialog.plan is not None)
+    # exact: a provider that does not take 7 s is left out
+    first = dialog.plan
+    routed = dialog.preview_model.rows[0]
+    assert routed.route is not None
+    # only runway takes 7 s as written; luma and veo are left out, each with why
+    assert dialog.preview_model.index(0, 3).data() == "runway $0.84"
+    tip = dialog.preview_model.index(0, 3).data(Qt.ItemDataRole.ToolTipRole)
+    assert "left out: luma:" in tip and "left out: veo:" in tip, tip
+    dialog.tabs.setCurrentIndex(3)
+    dialog.route_policy.setCurrentIndex(dialog.route_policy.findData("cheapest"))
+    dialog.tolerance.setCurrentIndex(dialog.tolerance.findData("nearest-duration"))
+    dialog.route.setText("luma, runway")
+    dialog.route.textEdited.emit("luma, runway")
+    await until(lambda: dialog.plan is not first and dialog.plan.options.route_policy
+                == "cheapest" and dialog.plan.options.route == ("luma", "runway"))
+    plan = dialog.plan
+    assert plan.options.tolerance == "nearest-duration"
+    first_route, second_route = (row.route for row in dialog.preview_model.rows)
+    assert first_route is not None and second_route is not None  # the batch route too
+    prices = [c.price for c in first_route.usable()]
+    assert len(prices) == 3 and prices == sorted(prices), "cheapest first, none left out"
+    shown = dialog.preview_model.index(0, 3).data()
+    assert shown.count(" → ") == 2 and shown.startswith("luma $"), shown
+    assert "duration 7 → " in dialog.preview_model.index(0, 3).data(
+        Qt.ItemDataRole.ToolTipRole)
+    assert "Worst case" in dialog.estimate_label.text()
+    dialog.tabs.setCurrentIndex(0)
+    save_screenshot(dialog, "import-dialog-routes")
+    dialog.close()

@@ -53,8 +53,10 @@ from reelqueue.application.imports import (
     PreviewRow,
     RowError,
     display_headers,
+    money,
 )
 from reelqueue.application.providers import ProviderRegistry, builtin_registry
+from reelqueue.domain.routes import Route, RoutePolicy, Tolerance, split_route
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.list_model import ListTableModel
@@ -62,6 +64,8 @@ from reelqueue.ui.qtcompat import emit
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 PREVIEW_ROWS = 10
+ROUTE_COLUMN_MAX = 300
+"""The widest the preview's Provider column grows for routed rows (pixels)."""
 KEEP = "(extra column)"
 IGNORE = "ignore"
 
@@ -70,6 +74,8 @@ class PreviewModel(ListTableModel[PreviewRow]):
     """The first rows of a plan as they will be rendered."""
 
     HEADERS = ("Row", "Name", "Prompt", "Provider", "Parameters", "File", "Status")
+    #: the Provider column of a routed row: its candidates best first, each with its price
+    #: (issue 24); the tooltip adds what the tolerance moved and who was left out, and why
     #: A preview row past a test run's rows: what Import will leave out.
     LEFT_OUT = "not in this test run"
 
@@ -106,13 +112,53 @@ class PreviewModel(ListTableModel[PreviewRow]):
         column = index.column()
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             params = ", ".join(f"{k} {v}" for k, v in row.params.items() if v not in (None, ""))
+            provider = row.provider
+            if row.route is not None:
+                provider = route_text(row.route)
+                if role == Qt.ItemDataRole.ToolTipRole and column == 3:
+                    return route_tooltip(row.route)
             values = ("" if row.row_number is None else str(row.row_number), row.name,
-                      row.prompt, row.provider, params, row.file_name,
+                      row.prompt, provider, params, row.file_name,
                       self.status(index.row()))
             return values[column]
         if role == Qt.ItemDataRole.ForegroundRole and column == 6:
             return theme.color("success" if self.status(index.row()) == "new" else "muted")
         return None
+
+
+def _price(usd: float | None) -> str:
+    return money(usd) if usd is not None else "price unknown"
+
+
+def route_text(route: Route) -> str:
+    """A routed row in the preview: "luma $0.30 → runway $0.84 → veo $3.20" (best first;
+    the CLI's preview lists the same)."""
+    return " → ".join(f"{c.provider} {_price(c.price)}" for c in route.usable())
+
+
+def route_tooltip(route: Route) -> str:
+    """What the tolerance moved for each candidate, and who was left out and why."""
+    lines = [f"Route ({POLICY_WORDS[route.policy]}; {TOLERANCE_WORDS[route.tolerance]}):"]
+    for rank, c in enumerate(route.usable(), start=1):
+        moved = ", ".join(f"{name.replace('_', ' ')} {written} → {sent}"
+                          for name, (written, sent) in c.changed.items())
+        lines.append(f"{rank}. {c.provider}: {_price(c.price)}"
+                     + (f" ({moved})" if moved else ""))
+    lines += [f"left out: {provider}: {why}" for provider, why in route.left_out]
+    return "\n".join(lines)
+
+
+POLICY_WORDS = {
+    RoutePolicy.ORDER: "in the order given",
+    RoutePolicy.CHEAPEST: "cheapest available now",
+    RoutePolicy.FASTEST: "fastest, by this journal's render times",
+    RoutePolicy.SPREAD: "spread over every free account",
+}
+TOLERANCE_WORDS = {
+    Tolerance.EXACT: "exact: a provider that does not take the row as written is left out",
+    Tolerance.NEAREST_DURATION: "nearest duration",
+    Tolerance.NEAREST: "nearest duration, aspect ratio and resolution",
+}
 
 
 class RowErrorModel(ListTableModel[RowError]):
@@ -222,6 +268,7 @@ class ImportDialog(QDialog):
         self.mapping_area.setWidgetResizable(True)
         self.tabs.addTab(self.mapping_area, "Columns")
         self.tabs.addTab(self.errors_view, "Errors")
+        self.tabs.addTab(self._build_routing(), "Routing")
         body.addWidget(self.tabs, 1)
         layout.addLayout(body, 1)
 
@@ -341,6 +388,53 @@ class ImportDialog(QDialog):
             line.textEdited.connect(lambda _t: self._changed())
         return box
 
+    def _build_routing(self) -> QWidget:
+        """Routes across providers (issue 24, docs/routing.md): the batch's route for rows
+        whose provider cell is empty, how candidates are ranked, how far a row may change."""
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        inner = QWidget()
+        form = QFormLayout(inner)
+        form.setContentsMargins(14, 12, 14, 12)
+        form.setVerticalSpacing(8)
+        intro = QLabel(
+            "A row may render on whichever of several providers can take it. Name them in "
+            "a providers column (veo|runway|luma) or below for the whole batch. An account "
+            "takes a routed row when no better-ranked provider has a free slot now; the "
+            "row moves on when a provider runs out of credits, rejects its key, reaches a "
+            "cap or refuses the row — never while a render of it may exist.")
+        intro.setWordWrap(True)
+        intro.setProperty("role", "muted")
+        form.addRow(intro)
+        self.route = QLineEdit(", ".join(self.options.route))
+        self.route.setPlaceholderText("none (e.g. veo, runway, luma)")
+        self.route.setToolTip("Providers, best first, for rows whose provider cell is empty. "
+                              "Kinds: " + ", ".join(self._providers.kinds()))
+        self.route_policy = QComboBox()
+        for policy in RoutePolicy:
+            self.route_policy.addItem(POLICY_WORDS[policy].capitalize(), policy.value)
+        self.route_policy.setCurrentIndex(
+            max(0, self.route_policy.findData(self.options.route_policy)))
+        self.tolerance = QComboBox()
+        for tolerance in Tolerance:
+            self.tolerance.addItem(TOLERANCE_WORDS[tolerance].split(":")[0].capitalize(),
+                                   tolerance.value)
+        self.tolerance.setToolTip("How far a row's duration, aspect ratio and resolution may "
+                                  "move to fit a provider; every move is shown per row.")
+        self.tolerance.setCurrentIndex(max(0, self.tolerance.findData(self.options.tolerance)))
+        self.route_on_policy = QCheckBox("Move on after a content-policy refusal")
+        self.route_on_policy.setChecked(self.options.route_on_policy)
+        form.addRow("Route", self.route)
+        form.addRow("Rank", self.route_policy)
+        form.addRow("Tolerance", self.tolerance)
+        form.addRow(self.route_on_policy)
+        self.route.textEdited.connect(lambda _t: self._changed())
+        for combo in (self.route_policy, self.tolerance):
+            combo.currentIndexChanged.connect(lambda _i: self._changed())
+        self.route_on_policy.toggled.connect(lambda _on: self._changed())
+        area.setWidget(inner)
+        return area
+
     def _provider_changed(self) -> None:
         kind = self.provider.currentData()
         params = self._providers.get(kind).params
@@ -383,6 +477,10 @@ class ImportDialog(QDialog):
             batch_name=self.batch_name.text().strip() or None,
             mapping=mapping,
             allow_images_anywhere=self.images_anywhere.isChecked(),
+            route=tuple(split_route(self.route.text())),
+            route_policy=self.route_policy.currentData(),
+            tolerance=self.tolerance.currentData(),
+            route_on_policy=self.route_on_policy.isChecked(),
         )
 
     def _emit_replan(self) -> None:
@@ -457,6 +555,12 @@ class ImportDialog(QDialog):
             f"{len(plan.jobs) + len({e.row_number for e in plan.errors}):,} rows · "
             f"batch “{plan.batch.name}” in {plan.batch.output_dir}")
         self.preview_model.set_rows(plan.preview(PREVIEW_ROWS))
+        if any(row.route is not None for row in self.preview_model.rows):
+            # routed rows list their candidates and prices in the Provider column: wide
+            # enough to read them, the prompt giving way (it has its own tooltip)
+            self.preview_view.resizeColumnToContents(3)
+            header = self.preview_view.horizontalHeader()
+            header.resizeSection(3, min(ROUTE_COLUMN_MAX, header.sectionSize(3)))
         self.errors_model.set_errors(plan.errors)
         self.tabs.setTabText(2, f"Errors ({len(plan.errors)})" if plan.errors else "Errors")
         self._build_mapping(plan)
@@ -506,6 +610,10 @@ class ImportDialog(QDialog):
         text = f"Estimated cost {estimate.describe_total()}"
         if lines:
             text += " — " + "; ".join(lines)
+        worst = plan.worst_case
+        if worst.routed_jobs:  # routed rows may end on a dearer provider than their first
+            text += (f". Worst case, every routed row on its dearest provider: "
+                     f"{worst.describe()}")
         if estimate.sources:
             text += f". Prices: {'; '.join(estimate.sources)}; an estimate, not an invoice."
         self.estimate_label.setText(text)
