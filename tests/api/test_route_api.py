@@ -8,7 +8,6 @@ read back is checked through :func:`job_json` on a Job that carries one."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from collections.abc import Iterator
 
 import httpx
@@ -128,11 +127,6 @@ def test_a_json_batch_routes_by_its_provider_and_a_reupload_adds_nothing(
     assert (again.json()["added"], again.json()["already_present"]) == (0, 2)
 
 
-STORE_KEEPS_ROUTES = importlib.util.find_spec("reelqueue.store.routing") is not None
-
-
-@pytest.mark.skipif(not STORE_KEEPS_ROUTES,
-                    reason="needs the journal's route column (the store's part of issue 24)")
 def test_the_jobs_read_back_carry_their_route(client: httpx.Client) -> None:
     rows = [{"prompt": "a green kite", "provider": "veo|runway", "params": {"duration": 7}}]
     first = client.post("/v1/batches?name=green&tolerance=nearest-duration", json=rows)

@@ -6,7 +6,6 @@ only: the job's ``route`` column is the store's part of issue 24."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import re
 from pathlib import Path
@@ -140,11 +139,6 @@ def test_a_reimport_reuses_the_saved_route_settings(ctx: CliContext, tmp_path: P
     assert "Already imported: 1 jobs" in out
 
 
-STORE_KEEPS_ROUTES = importlib.util.find_spec("reelqueue.store.routing") is not None
-
-
-@pytest.mark.skipif(not STORE_KEEPS_ROUTES,
-                    reason="needs the journal's route column (the store's part of issue 24)")
 def test_the_journal_keeps_each_routed_jobs_route(ctx: CliContext, tmp_path: Path) -> None:
     code, _out = run(ctx, "import", str(write(tmp_path)), "--route-policy", "cheapest",
                      "--tolerance", "nearest-duration")
