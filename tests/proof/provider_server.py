@@ -493,8 +493,8 @@ def _invalid_duration(kind: str, seconds: float) -> tuple[int, Any]:
     shown = f"{seconds:g}"
     if kind == "openai-compat":  # 400 invalid_request_error naming the field (param)
         return 400, {"error": {
-            "message": f"Invalid value: '{shown}'. This model does not support "
-                       f"{shown}-second videos.", "type": "invalid_request_error",
+            "message": f"Invalid value for 'seconds': '{shown}'. This model does not "
+                       f"support {shown}-second videos.", "type": "invalid_request_error",
             "param": "seconds", "code": "invalid_value"}}
     if kind == "replicate":  # 422 "Input validation failed" (error_422.json)
         words = f"duration {shown} is not supported by this model"
