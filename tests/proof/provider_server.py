@@ -5,6 +5,7 @@ Usage::
     python -m tests.proof.provider_server --kind openai-compat|replicate|luma-legacy \
         --port 0 --state FILE [--seed N] [--hold LOW HIGH] [--list-delay LOW HIGH]
         [--render LOW HIGH] [--other PROMPT]... [--filler N]
+        [--credits N] [--reject-key] [--refuse-duration SECONDS...]
 
 It prints ``fake provider listening on http://127.0.0.1:PORT`` once it listens (loopback
 only) and serves the calls the adapters in ``app/reelqueue/providers/adapters`` make, in
@@ -45,9 +46,30 @@ What a real provider does and a test needs to see:
   same prompt as some rows; ``--filler N`` more of them with other prompts make the list
   longer than one page.
 
+Failure modes (all off by default; routing's proof, issue 24), each answered at once (never
+held back) in the provider's documented error shape, the same bodies as the adapters' unit
+fixtures (``tests/fixtures/<provider>/SOURCE.md``, "Failure modes of the proof fake"):
+
+- ``--credits N``: the account has credits for N creates; every create after the N-th
+  accepted one is refused as out of credits: OpenAI 429 ``insufficient_quota`` (error-codes
+  guide: "You exceeded your current quota"), Replicate 402 "Insufficient credit" (RFC 7807
+  body of replicate-python ``exceptions.py``), Luma 400 ``{"detail": "Insufficient
+  credits"}`` (SDK ``_exceptions.py`` BadRequestError; Luma bills before the render);
+- ``--reject-key``: every request is answered 401 (OpenAI ``invalid_api_key``, Replicate
+  "Unauthenticated", Luma ``{"detail": "Invalid API key"}``);
+- ``--refuse-duration SECONDS...``: a create asking for one of these durations (OpenAI's
+  ``seconds`` form field, Replicate's ``input.duration``, Luma's ``duration`` "9s") is
+  refused as invalid input: OpenAI 400 ``invalid_request_error`` with ``param`` "seconds",
+  Replicate 422 "Input validation failed" with ``invalid_fields``, Luma 400 ``{"detail":
+  "Invalid request: ..."}``.
+
+A refused create makes (and bills) nothing: it is not in ``creates`` or ``renders`` but in
+``refused`` (prompt, status, reason), so a test sees every create that reached the fake.
+
 Every create, every held answer and every download is written to the ``--state`` JSON file
 (replaced atomically), which the test reads: ``creates`` (count per prompt), ``holding``
-(answers held back right now), ``renders`` (id, prompt, other, created, downloads).
+(answers held back right now), ``renders`` (id, prompt, other, created, downloads),
+``refused`` (creates answered with an error), ``accepted`` (creates that made a render).
 """
 
 from __future__ import annotations
@@ -98,6 +120,11 @@ class Fake:
         self.during: set[str] = set(args.other_during)
         self.holding = 0
         self.held_total = 0
+        self.credits: int | None = args.credits
+        self.reject_key: bool = args.reject_key
+        self.refuse_durations = {float(d) for d in args.refuse_duration}
+        self.accepted = 0  # creates that made a render (against --credits)
+        self.refused: list[dict[str, Any]] = []
         now = time.time()
         prompts = list(args.other) + [f"another client's clip {i}" for i in range(args.filler)]
         for i, prompt in enumerate(prompts):
@@ -132,6 +159,29 @@ class Fake:
         self.renders[rid] = render
         self.order.append(rid)
         return render
+
+    def refusal(self, prompt: str, duration: float | None) -> tuple[int, Any] | None:
+        """The error answer a create gets instead of a render (recorded), or None."""
+        with self.lock:
+            answer: tuple[int, Any] | None = None
+            reason = ""
+            if duration is not None and duration in self.refuse_durations:
+                answer, reason = _invalid_duration(self.kind, duration), "invalid duration"
+            elif self.credits is not None and self.accepted >= self.credits:
+                answer, reason = _out_of_credits(self.kind), "out of credits"
+            if answer is None:
+                self.accepted += 1  # taken: the caller records the render
+                return None
+            self.refused.append({"prompt": prompt, "status": answer[0], "reason": reason,
+                                 "at": time.time()})
+            self.write_state()
+            return answer
+
+    def key_refused(self, verb: str, path: str) -> None:
+        with self.lock:
+            self.refused.append({"prompt": None, "status": 401, "reason": "key rejected",
+                                 "request": f"{verb} {path}", "at": time.time()})
+            self.write_state()
 
     def create(self, prompt: str, echo: dict[str, Any]) -> tuple[dict[str, Any], float]:
         """Record (bill) the render first; the caller then holds the answer back."""
@@ -168,7 +218,8 @@ class Fake:
 
     def write_state(self) -> None:
         state = {"creates": self.creates, "holding": self.holding,
-                 "held_total": self.held_total,
+                 "held_total": self.held_total, "accepted": self.accepted,
+                 "refused": self.refused,
                  "renders": [{k: self.renders[r][k] for k in
                               ("id", "prompt", "other", "created", "downloads")}
                              for r in self.order]}
@@ -260,22 +311,32 @@ class Handler(BaseHTTPRequestHandler):
         path, _ = self._split()
         raw = self._body()
         kind = self.fake.kind
+        if self._key_rejected("POST", path):
+            return
+        duration: float | None = None
         if kind == "openai-compat" and path == "/videos":
             fields = _form_fields(self.headers.get("Content-Type", ""), raw)
             echo = {"prompt": fields.get("prompt", ""), "model": fields.get("model", "")}
             prompt = echo["prompt"]
+            duration = _number(fields.get("seconds"))
         elif kind == "replicate" and path.startswith("/models/") and \
                 path.endswith("/predictions"):
             body = json.loads(raw)
             model = path[len("/models/"):-len("/predictions")]
             echo = {"model": model, "input": body["input"]}
             prompt = body["input"]["prompt"]
+            duration = _number(body["input"].get("duration"))
         elif kind == "luma-legacy" and path == "/generations/video":
             body = json.loads(raw)
             echo = {"generation_type": "video", **body}
             prompt = body["prompt"]
+            duration = _number(str(body.get("duration") or "").removesuffix("s"))
         else:
             self._missing()
+            return
+        refused = self.fake.refusal(prompt, duration)
+        if refused is not None:
+            self._send(*refused)  # nothing made: answered at once
             return
         render, hold = self.fake.create(prompt, echo)
         try:
@@ -286,9 +347,19 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.fake.answered()
 
+    def _key_rejected(self, verb: str, path: str) -> bool:
+        """``--reject-key``: answer 401 in the provider's shape (True when answered)."""
+        if not self.fake.reject_key:
+            return False
+        self.fake.key_refused(verb, path)
+        self._send(401, KEY_REJECTED[self.fake.kind])
+        return True
+
     def do_GET(self) -> None:
         path, query = self._split()
         kind, origin = self.fake.kind, self._origin()
+        if self._key_rejected("GET", path):
+            return
         if path.startswith("/files/"):
             self._file(path[len("/files/"):].removesuffix(".mp4"))
             return
@@ -388,6 +459,59 @@ class Handler(BaseHTTPRequestHandler):
                          "limit": limit, "offset": offset})
 
 
+# -- the documented error answers (tests/fixtures/<provider>/SOURCE.md) ---------------------
+KEY_REJECTED: dict[str, Any] = {
+    # developers.openai.com/docs/guides/error-codes (401); body {error: {message, type,
+    # param, code}} as openai-python's APIStatusError reads it (fixture error_401.json)
+    "openai-compat": {"error": {"message": "Incorrect API key provided.",
+                                "type": "invalid_request_error", "param": None,
+                                "code": "invalid_api_key"}},
+    # replicate-python exceptions.py ReplicateError: RFC 7807 (fixture error_401.json)
+    "replicate": {"title": "Unauthenticated",
+                  "detail": "You did not pass a valid authentication token", "status": 401},
+    # lumaai-python _exceptions.py AuthenticationError (401); body {detail} (error_401.json)
+    "luma-legacy": {"detail": "Invalid API key"},
+}
+
+
+def _out_of_credits(kind: str) -> tuple[int, Any]:
+    if kind == "openai-compat":  # error-codes guide: 429 insufficient_quota
+        return 429, {"error": {
+            "message": "You exceeded your current quota, please check your plan and billing "
+                       "details.", "type": "insufficient_quota", "param": None,
+            "code": "insufficient_quota"}}
+    if kind == "replicate":  # HTTP 402 Payment Required, RFC 7807 (error_402.json)
+        return 402, {"title": "Insufficient credit",
+                     "detail": "You have insufficient credit to run this model. Go to "
+                               "https://replicate.com/account/billing#billing to purchase "
+                               "credit. Once you purchase credit, please wait a few minutes "
+                               "before trying again.", "status": 402}
+    return 400, {"detail": "Insufficient credits"}  # Luma (error_400_credits.json)
+
+
+def _invalid_duration(kind: str, seconds: float) -> tuple[int, Any]:
+    shown = f"{seconds:g}"
+    if kind == "openai-compat":  # 400 invalid_request_error naming the field (param)
+        return 400, {"error": {
+            "message": f"Invalid value for 'seconds': '{shown}'. This model does not "
+                       f"support {shown}-second videos.", "type": "invalid_request_error",
+            "param": "seconds", "code": "invalid_value"}}
+    if kind == "replicate":  # 422 "Input validation failed" (error_422.json)
+        words = f"duration {shown} is not supported by this model"
+        return 422, {"title": "Input validation failed", "detail": f"- input.duration: {words}",
+                     "status": 422, "invalid_fields": [
+                         {"type": "enum", "field": "input.duration", "description": words}]}
+    return 400, {"detail": f"Invalid request: duration {shown}s is not supported for this "
+                           "model"}  # Luma's 400 {detail} (error_400.json)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _form_fields(content_type: str, raw: bytes) -> dict[str, str]:
     """The text fields of a multipart/form-data body (the SDK's create form)."""
     marker = "boundary="
@@ -416,6 +540,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--other", action="append", default=[])
     parser.add_argument("--filler", type=int, default=0)
     parser.add_argument("--other-during", action="append", default=[])
+    parser.add_argument("--credits", type=int, default=None)
+    parser.add_argument("--reject-key", action="store_true")
+    parser.add_argument("--refuse-duration", type=float, nargs="+", default=[])
     args = parser.parse_args(argv)
     handler = type("BoundHandler", (Handler,), {"fake": Fake(args)})
     server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
