@@ -3,6 +3,7 @@ queues and a raw two-transaction loop, at the same durability (issue 20).
 
     pip install huey litequeue persist-queue   # the other queues (not project deps)
     python benchmarks/compare_sqlite_queues.py [--jobs 1000] [--rounds 5] [--workers 1 3]
+        [--trees base=/path/to/an/older/tree ...]   # a before/after in the same rounds
 
 A *job life* is what one job costs the queue once it is enqueued:
 
@@ -35,8 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import queue
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -251,8 +255,27 @@ def _worker(work: Work, folder: Path, index: int, start: Any, out: Any) -> None:
     out.put(work(folder, index))
 
 
+TREES: dict[str, Path] = {}
+"""``--trees``: label -> a source tree whose ``app/`` runs as contender ``reelqueue@label``."""
+
+
+def tree_round(label: str, where: Path, jobs: int, workers: int) -> float:
+    """One round of ReelQueue from another source tree (``--trees``): this script run again
+    in a subprocess with that tree's ``app/`` first on the path, timing itself (the
+    interpreter's start is not timed)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(TREES[label] / "app"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run(
+        [sys.executable, __file__, "--one-round", "reelqueue", str(workers),
+         "--jobs", str(jobs), "--dir", str(where)],
+        env=env, check=True, capture_output=True, text=True)
+    return float(done.stdout.split()[-1])
+
+
 def one_round(name: str, where: Path, jobs: int, workers: int) -> float:
     """Jobs per second of one contender's round with ``workers`` processes."""
+    if name.startswith("reelqueue@"):
+        return tree_round(name.removeprefix("reelqueue@"), where, jobs, workers)
     setup, work = CONTENDERS[name]
     with tempfile.TemporaryDirectory(dir=where) as scratch:
         folder = Path(scratch)
@@ -339,11 +362,25 @@ def main() -> None:
                         help="rows per round of the batch-enqueue comparison (0: skip)")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()),
                         help="where the databases go (a real disk: commits wait for it)")
+    parser.add_argument("--trees", nargs="+", default=[], metavar="LABEL=PATH",
+                        help="also run ReelQueue from these source trees (PATH/app) as "
+                             "contenders reelqueue@LABEL, in the same interleaved rounds: "
+                             "a before/after in one run (e.g. base=/path/to/main)")
+    parser.add_argument("--one-round", nargs=2, metavar=("NAME", "WORKERS"),
+                        help=argparse.SUPPRESS)  # a --trees contender's subprocess
     args = parser.parse_args()
-    names = ["raw", *[n for n in (args.only or CONTENDERS) if n != "raw"]]
+    if args.one_round:
+        print(one_round(args.one_round[0], args.dir, args.jobs, int(args.one_round[1])))
+        return
+    for tree in args.trees:
+        label, _, path = tree.partition("=")
+        TREES[label] = Path(path).resolve()
+    names = ["raw", *[n for n in (args.only or CONTENDERS) if n != "raw"],
+             *[f"reelqueue@{label}" for label in TREES]]
     print(machine_line())
     table = [("contender", *[f"W={w} jobs/s" for w in args.workers],
-              *[f"W={w} vs raw" for w in args.workers])]
+              *[f"W={w} vs raw" for w in args.workers],
+              *[f"W={w} vs raw, per round" for w in args.workers])]
     rates: dict[tuple[str, int], list[float]] = {}
     for workers in args.workers:
         for n in range(args.rounds):
@@ -354,8 +391,13 @@ def main() -> None:
     for name in names:
         medians = [median(rates[(name, w)]) for w in args.workers]
         raws = [median(rates[("raw", w)]) for w in args.workers]
+        # The median of each round's own ratio (this contender against the raw loop of the
+        # same round, run next to it): less moved by a load spike that hits one round.
+        per_round = [median([x / r for x, r in zip(rates[(name, w)], rates[("raw", w)],
+                                                   strict=True)]) for w in args.workers]
         table.append((name, *[f"{m:.0f}" for m in medians],
-                      *[f"{m / r:.2f}x" for m, r in zip(medians, raws, strict=True)]))
+                      *[f"{m / r:.2f}x" for m, r in zip(medians, raws, strict=True)],
+                      *[f"{p:.2f}x" for p in per_round]))
     twice = {k: v for k, v in DELIVERED_TWICE.items() if v}
     print(f"full job life, {args.jobs} jobs per round, median of {args.rounds} interleaved "
           "rounds, WAL + synchronous=FULL everywhere")
