@@ -73,10 +73,7 @@ def test_the_journal_is_owner_only_and_durable(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     db = store.raw_connection()
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    # FULL, or NORMAL with every durable commit's -wal file fsynced by the store itself
-    # (test_only_recoverable_writes_skip_the_fsync)
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == (
-        1 if SqliteStore.SYNC_WAL_ITSELF else 2)
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
     store.close()
 
@@ -132,23 +129,18 @@ def test_a_journal_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         SqliteStore.open(path, now=1)
 
 
-@pytest.mark.parametrize("syncs_wal", [True, False], ids=["wal-synced", "pragma"])
-def test_only_recoverable_writes_skip_the_fsync(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncs_wal: bool) -> None:
+def test_only_recoverable_writes_skip_the_fsync(tmp_path: Path) -> None:
     """Claims, progress, downloading and leases commit without fsync; the submission
-    intent, the provider job id and completion always fsync. Two ways (issue 20): the
-    connection runs NORMAL and the store fsyncs the -wal file right after each durable
-    COMMIT (POSIX), or ``synchronous`` is switched to FULL before a durable transaction
-    (only when it changes). What is checked is, per COMMIT, whether it was synced: by the
-    store's own sync before the next statement, or by the setting in effect."""
+    intent, the provider job id and completion always fsync. ``synchronous`` is set only
+    when it changes (issue 20), so what is checked is the setting in effect at each COMMIT,
+    followed through the PRAGMAs the store runs."""
     from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
     from reelqueue.store.base import ClaimParams
 
-    monkeypatch.setattr(SqliteStore, "SYNC_WAL_ITSELF", syncs_wal)
     store = SqliteStore.open(tmp_path / "j.sqlite3", now=1)
     db = store.raw_connection()
-    setting = ["NORMAL" if syncs_wal else "FULL"]
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == (1 if syncs_wal else 2)
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL after open
+    setting = ["FULL"]
     commits: list[str] = []
 
     def follow(sql: str) -> None:
@@ -158,14 +150,6 @@ def test_only_recoverable_writes_skip_the_fsync(
         elif words == "COMMIT":
             commits.append(setting[0])
 
-    sync_wal = store._sync_wal
-
-    def synced() -> None:
-        assert commits, "a sync follows a COMMIT"
-        commits[-1] = "FULL"  # that commit is on disk before the store answers
-        sync_wal()
-
-    monkeypatch.setattr(store, "_sync_wal", synced)
     db.set_trace_callback(follow)
     batch = store.create_batch(BatchSpec("b", "s", str(tmp_path)), 1)
     store.add_jobs(batch.id, [JobSpec("k", "p", "mock", str(tmp_path / "o.mp4"))], 1)
@@ -188,52 +172,9 @@ def test_only_recoverable_writes_skip_the_fsync(
                                                    now=3)) == ["NORMAL"]
     assert committed(lambda: store.mark_completed(token, size=1, sha256="ab" * 32,
                                                   cost=None, now=3)) == ["FULL"]
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == (1 if syncs_wal else 2)
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
     db.set_trace_callback(None)
     store.close()
-
-
-@pytest.mark.skipif(not SqliteStore.SYNC_WAL_ITSELF, reason="the store syncs its log on POSIX")
-def test_a_durable_commit_fsyncs_the_journals_own_log(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fd the store syncs is the journal's -wal file (opened again if the file it held
-    was deleted), and a sync that fails is an error, never a silent success."""
-    import os
-
-    import reelqueue.store.sqlite as sqlite_module
-
-    path = tmp_path / "j.sqlite3"
-    store = SqliteStore.open(path, now=1)
-    synced: list[os.stat_result] = []
-    real = sqlite_module._fdatasync
-
-    def spy(fd: int) -> None:
-        synced.append(os.fstat(fd))
-        real(fd)
-
-    monkeypatch.setattr(sqlite_module, "_fdatasync", spy)
-    wal = Path(f"{path}-wal")
-    store.note("one", 1.0)
-    assert synced and synced[-1].st_ino == wal.stat().st_ino
-    # a descriptor whose file is gone is replaced by the journal's log
-    gone = tmp_path / "gone"
-    gone.write_text("x")
-    stale = os.open(gone, os.O_RDONLY)
-    gone.unlink()
-    assert store._wal_fd is not None
-    os.close(store._wal_fd)
-    store._wal_fd = stale
-    store.note("two", 1.0)
-    assert synced[-1].st_ino == wal.stat().st_ino and synced[-1].st_nlink == 1
-
-    def failing(fd: int) -> None:
-        raise OSError(5, "Input/output error")
-
-    monkeypatch.setattr(sqlite_module, "_fdatasync", failing)
-    with pytest.raises(JournalError, match="could not be flushed to disk"):
-        store.note("three", 1.0)
-    store.close()
-    assert store._wal_fd is None
 
 
 def test_migrations_keep_the_jobs_and_allow_parked_only_with_a_submission(

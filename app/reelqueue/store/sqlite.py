@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 10
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
-_fdatasync = getattr(os, "fdatasync", os.fsync)
-"""What SQLite uses to sync a file on this system (fdatasync where there is one)."""
 MIN_SQLITE = (3, 35, 0)
 """RETURNING (3.35): a fenced update answers the row it changed (issue 20)."""
 
@@ -96,10 +94,6 @@ class SqliteStore(SqlJournal):
         self._q = named_queries()
         #: the connection's ``synchronous``: True FULL, False NORMAL, None not known
         self._synchronous_full: bool | None = None
-        #: durable commits are synced by :meth:`_sync_wal` (NORMAL throughout), not by
-        #: ``synchronous=FULL`` set before each one (see :meth:`_write`)
-        self._syncs_wal = self.SYNC_WAL_ITSELF
-        self._wal_fd: int | None = None
         self.path = path
         self.migrated_from: int | None = None
         #: written as ``output_host`` with every file this instance completes
@@ -144,7 +138,7 @@ class SqliteStore(SqlJournal):
         mode = self._db.execute(self._q["journal_mode_wal"]).fetchone()[0]
         if str(mode).lower() != "wal":
             raise JournalError(f"The journal could not switch to WAL mode (got {mode}).")
-        self._set_synchronous(not self._syncs_wal)
+        self._set_synchronous(True)
         self._db.execute(self._q["foreign_keys_on"])
 
     def _migrate(self, now: float) -> None:
@@ -193,19 +187,8 @@ class SqliteStore(SqlJournal):
     def close(self) -> None:
         with self._lock:
             self._db.close()
-            if self._wal_fd is not None:
-                os.close(self._wal_fd)
-                self._wal_fd = None
 
     # -- helpers -----------------------------------------------------------------------
-    SYNC_WAL_ITSELF = os.name == "posix"
-    """Durable commits fsync the write-ahead log from here (:meth:`_sync_wal`) instead of
-    switching ``synchronous`` between NORMAL and FULL around them (issue 20): SQLite
-    applies a ``PRAGMA synchronous`` when it compiles it, so every switch was compiled
-    again, about 20 µs, four times in a job's life. POSIX only: elsewhere (Windows) a
-    second handle on the -wal file could keep SQLite from deleting it, and the PRAGMAs
-    stay."""
-
     @contextmanager
     def _write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, ``BEGIN IMMEDIATE``.
@@ -217,19 +200,16 @@ class SqliteStore(SqlJournal):
         renewal); the submission intent, the provider job id, completions and failures are
         always durable (docs/design-notes.md).
 
-        A durable commit is on disk before this returns: the connection runs NORMAL and
-        the -wal file, which holds the commit, is fsynced right after the COMMIT
-        (:meth:`_sync_wal`: what ``synchronous=FULL`` does at a WAL commit, from here); a
-        failed fsync raises. Where the store does not sync the log itself
-        (:attr:`SYNC_WAL_ITSELF`), ``synchronous`` is switched instead, before ``BEGIN``
-        and only when this transaction needs another value than the connection has.
+        ``synchronous`` is a setting of the connection, not of a transaction: it is set
+        before ``BEGIN`` only when this transaction needs another value than the one the
+        connection has (a run of durable writes sets it once, not twice per write).
         """
         with self._lock:
             if self._db.in_transaction:  # nested in an open write: part of it
                 yield self._db
                 return
             try:
-                if not self._syncs_wal and self._synchronous_full is not durable:
+                if self._synchronous_full is not durable:
                     self._set_synchronous(durable)
                 self._db.execute(self._q["begin_write"])
             except sqlite3.Error as exc:
@@ -247,30 +227,6 @@ class SqliteStore(SqlJournal):
             except sqlite3.Error as exc:
                 self._rollback()
                 raise _known_error(exc, self.path) from exc
-            if durable and self._syncs_wal:
-                self._sync_wal()
-
-    def _sync_wal(self) -> None:
-        """fsync the -wal file after a durable COMMIT (the connection runs NORMAL, which
-        writes a commit's frames without syncing them). The file descriptor is opened once
-        and again only if the file it names was deleted (SQLite deletes the log when the
-        last connection closes; this one is open, so only another process's mishandling
-        could): the sync always reaches the file this connection writes. A checkpoint
-        moves frames into the database file only after syncing them, so a commit already
-        checkpointed is durable too."""
-        try:
-            fd = self._wal_fd
-            if fd is not None and os.fstat(fd).st_nlink == 0:
-                os.close(fd)
-                fd = self._wal_fd = None
-            if fd is None:
-                fd = self._wal_fd = os.open(f"{self.path}-wal", os.O_RDONLY)
-            _fdatasync(fd)
-        except OSError as exc:
-            raise JournalError(
-                f"The journal's last change could not be flushed to disk "
-                f"({exc.strerror or exc}): it is written but may not survive a power cut. "
-                f"Check the disk holding {self.path}.") from exc
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done it.
