@@ -5,6 +5,7 @@ guarantees (issue 20).
     pip install -e '.[bench]'      # procrastinate, pgqueuer (not project deps)
     python benchmarks/compare_pg_queues.py [--jobs 1000] [--rounds 5] [--workers 1 3]
                                            [--dsn postgresql://...]
+        [--trees base=/path/to/an/older/tree ...]   # a before/after in the same rounds
 
 Without ``--dsn`` a throwaway server is started on loopback (tests/pgserver.py: initdb +
 pg_ctl), then turned back to ``fsync=on`` and ``full_page_writes=on`` (the tests run it
@@ -57,6 +58,7 @@ import asyncio
 import multiprocessing
 import os
 import queue
+import subprocess
 import sys
 import tempfile
 import time
@@ -392,41 +394,69 @@ def _worker(work: Work, url: str, index: int, start: Any, out: Any) -> None:
 PER_JOB: dict[str, list[tuple[float, float | None]]] = {}
 
 
+TREES: dict[str, Path] = {}
+"""``--trees``: label -> a source tree whose ``app/`` runs as contender ``reelqueue@label``."""
+
+
+def tree_step(label: str, step: str, url: str, jobs: int, workers: int) -> str:
+    """This script run again with tree ``label``'s ``app/`` first on the path, for one
+    step of a round (``setup``, or ``work``: the workers, timed by the subprocess)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(TREES[label] / "app"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run(
+        [sys.executable, __file__, "--tree-step", step, str(workers), url, "--jobs", str(jobs)],
+        env=env, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
 def one_round(name: str, server_dsn: str, jobs: int, workers: int) -> float:
     """Jobs per second of one contender's round with ``workers`` processes."""
-    setup, work = CONTENDERS[name]
     with fresh_database(server_dsn) as url:
         database = url.rsplit("/", 1)[1]
-        setup(url, jobs)
+        tree = name.removeprefix("reelqueue@") if name.startswith("reelqueue@") else None
+        if tree is None:
+            CONTENDERS[name][0](url, jobs)
+        else:
+            tree_step(tree, "setup", url, jobs, workers)
         time.sleep(0.6)  # the setup's statistics reach the server's counters
         commits0, wal0 = server_counters(server_dsn, database)
-        context = multiprocessing.get_context("fork")
-        start, out = context.Barrier(workers + 1), context.Queue()
-        processes = [context.Process(target=_worker, args=(work, url, i, start, out))
-                     for i in range(workers)]
-        for process in processes:
-            process.start()
-        start.wait()
-        started = time.perf_counter()
-        results: list[int] = []
-        while len(results) < workers:
-            try:
-                results.append(out.get(timeout=1))
-            except queue.Empty:
-                dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
-                if dead:
-                    raise RuntimeError(f"{name}: a worker died ({dead})") from None
-        elapsed = time.perf_counter() - started
-        for process in processes:
-            process.join()
-        done = sum(results)
-        assert done == jobs, f"{name}: {done} of {jobs} jobs done"
+        if tree is None:
+            elapsed = run_workers(name, url, jobs, workers)
+        else:
+            elapsed = float(tree_step(tree, "work", url, jobs, workers).split()[-1])
         time.sleep(0.6)  # the workers' statistics (sent as their backends exit)
         commits1, wal1 = server_counters(server_dsn, database)
         PER_JOB.setdefault(name, []).append(
             ((commits1 - commits0) / jobs,
              None if wal0 is None or wal1 is None else (wal1 - wal0) / jobs))
         return jobs / elapsed
+
+
+def run_workers(name: str, url: str, jobs: int, workers: int) -> float:
+    """Seconds for ``workers`` forked processes to take every job of ``url``."""
+    work = CONTENDERS[name][1]
+    context = multiprocessing.get_context("fork")
+    start, out = context.Barrier(workers + 1), context.Queue()
+    processes = [context.Process(target=_worker, args=(work, url, i, start, out))
+                 for i in range(workers)]
+    for process in processes:
+        process.start()
+    start.wait()
+    started = time.perf_counter()
+    results: list[int] = []
+    while len(results) < workers:
+        try:
+            results.append(out.get(timeout=1))
+        except queue.Empty:
+            dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"{name}: a worker died ({dead})") from None
+    elapsed = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    done = sum(results)
+    assert done == jobs, f"{name}: {done} of {jobs} jobs done"
+    return elapsed
 
 
 def traced_pass(name: str, server_dsn: str, jobs: int) -> tuple[float, float]:
@@ -477,8 +507,25 @@ def main() -> None:
     parser.add_argument("--trace-jobs", type=int, default=200,
                         help="jobs of the traced one-worker pass (0: skip it)")
     parser.add_argument("--dsn", help="a server of your own (a database is made per round)")
+    parser.add_argument("--trees", nargs="+", default=[], metavar="LABEL=PATH",
+                        help="also run ReelQueue from these source trees (PATH/app) as "
+                             "contenders reelqueue@LABEL, in the same interleaved rounds: "
+                             "a before/after in one run (e.g. base=/path/to/main)")
+    parser.add_argument("--tree-step", nargs=3, metavar=("STEP", "WORKERS", "URL"),
+                        help=argparse.SUPPRESS)  # a --trees contender's subprocess
     args = parser.parse_args()
-    names = ["raw", *[n for n in (args.only or CONTENDERS) if n != "raw"]]
+    if args.tree_step:
+        step, workers, url = args.tree_step
+        if step == "setup":
+            reelqueue_setup(url, args.jobs)
+        else:
+            print(run_workers("reelqueue", url, args.jobs, int(workers)))
+        return
+    for tree in args.trees:
+        label, _, path = tree.partition("=")
+        TREES[label] = Path(path).resolve()
+    names = ["raw", *[n for n in (args.only or CONTENDERS) if n != "raw"],
+             *[f"reelqueue@{label}" for label in TREES]]
     print(machine_line())
     with server(args.dsn) as server_dsn:
         with psycopg.connect(server_dsn, autocommit=True) as db:
@@ -499,15 +546,22 @@ def main() -> None:
                         one_round(name, server_dsn, args.jobs, workers))
     table = [("contender", *[f"W={w} jobs/s" for w in args.workers],
               *[f"W={w} vs raw" for w in args.workers],
+              *[f"W={w} vs hand, per round" for w in args.workers if "hand" in names],
               "round trips", "statements", "commits", "WAL flushes")]
     for name in names:
         medians = [median(rates[(name, w)]) for w in args.workers]
         raws = [median(rates[("raw", w)]) for w in args.workers]
+        # The median of each round's own ratio to the hand-written loop of the same round
+        # (issue 20's target): less moved by a load spike that hits one round.
+        per_round = [median([x / h for x, h in zip(rates[(name, w)], rates[("hand", w)],
+                                                   strict=True)])
+                     for w in args.workers if "hand" in names]
         trips, statements = traced.get(name, (None, None))
         commits = median(c for c, _ in PER_JOB[name])
         flushes = [f for _, f in PER_JOB[name] if f is not None]
         table.append((name, *[f"{m:.0f}" for m in medians],
                       *[f"{m / r:.2f}x" for m, r in zip(medians, raws, strict=True)],
+                      *[f"{p:.2f}x" for p in per_round],
                       "n/a" if trips is None else f"{trips:.2f}",
                       "n/a" if statements is None else f"{statements:.2f}",
                       f"{commits:.2f}",
