@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 9). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 11). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -107,8 +107,6 @@ CREATE INDEX jobs_routed ON jobs (priority DESC, id)
     WHERE route IS NOT NULL AND state IN ('QUEUED', 'RETRY_WAIT')
       AND provider_job_id IS NULL AND client_token IS NULL;
 CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
-CREATE INDEX jobs_in_flight ON jobs (state)
-    WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING', 'RETRY_WAIT');
 -- A render goes to at most one job (reconciliation's one-job rule, issue 19).
 CREATE UNIQUE INDEX jobs_render_once ON jobs (provider, account, provider_job_id)
     WHERE provider_job_id IS NOT NULL;
