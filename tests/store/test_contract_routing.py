@@ -296,3 +296,26 @@ def test_machines_claiming_at_once_take_each_routed_job_once_within_the_limits(
             s.close()
         for done in cleanup:
             done()  # type: ignore[operator]
+
+
+def test_a_new_seed_goes_with_the_job_to_whichever_provider_takes_it(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A user's retry with a new seed changes the job's params, not every candidate's; a
+    take-over must keep it (else the retry renders the old seed's video again)."""
+    seeded = Route(RoutePolicy.ORDER, (
+        Candidate("runway", {"duration": 5, "seed": 7}, 0.25),
+        Candidate("luma", {"duration": 5, "seed": 7}, 0.4),
+        Candidate("veo", {"duration": 8}, 1.2)))  # takes no seed
+    setup(store, tmp_path, clock, jobs=1, route=seeded,
+          accounts={"runway-a": ("runway", 1), "luma-a": ("luma", 1), "veo-a": ("veo", 1)})
+    c = claim(store, clock, "runway-a")
+    assert c is not None
+    assert store.mark_failed(c.token, REFUSAL, clock.now())
+    assert store.requeue_jobs([c.job.id], clock.now(), new_seed=99) == [c.job.id]
+    store.set_account_status("runway-a", AccountStatus.KEY_REJECTED, clock.now())
+    taken = claim(store, clock, "luma-a")
+    assert taken is not None and taken.job.provider == "luma"
+    assert taken.job.params == {"duration": 5, "seed": 99}
+    (entry,) = handed(store)
+    assert entry["params"] == {"duration": 5, "seed": 99}

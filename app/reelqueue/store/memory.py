@@ -447,7 +447,8 @@ class MemoryStore:
                  and not self._batches[j.batch_id].settings.get("paused")),
                 key=lambda j: (-j.priority, j.id))[:ROUTED_LOOK]
             rows = [RoutedRow(j.id, j.batch_id, j.provider, j.route,
-                              cap_of(self._batches[j.batch_id].settings, "max_spend"))
+                              cap_of(self._batches[j.batch_id].settings, "max_spend"),
+                              j.params.get("seed"))
                     for j in waiting]
             pick = pick_routed(account.provider, rows, free, may_create) if rows else None
             if pick is not None or not outranking:
@@ -456,7 +457,7 @@ class MemoryStore:
             return None
         job = self._jobs[pick.job_id]
         job = apply_transition(job, "route_take", params.now, provider=account.provider,
-                               params=dict(pick.candidate.params),
+                               params=dict(pick.params),
                                metadata=_priced(job.metadata, pick.candidate.price))
         self._jobs[job.id] = job
         self._note("handed_over", params.now, job_id=job.id, account=account.name,

@@ -19,7 +19,7 @@ Nothing here moves a job that may have a create: the rows come from ``routed_wai
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reelqueue.domain.models import Account
@@ -32,30 +32,33 @@ ROUTED_LOOK = 32
 
 @dataclass(frozen=True)
 class RoutedRow:
-    """A routed job the claim may take over: its id, batch, current provider, stored route
-    and its batch's spend cap (None: none)."""
+    """A routed job the claim may take over: its id, batch, current provider, stored route,
+    its batch's spend cap (None: none) and its seed as it is now (None: none)."""
 
     job_id: int
     batch_id: int
     provider: str
     route: object
     batch_cap: float | None
+    seed: object = None
 
 
 @dataclass(frozen=True)
 class RoutedPick:
-    """The job to take over: its id, the candidate it takes, where it was, and the
-    better-ranked providers passed over (none of them had a free slot now)."""
+    """The job to take over: its id, the candidate it takes, where it was, the
+    better-ranked providers passed over (none of them had a free slot now), and the
+    parameters it takes with it (:func:`carried_params`)."""
 
     job_id: int
     candidate: Candidate
     came_from: str
     passed_over: tuple[str, ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def detail(self) -> dict[str, Any]:
         """The ledger detail of the ``handed_over`` entry."""
         return {"at": "claim", "from": self.came_from, "to": self.candidate.provider,
-                "price": self.candidate.price, "params": dict(self.candidate.params),
+                "price": self.candidate.price, "params": dict(self.params),
                 "why": "taken over: " + (
                     ", ".join(self.passed_over) + " had no free slot" if self.passed_over
                     else "the best-ranked candidate with a free slot")}
@@ -119,8 +122,19 @@ def pick_routed(
         if not may_create(None, row, candidate):
             continue
         return RoutedPick(row.job_id, candidate, row.provider,
-                          tuple(c.provider for c in better))
+                          tuple(c.provider for c in better),
+                          carried_params(candidate, row.seed))
     return None
+
+
+def carried_params(candidate: Candidate, seed: object) -> dict[str, Any]:
+    """The candidate's parameters, with the job's seed as it is now where both take one:
+    a user's retry with a new seed changes the job's params, not every candidate's, and
+    the new seed must go with the job to whichever provider takes it."""
+    params = dict(candidate.params)
+    if "seed" in params and isinstance(seed, int) and not isinstance(seed, bool):
+        params["seed"] = seed
+    return params
 
 
 def hand_over_target(route: Route, provider: str, why: str) -> tuple[Route, Candidate | None]:

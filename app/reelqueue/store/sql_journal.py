@@ -428,7 +428,7 @@ class SqlJournal(SqlDriver):
         pick = None
         for outranking in (surely_free(free, capped), []):
             rows = [RoutedRow(int(r["id"]), int(r["batch_id"]), str(r["provider"]),
-                              r["route"], _number(r["max_spend"]))
+                              r["route"], _number(r["max_spend"]), r["seed"])
                     for r in self._all("routed_waiting", provider=account.provider,
                                        needle=needle(account.provider), now=params.now,
                                        free=self._list(outranking), limit=ROUTED_LOOK)]
@@ -438,7 +438,7 @@ class SqlJournal(SqlDriver):
         if pick is None:
             return None
         moved = self._one("route_take", id=pick.job_id, provider=account.provider,
-                          params=self._json(dict(pick.candidate.params)),
+                          params=self._json(dict(pick.params)),
                           price=pick.candidate.price, now=params.now)
         if moved is None:  # the row changed under the claim's lock: cannot happen; a guard
             return None

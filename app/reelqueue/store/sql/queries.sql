@@ -300,7 +300,7 @@ SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_routed
 -- ranked above it (route_order; '~' is spread: no rank). store/routing.py checks each
 -- answer exactly (the route, the spend caps). At most :limit, best first, with what the
 -- spend check needs.
-SELECT j.id, j.batch_id, j.provider, j.route,
+SELECT j.id, j.batch_id, j.provider, j.route, json_extract(j.params, '$.seed') AS seed,
        json_extract(b.settings, '$.max_spend') AS max_spend
   FROM jobs j INDEXED BY jobs_routed JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')

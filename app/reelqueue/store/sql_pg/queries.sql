@@ -346,7 +346,8 @@ SELECT EXISTS (SELECT 1 FROM jobs
 -- name: routed_waiting
 -- See the SQLite store's. Each row taken FOR UPDATE SKIP LOCKED: a job another machine is
 -- claiming or moving right now is stepped over.
-SELECT j.id, j.batch_id, j.provider, j.route, b.settings -> 'max_spend' AS max_spend
+SELECT j.id, j.batch_id, j.provider, j.route, j.params -> 'seed' AS seed,
+       b.settings -> 'max_spend' AS max_spend
   FROM jobs j JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
    AND j.provider_job_id IS NULL AND j.client_token IS NULL
