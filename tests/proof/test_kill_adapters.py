@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -104,14 +105,16 @@ class Fake:
 class AdapterRunner:
     """``reelqueue run`` through ``_adapter_runner.py`` (the test's settle time)."""
 
-    def __init__(self, data: Path, videos: Path, sheet: Path, kind: str, log_path: Path,
-                 env: dict[str, str]) -> None:
+    def __init__(self, data: Path, videos: Path, sheet: Path, kind: str | None, log_path: Path,
+                 env: dict[str, str], run_args: Sequence[str] = RUN_ARGS) -> None:
+        """``kind`` None: the sheet's own providers (routes: test_route_adapters.py)."""
         self.log_path = log_path
         self._log = log_path.open("wb")
+        provider = [] if kind is None else ["--provider", kind]
         self.proc = subprocess.Popen(
             [sys.executable, str(PROOF_DIR / "_adapter_runner.py"), str(SETTLE), "--",
              "--data-dir", str(data), "--videos-dir", str(videos), "run", str(sheet),
-             "--provider", kind, *RUN_ARGS],
+             *provider, *run_args],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True)
 

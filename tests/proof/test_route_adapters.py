@@ -46,7 +46,6 @@ import pytest
 
 from reelqueue.domain.states import AccountStatus, JobState
 from tests.proof.harness import (
-    PROOF_DIR,
     REELQUEUE,
     START_TIMEOUT,
     MockProcess,
@@ -58,6 +57,7 @@ from tests.proof.harness import (
     sha256_file,
     wait_for,
 )
+from tests.proof.test_kill_adapters import AdapterRunner
 from tests.team.file_keyring import BACKEND, FILE_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -76,7 +76,6 @@ ROLES = [("openai-compat", "replicate", "luma-legacy"),
          ("replicate", "luma-legacy", "openai-compat"),
          ("luma-legacy", "openai-compat", "replicate")]
 STALL_SECONDS = 45.0  # a run fails only when no job finished for this long
-SETTLE = 2.0  # the engine's settle time for the lists (the fakes list within 0.2-1.0 s)
 RUN_ARGS = ["--no-progress", "--tolerance", "nearest-duration", "--max-attempts", "10",
             "--retry-base", "0.2", "--retry-cap", "2", "--http-timeout", "3"]
 KEY = "fake-key-0123456789abcdef\n"
@@ -127,29 +126,13 @@ class Fake:
         self._log.close()
 
 
-class Run:
-    """``reelqueue run`` (through ``_adapter_runner.py``: the test's settle time)."""
+class Run(AdapterRunner):
+    """``reelqueue run`` of the routed sheet (its own providers), through
+    ``_adapter_runner.py`` as the adapter kill test runs it."""
 
     def __init__(self, data: Path, videos: Path, sheet: Path, log_path: Path,
                  env: dict[str, str]) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(PROOF_DIR / "_adapter_runner.py"), str(SETTLE), "--",
-             "--data-dir", str(data), "--videos-dir", str(videos), "run", str(sheet),
-             *RUN_ARGS],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True)
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        kill_process(self.proc)
-        self._log.close()
+        super().__init__(data, videos, sheet, None, log_path, env, run_args=RUN_ARGS)
 
     def drain(self, data: Path) -> None:
         """To its end, bounded by progress: fails only when no job finished for
