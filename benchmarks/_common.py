@@ -7,13 +7,17 @@ ratio against a baseline measured in the same run. Nothing here asserts a time.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import platform
+import queue
 import sqlite3
 import statistics
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 # Runnable from a checkout without an install: the package lives under app/.
 _APP = Path(__file__).resolve().parent.parent / "app"
@@ -106,3 +110,36 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+
+
+def _forked_worker(work: Callable[[Any, int], int], target: Any, index: int, start: Any,
+                   out: Any) -> None:
+    start.wait()
+    out.put(work(target, index))
+
+
+def run_forked(name: str, work: Callable[[Any, int], int], target: Any,
+               workers: int) -> tuple[float, int]:
+    """``workers`` forked processes each running ``work(target, index)`` from a common
+    start: (seconds from the start until all have answered, the jobs they report done).
+    A worker that dies is an error, not a hang."""
+    context = multiprocessing.get_context("fork")
+    start, out = context.Barrier(workers + 1), context.Queue()
+    processes = [context.Process(target=_forked_worker, args=(work, target, i, start, out))
+                 for i in range(workers)]
+    for process in processes:
+        process.start()
+    start.wait()
+    started = time.perf_counter()
+    results: list[int] = []
+    while len(results) < workers:
+        try:
+            results.append(out.get(timeout=1))
+        except queue.Empty:
+            dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"{name}: a worker died ({dead})") from None
+    elapsed = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    return elapsed, sum(results)

@@ -55,9 +55,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
-import queue
 import subprocess
 import sys
 import tempfile
@@ -73,7 +71,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.pgserver
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import NOW, machine_line, median, print_table
+from _common import NOW, machine_line, median, print_table, run_forked
 
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams
@@ -386,11 +384,6 @@ def server_counters(server_dsn: str, database: str) -> tuple[int, int | None]:
     return commits, int(wal[0]) if wal else None
 
 
-def _worker(work: Work, url: str, index: int, start: Any, out: Any) -> None:
-    start.wait()
-    out.put(work(url, index))
-
-
 PER_JOB: dict[str, list[tuple[float, float | None]]] = {}
 
 
@@ -434,27 +427,7 @@ def one_round(name: str, server_dsn: str, jobs: int, workers: int) -> float:
 
 def run_workers(name: str, url: str, jobs: int, workers: int) -> float:
     """Seconds for ``workers`` forked processes to take every job of ``url``."""
-    work = CONTENDERS[name][1]
-    context = multiprocessing.get_context("fork")
-    start, out = context.Barrier(workers + 1), context.Queue()
-    processes = [context.Process(target=_worker, args=(work, url, i, start, out))
-                 for i in range(workers)]
-    for process in processes:
-        process.start()
-    start.wait()
-    started = time.perf_counter()
-    results: list[int] = []
-    while len(results) < workers:
-        try:
-            results.append(out.get(timeout=1))
-        except queue.Empty:
-            dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(f"{name}: a worker died ({dead})") from None
-    elapsed = time.perf_counter() - started
-    for process in processes:
-        process.join()
-    done = sum(results)
+    elapsed, done = run_forked(name, CONTENDERS[name][1], url, workers)
     assert done == jobs, f"{name}: {done} of {jobs} jobs done"
     return elapsed
 

@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
-import queue
 import sqlite3
 import subprocess
 import sys
@@ -48,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import NOW, machine_line, median, print_table
+from _common import NOW, machine_line, median, print_table, run_forked
 
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams
@@ -250,11 +248,6 @@ CONTENDERS: dict[str, tuple[Setup, Work]] = {
 DELIVERED_TWICE: dict[tuple[str, int], int] = {}
 
 
-def _worker(work: Work, folder: Path, index: int, start: Any, out: Any) -> None:
-    start.wait()
-    out.put(work(folder, index))
-
-
 TREES: dict[str, Path] = {}
 """``--trees``: label -> a source tree whose ``app/`` runs as contender ``reelqueue@label``."""
 
@@ -285,26 +278,7 @@ def one_round(name: str, where: Path, jobs: int, workers: int) -> float:
             done = work(folder, 0)
             elapsed = time.perf_counter() - started
         else:
-            context = multiprocessing.get_context("fork")
-            start, out = context.Barrier(workers + 1), context.Queue()
-            processes = [context.Process(target=_worker, args=(work, folder, i, start, out))
-                         for i in range(workers)]
-            for process in processes:
-                process.start()
-            start.wait()
-            started = time.perf_counter()
-            results: list[int] = []
-            while len(results) < workers:
-                try:
-                    results.append(out.get(timeout=1))
-                except queue.Empty:
-                    dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
-                    if dead:
-                        raise RuntimeError(f"{name}: a worker died ({dead})") from None
-            done = sum(results)
-            elapsed = time.perf_counter() - started
-            for process in processes:
-                process.join()
+            elapsed, done = run_forked(name, work, folder, workers)
         # persist-queue's get is a SELECT then an UPDATE: across processes it hands some
         # jobs out twice. Counted and printed, not hidden; the rate is of distinct jobs.
         assert done >= jobs, f"{name}: only {done} of {jobs} jobs done"
