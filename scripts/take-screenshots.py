@@ -483,15 +483,19 @@ ROUTES_SHEET = ("name,prompt,providers,duration\n"
                 "city,A city street in the rain at night,,5\n")
 
 
-def import_routes(scene: Scene, out: Path) -> None:
+def import_routes(scene: Scene, out: Path, tab: tuple[float, float] | None = None) -> None:
     """A sheet whose rows name several providers: the preview shows each routed row's
     candidates best first with their prices (issue 24); a provider that does not take the
-    row as written is left out (its tooltip says why)."""
+    row as written is left out (its tooltip says why). ``tab``: a tab of the dialog to
+    show instead."""
     sheet = scene.sheet("routes.csv", ROUTES_SHEET)
     proc = scene.app(str(sheet))
     try:
-        wait_window(scene.x, proc, title="Import")
+        dialog = wait_window(scene.x, proc, title="Import")
         settle(3)
+        if tab is not None:
+            click(scene.x, dialog, *tab)
+            settle(1)
         scene.x.capture(out)
     finally:
         stop(proc)
@@ -500,16 +504,7 @@ def import_routes(scene: Scene, out: Path) -> None:
 def import_routing_tab(scene: Scene, out: Path) -> None:
     """The import dialog's Routing tab: the batch's route, rank, tolerance and the
     content-policy opt-in (issue 24)."""
-    sheet = scene.sheet("routes.csv", ROUTES_SHEET)
-    proc = scene.app(str(sheet))
-    try:
-        dialog = wait_window(scene.x, proc, title="Import")
-        settle(3)
-        click(scene.x, dialog, *ROUTING_TAB)
-        settle(1)
-        scene.x.capture(out)
-    finally:
-        stop(proc)
+    import_routes(scene, out, tab=ROUTING_TAB)
 
 
 @contextmanager
