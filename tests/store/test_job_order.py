@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from pathlib import Path
 
@@ -118,3 +119,32 @@ def test_both_stores_agree_on_random_jobs(tmp_path: Path) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+def test_a_long_ordered_read_leaves_nothing_for_the_garbage_collector(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    """A sorted window re-reads the whole order every second of a live run. Read a row at
+    a time, the ids are all that stays; fetched whole, every row object stayed until the
+    last, and 100,000 of them started full collections on the journal thread that held
+    the interpreter from the GUI thread for 10-45 ms each (docs/ui.md)."""
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    count = 5_000
+    store.add_jobs(batch.id, [JobSpec(job_key=f"k{i}", prompt="p", provider="mock",
+                                      name=f"n{count - i:05d}",
+                                      output_path=str(tmp_path / f"{i}.mp4"))
+                              for i in range(count)], clock.now())
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()  # the young generation starts empty
+    gc.callbacks.append(seen)
+    try:
+        ids = store.job_ids_ordered("name")
+    finally:
+        gc.callbacks.remove(seen)
+    assert ids == list(range(count, 0, -1))  # names run backwards from id 1
+    assert collections == []

@@ -403,9 +403,10 @@ class PostgresStore(InstancesRegistry):
     def _reading(self) -> AbstractContextManager[psycopg.Connection[Row]]:
         return self._tx()
 
-    def _all_sql(self, sql: str, /, **params: Any) -> list[Row]:
+    def _ids_sql(self, sql: str, /, **params: Any) -> list[int]:
         with self._tx() as db:
-            return db.execute(sql.encode(), {"clock": self._clock(), **params}).fetchall()
+            return [next(iter(row.values())) for row in
+                    db.execute(sql.encode(), {"clock": self._clock(), **params})]
 
     def _json(self, value: Any) -> Jsonb:
         return Jsonb(value, dumps=dumps)

@@ -140,8 +140,12 @@ class SqlDriver:
         """A named write; the rows it changed."""
         raise NotImplementedError
 
-    def _all_sql(self, sql: str, /, **params: Any) -> list[Row]:
-        """Every row of a statement made from a named template (``job_ids_ordered``)."""
+    def _ids_sql(self, sql: str, /, **params: Any) -> list[int]:
+        """The first column of every row of a statement made from a named template
+        (``job_ids_ordered``), read a row at a time: no row outlives its read, so a
+        100,000-row read leaves nothing for the cyclic garbage collector, whose full
+        collections it used to start on the journal thread every second of a sorted
+        window's live run (docs/ui.md)."""
         raise NotImplementedError
 
     def _ledger(

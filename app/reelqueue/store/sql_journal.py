@@ -190,8 +190,8 @@ class SqlJournal(SqlDriver):
         sql = self._q["job_ids_ordered"].format(
             key=self._q[f"job_order_{order}"], direction="DESC" if descending else "ASC",
             nulls="NULLS LAST" if descending else "NULLS FIRST")
-        return [r["id"] for r in self._all_sql(
-            sql, limit=self.NO_LIMIT if limit is None else limit, offset=offset)]
+        return self._ids_sql(sql, limit=self.NO_LIMIT if limit is None else limit,
+                             offset=offset)
 
     def count_waiting(self) -> int:
         return int(self._scalar("count_waiting"))

@@ -275,10 +275,10 @@ class SqliteStore(SqlJournal):
         rows = self._read(query, **params)
         return rows[0][0] if rows else None
 
-    def _all_sql(self, sql: str, /, **params: Any) -> list[sqlite3.Row]:
+    def _ids_sql(self, sql: str, /, **params: Any) -> list[int]:
         with self._lock:
             try:
-                return self._db.execute(sql, params).fetchall()
+                return [row[0] for row in self._db.execute(sql, params)]
             except sqlite3.Error as exc:
                 raise _known_error(exc, self.path) from exc
 
