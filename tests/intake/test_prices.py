@@ -16,6 +16,7 @@ from reelqueue.intake.estimate import (
     CostLine,
     account_price,
     estimate_cost,
+    money,
     quote_job,
     stamp_prices,
     table_price,
@@ -158,6 +159,14 @@ def test_money_under_a_cent_is_not_rounded_to_zero() -> None:
     line = CostLine("p", None, 1, 0.2, 0.002, sources=("s",))
     assert line.describe() == "p: 1 job, 0 s of video, $0.002 (prices: s)"
     assert CostEstimate((line,), 0.002).describe_total() == "$0.002"
+
+
+def test_charges_and_their_refunds_read_zero() -> None:
+    """A spend of charges and refunds (a lost mock render, a refused create) sums to a
+    float's last bits around 0: it reads "$0.00" like any zero."""
+    assert money(0.06 + 0.07 - 0.06 - 0.07) == "$0.00"
+    assert money(0.05 + 0.07 - 0.07 - 0.05 - 1e-17) == "$0.00"
+    assert money(0.0) == "$0.00" and money(0.004) == "$0.004" and money(12.5) == "$12.50"
 
 
 def test_stamped_prices_follow_the_accounts_own_prices() -> None:

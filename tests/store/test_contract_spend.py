@@ -14,6 +14,7 @@ from reelqueue.store.base import ClaimParams, RecoverParams, Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
 from tests.conftest import make_specs
+from tests.store.test_contract import no_file
 
 pytestmark = pytest.mark.unit
 
@@ -318,3 +319,29 @@ def test_to_go_sums_the_waiting_jobs_stored_prices_per_provider_and_pinned_accou
     submit(store, clock, c)  # its price is in the spend entries now: never twice
     assert store.to_go() != before
     assert sum(t.priced + t.unpriced for t in store.to_go()) == len(specs) - 1
+
+
+def test_a_render_of_the_built_in_mock_lost_with_the_process_is_not_charged(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Recovery says of a lost mock render "rendered again, nothing was charged"; the spend
+    said otherwise, and counted the price again when the job rendered a second time (the
+    crash-recovered window: "no charge" beside cards whose spend held every lost render)."""
+    batch_id = setup(store, tmp_path, clock, jobs=2, cap=10 * PRICE)
+    store.update_account("acct-a", clock.now(), settings={"daily_cap": 10 * PRICE})
+    for _ in range(2):
+        c = claim(store, clock)
+        assert c is not None
+        submit(store, clock, c)
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         lost_render_accounts=frozenset({"acct-a"})))
+    assert len(report.lost_renders) == 2
+    summary = store.spend_summary(clock.now(), 0.0)
+    assert summary.batches[0].batch_id == batch_id
+    assert summary.batches[0].spent == pytest.approx(0.0)
+    assert summary.accounts[0].spent_today == pytest.approx(0.0)
+    assert sorted(spend_entries(store)) == pytest.approx([-PRICE, -PRICE, PRICE, PRICE])
+    c = claim(store, clock)
+    assert c is not None and c.job.id in report.lost_renders
+    submit(store, clock, c)  # rendered again: charged once
+    assert store.spend_summary(clock.now(), 0.0).batches[0].spent == pytest.approx(PRICE)

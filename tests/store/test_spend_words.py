@@ -23,3 +23,10 @@ def test_today_counts_the_renders_being_started_and_says_so() -> None:
     assert account_reason.detail == ("spend cap reached: $0.93 of $0.50 ($0.45 for renders "
                                      "starting) today, 3 waiting")
     assert batch_reason.detail == "spend cap reached: $0.20 of $0.20, 3 waiting"
+
+
+def test_a_spend_refunded_to_zero_reads_zero() -> None:
+    """Charges and their refunds (a lost mock render) can sum to -1e-17."""
+    refunded = AccountSpend("m", spent_today=0.05 + 0.07 - 0.07 - 0.05 - 1e-17,
+                            reserved=0.0, cap=0.5, waiting=0)
+    assert refunded.describe() == "$0.00 of $0.50"

@@ -105,7 +105,10 @@ class PriceQuote(NamedTuple):
 
 
 def money(usd: float) -> str:
-    """12.5 -> "$12.50"; under a cent three decimals ("$0.004"), so no price reads $0.00."""
+    """12.5 -> "$12.50"; under a cent three decimals ("$0.004"), so no price reads $0.00.
+    A sum of charges and their refunds is 0 give or take a float's last bits (0.06 + 0.07
+    - 0.06 - 0.07 is 1.4e-17), which reads "$0.00", not "$0.000" or "$-0.00"."""
+    usd = round(usd, 6) + 0.0  # + 0.0: no "-0.00"
     return f"${usd:,.3f}" if 0 < usd < 0.01 else f"${usd:,.2f}"
 
 

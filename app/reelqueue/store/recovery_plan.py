@@ -33,6 +33,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, submit_unknown_messa
 from reelqueue.domain.models import FileCheck, Job, RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import RecoverParams
+from reelqueue.store.spend import SPEND_EVENT, price_of
 
 ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown", "lost"]
 
@@ -92,10 +93,18 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
                              detail, new_token)]
     if action.kind == "lost":
         report.lost_renders.append(job.id)
-        return [RecoveryNote("render_lost", {"provider_job_id": job.provider_job_id,
-                                             "why": LOST_WHY}),
-                RecoveryNote("requeued", {"by": "recovery", "from": str(job.state),
-                                          "crash": True})]
+        notes = [RecoveryNote("render_lost", {"provider_job_id": job.provider_job_id,
+                                              "why": LOST_WHY})]
+        price = price_of(job.metadata)
+        if price:
+            # The intent of the lost render charged its price; nothing was charged (the
+            # mock is practice, and its render died with the process), so it is given
+            # back, or the render that replaces it would count the price again.
+            notes.append(RecoveryNote(SPEND_EVENT, {
+                "usd": -price, "refund": True,
+                "why": "the built-in mock's render was lost when ReelQueue stopped"}))
+        return [*notes, RecoveryNote("requeued", {"by": "recovery", "from": str(job.state),
+                                                  "crash": True})]
     if action.kind == "fail":
         report.failed.append(job.id)
         return [RecoveryNote("failed", {"source": "recovery", "reason": action.reason})]

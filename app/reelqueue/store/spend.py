@@ -184,7 +184,8 @@ class AccountSpend:
 def committed_words(committed: float, reserved: float, cap: float | None) -> str:
     of = f" of ${cap:.2f}" if cap is not None else ""
     starting = f" (${reserved:.2f} for renders starting)" if reserved >= 0.005 else ""
-    return f"${committed:.2f}{of}{starting}"
+    # + 0.0: charges and their refunds sum to -1e-17 at times, never "$-0.00"
+    return f"${round(committed, 6) + 0.0:.2f}{of}{starting}"
 
 
 def to_go_words(usd: float, unpriced: int) -> str:
