@@ -14,9 +14,9 @@ SELECT * FROM batches ORDER BY id;
 
 -- name: insert_job
 -- Positional, one row of values: add_jobs repeats the VALUES row to insert up to 100 jobs
--- per statement (each execution opens cursors on the table and its seven indexes and
--- builds the lookup tables of the CHECK constraints' IN lists). No trailing semicolon, so
--- the row can be repeated.
+-- per statement (each execution opens cursors on the table and its seven indexes; before
+-- schema 12 it also built the lookup tables of the CHECK constraints' IN lists). No
+-- trailing semicolon, so the row can be repeated.
 INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                             pinned_account, priority, output_path, max_attempts,
                             created_at, updated_at, metadata, route, route_order)
