@@ -14,9 +14,9 @@ SELECT * FROM batches ORDER BY id;
 
 -- name: insert_job
 -- Positional, one row of values: add_jobs repeats the VALUES row to insert up to 100 jobs
--- per statement (each execution opens cursors on the table and its seven indexes and
--- builds the lookup tables of the CHECK constraints' IN lists). No trailing semicolon, so
--- the row can be repeated.
+-- per statement (each execution opens cursors on the table and its seven indexes; before
+-- schema 12 it also built the lookup tables of the CHECK constraints' IN lists). No
+-- trailing semicolon, so the row can be repeated.
 INSERT OR IGNORE INTO jobs (batch_id, job_key, row_number, name, prompt, provider, params,
                             pinned_account, priority, output_path, max_attempts,
                             created_at, updated_at, metadata, route, route_order)
@@ -67,9 +67,13 @@ SELECT COUNT(*) FROM jobs
 -- The account a claim is for, with its renders in flight (live_count) and whether it is
 -- cooling down (on the caller's clock: one machine) in the same read (sql_journal's
 -- _claim_room: the claim's write lock holds them until it commits).
-SELECT a.*, (SELECT COUNT(*) FROM jobs
-              WHERE account = a.name
-                AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')) AS live,
+-- The live renders are counted state by state (four seeks of jobs_live_by_account): an IN
+-- list of four states would be a lookup table built for every claim (issue 20).
+SELECT a.*, (SELECT COUNT(*) FROM jobs WHERE account = a.name AND state = 'CLAIMED')
+            + (SELECT COUNT(*) FROM jobs WHERE account = a.name AND state = 'SUBMITTING')
+            + (SELECT COUNT(*) FROM jobs WHERE account = a.name AND state = 'RENDERING')
+            + (SELECT COUNT(*) FROM jobs WHERE account = a.name AND state = 'DOWNLOADING')
+         AS live,
        COALESCE(a.cooldown_until > :now, 0) AS cooling
   FROM accounts a WHERE a.name = :name;
 
@@ -117,7 +121,8 @@ UPDATE accounts
 -- finishes: reading it costs nothing more); the paused ids are one small list per query.
 -- Spend caps (docs/design-notes.md): :skip_batches (a JSON list) are batches whose next
 -- create the cap refused; :creates = 0 when the account's daily cap is reached (only jobs
--- holding a render, which cost nothing more, are taken).
+-- holding a render, which cost nothing more, are taken). An empty :skip_batches ('[]', every claim
+-- until a cap refuses) is not made into a lookup table (issue 20).
 -- The answer comes with what the spend check needs (was spend_candidate: one read less
 -- per claim): the job's batch, whether it needs a create, its price and its batch's cap.
 SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
@@ -133,8 +138,8 @@ SELECT id FROM (
            AND run_after <= :now
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
-           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
-                SELECT value FROM json_each(:skip_batches))))
+           AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
+                OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -147,8 +152,8 @@ SELECT id FROM (
            AND (account IS NULL OR account = :account)
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
-           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
-                SELECT value FROM json_each(:skip_batches))))
+           AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
+                OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -160,8 +165,8 @@ SELECT id FROM (
            AND (account IS NULL OR account = :account)
            AND (provider_job_id IS NOT NULL OR batch_id NOT IN (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
-           AND (provider_job_id IS NOT NULL OR (:creates AND batch_id NOT IN (
-                SELECT value FROM json_each(:skip_batches))))
+           AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
+                OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
          ORDER BY priority DESC, id
          LIMIT 1)
 )
