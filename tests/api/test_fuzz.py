@@ -86,6 +86,14 @@ def _encode(value: str) -> str:
     return quote(value.encode("utf-8", "surrogatepass"), safe="")
 
 
+def _segment(value: str) -> str:
+    """A path parameter as one segment. "." and ".." are percent-encoded: as they are,
+    RFC 3986 (5.2.4) has every client remove them before sending (httpx does, curl too),
+    so POST /v1/jobs/./cancel reached POST /v1/jobs/cancel and a job's GET the job list,
+    and the fuzzer blamed the API for answering those (1 run in 12)."""
+    return "%2E" * len(value) if value in (".", "..") else _encode(value) or "%20"
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     path, method, op = draw(st.sampled_from(operations()))
@@ -98,7 +106,7 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], dict[str, Any]]
             continue
         value = draw(nasty_text)
         if where == "path":
-            url = url.replace("{" + name + "}", _encode(value) or "%20")
+            url = url.replace("{" + name + "}", _segment(value))
         elif where == "query":
             query.extend(f"{name}={_encode(draw(nasty_text))}"
                          for _ in range(draw(st.integers(min_value=1, max_value=2))))
@@ -146,6 +154,21 @@ def test_every_answer_is_documented_and_below_500(live: LiveApi, request: tuple[
     response = live.shared_client().request(method, url, **kwargs)
     check_answer(response, op, live.document["components"])
     SEEN.setdefault(op["summary"], set()).add(response.status_code)
+
+
+@pytest.mark.parametrize("value", [".", ".."])
+def test_a_dot_segment_as_a_path_parameter_is_answered_as_documented(
+        live: LiveApi, value: str) -> None:
+    for path, method, op in operations():
+        if "{" not in path:
+            continue
+        url = path
+        for parameter in op.get("parameters", []):
+            if parameter["in"] == "path":
+                url = url.replace("{" + parameter["name"] + "}", _segment(value))
+        response = live.shared_client().request(method.upper(), url)
+        assert response.request.url.raw_path.decode() == url, "sent as written"
+        check_answer(response, op, live.document["components"])
 
 
 def test_the_fuzzer_reached_every_operation_with_both_outcomes(live: LiveApi) -> None:
