@@ -365,6 +365,24 @@ def test_ledger_pruned_by_age_at_recovery(store: Store, tmp_path: Path, clock: F
     assert [e.event for e in store.ledger()] == ["marker", "recovery"]
 
 
+def test_a_ledger_seq_is_never_given_twice_even_when_pruning_takes_every_old_entry(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    """The API's event stream resumes after the last seq a client saw: a seq given again
+    would never reach it. SQLite gives MAX(seq) + 1 (no AUTOINCREMENT, schema 12), so
+    its pruning keeps the newest entry whatever its age (PostgreSQL's seq is a sequence)."""
+    seed_store(store, tmp_path, clock.now(), jobs=2)
+    store.note("newest", clock.now())
+    seen = max(e.seq for e in store.ledger())
+    clock.advance(100)
+    report = store.recover(RecoverParams("new", clock.now(), 60, False, no_file,
+                                         prune_before=clock.now()))
+    assert report.pruned_ledger_rows > 0
+    store.note("after", clock.now())
+    entries = store.ledger()
+    assert [e.event for e in entries][-2:] == ["recovery", "after"]
+    assert entries[-2].seq > seen and entries[-1].seq > entries[-2].seq
+
+
 def test_accounts_keep_their_order_and_refuse_duplicates(
     store: Store, clock: FakeClock
 ) -> None:

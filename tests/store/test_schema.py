@@ -222,3 +222,29 @@ def test_an_sqlite_without_returning_is_refused_plainly(
     with pytest.raises(JournalError, match=r"SQLite is 3\.34\.1.*3\.35\.0 or later"):
         SqliteStore.open(tmp_path / "j.sqlite3", now=1)
     assert not (tmp_path / "j.sqlite3").exists()
+
+
+def test_the_ledger_rebuilt_by_schema_12_never_gives_a_seq_again(tmp_path: Path) -> None:
+    """Schema 12 drops the ledger's AUTOINCREMENT. A schema-11 journal whose newest entries
+    were pruned had given seqs above its MAX(seq); the migration keeps the highest given,
+    so the next entry comes after every seq a reader may have seen."""
+    path = tmp_path / "v11.sqlite3"
+    db = sqlite3.connect(path)
+    for version in range(1, 12):
+        for statement in _split_sql(migration_sql(version)):
+            db.execute(statement)
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 11")
+    db.executemany("INSERT INTO ledger (at, event, detail) VALUES (?, ?, '{}')",
+                   [(float(n), f"e{n}") for n in range(1, 6)])
+    db.execute("DELETE FROM ledger WHERE seq >= 4")  # pruned under schema 11
+    db.commit()
+    db.close()
+    store = SqliteStore.open(path, now=10)
+    assert store.migrated_from == 11
+    store.note("after", 11)
+    entries = [(e.seq, e.event) for e in store.ledger()]
+    store.close()
+    assert entries[:4] == [(1, "e1"), (2, "e2"), (3, "e3"), (5, "seq_kept")]
+    assert [event for _, event in entries[4:]] == ["migrated", "after"]
+    assert entries[4][0] > 5

@@ -943,8 +943,10 @@ class MemoryStore:
                                    detail={"path": job.output_path})
             if params.prune_before is not None:
                 before = len(self._ledger)
-                self._ledger = [e for e in self._ledger  # spend is kept (queries.sql)
-                                if e.at >= params.prune_before or e.event == SPEND_EVENT]
+                newest = self._ledger[-1] if self._ledger else None
+                self._ledger = [e for e in self._ledger  # as queries.sql's prune_ledger
+                                if e.at >= params.prune_before or e.event == SPEND_EVENT
+                                or e is newest]
                 report.pruned_ledger_rows = before - len(self._ledger)
             if report.touched or report.pruned_ledger_rows:
                 self._note("recovery", now, detail={"instance": params.instance_id,

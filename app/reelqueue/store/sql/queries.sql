@@ -589,8 +589,12 @@ SELECT * FROM jobs WHERE state = 'COMPLETED';
 SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY id;
 
 -- name: prune_ledger
--- Spend entries are kept: a batch's cap counts every one of them (docs "Spend caps").
-DELETE FROM ledger WHERE at < :before AND event <> 'spend';
+-- Spend entries are kept: a batch's cap counts every one of them (docs "Spend caps"). So
+-- is the newest entry, whatever its age: the next entry's seq is MAX(seq) + 1 (no
+-- AUTOINCREMENT, schema.sql), and a reader that saw the newest seq must never see it given
+-- again (the API's event stream resumes after it).
+DELETE FROM ledger WHERE at < :before AND event <> 'spend'
+                     AND seq < (SELECT MAX(seq) FROM ledger);
 
 -- name: next_retry_at
 SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > :now;
