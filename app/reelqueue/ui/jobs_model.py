@@ -17,7 +17,8 @@ per :data:`RESORT_SECONDS` (one layout change each time, selections kept on thei
 from __future__ import annotations
 
 import time
-from collections.abc import Container
+from array import array
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,13 +189,18 @@ class JobTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.table = table or JobTable()
         self.filter = JobFilter()
-        self._view: list[int] | None = None  # indices into table.rows; None: all of them
+        # Indices into table.rows (None: all of them), and the sort's order below, are
+        # arrays, not lists: a list of 100,000 indices made once a second by a live sort
+        # is walked by every collection of the young objects it sits among (2-5 of them
+        # at a time: 5-12 ms of the GUI thread each, bench_gui.py); an array holds no
+        # objects and is never walked.
+        self._view: array[int] | None = None
         self._view_pos: dict[int, int] | None = None
         self.now = time.time
         self.here: str | None = None  # a team's window: this machine's host name
         self.sort_column = -1
         self.sort_descending = False
-        self._order: list[int] | None = None  # table indices in the sort's order
+        self._order: array[int] | None = None  # table indices in the sort's order
         self._order_for: tuple[int, bool] | None = None  # the sort _order was made for
         self._order_stale = False
         self._asked_at: float | None = None  # an order asked for, not answered yet
@@ -286,7 +292,7 @@ class JobTableModel(QAbstractTableModel):
         emit(self.orderRequested, SORT_ORDERS[self.sort_column], self.sort_descending)
 
     def set_order(self, order: str, descending: bool, job_ids: list[int], *,
-                  indexes: list[int] | None = None,
+                  indexes: array[int] | None = None,
                   positions: dict[int, int] | None = None) -> bool:
         """Show the jobs in the order the journal gave (every job id, in order). An answer
         for a sort no longer in force is dropped (False). Jobs the answer does not know
@@ -298,7 +304,8 @@ class JobTableModel(QAbstractTableModel):
             return False
         self._asked_at = None
         self._ordered_at = time.monotonic()
-        ordered = self.table.indexes_of(job_ids) if indexes is None else indexes
+        ordered = (array("q", self.table.indexes_of(job_ids)) if indexes is None
+                   else indexes)
         if positions is not None and len(positions) != len(ordered):
             positions = None  # not the map of this order
         if len(ordered) < len(self.table.rows):
@@ -405,19 +412,19 @@ class JobTableModel(QAbstractTableModel):
 
     def _positions(self) -> dict[int, int]:
         if self._view_pos is None:
-            view = self._view or []
+            view: Sequence[int] = self._view if self._view is not None else ()
             self._view_pos = dict(zip(view, range(len(view)), strict=True))
         return self._view_pos
 
-    def _compute_view(self) -> list[int] | None:
+    def _compute_view(self) -> array[int] | None:
         order = self._order
         if not self.filter.active:
-            return None if order is None else list(order)
+            return None if order is None else array("q", order)
         matches = self.filter.matches
         if order is None:
-            return [i for i, row in enumerate(self.table.rows) if matches(row)]
+            return array("q", [i for i, row in enumerate(self.table.rows) if matches(row)])
         rows = self.table.rows
-        return [i for i in order if matches(rows[i])]
+        return array("q", [i for i in order if matches(rows[i])])
 
     def _relayout(self) -> None:
         """Recompute the view, keeping selections and the current row on their jobs."""
@@ -573,9 +580,9 @@ def is_final(row: JobRow) -> bool:
     return row.state in FINAL_VALUES
 
 
-def order_lookup(table: JobTable, job_ids: list[int]) -> tuple[list[int], dict[int, int]]:
+def order_lookup(table: JobTable, job_ids: list[int]) -> tuple[array[int], dict[int, int]]:
     """A sort's answer made ready for :meth:`JobTableModel.set_order` on a worker thread:
     the ids' rows and each row's place. Python-level loops, so the GUI thread gets the
     interpreter every few milliseconds (a C-level ``dict(zip(...))`` would hold it)."""
-    indexes = table.indexes_of(job_ids)
+    indexes = array("q", table.indexes_of(job_ids))
     return indexes, {row: place for place, row in enumerate(indexes)}
