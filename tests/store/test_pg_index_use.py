@@ -6,8 +6,9 @@ update: each index whose condition the new row meets takes an entry at every tra
 Here every named query is planned as it runs once prepared (its generic plan) on a journal
 filled like a team's (mostly finished jobs, a long ledger): each index that is not a
 uniqueness rule is chosen for at least one query, the fenced writes find their row by its
-key (not by walking every row in the same state), and a claim counts its account's live
-renders through an index of the live rows only (not every job the account ever ran)."""
+key (not by walking every row in the same state), a claim counts its account's live
+renders through an index of the live rows only (not every job the account ever ran), and
+the one-job-per-render check seeks its whole key (not every render of the provider)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from reelqueue.store.pg_sql import pg_queries, positional
+from reelqueue.store.pg_sql import fenced_sql, pg_queries, positional
 from reelqueue.store.postgres import PostgresStore
 from tests import pgserver
 
@@ -59,6 +60,12 @@ FILL = [
 ]
 # Parameters whose type the server cannot infer from the statement alone.
 FLOATS = {"now", "before", "run_after", "clock", "day_start", "lease_seconds", "min_lease"}
+JSONB = {"detail", "fenced_detail"}
+# The one-statement fenced writes of a job's life, as sent (postgres.PostgresStore._one_trip).
+ONE_TRIPS = {"one_trip_submitting": "fenced_mark_submitting",
+             "one_trip_submitted": "fenced_record_submitted",
+             "one_trip_fenced": "fenced_mark_downloading",
+             "one_trip_completed": "fenced_mark_completed"}
 SKIPPED = ("begin", "commit", "settle_lock_timeout", "create_schema", "lock_accounts",
            "listen_wake")
 
@@ -92,13 +99,17 @@ def plans(pg_server: pgserver.Server | str) -> Iterator[tuple[dict[str, str], li
 
 def _plans(db: psycopg.Connection[tuple[object, ...]]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for name, sql in pg_queries().items():
+    statements = dict(pg_queries())
+    for template, update in ONE_TRIPS.items():
+        statements[template] = fenced_sql(template, update).decode()
+    for name, sql in statements.items():
         if name in SKIPPED or re.search(r"\{[a-z_]+\}", sql):
             continue  # not planned, or a template (filled into the statements below)
         text, names = positional(sql.encode())
         if not text.strip() or not text.lstrip()[:1].isalpha():
             continue  # an expression, not a statement
-        types = ", ".join("float8" if n in FLOATS else "unknown" for n in names)
+        types = ", ".join("float8" if n in FLOATS else "jsonb" if n in JSONB else "unknown"
+                          for n in names)
         try:
             db.execute(f"PREPARE q ({types}) AS ".encode() + text if names
                        else b"PREPARE q AS " + text)
@@ -122,7 +133,7 @@ def test_every_index_of_jobs_and_ledger_is_used_by_a_query(
         plans: tuple[dict[str, str], list[str]]) -> None:
     found, indexes = plans
     assert {"claim_fast", "renew_leases", "in_flight_all", "prune_ledger",
-            "spend_of_account", "unresolved_submissions"} <= set(found)
+            "spend_of_account", "unresolved_submissions", *ONE_TRIPS} <= set(found)
     unused = [i for i in indexes if not any(_uses(p, i) for p in found.values())]
     assert unused == [], f"indexes no named query uses: {unused}"
 
@@ -130,7 +141,7 @@ def test_every_index_of_jobs_and_ledger_is_used_by_a_query(
 @pytest.mark.parametrize("name", ["fenced_mark_submitting", "fenced_record_submitted",
                                   "fenced_mark_downloading", "fenced_record_download",
                                   "fenced_mark_completed", "fenced_set_retry_wait",
-                                  "fenced_mark_failed", "claim_job"])
+                                  "fenced_mark_failed", "claim_job", *ONE_TRIPS])
 def test_a_transition_finds_its_row_by_its_key(
         plans: tuple[dict[str, str], list[str]], name: str) -> None:
     plan = plans[0][name]
@@ -143,3 +154,19 @@ def test_a_claim_counts_live_renders_only(
         plans: tuple[dict[str, str], list[str]], name: str) -> None:
     plan = plans[0][name]
     assert _uses(plan, "jobs_live"), plan
+
+
+@pytest.mark.parametrize("name", ["render_holder", "one_trip_submitted"])
+def test_the_render_holder_is_sought_on_the_whole_key(
+        plans: tuple[dict[str, str], list[str]], name: str) -> None:
+    """A render goes to one job: the check seeks (provider, account, provider job id), not
+    every render of the provider (IS NOT DISTINCT FROM on the account is no index
+    condition; a seek on the provider alone grew with every render ever recorded)."""
+    plan = plans[0][name]
+    lines = plan.splitlines()
+    seeks = [lines[i + 1] for i, line in enumerate(lines[:-1])
+             if "using jobs_render_once" in line]
+    assert seeks, plan
+    for seek in seeks:
+        assert "Index Cond" in seek and all(
+            column in seek for column in ("provider =", "account", "provider_job_id =")), plan
