@@ -73,7 +73,10 @@ SELECT account, detail ->> 'from' AS came_from, COUNT(*) AS n
  GROUP BY account, came_from;
 
 -- name: count_waiting
-SELECT COUNT(*) FROM jobs WHERE state IN ('QUEUED', 'RETRY_WAIT');
+-- Each state through its own partial index (jobs_queued, jobs_retry_due): no index covers
+-- both, so that the index entries of the in-flight states are not written (schema 9).
+SELECT (SELECT COUNT(*) FROM jobs WHERE state = 'QUEUED')
+     + (SELECT COUNT(*) FROM jobs WHERE state = 'RETRY_WAIT') AS count;
 
 -- name: get_job
 SELECT * FROM jobs WHERE id = %(id)s;
@@ -441,11 +444,19 @@ SELECT jobs.*,
 
 -- name: render_holder
 -- Another job of this job's provider and account that holds the render (a render goes to
--- one job: jobs_render_once).
-SELECT other.id AS holder FROM jobs AS other, jobs AS this
- WHERE this.id = %(id)s AND other.provider = this.provider
-   AND other.account IS NOT DISTINCT FROM this.account
-   AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s;
+-- one job: jobs_render_once). The account is matched as IS NOT DISTINCT FROM would, in two
+-- branches (equal, or both NULL) so that each seeks jobs_render_once on its whole key; IS
+-- NOT DISTINCT FROM itself is not an index condition, and the seek on the provider alone
+-- walked every render of the provider (issue 20).
+SELECT other.id AS holder FROM jobs AS this JOIN jobs AS other
+    ON other.provider = this.provider AND other.account = this.account
+   AND other.provider_job_id = %(provider_job_id)s
+ WHERE this.id = %(id)s AND other.id <> %(id)s
+UNION ALL
+SELECT other.id AS holder FROM jobs AS this JOIN jobs AS other
+    ON other.provider = this.provider AND other.account IS NULL
+   AND other.provider_job_id = %(provider_job_id)s
+ WHERE this.id = %(id)s AND this.account IS NULL AND other.id <> %(id)s;
 
 -- name: crash_requeues
 SELECT COUNT(*) AS n FROM ledger
@@ -719,10 +730,16 @@ SELECT COUNT(*) FROM jobs
                            THEN (metadata ->> 'price')::double precision END) > %(room)s, TRUE);
 
 -- name: waiting_creates_of_account
-SELECT COUNT(*) FROM jobs
- WHERE state IN ('QUEUED', 'RETRY_WAIT') AND provider = %(provider)s
-   AND provider_job_id IS NULL AND client_token IS NULL
-   AND COALESCE((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+-- Each waiting state through its own partial index (as count_waiting).
+SELECT COUNT(*) FROM (
+    SELECT metadata, pinned_account, account FROM jobs
+     WHERE state = 'QUEUED' AND provider = %(provider)s
+       AND provider_job_id IS NULL AND client_token IS NULL
+    UNION ALL
+    SELECT metadata, pinned_account, account FROM jobs
+     WHERE state = 'RETRY_WAIT' AND provider = %(provider)s
+       AND provider_job_id IS NULL AND client_token IS NULL) AS w
+ WHERE COALESCE((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
                            THEN (metadata ->> 'price')::double precision END) > %(room)s, TRUE)
    AND (pinned_account IS NULL OR pinned_account = %(account)s)
    AND (account IS NULL OR account = %(account)s);
@@ -814,13 +831,19 @@ SELECT account FROM j WHERE {commit};
 
 -- name: one_trip_submitted
 -- The provider job id, unless another job of this provider and account holds that render
--- (render_holder; the unique index jobs_render_once settles a race): then nothing is
--- written and the holder comes back (RenderAlreadyRecorded).
+-- (render_holder, whose two branches h repeats; the unique index jobs_render_once settles a
+-- race): then nothing is written and the holder comes back (RenderAlreadyRecorded).
 WITH before AS (SELECT account FROM jobs WHERE id = %(id)s),
-h AS (SELECT other.id FROM jobs AS other, jobs AS this
-       WHERE this.id = %(id)s AND other.provider = this.provider
-         AND other.account IS NOT DISTINCT FROM this.account
-         AND other.provider_job_id = %(provider_job_id)s AND other.id <> %(id)s
+h AS (SELECT holder AS id FROM (
+           SELECT other.id AS holder FROM jobs AS this JOIN jobs AS other
+               ON other.provider = this.provider AND other.account = this.account
+              AND other.provider_job_id = %(provider_job_id)s
+            WHERE this.id = %(id)s AND other.id <> %(id)s
+           UNION ALL
+           SELECT other.id FROM jobs AS this JOIN jobs AS other
+               ON other.provider = this.provider AND other.account IS NULL
+              AND other.provider_job_id = %(provider_job_id)s
+            WHERE this.id = %(id)s AND this.account IS NULL AND other.id <> %(id)s) AS hh
        LIMIT 1),
 j AS ({update}
          AND NOT EXISTS (SELECT 1 FROM h)

@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 6). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 9). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -104,15 +104,18 @@ CREATE INDEX jobs_queued
     ON jobs (provider, (COALESCE(account, pinned_account)), priority DESC, id)
     WHERE state = 'QUEUED';
 CREATE INDEX jobs_retry_due ON jobs (provider, run_after) WHERE state = 'RETRY_WAIT';
-CREATE INDEX jobs_live_by_account ON jobs (account, state);
 CREATE INDEX jobs_by_batch ON jobs (batch_id, id);
 -- routed jobs that may still move to another provider (no create sent: issue 24)
 CREATE INDEX jobs_routed ON jobs (priority DESC, id)
     WHERE route IS NOT NULL AND state IN ('QUEUED', 'RETRY_WAIT')
       AND provider_job_id IS NULL AND client_token IS NULL;
-CREATE INDEX jobs_by_lease_owner ON jobs (lease_owner) WHERE lease_owner IS NOT NULL;
-CREATE INDEX jobs_in_flight ON jobs (state)
-    WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING', 'RETRY_WAIT');
+-- The live renders (v9, issue 20): a claim counts its account's under the account's row
+-- lock; the heartbeat, recovery and the doctor read them all. Only in-flight rows.
+CREATE INDEX jobs_live ON jobs (account)
+    WHERE state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
+-- Creates sent with no render recorded (v9): reconciliation's unresolved submissions.
+CREATE INDEX jobs_unresolved ON jobs (account)
+    WHERE client_token IS NOT NULL AND provider_job_id IS NULL;
 -- A render goes to at most one job (reconciliation's one-job rule, issue 19).
 CREATE UNIQUE INDEX jobs_render_once ON jobs (provider, account, provider_job_id)
     WHERE provider_job_id IS NOT NULL;
@@ -128,8 +131,13 @@ CREATE TABLE ledger (
 );
 
 CREATE INDEX ledger_by_job ON ledger (job_id, seq) WHERE job_id IS NOT NULL;
-CREATE INDEX ledger_by_event ON ledger (event, job_id);
-CREATE INDEX ledger_by_time ON ledger (at);
+-- Only the events a query looks up by kind (v9): spends (the caps), completions (the
+-- doctor), takeovers (routing); a job's other entries are found through ledger_by_job.
+CREATE INDEX ledger_by_event ON ledger (event, job_id)
+    WHERE event IN ('spend', 'completed', 'handed_over');
+-- Start-up pruning by age: the ledger is written in time order, so a block range index
+-- serves it (v9; a B-tree took an entry per ledger row).
+CREATE INDEX ledger_by_time ON ledger USING brin (at);
 
 -- The ledger is append-only: rows are never changed; only start-up pruning deletes old ones.
 CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
