@@ -12,6 +12,7 @@ import pytest
 from reelqueue.domain.errors import JournalCorrupt, JournalError
 from reelqueue.store.queries import migration_sql
 from reelqueue.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteStore, _split_sql
+from tests.store.test_check_forms import make_journal
 
 pytestmark = pytest.mark.unit
 
@@ -229,12 +230,8 @@ def test_the_ledger_rebuilt_by_schema_12_never_gives_a_seq_again(tmp_path: Path)
     were pruned had given seqs above its MAX(seq); the migration keeps the highest given,
     so the next entry comes after every seq a reader may have seen."""
     path = tmp_path / "v11.sqlite3"
+    make_journal(path, 11)
     db = sqlite3.connect(path)
-    for version in range(1, 12):
-        for statement in _split_sql(migration_sql(version)):
-            db.execute(statement)
-    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    db.execute("PRAGMA user_version = 11")
     db.executemany("INSERT INTO ledger (at, event, detail) VALUES (?, ?, '{}')",
                    [(float(n), f"e{n}") for n in range(1, 6)])
     db.execute("DELETE FROM ledger WHERE seq >= 4")  # pruned under schema 11
