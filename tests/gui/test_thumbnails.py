@@ -60,6 +60,23 @@ def test_thumbnail_is_made_off_the_gui_thread_and_cached(qtbot, tmp_path: Path) 
     fresh.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "getpriority") or os.uname().sysname != "Linux",
+                    reason="a thread's own nice value is Linux's")
+def test_the_decoding_worker_yields_the_cpu_to_the_window(qtbot, tmp_path: Path) -> None:
+    """A 1080p keyframe is a quarter of a second of decoding: at the window's priority the
+    worker took a core from it on a busy machine. It runs niced, as the gallery's do."""
+    video = tmp_path / "clip.mp4"
+    shutil.copyfile(SAMPLE, video)
+    thumbnailer = Thumbnailer(tmp_path / "thumbnails")
+    made = ask(qtbot, thumbnailer, video)
+    (worker,) = [t for t in threading.enumerate() if t.name == made.thread]
+    assert worker.native_id is not None
+    window = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert os.getpriority(os.PRIO_PROCESS, worker.native_id) == min(
+        19, window + thumbnails.WORKER_NICE)
+    thumbnailer.close()
+
+
 def damaged_videos(folder: Path) -> list[Path]:
     data = SAMPLE.read_bytes()
     flipped = bytearray(data)

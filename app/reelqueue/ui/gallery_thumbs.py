@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import sys
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +26,7 @@ from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QImage, QPixmap
 
 from reelqueue.ui.qtcompat import emit
-from reelqueue.ui.thumbnails import cached_picture, decode_first_keyframe
+from reelqueue.ui.thumbnails import cached_picture, decode_first_keyframe, lower_priority
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +34,6 @@ CACHE_VERSION = "g1"
 MAX_PENDING = 256
 """Requests kept waiting; older ones are dropped (asked again if still on screen)."""
 MEMORY_ITEMS = 600
-WORKER_NICE = 10
-"""How much lower the workers' priority is than the window's (Linux)."""
-
-
 @dataclass(frozen=True)
 class GalleryThumb:
     """One answer: the video's path, its picture (None: the placeholder stays), where it
@@ -68,16 +63,6 @@ def gallery_thumbnail(video: Path, cache_dir: Path, box: tuple[int, int]
         return None, "failed"
     return cached_picture(video, cache_dir / f"{key}-{CACHE_VERSION}",
                           lambda path: decode_first_keyframe(path, box))
-
-
-def _lower_priority() -> None:
-    """A worker yields the CPU to the GUI thread (Linux: a thread has its own nice
-    value); elsewhere, and where refused, it runs at the normal priority."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            native = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, native,
-                           min(19, os.getpriority(os.PRIO_PROCESS, native) + WORKER_NICE))
 
 
 class GalleryThumbs(QObject):
@@ -162,7 +147,7 @@ class GalleryThumbs(QObject):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.workers,
                                                 thread_name_prefix="reelqueue-gallery",
-                                                initializer=_lower_priority)
+                                                initializer=lower_priority)
         for _ in range(count):
             self._executor.submit(self._work)
 
