@@ -383,6 +383,25 @@ def test_a_ledger_seq_is_never_given_twice_even_when_pruning_takes_every_old_ent
     assert entries[-2].seq > seen and entries[-1].seq > entries[-2].seq
 
 
+@pytest.mark.parametrize("store", ["sqlite", "memory"], indirect=True)
+def test_pruning_takes_every_old_entry_and_nothing_newer_with_a_clock_set_back(
+        store: Store, clock: FakeClock) -> None:
+    """SQLite finds the old entries by a binary search over seq (no index on every entry's
+    time, schema 12): each old entry written before the first new one goes, no entry at or
+    after the cut goes, even when a clock set back wrote an old time among new ones.
+    (PostgreSQL stamps entries with the server's clock: these times cannot be written.)"""
+    for n in range(300):
+        store.note("old", float(n))
+    for at in (2_000.0, 500.0, 2_001.0, 2_002.0):  # 500: a clock set back
+        store.note("late", at)
+    report = store.recover(RecoverParams("new", 3_000.0, 60, False, no_file,
+                                         prune_before=1_000.0))
+    assert report.pruned_ledger_rows >= 300
+    left = store.ledger()
+    assert "old" not in [e.event for e in left]
+    assert [e.at for e in left if e.event == "late" and e.at >= 1_000] == [2_000, 2_001, 2_002]
+
+
 def test_accounts_keep_their_order_and_refuse_duplicates(
     store: Store, clock: FakeClock
 ) -> None:

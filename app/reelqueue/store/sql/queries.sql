@@ -593,8 +593,29 @@ SELECT id, output_path, output_size FROM jobs WHERE state = 'COMPLETED' ORDER BY
 -- is the newest entry, whatever its age: the next entry's seq is MAX(seq) + 1 (no
 -- AUTOINCREMENT, schema.sql), and a reader that saw the newest seq must never see it given
 -- again (the API's event stream resumes after it).
-DELETE FROM ledger WHERE at < :before AND event <> 'spend'
-                     AND seq < (SELECT MAX(seq) FROM ledger);
+-- Which entries are old is found without an index on every entry's time (schema 12:
+-- ledger_by_time holds only spend entries, the one read by time a job life pays for in
+-- each commit): entries are appended as time goes, so the first one written at or after
+-- :before is found by a binary search over seq (cut: about 20 lookups by seq, gaps left
+-- by earlier pruning stepped over), and only entries before it are deleted. An entry out
+-- of time order (a clock set back) can only be kept longer, never deleted early: each
+-- deleted entry is itself older than :before. (The search is a subquery: a statement
+-- that starts with WITH has no row count in Python's sqlite3.)
+DELETE FROM ledger
+ WHERE seq < (WITH RECURSIVE cut(lo, hi) AS (
+                  SELECT COALESCE((SELECT MIN(seq) FROM ledger), 0),
+                         COALESCE((SELECT MAX(seq) FROM ledger), 0)
+                  UNION ALL
+                  SELECT CASE WHEN (SELECT at FROM ledger WHERE seq >= (lo + hi) / 2
+                                     ORDER BY seq LIMIT 1) < :before
+                              THEN (lo + hi) / 2 + 1 ELSE lo END,
+                         CASE WHEN (SELECT at FROM ledger WHERE seq >= (lo + hi) / 2
+                                     ORDER BY seq LIMIT 1) < :before
+                              THEN hi ELSE (lo + hi) / 2 END
+                    FROM cut WHERE lo < hi)
+              SELECT MAX(lo) FROM cut)
+   AND at < :before AND event <> 'spend'
+   AND seq < (SELECT MAX(seq) FROM ledger);
 
 -- name: next_retry_at
 SELECT MIN(run_after) FROM jobs WHERE state = 'RETRY_WAIT' AND run_after > :now;

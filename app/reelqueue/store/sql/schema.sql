@@ -142,7 +142,7 @@ CREATE INDEX ledger_by_job ON ledger (job_id, seq) WHERE job_id IS NOT NULL;
 CREATE INDEX ledger_by_event ON ledger (event, job_id)
     WHERE event = 'submitting' OR event = 'completed' OR event = 'spend'
        OR event = 'handed_over' OR event = 'requeued';
-CREATE INDEX ledger_by_time ON ledger (at);
+CREATE INDEX ledger_by_time ON ledger (at) WHERE event = 'spend';
 
 -- The ledger is append-only: rows are never changed; only start-up pruning deletes old ones.
 CREATE TRIGGER ledger_append_only BEFORE UPDATE ON ledger
