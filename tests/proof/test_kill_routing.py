@@ -76,6 +76,12 @@ ROUTED = 200
 PLAIN = 10
 KILLS = 32  # at least 20 must land; a few spare in case the batch drains early
 MIN_KILLS = 20
+RESERVE = 120
+"""Until MIN_KILLS kills have landed, the batch is topped up with this many routed jobs
+whenever fewer are open (a user adding rows to a running batch): a kill is aimed by
+progress, but the waits between kills (a worker's start, leases running out while the
+other worker goes on) let the workers settle as many jobs as the machine is fast, and on
+a fast one the first 210 drained after 18 kills."""
 WORKERS = 2
 TROUBLE = 0.04  # per claim played: the account is in trouble
 ACCOUNTS = {"pa-1": ("pa", 1), "pa-2": ("pa", 3), "pb-1": ("pb", 2), "pb-2": ("pb", 1),
@@ -90,11 +96,12 @@ FIX_AFTER = 0.3  # seconds an account stays in trouble before the "user" fixes i
 WAIT = 60.0  # for one kill's progress: generous, on a loaded 2-core machine
 
 
-def _specs(rng: random.Random) -> list[JobSpec]:
+def _specs(rng: random.Random, first: int = 0, routed: int = ROUTED,
+           plain: int = PLAIN) -> list[JobSpec]:
     specs: list[JobSpec] = []
     policies = (RoutePolicy.ORDER, RoutePolicy.CHEAPEST, RoutePolicy.ORDER,
                 RoutePolicy.CHEAPEST, RoutePolicy.SPREAD)
-    for i in range(ROUTED):
+    for i in range(first, first + routed):
         kinds = rng.sample(KINDS, rng.choice((2, 3, 3)))
         if "pa" in kinds and rng.random() < 0.6:  # most prefer pa: the others take over
             kinds.remove("pa")
@@ -109,7 +116,7 @@ def _specs(rng: random.Random) -> list[JobSpec]:
                              output_path=f"out/r{i}.mp4", params=dict(best.params),
                              row_number=i + 2, name=f"r{i}",
                              metadata={"price": best.price}, route=route))
-    for i in range(PLAIN):
+    for i in range(plain):
         kind = KINDS[i % len(KINDS)]
         specs.append(JobSpec(job_key=f"p-{i}", prompt=f"plain {i}", provider=kind,
                              output_path=f"out/p{i}.mp4",
@@ -301,6 +308,10 @@ def test_kill_routing_many_times_then_drain(tmp_path: Path) -> None:
         for slot, instance in enumerate(_new_ids()):
             workers.start(slot, instance, slot, TROUBLE)
         for n in range(KILLS):
+            if len(kills) < MIN_KILLS and watch.open_jobs() < RESERVE:
+                more = _specs(rng, first=len(specs), routed=RESERVE, plain=0)
+                store.add_jobs(batch.id, more, time.time())
+                specs.extend(more)
             aimed = _kill_moment(watch, workers, rng, n)
             if not workers.check():
                 break  # drained before the kill
@@ -353,7 +364,7 @@ def test_kill_routing_many_times_then_drain(tmp_path: Path) -> None:
     for kill in kills:
         phases.update(kill["in_flight"])
     record_figures("kill_routing", {
-        "seed": seed, "jobs": ROUTED + PLAIN, "kills": len(kills),
+        "seed": seed, "jobs": len(specs), "kills": len(kills),
         "kills_aimed": dict(Counter(k["aimed"] for k in kills)),
         "in_flight_at_kills_by_state": dict(phases),
         "settled_at_each_kill": [k["settled"] for k in kills],
