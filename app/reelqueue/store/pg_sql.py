@@ -36,13 +36,16 @@ def pg_queries() -> dict[str, str]:
 
 
 @cache
+@lru_cache(maxsize=64)
 def fenced_sql(template: str, update: str, durable: bool = True) -> bytes:
     """A fenced write in one statement: ``template`` (``one_trip_*``) around the
     fenced update ``update`` (``fenced_*``), both from ``sql_pg/queries.sql``; committed
-    durably, or (``durable`` False) without waiting for the WAL's flush."""
+    durably, or (``durable`` False) without waiting for the WAL's flush. A template may
+    name ``{render_holder}`` (the named query, once for both). Made once per statement."""
     queries = pg_queries()
     return queries[template].replace(
         "{update}", queries[update].rstrip().rstrip(";")).replace(
+        "{render_holder}", queries["render_holder"].rstrip().rstrip(";")).replace(
         "{commit}", queries["commit_durable" if durable else "commit_async"]).encode()
 
 

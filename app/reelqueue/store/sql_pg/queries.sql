@@ -831,20 +831,10 @@ SELECT account FROM j WHERE {commit};
 
 -- name: one_trip_submitted
 -- The provider job id, unless another job of this provider and account holds that render
--- (render_holder, whose two branches h repeats; the unique index jobs_render_once settles a
+-- (render_holder, put in by pg_sql.fenced_sql; the unique index jobs_render_once settles a
 -- race): then nothing is written and the holder comes back (RenderAlreadyRecorded).
 WITH before AS (SELECT account FROM jobs WHERE id = %(id)s),
-h AS (SELECT holder AS id FROM (
-           SELECT other.id AS holder FROM jobs AS this JOIN jobs AS other
-               ON other.provider = this.provider AND other.account = this.account
-              AND other.provider_job_id = %(provider_job_id)s
-            WHERE this.id = %(id)s AND other.id <> %(id)s
-           UNION ALL
-           SELECT other.id FROM jobs AS this JOIN jobs AS other
-               ON other.provider = this.provider AND other.account IS NULL
-              AND other.provider_job_id = %(provider_job_id)s
-            WHERE this.id = %(id)s AND this.account IS NULL AND other.id <> %(id)s) AS hh
-       LIMIT 1),
+h AS (SELECT holder AS id FROM ({render_holder}) AS hh LIMIT 1),
 j AS ({update}
          AND NOT EXISTS (SELECT 1 FROM h)
       RETURNING id, account),
