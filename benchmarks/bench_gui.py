@@ -157,7 +157,7 @@ async def sort_by(controller: AppController, column: int) -> dict[str, float]:
 CONTROL = """
 import sys, time
 end = time.perf_counter() + float(sys.argv[1])
-last = worst = 0.0
+worst = 0.0
 last = time.perf_counter()
 while last < end:
     time.sleep(0.005)

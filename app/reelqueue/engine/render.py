@@ -60,7 +60,7 @@ from reelqueue.providers.base import (
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import JobError
 from reelqueue.store.routing import hand_over_target
-from reelqueue.store.spend import price_of
+from reelqueue.store.spend import price_of, refund
 
 log = logging.getLogger(__name__)
 
@@ -767,9 +767,8 @@ class RenderAttempt:
             await self.ctx.store.note(
                 "spend", now, job_id=self.job.id, account=self.claim.account,
                 claim_token=self.token.token,
-                detail={"usd": -price, "refund": True,
-                        "why": f"the provider refused the create (HTTP {exc.status_code}, "
-                               f"{exc.label.value}): nothing was made"})
+                detail=refund(price, f"the provider refused the create (HTTP "
+                                     f"{exc.status_code}, {exc.label.value}): nothing was made"))
         except Exception:
             log.exception("job %s: could not write the refund of a refused create",
                           self.job.id)

@@ -33,7 +33,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, submit_unknown_messa
 from reelqueue.domain.models import FileCheck, Job, RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import RecoverParams
-from reelqueue.store.spend import SPEND_EVENT, price_of
+from reelqueue.store.spend import SPEND_EVENT, price_of, refund
 
 ActionKind = Literal["complete", "reattach", "reconcile", "requeue", "fail", "unknown", "lost"]
 
@@ -100,9 +100,8 @@ def record_applied(action: RecoveryAction, report: RecoveryReport,
             # The intent of the lost render charged its price; nothing was charged (the
             # mock is practice, and its render died with the process), so it is given
             # back, or the render that replaces it would count the price again.
-            notes.append(RecoveryNote(SPEND_EVENT, {
-                "usd": -price, "refund": True,
-                "why": "the built-in mock's render was lost when ReelQueue stopped"}))
+            notes.append(RecoveryNote(SPEND_EVENT, refund(
+                price, "the built-in mock's render was lost when ReelQueue stopped")))
         return [*notes, RecoveryNote("requeued", {"by": "recovery", "from": str(job.state),
                                                   "crash": True})]
     if action.kind == "fail":

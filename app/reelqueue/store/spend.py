@@ -93,6 +93,13 @@ def cost_correction(metadata: Mapping[str, Any], cost: float | None) -> dict[str
     return {"usd": round(difference, 6), "reported_cost": cost}
 
 
+def refund(price: float, why: str) -> dict[str, Any]:
+    """The detail of the ``spend`` entry that gives back a price an intent charged, where
+    nothing can have been billed (a create refused with a 4xx; a render of the built-in
+    mock lost with the process): docs/design-notes.md, "Spend caps"."""
+    return {"usd": -price, "refund": True, "why": why}
+
+
 def first_unrefused(
     next_candidate: Callable[[bool, list[int]], _C | None],
     refused_of: Callable[[_C], Refusal | None],

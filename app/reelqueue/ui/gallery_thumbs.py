@@ -34,6 +34,8 @@ CACHE_VERSION = "g1"
 MAX_PENDING = 256
 """Requests kept waiting; older ones are dropped (asked again if still on screen)."""
 MEMORY_ITEMS = 600
+
+
 @dataclass(frozen=True)
 class GalleryThumb:
     """One answer: the video's path, its picture (None: the placeholder stays), where it

@@ -55,6 +55,7 @@ def lower_priority() -> None:
             os.setpriority(os.PRIO_PROCESS, native,
                            min(19, os.getpriority(os.PRIO_PROCESS, native) + WORKER_NICE))
 
+
 THUMB_WIDTH = 576
 """Thumbnails are this wide (twice the detail view's 288 px, for 2x screens)."""
 THUMB_MAX_HEIGHT = 576
