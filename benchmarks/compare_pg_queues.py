@@ -27,6 +27,11 @@ A *job life* is what one job costs the queue once it is enqueued:
   durable intent (fenced by the claim token, the lease checked on the server's clock), the
   provider job id and the completion, each one statement in autocommit that updates the
   job and writes its ledger row. Four round trips, three WAL flushes.
+- **floor**: ReelQueue's own schema and statements (the store's claim pipeline, its five
+  one-statement fenced writes with their ledger rows and commits, the same parameters)
+  sent raw on one connection, without the store's Python (no pool, error mapping,
+  read-back of a lost commit, row readers or Job objects): what ReelQueue's schema and
+  SQL cost whatever the code around them; the store's distance from it is the code's.
 - **procrastinate**: ``batch_defer`` beforehand; ``run_worker(wait=False)`` runs a no-op
   task until none is left (its documented API, default settings).
 - **pgqueuer**: ``Queries.enqueue`` beforehand; ``QueueManager.run(mode=drain)`` runs a
@@ -116,6 +121,61 @@ def reelqueue_work(url: str, worker: int) -> int:
     finally:
         store.close()
     return done
+
+
+# -- floor: ReelQueue's own schema and statements, without the store's layers -----------
+def floor_work(url: str, worker: int) -> int:
+    """The floor of ReelQueue's schema and statements: the store's own claim pipeline
+    (BEGIN, the account's row lock, ``claim_fast``, COMMIT) and its one-statement fenced
+    writes (``one_trip_*`` around ``fenced_*``, each with its ledger rows and the same
+    commit), the same parameters, sent raw on one connection; none of the store's Python
+    (no pool, error mapping, read-back, row readers or Job objects)."""
+    from psycopg.rows import dict_row
+    from psycopg.types.json import Jsonb
+
+    from reelqueue.domain.row_limits import refusal_params
+    from reelqueue.store.pg_sql import fenced_sql, pg_queries, positional
+
+    q = pg_queries()
+    owner = f"bench-{worker}"
+    claim_sql, claim_names = positional(q["claim_fast"].encode())
+    lock_sql, lock_names = positional(q["lock_account"].encode())
+    writes = [(event, *positional(fenced_sql(template, update, durable)), extra)
+              for event, template, update, durable, extra in (
+                  ("submitting", "one_trip_submitting", "fenced_mark_submitting", True,
+                   {"min_lease": MIN_LEASE}),
+                  ("submitted", "one_trip_submitted", "fenced_record_submitted", True, {}),
+                  ("downloading", "one_trip_fenced", "fenced_mark_downloading", False,
+                   {"output_path": None, "part": None}),
+                  ("completed", "one_trip_completed", "fenced_mark_completed", True,
+                   {"size": 1000, "sha256": "ab" * 32, "cost": None, "host": "bench",
+                    "slack": 1e-9}))]
+    done = 0
+    with psycopg.connect(url, autocommit=True, cursor_factory=psycopg.RawCursor,
+                         row_factory=dict_row) as db:
+        while True:
+            token = uuid.uuid4().hex
+            args: dict[str, Any] = {
+                "account": "acct", "token": token, "owner": owner, "lease_seconds": LEASE,
+                "now": NOW, "creates": True, "skip_batches": [], "clock": None,
+                "name": "acct", **refusal_params()}
+            with db.pipeline():
+                db.execute(q["begin"])
+                db.execute(lock_sql, [args[n] for n in lock_names])
+                cur = db.execute(claim_sql, [args[n] for n in claim_names])
+                db.execute(q["commit"])
+            row = cur.fetchone()
+            if row is None or row["id"] is None:
+                return done
+            job_id = row["id"]
+            for event, sql, names, extra in writes:
+                detail = {"client_token": uuid.uuid4().hex} if event == "submitting" else (
+                    {"provider_job_id": f"pj-{job_id}"} if event == "submitted" else {})
+                values = {**args, **extra, **detail, "id": job_id, "event": event,
+                          "detail": Jsonb(detail),
+                          "fenced_detail": Jsonb({"write": event})}
+                assert db.execute(sql, [values[n] for n in names]).fetchone() is not None
+            done += 1
 
 
 # -- raw and hand: their own schema ------------------------------------------------------
@@ -326,10 +386,11 @@ CONTENDERS: dict[str, tuple[Setup, Work]] = {
     "raw": (own_setup, raw_work),
     "hand": (own_setup, hand_work),
     "reelqueue": (reelqueue_setup, reelqueue_work),
+    "floor": (reelqueue_setup, floor_work),
     "procrastinate": (procrastinate_setup, procrastinate_work),
     "pgqueuer": (pgqueuer_setup, pgqueuer_work),
 }
-TRACED = ("raw", "hand", "reelqueue")
+TRACED = ("raw", "hand", "reelqueue", "floor")
 
 
 # -- the server and its counters ---------------------------------------------------------

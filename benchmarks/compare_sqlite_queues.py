@@ -10,6 +10,10 @@ A *job life* is what one job costs the queue once it is enqueued:
 - **ReelQueue** ``SqliteStore``, in the render worker's call order: ``claim_next_job`` ->
   ``mark_submitting`` (the durable intent) -> ``record_submitted`` (rendering) ->
   ``mark_downloading`` -> ``mark_completed``, each with its ledger row, fencing and caps.
+- **hand**: ReelQueue's own schema and named statements in the store's five transactions
+  (the same fenced updates, ledger rows and durability, the account's room counted under
+  the write lock) with one plain query for the next job and none of the store's Python:
+  the floor of this schema and these guarantees, whatever the code around them.
 - **raw**: a hand-written loop on its own two-table schema, two transactions per job
   (claim: ``UPDATE ... RETURNING`` + a ledger row; completion: ``UPDATE`` + a ledger
   row). The ratio every other line is measured against.
@@ -50,6 +54,7 @@ from _common import NOW, machine_line, median, print_table, run_forked
 
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams
+from reelqueue.store.queries import named_queries
 from reelqueue.store.sqlite import SqliteStore
 
 Setup = Callable[[Path, int], None]
@@ -93,6 +98,77 @@ def reelqueue_work(folder: Path, worker: int) -> int:
     finally:
         store.close()
     return done
+
+
+# -- hand: ReelQueue's own schema and statements, without the store's layers -------------
+def hand_work(folder: Path, worker: int) -> int:
+    """The floor of this schema and these guarantees: the store's own named statements in
+    the store's five transactions, each fenced update with its ledger row and durable where
+    the store's is (NORMAL, FULL, FULL, NORMAL, FULL; the PRAGMA before BEGIN where the
+    setting changes), the account's live renders counted under the write lock before the
+    claim; but one plain query for the next job (no spend caps, routes or paused batches)
+    and none of the store's Python (no error mapping, row readers or Job objects)."""
+    q = named_queries()
+    db = sqlite3.connect(str(folder / "journal.sqlite3"), isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout = 30000")
+    owner = f"bench-{worker}"
+    done = 0
+    full: list[bool | None] = [None]
+
+    def begin(durable: bool) -> None:
+        if full[0] is not durable:  # as the store: only when the setting changes
+            db.execute(q["synchronous_full" if durable else "synchronous_normal"])
+            full[0] = durable
+        db.execute(q["begin_write"])
+
+    def step(sql: str, args: dict[str, Any], event: str, detail: str) -> None:
+        assert db.execute(sql, args).fetchone() is not None, event
+        db.execute(q["insert_ledger"], {"now": NOW, "event": event, "job_id": args["id"],
+                                        "account": "acct", "claim_token": args["token"],
+                                        "detail": detail})
+
+    try:
+        while True:
+            token = uuid.uuid4().hex
+            begin(False)
+            room = db.execute(q["claim_account"], {"name": "acct", "now": NOW}).fetchone()
+            found = db.execute(
+                "SELECT id FROM jobs INDEXED BY jobs_queued WHERE state = 'QUEUED' AND "
+                "provider = 'mock' AND run_after <= ? ORDER BY priority DESC, id LIMIT 1",
+                (NOW,)).fetchone()
+            if found is None or room["live"] >= room["capacity"]:
+                db.execute(q["commit_write"])
+                return done
+            args = {"id": found[0], "token": token, "now": NOW}
+            step(q["claim_job"], {**args, "account": "acct", "owner": owner,
+                                  "lease_until": NOW + 600.0},
+                 "claimed", json.dumps({"owner": owner}))
+            db.execute(q["commit_write"])
+            begin(True)
+            step(q["fenced_mark_submitting"],
+                 {**args, "client_token": uuid.uuid4().hex, "min_lease": None},
+                 "submitting", "{}")
+            db.execute(q["commit_write"])
+            begin(True)
+            step(q["fenced_record_submitted"], {**args, "provider_job_id": f"pj-{found[0]}"},
+                 "submitted", "{}")
+            db.execute(q["commit_write"])
+            begin(False)
+            step(q["fenced_mark_downloading"], {**args, "output_path": None, "part": None},
+                 "downloading", "{}")
+            db.execute(q["commit_write"])
+            begin(True)
+            step(q["fenced_mark_completed"],
+                 {**args, "size": 1000, "sha256": "ab" * 32, "cost": 0.05, "host": None},
+                 "completed", "{}")
+            db.execute(q["insert_ledger"], {"now": NOW, "event": "spend", "job_id": found[0],
+                                            "account": "acct", "claim_token": token,
+                                            "detail": json.dumps({"usd": 0.05})})
+            db.execute(q["commit_write"])
+            done += 1
+    finally:
+        db.close()
 
 
 # -- raw: two transactions per job -------------------------------------------------------
@@ -239,6 +315,7 @@ def persist_work(folder: Path, worker: int) -> int:
 CONTENDERS: dict[str, tuple[Setup, Work]] = {
     "raw": (raw_setup, raw_work),
     "reelqueue": (reelqueue_setup, reelqueue_work),
+    "hand": (reelqueue_setup, hand_work),
     "huey": (huey_setup, huey_work),
     "litequeue": (litequeue_setup, litequeue_work),
     "persist-queue": (persist_setup, persist_work),
