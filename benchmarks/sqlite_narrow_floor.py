@@ -10,7 +10,7 @@ downloading, the durable completion, each fenced by the claim token with its led
 ``synchronous`` NORMAL, FULL, FULL, NORMAL, FULL as ReelQueue's store. ``--merge`` writes
 the claim and the intent in one durable transaction (four transactions, three durable).
 
-Against the raw two-transaction loop of benchmarks/compare_sqlite_queues.py, interleaved
+Against the raw two-transaction loop of benchmarks/compare_sqlite_queues.py (imported), interleaved
 rounds, medians, one process. If this loop stays under a target, no store keeping these
 guarantees in SQLite reaches it on this machine: the ceiling is the machine's, not the
 code's.
@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _common import NOW, machine_line, median
+from compare_sqlite_queues import raw_setup, raw_work
 
 NARROW = """
 CREATE TABLE jobs_wide (id INTEGER PRIMARY KEY, prompt TEXT, params TEXT, metadata TEXT,
@@ -53,14 +54,6 @@ CREATE INDEX ledger_by_event ON ledger (event, job_id)
     WHERE event = 'submitting' OR event = 'completed' OR event = 'spend';
 """
 
-RAW = """
-CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, payload TEXT NOT NULL,
-                   owner TEXT, token TEXT, updated_at REAL);
-CREATE INDEX jobs_state ON jobs (state, id);
-CREATE TABLE ledger (seq INTEGER PRIMARY KEY, at REAL, event TEXT, job_id INTEGER,
-                     detail TEXT);
-"""
-
 LIVE = ("CLAIMED", "SUBMITTING", "RENDERING", "DOWNLOADING")
 AFTER_INTENT = (
     (True, "state = 'RENDERING', provider_job_id = :x", "SUBMITTING", "submitted"),
@@ -77,26 +70,21 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def setup(path: Path, jobs: int, narrow: bool) -> None:
-    db = _open(path)
-    db.executescript(NARROW if narrow else RAW)
+def narrow_setup(folder: Path, jobs: int) -> None:
+    db = _open(folder / "narrow.sqlite3")
+    db.executescript(NARROW)
     db.execute("BEGIN")
-    if narrow:
-        db.executemany("INSERT INTO jobs_wide (id, prompt, params, metadata) "
-                       "VALUES (?, ?, '{}', '{}')",
-                       ((i, f"a red fox at sunrise #{i}") for i in range(1, jobs + 1)))
-        db.executemany("INSERT INTO job_state (id, state, provider) VALUES (?, 'QUEUED', "
-                       "'mock')", ((i,) for i in range(1, jobs + 1)))
-    else:
-        db.executemany("INSERT INTO jobs (state, payload) VALUES ('QUEUED', ?)",
-                       ((json.dumps({"prompt": f"a red fox at sunrise #{i}"}),)
-                        for i in range(jobs)))
+    db.executemany("INSERT INTO jobs_wide (id, prompt, params, metadata) "
+                   "VALUES (?, ?, '{}', '{}')",
+                   ((i, f"a red fox at sunrise #{i}") for i in range(1, jobs + 1)))
+    db.executemany("INSERT INTO job_state (id, state, provider) VALUES (?, 'QUEUED', "
+                   "'mock')", ((i,) for i in range(1, jobs + 1)))
     db.execute("COMMIT")
     db.close()
 
 
-def narrow_work(path: Path, merge: bool) -> int:
-    db = _open(path)
+def narrow_work(folder: Path, merge: bool) -> int:
+    db = _open(folder / "narrow.sqlite3")
     synchronous: list[bool | None] = [None]
 
     def begin(full: bool) -> None:
@@ -153,57 +141,28 @@ def narrow_work(path: Path, merge: bool) -> int:
         db.close()
 
 
-def raw_work(path: Path) -> int:
-    db = _open(path)
-    db.execute("PRAGMA synchronous = FULL")
-    done = 0
-    try:
-        while True:
-            token = uuid.uuid4().hex
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute(
-                "UPDATE jobs SET state = 'CLAIMED', owner = 'bench', token = ?, "
-                "updated_at = ? WHERE id = (SELECT id FROM jobs WHERE state = 'QUEUED' "
-                "ORDER BY id LIMIT 1) RETURNING id", (token, NOW)).fetchone()
-            if row is None:
-                db.execute("COMMIT")
-                return done
-            db.execute("INSERT INTO ledger (at, event, job_id, detail) VALUES "
-                       "(?, 'claimed', ?, ?)", (NOW, row[0], json.dumps({"t": token})))
-            db.execute("COMMIT")
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("UPDATE jobs SET state = 'COMPLETED', updated_at = ? "
-                       "WHERE id = ? AND token = ?", (NOW, row[0], token))
-            db.execute("INSERT INTO ledger (at, event, job_id, detail) VALUES "
-                       "(?, 'completed', ?, '{}')", (NOW, row[0]))
-            db.execute("COMMIT")
-            done += 1
-    finally:
-        db.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
     args = parser.parse_args()
-    contenders: dict[str, tuple[bool, Callable[[Path], int]]] = {
-        "raw": (False, raw_work),
-        "narrow, 5 transactions": (True, lambda p: narrow_work(p, merge=False)),
-        "narrow, claim + intent in one (4)": (True, lambda p: narrow_work(p, merge=True)),
+    contenders: dict[str, tuple[Callable[[Path, int], None], Callable[[Path], int]]] = {
+        "raw": (raw_setup, lambda folder: raw_work(folder, 0)),
+        "narrow, 5 transactions": (narrow_setup, lambda f: narrow_work(f, merge=False)),
+        "narrow, claim + intent in one (4)": (narrow_setup,
+                                              lambda f: narrow_work(f, merge=True)),
     }
     print(machine_line())
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for n in range(args.rounds):
         for name in names[n % len(names):] + names[:n % len(names)]:
-            narrow, work = contenders[name]
+            setup, work = contenders[name]
             with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
-                path = Path(scratch) / "journal.sqlite3"
-                setup(path, args.jobs, narrow)
+                setup(Path(scratch), args.jobs)
                 started = time.perf_counter()
-                done = work(path)
+                done = work(Path(scratch))
                 rates[name].append(done / (time.perf_counter() - started))
                 assert done == args.jobs, f"{name}: {done} of {args.jobs}"
     raw = rates["raw"]
