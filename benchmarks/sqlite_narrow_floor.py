@@ -7,11 +7,12 @@ in another, touched only by the completion; the ledger with its ``ledger_by_job`
 partial ``ledger_by_event``. Each job: the claim (the account's live renders counted under
 the write lock), the durable intent, the durable provider job id, the switch to
 downloading, the durable completion, each fenced by the claim token with its ledger row;
-``synchronous`` NORMAL, FULL, FULL, NORMAL, FULL as ReelQueue's store. ``--merge`` writes
-the claim and the intent in one durable transaction (four transactions, three durable).
+``synchronous`` NORMAL, FULL, FULL, NORMAL, FULL as ReelQueue's store. A second variant
+writes the claim and the intent in one durable transaction (four transactions, three
+durable); both run in every round.
 
-Against the raw two-transaction loop of benchmarks/compare_sqlite_queues.py (imported), interleaved
-rounds, medians, one process. If this loop stays under a target, no store keeping these
+Against the raw two-transaction loop of benchmarks/compare_sqlite_queues.py (imported),
+interleaved rounds, medians, one process. If this loop stays under a target, no store keeping these
 guarantees in SQLite reaches it on this machine: the ceiling is the machine's, not the
 code's.
 
