@@ -128,6 +128,15 @@ def hand_work(folder: Path, worker: int) -> int:
                                         "account": "acct", "claim_token": args["token"],
                                         "detail": detail})
 
+    # After the claim: (durable, fenced update, its own parameters, ledger event).
+    after_claim: tuple[tuple[bool, str, dict[str, Any], str], ...] = (
+        (True, "fenced_mark_submitting", {"min_lease": None}, "submitting"),
+        (True, "fenced_record_submitted", {}, "submitted"),
+        (False, "fenced_mark_downloading", {"output_path": None, "part": None},
+         "downloading"),
+        (True, "fenced_mark_completed",
+         {"size": 1000, "sha256": "ab" * 32, "cost": 0.05, "host": None}, "completed"),
+    )
     try:
         while True:
             token = uuid.uuid4().hex
@@ -140,32 +149,20 @@ def hand_work(folder: Path, worker: int) -> int:
             if found is None or room["live"] >= room["capacity"]:
                 db.execute(q["commit_write"])
                 return done
-            args = {"id": found[0], "token": token, "now": NOW}
+            args = {"id": found[0], "token": token, "now": NOW,
+                    "client_token": uuid.uuid4().hex, "provider_job_id": f"pj-{found[0]}"}
             step(q["claim_job"], {**args, "account": "acct", "owner": owner,
                                   "lease_until": NOW + 600.0},
                  "claimed", json.dumps({"owner": owner}))
             db.execute(q["commit_write"])
-            begin(True)
-            step(q["fenced_mark_submitting"],
-                 {**args, "client_token": uuid.uuid4().hex, "min_lease": None},
-                 "submitting", "{}")
-            db.execute(q["commit_write"])
-            begin(True)
-            step(q["fenced_record_submitted"], {**args, "provider_job_id": f"pj-{found[0]}"},
-                 "submitted", "{}")
-            db.execute(q["commit_write"])
-            begin(False)
-            step(q["fenced_mark_downloading"], {**args, "output_path": None, "part": None},
-                 "downloading", "{}")
-            db.execute(q["commit_write"])
-            begin(True)
-            step(q["fenced_mark_completed"],
-                 {**args, "size": 1000, "sha256": "ab" * 32, "cost": 0.05, "host": None},
-                 "completed", "{}")
-            db.execute(q["insert_ledger"], {"now": NOW, "event": "spend", "job_id": found[0],
-                                            "account": "acct", "claim_token": token,
-                                            "detail": json.dumps({"usd": 0.05})})
-            db.execute(q["commit_write"])
+            for durable, query, extra, event in after_claim:
+                begin(durable)
+                step(q[query], {**args, **extra}, event, "{}")
+                if event == "completed":  # the reported cost's spend entry, as the store's
+                    db.execute(q["insert_ledger"], {
+                        "now": NOW, "event": "spend", "job_id": found[0], "account": "acct",
+                        "claim_token": token, "detail": json.dumps({"usd": 0.05})})
+                db.execute(q["commit_write"])
             done += 1
     finally:
         db.close()
