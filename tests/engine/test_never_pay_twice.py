@@ -482,7 +482,9 @@ async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
     await engine.start()
     plan = plan_retry([1], {1: store.get_job(1)}, providers=engine.providers)  # type: ignore[dict-item]
     assert [j.id for j in plan.rerender] == [1], "said to be rendered again, with a price"
-    assert await user_commands.retry(engine, [1]) == [1]
+    assert plan.create_again == [1], "created again only once the user agrees to pay"
+    # The user agreed (the front ends pass plan.create_again): the token is dropped.
+    assert await user_commands.retry(engine, [1], reconcile=False) == [1]
     await asyncio.wait_for(engine.run_until_drained(), 20)
     await engine.stop()
     job = store.list_jobs()[0]
@@ -493,6 +495,28 @@ async def test_the_users_retry_of_an_unknown_create_is_a_deliberate_rerender(
     assert "estimated_usd" in rerender.detail
     order = events(store)
     assert order.index("deliberate_rerender") < order.index("submitting"), order
+
+
+async def test_a_retry_that_looks_first_never_creates_where_nothing_can_be_looked_for(
+        tmp_path: Path) -> None:
+    """Issue 32: a retry that keeps the client token promised "looked for first, no
+    charge". Where the account cannot be asked (a gateway's fal, a provider without a
+    list), the job is parked again and nothing is created, whatever the front end said."""
+    provider, store = died_while_submitting(tmp_path, lookup=False)
+    await drain(store, providers=install(provider))
+    engine = Engine(store, providers=install(provider), config=FAST, rng=random.Random(1))
+    await engine.start()
+    assert await user_commands.retry(engine, [1]) == [1]  # reconcile: look first
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    job = store.list_jobs()[0]
+    assert job.state == JobState.PARKED, (job, events(store))
+    assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
+    assert provider.creates == {}, "nothing created without the user's word to pay"
+    assert "deliberate_rerender" not in events(store)
+    assert "nothing was looked for and nothing was created" in (job.error_message or "")
+    last = [e for e in store.ledger(1) if e.event == "reconcile_unresolved"][-1]
+    assert last.detail["search"] == "none" and last.detail["looked"] is False
 
 
 async def test_died_while_submitting_with_lookup_is_asked_then_created_once(

@@ -14,8 +14,8 @@ async def cancel(engine: Engine, job_ids: list[int]) -> list[int]:
     return done
 
 
-async def retry(engine: Engine, job_ids: list[int]) -> list[int]:
-    done = await engine.store.requeue_jobs(job_ids, engine.clock.now())
+async def retry(engine: Engine, job_ids: list[int], *, reconcile: bool = True) -> list[int]:
+    done = await engine.store.requeue_jobs(job_ids, engine.clock.now(), reconcile=reconcile)
     await engine.changed(jobs=done)
     return done
 

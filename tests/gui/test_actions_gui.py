@@ -204,8 +204,9 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
     banner = banners.get("retry")
     assert "1 permanent failure (content policy, invalid input...) was left out" \
         in banner.text
-    assert ("1 with a submit outcome unknown on a provider that cannot be asked (the first "
-            "create may already be charged) was left out") in banner.text
+    assert ("1 with a submit outcome unknown that cannot be looked for in the provider's "
+            "records (a retry creates them again, and the first create may already be "
+            "charged) was left out") in banner.text
     assert list(banner.buttons) == ["Also retry these 2 (1 refused, 1 outcome unknown)"]
     save_screenshot(controller.window, "retry-failed-unknown-outcome")
 
@@ -215,7 +216,7 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
     assert "refused" not in " ".join([banner.text, *banner.buttons]), banner.text
     [also] = banner.buttons
     assert also == "Also retry 1 with a submit outcome unknown"
-    assert "(the first create may already be charged) was left out" in banner.text
+    assert "and the first create may already be charged) was left out" in banner.text
     banner.buttons[also].click()
     # Asked for: its re-render is priced, and the button that pays says the first create
     # may already be charged (the retry plan's words, in the text too).
@@ -223,7 +224,8 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
                 in getattr(banners.get("retry"), "buttons", {}), 10)
     banner = banners.get("retry")
     assert "1 will be rendered again (est. $0.05)" in banner.text
-    assert "for 1 of them the first create may already be charged" in banner.text
+    assert ("for 1 of them (est. $0.05) the first create may already be charged, so this "
+            "may pay twice") in banner.text
     assert table.row(ids["unknown"]).state == "PARKED", "nothing changes before the click"
     banner.buttons["Retry (est. $0.05; 1 may already be charged)"].click()
     await until(lambda: table.row(ids["unknown"]).state == "QUEUED", 10)

@@ -9,6 +9,7 @@ wakes the pump; on a journal opened alone nothing more happens).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from reelqueue.application.session import Session
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine.lost_creates import account_lost_create_search
 from reelqueue.engine.retry_plan import (
     RetryPlan,
     estimated_price,
@@ -24,9 +26,11 @@ from reelqueue.engine.retry_plan import (
     variant_spec,
 )
 from reelqueue.intake.estimate import AccountPrices
+from reelqueue.providers.base import LostCreateSearch
 from reelqueue.store.base import Prioritized, Store
 
-__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "SeedVariant", "add_seed_variants",
+__all__ = ["BatchSummary", "Prioritized", "RetryPlan", "SeedVariant", "UnknownCreate",
+           "add_seed_variants",
            "batches", "cancel", "failed_job_ids",
            "is_paused", "list_batches", "prioritize_batch", "prioritize_jobs",
            "resolve_by_creating_again", "resolve_with_render", "retry", "retry_plan",
@@ -70,20 +74,32 @@ async def retry_plan(session: Session, job_ids: list[int], *, new_seed: int | No
     return plan_retry(list(job_ids), jobs, new_seed=new_seed,
                       include_permanent=include_permanent, providers=session.providers,
                       accounts=AccountPrices.of(listed),
-                      account_settings={a.name: a.settings for a in listed},
+                      account_rows={a.name: a for a in listed},
                       create_again=create_again)
 
 
 async def retry(session: Session, job_ids: list[int], *,
-                new_seed: int | None = None, reconcile: bool = True) -> list[int]:
+                new_seed: int | None = None, reconcile: bool = True,
+                create_again: Iterable[int] = ()) -> list[int]:
     """Queue the jobs again (those of a :class:`RetryPlan`); return those requeued (a job
     that changed meanwhile is left alone), then the new jobs of the completed ones when
     ``new_seed`` is given (:func:`add_seed_variants`; one that seed already made is not
-    made again). An unknown create keeps its client
-    token to be looked for first unless ``reconcile`` is False (the user's "create it
-    again")."""
-    done = await session.journal.requeue_jobs(list(job_ids), session.clock.now(),
-                                              new_seed=new_seed, reconcile=reconcile)
+    made again).
+
+    An unknown create keeps its client token to be looked for first (where its account
+    cannot be searched, the engine parks it again and creates nothing: money fails
+    closed). Only those in ``create_again`` (the plan's ``create_again``, once the user
+    agreed to pay), or every one when ``reconcile`` is False (the user's "create it
+    again"), are rendered again, as deliberate re-renders on the record."""
+    again = set(create_again)
+    looked = [job_id for job_id in job_ids if job_id not in again]
+    now = session.clock.now()
+    done = [] if not looked else await session.journal.requeue_jobs(
+        looked, now, new_seed=new_seed, reconcile=reconcile)
+    if again:
+        done += await session.journal.requeue_jobs(
+            [job_id for job_id in job_ids if job_id in again], now, new_seed=new_seed,
+            reconcile=False)
     made: list[int] = []
     if new_seed is not None:
         rest = [job_id for job_id in dict.fromkeys(job_ids) if job_id not in done]
@@ -158,20 +174,76 @@ def _job_with_key(store: Store, batch_id: int, key: str) -> int | None:
     return next((j.id for j in store.list_jobs(batch_id=batch_id) if j.job_key == key), None)
 
 
-async def unknown_candidates(session: Session, job_id: int) -> list[dict[str, Any]]:
-    """The renders the last reconciliation of this job's unknown create found and could
-    not choose between (id, created, status). InputError when the job holds no create
-    whose outcome is unknown."""
+@dataclass(frozen=True)
+class UnknownCreate:
+    """What is known of a create whose outcome stayed unknown, for ``resolve``.
+
+    Attributes:
+        job_id: the job.
+        candidates: the renders the last look found and could not choose between (id,
+            created, status).
+        search: how its account's lost creates are found, asked of the adapter built
+            from the account as it is now (engine/lost_creates.py).
+        looked: the provider's records were read for it and gave an answer; False when
+            nothing was read (its account cannot be searched, or reading failed).
+        why: the last look's reason, in the provider's or ReelQueue's words.
+    """
+
+    job_id: int
+    candidates: list[dict[str, Any]]
+    search: LostCreateSearch
+    looked: bool
+    why: str = ""
+
+    @property
+    def words(self) -> str:
+        """What was looked for and found, in one paragraph (CLI, window, API)."""
+        job = self.job_id
+        pick = (f"Look in the provider's dashboard, then 'reelqueue resolve {job} --render "
+                f"ID' if it is there, or '--create-again' (charged again) if it is not.")
+        if self.candidates:
+            return (f"Job {job}: the provider's records hold renders that could be this "
+                    f"job's; pick one with 'reelqueue resolve {job} --render ID' (a render "
+                    "goes to at most one job), or '--create-again' if none is it.")
+        if not self.search.looks:
+            return (f"Job {job}: this provider cannot be searched for an earlier create on "
+                    "its account; nothing was looked for in its records. " + pick)
+        if not self.looked:
+            why = f" ({self.why})" if self.why else ""
+            return (f"Job {job}: the provider's records could not be read{why}; nothing "
+                    "was found and nothing is concluded. 'reelqueue retry "
+                    f"{job}' looks again (no charge). " + pick)
+        if not self.search.proves_absence:
+            return (f"Job {job}: no render was found in the provider's records, which can "
+                    "find a render but never prove one absent (fal's history lists "
+                    "finished requests only): it may still be running or be listed later. "
+                    f"'reelqueue retry {job}' looks again (no charge). " + pick)
+        why = f" ({self.why})" if self.why else ""
+        return (f"Job {job}: the provider's records were read and could not settle it"
+                f"{why}; no candidate was found. " + pick)
+
+
+async def unknown_candidates(session: Session, job_id: int) -> UnknownCreate:
+    """What the last look for this job's unknown create found: the renders it could not
+    choose between, whether anything was read, and how its account is searched now.
+    InputError when the job holds no create whose outcome is unknown."""
     job = await session.journal.get_job(job_id)
     if job is None:
         raise InputError(f"There is no job {job_id}.")
     if not _is_unknown(job):
         raise InputError(f"Job {job_id} holds no create with an unknown outcome "
                          f"({job.state.value.lower()}); nothing to resolve.")
+    account = None if job.account is None else await session.journal.get_account(job.account)
+    search = account_lost_create_search(account, session.providers)
     for entry in reversed(await session.journal.ledger(job_id)):
         if entry.event == "reconcile_unresolved":
-            return list(entry.detail.get("candidates") or [])
-    return []
+            candidates = list(entry.detail.get("candidates") or [])
+            # Entries before issue 32 do not say whether the records were read: only
+            # candidates prove it.
+            looked = bool(candidates) or entry.detail.get("looked") is True
+            return UnknownCreate(job_id, candidates, search, looked,
+                                 str(entry.detail.get("why") or ""))
+    return UnknownCreate(job_id, [], search, False)
 
 
 async def resolve_with_render(session: Session, job_id: int, provider_job_id: str) -> None:

@@ -24,18 +24,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     retry = sub.add_parser(
         "retry", help="put failed, cancelled or parked jobs back in the queue (with "
         "--new-seed, finished ones are rendered again as new jobs)",
-        description="A job whose render may still exist at the provider is read again "
-        "first (finished: downloaded, running: reattached, no charge); only a render the "
-        "provider says is gone is created again. Says what it will do and cost first.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Says what it will do and cost first; what it does depends on the row:\n"
+        "  a render kept (finished, running, parked after crashes): read again, no charge;\n"
+        "    created again only if the provider says the render is gone (priced, asked)\n"
+        "  a create whose outcome is unknown, where the account's records can be searched:\n"
+        "    looked for first, no charge; created again only if they prove it never\n"
+        "    arrived (fal's history cannot prove that: not found, it stays for you)\n"
+        "  a create whose outcome is unknown that cannot be looked for: left out by\n"
+        "    --failed and --parked; with --include-permanent or named, it is created\n"
+        "    again and may be paid twice: said with its price and asked (--yes to agree;\n"
+        "    refused without --yes when no terminal can ask)\n"
+        "  anything else (a failure before any render): rendered again, with its price")
     retry.add_argument("job_ids", nargs="*", type=int)
     retry.add_argument("--failed", action="store_true",
-                       help="every failed and parked job (permanent failures only with "
-                       "--include-permanent)")
+                       help="every failed and parked job (permanent failures and unknown "
+                       "creates that cannot be looked for only with --include-permanent)")
     retry.add_argument("--parked", action="store_true",
-                       help="every parked job: its render is read again (no new render)")
+                       help="every parked job: a kept render is read again and an unknown "
+                       "create is looked for in the provider's records (no new render, no "
+                       "charge); unknown creates that cannot be looked for are left out "
+                       "(--include-permanent creates them again, asked first)")
     retry.add_argument("--include-permanent", action="store_true",
-                       help="with --failed: also content-policy, invalid-input and "
-                       "outcome-unknown failures")
+                       help="with --failed or --parked: also content-policy and "
+                       "invalid-input failures, and unknown creates that cannot be looked "
+                       "for (created again: may be paid twice)")
     retry.add_argument("--new-seed", type=int, default=None,
                        help="a different video: every job is rendered again (paid); a "
                        "completed job is kept and a new job beside it renders the seed "
@@ -110,18 +123,27 @@ def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
         # --include-permanent (they would most likely fail again, at a price).
         plan = await jobs.retry_plan(session, ids, new_seed=args.new_seed,
                                      include_permanent=args.include_permanent
-                                     or not args.failed)
+                                     or not (args.failed or args.parked))
         ctx.print(f"Retry: {plan.summary()}")
         if not plan.job_ids:
             return plan, []
-        if plan.pays and not args.yes and sys.stdin.isatty():
-            ctx.out.write("Go ahead? [y/N] ")
-            ctx.out.flush()
-            answer = await asyncio.to_thread(sys.stdin.readline)
-            if answer.strip().lower() not in ("y", "yes"):
-                ctx.print("Nothing was changed.")
+        if plan.pays and not args.yes:
+            if sys.stdin.isatty():
+                ctx.out.write("Go ahead? [y/N] ")
+                ctx.out.flush()
+                answer = await asyncio.to_thread(sys.stdin.readline)
+                if answer.strip().lower() not in ("y", "yes"):
+                    ctx.print("Nothing was changed.")
+                    return plan, None
+            elif plan.maybe_charged:
+                # A create that may already be paid is created again only on the user's
+                # word: with no terminal to ask, that word is --yes (issue 32).
+                ctx.print("Nothing was changed: this retry may pay twice for "
+                          f"{len(plan.maybe_charged)} create(s) whose outcome is unknown; "
+                          "run it again with --yes to agree, or without naming them.")
                 return plan, None
-        done = await jobs.retry(session, plan.job_ids, new_seed=args.new_seed)
+        done = await jobs.retry(session, plan.job_ids, new_seed=args.new_seed,
+                                create_again=plan.create_again)
         for job_id in done:
             job = await session.journal.get_job(job_id)
             if job is not None and job_id not in plan.job_ids:
@@ -171,19 +193,12 @@ def handle_resolve(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print(f"Job {args.job_id} is queued to be rendered again (a deliberate "
                       "re-render, written in the ledger with its price).")
             return 0
-        candidates = await jobs.unknown_candidates(session, args.job_id)
-        if not candidates:
-            ctx.print(f"Job {args.job_id}: no candidates were found in the provider's "
-                      "records. Look in its dashboard, then 'reelqueue resolve "
-                      f"{args.job_id} --render ID' or '--create-again'.")
-            return 0
-        ctx.print(f"Job {args.job_id}: renders that could be this job's:")
-        for c in candidates:
+        unknown = await jobs.unknown_candidates(session, args.job_id)
+        ctx.print(unknown.words)
+        for c in unknown.candidates:
             created = ("" if c.get("created_at") is None else " created "
                        + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(c["created_at"])))
             ctx.print(f"  {c.get('id')}{created} ({c.get('status')})")
-        ctx.print(f"Pick one with 'reelqueue resolve {args.job_id} --render ID' (a render "
-                  "goes to at most one job), or '--create-again' if none is it.")
         return 0
 
     return int(run_on_journal(ctx, resolve))

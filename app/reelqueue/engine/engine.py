@@ -53,13 +53,12 @@ from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderCont
 from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers.base import (
     Provider,
-    ProviderConfig,
     ReconcileMethod,
     reconcile_method,
     sends_client_token,
 )
 from reelqueue.providers.builtin import builtin_registry
-from reelqueue.providers.registry import ProviderRegistry, check_base_url
+from reelqueue.providers.registry import ProviderRegistry, build_provider
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store, this_host
 from reelqueue.store.spend import local_day_start
 
@@ -642,13 +641,10 @@ class Engine:
             return None
         key = answer.key
         try:
-            base_url = account.base_url or info.default_base_url
-            if base_url:
-                base_url = check_base_url(base_url)
-            provider = info.factory(self._http, ProviderConfig(
-                account=account.name, base_url=base_url, api_key=key,
-                settings=account.settings))
-        except ReelQueueError as exc:
+            provider = build_provider(info, self._http, account=account.name,
+                                      base_url=account.base_url, api_key=key,
+                                      settings=account.settings)
+        except (ReelQueueError, ValueError) as exc:  # ValueError: an unparsable address
             log.warning("account %s cannot be used: %s", account.name, exc)
             return None
         self._providers[account.name] = (account, provider)

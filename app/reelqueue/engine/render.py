@@ -54,6 +54,7 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
     SearchableProvider,
+    lost_create_search,
     reconcile_method,
     sends_client_token,
 )
@@ -93,14 +94,16 @@ class RemoteRenderFailed(Exception):
 class SubmissionUnresolved(Exception):
     """A create may have reached the provider and asking for it failed or was not
     conclusive: the outcome is unknown, which is never read as "no" (DESIGN.md invariants
-    11, 13). ``candidates``: renders that could be it, for the user to choose from."""
+    11, 13). ``candidates``: renders that could be it, for the user to choose from;
+    ``looked``: the provider's records were read and answered (``resolve`` says so)."""
 
     def __init__(self, error: ProviderError, client_token: str,
-                 candidates: tuple[RemoteRecord, ...] = ()) -> None:
+                 candidates: tuple[RemoteRecord, ...] = (), *, looked: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
         self.client_token = client_token
         self.candidates = candidates
+        self.looked = looked  # the provider's records were read and answered
 
 
 NEVER_ARRIVED_WORDS = ("The interrupted submission never reached the provider (its records "
@@ -264,20 +267,18 @@ class RenderAttempt:
             # outcome stayed unknown): look for it in the provider's records; never create
             # blindly. On a provider that cannot be asked, only the user's retry creates
             # again, as a deliberate re-render on the record.
-            if (self.job.state == JobState.CLAIMED
-                    and reconcile_method(self.provider) == ReconcileMethod.NONE
-                    and await self._user_retry_of_an_unknown_create()):
-                await self._note_rerender_of_an_unknown_create()
-                await self._submit()
-            else:
-                # A create whose resume keeps killing the process is parked, as renders are.
-                if await self._park_if_resumes_keep_crashing():
-                    return
-                self.resume_pending = True  # noted just before the provider is asked
-                if self.job.state == JobState.CLAIMED:
-                    await self._fenced(await store.mark_submitting(
-                        self.token, self.job.client_token, now()))
-                await self._reconcile(self.job.client_token)
+            # A kept client token always means "look first": the user's retry that pays
+            # again drops it (requeue with reconcile=False, issue 32). Where this account
+            # cannot be asked, the job is parked again and nothing is created, whatever a
+            # front end promised (money fails closed).
+            # A create whose resume keeps killing the process is parked, as renders are.
+            if await self._park_if_resumes_keep_crashing():
+                return
+            self.resume_pending = True  # noted just before the provider is asked
+            if self.job.state == JobState.CLAIMED:
+                await self._fenced(await store.mark_submitting(
+                    self.token, self.job.client_token, now()))
+            await self._reconcile(self.job.client_token)
         elif self.provider_job_id is not None:
             if await self._park_if_resumes_keep_crashing():
                 return
@@ -400,10 +401,6 @@ class RenderAttempt:
             elif entry.event == "requeued" and entry.detail.get("by") == "user":
                 return entry.detail
         return None
-
-    async def _user_retry_of_an_unknown_create(self) -> bool:
-        retry = await self._user_retry_of_this_claim()
-        return bool(retry and retry.get("unresolved_client_token"))
 
     async def _note_rerender_of_an_unknown_create(self) -> None:
         """A create after the user's retry of a 'submit outcome unknown' job may pay for a
@@ -587,7 +584,8 @@ class RenderAttempt:
         method = reconcile_method(self.provider)
         if method == ReconcileMethod.NONE:
             raise SubmissionUnresolved(after_error or ProviderError(
-                "this provider cannot be asked for an earlier submission",
+                "this provider cannot be searched for an earlier create on this account; "
+                "nothing was looked for and nothing was created",
                 error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
                 client_token)
         self.unresolved = True
@@ -649,7 +647,7 @@ class RenderAttempt:
             raise SubmissionUnresolved(ProviderError(
                 f"the provider's records could not settle it: {verdict.why}",
                 error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
-                client_token, verdict.candidates)
+                client_token, verdict.candidates, looked=True)
 
     async def _record_found(self, client_token: str, provider_job_id: str) -> None:
         try:
@@ -658,7 +656,7 @@ class RenderAttempt:
             self.provider_job_id = None
             raise SubmissionUnresolved(ProviderError(
                 str(exc), error_class=ErrorClass.PERMANENT,
-                label=ErrorLabel.SUBMIT_UNKNOWN), client_token) from exc
+                label=ErrorLabel.SUBMIT_UNKNOWN), client_token, looked=True) from exc
 
     async def _create_after_absent(self, detail: dict[str, Any]) -> None:
         """The provider's records prove the earlier create never landed: this claim creates
@@ -889,6 +887,8 @@ class RenderAttempt:
                                  account=self.claim.account, claim_token=self.token.token,
                                  detail={"client_token": exc.client_token,
                                          "why": str(cause),
+                                         "search": lost_create_search(self.provider).value,
+                                         "looked": exc.looked,
                                          "candidates": [candidate_dict(c)
                                                         for c in exc.candidates]})
                 ok = await store.park_job(self.token, error, now)

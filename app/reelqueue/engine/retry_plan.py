@@ -5,11 +5,15 @@ A job that has a provider job id is read again from the provider (no charge): fi
 downloaded, running -> reattached; only a render the provider says is gone is created
 again, as a deliberate re-render written in the ledger with its estimated price. A create
 whose outcome stayed unknown is looked for in the provider's records first where the
-provider can be asked (issue 19: created again only when they show it never arrived);
-where it cannot, a retry renders it again and says the first create may already be
-charged. A job without either is rendered again. Permanent failures (content policy,
-invalid input...) and unknown creates on providers that cannot be asked are left out
-unless asked for: the same row would most likely fail the same way, at a price.
+account's adapter can look (issue 19: created again only when they show it never arrived;
+where the records can find a render but never prove one absent, as fal's, it stays unknown
+for the user when not found); where nothing can be looked for, a retry renders it again
+only when the user agrees to pay, and says the first create may already be charged. How
+each account is asked is the answer of the adapter the engine would build for it now
+(engine/lost_creates.py, issue 32), never a table of providers. A job without either is
+rendered again. Permanent failures (content policy, invalid input...) and unknown creates
+that cannot be looked for are left out unless asked for: the same row would most likely
+fail the same way, at a price.
 
 A finished video is never rendered again (DESIGN.md). A retry of a completed job *with a
 new seed* is a different video the user asked for: a new job (a *variant*) beside the
@@ -22,13 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, KnownError
-from reelqueue.domain.models import Job, JobSpec
+from reelqueue.domain.models import Account, Job, JobSpec
 from reelqueue.domain.states import JobState
+from reelqueue.engine.lost_creates import account_lost_create_search
 from reelqueue.intake.estimate import NO_ACCOUNTS, UNKNOWN, AccountPrices, money, quote_job
-from reelqueue.providers.base import ParamSpec, ReconcileMethod
+from reelqueue.providers.base import LostCreateSearch, ParamSpec
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.spend import price_of
@@ -120,11 +124,17 @@ class RetryPlan:
     reread: jobs whose render is read again first (no charge unless it is gone).
     reconcile: creates whose outcome stayed unknown, looked for in the provider's records
         first (no charge; created again only when the records show it never arrived).
+    look_only: creates whose outcome stayed unknown on an account whose records can find
+        a render but never prove one absent (fal): looked for (no charge); not found, they
+        stay unknown for the user's word, never created again by the retry.
     rerender: jobs that will be rendered (and paid for) again.
     maybe_charged: those of ``rerender`` whose first create may already be charged (an
-        unknown outcome on a provider that cannot be asked).
-    skipped_permanent: permanent failures, and unknown creates on providers that cannot
-        be asked, left out (``include_permanent`` not given).
+        unknown outcome: nothing can be looked for on its account, or the user's "create
+        it again"); the retry creates them again only with the user's agreement to pay.
+    maybe_charged_usd, maybe_charged_unpriced: the part of the price for
+        ``maybe_charged`` (of the priced ones), and how many have no price.
+    skipped_permanent: permanent failures, and unknown creates that cannot be looked for,
+        left out (``include_permanent`` not given).
     not_retryable: jobs that are not failed, cancelled or parked (left alone), and finished
         ones when no new seed is asked for (or their provider takes none).
     variants: finished jobs kept as they are, each rendered again as a new job with the
@@ -147,6 +157,9 @@ class RetryPlan:
     variants: tuple[Job, ...] = ()
     variant_usd: float = 0.0
     variant_unpriced: int = 0
+    look_only: tuple[Job, ...] = ()
+    maybe_charged_usd: float = 0.0
+    maybe_charged_unpriced: int = 0
 
     @property
     def price_text(self) -> str:
@@ -169,9 +182,16 @@ class RetryPlan:
         return bool(self.rerender or self.variants)
 
     @property
+    def create_again(self) -> list[int]:
+        """The unknown creates this retry renders again (``maybe_charged``): the front end
+        passes them to :func:`~reelqueue.application.jobs.retry` only once the user agreed
+        to pay; any other unknown create a retry queues is looked for, never created."""
+        return [j.id for j in self.maybe_charged]
+
+    @property
     def left_out_unknown(self) -> tuple[Job, ...]:
-        """Of ``skipped_permanent``: the creates whose outcome stayed unknown on a provider
-        that cannot be asked (a retry renders them again: the first may already be
+        """Of ``skipped_permanent``: the creates whose outcome stayed unknown where nothing
+        can be looked for (a retry renders them again: the first may already be
         charged)."""
         return tuple(j for j in self.skipped_permanent if _unknown(j))
 
@@ -185,15 +205,15 @@ class RetryPlan:
     def job_ids(self) -> list[int]:
         """The jobs the retry acts on (a variant's original among them: the retry adds its
         new job)."""
-        return [j.id for j in (*self.reread, *self.reconcile, *self.rerender, *self.variants)]
+        return [j.id for j in (*self.reread, *self.reconcile, *self.look_only,
+                               *self.rerender, *self.variants)]
 
     def summary(self, *, include_hint: str = "add --include-permanent to retry them too"
                 ) -> str:
         """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
         rendered again (est. $1.20)'. ``include_hint``: how to retry the jobs left out, in
         the front end's words."""
-        total = len(self.reread) + len(self.reconcile) + len(self.rerender) + len(
-            self.variants)
+        total = len(self.job_ids)
         parts = []
         if self.reread:
             parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
@@ -202,6 +222,13 @@ class RetryPlan:
             parts.append(f"{len(self.reconcile)} with a submit outcome unknown will be looked "
                          "for in the provider's records first (no charge; created again only "
                          "if they show the first create never arrived)")
+        if self.look_only:
+            n = len(self.look_only)
+            parts.append(f"{n} with a submit outcome unknown will be looked for in the "
+                         "provider's records (no charge); if not found, "
+                         f"{'they stay' if n != 1 else 'it stays'} unknown for you to "
+                         "resolve: these records can find a render but never prove one "
+                         "absent, so nothing is created again without your word")
         if self.rerender:
             price = self.price_text if not self.variants else self._price(
                 self.rerender_usd - self.variant_usd, self.unpriced - self.variant_unpriced,
@@ -216,8 +243,13 @@ class RetryPlan:
                          f"({price})")
         if self.maybe_charged:
             n = len(self.maybe_charged)
-            parts.append(f"for {n} of them the first create may already be charged (a "
-                         "submit outcome unknown on a provider that cannot be asked)")
+            unpriced = self.maybe_charged_unpriced
+            price = (f" ({self.unknown or UNKNOWN})" if unpriced == n
+                     else f" (est. {money(self.maybe_charged_usd)}"
+                     + (" + price unknown)" if unpriced else ")"))
+            parts.append(f"for {n} of them{price} the first create may already be charged, "
+                         "so this may pay twice (a submit outcome unknown that is not "
+                         "looked for first)")
         text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
                                                              if parts else "")
         if self.skipped_permanent:
@@ -229,8 +261,9 @@ class RetryPlan:
                          f"{'were' if permanent != 1 else 'was'} left out")
             if unknown:
                 text += (f"{'; ' if permanent else '. '}{unknown} with a submit outcome "
-                         "unknown on a provider that cannot be asked (the first create may "
-                         f"already be charged) {'were' if unknown != 1 else 'was'} left out")
+                         "unknown that cannot be looked for in the provider's records (a "
+                         "retry creates them again, and the first create may already be "
+                         f"charged) {'were' if unknown != 1 else 'was'} left out")
             text += f"; {include_hint}"
         if self.not_retryable:
             n = len(self.not_retryable)
@@ -249,27 +282,29 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                include_permanent: bool = True, new_seed: int | None = None,
                providers: ProviderRegistry | None = None,
                accounts: AccountPrices | None = None,
-               account_settings: Mapping[str, Mapping[str, Any]] | None = None,
+               account_rows: Mapping[str, Account] | None = None,
                create_again: bool = False) -> RetryPlan:
     """Sort the jobs a retry names. ``new_seed`` asks for a different video: every job is
     rendered again, and a completed one (of a provider that takes a seed) becomes a
     variant: kept, a new job renders the new seed. ``accounts``: the accounts' own prices
     (see :func:`estimated_price`).
-    ``account_settings``: each account's settings (how its provider is asked for an unknown
-    create may depend on them). ``create_again``: the user's explicit "render it again" of
-    unknown creates (never looked for first)."""
+    ``account_rows``: the accounts as the journal holds them now: an unknown create is
+    looked for as the adapter built from its account says (:mod:`engine.lost_creates`);
+    an account not given cannot be asked. ``create_again``: the user's explicit "render
+    it again" of unknown creates (never looked for first)."""
     registry = providers or builtin_registry()
-    settings = account_settings or {}
+    rows = account_rows or {}
+    searches: dict[str, LostCreateSearch] = {}
 
-    def askable(job: Job) -> bool:
-        try:
-            info = registry.get(job.provider)
-        except KnownError:
-            return False
-        return info.reconcile(settings.get(job.account or "", {})) != ReconcileMethod.NONE
+    def search_of(job: Job) -> LostCreateSearch:
+        name = job.account or ""
+        if name not in searches:
+            searches[name] = account_lost_create_search(rows.get(name), registry)
+        return searches[name]
 
     reread: list[Job] = []
     reconcile: list[Job] = []
+    look_only: list[Job] = []
     rerender: list[Job] = []
     maybe_charged: list[Job] = []
     skipped: list[Job] = []
@@ -282,8 +317,8 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
             variants.append(job)  # kept; a new job renders the new seed
         elif job is None or job.state not in RETRYABLE_STATES:
             other.append(job_id)
-        elif _unknown(job) and new_seed is None and not create_again and askable(job):
-            reconcile.append(job)
+        elif _unknown(job) and new_seed is None and not create_again and search_of(job).looks:
+            (reconcile if search_of(job).proves_absence else look_only).append(job)
         elif not include_permanent and (_unknown(job) or (
                 job.state == JobState.FAILED and not job.provider_job_id
                 and job.error_class == ErrorClass.PERMANENT.value)):
@@ -296,13 +331,14 @@ def plan_retry(job_ids: Iterable[int], jobs: dict[int, Job], *,
                 maybe_charged.append(job)
     usd, unpriced = estimated_price(rerender, providers, accounts)
     variant_usd, variant_unpriced = estimated_price(variants, providers, accounts)
+    maybe_usd, maybe_unpriced = estimated_price(maybe_charged, providers, accounts)
     paid = [*rerender, *variants]
     return RetryPlan(tuple(reread), tuple(rerender), tuple(skipped), tuple(other),
                      round(usd + variant_usd, 4), unpriced + variant_unpriced,
                      _unknown_words(paid, providers, accounts)
                      if unpriced + variant_unpriced else "",
                      tuple(reconcile), tuple(maybe_charged), tuple(variants), variant_usd,
-                     variant_unpriced)
+                     variant_unpriced, tuple(look_only), maybe_usd, maybe_unpriced)
 
 
 def _unknown_words(jobs: Iterable[Job], providers: ProviderRegistry | None,

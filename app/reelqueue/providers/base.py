@@ -214,6 +214,8 @@ class SearchableProvider(Protocol):
             after the latest moment a create could have been sent proves nothing.
         echo_keeps_hours: how long the provider keeps what it echoes (Replicate removes
             API inputs after an hour); None: as long as the render is listed.
+        proves_absence (optional, default True): False when the listing can find a
+            render but never prove one absent (:class:`LostCreateSearch`).
     """
 
     supports_search: bool
@@ -240,6 +242,47 @@ def reconcile_method(provider: object) -> ReconcileMethod:
     if isinstance(provider, SearchableProvider) and provider.supports_search:
         return ReconcileMethod.SEARCH
     return ReconcileMethod.NONE
+
+
+class LostCreateSearch(StrEnum):
+    """What a user can be promised about a create whose answer was lost, on one account
+    (issue 32: the retry plan, ``resolve`` and their words ask the account's adapter).
+
+    LOOKUP: found by our client token; "not found" proves it never arrived.
+    SEARCH: the account's renders are listed; a complete listing proves it never arrived.
+    SEARCH_FINDS_ONLY: the listing can find the render, never prove it absent (fal's
+        request history lists finished requests only): not found, it stays unknown for the
+        user, never created again without their word.
+    NONE: the provider cannot be asked; nothing is looked for.
+    """
+
+    LOOKUP = "lookup"
+    SEARCH = "search"
+    SEARCH_FINDS_ONLY = "search_finds_only"
+    NONE = "none"
+
+    @property
+    def looks(self) -> bool:
+        """Something is looked for in the provider's records."""
+        return self is not LostCreateSearch.NONE
+
+    @property
+    def proves_absence(self) -> bool:
+        """"Not found" can prove the create never arrived (then it is created once)."""
+        return self in (LostCreateSearch.LOOKUP, LostCreateSearch.SEARCH)
+
+
+def lost_create_search(provider: object) -> LostCreateSearch:
+    """How ``provider`` (an adapter built for one account) finds a create whose answer was
+    lost: :func:`reconcile_method`, with whether its search can prove a render absent
+    (``proves_absence``, True unless the adapter says otherwise)."""
+    method = reconcile_method(provider)
+    if method == ReconcileMethod.KEY:
+        return LostCreateSearch.LOOKUP
+    if method == ReconcileMethod.SEARCH:
+        return (LostCreateSearch.SEARCH if getattr(provider, "proves_absence", True)
+                else LostCreateSearch.SEARCH_FINDS_ONLY)
+    return LostCreateSearch.NONE
 
 
 def sends_client_token(provider: object) -> bool:

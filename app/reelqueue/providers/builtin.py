@@ -7,9 +7,6 @@ unless they are given another one (tests build their own).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
 
 from reelqueue.providers import mock
 from reelqueue.providers.adapters import (
@@ -23,36 +20,7 @@ from reelqueue.providers.adapters import (
     runway,
     veo,
 )
-from reelqueue.providers.base import ReconcileMethod
 from reelqueue.providers.registry import ProviderInfo, ProviderRegistry
-
-
-def _mock_reconcile(settings: Mapping[str, Any]) -> ReconcileMethod:
-    """The built-in mock: the account setting ``reconcile`` (key, search or none), or the
-    older ``lookup`` switch (default on: by client token)."""
-    chosen = settings.get("reconcile")
-    if chosen in ("key", "search", "none"):
-        return ReconcileMethod(chosen)
-    return ReconcileMethod.KEY if settings.get("lookup", True) else ReconcileMethod.NONE
-
-
-def _always(method: ReconcileMethod) -> Any:
-    return lambda settings: method
-
-
-# How each provider's lost creates are found again (docs/providers.md, per provider; the
-# adapters' own attributes say the same for a built adapter, which may turn a search off
-# when a gateway has no list).
-_RECONCILE = {
-    mock.KIND: _mock_reconcile,
-    kling.KIND: _always(ReconcileMethod.KEY),
-    openai_compat.KIND: _always(ReconcileMethod.SEARCH),
-    replicate.KIND: _always(ReconcileMethod.SEARCH),
-    luma_legacy.KIND: _always(ReconcileMethod.SEARCH),
-    # fal's request history lists finished requests only: it can find a render, never
-    # prove one absent (docs/reconciliation/fal.md).
-    fal.KIND: _always(ReconcileMethod.SEARCH),
-}
 
 _LISTED: tuple[ProviderInfo, ...] = (
     mock.INFO,
@@ -67,9 +35,9 @@ _LISTED: tuple[ProviderInfo, ...] = (
     openai_compat.INFO,
 )
 
-BUILTIN_PROVIDERS: tuple[ProviderInfo, ...] = tuple(
-    replace(info, reconcile=_RECONCILE[info.kind]) if info.kind in _RECONCILE else info
-    for info in _LISTED)
+# How each one finds a lost create is its adapter's to say, for the account it is built for
+# (providers.base.lost_create_search; issue 32): no table of it is kept here.
+BUILTIN_PROVIDERS: tuple[ProviderInfo, ...] = _LISTED
 
 
 @functools.cache

@@ -25,7 +25,6 @@ from reelqueue.providers.base import (
     ParamSpec,
     Provider,
     ProviderConfig,
-    ReconcileMethod,
 )
 
 ProviderFactory = Callable[[httpx.AsyncClient, ProviderConfig], Provider]
@@ -39,11 +38,6 @@ def no_rules(params: Mapping[str, Any]) -> list[ParamProblem]:
     return []
 
 
-def never_asked(settings: Mapping[str, Any]) -> ReconcileMethod:
-    """A provider that keeps no record a lost create could be found in."""
-    return ReconcileMethod.NONE
-
-
 @dataclass(frozen=True)
 class ProviderInfo:
     """Attributes:
@@ -54,9 +48,10 @@ class ProviderInfo:
     default_base_url: the API's base URL when the account gives none.
     requires_key: False only for the mock provider.
     rules: the row rules its ``params`` cannot say (checked at import and before a create).
-    reconcile: how a create whose answer was lost is found again, from the account's
-        settings (the same answer as :func:`~reelqueue.providers.base.reconcile_method` on
-        its adapter, for those who hold no adapter: the retry plan, the words).
+
+    How a lost create is found again is the built adapter's to say
+    (:func:`~reelqueue.providers.base.lost_create_search`): it may depend on the account's
+    address and settings, so nobody keeps a second table of it (issue 32).
     """
 
     kind: str
@@ -66,7 +61,20 @@ class ProviderInfo:
     default_base_url: str | None
     requires_key: bool = True
     rules: ParamRules = no_rules
-    reconcile: Callable[[Mapping[str, Any]], ReconcileMethod] = never_asked
+
+
+def build_provider(info: ProviderInfo, client: httpx.AsyncClient, *, account: str,
+                   base_url: str | None, api_key: str | None,
+                   settings: Mapping[str, Any]) -> Provider:
+    """The adapter of one account: its own address (else the provider's default, checked)
+    and settings. The engine builds every adapter it renders with here, and the retry plan
+    builds the same one (with a client that sends nothing) to ask how a lost create is
+    found. Raises ReelQueueError (or ValueError for an address that cannot be parsed)."""
+    url = base_url or info.default_base_url
+    if url:
+        url = check_base_url(url)
+    return info.factory(client, ProviderConfig(account=account, base_url=url,
+                                               api_key=api_key, settings=settings))
 
 
 class ProviderRegistry:

@@ -128,7 +128,7 @@ class QueueActions:
         # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
         # waits for the banner's button; re-reading a kept render is free and goes at once.
         plan = await self.session.retry_plan(job_ids, seed)
-        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+        if (plan.rerender_usd > 0 or plan.unpriced or plan.maybe_charged) and not confirmed:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
                      else f"est. ${plan.rerender_usd:.2f} + unknown")
@@ -140,7 +140,10 @@ class QueueActions:
                 [(f"Retry ({price})", lambda: self.spawn(
                     self.retry_now(job_ids, seed, confirmed=True), "retry"))], key="retry")
             return
-        done = await self.session.retry(job_ids, seed)
+        # Only the unknown creates the user agreed to pay for (the button) are created
+        # again; any other is looked for first, never created (issue 32).
+        done = await self.session.retry(job_ids, seed,
+                                        create_again=plan.create_again if confirmed else ())
         if not done:
             self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
                                             "can be retried (a finished one with a new "
@@ -222,7 +225,7 @@ class QueueActions:
             self.window.banners.show_banner("info", f"Retry failed: {text}", also,
                                             key="retry")
             return
-        if (plan.rerender_usd > 0 or plan.unpriced) and not confirmed:
+        if (plan.rerender_usd > 0 or plan.unpriced or plan.maybe_charged) and not confirmed:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
                      else f"est. ${plan.rerender_usd:.2f} + unknown")
@@ -235,7 +238,8 @@ class QueueActions:
                     ids, include_permanent=include_permanent, confirmed=True),
                     "retry-failed")), *also], key="retry")
             return
-        done = await self.session.retry(plan.job_ids)
+        done = await self.session.retry(plan.job_ids,
+                                        create_again=plan.create_again if confirmed else ())
         self.window.banners.show_banner(
             "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
         await self.pager.refresh_rows(done)

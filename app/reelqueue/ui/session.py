@@ -380,8 +380,10 @@ class EngineSession:
     async def cancel(self, job_ids: list[int]) -> list[int]:
         return await jobs.cancel(self.app, job_ids)
 
-    async def retry(self, job_ids: list[int], new_seed: int | None = None) -> list[int]:
-        return await jobs.retry(self.app, job_ids, new_seed=new_seed)
+    async def retry(self, job_ids: list[int], new_seed: int | None = None, *,
+                    create_again: Iterable[int] = ()) -> list[int]:
+        return await jobs.retry(self.app, job_ids, new_seed=new_seed,
+                                create_again=create_again)
 
     async def use_render(self, job_id: int, provider_job_id: str) -> None:
         await jobs.resolve_with_render(self.app, job_id, provider_job_id)

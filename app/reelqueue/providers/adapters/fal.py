@@ -213,6 +213,7 @@ class FalProvider:
             the queue is fal's own (a gateway's key is not sent to api.fal.ai), and the
             history has not answered 404/405. Its search can find a render, never rule
             one out (:meth:`search`).
+        proves_absence: False: the history can find a render, never prove one absent.
         settle_seconds: :data:`SETTLE_SECONDS`.
         echo_keeps_hours: :data:`PAYLOAD_KEEP_HOURS`.
         keeps_client_token: False; nothing of our client token is sent to fal.
@@ -220,6 +221,7 @@ class FalProvider:
 
     kind: str = KIND
     supports_lookup: bool = False
+    proves_absence: bool = False  # the history lists finished requests only
     settle_seconds: float = SETTLE_SECONDS
     echo_keeps_hours: float | None = PAYLOAD_KEEP_HOURS
     keeps_client_token: bool = False
