@@ -304,8 +304,13 @@ SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_routed
 -- candidates, and none of the providers of :free (a JSON list: those with a free slot now)
 -- ranked above it (route_order; '~' is spread: no rank). store/routing.py checks each
 -- answer exactly (the route, the spend caps). At most :limit, best first, with what the
--- spend check needs.
-SELECT j.id, j.batch_id, j.provider, j.route, json_extract(j.params, '$.seed') AS seed,
+-- spend check needs. A route over :max_route_bytes is not fetched (NULL, oversized set):
+-- the claim refuses its row (row_problem).
+SELECT j.id, j.batch_id, j.provider,
+       CASE WHEN length(CAST(j.route AS BLOB)) > :max_route_bytes THEN NULL
+            ELSE j.route END AS route,
+       length(CAST(j.route AS BLOB)) > :max_route_bytes AS oversized,
+       json_extract(j.params, '$.seed') AS seed,
        json_extract(b.settings, '$.max_spend') AS max_spend
   FROM jobs j INDEXED BY jobs_routed JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
@@ -960,19 +965,22 @@ CASE
   WHEN length(CAST(jj.job_key AS BLOB)) > :max_key_bytes
     THEN printf('its job key is %d bytes (at most %d)', length(CAST(jj.job_key AS BLOB)),
                 :max_key_bytes)
+  WHEN length(CAST(jj.route AS BLOB)) > :max_route_bytes
+    THEN printf('its route is %d bytes (at most %d)', length(CAST(jj.route AS BLOB)),
+                :max_route_bytes)
 END
 
 -- name: row_problem
 SELECT {row_problem} AS problem FROM jobs AS jj WHERE jj.id = :id;
 
 -- name: refuse_row
--- The row keeps the start of its prompt and none of its parameters (no later read fetches
--- the oversized value); its key becomes its own, so importing the sheet's row again adds
--- it afresh.
+-- The row keeps the start of its prompt and none of its parameters nor its route (no later
+-- read fetches the oversized value); its key becomes its own, so importing the sheet's row
+-- again adds it afresh.
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        prompt = substr(prompt, 1, :kept_prompt_chars), params = '{}',
        name = substr(name, 1, 200), output_path = substr(output_path, 1, 1024),
-       job_key = 'row-refused:' || id,
+       job_key = 'row-refused:' || id, route = NULL, route_order = NULL,
        error_class = 'permanent', error_label = 'invalid input', error_message = :message
  WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');

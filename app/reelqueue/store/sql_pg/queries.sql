@@ -349,8 +349,11 @@ SELECT EXISTS (SELECT 1 FROM jobs
 -- name: routed_waiting
 -- See the SQLite store's. Each row taken FOR UPDATE SKIP LOCKED: a job another machine is
 -- claiming or moving right now is stepped over.
-SELECT j.id, j.batch_id, j.provider, j.route, j.params -> 'seed' AS seed,
-       b.settings -> 'max_spend' AS max_spend
+SELECT j.id, j.batch_id, j.provider,
+       CASE WHEN octet_length(j.route) > %(max_route_bytes)s THEN NULL
+            ELSE j.route END AS route,
+       octet_length(j.route) > %(max_route_bytes)s AS oversized,
+       j.params -> 'seed' AS seed, b.settings -> 'max_spend' AS max_spend
   FROM jobs j JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
    AND j.provider_job_id IS NULL AND j.client_token IS NULL
@@ -1157,6 +1160,9 @@ CASE
   WHEN octet_length(jj.job_key) > %(max_key_bytes)s
     THEN format('its job key is %%s bytes (at most %%s)', octet_length(jj.job_key),
                 %(max_key_bytes)s)
+  WHEN octet_length(jj.route) > %(max_route_bytes)s
+    THEN format('its route is %%s bytes (at most %%s)', octet_length(jj.route),
+                %(max_route_bytes)s)
 END
 
 -- name: row_problem
@@ -1175,5 +1181,5 @@ state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
 claim_token = NULL, lease_owner = NULL, lease_until = NULL,
 prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
 name = left(name, 200), output_path = left(output_path, 1024),
-job_key = 'row-refused:' || jobs.id::text,
+job_key = 'row-refused:' || jobs.id::text, route = NULL, route_order = NULL,
 error_class = 'permanent', error_label = 'invalid input'
