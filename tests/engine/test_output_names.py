@@ -4,7 +4,9 @@ a file, a folder or a dangling link that appears at the name during the download
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,13 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.domain.states import JobState
+from reelqueue.engine.engine import Engine
 from reelqueue.engine.outputs import (
+    OUTPUT_NAME_CLEANED,
     OutputWriter,
     WrittenFile,
     free_output_name,
     is_absolute,
 )
-from tests.engine.fakes import VIDEO
+from reelqueue.store.memory import MemoryStore
+from tests.engine.fakes import VIDEO, FakeProvider, Script
+from tests.engine.test_engine import FAST, install
 
 pytestmark = pytest.mark.unit
 
@@ -126,3 +134,26 @@ def test_the_tables_paths_by_string_say_what_pathlib_says(stored: str, base: str
 
     slow = local_paths(Path(base))(stored)
     assert local_path_texts(Path(base))(stored) == (None if slow is None else str(slow))
+
+
+# -- issue 34: a name from a team database's row is made safe where the file is written ---
+async def test_a_hostile_name_in_the_journal_is_written_under_its_cleaned_name(
+        tmp_path: Path) -> None:
+    store = MemoryStore()
+    out = tmp_path / "out"
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(out)), 0)
+    hostile = "\x1b[31mclip\u202egpj.desktop"
+    store.add_jobs(batch.id, [JobSpec("k0", "p", "fake", str(out / hostile))], 0)
+    store.add_account(AccountSpec("a", "fake", 1), 0)
+    engine = Engine(store, providers=install(FakeProvider({"p": Script()})), config=FAST,
+                    rng=random.Random(1))
+    await engine.start()
+    await asyncio.wait_for(engine.run_until_drained(), 20)
+    await engine.stop()
+    engine.close_store()
+    [job] = store.list_jobs()
+    assert job.state == JobState.COMPLETED, job
+    assert sorted(p.name for p in out.iterdir()) == ["clipgpj.desktop.mp4"]
+    assert job.output_path == str(out / "clipgpj.desktop.mp4")
+    [note] = [e for e in store.ledger(job.id) if e.event == OUTPUT_NAME_CLEANED]
+    assert note.detail == {"from": hostile, "to": "clipgpj.desktop.mp4"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from reelqueue.intake.filenames import (
     check_template,
     name_from_prompt,
     render_template,
+    safe_output_name,
     sanitise_component,
 )
 
@@ -96,3 +98,46 @@ def test_name_from_prompt_takes_the_first_words() -> None:
     assert name_from_prompt("A slow aerial shot over a misty pine forest, at sunrise") == (
         "A slow aerial shot over a misty pine")
     assert name_from_prompt("x" * 100) == "x" * 40
+
+
+# -- issue 34: one function makes every output name safe, wherever the name came from ----
+HOSTILE_NAMES = {
+    "html page": ("page.html", "page.html.mp4"),
+    "desktop entry": ("launcher.desktop", "launcher.desktop.mp4"),
+    "program": ("setup.exe", "setup.exe.mp4"),
+    "ansi escapes": ("\x1b[31mred\x1b[0m\x1b]0;title\x07.mp4", "red.mp4"),
+    "control characters": ("a\x00b\x07c.mp4", "a_b_c.mp4"),
+    "c1 controls": ("a\x85b\x9bc.mp4", "abc.mp4"),
+    "right-to-left override": ("clip\u202egpj.exe", "clipgpj.exe.mp4"),
+    "reserved device": ("COM1.mp4", "COM1_.mp4"),
+    "reserved device, no suffix": ("nul", "nul_.mp4"),
+    "trailing dots and spaces": ("clip.mp4. . ", "clip.mp4"),
+    "fullwidth dots and solidus": ("\uff0e\uff0e\uff0fetc\uff3cpasswd", "etc_passwd.mp4"),
+    "two-dot leader and division slash": ("\u2025\u2215x.mp4", "x.mp4"),
+    "only dots": ("..", "video.mp4"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_NAMES))
+def test_safe_output_name_cleans_each_class_of_hostile_name(case: str) -> None:
+    name, expected = HOSTILE_NAMES[case]
+    assert safe_output_name(name) == expected
+    assert safe_output_name(expected) == expected  # a safe name is kept as it is
+
+
+def test_safe_output_name_keeps_safe_names_and_video_suffixes() -> None:
+    for name in ("001_row1.mp4", "clip (2).mp4", "take (1).webm", "a.MOV", "é.m4v"):
+        assert safe_output_name(name) == name
+
+
+def test_safe_output_name_cuts_long_names_after_nfc() -> None:
+    decomposed = "e\u0301" * 300 + ".mp4"  # 300 characters after NFC, 600 bytes
+    cleaned = safe_output_name(decomposed)
+    assert cleaned.endswith(".mp4") and len(cleaned.encode()) <= 255
+    assert cleaned == unicodedata.normalize("NFC", cleaned)
+
+
+def test_the_sheet_cleaning_takes_out_ansi_escapes_and_look_alikes() -> None:
+    """The sheet's names go through the same rules (sanitise_component)."""
+    assert sanitise_component("\x1b[1mbold\x1b[0m", "x") == "bold"
+    assert sanitise_component("a\uff0fb\u2215c", "x") == "a_b_c"

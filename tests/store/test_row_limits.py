@@ -20,6 +20,7 @@ from reelqueue.domain.row_limits import (
     MAX_JSON_DEPTH,
     MAX_PARAMS_BYTES,
     MAX_PROMPT_BYTES,
+    MAX_ROUTE_BYTES,
     REFUSAL_PREFIX,
     ROW_REFUSED,
 )
@@ -74,6 +75,7 @@ HOSTILE: dict[str, tuple[str, Callable[[], Any], str]] = {
     "params not an object": ("params", lambda: [1, 2, 3], "not a JSON object"),
     "huge name": ("name", lambda: "n" * 100_000, "its name is"),
     "huge output path": ("output_path", lambda: "o/" * 50_000, "its output path is"),
+    "huge route": ("route", lambda: "r" * (MAX_ROUTE_BYTES + 1), "its route is"),
 }
 
 
@@ -121,7 +123,7 @@ def test_a_hostile_row_is_refused_and_the_next_job_claimed(
     # Nothing oversized is kept for later reads; the key is freed for a new import.
     assert len(refused.prompt) <= 2000 and refused.params == {}
     assert len(refused.output_path) <= 1024 and len(refused.name) <= 200
-    assert refused.job_key == "row-refused:1"
+    assert refused.job_key == "row-refused:1" and refused.route is None
     entries = [e for e in store.ledger(1) if e.event == ROW_REFUSED]
     assert len(entries) == 1 and words in entries[0].detail["problem"]
     assert [e.event for e in store.ledger(1)].count("claimed") == 0
@@ -169,3 +171,22 @@ def test_many_hostile_rows_do_not_stall_the_queue(sql_store: Store, tmp_path: Pa
     assert got is not None and got.job.id == 40
     failed = [j for j in store.list_jobs() if j.state == JobState.FAILED]
     assert len(failed) == 39
+
+
+def test_routed_jobs_with_huge_routes_are_refused_not_loaded(
+        sql_store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    """Three waiting jobs another provider's account may take over, each with a 50 MB
+    route (issue 34: the claim fetched them, worker 74 -> 588 MB): the claim reads no route
+    over the bound, and refuses those rows with the reason instead."""
+    store = sql_store
+    seed_store(store, tmp_path, clock.now(), jobs=3)
+    for job_id in (1, 2, 3):
+        rewrite(store, job_id, "provider", "other")
+        rewrite(store, job_id, "route", "r" * (50 * 1024 * 1024))
+        rewrite(store, job_id, "route_order", "|other|mock|")
+    assert claim(store, clock) is None
+    for job_id in (1, 2, 3):
+        refused = store.get_job(job_id)
+        assert refused is not None and refused.state == JobState.FAILED, refused
+        assert refused.error_message is not None and "its route is" in refused.error_message
+        assert refused.route is None

@@ -28,6 +28,8 @@ MAX_JSON_DEPTH = 16
 MAX_NAME_BYTES = 4 * 1024
 MAX_PATH_BYTES = 4 * 1024
 MAX_KEY_BYTES = 1024
+MAX_ROUTE_BYTES = 64_000
+"""A routed job's route (issue 24): domain/routes.py reads none longer (MAX_ROUTE_CHARS)."""
 KEPT_PROMPT_CHARS = 2000
 
 ROW_REFUSED = "row_refused"
@@ -36,7 +38,8 @@ ROW_REFUSED = "row_refused"
 ROW_LIMITS: dict[str, Any] = {
     "max_prompt_bytes": MAX_PROMPT_BYTES, "max_params_bytes": MAX_PARAMS_BYTES,
     "max_name_bytes": MAX_NAME_BYTES, "max_path_bytes": MAX_PATH_BYTES,
-    "max_key_bytes": MAX_KEY_BYTES, "kept_prompt_chars": KEPT_PROMPT_CHARS,
+    "max_key_bytes": MAX_KEY_BYTES, "max_route_bytes": MAX_ROUTE_BYTES,
+    "kept_prompt_chars": KEPT_PROMPT_CHARS,
 }
 """The bounds as the SQL of both dialects names them (``row_problem``, ``refuse_row``)."""
 

@@ -315,7 +315,12 @@ class Engine:
                 if self.config.shared_store:
                     await self._hand_back(job)
                 continue
-            claim = Claim(job, job.account, ClaimToken(job.id, job.claim_token), resumed=True)
+            # A listing cuts long values (store/listing.py): the render acts on the whole row.
+            whole = await self.store.get_job(job.id)
+            if whole is None:
+                continue
+            claim = Claim(whole, job.account, ClaimToken(job.id, job.claim_token),
+                          resumed=True)
             self._start_worker(claim, provider)
 
     async def _hand_back(self, job: Job) -> None:

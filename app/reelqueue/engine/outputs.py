@@ -39,9 +39,14 @@ from typing import Any, BinaryIO, TypeVar
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, OutputNotWritable, ProviderError
 from reelqueue.domain.models import FileCheck, Job
 from reelqueue.engine.config import EngineConfig
+from reelqueue.intake.filenames import safe_output_name
 from reelqueue.providers.download_limits import DownloadLimits, bounded, using_limits
 
 T = TypeVar("T")
+
+OUTPUT_NAME_CLEANED = "output_name_cleaned"
+"""The ledger entry of a download written under a safer name than the journal's
+(:func:`writable_output`): ``{"from": the journal's name, "to": the name written}``."""
 
 _VIDEO_BOXES = (b"ftyp", b"moov", b"mdat", b"free", b"wide", b"skip")
 _WEBM_MAGIC = b"\x1a\x45\xdf\xa3"
@@ -435,6 +440,15 @@ def resolve_output(stored: str, videos_dir: Path | None) -> Path:
     parts = path_parts(stored)
     assert parts is not None and videos_dir is not None
     return videos_dir.joinpath(*parts)
+
+
+def writable_output(stored: str, videos_dir: Path | None) -> Path:
+    """:func:`resolve_output` with its file name made safe (intake/filenames.py
+    :func:`safe_output_name`), wherever the name came from: a team database's row names
+    the file as it likes (``.html``, ``.desktop``, ANSI escapes, bidi overrides, ``CON``).
+    Where the engine writes a video; the journal then records the name written."""
+    path = resolve_output(stored, videos_dir)
+    return path.with_name(safe_output_name(path.name))
 
 
 def located_output(stored: str, videos_dir: Path | None) -> Path | None:

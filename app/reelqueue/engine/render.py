@@ -37,13 +37,15 @@ from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
 from reelqueue.engine.outputs import (
+    OUTPUT_NAME_CLEANED,
     OutputWriter,
     WrittenFile,
     free_output_name,
     part_path,
+    path_parts,
     remove_parts_of,
-    resolve_output,
     stored_name,
+    writable_output,
 )
 from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
@@ -254,7 +256,7 @@ class RenderAttempt:
         machine's videos folder. A path that would leave it (``..``, an absolute path
         outside it) fails the job, with why, before anything is sent: never written."""
         try:
-            return resolve_output(self.job.output_path, self.ctx.config.videos_dir)
+            return writable_output(self.job.output_path, self.ctx.config.videos_dir)
         except OutputNotWritable as exc:
             raise ProviderError(str(exc), error_class=ErrorClass.PERMANENT,
                                 label=ErrorLabel.DISK) from None
@@ -329,6 +331,12 @@ class RenderAttempt:
         stored = stored_name(self.job.output_path, final)
         await self._fenced(await self.ctx.store.mark_downloading(
             self.token, self._now(), output_path=stored, part=part.name))
+        if (named := path_parts(self.job.output_path)) and named[-1] != planned.name:
+            await self.ctx.store.note(  # the journal's name was not safe (issue 34)
+                OUTPUT_NAME_CLEANED, self._now(), job_id=self.job.id,
+                account=self.claim.account, claim_token=self.token.token,
+                detail={"from": named[-1][:300], "to": planned.name})
+            self.job = replace(self.job, output_path=stored)
         self._emit(JobState.DOWNLOADING)
         if final != planned:
             log.info("job %s: %s is taken by a file the journal did not record; it is kept "

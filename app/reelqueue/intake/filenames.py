@@ -25,11 +25,21 @@ from reelqueue.domain.errors import InputError
 TEMPLATE_FIELDS = ("row", "name", "seed", "model", "provider", "date", "n", "id", "batch")
 DEFAULT_TEMPLATE = "{row:03}_{name}"
 VIDEO_SUFFIX = ".mp4"
+VIDEO_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".webm"})
+"""The suffixes of what a download may be (engine/outputs.py looks_like_video)."""
 MAX_STEM_CHARS = 150
 MAX_STEM_BYTES = 200
 NAME_FROM_PROMPT_CHARS = 40
 FORBIDDEN = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 RUNS = re.compile(r"[_\s]{2,}")
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                         r"|\x1b[@-_]?")
+"""Terminal escapes (colours, cursor moves, titles): taken out whole, not just their ESC."""
+_CONFUSABLES = str.maketrans({
+    ch: "_" for ch in "\u2044\u2215\u29f8\uff0f\u2216\u29f9\ufe68\uff3c"  # / and \\
+                      "\u2024\u2025\u2026\ufe52\uff0e\u3002\uff61\ufe12"})  # dots
+"""Look-alikes of ``/``, ``\\`` and ``.`` (fullwidth solidus, division slash, one-dot
+leader...): a name cannot read as a path or as ``..``."""
 RESERVED = frozenset(
     {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$"}
     | {f"{device}{digit}" for device in ("COM", "LPT") for digit in "0123456789¹²³"}
@@ -118,9 +128,12 @@ def name_from_prompt(prompt: str) -> str:
 
 def sanitise_component(text: str, fallback: str) -> str:
     """One safe path component (without suffix) from any text."""
+    if "\x1b" in text:
+        text = ANSI_ESCAPE.sub("", text)
     if not text.isascii():
         text = unicodedata.normalize("NFC", text)
         text = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE)
+        text = text.translate(_CONFUSABLES)
     if "\n" in text:
         text = text.replace("\r\n", " ").replace("\n", " ")
     text = FORBIDDEN.sub("_", text)
@@ -134,6 +147,23 @@ def sanitise_component(text: str, fallback: str) -> str:
     if device.upper().rstrip(" ") in RESERVED:
         text = f"{device.rstrip(' ')}_{dot}{rest}"
     return text
+
+
+def safe_output_name(name: str, default_suffix: str = VIDEO_SUFFIX) -> str:
+    """A video's file name that is safe wherever it came from (a sheet, a team database's
+    row, a provider): its stem cleaned by :func:`sanitise_component` (controls and ANSI
+    escapes, bidi overrides, look-alikes of ``/``, ``\\`` and ``.``, reserved device
+    names, trailing dots and spaces, at most :data:`MAX_STEM_BYTES` bytes after NFC), and a
+    video's suffix: its own when it is one of :data:`VIDEO_SUFFIXES`, else
+    ``default_suffix`` added (``page.html`` becomes ``page.html.mp4``). A safe name is
+    returned as it is."""
+    if "\x1b" in name:
+        name = ANSI_ESCAPE.sub("", name)
+    name = unicodedata.normalize("NFC", name).rstrip(" .")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or ("." + suffix).lower() not in VIDEO_SUFFIXES or not stem.strip(" ._-"):
+        stem, suffix = name, default_suffix.lstrip(".")
+    return f"{sanitise_component(stem, 'video')}.{suffix}"
 
 
 # Unicode categories taken out of file names: controls (C0 are already forbidden; C1 are

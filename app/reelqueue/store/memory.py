@@ -45,6 +45,7 @@ from reelqueue.store.base import (
     short_lease,
     this_host,
 )
+from reelqueue.store.listing import listed_entry, listed_job
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     failure_of,
@@ -223,7 +224,8 @@ class MemoryStore:
             jobs = [j for _, j in sorted(self._jobs.items())
                     if (batch_id is None or j.batch_id == batch_id)
                     and (wanted is None or j.state in wanted)]
-        return jobs[offset:offset + limit] if limit is not None else jobs[offset:]
+        jobs = jobs[offset:offset + limit] if limit is not None else jobs[offset:]
+        return [listed_job(job) for job in jobs]
 
     def job_ids_ordered(
         self, order: str, descending: bool = False, limit: int | None = None, offset: int = 0,
@@ -973,7 +975,8 @@ class MemoryStore:
 
     def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
         with self._lock:
-            return [e for e in self._ledger if e.seq > seq][:limit]
+            entries = [e for e in self._ledger if e.seq > seq][:limit]
+        return [listed_entry(e) for e in entries]
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         with self._lock:

@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import dict_row
 
+from reelqueue.store.listing import fill_listing
+from reelqueue.store.pg_sql import pg_queries
 from reelqueue.store.postgres_support import (
     connection_error,
     describe_dsn,
@@ -39,9 +41,12 @@ STATEMENT_TIMEOUT_MS = 30_000
 
 @cache
 def api_queries() -> dict[str, str]:
-    """The ``-- name: x`` blocks of ``sql_pg/api.sql``."""
+    """The ``-- name: x`` blocks of ``sql_pg/api.sql``, its lists' columns those of the
+    store's listings (``listed_*_columns`` of ``sql_pg/queries.sql``: store/listing.py)."""
     text = resources.files("reelqueue.store").joinpath("sql_pg", "api.sql").read_text("utf-8")
-    return parse_named(text)
+    listed = {name: pg_queries()[name] for name in ("listed_job_columns",
+                                                     "listed_ledger_columns")}
+    return fill_listing({**parse_named(text), **listed})
 
 
 class PgLink:

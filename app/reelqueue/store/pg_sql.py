@@ -9,6 +9,7 @@ import re
 from functools import cache, lru_cache
 from importlib import resources
 
+from reelqueue.store.listing import fill_listing
 from reelqueue.store.queries import parse_named
 
 
@@ -20,7 +21,7 @@ def _sql_file(name: str) -> str:
 def pg_queries() -> dict[str, str]:
     """The ``-- name: x`` blocks of ``sql_pg/queries.sql`` (comment lines dropped), with
     ``{server_now}`` replaced by the ``server_now`` expression (the server's clock)."""
-    queries = parse_named(_sql_file("queries.sql"))
+    queries = fill_listing(parse_named(_sql_file("queries.sql")))
     server_now = f"({queries['server_now']})"
     # next_claimable is also claim_fast's candidate, there gated by the account's room.
     claimable = queries["next_claimable"].rstrip().rstrip(";")

@@ -13,6 +13,8 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
+from reelqueue.store.listing import fill_listing
+
 
 def _read(name: str) -> str:
     return resources.files("reelqueue.store").joinpath("sql", name).read_text("utf-8")
@@ -38,7 +40,7 @@ def parse_named(text: str) -> dict[str, str]:
 
 @cache
 def named_queries(file: str = "queries.sql") -> dict[str, str]:
-    queries = parse_named(_read(file))
+    queries = fill_listing(parse_named(_read(file)))
     problem = queries.get("row_problem_expr")
     if problem is None:
         return queries

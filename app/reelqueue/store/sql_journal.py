@@ -390,7 +390,9 @@ class SqlJournal(SqlDriver):
     # -- routing (issue 24) ------------------------------------------------------------
     def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
-        with the ``handed_over`` entry, in the claim's transaction; or None."""
+        with the ``handed_over`` entry, in the claim's transaction; or None. A routed job
+        whose route is over ``max_route_bytes`` is not fetched: its id is returned as it
+        is, for the caller's ``row_problem`` to refuse."""
         if not self._scalar("any_routed_waiting"):
             return None  # no routed job at all (the partial index answers at once)
         free = free_accounts((self.ROWS.account(r), int(r["live"]), bool(r["cooling"]))
@@ -427,11 +429,15 @@ class SqlJournal(SqlDriver):
         # refuses a better candidate's price, the first ones without that filter.
         pick = None
         for outranking in (surely_free(free, capped), []):
+            found = self._all("routed_waiting", provider=account.provider,
+                              needle=needle(account.provider), now=params.now,
+                              free=self._list(outranking), limit=ROUTED_LOOK, **ROW_LIMITS)
+            oversized = next((int(r["id"]) for r in found if r["oversized"]), None)
+            if oversized is not None:
+                return oversized  # not fetched: the claim refuses its row (row_problem)
             rows = [RoutedRow(int(r["id"]), int(r["batch_id"]), str(r["provider"]),
                               r["route"], _number(r["max_spend"]), r["seed"])
-                    for r in self._all("routed_waiting", provider=account.provider,
-                                       needle=needle(account.provider), now=params.now,
-                                       free=self._list(outranking), limit=ROUTED_LOOK)]
+                    for r in found]
             pick = pick_routed(account.provider, rows, free, may_create) if rows else None
             if pick is not None or not outranking:
                 break

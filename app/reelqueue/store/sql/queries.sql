@@ -304,8 +304,13 @@ SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_routed
 -- candidates, and none of the providers of :free (a JSON list: those with a free slot now)
 -- ranked above it (route_order; '~' is spread: no rank). store/routing.py checks each
 -- answer exactly (the route, the spend caps). At most :limit, best first, with what the
--- spend check needs.
-SELECT j.id, j.batch_id, j.provider, j.route, json_extract(j.params, '$.seed') AS seed,
+-- spend check needs. A route over :max_route_bytes is not fetched (NULL, oversized set):
+-- the claim refuses its row (row_problem).
+SELECT j.id, j.batch_id, j.provider,
+       CASE WHEN length(CAST(j.route AS BLOB)) > :max_route_bytes THEN NULL
+            ELSE j.route END AS route,
+       length(CAST(j.route AS BLOB)) > :max_route_bytes AS oversized,
+       json_extract(j.params, '$.seed') AS seed,
        json_extract(b.settings, '$.max_spend') AS max_spend
   FROM jobs j INDEXED BY jobs_routed JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
@@ -630,7 +635,7 @@ SELECT * FROM ledger WHERE job_id = :job_id ORDER BY seq;
 SELECT * FROM ledger ORDER BY seq;
 
 -- name: ledger_after
-SELECT * FROM ledger WHERE seq > :seq ORDER BY seq LIMIT :limit;
+SELECT {listed_ledger_columns} FROM ledger WHERE seq > :seq ORDER BY seq LIMIT :limit;
 
 -- name: ledger_tail
 -- The last :limit entries (of one job, or of all when :job_id is null), oldest first.
@@ -789,20 +794,102 @@ SELECT job_key FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys));
 -- name: ids_for_keys
 SELECT id FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys)) ORDER BY id;
 
+-- A listing's job columns (store/listing.py): long text cut here, on the server, with
+-- the marker '… [cut: N chars]'; a JSON document over its bound (or not JSON at all)
+-- becomes {"cut": why}; a route too long to parse is left out. Only listings: get_job and
+-- the engine's reads keep the whole row. {list_...}: LIST_LIMITS.
+-- name: listed_job_columns
+id,
+batch_id,
+CASE WHEN length(job_key) > {list_path_chars} THEN substr(job_key, 1, {list_path_chars}) || '… [cut: '
+            || length(job_key) || ' chars]' ELSE job_key END AS job_key,
+row_number,
+CASE WHEN length(name) > {list_name_chars} THEN substr(name, 1, {list_name_chars}) || '… [cut: '
+            || length(name) || ' chars]' ELSE name END AS name,
+CASE WHEN length(prompt) > {list_prompt_chars} THEN substr(prompt, 1, {list_prompt_chars}) || '… [cut: '
+            || length(prompt) || ' chars]' ELSE prompt END AS prompt,
+CASE WHEN length(provider) > {list_name_chars} THEN substr(provider, 1, {list_name_chars}) || '… [cut: '
+            || length(provider) || ' chars]' ELSE provider END AS provider,
+CASE WHEN length(CAST(params AS BLOB)) > {list_json_bytes}
+       THEN json_object('cut', length(CAST(params AS BLOB)) || ' bytes')
+     WHEN json_valid(params) = 0 THEN json_object('cut', 'not valid JSON')
+     ELSE params END AS params,
+CASE WHEN length(pinned_account) > {list_name_chars} THEN substr(pinned_account, 1, {list_name_chars}) || '… [cut: '
+            || length(pinned_account) || ' chars]' ELSE pinned_account END AS pinned_account,
+priority,
+CASE WHEN length(output_path) > {list_path_chars} THEN substr(output_path, 1, {list_path_chars}) || '… [cut: '
+            || length(output_path) || ' chars]' ELSE output_path END AS output_path,
+state,
+attempts,
+max_attempts,
+CASE WHEN length(account) > {list_name_chars} THEN substr(account, 1, {list_name_chars}) || '… [cut: '
+            || length(account) || ' chars]' ELSE account END AS account,
+CASE WHEN length(claim_token) > {list_name_chars} THEN substr(claim_token, 1, {list_name_chars}) || '… [cut: '
+            || length(claim_token) || ' chars]' ELSE claim_token END AS claim_token,
+CASE WHEN length(lease_owner) > {list_name_chars} THEN substr(lease_owner, 1, {list_name_chars}) || '… [cut: '
+            || length(lease_owner) || ' chars]' ELSE lease_owner END AS lease_owner,
+lease_until,
+CASE WHEN length(client_token) > {list_name_chars} THEN substr(client_token, 1, {list_name_chars}) || '… [cut: '
+            || length(client_token) || ' chars]' ELSE client_token END AS client_token,
+CASE WHEN length(provider_job_id) > {list_name_chars} THEN substr(provider_job_id, 1, {list_name_chars}) || '… [cut: '
+            || length(provider_job_id) || ' chars]' ELSE provider_job_id END AS provider_job_id,
+CASE WHEN length(sub_status) > {list_name_chars} THEN substr(sub_status, 1, {list_name_chars}) || '… [cut: '
+            || length(sub_status) || ' chars]' ELSE sub_status END AS sub_status,
+progress,
+run_after,
+output_size,
+CASE WHEN length(output_sha256) > {list_name_chars} THEN substr(output_sha256, 1, {list_name_chars}) || '… [cut: '
+            || length(output_sha256) || ' chars]' ELSE output_sha256 END AS output_sha256,
+cost,
+error_class,
+CASE WHEN length(error_label) > {list_name_chars} THEN substr(error_label, 1, {list_name_chars}) || '… [cut: '
+            || length(error_label) || ' chars]' ELSE error_label END AS error_label,
+CASE WHEN length(error_message) > {list_error_chars} THEN substr(error_message, 1, {list_error_chars}) || '… [cut: '
+            || length(error_message) || ' chars]' ELSE error_message END AS error_message,
+created_at,
+updated_at,
+started_at,
+finished_at,
+CASE WHEN length(CAST(metadata AS BLOB)) > {list_json_bytes}
+       THEN json_object('cut', length(CAST(metadata AS BLOB)) || ' bytes')
+     WHEN json_valid(metadata) = 0 THEN json_object('cut', 'not valid JSON')
+     ELSE metadata END AS metadata,
+CASE WHEN length(output_host) > {list_name_chars} THEN substr(output_host, 1, {list_name_chars}) || '… [cut: '
+            || length(output_host) || ' chars]' ELSE output_host END AS output_host,
+CASE WHEN length(output_part) > {list_path_chars} THEN substr(output_part, 1, {list_path_chars}) || '… [cut: '
+            || length(output_part) || ' chars]' ELSE output_part END AS output_part,
+CASE WHEN length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+
+-- A listing's ledger columns (the same policy).
+-- name: listed_ledger_columns
+seq, at,
+CASE WHEN length(event) > {list_name_chars} THEN substr(event, 1, {list_name_chars}) || '… [cut: '
+            || length(event) || ' chars]' ELSE event END AS event,
+job_id,
+CASE WHEN length(account) > {list_name_chars} THEN substr(account, 1, {list_name_chars}) || '… [cut: '
+            || length(account) || ' chars]' ELSE account END AS account,
+CASE WHEN length(claim_token) > {list_name_chars} THEN substr(claim_token, 1, {list_name_chars}) || '… [cut: '
+            || length(claim_token) || ' chars]' ELSE claim_token END AS claim_token,
+CASE WHEN length(CAST(detail AS BLOB)) > {list_json_bytes}
+       THEN json_object('cut', length(CAST(detail AS BLOB)) || ' bytes')
+     WHEN json_valid(detail) = 0 THEN json_object('cut', 'not valid JSON')
+     ELSE detail END AS detail
+
 -- list_jobs: one statement per filter, so each is planned with its own index (a batch's
 -- jobs by jobs_by_batch). :states is a JSON list; :limit -1 is no limit.
 -- name: list_jobs
-SELECT * FROM jobs ORDER BY id LIMIT :limit OFFSET :offset;
+SELECT {listed_job_columns} FROM jobs ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_of_batch
-SELECT * FROM jobs WHERE batch_id = :batch_id ORDER BY id LIMIT :limit OFFSET :offset;
+SELECT {listed_job_columns} FROM jobs WHERE batch_id = :batch_id
+ ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_in_states
-SELECT * FROM jobs WHERE state IN (SELECT value FROM json_each(:states))
+SELECT {listed_job_columns} FROM jobs WHERE state IN (SELECT value FROM json_each(:states))
  ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_of_batch_in_states
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE batch_id = :batch_id AND state IN (SELECT value FROM json_each(:states))
  ORDER BY id LIMIT :limit OFFSET :offset;
 
@@ -812,19 +899,19 @@ SELECT * FROM jobs WHERE job_key = :job_key;
 
 -- name: reader_jobs_after
 -- Keyset pagination by id; :any_state true reads every state, else those of :states.
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE id > :after_id
    AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
  ORDER BY id LIMIT :limit;
 
 -- name: reader_jobs_after_of_batch
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE batch_id = :batch_id AND id > :after_id
    AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
  ORDER BY id LIMIT :limit;
 
 -- name: reader_ledger_after
-SELECT * FROM ledger
+SELECT {listed_ledger_columns} FROM ledger
  WHERE seq > :seq AND (job_id IS NOT NULL OR account IS NOT NULL)
  ORDER BY seq LIMIT :limit;
 
@@ -878,19 +965,22 @@ CASE
   WHEN length(CAST(jj.job_key AS BLOB)) > :max_key_bytes
     THEN printf('its job key is %d bytes (at most %d)', length(CAST(jj.job_key AS BLOB)),
                 :max_key_bytes)
+  WHEN length(CAST(jj.route AS BLOB)) > :max_route_bytes
+    THEN printf('its route is %d bytes (at most %d)', length(CAST(jj.route AS BLOB)),
+                :max_route_bytes)
 END
 
 -- name: row_problem
 SELECT {row_problem} AS problem FROM jobs AS jj WHERE jj.id = :id;
 
 -- name: refuse_row
--- The row keeps the start of its prompt and none of its parameters (no later read fetches
--- the oversized value); its key becomes its own, so importing the sheet's row again adds
--- it afresh.
+-- The row keeps the start of its prompt and none of its parameters nor its route (no later
+-- read fetches the oversized value); its key becomes its own, so importing the sheet's row
+-- again adds it afresh.
 UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        claim_token = NULL, lease_owner = NULL, lease_until = NULL,
        prompt = substr(prompt, 1, :kept_prompt_chars), params = '{}',
        name = substr(name, 1, 200), output_path = substr(output_path, 1, 1024),
-       job_key = 'row-refused:' || id,
+       job_key = 'row-refused:' || id, route = NULL, route_order = NULL,
        error_class = 'permanent', error_label = 'invalid input', error_message = :message
  WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');

@@ -11,12 +11,12 @@ SELECT job_key FROM jobs WHERE job_key = ANY(%(keys)s);
 
 -- name: jobs_after
 -- Keyset pagination by id; %(any_state)s true reads every state, else those of %(states)s.
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE id > %(after_id)s AND (%(any_state)s OR state = ANY(%(states)s))
  ORDER BY id LIMIT %(limit)s;
 
 -- name: jobs_after_of_batch
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE batch_id = %(batch_id)s AND id > %(after_id)s
    AND (%(any_state)s OR state = ANY(%(states)s))
  ORDER BY id LIMIT %(limit)s;
@@ -24,7 +24,8 @@ SELECT * FROM jobs
 -- name: ledger_after
 -- Every entry after %(seq)s, shown or not (an entry about neither a job nor an account is
 -- not shown, but its seq is not a gap: pg_reader.py waits at a gap).
-SELECT *, (job_id IS NOT NULL OR account IS NOT NULL) AS shown FROM ledger
+SELECT {listed_ledger_columns},
+       (job_id IS NOT NULL OR account IS NOT NULL) AS shown FROM ledger
  WHERE seq > %(seq)s
  ORDER BY seq LIMIT %(limit)s;
 

@@ -349,8 +349,11 @@ SELECT EXISTS (SELECT 1 FROM jobs
 -- name: routed_waiting
 -- See the SQLite store's. Each row taken FOR UPDATE SKIP LOCKED: a job another machine is
 -- claiming or moving right now is stepped over.
-SELECT j.id, j.batch_id, j.provider, j.route, j.params -> 'seed' AS seed,
-       b.settings -> 'max_spend' AS max_spend
+SELECT j.id, j.batch_id, j.provider,
+       CASE WHEN octet_length(j.route) > %(max_route_bytes)s THEN NULL
+            ELSE j.route END AS route,
+       octet_length(j.route) > %(max_route_bytes)s AS oversized,
+       j.params -> 'seed' AS seed, b.settings -> 'max_spend' AS max_spend
   FROM jobs j JOIN batches b ON b.id = j.batch_id
  WHERE j.route IS NOT NULL AND j.state IN ('QUEUED', 'RETRY_WAIT')
    AND j.provider_job_id IS NULL AND j.client_token IS NULL
@@ -638,7 +641,8 @@ SELECT * FROM ledger WHERE job_id = %(job_id)s ORDER BY seq;
 SELECT * FROM ledger ORDER BY seq;
 
 -- name: ledger_after
-SELECT * FROM ledger WHERE seq > %(seq)s ORDER BY seq LIMIT %(limit)s;
+SELECT {listed_ledger_columns} FROM ledger WHERE seq > %(seq)s
+ ORDER BY seq LIMIT %(limit)s;
 
 -- name: ledger_tail
 -- The last %(limit)s entries (of one job, or of all when %(job_id)s is null), oldest first:
@@ -1007,9 +1011,107 @@ INSERT INTO reelqueue_meta (key, value)
 VALUES ('database_id', md5(random()::text || clock_timestamp()::text || pg_backend_pid()))
 ON CONFLICT (key) DO NOTHING;
 
+-- A listing's job columns (store/listing.py): long text cut here, on the server, with
+-- the marker '… [cut: N chars]'; a JSON document over its bound becomes {"cut": why}; a
+-- route too long to parse is left out. Only listings: get_job and the engine's reads
+-- keep the whole row. {list_...}: LIST_LIMITS. api.sql's lists use these blocks too.
+-- name: listed_job_columns
+id,
+batch_id,
+CASE WHEN char_length(job_key) > {list_path_chars}
+     THEN left(job_key, {list_path_chars}) || '… [cut: ' || char_length(job_key) || ' chars]'
+     ELSE job_key END AS job_key,
+row_number,
+CASE WHEN char_length(name) > {list_name_chars}
+     THEN left(name, {list_name_chars}) || '… [cut: ' || char_length(name) || ' chars]'
+     ELSE name END AS name,
+CASE WHEN char_length(prompt) > {list_prompt_chars}
+     THEN left(prompt, {list_prompt_chars}) || '… [cut: ' || char_length(prompt) || ' chars]'
+     ELSE prompt END AS prompt,
+CASE WHEN char_length(provider) > {list_name_chars}
+     THEN left(provider, {list_name_chars}) || '… [cut: ' || char_length(provider) || ' chars]'
+     ELSE provider END AS provider,
+CASE WHEN octet_length(params::text) > {list_json_bytes}
+     THEN jsonb_build_object('cut', octet_length(params::text) || ' bytes')
+     ELSE params END AS params,
+CASE WHEN char_length(pinned_account) > {list_name_chars}
+     THEN left(pinned_account, {list_name_chars}) || '… [cut: ' || char_length(pinned_account) || ' chars]'
+     ELSE pinned_account END AS pinned_account,
+priority,
+CASE WHEN char_length(output_path) > {list_path_chars}
+     THEN left(output_path, {list_path_chars}) || '… [cut: ' || char_length(output_path) || ' chars]'
+     ELSE output_path END AS output_path,
+state,
+attempts,
+max_attempts,
+CASE WHEN char_length(account) > {list_name_chars}
+     THEN left(account, {list_name_chars}) || '… [cut: ' || char_length(account) || ' chars]'
+     ELSE account END AS account,
+CASE WHEN char_length(claim_token) > {list_name_chars}
+     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || char_length(claim_token) || ' chars]'
+     ELSE claim_token END AS claim_token,
+CASE WHEN char_length(lease_owner) > {list_name_chars}
+     THEN left(lease_owner, {list_name_chars}) || '… [cut: ' || char_length(lease_owner) || ' chars]'
+     ELSE lease_owner END AS lease_owner,
+lease_until,
+CASE WHEN char_length(client_token) > {list_name_chars}
+     THEN left(client_token, {list_name_chars}) || '… [cut: ' || char_length(client_token) || ' chars]'
+     ELSE client_token END AS client_token,
+CASE WHEN char_length(provider_job_id) > {list_name_chars}
+     THEN left(provider_job_id, {list_name_chars}) || '… [cut: ' || char_length(provider_job_id) || ' chars]'
+     ELSE provider_job_id END AS provider_job_id,
+CASE WHEN char_length(sub_status) > {list_name_chars}
+     THEN left(sub_status, {list_name_chars}) || '… [cut: ' || char_length(sub_status) || ' chars]'
+     ELSE sub_status END AS sub_status,
+progress,
+run_after,
+output_size,
+CASE WHEN char_length(output_sha256) > {list_name_chars}
+     THEN left(output_sha256, {list_name_chars}) || '… [cut: ' || char_length(output_sha256) || ' chars]'
+     ELSE output_sha256 END AS output_sha256,
+cost,
+error_class,
+CASE WHEN char_length(error_label) > {list_name_chars}
+     THEN left(error_label, {list_name_chars}) || '… [cut: ' || char_length(error_label) || ' chars]'
+     ELSE error_label END AS error_label,
+CASE WHEN char_length(error_message) > {list_error_chars}
+     THEN left(error_message, {list_error_chars}) || '… [cut: ' || char_length(error_message) || ' chars]'
+     ELSE error_message END AS error_message,
+created_at,
+updated_at,
+started_at,
+finished_at,
+CASE WHEN octet_length(metadata::text) > {list_json_bytes}
+     THEN jsonb_build_object('cut', octet_length(metadata::text) || ' bytes')
+     ELSE metadata END AS metadata,
+CASE WHEN char_length(output_host) > {list_name_chars}
+     THEN left(output_host, {list_name_chars}) || '… [cut: ' || char_length(output_host) || ' chars]'
+     ELSE output_host END AS output_host,
+CASE WHEN char_length(output_part) > {list_path_chars}
+     THEN left(output_part, {list_path_chars}) || '… [cut: ' || char_length(output_part) || ' chars]'
+     ELSE output_part END AS output_part,
+CASE WHEN char_length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+
+-- A listing's ledger columns (the same policy).
+-- name: listed_ledger_columns
+seq, at,
+CASE WHEN char_length(event) > {list_name_chars}
+     THEN left(event, {list_name_chars}) || '… [cut: ' || char_length(event) || ' chars]'
+     ELSE event END AS event,
+job_id,
+CASE WHEN char_length(account) > {list_name_chars}
+     THEN left(account, {list_name_chars}) || '… [cut: ' || char_length(account) || ' chars]'
+     ELSE account END AS account,
+CASE WHEN char_length(claim_token) > {list_name_chars}
+     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || char_length(claim_token) || ' chars]'
+     ELSE claim_token END AS claim_token,
+CASE WHEN octet_length(detail::text) > {list_json_bytes}
+     THEN jsonb_build_object('cut', octet_length(detail::text) || ' bytes')
+     ELSE detail END AS detail
+
 -- name: list_jobs
 -- %(batch_id)s, %(states)s: NULL for all; %(limit)s NULL: no limit.
-SELECT * FROM jobs
+SELECT {listed_job_columns} FROM jobs
  WHERE (%(batch_id)s::bigint IS NULL OR batch_id = %(batch_id)s::bigint)
    AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
  ORDER BY id
@@ -1058,6 +1160,9 @@ CASE
   WHEN octet_length(jj.job_key) > %(max_key_bytes)s
     THEN format('its job key is %%s bytes (at most %%s)', octet_length(jj.job_key),
                 %(max_key_bytes)s)
+  WHEN octet_length(jj.route) > %(max_route_bytes)s
+    THEN format('its route is %%s bytes (at most %%s)', octet_length(jj.route),
+                %(max_route_bytes)s)
 END
 
 -- name: row_problem
@@ -1076,5 +1181,5 @@ state = 'FAILED', finished_at = %(now)s, updated_at = %(now)s,
 claim_token = NULL, lease_owner = NULL, lease_until = NULL,
 prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
 name = left(name, 200), output_path = left(output_path, 1024),
-job_key = 'row-refused:' || jobs.id::text,
+job_key = 'row-refused:' || jobs.id::text, route = NULL, route_order = NULL,
 error_class = 'permanent', error_label = 'invalid input'

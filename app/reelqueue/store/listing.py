@@ -1,0 +1,113 @@
+"""What a listing may carry of a row (issue 34: rows are untrusted, listings are bounded).
+
+A row of the team database is written by anyone with write access, so a listing (the
+window's table, the gallery, ``status``, the API's lists and its ledger stream, the
+manifest, an export) must not carry a value of any size: two 50 MB columns took the
+window from 144 MB to 2 GB. Every listing statement cuts long text *on the server*, in its
+SELECT (``listed_job_columns`` and ``listed_ledger_columns`` in each dialect's
+``queries.sql``), so the oversized value never crosses the wire; the memory store cuts the
+same way here (:func:`listed_job`, :func:`listed_entry`). A cut value ends with
+:func:`cut_marker`, so a reader sees that something was left out and how much.
+
+Only listings are cut. A job's single fetch (``get_job``: the detail view, ``GET
+/v1/jobs/{id}``) and every read the engine acts on (a claim, a resumed render) carry the
+whole row; the claim refuses a row over the bounds of ``domain/row_limits.py`` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.domain.routes import MAX_ROUTE_CHARS
+
+__all__ = ["CUT_KEY", "LIST_LIMITS", "cut_json", "cut_marker", "cut_text", "fill_listing",
+           "listed_entry", "listed_job"]
+
+LIST_PROMPT_CHARS = 2_000
+LIST_NAME_CHARS = 200
+"""A name, and every short word of a row (provider, account, tokens, ids, labels)."""
+LIST_PATH_CHARS = 1_024
+"""An output path, its temporary part, a job key."""
+LIST_ERROR_CHARS = 4_000
+LIST_JSON_BYTES = 16 * 1024
+"""A JSON document (parameters, metadata, a ledger entry's detail), as stored."""
+
+LIST_LIMITS: dict[str, int] = {
+    "list_prompt_chars": LIST_PROMPT_CHARS, "list_name_chars": LIST_NAME_CHARS,
+    "list_path_chars": LIST_PATH_CHARS, "list_error_chars": LIST_ERROR_CHARS,
+    "list_json_bytes": LIST_JSON_BYTES, "list_route_chars": MAX_ROUTE_CHARS,
+}
+"""The bounds as the listing SQL names them (``{list_prompt_chars}``...), filled in when
+the named queries are loaded (:func:`fill_listing`)."""
+
+CUT_KEY = "cut"
+"""The only key of the object that stands for a JSON document too large to list."""
+
+
+def cut_marker(length: int) -> str:
+    """What ends a cut text whose whole value is ``length`` characters (SQL writes the same
+    words: ``listed_job_columns``)."""
+    return f"… [cut: {length} chars]"
+
+
+def cut_text(value: str | None, limit: int) -> str | None:
+    """``value``'s first ``limit`` characters and the marker, when it is longer."""
+    if value is None or len(value) <= limit:
+        return value
+    return value[:limit] + cut_marker(len(value))
+
+
+def cut_json(value: dict[str, Any], limit: int = LIST_JSON_BYTES) -> dict[str, Any]:
+    """``value``, or ``{"cut": "N bytes"}`` when its JSON is over ``limit`` bytes."""
+    if not value:
+        return value
+    size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
+    return value if size <= limit else {CUT_KEY: f"{size} bytes"}
+
+
+def fill_listing(queries: dict[str, str]) -> dict[str, str]:
+    """``queries`` with ``{listed_job_columns}``/``{listed_ledger_columns}`` (the dialect's
+    own blocks of those names) and the bounds ``{list_...}`` filled in."""
+    blocks = {name: queries[name] for name in ("listed_job_columns", "listed_ledger_columns")
+              if name in queries}
+    for block_name in list(blocks):
+        for key, limit in LIST_LIMITS.items():
+            blocks[block_name] = blocks[block_name].replace(f"{{{key}}}", str(limit))
+    filled: dict[str, str] = {}
+    for name, text in queries.items():
+        for block_name, block in blocks.items():
+            text = text.replace(f"{{{block_name}}}", block)
+        filled[name] = text
+    return filled
+
+
+def listed_job(job: Job) -> Job:
+    """``job`` as a listing carries it (the memory store's twin of the SQL)."""
+    name, path = LIST_NAME_CHARS, LIST_PATH_CHARS
+    return dataclasses.replace(
+        job, job_key=cut_text(job.job_key, path) or "", name=cut_text(job.name, name) or "",
+        prompt=cut_text(job.prompt, LIST_PROMPT_CHARS) or "",
+        provider=cut_text(job.provider, name) or "", params=cut_json(job.params),
+        pinned_account=cut_text(job.pinned_account, name),
+        output_path=cut_text(job.output_path, path) or "",
+        account=cut_text(job.account, name), claim_token=cut_text(job.claim_token, name),
+        lease_owner=cut_text(job.lease_owner, name),
+        client_token=cut_text(job.client_token, name),
+        provider_job_id=cut_text(job.provider_job_id, name),
+        sub_status=cut_text(job.sub_status, name),
+        output_sha256=cut_text(job.output_sha256, name),
+        error_label=cut_text(job.error_label, name),
+        error_message=cut_text(job.error_message, LIST_ERROR_CHARS),
+        metadata=cut_json(job.metadata), output_host=cut_text(job.output_host, name),
+        output_part=cut_text(job.output_part, path))
+
+
+def listed_entry(entry: LedgerEntry) -> LedgerEntry:
+    """``entry`` as a listing carries it (the memory store's twin of the SQL)."""
+    name = LIST_NAME_CHARS
+    return dataclasses.replace(
+        entry, event=cut_text(entry.event, name) or "", account=cut_text(entry.account, name),
+        claim_token=cut_text(entry.claim_token, name), detail=cut_json(entry.detail))

@@ -1,0 +1,123 @@
+"""Listings are bounded (issue 34; store/listing.py): a row rewritten in the journal with
+50 MB values is listed with them cut, on the server, with a visible marker, by every store
+alike; a job's single fetch (``get_job``) keeps the whole value, and so does the claim."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reelqueue.domain.clock import FakeClock
+from reelqueue.store.base import Store
+from reelqueue.store.listing import (
+    CUT_KEY,
+    LIST_ERROR_CHARS,
+    LIST_NAME_CHARS,
+    LIST_PATH_CHARS,
+    LIST_PROMPT_CHARS,
+    cut_marker,
+)
+from reelqueue.store.memory import MemoryStore
+from tests.conftest import seed_store
+
+pytestmark = pytest.mark.unit
+
+BIG = 50 * 1024 * 1024
+
+
+def rewrite(store: Store, job_id: int, **columns: Any) -> None:
+    """What a hostile writer does: the row changed behind the store's back."""
+    if isinstance(store, MemoryStore):
+        with store._lock:
+            job = store._jobs[job_id]
+            store._jobs[job_id] = dataclasses.replace(job, **columns)
+        return
+    for column, value in columns.items():
+        if isinstance(value, dict):
+            value = json.dumps(value)
+        if type(store).__name__ == "PostgresStore":
+            cast = "::jsonb" if column in ("params", "metadata") else ""
+            with store.raw_connection() as db:  # type: ignore[attr-defined]
+                db.execute(f"UPDATE jobs SET {column} = %s{cast} WHERE id = %s",
+                           (value, job_id))
+        else:
+            store.raw_connection().execute(  # type: ignore[attr-defined]
+                f"UPDATE jobs SET {column} = ? WHERE id = ?", (value, job_id))
+
+
+def test_list_jobs_cuts_huge_values_and_get_job_keeps_them(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=2)
+    first = store.list_jobs()[0].id
+    rewrite(store, first, prompt="p" * BIG, error_message="e" * BIG, name="n" * BIG,
+            output_path="o" * (LIST_PATH_CHARS + 5))
+    listed = {job.id: job for job in store.list_jobs()}
+    job = listed[first]
+    assert job.prompt == "p" * LIST_PROMPT_CHARS + cut_marker(BIG)
+    assert job.error_message == "e" * LIST_ERROR_CHARS + cut_marker(BIG)
+    assert job.name == "n" * LIST_NAME_CHARS + cut_marker(BIG)
+    assert job.output_path == "o" * LIST_PATH_CHARS + cut_marker(LIST_PATH_CHARS + 5)
+    other = next(j for j in listed.values() if j.id != first)
+    assert other.prompt == "prompt 1" and other.name == "row1"  # short values untouched
+    # The filtered listings are cut alike.
+    assert store.list_jobs(batch_id=job.batch_id, states=[job.state])[0].prompt == job.prompt
+    whole = store.get_job(first)
+    assert whole is not None
+    assert len(whole.prompt) == len(whole.error_message or "") == len(whole.name) == BIG
+
+
+def test_list_jobs_replaces_huge_json_with_a_marker(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    job_id = store.list_jobs()[0].id
+    rewrite(store, job_id, params={"blob": "b" * 1_000_000}, metadata={"m": "x" * 100_000})
+    [job] = store.list_jobs()
+    assert set(job.params) == {CUT_KEY} and "bytes" in job.params[CUT_KEY]
+    assert set(job.metadata) == {CUT_KEY}
+    whole = store.get_job(job_id)
+    assert whole is not None and len(whole.params["blob"]) == 1_000_000
+
+
+def test_ledger_after_cuts_a_huge_detail(store: Store, tmp_path: Path,
+                                         clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    job_id = store.list_jobs()[0].id
+    store.note("note", clock.now(), job_id=job_id, detail={"huge": "d" * 1_000_000})
+    entry = store.ledger_after(0, 1_000)[-1]
+    assert entry.job_id == job_id and set(entry.detail) == {CUT_KEY}
+
+
+def test_the_api_readers_list_cut_values(store: Store, tmp_path: Path, clock: FakeClock,
+                                         request: pytest.FixtureRequest) -> None:
+    """``GET /v1/jobs`` and the event stream read through the journal readers (SQLite's
+    journal_reader.py, the team's pg_reader.py): their lists are cut alike."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory store has no reader of its own")
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    job_id = store.list_jobs()[0].id
+    rewrite(store, job_id, prompt="p" * BIG)
+    store.note("note", clock.now(), job_id=job_id, detail={"huge": "d" * 1_000_000})
+    reader: Any
+    if type(store).__name__ == "PostgresStore":
+        from reelqueue.store.pg_reader import PgJournalReader
+
+        dsn: str = request.getfixturevalue("pg_dsn")
+        reader = PgJournalReader(dsn)
+        # The reader of a team database reads the server's search path: the test's schema.
+        reader._link._conn.execute(  # type: ignore[union-attr]
+            f"SET search_path TO {store.schema}")  # type: ignore[attr-defined]
+    else:
+        from reelqueue.store.journal_reader import JournalReader
+
+        reader = JournalReader(tmp_path / "journal.sqlite3")
+    try:
+        [job] = reader.jobs_after(0, 10)
+        assert job.prompt == "p" * LIST_PROMPT_CHARS + cut_marker(BIG)
+        entries = reader.ledger_after(0, 1_000)
+        assert set(entries[-1].detail) == {CUT_KEY}
+    finally:
+        reader.close()
