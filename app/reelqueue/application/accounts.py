@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 
 from reelqueue.application.keys import check_key
 from reelqueue.application.session import Session
-from reelqueue.application.trust import AccountTrust, account_trust
+from reelqueue.application.trust import (
+    AccountTrust,
+    account_trust,
+    address_unreadable,
+    unreadable_words,
+)
 from reelqueue.credentials.binding import KeyBinding, binding_ref
 from reelqueue.credentials.keystore import key_ref_for
 from reelqueue.domain.errors import InputError, KnownError, ProviderError, account_status_for
@@ -391,6 +396,9 @@ async def confirm_account(session: Session, name: str) -> ConfirmResult:
     if not account.key_ref:
         return ConfirmResult(False, f"Account {name} has no key; there is nothing to "
                              "confirm.")
+    if address_unreadable(account.base_url):
+        return ConfirmResult(False, f"Account {name}: {unreadable_words(name)}. Nothing "
+                             "was confirmed.")
     trusted = session.trusted_keys
     await asyncio.to_thread(session.keys.load, trusted.refs_to_read([account]))
     before = trusted.binding(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import json
 import sys
 from dataclasses import replace
 
@@ -56,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add.add_argument("--model", default=None,
                      help="openai-compat only: the gateway's model for rows that name none")
     add.set_defaults(handler=handle_add)
-    commands.add_parser("list", help="list accounts").set_defaults(handler=handle_list)
+    listing = commands.add_parser("list", help="list accounts")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.set_defaults(handler=handle_list)
     remove = commands.add_parser("remove", help="remove an account and its key")
     remove.add_argument("name")
     remove.set_defaults(handler=handle_remove)
@@ -159,6 +162,14 @@ def _describe(account: Account, live: int, here: str | None = None) -> str:
             + (f": {account.status_detail}" if account.status_detail else ""))
 
 
+def _as_json(account: Account, live: int, here: str | None) -> dict[str, object]:
+    return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
+            "position": account.position, "limit": account.capacity, "running": live,
+            "enabled": account.enabled, "status": account.status.value,
+            "status_detail": account.status_detail, "own_price": accounts.own_price(account),
+            "this_machine": here}
+
+
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
     async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str]]:
         summaries = await accounts.list_accounts(session)
@@ -166,6 +177,10 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
                                                        [s.account for s in summaries])
 
     summaries, here = run_on_journal(ctx, read, lock=False)
+    if args.json:
+        ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name))
+                              for s in summaries], indent=2))
+        return 0
     if not summaries:
         ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
     for summary in summaries:
