@@ -86,7 +86,7 @@ def test_status_and_accounts_say_address_unreadable(
     assert all(ADDRESS_UNREADABLE in a["this_machine"] for a in listed)
     assert listed[0]["base_url"] == UNREADABLE
 
-    assert cli(ctx, "accounts", "confirm", "gw") == 1  # refused, in words
+    assert cli(ctx, "accounts", "confirm", "gw", "--expect-url", UNREADABLE) == 1  # refused
     captured = capsys.readouterr()
     assert ADDRESS_UNREADABLE in captured.out and "Nothing was confirmed" in captured.out
     assert "unexpected error" not in captured.err

@@ -97,6 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "confirm", help="send this machine's key of an account to the provider and address "
                         "its row names now (after it changed on the team database)")
     confirm.add_argument("name")
+    confirm.add_argument("--expect-url", default=None, metavar="URL",
+                         help="bind only if the row names this address (else refused, "
+                              "naming both); needed with --yes or without a terminal")
+    confirm.add_argument("--yes", "-y", action="store_true",
+                         help="do not ask (only with --expect-url)")
     confirm.set_defaults(handler=handle_confirm)
 
 
@@ -189,10 +194,39 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def handle_confirm(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Binds the key to the address the user saw or named, never to whatever the row
+    holds at the moment of the write: the team database may move the account meanwhile
+    (issue 34)."""
+    expect = args.expect_url
+    if expect is None and (args.yes or sys.stdin is None or not sys.stdin.isatty()):
+        why = "--yes" if args.yes else "standard input is not a terminal"
+        raise InputError(
+            f"Not confirmed ({why}): name the address you expect account {args.name} to "
+            "hold, so that an address changed meanwhile on the team database is never "
+            f"confirmed blind: reelqueue accounts confirm {args.name} --expect-url URL "
+            f"(see the address with: reelqueue accounts list).")
+
+    async def confirm(session: Session) -> accounts.ConfirmResult | None:
+        want = expect
+        if want is None:  # a terminal: show the address, then ask
+            account = await accounts.get_account(session, args.name)
+            trust = (await accounts.trust_of_accounts(session, [account]))[0]
+            want = accounts.row_address(session, account)
+            was = f" (its key here was kept for {trust.bound_to})" if trust.bound_to else ""
+            ctx.out.write(f"Account {account.name} names {trust.row_says}: {want}{was}.\n"
+                          "Send this machine's key there from now on? [y/N] ")
+            ctx.out.flush()
+            answer = await asyncio.to_thread(sys.stdin.readline, 16)
+            if answer.strip().lower() not in ("y", "yes"):
+                return None
+        return await accounts.confirm_account(session, args.name, expect_url=want)
+
     # Only this machine's keyring is written: no lock, a running engine sees it at its
     # next pass (application.trust.RECHECK_SECONDS).
-    result = run_on_journal(ctx, lambda session: accounts.confirm_account(session, args.name),
-                            lock=False)
+    result = run_on_journal(ctx, confirm, lock=False)
+    if result is None:
+        ctx.print("Nothing was confirmed.")
+        return 1
     ctx.print(result.message)
     return 0 if result.ok else 1
 
