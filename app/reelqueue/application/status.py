@@ -24,7 +24,7 @@ from reelqueue.store.spend import AccountSpend, SpendSummary, ToGo, local_day_st
 __all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "ToGo",
            "check_output_folders", "doctor", "doctor_checks", "money", "money_of",
            "needs_user", "other_instance_probe", "spend", "status", "status_data",
-           "to_go_words"]
+           "team_connection", "to_go_words"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,24 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     words = await machine_notes(session)
     for account in report.data["accounts"]:
         account["this_machine"] = words.get(account["name"])
+    report.data["team_connection"] = team_connection(session)
     return report
+
+
+def team_connection(session: Session) -> dict[str, Any] | None:
+    """Whether this machine's connection to the team database is encrypted, as its
+    connection says (libpq's ``ssl_in_use`` of the store's first connection: what the
+    ``sslmode`` asked for is not what ``prefer`` got), with the warnings of
+    ``application.team.connection_warnings``; None for the local journal."""
+    url = session.ctx.store_url
+    if url is None:
+        return None
+    from reelqueue.application.team import connection_warnings
+
+    store = session.journal.sync
+    encrypted = getattr(store, "encrypted", None)
+    return {"encrypted": encrypted if isinstance(encrypted, bool) else None,
+            "warnings": connection_warnings(url, store)}
 
 
 async def spend(session: Session) -> SpendSummary:
