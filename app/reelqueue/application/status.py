@@ -48,6 +48,9 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
     jobs = [{
         "id": j.id, "batch": j.batch_id, "row": j.row_number, "name": j.name,
         "state": j.state.value, "sub_status": j.sub_status, "attempts": j.attempts,
+        # The provider the job is with (for a routed job: the candidate it was routed to,
+        # as the export's "provider" column), and the route's providers, if any.
+        "provider": j.provider, "route": j.route.providers() if j.route is not None else None,
         "account": j.account, "provider_job_id": j.provider_job_id,
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
         "output_host": j.output_host if j.state == JobState.COMPLETED else None,
