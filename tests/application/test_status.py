@@ -3,6 +3,7 @@ status``, ``doctor`` and ``demo`` call), on a real journal in a temporary data f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,32 @@ def test_reset_demo_removes_its_journal(ctx: AppContext, tmp_path: Path) -> None
     keep.write_bytes(b"video")
     assert reset_demo(ctx) == 2
     assert not ctx.journal_path.exists() and not folders[0].exists() and keep.exists()
+
+
+def test_status_json_names_each_jobs_provider_the_routed_one_for_a_routed_job(
+        ctx: AppContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: ``status --json`` names the provider a job is with (text status and
+    export did); a routed job's is the candidate it was routed to, not its first."""
+    from reelqueue.cli import main as cli_main
+    from reelqueue.domain.models import BatchSpec, JobSpec
+    from reelqueue.domain.routes import Candidate, Route, RoutePolicy
+    from reelqueue.store.sqlite import SqliteStore
+
+    ctx.data_dir.mkdir(parents=True)
+    out = tmp_path / "out"
+    route = Route(RoutePolicy.ORDER, (Candidate("veo", refused="its parameters"),
+                                      Candidate("luma")))
+    store = SqliteStore.open(ctx.journal_path, now=1.0)
+    try:
+        batch = store.create_batch(BatchSpec("b", "sheet.csv", str(out)), 1.0)
+        store.add_jobs(batch.id, [
+            JobSpec("plain", "a cat", "runway", str(out / "1.mp4"), row_number=2),
+            JobSpec("routed", "a dog", "luma", str(out / "2.mp4"), row_number=3,
+                    route=route)], 1.0)
+    finally:
+        store.close()
+    assert cli_main.main(["--data-dir", str(ctx.data_dir), "--videos-dir",
+                          str(ctx.videos_dir), "status", "--json"]) == 0
+    jobs = json.loads(capsys.readouterr().out)["jobs"]
+    assert [(j["row"], j["provider"], j["route"]) for j in jobs] == [
+        (2, "runway", None), (3, "luma", ["veo", "luma"])]

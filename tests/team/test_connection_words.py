@@ -6,6 +6,7 @@ encrypted is said to be so, with how to require it."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,24 @@ def test_the_commands_say_the_connection_is_not_encrypted(tmp_path: Path,
                        keyring_file=tmp_path / "kr.json")
     assert refused.returncode != 0
     assert "encrypted connection" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_status_says_whether_the_team_connection_is_encrypted(tmp_path: Path,
+                                                               team_url: str) -> None:
+    """Issue 34: ``status`` (text and --json) asks the connection (the session server
+    has no TLS: ``prefer`` fell back to plain text, ``disable`` never tried)."""
+    for url, said in ((team_url, "no sslmode in its address"),
+                      (team_url + "?sslmode=disable", "sslmode=disable")):
+        text = team_cli(tmp_path, url, "status", keyring_file=tmp_path / "kr.json")
+        assert text.returncode == 0, text.stdout + text.stderr
+        assert "team database connection: NOT encrypted" in text.stdout, text.stdout
+        assert f"is not encrypted ({said})" in text.stdout
+        as_json = team_cli(tmp_path, url, "status", "--json",
+                           keyring_file=tmp_path / "kr.json")
+        assert as_json.returncode == 0, as_json.stdout + as_json.stderr
+        connection = json.loads(as_json.stdout)["team_connection"]
+        assert connection["encrypted"] is False
+        assert any(f"is not encrypted ({said})" in w for w in connection["warnings"])
 
 
 class _Opened:

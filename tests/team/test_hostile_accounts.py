@@ -291,6 +291,7 @@ def test_a_worker_on_the_team_database_waits_for_the_confirm_of_its_own_machine(
                               keyring_file=worker.keyring_file)
             assert CHANGED in listed.stdout, listed.stdout + listed.stderr
             confirmed = team_cli(worker.data, team_url, "accounts", "confirm", "victim",
+                                 "--expect-url", planted.url,
                                  keyring_file=worker.keyring_file)
             assert confirmed.returncode == 0, confirmed.stdout + confirmed.stderr
             assert planted.url in confirmed.stdout

@@ -14,8 +14,13 @@ from dataclasses import dataclass, field, replace
 
 from reelqueue.application.keys import check_key
 from reelqueue.application.session import Session
-from reelqueue.application.trust import AccountTrust, account_trust
-from reelqueue.credentials.binding import KeyBinding, binding_ref
+from reelqueue.application.trust import (
+    AccountTrust,
+    account_trust,
+    address_unreadable,
+    unreadable_words,
+)
+from reelqueue.credentials.binding import OWN_HOST, KeyBinding, binding_ref
 from reelqueue.credentials.keystore import key_ref_for
 from reelqueue.domain.errors import InputError, KnownError, ProviderError, account_status_for
 from reelqueue.domain.models import Account, AccountSpec
@@ -30,8 +35,8 @@ from reelqueue.providers.registry import check_base_url
 __all__ = ["DEFAULT_MODEL_KINDS", "AccountChange", "AccountDraft", "ConfirmResult", "KeyTestResult",
            "add_account", "check_new_account", "confirm_account", "default_model_setting",
            "get_account", "key_answer", "list_accounts", "machine_notes", "mark_ready", "own_price",
-           "parse_price_per_second", "remove_account", "test_account", "test_key",
-           "trust_of_accounts", "update_account"]
+           "parse_price_per_second", "remove_account", "row_address", "test_account",
+           "test_key", "trust_of_accounts", "update_account"]
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
 """Providers whose account names a default model (a gateway serves whatever it serves)."""
@@ -383,14 +388,51 @@ async def key_answer(session: Session, account: Account) -> KeyAnswer:
     return trusted.key_for(account, official)
 
 
-async def confirm_account(session: Session, name: str) -> ConfirmResult:
+def row_address(session: Session, account: Account) -> str:
+    """The API address ``account``'s row makes this machine send its key to: its
+    ``base_url``, else its provider's own, else :data:`OWN_HOST` (the built-in mock)."""
+    if account.base_url:
+        return account.base_url
+    try:
+        return session.providers.get(account.provider).default_base_url or OWN_HOST
+    except KnownError:
+        return OWN_HOST
+
+
+def _same_address(row: str, expected: str) -> bool:
+    """The row's address is the one the user expects (both as check_base_url keeps
+    them: a trailing "/" does not count; anything else does)."""
+    if OWN_HOST in (row, expected):
+        return row == expected
+    try:
+        return check_base_url(row.strip()) == check_base_url(expected.strip())
+    except InputError:
+        return False
+
+
+async def confirm_account(session: Session, name: str, *,
+                          expect_url: str | None = None) -> ConfirmResult:
     """``reelqueue accounts confirm NAME`` (and the window's Confirm button): bind this
     machine's key of the account to the provider kind and API host its row names now, so
-    this machine renders for it again. Nothing is written to the journal."""
+    this machine renders for it again. Nothing is written to the journal.
+
+    ``expect_url``: bind only if the row's address (:func:`row_address`) is this one;
+    otherwise refuse, naming both. The binding is built from the very row that was
+    compared, so an address changed by the team database in between is never bound."""
     account = await get_account(session, name)
     if not account.key_ref:
         return ConfirmResult(False, f"Account {name} has no key; there is nothing to "
                              "confirm.")
+    if address_unreadable(account.base_url):
+        return ConfirmResult(False, f"Account {name}: {unreadable_words(name)}. Nothing "
+                             "was confirmed.")
+    if expect_url is not None and not _same_address(row_address(session, account),
+                                                    expect_url):
+        return ConfirmResult(False, f"Account {name}: its row names "
+                             f"{row_address(session, account)}, not "
+                             f"{expect_url.strip()} (--expect-url); nothing was confirmed "
+                             "and its key is sent to neither. Check who changed it before "
+                             "confirming the address it names now.")
     trusted = session.trusted_keys
     await asyncio.to_thread(session.keys.load, trusted.refs_to_read([account]))
     before = trusted.binding(name)

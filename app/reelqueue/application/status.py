@@ -24,7 +24,7 @@ from reelqueue.store.spend import AccountSpend, SpendSummary, ToGo, local_day_st
 __all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "ToGo",
            "check_output_folders", "doctor", "doctor_checks", "money", "money_of",
            "needs_user", "other_instance_probe", "spend", "status", "status_data",
-           "to_go_words"]
+           "team_connection", "to_go_words"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
     jobs = [{
         "id": j.id, "batch": j.batch_id, "row": j.row_number, "name": j.name,
         "state": j.state.value, "sub_status": j.sub_status, "attempts": j.attempts,
+        # The provider the job is with (for a routed job: the candidate it was routed to,
+        # as the export's "provider" column), and the route's providers, if any.
+        "provider": j.provider, "route": j.route.providers() if j.route is not None else None,
         "account": j.account, "provider_job_id": j.provider_job_id,
         "output_path": j.output_path if j.state == JobState.COMPLETED else None,
         "output_host": j.output_host if j.state == JobState.COMPLETED else None,
@@ -82,7 +85,24 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     words = await machine_notes(session)
     for account in report.data["accounts"]:
         account["this_machine"] = words.get(account["name"])
+    report.data["team_connection"] = team_connection(session)
     return report
+
+
+def team_connection(session: Session) -> dict[str, Any] | None:
+    """Whether this machine's connection to the team database is encrypted, as its
+    connection says (libpq's ``ssl_in_use`` of the store's first connection: what the
+    ``sslmode`` asked for is not what ``prefer`` got), with the warnings of
+    ``application.team.connection_warnings``; None for the local journal."""
+    url = session.ctx.store_url
+    if url is None:
+        return None
+    from reelqueue.application.team import connection_warnings
+
+    store = session.journal.sync
+    encrypted = getattr(store, "encrypted", None)
+    return {"encrypted": encrypted if isinstance(encrypted, bool) else None,
+            "warnings": connection_warnings(url, store)}
 
 
 async def spend(session: Session) -> SpendSummary:

@@ -38,6 +38,7 @@ from reelqueue.application.team_store import (
     tls_defaults,
 )
 from reelqueue.application.trust import (
+    ADDRESS_UNREADABLE,
     DirectKeys,
     TrustedKeys,
     account_trust,
@@ -460,7 +461,7 @@ def keys_to_confirm(session: Session, accounts: list[Account]) -> dict[str, str]
         return session.providers.get(kind).default_base_url
 
     return {t.name: (f"its key was kept for {t.bound_to}; the journal now names {t.row_says}"
-                     if t.bound_to else t.words)
+                     if t.bound_to and not t.words.startswith(ADDRESS_UNREADABLE) else t.words)
             for t in account_trust(session.trusted_keys, accounts, official)
             if t.problem == CONFIRM}
 

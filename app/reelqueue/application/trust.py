@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from reelqueue.credentials.binding import (
     OWN_HOST,
@@ -54,9 +55,12 @@ from reelqueue.engine.account_keys import CONFIRM, NO_KEY, KeyAnswer, confirm_wo
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AccountTrust", "DirectKeys", "KeyReader", "TrustedKeys", "account_trust",
-           "carry_keys_to_team", "database_identity", "describe_binding", "keep_key",
-           "machine_words"]
+__all__ = ["ADDRESS_UNREADABLE", "AccountTrust", "DirectKeys", "KeyReader", "TrustedKeys",
+           "account_trust", "address_unreadable", "carry_keys_to_team", "database_identity",
+           "describe_binding", "keep_key", "machine_words", "unreadable_words"]
+
+ADDRESS_UNREADABLE = "address unreadable"
+"""What is shown of an account whose base URL in the journal cannot be read."""
 
 RECHECK_SECONDS = 10.0
 """How often an account waiting for confirmation has its binding read again (a confirm
@@ -74,6 +78,32 @@ def database_identity(store: object) -> str | None:
         return text
     # Anything else (a row changed by hand): still a team namespace, never the local one.
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def address_unreadable(base_url: str | None) -> bool:
+    """The account row's ``base_url`` cannot be read as an address at all (``urlsplit``
+    raises ValueError: e.g. a host holding U+FF20 FULLWIDTH COMMERCIAL AT, which NFKC
+    turns into "@"). Such a row is never used and its key never sent (invariant 15)."""
+    if not base_url:
+        return False
+    try:
+        urlsplit(base_url.strip())
+    except ValueError:
+        return True
+    return False
+
+
+def unreadable_words(name: str) -> str:
+    """What every front end says of an account whose address cannot be read."""
+    return (f"{ADDRESS_UNREADABLE}: the journal's base URL of this account cannot be read; "
+            "it is not used here and its key is sent nowhere (give it a valid one: "
+            f"reelqueue accounts set {name} --base-url https://…)")
+
+
+def _row_says(account: Account) -> str:
+    if address_unreadable(account.base_url):
+        return f"{account.provider} at an {ADDRESS_UNREADABLE}"
+    return KeyBinding.of(account.provider, account.base_url).describe()
 
 
 class KeyReader(Protocol):
@@ -204,6 +234,9 @@ class TrustedKeys:
         return _Found(key, KeyBinding.from_text(bound_text), bound_text, adopt_from, ready)
 
     def key_for(self, account: Account, official_url: str | None) -> KeyAnswer:
+        if address_unreadable(account.base_url):
+            # Checked before the keyring: nothing can be bound to, or sent to, it.
+            return KeyAnswer(problem=CONFIRM, detail=unreadable_words(account.name))
         found = self._find(account.name)
         if not found.ready:
             return KeyAnswer(problem=NO_KEY, detail="reading the keyring")
@@ -258,6 +291,8 @@ def keep_key(keystore: Any, ref: str, key: str, kind: str, base_url: str | None
 
 def describe_binding(kind: str, base_url: str | None) -> str:
     """Where a key bound to ``kind`` at ``base_url`` goes, in the user's words."""
+    if address_unreadable(base_url):
+        return f"{kind} at an {ADDRESS_UNREADABLE}"
     return KeyBinding.of(kind, base_url).describe()
 
 
@@ -316,13 +351,15 @@ def account_trust(keys: TrustedKeys, accounts: Iterable[Account],
             official = official_url(account.provider)
         except KnownError:
             official = None
-        answer = keys.key_for(account, official) if account.key_ref else KeyAnswer()
+        # An unreadable address is the account's problem with or without a key.
+        answer = (keys.key_for(account, official)
+                  if account.key_ref or address_unreadable(account.base_url) else KeyAnswer())
         bound = keys.binding(account.name) if account.key_ref else None
         out.append(AccountTrust(
             account.name, answer.problem,
             answer.detail if answer.problem is not None else "",
             bound.describe() if bound is not None else None,
-            KeyBinding.of(account.provider, account.base_url).describe()))
+            _row_says(account)))
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import json
 import sys
 from dataclasses import replace
 
@@ -56,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add.add_argument("--model", default=None,
                      help="openai-compat only: the gateway's model for rows that name none")
     add.set_defaults(handler=handle_add)
-    commands.add_parser("list", help="list accounts").set_defaults(handler=handle_list)
+    listing = commands.add_parser("list", help="list accounts")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.set_defaults(handler=handle_list)
     remove = commands.add_parser("remove", help="remove an account and its key")
     remove.add_argument("name")
     remove.set_defaults(handler=handle_remove)
@@ -94,6 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "confirm", help="send this machine's key of an account to the provider and address "
                         "its row names now (after it changed on the team database)")
     confirm.add_argument("name")
+    confirm.add_argument("--expect-url", default=None, metavar="URL",
+                         help="bind only if the row names this address (else refused, "
+                              "naming both); needed with --yes or without a terminal")
+    confirm.add_argument("--yes", "-y", action="store_true",
+                         help="do not ask (only with --expect-url)")
     confirm.set_defaults(handler=handle_confirm)
 
 
@@ -159,6 +167,14 @@ def _describe(account: Account, live: int, here: str | None = None) -> str:
             + (f": {account.status_detail}" if account.status_detail else ""))
 
 
+def _as_json(account: Account, live: int, here: str | None) -> dict[str, object]:
+    return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
+            "position": account.position, "limit": account.capacity, "running": live,
+            "enabled": account.enabled, "status": account.status.value,
+            "status_detail": account.status_detail, "own_price": accounts.own_price(account),
+            "this_machine": here}
+
+
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
     async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str]]:
         summaries = await accounts.list_accounts(session)
@@ -166,6 +182,10 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
                                                        [s.account for s in summaries])
 
     summaries, here = run_on_journal(ctx, read, lock=False)
+    if args.json:
+        ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name))
+                              for s in summaries], indent=2))
+        return 0
     if not summaries:
         ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
     for summary in summaries:
@@ -174,10 +194,39 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def handle_confirm(args: argparse.Namespace, ctx: CliContext) -> int:
+    """Binds the key to the address the user saw or named, never to whatever the row
+    holds at the moment of the write: the team database may move the account meanwhile
+    (issue 34)."""
+    expect = args.expect_url
+    if expect is None and (args.yes or sys.stdin is None or not sys.stdin.isatty()):
+        why = "--yes" if args.yes else "standard input is not a terminal"
+        raise InputError(
+            f"Not confirmed ({why}): name the address you expect account {args.name} to "
+            "hold, so that an address changed meanwhile on the team database is never "
+            f"confirmed blind: reelqueue accounts confirm {args.name} --expect-url URL "
+            f"(see the address with: reelqueue accounts list).")
+
+    async def confirm(session: Session) -> accounts.ConfirmResult | None:
+        want = expect
+        if want is None:  # a terminal: show the address, then ask
+            account = await accounts.get_account(session, args.name)
+            trust = (await accounts.trust_of_accounts(session, [account]))[0]
+            want = accounts.row_address(session, account)
+            was = f" (its key here was kept for {trust.bound_to})" if trust.bound_to else ""
+            ctx.out.write(f"Account {account.name} names {trust.row_says}: {want}{was}.\n"
+                          "Send this machine's key there from now on? [y/N] ")
+            ctx.out.flush()
+            answer = await asyncio.to_thread(sys.stdin.readline, 16)
+            if answer.strip().lower() not in ("y", "yes"):
+                return None
+        return await accounts.confirm_account(session, args.name, expect_url=want)
+
     # Only this machine's keyring is written: no lock, a running engine sees it at its
     # next pass (application.trust.RECHECK_SECONDS).
-    result = run_on_journal(ctx, lambda session: accounts.confirm_account(session, args.name),
-                            lock=False)
+    result = run_on_journal(ctx, confirm, lock=False)
+    if result is None:
+        ctx.print("Nothing was confirmed.")
+        return 1
     ctx.print(result.message)
     return 0 if result.ok else 1
 

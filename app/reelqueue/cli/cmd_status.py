@@ -38,6 +38,13 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         ctx.print(json.dumps(data, indent=2))
         return 0
+    connection = data.get("team_connection")
+    if connection is not None:
+        said = {True: "encrypted", False: "NOT encrypted"}.get(connection["encrypted"],
+                                                               "encryption unknown")
+        ctx.print(f"team database connection: {said}")
+        for line in connection["warnings"]:
+            ctx.print(f"  {line}")
     total = sum(data["by_state"].values())
     ctx.print(f"{total} jobs: " + ", ".join(
         f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")

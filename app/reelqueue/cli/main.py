@@ -16,7 +16,14 @@ from pathlib import Path
 from reelqueue import __version__
 from reelqueue.application.logs import setup_logging
 from reelqueue.application.serving import ApiRunner
-from reelqueue.cli.context import CliContext, WindowOpener, default_data_dir, default_videos_dir
+from reelqueue.cli.context import (
+    CliContext,
+    WindowOpener,
+    default_data_dir,
+    default_videos_dir,
+    remember_videos_dir,
+    remembered_videos_dir,
+)
 from reelqueue.domain.errors import HINTS, KnownError, ProviderError
 
 log = logging.getLogger("reelqueue")
@@ -102,10 +109,15 @@ def main(argv: Sequence[str] | None = None, *,
 
         argv.remove(str(sheet))
         args = parser.parse_args(argv)
-        return open_window_or_help(context_of(args, open_window, serve_api), parser,
-                                   sheet=sheet)
+        opened = _context_or_message(args, open_window, serve_api)
+        if isinstance(opened, int):
+            return opened
+        return open_window_or_help(opened, parser, sheet=sheet)
     args = parser.parse_args(argv)
-    ctx = context_of(args, open_window, serve_api)
+    found = _context_or_message(args, open_window, serve_api)
+    if isinstance(found, int):
+        return found
+    ctx = found
     if args.command is None:
         from reelqueue.cli.cmd_demo import open_window_or_help
 
@@ -132,15 +144,37 @@ def main(argv: Sequence[str] | None = None, *,
         return EXIT_BUG
 
 
+def _context_or_message(args: argparse.Namespace, open_window: WindowOpener | None,
+                        serve_api: ApiRunner | None) -> CliContext | int:
+    """:func:`context_of`, or the exit code after saying why there is none."""
+    try:
+        ctx = context_of(args, open_window, serve_api)
+    except KnownError as exc:
+        print(f"reelqueue: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    if args.videos_dir is not None and getattr(args, "needs_context", True):
+        try:
+            remember_videos_dir(ctx.data_dir, ctx.videos_dir)
+        except OSError as exc:  # a read-only data folder: the command still runs
+            print(f"reelqueue: note: the videos folder could not be remembered in "
+                  f"{ctx.data_dir} ({exc.strerror or exc}); give --videos-dir again next "
+                  "time.", file=sys.stderr)
+    return ctx
+
+
 def context_of(args: argparse.Namespace, open_window: WindowOpener | None,
                serve_api: ApiRunner | None) -> CliContext:
     """The folders and journal of ``args``, the same for a command and for the window:
-    ``--data-dir``/``REELQUEUE_DATA_DIR``, ``--videos-dir``, ``--store``/``REELQUEUE_STORE``
-    (the window opened with ``--store postgresql://…`` used to open the local queue)."""
+    ``--data-dir``/``REELQUEUE_DATA_DIR``, ``--videos-dir`` (else the one the data folder
+    remembers, else the default), ``--store``/``REELQUEUE_STORE`` (the window opened with
+    ``--store postgresql://…`` used to open the local queue). InputError when the
+    remembered videos folder cannot be used."""
     data_dir = args.data_dir or Path(os.environ.get("REELQUEUE_DATA_DIR") or default_data_dir())
-    videos_dir = args.videos_dir or default_videos_dir()
+    data_dir = data_dir.expanduser().resolve()
+    videos_dir = (args.videos_dir or remembered_videos_dir(data_dir)
+                  or default_videos_dir())
     store_url = args.store or os.environ.get("REELQUEUE_STORE") or None
-    return CliContext(data_dir=data_dir.expanduser().resolve(),
+    return CliContext(data_dir=data_dir,
                       videos_dir=videos_dir.expanduser().resolve(), open_window=open_window,
                       serve_api=serve_api, store_url=store_url)
 

@@ -125,7 +125,10 @@ class ProviderRegistry:
 
 
 def is_loopback_url(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:  # an address that cannot be read is nobody's loopback
+        return False
     if host == "localhost":
         return True
     try:
@@ -135,8 +138,18 @@ def is_loopback_url(url: str) -> bool:
 
 
 def check_base_url(url: str) -> str:
-    """Refuse a base URL that is not https, unless it points at loopback (mock, fakes)."""
-    parts = urlsplit(url)
+    """Refuse a base URL that is not https, unless it points at loopback (mock, fakes).
+
+    An address that cannot be read at all (``urlsplit`` raises ValueError, e.g. on a
+    netloc holding U+FF20 FULLWIDTH COMMERCIAL AT, whose NFKC form is "@") is refused
+    the same way, as an InputError: such a value may come from the team database
+    (DESIGN.md invariant 15) and must never take a machine down."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise InputError(
+            f"Refusing base URL {url!r}: the address cannot be read (it holds characters "
+            "no host name may hold). Give the API's address as https://host/path.") from None
     if parts.scheme == "https" and parts.hostname:
         return url.rstrip("/")
     if parts.scheme == "http" and is_loopback_url(url):
