@@ -50,8 +50,6 @@ KLING_IMAGE_ONLY = {("kling", "kling-v2-1"), ("kling", "kling-v1-5")}
 UNPRICED = {
     ("replicate", "google/veo-3.1"), ("replicate", "google/veo-3.1-fast"),
     ("replicate", "google/veo-3.1-lite"), ("openai-compat", GATEWAY_MODEL),
-    ("minimax", "MiniMax-Hailuo-2.3"), ("minimax", "MiniMax-Hailuo-2.3-Fast"),
-    ("minimax", "MiniMax-Hailuo-02"),
     *(("kling", model) for model in builtin_registry().get("kling").params.models
       if model != "kling-v3"),
 }

@@ -42,6 +42,7 @@ from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.intake import ImportOptions, plan_import
+from reelqueue.intake.estimate import UNKNOWN, quote_job
 from reelqueue.providers.adapters import minimax
 from reelqueue.providers.base import (
     ProviderConfig,
@@ -818,6 +819,83 @@ def test_registered() -> None:
     assert info.factory is minimax.create
     assert info.default_base_url == "https://api.minimax.io"
     assert builtin_registry().get("minimax").rules is minimax.extra_validation
+
+
+# -- prices (platform.minimax.io/docs/guides/pricing-paygo; SOURCE.md "Prices") ---------
+
+# The page's "Video" section, "Legacy Models": USD per whole video, as MiniMax lists them.
+PAGE_V1_PRICES = [
+    ("MiniMax-Hailuo-2.3-Fast", "768P", 6, 0.19),
+    ("MiniMax-Hailuo-2.3-Fast", "768P", 10, 0.32),
+    ("MiniMax-Hailuo-2.3-Fast", "1080P", 6, 0.33),
+    ("MiniMax-Hailuo-2.3", "768P", 6, 0.28),
+    ("MiniMax-Hailuo-2.3", "768P", 10, 0.56),
+    ("MiniMax-Hailuo-2.3", "1080P", 6, 0.49),
+    ("MiniMax-Hailuo-02", "768P", 6, 0.28),
+    ("MiniMax-Hailuo-02", "768P", 10, 0.56),
+    ("MiniMax-Hailuo-02", "1080P", 6, 0.49),
+    ("MiniMax-Hailuo-02", "512P", 6, 0.10),
+    ("MiniMax-Hailuo-02", "512P", 10, 0.15),
+]
+
+
+def quote(model: str, resolution: str | None, seconds: int) -> Any:
+    row: dict[str, Any] = {"model": model, "duration": seconds}
+    if resolution is not None:
+        row["resolution"] = resolution
+    return quote_job("minimax", row, None, minimax.PARAMS)
+
+
+@pytest.mark.parametrize(("model", "resolution", "seconds", "usd"), PAGE_V1_PRICES)
+def test_each_documented_v1_video_costs_the_pages_price(
+        model: str, resolution: str, seconds: int, usd: float) -> None:
+    for cell in (resolution, resolution.lower()):  # a sheet says "768p"
+        priced = quote(model, cell, seconds)
+        assert priced.usd == usd, (model, cell, seconds)
+        assert "pricing-paygo" in priced.source and "Legacy Models" in priced.source
+        assert "2026-12-06" in priced.source
+
+
+@pytest.mark.parametrize(("model", "resolution", "seconds"), [
+    ("MiniMax-Hailuo-2.3", "1080P", 10),       # MiniMax renders 1080P at 6 s only
+    ("MiniMax-Hailuo-2.3-Fast", "1080P", 10),
+    ("MiniMax-Hailuo-02", "1080P", 10),
+    ("MiniMax-Hailuo-2.3", "512P", 6),         # 512P is Hailuo-02's only
+    ("MiniMax-Hailuo-2.3-Fast", "512P", 10),
+    ("MiniMax-Hailuo-02", "2K", 6),            # H3's resolution
+    ("MiniMax-Hailuo-02", "720P", 6),
+    ("MiniMax-Hailuo-2.3", "768P", 8),         # V1 renders 6 or 10 s
+    ("MiniMax-Hailuo-02", None, 6),            # the intake always fills a resolution
+])
+def test_an_undocumented_v1_video_stays_price_unknown_never_zero(
+        model: str, resolution: str | None, seconds: int) -> None:
+    priced = quote(model, resolution, seconds)
+    assert priced.usd is None and priced.source == ""
+    assert priced.unknown.startswith(UNKNOWN)
+
+
+@pytest.mark.parametrize(("resolution", "seconds", "usd"), [
+    ("768P", 6, 0.48), ("2K", 10, 1.3), ("768p", 15, 1.2)])
+def test_minimax_h3_keeps_its_price_per_second(resolution: str | None, seconds: int,
+                                               usd: float) -> None:
+    assert quote("MiniMax-H3", resolution, seconds).usd == usd  # $0.08/s, $0.13/s
+
+
+def test_a_sheet_of_v1_rows_is_priced_row_by_row(tmp_path: Path) -> None:
+    (tmp_path / "frame.png").write_bytes(bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"))
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("prompt,model,image,duration,resolution\n"
+                     "a,MiniMax-Hailuo-2.3,,,\n"                   # filled: 768p, 6 s
+                     "b,MiniMax-Hailuo-2.3-Fast,frame.png,10,\n"   # filled: 768p
+                     "c,MiniMax-Hailuo-02,frame.png,6,512p\n"
+                     "d,MiniMax-Hailuo-2.3,,6,1080p\n", encoding="utf-8")
+    plan = plan_import(sheet, ImportOptions(provider="minimax", output_root=tmp_path / "v"),
+                       now=1_790_000_000.0)
+    assert not plan.errors
+    prices = [plan.price_of(job) for job in plan.jobs]
+    assert [p.usd if p else None for p in prices] == [0.28, 0.32, 0.10, 0.49]
 
 
 # -- through the real engine (MemoryStore), counting creates at the fake ------------------

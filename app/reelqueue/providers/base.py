@@ -104,7 +104,9 @@ class ParamSpec:
             resolution, duration and audio (estimates only).
         price_variants: model -> its prices under other conditions (resolution, audio,
             clip length); the most specific one that fits a row wins, else
-            ``price_per_second`` (intake/estimate.py ``table_price``).
+            ``price_per_second`` (intake/estimate.py ``table_price``). A model with
+            variants but no ``price_per_second`` is priced only where a variant fits, and
+            is "price unknown" elsewhere (a provider that lists whole clips only).
         price_source: where the prices come from, and when they were read.
     """
 

@@ -122,13 +122,29 @@ FAILURE_RULES = FailureRules(
            "query base_resp lists, V2 OaiError examples)",
 )
 
-# MiniMax-H3's list price, USD per second of output by resolution (no audio condition):
-# platform.minimax.io/docs/guides/pricing-paygo, "List Price", as read there on 2026-09-28
-# (a published price check) and 2026-10-24 (docs.laozhang.ai, quoting MiniMax's official
-# price beside its own); the stored copy searched 2026-12-01 showed only the LLM table.
-# Hailuo 2.3 / 2.3-Fast / 02 (V1) have no price here: MiniMax's video table could not be
-# read, and resellers' prices are not MiniMax's. Failed renders are not charged.
+# MiniMax's own prices: platform.minimax.io/docs/guides/pricing-paygo, section "Video"
+# (stored copy of the page's .md read 2026-12-06; tests/fixtures/minimax/SOURCE.md,
+# "Prices"). MiniMax-H3: "Video Generation - Output Pricing", list price per second by
+# resolution (no audio condition).
 H3_PRICE_BY_RESOLUTION = {"768P": 0.08, "2K": 0.13}
+# Hailuo V1: the "Legacy Models" table of the same section, USD per whole video ("$0.19
+# per 768P, 6s video"); the same for text and image rows. A combination the page does not
+# list (1080P at 10 s, 512P on 2.3) has no price. Failed renders are not charged.
+V1_PRICE_PER_VIDEO: dict[str, dict[tuple[str, int], float]] = {
+    FAST_MODEL: {("768P", 6): 0.19, ("768P", 10): 0.32, ("1080P", 6): 0.33},
+    "MiniMax-Hailuo-2.3": {("768P", 6): 0.28, ("768P", 10): 0.56, ("1080P", 6): 0.49},
+    "MiniMax-Hailuo-02": {("768P", 6): 0.28, ("768P", 10): 0.56, ("1080P", 6): 0.49,
+                          ("512P", 6): 0.10, ("512P", 10): 0.15},
+}
+
+
+def _v1_prices(videos: Mapping[tuple[str, int], float]) -> tuple[PriceVariant, ...]:
+    """Each listed video as a price per second of that length at that resolution. Every
+    variant names both, so nothing else fits: an empty resolution cell is filled with
+    768p by the intake (PARAMS.resolutions[0], MiniMax's own default) before pricing."""
+    return tuple(PriceVariant(usd / seconds, resolution=resolution, seconds=seconds)
+                 for (resolution, seconds), usd in videos.items())
+
 
 PARAMS = ParamSpec(
     models=V1_MODELS + V2_MODELS,
@@ -144,11 +160,16 @@ PARAMS = ParamSpec(
     negative_prompt=False,
     reference_image=True,
     max_prompt_chars=V2_PROMPT_MAX,  # V1 allows 2000 (checked before sending)
+    # V1 models have no price per second of their own: only the listed videos are priced.
     price_per_second={"MiniMax-H3": H3_PRICE_BY_RESOLUTION[V2_DEFAULT_RESOLUTION]},
-    price_variants={"MiniMax-H3": tuple(PriceVariant(usd, resolution=resolution)
-                                        for resolution, usd in H3_PRICE_BY_RESOLUTION.items())},
-    price_source="platform.minimax.io/docs/guides/pricing-paygo (MiniMax-H3 list price), as "
-    "quoted on 2026-09-28 and 2026-10-24; read 2026-12-01. Hailuo V1 models: no price found",
+    price_variants={
+        "MiniMax-H3": tuple(PriceVariant(usd, resolution=resolution)
+                            for resolution, usd in H3_PRICE_BY_RESOLUTION.items()),
+        **{model: _v1_prices(videos) for model, videos in V1_PRICE_PER_VIDEO.items()},
+    },
+    price_source="platform.minimax.io/docs/guides/pricing-paygo, \"Video\" (MiniMax-H3 list "
+    "price per second; Hailuo 2.3 / 2.3-Fast / 02 per video from its \"Legacy Models\" table), "
+    "read 2026-12-06",
     # H3 allows 30 concurrent tasks; Hailuo is capped at 20 requests/min, and each
     # running job polls 6 times a minute, so about three jobs fit beside their creates.
     default_capacity=3,
