@@ -150,12 +150,12 @@ class Engine:
         # Keys come only through the trust boundary (application.trust), never by a
         # row's key_ref: a key goes only where this machine bound it (issue 21).
         self._keys = keys or NO_KEYS
-        self._own_client = http_client is None
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(self.config.http_timeout_seconds,
-                                  connect=self.config.http_connect_timeout_seconds),
-            # Redirects are followed by ApiClient itself, each hop checked (issue 11).
-            follow_redirects=False)
+        # One HTTP client per account, its pool sized to the account (issue 33): a shared
+        # pool made every account's polls and downloads queue behind every other's, and
+        # httpcore walks every connection for every queued request (encode/httpcore#1035).
+        # A client given by the caller (tests' MockTransport) serves every account.
+        self._given_http = http_client
+        self._account_http: dict[tuple[str, int], httpx.AsyncClient] = {}
         self.writer = OutputWriter(limits_from_config(self.config))
         # This machine's record of each batch it works on (engine/manifest.py).
         self.manifests = ManifestWriter(self.store, getattr(store, "host", None) or this_host(),
@@ -230,8 +230,9 @@ class Engine:
         if orderly:
             await self._record_stopped_in_flight()
         await self.manifests.stop()  # the last word of this run on each batch it touched
-        if self._own_client:
-            await self._http.aclose()
+        clients, self._account_http = list(self._account_http.values()), {}
+        await asyncio.gather(*(client.aclose() for client in clients),
+                             return_exceptions=True)
         self.writer.shutdown()
         self.bus.publish(EngineStateEvent("stopped", self.clock.now()))
 
@@ -646,7 +647,7 @@ class Engine:
             return None
         key = answer.key
         try:
-            provider = build_provider(info, self._http, account=account.name,
+            provider = build_provider(info, self._http_for(account), account=account.name,
                                       base_url=account.base_url, api_key=key,
                                       settings=account.settings)
         except (ReelQueueError, ValueError) as exc:  # ValueError: an unparsable address
@@ -654,6 +655,24 @@ class Engine:
             return None
         self._providers[account.name] = (account, provider)
         return provider
+
+    def _http_for(self, account: Account) -> httpx.AsyncClient:
+        """The account's own HTTP client, its pool sized to its capacity
+        (:func:`account_pool_size`). A new capacity gets a new client (renders in flight
+        keep the adapter and client they started with); all are closed at stop."""
+        if self._given_http is not None:
+            return self._given_http
+        size = account_pool_size(account.capacity)
+        client = self._account_http.get((account.name, size))
+        if client is None:
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.http_timeout_seconds,
+                                      connect=self.config.http_connect_timeout_seconds),
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                # Redirects are followed by ApiClient itself, each hop checked (issue 11).
+                follow_redirects=False)
+            self._account_http[(account.name, size)] = client
+        return client
 
     def _start_worker(self, claim: Claim, provider: Provider) -> None:
         attempt = RenderAttempt(self._ctx, claim, provider)
@@ -725,6 +744,14 @@ class Engine:
 def _read_jobs(store: Store, job_ids: list[int]) -> list[Job]:
     """On the journal thread: the jobs that exist, in one hop."""
     return [job for job_id in job_ids if (job := store.get_job(job_id)) is not None]
+
+
+def account_pool_size(capacity: int) -> int:
+    """Connections an account's client keeps: one per render in flight (each render has
+    one request open at a time: a create, a poll or its download), plus room for the key
+    check, the account's one reconciliation search and a cancel, so a render never waits
+    for a connection of its own account and no pool is larger than its account needs."""
+    return max(capacity, 1) + 4
 
 
 def _routed_provider(claim: Claim) -> str | None:
