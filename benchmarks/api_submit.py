@@ -3,7 +3,7 @@
 committed transaction per row: what one durable write costs on this disk) in the same run.
 
 A real ``reelqueue serve`` process (paused: no renders compete) over TLS, pinned
-certificate; each client is an ``httpx.AsyncClient``. Prints figures; asserts nothing.
+certificate; each client is an ``httpx2.AsyncClient``. Prints figures; asserts nothing.
 Run: ``python benchmarks/api_submit.py [--submits N]``.
 """
 
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 
 APP = Path(__file__).resolve().parent.parent / "app"
 if APP.is_dir() and str(APP) not in sys.path:
@@ -63,7 +63,7 @@ async def submit_many(url: str, context: ssl.SSLContext, token: str, prefix: str
         queue.put_nowait(i)
 
     async def client_loop() -> None:
-        async with httpx.AsyncClient(base_url=url, verify=context, timeout=60.0, headers={
+        async with httpx2.AsyncClient(base_url=url, verify=context, timeout=60.0, headers={
                 "Authorization": f"Bearer {token}"}) as client:
             while not queue.empty():
                 i = queue.get_nowait()

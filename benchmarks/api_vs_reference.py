@@ -7,7 +7,7 @@ Two processes on 127.0.0.1, started once and kept for the run:
   certificate and key files, the same token, one durable unique-key insert per submit:
   SQLite WAL, ``synchronous=FULL``, one committed transaction each, on a journal thread).
 
-The client is ``api_submit.submit_many`` for both: ``httpx.AsyncClient`` per client with
+The client is ``api_submit.submit_many`` for both: ``httpx2.AsyncClient`` per client with
 the pinned certificate, ``POST /v1/jobs`` with ``{"prompt": "bench N"}`` and a unique
 ``Idempotency-Key``; a round measures each server at 1 and at 16 clients, the order of the
 two servers alternating from round to round (and one unmeasured warm-up run each first).

@@ -41,7 +41,7 @@ from _common import (
 )
 
 IMPORTS = ("import reelqueue.cli.main, reelqueue.cli.cmd_run, reelqueue.engine.engine, "
-           "reelqueue.store.sqlite, reelqueue.mockprovider, reelqueue.providers.mock, httpx")
+           "reelqueue.store.sqlite, reelqueue.mockprovider, reelqueue.providers.mock, httpx2")
 
 
 def build(data_dir: Path, jobs: int) -> None:

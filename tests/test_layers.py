@@ -550,3 +550,17 @@ def test_the_controller_parts_are_checked() -> None:
 ])
 def test_the_reach_back_check_reports_a_planted_reference(text: str) -> None:
     assert controller_reach(text)
+
+
+def test_the_http_client_is_httpx2_only() -> None:
+    """Issue 33: ReelQueue's HTTP goes through httpx2 (httpcore2's pool; httpcore 1.0's
+    walks every connection for every queued request). A module importing httpx would
+    bring a second client library back, with its pool and its request-URL logging."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.relative_to(PACKAGE)}: {name}" for name in names
+                      if name.split(".")[0] in ("httpx", "httpcore")]
+    assert found == []

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.api.connections import ConnectionLimits
 from reelqueue.api.serve import RunningApi, start_api
@@ -48,7 +48,7 @@ class LiveApi:
         self.url = ""
         self.running: RunningApi | None = None
         self.document: dict[str, Any] = {}
-        self._shared: httpx.Client | None = None
+        self._shared: httpx2.Client | None = None
 
     def _run(self) -> None:
         try:
@@ -92,13 +92,13 @@ class LiveApi:
         self._thread.join(30)
         assert not self._thread.is_alive(), "the API's loop did not stop"
 
-    def client(self, token: str | None = "", **kwargs: Any) -> httpx.Client:
+    def client(self, token: str | None = "", **kwargs: Any) -> httpx2.Client:
         token = self.token if token == "" else token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers,
+        return httpx2.Client(base_url=self.url, headers=headers,
                             timeout=kwargs.pop("timeout", 30.0), **kwargs)
 
-    def shared_client(self) -> httpx.Client:
+    def shared_client(self) -> httpx2.Client:
         """One keep-alive client (admin token) for many requests; closed at exit."""
         if self._shared is None:
             self._shared = self.client()

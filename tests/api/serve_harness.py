@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
+import httpx2
 
 from tests.proof.harness import REELQUEUE, START_TIMEOUT, child_env, cli, kill_process, wait_for
 
@@ -89,10 +89,10 @@ class ServeProcess:
                 proc.wait(timeout=30)
         self.kill()
 
-    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx2.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         pinned = ssl.create_default_context(cafile=str(self.cert))
-        return httpx.Client(base_url=self.url, verify=pinned, headers=headers,
+        return httpx2.Client(base_url=self.url, verify=pinned, headers=headers,
                             timeout=kwargs.pop("timeout", 30.0), **kwargs)
 
     def __enter__(self) -> ServeProcess:
@@ -106,14 +106,14 @@ class ServeProcess:
         self.stop()
 
 
-def submit_until_answered(client: httpx.Client, body: dict[str, Any], key: str,
-                          deadline_seconds: float = 120.0) -> httpx.Response:
+def submit_until_answered(client: httpx2.Client, body: dict[str, Any], key: str,
+                          deadline_seconds: float = 120.0) -> httpx2.Response:
     """POST /v1/jobs, retried with the same key after any connection error."""
     deadline = time.monotonic() + deadline_seconds
     while True:
         try:
             return client.post("/v1/jobs", json=body, headers={"Idempotency-Key": key})
-        except httpx.TransportError:
+        except httpx2.TransportError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.api.auth import FREE_FAILURES, MAX_WAITING
@@ -26,14 +26,14 @@ def live(tmp_path: Path) -> Iterator[LiveApi]:
 
 async def _guesses(url: str, count: int, timeout: float) -> list[tuple[int | None, float,
                                                                           str]]:
-    limits = httpx.Limits(max_connections=count + 1)
-    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
+    limits = httpx2.Limits(max_connections=count + 1)
+    async with httpx2.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
         async def guess(i: int) -> tuple[int | None, float, str]:
             started = time.monotonic()
             try:
                 answer = await client.get("/v1/jobs", headers={
                     "Authorization": f"Bearer rq_0000000000000000_wrong{i}"})
-            except httpx.TimeoutException:
+            except httpx2.TimeoutException:
                 return None, time.monotonic() - started, ""
             return (answer.status_code, time.monotonic() - started,
                     answer.headers.get("Retry-After", ""))
@@ -62,7 +62,7 @@ def test_requests_without_a_credential_are_answered_at_once_and_not_counted(
     """No Authorization header guesses nothing: 401 at once, however many; the client's
     first wrong tokens afterwards are still free (not slowed by the bare requests)."""
     async def run() -> tuple[list[int], list[float]]:
-        async with httpx.AsyncClient(base_url=live.url, timeout=30.0) as client:
+        async with httpx2.AsyncClient(base_url=live.url, timeout=30.0) as client:
             bare = [(await client.get("/v1/jobs")).status_code
                     for _ in range(FREE_FAILURES + MAX_WAITING + 5)]
             took = []

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.api.connections import ConnectionLimits, Connections, fitted
@@ -56,7 +56,7 @@ def live(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LiveApi]:
 
 
 def health(live: LiveApi) -> int:
-    with httpx.Client(base_url=live.url, verify=live.pinned(), timeout=10) as client:
+    with httpx2.Client(base_url=live.url, verify=live.pinned(), timeout=10) as client:
         return client.get("/v1/health").status_code
 
 
@@ -66,7 +66,7 @@ def test_every_new_tls_connection_is_answered(live: LiveApi) -> None:
     connection, with a short timeout)."""
     context = live.pinned()
     for _ in range(150):
-        with httpx.Client(base_url=live.url, verify=context, timeout=5) as client:
+        with httpx2.Client(base_url=live.url, verify=context, timeout=5) as client:
             assert client.get("/v1/health").status_code == 200
 
 
@@ -86,13 +86,13 @@ def test_handshakes_in_progress_are_capped_and_the_oldest_evicted(live: LiveApi)
 def test_at_the_connection_cap_strangers_are_evicted_before_clients(live: LiveApi) -> None:
     context = live.pinned()
     with ExitStack() as stack:
-        clients = [stack.enter_context(httpx.Client(base_url=live.url, verify=context,
+        clients = [stack.enter_context(httpx2.Client(base_url=live.url, verify=context,
                                                     timeout=10)) for _ in range(4)]
         for client in clients:  # four established keep-alive connections
             assert client.get("/v1/health").status_code == 200
         strangers = [stack.enter_context(silent_socket(live)) for _ in range(2)]
         wait_until(lambda: len(connections(live).gates) == 6, 10, "six connections")
-        with httpx.Client(base_url=live.url, verify=context, timeout=10) as newcomer:
+        with httpx2.Client(base_url=live.url, verify=context, timeout=10) as newcomer:
             assert newcomer.get("/v1/health").status_code == 200  # a stranger made room
         assert closed_by_server(strangers[0], 10)
         for client in clients:  # nobody who finished a handshake was dropped
@@ -105,11 +105,11 @@ def test_at_the_connection_cap_strangers_are_evicted_before_clients(live: LiveAp
 def test_past_the_cap_with_only_clients_a_new_connection_is_refused(live: LiveApi) -> None:
     context = live.pinned()
     with ExitStack() as stack:
-        clients = [stack.enter_context(httpx.Client(base_url=live.url, verify=context,
+        clients = [stack.enter_context(httpx2.Client(base_url=live.url, verify=context,
                                                     timeout=10)) for _ in range(3)]
         for client in clients:
             assert client.get("/v1/health").status_code == 200
-        with pytest.raises(httpx.TransportError):
+        with pytest.raises(httpx2.TransportError):
             health(live)
         assert clients[0].get("/v1/health").status_code == 200
 
@@ -130,7 +130,7 @@ def test_an_idle_connection_is_closed_but_an_event_stream_is_not(live: LiveApi) 
         started = time.monotonic()
         assert closed_by_server(idle, 10)  # handshake done, then nothing sent
         assert time.monotonic() - started < 8
-    with httpx.Client(base_url=live.url, verify=context, timeout=10,
+    with httpx2.Client(base_url=live.url, verify=context, timeout=10,
                       headers={"Authorization": f"Bearer {live.token}"}) as client, \
             client.stream("GET", "/v1/events") as stream:
         started = time.monotonic()

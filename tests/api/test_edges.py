@@ -9,7 +9,7 @@ import json
 import socket
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 
 from tests.api.live_api import LiveApi
@@ -28,12 +28,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApi]:
 
 
 @pytest.fixture
-def client(live: LiveApi) -> Iterator[httpx.Client]:
+def client(live: LiveApi) -> Iterator[httpx2.Client]:
     with live.client() as client:
         yield client
 
 
-def assert_problem(response: httpx.Response, status: int, names: str | None = None) -> None:
+def assert_problem(response: httpx2.Response, status: int, names: str | None = None) -> None:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     body = response.json()
@@ -49,12 +49,12 @@ def assert_problem(response: httpx.Response, status: int, names: str | None = No
     "/v1/jobs/%20 7", "/v1/jobs/+7", "/v1/jobs/\u0667", "/v1/jobs/abc",
     f"/v1/jobs/{HUGE}/video"])
 def test_a_job_id_outside_the_journals_range_is_a_422_naming_it(
-        client: httpx.Client, path: str) -> None:
+        client: httpx2.Client, path: str) -> None:
     assert_problem(client.get(path), 422, "job_id")
 
 
 @pytest.mark.parametrize("action", ["cancel", "retry"])
-def test_cancel_and_retry_of_a_huge_id(client: httpx.Client, action: str) -> None:
+def test_cancel_and_retry_of_a_huge_id(client: httpx2.Client, action: str) -> None:
     assert_problem(client.post(f"/v1/jobs/{HUGE}/{action}"), 422, "job_id")
     assert_problem(client.post(f"/v1/jobs/{MAX}/{action}"), 404)  # in range, absent
 
@@ -66,11 +66,11 @@ def test_cancel_and_retry_of_a_huge_id(client: httpx.Client, action: str) -> Non
     ("state=", "state"), ("state=queued", "state"), ("state=NOPE", "state"),
     ("state=QUEUED&state=", "state")])
 def test_query_values_outside_their_range_are_a_422_naming_them(
-        client: httpx.Client, query: str, field: str) -> None:
+        client: httpx2.Client, query: str, field: str) -> None:
     assert_problem(client.get(f"/v1/jobs?{query}"), 422, field)
 
 
-def test_the_largest_values_are_answered(client: httpx.Client) -> None:
+def test_the_largest_values_are_answered(client: httpx2.Client) -> None:
     listed = client.get(f"/v1/jobs?cursor={MAX}&batch={MAX}&limit=500&state=QUEUED"
                         "&state=FAILED")
     assert listed.status_code == 200 and listed.json() == {"jobs": [], "next_cursor": None}
@@ -81,18 +81,18 @@ def test_the_largest_values_are_answered(client: httpx.Client) -> None:
     ("PUT", "/v1/jobs", {"GET", "HEAD", "POST"}), ("TRACE", "/v1/jobs/1", {"GET", "HEAD"}),
     ("DELETE", "/v1/jobs/1/cancel", {"POST"}), ("PATCH", "/v1/events", {"GET", "HEAD"}),
     ("POST", "/v1/health", {"GET", "HEAD"})])
-def test_405_names_the_allowed_methods(client: httpx.Client, method: str, path: str,
+def test_405_names_the_allowed_methods(client: httpx2.Client, method: str, path: str,
                                        allow: set[str]) -> None:
     response = client.request(method, path)
     assert_problem(response, 405)
     assert {m.strip() for m in response.headers["Allow"].split(",")} == allow
 
 
-def test_aiohttps_own_refusals_are_problems_too(client: httpx.Client) -> None:
+def test_aiohttps_own_refusals_are_problems_too(client: httpx2.Client) -> None:
     assert_problem(client.get("/v1/nothing-here"), 404)
     assert_problem(client.post("/v1/jobs", content=b"{" + b" " * (1024 * 1024 + 1) + b"}",
                                headers={"Content-Type": "application/json"}), 413)
-    with httpx.Client(base_url=client.base_url) as anonymous:
+    with httpx2.Client(base_url=client.base_url) as anonymous:
         refused = anonymous.get("/v1/jobs")
     assert_problem(refused, 401)
     assert refused.headers["WWW-Authenticate"].startswith("Bearer")
@@ -129,13 +129,13 @@ def test_head_of_events_has_the_streams_headers(live: LiveApi) -> None:
 
 
 @pytest.mark.parametrize("value", [TWO_63, HUGE, "abc", "-1", "1.5", "", "7 8", "0x10"])
-def test_a_last_event_id_that_is_not_an_event_id_is_a_400(client: httpx.Client,
+def test_a_last_event_id_that_is_not_an_event_id_is_a_400(client: httpx2.Client,
                                                            value: str) -> None:
     response = client.get("/v1/events", headers={"Last-Event-ID": value})
     assert_problem(response, 400, "Last-Event-ID")
 
 
-def test_the_largest_last_event_id_streams(client: httpx.Client) -> None:
+def test_the_largest_last_event_id_streams(client: httpx2.Client) -> None:
     with client.stream("GET", "/v1/events", headers={"Last-Event-ID": MAX}) as stream:
         assert stream.status_code == 200
         first = next(stream.iter_lines())
@@ -150,7 +150,7 @@ def _raw_json(body: object) -> bytes:
     {"prompt": "a lone \ud800 surrogate"}, {"prompt": "a NUL \x00 here"},
     {"prompt": "x", "name": "\udfff"}, {"prompt": "x", "params": {"model": "m\x00"}},
     {"prompt": "x", "params": {"\ud800": 1}}, {"prompt": "x", "batch": "b\ud83d"}])
-def test_text_that_cannot_be_stored_is_refused(client: httpx.Client,
+def test_text_that_cannot_be_stored_is_refused(client: httpx2.Client,
                                                body: dict[str, object]) -> None:
     response = client.post("/v1/jobs", content=_raw_json(body),
                            headers={"Content-Type": "application/json"})
@@ -158,7 +158,7 @@ def test_text_that_cannot_be_stored_is_refused(client: httpx.Client,
     assert "cannot be stored" in response.json()["detail"]
 
 
-def test_a_surrogate_pair_is_ordinary_text(client: httpx.Client) -> None:
+def test_a_surrogate_pair_is_ordinary_text(client: httpx2.Client) -> None:
     made = client.post("/v1/jobs", content=_raw_json({"prompt": "a whale \U0001f40b"}),
                        headers={"Content-Type": "application/json"})
     assert made.status_code == 201, made.text
@@ -166,7 +166,7 @@ def test_a_surrogate_pair_is_ordinary_text(client: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize("depth", [33, 1000, 100_000])
-def test_deeply_nested_json_is_a_400(client: httpx.Client, depth: int) -> None:
+def test_deeply_nested_json_is_a_400(client: httpx2.Client, depth: int) -> None:
     deep = b'{"prompt": "x", "params": ' + b"[" * depth + b"]" * depth + b"}"
     assert_problem(client.post("/v1/jobs", content=deep,
                                headers={"Content-Type": "application/json"}), 400)
@@ -175,7 +175,7 @@ def test_deeply_nested_json_is_a_400(client: httpx.Client, depth: int) -> None:
                                headers={"Content-Type": "application/json"}), 400)
 
 
-def test_a_batch_with_text_that_cannot_be_stored_is_refused(client: httpx.Client) -> None:
+def test_a_batch_with_text_that_cannot_be_stored_is_refused(client: httpx2.Client) -> None:
     rows = [{"prompt": "fine"}, {"prompt": "bad \ud800"}]
     response = client.post("/v1/batches", content=_raw_json(rows),
                            headers={"Content-Type": "application/json"})
@@ -188,12 +188,12 @@ def test_a_batch_with_text_that_cannot_be_stored_is_refused(client: httpx.Client
                        headers={"Idempotency-Key": b"k\xff"}).status_code in (201, 422)
 
 
-def test_an_unknown_dry_run_word_is_a_422(client: httpx.Client) -> None:
+def test_an_unknown_dry_run_word_is_a_422(client: httpx2.Client) -> None:
     assert_problem(client.post("/v1/batches?dry_run=maybe&filename=a.csv",
                                content=b"prompt\nx\n"), 422, "dry_run")
 
 
-def test_after_is_checked_even_beside_a_last_event_id(client: httpx.Client) -> None:
+def test_after_is_checked_even_beside_a_last_event_id(client: httpx2.Client) -> None:
     response = client.get(f"/v1/events?after={TWO_63}", headers={"Last-Event-ID": "0"})
     assert_problem(response, 422, "after")
 
@@ -216,7 +216,7 @@ def test_a_request_the_parser_refuses_is_logged_without_its_bytes(
 
 
 def test_each_server_sent_event_matches_the_documented_event_schema(
-        client: httpx.Client) -> None:
+        client: httpx2.Client) -> None:
     """Schemathesis (ST108) read each event of ``GET /v1/events`` against the stream's
     schema, which said ``string``: the document now describes one event (id, event, data
     holding a ledger entry in JSON) and the served events match it."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.api.serve_harness import ServeProcess, make_token
@@ -17,13 +17,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 JOBS = 300
 
 
-def read_events(client: httpx.Client, last_id: str, stop: int | None,
+def read_events(client: httpx2.Client, last_id: str, stop: int | None,
                 completed: set[int]) -> list[tuple[int, dict[str, object]]]:
     """Events after ``last_id`` until ``stop`` of them were read (None: until every job
     is completed); the connection is then dropped."""
     seen: list[tuple[int, dict[str, object]]] = []
     with client.stream("GET", "/v1/events", headers={"Last-Event-ID": last_id},
-                       timeout=httpx.Timeout(60.0)) as stream:
+                       timeout=httpx2.Timeout(60.0)) as stream:
         assert stream.status_code == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
         event_id: int | None = None

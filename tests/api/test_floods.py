@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.api.serve_harness import ServeProcess, make_token
@@ -49,8 +49,8 @@ class HealthProbe:
 
     def _run(self) -> None:
         pinned = ssl.create_default_context(cafile=str(self._server.cert))
-        transport = httpx.HTTPTransport(verify=pinned, local_address="127.0.0.2")
-        with httpx.Client(base_url=self._server.url, transport=transport,
+        transport = httpx2.HTTPTransport(verify=pinned, local_address="127.0.0.2")
+        with httpx2.Client(base_url=self._server.url, transport=transport,
                           timeout=120.0) as client:
             while not self._stop.is_set():
                 started = time.monotonic()
@@ -58,7 +58,7 @@ class HealthProbe:
                     answer = client.get("/v1/health")
                     if answer.status_code != 200:
                         self.failures.append(str(answer.status_code))
-                except httpx.HTTPError as exc:
+                except httpx2.HTTPError as exc:
                     self.failures.append(repr(exc))
                 self.latencies.append(time.monotonic() - started)
                 self._stop.wait(0.2)

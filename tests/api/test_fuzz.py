@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -126,7 +126,7 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], dict[str, Any]]
     return method.upper(), url, op, kwargs
 
 
-def check_answer(response: httpx.Response, op: dict[str, Any],
+def check_answer(response: httpx2.Response, op: dict[str, Any],
                  components: dict[str, Any]) -> None:
     status = str(response.status_code)
     assert response.status_code < 500, response.text

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import jsonschema
 import pytest
 
@@ -36,7 +36,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApi]:
 
 
 @pytest.fixture
-def client(live: LiveApi) -> Iterator[httpx.Client]:
+def client(live: LiveApi) -> Iterator[httpx2.Client]:
     with live.client() as client:
         yield client
 
@@ -49,12 +49,12 @@ def check(body: object, name: str) -> None:
     ).validate(body)
 
 
-def upload(client: httpx.Client, query: str, content: bytes = SHEET) -> httpx.Response:
+def upload(client: httpx2.Client, query: str, content: bytes = SHEET) -> httpx2.Response:
     return client.post(f"/v1/batches?{query}", content=content,
                        headers={"Content-Type": "text/csv"})
 
 
-def test_a_dry_run_previews_each_candidate_and_the_worst_case(client: httpx.Client) -> None:
+def test_a_dry_run_previews_each_candidate_and_the_worst_case(client: httpx2.Client) -> None:
     answer = upload(client, "dry_run=1&filename=shots.csv&route_policy=cheapest"
                             "&tolerance=nearest-duration")
     assert answer.status_code == 200, answer.text
@@ -95,7 +95,7 @@ def test_a_dry_run_previews_each_candidate_and_the_worst_case(client: httpx.Clie
     ("route=veo%00,runway", "route", "cannot be stored"),
 ])
 def test_bad_route_values_are_a_422_naming_the_field(
-        client: httpx.Client, query: str, field: str, words: str) -> None:
+        client: httpx2.Client, query: str, field: str, words: str) -> None:
     answer = upload(client, f"dry_run=1&filename=shots.csv&{query}")
     assert answer.status_code == 422, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
@@ -105,7 +105,7 @@ def test_bad_route_values_are_a_422_naming_the_field(
 
 
 def test_a_json_batch_routes_by_its_provider_and_a_reupload_adds_nothing(
-        client: httpx.Client) -> None:
+        client: httpx2.Client) -> None:
     rows = [{"prompt": "a red kite", "provider": "veo|runway", "params": {"duration": 8}},
             {"prompt": "a blue boat", "params": {"duration": 4}}]
     first = client.post("/v1/batches?name=kites&route=runway,luma&route_policy=cheapest",
@@ -127,7 +127,7 @@ def test_a_json_batch_routes_by_its_provider_and_a_reupload_adds_nothing(
     assert (again.json()["added"], again.json()["already_present"]) == (0, 2)
 
 
-def test_the_jobs_read_back_carry_their_route(client: httpx.Client) -> None:
+def test_the_jobs_read_back_carry_their_route(client: httpx2.Client) -> None:
     rows = [{"prompt": "a green kite", "provider": "veo|runway", "params": {"duration": 7}}]
     first = client.post("/v1/batches?name=green&tolerance=nearest-duration", json=rows)
     assert first.status_code == 201, first.text

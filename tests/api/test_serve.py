@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
@@ -59,8 +59,8 @@ def test_the_certificate_is_verified(folders: tuple[Path, Path], tmp_path: Path)
         shown = ":".join(digest[i:i + 2] for i in range(0, 64, 2)).upper()
         assert f"TLS certificate fingerprint (SHA-256) {shown}" in server.output()
         assert oct(server.data.joinpath("api-key.pem").stat().st_mode & 0o777) == "0o600"
-        with pytest.raises(httpx.ConnectError) as refused:  # the system CAs do not know it
-            httpx.get(f"{server.url}/v1/health", timeout=30)
+        with pytest.raises(httpx2.ConnectError) as refused:  # the system CAs do not know it
+            httpx2.get(f"{server.url}/v1/health", timeout=30)
         assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
         with server.client() as client:
             health = client.get("/v1/health").json()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.api.serve import start_api
@@ -33,7 +33,7 @@ async def test_the_api_serves_an_engine_running_on_this_loop(tmp_path: Path) -> 
     try:
         assert running.fingerprint is not None
         pinned = ssl.create_default_context(cafile=str(ctx.data_dir / "api-cert.pem"))
-        async with httpx.AsyncClient(base_url=running.url.removesuffix("/v1"),
+        async with httpx2.AsyncClient(base_url=running.url.removesuffix("/v1"),
                                      verify=pinned, headers={
                                          "Authorization": f"Bearer {token}"}) as client:
             made = await client.post("/v1/jobs", json={"prompt": "from a window"},

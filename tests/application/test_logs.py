@@ -21,7 +21,8 @@ KEY = "sk-live-LOGSENTINEL-0b7e"
 def fresh_root() -> Iterator[logging.Logger]:
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
-    loggers = {name: logging.getLogger(name).level for name in ("qasync", "httpx", "httpcore")}
+    loggers = {name: logging.getLogger(name).level for name in ("qasync", "httpx2", "httpcore2",
+                                                          "httpx", "httpcore")}
     root.handlers = []
     try:
         yield root

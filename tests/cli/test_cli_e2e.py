@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -67,11 +67,11 @@ def test_run_a_sheet_end_to_end(tmp_path: Path) -> None:
         assert run.returncode == 0, run.stdout + run.stderr
         assert ": 13 new jobs, 0 already there, 0 row errors" in run.stdout
         assert "Finished: 12 completed, 1 failed, 0 cancelled." in run.stdout
-        counters = httpx.get(f"{url}/_mock/counters").json()
+        counters = httpx2.get(f"{url}/_mock/counters").json()
         assert counters["creates_total"] == 13
         again = rq(data, "run", str(sheet), "--no-progress")
         assert ": 0 new jobs, 13 already there" in again.stdout
-        assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 13
+        assert httpx2.get(f"{url}/_mock/counters").json()["creates_total"] == 13
     status = json.loads(rq(data, "status", "--json").stdout)
     assert status["by_state"] == {"COMPLETED": 12, "FAILED": 1}
     failed = [j for j in status["jobs"] if j["state"] == "FAILED"]

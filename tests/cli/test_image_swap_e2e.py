@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.cli.test_cli_e2e import mock_process, rq
@@ -42,7 +42,7 @@ def test_an_image_swapped_after_import_fails_its_row_and_nothing_is_created(
         (sheet_dir / "swapped.png").symlink_to(secret)
         run = rq(data, "run", "--no-progress")
         assert run.returncode == 0, run.stdout + run.stderr
-        counters = httpx.get(f"{url}/_mock/counters").json()
+        counters = httpx2.get(f"{url}/_mock/counters").json()
         assert counters["creates_total"] == 1  # the kept row only
     status = json.loads(rq(data, "status", "--json").stdout)
     by_name = {job["name"]: job for job in status["jobs"]}
@@ -69,7 +69,7 @@ def test_an_image_rewritten_after_import_is_refused_by_its_hash(tmp_path: Path) 
         (tmp_path / "frame.png").write_bytes(PNG + b"other frame")
         run = rq(data, "run", "--no-progress")
         assert run.returncode == 0, run.stdout + run.stderr
-        assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 0
+        assert httpx2.get(f"{url}/_mock/counters").json()["creates_total"] == 0
     job = json.loads(rq(data, "status", "--json").stdout)["jobs"][0]
     assert job["state"] == "FAILED"
     assert "changed after the sheet was imported" in job["last_error"]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
@@ -99,14 +99,14 @@ def test_a_stored_key_that_cannot_be_sent_pauses_the_account_without_a_traceback
     naming why, not an encoding error inside httpx."""
     key = REFUSED[case][0]
     assert key_text_problem(key) is not None
-    sent: list[httpx.Request] = []
+    sent: list[httpx2.Request] = []
 
     async def call() -> None:
-        def handler(request: httpx.Request) -> httpx.Response:
+        def handler(request: httpx2.Request) -> httpx2.Response:
             sent.append(request)
-            return httpx.Response(200, json={})
+            return httpx2.Response(200, json={})
 
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
             api = ApiClient(client, ProviderConfig("acct", "https://api.example", key),
                             title="Example", default_base_url=None)
             await api.request("GET", "/v1/account")

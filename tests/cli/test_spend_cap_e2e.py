@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.cli.test_cli_e2e import mock_process, rq, write_sheet
@@ -29,7 +29,7 @@ def test_run_with_max_spend_starts_five_renders_then_batch_cap_none_finishes(
         # The advice fits the reason: raise the cap, not "fix the account".
         assert "reelqueue batch cap" in run.stdout and "accounts test" not in run.stdout
         assert "3 jobs wait because of a spend cap" in run.stdout
-        assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 5
+        assert httpx2.get(f"{url}/_mock/counters").json()["creates_total"] == 5
         status = json.loads(rq(data, "status", "--json").stdout)
         assert status["by_state"] == {"COMPLETED": 5, "QUEUED": 3}
         (batch,) = status["spend"]["batches"]
@@ -44,7 +44,7 @@ def test_run_with_max_spend_starts_five_renders_then_batch_cap_none_finishes(
         assert raised.returncode == 0 and "no spend cap" in raised.stdout, raised.stderr
         again = rq(data, "run", "--no-progress")
         assert again.returncode == 0, again.stdout + again.stderr
-        assert httpx.get(f"{url}/_mock/counters").json()["creates_total"] == 8
+        assert httpx2.get(f"{url}/_mock/counters").json()["creates_total"] == 8
     status = json.loads(rq(data, "status", "--json").stdout)
     assert status["by_state"] == {"COMPLETED": 8}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.domain.backoff import BackoffPolicy
@@ -53,10 +53,10 @@ def test_retry_after_in_seconds_and_as_a_date() -> None:
 
 
 def test_transport_errors_know_whether_a_create_may_have_been_sent() -> None:
-    request = httpx.Request("POST", "https://example.invalid/v1/x")
-    connect = transport_error(httpx.ConnectError("no", request=request), during_create=True)
-    read = transport_error(httpx.ReadTimeout("slow", request=request), during_create=True)
-    poll = transport_error(httpx.ReadTimeout("slow", request=request), during_create=False)
+    request = httpx2.Request("POST", "https://example.invalid/v1/x")
+    connect = transport_error(httpx2.ConnectError("no", request=request), during_create=True)
+    read = transport_error(httpx2.ReadTimeout("slow", request=request), during_create=True)
+    poll = transport_error(httpx2.ReadTimeout("slow", request=request), during_create=False)
     assert not connect.body_maybe_sent
     assert read.body_maybe_sent and read.label == ErrorLabel.TIMED_OUT
     assert not poll.body_maybe_sent

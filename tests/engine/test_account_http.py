@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.domain.models import AccountSpec
@@ -23,16 +23,16 @@ from tests.engine.test_engine import add_batch, drain
 pytestmark = pytest.mark.unit
 
 
-def _max_connections(client: httpx.AsyncClient) -> int:
+def _max_connections(client: httpx2.AsyncClient) -> int:
     pool = client._transport._pool  # type: ignore[attr-defined]
     return int(pool._max_connections)
 
 
 async def test_each_account_gets_its_own_client_sized_to_its_capacity(tmp_path: Path) -> None:
-    given: dict[str, httpx.AsyncClient] = {}
+    given: dict[str, httpx2.AsyncClient] = {}
     provider = FakeProvider()
 
-    def factory(client: httpx.AsyncClient, config: ProviderConfig) -> Any:
+    def factory(client: httpx2.AsyncClient, config: ProviderConfig) -> Any:
         given.setdefault(config.account, client)
         return provider
 
@@ -52,10 +52,10 @@ async def test_each_account_gets_its_own_client_sized_to_its_capacity(tmp_path: 
 
 
 async def test_a_client_given_by_the_caller_serves_every_account(tmp_path: Path) -> None:
-    given: list[httpx.AsyncClient] = []
+    given: list[httpx2.AsyncClient] = []
     provider = FakeProvider()
 
-    def factory(client: httpx.AsyncClient, config: ProviderConfig) -> Any:
+    def factory(client: httpx2.AsyncClient, config: ProviderConfig) -> Any:
         given.append(client)
         return provider
 
@@ -65,8 +65,8 @@ async def test_a_client_given_by_the_caller_serves_every_account(tmp_path: Path)
     add_batch(store, tmp_path, ["a", "b"])
     store.add_account(AccountSpec("one", "fake", 1), 0)
     store.add_account(AccountSpec("two", "fake", 1), 0)
-    async with httpx.AsyncClient(transport=httpx.MockTransport(
-            lambda r: httpx.Response(500))) as mine:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(
+            lambda r: httpx2.Response(500))) as mine:
         await drain(store, providers=providers, http_client=mine)
         assert given and all(client is mine for client in given)
         assert not mine.is_closed, "the caller's client is the caller's to close"

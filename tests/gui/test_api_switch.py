@@ -11,7 +11,7 @@ import socket
 import ssl
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.application.tokens import ClientTokens
@@ -29,10 +29,10 @@ def _add_token(journal: Path) -> str:
         tokens.close()
 
 
-def _get(base: str, cafile: Path, token: str, path: str) -> httpx.Response:
+def _get(base: str, cafile: Path, token: str, path: str) -> httpx2.Response:
     """One HTTPS request, verifying the server against the pinned certificate only."""
     pinned = ssl.create_default_context(cafile=str(cafile))
-    with httpx.Client(base_url=base, verify=pinned, timeout=10.0,
+    with httpx2.Client(base_url=base, verify=pinned, timeout=10.0,
                       headers={"Authorization": f"Bearer {token}"}) as client:
         return client.get(path)
 
@@ -85,7 +85,7 @@ async def test_settings_serve_the_windows_engine_over_pinned_https(
     await until(lambda: session.api is None)
     assert controller.window.banners.get("api:serving") is None
     assert session.api_status() == "Not serving."
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(httpx2.ConnectError):
         await asyncio.to_thread(_get, base, cert, token, "/v1/health")
 
 

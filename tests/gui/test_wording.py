@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
@@ -30,12 +30,12 @@ CLI = [sys.executable, "-m", "reelqueue"]
 
 
 @pytest.mark.parametrize("exc", [
-    httpx.ConnectError("[Errno 111] Connection refused"),
-    httpx.ConnectTimeout("timed out"), httpx.ReadTimeout("timed out"),
-    httpx.ReadError("reset"), httpx.RemoteProtocolError("Server disconnected"),
-    httpx.WriteError("broken pipe"),
+    httpx2.ConnectError("[Errno 111] Connection refused"),
+    httpx2.ConnectTimeout("timed out"), httpx2.ReadTimeout("timed out"),
+    httpx2.ReadError("reset"), httpx2.RemoteProtocolError("Server disconnected"),
+    httpx2.WriteError("broken pipe"),
 ])
-def test_transport_failures_in_plain_words(exc: httpx.HTTPError) -> None:
+def test_transport_failures_in_plain_words(exc: httpx2.HTTPError) -> None:
     text = str(transport_error(exc, during_create=False))
     assert type(exc).__name__ not in text and "Error" not in text
     assert "provider" in text and text[0].isupper()

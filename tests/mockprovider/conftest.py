@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import FAST, make_provider
 
@@ -19,11 +19,11 @@ def mp_server() -> Iterator[MockProviderServer]:
 
 
 @pytest.fixture
-async def mp_client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(3.0)) as client:
+async def mp_client() -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(3.0)) as client:
         yield client
 
 
 @pytest.fixture
-def mp_provider(mp_client: httpx.AsyncClient, mp_server: MockProviderServer) -> MockProvider:
+def mp_provider(mp_client: httpx2.AsyncClient, mp_server: MockProviderServer) -> MockProvider:
     return make_provider(mp_client, mp_server.url)

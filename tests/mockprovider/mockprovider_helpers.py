@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
+import httpx2
 
 from reelqueue.domain.states import RemotePhase
 from reelqueue.mockprovider import MockOptions
@@ -28,7 +28,7 @@ def make_request(prompt: str = "a red fox", job_key: str = "job-1",
                          params={"model": "mock-2", "duration": 4})
 
 
-def make_provider(client: httpx.AsyncClient, url: str, key: str | None = None,
+def make_provider(client: httpx2.AsyncClient, url: str, key: str | None = None,
                   **settings: object) -> MockProvider:
     return create(client, ProviderConfig(account="acct", base_url=url, api_key=key,
                                          settings=settings))

@@ -8,7 +8,7 @@ import socket
 import time
 import traceback
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import (
     FAST,
@@ -51,7 +51,7 @@ async def test_happy_path(mp_provider: MockProvider, mp_server: MockProviderServ
     assert counters["downloads_total"] == 1
 
 
-async def test_progress_is_a_fraction(mp_client: httpx.AsyncClient) -> None:
+async def test_progress_is_a_fraction(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, render_seconds_min=1.5,
                                                 render_seconds_max=1.5)) as server:
         provider = make_provider(mp_client, server.url)
@@ -79,7 +79,7 @@ async def test_lookup_by_client_token(mp_provider: MockProvider) -> None:
     assert await mp_provider.lookup(make_request()) is None
 
 
-async def test_lookup_disabled(mp_client: httpx.AsyncClient) -> None:
+async def test_lookup_disabled(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, lookup_enabled=False)) as server:
         for provider in (make_provider(mp_client, server.url),
                          make_provider(mp_client, server.url, lookup=False)):
@@ -114,7 +114,7 @@ async def test_create_faults(
     status: int | None,
     maybe_sent: bool,
 ) -> None:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(0.4)) as client:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(0.4)) as client:
         provider = make_provider(client, mp_server.url, key=SENTINEL)
         request = make_request(f"fox [[mock:{directive}*1]]", job_key=f"jk-{directive}")
         with pytest.raises(ProviderError) as caught:
@@ -147,7 +147,7 @@ async def test_times_syntax_counts_per_job_key(mp_provider: MockProvider) -> Non
         await mp_provider.submit(other)
 
 
-async def test_connect_error_means_nothing_sent(mp_client: httpx.AsyncClient) -> None:
+async def test_connect_error_means_nothing_sent(mp_client: httpx2.AsyncClient) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -159,7 +159,7 @@ async def test_connect_error_means_nothing_sent(mp_client: httpx.AsyncClient) ->
     _assert_no_key(caught.value)
 
 
-async def test_rejected_key(mp_client: httpx.AsyncClient) -> None:
+async def test_rejected_key(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, accept_keys=frozenset({"good"}))) as s:
         await make_provider(mp_client, s.url, key="good").check_key()
         for key in (SENTINEL, None):
@@ -188,7 +188,7 @@ async def test_render_fail(mp_provider: MockProvider) -> None:
 ])
 async def test_poll_faults(mp_server: MockProviderServer, directive: str,
                            label: ErrorLabel) -> None:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(0.4)) as client:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(0.4)) as client:
         provider = make_provider(client, mp_server.url, key=SENTINEL)
         render_id = await provider.submit(make_request(f"[[mock:{directive}*1]]"))
         with pytest.raises(ProviderError) as caught:
@@ -210,7 +210,7 @@ async def test_poll_unknown_render(mp_provider: MockProvider) -> None:
 
 
 @pytest.mark.parametrize("directive", ["expired_link*2", "truncated", "html"])
-async def test_download_faults(mp_server: MockProviderServer, mp_client: httpx.AsyncClient,
+async def test_download_faults(mp_server: MockProviderServer, mp_client: httpx2.AsyncClient,
                                directive: str) -> None:
     provider = make_provider(mp_client, mp_server.url, key=SENTINEL)
     render_id = await provider.submit(make_request(f"[[mock:{directive}]]"))
@@ -256,7 +256,7 @@ async def test_expired_link_is_refreshed_once(mp_provider: MockProvider,
     assert counters["downloads_total"] == 2 and counters["polls_total"] == polls + 1
 
 
-async def test_link_ttl_expiry_refresh(mp_client: httpx.AsyncClient) -> None:
+async def test_link_ttl_expiry_refresh(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, link_ttl_seconds=0.3)) as server:
         provider = make_provider(mp_client, server.url)
         render_id = await provider.submit(make_request())
@@ -275,14 +275,14 @@ async def test_slow_download(mp_provider: MockProvider) -> None:
     assert time.monotonic() - started >= 0.02 * (len(SAMPLE) // 1024)
 
 
-async def test_no_key_in_repr(mp_client: httpx.AsyncClient) -> None:
+async def test_no_key_in_repr(mp_client: httpx2.AsyncClient) -> None:
     config = ProviderConfig(account="a", base_url="http://127.0.0.1:9", api_key=SENTINEL)
     provider = create(mp_client, config)
     assert SENTINEL not in repr(provider) and SENTINEL not in repr(config)
     assert SENTINEL not in str(vars(provider).get("base_url"))
 
 
-async def test_config_problems(mp_client: httpx.AsyncClient) -> None:
+async def test_config_problems(mp_client: httpx2.AsyncClient) -> None:
     with pytest.raises(InputError, match="base URL"):
         create(mp_client, ProviderConfig(account="a", base_url=None, api_key=None))
     with pytest.raises(InputError):
@@ -306,7 +306,7 @@ def _assert_no_key(error: BaseException) -> None:
         assert SENTINEL not in shown
 
 
-async def test_an_account_paces_its_own_renders(mp_client: httpx.AsyncClient,
+async def test_an_account_paces_its_own_renders(mp_client: httpx2.AsyncClient,
                                                 mp_server: MockProviderServer) -> None:
     """The demo's accounts carry ``render_seconds``: each create asks the server for a
     render time in that range instead of the server's own (fast) one."""
@@ -321,7 +321,7 @@ async def test_an_account_paces_its_own_renders(mp_client: httpx.AsyncClient,
     assert fast is not None and fast.duration <= FAST.render_seconds_max
 
 
-async def test_a_malformed_pace_is_refused(mp_client: httpx.AsyncClient,
+async def test_a_malformed_pace_is_refused(mp_client: httpx2.AsyncClient,
                                            mp_server: MockProviderServer) -> None:
     for pace in ([5], [9, 3], ["1", "2"], [0, 7200]):
         response = await mp_client.post(f"{mp_server.url}/v1/renders", json={

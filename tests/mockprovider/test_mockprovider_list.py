@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import FAST
 
@@ -44,21 +44,21 @@ def _server(clock: Clock, **changes: Any) -> MockProviderServer:
     return MockProviderServer(dataclasses.replace(FAST, **changes), clock=clock)
 
 
-def _create(client: httpx.Client, url: str, prompt: str = "a fox", token: str = "t1",
-            params: dict[str, Any] | None = None, key: str | None = None) -> httpx.Response:
+def _create(client: httpx2.Client, url: str, prompt: str = "a fox", token: str = "t1",
+            params: dict[str, Any] | None = None, key: str | None = None) -> httpx2.Response:
     body = {"prompt": prompt, "client_token": token, "job_key": f"job-{token}",
             "params": params if params is not None else {"model": "mock-1", "duration": 4}}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return client.post(f"{url}/v1/renders", json=body, headers=headers)
 
 
-def _page(client: httpx.Client, url: str, key: str | None = None,
-          **query: Any) -> httpx.Response:
+def _page(client: httpx2.Client, url: str, key: str | None = None,
+          **query: Any) -> httpx2.Response:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return client.get(f"{url}/v1/renders", params=query, headers=headers)
 
 
-def _all(client: httpx.Client, url: str, key: str | None = None,
+def _all(client: httpx2.Client, url: str, key: str | None = None,
          **query: Any) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -75,7 +75,7 @@ def _all(client: httpx.Client, url: str, key: str | None = None,
 
 def test_pages_newest_first_with_a_cursor() -> None:
     clock = Clock()
-    with _server(clock) as server, httpx.Client(timeout=3) as client:
+    with _server(clock) as server, httpx2.Client(timeout=3) as client:
         ids = []
         for i in range(45):
             clock.now = T0 + i
@@ -102,7 +102,7 @@ def test_records_echo_the_create_and_hide_the_token_without_lookup() -> None:
               "image": "sha256:ab12"}
     for lookup in (True, False):
         with _server(clock, lookup_enabled=lookup) as server, \
-                httpx.Client(timeout=3) as client:
+                httpx2.Client(timeout=3) as client:
             created = _create(client, server.url, "a red fox", "tok-secret", params, KEY)
             (record,) = _page(client, server.url, KEY).json()["data"]
             expected = {"id": created.json()["id"], "created_at": T0, "status": "queued",
@@ -118,7 +118,7 @@ def test_records_echo_the_create_and_hide_the_token_without_lookup() -> None:
 def test_a_new_render_is_listed_only_after_its_seeded_delay() -> None:
     clock = Clock()
     options = {"list_delay_min": 5.0, "list_delay_max": 10.0, "seed": 11}
-    with _server(clock, **options) as server, httpx.Client(timeout=3) as client:
+    with _server(clock, **options) as server, httpx2.Client(timeout=3) as client:
         render_id = _create(client, server.url).json()["id"]
         state = server._running().state
         render = state.get(render_id)
@@ -163,7 +163,7 @@ def test_lists_are_per_key_and_foreign_renders_show() -> None:
     planted = (ForeignRender("a fox", {"model": "mock-1", "duration": 4}, ago=30),
                ForeignRender("later", {}, created_at=T0 + 50))
     with _server(clock, foreign_renders=planted) as server, \
-            httpx.Client(timeout=3) as client:
+            httpx2.Client(timeout=3) as client:
         mine = _create(client, server.url, key=KEY).json()["id"]
         theirs = _create(client, server.url, token="t2", key="other-key").json()["id"]
         listed = _page(client, server.url, KEY).json()["data"]
@@ -193,7 +193,7 @@ def test_lists_are_per_key_and_foreign_renders_show() -> None:
 
 def test_the_foreign_twin_directive() -> None:
     clock = Clock()
-    with _server(clock) as server, httpx.Client(timeout=3) as client:
+    with _server(clock) as server, httpx2.Client(timeout=3) as client:
         prompt = "twin [[mock:foreign_twin=8*1]]"
         params = {"model": "mock-2", "duration": 5}
         ours = _create(client, server.url, prompt, "t1", params, KEY).json()["id"]
@@ -208,14 +208,14 @@ def test_the_foreign_twin_directive() -> None:
 
 def test_the_list_can_be_switched_off_and_lookup_stays() -> None:
     clock = Clock()
-    with _server(clock, list_enabled=False) as server, httpx.Client(timeout=3) as client:
+    with _server(clock, list_enabled=False) as server, httpx2.Client(timeout=3) as client:
         _create(client, server.url, token="look-1")
         refused = _page(client, server.url)
         assert refused.status_code == 404
         assert refused.json()["error"]["code"] == "list_disabled"
         found = _page(client, server.url, client_token="look-1").json()["data"]
         assert len(found) == 1
-    with _server(clock, lookup_enabled=False) as server, httpx.Client(timeout=3) as client:
+    with _server(clock, lookup_enabled=False) as server, httpx2.Client(timeout=3) as client:
         _create(client, server.url, token="look-2")
         assert _page(client, server.url, client_token="look-2").status_code == 404
         assert len(_page(client, server.url).json()["data"]) == 1
@@ -223,7 +223,7 @@ def test_the_list_can_be_switched_off_and_lookup_stays() -> None:
 
 def test_bad_list_queries() -> None:
     with _server(Clock(), accept_keys=frozenset({KEY})) as server, \
-            httpx.Client(timeout=3) as client:
+            httpx2.Client(timeout=3) as client:
         for query in ({"limit": 0}, {"limit": 101}, {"limit": "x"}, {"created_after": "x"}):
             answer = _page(client, server.url, KEY, **query)
             assert answer.status_code == 400, query
@@ -242,14 +242,14 @@ def _render_count(server: MockProviderServer) -> int:
 
 
 def test_hold_answer_sends_it_late_and_the_render_exists_meanwhile() -> None:
-    with MockProviderServer(FAST) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(FAST) as server, httpx2.Client(timeout=3) as client:
         seen: list[int] = []
         listed: list[int] = []
 
         def watch() -> None:
             time.sleep(0.15)
             seen.append(_render_count(server))
-            with httpx.Client(timeout=3) as other:
+            with httpx2.Client(timeout=3) as other:
                 listed.append(len(_page(other, server.url).json()["data"]))
 
         watcher = threading.Thread(target=watch)
@@ -266,9 +266,9 @@ def test_hold_answer_sends_it_late_and_the_render_exists_meanwhile() -> None:
 
 
 def test_create_timeout_holds_a_given_time_then_answers_nothing() -> None:
-    with MockProviderServer(FAST) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(FAST) as server, httpx2.Client(timeout=3) as client:
         started = time.monotonic()
-        with pytest.raises(httpx.HTTPError):
+        with pytest.raises(httpx2.HTTPError):
             _create(client, server.url, "lost [[mock:create_timeout=0.3]]")
         assert 0.25 <= time.monotonic() - started < 2.5
         assert _render_count(server) == 1
@@ -278,13 +278,13 @@ def test_create_timeout_holds_a_given_time_then_answers_nothing() -> None:
 def test_every_answer_held_by_option_and_cut_by_stop() -> None:
     server = MockProviderServer(dataclasses.replace(FAST, hold_create_answer_seconds=20))
     server.start()
-    outcome: list[BaseException | httpx.Response] = []
+    outcome: list[BaseException | httpx2.Response] = []
 
     def create() -> None:
-        with httpx.Client(timeout=10) as client:
+        with httpx2.Client(timeout=10) as client:
             try:
                 outcome.append(_create(client, server.url))
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 outcome.append(exc)
 
     thread = threading.Thread(target=create)
@@ -295,7 +295,7 @@ def test_every_answer_held_by_option_and_cut_by_stop() -> None:
         time.sleep(0.01)
     server.stop()
     thread.join(5)
-    assert len(outcome) == 1 and isinstance(outcome[0], httpx.HTTPError)
+    assert len(outcome) == 1 and isinstance(outcome[0], httpx2.HTTPError)
 
 
 # -- options and the command line --------------------------------------------------------
@@ -340,7 +340,7 @@ def test_the_live_list_answers_in_the_recorded_shape() -> None:
     recorded = json.loads((fixtures / "list_page_1.json").read_text(encoding="utf-8"))
     clock = Clock()
     with _server(clock, lookup_enabled=False, list_page_size=1) as server, \
-            httpx.Client(timeout=3) as client:
+            httpx2.Client(timeout=3) as client:
         _create(client, server.url, token="a")
         _create(client, server.url, token="b")
         live = _page(client, server.url, created_after=T0 - 1).json()

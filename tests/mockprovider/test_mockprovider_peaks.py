@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.mockprovider import MockOptions, MockProviderServer
@@ -17,7 +17,7 @@ def _key_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def _create(client: httpx.Client, url: str, key: str, n: int, seconds: float) -> None:
+def _create(client: httpx2.Client, url: str, key: str, n: int, seconds: float) -> None:
     body = {"prompt": f"shot {n} [[mock:render_seconds={seconds}]]", "client_token": f"t{n}",
             "job_key": f"j{n}", "params": {}}
     response = client.post(f"{url}/v1/renders", json=body,
@@ -26,7 +26,7 @@ def _create(client: httpx.Client, url: str, key: str, n: int, seconds: float) ->
 
 
 def test_peak_running_renders_are_counted_per_key() -> None:
-    with MockProviderServer(MockOptions(seed=1)) as server, httpx.Client() as client:
+    with MockProviderServer(MockOptions(seed=1)) as server, httpx2.Client() as client:
         url = server.url
         for n in range(3):  # three long renders at once on key A
             _create(client, url, "key-aaaa", n, 60.0)

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import SAMPLE, download_all, make_provider, make_request, wait_finished
 
@@ -45,9 +45,9 @@ async def test_own_process_render_survives_client() -> None:
             url = line.rsplit(" ", 1)[1].strip()
             request = make_request(job_key="own-process")
             # One "app run" submits, then goes away while the render continues remotely.
-            async with httpx.AsyncClient(timeout=3) as client:
+            async with httpx2.AsyncClient(timeout=3) as client:
                 render_id = await make_provider(client, url).submit(request)
-            async with httpx.AsyncClient(timeout=3) as client:
+            async with httpx2.AsyncClient(timeout=3) as client:
                 provider = make_provider(client, url)
                 assert await provider.lookup(request) == render_id
                 status = await wait_finished(provider, render_id)

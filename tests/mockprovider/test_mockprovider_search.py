@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import FAST, make_provider, make_request
 
@@ -40,7 +40,7 @@ class Clock:
         return self.now
 
 
-def _searching(client: httpx.AsyncClient, url: str, **settings: Any) -> MockProvider:
+def _searching(client: httpx2.AsyncClient, url: str, **settings: Any) -> MockProvider:
     return make_provider(client, url, KEY, reconcile="search", **settings)
 
 
@@ -69,7 +69,7 @@ def _no_key(*texts: object) -> None:
     ({"lookup": False}, ReconcileMethod.NONE, False),
     ({"lookup": False, "reconcile": "search"}, ReconcileMethod.SEARCH, False),
 ])
-async def test_reconcile_modes(mp_client: httpx.AsyncClient, settings: dict[str, Any],
+async def test_reconcile_modes(mp_client: httpx2.AsyncClient, settings: dict[str, Any],
                                method: ReconcileMethod, keeps_token: bool) -> None:
     provider = make_provider(mp_client, "http://127.0.0.1:9", **settings)
     assert reconcile_method(provider) is method
@@ -83,7 +83,7 @@ async def test_reconcile_modes(mp_client: httpx.AsyncClient, settings: dict[str,
     assert provider.settle_seconds == DEFAULT_SETTLE_SECONDS == 2.0
 
 
-async def test_settle_seconds_setting_and_bad_settings(mp_client: httpx.AsyncClient) -> None:
+async def test_settle_seconds_setting_and_bad_settings(mp_client: httpx2.AsyncClient) -> None:
     client = mp_client
     assert _searching(client, "http://127.0.0.1:9", settle_seconds=7).settle_seconds == 7.0
     for bad in ({"reconcile": "guess"}, {"reconcile": "search", "settle_seconds": "2"},
@@ -93,7 +93,7 @@ async def test_settle_seconds_setting_and_bad_settings(mp_client: httpx.AsyncCli
             make_provider(client, "http://127.0.0.1:9", **bad)
 
 
-async def test_the_other_modes_cannot_search(mp_client: httpx.AsyncClient,
+async def test_the_other_modes_cannot_search(mp_client: httpx2.AsyncClient,
                                              mp_server: MockProviderServer) -> None:
     for settings in ({}, {"reconcile": "none"}, {"lookup": False}):
         provider = make_provider(mp_client, mp_server.url, **settings)
@@ -111,7 +111,7 @@ async def test_the_other_modes_cannot_search(mp_client: httpx.AsyncClient,
 # -- search against the server ------------------------------------------------------------
 
 async def test_a_render_is_found_once_listed_and_its_echo_matches(
-        mp_client: httpx.AsyncClient) -> None:
+        mp_client: httpx2.AsyncClient) -> None:
     clock = Clock()
     options = dataclasses.replace(FAST, list_delay_min=1.0, list_delay_max=1.5, seed=4,
                                   lookup_enabled=False, accept_keys=frozenset({KEY}))
@@ -145,7 +145,7 @@ async def test_a_render_is_found_once_listed_and_its_echo_matches(
 
 
 async def test_another_clients_twin_is_listed_at_its_own_time(
-        mp_client: httpx.AsyncClient) -> None:
+        mp_client: httpx2.AsyncClient) -> None:
     clock = Clock()
     with MockProviderServer(dataclasses.replace(FAST, lookup_enabled=False),
                             clock=clock) as server:
@@ -173,7 +173,7 @@ async def test_another_clients_twin_is_listed_at_its_own_time(
 
 
 async def test_the_foreign_twin_directive_through_the_adapter(
-        mp_client: httpx.AsyncClient) -> None:
+        mp_client: httpx2.AsyncClient) -> None:
     clock = Clock()
     with MockProviderServer(FAST, clock=clock) as server:
         provider = _searching(mp_client, server.url)
@@ -186,7 +186,7 @@ async def test_the_foreign_twin_directive_through_the_adapter(
 
 
 async def test_paging_at_the_page_size_and_the_page_budget(
-        mp_client: httpx.AsyncClient) -> None:
+        mp_client: httpx2.AsyncClient) -> None:
     clock = Clock()
     with MockProviderServer(dataclasses.replace(FAST, list_page_size=3),
                             clock=clock) as server:
@@ -208,7 +208,7 @@ async def test_paging_at_the_page_size_and_the_page_budget(
         assert exact.complete and len(exact.records) == 10
 
 
-async def test_a_server_without_the_list(mp_client: httpx.AsyncClient) -> None:
+async def test_a_server_without_the_list(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, list_enabled=False)) as server:
         provider = _searching(mp_client, server.url)
         assert reconcile_method(provider) is ReconcileMethod.SEARCH
@@ -223,7 +223,7 @@ async def test_a_server_without_the_list(mp_client: httpx.AsyncClient) -> None:
         _no_key(error)
 
 
-async def test_a_rejected_key_on_the_list(mp_client: httpx.AsyncClient) -> None:
+async def test_a_rejected_key_on_the_list(mp_client: httpx2.AsyncClient) -> None:
     with MockProviderServer(dataclasses.replace(FAST, accept_keys=frozenset({"good"}))) as s:
         provider = _searching(mp_client, s.url)
         with pytest.raises(ProviderError) as caught:
@@ -241,14 +241,14 @@ async def test_a_held_back_answer_is_found_by_search(directive: str) -> None:
     clock = Clock()
     options = dataclasses.replace(FAST, lookup_enabled=False, list_delay_max=0.5, seed=9)
     with MockProviderServer(options, clock=clock) as server:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(0.3)) as impatient:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(0.3)) as impatient:
             request = _request(f"lost answer [[mock:{directive}*1]]")
             with pytest.raises(ProviderError) as caught:
                 await _searching(impatient, server.url).submit(request)
             assert caught.value.body_maybe_sent
             assert caught.value.label is ErrorLabel.TIMED_OUT
         assert server.counters()["renders_total"] == 1
-        async with httpx.AsyncClient(timeout=3) as client:
+        async with httpx2.AsyncClient(timeout=3) as client:
             provider = _searching(client, server.url)
             clock.now = T0 + provider.settle_seconds
             (record,) = (await provider.search(T0 - 10, T0 + 10)).records
@@ -259,7 +259,7 @@ async def test_a_held_back_answer_is_found_by_search(directive: str) -> None:
 # -- echo of reference images ------------------------------------------------------------
 
 async def test_echo_names_the_reference_image_as_submit_sent_it(
-        mp_client: httpx.AsyncClient, tmp_path: Path) -> None:
+        mp_client: httpx2.AsyncClient, tmp_path: Path) -> None:
     pinned = tmp_path / "pinned.png"
     pinned.write_bytes(PNG)
     loose = tmp_path / "loose.png"

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mockprovider_helpers import FAST, SAMPLE
 
@@ -16,13 +16,13 @@ from reelqueue.mockprovider import MockOptions, MockProviderServer, serve_foreve
 pytestmark = pytest.mark.integration
 
 
-def _create(client: httpx.Client, url: str, prompt: str = "fox", job_key: str = "j1",
-            token: str = "t1", **headers: str) -> httpx.Response:
+def _create(client: httpx2.Client, url: str, prompt: str = "fox", job_key: str = "j1",
+            token: str = "t1", **headers: str) -> httpx2.Response:
     body = {"prompt": prompt, "client_token": token, "job_key": job_key, "params": {}}
     return client.post(f"{url}/v1/renders", json=body, headers=headers)
 
 
-def _wait(client: httpx.Client, url: str, render_id: str) -> dict[str, Any]:
+def _wait(client: httpx2.Client, url: str, render_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 5
     seen = set()
     while time.monotonic() < deadline:
@@ -38,7 +38,7 @@ def _wait(client: httpx.Client, url: str, render_id: str) -> dict[str, Any]:
 def test_render_lifecycle_and_counters(mp_server: MockProviderServer) -> None:
     url = mp_server.url
     assert url.startswith("http://127.0.0.1:") and url.endswith(str(mp_server.port))
-    with httpx.Client(timeout=3) as client:
+    with httpx2.Client(timeout=3) as client:
         created = _create(client, url)
         assert created.status_code == 201
         render = created.json()
@@ -67,7 +67,7 @@ def test_render_lifecycle_and_counters(mp_server: MockProviderServer) -> None:
 
 def test_running_progress_and_cancel() -> None:
     slow = dataclasses.replace(FAST, render_seconds_min=2, render_seconds_max=2)
-    with MockProviderServer(slow) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(slow) as server, httpx2.Client(timeout=3) as client:
         render_id = _create(client, server.url).json()["id"]
         time.sleep(0.6)
         body = client.get(f"{server.url}/v1/renders/{render_id}").json()
@@ -79,7 +79,7 @@ def test_running_progress_and_cancel() -> None:
 
 
 def test_lookup_by_client_token(mp_server: MockProviderServer) -> None:
-    with httpx.Client(timeout=3) as client:
+    with httpx2.Client(timeout=3) as client:
         render_id = _create(client, mp_server.url, token="look-1").json()["id"]
         found = client.get(f"{mp_server.url}/v1/renders", params={"client_token": "look-1"})
         assert [r["id"] for r in found.json()["data"]] == [render_id]
@@ -89,7 +89,7 @@ def test_lookup_by_client_token(mp_server: MockProviderServer) -> None:
 
 def test_lookup_disabled() -> None:
     options = dataclasses.replace(FAST, lookup_enabled=False)
-    with MockProviderServer(options) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(options) as server, httpx2.Client(timeout=3) as client:
         _create(client, server.url, token="look-2")
         answer = client.get(f"{server.url}/v1/renders", params={"client_token": "look-2"})
         assert answer.status_code == 404
@@ -98,7 +98,7 @@ def test_lookup_disabled() -> None:
 
 def test_accept_keys() -> None:
     options = dataclasses.replace(FAST, accept_keys=frozenset({"good"}))
-    with MockProviderServer(options) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(options) as server, httpx2.Client(timeout=3) as client:
         for headers in ({}, {"Authorization": "Bearer bad"}):
             answer = client.get(f"{server.url}/v1/account", headers=headers)
             assert answer.status_code == 401
@@ -112,7 +112,7 @@ def test_accept_keys() -> None:
 
 
 def test_unknown_paths_and_ids(mp_server: MockProviderServer) -> None:
-    with httpx.Client(timeout=3) as client:
+    with httpx2.Client(timeout=3) as client:
         assert client.get(f"{mp_server.url}/v1/nothing").status_code == 404
         assert client.get(f"{mp_server.url}/v1/renders/mr_missing").status_code == 404
         assert client.get(f"{mp_server.url}/v1/files/mr_missing.mp4").status_code == 404
@@ -123,7 +123,7 @@ def test_unknown_paths_and_ids(mp_server: MockProviderServer) -> None:
 
 
 def test_probabilistic_faults_are_seeded() -> None:
-    with httpx.Client(timeout=3) as client:
+    with httpx2.Client(timeout=3) as client:
         options = dataclasses.replace(FAST, rate_limit_rate=1.0, retry_after=7)
         with MockProviderServer(options) as server:
             answer = _create(client, server.url)
@@ -147,7 +147,7 @@ def test_probabilistic_faults_are_seeded() -> None:
 
 def test_signed_links_expire() -> None:
     options = dataclasses.replace(FAST, link_ttl_seconds=0.3)
-    with MockProviderServer(options) as server, httpx.Client(timeout=3) as client:
+    with MockProviderServer(options) as server, httpx2.Client(timeout=3) as client:
         done = _wait(client, server.url, _create(client, server.url).json()["id"])
         link = done["video_url"]
         assert "exp=" in link and "sig=" in link
@@ -168,16 +168,16 @@ def test_refuses_non_loopback_host() -> None:
 
 def test_stop_is_prompt_with_hanging_connections() -> None:
     server = MockProviderServer(FAST).start()
-    outcome: list[BaseException | httpx.Response] = []
+    outcome: list[BaseException | httpx2.Response] = []
 
     def hang() -> None:
-        with httpx.Client(timeout=20) as client:
+        with httpx2.Client(timeout=20) as client:
             try:
                 outcome.append(_create(client, server.url, prompt="[[mock:create_timeout]]"))
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 outcome.append(exc)
 
-    idle = httpx.Client(timeout=3)  # an idle keep-alive connection, too
+    idle = httpx2.Client(timeout=3)  # an idle keep-alive connection, too
     try:
         assert idle.get(f"{server.url}/v1/account").status_code == 200
         thread = threading.Thread(target=hang)
@@ -191,7 +191,7 @@ def test_stop_is_prompt_with_hanging_connections() -> None:
         assert time.monotonic() - started < 1.5
         thread.join(5)
         assert not thread.is_alive()
-        assert len(outcome) == 1 and isinstance(outcome[0], httpx.HTTPError)
+        assert len(outcome) == 1 and isinstance(outcome[0], httpx2.HTTPError)
         server.stop()  # idempotent
     finally:
         idle.close()
@@ -211,7 +211,7 @@ def test_serve_forever_until_stop_event() -> None:
         while not urls:
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        with httpx.Client(timeout=3) as client:
+        with httpx2.Client(timeout=3) as client:
             assert client.get(f"{urls[0]}/v1/account").json()["ok"] is True
     finally:
         stop.set()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.models import Job, LedgerEntry
 from reelqueue.domain.states import IN_FLIGHT, JobState
@@ -110,7 +110,7 @@ class MockProcess:
         return self
 
     def counters(self) -> dict[str, Any]:
-        response = httpx.get(f"{self.url}/_mock/counters", timeout=30)
+        response = httpx2.get(f"{self.url}/_mock/counters", timeout=30)
         response.raise_for_status()
         return dict(response.json())
 

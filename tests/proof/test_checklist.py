@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.domain.backoff import BackoffPolicy
@@ -207,7 +207,7 @@ async def test_slow_worker_finishes_after_its_lease_was_taken_over(
                                             "mock", str(out / "slow.mp4"))], time.time())
         store_a.add_account(AccountSpec("acct", "mock", 1, server.url), time.time())
         store_b = SqliteStore.open(journal_path, now=time.time())
-        client_a = httpx.AsyncClient(timeout=10)
+        client_a = httpx2.AsyncClient(timeout=10)
 
         class Stalled(MockProvider):
             async def download(self, provider_job_id: str, status: RemoteStatus

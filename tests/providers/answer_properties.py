@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,7 +38,7 @@ class AnswerShape:
     states: Sequence[str]
     keys: Sequence[str]
     fake: Callable[[], Any]
-    make: Callable[[httpx.AsyncClient], Any]
+    make: Callable[[httpx2.AsyncClient], Any]
     request: Callable[[], Any]
     create: str
     created: int
@@ -70,13 +70,13 @@ def answer_properties(shape: AnswerShape) -> tuple[Callable[..., Any], Callable[
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(raw=answers)
     async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
-        client_for: Callable[..., httpx.AsyncClient], raw: bytes
+        client_for: Callable[..., httpx2.AsyncClient], raw: bytes
     ) -> None:
         """Random and malformed 2xx create answers: a job id only from a readable id
         field; anything else says the create may have gone through, so it is never sent
         again."""
         fake = shape.fake()
-        fake.router.script("POST", shape.create, httpx.Response(shape.created, content=raw))
+        fake.router.script("POST", shape.create, httpx2.Response(shape.created, content=raw))
         try:
             job_id = await shape.make(client_for(fake.router)).submit(shape.request())
         except ProviderError as error:
@@ -95,13 +95,13 @@ def answer_properties(shape: AnswerShape) -> tuple[Callable[..., Any], Callable[
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(raw=answers)
     async def test_property_a_poll_answer_never_reads_as_a_failed_render(
-        client_for: Callable[..., httpx.AsyncClient], raw: bytes
+        client_for: Callable[..., httpx2.AsyncClient], raw: bytes
     ) -> None:
         """Random and malformed poll answers: only the documented failed/cancelled state
         ends a render (which could lead to a new create); a body without a readable state
         is an unknown outcome (or, not JSON at all, a retryable unreadable answer)."""
         fake = shape.fake()
-        fake.router.script("GET", shape.poll, httpx.Response(200, content=raw))
+        fake.router.script("GET", shape.poll, httpx2.Response(200, content=raw))
         body = _decoded(raw)
         try:
             status = await shape.make(client_for(fake.router)).poll(shape.job_id)
@@ -121,7 +121,7 @@ def answer_properties(shape: AnswerShape) -> tuple[Callable[..., Any], Callable[
 
 
 def create_answer_property(
-    *, fake: Callable[[], Any], make: Callable[[httpx.AsyncClient], Any],
+    *, fake: Callable[[], Any], make: Callable[[httpx2.AsyncClient], Any],
     request: Callable[[], Any], create: str, created: int, id_key: str,
     reads_as: Callable[[dict[str, Any], str], bool],
 ) -> Callable[..., Any]:
@@ -142,12 +142,12 @@ def create_answer_property(
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(raw=answers)
     async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
-        client_for: Callable[..., httpx.AsyncClient], raw: bytes
+        client_for: Callable[..., httpx2.AsyncClient], raw: bytes
     ) -> None:
         """Random and malformed 2xx create answers: a job id only from a readable id
         field; anything else is an error that says the create may have gone through."""
         provider_fake = fake()
-        provider_fake.router.script("POST", create, httpx.Response(created, content=raw))
+        provider_fake.router.script("POST", create, httpx2.Response(created, content=raw))
         try:
             job_id = await make(client_for(provider_fake.router)).submit(request())
         except ProviderError as error:

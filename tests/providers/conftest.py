@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import Router
 
 
 @pytest.fixture
-async def client_for() -> AsyncIterator[Callable[[Router], httpx.AsyncClient]]:
-    """Build ``httpx.AsyncClient(transport=MockTransport(router))``; closed after the test."""
-    clients: list[httpx.AsyncClient] = []
+async def client_for() -> AsyncIterator[Callable[[Router], httpx2.AsyncClient]]:
+    """Build ``httpx2.AsyncClient(transport=MockTransport(router))``; closed after the test."""
+    clients: list[httpx2.AsyncClient] = []
 
-    def build(router: Router) -> httpx.AsyncClient:
-        client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    def build(router: Router) -> httpx2.AsyncClient:
+        client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
         clients.append(client)
         return client
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from tests.every_key import EveryAccountKey
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -29,7 +29,7 @@ VIDEO_BYTES = (b"\x00\x00\x00\x20ftypisom\x00\x00\x02\x00isomiso2avc1mp41"
 
 HTML_PAGE = b"<!DOCTYPE html><html><body><h1>Access denied</h1></body></html>" + b" " * 64
 
-Handler = Callable[[httpx.Request, "re.Match[str]"], httpx.Response]
+Handler = Callable[[httpx2.Request, "re.Match[str]"], httpx2.Response]
 
 
 def fixture(provider: str, name: str) -> Any:
@@ -38,19 +38,19 @@ def fixture(provider: str, name: str) -> Any:
         return copy.deepcopy(json.load(handle))
 
 
-def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.Response(status, json=body, headers=headers)
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(status, json=body, headers=headers)
 
 
 def video_response(content: bytes = VIDEO_BYTES, content_type: str = "video/mp4",
-                   headers: dict[str, str] | None = None) -> httpx.Response:
+                   headers: dict[str, str] | None = None) -> httpx2.Response:
     merged = {"Content-Type": content_type}
     merged.update(headers or {})
-    return httpx.Response(200, content=content, headers=merged)
+    return httpx2.Response(200, content=content, headers=merged)
 
 
-def echo_error(status: int, request: httpx.Request, extra: dict[str, Any] | None = None,
-               headers: dict[str, str] | None = None) -> httpx.Response:
+def echo_error(status: int, request: httpx2.Request, extra: dict[str, Any] | None = None,
+               headers: dict[str, str] | None = None) -> httpx2.Response:
     """An error answer that echoes the request headers and body, as some gateways do."""
     body: dict[str, Any] = {
         "error": {"message": "Request rejected; your request was: "
@@ -59,20 +59,20 @@ def echo_error(status: int, request: httpx.Request, extra: dict[str, Any] | None
         "echo": dict(request.headers),
     }
     body.update(extra or {})
-    return httpx.Response(status, json=body, headers=headers)
+    return httpx2.Response(status, json=body, headers=headers)
 
 
 @dataclass
 class Call:
     method: str
-    url: httpx.URL
-    headers: httpx.Headers
+    url: httpx2.URL
+    headers: httpx2.Headers
     body: bytes
 
 
 @dataclass
 class Router:
-    """A plain routing function for ``httpx.MockTransport`` with a request log."""
+    """A plain routing function for ``httpx2.MockTransport`` with a request log."""
 
     routes: list[tuple[str, re.Pattern[str], Handler]] = field(default_factory=list)
     scripted: list[tuple[str, re.Pattern[str], Any]] = field(default_factory=list)
@@ -91,7 +91,7 @@ class Router:
         return sum(1 for c in self.calls
                    if c.method == method and regex.fullmatch(_target(c.url)))
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         target = _target(request.url)
         self.calls.append(Call(request.method, request.url, request.headers,
                                request.read()))
@@ -101,9 +101,9 @@ class Router:
                 if isinstance(answer, BaseException):
                     raise answer
                 if callable(answer):
-                    result: httpx.Response = answer(request)
+                    result: httpx2.Response = answer(request)
                     return result
-                assert isinstance(answer, httpx.Response)
+                assert isinstance(answer, httpx2.Response)
                 return answer
         for method, regex, handler in self.routes:
             match = regex.fullmatch(target)
@@ -112,13 +112,13 @@ class Router:
         return json_response(404, {"error": f"no fake route for {request.method} {target}"})
 
 
-def _target(url: httpx.URL) -> str:
+def _target(url: httpx2.URL) -> str:
     """host + path, the string routes match against."""
     return f"{url.host}{url.path}"
 
 
-def read_timeout(request: httpx.Request) -> httpx.Response:
-    raise httpx.ReadTimeout("timed out waiting for the answer", request=request)
+def read_timeout(request: httpx2.Request) -> httpx2.Response:
+    raise httpx2.ReadTimeout("timed out waiting for the answer", request=request)
 
 
 def all_texts(exc: BaseException) -> str:
@@ -165,7 +165,7 @@ async def run_one_row(
     store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),
                                       params=params or {}, row_number=2)], 0)
     store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,
                     rng=random.Random(1))
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import SENTINEL_KEY, Router
 
@@ -16,7 +16,7 @@ from reelqueue.providers.registry import no_rules
 
 KINDS = ["runway", "veo", "luma", "luma-legacy", "fal", "replicate", "minimax", "kling",
          "openai-compat"]
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 def config(kind: str, base_url: str | None = None, key: str | None = SENTINEL_KEY

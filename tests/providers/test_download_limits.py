@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.domain.backoff import BackoffPolicy
@@ -157,8 +157,8 @@ def hostile() -> Iterator[HostileServer]:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(20.0)) as opened:
+async def client() -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(20.0)) as opened:
         yield opened
 
 
@@ -172,7 +172,7 @@ class Written:
         self.total += len(chunk)
 
 
-async def download(client: httpx.AsyncClient, server: HostileServer, path: str,
+async def download(client: httpx2.AsyncClient, server: HostileServer, path: str,
                    limits: DownloadLimits, folder: Path, written: Written) -> Path:
     """Download ``path`` the way the engine does (adapter stream into the writer)."""
     api = ApiClient(client, ProviderConfig("a", server.url, "sk-test-0123456789abcdef"),
@@ -187,7 +187,7 @@ async def download(client: httpx.AsyncClient, server: HostileServer, path: str,
     return final
 
 
-async def refused(client: httpx.AsyncClient, server: HostileServer, path: str,
+async def refused(client: httpx2.AsyncClient, server: HostileServer, path: str,
                   limits: DownloadLimits, folder: Path) -> ProviderError:
     """Download ``path``: it must fail as a retryable download failure, cleanly."""
     written = Written()
@@ -206,7 +206,7 @@ def assert_hung_up(server: HostileServer) -> None:
     assert server.done.wait(10), "the download's connection was left open"
 
 
-async def test_a_normal_video_passes(client: httpx.AsyncClient, hostile: HostileServer,
+async def test_a_normal_video_passes(client: httpx2.AsyncClient, hostile: HostileServer,
                                      tmp_path: Path) -> None:
     written = Written()
     final = await download(client, hostile, "/ok", NO_FLOOR, tmp_path, written)
@@ -215,7 +215,7 @@ async def test_a_normal_video_passes(client: httpx.AsyncClient, hostile: Hostile
 
 
 async def test_oversize_by_content_length_is_refused_up_front(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     error = await refused(client, hostile, "/announced-oversize", NO_FLOOR, tmp_path)
     assert "cap" in str(error) and f"announced {100 * CAP} bytes" in str(error)
@@ -223,7 +223,7 @@ async def test_oversize_by_content_length_is_refused_up_front(
 
 
 async def test_oversize_chunked_is_cut_off_at_the_cap(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     error = await refused(client, hostile, "/chunked-oversize", NO_FLOOR, tmp_path)
     assert "cap" in str(error)
@@ -233,7 +233,7 @@ async def test_oversize_chunked_is_cut_off_at_the_cap(
 
 
 async def test_gzip_bomb_counts_decoded_bytes(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     error = await refused(client, hostile, "/gzip-bomb", NO_FLOOR, tmp_path)
     assert "cap" in str(error)
@@ -243,7 +243,7 @@ async def test_gzip_bomb_counts_decoded_bytes(
 
 
 async def test_trickle_past_the_deadline(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     limits = DownloadLimits(max_bytes=CAP, deadline_seconds=1.0, min_bytes_per_second=0)
     error = await refused(client, hostile, "/trickle", limits, tmp_path)
@@ -252,7 +252,7 @@ async def test_trickle_past_the_deadline(
 
 
 async def test_trickle_under_the_throughput_floor(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     limits = DownloadLimits(max_bytes=CAP, deadline_seconds=60.0,
                             min_bytes_per_second=1024, floor_window_seconds=0.5)
@@ -262,7 +262,7 @@ async def test_trickle_under_the_throughput_floor(
 
 
 async def test_a_silent_server_is_cut_off_by_the_floor(
-    client: httpx.AsyncClient, hostile: HostileServer, tmp_path: Path
+    client: httpx2.AsyncClient, hostile: HostileServer, tmp_path: Path
 ) -> None:
     limits = DownloadLimits(max_bytes=CAP, deadline_seconds=60.0,
                             min_bytes_per_second=1024, floor_window_seconds=0.5)

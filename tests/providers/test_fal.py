@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import create_answer_property
 from provider_fakes import (
@@ -39,7 +39,7 @@ JOB_ID = f"fal-ai/veo3.1/requests/{REQUEST_ID}"
 SUBMIT = rf"{API}/fal-ai/veo3\.1(/fast)?(/image-to-video)?"
 STATUS = rf"{API}/fal-ai/veo3\.1/requests/{REQUEST_ID}/status"
 RESULT = rf"{API}/fal-ai/veo3\.1/requests/{REQUEST_ID}"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeFal:
@@ -62,21 +62,21 @@ class FakeFal:
     def creates(self) -> int:
         return self.router.count("POST", SUBMIT)
 
-    def _status(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _status(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("authorization") != f"Key {SENTINEL_KEY}":
             return json_response(401, fixture("fal", "error_401"))
         self.position = min(self.position + 1, len(self.states) - 1)
         return json_response(200, fixture("fal", self.states[self.position]))
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if self.expire_next_download:
             self.expire_next_download = False
-            return httpx.Response(404, content=b"Not Found", headers={
+            return httpx2.Response(404, content=b"Not Found", headers={
                 "Content-Type": "text/plain"})
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> fal.FalProvider:
+def make(client: httpx2.AsyncClient) -> fal.FalProvider:
     return fal.create(client, ProviderConfig("fal-1", None, SENTINEL_KEY))
 
 
@@ -158,7 +158,7 @@ async def test_completed_with_a_model_error_in_the_result_is_a_failure(
 
 async def test_result_endpoint_blip_is_polled_again_not_failed(client_for: ClientFor) -> None:
     fake = FakeFal(states=["status_completed"])
-    fake.router.script("GET", RESULT, httpx.Response(502, content=b"Bad Gateway"))
+    fake.router.script("GET", RESULT, httpx2.Response(502, content=b"Bad Gateway"))
     provider = make(client_for(fake.router))
     with pytest.raises(ProviderError) as caught:
         await provider.poll(JOB_ID)
@@ -340,7 +340,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeFal()
-    fake.router.script("POST", SUBMIT, httpx.Response(200, content=body))
+    fake.router.script("POST", SUBMIT, httpx2.Response(200, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True  # never "nothing was sent"
@@ -424,7 +424,7 @@ def _status_failure(error_type: str, text: str) -> dict[str, Any]:
      ErrorLabel.INVALID_INPUT, "Failed to load the image"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeFal(states=["status_completed"])
     pattern = {"status": STATUS, "submit": SUBMIT, "result": RESULT}[where]

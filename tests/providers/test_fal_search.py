@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
@@ -50,7 +50,7 @@ LIST = rf"{PLATFORM}/v1/models/requests/by-endpoint"
 T0 = 1_793_000_000.0  # the fake's clock at the start of every test
 MAX_RENDER = 600.0  # the fake's longest render (queue + run) before a request is listed
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 def iso(seconds: float) -> str:
@@ -82,7 +82,7 @@ class FalHistory:
                               "json_input": json_input})
         return request_id
 
-    def _submit(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _submit(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         endpoint = request.url.path.strip("/")
         # The render finishes (and is listed) after a random queue + render time.
         request_id = self.add(endpoint, json.loads(request.content), self.now,
@@ -95,7 +95,7 @@ class FalHistory:
                       cancel_url=f"https://{QUEUE}/{app}/requests/{request_id}/cancel")
         return json_response(200, answer)
 
-    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("authorization") != f"Key {SENTINEL_KEY}":
             return json_response(401, fixture("fal", "error_401"))
         query = request.url.params
@@ -131,11 +131,11 @@ class FalHistory:
             item["json_output"] = {"video": {"url": "https://v3.fal.media/files/x/out.mp4"}}
         return item
 
-    def list_calls(self) -> list[httpx.URL]:
+    def list_calls(self) -> list[httpx2.URL]:
         return [c.url for c in self.router.calls if c.url.host == PLATFORM]
 
 
-def make(client: httpx.AsyncClient, base_url: str | None = None) -> fal.FalProvider:
+def make(client: httpx2.AsyncClient, base_url: str | None = None) -> fal.FalProvider:
     return fal.create(client, ProviderConfig("fal-1", base_url, SENTINEL_KEY))
 
 
@@ -264,7 +264,7 @@ async def test_a_transport_failure_on_the_first_page_is_raised(client_for: Clien
 
 
 @pytest.mark.parametrize("answer", [
-    httpx.Response(200, content=b"<html>maintenance</html>",
+    httpx2.Response(200, content=b"<html>maintenance</html>",
                    headers={"Content-Type": "text/html"}),
     json_response(200, {"requests": []}),
     json_response(200, {"items": {}, "has_more": False}),
@@ -275,7 +275,7 @@ async def test_a_transport_failure_on_the_first_page_is_raised(client_for: Clien
     json_response(200, {"items": [{"request_id": "r1"}], "has_more": False}),
 ])
 async def test_an_unreadable_page_is_an_unknown_outcome(
-    client_for: ClientFor, answer: httpx.Response,
+    client_for: ClientFor, answer: httpx2.Response,
 ) -> None:
     history = FalHistory()
     history.router.script("GET", LIST, answer)
@@ -321,7 +321,7 @@ async def test_the_recorded_pages_read_as_records(client_for: ClientFor) -> None
 
 
 def test_echo_differs_for_every_parameter_the_create_sets() -> None:
-    provider = make(httpx.AsyncClient())
+    provider = make(httpx2.AsyncClient())
     base = provider.echo(request(**PARAMS))
     assert base == {"model": "fal-ai/veo3.1/fast", "input": {
         "prompt": "A glass city at dawn", "generate_audio": False, "aspect_ratio": "9:16",
@@ -400,7 +400,7 @@ async def test_a_gateway_account_never_sends_its_key_to_fal(client_for: ClientFo
 
 
 def test_fal_is_searched_and_keeps_no_client_token() -> None:
-    provider = make(httpx.AsyncClient())
+    provider = make(httpx2.AsyncClient())
     assert isinstance(provider, SearchableProvider)
     assert reconcile_method(provider) is ReconcileMethod.SEARCH
     assert sends_client_token(provider) is False

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import SENTINEL_KEY, VIDEO_BYTES, Router, all_texts, json_response
 
@@ -19,11 +19,11 @@ from reelqueue.providers.adapters._images import load_image
 from reelqueue.providers.adapters._params import param_bool, param_int, param_str, spec_problems
 from reelqueue.providers.base import ParamSpec, ProviderConfig
 
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 API = "api.example.test"
 
 
-def api(client: httpx.AsyncClient, key: str = SENTINEL_KEY) -> ApiClient:
+def api(client: httpx2.AsyncClient, key: str = SENTINEL_KEY) -> ApiClient:
     return ApiClient(client, ProviderConfig("a", f"https://{API}/v1", key),
                            title="Example", default_base_url=None,
                            auth_headers=lambda k: {"x-api-key": k})
@@ -70,7 +70,7 @@ async def test_error_text_is_short_and_key_free(client_for: ClientFor) -> None:
 
 async def test_api_requests_never_follow_redirects(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", rf"{API}/v1/moved", lambda r, m: httpx.Response(
+    router.add("GET", rf"{API}/v1/moved", lambda r, m: httpx2.Response(
         302, headers={"Location": "https://elsewhere.test/steal"}))
     client = api(client_for(router))
     response = await client.request("GET", "/moved")
@@ -82,11 +82,11 @@ async def test_download_follows_redirects_and_drops_the_key_off_host(
     client_for: ClientFor,
 ) -> None:
     router = Router()
-    router.add("GET", rf"{API}/v1/files/1", lambda r, m: httpx.Response(
+    router.add("GET", rf"{API}/v1/files/1", lambda r, m: httpx2.Response(
         302, headers={"Location": "https://cdn.test/one"}))
-    router.add("GET", r"cdn\.test/one", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/one", lambda r, m: httpx2.Response(
         301, headers={"Location": "/two"}))
-    router.add("GET", r"cdn\.test/two", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/two", lambda r, m: httpx2.Response(
         200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
     client = api(client_for(router))
     data = await collect(client.stream_video(f"https://{API}/v1/files/1",
@@ -97,7 +97,7 @@ async def test_download_follows_redirects_and_drops_the_key_off_host(
 
 async def test_download_gives_up_after_too_many_redirects(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/loop", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/loop", lambda r, m: httpx2.Response(
         302, headers={"Location": "https://cdn.test/loop"}))
     with pytest.raises(ProviderError) as caught:
         await collect(api(client_for(router)).stream_video("https://cdn.test/loop"))
@@ -115,7 +115,7 @@ async def test_plain_http_download_link_is_refused(client_for: ClientFor) -> Non
 async def test_plain_http_loopback_link_needs_a_loopback_api(client_for: ClientFor) -> None:
     """A provider on the internet cannot point us at a service on this machine."""
     router = Router()
-    router.add("GET", r"127\.0\.0\.1/v\.mp4", lambda r, m: httpx.Response(
+    router.add("GET", r"127\.0\.0\.1/v\.mp4", lambda r, m: httpx2.Response(
         200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
     with pytest.raises(ProviderError) as caught:
         await collect(api(client_for(router)).stream_video("http://127.0.0.1:8080/v.mp4"))
@@ -132,7 +132,7 @@ async def test_plain_http_loopback_link_needs_a_loopback_api(client_for: ClientF
                                     "ftp://cdn.test/v.mp4"])
 async def test_every_redirect_hop_is_checked(client_for: ClientFor, target: str) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         302, headers={"Location": target}))
     with pytest.raises(ProviderError) as caught:
         await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
@@ -143,7 +143,7 @@ async def test_every_redirect_hop_is_checked(client_for: ClientFor, target: str)
 
 async def test_downloads_ask_for_identity_encoding(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
     await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
     assert router.calls[0].headers["accept-encoding"] == "identity"
@@ -152,7 +152,7 @@ async def test_downloads_ask_for_identity_encoding(client_for: ClientFor) -> Non
 async def test_content_length_over_the_cap_is_refused_before_reading(
     client_for: ClientFor,
 ) -> None:
-    class Endless(httpx.AsyncByteStream):
+    class Endless(httpx2.AsyncByteStream):
         read = 0
 
         async def __aiter__(self):  # type: ignore[no-untyped-def]
@@ -161,7 +161,7 @@ async def test_content_length_over_the_cap_is_refused_before_reading(
                 yield VIDEO_BYTES
 
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         200, stream=Endless(), headers={"Content-Type": "video/mp4",
                                         "Content-Length": str(3 * 1024**3)}))
     with pytest.raises(ProviderError) as caught:
@@ -179,7 +179,7 @@ async def test_mock_adapter_downloads_go_through_the_same_checks(
     from reelqueue.providers.mock import MockProvider
 
     router = Router()
-    router.add("GET", r"127\.0\.0\.1/files/r1\.mp4", lambda r, m: httpx.Response(
+    router.add("GET", r"127\.0\.0\.1/files/r1\.mp4", lambda r, m: httpx2.Response(
         302, headers={"Location": "http://10.0.0.7/steal"}))
     provider = MockProvider(client_for(router), ProviderConfig("a", "http://127.0.0.1:9",
                                                                SENTINEL_KEY))
@@ -207,7 +207,7 @@ async def test_non_videos_are_refused(
     client_for: ClientFor, content: bytes, headers: dict[str, str]
 ) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(200, content=content,
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(200, content=content,
                                                                  headers=headers))
     with pytest.raises(ProviderError) as caught:
         await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
@@ -217,20 +217,20 @@ async def test_non_videos_are_refused(
 
 async def test_small_real_video_passes_the_sniff(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         200, content=VIDEO_BYTES[:40], headers={"Content-Type": "video/mp4"}))
     assert await collect(api(client_for(router)).stream_video("https://cdn.test/v")) == (
         VIDEO_BYTES[:40])
 
 
 async def test_a_broken_stream_is_a_retryable_download_failure(client_for: ClientFor) -> None:
-    class Broken(httpx.AsyncByteStream):
+    class Broken(httpx2.AsyncByteStream):
         async def __aiter__(self):  # type: ignore[no-untyped-def]
             yield VIDEO_BYTES[:100]
-            raise httpx.RemoteProtocolError("peer closed connection")
+            raise httpx2.RemoteProtocolError("peer closed connection")
 
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         200, stream=Broken(), headers={"Content-Type": "video/mp4"}))
     with pytest.raises(ProviderError) as caught:
         await collect(api(client_for(router)).stream_video("https://cdn.test/v"))
@@ -240,7 +240,7 @@ async def test_a_broken_stream_is_a_retryable_download_failure(client_for: Clien
 
 async def test_missing_link_asks_the_refresher_first(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", r"cdn\.test/v", lambda r, m: httpx.Response(
+    router.add("GET", r"cdn\.test/v", lambda r, m: httpx2.Response(
         200, content=VIDEO_BYTES, headers={"Content-Type": "video/mp4"}))
 
     async def refresh() -> str:
@@ -253,12 +253,12 @@ async def test_missing_link_asks_the_refresher_first(client_for: ClientFor) -> N
 
 
 def test_retry_after_headers() -> None:
-    assert retry_after_of(httpx.Response(429, headers={"retry-after-ms": "1500"})) == 1.5
-    assert retry_after_of(httpx.Response(429, headers={"Retry-After": "7"})) == 7.0
-    assert retry_after_of(httpx.Response(429)) is None
-    reset = httpx.Response(429, headers={"X-RateLimit-Reset": "1800000060"})
+    assert retry_after_of(httpx2.Response(429, headers={"retry-after-ms": "1500"})) == 1.5
+    assert retry_after_of(httpx2.Response(429, headers={"Retry-After": "7"})) == 7.0
+    assert retry_after_of(httpx2.Response(429)) is None
+    reset = httpx2.Response(429, headers={"X-RateLimit-Reset": "1800000060"})
     assert rate_limit_reset_of(reset, now=1_800_000_000.0) == 60.0
-    assert rate_limit_reset_of(httpx.Response(429, headers={
+    assert rate_limit_reset_of(httpx2.Response(429, headers={
         "X-RateLimit-Reset": "12"})) == 12.0
 
 

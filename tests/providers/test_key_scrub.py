@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import pytest
 from tests.every_key import EveryAccountKey
 
@@ -54,7 +54,7 @@ def every_text(error: BaseException) -> str:
 
 
 def api(key: str = KEY) -> ApiClient:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(500)))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda r: httpx2.Response(500)))
     return ApiClient(client, ProviderConfig("a", "https://api.example.test", key),
                            title="Example", default_base_url=None)
 
@@ -99,11 +99,11 @@ def test_key_straddling_the_cut_never_leaves_a_piece(offset: int) -> None:
         assert fragments(shown) == [], (offset, shown[-60:])
         assert len(shown) <= CUT
     body = json.dumps({"error": {"message": text}}).encode()
-    response = httpx.Response(400, content=body, headers={"Content-Type": "application/json"},
-                              request=httpx.Request("POST", "https://api.example.test/x"))
+    response = httpx2.Response(400, content=body, headers={"Content-Type": "application/json"},
+                              request=httpx2.Request("POST", "https://api.example.test/x"))
     error = client.http_error(response, during_create=True)
     assert fragments(every_text(error)) == []
-    plain = httpx.Response(502, text=text, request=response.request)
+    plain = httpx2.Response(502, text=text, request=response.request)
     assert fragments(client.message(plain)) == []
 
 
@@ -129,7 +129,7 @@ async def test_every_adapter_scrubs_an_echoed_header_past_the_cut(kind: str, shi
     info = builtin_registry().get(kind)
     echoed: list[str] = []
 
-    def echo(request: httpx.Request) -> httpx.Response:
+    def echo(request: httpx2.Request) -> httpx2.Response:
         carrying = [f"{name}: {value}" for name, value in request.headers.items()
                     if fragments(value)]
         auth = request.headers.get("authorization")
@@ -137,9 +137,9 @@ async def test_every_adapter_scrubs_an_echoed_header_past_the_cut(kind: str, shi
         echoed.append(header)
         start = header.lower().find(KEY[:FRAGMENT].lower())
         words = "y" * max(0, CUT - shift - max(start, 0)) + header + " was refused"
-        return httpx.Response(401, json={"error": {"message": words, "code": "bad"}})
+        return httpx2.Response(401, json={"error": {"message": words, "code": "bad"}})
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(echo)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(echo)) as client:
         base = info.default_base_url or "https://gateway.example.test/v1"
         if kind == "mock":
             base = "http://127.0.0.1:9"
@@ -151,7 +151,7 @@ async def test_every_adapter_scrubs_an_echoed_header_past_the_cut(kind: str, shi
 
 
 async def test_mock_adapter_scrubs_at_every_cut_point() -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         provider = MockProvider(client, ProviderConfig("a", "http://127.0.0.1:9", KEY))
         for offset in range(CUT - len(KEY) - 5, CUT + 5):
             shown = provider._scrub("z" * offset + KEY.upper())

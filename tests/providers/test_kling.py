@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,7 +56,7 @@ ACCESS = "AKID-7Q2"
 KEY = f"{ACCESS}:{SENTINEL_KEY}"  # the keyring entry: ACCESS_KEY:SECRET_KEY
 ENDPOINTS = ("text2video", "image2video")
 CREATE = rf"{API}/v1/videos/(text2video|image2video)"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 ERRORS: dict[str, Any] = fixture("kling", "errors")
 
@@ -71,7 +71,7 @@ TEXT_MODELS = {"kling-v1", "kling-v1-6", "kling-v2-master", "kling-v2-1-master",
 IMAGE_MODELS = TEXT_MODELS | {"kling-v1-5", "kling-v2-1"}
 
 
-def kling_error(code: int, detail: str = "") -> httpx.Response:
+def kling_error(code: int, detail: str = "") -> httpx2.Response:
     """The documented answer for ``code`` (General Info > Error Code)."""
     entry = ERRORS[str(code)]
     body = dict(entry["body"])
@@ -109,7 +109,7 @@ class StrictKling:
 
     # -- the rules ------------------------------------------------------------------------
 
-    def _auth_problem(self, request: httpx.Request) -> httpx.Response | None:
+    def _auth_problem(self, request: httpx2.Request) -> httpx2.Response | None:
         value = request.headers.get("authorization", "")
         if not value:
             return kling_error(1001)
@@ -188,7 +188,7 @@ class StrictKling:
 
     # -- the routes -----------------------------------------------------------------------
 
-    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         problem = self._auth_problem(request)
         if problem is not None:
             return problem
@@ -222,7 +222,7 @@ class StrictKling:
             video["url"] = f"https://{CDN}/video/{task_id}.mp4"
         return answer
 
-    def _query(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _query(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         problem = self._auth_problem(request)
         if problem is not None:
             return problem
@@ -234,7 +234,7 @@ class StrictKling:
                 return json_response(200, self._task_answer(task_id, advance=True))
         return kling_error(1203, f"task {wanted}")
 
-    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         problem = self._auth_problem(request)
         if problem is not None:
             return problem
@@ -251,16 +251,16 @@ class StrictKling:
         answer["data"] = [self._task_answer(t, advance=False)["data"] for t in chosen]
         return json_response(200, answer)
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if "authorization" in request.headers:
-            return httpx.Response(400)  # the key never goes to the CDN
+            return httpx2.Response(400)  # the key never goes to the CDN
         if self.expire_next_download:
             self.expire_next_download = False
-            return httpx.Response(403)
+            return httpx2.Response(403)
         return video_response()
 
 
-def make(client: httpx.AsyncClient, key: str = KEY) -> kling.KlingProvider:
+def make(client: httpx2.AsyncClient, key: str = KEY) -> kling.KlingProvider:
     return kling.create(client, ProviderConfig("kl", None, key))
 
 
@@ -456,15 +456,15 @@ UNREADABLE_CREATES = [
     json_response(200, {"code": 0, "data": {"task_id": "1",
                                             "task_info": {"external_task_id": "other"}}}),
     json_response(200, []),
-    httpx.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
-    httpx.Response(200, content=b'{"code": 0, "data": {"task_id": "86728'),
-    httpx.Response(200, content=b""),
+    httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
+    httpx2.Response(200, content=b'{"code": 0, "data": {"task_id": "86728'),
+    httpx2.Response(200, content=b""),
 ]
 
 
 @pytest.mark.parametrize("answer", UNREADABLE_CREATES)
 async def test_unreadable_create_answer_is_an_unknown_outcome(
-    client_for: ClientFor, answer: httpx.Response
+    client_for: ClientFor, answer: httpx2.Response
 ) -> None:
     fake = StrictKling()
     fake.router.script("POST", CREATE, answer)
@@ -481,7 +481,7 @@ async def test_a_bare_server_error_page_on_create_leaves_the_outcome_open(
     client_for: ClientFor, status: int
 ) -> None:
     fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx.Response(status, content=HTML_PAGE,
+    fake.router.script("POST", CREATE, httpx2.Response(status, content=HTML_PAGE,
                                                       headers={"Content-Type": "text/html"}))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
@@ -492,9 +492,9 @@ async def test_a_bare_server_error_page_on_create_leaves_the_outcome_open(
 async def test_lookup_finds_a_task_whose_create_answer_was_lost(client_for: ClientFor) -> None:
     fake = StrictKling()
 
-    def accepted_but_lost(request: httpx.Request) -> httpx.Response:
+    def accepted_but_lost(request: httpx2.Request) -> httpx2.Response:
         fake._create(request, fake_match("text2video"))
-        raise httpx.ReadTimeout("timed out", request=request)
+        raise httpx2.ReadTimeout("timed out", request=request)
 
     fake.router.script("POST", CREATE, accepted_but_lost)
     provider = make(client_for(fake.router))
@@ -536,7 +536,7 @@ def fake_match(endpoint: str) -> Any:
     return Match()
 
 
-def listed(tasks: list[Any]) -> httpx.Response:
+def listed(tasks: list[Any]) -> httpx2.Response:
     return json_response(200, {"code": 0, "message": "SUCCEED", "request_id": "r",
                                "data": tasks})
 
@@ -548,20 +548,20 @@ UNREADABLE_LOOKUPS = [
         "task_id": "1", "task_info": {"external_task_id": "foreign"}}})),
     ("single", json_response(200, {"code": 0})),
     ("single", json_response(200, {"task_id": "1"})),
-    ("single", httpx.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"})),
-    ("single", httpx.Response(200, content=b'{"code": 0, "data": {"task_')),
+    ("single", httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"})),
+    ("single", httpx2.Response(200, content=b'{"code": 0, "data": {"task_')),
     ("list", listed([{"task_status": "succeed"}])),              # items without their id
     ("list", listed([{"task_id": "1"}, "junk"])),                # foreign items
     ("list", json_response(200, {"code": 0, "data": {"tasks": []}})),
     ("list", listed([{"task_id": str(n), "task_info": {"external_task_id": f"x{n}"}}
                      for n in range(500)])),                      # a full page proves nothing
-    ("list", httpx.Response(200, content=b"")),
+    ("list", httpx2.Response(200, content=b"")),
 ]
 
 
 @pytest.mark.parametrize(("where", "answer"), UNREADABLE_LOOKUPS)
 async def test_unreadable_lookup_answer_is_unknown_never_absent(
-    client_for: ClientFor, where: str, answer: httpx.Response
+    client_for: ClientFor, where: str, answer: httpx2.Response
 ) -> None:
     fake = StrictKling()
     if where == "list":
@@ -597,7 +597,7 @@ async def test_property_no_create_answer_reads_as_a_definite_no(
     """Random and malformed create answers: an id only from a well-formed envelope; else
     an error that is either a documented refusal or an unknown outcome, never resent."""
     fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx.Response(answer[0], content=answer[1]))
+    fake.router.script("POST", CREATE, httpx2.Response(answer[0], content=answer[1]))
     try:
         job_id = await make(client_for(fake.router)).submit(request())
     except ProviderError as error:
@@ -623,7 +623,7 @@ async def test_property_no_lookup_answer_but_1203_reads_as_absent(
 ) -> None:
     fake = StrictKling()
     fake.router.script("GET", rf"{API}/v1/videos/text2video/tok-1",
-                       httpx.Response(answer[0], content=answer[1]))
+                       httpx2.Response(answer[0], content=answer[1]))
     body = json_or_none_bytes(answer[1])
     try:
         found = await make(client_for(fake.router)).lookup(request())
@@ -797,7 +797,7 @@ async def run_rows(tmp_path: Path, fake: StrictKling, rows: list[dict[str, Any]]
         JobSpec(f"k{i}", f"prompt {i}", "kling", str(tmp_path / "out" / f"{i}.mp4"),
                 params=params, row_number=i + 2) for i, params in enumerate(rows)], 0)
     store.add_account(AccountSpec("kl", "kling", 2, key_ref="kl"), 0)
-    async with httpx.AsyncClient(transport=httpx.MockTransport(fake.router)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(fake.router)) as client:
         engine = Engine(store, config=FAST, rng=random.Random(1), http_client=client,
                         keys=EveryAccountKey(KEY))
         await engine.start()
@@ -877,7 +877,7 @@ async def test_create_answer_without_id_is_settled_by_lookup_not_a_second_create
 ) -> None:
     fake = StrictKling(steps=["query_succeed"])
 
-    def created_but_unreadable(request: httpx.Request) -> httpx.Response:
+    def created_but_unreadable(request: httpx2.Request) -> httpx2.Response:
         fake._create(request, fake_match("text2video"))
         return json_response(200, {"code": 0, "message": "SUCCEED", "data": {}})
 
@@ -890,7 +890,7 @@ async def test_create_answer_without_id_is_settled_by_lookup_not_a_second_create
 async def test_server_timeout_on_create_is_settled_by_lookup(tmp_path: Path) -> None:
     fake = StrictKling(steps=["query_succeed"])
 
-    def created_then_timed_out(request: httpx.Request) -> httpx.Response:
+    def created_then_timed_out(request: httpx2.Request) -> httpx2.Response:
         fake._create(request, fake_match("text2video"))
         return kling_error(5002)
 

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import AnswerShape, answer_properties
 from provider_fakes import (
@@ -46,7 +46,7 @@ GEN_ID = "4f6c1d2e-8a9b-4c3d-9e1f-2a3b4c5d6e7f"
 CREATE = rf"{API}/v1/generations"
 GENERATION = rf"{API}/v1/generations/{GEN_ID}"
 ANY_GENERATION = rf"{API}/v1/generations/[^/]+"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeLuma:
@@ -74,14 +74,14 @@ class FakeLuma:
 
     @staticmethod
     def _authorized(handler: Any) -> Any:
-        def check(request: httpx.Request, match: Any) -> httpx.Response:
+        def check(request: httpx2.Request, match: Any) -> httpx2.Response:
             if request.headers.get("authorization") != f"Bearer {SENTINEL_KEY}":
                 return json_response(401, fixture("luma", "error_401"))
-            result: httpx.Response = handler(request, match)
+            result: httpx2.Response = handler(request, match)
             return result
         return check
 
-    def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         self.position = min(self.position + 1, len(self.states) - 1)
         generation = fixture("luma", self.states[self.position])
         if generation["state"] == "completed":
@@ -90,15 +90,15 @@ class FakeLuma:
                 f"https://{CDN}/agents/{GEN_ID}/video.mp4?X-Amz-Signature=s{self.signatures}")
         return json_response(200, generation)
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if str(request.url) in self.expired:
-            return httpx.Response(403, content=b"<Error><Code>AccessDenied</Code>"
+            return httpx2.Response(403, content=b"<Error><Code>AccessDenied</Code>"
                                   b"<Message>Request has expired</Message></Error>",
                                   headers={"Content-Type": "application/xml"})
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> luma.LumaProvider:
+def make(client: httpx2.AsyncClient) -> luma.LumaProvider:
     return luma.create(client, ProviderConfig("luma-main", None, SENTINEL_KEY))
 
 
@@ -268,7 +268,7 @@ async def test_check_key_reads_a_generation_that_cannot_exist(client_for: Client
 
 async def test_check_key_refuses_a_404_that_is_not_the_api(client_for: ClientFor) -> None:
     fake = FakeLuma()
-    fake.router.script("GET", ANY_GENERATION, httpx.Response(
+    fake.router.script("GET", ANY_GENERATION, httpx2.Response(
         404, content=b"<html>Not here</html>", headers={"Content-Type": "text/html"}))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).check_key()
@@ -401,7 +401,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeLuma()
-    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    fake.router.script("POST", CREATE, httpx2.Response(201, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True
@@ -449,7 +449,7 @@ async def test_engine_completes_a_row(tmp_path: Path) -> None:
      ErrorLabel.INVALID_INPUT, "could not be fetched"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeLuma(states=["generation_completed"])
     fake.router.script("POST" if where == "create" else "GET",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import AnswerShape, answer_properties
 from provider_fakes import (
@@ -41,7 +41,7 @@ CDN = "storage.cdn-luma.com"
 GEN_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 CREATE = rf"{API}/dream-machine/v1/generations/video"
 GENERATION = rf"{API}/dream-machine/v1/generations/{GEN_ID}"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeDreamMachine:
@@ -61,18 +61,18 @@ class FakeDreamMachine:
     def creates(self) -> int:
         return self.router.count("POST", CREATE)
 
-    def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         self.position = min(self.position + 1, len(self.states) - 1)
         return json_response(200, fixture("luma_legacy", self.states[self.position]))
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if self.expire_next_download:
             self.expire_next_download = False
-            return httpx.Response(404)
+            return httpx2.Response(404)
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> luma_legacy.LumaLegacyProvider:
+def make(client: httpx2.AsyncClient) -> luma_legacy.LumaLegacyProvider:
     return luma_legacy.create(client, ProviderConfig("dm", None, SENTINEL_KEY))
 
 
@@ -277,7 +277,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeDreamMachine()
-    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    fake.router.script("POST", CREATE, httpx2.Response(201, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True
@@ -336,7 +336,7 @@ async def test_engine_completes_a_row(tmp_path: Path) -> None:
      ErrorLabel.INVALID_INPUT, "Prompt is too short"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeDreamMachine(states=["generation_completed"])
     fake.router.script("POST" if where == "create" else "GET",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
@@ -47,7 +47,7 @@ API = "api.lumalabs.ai"
 CREATE = rf"{API}/dream-machine/v1/generations/video"
 LIST = rf"{API}/dream-machine/v1/generations"
 T0 = datetime(2026, 10, 2, 10, 0, tzinfo=UTC).timestamp()
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 def iso(seconds: float) -> str:
@@ -83,7 +83,7 @@ class FakeGenerations:
         return self.add(at, {"generation_type": "video", "prompt": prompt,
                              "model": "ray-2", **params})
 
-    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         body = json.loads(request.content)
         generation = self.add(self.now, {"generation_type": "video", **body}, state="queued",
                               visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
@@ -96,7 +96,7 @@ class FakeGenerations:
             random.Random(3).shuffle(shown)
         return [g for g, _ in shown]
 
-    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         limit = int(request.url.params.get("limit", 100))
         offset = int(request.url.params.get("offset", 0))
         everything = self.listing()
@@ -110,7 +110,7 @@ class FakeGenerations:
                 for c in self.router.calls if c.method == "GET"]
 
 
-def make(client: httpx.AsyncClient, base_url: str | None = None
+def make(client: httpx2.AsyncClient, base_url: str | None = None
          ) -> luma_legacy.LumaLegacyProvider:
     return luma_legacy.create(client, ProviderConfig("dm", base_url, SENTINEL_KEY))
 
@@ -353,7 +353,7 @@ async def test_paging_that_goes_nowhere_is_incomplete(
 @pytest.mark.parametrize("answer", [
     json_response(500, fixture("luma_legacy", "error_500")),
     json_response(429, fixture("luma_legacy", "error_429"), {"Retry-After": "3"}),
-    httpx.ReadTimeout("timed out"),
+    httpx2.ReadTimeout("timed out"),
 ])
 async def test_an_error_mid_way_leaves_the_search_incomplete(
     client_for: ClientFor, answer: Any
@@ -416,7 +416,7 @@ async def test_an_unreadable_page_is_an_unknown_outcome(
     if page == 2:
         router.script("GET", LIST, json_response(200, fixture("luma_legacy",
                                                               "list_page_first")))
-    router.script("GET", LIST, httpx.Response(200, content=body))
+    router.script("GET", LIST, httpx2.Response(200, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(router)).search(0, 2e9)
     assert (caught.value.error_class, caught.value.label) == (
@@ -440,7 +440,7 @@ async def test_the_key_is_never_in_a_url_or_an_error(
     with pytest.raises(ProviderError) as caught:
         await provider.search(T0 - 60, T0 + 60)
     assert SENTINEL_KEY not in all_texts(caught.value)
-    fake.router.script("GET", LIST, httpx.Response(200, content=SENTINEL_KEY.encode()))
+    fake.router.script("GET", LIST, httpx2.Response(200, content=SENTINEL_KEY.encode()))
     with pytest.raises(ProviderError) as unreadable:
         await provider.search(T0 - 60, T0 + 60)
     assert SENTINEL_KEY not in all_texts(unreadable.value)

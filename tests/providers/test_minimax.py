@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -66,7 +66,7 @@ V2_QUERY = rf"{API}/v2/query/video_generation/{V2_TASK}"
 V2_DELETE = rf"{API}/v2/video_generation/{V2_TASK}"
 FILES = rf"{API}/v1/files/retrieve"
 IMAGE_URL = "https://img.example.test/first.png"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 # -- the official schema, as the fakes enforce it ----------------------------------------
 
@@ -201,10 +201,10 @@ class FakeMiniMax:
         return json.loads(posts[index].body)
 
     @staticmethod
-    def _authorized(request: httpx.Request) -> bool:
+    def _authorized(request: httpx2.Request) -> bool:
         return request.headers.get("authorization") == f"Bearer {SENTINEL_KEY}"
 
-    def _v1_create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _v1_create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if not self._authorized(request):
             return json_response(200, fixture("minimax", "v1_base_resp_1004"))
         problems = v1_problems(json.loads(request.content or b"null"))
@@ -214,7 +214,7 @@ class FakeMiniMax:
                 "status_code": 2013, "status_msg": "invalid params, " + "; ".join(problems)}})
         return json_response(200, fixture("minimax", "v1_create"))
 
-    def _v2_create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _v2_create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if not self._authorized(request):
             return json_response(401, fixture("minimax", "v2_error_401"))
         problems = v2_problems(json.loads(request.content or b"null"))
@@ -225,7 +225,7 @@ class FakeMiniMax:
             return json_response(400, body)
         return json_response(200, fixture("minimax", "v2_create"))
 
-    def _v1_query(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _v1_query(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if not self._authorized(request):
             return json_response(200, fixture("minimax", "v1_base_resp_1004"))
         if request.url.params.get("task_id") != V1_TASK:
@@ -233,13 +233,13 @@ class FakeMiniMax:
         self.v1_position = min(self.v1_position + 1, len(self.v1_states) - 1)
         return json_response(200, fixture("minimax", self.v1_states[self.v1_position]))
 
-    def _v2_query(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _v2_query(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if not self._authorized(request):
             return json_response(401, fixture("minimax", "v2_error_401"))
         self.v2_position = min(self.v2_position + 1, len(self.v2_states) - 1)
         return json_response(200, fixture("minimax", self.v2_states[self.v2_position]))
 
-    def _file(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _file(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.url.params.get("file_id") != FILE_ID:
             return json_response(200, {"base_resp": {"status_code": 2013,
                                                      "status_msg": "invalid file_id"}})
@@ -249,14 +249,14 @@ class FakeMiniMax:
             "Signature=first", f"Signature=s{self.signatures}")
         return json_response(200, answer)
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if str(request.url) in self.expired:
-            return httpx.Response(403, content=b"<Error><Code>AccessDenied</Code></Error>",
+            return httpx2.Response(403, content=b"<Error><Code>AccessDenied</Code></Error>",
                                   headers={"Content-Type": "application/xml"})
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> minimax.MiniMaxProvider:
+def make(client: httpx2.AsyncClient) -> minimax.MiniMaxProvider:
     return minimax.create(client, ProviderConfig("mm", None, SENTINEL_KEY))
 
 
@@ -473,7 +473,7 @@ async def test_a_query_answer_of_an_undocumented_shape_is_an_unknown_outcome(
 
 async def test_a_query_answered_by_a_proxy_page_is_polled_again(client_for: ClientFor) -> None:
     fake = FakeMiniMax()
-    fake.router.script("GET", V2_QUERY, httpx.Response(
+    fake.router.script("GET", V2_QUERY, httpx2.Response(
         200, content=HTML_PAGE, headers={"Content-Type": "text/html"}))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).poll(f"v2:{V2_TASK}")
@@ -558,7 +558,7 @@ async def test_a_bare_5xx_page_to_a_create_leaves_its_outcome_open(
 ) -> None:
     """Not MiniMax's error body: something in between answered; the create may have run."""
     fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE, httpx.Response(
+    fake.router.script("POST", V2_CREATE, httpx2.Response(
         status, content=HTML_PAGE, headers={"Content-Type": "text/html"}))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request(model="MiniMax-H3"))
@@ -595,7 +595,7 @@ async def test_an_unreadable_create_answer_is_an_unknown_outcome(
 ) -> None:
     fake = FakeMiniMax()
     if isinstance(answer, str):
-        fake.router.script("POST", pattern, httpx.Response(200, content=answer.encode()))
+        fake.router.script("POST", pattern, httpx2.Response(200, content=answer.encode()))
     else:
         fake.router.script("POST", pattern, json_response(200, answer))
     with pytest.raises(ProviderError) as caught:
@@ -637,7 +637,7 @@ async def test_property_a_create_answer_is_a_task_id_a_refusal_or_unknown(
     a definite refusal only from a MiniMax error code; anything else may have been
     billed (permanent, body maybe sent: the engine never resends it)."""
     fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE if v2 else V1_CREATE, httpx.Response(200, content=raw))
+    fake.router.script("POST", V2_CREATE if v2 else V1_CREATE, httpx2.Response(200, content=raw))
     try:
         job_id = await make(client_for(fake.router)).submit(
             request(model="MiniMax-H3" if v2 else "MiniMax-Hailuo-2.3"))
@@ -914,7 +914,7 @@ async def run_engine(tmp_path: Path, router: Router, params: dict[str, Any]
                                       str(tmp_path / "out" / "0.mp4"), params=params,
                                       row_number=2)], 0)
     store.add_account(AccountSpec("mm-1", "minimax", 1, None, "ref"), 0)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=FAST, keys=EveryAccountKey(SENTINEL_KEY),
                     http_client=client, rng=random.Random(1))
     try:
@@ -956,7 +956,7 @@ async def test_engine_completes_text_and_image_rows(tmp_path: Path,
         **fixture("minimax", "v2_task_succeeded")["task"], "content": {}}})),
 ], ids=["v1-success-empty-file-id", "v2-succeeded-without-url"])
 async def test_engine_finished_without_a_file_is_never_created_again(
-    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx.Response
+    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx2.Response
 ) -> None:
     fake = engine_fake()
     fake.router.add("GET", route, lambda r, m: answer)
@@ -988,7 +988,7 @@ async def test_engine_finished_without_a_file_is_never_created_again(
 ], ids=["v1-moderation", "v2-moderation", "v1-output-moderation", "v2-output-moderation",
         "v1-bad-input", "v2-bad-input"])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, params: dict[str, Any], method: str, route: str, answer: httpx.Response,
+    tmp_path: Path, params: dict[str, Any], method: str, route: str, answer: httpx2.Response,
     label: ErrorLabel, words: str,
 ) -> None:
     fake = engine_fake()
@@ -1006,7 +1006,7 @@ async def test_engine_documented_permanent_failure_one_create_then_failed(
     (V2_TEXT, V2_CREATE, json_response(402, fixture("minimax", "v2_error_402"))),
 ], ids=["v1", "v2"])
 async def test_engine_out_of_credits_pauses_the_account_and_creates_nothing_more(
-    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx.Response
+    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx2.Response
 ) -> None:
     """Out of credits is account-level (DESIGN.md invariant 6): the row waits, unfailed."""
     fake = engine_fake()
@@ -1025,7 +1025,7 @@ async def test_engine_out_of_credits_pauses_the_account_and_creates_nothing_more
     (V2_TEXT, V2_QUERY, json_response(200, fixture("minimax", "v2_task_failed"))),
 ], ids=["v1", "v2"])
 async def test_engine_documented_retryable_failure_is_rendered_again(
-    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx.Response
+    tmp_path: Path, params: dict[str, Any], route: str, answer: httpx2.Response
 ) -> None:
     fake = engine_fake()
     fake.router.script("GET", route, answer)

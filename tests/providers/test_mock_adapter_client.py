@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
@@ -23,10 +23,10 @@ from reelqueue.providers.base import ProviderConfig, RenderRequest
 from reelqueue.providers.mock import MockProvider
 
 BASE = "http://127.0.0.1:9"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
-def adapter(client: httpx.AsyncClient) -> MockProvider:
+def adapter(client: httpx2.AsyncClient) -> MockProvider:
     return MockProvider(client, ProviderConfig("acct", BASE, SENTINEL_KEY))
 
 
@@ -57,7 +57,7 @@ async def test_a_create_that_timed_out_may_have_been_sent(client_for: ClientFor)
 
 async def test_a_redirect_is_never_followed(client_for: ClientFor) -> None:
     router = Router()
-    router.add("GET", r"127\.0\.0\.1/v1/account", lambda req, m: httpx.Response(
+    router.add("GET", r"127\.0\.0\.1/v1/account", lambda req, m: httpx2.Response(
         302, headers={"location": "https://elsewhere.example.test/steal"}))
     with pytest.raises(ProviderError):
         await adapter(client_for(router)).check_key()
@@ -97,12 +97,12 @@ class FakeList:
                              "prompt": prompt, "params": params, **extra})
         return render_id
 
-    def create(self, req: httpx.Request, match: object) -> httpx.Response:
+    def create(self, req: httpx2.Request, match: object) -> httpx2.Response:
         body = json.loads(req.content)
         return json_response(201, {"id": self.add(body["prompt"], body["params"], self.now),
                                    "status": "queued"})
 
-    def list(self, req: httpx.Request, match: object) -> httpx.Response:
+    def list(self, req: httpx2.Request, match: object) -> httpx2.Response:
         query = req.url.params
         shown = [r for r in self.renders if float(r["created_at"]) + self.delay  # type: ignore[arg-type]
                  <= self.now]
@@ -124,7 +124,7 @@ class FakeList:
         return router
 
 
-def searching(client: httpx.AsyncClient) -> MockProvider:
+def searching(client: httpx2.AsyncClient) -> MockProvider:
     return MockProvider(client, ProviderConfig("acct", BASE, SENTINEL_KEY,
                                                settings={"reconcile": "search"}))
 
@@ -193,9 +193,9 @@ async def test_a_list_failing_mid_way_is_incomplete(client_for: ClientFor,
     router.calls.clear()
     original = fake.list
 
-    def second_page_fails(req: httpx.Request, match: object) -> httpx.Response:
+    def second_page_fails(req: httpx2.Request, match: object) -> httpx2.Response:
         if "before" in req.url.params:
-            if isinstance(failure, httpx.Response):
+            if isinstance(failure, httpx2.Response):
                 return failure
             return read_timeout(req)
         return original(req, match)
@@ -216,7 +216,7 @@ async def test_a_first_page_error_is_classified(client_for: ClientFor) -> None:
 
 
 @pytest.mark.parametrize("answer", [
-    httpx.Response(200, content=b"<html>gateway</html>",
+    httpx2.Response(200, content=b"<html>gateway</html>",
                    headers={"content-type": "text/html"}),
     json_response(200, {"data": "none"}),
     json_response(200, {"data": []}),  # no has_more
@@ -229,7 +229,7 @@ async def test_a_first_page_error_is_classified(client_for: ClientFor) -> None:
     json_response(200, {"data": [], "has_more": "no", "echo": SENTINEL_KEY}),
 ])
 async def test_an_unreadable_page_is_an_unknown_outcome(client_for: ClientFor,
-                                                        answer: httpx.Response) -> None:
+                                                        answer: httpx2.Response) -> None:
     router = Router()
     router.add("GET", r"127\.0\.0\.1/v1/renders", lambda req, m: answer)
     with pytest.raises(ProviderError) as caught:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import create_answer_property
 from provider_fakes import (
@@ -38,7 +38,7 @@ VIDEO_ID = "video_68d7512d07848190b3e45da0ecbebcde"
 CREATE = rf"{GATEWAY}/v1/videos"
 VIDEO = rf"{GATEWAY}/v1/videos/{VIDEO_ID}"
 CONTENT = rf"{VIDEO}/content"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeGateway:
@@ -62,26 +62,26 @@ class FakeGateway:
     def creates(self) -> int:
         return self.router.count("POST", CREATE)
 
-    def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         self.position = min(self.position + 1, len(self.states) - 1)
         return json_response(200, fixture("openai_compat", self.states[self.position]),
                              {"openai-poll-after-ms": "2500"})
 
-    def _content(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _content(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         assert request.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
         assert request.headers["accept"] == "application/binary"
         if self.expire_next_download:
             self.expire_next_download = False
             return json_response(404, {"error": {"message": "Video content not found",
                                                  "code": "not_found"}})
-        return httpx.Response(307, headers={"Location": f"https://{STORAGE}/{VIDEO_ID}.mp4"})
+        return httpx2.Response(307, headers={"Location": f"https://{STORAGE}/{VIDEO_ID}.mp4"})
 
-    def _storage(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _storage(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         assert "authorization" not in request.headers, "key leaked to the storage host"
         return video_response()
 
 
-def make(client: httpx.AsyncClient, **settings: Any) -> openai_compat.OpenAICompatProvider:
+def make(client: httpx2.AsyncClient, **settings: Any) -> openai_compat.OpenAICompatProvider:
     config = ProviderConfig("gw", BASE_URL, SENTINEL_KEY, settings={"model": "wan-2.5",
                                                                      **settings})
     return openai_compat.create(client, config)
@@ -278,7 +278,7 @@ async def test_check_key_falls_back_to_models(client_for: ClientFor) -> None:
     provider = make(client_for(fake.router))
     await provider.check_key()
     assert fake.router.calls[-1].url.params["limit"] == "1"
-    fake.router.script("GET", CREATE, httpx.Response(404))
+    fake.router.script("GET", CREATE, httpx2.Response(404))
     fake.router.add("GET", rf"{GATEWAY}/v1/models",
                     lambda r, m: json_response(200, {"object": "list", "data": []}))
     await provider.check_key()
@@ -370,7 +370,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeGateway()
-    fake.router.script("POST", CREATE, httpx.Response(200, content=body))
+    fake.router.script("POST", CREATE, httpx2.Response(200, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True
@@ -412,7 +412,7 @@ async def test_engine_completes_a_row(tmp_path: Path) -> None:
      ErrorLabel.INVALID_INPUT, "Failed to download the input_reference image"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeGateway(states=["video_completed"])
     _instant(fake)

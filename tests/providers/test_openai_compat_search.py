@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
@@ -42,7 +42,7 @@ BASE_URL = f"https://{GATEWAY}/v1"
 VIDEOS = rf"{GATEWAY}/v1/videos"
 T0 = 1_790_000_000.0
 HOUR = 3600.0
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 @dataclass
@@ -91,11 +91,11 @@ class FakeVideoList:
         self.listed.append(Listed(video, created_at if visible_at is None else visible_at))
         return video_id
 
-    def list_calls(self) -> list[httpx.URL]:
+    def list_calls(self) -> list[httpx2.URL]:
         return [c.url for c in self.router.calls
                 if c.method == "GET" and c.url.path == "/v1/videos"]
 
-    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         sent = form_fields(request.content)
         video_id = self.add(sent["prompt"], self.now, model=sent["model"],
                             seconds=sent.get("seconds", "4"), size=sent.get("size", "720x1280"),
@@ -103,7 +103,7 @@ class FakeVideoList:
                             visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
         return json_response(200, self.listed[-1].video | {"id": video_id})
 
-    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         query = request.url.params
         limit = int(query.get("limit", "20"))
         if not 0 <= limit <= 100:
@@ -126,7 +126,7 @@ class FakeVideoList:
             "last_id": page[-1]["id"] if page else None})
 
 
-def make(client: httpx.AsyncClient, fake: FakeVideoList,
+def make(client: httpx2.AsyncClient, fake: FakeVideoList,
          **settings: Any) -> openai_compat.OpenAICompatProvider:
     config = ProviderConfig("gw", BASE_URL, SENTINEL_KEY,
                             settings={"model": "wan-2.5", **settings})
@@ -422,7 +422,7 @@ async def test_an_unreadable_page_is_an_unknown_outcome(
     provider = make(client_for(fake.router), fake)
     if page == 2:
         fake.router.script("GET", VIDEOS, lambda r: fake._list(r, None))
-    fake.router.script("GET", VIDEOS, httpx.Response(200, content=body))
+    fake.router.script("GET", VIDEOS, httpx2.Response(200, content=body))
     with pytest.raises(ProviderError) as caught:
         await provider.search(T0 - 600, T0)
     assert (caught.value.error_class, caught.value.label) == (
@@ -454,7 +454,7 @@ async def test_check_key_finding_no_list_makes_search_unavailable(
     provider = make(client_for(fake.router), fake)
     await provider.check_key()
     assert provider.supports_search is True
-    fake.router.script("GET", VIDEOS, httpx.Response(404))
+    fake.router.script("GET", VIDEOS, httpx2.Response(404))
     await provider.check_key()
     assert reconcile_method(provider) is ReconcileMethod.NONE
 
@@ -491,7 +491,7 @@ async def test_the_key_never_appears_in_list_urls_or_errors(
         with pytest.raises(ProviderError) as caught:
             await provider.search(T0 - 600, T0)
         assert SENTINEL_KEY not in all_texts(caught.value)
-    fake.router.script("GET", VIDEOS, lambda r: httpx.Response(
+    fake.router.script("GET", VIDEOS, lambda r: httpx2.Response(
         200, content=b"<html>" + str(dict(r.headers)).encode() + b"</html>"))
     with pytest.raises(ProviderError) as caught:
         await provider.search(T0 - 600, T0)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import create_answer_property
 from provider_fakes import (
@@ -37,7 +37,7 @@ CDN = "replicate.delivery"
 PRED_ID = "ufawqhfynnddngldkgtslldrkq"
 CREATE = rf"{API}/v1/models/google/veo-3\.1[\w-]*/predictions"
 PREDICTION = rf"{API}/v1/predictions/{PRED_ID}"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeReplicate:
@@ -60,18 +60,18 @@ class FakeReplicate:
     def creates(self) -> int:
         return self.router.count("POST", CREATE)
 
-    def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         self.position = min(self.position + 1, len(self.states) - 1)
         return json_response(200, fixture("replicate", self.states[self.position]))
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if self.expire_next_download:
             self.expire_next_download = False
-            return httpx.Response(404)
+            return httpx2.Response(404)
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> replicate.ReplicateProvider:
+def make(client: httpx2.AsyncClient) -> replicate.ReplicateProvider:
     return replicate.create(client, ProviderConfig("rep", None, SENTINEL_KEY))
 
 
@@ -318,7 +318,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeReplicate()
-    fake.router.script("POST", CREATE, httpx.Response(201, content=body))
+    fake.router.script("POST", CREATE, httpx2.Response(201, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True
@@ -355,7 +355,7 @@ async def test_engine_completes_a_row(tmp_path: Path) -> None:
      ErrorLabel.PROVIDER_ERROR, "Failed to load image"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeReplicate(states=["prediction_succeeded"])
     fake.router.script("POST" if where == "create" else "GET",

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-import httpx
+import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
@@ -55,7 +55,7 @@ CREATE = rf"{API}/v1/models/(?P<model>[\w.-]+/[\w.-]+)/predictions"
 T0 = datetime(2026, 10, 2, 12, 0, tzinfo=UTC).timestamp()
 IMAGE_URL = "https://img.example.test/a.png"
 PNG_DATA_URI = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 def iso(seconds: float) -> str:
@@ -108,7 +108,7 @@ class FakeAccount:
         return "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
                        for _ in range(26))
 
-    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         body = json.loads(request.content)
         delay = self.rng.uniform(1.0, self.settle)  # never listed at once
         stored = Stored(self._new_id(), match.group("model"), body["input"], self.now,
@@ -131,7 +131,7 @@ class FakeAccount:
                      "web": f"https://replicate.com/p/{stored.id}"},
         }
 
-    def _list(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         self.list_calls += 1
         scripted = self.fail_list_call.get(self.list_calls)
         if scripted is not None:
@@ -163,7 +163,7 @@ class FakeAccount:
         })
 
 
-def make(client: httpx.AsyncClient, base_url: str | None = None
+def make(client: httpx2.AsyncClient, base_url: str | None = None
          ) -> replicate.ReplicateProvider:
     return replicate.create(client, ProviderConfig("rep", base_url, SENTINEL_KEY))
 
@@ -465,8 +465,8 @@ async def test_a_base_url_without_the_list_turns_search_off(
 
 
 UNREADABLE: list[Any] = [
-    httpx.Response(200, content=b"<html>ok</html>"),
-    httpx.Response(200, content=b'{"results": [{"id": "ufaw'),
+    httpx2.Response(200, content=b"<html>ok</html>"),
+    httpx2.Response(200, content=b'{"results": [{"id": "ufaw'),
     json_response(200, []),
     json_response(200, {"next": None}),
     json_response(200, {"results": "none", "next": None}),
@@ -482,7 +482,7 @@ UNREADABLE: list[Any] = [
 @pytest.mark.parametrize("answer", UNREADABLE)
 @pytest.mark.parametrize("page", [1, 2])
 async def test_an_unreadable_page_is_an_unknown_outcome(
-    client_for: ClientFor, answer: httpx.Response, page: int
+    client_for: ClientFor, answer: httpx2.Response, page: int
 ) -> None:
     fake = FakeAccount()
     for index in range(150):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import AnswerShape, answer_properties
 from provider_fakes import (
@@ -44,7 +44,7 @@ CDN = "dnznrvs05pmza.cloudfront.net"
 TASK_ID = "17f20503-6c24-4c16-946b-35dbbce2af2f"
 CREATE = rf"{API}/v1/(text|image)_to_video"
 TASK = rf"{API}/v1/tasks/{TASK_ID}"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeRunway:
@@ -67,7 +67,7 @@ class FakeRunway:
         self.router.add("POST", rf"{API}/v1/(text|image)_to_video", self._create)
         self.router.add("GET", rf"{API}/v1/tasks/(?P<id>[\w-]+)", self._get)
         self.router.add("DELETE", rf"{API}/v1/tasks/(?P<id>[\w-]+)",
-                        lambda r, m: httpx.Response(204))
+                        lambda r, m: httpx2.Response(204))
         self.router.add("GET", rf"{API}/v1/organization",
                         lambda r, m: json_response(200, fixture("runway", "organization")))
         self.router.add("GET", rf"{CDN}/.*", self._video)
@@ -75,10 +75,10 @@ class FakeRunway:
     def creates(self) -> int:
         return self.router.count("POST", rf"{API}/v1/(text|image)_to_video")
 
-    def _create(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         return json_response(200, fixture("runway", "create"))
 
-    def _get(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if match["id"] != TASK_ID:
             return json_response(404, {"error": "Task not found"})
         self.position = min(self.position + 1, len(self.states) - 1)
@@ -88,14 +88,14 @@ class FakeRunway:
             task["output"] = [f"https://{CDN}/{TASK_ID}/video.mp4?_jwt=gen{self.link_generation}"]
         return json_response(200, task)
 
-    def _video(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if str(request.url) in self.expired:
-            return httpx.Response(403, content=b"<Error><Code>AccessDenied</Code></Error>",
+            return httpx2.Response(403, content=b"<Error><Code>AccessDenied</Code></Error>",
                                   headers={"Content-Type": "application/xml"})
         return video_response()
 
 
-def make(client: httpx.AsyncClient, **settings: Any) -> runway.RunwayProvider:
+def make(client: httpx2.AsyncClient, **settings: Any) -> runway.RunwayProvider:
     config = ProviderConfig(account="studio", base_url=None, api_key=SENTINEL_KEY,
                             settings=settings)
     return runway.create(client, config)
@@ -268,7 +268,7 @@ async def test_create_timeout_is_never_resent(client_for: ClientFor) -> None:
 
 async def test_create_connect_error_means_nothing_was_sent(client_for: ClientFor) -> None:
     fake = FakeRunway()
-    fake.router.script("POST", rf"{API}/v1/text_to_video", httpx.ConnectError("refused"))
+    fake.router.script("POST", rf"{API}/v1/text_to_video", httpx2.ConnectError("refused"))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is False
@@ -277,7 +277,7 @@ async def test_create_connect_error_means_nothing_was_sent(client_for: ClientFor
 async def test_unreadable_create_answer_may_have_been_billed(client_for: ClientFor) -> None:
     fake = FakeRunway()
     fake.router.script("POST", rf"{API}/v1/text_to_video",
-                       httpx.Response(200, content=b"<html>oops</html>"))
+                       httpx2.Response(200, content=b"<html>oops</html>"))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True
@@ -329,8 +329,8 @@ async def test_link_still_dead_after_refresh_is_a_retryable_download_error(
     client_for: ClientFor,
 ) -> None:
     fake = FakeRunway(states=["task_succeeded"])
-    fake.router.script("GET", rf"{CDN}/.*", httpx.Response(403))
-    fake.router.script("GET", rf"{CDN}/.*", httpx.Response(403))
+    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
+    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
     provider = make(client_for(fake.router))
     status = await provider.poll(TASK_ID)
     with pytest.raises(ProviderError) as caught:
@@ -342,17 +342,17 @@ async def test_link_still_dead_after_refresh_is_a_retryable_download_error(
 @pytest.mark.parametrize(
     "answer",
     [
-        httpx.Response(200, content=VIDEO_BYTES[:100],
+        httpx2.Response(200, content=VIDEO_BYTES[:100],
                        headers={"Content-Type": "video/mp4",
                                 "Content-Length": str(len(VIDEO_BYTES))}),
-        httpx.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
-        httpx.Response(200, content=HTML_PAGE, headers={"Content-Type": "video/mp4"}),
-        httpx.Response(500),
+        httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
+        httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "video/mp4"}),
+        httpx2.Response(500),
     ],
     ids=["truncated", "html-page", "html-labelled-as-video", "server-error"],
 )
 async def test_bad_downloads_are_retryable_download_failures(
-    client_for: ClientFor, answer: httpx.Response
+    client_for: ClientFor, answer: httpx2.Response
 ) -> None:
     fake = FakeRunway(states=["task_succeeded"])
     fake.router.script("GET", rf"{CDN}/.*", answer)
@@ -472,7 +472,7 @@ async def test_task_deleted_before_download_is_a_permanent_download_failure(
     fake = FakeRunway(states=["task_succeeded"])
     provider = make(client_for(fake.router))
     status = await provider.poll(TASK_ID)
-    fake.router.script("GET", rf"{CDN}/.*", httpx.Response(403))
+    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
     fake.router.script("GET", rf"{API}/v1/tasks/{TASK_ID}",
                        json_response(404, {"error": "Task not found"}))
     with pytest.raises(ProviderError) as caught:
@@ -584,7 +584,7 @@ async def run_engine(tmp_path: Path, router: Router, config: EngineConfig = FAST
                                       str(tmp_path / "out" / "0.mp4"), params=params or {},
                                       row_number=2)], 0)
     store.add_account(AccountSpec("studio", "runway", 1, None, "ref"), 0)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(router))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(SENTINEL_KEY),
                     http_client=client, rng=random.Random(1))
     try:
@@ -660,7 +660,7 @@ async def test_engine_completes_a_row(tmp_path: Path) -> None:
      ErrorLabel.INVALID_INPUT, "Failed to fetch asset"),
 ])
 async def test_engine_documented_permanent_failure_one_create_then_failed(
-    tmp_path: Path, where: str, answer: httpx.Response, label: ErrorLabel, words: str
+    tmp_path: Path, where: str, answer: httpx2.Response, label: ErrorLabel, words: str
 ) -> None:
     fake = FakeRunway(states=["task_succeeded"])
     fake.router.script("POST" if where == "create" else "GET",

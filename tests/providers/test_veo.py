@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from answer_properties import create_answer_property
 from provider_fakes import (
@@ -40,7 +40,7 @@ OP_NAME = "models/veo-3.1-generate-preview/operations/k3x9q2m7v1ab"
 CREATE = rf"{API}/v1beta/models/[\w.-]+:predictLongRunning"
 OPERATION = rf"{API}/v1beta/{OP_NAME}"
 FILE = rf"{API}/v1beta/files/3h2k1l9d0a7e:download"
-ClientFor = Callable[[Router], httpx.AsyncClient]
+ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 class FakeVeo:
@@ -66,28 +66,28 @@ class FakeVeo:
     def creates(self) -> int:
         return self.router.count("POST", CREATE)
 
-    def _operation(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _operation(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
             return json_response(403, fixture("veo", "error_403"))
         self.position = min(self.position + 1, len(self.states) - 1)
         return json_response(200, fixture("veo", self.states[self.position]))
 
-    def _file(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _file(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
             return json_response(403, fixture("veo", "error_403"))
         if self.expire_next_download:
             self.expire_next_download = False
             return json_response(404, {"error": {"code": 404, "message": "File not found.",
                                                  "status": "NOT_FOUND"}})
-        return httpx.Response(302, headers={
+        return httpx2.Response(302, headers={
             "Location": f"https://{STORAGE}/3h2k1l9d0a7e.mp4?X-Goog-Signature=abc"})
 
-    def _storage(self, request: httpx.Request, match: Any) -> httpx.Response:
+    def _storage(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         assert "x-goog-api-key" not in request.headers, "key leaked to the storage host"
         return video_response()
 
 
-def make(client: httpx.AsyncClient) -> veo.VeoProvider:
+def make(client: httpx2.AsyncClient) -> veo.VeoProvider:
     return veo.create(client, ProviderConfig("google", None, SENTINEL_KEY))
 
 
@@ -263,13 +263,13 @@ async def test_file_gone_for_good_is_a_permanent_download_failure(
 @pytest.mark.parametrize(
     "answer",
     [
-        httpx.Response(200, content=VIDEO_BYTES[:50],
+        httpx2.Response(200, content=VIDEO_BYTES[:50],
                        headers={"Content-Type": "video/mp4", "Content-Length": "9999"}),
-        httpx.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
+        httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
     ],
     ids=["truncated", "html"],
 )
-async def test_bad_downloads(client_for: ClientFor, answer: httpx.Response) -> None:
+async def test_bad_downloads(client_for: ClientFor, answer: httpx2.Response) -> None:
     fake = FakeVeo(states=["operation_done"])
     fake.router.script("GET", rf"{STORAGE}/.*", answer)
     provider = make(client_for(fake.router))
@@ -441,7 +441,7 @@ async def test_unreadable_create_answer_may_have_been_billed(
     client_for: ClientFor, body: bytes
 ) -> None:
     fake = FakeVeo()
-    fake.router.script("POST", CREATE, httpx.Response(200, content=body))
+    fake.router.script("POST", CREATE, httpx2.Response(200, content=body))
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).submit(request())
     assert caught.value.body_maybe_sent is True

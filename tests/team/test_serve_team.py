@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from reelqueue.application.submit import job_key_for
@@ -128,11 +128,11 @@ def test_two_apis_answer_as_one_queue_with_one_token_table(team_url: str,
         script = a.make_token("script")  # made on machine a, used on both
         with a.client(script) as on_a, b.client(script) as on_b:
             # The same key on both APIs at the same moment: one job.
-            answers: dict[str, httpx.Response] = {}
+            answers: dict[str, httpx2.Response] = {}
             failed: list[BaseException] = []
             body = {"prompt": "a lighthouse at dusk"}
 
-            def post(name: str, client: httpx.Client) -> None:
+            def post(name: str, client: httpx2.Client) -> None:
                 try:
                     answers[name] = client.post("/v1/jobs", json=body,
                                                 headers={"Idempotency-Key": "same"})
@@ -222,7 +222,7 @@ class EventReader:
         self.connections += 1
         got = 0
         try:
-            with self.server.client(self.token, timeout=httpx.Timeout(30.0)) as client, \
+            with self.server.client(self.token, timeout=httpx2.Timeout(30.0)) as client, \
                     client.stream("GET", "/v1/events", headers=headers) as response:
                 assert response.status_code == 200, response.read()
                 for line in response.iter_lines():
@@ -233,7 +233,7 @@ class EventReader:
                         got += 1
                         if got >= self.per_connection:
                             return  # hang up mid-stream; the next one resumes after it
-        except httpx.TransportError:
+        except httpx2.TransportError:
             time.sleep(0.1)
 
 

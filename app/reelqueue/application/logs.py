@@ -33,9 +33,10 @@ def setup_logging(data_dir: Path, verbose: bool) -> None:
     handler.setFormatter(logging.Formatter(
         "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
-    # httpx logs every request URL at INFO; URLs may carry signed tokens. Keep it quiet.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    # httpx2 logs every request URL at INFO; URLs may carry signed tokens. Keep it quiet
+    # (and httpx/httpcore too, should another library bring them in).
+    for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     # qasync logs each call it hands to a worker thread, with its arguments, at DEBUG: a
     # key on its way to the keyring would be written out with --verbose.
     logging.getLogger("qasync").setLevel(logging.INFO)

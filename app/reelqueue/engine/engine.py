@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 
 from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
@@ -131,7 +131,7 @@ class Engine:
         config: EngineConfig | None = None,
         clock: Clock | None = None,
         keys: AccountKeys | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx2.AsyncClient | None = None,
         instance_id: str | None = None,
         rng: random.Random | None = None,
         bus: EventBus | None = None,
@@ -155,7 +155,7 @@ class Engine:
         # httpcore walks every connection for every queued request (encode/httpcore#1035).
         # A client given by the caller (tests' MockTransport) serves every account.
         self._given_http = http_client
-        self._account_http: dict[tuple[str, int], httpx.AsyncClient] = {}
+        self._account_http: dict[tuple[str, int], httpx2.AsyncClient] = {}
         self.writer = OutputWriter(limits_from_config(self.config))
         # This machine's record of each batch it works on (engine/manifest.py).
         self.manifests = ManifestWriter(self.store, getattr(store, "host", None) or this_host(),
@@ -656,7 +656,7 @@ class Engine:
         self._providers[account.name] = (account, provider)
         return provider
 
-    def _http_for(self, account: Account) -> httpx.AsyncClient:
+    def _http_for(self, account: Account) -> httpx2.AsyncClient:
         """The account's own HTTP client, its pool sized to its capacity
         (:func:`account_pool_size`). A new capacity gets a new client (renders in flight
         keep the adapter and client they started with); all are closed at stop."""
@@ -665,10 +665,10 @@ class Engine:
         size = account_pool_size(account.capacity)
         client = self._account_http.get((account.name, size))
         if client is None:
-            client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.http_timeout_seconds,
+            client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(self.config.http_timeout_seconds,
                                       connect=self.config.http_connect_timeout_seconds),
-                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size),
                 # Redirects are followed by ApiClient itself, each hop checked (issue 11).
                 follow_redirects=False)
             self._account_http[(account.name, size)] = client

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ReelQueueError
 from reelqueue.domain.models import Account
@@ -35,16 +35,16 @@ a plan made without an engine builds it here, as its way of finding lost creates
 on its settings only. Nothing is ever sent to it."""
 
 
-class _SendsNothing(httpx.AsyncBaseTransport):
+class _SendsNothing(httpx2.AsyncBaseTransport):
     """A transport that refuses every request: an adapter built to be asked, not used."""
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("ReelQueue's plan sends no request", request=request)
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("ReelQueue's plan sends no request", request=request)
 
 
 @functools.cache
-def _planning_client() -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=_SendsNothing())
+def _planning_client() -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=_SendsNothing())
 
 
 def account_lost_create_search(account: Account | None,

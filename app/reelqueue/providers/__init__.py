@@ -1,1 +1,1 @@
-"""Provider adapters: one file per provider, each taking an ``httpx.AsyncClient``."""
+"""Provider adapters: one file per provider, each taking an ``httpx2.AsyncClient``."""

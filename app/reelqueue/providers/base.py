@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -375,14 +375,14 @@ _TRANSPORT_WORDS = {
 }
 
 
-def transport_error(exc: httpx.HTTPError, *, during_create: bool) -> ProviderError:
+def transport_error(exc: httpx2.HTTPError, *, during_create: bool) -> ProviderError:
     """Convert an httpx transport failure, deciding whether a create body may have gone out.
 
     A connect error or a connect timeout means nothing was sent. Anything later (write,
     read, pool-less protocol errors) may have delivered the request.
     """
-    nothing_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-    label = ErrorLabel.TIMED_OUT if isinstance(exc, httpx.TimeoutException) else (
+    nothing_sent = isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout)
+    label = ErrorLabel.TIMED_OUT if isinstance(exc, httpx2.TimeoutException) else (
         ErrorLabel.PROVIDER_ERROR
     )
     return ProviderError(

@@ -1,6 +1,6 @@
 """The adapter for the local mock provider (:mod:`reelqueue.mockprovider`).
 
-It speaks the mock's small JSON API over the shared ``httpx.AsyncClient`` and maps every
+It speaks the mock's small JSON API over the shared ``httpx2.AsyncClient`` and maps every
 failure onto :class:`~reelqueue.domain.errors.ProviderError`. It sends a create request
 exactly once (no retries here), never sends the API key anywhere but the account's base
 URL (download links get no key), and never puts the key into an error message or repr.
@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urljoin
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -109,7 +109,7 @@ class MockProvider:
         base_url: the server, e.g. ``http://127.0.0.1:8765``.
     """
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         if not config.base_url:
             raise InputError(
                 "The mock provider has no address: give the account a base URL such as "
@@ -151,7 +151,7 @@ class MockProvider:
         during_create: bool = False,
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         """One request through the same :class:`ApiClient` as every real adapter: sent
         once, no redirect followed, the key only to the mock's own address, a transport
         failure during a create marked as maybe sent."""
@@ -160,7 +160,7 @@ class MockProvider:
                                        params=params, json_body=json_body)
 
     def _status_error(
-        self, response: httpx.Response, *, during_create: bool = False, what: str = "request"
+        self, response: httpx2.Response, *, during_create: bool = False, what: str = "request"
     ) -> ProviderError:
         code, message = _error_fields(response)
         text = self._scrub(f"mock provider {what}: HTTP {response.status_code} {code}: {message}")
@@ -174,7 +174,7 @@ class MockProvider:
             during_create=during_create,
         )
 
-    def _json(self, response: httpx.Response, *, during_create: bool = False) -> dict[str, Any]:
+    def _json(self, response: httpx2.Response, *, during_create: bool = False) -> dict[str, Any]:
         try:
             body = response.json()
         except ValueError:
@@ -342,7 +342,7 @@ class MockProvider:
                 return SearchResult(tuple(records), complete=True)
         return SearchResult(tuple(records), complete=False)
 
-    def _list_page(self, response: httpx.Response
+    def _list_page(self, response: httpx2.Response
                    ) -> tuple[list[RemoteRecord], bool, str | None]:
         """The records of one list page, whether more follow, and the next cursor. An
         answer of another shape is an unknown outcome (never "no render")."""
@@ -412,7 +412,7 @@ def _image_identity(image: ImageInput) -> str:
     return image.url or "sha256:" + hashlib.sha256(image.data or b"").hexdigest()
 
 
-def _error_fields(response: httpx.Response) -> tuple[str, str]:
+def _error_fields(response: httpx2.Response) -> tuple[str, str]:
     """The provider's ``error.code`` and ``error.message``, tolerating any body."""
     try:
         body = response.json()
@@ -503,7 +503,7 @@ def _search_impossible(status_code: int | None = None) -> ProviderError:
     )
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> MockProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> MockProvider:
     """Build the adapter for one account (``config.base_url`` is required)."""
     return MockProvider(client, config)
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import InputError
 from reelqueue.providers.base import (
@@ -27,7 +27,7 @@ from reelqueue.providers.base import (
     ProviderConfig,
 )
 
-ProviderFactory = Callable[[httpx.AsyncClient, ProviderConfig], Provider]
+ProviderFactory = Callable[[httpx2.AsyncClient, ProviderConfig], Provider]
 ParamRules = Callable[[Mapping[str, Any]], list[ParamProblem]]
 """``params -> problems``: a provider's rules for a row beyond its :class:`ParamSpec`
 (e.g. Veo's 1080p needs 8 s); empty when the row is fine."""
@@ -63,7 +63,7 @@ class ProviderInfo:
     rules: ParamRules = no_rules
 
 
-def build_provider(info: ProviderInfo, client: httpx.AsyncClient, *, account: str,
+def build_provider(info: ProviderInfo, client: httpx2.AsyncClient, *, account: str,
                    base_url: str | None, api_key: str | None,
                    settings: Mapping[str, Any]) -> Provider:
     """The adapter of one account: its own address (else the provider's default, checked)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
@@ -40,7 +40,7 @@ class ApiClient:
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         config: ProviderConfig,
         *,
         title: str,
@@ -123,7 +123,7 @@ class ApiClient:
         params: Mapping[str, str | int] | None = None,
         files: Any = None,
         with_key: bool = True,
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         """Send one request, once. Transport failures become :class:`ProviderError`."""
         merged = self.auth() if with_key else {}
         if headers:
@@ -138,12 +138,12 @@ class ApiClient:
                 method, self.url(path), headers=sent, json=json_body, params=params,
                 files=files, follow_redirects=False,
             )
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise transport_error(exc, during_create=during_create) from exc
 
     # -- responses ------------------------------------------------------------------------
 
-    def message(self, response: httpx.Response, what: str = "") -> str:
+    def message(self, response: httpx2.Response, what: str = "") -> str:
         """A short, key-free text for an error answer: provider, status, provider's words."""
         detail = self.shorten(provider_words(response))
         head = f"{self.title}: {what + ': ' if what else ''}HTTP {response.status_code}"
@@ -155,7 +155,7 @@ class ApiClient:
         return shorten_text(self.scrub(text.strip()))
 
     def http_error(
-        self, response: httpx.Response, *, during_create: bool = False, what: str = ""
+        self, response: httpx2.Response, *, during_create: bool = False, what: str = ""
     ) -> ProviderError:
         """The default mapping of an error answer (PROVIDERS.md 6d), Retry-After included."""
         return classify_http_status(
@@ -165,7 +165,7 @@ class ApiClient:
             during_create=during_create,
         )
 
-    def json_of(self, response: httpx.Response, *, during_create: bool = False) -> dict[str, Any]:
+    def json_of(self, response: httpx2.Response, *, during_create: bool = False) -> dict[str, Any]:
         """The JSON object of a 2xx answer; an unreadable one is a retryable provider error.
 
         An unreadable answer to a create may still mean the job was accepted (and billed),

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -198,7 +198,7 @@ async def fresh_video_link(api: ApiClient, latest_status: Awaitable[RemoteStatus
     return latest.video_url
 
 
-def rate_limited(message: str, response: httpx.Response, retry_after: float | None
+def rate_limited(message: str, response: httpx2.Response, retry_after: float | None
                  ) -> ProviderError:
     """The account-level 429 error with the wait the adapter worked out."""
     return ProviderError(message, error_class=ErrorClass.ACCOUNT,

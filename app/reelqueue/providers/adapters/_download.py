@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers import download_limits
@@ -40,7 +40,7 @@ class VideoDownload:
         api: the account's client (its key, its checks, its error texts).
     """
 
-    def __init__(self, api: ApiClient, client: httpx.AsyncClient) -> None:
+    def __init__(self, api: ApiClient, client: httpx2.AsyncClient) -> None:
         self._api = api
         self._client = client
 
@@ -77,7 +77,7 @@ class VideoDownload:
                 await response.aclose()
             url, refreshed = await refresh(), True
 
-    def _link_is_dead(self, response: httpx.Response, send_key_to_api_host: bool) -> bool:
+    def _link_is_dead(self, response: httpx2.Response, send_key_to_api_host: bool) -> bool:
         if send_key_to_api_host and self._api.is_own_origin(str(response.url)) and (
             response.status_code == 401
         ):
@@ -85,7 +85,7 @@ class VideoDownload:
         return response.status_code in DEAD_LINK_STATUSES
 
     def _download_status_error(
-        self, response: httpx.Response, send_key_to_api_host: bool
+        self, response: httpx2.Response, send_key_to_api_host: bool
     ) -> ProviderError:
         status = response.status_code
         if send_key_to_api_host and self._api.is_own_origin(str(response.url)) and status == 401:
@@ -101,7 +101,7 @@ class VideoDownload:
 
     async def _open_download(
         self, url: str, send_key_to_api_host: bool, accept: str | None
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         for _ in range(MAX_REDIRECTS + 1):
             self._check_download_url(url)
             # Identity: a compressed body could decode to far more than it announced (a
@@ -115,7 +115,7 @@ class VideoDownload:
                 "GET", url, headers=header_bytes(headers))
             try:
                 response = await self._client.send(request, stream=True, follow_redirects=False)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 raise self._download_transport_error(exc) from exc
             if not response.is_redirect:
                 return response
@@ -138,7 +138,7 @@ class VideoDownload:
             ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED,
         )
 
-    async def _checked_body(self, response: httpx.Response) -> AsyncIterator[bytes]:
+    async def _checked_body(self, response: httpx2.Response) -> AsyncIterator[bytes]:
         content_type = response.headers.get("content-type", "").lower()
         if content_type.startswith(NOT_VIDEO_TYPES):
             raise self._api.error(
@@ -170,7 +170,7 @@ class VideoDownload:
                     sniffed = True
                     yield held
                     held = b""
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise self._download_transport_error(exc) from exc
         if held:
             # The whole body was shorter than the sniff window.
@@ -192,7 +192,7 @@ class VideoDownload:
         reason = download_limits.too_large(limits, announced)
         return self._api.error(str(reason), reason.error_class, reason.label)
 
-    def _sniff(self, head: bytes, response: httpx.Response) -> None:
+    def _sniff(self, head: bytes, response: httpx2.Response) -> None:
         start = head.lstrip()[:1]
         if start in (b"<", b"{", b"["):
             raise self._api.error(
@@ -202,7 +202,7 @@ class VideoDownload:
                 status_code=response.status_code,
             )
 
-    def _download_transport_error(self, exc: httpx.HTTPError) -> ProviderError:
+    def _download_transport_error(self, exc: httpx2.HTTPError) -> ProviderError:
         return self._api.error(
             f"download failed: {type(exc).__name__}", ErrorClass.RETRYABLE,
             ErrorLabel.DOWNLOAD_FAILED,

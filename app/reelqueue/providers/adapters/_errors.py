@@ -8,7 +8,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers.base import parse_retry_after
@@ -16,7 +16,7 @@ from reelqueue.providers.base import parse_retry_after
 T = TypeVar("T")
 
 
-def retry_after_of(response: httpx.Response) -> float | None:
+def retry_after_of(response: httpx2.Response) -> float | None:
     """Seconds the provider asked us to wait: ``retry-after-ms`` or ``Retry-After``."""
     millis = response.headers.get("retry-after-ms")
     if millis:
@@ -27,7 +27,7 @@ def retry_after_of(response: httpx.Response) -> float | None:
     return parse_retry_after(response.headers.get("retry-after"))
 
 
-def rate_limit_reset_of(response: httpx.Response, now: float | None = None) -> float | None:
+def rate_limit_reset_of(response: httpx2.Response, now: float | None = None) -> float | None:
     """Seconds until ``X-RateLimit-Reset``: epoch seconds when large, else a delay."""
     value = response.headers.get("x-ratelimit-reset")
     if not value:
@@ -41,7 +41,7 @@ def rate_limit_reset_of(response: httpx.Response, now: float | None = None) -> f
     return max(0.0, number)
 
 
-def provider_words(response: httpx.Response) -> str:
+def provider_words(response: httpx2.Response) -> str:
     """The provider's own explanation in an error answer: unscrubbed and UNCUT (cut it only
     after scrubbing, e.g. with ``ApiClient.shorten``), possibly empty."""
     try:
@@ -92,7 +92,7 @@ def error_code_of(body: Any) -> str:
     return ""
 
 
-def json_or_none(response: httpx.Response) -> Any:
+def json_or_none(response: httpx2.Response) -> Any:
     try:
         return response.json()
     except (ValueError, UnicodeDecodeError):
@@ -108,7 +108,7 @@ CONTENT_POLICY_WORDS = ("content policy", "content_policy", "moderation", "moder
                         "safety", "sensitive", "nsfw", "flagged", "inappropriate")
 
 
-def host_of(url: httpx.URL | str) -> str:
+def host_of(url: httpx2.URL | str) -> str:
     return urlsplit(str(url)).hostname or "?"
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.images import ImageProblem, read_pinned_image
@@ -226,7 +226,7 @@ class FalProvider:
     echo_keeps_hours: float | None = PAYLOAD_KEEP_HOURS
     keeps_client_token: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
                               auth_headers=_fal_auth)
         # The request history lives on fal's platform host. Only an account on fal's own
@@ -427,11 +427,11 @@ class FalProvider:
         return RemoteStatus(RemotePhase.SUCCEEDED, sub_status="COMPLETED", progress=1.0,
                             video_url=url)
 
-    def _status_error(self, status: Mapping[str, Any], response: httpx.Response) -> ProviderError:
+    def _status_error(self, status: Mapping[str, Any], response: httpx2.Response) -> ProviderError:
         error_type = str(status.get("error_type") or "")
         return self._failure(words_of(status.get("error")), {error_type} - {""}, response)
 
-    def _result_error(self, response: httpx.Response, body: Any) -> ProviderError:
+    def _result_error(self, response: httpx2.Response, body: Any) -> ProviderError:
         """The failure a result read reports for a request that finished with an error."""
         types = _detail_types(body)
         header_type = response.headers.get("x-fal-error-type")
@@ -445,7 +445,7 @@ class FalProvider:
         return ProviderError(str(error), error_class=error.error_class, label=label,
                              status_code=response.status_code)
 
-    def _failure(self, words: str, types: set[str], response: httpx.Response
+    def _failure(self, words: str, types: set[str], response: httpx2.Response
                  ) -> ProviderError:
         """A finished request's failure: the X-Fal-Retryable header when fal sends one,
         else the documented types (FAILURE_RULES); an undocumented type is permanent."""
@@ -465,7 +465,7 @@ class FalProvider:
                                    error.label)
         return error
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         body = json_or_none(response)
         types = _detail_types(body)
@@ -635,7 +635,7 @@ def _job_path(provider_job_id: str) -> str:
     return path
 
 
-def _fal_retryable(response: httpx.Response) -> bool | None:
+def _fal_retryable(response: httpx2.Response) -> bool | None:
     for name in ("x-fal-retryable", "x-fal-needs-retry"):
         value = response.headers.get(name)
         if value is not None:
@@ -654,7 +654,7 @@ def _detail_types(body: Any) -> set[str]:
     return types
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> FalProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> FalProvider:
     return FalProvider(client, config)
 
 

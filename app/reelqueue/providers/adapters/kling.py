@@ -38,7 +38,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -223,7 +223,7 @@ class KlingProvider:
     kind: str = KIND
     supports_lookup: bool = True
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig, *,
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig, *,
                  clock: Callable[[], float] = time.time) -> None:
         self._clock = clock  # wall-clock seconds: the JWT's exp and nbf are Unix times
         self._jwt: tuple[str, float] | None = None
@@ -376,7 +376,7 @@ class KlingProvider:
                                   "a task of ours", task)
         return f"{endpoint}/{task_id}"
 
-    def _data(self, response: httpx.Response, *, what: str, during_create: bool = False,
+    def _data(self, response: httpx2.Response, *, what: str, during_create: bool = False,
               money: bool = True) -> Any:
         """The envelope's ``data``; a non-zero ``code`` (even in an HTTP 200) raises.
 
@@ -405,7 +405,7 @@ class KlingProvider:
                                   status_code=response.status_code)
         return body["data"]
 
-    def _code_error(self, code: int, body: Mapping[str, Any], response: httpx.Response,
+    def _code_error(self, code: int, body: Mapping[str, Any], response: httpx2.Response,
                     during_create: bool) -> ProviderError:
         error = CODES.classify(self._api, body.get("message"), code, what="refused")
         error.status_code = response.status_code
@@ -494,7 +494,7 @@ def _jwt(access_key: str, secret_key: str, now: float) -> str:
     return f"{header}.{payload}.{_b64url(signature)}"
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> KlingProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> KlingProvider:
     return KlingProvider(client, config)
 
 

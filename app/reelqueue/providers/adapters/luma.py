@@ -23,7 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -132,7 +132,7 @@ class LumaProvider:
     kind: str = KIND
     supports_lookup: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
 
     def __repr__(self) -> str:
@@ -231,7 +231,7 @@ class LumaProvider:
             self._api, generation.get("failure_reason"),
             code if isinstance(code, str) and code else None, what="generation failed")
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         # Synchronous errors are told apart by HTTP status (guides/error-handling: "branch
         # on the status code, then read detail"): 402 balance, 413/422 bad media, 429
         # rate limit (RPM or concurrent jobs) with Retry-After, 502/503 retry.
@@ -263,7 +263,7 @@ def _video_url(output: Any) -> str | None:
     return None
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> LumaProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> LumaProvider:
     return LumaProvider(client, config)
 
 

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -201,7 +201,7 @@ class LumaLegacyProvider:
     settle_seconds: float = SETTLE_SECONDS
     echo_keeps_hours: float | None = None  # ``request`` stays as long as the generation
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
         # False once the address answered the list with 404/405 (a gateway without it).
         self.supports_search = True
@@ -374,7 +374,7 @@ class LumaLegacyProvider:
         return FAILURE_RULES.classify(self._api, generation.get("failure_reason"),
                                       what="generation failed")
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         words = provider_words(response)
         message = self._api.message(response)
@@ -495,7 +495,7 @@ def _window(records: Mapping[str, RemoteRecord], since: float, until: float, *,
     return SearchResult(kept, complete)
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:
     return LumaLegacyProvider(client, config)
 
 

@@ -42,7 +42,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -265,7 +265,7 @@ class MiniMaxProvider:
     supports_lookup: bool = False
     keeps_client_token: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
 
     def __repr__(self) -> str:
@@ -462,7 +462,7 @@ class MiniMaxProvider:
         return self._api.json_of(response)  # not JSON (a proxy page): retryable, re-polled
 
     def _coded_error(self, code: str, text: str | None,
-                     response: httpx.Response | None = None) -> ProviderError:
+                     response: httpx2.Response | None = None) -> ProviderError:
         """A MiniMax error code through :data:`FAILURE_RULES` (a definite answer)."""
         error = FAILURE_RULES.classify(self._api, text, code, what="refused")
         if response is not None:
@@ -470,7 +470,7 @@ class MiniMaxProvider:
             error.retry_after = retry_after_of(response)
         return error
 
-    def _http_error(self, response: httpx.Response, *, during_create: bool = False
+    def _http_error(self, response: httpx2.Response, *, during_create: bool = False
                     ) -> ProviderError:
         code, text = _error_code(json_or_none(response))
         if code is not None:
@@ -519,7 +519,7 @@ def _split(provider_job_id: str) -> tuple[str, str]:
     return "v1", provider_job_id  # a bare id is a V1 task
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> MiniMaxProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> MiniMaxProvider:
     return MiniMaxProvider(client, config)
 
 

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -181,7 +181,7 @@ class OpenAICompatProvider:
     echo_keeps_hours: float | None = LIST_KEEPS_HOURS
     keeps_client_token: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig, *,
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig, *,
                  clock: Callable[[], float] = time.time) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=None)
         self._model = str(config.settings.get("model") or "").strip() or None
@@ -318,7 +318,7 @@ class OpenAICompatProvider:
             form.append(("input_reference", (name, image.data or b"", image.mime_type)))
         return form
 
-    def _list_page(self, response: httpx.Response
+    def _list_page(self, response: httpx2.Response
                    ) -> tuple[list[dict[str, Any]], bool | None, str | None]:
         """``data``, ``has_more`` and ``last_id`` of a list page (the SDK's
         ``ConversationCursorPage``); any other shape is an unknown outcome."""
@@ -342,7 +342,7 @@ class OpenAICompatProvider:
         return self._api.url(f"/videos/{video_id}/content")
 
     def _status(self, video_id: str, video: Mapping[str, Any],
-                response: httpx.Response) -> RemoteStatus:
+                response: httpx2.Response) -> RemoteStatus:
         state = str(video.get("status", ""))
         poll_after = _poll_after(response)
         if state == "in_progress":
@@ -368,7 +368,7 @@ class OpenAICompatProvider:
         return FAILURE_RULES.classify(self._api, error.get("message"),
                                       code if isinstance(code, str) else None)
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         code = error_code_of(json_or_none(response))
         words = provider_words(response)
@@ -481,7 +481,7 @@ class _Listing:
         return SearchResult(tuple(self.records.values()), complete)
 
 
-def _poll_after(response: httpx.Response) -> float:
+def _poll_after(response: httpx2.Response) -> float:
     value = response.headers.get("openai-poll-after-ms")
     if value:
         try:
@@ -491,7 +491,7 @@ def _poll_after(response: httpx.Response) -> float:
     return POLL_SECONDS
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> OpenAICompatProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> OpenAICompatProvider:
     return OpenAICompatProvider(client, config)
 
 

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -168,7 +168,7 @@ class ReplicateProvider:
     echo_keeps_hours: float | None = ECHO_KEEPS_HOURS
     keeps_client_token: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
 
     def __repr__(self) -> str:
@@ -307,7 +307,7 @@ class ReplicateProvider:
             image = loaded.url_or_data_uri()
         return create_input(model, request, image)
 
-    def _page(self, response: httpx.Response) -> tuple[list[Any], str | None]:
+    def _page(self, response: httpx2.Response) -> tuple[list[Any], str | None]:
         """A list page's ``results`` and ``next`` link; any other shape is unknown."""
         try:
             page: Any = response.json()
@@ -367,7 +367,7 @@ class ReplicateProvider:
         return FAILURE_RULES.classify(self._api, prediction.get("error"),
                                       what="prediction failed")
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         words = provider_words(response)
         message = self._api.message(response)
@@ -495,7 +495,7 @@ def _output_url(output: Any) -> str | None:
     return None
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> ReplicateProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> ReplicateProvider:
     return ReplicateProvider(client, config)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -193,7 +193,7 @@ class RunwayProvider:
     kind: str = KIND
     supports_lookup: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(
             client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
             auth_headers=lambda key: {"Authorization": f"Bearer {key}",
@@ -307,7 +307,7 @@ class RunwayProvider:
             message = f"render failed ({code or 'no code'}): {reason}"
         return self._api.error(message, decided.error_class, decided.label)
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         status = response.status_code
         words = provider_words(response)
         message = self._api.message(response)
@@ -359,7 +359,7 @@ def _issues(body: Any) -> str:
     return "; ".join(parts)
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> RunwayProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> RunwayProvider:
     return RunwayProvider(client, config)
 
 

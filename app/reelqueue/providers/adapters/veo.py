@@ -25,7 +25,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -169,7 +169,7 @@ class VeoProvider:
     kind: str = KIND
     supports_lookup: bool = False
 
-    def __init__(self, client: httpx.AsyncClient, config: ProviderConfig) -> None:
+    def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL,
                               auth_headers=lambda key: {"x-goog-api-key": key})
         self._check_model = str(config.settings.get("model") or MODELS[0])
@@ -333,7 +333,7 @@ class VeoProvider:
                                   ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
         return data
 
-    def _error(self, response: httpx.Response, *, during_create: bool = False) -> ProviderError:
+    def _error(self, response: httpx2.Response, *, during_create: bool = False) -> ProviderError:
         body = json_or_none(response)
         error = body.get("error") if isinstance(body, dict) else None
         error = error if isinstance(error, dict) else {}
@@ -394,7 +394,7 @@ def _precondition_label(words: str) -> ErrorLabel:
     return ErrorLabel.KEY_REJECTED
 
 
-def create(client: httpx.AsyncClient, config: ProviderConfig) -> VeoProvider:
+def create(client: httpx2.AsyncClient, config: ProviderConfig) -> VeoProvider:
     return VeoProvider(client, config)
 
 
