@@ -77,3 +77,15 @@ def test_requests_without_a_credential_are_answered_at_once_and_not_counted(
     # Counted, the bare requests would have been held past the sixth and refused (429)
     # past MAX_WAIT_SECONDS, and the wrong tokens after them too (checked: 401 each).
     assert set(bare) == {401}
+
+
+def test_a_throttled_address_is_refused_a_right_token_too(live: LiveApi) -> None:
+    """Once an address has used its turns, its right token is answered 429 like a wrong
+    one: the answer tells a guesser nothing about the guess (the token is not checked)."""
+    answers = asyncio.run(_guesses(live.url, FREE_FAILURES + MAX_WAITING + 10, 8.0))
+    assert any(status == 429 for status, _, _ in answers)
+    with live.client() as client:
+        answer = client.get("/v1/jobs")
+    assert answer.status_code == 429, answer.text
+    assert answer.headers["Retry-After"].isdigit()
+    assert answer.headers["Content-Type"].startswith("application/problem+json")
