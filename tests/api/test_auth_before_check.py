@@ -6,14 +6,19 @@ so a right guess is answered no sooner than a wrong one."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from reelqueue.api.auth import FREE_FAILURES, FailureThrottle, middleware
+from reelqueue.api.problems import problem_errors
 from reelqueue.application.tokens import ClientTokens, TokenInfo
+from reelqueue.store.sqlite import SqliteStore
+from reelqueue.store.tokens import TokenStore
 
 GOOD = "rq_0123456789abcdef_right"
 
@@ -100,3 +105,41 @@ async def test_a_client_within_its_free_failures_is_checked_at_once() -> None:
         assert len(tokens.checked) == 3
     finally:
         await client.close()
+
+
+async def test_a_token_row_with_an_unknown_scope_grants_nothing(tmp_path: Path) -> None:
+    """The team database is untrusted: a token row whose scope this server does not know
+    (written past the CHECK constraint) is answered 403 with a problem document, never a
+    500, and reaches no route."""
+    journal = tmp_path / "journal.sqlite3"
+    SqliteStore.open(journal, now=0.0).close()
+    table = TokenStore(journal)
+    token = table.add("odd", "admin", 0.0)
+    raw = sqlite3.connect(journal)
+    try:
+        raw.execute("PRAGMA ignore_check_constraints = ON")
+        raw.execute("UPDATE api_tokens SET scope = 'superuser' WHERE name = 'odd'")
+        raw.commit()
+    finally:
+        raw.close()
+    tokens = ClientTokens(table)
+    reached: list[str] = []
+
+    async def jobs(request: web.Request) -> web.Response:
+        reached.append(request.path)
+        return web.json_response({"jobs": []})
+    app = web.Application(middlewares=[problem_errors,
+                                       middleware(tokens, FailureThrottle())])
+    app.router.add_get("/v1/jobs", jobs)
+    client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
+    await client.start_server()
+    try:
+        answer = await client.get("/v1/jobs", headers=_bearer(token))
+        assert answer.status == 403, await answer.text()
+        assert answer.headers["Content-Type"].startswith("application/problem+json")
+        detail = (await answer.json())["detail"]
+        assert "superuser" in detail and "revoke" in detail
+        assert reached == []
+    finally:
+        await client.close()
+        tokens.close()

@@ -26,7 +26,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from reelqueue.api.problems import problem
-from reelqueue.application.tokens import ClientTokens, TokenInfo
+from reelqueue.application.tokens import SCOPES, ClientTokens, TokenInfo
 
 FREE_FAILURES = 5
 """Failures a client may make in a window before its answers are delayed."""
@@ -189,6 +189,14 @@ def _unauthorized() -> web.Response:
                    headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
 
 
+def _unknown_scope(info: TokenInfo) -> web.Response:
+    name, scope = str(info.name)[:100], str(info.scope)[:40]
+    return problem(403, f"The token {name!r} has the scope {scope!r}, which this server "
+                        f"does not know (one of {', '.join(SCOPES)}), so it grants nothing: "
+                        f"revoke it ('reelqueue tokens revoke NAME') and make a new one "
+                        "('reelqueue tokens add NAME --scope SCOPE').")
+
+
 def _too_many(throttle: FailureThrottle, address: str) -> web.Response:
     return problem(429, "Too many failed authentications; try again later.",
                    headers={"Retry-After": str(throttle.retry_after(address))})
@@ -233,6 +241,10 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
             return _unauthorized()
         if turn:
             throttle.passed(address)
+        if info.scope not in SCOPES:
+            # The team database is not trusted (invariant 15): a row with a scope this
+            # server does not know grants nothing, and is no server error either.
+            return _unknown_scope(info)
         scope = getattr(getattr(request.match_info, "handler", None), "scope", "admin")
         if not info.allows(scope):
             return problem(403, f"The token {info.name!r} has scope {info.scope!r}; this "
