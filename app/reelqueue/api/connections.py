@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from reelqueue.api.auth import client_key
+from reelqueue.api.parse_errors import problem_handlers
 
 try:
     import resource
@@ -294,8 +295,9 @@ class GatedSite(web.BaseSite):
 
     async def start(self) -> None:
         await super().start()
-        factory = self._runner.server
-        assert factory is not None
+        server = self._runner.server
+        assert server is not None
+        factory = problem_handlers(server)  # parse errors answered as problem documents
         connections, context = self._connections, self._ssl_context
         self._server = await asyncio.get_running_loop().create_server(
             lambda: Gate(connections, factory, context), self._host, self._port,
