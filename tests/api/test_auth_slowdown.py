@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from reelqueue.api.auth import FREE_FAILURES, MAX_WAITING
+from reelqueue.api.connections import ConnectionLimits
 from tests.api.live_api import LiveApi
 
 pytestmark = pytest.mark.integration
@@ -20,7 +21,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[LiveApi]:
-    with LiveApi(tmp_path) as api:
+    # Up to 79 guesses at once, each on its own untrusted connection from 127.0.0.1: the
+    # per-address and per-subnet connection caps (tests/api/test_connections.py) are set
+    # above that, so what is tested here is the authentication throttle alone.
+    limits = ConnectionLimits(max_per_address=1000, max_per_subnet=1000)
+    with LiveApi(tmp_path, limits=limits) as api:
         yield api
 
 

@@ -212,9 +212,20 @@ async def _hold(throttle: FailureThrottle, seconds: float) -> None:
         throttle.waiting -= 1
 
 
-def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
+ConnectionNotice = Callable[[web.BaseRequest, bool], None]
+"""Told of every request, and whether it came with a valid token (the connection's trust:
+api/connections.py)."""
+
+
+def _no_notice(request: web.BaseRequest, trusted: bool) -> None:
+    del request, trusted
+
+
+def middleware(tokens: ClientTokens, throttle: FailureThrottle,
+               notice: ConnectionNotice = _no_notice) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        notice(request, False)
         if request.path in PUBLIC_PATHS:
             return await handler(request)
         address = request.remote or "?"
@@ -245,6 +256,7 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
             # The team database is not trusted (invariant 15): a row with a scope this
             # server does not know grants nothing, and is no server error either.
             return _unknown_scope(info)
+        notice(request, True)  # a valid token: its connection is trusted
         scope = getattr(getattr(request.match_info, "handler", None), "scope", "admin")
         if not info.allows(scope):
             return problem(403, f"The token {info.name!r} has scope {info.scope!r}; this "

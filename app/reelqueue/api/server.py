@@ -504,9 +504,10 @@ def _streams(request: web.Request) -> None:
 
 def build_app(services: ApiServices, connections: Connections | None = None
               ) -> web.Application:
+    authenticate = (middleware(services.tokens, FailureThrottle()) if connections is None
+                    else middleware(services.tokens, FailureThrottle(), connections.notice))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[problem_errors,
-                                       middleware(services.tokens, FailureThrottle())])
+                          middlewares=[problem_errors, authenticate])
     if connections is not None:
         app[CONNECTIONS_KEY] = connections
     routes = Routes(services)
