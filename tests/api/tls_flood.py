@@ -6,8 +6,9 @@ request) and re-opened as soon as it closes, for SECONDS. At most ``IN_FLIGHT``
 handshakes at once (under the server's handshake cap, so the flood fills the connection
 cap instead of evicting its own handshakes). Prints ``ramped`` once every connection made
 its first attempt, then one JSON line of counts at the end: attempts, handshakes
-(completed), refused (closed or failed before or during the handshake), dropped (closed
-by the server after it)."""
+(completed), refused (closed or failed before or during the handshake), dropped (ended
+after its handshake with an EOF or an error, whether the server closed it or the run's
+end did: a figure, not asserted)."""
 
 from __future__ import annotations
 
