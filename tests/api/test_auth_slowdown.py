@@ -13,6 +13,7 @@ import httpx2
 import pytest
 
 from reelqueue.api.auth import FREE_FAILURES, MAX_WAITING
+from reelqueue.api.connections import ConnectionLimits
 from tests.api.live_api import LiveApi
 
 pytestmark = pytest.mark.integration
@@ -20,7 +21,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[LiveApi]:
-    with LiveApi(tmp_path) as api:
+    # Up to 79 guesses at once, each on its own untrusted connection from 127.0.0.1: the
+    # per-address and per-subnet connection caps (tests/api/test_connections.py) are set
+    # above that, so what is tested here is the authentication throttle alone.
+    limits = ConnectionLimits(max_per_address=1000, max_per_subnet=1000)
+    with LiveApi(tmp_path, limits=limits) as api:
         yield api
 
 
@@ -77,3 +82,15 @@ def test_requests_without_a_credential_are_answered_at_once_and_not_counted(
     # Counted, the bare requests would have been held past the sixth and refused (429)
     # past MAX_WAIT_SECONDS, and the wrong tokens after them too (checked: 401 each).
     assert set(bare) == {401}
+
+
+def test_a_throttled_address_is_refused_a_right_token_too(live: LiveApi) -> None:
+    """Once an address has used its turns, its right token is answered 429 like a wrong
+    one: the answer tells a guesser nothing about the guess (the token is not checked)."""
+    answers = asyncio.run(_guesses(live.url, FREE_FAILURES + MAX_WAITING + 10, 8.0))
+    assert any(status == 429 for status, _, _ in answers)
+    with live.client() as client:
+        answer = client.get("/v1/jobs")
+    assert answer.status_code == 429, answer.text
+    assert answer.headers["Retry-After"].isdigit()
+    assert answer.headers["Content-Type"].startswith("application/problem+json")

@@ -32,11 +32,12 @@ limit is set: response times are the benchmark's business, on a loaded 2-core ma
 Turned off, and why (the only exception, per operation, in the generated config file):
 
 - ``positive_data_acceptance`` (ST202) on ``POST /v1/jobs`` and ``POST /v1/batches``
-  only: a schema-valid job can break its provider's rules (a duration of 0, a model the
-  provider does not have, a provider that is not installed). Those rules depend on the
-  provider and its accounts, are the import's own, and are answered with a documented
-  422 naming each field (docs/api.md); a JSON schema cannot carry them. Every other
-  check, including ``negative_data_rejection``, stays on for these two operations.
+  only: a schema-valid job can break its provider's rules (a duration it does not
+  offer, a model the provider does not have, a provider that is not installed). Those
+  rules depend on the provider and its accounts, are the import's own, and are answered
+  with a documented 422 naming each field (docs/api.md); a JSON schema cannot carry
+  them. Every other check, including ``negative_data_rejection``, stays on for these two
+  operations.
 
 Not a loosening: ``GET /v1/events`` is a Server-Sent Events stream that never ends (a
 keep-alive comment every second); schemathesis reads an event stream until its request

@@ -18,6 +18,7 @@ from reelqueue.api.tls import (
     ensure_self_signed,
     fingerprint,
     public_key_pin,
+    server_context,
 )
 from reelqueue.domain.errors import InputError
 from tests.api.serve_harness import free_port
@@ -149,3 +150,53 @@ def test_serve_refuses_a_readable_key_file(tmp_path: Path) -> None:
                "--tls-cert", str(cert), "--tls-key", str(key), "--paused")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--tls-key-insecure-ok" in done.stderr and "Traceback" not in done.stderr
+
+
+def _sparse(path: Path, size: int) -> Path:
+    with path.open("wb") as handle:
+        handle.truncate(size)
+    path.chmod(0o600)
+    return path
+
+
+def test_a_tls_file_past_the_limit_is_refused_naming_it_and_the_limit(
+        tmp_path: Path) -> None:
+    cert, key = ensure_self_signed(tmp_path, "127.0.0.1")
+    big = _sparse(tmp_path / "big-key.pem", 300 * 1024 * 1024)
+    with pytest.raises(InputError, match=r"--tls-key\) .*big-key.pem .*at most 1 MiB"):
+        server_context(cert, big)
+    with pytest.raises(InputError, match=r"--tls-cert\) .*big-key.pem .*at most 1 MiB"):
+        server_context(big, key)
+    with pytest.raises(InputError, match="at most 1 MiB"):
+        fingerprint(big)
+    server_context(cert, key)  # the real pair still loads
+
+
+@posix_only
+def test_a_tls_file_that_is_not_a_regular_file_is_refused_without_blocking(
+        tmp_path: Path) -> None:
+    cert, _ = ensure_self_signed(tmp_path, "127.0.0.1")
+    fifo = tmp_path / "key-fifo"
+    os.mkfifo(fifo, 0o600)  # no writer: a blocking open would never return
+    with pytest.raises(InputError, match="not a regular file"):
+        server_context(cert, fifo)
+
+
+def test_a_tls_file_that_is_not_pem_is_refused_with_a_message(tmp_path: Path) -> None:
+    cert, _ = ensure_self_signed(tmp_path, "127.0.0.1")
+    junk = tmp_path / "junk.pem"
+    junk.write_bytes(b"not a key\n")
+    with pytest.raises(InputError, match="cannot be loaded"):
+        server_context(cert, junk)
+
+
+@posix_only
+@pytest.mark.integration
+def test_serve_refuses_a_300_mb_key_file_with_a_clear_message(tmp_path: Path) -> None:
+    cert, _ = ensure_self_signed(tmp_path, "127.0.0.1")
+    big = _sparse(tmp_path / "big-key.pem", 300 * 1024 * 1024)
+    done = cli(tmp_path / "data", "serve", "--listen", f"127.0.0.1:{free_port()}",
+               "--tls-cert", str(cert), "--tls-key", str(big), "--paused")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "big-key.pem" in done.stderr and "1 MiB" in done.stderr, done.stderr
+    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr

@@ -2,7 +2,13 @@
 authentications are slowed down per client (an IPv6 /64 counts as one client) and over
 all clients; the answers wait in line, so parallel guesses are no faster than serial
 ones, and past a bounded number of waiting answers the answer is 429 at once. A token is
-never logged."""
+never logged.
+
+The client's throttle comes *before* its token is checked: a client past its free
+failures takes its turn first (or is answered 429 without its token being looked at), so
+a right guess is answered no sooner than a wrong one and a refused request checks nothing.
+The all-clients throttle stays after the check: before it, anyone failing from many
+addresses would hold every valid client back."""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from reelqueue.api.problems import problem
-from reelqueue.application.tokens import ClientTokens, TokenInfo
+from reelqueue.application.tokens import SCOPES, ClientTokens, TokenInfo
 
 FREE_FAILURES = 5
 """Failures a client may make in a window before its answers are delayed."""
@@ -115,6 +121,44 @@ class FailureThrottle:
             return None
         return wait
 
+    def before_check(self, address: str) -> float | None:
+        """Called before ``address``'s token is checked. 0.0: check it now (the client is
+        within its free failures); seconds: the client is throttled and must wait that
+        turn before its token is checked (the turn counts as a failure until
+        :meth:`passed` gives it back); None: answer 429 without checking the token."""
+        now = self._clock()
+        key = client_key(address)
+        client = self._clients.get(key)
+        if client is None or now - client.since > FAILURE_WINDOW_SECONDS \
+                or client.count < FREE_FAILURES:
+            return 0.0
+        self._clients.move_to_end(key)
+        before = client.free_at
+        wait = self._reserve(client, now, FREE_FAILURES, _step)
+        if self.waiting >= self._max_waiting or wait > MAX_WAIT_SECONDS + 1e-6:
+            client.free_at = before  # the turn is given back; the failure still counts
+            return None
+        return wait
+
+    def failed_in_turn(self, address: str) -> float | None:
+        """A token checked in its turn (:meth:`before_check`) was wrong: the client's
+        failure is already counted; the all-clients wait, or None (answer 429)."""
+        del address
+        now = self._clock()
+        before = self._global.free_at
+        wait = self._reserve(self._global, now, self._global_free,
+                             lambda _: GLOBAL_INTERVAL_SECONDS)
+        if wait > 0 and (self.waiting >= self._max_waiting or wait > MAX_WAIT_SECONDS + 1e-6):
+            self._global.free_at = before
+            return None
+        return wait
+
+    def passed(self, address: str) -> None:
+        """A token checked in its turn was right: its turn is not a failure."""
+        client = self._clients.get(client_key(address))
+        if client is not None and client.count > 0:
+            client.count -= 1
+
     def retry_after(self, address: str) -> int:
         """Whole seconds until ``address``'s (or everyone's) next turn, at least 1."""
         now = self._clock()
@@ -145,34 +189,74 @@ def _unauthorized() -> web.Response:
                    headers={"WWW-Authenticate": 'Bearer realm="reelqueue"'})
 
 
-def middleware(tokens: ClientTokens, throttle: FailureThrottle) -> Middleware:
+def _unknown_scope(info: TokenInfo) -> web.Response:
+    name, scope = str(info.name)[:100], str(info.scope)[:40]
+    return problem(403, f"The token {name!r} has the scope {scope!r}, which this server "
+                        f"does not know (one of {', '.join(SCOPES)}), so it grants nothing: "
+                        f"revoke it ('reelqueue tokens revoke NAME') and make a new one "
+                        "('reelqueue tokens add NAME --scope SCOPE').")
+
+
+def _too_many(throttle: FailureThrottle, address: str) -> web.Response:
+    return problem(429, "Too many failed authentications; try again later.",
+                   headers={"Retry-After": str(throttle.retry_after(address))})
+
+
+async def _hold(throttle: FailureThrottle, seconds: float) -> None:
+    if seconds <= 0:
+        return
+    throttle.waiting += 1
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        throttle.waiting -= 1
+
+
+ConnectionNotice = Callable[[web.BaseRequest, bool], None]
+"""Told of every request, and whether it came with a valid token (the connection's trust:
+api/connections.py)."""
+
+
+def _no_notice(request: web.BaseRequest, trusted: bool) -> None:
+    del request, trusted
+
+
+def middleware(tokens: ClientTokens, throttle: FailureThrottle,
+               notice: ConnectionNotice = _no_notice) -> Middleware:
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        notice(request, False)
         if request.path in PUBLIC_PATHS:
             return await handler(request)
         address = request.remote or "?"
         header = request.headers.get("Authorization", "")
+        if not header.strip():
+            # No credential at all guesses nothing: answered at once, not counted (the
+            # slow-down is for wrong tokens).
+            return _unauthorized()
+        # The client's throttle first: a throttled client's token is not checked until
+        # its turn, and not at all when it is refused (429).
+        turn = throttle.before_check(address)
+        if turn is None:
+            return _too_many(throttle, address)
+        await _hold(throttle, turn)
         scheme, _, token = header.partition(" ")
         info = None
         if scheme.lower() == "bearer" and token and token.isascii():
             info = await tokens.verify(token.strip())
-        if info is None and not header.strip():
-            # No credential at all guesses nothing: answered at once, not counted (the
-            # slow-down is for wrong tokens).
-            return _unauthorized()
         if info is None:
-            wait = throttle.failed(address)
+            wait = throttle.failed_in_turn(address) if turn else throttle.failed(address)
             if wait is None:
-                seconds = throttle.retry_after(address)
-                return problem(429, "Too many failed authentications; try again later.",
-                               headers={"Retry-After": str(seconds)})
-            if wait:
-                throttle.waiting += 1
-                try:
-                    await asyncio.sleep(wait)
-                finally:
-                    throttle.waiting -= 1
+                return _too_many(throttle, address)
+            await _hold(throttle, wait)
             return _unauthorized()
+        if turn:
+            throttle.passed(address)
+        if info.scope not in SCOPES:
+            # The team database is not trusted (invariant 15): a row with a scope this
+            # server does not know grants nothing, and is no server error either.
+            return _unknown_scope(info)
+        notice(request, True)  # a valid token: its connection is trusted
         scope = getattr(getattr(request.match_info, "handler", None), "scope", "admin")
         if not info.allows(scope):
             return problem(403, f"The token {info.name!r} has scope {info.scope!r}; this "

@@ -232,3 +232,22 @@ def _bounded(text: bytes, limit: int) -> bytes:
 
 def _too_big(limit: int) -> Refused:
     return Refused(422, f"An item of the JSON batch is larger than {limit // 1024} KiB.")
+
+
+def checked_batch_items(items: list[Any]) -> list[Any]:
+    """``items`` (a JSON batch) with no field null or true/false, which the document's
+    ``BatchItem`` does not allow (the CSV the import reads would turn null into an empty
+    cell, taking the default, and true into "True"): 422 naming the item and the field."""
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            continue  # the import's own message: not a JSON object
+        params = item.get("params")
+        fields = [*item.items(), *(params.items() if isinstance(params, dict) else ())]
+        for name, value in fields:
+            if value is None or isinstance(value, bool):
+                shown = str(name)[:100]
+                words = "a string or a number (leave the field out for its default)"
+                raise Refused(422, f"Item {number}: {shown} is {json.dumps(value)}: give "
+                                   f"{words}.", fields={shown: words})
+    return items
+

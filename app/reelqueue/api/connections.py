@@ -14,12 +14,26 @@ dropped for a newer stranger, and a flood from one address evicts its own socket
 connection that sent nothing for ``idle_seconds`` is closed, unless its response streams
 (SSE, a video: :meth:`Connections.exempt`); aiohttp's own keep-alive timeout closes one
 idle between requests.
+
+Trust (issue 34): a TLS handshake needs no token, so 1,024 handshakes from five loopback
+addresses once filled the cap and a client with a valid token was refused 36 times in 37.
+A connection becomes *trusted* after one request with a valid token
+(:meth:`Connections.notice`). Untrusted connections never take the ``trusted_reserve``
+share of the cap, are capped per address (``max_per_address``; an IPv6 /64 is one
+address) and per subnet (``max_per_subnet``: IPv4 /24, IPv6 /64), must send a first
+request within ``first_request_seconds`` of their handshake, and are the ones evicted at
+a cap: those still in their handshake first, then the oldest of the address holding the
+most. A newcomer whose own address holds the most is refused before its handshake
+(cheap) rather than evicting another's. Trusted connections are exempt from the
+per-address and per-subnet caps and are never evicted for a newcomer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import ipaddress
 import logging
 import ssl
 import weakref
@@ -30,6 +44,7 @@ from typing import Any
 from aiohttp import web
 
 from reelqueue.api.auth import client_key
+from reelqueue.api.parse_errors import problem_handlers
 
 try:
     import resource
@@ -45,12 +60,49 @@ FD_RESERVE = 256
 @dataclass(frozen=True)
 class ConnectionLimits:
     """Attributes: max_connections (open, SSE streams included), max_handshakes (TLS
-    handshakes in progress), handshake_seconds, idle_seconds (nothing received)."""
+    handshakes in progress), handshake_seconds, idle_seconds (nothing received),
+    trusted_reserve (connections only trusted ones may hold: untrusted ones stop at
+    max_connections - trusted_reserve; None: an eighth of max_connections),
+    max_per_address and max_per_subnet (untrusted
+    connections of one address, an IPv6 /64, and of one IPv4 /24 or IPv6 /64),
+    first_request_seconds (an untrusted connection sends its first request within this
+    long after its handshake, or is closed)."""
 
     max_connections: int = 1024
     max_handshakes: int = 64
     handshake_seconds: float = 10.0
     idle_seconds: float = 60.0
+    trusted_reserve: int | None = None
+    max_per_address: int = 32
+    max_per_subnet: int = 128
+    first_request_seconds: float = 10.0
+
+    def reserve(self) -> int:
+        """Connections kept for trusted ones (default: an eighth of the cap, 128 of
+        1,024)."""
+        if self.trusted_reserve is None:
+            return self.max_connections // 8
+        return self.trusted_reserve
+
+    def untrusted_cap(self) -> int:
+        """Open untrusted connections at most (at least 1)."""
+        return max(1, self.max_connections - self.reserve())
+
+    def problems(self) -> list[str]:
+        """What is wrong with these numbers, as the serve options' words."""
+        found = []
+        for name in ("max_connections", "max_handshakes", "max_per_address",
+                     "max_per_subnet"):
+            if getattr(self, name) < 1:
+                found.append(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 <= self.reserve() < max(1, self.max_connections):
+            found.append("--trusted-reserve must be at least 0 and below "
+                         "--max-connections")
+        for name in ("handshake_seconds", "idle_seconds", "first_request_seconds"):
+            value = getattr(self, name)
+            if not 0 < value <= 3600:
+                found.append(f"--{name.replace('_', '-')} must be above 0 and at most 3600")
+        return found
 
 
 def open_files_limit() -> tuple[int, int, int]:
@@ -77,8 +129,19 @@ def fitted(limits: ConnectionLimits, open_files: int) -> ConnectionLimits:
     room = max(16, open_files - FD_RESERVE)
     if limits.max_connections <= room:
         return limits
-    return ConnectionLimits(room, min(limits.max_handshakes, room),
-                            limits.handshake_seconds, limits.idle_seconds)
+    return dataclasses.replace(limits, max_connections=room,
+                               max_handshakes=min(limits.max_handshakes, room),
+                               trusted_reserve=min(limits.reserve(), room // 4))
+
+
+def subnet_key(client: str) -> str:
+    """The subnet a client (an IPv4 address, an IPv6 /64) is counted in: its IPv4 /24, or
+    the /64 itself."""
+    try:
+        ip = ipaddress.ip_address(client)
+    except ValueError:
+        return client  # an IPv6 /64 (already a network) or "?"
+    return str(ipaddress.ip_network((ip, 24), strict=False))
 
 
 class Connections:
@@ -91,37 +154,92 @@ class Connections:
         self.evicted = 0
         self.timed_out = 0
         self._streaming: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+        self._by_transport: weakref.WeakKeyDictionary[asyncio.BaseTransport, Gate] = (
+            weakref.WeakKeyDictionary())
         self._sweeper: asyncio.Task[None] | None = None
 
     def handshaking(self) -> list[Gate]:
         return [gate for gate in self.gates if not gate.opened]
 
-    def admit(self, gate: Gate) -> bool:
-        """Count ``gate``; evict to stay under the caps. False: ``gate`` itself is refused.
+    def untrusted(self) -> list[Gate]:
+        return [gate for gate in self.gates if not gate.trusted]
 
-        The one evicted is the oldest handshake of the client (an address, an IPv6 /64)
-        that holds the most handshakes: a flood from one place evicts its own sockets,
-        not the handshake of another client arriving meanwhile."""
-        if gate.tls and len(self.handshaking()) >= self.limits.max_handshakes:
-            self._evict_one()
-        if len(self.gates) >= self.limits.max_connections and not self._evict_one():
-            self.evicted += 1
-            return False
+    def admit(self, gate: Gate) -> bool:
+        """Count ``gate`` (a newcomer: untrusted); evict to stay under the caps. False:
+        ``gate`` itself is refused (before any handshake).
+
+        At the handshake cap the one evicted is the oldest handshake of the client (an
+        address, an IPv6 /64) that holds the most handshakes: a flood from one place
+        evicts its own sockets, not the handshake of another client arriving meanwhile.
+        At the per-address cap the newcomer is refused; at the per-subnet and the
+        untrusted caps an untrusted connection of the address holding the most is
+        evicted (its handshakes first), unless that is the newcomer's own address and
+        it has no handshake to lose: then the newcomer is refused (before its handshake:
+        cheap). A trusted connection is never evicted."""
+        limits = self.limits
+        if gate.tls and len(self.handshaking()) >= limits.max_handshakes:
+            self._evict_one(self.handshaking(), None)
+        untrusted = self.untrusted()
+        own = [other for other in untrusted if other.client == gate.client]
+        if len(own) >= limits.max_per_address:
+            return self._refuse()
+        same_subnet = [other for other in untrusted if other.subnet == gate.subnet]
+        if len(same_subnet) >= limits.max_per_subnet \
+                and not self._evict_one(same_subnet, gate.client):
+            return self._refuse()
+        if (len(self.untrusted()) >= limits.untrusted_cap()
+                or len(self.gates) >= limits.max_connections) \
+                and not self._evict_one(self.untrusted(), gate.client):
+            return self._refuse()
         self.gates[gate] = None
         return True
 
-    def _evict_one(self) -> bool:
+    def _refuse(self) -> bool:
+        self.evicted += 1
+        return False
+
+    def _evict_one(self, candidates: list[Gate], newcomer: str | None) -> bool:
+        """Close one of ``candidates`` (untrusted ones only) held by the client that holds
+        the most of them, its oldest still in a handshake first, else its oldest. With
+        ``newcomer`` (the arriving client): when that is the newcomer's own client, only
+        one of its handshakes goes (a flood from one place evicts its own sockets, never
+        a connection of its that already finished); a client holding no more than the
+        newcomer loses nothing, so a flood's newcomers never evict a smaller client's
+        handshake. False: nothing was closed."""
         by_client: dict[str, list[Gate]] = {}
-        for waiting in self.handshaking():
-            by_client.setdefault(waiting.client, []).append(waiting)
+        for candidate in candidates:
+            if not candidate.trusted:
+                by_client.setdefault(candidate.client, []).append(candidate)
         if not by_client:
             return False
-        busiest = max(by_client.values(), key=len)
-        busiest[0].close(evicted=True)
+        held = by_client.get(newcomer, []) if newcomer is not None else []
+        if newcomer is not None and held and len(held) >= max(map(len, by_client.values())):
+            victims = held
+            waiting = [gate for gate in victims if not gate.opened]
+            if not waiting:
+                return False
+        else:
+            victims = max(by_client.values(), key=len)
+            if newcomer is not None and len(held) >= len(victims):
+                return False
+            waiting = [gate for gate in victims if not gate.opened]
+        (waiting or victims)[0].close(evicted=True)
         return True
+
+    def notice(self, request: web.BaseRequest, trusted: bool) -> None:
+        """A request came on ``request``'s connection (it met its first-request
+        deadline); ``trusted``: with a valid token (the connection is trusted from now)."""
+        gate = self._by_transport.get(request.transport) if request.transport else None
+        if gate is not None:
+            gate.requested = True
+            gate.trusted = gate.trusted or trusted
 
     def forget(self, gate: Gate) -> None:
         self.gates.pop(gate, None)
+
+    def opened(self, gate: Gate, transport: asyncio.BaseTransport) -> None:
+        """``gate``'s handshake is done: its requests come on ``transport``."""
+        self._by_transport[transport] = gate
 
     def exempt(self, request: web.Request) -> None:
         """The request's response streams: its connection is not closed as idle."""
@@ -144,13 +262,19 @@ class Connections:
 
     async def _sweep(self) -> None:
         loop = asyncio.get_running_loop()
-        period = max(0.05, min(1.0, self.limits.idle_seconds / 4))
+        limits = self.limits
+        period = max(0.05, min(1.0, limits.idle_seconds / 4,
+                               limits.first_request_seconds / 4))
         while True:
             await asyncio.sleep(period)
             now = loop.time()
             for gate in list(self.gates):
-                if (gate.opened and now - gate.last_read > self.limits.idle_seconds
-                        and not self.is_streaming(gate.transport)):
+                if not gate.opened:
+                    continue
+                if (now - gate.last_read > limits.idle_seconds
+                        and not self.is_streaming(gate.transport)) \
+                        or (not gate.requested and not gate.trusted
+                            and now - gate.opened_at > limits.first_request_seconds):
                     self.timed_out += 1
                     gate.close()
 
@@ -158,7 +282,9 @@ class Connections:
 class Gate(asyncio.Protocol):
     """One accepted socket: counted, secured (TLS), then relayed to aiohttp's handler.
     Attributes: tls, opened (handshake done), transport (the one aiohttp writes to),
-    last_read (loop time of the last bytes received), client (its address or /64)."""
+    last_read (loop time of the last bytes received), opened_at (of the handshake's end),
+    client (its address or /64), subnet (its /24 or /64), trusted (a request with a
+    valid token came on it), requested (a request came on it)."""
 
     def __init__(self, connections: Connections, handler_factory: Callable[[], Any],
                  ssl_context: ssl.SSLContext | None) -> None:
@@ -178,7 +304,11 @@ class Gate(asyncio.Protocol):
         self._early: list[bytes] = []
         self._early_eof = False
         self.last_read = 0.0
+        self.opened_at = 0.0
         self.client = "?"
+        self.subnet = "?"
+        self.trusted = False
+        self.requested = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -187,6 +317,7 @@ class Gate(asyncio.Protocol):
         self.last_read = loop.time()
         peer = transport.get_extra_info("peername")
         self.client = client_key(str(peer[0])) if peer else "?"
+        self.subnet = subnet_key(self.client)
         if not self._connections.admit(self):
             self.closed = True
             transport.abort()
@@ -220,7 +351,8 @@ class Gate(asyncio.Protocol):
     def _open(self, transport: asyncio.BaseTransport) -> None:
         self.opened = True
         self.transport = transport
-        self.last_read = asyncio.get_running_loop().time()
+        self.last_read = self.opened_at = asyncio.get_running_loop().time()
+        self._connections.opened(self, transport)
         handler = self._handler = self._factory()
         handler.connection_made(transport)
         early, self._early = self._early, []
@@ -294,8 +426,9 @@ class GatedSite(web.BaseSite):
 
     async def start(self) -> None:
         await super().start()
-        factory = self._runner.server
-        assert factory is not None
+        server = self._runner.server
+        assert server is not None
+        factory = problem_handlers(server)  # parse errors answered as problem documents
         connections, context = self._connections, self._ssl_context
         self._server = await asyncio.get_running_loop().create_server(
             lambda: Gate(connections, factory, context), self._host, self._port,

@@ -40,6 +40,9 @@ def _op(summary: str, scope: str | None, responses: dict[str, dict[str, Any]],
         op["responses"].setdefault("403", _problem("the token lacks the scope"))
         op["responses"].setdefault("429", _problem(
             "too many failed authentications are waiting; Retry-After"))
+    # Refused by the HTTP parser before any route (api/parse_errors.py), for every path.
+    op["responses"].setdefault("414", _problem("the request line is over 8 KiB"))
+    op["responses"].setdefault("431", _problem("a header is over 8 KiB, or too many"))
     op.update(extra)
     return op
 
@@ -50,8 +53,12 @@ def _integer(minimum: int, maximum: int = MAX_ID, **extra: Any) -> dict[str, Any
 
 NULLABLE_STRING = {"type": ["string", "null"]}
 NULLABLE_NUMBER = {"type": ["number", "null"]}
+DURATION = {"type": ["string", "number"], "exclusiveMinimum": 0,
+            "description": "seconds; a number must be above 0 (the import refuses 0 and "
+                           "negative durations; which lengths a provider offers is its "
+                           "own rule, answered 422)"}
 PARAMS = {"type": "object", "additionalProperties": False, "properties": {
-    name: {"type": ["string", "number"]} for name in (
+    name: DURATION if name == "duration" else {"type": ["string", "number"]} for name in (
         "model", "duration", "aspect_ratio", "resolution", "seed", "negative_prompt")}}
 
 ROUTE_POLICIES = [policy.value for policy in RoutePolicy]
@@ -106,9 +113,12 @@ SCHEMAS: dict[str, Any] = {
             "params": PARAMS}},
     "BatchItem": {
         "type": "object", "additionalProperties": False,
+        "description": "each field a string or a number; null is refused (leave the "
+                       "field out)",
         "properties": {name: {"type": ["string", "number"]} for name in (
-            "prompt", "provider", "account", "name", "priority", "id", "model", "duration",
-            "aspect_ratio", "resolution", "seed", "negative_prompt")} | {"params": PARAMS}},
+            "prompt", "provider", "account", "name", "priority", "id", "model",
+            "aspect_ratio", "resolution", "seed", "negative_prompt")}
+        | {"duration": DURATION, "params": PARAMS}},
     "Submitted": {"type": "object", "required": ["id", "replay"], "properties": {
         "id": {"type": "integer"}, "replay": {"type": "boolean"}}},
     "Job": {"type": "object", "required": ["id", "state", "prompt"], "properties": {
@@ -294,7 +304,9 @@ def openapi_document() -> dict[str, Any]:
                      "schema": {"type": "string",
                                 "enum": ["0", "1", "true", "false", "yes", "no"]}}],
                 requestBody={"required": True, "content": {
-                    "application/json": {"schema": {"type": "array",
+                    # An empty list is refused (422): a batch of nothing is a
+                    # client's mistake (every row filtered away), not a batch to make.
+                    "application/json": {"schema": {"type": "array", "minItems": 1,
                                                     "items": _ref("BatchItem")}},
                     "application/octet-stream": {"schema": {"type": "string",
                                                             "format": "binary"}},

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 from reelqueue.api.connections import ConnectionLimits, fitted, open_files_limit
 from reelqueue.api.server import ApiServer
@@ -23,6 +25,7 @@ from reelqueue.application.context import AppContext
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.serving import ServeOptions, check_options
 from reelqueue.application.session import Session
+from reelqueue.domain.errors import InputError
 
 
 def run_serve(ctx: AppContext, options: ServeOptions) -> int:
@@ -59,11 +62,30 @@ class RunningApi:
         return (f"Open files: limit {now}{raised}, hard {hard}; serving at most "
                 f"{limits.max_connections} connections, {limits.max_handshakes} TLS "
                 f"handshakes at once ({limits.handshake_seconds:g} s each), idle "
-                f"connections closed after {limits.idle_seconds:g} s (SSE streams exempt)")
+                f"connections closed after {limits.idle_seconds:g} s (SSE streams "
+                f"exempt); {limits.reserve()} kept for connections trusted after "
+                f"a request with a valid token; untrusted ones at most "
+                f"{limits.max_per_address} per address and {limits.max_per_subnet} per "
+                f"/24 (IPv6 /64), their first request within "
+                f"{limits.first_request_seconds:g} s")
 
     async def stop(self) -> None:
         await self.server.stop()
         self.access.close()
+
+
+def connection_limits(options: ServeOptions) -> ConnectionLimits:
+    """The connection limits ``options`` give (``reelqueue serve --max-connections`` and
+    the like; the others their defaults); InputError naming each one not allowed."""
+    given: dict[str, Any] = dict(options.connections)  # each field's own type: argparse
+    try:
+        limits = dataclasses.replace(ConnectionLimits(), **given)
+    except TypeError as exc:
+        raise InputError(f"Unknown connection limit: {exc}.") from None
+    problems = limits.problems()
+    if problems:
+        raise InputError("; ".join(problems) + ".")
+    return limits
 
 
 async def start_api(ctx: AppContext, session: Session, options: ServeOptions,
@@ -83,10 +105,11 @@ async def start_api(ctx: AppContext, session: Session, options: ServeOptions,
         check_key_permissions(key, insecure_ok=options.key_insecure_ok)
         ssl_context = server_context(cert, key)
         print_fingerprint, pin = fingerprint(cert), public_key_pin(cert)
+    wanted = limits or connection_limits(options)
     open_files = open_files_limit()
     access = await RemoteAccess.open(ctx, session, options.max_waiting)
     server = ApiServer(access, options.host, options.port, ssl_context,
-                       fitted(limits or ConnectionLimits(), open_files[1]))
+                       fitted(wanted, open_files[1]))
     try:
         await server.start()
     except BaseException:

@@ -21,6 +21,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from reelqueue.api.auth import CLIENT_KEY, FailureThrottle, middleware, needs
 from reelqueue.api.bodies import (
+    checked_batch_items,
     checked_job_body,
     read_json_items,
     storable_text,
@@ -28,6 +29,7 @@ from reelqueue.api.bodies import (
 )
 from reelqueue.api.connections import ConnectionLimits, Connections, GatedSite
 from reelqueue.api.openapi import openapi_document
+from reelqueue.api.parse_errors import MAX_HEADER_FIELD, MAX_REQUEST_LINE
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
@@ -463,7 +465,7 @@ def _too_large(limit: int, size: int) -> Refused:
 
 def _json_batch_as_csv(spooled: IO[bytes]) -> bytes:
     """A JSON batch, read item by item, as the CSV the import reads (in a thread)."""
-    return json_rows_as_csv(read_json_items(spooled))
+    return json_rows_as_csv(checked_batch_items(read_json_items(spooled)))
 
 
 def _whole_file(spooled: IO[bytes]) -> bytes:
@@ -502,9 +504,10 @@ def _streams(request: web.Request) -> None:
 
 def build_app(services: ApiServices, connections: Connections | None = None
               ) -> web.Application:
+    authenticate = (middleware(services.tokens, FailureThrottle()) if connections is None
+                    else middleware(services.tokens, FailureThrottle(), connections.notice))
     app = web.Application(client_max_size=MAX_BODY_BYTES,
-                          middlewares=[problem_errors,
-                                       middleware(services.tokens, FailureThrottle())])
+                          middlewares=[problem_errors, authenticate])
     if connections is not None:
         app[CONNECTIONS_KEY] = connections
     routes = Routes(services)
@@ -560,7 +563,8 @@ class ApiServer:
         # aiohttp's keep-alive (idle between requests) is the same idle timeout.
         self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=2.0,
                                      keepalive_timeout=self.connections.limits.idle_seconds,
-                                     logger=HTTP_LOG)
+                                     logger=HTTP_LOG, max_line_size=MAX_REQUEST_LINE,
+                                     max_field_size=MAX_HEADER_FIELD)
         await self._runner.setup()
         site = GatedSite(self._runner, self.host, self.port, self.connections,
                          ssl_context=self._ssl, backlog=512)

@@ -38,6 +38,9 @@ VALIDITY = datetime.timedelta(days=365)
 RENEW_BEFORE = datetime.timedelta(days=30)
 _REPARSE_POINT = 0x400  # FILE_ATTRIBUTE_REPARSE_POINT
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+MAX_TLS_FILE_BYTES = 1024 * 1024
+"""A certificate chain or a key is a few KiB; a larger file is refused before it is read
+whole (a 300 MB ``--tls-key`` ended in "unexpected error")."""
 
 
 def ensure_self_signed(folder: Path, host: str) -> tuple[Path, Path]:
@@ -153,11 +156,44 @@ def write_private_file(path: Path, content: bytes, mode: int) -> None:
 
 
 def read_plain_file(path: Path) -> bytes:
-    """The bytes of ``path``, refused (InputError) when it is a link or reparse point."""
+    """The bytes of ``path``, refused (InputError) when it is a link or reparse point, or
+    not a regular file of at most :data:`MAX_TLS_FILE_BYTES`."""
     _refuse_link(path)
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+    return read_tls_file(path, "TLS file", follow=False)
+
+
+def read_tls_file(path: Path, what: str, *, follow: bool = True) -> bytes:
+    """The bytes of ``path`` (``what`` names it in messages: ``--tls-key``), read no
+    further than :data:`MAX_TLS_FILE_BYTES` + 1: InputError for a larger file, one that
+    is not a regular file (a FIFO, a device: opened without blocking, never read) or one
+    that cannot be read."""
+    limit = MAX_TLS_FILE_BYTES
+    flags = (os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+             | (0 if follow else _NOFOLLOW))
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputError(f"The {what} {path} cannot be read: {exc.strerror}.") from None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"The {what} {path} is not a regular file: give the path of "
+                             "a PEM file.")
+        if info.st_size > limit:
+            raise InputError(_too_large(what, path, info.st_size))
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"The {what} {path} cannot be read: {exc.strerror}.") from None
+    if len(data) > limit:  # it grew since fstat
+        raise InputError(_too_large(what, path, len(data)))
+    return data
+
+
+def _too_large(what: str, path: Path, size: int) -> str:
+    return (f"The {what} {path} is {size:,} bytes: a PEM certificate or key is at most "
+            f"{MAX_TLS_FILE_BYTES // (1024 * 1024)} MiB ({MAX_TLS_FILE_BYTES:,} bytes); "
+            "check that the path names the certificate or key file.")
 
 
 def _refuse_link(path: Path) -> None:
@@ -184,7 +220,7 @@ def check_key_permissions(key_path: Path, *, insecure_ok: bool) -> None:
 
 def fingerprint(cert_path: Path) -> str:
     """SHA-256 of the certificate (DER), as colon-separated hex."""
-    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    cert = x509.load_pem_x509_certificate(read_tls_file(cert_path, "TLS certificate"))
     digest = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
     return ":".join(digest[i:i + 2] for i in range(0, len(digest), 2)).upper()
 
@@ -192,14 +228,24 @@ def fingerprint(cert_path: Path) -> str:
 def public_key_pin(cert_path: Path) -> str:
     """``sha256/`` + base64 of the SHA-256 of the certificate's SubjectPublicKeyInfo (the
     pin curl's ``--pinnedpubkey`` takes); it survives renewals, which keep the key."""
-    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    cert = x509.load_pem_x509_certificate(read_tls_file(cert_path, "TLS certificate"))
     spki = cert.public_key().public_bytes(serialization.Encoding.DER,
                                           serialization.PublicFormat.SubjectPublicKeyInfo)
     return "sha256//" + base64.b64encode(hashlib.sha256(spki).digest()).decode()
 
 
 def server_context(cert_path: Path, key_path: Path) -> ssl.SSLContext:
+    """The server's context. Both files are measured and read (bounded) first, so
+    OpenSSL, which reads a file whole, only ever loads one of at most
+    :data:`MAX_TLS_FILE_BYTES`; InputError for a file too large or not loadable."""
+    read_tls_file(cert_path, "TLS certificate (--tls-cert)")
+    read_tls_file(key_path, "TLS key (--tls-key)")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(str(cert_path), str(key_path))
+    try:
+        context.load_cert_chain(str(cert_path), str(key_path))
+    except ssl.SSLError as exc:
+        raise InputError(f"The TLS certificate {cert_path} and key {key_path} cannot be "
+                         f"loaded ({exc.reason or exc}): give a PEM certificate and its "
+                         "unencrypted PEM private key.") from None
     return context

@@ -30,6 +30,9 @@ class ServeOptions:
     max_waiting: submits get 429 while this many jobs wait.
     paused: start with the pump paused.
     engine: the engine's settings.
+    connections: the API's connection limits given (``reelqueue serve --max-connections``
+      and the like: api/connections.py's ``ConnectionLimits`` field names); the others
+      keep their defaults.
     """
 
     host: str
@@ -41,6 +44,7 @@ class ServeOptions:
     max_waiting: int = 100_000
     paused: bool = False
     engine: EngineConfig = field(default_factory=EngineConfig)
+    connections: dict[str, int | float] = field(default_factory=dict)
 
 
 class ApiRunner(Protocol):

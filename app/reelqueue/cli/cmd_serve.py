@@ -17,6 +17,23 @@ from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
 
+CONNECTION_FLAGS: tuple[tuple[str, type, str, str], ...] = (
+    ("--max-connections", int, "1024, lowered to fit the open-files limit",
+     "open connections at most"),
+    ("--max-handshakes", int, "64", "TLS handshakes in progress at most"),
+    ("--handshake-seconds", float, "10", "a TLS handshake's time limit"),
+    ("--idle-seconds", float, "60", "a connection that sends nothing is closed after this"),
+    ("--trusted-reserve", int, "an eighth of --max-connections",
+     "connections only trusted ones may hold"),
+    ("--max-per-address", int, "32",
+     "untrusted connections of one address (IPv6: one /64) at most"),
+    ("--max-per-subnet", int, "128",
+     "untrusted connections of one IPv4 /24 or IPv6 /64 at most"),
+    ("--first-request-seconds", float, "10",
+     "an untrusted connection's first request comes within this after its handshake"),
+)
+"""The API's connection limits: flag, type, default (words), help."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     serve = sub.add_parser("serve", help="run the engine and the HTTP API (docs/api.md)")
@@ -32,8 +49,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="submits get 429 while this many jobs wait (default "
                             f"{DEFAULT_MAX_WAITING}, as import)")
     serve.add_argument("--paused", action="store_true", help="start with the pump paused")
+    limits = serve.add_argument_group(
+        "connections", "how many connections the API holds and for how long; a connection "
+                       "is trusted after one request with a valid token (docs/api.md)")
+    for flag, kind, default, words in CONNECTION_FLAGS:
+        limits.add_argument(flag, type=kind, default=None, metavar="N" if kind is int else "S",
+                            help=f"{words} (default {default})")
     add_engine_arguments(serve)
     serve.set_defaults(handler=handle)
+
+
+def connection_limits(args: argparse.Namespace) -> dict[str, int | float]:
+    """The connection limits given on the command line (the others keep defaults)."""
+    given = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
+             for flag, _, _, _ in CONNECTION_FLAGS}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -41,7 +71,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     options = ServeOptions(host=host, port=port, tls=not args.no_tls, cert=args.tls_cert,
                            key=args.tls_key, key_insecure_ok=args.tls_key_insecure_ok,
                            max_waiting=args.max_waiting,
-                           paused=args.paused, engine=engine_config(args))
+                           paused=args.paused, engine=engine_config(args),
+                           connections=connection_limits(args))
     if ctx.serve_api is None:
         raise InputError("This build of ReelQueue has no HTTP API.")
     if ctx.store_url is not None:
