@@ -229,6 +229,7 @@ class AppController(QObject):
             self.window.set_engine_state("paused" if report.paused else "running")
         self.bridge.attach()  # held events (the engine's state above all) arrive now
         self.timer.start()
+        self.gallery.start()
         if self.session.settings.serve_api:
             await self.keeper.apply_api(at_launch=True)
         await self.load_rows()
