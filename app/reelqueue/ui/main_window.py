@@ -124,17 +124,26 @@ def fit_geometry(available: QRect, wanted: QRect | None, *,
     return QRect(QPoint(x, y), size)
 
 
+def frame_margins(window: QWidget) -> QMargins:
+    """The frame around ``window``, never less than a title bar (:data:`FRAME_GUESS`): a
+    frame read before the window manager framed a dialog, or a thin one, left the import
+    dialog 20 px too tall for 720 and its buttons cut (N5)."""
+    frame = window.frameGeometry()
+    inner = window.geometry()
+    return QMargins(max(FRAME_GUESS.left(), inner.left() - frame.left()),
+                    max(FRAME_GUESS.top(), inner.top() - frame.top()),
+                    max(FRAME_GUESS.right(), frame.right() - inner.right()),
+                    max(FRAME_GUESS.bottom(), frame.bottom() - inner.bottom()))
+
+
 def fit_dialog(dialog: QWidget) -> None:
     """Keep a dialog inside its screen's free area (centred over the window, a tall
     dialog's buttons could end up below a 720-pixel screen)."""
     screen = dialog.screen() or QGuiApplication.primaryScreen()
     if screen is None:
         return
-    frame = dialog.frameGeometry()
     inner = dialog.geometry()
-    margins = FRAME_GUESS if frame == inner else QMargins(
-        inner.left() - frame.left(), inner.top() - frame.top(),
-        frame.right() - inner.right(), frame.bottom() - inner.bottom())
+    margins = frame_margins(dialog)
     fitted = fit_geometry(screen.availableGeometry(), inner, minimum=dialog.minimumSize(),
                           frame=margins)
     if fitted != inner:
@@ -153,7 +162,7 @@ def hold_text_height(dialog: QWidget) -> None:
             else layout.totalSizeHint().height())
     screen = dialog.screen() or QGuiApplication.primaryScreen()
     if screen is not None:
-        room = screen.availableGeometry().marginsRemoved(FRAME_GUESS).height()
+        room = screen.availableGeometry().marginsRemoved(frame_margins(dialog)).height()
         need = min(need, room)
     if need > 0 and dialog.minimumHeight() != need:
         dialog.setMinimumHeight(need)
