@@ -87,6 +87,8 @@ PREFERRED_SIZE = QSize(1320, 860)
 # The window's floor: it must fit 1280x720 (and 1920x1080 at 150 %, the same logical size)
 # with a title bar and a task bar, and still show every label whole.
 MINIMUM_SIZE = QSize(960, 560)
+# A first window takes this share of a screen bigger than the preferred size needs.
+FIRST_SHARE = 0.85
 # Before the window manager has framed the window its frame is unknown: assume a title bar.
 FRAME_GUESS = QMargins(1, 32, 1, 1)
 # Fold the account cards by default when the screen is shorter than this, or when there
@@ -101,23 +103,38 @@ COLUMN_WIDTHS = {COL_ROW: 56, COL_NAME: 150, COL_PROMPT: 300, COL_ACCOUNT: 120,
 
 def fit_geometry(available: QRect, wanted: QRect | None, *,
                  preferred: QSize = PREFERRED_SIZE, minimum: QSize = MINIMUM_SIZE,
-                 frame: QMargins = FRAME_GUESS) -> QRect:
+                 frame: QMargins = FRAME_GUESS, saved_on: QRect | None = None) -> QRect:
     """Where the window's client area goes on a screen whose free area is ``available``.
 
-    ``wanted`` is the saved geometry (None at first start: ``preferred`` centred). The
-    result, with its ``frame`` around it, lies inside ``available``: never larger, never
-    off its edges; it is at least ``minimum`` where the screen has room for that. Qt
-    geometry is in device-independent pixels, so 1920x1080 at 150 % is simply a
-    1280x720 ``available`` here: the device pixel ratio needs no term of its own.
+    ``wanted`` is the saved geometry (None at first start: a :data:`FIRST_SHARE` of the
+    screen, at least ``preferred`` where it has room, centred); ``saved_on`` the free area
+    of the screen it was saved on: on a bigger screen the window keeps its share of it
+    (saved at 1226x659 on 1280x720, it reopened at 1226x659 on 1920x1080). The result,
+    with its ``frame`` around it, lies inside ``available``: never larger, never off its
+    edges; it is at least ``minimum`` where the screen has room for that. Qt geometry is
+    in device-independent pixels, so 1920x1080 at 150 % is simply a 1280x720
+    ``available`` here: the device pixel ratio needs no term of its own.
     """
     room = available.marginsRemoved(frame)
     if wanted is None or not wanted.isValid():
-        # A first window leaves a little of the desktop showing on a small screen.
-        size = preferred.boundedTo(QSize(int(room.width() * 0.96), int(room.height() * 0.96)))
+        # A first window leaves a little of the desktop showing on a small screen, and
+        # takes most of a big one.
+        small = preferred.boundedTo(QSize(int(room.width() * 0.96), int(room.height() * 0.96)))
+        size = small.expandedTo(QSize(int(room.width() * FIRST_SHARE),
+                                      int(room.height() * FIRST_SHARE)))
         size = size.expandedTo(minimum).boundedTo(room.size())
         x = room.left() + (room.width() - size.width()) // 2
         y = room.top() + (room.height() - size.height()) // 2
         return QRect(QPoint(x, y), size)
+    if saved_on is not None and saved_on.isValid():
+        # Grow with a bigger screen (never shrink here: a smaller one clamps below).
+        sx = max(1.0, available.width() / saved_on.width())
+        sy = max(1.0, available.height() / saved_on.height())
+        if sx > 1.0 or sy > 1.0:
+            wanted = QRect(
+                available.x() + round((wanted.x() - saved_on.x()) * sx),
+                available.y() + round((wanted.y() - saved_on.y()) * sy),
+                round(wanted.width() * sx), round(wanted.height() * sy))
     size = wanted.size().expandedTo(minimum).boundedTo(room.size())
     x = min(max(wanted.x(), room.left()), room.right() + 1 - size.width())
     y = min(max(wanted.y(), room.top()), room.bottom() + 1 - size.height())
@@ -166,6 +183,18 @@ def hold_text_height(dialog: QWidget) -> None:
         need = min(need, room)
     if need > 0 and dialog.minimumHeight() != need:
         dialog.setMinimumHeight(need)
+
+
+def _rect_value(value: object) -> QRect | None:
+    """A rectangle saved as "x,y,w,h" (None: absent or unreadable)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        x, y, w, h = (int(part) for part in value.split(","))
+    except ValueError:
+        return None
+    rect = QRect(x, y, w, h)
+    return rect if rect.isValid() else None
 
 
 def placement_store() -> QSettings:
@@ -466,15 +495,12 @@ class MainWindow(QMainWindow):
         """Size and move the window into its screen's free area: at first show, from the
         saved place (re-clamped: the screen may be smaller now), and on a screen change."""
         store = placement_store()
-        saved = store.value("window/geometry")
         wanted: QRect | None = None
-        if not self._placed and isinstance(saved, str):
-            try:
-                x, y, w, h = (int(part) for part in saved.split(","))
-                wanted = QRect(x, y, w, h)
-            except ValueError:
-                wanted = None
-        elif self._placed:
+        saved_on: QRect | None = None
+        if not self._placed:
+            wanted = _rect_value(store.value("window/geometry"))
+            saved_on = _rect_value(store.value("window/screen"))
+        else:
             wanted = self.geometry()
         choice = store.value("window/compact_cards")
         if self._compact_choice is None and choice in ("on", "off"):
@@ -484,7 +510,7 @@ class MainWindow(QMainWindow):
         if screen is None or self.isMaximized() or self.isFullScreen():
             return
         self.setGeometry(fit_geometry(screen.availableGeometry(), wanted,
-                                      frame=self._frame_margins()))
+                                      frame=self._frame_margins(), saved_on=saved_on))
         if not self._placed and store.value("window/maximized") in (True, "true"):
             self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
@@ -494,6 +520,11 @@ class MainWindow(QMainWindow):
         store.setValue("window/geometry",
                        f"{rect.x()},{rect.y()},{rect.width()},{rect.height()}")
         store.setValue("window/maximized", self.isMaximized())
+        screen = self.screen()
+        if screen is not None:  # its share of this screen is kept on a bigger one
+            free = screen.availableGeometry()
+            store.setValue("window/screen",
+                           f"{free.x()},{free.y()},{free.width()},{free.height()}")
         store.sync()
 
     def showEvent(self, event: QShowEvent) -> None:
