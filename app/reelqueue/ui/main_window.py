@@ -7,6 +7,7 @@ window asks for an import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -195,6 +196,11 @@ def _rect_value(value: object) -> QRect | None:
         return None
     rect = QRect(x, y, w, h)
     return rect if rect.isValid() else None
+
+
+def shortcut_text(action: QAction) -> str:
+    """``action``'s shortcut as this platform writes it (Ctrl+Q, or ⌘Q on macOS)."""
+    return action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
 
 
 def placement_store() -> QSettings:
@@ -390,10 +396,11 @@ class MainWindow(QMainWindow):
         def action(text: str, icon: str, tip: str, slot: object,
                    shortcut: QKeySequence | QKeySequence.StandardKey | None = None) -> QAction:
             act = QAction(theme.icon(icon), text, self)
-            act.setToolTip(tip)
             act.triggered.connect(slot)
             if shortcut is not None:
                 act.setShortcut(shortcut)
+                tip += f" ({shortcut_text(act)})"
+            act.setToolTip(tip)
             bar.addAction(act)
             return act
 
@@ -409,7 +416,7 @@ class MainWindow(QMainWindow):
         self.retry_action = action("Retry failed", "retry", "Queue every failed job again",
                                    self.retryFailedRequested.emit)
         self.cancel_action = action("Cancel", "cancel", "Cancel the selected jobs",
-                                    self._cancel_selected)
+                                    self._cancel_selected, QKeySequence(Qt.Key.Key_Delete))
         bar.addSeparator()
         self.export_action = action("Export", "export", "Export a batch's results to a sheet",
                                     self.exportRequested.emit)
@@ -432,6 +439,48 @@ class MainWindow(QMainWindow):
         self.instances_action.triggered.connect(self.instancesRequested.emit)
         bar.insertAction(self.account_action, self.instances_action)
         self.instances_action.setVisible(False)
+        # Keyboard only (docs/ui.md, "Keyboard shortcuts"): on the window, so they work
+        # wherever the focus is in it; a text field keeps its own Del.
+        # The platform's Quit (Cmd+Q on macOS); Windows and some platforms bind none:
+        # Ctrl+Q there (Qt's "Ctrl" is Cmd on macOS, so the same keys everywhere).
+        quit_keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Quit)
+        self.quit_action = self._window_action(
+            "Quit ReelQueue", "Close the window (asks about running renders)",
+            quit_keys[0] if quit_keys else QKeySequence("Ctrl+Q"), self.close)
+        self.find_action = self._window_action(
+            "Find", "Search the jobs by name, prompt or file", QKeySequence.StandardKey.Find,
+            self.focus_search)
+        self.retry_selected_action = self._window_action(
+            "Retry selected", "Queue the selected jobs again (asks before it pays)",
+            QKeySequence("Ctrl+R"), self._retry_selected)
+
+    def _window_action(self, text: str, tip: str,
+                       shortcut: QKeySequence | QKeySequence.StandardKey,
+                       slot: Callable[[], object]) -> QAction:
+        act = QAction(text, self)
+        act.setShortcut(shortcut)
+        act.setToolTip(f"{tip} ({shortcut_text(act)})")
+        act.triggered.connect(lambda _checked=False: slot())
+        self.addAction(act)
+        return act
+
+    def focus_search(self) -> None:
+        """Ctrl+F: the search box (the table is shown: the gallery has none)."""
+        if self.gallery_button.isChecked():
+            self.show_gallery(False)
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _retry_selected(self) -> None:
+        if self.gallery_button.isChecked():
+            self.gallery.retry_selected()
+            return
+        ids = self.selected_job_ids()
+        if ids:
+            emit(self.retryRequested, ids, None)
+        else:
+            self.banners.show_banner("info", "Select the jobs to retry in the table first.",
+                                     key="hint:retry")
 
     def _build_accounts_head(self) -> QHBoxLayout:
         head = QHBoxLayout()
