@@ -330,7 +330,6 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(16, 12, 16, 10)
         outer.setSpacing(10)
-        outer.addWidget(self.banners)
 
         self.accounts = AccountStrip()
         self.accounts.addAccount.connect(self.addAccountRequested.emit)
@@ -349,6 +348,7 @@ class MainWindow(QMainWindow):
         self._enabled_before: dict[QAction, bool] = {}
         outer.addWidget(self.unreachable, 1)
         self.setCentralWidget(central)
+        self.banners.overlay(central)  # floats over the content's bottom: the table stays
         self._build_status_bar()
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
