@@ -498,7 +498,8 @@ class AppController(QObject):
         engine's word, from the same mirror the table shows."""
         self._status_dirty = False
         table = self.model.table
-        self.window.set_totals(*totals_text(table, now or time.time()))
+        self.window.set_totals(*totals_text(table, now or time.time(), self.engine_state,
+                                            self.money))
         if self.closing or self.session.closed:
             return
         if self.window.paused and (self.engine_state is None
