@@ -99,6 +99,10 @@ class AccountCardData:
                   "key_missing": "key missing"}
         if self.status in labels:
             return labels[self.status], "danger"
+        if self.daily_cap is not None and (self.cap_waiting > 0
+                                           or self.spent_today >= self.daily_cap):
+            # It starts nothing more today: never "ready" (N6).
+            return ("cap reached · finishing" if self.live else "daily cap reached"), "warning"
         return ("rendering", "accent") if self.live else ("ready", "success")
 
 
