@@ -59,3 +59,27 @@ def test_a_card_whose_daily_cap_is_reached_never_says_ready(themed_app) -> None:
         assert strip.cards["studio"].chip.text() == "daily cap reached"
     finally:
         strip.deleteLater()
+
+
+def test_an_unfolded_card_shows_a_render_s_time_left_whole(themed_app) -> None:  # type: ignore[no-untyped-def]
+    """N8: the unfolded card's render lines cut "about 5 s left" (a fixed 68 px)."""
+    from reelqueue.ui.accounts_view import RenderLine
+
+    words = ["about 5 s left", "longer than most", "waiting for the provider's answer"]
+    card = AccountCard(AccountCardData(
+        name="studio", provider_title="Built-in mock", status="ready", enabled=True,
+        capacity=3, live=3, renders=tuple(RenderLine(f"Row {i}", 0.5, text)
+                                          for i, text in enumerate(words))))
+    try:
+        card.set_compact(False)
+        card.show()
+        bars = card.renders
+        metrics = bars.fontMetrics()
+        name_w, bar_x, bar_w, text_w = bars.columns(bars.width())
+        assert bars.width() > 200
+        for text in words[:2]:  # short words whole
+            assert metrics.horizontalAdvance(text) <= text_w, text
+        assert text_w <= bars.width() // 2  # the longest is elided, the bar stays
+        assert bar_w >= 40 and name_w > 40 and bar_x + bar_w + text_w <= bars.width()
+    finally:
+        card.deleteLater()
