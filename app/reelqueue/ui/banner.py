@@ -263,6 +263,10 @@ class BannerArea(QWidget):
         self.more = QPushButton()
         self.more.setObjectName("banner-more")
         self.more.setFlat(True)
+        tokens = theme.tokens()  # it floats over the table: a ground of its own
+        self.more.setStyleSheet(
+            f"QPushButton#banner-more {{ background: {tokens.surface}; "
+            f"border: 1px solid {tokens.border}; border-radius: 6px; padding: 3px 10px; }}")
         self.more.clicked.connect(self._toggle_more)
         self._layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
