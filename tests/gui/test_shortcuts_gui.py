@@ -68,7 +68,7 @@ def test_the_shortcuts_do_what_they_say(window: MainWindow, qtbot) -> None:  # t
     chosen = window.selected_job_ids()
     assert len(chosen) == 2
     window.table.setFocus()
-    with qtbot.waitSignal(window.cancelRequested) as cancelled:
+    with qtbot.waitSignal(window.cancelAskRequested) as cancelled:  # it asks first
         qtbot.keyClick(window.table, Qt.Key.Key_Delete)
     assert cancelled.args == [chosen]
     with qtbot.waitSignal(window.retryRequested) as retried:
@@ -80,7 +80,7 @@ def test_the_shortcuts_do_what_they_say(window: MainWindow, qtbot) -> None:  # t
     window.search.setText("abc")
     window.search.setFocus()
     window.search.setCursorPosition(0)
-    with qtbot.assertNotEmitted(window.cancelRequested):
+    with qtbot.assertNotEmitted(window.cancelAskRequested):
         qtbot.keyClick(window.search, Qt.Key.Key_Delete)
     assert window.search.text() == "bc"
     with qtbot.waitSignal(window.closeRequested):

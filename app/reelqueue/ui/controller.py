@@ -162,6 +162,7 @@ class AppController(QObject):
         w.retryFailedRequested.connect(a.retry_failed)
         w.retryRequested.connect(a.retry)
         w.cancelRequested.connect(a.cancel)
+        w.cancelAskRequested.connect(lambda ids: a.cancel(ids, always_ask=True))
         w.prioritizeRequested.connect(a.prioritize)
         w.batchPriorityRequested.connect(a.prioritize_batch)
         w.batchPauseRequested.connect(a.pause_batch)

@@ -276,7 +276,10 @@ class MainWindow(QMainWindow):
         startRequested(): hand out work. pauseRequested(): stop handing out work.
         retryFailedRequested(): retry every failed job shown.
         retryRequested(list, object): job ids and a new seed (or None).
-        cancelRequested(list): job ids to cancel.
+        cancelRequested(list): job ids to cancel (the context menu: one queued job goes
+            without a question).
+        cancelAskRequested(list): job ids to cancel after asking, however few (the Cancel
+            button and Del: a key pressed by mistake cancels nothing).
         prioritizeRequested(list): job ids to move to the front of the queue.
         batchPriorityRequested(int): a batch id whose jobs go to the front.
         batchPauseRequested(int, bool): a batch id; True pauses it, False resumes it.
@@ -297,6 +300,7 @@ class MainWindow(QMainWindow):
     retryFailedRequested = Signal()
     retryRequested = Signal(list, object)
     cancelRequested = Signal(list)
+    cancelAskRequested = Signal(list)
     prioritizeRequested = Signal(list)
     batchPriorityRequested = Signal(int)
     batchPauseRequested = Signal(int, bool)
@@ -826,7 +830,7 @@ class MainWindow(QMainWindow):
     def _cancel_selected(self) -> None:
         ids = self.selected_job_ids()
         if ids:
-            emit(self.cancelRequested, ids)
+            emit(self.cancelAskRequested, ids)
         else:
             self.banners.show_banner("info", "Select the jobs to cancel in the table first.",
                                      key="hint:cancel")
