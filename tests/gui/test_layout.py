@@ -191,7 +191,26 @@ def test_place_and_card_mode_are_remembered_and_reclamped(themed_app: QApplicati
         assert fourth.width() >= 1200 and fourth.height() >= 640, fourth.geometry()
     finally:
         close(fourth)
-    # Remembered with the screen it was on.
+    # Untouched, the place saved on the small screen stays (not this screen's clamp).
+    assert store.value("window/geometry") == "10,20,818,440"
+    assert store.value("window/screen") == "0,0,853,480"
+
+    # Saved on a big screen, shown on this small one and closed untouched: the big
+    # screen's place is kept, not the clamp (it came back filling the big screen).
+    store.setValue("window/geometry", "60,70,1800,1000")
+    store.setValue("window/screen", "0,0,2560,1440")
+    store.sync()
+    fifth = MainWindow()
+    show(fifth)
+    assert fifth.width() <= 1280
+    close(fifth)
+    assert store.value("window/geometry") == "60,70,1800,1000"
+    # Moved or resized by the user: that is remembered, with the screen it was on.
+    sixth = MainWindow()
+    show(sixth)
+    sixth.setGeometry(QRect(40, 50, 1000, 600))
+    close(sixth)
+    assert store.value("window/geometry") == "40,50,1000,600"
     assert store.value("window/screen") == "0,0,1280,720"
 
 

@@ -88,6 +88,9 @@ PREFERRED_SIZE = QSize(1320, 860)
 # The window's floor: it must fit 1280x720 (and 1920x1080 at 150 %, the same logical size)
 # with a title bar and a task bar, and still show every label whole.
 MINIMUM_SIZE = QSize(960, 560)
+# A window manager may nudge a placed window by its frame: a move this small is not the
+# user's.
+AUTO_PLACE_SLACK = 40
 # A first window takes this share of a screen bigger than the preferred size needs.
 FIRST_SHARE = 0.85
 # Before the window manager has framed the window its frame is unknown: assume a title bar.
@@ -321,6 +324,7 @@ class MainWindow(QMainWindow):
         self.resize(PREFERRED_SIZE)
         self.setAcceptDrops(True)
         self._placed = False
+        self._auto_place: QRect | None = None  # the first placement (remember_placement)
         self._compact_choice: bool | None = None  # the user's own fold/unfold choice
         self.model = model or JobTableModel(parent=self)
         self.allow_close = False
@@ -564,12 +568,23 @@ class MainWindow(QMainWindow):
             return
         self.setGeometry(fit_geometry(screen.availableGeometry(), wanted,
                                       frame=self._frame_margins(), saved_on=saved_on))
+        if not self._placed:
+            self._auto_place = self.geometry()
         if not self._placed and store.value("window/maximized") in (True, "true"):
             self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
     def remember_placement(self) -> None:
         rect = self.normalGeometry() if self.isMaximized() else self.geometry()
         store = placement_store()
+        auto = self._auto_place
+        if auto is not None and rect.size() == auto.size() and \
+                (rect.topLeft() - auto.topLeft()).manhattanLength() <= AUTO_PLACE_SLACK:
+            # Where the window put itself, untouched: keep what was saved (a place chosen
+            # on a bigger screen, or nothing: a first start again). Saving the clamp of a
+            # small screen made it fill a big one next time.
+            store.setValue("window/maximized", self.isMaximized())
+            store.sync()
+            return
         store.setValue("window/geometry",
                        f"{rect.x()},{rect.y()},{rect.width()},{rect.height()}")
         store.setValue("window/maximized", self.isMaximized())
