@@ -32,7 +32,16 @@ async def test_cancel_asks_naming_renders_that_may_be_charged(
                 and table.stats.by_state["QUEUED"] == 3, 60)
     controller.actions.pause_queue()
     queued = [r.id for r in table.rows if r.state == "QUEUED"]
-    # One queued job: cancelled without a question.
+    # The Cancel button and Del ask even for one queued job (a key pressed by mistake).
+    window = controller.window
+    window.table.selectRow(window.model.view_row_of(queued[1]))
+    window.cancel_action.trigger()
+    asked = controller.actions.cancel_box
+    assert isinstance(asked, QMessageBox) and asked.text() == "Cancel 1 job?"
+    asked.button(QMessageBox.StandardButton.No).click()
+    await until(lambda: not asked.isVisible(), 5)
+    assert table.row(queued[1]).state == "QUEUED"
+    # One queued job from the context menu: cancelled without a question.
     assert controller.actions.cancel(queued[:1]) is None
     await until(lambda: table.row(queued[0]).state == "CANCELLED", 10)
 

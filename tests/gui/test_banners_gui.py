@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import time
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QPoint, QRect
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -122,6 +122,81 @@ def test_at_most_two_warnings_show_the_others_fold(
     area.remove("p0")
     assert area.shown() == [loud[1], loud[2], quiet] and not area.more.isVisible()
     assert area.get("p1") is loud[1]  # a folded banner is still there to be updated
+
+
+def test_a_banner_with_a_button_stays_until_answered(
+        themed_app: QApplication, qtbot: QtBot) -> None:
+    """N3: "Also retry these 2…", "Retry (est. $…)" and the import's "Start" faded after
+    6 s and the notifications list kept only their words. A banner that asks something
+    stays until it is answered (the banner goes), dismissed, or no longer true."""
+    area = BannerArea()
+    qtbot.addWidget(area)
+    area.show()
+    pressed: list[str] = []
+    start = area.show_banner("success", "Imported 12 new jobs.",
+                             [("Start", lambda: pressed.append("start"))], key="imported")
+    retry = area.show_banner("info", "Retry 2 failed: 1 re-render (est. $0.40).",
+                             [("Retry (est. $0.40)", lambda: pressed.append("retry"))],
+                             key="retry")
+    assert start.fade_timer is None and retry.fade_timer is None
+    start.buttons["Start"].click()
+    assert pressed == ["start"] and area.get("imported") is None  # answered: gone
+    assert area.bell.unseen == 0  # an answered question is no notification
+    retry.dismiss()
+    assert area.banners() == [] and not area.isVisible()
+    # The button's work may show a newer banner of the same key: that one stays.
+    first = area.show_banner("info", "Retry?", [("Retry", lambda: area.show_banner(
+        "info", "Retrying 2 jobs.", key="retry"))], key="retry")
+    first.buttons["Retry"].click()
+    assert [b.text for b in area.banners()] == ["Retrying 2 jobs."]
+
+
+def test_at_most_three_banners_show(themed_app: QApplication, qtbot: QtBot) -> None:
+    area = BannerArea()
+    qtbot.addWidget(area)
+    area.show()
+    asked = [area.show_banner("info", f"question {i}", [("Yes", lambda: None)], key=f"q{i}")
+             for i in range(5)]
+    assert area.shown() == asked[2:]
+    assert area.more.isVisible() and area.more.text() == "2 more — Show"
+    area.remove("q4")
+    assert area.shown() == asked[1:4] and area.more.text() == "1 more — Show"
+
+
+def test_the_table_never_moves_when_a_banner_comes_or_goes(
+        themed_app: QApplication, qtbot: QtBot) -> None:
+    """N3: the table jumped each time a banner went (it reflowed the window). The banners
+    float over the bottom of the content, on top, inside the window."""
+    from reelqueue.ui.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    jobs = window.jobs_stack
+
+    def place() -> tuple[int, int, int, int]:
+        return QRect(jobs.mapTo(window, QPoint(0, 0)), jobs.size()).getRect()
+
+    qtbot.waitUntil(lambda: jobs.height() > 0)
+    before = place()
+    area = window.banners
+    first = area.show_banner("warning", "Account acme is out of credits.", key="stall")
+    area.show_banner("success", "Imported 12 new jobs.", [("Start", lambda: None)],
+                     key="imported")
+    QApplication.processEvents()
+    assert place() == before
+    central = window.centralWidget()
+    assert central.rect().contains(area.geometry())
+    middle = first.mapTo(central, first.rect().center())
+    hit = central.childAt(middle)
+    assert hit is first or first.isAncestorOf(hit)  # on top, not under the table
+    first.dismiss()
+    QApplication.processEvents()
+    assert place() == before
+    area.remove("imported")
+    QApplication.processEvents()
+    assert place() == before and not area.isVisible()
+    window.allow_close = True
 
 
 def _free_port() -> int:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import pytest
 
+from reelqueue.application.status import Money
 from reelqueue.domain.render_times import MIN_SAMPLES, RenderTimes, TimeRange, render_kind
 from reelqueue.domain.states import JobState
-from reelqueue.engine.events import JobEvent
+from reelqueue.engine.events import EngineStateEvent, JobEvent, StallReason
 from reelqueue.engine.queries import JobRow
-from reelqueue.ui.dashboard import _render_line
+from reelqueue.store.spend import AccountSpend, BatchSpend, SpendSummary
+from reelqueue.ui.dashboard import _render_line, totals_text
 from reelqueue.ui.jobs_data import JobTable, stats_of
 
 pytestmark = pytest.mark.unit
@@ -124,3 +126,56 @@ def test_the_account_card_says_what_the_table_says() -> None:
     table.append([live])
     line = _render_line(table, live, 1040.0)
     assert (line.progress, line.text) == table.progress_words(live, 1040.0)
+
+
+# -- the status bar's ETA (N4) ------------------------------------------------------------
+def _busy_table(now: float) -> JobTable:
+    """2 rendering, 6 waiting, 4 finished in the last 2 minutes (2/min)."""
+    rows = ([row(i, FAST, "RENDERING", started=now - 10) for i in range(1, 3)]
+            + [row(i, FAST) for i in range(3, 9)]
+            + finished(20, FAST, [30.0] * 4))
+    table = JobTable()
+    table.append(rows, stats_of(rows))
+    table.completions.extend((now - 120 + 30 * i, "a") for i in range(4))
+    return table
+
+
+def _money(batch_waiting: int = 0, batch_cap: bool = False,
+           account_cap: float | None = None, account_waiting: int = 0) -> Money:
+    batches = (BatchSpend(batch_id=1, name="shots", spent=0.2, reserved=0.0, cap=0.2,
+                          waiting=batch_waiting),) if batch_cap or batch_waiting else ()
+    accounts = (AccountSpend(account="a", spent_today=0.5, reserved=0.0, cap=account_cap,
+                             waiting=account_waiting),)
+    return Money(today=SpendSummary(batches=batches, accounts=accounts), spent={})
+
+
+def test_the_status_bar_promises_no_eta_while_paused_stalled_or_held_by_a_cap() -> None:
+    """N4: the status bar said "ETA 16 min" when a cap stopped the batch 2.5 min later,
+    and "ETA 4 min" while paused. No ETA then: the reason stands in its place."""
+    now = 10_000.0
+    table = _busy_table(now)
+    running = EngineStateEvent("running", now, waiting=6, running=2)
+    _text, rate = totals_text(table, now, running, _money())
+    assert rate == "2.0/min · ETA 4 min"  # 8 open at 2/min
+
+    _text, rate = totals_text(table, now, EngineStateEvent("paused", now, running=2), _money())
+    assert rate == "2.0/min · no ETA: paused" and "ETA 4" not in rate
+
+    stalled = EngineStateEvent("stalled", now, waiting=6, running=2, reasons=(
+        StallReason(subject="a", code="out_of_credits"),))
+    _text, rate = totals_text(table, now, stalled, _money())
+    assert rate == "2.0/min · no ETA: stalled (out of credits)"
+
+    _text, rate = totals_text(table, now, running, _money(batch_waiting=6))
+    assert rate == "2.0/min · no ETA: 6 jobs held by a spend cap"
+    _text, rate = totals_text(table, now, running,
+                              _money(account_cap=0.5, account_waiting=3))
+    assert rate == "2.0/min · no ETA: 3 jobs held by a spend cap"
+    capped = EngineStateEvent("running", now, waiting=6, running=2, reasons=(
+        StallReason(subject="a", code="spend_cap"),))
+    _text, rate = totals_text(table, now, capped, None)
+    assert rate == "2.0/min · no ETA: a spend cap holds the waiting jobs"
+
+    # A cap on the open work, not reached yet: the ETA says it may not get that far.
+    _text, rate = totals_text(table, now, running, _money(batch_cap=True))
+    assert rate == "2.0/min · ETA 4 min unless a spend cap stops it first"

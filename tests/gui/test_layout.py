@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication, QDialog
 
 from reelqueue.ui.accounts_view import AccountCardData
 from reelqueue.ui.main_window import (
+    FIRST_SHARE,
     MINIMUM_SIZE,
     PREFERRED_SIZE,
     MainWindow,
@@ -51,10 +52,37 @@ def test_first_start_fits_and_is_centred(available: QRect) -> None:
     assert abs(rect.center().x() - room.center().x()) <= 1
 
 
-def test_first_start_on_a_big_screen_takes_the_preferred_size() -> None:
-    available = QRect(0, 0, 2560, 1400)
+@pytest.mark.parametrize("available", [QRect(0, 0, 1920, 1080), QRect(0, 0, 2560, 1400),
+                                       QRect(1920, 0, 2560, 1400)])
+def test_first_start_on_a_big_screen_takes_a_good_share_of_it(available: QRect) -> None:
+    # At 1920x1080 the first window was 1320x860 (the preferred size whatever the screen):
+    # it now takes most of a big screen, centred, never less than the preferred size.
     rect = fit_geometry(available, None, frame=TITLE_BAR)
-    assert rect.size() == PREFERRED_SIZE
+    assert inside(rect, TITLE_BAR, available)
+    room = available.marginsRemoved(TITLE_BAR)
+    assert rect.width() >= FIRST_SHARE * room.width() - 1
+    assert rect.height() >= FIRST_SHARE * room.height() - 1
+    assert rect.size().expandedTo(PREFERRED_SIZE) == rect.size()
+    assert abs(rect.center().x() - room.center().x()) <= 1
+
+
+def test_a_window_saved_on_a_smaller_screen_grows_with_a_bigger_one() -> None:
+    # N: placed on 1280x720 (1226x659), the window reopened at 1226x659 on 1920x1080.
+    # It keeps its share of the screen instead.
+    available = QRect(0, 0, 1920, 1080)
+    saved_on = QRect(0, 0, 1280, 720)
+    rect = fit_geometry(available, QRect(27, 30, 1226, 659), frame=TITLE_BAR,
+                        saved_on=saved_on)
+    assert inside(rect, TITLE_BAR, available)
+    assert rect.width() >= 1226 * 1.5 - 2 and rect.height() >= min(659 * 1.5 - 2, 1047)
+    # A window the user made small stays the same share of the screen, not the same pixels.
+    small = fit_geometry(available, QRect(100, 100, 1000, 600), frame=TITLE_BAR,
+                         saved_on=saved_on)
+    assert small.size() == QSize(1500, 900)
+    # The same screen (or a smaller one): the saved place, clamped as before.
+    same = fit_geometry(saved_on, QRect(100, 80, 1000, 600), frame=TITLE_BAR,
+                        saved_on=saved_on)
+    assert same == QRect(100, 80, 1000, 600)
 
 
 def test_saved_geometry_too_big_for_this_screen_is_clamped() -> None:
@@ -150,6 +178,40 @@ def test_place_and_card_mode_are_remembered_and_reclamped(themed_app: QApplicati
         assert third.screen().availableGeometry().contains(third.frameGeometry())
     finally:
         close(third)
+
+    # Saved on a smaller screen (853x480) than this one: the window takes the same share.
+    store.setValue("window/geometry", "10,20,818,440")
+    store.setValue("window/screen", "0,0,853,480")
+    store.sync()
+    fourth = MainWindow()
+    show(fourth)
+    try:
+        available = fourth.screen().availableGeometry()
+        assert available.contains(fourth.frameGeometry())
+        assert fourth.width() >= 1200 and fourth.height() >= 640, fourth.geometry()
+    finally:
+        close(fourth)
+    # Untouched, the place saved on the small screen stays (not this screen's clamp).
+    assert store.value("window/geometry") == "10,20,818,440"
+    assert store.value("window/screen") == "0,0,853,480"
+
+    # Saved on a big screen, shown on this small one and closed untouched: the big
+    # screen's place is kept, not the clamp (it came back filling the big screen).
+    store.setValue("window/geometry", "60,70,1800,1000")
+    store.setValue("window/screen", "0,0,2560,1440")
+    store.sync()
+    fifth = MainWindow()
+    show(fifth)
+    assert fifth.width() <= 1280
+    close(fifth)
+    assert store.value("window/geometry") == "60,70,1800,1000"
+    # Moved or resized by the user: that is remembered, with the screen it was on.
+    sixth = MainWindow()
+    show(sixth)
+    sixth.setGeometry(QRect(40, 50, 1000, 600))
+    close(sixth)
+    assert store.value("window/geometry") == "40,50,1000,600"
+    assert store.value("window/screen") == "0,0,1280,720"
 
 
 def test_many_accounts_become_a_strip_of_small_cards(themed_app: QApplication) -> None:

@@ -60,3 +60,22 @@ def test_toolbar_and_empty_state_icons_follow_a_live_theme_switch(
     icon_area = [shot.pixelColor(x, y).lightness() for x in range(4, 30)
                  for y in range(shot.height())]  # the icon sits left of the label
     assert max(icon_area) > QColor(theme.DARK.window).lightness() + 100
+
+
+def test_a_disabled_start_button_does_not_look_pressable(window: MainWindow) -> None:
+    """The unreachable-team screen disables Start, but it kept its accent fill (a new
+    user clicked it and nothing happened): disabled, it is drawn greyed."""
+    start = window.toolbar.widgetForAction(window.start_action)
+    assert start is not None
+    accent = QColor(theme.tokens().accent)
+
+    def fill() -> QColor:
+        QApplication.processEvents()
+        image = start.grab().toImage()
+        return image.pixelColor(3, image.height() // 2)
+
+    window.start_action.setEnabled(True)  # the journal is open
+    assert fill() == accent  # enabled: the accent
+    window.show_unreachable("The team database cannot be reached", "why")
+    assert not window.start_action.isEnabled()
+    assert fill() != accent

@@ -99,6 +99,10 @@ class AccountCardData:
                   "key_missing": "key missing"}
         if self.status in labels:
             return labels[self.status], "danger"
+        if self.daily_cap is not None and (self.cap_waiting > 0
+                                           or self.spent_today >= self.daily_cap):
+            # It starts nothing more today: never "ready" (N6).
+            return ("cap reached · finishing" if self.live else "daily cap reached"), "warning"
         return ("rendering", "accent") if self.live else ("ready", "success")
 
 
@@ -205,6 +209,10 @@ class Sparkline(QWidget):
         painter.end()
 
 
+MIN_BAR = 40
+"""The narrowest progress bar of a card's render line (pixels)."""
+
+
 class RenderBars(QWidget):
     """The account's current renders: name, a thin bar and a short status each."""
 
@@ -232,9 +240,7 @@ class RenderBars(QWidget):
             painter.setPen(theme.color("muted"))
             painter.drawText(QRectF(0, 0, width, self.ROW),
                              int(Qt.AlignmentFlag.AlignVCenter), "No renders right now")
-        name_w = int(width * 0.42)
-        bar_x = name_w + 8
-        bar_w = width - bar_x - 74
+        name_w, bar_x, bar_w, text_w = self.columns(width)
         for i, line in enumerate(self.lines):
             y = i * self.ROW
             painter.setPen(text_color)
@@ -253,10 +259,24 @@ class RenderBars(QWidget):
                                            max(4.0, bar_w * min(1.0, fraction)), 4), 2, 2)
                 painter.fillPath(done, theme.color("accent"))
             painter.setPen(theme.color("muted"))
-            painter.drawText(QRectF(width - 68, y, 68, self.ROW),
+            painter.drawText(QRectF(width - text_w, y, text_w, self.ROW),
                              int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
-                             line.text)
+                             metrics.elidedText(line.text, Qt.TextElideMode.ElideRight,
+                                                text_w))
         painter.end()
+
+    def columns(self, width: int) -> tuple[int, int, int, int]:
+        """Name width, bar start, bar width and status width at ``width``: the status
+        gets what its longest words need (N8: a fixed 68 px cut "about 5 s left" to
+        "about 5 s l"), up to half the row; the bar gives way first, then the name."""
+        metrics = self.fontMetrics()
+        need = max((metrics.horizontalAdvance(line.text) + 2 for line in self.lines),
+                   default=0)
+        text_w = min(max(68, need), width // 2)
+        name_w = min(int(width * 0.42), max(0, width - text_w - 8 - 6 - MIN_BAR))
+        bar_x = name_w + 8
+        bar_w = max(0, width - bar_x - text_w - 6)
+        return name_w, bar_x, bar_w, text_w
 
 
 def _metric(value: str, caption: str) -> tuple[QLabel, QLabel]:

@@ -1,11 +1,18 @@
 """In-app banners: recovery reports, batch ends, errors. Always shown, even with a tray.
 
-Success and info banners fade by themselves after :data:`FADE_MS` (not while the pointer
-is on one, so its buttons stay reachable) into the notifications list (:class:`NotificationBell`,
-a count of the unseen ones on the toolbar); errors and warnings stay until the user closes
-them or the controller removes them because their cause went, and at most
-:data:`MAX_LOUD` of them show at once — the older ones fold under "N more warnings — Show"
-(issue 23: banners piled up and took the table's rows at 1280x720)."""
+Success and info banners without a button fade by themselves after :data:`FADE_MS` (not
+while the pointer is on one) into the notifications list (:class:`NotificationBell`, a
+count of the unseen ones on the toolbar). A banner that carries a button ("Also retry
+these 2…", "Retry (est. $…)", the import's "Start") asks something: it stays until it is
+answered (a button: the banner goes), dismissed, or the controller removes it because it
+is no longer true (N3: they faded after 6 s and the list kept only their words). Errors
+and warnings stay likewise. At most :data:`MAX_SHOWN` banners show at once, of them at
+most :data:`MAX_LOUD` warnings and errors — the older ones fold under "N more — Show"
+(issue 23: banners piled up and took the table's rows at 1280x720).
+
+The area floats over the bottom of the window's content (:meth:`BannerArea.overlay`)
+instead of taking a place in its layout: a banner coming or going never moves the table
+(N3: the rows jumped whenever one went)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -39,6 +47,10 @@ FADE_MS = 6000
 LOUD_KINDS = frozenset({"warning", "error"})
 MAX_LOUD = 2
 """Warnings and errors shown at once; older ones fold under "N more warnings — Show"."""
+MAX_SHOWN = 3
+"""Banners shown at once, of every kind; older ones fold under "N more — Show"."""
+OVERLAY_MARGIN = 12
+"""Pixels between the floating banners and the content's edges."""
 KEEP_NOTIFICATIONS = 50
 
 
@@ -113,6 +125,14 @@ class NotificationBell(QToolButton):
                         else "Banners that went by themselves")
 
 
+def opaque(colour: QColor, under: QColor) -> QColor:
+    """``colour`` laid over ``under``, as one opaque colour."""
+    a = colour.alphaF()
+    return QColor(round(colour.red() * a + under.red() * (1 - a)),
+                  round(colour.green() * a + under.green() * (1 - a)),
+                  round(colour.blue() * a + under.blue() * (1 - a)))
+
+
 def _one_line(text: str, limit: int = 90) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
@@ -124,16 +144,18 @@ class Banner(QFrame):
     Signals:
         dismissed(): the user closed it (or an action closed it).
         faded(): it went by itself (:attr:`fade_timer` ran out).
+        answered(): one of its buttons was pressed (its work has run).
 
     Attributes:
         key: banners with the same key replace each other.
         kind: "info", "success", "warning" or "error".
-        fade_timer: the single-shot timer that makes a success or info banner go (None
-            for errors and warnings); stopped while the pointer is on the banner.
+        fade_timer: the single-shot timer that makes a success or info banner without a
+            button go (None for the others); stopped while the pointer is on the banner.
     """
 
     dismissed = Signal()
     faded = Signal()
+    answered = Signal()
 
     def __init__(self, kind: str, text: str, actions: Sequence[BannerAction],
                  key: str, parent: QWidget | None = None, fade_ms: int | None = None) -> None:
@@ -150,12 +172,13 @@ class Banner(QFrame):
             self.fade_timer.start()
         tint = KIND_TINTS.get(kind, "info")
         base = theme.color(tint)
-        fill = theme.color(tint, 40 if theme.tokens().dark else 22)
+        fill = opaque(theme.color(tint, 40 if theme.tokens().dark else 22),
+                      QColor(theme.tokens().surface))  # it floats over the table
         border = theme.color(tint, 110)
         self.setObjectName("banner")
         self.setStyleSheet(
-            f"QFrame#banner {{ background: rgba({fill.red()},{fill.green()},{fill.blue()},"
-            f"{fill.alpha()}); border: 1px solid rgba({border.red()},{border.green()},"
+            f"QFrame#banner {{ background: {fill.name()}; "
+            f"border: 1px solid rgba({border.red()},{border.green()},"
             f"{border.blue()},{border.alpha()}); border-radius: 8px; }}")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(12, 8, 8, 8)
@@ -173,7 +196,7 @@ class Banner(QFrame):
         self.buttons: dict[str, QPushButton] = {}
         for label, callback in actions:
             button = QPushButton(label)
-            button.clicked.connect(callback)
+            button.clicked.connect(lambda _checked=False, run=callback: self._answer(run))
             button.setStyleSheet(f"QPushButton {{ color: {base.name()}; font-weight: 600; }}")
             self.buttons[label] = button
             layout.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
@@ -191,6 +214,12 @@ class Banner(QFrame):
     def dismiss(self) -> None:
         self.hide()
         emit(self.dismissed)
+
+    def _answer(self, run: Callable[[], object]) -> None:
+        """A button: what it says runs, and the question is answered (the banner goes,
+        not a newer one of its key that the button's work may have shown)."""
+        run()
+        emit(self.answered)
 
     def _fade(self) -> None:
         self.hide()
@@ -222,6 +251,7 @@ class BannerArea(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.fade_ms = FADE_MS
+        self._host: QWidget | None = None  # set by overlay()
         # Its own until a toolbar takes it (main_window): deleted with the area, on the GUI
         # thread, never by a garbage collection on another thread.
         self.bell = NotificationBell(self)
@@ -233,6 +263,10 @@ class BannerArea(QWidget):
         self.more = QPushButton()
         self.more.setObjectName("banner-more")
         self.more.setFlat(True)
+        tokens = theme.tokens()  # it floats over the table: a ground of its own
+        self.more.setStyleSheet(
+            f"QPushButton#banner-more {{ background: {tokens.surface}; "
+            f"border: 1px solid {tokens.border}; border-radius: 6px; padding: 3px 10px; }}")
         self.more.clicked.connect(self._toggle_more)
         self._layout.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
@@ -243,10 +277,13 @@ class BannerArea(QWidget):
                     key: str | None = None) -> Banner:
         key = key or f"{kind}:{text}"
         self.remove(key)
+        # A banner with a button asks something: it never goes by itself (N3).
+        fades = kind in FADING_KINDS and not actions
         banner = Banner(kind, text, actions or [], key, self,
-                        fade_ms=self.fade_ms if kind in FADING_KINDS else None)
+                        fade_ms=self.fade_ms if fades else None)
         banner.dismissed.connect(lambda: self.remove(key))
         banner.faded.connect(lambda: self._went_by_itself(banner))
+        banner.answered.connect(lambda: self._drop(banner))
         self._layout.insertWidget(self._layout.count() - 1, banner)  # above "N more"
         self._arrange()
         return banner
@@ -304,13 +341,50 @@ class BannerArea(QWidget):
         banners = self.banners()
         loud = [b for b in banners if b.kind in LOUD_KINDS]
         folded = set(map(id, loud[:-MAX_LOUD])) if len(loud) > MAX_LOUD else set()
+        unfolded = [b for b in banners if id(b) not in folded]
+        folded |= set(map(id, unfolded[:-MAX_SHOWN]))  # the oldest of the rest
         if not folded:
             self._expanded = False
         for banner in banners:
             banner.setHidden(id(banner) in folded and not self._expanded)
         if folded:
             count = len(folded)
-            self.more.setText("Show fewer" if self._expanded else
-                              f"{count} more {'warning' if count == 1 else 'warnings'} — Show")
+            loud_only = all(b.kind in LOUD_KINDS for b in banners if id(b) in folded)
+            noun = (" warning" if count == 1 else " warnings") if loud_only else ""
+            self.more.setText("Show fewer" if self._expanded
+                              else f"{count} more{noun} — Show")
         self.more.setVisible(bool(folded))
         self.setVisible(bool(banners))
+        self._place()
+
+    # -- floating over the content ----------------------------------------------------------
+    def overlay(self, host: QWidget) -> None:
+        """Float over the bottom of ``host`` (the window's content) instead of taking a
+        place in its layout: the table never moves when a banner comes or goes."""
+        self.setParent(host)
+        self._host = host
+        host.installEventFilter(self)
+        self._arrange()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._host and event.type() == QEvent.Type.Resize:
+            self._place()
+        return super().eventFilter(watched, event)
+
+    def event(self, e: QEvent) -> bool:
+        if e.type() == QEvent.Type.LayoutRequest:
+            self._place()
+        return super().event(e)
+
+    def _place(self) -> None:
+        host = self._host
+        if host is None:
+            return
+        width = max(0, host.width() - 2 * OVERLAY_MARGIN)
+        layout = self._layout
+        height = (layout.totalHeightForWidth(width) if layout.hasHeightForWidth()
+                  else layout.totalSizeHint().height())
+        height = min(height, max(0, host.height() - 2 * OVERLAY_MARGIN))
+        self.setGeometry(OVERLAY_MARGIN, host.height() - OVERLAY_MARGIN - height,
+                         width, height)
+        self.raise_()

@@ -162,6 +162,7 @@ class AppController(QObject):
         w.retryFailedRequested.connect(a.retry_failed)
         w.retryRequested.connect(a.retry)
         w.cancelRequested.connect(a.cancel)
+        w.cancelAskRequested.connect(lambda ids: a.cancel(ids, always_ask=True))
         w.prioritizeRequested.connect(a.prioritize)
         w.batchPriorityRequested.connect(a.prioritize_batch)
         w.batchPauseRequested.connect(a.pause_batch)
@@ -229,6 +230,7 @@ class AppController(QObject):
             self.window.set_engine_state("paused" if report.paused else "running")
         self.bridge.attach()  # held events (the engine's state above all) arrive now
         self.timer.start()
+        self.gallery.start()
         if self.session.settings.serve_api:
             await self.keeper.apply_api(at_launch=True)
         await self.load_rows()
@@ -497,7 +499,8 @@ class AppController(QObject):
         engine's word, from the same mirror the table shows."""
         self._status_dirty = False
         table = self.model.table
-        self.window.set_totals(*totals_text(table, now or time.time()))
+        self.window.set_totals(*totals_text(table, now or time.time(), self.engine_state,
+                                            self.money))
         if self.closing or self.session.closed:
             return
         if self.window.paused and (self.engine_state is None

@@ -232,9 +232,13 @@ def stall_banner(state: EngineStateEvent) -> str:
             + (f" — {reasons}." if reasons else "."))
 
 
-def totals_text(table: JobTable, now: float) -> tuple[str, str]:
+def totals_text(table: JobTable, now: float, state: EngineStateEvent | None = None,
+                money: Money | None = None) -> tuple[str, str]:
     """The status bar: counts (cancelled and parked too), and throughput with an ETA for
-    what is left, only while something renders (no ETA for a stalled queue)."""
+    what is left, only while something renders and the rest can go on: while the queue
+    is paused, stalled or held by a spend cap the reason stands in the ETA's place (N4:
+    "ETA 4 min" while paused; "16 min" for a batch a cap stopped 2.5 min later). A cap
+    that applies to the open work, not reached yet, is named beside the ETA."""
     by_state = table.stats.by_state
     total = len(table)
     done = by_state.get(JobState.COMPLETED, 0)
@@ -251,7 +255,33 @@ def totals_text(table: JobTable, now: float) -> tuple[str, str]:
     rate = table.throughput_per_minute(now)
     if not running:
         return text, ""
+    speed = f"{rate:.1f}/min" if rate > 0 else "—/min"
+    why = no_eta_reason(state, money, waiting)
+    if why:
+        return text, f"{speed} · no ETA: {why}"
     if rate <= 0:
-        return text, "—/min"
+        return text, speed
     eta = f" · ETA {fmt.rough_duration(open_jobs / rate * 60)}" if open_jobs else ""
-    return text, f"{rate:.1f}/min{eta}"
+    if eta and money is not None and (money.today.batches
+                                      or any(a.cap is not None for a in money.today.accounts)):
+        eta += " unless a spend cap stops it first"
+    return text, f"{speed}{eta}"
+
+
+def no_eta_reason(state: EngineStateEvent | None, money: Money | None, waiting: int) -> str:
+    """Why no time can be promised for what is left ("" when one can)."""
+    if state is not None and state.state == "paused":
+        return "paused"
+    held = 0
+    if money is not None:
+        held = (sum(b.waiting for b in money.today.batches)
+                + sum(a.waiting for a in money.today.accounts if a.reached))
+    capped = state is not None and any(r.code == "spend_cap" for r in state.reasons)
+    if waiting and (held or capped):
+        return (f"{fmt.count(held, 'job')} held by a spend cap" if held
+                else "a spend cap holds the waiting jobs")
+    if state is not None and state.state == "stalled" and waiting:
+        short = ", ".join(dict.fromkeys(REASON_WORDS.get(r.code, r.code.replace("_", " "))
+                                        for r in state.reasons)) or "no usable account"
+        return f"stalled ({short})"
+    return ""

@@ -112,6 +112,18 @@ def stamp(at: float | None) -> str:
 
 
 # -- jobs --------------------------------------------------------------------------------
+LONG_TOKEN = 32
+"""A run of characters without a space longer than this cannot wrap: it is elided."""
+
+
+def elide_long(text: str, keep: int = 14) -> str:
+    """``text`` with each unbroken run longer than :data:`LONG_TOKEN` (a sha256, a
+    provider job id, a path) cut in its middle: "9f2c4e1ab8d03f…d2e4f6a8c0b2d4" (N7: the
+    job detail scrolled sideways for a 64-character sha256)."""
+    return " ".join(word if len(word) <= LONG_TOKEN else f"{word[:keep]}…{word[-keep:]}"
+                    for word in text.split(" "))
+
+
 def job_title(name: str | None, row_number: int | None, job_id: int) -> str:
     """What to call a job: its name, else its row in the sheet (what the user sees in the
     spreadsheet), and only without either the journal's id."""

@@ -52,10 +52,14 @@ class GalleryPart(QObject):
         self.loads = 0
         self._dirty = True  # nothing read yet: read when first shown
         self._reading: asyncio.Task[Any] | None = None
+        # Started by :meth:`start` once the queue is open, stopped with the window: ticking
+        # from the controller's making, it outlived a window closed on "Open the local
+        # queue" and read the deleted batch chooser twice a second (N2).
         self.timer = QTimer(self)
+        self.timer.setObjectName("gallery-refresh")
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self._tick)
-        self.timer.start()
+        window.destroyed.connect(self.timer.stop)
         view = self.view
         view.set_cache_dir(session.ctx.data_dir / "thumbnails" / "gallery")
         view.batchChosen.connect(self._chosen)
@@ -64,6 +68,10 @@ class GalleryPart(QObject):
             lambda batch, ids, folder: spawn(self.export(batch, ids, folder), "export"))
         view.noOpener.connect(window.no_file_opener)
         bridge.jobEvent.connect(self._on_job_event)
+
+    def start(self) -> None:
+        """Keep the gallery current (the queue is open)."""
+        self.timer.start()
 
     def _on_job_event(self, _event: JobEvent) -> None:
         self._dirty = True

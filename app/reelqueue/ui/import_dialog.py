@@ -200,6 +200,10 @@ def _table(model: QAbstractTableModel, stretch: int) -> QTableView:
     return view
 
 
+DEFAULTS_WIDTH = 360
+"""The batch defaults form's width (it scrolls when the screen is short)."""
+
+
 class ImportDialog(QDialog):
     """Signals:
         replanRequested(object): ImportOptions to plan the same file with.
@@ -250,7 +254,17 @@ class ImportDialog(QDialog):
 
         body = QHBoxLayout()
         body.setSpacing(16)
-        body.addWidget(self._build_defaults(), 0)
+        # The form scrolls rather than hold the dialog taller than a 720-pixel screen
+        # (with row errors and a long estimate its buttons were cut off, N5).
+        defaults = QScrollArea()
+        defaults.setObjectName("defaults-area")
+        defaults.setFrameShape(QFrame.Shape.NoFrame)
+        defaults.setWidgetResizable(True)
+        defaults.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        defaults.setWidget(self._build_defaults())
+        defaults.setFixedWidth(DEFAULTS_WIDTH + defaults.verticalScrollBar().sizeHint().width())
+        defaults.setMinimumHeight(160)
+        body.addWidget(defaults, 0)
         self.tabs = QTabWidget()
         self.preview_model = PreviewModel(self)
         self.errors_model = RowErrorModel(self)
@@ -308,7 +322,7 @@ class ImportDialog(QDialog):
     def _build_defaults(self) -> QWidget:
         box = QFrame()
         box.setObjectName("panel")
-        box.setFixedWidth(360)
+        box.setFixedWidth(DEFAULTS_WIDTH)
         # Its fields never shrink below their height (the preview table gives way instead).
         box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Minimum)
         form = QFormLayout(box)

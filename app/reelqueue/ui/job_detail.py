@@ -18,7 +18,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QPixmap
+from PySide6.QtGui import QAction, QGuiApplication, QPixmap
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -95,6 +95,25 @@ def hint_for(label: str | None) -> str:
         return HINTS[ErrorLabel(label)] if label else ""
     except ValueError:
         return ""
+
+
+def set_long_text(label: QLabel, text: str) -> None:
+    """Show ``text`` in ``label``, an unbroken run too long to wrap cut in its middle
+    (:func:`fmt.elide_long`), the whole of it in the tooltip and copied whole by the
+    label's "Copy" (N7: a 64-character sha256 made the detail scroll sideways)."""
+    shown = fmt.elide_long(text)
+    label.setText(shown)
+    label.setToolTip(text if shown != text else "")
+    for action in label.actions():
+        label.removeAction(action)
+        action.deleteLater()
+    if shown != text:
+        copy = QAction("Copy", label)
+        copy.triggered.connect(lambda: QGuiApplication.clipboard().setText(text))
+        label.addAction(copy)
+        label.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+    else:
+        label.setContextMenuPolicy(Qt.ContextMenuPolicy.DefaultContextMenu)
 
 
 class JobDetailDialog(QDialog):
@@ -393,7 +412,8 @@ class JobDetailDialog(QDialog):
         size = f" · {_size(job.output_size)}" if job.output_size else ""
         # the machine that wrote the file (on a team store, the one that holds it)
         host = f" · on {job.output_host}" if job.output_host else ""
-        self.output_label.setText(f"{job.output_path}{size}{host}" if job.output_path else "")
+        set_long_text(self.output_label,
+                      f"{job.output_path}{size}{host}" if job.output_path else "")
         self.open_button.setEnabled(exists)
         self.reveal_button.setEnabled(bool(job.output_path))
         self._update_retry()
@@ -434,9 +454,10 @@ class JobDetailDialog(QDialog):
         for row, (key, value) in enumerate(form):
             name = QLabel(str(key).replace("_", " "))
             name.setProperty("role", "muted")
-            text = QLabel(str(value))
+            text = QLabel()
             text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             text.setWordWrap(True)
+            set_long_text(text, str(value))
             self.params_layout.addWidget(name, row, 0, Qt.AlignmentFlag.AlignTop)
             self.params_layout.addWidget(text, row, 1)
         self.params_layout.setColumnStretch(1, 1)

@@ -7,6 +7,7 @@ window asks for an import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -87,6 +88,11 @@ PREFERRED_SIZE = QSize(1320, 860)
 # The window's floor: it must fit 1280x720 (and 1920x1080 at 150 %, the same logical size)
 # with a title bar and a task bar, and still show every label whole.
 MINIMUM_SIZE = QSize(960, 560)
+# A window manager may nudge a placed window by its frame: a move this small is not the
+# user's.
+AUTO_PLACE_SLACK = 40
+# A first window takes this share of a screen bigger than the preferred size needs.
+FIRST_SHARE = 0.85
 # Before the window manager has framed the window its frame is unknown: assume a title bar.
 FRAME_GUESS = QMargins(1, 32, 1, 1)
 # Fold the account cards by default when the screen is shorter than this, or when there
@@ -101,27 +107,54 @@ COLUMN_WIDTHS = {COL_ROW: 56, COL_NAME: 150, COL_PROMPT: 300, COL_ACCOUNT: 120,
 
 def fit_geometry(available: QRect, wanted: QRect | None, *,
                  preferred: QSize = PREFERRED_SIZE, minimum: QSize = MINIMUM_SIZE,
-                 frame: QMargins = FRAME_GUESS) -> QRect:
+                 frame: QMargins = FRAME_GUESS, saved_on: QRect | None = None) -> QRect:
     """Where the window's client area goes on a screen whose free area is ``available``.
 
-    ``wanted`` is the saved geometry (None at first start: ``preferred`` centred). The
-    result, with its ``frame`` around it, lies inside ``available``: never larger, never
-    off its edges; it is at least ``minimum`` where the screen has room for that. Qt
-    geometry is in device-independent pixels, so 1920x1080 at 150 % is simply a
-    1280x720 ``available`` here: the device pixel ratio needs no term of its own.
+    ``wanted`` is the saved geometry (None at first start: a :data:`FIRST_SHARE` of the
+    screen, at least ``preferred`` where it has room, centred); ``saved_on`` the free area
+    of the screen it was saved on: on a bigger screen the window keeps its share of it
+    (saved at 1226x659 on 1280x720, it reopened at 1226x659 on 1920x1080). The result,
+    with its ``frame`` around it, lies inside ``available``: never larger, never off its
+    edges; it is at least ``minimum`` where the screen has room for that. Qt geometry is
+    in device-independent pixels, so 1920x1080 at 150 % is simply a 1280x720
+    ``available`` here: the device pixel ratio needs no term of its own.
     """
     room = available.marginsRemoved(frame)
     if wanted is None or not wanted.isValid():
-        # A first window leaves a little of the desktop showing on a small screen.
-        size = preferred.boundedTo(QSize(int(room.width() * 0.96), int(room.height() * 0.96)))
+        # A first window leaves a little of the desktop showing on a small screen, and
+        # takes most of a big one.
+        small = preferred.boundedTo(QSize(int(room.width() * 0.96), int(room.height() * 0.96)))
+        size = small.expandedTo(QSize(int(room.width() * FIRST_SHARE),
+                                      int(room.height() * FIRST_SHARE)))
         size = size.expandedTo(minimum).boundedTo(room.size())
         x = room.left() + (room.width() - size.width()) // 2
         y = room.top() + (room.height() - size.height()) // 2
         return QRect(QPoint(x, y), size)
+    if saved_on is not None and saved_on.isValid():
+        # Grow with a bigger screen (never shrink here: a smaller one clamps below).
+        sx = max(1.0, available.width() / saved_on.width())
+        sy = max(1.0, available.height() / saved_on.height())
+        if sx > 1.0 or sy > 1.0:
+            wanted = QRect(
+                available.x() + round((wanted.x() - saved_on.x()) * sx),
+                available.y() + round((wanted.y() - saved_on.y()) * sy),
+                round(wanted.width() * sx), round(wanted.height() * sy))
     size = wanted.size().expandedTo(minimum).boundedTo(room.size())
     x = min(max(wanted.x(), room.left()), room.right() + 1 - size.width())
     y = min(max(wanted.y(), room.top()), room.bottom() + 1 - size.height())
     return QRect(QPoint(x, y), size)
+
+
+def frame_margins(window: QWidget) -> QMargins:
+    """The frame around ``window``, never less than a title bar (:data:`FRAME_GUESS`): a
+    frame read before the window manager framed a dialog, or a thin one, left the import
+    dialog 20 px too tall for 720 and its buttons cut (N5)."""
+    frame = window.frameGeometry()
+    inner = window.geometry()
+    return QMargins(max(FRAME_GUESS.left(), inner.left() - frame.left()),
+                    max(FRAME_GUESS.top(), inner.top() - frame.top()),
+                    max(FRAME_GUESS.right(), frame.right() - inner.right()),
+                    max(FRAME_GUESS.bottom(), frame.bottom() - inner.bottom()))
 
 
 def fit_dialog(dialog: QWidget) -> None:
@@ -130,11 +163,8 @@ def fit_dialog(dialog: QWidget) -> None:
     screen = dialog.screen() or QGuiApplication.primaryScreen()
     if screen is None:
         return
-    frame = dialog.frameGeometry()
     inner = dialog.geometry()
-    margins = FRAME_GUESS if frame == inner else QMargins(
-        inner.left() - frame.left(), inner.top() - frame.top(),
-        frame.right() - inner.right(), frame.bottom() - inner.bottom())
+    margins = frame_margins(dialog)
     fitted = fit_geometry(screen.availableGeometry(), inner, minimum=dialog.minimumSize(),
                           frame=margins)
     if fitted != inner:
@@ -153,10 +183,27 @@ def hold_text_height(dialog: QWidget) -> None:
             else layout.totalSizeHint().height())
     screen = dialog.screen() or QGuiApplication.primaryScreen()
     if screen is not None:
-        room = screen.availableGeometry().marginsRemoved(FRAME_GUESS).height()
+        room = screen.availableGeometry().marginsRemoved(frame_margins(dialog)).height()
         need = min(need, room)
     if need > 0 and dialog.minimumHeight() != need:
         dialog.setMinimumHeight(need)
+
+
+def _rect_value(value: object) -> QRect | None:
+    """A rectangle saved as "x,y,w,h" (None: absent or unreadable)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        x, y, w, h = (int(part) for part in value.split(","))
+    except ValueError:
+        return None
+    rect = QRect(x, y, w, h)
+    return rect if rect.isValid() else None
+
+
+def shortcut_text(action: QAction) -> str:
+    """``action``'s shortcut as this platform writes it (Ctrl+Q, or ⌘Q on macOS)."""
+    return action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
 
 
 def placement_store() -> QSettings:
@@ -232,7 +279,10 @@ class MainWindow(QMainWindow):
         startRequested(): hand out work. pauseRequested(): stop handing out work.
         retryFailedRequested(): retry every failed job shown.
         retryRequested(list, object): job ids and a new seed (or None).
-        cancelRequested(list): job ids to cancel.
+        cancelRequested(list): job ids to cancel (the context menu: one queued job goes
+            without a question).
+        cancelAskRequested(list): job ids to cancel after asking, however few (the Cancel
+            button and Del: a key pressed by mistake cancels nothing).
         prioritizeRequested(list): job ids to move to the front of the queue.
         batchPriorityRequested(int): a batch id whose jobs go to the front.
         batchPauseRequested(int, bool): a batch id; True pauses it, False resumes it.
@@ -253,6 +303,7 @@ class MainWindow(QMainWindow):
     retryFailedRequested = Signal()
     retryRequested = Signal(list, object)
     cancelRequested = Signal(list)
+    cancelAskRequested = Signal(list)
     prioritizeRequested = Signal(list)
     batchPriorityRequested = Signal(int)
     batchPauseRequested = Signal(int, bool)
@@ -273,6 +324,7 @@ class MainWindow(QMainWindow):
         self.resize(PREFERRED_SIZE)
         self.setAcceptDrops(True)
         self._placed = False
+        self._auto_place: QRect | None = None  # the first placement (remember_placement)
         self._compact_choice: bool | None = None  # the user's own fold/unfold choice
         self.model = model or JobTableModel(parent=self)
         self.allow_close = False
@@ -286,7 +338,6 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(16, 12, 16, 10)
         outer.setSpacing(10)
-        outer.addWidget(self.banners)
 
         self.accounts = AccountStrip()
         self.accounts.addAccount.connect(self.addAccountRequested.emit)
@@ -305,6 +356,7 @@ class MainWindow(QMainWindow):
         self._enabled_before: dict[QAction, bool] = {}
         outer.addWidget(self.unreachable, 1)
         self.setCentralWidget(central)
+        self.banners.overlay(central)  # floats over the content's bottom: the table stays
         self._build_status_bar()
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
@@ -352,10 +404,11 @@ class MainWindow(QMainWindow):
         def action(text: str, icon: str, tip: str, slot: object,
                    shortcut: QKeySequence | QKeySequence.StandardKey | None = None) -> QAction:
             act = QAction(theme.icon(icon), text, self)
-            act.setToolTip(tip)
             act.triggered.connect(slot)
             if shortcut is not None:
                 act.setShortcut(shortcut)
+                tip += f" ({shortcut_text(act)})"
+            act.setToolTip(tip)
             bar.addAction(act)
             return act
 
@@ -371,7 +424,7 @@ class MainWindow(QMainWindow):
         self.retry_action = action("Retry failed", "retry", "Queue every failed job again",
                                    self.retryFailedRequested.emit)
         self.cancel_action = action("Cancel", "cancel", "Cancel the selected jobs",
-                                    self._cancel_selected)
+                                    self._cancel_selected, QKeySequence(Qt.Key.Key_Delete))
         bar.addSeparator()
         self.export_action = action("Export", "export", "Export a batch's results to a sheet",
                                     self.exportRequested.emit)
@@ -394,6 +447,48 @@ class MainWindow(QMainWindow):
         self.instances_action.triggered.connect(self.instancesRequested.emit)
         bar.insertAction(self.account_action, self.instances_action)
         self.instances_action.setVisible(False)
+        # Keyboard only (docs/ui.md, "Keyboard shortcuts"): on the window, so they work
+        # wherever the focus is in it; a text field keeps its own Del.
+        # The platform's Quit (Cmd+Q on macOS); Windows and some platforms bind none:
+        # Ctrl+Q there (Qt's "Ctrl" is Cmd on macOS, so the same keys everywhere).
+        quit_keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Quit)
+        self.quit_action = self._window_action(
+            "Quit ReelQueue", "Close the window (asks about running renders)",
+            quit_keys[0] if quit_keys else QKeySequence("Ctrl+Q"), self.close)
+        self.find_action = self._window_action(
+            "Find", "Search the jobs by name, prompt or file", QKeySequence.StandardKey.Find,
+            self.focus_search)
+        self.retry_selected_action = self._window_action(
+            "Retry selected", "Queue the selected jobs again (asks before it pays)",
+            QKeySequence("Ctrl+R"), self._retry_selected)
+
+    def _window_action(self, text: str, tip: str,
+                       shortcut: QKeySequence | QKeySequence.StandardKey,
+                       slot: Callable[[], object]) -> QAction:
+        act = QAction(text, self)
+        act.setShortcut(shortcut)
+        act.setToolTip(f"{tip} ({shortcut_text(act)})")
+        act.triggered.connect(lambda _checked=False: slot())
+        self.addAction(act)
+        return act
+
+    def focus_search(self) -> None:
+        """Ctrl+F: the search box (the table is shown: the gallery has none)."""
+        if self.gallery_button.isChecked():
+            self.show_gallery(False)
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _retry_selected(self) -> None:
+        if self.gallery_button.isChecked():
+            self.gallery.retry_selected()
+            return
+        ids = self.selected_job_ids()
+        if ids:
+            emit(self.retryRequested, ids, None)
+        else:
+            self.banners.show_banner("info", "Select the jobs to retry in the table first.",
+                                     key="hint:retry")
 
     def _build_accounts_head(self) -> QHBoxLayout:
         head = QHBoxLayout()
@@ -457,15 +552,12 @@ class MainWindow(QMainWindow):
         """Size and move the window into its screen's free area: at first show, from the
         saved place (re-clamped: the screen may be smaller now), and on a screen change."""
         store = placement_store()
-        saved = store.value("window/geometry")
         wanted: QRect | None = None
-        if not self._placed and isinstance(saved, str):
-            try:
-                x, y, w, h = (int(part) for part in saved.split(","))
-                wanted = QRect(x, y, w, h)
-            except ValueError:
-                wanted = None
-        elif self._placed:
+        saved_on: QRect | None = None
+        if not self._placed:
+            wanted = _rect_value(store.value("window/geometry"))
+            saved_on = _rect_value(store.value("window/screen"))
+        else:
             wanted = self.geometry()
         choice = store.value("window/compact_cards")
         if self._compact_choice is None and choice in ("on", "off"):
@@ -475,16 +567,32 @@ class MainWindow(QMainWindow):
         if screen is None or self.isMaximized() or self.isFullScreen():
             return
         self.setGeometry(fit_geometry(screen.availableGeometry(), wanted,
-                                      frame=self._frame_margins()))
+                                      frame=self._frame_margins(), saved_on=saved_on))
+        if not self._placed:
+            self._auto_place = self.geometry()
         if not self._placed and store.value("window/maximized") in (True, "true"):
             self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
 
     def remember_placement(self) -> None:
         rect = self.normalGeometry() if self.isMaximized() else self.geometry()
         store = placement_store()
+        auto = self._auto_place
+        if auto is not None and rect.size() == auto.size() and \
+                (rect.topLeft() - auto.topLeft()).manhattanLength() <= AUTO_PLACE_SLACK:
+            # Where the window put itself, untouched: keep what was saved (a place chosen
+            # on a bigger screen, or nothing: a first start again). Saving the clamp of a
+            # small screen made it fill a big one next time.
+            store.setValue("window/maximized", self.isMaximized())
+            store.sync()
+            return
         store.setValue("window/geometry",
                        f"{rect.x()},{rect.y()},{rect.width()},{rect.height()}")
         store.setValue("window/maximized", self.isMaximized())
+        screen = self.screen()
+        if screen is not None:  # its share of this screen is kept on a bigger one
+            free = screen.availableGeometry()
+            store.setValue("window/screen",
+                           f"{free.x()},{free.y()},{free.width()},{free.height()}")
         store.sync()
 
     def showEvent(self, event: QShowEvent) -> None:
@@ -737,7 +845,7 @@ class MainWindow(QMainWindow):
     def _cancel_selected(self) -> None:
         ids = self.selected_job_ids()
         if ids:
-            emit(self.cancelRequested, ids)
+            emit(self.cancelAskRequested, ids)
         else:
             self.banners.show_banner("info", "Select the jobs to cancel in the table first.",
                                      key="hint:cancel")

@@ -67,9 +67,10 @@ class QueueActions:
         if self.session.engine is not None and not self.session.closed:
             self.session.pause_queue()
 
-    def cancel(self, job_ids: list[int]) -> QMessageBox | None:
+    def cancel(self, job_ids: list[int], always_ask: bool = False) -> QMessageBox | None:
         """Cancel asks first, naming what it may cost (renders in flight may already be
-        charged); one queued job goes without a question. Returns the question asked."""
+        charged); one queued job goes without a question unless ``always_ask`` (the
+        Cancel button and Del). Returns the question asked."""
         rows = [r for i in job_ids if (r := self.window.model.table.row(i)) is not None]
         open_ids = [r.id for r in rows if r.state not in FINISHED_STATES]
         rendering = sum(r.state in CHARGED_STATES for r in rows)
@@ -78,7 +79,8 @@ class QueueActions:
                 "info", f"Nothing to cancel: {fmt.plural(len(rows), 'this')} "
                 f"{fmt.plural(len(rows), 'job')} already finished.", key="cancelled")
             return None
-        if len(open_ids) <= 1 and not rendering and len(rows) == len(job_ids):
+        if len(open_ids) <= 1 and not rendering and len(rows) == len(job_ids) \
+                and not always_ask:
             self.spawn(self.cancel_now(job_ids, rendering), "cancel")
             return None
         n = len(open_ids) if rows else len(job_ids)
@@ -93,7 +95,7 @@ class QueueActions:
         box.setDefaultButton(QMessageBox.StandardButton.No)
         box.setEscapeButton(QMessageBox.StandardButton.No)
         box.button(QMessageBox.StandardButton.Yes).setText(f"Cancel {fmt.count(n, 'job')}")
-        box.button(QMessageBox.StandardButton.No).setText("Keep them")
+        box.button(QMessageBox.StandardButton.No).setText(f"Keep {fmt.plural(n, 'it', 'them')}")
 
         def answered(button: object) -> None:
             if button is box.button(QMessageBox.StandardButton.Yes):

@@ -133,6 +133,7 @@ def style_sheet(t: Tokens) -> str:
     QToolBar QToolButton#primary {{ background: {t.accent}; color: {t.accent_text};
                                     font-weight: 600; }}
     QToolBar QToolButton#primary:hover {{ background: {t.accent}; }}
+    QToolBar QToolButton#primary:disabled {{ background: {t.surface_alt}; color: {t.muted}; }}
     QToolBar::separator {{ background: {t.border}; width: 1px; margin: 6px 8px; }}
     QStatusBar {{ background: {t.surface}; border-top: 1px solid {t.border}; color: {t.muted}; }}
     QStatusBar QLabel {{ color: {t.muted}; padding: 0 6px; }}
@@ -173,6 +174,8 @@ def style_sheet(t: Tokens) -> str:
     QPushButton:disabled {{ color: {t.muted}; }}
     QPushButton[primary="true"] {{ background: {t.accent}; border-color: {t.accent};
                                    color: {t.accent_text}; font-weight: 600; }}
+    QPushButton[primary="true"]:disabled {{ background: {t.surface_alt};
+                                            border-color: {t.border}; color: {t.muted}; }}
     QPushButton[flat="true"] {{ border: none; background: transparent; padding: 4px 8px; }}
     QTableView {{ background: {t.surface}; alternate-background-color: {t.surface_alt};
                   border: 1px solid {t.border}; border-radius: 10px; gridline-color: {t.border};
