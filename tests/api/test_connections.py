@@ -194,7 +194,7 @@ def test_untrusted_connections_are_capped_per_address_and_per_subnet(
         assert held_by(live, "127.0.0.2") == 2 and held_by(live, "127.0.0.3") == 2
         # Another /24 is not counted with it; a client with a token is served meanwhile.
         stack.enter_context(tls_socket(live, "127.0.1.1"))
-        with httpx.Client(base_url=live.url, verify=live.pinned(), timeout=10,
+        with httpx2.Client(base_url=live.url, verify=live.pinned(), timeout=10,
                           headers={"Authorization": f"Bearer {live.token}"}) as client:
             assert client.get("/v1/jobs").status_code == 200
 
@@ -206,7 +206,7 @@ def test_trusted_connections_keep_their_reserve_and_are_never_evicted(
         live: LiveApi) -> None:
     context = live.pinned()
     with ExitStack() as stack:
-        trusted = [stack.enter_context(httpx.Client(
+        trusted = [stack.enter_context(httpx2.Client(
             base_url=live.url, verify=context, timeout=10,
             headers={"Authorization": f"Bearer {live.token}"})) for _ in range(2)]
         for client in trusted:
@@ -223,7 +223,7 @@ def test_trusted_connections_keep_their_reserve_and_are_never_evicted(
         for client in trusted:  # never evicted for a newcomer
             assert client.get("/v1/jobs").status_code == 200
         # A new client with a token still gets in: its newcomer evicts a stranger.
-        with httpx.Client(base_url=live.url, verify=context, timeout=10,
+        with httpx2.Client(base_url=live.url, verify=context, timeout=10,
                           headers={"Authorization": f"Bearer {live.token}"}) as newcomer:
             assert newcomer.get("/v1/jobs").status_code == 200
 
@@ -236,7 +236,7 @@ def test_an_untrusted_connection_must_send_its_first_request_in_time(
         started = time.monotonic()
         assert closed_by_server(silent, 10)  # idle_seconds is 60: the deadline closed it
         assert time.monotonic() - started < 8
-    with httpx.Client(base_url=live.url, verify=live.pinned(), timeout=10,
+    with httpx2.Client(base_url=live.url, verify=live.pinned(), timeout=10,
                       headers={"Authorization": f"Bearer {live.token}"}) as client:
         assert client.get("/v1/jobs").status_code == 200
         gates = list(connections(live).gates)

@@ -9,7 +9,7 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import jsonschema
 import pytest
 
@@ -26,12 +26,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApi]:
 
 
 @pytest.fixture
-def client(live: LiveApi) -> Iterator[httpx.Client]:
+def client(live: LiveApi) -> Iterator[httpx2.Client]:
     with live.client() as client:
         yield client
 
 
-def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+def assert_problem(response: httpx2.Response, status: int) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     body: dict[str, Any] = response.json()
@@ -54,7 +54,7 @@ def _valid(instance: object) -> bool:
     return True
 
 
-def test_an_empty_batch_is_refused_and_the_document_says_so(client: httpx.Client) -> None:
+def test_an_empty_batch_is_refused_and_the_document_says_so(client: httpx2.Client) -> None:
     """Refused by both: a batch of nothing is a client's mistake (every row filtered
     away), so the document says minItems 1 rather than the server making an empty batch."""
     assert not _valid([])
@@ -68,14 +68,14 @@ def test_an_empty_batch_is_refused_and_the_document_says_so(client: httpx.Client
     {"prompt": "a cat", "name": True},
 ])
 def test_a_null_or_boolean_field_in_a_batch_item_is_refused(
-        client: httpx.Client, item: dict[str, Any]) -> None:
+        client: httpx2.Client, item: dict[str, Any]) -> None:
     assert not _valid([item])
     body = assert_problem(client.post("/v1/batches?dry_run=1", json=[item]), 422)
     assert "Item 1" in body["detail"] and body["fields"]
 
 
 def test_a_zero_duration_is_refused_by_the_document_as_by_the_server(
-        client: httpx.Client) -> None:
+        client: httpx2.Client) -> None:
     for bad in (0, -5):
         assert not _valid([{"prompt": "a cat", "duration": bad}])
         assert not _valid([{"prompt": "a cat", "params": {"duration": bad}}])

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.api.serve_harness import ServeProcess, make_token
@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def _request(server: ServeProcess, token: str, address: str,
              pinned: ssl.SSLContext) -> tuple[bool, float]:
     """One request on a NEW TLS connection from ``address``: (answered 200, seconds)."""
-    transport = httpx.HTTPTransport(verify=pinned, local_address=address)
+    transport = httpx2.HTTPTransport(verify=pinned, local_address=address)
     started = time.monotonic()
     try:
-        with httpx.Client(base_url=server.url, transport=transport, timeout=5.0,
+        with httpx2.Client(base_url=server.url, transport=transport, timeout=5.0,
                           headers={"Authorization": f"Bearer {token}"}) as client:
             ok = client.get("/v1/jobs?limit=1").status_code == 200
-    except httpx.HTTPError:
+    except httpx2.HTTPError:
         ok = False
     return ok, time.monotonic() - started
 
