@@ -12,7 +12,7 @@ from reelqueue.store.pg_link import PgLink
 from reelqueue.store.tokens import (
     TokenInfo,
     duplicate_name,
-    matches,
+    matches_row,
     new_token,
     token_parts,
 )
@@ -61,6 +61,7 @@ class PgTokenStore:
             return None
         token_id, secret = parts
         row = self._link.one("token_by_id", {"token_id": token_id})
-        if row is None or not matches(secret, row["salt"], row["digest"]):
+        if not matches_row(secret, None if row is None else (row["salt"], row["digest"])):
             return None
+        assert row is not None
         return TokenInfo(row["name"], row["scope"], row["created_at"])

@@ -89,6 +89,18 @@ def matches(secret: str, salt: bytes, digest: bytes) -> bool:
     return hmac.compare_digest(_digest(bytes(salt), secret), bytes(digest))
 
 
+_ABSENT_SALT = secrets.token_bytes(16)
+_ABSENT_DIGEST = secrets.token_bytes(32)
+
+
+def matches_row(secret: str, row: tuple[bytes, bytes] | None) -> bool:
+    """:func:`matches` against a token row's ``(salt, digest)``, or against a random pair
+    when there is no such row (issue 34): the digest is computed either way, so the
+    answer takes the same time whether the token id exists or not."""
+    salt, digest = row if row is not None else (_ABSENT_SALT, _ABSENT_DIGEST)
+    return matches(secret, salt, digest) and row is not None
+
+
 def duplicate_name(name: str) -> InputError:
     return InputError(f"There is already a token named {name.strip()!r}; revoke it first "
                       "or choose another name.")
@@ -135,9 +147,7 @@ class TokenStore:
         token_id, secret = parts
         with self._lock:
             row = self._db.execute(self._q["token_by_id"], {"token_id": token_id}).fetchone()
-        if row is None:
+        if not matches_row(secret, None if row is None else (row[1], row[2])):
             return None
-        name, salt, digest, scope, created = row
-        if not matches(secret, salt, digest):
-            return None
+        name, _, _, scope, created = row
         return TokenInfo(name, scope, created)
