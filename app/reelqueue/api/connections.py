@@ -36,6 +36,7 @@ import dataclasses
 import ipaddress
 import logging
 import ssl
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,7 +111,7 @@ def open_files_limit() -> tuple[int, int, int]:
     one where the OS allows it (an unlimited hard limit: to 65,536). Without the
     resource module (Windows): 8192 for all three (the socket limit select() does not
     bind on the Proactor loop)."""
-    if resource is None:
+    if sys.platform == "win32" or resource is None:
         return 8192, 8192, 8192
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65_536)

@@ -88,6 +88,8 @@ def read_in_child(
 
 
 def _limit_memory(memory_bytes: int) -> None:
+    if sys.platform == "win32":  # no resource module: the file-size cap and the timeout
+        return                   # are the bounds
     try:
         import resource
     except ImportError:  # Windows: the file-size cap and the timeout are the bounds
