@@ -255,7 +255,8 @@ getattr(keyring.backend.KeyringBackend, "_classes", set()).discard(MemoryKeyring
 
 
 def _check_ref(ref: str) -> None:
-    if not isinstance(ref, str) or not ref or ref != ref.strip() or not ref.isprintable():
+    value: object = ref  # from the journal: typed str, checked as anything
+    if not isinstance(value, str) or not ref or ref != ref.strip() or not ref.isprintable():
         raise ValueError(f"key reference {ref!r} is empty or not a single printable line")
 
 

@@ -98,7 +98,7 @@ class OutputWriter:
     def __init__(self, limits: DownloadLimits | None = None) -> None:
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="outputs")
         self.limits = limits or DownloadLimits()
-        self.fault_hook: object | None = None
+        self.fault_hook: Callable[[BinaryIO, bytes], object] | None = None
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
@@ -157,7 +157,7 @@ class OutputWriter:
 
     def _write(self, handle: BinaryIO, chunk: bytes, digest: hashlib._Hash) -> None:
         hook = self.fault_hook
-        if callable(hook):
+        if hook is not None:
             hook(handle, chunk)
         handle.write(chunk)
         digest.update(chunk)

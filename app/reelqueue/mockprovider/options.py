@@ -109,13 +109,16 @@ class MockOptions:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1")
-        if self.accept_keys is not None and not isinstance(self.accept_keys, frozenset):
-            object.__setattr__(self, "accept_keys", frozenset(self.accept_keys))
+        # Callers (tests, the CLI) may pass any iterable: kept as the types say.
+        keys: object = self.accept_keys
+        if keys is not None and not isinstance(keys, frozenset):
+            object.__setattr__(self, "accept_keys", frozenset(self.accept_keys or ()))
         if self.list_delay_min < 0 or self.list_delay_max < self.list_delay_min:
             raise ValueError("list_delay_min must be >= 0 and <= list_delay_max")
         if not 1 <= self.list_page_size <= MAX_PAGE_SIZE:
             raise ValueError(f"list_page_size must be between 1 and {MAX_PAGE_SIZE}")
         if self.hold_create_answer_seconds < 0:
             raise ValueError("hold_create_answer_seconds must be >= 0")
-        if not isinstance(self.foreign_renders, tuple):
+        renders: object = self.foreign_renders
+        if not isinstance(renders, tuple):
             object.__setattr__(self, "foreign_renders", tuple(self.foreign_renders))

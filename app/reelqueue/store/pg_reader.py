@@ -80,10 +80,11 @@ class PgJournalReader:
     def ledger_after(self, seq: int, limit: int) -> list[LedgerEntry]:
         """Entries about a job or an account with a sequence number above ``seq``, up to
         the first gap not yet known to be permanent (see the module's docstring)."""
-        for _ in range(3):
-            entries, resolved = self._ledger_pass(seq, limit)
+        entries, resolved = self._ledger_pass(seq, limit)
+        for _ in range(2):
             if not resolved:
-                return entries
+                break
+            entries, resolved = self._ledger_pass(seq, limit)
         return entries
 
     def _ledger_pass(self, seq: int, limit: int) -> tuple[list[LedgerEntry], bool]:

@@ -200,7 +200,8 @@ class AppController(QObject):
         journal)."""
         self.bridge.connect_bus(self.session.bus)
         attempt = 0
-        while True:
+        report: OpenReport | None = None
+        while report is None:
             try:
                 report = await self.session.open(start=start)
                 break
