@@ -77,7 +77,8 @@ class AdapterFacts:
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
     no_file: a finished poll answer (JSON) without the file, or None.
     expire: makes the link in ``status`` dead once (``expire(fake, status)``).
-    refresh: the route read again for a fresh link.
+    refresh: route -> how many GETs it has had once a poll and a download whose link
+        was dead are done (the fresh link is read again once).
     check_key: (route read, answer refusing the key, or None).
     lost_create: how a create whose answer was lost is found.
     cancel: (method, route) the adapter cancels with, or None.
@@ -103,7 +104,7 @@ class AdapterFacts:
     unreadable: tuple[bytes, ...]
     id_key: str
     expire: Callable[[Any, Any], None]
-    refresh: str
+    refresh: Mapping[str, int]
     check_key: tuple[str, Answer | None]
     engine: EngineFacts
     lost_create: LostCreateSearch = LostCreateSearch.NONE

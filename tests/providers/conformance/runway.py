@@ -123,7 +123,7 @@ FACTS = AdapterFacts(
         states=("PENDING", "THROTTLED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"),
         keys=("id", "status", "output", "failure", "failureCode", "progress", "x"),
         state_key="status", ending=("FAILED", "CANCELLED")),
-    expire=expire_url, refresh=TASK,
+    expire=expire_url, refresh={TASK: 2},
     check_key=(rf"{API}/v1/organization", _answer(401, "error_401")),
     cancel=("DELETE", TASK), echo_statuses=(400, 401, 403, 429, 500),
     engine=EngineFacts(

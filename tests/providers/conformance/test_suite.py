@@ -32,14 +32,14 @@ from provider_fakes import (
     run_one_row,
 )
 
-from conformance import runway
+from conformance import runway, veo
 from conformance.facts import AdapterFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
-ALL = [m.FACTS for m in (runway,
+ALL = [m.FACTS for m in (runway, veo,
 )]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
@@ -348,10 +348,9 @@ async def test_an_expired_link_is_refreshed_once(facts: AdapterFacts,
                                                  client_for: ClientFor) -> None:
     """LINK-EXPIRY (read again for a fresh link; still dead: a retryable download failure)"""
     fake, provider, status = await _finished(facts, client_for)
-    before = fake.router.count("GET", facts.refresh)
     facts.expire(fake, status)
     assert await _collect(provider, facts.job(fake), status) == VIDEO_BYTES
-    assert fake.router.count("GET", facts.refresh) == before + 1
+    assert {route: fake.router.count("GET", route) for route in facts.refresh} == facts.refresh
     assert fake.creates() == 0
     fake, provider, status = await _finished(facts, client_for)
     fake.router.script("GET", facts.video, httpx.Response(403))
@@ -387,12 +386,13 @@ async def test_a_new_instance_reattaches_by_the_job_id(facts: AdapterFacts,
 @every
 async def test_cancel_asks_the_provider_once(facts: AdapterFacts,
                                              client_for: ClientFor) -> None:
-    """CANCEL"""
-    if facts.cancel is None:
-        pytest.skip("the provider offers no cancel: the adapter does nothing")
+    """CANCEL (where documented; elsewhere nothing is sent)"""
     fake = facts.fake()
     await facts.make(client_for(fake.router)).cancel(facts.job(fake))
-    assert fake.router.count(*facts.cancel) == 1
+    if facts.cancel is None:  # none documented: nothing is sent, the render runs on
+        assert fake.router.calls == []
+    else:
+        assert fake.router.count(*facts.cancel) == 1
 
 
 # -- the account -----------------------------------------------------------------------------
