@@ -32,14 +32,14 @@ from provider_fakes import (
     run_one_row,
 )
 
-from conformance import runway, veo
+from conformance import luma, luma_legacy, runway, veo
 from conformance.facts import AdapterFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
-ALL = [m.FACTS for m in (runway, veo,
+ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy,
 )]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
