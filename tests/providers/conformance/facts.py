@@ -33,7 +33,8 @@ class EngineFacts:
         credits: (answer to every create, words in the account's status detail or "").
         retryable: (method, route, answer): a documented retryable render failure.
         unknown_create: a 2xx create answer without a usable id.
-        no_file: (route, answer) of a finished render that has no file, or None.
+        no_file: (route, answer, words in the failure) of a finished render that has no
+            file, or None.
     """
 
     account: str
@@ -42,7 +43,7 @@ class EngineFacts:
     credits: tuple[Answer, str]
     retryable: tuple[str, str, Answer]
     unknown_create: Answer
-    no_file: tuple[str, Answer] | None = None
+    no_file: tuple[str, Answer, str] | None = None
 
 
 @dataclass(frozen=True)

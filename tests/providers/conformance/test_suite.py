@@ -32,14 +32,14 @@ from provider_fakes import (
     run_one_row,
 )
 
-from conformance import luma, luma_legacy, runway, veo
+from conformance import fal, luma, luma_legacy, replicate, runway, veo
 from conformance.facts import AdapterFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
-ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy,
+ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate,
 )]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
@@ -526,10 +526,10 @@ async def test_engine_finished_without_a_file_is_never_created_again(
     """ENGINE-NO-FILE (read again, then failed; never created again)"""
     if facts.engine.no_file is None:
         pytest.skip("its own test file covers it")
-    route, answer = facts.engine.no_file
+    route, answer, words = facts.engine.no_file
     fake = facts.fake([facts.finished])
     _first(fake.router, "GET", route, answer)
     job, _ = await _run(facts, tmp_path, fake)
-    assert job.state is JobState.FAILED
+    assert job.state is JobState.FAILED and words in (job.error_message or "")
     assert fake.creates() == 1
     assert fake.router.count("GET", route) >= 2
