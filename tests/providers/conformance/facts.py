@@ -32,7 +32,9 @@ class EngineFacts:
             one create and the row FAILED with ``label`` and ``words`` in its message.
         credits: (answer to every create, words in the account's status detail or "").
         retryable: (method, route, answer): a documented retryable render failure.
-        unknown_create: a 2xx create answer without a usable id.
+        unknown_create: a 2xx create answer without a usable id (None: the adapter finds
+            the render again, its own test shows how).
+        settings: the account's settings.
         no_file: (route, answer, words in the failure) of a finished render that has no
             file, or None.
     """
@@ -42,8 +44,9 @@ class EngineFacts:
     permanent: tuple[tuple[str, str, Answer, ErrorLabel, str], ...]
     credits: tuple[Answer, str]
     retryable: tuple[str, str, Answer]
-    unknown_create: Answer
+    unknown_create: Answer | None
     no_file: tuple[str, Answer, str] | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
