@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from provider_fakes import SENTINEL_KEY
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.base import LostCreateSearch, RenderRequest
 
 Answer = Callable[[], httpx.Response]
-# (HTTP status, fixture name, headers, class, label, retry_after, body_maybe_sent)
-CreateError = tuple[int, str, Mapping[str, str], ErrorClass, ErrorLabel, float | None, bool]
+# (HTTP status, fixture name or the body itself, headers, class, label, retry_after,
+#  body_maybe_sent)
+CreateError = tuple[int, Any, Mapping[str, str], ErrorClass, ErrorLabel, float | None, bool]
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,8 @@ class EngineFacts:
         permanent: (method, route, answer, label, words): a documented permanent failure,
             one create and the row FAILED with ``label`` and ``words`` in its message.
         credits: (answer to every create, words in the account's status detail or "").
-        retryable: (method, route, answer): a documented retryable render failure.
+        retryable: (method, route, answer): documented retryable failures, each rendered
+            again.
         unknown_create: a 2xx create answer without a usable id (None: the adapter finds
             the render again, its own test shows how).
         settings: the account's settings.
@@ -43,7 +46,7 @@ class EngineFacts:
     prompt: str
     permanent: tuple[tuple[str, str, Answer, ErrorLabel, str], ...]
     credits: tuple[Answer, str]
-    retryable: tuple[str, str, Answer]
+    retryable: tuple[tuple[str, str, Answer], ...]
     unknown_create: Answer | None
     no_file: tuple[str, Answer, str] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -87,7 +90,7 @@ class AdapterFacts:
     lost_create: how a create whose answer was lost is found.
     cancel: (method, route) the adapter cancels with, or None.
     key_header: the header that carries the key; echo_statuses: statuses echoed back.
-    base_url: the account's base URL (None: the provider's default).
+    base_url: the account's base URL (None: the provider's default); key: its key.
     """
 
     kind: str
@@ -120,6 +123,7 @@ class AdapterFacts:
     key_header: str = "authorization"
     echo_statuses: tuple[int, ...] = (400, 401, 429, 500)
     base_url: str | None = None
+    key: str = SENTINEL_KEY
     reads_as: Callable[[dict[str, Any], str], bool] = field(
         default=lambda body, job_id: True)
 

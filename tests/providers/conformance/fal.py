@@ -125,8 +125,8 @@ FACTS = AdapterFacts(
                 "url": "https://docs.fal.ai/errors#image_load_error"}]}),
              ErrorLabel.INVALID_INPUT, "Failed to load the image")),
         credits=(_answer(403, "error_403_locked_balance"), "Exhausted balance"),
-        retryable=("GET", STATUS, lambda: json_response(200, status_failure(
-            "generation_timeout", "The generation timed out"))),
+        retryable=(("GET", STATUS, lambda: json_response(200, status_failure(
+            "generation_timeout", "The generation timed out"))),),
         unknown_create=lambda: json_response(200, {"queue_position": 0}),
         no_file=(RESULT, lambda: json_response(200, {"video": {}}), "")),
 )

@@ -139,6 +139,6 @@ FACTS = AdapterFacts(
             ("POST", CREATE, _answer(422, "error_422_image_url"), ErrorLabel.INVALID_INPUT,
              "could not be fetched")),
         credits=(_answer(402, "error_402"), ""),
-        retryable=("GET", GENERATION, _answer(200, "failed_generation_failed")),
+        retryable=(("GET", GENERATION, _answer(200, "failed_generation_failed")),),
         unknown_create=lambda: json_response(201, {"state": "queued"})),
 )

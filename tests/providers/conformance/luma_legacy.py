@@ -120,6 +120,6 @@ FACTS = AdapterFacts(
             ("POST", CREATE, _answer(400, "error_400_prompt_short"), ErrorLabel.INVALID_INPUT,
              "Prompt is too short")),
         credits=(_answer(400, "error_400_credits"), ""),
-        retryable=("GET", GENERATION, _answer(200, "failed_job")),
+        retryable=(("GET", GENERATION, _answer(200, "failed_job")),),
         unknown_create=lambda: json_response(201, {"state": "queued"})),
 )

@@ -133,6 +133,6 @@ FACTS = AdapterFacts(
             ("GET", VIDEO, _answer(200, "video_failed_image_download"),
              ErrorLabel.INVALID_INPUT, "Failed to download the input_reference image")),
         credits=(_answer(429, "error_429_quota"), ""),
-        retryable=("GET", VIDEO, _answer(200, "video_failed_server_error")),
+        retryable=(("GET", VIDEO, _answer(200, "video_failed_server_error")),),
         unknown_create=None),
 )

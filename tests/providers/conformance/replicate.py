@@ -106,7 +106,7 @@ FACTS = AdapterFacts(
             ("GET", PREDICTION, _answer(200, "prediction_failed_image"),
              ErrorLabel.PROVIDER_ERROR, "Failed to load image")),
         credits=(_answer(402, "error_402"), ""),
-        retryable=("GET", PREDICTION, _answer(200, "prediction_failed_unknown_e1000")),
+        retryable=(("GET", PREDICTION, _answer(200, "prediction_failed_unknown_e1000")),),
         unknown_create=lambda: json_response(201, {"status": "starting"}),
         no_file=(PREDICTION, lambda: json_response(200, {
             **fixture("replicate", "prediction_succeeded"), "output": None}),

@@ -140,6 +140,6 @@ FACTS = AdapterFacts(
             ("POST", CREATE, _answer(400, "error_400_asset"), ErrorLabel.INVALID_INPUT,
              "Failed to fetch asset")),
         credits=(_answer(400, "error_400_credits"), ""),
-        retryable=("GET", TASK, _answer(200, "task_failed_bad_output")),
+        retryable=(("GET", TASK, _answer(200, "task_failed_bad_output")),),
         unknown_create=lambda: json_response(200, {"status": "PENDING"})),
 )

@@ -82,8 +82,8 @@ async def test_create_errors_are_classified(facts: AdapterFacts,
     """ERR-CLASS, RETRY-AFTER (a create answered with an error is never sent again)"""
     for status, name, headers, error_class, label, wait, maybe_sent in facts.create_errors:
         fake = facts.fake()
-        fake.router.script("POST", facts.create,
-                           json_response(status, fixture(facts.provider, name), dict(headers)))
+        body = fixture(facts.provider, name) if isinstance(name, str) else name
+        fake.router.script("POST", facts.create, json_response(status, body, dict(headers)))
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
         assert (error.error_class, error.label, error.retry_after, error.body_maybe_sent) == (
             error_class, label, wait, maybe_sent), (status, name, headers)
@@ -96,9 +96,9 @@ async def test_a_429_honours_retry_after(facts: AdapterFacts, client_for: Client
     if not facts.retry_after:
         pytest.skip("the provider's 429 gives no Retry-After (its own test says so)")
     name = next(row[1] for row in facts.create_errors if row[0] == 429)
+    body = fixture(facts.provider, name) if isinstance(name, str) else name
     fake = facts.fake()
-    fake.router.script("POST", facts.create, json_response(
-        429, fixture(facts.provider, name), {"Retry-After": "17"}))
+    fake.router.script("POST", facts.create, json_response(429, body, {"Retry-After": "17"}))
     error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
     assert (error.error_class, error.label, error.retry_after) == (
         ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED, 17.0)
@@ -443,7 +443,7 @@ async def test_the_key_never_appears_in_errors_even_when_echoed(
 async def _run(facts: AdapterFacts, tmp_path: Path, fake: Any) -> tuple[Any, Any]:
     return await run_one_row(tmp_path, fake.router, facts.kind, prompt=facts.engine.prompt,
                              account=facts.engine.account, base_url=facts.base_url,
-                             settings=dict(facts.engine.settings))
+                             settings=dict(facts.engine.settings), key=facts.key)
 
 
 def _first(router: Router, method: str, route: str, answer: Any) -> None:
@@ -472,6 +472,7 @@ async def test_engine_documented_permanent_failure_one_create_then_failed(
         fake.router.script(method, route, answer())
         job, _ = await _run(facts, tmp_path / str(index), fake)
         assert (job.state, job.error_label) == (JobState.FAILED, label.value), words
+        assert job.error_class == "permanent"
         assert words in (job.error_message or "")
         assert fake.creates() == 1
 
@@ -497,12 +498,12 @@ async def test_engine_documented_retryable_failure_is_rendered_again(
     facts: AdapterFacts, tmp_path: Path
 ) -> None:
     """ENGINE-RETRYABLE"""
-    method, route, answer = facts.engine.retryable
-    fake = facts.fake([facts.finished])
-    fake.router.script(method, route, answer())
-    job, _ = await _run(facts, tmp_path, fake)
-    assert job.state is JobState.COMPLETED
-    assert fake.creates() == 2
+    for index, (method, route, answer) in enumerate(facts.engine.retryable):
+        fake = facts.fake([facts.finished])
+        fake.router.script(method, route, answer())
+        job, _ = await _run(facts, tmp_path / str(index), fake)
+        assert job.state is JobState.COMPLETED, route
+        assert fake.creates() == 2
 
 
 @every

@@ -133,7 +133,7 @@ FACTS = AdapterFacts(
             ("POST", CREATE, _answer(400, "error_400_invalid_argument"),
              ErrorLabel.INVALID_INPUT, "durationSeconds")),
         credits=(_answer(400, "error_400_billing"), "billing"),
-        retryable=("GET", OPERATION, _answer(200, "operation_error_internal")),
+        retryable=(("GET", OPERATION, _answer(200, "operation_error_internal")),),
         unknown_create=lambda: json_response(200, {"done": False}),
         no_file=(OPERATION, _answer(200, "operation_no_samples"), "")),
 )
