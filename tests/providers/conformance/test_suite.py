@@ -32,14 +32,14 @@ from provider_fakes import (
     run_one_row,
 )
 
-from conformance import fal, luma, luma_legacy, openai_compat, replicate, runway, veo
+from conformance import fal, kling, luma, luma_legacy, openai_compat, replicate, runway, veo
 from conformance.facts import AdapterFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
-ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
+ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat, kling,
 )]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
