@@ -37,7 +37,7 @@ class EngineFacts:
             again.
         unknown_create: a 2xx create answer without a usable id (None: the adapter finds
             the render again, its own test shows how).
-        settings: the account's settings.
+        settings, params: the account's settings and the row's parameters.
         no_file: (route, answer, words in the failure) of a finished render that has no
             file, or None.
     """
@@ -50,6 +50,7 @@ class EngineFacts:
     unknown_create: Answer | None
     no_file: tuple[str, Answer, str] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ class PollShape:
 @dataclass(frozen=True)
 class AdapterFacts:
     """Attributes:
-    kind: the registry's kind; provider: the fixtures folder.
+    kind: the registry's kind; provider: the fixtures folder; label: the test id (one
+        provider may bring a table per API).
     fake: ``fake(states)`` builds the provider fake (``.router``, ``.creates()``); each
         GET of the job moves it one fixture further along ``states``.
     make: the adapter on a client (key ``SENTINEL_KEY``); request: a render request.
@@ -82,7 +84,7 @@ class AdapterFacts:
     no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects.
     no_state: poll answers (JSON objects) that say nothing readable about the state.
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
-    no_file: a finished poll answer (JSON) without the file, or None.
+    no_file: finished poll answers (JSON) without the file.
     expire: makes the link in ``status`` dead once (``expire(fake, status)``).
     refresh: route -> how many GETs it has had once a poll and a download whose link
         was dead are done (the fresh link is read again once).
@@ -115,9 +117,10 @@ class AdapterFacts:
     check_key: tuple[str, Answer | None]
     engine: EngineFacts
     lost_create: LostCreateSearch = LostCreateSearch.NONE
+    label: str = ""
     retry_after: bool = True
     no_state: tuple[Any, ...] = ()
-    no_file: Any = None
+    no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
     cancel: tuple[str, str] | None = None
     key_header: str = "authorization"
@@ -128,7 +131,7 @@ class AdapterFacts:
         default=lambda body, job_id: True)
 
     def __str__(self) -> str:
-        return self.kind
+        return self.label or self.kind
 
     def job(self, fake: Any) -> str:
         return self.job_id if isinstance(self.job_id, str) else self.job_id(fake)

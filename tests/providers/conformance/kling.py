@@ -303,7 +303,7 @@ FACTS = AdapterFacts(
     unreadable=(),
     no_state=tuple({"code": 0, "data": data} for data in (
         {}, {"task_id": "999"}, {"task_id": SEEDED, "task_status": 3}, [], None)),
-    no_file=_finished_without_file(),
+    no_file=(_finished_without_file(),),
     id_key="task_id", reads_as=lambda body, job_id: False,  # only a code-0 envelope
     expire=expire_flag, refresh={TASK: 2},
     check_key=(rf"{API}/v1/videos/text2video", lambda: kling_error(1002)),

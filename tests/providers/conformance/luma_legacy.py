@@ -96,7 +96,7 @@ FACTS = AdapterFacts(
     unreadable=(b"<html>ok</html>", b'{"id": "9a8b', b"[]", b""),
     no_state=({}, {"id": GEN_ID}, {"state": None}, {"state": 2},
               {"generation": {"state": "completed"}}),
-    no_file={**fixture("luma_legacy", "generation_completed"), "assets": None},
+    no_file=({**fixture("luma_legacy", "generation_completed"), "assets": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     poll_shape=PollShape(
         states=("queued", "dreaming", "completed", "failed"),

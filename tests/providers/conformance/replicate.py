@@ -90,7 +90,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "starting"},
            {"prediction": {"id": PRED_ID}}),
     unreadable=(b"<html>ok</html>", b'{"id": "ufaw', b"[]", b""),
-    no_file={**fixture("replicate", "prediction_succeeded"), "output": None},
+    no_file=({**fixture("replicate", "prediction_succeeded"), "output": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={PREDICTION: 2},
     check_key=(rf"{API}/v1/account", _answer(401, "error_401")),

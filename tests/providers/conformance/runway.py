@@ -117,7 +117,7 @@ FACTS = AdapterFacts(
     unreadable=(b"<html>oops</html>",),
     no_state=({}, {"id": TASK_ID}, {"status": None}, {"status": 1},
               {"task": {"status": "SUCCEEDED"}}),
-    no_file={**fixture("runway", "task_succeeded"), "output": []},
+    no_file=({**fixture("runway", "task_succeeded"), "output": []},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     poll_shape=PollShape(
         states=("PENDING", "THROTTLED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"),

@@ -32,15 +32,25 @@ from provider_fakes import (
     run_one_row,
 )
 
-from conformance import fal, kling, luma, luma_legacy, openai_compat, replicate, runway, veo
+from conformance import (
+    fal,
+    kling,
+    luma,
+    luma_legacy,
+    minimax,
+    openai_compat,
+    replicate,
+    runway,
+    veo,
+)
 from conformance.facts import AdapterFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
-ALL = [m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat, kling,
-)]
+ALL = [*(m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
+                           kling, minimax)), minimax.FACTS_V2]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
 
@@ -85,8 +95,10 @@ async def test_create_errors_are_classified(facts: AdapterFacts,
         body = fixture(facts.provider, name) if isinstance(name, str) else name
         fake.router.script("POST", facts.create, json_response(status, body, dict(headers)))
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
-        assert (error.error_class, error.label, error.retry_after, error.body_maybe_sent) == (
-            error_class, label, wait, maybe_sent), (status, name, headers)
+        assert (error.error_class, error.label, error.retry_after, error.body_maybe_sent,
+                error.status_code) == (error_class, label, wait, maybe_sent,
+                                       status if status >= 400 else None), (
+            status, name, headers)  # a refusal inside an HTTP 200 has no error status
         assert fake.creates() == 1
 
 
@@ -216,7 +228,8 @@ async def test_a_poll_answer_without_a_state_is_an_unknown_outcome(
         fake = facts.fake()
         fake.router.script("GET", facts.poll, json_response(200, answer))
         error = await _raised(facts.make(client_for(fake.router)).poll(facts.job(fake)))
-        assert error.label is ErrorLabel.SUBMIT_UNKNOWN, answer
+        assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
+                                                    ErrorLabel.SUBMIT_UNKNOWN), answer
 
 
 @every
@@ -241,13 +254,15 @@ async def test_finished_without_its_file_is_succeeded_not_failed(
     facts: AdapterFacts, client_for: ClientFor
 ) -> None:
     """NO-FILE (a failed render may be created again; this one may have been paid)"""
-    if facts.no_file is None:
+    if not facts.no_file:
         pytest.skip("its own test file covers a finished render without a file")
-    fake = facts.fake([facts.finished])
-    fake.router.script("GET", facts.poll, json_response(200, facts.no_file))
-    status = await facts.make(client_for(fake.router)).poll(facts.job(fake))
-    assert status.phase is RemotePhase.SUCCEEDED
-    assert status.video_url is None and status.error is None
+    for answer in facts.no_file:
+        fake = facts.fake([facts.finished])
+        fake.router.script("GET", facts.poll, json_response(200, answer))
+        status = await facts.make(client_for(fake.router)).poll(facts.job(fake))
+        assert status.phase is RemotePhase.SUCCEEDED, answer
+        assert status.video_url is None and status.error is None, answer
+        assert fake.creates() == 0
 
 
 @every
@@ -378,9 +393,11 @@ async def test_a_new_instance_reattaches_by_the_job_id(facts: AdapterFacts,
     assert fake.creates() == 1
     assert lost_create_search(second) is facts.lost_create
     assert second.supports_lookup is (facts.lost_create is LostCreateSearch.LOOKUP)
-    if not second.supports_lookup:  # never "no such render" (invariant 11)
+    if not second.supports_lookup:  # never "no such render" (invariant 11), nothing asked
+        sent = len(fake.router.calls)
         error = await _raised(second.lookup(facts.request()))
         assert error.label is ErrorLabel.SUBMIT_UNKNOWN
+        assert len(fake.router.calls) == sent
 
 
 @every
@@ -443,7 +460,8 @@ async def test_the_key_never_appears_in_errors_even_when_echoed(
 async def _run(facts: AdapterFacts, tmp_path: Path, fake: Any) -> tuple[Any, Any]:
     return await run_one_row(tmp_path, fake.router, facts.kind, prompt=facts.engine.prompt,
                              account=facts.engine.account, base_url=facts.base_url,
-                             settings=dict(facts.engine.settings), key=facts.key)
+                             settings=dict(facts.engine.settings), key=facts.key,
+                             params=dict(facts.engine.params))
 
 
 def _first(router: Router, method: str, route: str, answer: Any) -> None:

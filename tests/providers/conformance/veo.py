@@ -112,7 +112,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"name": ""}, {"name": None}, {"name": "models/veo-3.1-generate-preview"},
            {"done": False}, {"operations": [{"name": OP_NAME}]}),
     unreadable=(HTML_PAGE, b'{"name": "models/veo', b"[]", b""),
-    no_file=fixture("veo", "operation_no_samples"),
+    no_file=(fixture("veo", "operation_no_samples"),),
     id_key="name",
     reads_as=lambda body, job_id: job_id == body["name"] and "/operations/" in job_id,
     expire=expire_flag, refresh={OPERATION: 2, FILE: 2},
