@@ -85,14 +85,20 @@ def planted(adapter: type[runway.RunwayProvider]) -> Any:
     return dataclasses.replace(runway_facts.FACTS, make=make)
 
 
-BUGS: dict[str, tuple[type[runway.RunwayProvider], Check]] = {
-    "wrong error class": (WrongErrorClass, suite.test_create_errors_are_classified),
-    "dropped Retry-After": (DroppedRetryAfter, suite.test_a_429_honours_retry_after),
+# bug -> (the planted adapter, the suite's check, what its failure says: the check fails
+# where the bug is, not by accident)
+BUGS: dict[str, tuple[type[runway.RunwayProvider], Check, str]] = {
+    "wrong error class": (WrongErrorClass, suite.test_create_errors_are_classified,
+                          "(401, 'error_401', {})"),
+    "dropped Retry-After": (DroppedRetryAfter, suite.test_a_429_honours_retry_after, "17.0"),
     "key left in an error text": (
-        KeyInErrorText, suite.test_the_key_never_appears_in_errors_even_when_echoed),
+        KeyInErrorText, suite.test_the_key_never_appears_in_errors_even_when_echoed,
+        "SENTINEL"),
     "missed terminal state": (MissedTerminalState,
-                              suite.test_every_documented_failure_ends_the_render),
-    "download without its byte cap": (NoByteCap, suite.test_downloads_keep_the_byte_cap),
+                              suite.test_every_documented_failure_ends_the_render,
+                              "task_failed_safety"),
+    "download without its byte cap": (NoByteCap, suite.test_downloads_keep_the_byte_cap,
+                                      "DID NOT RAISE"),
 }
 
 
@@ -100,16 +106,17 @@ BUGS: dict[str, tuple[type[runway.RunwayProvider], Check]] = {
 async def test_each_planted_bug_fails_the_suite(
     bug: str, client_for: ClientFor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    adapter, check = BUGS[bug]
-    with pytest.raises((AssertionError, pytest.fail.Exception)):  # an assert, or raises()
+    adapter, check, says = BUGS[bug]
+    with pytest.raises((AssertionError, pytest.fail.Exception)) as caught:  # or raises()
         await run(check, planted(adapter), client_for, caplog)
+    assert says in str(caught.value)
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=str)
 async def test_the_same_checks_pass_without_the_bug(
     bug: str, client_for: ClientFor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _, check = BUGS[bug]
+    _, check, _ = BUGS[bug]
     await run(check, planted(runway.RunwayProvider), client_for, caplog)
 
 
