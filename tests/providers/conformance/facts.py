@@ -145,3 +145,48 @@ def expire_flag(fake: Any, status: Any) -> None:
 def expire_url(fake: Any, status: Any) -> None:
     """For fakes that re-sign the link on every read: this link is dead from now on."""
     fake.expired.add(status.video_url)
+
+
+@dataclass(frozen=True)
+class SearchFacts:
+    """An adapter's search of the account's renders (reconcile by search), for
+    conformance/test_search.py.
+
+    Attributes:
+        label: the test id; provider: the fixtures folder.
+        listing: ``listing(n)`` builds a fake account (``.router``) listing ``n`` renders,
+            all created inside ``window`` and already listed.
+        make: ``make(client, fake)``: the adapter on a client to that fake.
+        route: the list's route; window: (since, until) of the searches.
+        page, budget: renders one page holds, pages one search reads at most.
+        hosts: the provider's own hosts (the only ones a search may call), and the
+            ``authorization`` header each of its calls carries.
+        first_errors: (status, fixture, class, label) of a refused first page.
+        failures: answers to the second page that leave the search incomplete
+            (``failure()`` gives what ``Router.script`` takes).
+        unreadable: HTTP 200 page bodies that cannot be read.
+        off: ``(make_off, route)``: an account whose host has no list, and that route.
+        off_statuses: the statuses such a host answers the list with; off_label: the
+            label of the error the search raises then (None: any; the engine takes any
+            error of a search as "unknown").
+    """
+
+    label: str
+    provider: str
+    listing: Callable[[int], Any]
+    make: Callable[[httpx.AsyncClient, Any], Any]
+    route: str
+    window: tuple[float, float]
+    page: int
+    budget: int
+    hosts: tuple[str, ...]
+    first_errors: tuple[tuple[int, str, ErrorClass, ErrorLabel], ...]
+    failures: tuple[Callable[[], Any], ...]
+    unreadable: tuple[bytes, ...]
+    off: tuple[Callable[[httpx.AsyncClient], Any], str]
+    off_statuses: tuple[int, ...] = (404, 405)
+    off_label: ErrorLabel | None = ErrorLabel.SUBMIT_UNKNOWN
+    authorization: str = f"Bearer {SENTINEL_KEY}"
+
+    def __str__(self) -> str:
+        return self.label
