@@ -38,6 +38,7 @@ from conformance import (
     luma,
     luma_legacy,
     minimax,
+    mock,
     openai_compat,
     replicate,
     runway,
@@ -50,7 +51,7 @@ from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
 ALL = [*(m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
-                           kling, minimax)), minimax.FACTS_V2]
+                           kling, minimax)), minimax.FACTS_V2, mock.FACTS]
 ClientFor = Callable[[Router], httpx.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
 
@@ -127,6 +128,7 @@ async def test_a_create_without_an_answer_is_never_sent_again(
     assert (error.error_class, error.label, error.body_maybe_sent) == (
         ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT, True)
     assert len(fake.router.calls) == 1
+    assert SENTINEL_KEY not in all_texts(error)
     fake.router.script("POST", facts.create, httpx.ConnectError("refused"))
     error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
     assert error.body_maybe_sent is False
