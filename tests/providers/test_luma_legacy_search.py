@@ -1,130 +1,39 @@
-"""Issue 19 for Luma Dream Machine (legacy): a create whose answer was lost is found again
-in ``GET /generations``.
-
-The fake follows lumaai-python 1.18.1 (``resources/generations/generations.py`` ``list``:
-``limit`` / ``offset``; ``types/generation_list_response.py``: ``generations``, ``count``,
-``has_more``, ``limit``, ``offset``; ``types/generation.py``: each Generation echoes its
-whole create ``request`` and its ``created_at``) and the OpenAPI file's default page size
-(100). The list's order is not documented, so the fake can list newest first, oldest
-first or shuffled; a generation is listed only after a random delay (never longer than the
-adapter's ``settle_seconds``), and other clients on the same key create generations with
-the same prompt at other times. Time is the fake's clock: nothing sleeps.
-"""
+"""Luma Dream Machine: a lost create found in the account's generations (the fake:
+conformance/luma_legacy_search.py). The behaviours every search shares run in
+conformance/test_search.py."""
 
 from __future__ import annotations
 
-import json
-import logging
-import random
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
 import pytest
+from conformance.luma_legacy_search import (
+    LIST,
+    ROW,
+    T0,
+    FakeGenerations,
+    ids,
+    make,
+    request,
+)
 from provider_fakes import (
-    SENTINEL_KEY,
     Router,
-    all_texts,
-    echo_error,
     fixture,
     json_response,
 )
 
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers.adapters import luma_legacy
 from reelqueue.providers.base import (
-    ProviderConfig,
     ReconcileMethod,
-    RemoteRecord,
-    RenderRequest,
     SearchableProvider,
     reconcile_method,
     sends_client_token,
 )
 
-API = "api.lumalabs.ai"
-CREATE = rf"{API}/dream-machine/v1/generations/video"
-LIST = rf"{API}/dream-machine/v1/generations"
-T0 = datetime(2026, 10, 2, 10, 0, tzinfo=UTC).timestamp()
 ClientFor = Callable[[Router], httpx2.AsyncClient]
-
-
-def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
-class FakeGenerations:
-    """api.lumalabs.ai's create and list, on a clock the test moves."""
-
-    def __init__(self, *, order: str = "newest", max_delay: float = 90.0,
-                 seed: int = 7) -> None:
-        self.router = Router()
-        self.rng = random.Random(seed)
-        self.now = T0
-        self.order = order
-        self.max_delay = max_delay
-        # (generation, the moment the list starts showing it)
-        self.generations: list[tuple[dict[str, Any], float]] = []
-        self.router.add("POST", CREATE, self._create)
-        self.router.add("GET", LIST, self._list)
-
-    def add(self, at: float, request: dict[str, Any], *, state: str = "completed",
-            visible_at: float | None = None, **extra: Any) -> dict[str, Any]:
-        """A generation created at ``at`` (by us or another client on the same key)."""
-        generation_id = f"{self.rng.getrandbits(128):032x}"
-        generation = {"id": generation_id, "generation_type": "video", "state": state,
-                      "failure_reason": None, "created_at": iso(at), "assets": None,
-                      "model": request.get("model"), "request": request, **extra}
-        self.generations.append((generation, at if visible_at is None else visible_at))
-        return generation
-
-    def other(self, at: float, prompt: str = "A koi pond", **params: Any) -> dict[str, Any]:
-        return self.add(at, {"generation_type": "video", "prompt": prompt,
-                             "model": "ray-2", **params})
-
-    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        body = json.loads(request.content)
-        generation = self.add(self.now, {"generation_type": "video", **body}, state="queued",
-                              visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
-        return json_response(201, generation)
-
-    def listing(self) -> list[dict[str, Any]]:
-        shown = [(g, at) for g, at in self.generations if at <= self.now]
-        shown.sort(key=lambda pair: pair[0]["created_at"], reverse=self.order == "newest")
-        if self.order == "shuffled":
-            random.Random(3).shuffle(shown)
-        return [g for g, _ in shown]
-
-    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        limit = int(request.url.params.get("limit", 100))
-        offset = int(request.url.params.get("offset", 0))
-        everything = self.listing()
-        page = everything[offset:offset + limit]
-        return json_response(200, {"generations": page, "count": len(page),
-                                   "has_more": offset + limit < len(everything),
-                                   "limit": limit, "offset": offset})
-
-    def list_calls(self) -> list[tuple[str | None, str | None]]:
-        return [(c.url.params.get("limit"), c.url.params.get("offset"))
-                for c in self.router.calls if c.method == "GET"]
-
-
-def make(client: httpx2.AsyncClient, base_url: str | None = None
-         ) -> luma_legacy.LumaLegacyProvider:
-    return luma_legacy.create(client, ProviderConfig("dm", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A koi pond", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
-
-
-def ids(records: tuple[RemoteRecord, ...]) -> set[str]:
-    return {record.provider_job_id for record in records}
-
-
-ROW = {"model": "ray-2", "duration": 9, "aspect_ratio": "21:9", "resolution": "1080p",
-       "image": "https://img.example.test/k.jpg"}
 
 
 # -- the interface -------------------------------------------------------------------------
@@ -368,83 +277,3 @@ async def test_an_error_mid_way_leaves_the_search_incomplete(
     assert len(result.records) == 11
     assert len(fake.list_calls()) == 2
 
-
-@pytest.mark.parametrize(("status", "name", "error_class", "label"), [
-    (401, "error_401", ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
-    (429, "error_429", ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
-    (500, "error_500", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_an_error_on_the_first_page_is_raised_as_classified(
-    client_for: ClientFor, status: int, name: str, error_class: ErrorClass,
-    label: ErrorLabel,
-) -> None:
-    router = Router()
-    router.script("GET", LIST, json_response(status, fixture("luma_legacy", name)))
-    provider = make(client_for(router))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(0, 2e9)
-    assert (caught.value.error_class, caught.value.label) == (error_class, label)
-    assert provider.supports_search is True
-
-
-@pytest.mark.parametrize("status", [404, 405])
-async def test_a_gateway_without_the_list_turns_search_off(
-    client_for: ClientFor, status: int
-) -> None:
-    router = Router()
-    router.script("GET", r"gw\.example\.test/v1/generations",
-                  json_response(status, {"detail": "Not Found"}))
-    provider = make(client_for(router), base_url="https://gw.example.test/v1")
-    with pytest.raises(ProviderError):
-        await provider.search(0, 2e9)
-    assert provider.supports_search is False
-    assert reconcile_method(provider) is ReconcileMethod.NONE
-
-
-@pytest.mark.parametrize("body", [
-    b"<html>ok</html>", b"[]", b"", b'{"generations": [',
-    b'{"data": []}', b'{"generations": {}}', b'{"generations": null}',
-    b'{"generations": [1]}', b'{"generations": [{"state": "completed"}]}',
-    b'{"generations": [{"id": ""}]}', b'{"generations": [], "has_more": "no"}',
-    b'{"generations": [], "offset": 300}',
-])
-@pytest.mark.parametrize("page", [1, 2])
-async def test_an_unreadable_page_is_an_unknown_outcome(
-    client_for: ClientFor, body: bytes, page: int
-) -> None:
-    router = Router()
-    if page == 2:
-        router.script("GET", LIST, json_response(200, fixture("luma_legacy",
-                                                              "list_page_first")))
-    router.script("GET", LIST, httpx2.Response(200, content=body))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(router)).search(0, 2e9)
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
-    assert len(router.calls) == page
-
-
-# -- the key -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("status", [400, 401, 404, 429, 500])
-async def test_the_key_is_never_in_a_url_or_an_error(
-    client_for: ClientFor, status: int, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG)
-    fake = FakeGenerations()
-    fake.other(T0)
-    provider = make(client_for(fake.router))
-    await provider.search(T0 - 60, T0 + 60)
-    fake.router.script("GET", LIST, lambda r: echo_error(status, r))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 60, T0 + 60)
-    assert SENTINEL_KEY not in all_texts(caught.value)
-    fake.router.script("GET", LIST, httpx2.Response(200, content=SENTINEL_KEY.encode()))
-    with pytest.raises(ProviderError) as unreadable:
-        await provider.search(T0 - 60, T0 + 60)
-    assert SENTINEL_KEY not in all_texts(unreadable.value)
-    assert all(SENTINEL_KEY not in str(call.url) for call in fake.router.calls)
-    assert all(call.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
-               for call in fake.router.calls)
-    assert SENTINEL_KEY not in caplog.text

@@ -46,15 +46,6 @@ async def test_a_create_is_sent_once_with_the_key_as_json(client_for: ClientFor)
     assert json.loads(call.body)["client_token"] == "tok-1"
 
 
-async def test_a_create_that_timed_out_may_have_been_sent(client_for: ClientFor) -> None:
-    router = Router()
-    router.script("POST", r"127\.0\.0\.1/v1/renders", read_timeout)
-    with pytest.raises(ProviderError) as error:
-        await adapter(client_for(router)).submit(request())
-    assert error.value.body_maybe_sent and router.count("POST", r".*/v1/renders") == 1
-    assert SENTINEL_KEY not in all_texts(error.value)
-
-
 async def test_a_redirect_is_never_followed(client_for: ClientFor) -> None:
     router = Router()
     router.add("GET", r"127\.0\.0\.1/v1/account", lambda req, m: httpx2.Response(

@@ -1,31 +1,34 @@
-"""Reconciliation for the OpenAI-compatible /v1/videos adapter: ``search()`` and ``echo()``
-against a fake gateway whose list follows the SDK (``GET /videos`` with ``after``, ``limit``,
-``order``; a ``ConversationCursorPage`` of ``Video`` objects; see
-tests/fixtures/openai_compat/SOURCE.md, "Reconciliation")."""
+"""Reconciliation for the OpenAI-compatible /v1/videos adapter: search() and echo() (the
+fake: conformance/openai_compat_search.py). The behaviours every search shares run in
+conformance/test_search.py."""
 
 from __future__ import annotations
 
-import logging
-import random
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
+from conformance.openai_compat_search import (
+    BASE_URL,
+    GATEWAY,
+    HOUR,
+    T0,
+    VIDEOS,
+    FakeVideoList,
+    form_fields,
+    make,
+    matches,
+    request,
+)
 from provider_fakes import (
     SENTINEL_KEY,
     Router,
-    all_texts,
-    echo_error,
     fixture,
     json_response,
-    read_timeout,
 )
 
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import (
     ProviderConfig,
@@ -37,113 +40,7 @@ from reelqueue.providers.base import (
     sends_client_token,
 )
 
-GATEWAY = "videos.gateway.example"
-BASE_URL = f"https://{GATEWAY}/v1"
-VIDEOS = rf"{GATEWAY}/v1/videos"
-T0 = 1_790_000_000.0
-HOUR = 3600.0
 ClientFor = Callable[[Router], httpx2.AsyncClient]
-
-
-@dataclass
-class Listed:
-    video: dict[str, Any]
-    visible_at: float
-
-
-def form_fields(body_bytes: bytes) -> dict[str, str]:
-    """The text parts of a multipart create (the file part has a filename and is skipped)."""
-    body = body_bytes.decode("utf-8", "replace")
-    return dict(re.findall(r'name="(\w+)"\r\n\r\n(.*?)\r\n--', body, flags=re.DOTALL))
-
-
-class FakeVideoList:
-    """A gateway with the /v1/videos list as the SDK documents it.
-
-    ``GET /videos`` pages newest first (``order=desc``, the default here) or oldest first,
-    ``limit`` 0-100 (the API reference's range; 20 when absent; more is a 400), ``after``
-    the id of the previous page's last video. A video made by ``POST /videos`` is listed
-    only after a random delay (the settle) drawn from a seeded generator; ``now`` is the
-    fake's clock, shared with the adapter. ``ignore_order`` / ``ignore_after`` play a
-    gateway that implements the list badly.
-    """
-
-    def __init__(self, *, seed: int = 7, max_delay: float = 90.0) -> None:
-        self.router = Router()
-        self.now = T0
-        self.listed: list[Listed] = []
-        self.rng = random.Random(seed)
-        self.max_delay = max_delay
-        self.ignore_order = False
-        self.ignore_after = False
-        self.router.add("POST", VIDEOS, self._create)
-        self.router.add("GET", VIDEOS, self._list)
-
-    def add(self, prompt: str | None, created_at: float, *, model: str = "wan-2.5",
-            seconds: str = "8", size: str = "1280x720", status: str = "completed",
-            visible_at: float | None = None) -> str:
-        """A video made by anyone on this key (another client too), listed from
-        ``visible_at`` (default: at once)."""
-        video_id = f"video_{len(self.listed):032x}"
-        video = fixture("openai_compat", "video_completed")
-        video.update(id=video_id, created_at=int(created_at), model=model, seconds=seconds,
-                     size=size, status=status, prompt=prompt)
-        self.listed.append(Listed(video, created_at if visible_at is None else visible_at))
-        return video_id
-
-    def list_calls(self) -> list[httpx2.URL]:
-        return [c.url for c in self.router.calls
-                if c.method == "GET" and c.url.path == "/v1/videos"]
-
-    def _create(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        sent = form_fields(request.content)
-        video_id = self.add(sent["prompt"], self.now, model=sent["model"],
-                            seconds=sent.get("seconds", "4"), size=sent.get("size", "720x1280"),
-                            status="queued",
-                            visible_at=self.now + self.rng.uniform(1.0, self.max_delay))
-        return json_response(200, self.listed[-1].video | {"id": video_id})
-
-    def _list(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        query = request.url.params
-        limit = int(query.get("limit", "20"))
-        if not 0 <= limit <= 100:
-            return json_response(400, {"error": {"message": "limit must be 0-100",
-                                                 "type": "invalid_request_error",
-                                                 "param": "limit", "code": None}})
-        newest_first = query.get("order", "desc") == "desc" and not self.ignore_order
-        visible = sorted((x.video for x in self.listed if x.visible_at <= self.now),
-                         key=lambda v: (v["created_at"], v["id"]), reverse=newest_first)
-        after = query.get("after")
-        if after and not self.ignore_after:
-            ids = [v["id"] for v in visible]
-            if after not in ids:
-                return json_response(404, {"error": {"message": f"No video {after}"}})
-            visible = visible[ids.index(after) + 1:]
-        page = visible[:limit]
-        return json_response(200, {
-            "object": "list", "data": page, "has_more": len(visible) > limit,
-            "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None})
-
-
-def make(client: httpx2.AsyncClient, fake: FakeVideoList,
-         **settings: Any) -> openai_compat.OpenAICompatProvider:
-    config = ProviderConfig("gw", BASE_URL, SENTINEL_KEY,
-                            settings={"model": "wan-2.5", **settings})
-    return openai_compat.OpenAICompatProvider(client, config, clock=lambda: fake.now)
-
-
-def request(prompt: str = "A tide pool", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
-
-
-def matches(records: tuple[RemoteRecord, ...], echo: Any, since: float, until: float
-            ) -> list[str]:
-    """What the engine would take as candidates: same echo (or none to compare) in the
-    window (or of unknown time)."""
-    return [r.provider_job_id for r in records
-            if (r.echo is None or r.echo == echo)
-            and (r.created_at is None or since <= r.created_at <= until)]
 
 
 # -- found again: the created render, once the list shows it -------------------------------
@@ -315,36 +212,6 @@ async def test_the_end_of_the_list_is_complete_within_what_the_list_keeps(
     assert (await make(client_for(empty.router), empty).search(T0 - 60, T0)).complete is True
 
 
-async def test_the_page_budget_running_out_is_not_complete(client_for: ClientFor) -> None:
-    fake = FakeVideoList()
-    for n in range(openai_compat.LIST_PAGE_BUDGET * 100 + 5):
-        fake.add("A tide pool", T0 - n)
-    provider = make(client_for(fake.router), fake)
-    result = await provider.search(T0 - 3 * HOUR, T0)
-    assert result.complete is False
-    assert len(fake.list_calls()) == openai_compat.LIST_PAGE_BUDGET
-    assert len(result.records) == openai_compat.LIST_PAGE_BUDGET * 100
-
-
-@pytest.mark.parametrize("failure", [
-    json_response(500, fixture("openai_compat", "error_500")),
-    json_response(429, fixture("openai_compat", "error_429_rate")),
-    read_timeout,
-    json_response(404, {"error": {"message": "No video with that id"}}),  # cursor gone
-])
-async def test_an_error_mid_way_is_not_complete(client_for: ClientFor, failure: Any) -> None:
-    fake = FakeVideoList()
-    for n in range(250):
-        fake.add("A tide pool", T0 - n)
-    provider = make(client_for(fake.router), fake)
-    fake.router.script("GET", VIDEOS, lambda r: fake._list(r, None))
-    fake.router.script("GET", VIDEOS, failure)
-    result = await provider.search(T0 - 600, T0)
-    assert result.complete is False
-    assert len(result.records) == 100
-    assert provider.supports_search is True
-
-
 async def test_a_list_that_ignores_order_is_read_to_its_end(client_for: ClientFor) -> None:
     """Oldest first despite order=desc: the first video is older than since, which proves
     nothing; the list is read to its end (and our video is in its last page)."""
@@ -403,32 +270,6 @@ async def test_without_last_id_the_last_video_is_the_cursor(client_for: ClientFo
 
 # -- unknown, never "none" ----------------------------------------------------------------
 
-@pytest.mark.parametrize("body", [
-    b"<html>ok</html>", b"", b"[]", b'{"data": "none"}', b'{"object": "list"}',
-    b'{"data": [{"object": "video"}], "has_more": false}',
-    b'{"data": [{"id": ""}], "has_more": false}',
-    b'{"data": ["video_1"], "has_more": false}',
-    b'{"data": [], "has_more": "no"}',
-    b'{"data": [], "has_more": true}',
-    b'{"data": [{"id": "video_1"}], "has_more": true, "last_id": 7}',
-])
-@pytest.mark.parametrize("page", [1, 2])
-async def test_an_unreadable_page_is_an_unknown_outcome(
-    client_for: ClientFor, body: bytes, page: int
-) -> None:
-    fake = FakeVideoList()
-    for n in range(150):
-        fake.add("A tide pool", T0 - n)
-    provider = make(client_for(fake.router), fake)
-    if page == 2:
-        fake.router.script("GET", VIDEOS, lambda r: fake._list(r, None))
-    fake.router.script("GET", VIDEOS, httpx2.Response(200, content=body))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 600, T0)
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
-
-
 @pytest.mark.parametrize("status", [404, 405])
 async def test_a_gateway_without_the_list_makes_search_unavailable(
     client_for: ClientFor, status: int
@@ -457,50 +298,6 @@ async def test_check_key_finding_no_list_makes_search_unavailable(
     fake.router.script("GET", VIDEOS, httpx2.Response(404))
     await provider.check_key()
     assert reconcile_method(provider) is ReconcileMethod.NONE
-
-
-@pytest.mark.parametrize(("status", "name", "error_class", "label"), [
-    (401, "error_401", ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
-    (429, "error_429_rate", ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
-    (500, "error_500", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_a_first_page_error_is_classified(
-    client_for: ClientFor, status: int, name: str, error_class: ErrorClass,
-    label: ErrorLabel,
-) -> None:
-    fake = FakeVideoList()
-    provider = make(client_for(fake.router), fake)
-    fake.router.script("GET", VIDEOS, json_response(status, fixture("openai_compat", name)))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 600, T0)
-    assert (caught.value.error_class, caught.value.label) == (error_class, label)
-    assert provider.supports_search is True
-
-
-async def test_the_key_never_appears_in_list_urls_or_errors(
-    client_for: ClientFor, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.DEBUG)
-    fake = FakeVideoList()
-    for n in range(150):
-        fake.add("A tide pool", T0 - n)
-    provider = make(client_for(fake.router), fake)
-    await provider.search(T0 - 600, T0)
-    for status in (400, 401, 404, 500):
-        fake.router.script("GET", VIDEOS, lambda r, s=status: echo_error(s, r))
-        with pytest.raises(ProviderError) as caught:
-            await provider.search(T0 - 600, T0)
-        assert SENTINEL_KEY not in all_texts(caught.value)
-    fake.router.script("GET", VIDEOS, lambda r: httpx2.Response(
-        200, content=b"<html>" + str(dict(r.headers)).encode() + b"</html>"))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 600, T0)
-    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
-    assert SENTINEL_KEY not in all_texts(caught.value)
-    assert all(SENTINEL_KEY not in str(url) for url in fake.list_calls())
-    assert all(c.headers["authorization"] == f"Bearer {SENTINEL_KEY}"
-               for c in fake.router.calls)  # in the header, to the gateway only
-    assert SENTINEL_KEY not in caplog.text
 
 
 def test_fixtures_are_named_in_source_md() -> None:

@@ -1,0 +1,192 @@
+"""What the conformance suite needs to know about one adapter: :class:`AdapterFacts`.
+
+Each provider's module here builds its fake (answers from the official fixtures under
+``tests/fixtures/<provider>/``) and one ``FACTS`` table; test_suite.py runs every common
+behaviour over all of them, and the per-adapter test files keep only what is particular.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+from provider_fakes import SENTINEL_KEY
+
+from reelqueue.domain.errors import ErrorClass, ErrorLabel
+from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.base import LostCreateSearch, RenderRequest
+
+Answer = Callable[[], httpx2.Response]
+# (HTTP status, fixture name or the body itself, headers, class, label, retry_after,
+#  body_maybe_sent)
+CreateError = tuple[int, Any, Mapping[str, str], ErrorClass, ErrorLabel, float | None, bool]
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """One row through the real engine, answers scripted at the fake.
+
+    Attributes:
+        account, prompt: the account the row runs on and its prompt.
+        permanent: (method, route, answer, label, words): a documented permanent failure,
+            one create and the row FAILED with ``label`` and ``words`` in its message.
+        credits: (answer to every create, words in the account's status detail or "").
+        retryable: (method, route, answer): documented retryable failures, each rendered
+            again.
+        unknown_create: a 2xx create answer without a usable id (None: the adapter finds
+            the render again, its own test shows how).
+        settings, params: the account's settings and the row's parameters.
+        no_file: (route, answer, words in the failure) of a finished render that has no
+            file, or None.
+    """
+
+    account: str
+    prompt: str
+    permanent: tuple[tuple[str, str, Answer, ErrorLabel, str], ...]
+    credits: tuple[Answer, str]
+    retryable: tuple[tuple[str, str, Answer], ...]
+    unknown_create: Answer | None
+    no_file: tuple[str, Answer, str] | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PollShape:
+    """For the poll-answer property: the documented state words, the field names random
+    answers are built from, the field holding the state and the words that end a render."""
+
+    states: tuple[str, ...]
+    keys: tuple[str, ...]
+    state_key: str
+    ending: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AdapterFacts:
+    """Attributes:
+    kind: the registry's kind; provider: the fixtures folder; label: the test id (one
+        provider may bring a table per API).
+    fake: ``fake(states)`` builds the provider fake (``.router``, ``.creates()``); each
+        GET of the job moves it one fixture further along ``states``.
+    make: the adapter on a client (key ``SENTINEL_KEY``); request: a render request.
+    create, created: the create route and its success status.
+    poll: the route of the polled job; job_id: its id (or ``job_id(fake)`` for a fake that
+        knows only jobs it created).
+    video: the route of the host that serves the video (no key goes there).
+    states: (fixture, phase, sub_status or None): every documented state of a render.
+    finished: the fixture of a finished render with its file.
+    failures: (fixture, class, label): every documented failed state.
+    create_errors: documented error answers to a create and how they are classified.
+    retry_after: the create route honours a Retry-After header on a 429.
+    no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects.
+    no_state: poll answers (JSON objects) that say nothing readable about the state.
+    id_key: the create answer's id field (for the property); poll_shape: see PollShape.
+    no_file: finished poll answers (JSON) without the file.
+    expire: makes the link in ``status`` dead once (``expire(fake, status)``).
+    refresh: route -> how many GETs it has had once a poll and a download whose link
+        was dead are done (the fresh link is read again once).
+    check_key: (route read, answer refusing the key, or None).
+    lost_create: how a create whose answer was lost is found.
+    cancel: (method, route) the adapter cancels with, or None.
+    key_header: the header that carries the key; echo_statuses: statuses echoed back.
+    base_url: the account's base URL (None: the provider's default); key: its key.
+    """
+
+    kind: str
+    provider: str
+    fake: Callable[..., Any]
+    make: Callable[[httpx2.AsyncClient], Any]
+    request: Callable[..., RenderRequest]
+    create: str
+    created: int
+    poll: str
+    job_id: str | Callable[[Any], str]
+    video: str
+    states: tuple[tuple[str, RemotePhase, str | None], ...]
+    finished: str
+    failures: tuple[tuple[str, ErrorClass, ErrorLabel], ...]
+    create_errors: tuple[CreateError, ...]
+    no_id: tuple[Any, ...]
+    unreadable: tuple[bytes, ...]
+    id_key: str
+    expire: Callable[[Any, Any], None]
+    refresh: Mapping[str, int]
+    check_key: tuple[str, Answer | None]
+    engine: EngineFacts
+    lost_create: LostCreateSearch = LostCreateSearch.NONE
+    label: str = ""
+    retry_after: bool = True
+    no_state: tuple[Any, ...] = ()
+    no_file: tuple[Any, ...] = ()
+    poll_shape: PollShape | None = None
+    cancel: tuple[str, str] | None = None
+    key_header: str = "authorization"
+    echo_statuses: tuple[int, ...] = (400, 401, 429, 500)
+    base_url: str | None = None
+    key: str = SENTINEL_KEY
+    reads_as: Callable[[dict[str, Any], str], bool] = field(
+        default=lambda body, job_id: True)
+
+    def __str__(self) -> str:
+        return self.label or self.kind
+
+    def job(self, fake: Any) -> str:
+        return self.job_id if isinstance(self.job_id, str) else self.job_id(fake)
+
+
+def expire_flag(fake: Any, status: Any) -> None:
+    """For fakes whose next download answers as an expired link once."""
+    fake.expire_next_download = True
+
+
+def expire_url(fake: Any, status: Any) -> None:
+    """For fakes that re-sign the link on every read: this link is dead from now on."""
+    fake.expired.add(status.video_url)
+
+
+@dataclass(frozen=True)
+class SearchFacts:
+    """An adapter's search of the account's renders (reconcile by search), for
+    conformance/test_search.py.
+
+    Attributes:
+        label: the test id; provider: the fixtures folder.
+        listing: ``listing(n)`` builds a fake account (``.router``) listing ``n`` renders,
+            all created inside ``window`` and already listed.
+        make: ``make(client, fake)``: the adapter on a client to that fake.
+        route: the list's route; window: (since, until) of the searches.
+        page, budget: renders one page holds, pages one search reads at most.
+        hosts: the provider's own hosts (the only ones a search may call), and the
+            ``authorization`` header each of its calls carries.
+        first_errors: (status, fixture, class, label) of a refused first page.
+        failures: answers to the second page that leave the search incomplete
+            (``failure()`` gives what ``Router.script`` takes).
+        unreadable: HTTP 200 page bodies that cannot be read.
+        off: ``(make_off, route)``: an account whose host has no list, and that route.
+        off_statuses: the statuses such a host answers the list with; off_label: the
+            label of the error the search raises then (None: any; the engine takes any
+            error of a search as "unknown").
+    """
+
+    label: str
+    provider: str
+    listing: Callable[[int], Any]
+    make: Callable[[httpx2.AsyncClient, Any], Any]
+    route: str
+    window: tuple[float, float]
+    page: int
+    budget: int
+    hosts: tuple[str, ...]
+    first_errors: tuple[tuple[int, str, ErrorClass, ErrorLabel], ...]
+    failures: tuple[Callable[[], Any], ...]
+    unreadable: tuple[bytes, ...]
+    off: tuple[Callable[[httpx2.AsyncClient], Any], str]
+    off_statuses: tuple[int, ...] = (404, 405)
+    off_label: ErrorLabel | None = ErrorLabel.SUBMIT_UNKNOWN
+    authorization: str = f"Bearer {SENTINEL_KEY}"
+
+    def __str__(self) -> str:
+        return self.label
