@@ -269,3 +269,40 @@ async def test_a_create_answered_after_its_claim_was_lost_is_an_orphan_cancelled
     orphan = next(e for e in store.ledger(1) if e.event == "orphan_render")
     assert orphan.detail["provider_job_id"] == "r1" and orphan.detail["job_state"] == "CANCELLED"
     assert store.list_jobs()[0].state == JobState.CANCELLED
+
+
+async def test_a_lost_create_is_looked_for_early_and_reattached_long_before_the_settle_time(
+        tmp_path: Path) -> None:
+    """Issue 33, "look early, conclude late": a gateway's create answer was unreadable and
+    its render listed within 2 s, yet the first list read waited the create window plus
+    the whole settle time (320 s) with the slot held. Now the list is read as soon as the
+    provider can have listed it, and a render found is reattached at once; only "not
+    there" waits for the settle time."""
+    provider = SearchingFake({"p": Script(submit_errors=[answer_lost()])}, delay=0.05)
+    provider.settle_seconds = 3600.0  # an hour: the old first read would never come here
+    store = setup(tmp_path, provider, ["p"])
+    await run(store, provider)  # bounded: run() gives the engine 30 s to drain
+    job = store.list_jobs()[0]
+    assert job.state == JobState.COMPLETED, (job, events(store))
+    assert provider.creates == {"k0": 1}, "found, never created again"
+    reconciled = next(e for e in store.ledger(1) if e.event == "reconciled")
+    assert reconciled.detail["provider_job_id"]
+
+
+def test_early_looks_start_with_the_create_window_and_end_before_the_settle_time() -> None:
+    from reelqueue.engine.reconcile import early_looks
+    looks = early_looks(100.0, 20.0, 300.0)
+    assert looks[0] == 120.0 and looks == [120.0, 195.0, 270.0, 345.0]
+    assert all(at < 100.0 + 20.0 + 300.0 for at in looks)
+    assert early_looks(100.0, 20.0, 0.0) == [], "no settle time: one conclusive read"
+
+
+def test_an_early_read_finds_but_never_concludes_absent() -> None:
+    pending = [Pending(1, request("p"), 100.0)]
+    before = 100.0 + CREATE + SETTLE - 0.5
+    found = verdicts(pending, [record("r1", 103.0)], read_at=before)[1]
+    assert found.outcome == "found" and found.provider_job_id == "r1"
+    nothing = verdicts(pending, [], read_at=before)[1]
+    assert nothing.outcome == "unknown" and "settle" in nothing.why
+    two = verdicts(pending, [record("r1", 103.0), record("r2", 104.0)], read_at=before)[1]
+    assert two.outcome == "unknown"

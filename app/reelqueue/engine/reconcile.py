@@ -52,6 +52,8 @@ leave our render outside the window and wrongly conclude "absent"."""
 
 Outcome = Literal["found", "absent", "unknown"]
 
+EARLY_WHY = "the provider's list was read before its settle time"
+
 
 def create_window(config: EngineConfig) -> float:
     """Seconds after the intent within which the create may still have reached the
@@ -156,11 +158,6 @@ def decide(
                 "unknown", why="the time of the create is no longer in the journal, so "
                 "the provider's records cannot be narrowed to it", **base)  # type: ignore[arg-type]
             continue
-        if read_at < job.intent_at + create_seconds + settle_seconds:
-            verdicts[job.job_id] = Verdict(
-                "unknown", why="the provider's list was read before its settle time",
-                **base)  # type: ignore[arg-type]
-            continue
         if echo_keeps_hours is not None and (
                 read_at - job.intent_at > echo_keeps_hours * 3600 - margin):
             verdicts[job.job_id] = Verdict(
@@ -220,7 +217,28 @@ def decide(
                 why=f"{len(candidates)} render(s) of this prompt for {len(group)} jobs that "
                     "sent it: which of them landed cannot be told",
                 **base)  # type: ignore[arg-type]
+        if (read_at < job.intent_at + create_seconds + settle_seconds
+                and verdicts[job.job_id].outcome != "found"):
+            # Look early, conclude late (issue 33): a render found is ours at once; "not
+            # there" (or anything short of found) proves nothing before the settle time.
+            verdicts[job.job_id] = Verdict(
+                "unknown", candidates=verdicts[job.job_id].candidates, why=EARLY_WHY,
+                **base)  # type: ignore[arg-type]
     return verdicts
+
+
+def early_looks(intent_at: float, create_seconds: float, settle_seconds: float) -> list[float]:
+    """When a lost create is looked for before its settle time (issue 33, "look early,
+    conclude late"): as soon as the provider can have listed it (the create window after
+    the intent), then every quarter of the settle time (at least a create window apart),
+    until the settle time, when "not there" can be concluded."""
+    settled = intent_at + create_seconds + settle_seconds
+    step = max(settle_seconds / 4, create_seconds, 1.0)
+    looks, at = [], intent_at + create_seconds
+    while at < settled - step / 2:
+        looks.append(at)
+        at += step
+    return looks
 
 
 @dataclass
@@ -272,41 +290,60 @@ class Reconciler:
             intent = next((at for row, at in rows if row.id == job.id), None)
             create_seconds = create_window(self.config)
             if intent is not None:
+                for look_at in early_looks(intent, create_seconds, settle):
+                    if look_at < self.clock.now():
+                        continue
+                    await asyncio.sleep(look_at - self.clock.now())
+                    early = await self._look(account, provider_kind, provider, job, settle,
+                                             before_asking)
+                    before_asking = None  # said once, before the first read
+                    if early.outcome == "found":
+                        return early
                 wait = intent + create_seconds + settle - self.clock.now()
                 if wait > 0:
                     log.info("job %s: the provider's list is read in %.0f s (its settle "
                              "time)", job.id, wait)
                     await asyncio.sleep(wait)
-                    rows = await self.store.unresolved_submissions(account)
-            now = self.clock.now()
-            everyone = [Pending(row.id, _request_of(row), at) for row, at in rows
-                        if row.client_token]
-            if not any(p.job_id == job.id for p in everyone):
-                everyone.append(Pending(job.id, _request_of(job), intent))
-            settled = [p for p in everyone if p.intent_at is not None
-                       and now >= p.intent_at + create_seconds + settle]
-            pending = [p for p in settled if p.job_id == job.id] or [
-                p for p in everyone if p.job_id == job.id]
-            pending += [p for p in settled if p.job_id != job.id and _in_flight(rows, p)]
-            others = [p for p in everyone if p not in pending]
-            windows = [w for p in pending
-                       if (w := p.window(create_seconds, self.margin)) is not None]
-            since = min((w[0] for w in windows), default=now - create_seconds - self.margin)
-            if before_asking is not None:
-                await before_asking()
-            result = await provider.search(since, now)
-            read_at = self.clock.now()
-            held = await self.store.known_provider_job_ids(
-                provider_kind, account, [r.provider_job_id for r in result.records])
-            verdicts = decide(pending, others, result, read_at=read_at, held=held,
-                              echo=provider.echo, create_seconds=create_seconds,
-                              margin=self.margin, settle_seconds=settle,
-                              echo_keeps_hours=provider.echo_keeps_hours)
-            for job_id, verdict in verdicts.items():
-                if job_id != job.id:
-                    state.decided[job_id] = verdict
-            return verdicts[job.id]
+            return await self._look(account, provider_kind, provider, job, settle,
+                                    before_asking)
 
+    async def _look(self, account: str, provider_kind: str, provider: SearchableProvider,
+                    job: Job, settle: float,
+                    before_asking: Callable[[], Awaitable[None]] | None) -> Verdict:
+        """One read of the account's list and the verdicts it gives (held under the
+        account's lock by :meth:`resolve`)."""
+        state = self._accounts[account]
+        create_seconds = create_window(self.config)
+        rows = await self.store.unresolved_submissions(account)
+        intent = next((at for row, at in rows if row.id == job.id), None)
+        now = self.clock.now()
+        everyone = [Pending(row.id, _request_of(row), at) for row, at in rows
+                    if row.client_token]
+        if not any(p.job_id == job.id for p in everyone):
+            everyone.append(Pending(job.id, _request_of(job), intent))
+        settled = [p for p in everyone if p.intent_at is not None
+                   and now >= p.intent_at + create_seconds + settle]
+        pending = [p for p in settled if p.job_id == job.id] or [
+            p for p in everyone if p.job_id == job.id]
+        pending += [p for p in settled if p.job_id != job.id and _in_flight(rows, p)]
+        others = [p for p in everyone if p not in pending]
+        windows = [w for p in pending
+                   if (w := p.window(create_seconds, self.margin)) is not None]
+        since = min((w[0] for w in windows), default=now - create_seconds - self.margin)
+        if before_asking is not None:
+            await before_asking()
+        result = await provider.search(since, now)
+        read_at = self.clock.now()
+        held = await self.store.known_provider_job_ids(
+            provider_kind, account, [r.provider_job_id for r in result.records])
+        verdicts = decide(pending, others, result, read_at=read_at, held=held,
+                          echo=provider.echo, create_seconds=create_seconds,
+                          margin=self.margin, settle_seconds=settle,
+                          echo_keeps_hours=provider.echo_keeps_hours)
+        for job_id, verdict in verdicts.items():
+            if job_id != job.id and verdict.why != EARLY_WHY:
+                state.decided[job_id] = verdict
+        return verdicts[job.id]
 
 
 def _in_flight(rows: Sequence[tuple[Job, float | None]], pending: Pending) -> bool:
