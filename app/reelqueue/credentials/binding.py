@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from reelqueue.credentials.keystore import key_ref_for
+from reelqueue.domain.errors import InputError
 
 __all__ = ["OWN_HOST", "KeyBinding", "api_origin", "binding_ref", "team_key_ref"]
 
@@ -41,7 +42,12 @@ def api_origin(base_url: str | None) -> str:
     all of it."""
     if not base_url:
         return OWN_HOST
-    parts = urlsplit(base_url.strip())
+    try:
+        parts = urlsplit(base_url.strip())
+    except ValueError:  # e.g. U+FF20 in the host, from a team database's row (issue 34)
+        raise InputError(f"The address {base_url.strip()[:200]!r} cannot be read; no key "
+                         "is bound to it. Give the account a valid one: 'reelqueue "
+                         "accounts set NAME --base-url https://...'.") from None
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     default_port = {"https": 443, "http": 80}.get(scheme)
