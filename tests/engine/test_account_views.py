@@ -30,8 +30,9 @@ pytestmark = pytest.mark.unit
 class ViewingProvider(FakeProvider):
     """A fake adapter that offers the account view and counts its reads."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock | None = None) -> None:
         super().__init__()
+        self.clock = clock  # read_at: its time (the provider's Date header), else 1000 + n
         self.view_reads = 0
         self.view_error: ProviderError | None = None
 
@@ -41,7 +42,7 @@ class ViewingProvider(FakeProvider):
             raise self.view_error
         return AccountView("ignored", Balance(42.0, "credits"),
                            (ModelLimit("m", 2, 50, "utc_day", self.view_reads),), None,
-                           1_000.0 + self.view_reads)
+                           self.clock.now() if self.clock else 1_000.0 + self.view_reads)
 
 
 async def _one_pass(engine: Engine) -> None:
@@ -94,6 +95,34 @@ async def test_the_engine_reads_at_connect_then_at_most_every_five_minutes() -> 
         clock.advance(VIEW_EVERY_SECONDS)
         await _one_pass(engine)
         assert provider.view_reads == 5
+    finally:
+        await engine.stop()
+        engine.close_store()
+
+
+async def test_a_view_another_process_kept_lately_is_not_read_again_sooner() -> None:
+    """At most every 5 minutes per account, not per process: a team's other machine (or
+    ``accounts refresh``) read it a minute ago, so this engine reads it 4 minutes later."""
+    clock = FakeClock(1_000_000.0)
+    provider = ViewingProvider(clock)
+    store = MemoryStore()
+    store.add_account(AccountSpec("acct", "fake", 2), 0)
+    store.put_account_view(AccountView("acct", Balance(7.0, "credits"), (), None,
+                                       clock.now() - 60, "instance-B"))
+    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1),
+                    providers=install(provider), instance_id="instance-A")
+    await engine.start()
+    try:
+        await _one_pass(engine)
+        assert provider.view_reads == 0
+        assert store.account_views()[0].read_by == "instance-B"
+        clock.advance(VIEW_EVERY_SECONDS - 60 - 1)
+        await _one_pass(engine)
+        assert provider.view_reads == 0
+        clock.advance(2)
+        await _one_pass(engine)
+        assert provider.view_reads == 1
+        assert store.account_views()[0].read_by == "instance-A"
     finally:
         await engine.stop()
         engine.close_store()

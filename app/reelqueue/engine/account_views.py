@@ -3,7 +3,8 @@
 The engine reads an account's balance, limits and usage only on the machine that holds
 its key (it has built an adapter for it), and only when the adapter offers the view
 (``providers.base.account_view_of``): at connect (the first pass that builds the adapter),
-then at most every :data:`VIEW_EVERY_SECONDS` per account, and at once after the account
+then at most every :data:`VIEW_EVERY_SECONDS` per account (a view another process or
+machine kept lately counts: it is not read again sooner), and at once after the account
 was refused for being out of credits. A read the provider rate-limits is read less often:
 the wait starts at twice :data:`VIEW_EVERY_SECONDS` and doubles up to
 :data:`VIEW_BACKOFF_MAX_SECONDS`, never sooner than its Retry-After. Reads run beside
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -27,8 +29,8 @@ from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus
 from reelqueue.providers.base import AccountViewProvider
 
-__all__ = ["VIEW_BACKOFF_MAX_SECONDS", "VIEW_EVERY_SECONDS", "ViewReader", "ViewSchedule",
-           "read_view"]
+__all__ = ["CONNECT", "REFUSED", "TIME", "VIEW_BACKOFF_MAX_SECONDS", "VIEW_EVERY_SECONDS",
+           "ViewReader", "ViewSchedule", "read_view"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,8 @@ VIEW_EVERY_SECONDS = 300.0
 """At most one read per account this often while the engine runs (the issue's 5 min)."""
 VIEW_BACKOFF_MAX_SECONDS = 3600.0
 """The longest wait a rate-limited read backs off to (a Retry-After may ask for more)."""
+CONNECT, REFUSED, TIME = "connect", "refused", "time"
+"""Why a read is due (:meth:`ViewSchedule.due_reason`)."""
 
 
 class ViewSchedule:
@@ -55,23 +59,32 @@ class ViewSchedule:
         self._reading: set[str] = set()
         self._status: dict[str, AccountStatus] = {}
 
-    def due(self, account: str, now: float, status: AccountStatus | None = None) -> bool:
-        """Whether ``account``'s view should be read now: never read yet (connect), its
-        time has come, or it has just been refused for want of credits (``status`` turned
-        out_of_credits since the last call), unless a rate limit holds it back."""
+    def due_reason(self, account: str, now: float,
+                   status: AccountStatus | None = None) -> str | None:
+        """Why ``account``'s view should be read now: :data:`CONNECT` (never read by this
+        engine), :data:`REFUSED` (``status`` turned out_of_credits since the last call, and
+        no rate limit holds it back), :data:`TIME` (its time has come); None: not now."""
         before = self._status.get(account)
         if status is not None:
             self._status[account] = status
         if account in self._reading:
-            return False
+            return None
         next_at = self._next.get(account)
         if next_at is None:
-            return True
+            return CONNECT
         refused = (status == AccountStatus.OUT_OF_CREDITS
                    and before is not None and before != AccountStatus.OUT_OF_CREDITS)
         if refused and account not in self._backoff:
-            return True
-        return now >= next_at
+            return REFUSED
+        return TIME if now >= next_at else None
+
+    def due(self, account: str, now: float, status: AccountStatus | None = None) -> bool:
+        return self.due_reason(account, now, status) is not None
+
+    def skipped(self, account: str, next_at: float) -> None:
+        """A read not made (another process read the account lately): next at ``next_at``."""
+        self._reading.discard(account)
+        self._next[account] = next_at
 
     def started(self, account: str) -> None:
         self._reading.add(account)
@@ -124,9 +137,11 @@ class ViewReader:
 
     def __init__(self, put: Callable[[AccountView], Awaitable[bool]],
                  now: Callable[[], float], read_by: str,
-                 schedule: ViewSchedule | None = None) -> None:
+                 schedule: ViewSchedule | None = None,
+                 stored: Callable[[], Awaitable[list[AccountView]]] | None = None) -> None:
         self.schedule = schedule or ViewSchedule()
         self._put = put
+        self._stored = stored
         self._now = now
         self._read_by = read_by
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -135,14 +150,42 @@ class ViewReader:
               provider: AccountViewProvider | None) -> bool:
         """Start a read of ``account`` when its adapter offers a view and it is due;
         returns whether one started."""
-        if provider is None or not self.schedule.due(account, self._now(), status):
+        if provider is None:
+            return False
+        reason = self.schedule.due_reason(account, self._now(), status)
+        if reason is None:
             return False
         self.schedule.started(account)
-        self._tasks[account] = asyncio.create_task(self._read(account, provider),
-                                                   name=f"account-view-{account}")
+        self._tasks[account] = asyncio.create_task(
+            self._read(account, provider, forced=reason == REFUSED),
+            name=f"account-view-{account}")
         return True
 
-    async def _read(self, account: str, provider: AccountViewProvider) -> None:
+    async def _read_lately(self, account: str) -> float | None:
+        """When the journal's view of ``account`` was read, if within the last
+        ``schedule.every`` seconds (by any process or machine), else None."""
+        if self._stored is None:
+            return None
+        try:
+            views = await self._stored()
+        except Exception:  # the journal's trouble is the pump's to report
+            return None
+        now = self._now()
+        for view in views:
+            if (view.account == account and math.isfinite(view.read_at)
+                    and now - self.schedule.every < view.read_at):
+                return min(view.read_at, now)  # a read "in the future" counts as now
+        return None
+
+    async def _read(self, account: str, provider: AccountViewProvider, *,
+                    forced: bool = False) -> None:
+        # "At most every 5 min per account": another process of the team (or a command)
+        # may have read it lately; a refusal for want of credits reads regardless.
+        lately = None if forced else await self._read_lately(account)
+        if lately is not None:
+            self.schedule.skipped(account, lately + self.schedule.every)
+            self._tasks.pop(account, None)
+            return
         rate_limited, retry_after = False, None
         try:
             view, error = await read_view(account, provider, self._now(), self._read_by)

@@ -189,7 +189,7 @@ class Engine:
         self.clock_watch = ClockWatch()
         # Each account's view (issue 32 item 2), read beside the pump where its key is.
         self.views = ViewReader(self.store.put_account_view, self.clock.now,
-                                self.instance_id)
+                                self.instance_id, stored=self.store.account_views)
 
     def use_providers(self, providers: ProviderRegistry) -> None:
         """Render with ``providers`` from now on (the window starts the built-in mock after
