@@ -291,3 +291,17 @@ async def test_mock_other_currency_and_zero_limit(client_for: ClientFor) -> None
 
 def test_an_adapter_without_the_capability_offers_no_view() -> None:
     assert account_view_of(object()) is None
+
+
+async def test_a_key_echoed_in_the_answer_never_reaches_the_view(client_for: ClientFor) -> None:
+    """The view goes to the journal, which never holds a key (invariant 8)."""
+    body = _mock_body()
+    body["organization_id"] = f"org-{SENTINEL_KEY}"
+    body["balance"] = {"amount": 5, "unit": SENTINEL_KEY}
+    view = await _mock_view(client_for, body)
+    assert SENTINEL_KEY[:8] not in repr(view)
+    assert view.balance is None and view.problem is not None
+    text = json.dumps(fixture("runway", "organization_view")).replace(
+        '"creditBalance": 4200', f'"creditBalance": 1, "currency": "{SENTINEL_KEY}"')
+    runway_view = await _runway_view(client_for, text)
+    assert SENTINEL_KEY[:8] not in repr(runway_view)

@@ -46,6 +46,7 @@ from reelqueue.providers.adapters._account import (
     answer_json,
     mapping,
     read_at_of,
+    scrubbed,
 )
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import outcome_unknown
@@ -264,7 +265,7 @@ class MockProvider:
         response, cut = await self._api.get_bounded(ACCOUNT_VIEW_PATH, MAX_VIEW_BYTES)
         if response.status_code != 200:
             raise self._status_error(response, what="account view")
-        return mock_view(self.account, response, cut, self._organization)
+        return scrubbed(mock_view(self.account, response, cut, self._organization), self._api.scrub)
 
     def _create_body(self, request: RenderRequest, image: str | None) -> dict[str, Any]:
         """The create's JSON body as sent (``image``: which reference image it was, see

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -33,7 +34,7 @@ from reelqueue.domain.account_view import (
 )
 
 __all__ = ["DATE_TRUST_SECONDS", "MAX_VIEW_BYTES", "REUSE_CHECK_SECONDS", "Figures",
-           "another_organization", "answer_json", "mapping", "read_at_of"]
+           "another_organization", "answer_json", "mapping", "read_at_of", "scrubbed"]
 
 MAX_VIEW_BYTES = 256 * 1024
 """The longest account answer read; a longer one is refused unread (Runway's lists about
@@ -184,6 +185,16 @@ def another_organization(account: str, org: str, expected: str, read_at: float) 
     return unavailable_view(
         account, f"the answer is for organization {org[:60]}, not this account's "
                  f"{expected[:60]}", read_at)
+
+
+def scrubbed(view: AccountView, scrub: Callable[[str], str]) -> AccountView:
+    """``view`` with the provider's own text in it (organization id, the words of a
+    refused figure) scrubbed of the key (``ApiClient.scrub``): a view goes to the journal,
+    which never holds a key (DESIGN.md invariant 8), whatever a hostile answer echoes."""
+    return replace(
+        view,
+        organization_id=None if view.organization_id is None else scrub(view.organization_id),
+        problem=None if view.problem is None else scrub(view.problem))
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -40,6 +40,7 @@ from reelqueue.providers.adapters._account import (
     Figures,
     answer_json,
     read_at_of,
+    scrubbed,
 )
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
@@ -259,7 +260,7 @@ class LumaLegacyProvider:
             response, cut = await self._api.get_bounded(CREDITS_PATH, MAX_VIEW_BYTES)
             if not response.is_success:
                 raise self._error(response)
-        return credits_view(self._api.account, response, cut)
+        return scrubbed(credits_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request,

@@ -33,6 +33,7 @@ from reelqueue.providers.adapters._account import (
     answer_json,
     mapping,
     read_at_of,
+    scrubbed,
 )
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
@@ -283,7 +284,7 @@ class RunwayProvider:
             response, cut = await self._api.get_bounded(ORGANIZATION_PATH, MAX_VIEW_BYTES)
             if not response.is_success:
                 raise self._error(response)
-        return organization_view(self._api.account, response, cut)
+        return scrubbed(organization_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
