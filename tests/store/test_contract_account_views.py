@@ -108,3 +108,34 @@ def test_a_schema_12_journal_is_migrated_to_hold_views(tmp_path: Path) -> None:
                        "read_at) VALUES ('x', -1.0, 'USD', 1.0)")
     finally:
         db.close()
+
+
+def test_a_views_text_is_kept_plain(store: Store, clock: FakeClock) -> None:
+    """What a view says is printed by the front ends: no escape or control character."""
+    _account(store, "acct-a", clock.now())
+    store.put_account_view(AccountView(
+        "acct-a", Balance(-1.0, "credits"), (ModelLimit("m\x1b[2J", 1, 1),),
+        "org\x1b]0;owned\x07", 5.0, "inst\nance", "why\u202e"))
+    (kept,) = store.account_views()
+    assert kept.balance is None, "a negative balance is no balance"
+    assert (kept.organization_id, kept.read_by, kept.problem) == (
+        "org?]0;owned?", "inst?ance", "why?")
+    assert kept.limits[0].model == "m?[2J"
+
+
+def test_a_hostile_row_of_the_journal_is_read_plain(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    SqliteStore.open(path, now=1).close()
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO account_views (account, organization_id, balance_amount, "
+                   "balance_unit, limits, read_at, problem) VALUES ('a', ?, 1.0, ?, ?, 2.0, ?)",
+                   ["o\x1b[31m", "cr\x07", '[{"model": "x\\u001b", "concurrency": "2"}, 7]',
+                    "p\x00"])
+    store = SqliteStore.open(path, now=3)
+    try:
+        (view,) = store.account_views()
+    finally:
+        store.close()
+    assert view.organization_id == "o?[31m" and view.balance == Balance(1.0, "cr?")
+    assert view.limits == (ModelLimit("x?", None, None, "unknown", None),)
+    assert view.problem == "p?"

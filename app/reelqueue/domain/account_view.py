@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 __all__ = ["DAILY_WINDOWS", "MAX_AMOUNT", "MAX_COUNT", "MAX_LIMITS", "MAX_LIMITS_JSON",
            "MAX_MODEL_CHARS", "MAX_PROBLEM_CHARS", "AccountView", "Balance", "DailyWindow",
-           "ModelLimit", "limits_from_json", "limits_to_json", "unavailable_view",
-           "usable_amount"]
+           "ModelLimit", "kept_view", "limits_from_json", "limits_to_json", "plain",
+           "unavailable_view", "usable_amount"]
 
 DailyWindow = Literal["rolling_24h", "utc_day", "unknown"]
 DAILY_WINDOWS: tuple[DailyWindow, ...] = ("rolling_24h", "utc_day", "unknown")
@@ -128,6 +128,28 @@ def limits_to_json(limits: Iterable[ModelLimit]) -> str:
     return json.dumps(out)
 
 
+def plain(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with every control or format character (ANSI
+    escapes, bidi overrides, newlines) shown as "?": a view's text comes from a provider or
+    from a team database, and front ends print it (DESIGN.md invariant 15)."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
+
+
+def kept_view(view: AccountView) -> AccountView:
+    """``view`` as a journal keeps and gives it back: its limits bounded
+    (:func:`limits_to_json`) and its text plain (:func:`plain`). The memory store keeps
+    this; the SQL journals give the same back when they read a row."""
+    balance = view.balance
+    if balance is not None:
+        amount = usable_amount(balance.amount)
+        balance = None if amount is None else Balance(amount, plain(balance.unit, 20))
+    return AccountView(
+        view.account, balance, limits_from_json(limits_to_json(view.limits)),
+        None if view.organization_id is None else plain(view.organization_id, 200),
+        view.read_at, plain(view.read_by, 200),
+        None if view.problem is None else plain(view.problem, MAX_PROBLEM_CHARS))
+
+
 def _count(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
         return value
@@ -150,7 +172,7 @@ def limits_from_json(value: Any) -> tuple[ModelLimit, ...]:
             continue
         window = entry.get("daily_window")
         out.append(ModelLimit(
-            entry["model"][:MAX_MODEL_CHARS], _count(entry.get("concurrency")),
+            plain(entry["model"], MAX_MODEL_CHARS), _count(entry.get("concurrency")),
             _count(entry.get("daily")),
             window if window in DAILY_WINDOWS else "unknown",
             _count(entry.get("used_today"))))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reelqueue.domain.account_view import AccountView, limits_from_json, limits_to_json
+from reelqueue.domain.account_view import AccountView, kept_view
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
@@ -312,9 +312,8 @@ class MemoryStore:
             kept = self._views.get(view.account)
             if kept is not None and kept.read_at > view.read_at:
                 return False
-            # Bounded as the SQL journals bound it (and a copy: the caller's is not kept).
-            self._views[view.account] = replace(
-                view, limits=limits_from_json(limits_to_json(view.limits)))
+            # Bounded and plain as the SQL journals give it back.
+            self._views[view.account] = kept_view(view)
             return True
 
     def account_views(self) -> list[AccountView]:

@@ -26,10 +26,13 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from reelqueue.domain.account_view import (
+    MAX_PROBLEM_CHARS,
     AccountView,
     Balance,
+    kept_view,
     limits_from_json,
     limits_to_json,
+    plain,
     usable_amount,
 )
 from reelqueue.domain.errors import InputError, RenderAlreadyRecorded
@@ -134,12 +137,13 @@ def view_of(row: Row) -> AccountView:
     """An ``account_views`` row read back (the team database is untrusted: a figure that
     is not one is left out)."""
     amount, unit = usable_amount(row["balance_amount"]), row["balance_unit"]
-    balance = Balance(amount, unit) if amount is not None and isinstance(unit, str) else None
-    org = row["organization_id"]
+    balance = (Balance(amount, plain(unit, 20)) if amount is not None and isinstance(unit, str)
+               else None)
+    org, problem = row["organization_id"], row["problem"]
     return AccountView(str(row["account"]), balance, limits_from_json(row["limits"]),
-                       org if isinstance(org, str) else None, float(row["read_at"]),
-                       str(row["read_by"] or ""),
-                       row["problem"] if isinstance(row["problem"], str) else None)
+                       plain(org, 200) if isinstance(org, str) else None,
+                       float(row["read_at"]), plain(str(row["read_by"] or ""), 200),
+                       plain(problem, MAX_PROBLEM_CHARS) if isinstance(problem, str) else None)
 
 
 def _params(value: Any) -> dict[str, Any]:
@@ -292,6 +296,7 @@ class SqlJournal(SqlDriver):
 
     def put_account_view(self, view: AccountView) -> bool:
         """Keep ``view`` as its account's row; False when a newer reading is kept."""
+        view = kept_view(view)  # bounded and plain, as every store keeps it
         with self._write(durable=False):  # advice only: a view lost is read again
             return bool(self._exec("put_account_view", **view_row(view),
                                    limits=self._json(json.loads(limits_to_json(view.limits)))))

@@ -30,6 +30,7 @@ from reelqueue.domain.account_view import (
     AccountView,
     Balance,
     ModelLimit,
+    plain,
     unavailable_view,
 )
 
@@ -132,7 +133,7 @@ class Figures:
         """The balance ``value`` (times ``scale``) in ``unit``; refused when the answer
         names a ``currency`` other than ``expected_currency``."""
         if currency is not None and currency != expected_currency:
-            shown = str(currency)[:20] if isinstance(currency, str) else "an unreadable one"
+            shown = plain(currency, 20) if isinstance(currency, str) else "an unreadable one"
             self.refuse(f"{what} is in another currency ({shown})")
             return None
         amount = self.amount(value, what)
@@ -164,7 +165,8 @@ class Figures:
     def organization(self, value: Any, expected: Any) -> tuple[str | None, bool]:
         """The organization id the answer names (None: none or unreadable), and whether
         it is another organization than the account's setting ``expected`` names."""
-        org = value if isinstance(value, str) and 0 < len(value) <= 200 else None
+        org = (value if isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable()
+               else None)
         if value is not None and org is None:
             self.refuse("organization id unreadable")
         if isinstance(expected, str) and expected and org is not None and org != expected:
