@@ -137,8 +137,10 @@ async def test_runway_a_nan_balance_is_unavailable(client_for: ClientFor) -> Non
      ModelLimit("gen4.5", 2, 50, "rolling_24h", None), "gen4.5 generations today missing"),
     (lambda b: b.pop("usage"), ModelLimit("gen4.5", 2, 50, "rolling_24h", None),
      "usage missing"),
+    (lambda b: b.update(usage={"models": "none"}),
+     ModelLimit("gen4.5", 2, 50, "rolling_24h", None), "usage missing"),
 ], ids=["zero-shown", "string", "negative", "absurd", "fraction", "missing", "usage-null",
-        "usage-missing"])
+        "usage-missing", "usage-unreadable"])
 async def test_runway_each_unusable_limit_is_none_with_why_the_rest_kept(
         client_for: ClientFor, mutate: Callable[[dict[str, Any]], None],
         expected: ModelLimit, why: str | None) -> None:

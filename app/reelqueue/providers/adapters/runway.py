@@ -211,10 +211,11 @@ def organization_view(account: str, response: httpx.Response, cut: bool) -> Acco
                               currency=body.get("currency"), expected_currency="credits")
     tier_models = mapping(mapping(body.get("tier")).get("models"))
     usage = body.get("usage")
+    usage_read = isinstance(usage, dict) and isinstance(usage.get("models"), dict)
     usage_models = mapping(mapping(usage).get("models"))
     if not tier_models:
         figures.refuse("tier limits missing")
-    if not isinstance(usage, dict) or not isinstance(usage.get("models"), dict):
+    if not usage_read:
         figures.refuse("usage missing")
     limits: list[ModelLimit] = []
     for name in PARAMS.models:
@@ -223,7 +224,7 @@ def organization_view(account: str, response: httpx.Response, cut: bool) -> Acco
             continue  # not offered on this tier: nothing to show
         tier = mapping(tier)
         used = usage_models.get(name)
-        if used is None and isinstance(usage, dict):
+        if used is None and usage_read:
             used = {"dailyGenerations": 0}  # not used in the past day: no entry
         limits.append(ModelLimit(
             name,
@@ -233,7 +234,7 @@ def organization_view(account: str, response: httpx.Response, cut: bool) -> Acco
             daily_window="rolling_24h",
             used_today=figures.count(mapping(used).get("dailyGenerations"),
                                      f"{name} generations today",
-                                     required=isinstance(usage, dict))))
+                                     required=usage_read)))
     return figures.view(account, balance, limits, None, read_at)
 
 
