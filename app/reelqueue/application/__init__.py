@@ -8,7 +8,9 @@ nothing else).
   engine; :meth:`Session.changed <.session.Session.changed>` is the one wake),
   :mod:`.accounts`, :mod:`.imports`, :mod:`.jobs`, :mod:`.status`, :mod:`.views`,
   :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`, :mod:`.gallery`
-  (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog).
+  (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog),
+  :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
+  in one place).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
   :mod:`.providers` (and the view rows in :mod:`.views`, the intake's types and
   defaults in :mod:`.imports`, the retry plan in :mod:`.jobs`).
@@ -19,7 +21,7 @@ nothing else).
   :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`.
 """
 
-__all__ = ["account_manage", "accounts", "batch_upload", "builtin_mock", "compose", "config",
-           "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys", "logs",
-           "migrate", "providers", "remote", "selftest", "serving", "session", "status",
+__all__ = ["account_manage", "account_views", "accounts", "batch_upload", "builtin_mock", "compose",
+           "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
+           "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
            "submit", "team", "team_store", "tokens", "trust", "views", "worker"]

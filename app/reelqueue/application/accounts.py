@@ -22,6 +22,7 @@ from reelqueue.application.trust import (
 )
 from reelqueue.credentials.binding import OWN_HOST, KeyBinding, binding_ref
 from reelqueue.credentials.keystore import key_ref_for
+from reelqueue.domain.account_view import AccountView
 from reelqueue.domain.errors import InputError, KnownError, ProviderError, account_status_for
 from reelqueue.domain.models import Account, AccountSpec
 from reelqueue.domain.states import AccountStatus
@@ -31,12 +32,13 @@ from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.estimate import PRICE_SETTING, account_price
 from reelqueue.providers.key_text import key_text_problem
 from reelqueue.providers.registry import check_base_url
+from reelqueue.store.base import this_host
 
 __all__ = ["DEFAULT_MODEL_KINDS", "AccountChange", "AccountDraft", "ConfirmResult", "KeyTestResult",
            "add_account", "check_new_account", "confirm_account", "default_model_setting",
-           "get_account", "key_answer", "list_accounts", "machine_notes", "mark_ready", "own_price",
-           "parse_price_per_second", "remove_account", "row_address", "test_account",
-           "test_key", "trust_of_accounts", "update_account"]
+           "get_account", "keep_view", "key_answer", "list_accounts", "machine_notes",
+           "mark_ready", "own_price", "parse_price_per_second", "remove_account", "row_address",
+           "test_account", "test_key", "trust_of_accounts", "update_account", "view_reader"]
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
 """Providers whose account names a default model (a gateway serves whatever it serves)."""
@@ -159,18 +161,31 @@ async def check_new_account(session: Session, draft: AccountDraft) -> AccountDra
     return replace(draft, name=name, capacity=capacity, base_url=base_url)
 
 
-async def test_key(session: Session, draft: AccountDraft) -> None:
+def view_reader(session: Session) -> str:
+    """Who read an account view that a command (not an engine) read: kept with the view."""
+    engine = session.live_engine
+    return engine.instance_id if engine is not None else f"command on {this_host()}"
+
+
+async def keep_view(session: Session, view: AccountView | None) -> None:
+    """Keep an account view read by a command in the journal, for every process to see."""
+    if view is not None:
+        await session.journal.put_account_view(replace(view, read_by=view_reader(session)))
+
+
+async def test_key(session: Session, draft: AccountDraft) -> AccountView | None:
     """Ask the provider whether the draft's key works (its cheapest read-only call); raise
     the provider's error when it does not. A ``mock`` draft without a URL is checked on
-    the built-in mock (started for it)."""
+    the built-in mock (started for it). Returns the account view read with the check
+    (None: the provider publishes none)."""
     # The key as it is stored (add_account strips it): the same text is checked and kept.
     key = (draft.key or "").strip() or None
     _refuse_unsendable_key(key)
     base_url = draft.base_url
     if draft.provider == "mock" and not base_url:
         base_url = await session.ensure_mock()
-    await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
-                    providers=session.providers)
+    return await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
+                           providers=session.providers)
 
 
 def _refuse_unsendable_key(key: str | None) -> None:
@@ -192,8 +207,9 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     _refuse_unsendable_key(key)
     if key is not None:  # no point asking the provider about a key we could not keep
         await asyncio.to_thread(session.keys.keystore.check_available)
+    view = None
     if check:
-        await test_key(session, draft)
+        view = await test_key(session, draft)
     elif draft.provider == "mock" and not draft.base_url and session.live_engine is not None:
         await session.ensure_mock()  # the running engine renders on it
     key_ref = None
@@ -208,6 +224,7 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     spec = AccountSpec(draft.name, draft.provider, draft.capacity, draft.base_url, key_ref,
                        dict(draft.settings))
     account = await session.journal.add_account(spec, session.clock.now())
+    await keep_view(session, view)  # read from the key check's own answer, at connect
     await session.changed()
     return account
 
@@ -274,8 +291,9 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
                              f"Account {name}: no key found in the OS keyring. Remove and add "
                              "the account again.")
     try:
-        await test_key(session, AccountDraft(account.name, account.provider, account.capacity,
-                                             key, account.base_url, dict(account.settings)))
+        view = await test_key(session, AccountDraft(
+            account.name, account.provider, account.capacity, key, account.base_url,
+            dict(account.settings)))
     except ProviderError as exc:
         status = account_status_for(exc.label)
         if status == AccountStatus.RATE_LIMITED:
@@ -285,6 +303,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
                                session.clock.now(), detail=str(exc))
             await session.changed(accounts=[name])
         return KeyTestResult(False, status, f"Account {name}: {exc.label.value}: {exc}")
+    await keep_view(session, view)
     await mark_ready(session, name)
     return KeyTestResult(True, AccountStatus.READY,
                          f"Account {name}: key accepted; the account is ready.")

@@ -80,11 +80,15 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     report = await journal.call(read, journal.sync)
     # This machine's own word on each account (issue 21): "key not on this machine", or
     # its address changed on the team database and waits for `accounts confirm`.
+    from reelqueue.application.account_views import account_view_words
     from reelqueue.application.accounts import machine_notes
 
     words = await machine_notes(session)
+    views = await account_view_words(session)
     for account in report.data["accounts"]:
         account["this_machine"] = words.get(account["name"])
+        view = views.get(account["name"])
+        account["view"] = view.data if view is not None else None
     report.data["team_connection"] = team_connection(session)
     return report
 

@@ -14,7 +14,8 @@ import json
 import sys
 from dataclasses import replace
 
-from reelqueue.application import accounts
+from reelqueue.application import account_views, accounts
+from reelqueue.application.account_views import AccountViewWords
 from reelqueue.application.accounts import (
     DEFAULT_MODEL_KINDS,
     AccountChange,
@@ -60,6 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     listing = commands.add_parser("list", help="list accounts")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(handler=handle_list)
+    refresh = commands.add_parser(
+        "refresh", help="read the account's balance, limits and usage from its provider now")
+    refresh.add_argument("name")
+    refresh.add_argument("--json", action="store_true", help="machine-readable output")
+    refresh.set_defaults(handler=handle_refresh)
     remove = commands.add_parser("remove", help="remove an account and its key")
     remove.add_argument("name")
     remove.set_defaults(handler=handle_remove)
@@ -167,29 +173,51 @@ def _describe(account: Account, live: int, here: str | None = None) -> str:
             + (f": {account.status_detail}" if account.status_detail else ""))
 
 
-def _as_json(account: Account, live: int, here: str | None) -> dict[str, object]:
+def _as_json(account: Account, live: int, here: str | None,
+             view: AccountViewWords | None = None) -> dict[str, object]:
     return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
             "position": account.position, "limit": account.capacity, "running": live,
             "enabled": account.enabled, "status": account.status.value,
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
-            "this_machine": here}
+            "this_machine": here, "view": view.data if view is not None else None}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str]]:
+    async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str],
+                                              dict[str, AccountViewWords]]:
         summaries = await accounts.list_accounts(session)
-        return summaries, await accounts.machine_notes(session,
-                                                       [s.account for s in summaries])
+        listed = [s.account for s in summaries]
+        return (summaries, await accounts.machine_notes(session, listed),
+                await account_views.account_view_words(session, listed))
 
-    summaries, here = run_on_journal(ctx, read, lock=False)
+    summaries, here, views = run_on_journal(ctx, read, lock=False)
     if args.json:
-        ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name))
+        ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name),
+                                       views.get(s.account.name))
                               for s in summaries], indent=2))
         return 0
     if not summaries:
         ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
     for summary in summaries:
         ctx.print(_describe(summary.account, summary.live, here.get(summary.account.name)))
+        view = views.get(summary.account.name)
+        for line in view.lines if view is not None else ():
+            ctx.print(f"      {line}")
+    return 0
+
+
+def handle_refresh(args: argparse.Namespace, ctx: CliContext) -> int:
+    # A view row is advice any process may write (the engine's reads too): no lock, so
+    # "Update" works while ReelQueue runs.
+    words = run_on_journal(
+        ctx, lambda session: account_views.refresh_account_view(session, args.name),
+        lock=False)
+    if args.json:
+        ctx.print(json.dumps({"name": args.name, "view": words.data}, indent=2))
+        return 0
+    ctx.print(f"Account {args.name}:")
+    for line in words.lines:
+        ctx.print(f"  {line}")
     return 0
 
 

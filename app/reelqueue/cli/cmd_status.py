@@ -61,6 +61,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         took = report.money.took_over_words(a["name"]) if report.money is not None else ""
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
                   f"running, {state}" + (f"; {took}" if took else ""))
+        for line in (a.get("view") or {}).get("words", ()):
+            ctx.print(f"      {line}")
     for j in data["jobs"][: args.limit]:
         detail = j["output_path"] or j["last_error"] or j["sub_status"] or ""
         if j["output_path"] and j["output_host"]:

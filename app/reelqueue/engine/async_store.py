@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
+from reelqueue.domain.account_view import AccountView
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -160,6 +161,14 @@ class AsyncStore:
     async def live_count(self, account: str) -> int:
         """Store.live_count on the journal thread."""
         return await self.call(self.sync.live_count, account)
+
+    async def put_account_view(self, view: AccountView) -> bool:
+        """Store.put_account_view on the journal thread."""
+        return await self.call(self.sync.put_account_view, view)
+
+    async def account_views(self) -> list[AccountView]:
+        """Store.account_views on the journal thread."""
+        return await self.call(self.sync.account_views)
 
     # -- claims and fenced transitions -------------------------------------------------
     async def claim_next_job(self, params: ClaimParams) -> Claim | None:

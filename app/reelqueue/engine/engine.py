@@ -26,6 +26,7 @@ from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryRep
 from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.states import IN_FLIGHT, SETTLED, WAITING, AccountStatus, JobState
 from reelqueue.engine.account_keys import CONFIRM, NO_KEY, NO_KEYS, AccountKeys, KeyAnswer
+from reelqueue.engine.account_views import ViewReader
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.clock_offset import ClockWatch, measure_offset
 from reelqueue.engine.config import EngineConfig
@@ -54,6 +55,7 @@ from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers.base import (
     Provider,
     ReconcileMethod,
+    account_view_of,
     reconcile_method,
     sends_client_token,
 )
@@ -185,6 +187,9 @@ class Engine:
         self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
+        # Each account's view (issue 32 item 2), read beside the pump where its key is.
+        self.views = ViewReader(self.store.put_account_view, self.clock.now,
+                                self.instance_id, stored=self.store.account_views)
 
     def use_providers(self, providers: ProviderRegistry) -> None:
         """Render with ``providers`` from now on (the window starts the built-in mock after
@@ -227,6 +232,7 @@ class Engine:
             task.cancel()
         await asyncio.gather(*(t for t in (self._pump_task, self._heartbeat_task) if t),
                              *workers, return_exceptions=True)
+        await self.views.stop()
         if orderly:
             await self._record_stopped_in_flight()
         await self.manifests.stop()  # the last word of this run on each batch it touched
@@ -609,6 +615,9 @@ class Engine:
             if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
                     and account.cooldown_until <= self._server_now()):
                 await self._mark_account_ready(account.name)
+            # At connect, every 5 min, and after an out-of-credits refusal; never waited
+            # for here (a slow provider holds up no claim).
+            self.views.visit(account.name, account.status, account_view_of(provider))
             claimed_here = 0
             while self._claiming and not self._paused:
                 now = self.clock.now()

@@ -20,7 +20,7 @@ import httpx2
 
 from reelqueue.domain.errors import ReelQueueError
 from reelqueue.domain.models import Account
-from reelqueue.providers.base import LostCreateSearch, lost_create_search
+from reelqueue.providers.base import LostCreateSearch, Provider, lost_create_search
 from reelqueue.providers.registry import ProviderRegistry, build_provider
 
 log = logging.getLogger(__name__)
@@ -52,18 +52,26 @@ def account_lost_create_search(account: Account | None,
     """How a create whose answer was lost on ``account`` is found: asked of the adapter the
     engine would build for it now. NONE (nothing can be promised) when the account is gone,
     its provider unknown, or its address unusable."""
+    adapter = planning_adapter(account, providers)
+    return LostCreateSearch.NONE if adapter is None else lost_create_search(adapter)
+
+
+def planning_adapter(account: Account | None, providers: ProviderRegistry) -> Provider | None:
+    """The adapter the engine would build for ``account`` now, on a client that sends
+    nothing and with a placeholder key, to be asked what it can do (how it finds lost
+    creates, whether it publishes an account view); None when the account is gone, its
+    provider unknown, or its address unusable."""
     if account is None or account.provider not in providers:
-        return LostCreateSearch.NONE
+        return None
     info = providers.get(account.provider)
     base_url = account.base_url
     if not base_url and not info.default_base_url and not info.requires_key:
         base_url = _PLANNING_ADDRESS
     try:
-        adapter = build_provider(info, _planning_client(), account=account.name,
-                                 base_url=base_url, api_key=_PLANNING_KEY,
-                                 settings=account.settings)
+        return build_provider(info, _planning_client(), account=account.name,
+                              base_url=base_url, api_key=_PLANNING_KEY,
+                              settings=account.settings)
     except (ReelQueueError, ValueError) as exc:
-        log.info("account %s: its adapter cannot be built (%s); lost creates on it cannot "
-                 "be looked for", account.name, exc)
-        return LostCreateSearch.NONE
-    return lost_create_search(adapter)
+        log.info("account %s: its adapter cannot be built (%s); it is asked nothing",
+                 account.name, exc)
+        return None

@@ -20,6 +20,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from reelqueue.mockprovider.options import ForeignRender, MockOptions
 from reelqueue.mockprovider.server import serve_forever
@@ -70,6 +71,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '{...}, "ago": S} or "created_at": UNIX (repeatable)')
     parser.add_argument("--hold-create-answer", type=float, default=0.0, metavar="S",
                         help="hold every create's answer S seconds (the render exists)")
+    parser.add_argument("--account-view", default=None, metavar="JSON", type=_account_view,
+                        help='the body GET /v1/account/view answers, as given: {"balance": '
+                             '{"amount": N, "unit": "credits"}, "organization_id": ..., '
+                             '"models": {"mock-1": {"concurrency": N, "daily": N, '
+                             '"daily_window": "utc_day", "used_today": N}}} (default: 100 '
+                             'credits, mock-1 4 at once and 500 a day, mock-2 2 and 100)')
+
+
+def _account_view(text: str) -> dict[str, Any]:
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--account-view is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise argparse.ArgumentTypeError("--account-view needs a JSON object")
+    return body
 
 
 def _foreign(text: str) -> ForeignRender:
@@ -111,6 +128,7 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         list_delay_max=args.list_delay[1],
         foreign_renders=tuple(args.foreign or ()),
         hold_create_answer_seconds=args.hold_create_answer,
+        account_view=args.account_view,
         **extra,
     )
 

@@ -21,6 +21,11 @@ The API (all JSON; ``Authorization: Bearer KEY`` checked when ``accept_keys`` is
   (``list_delay_min``..``list_delay_max``) has passed. 404 ``list_disabled`` when
   ``list_enabled`` is off; 400 ``invalid_cursor`` for an unknown ``before``.
 - ``GET /v1/account`` checks the key.
+- ``GET /v1/account/view`` answers the account's figures (``--account-view JSON``, else
+  ``options.DEFAULT_ACCOUNT_VIEW``): ``{"organization_id", "balance": {"amount", "unit"},
+  "models": {model: {"concurrency", "daily", "daily_window", "used_today", "day"}}}``;
+  without a configured body each model's ``used_today`` is the creates counted so far and
+  ``day`` today's UTC date. A ``Date`` header says when (the server's clock).
 
 Test hooks (no key needed): ``GET /_mock/counters``, ``POST /_mock/reset`` (counters),
 ``POST /_mock/foreign`` ``{"prompt", "params"?, "created_at"? | "ago"?}`` plants a render
@@ -39,12 +44,13 @@ import logging
 import re
 import socket
 import struct
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 from reelqueue.mockprovider.directives import Directive, DirectiveError, parse_directives
-from reelqueue.mockprovider.options import MAX_PAGE_SIZE
+from reelqueue.mockprovider.options import DEFAULT_ACCOUNT_VIEW, MAX_PAGE_SIZE
 from reelqueue.mockprovider.state import MockState, Render, UnknownCursor, key_id_of
 
 log = logging.getLogger("reelqueue.mockprovider")
@@ -177,6 +183,7 @@ class MockHandler(BaseHTTPRequestHandler):
             ("GET", "/v1/renders", lambda: (self._lookup(query) if "client_token" in query
                                             else self._list(query))),
             ("GET", "/v1/account", self._account),
+            ("GET", "/v1/account/view", self._account_view),
             ("GET", "/_mock/counters", lambda: self._json(200, self.state.counters())),
             ("POST", "/_mock/reset", self._reset_counters),
             ("POST", "/_mock/foreign", lambda: self._plant_foreign(body)),
@@ -213,6 +220,21 @@ class MockHandler(BaseHTTPRequestHandler):
             self._deny()
             return
         self._json(200, {"ok": True, "credits": 100.0})
+
+    def _account_view(self) -> None:
+        if not self._authorized():
+            self._deny()
+            return
+        given = self.state.options.account_view
+        if given is not None:
+            self._json(200, given)
+            return
+        view = json.loads(json.dumps(DEFAULT_ACCOUNT_VIEW))
+        used = self.state.counters()["creates_total"]
+        today = time.strftime("%Y-%m-%d", time.gmtime(self.state.now()))
+        for model in view["models"].values():
+            model.update(used_today=used, day=today)
+        self._json(200, view)
 
     def _create(self, body: bytes) -> None:
         state = self.state

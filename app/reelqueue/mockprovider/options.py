@@ -25,6 +25,18 @@ def _default_video() -> Path:
     return resource("sample.mp4")
 
 
+DEFAULT_ACCOUNT_VIEW: Mapping[str, Any] = {
+    "organization_id": None,
+    "balance": {"amount": 100.0, "unit": "credits"},
+    "models": {
+        "mock-1": {"concurrency": 4, "daily": 500, "daily_window": "utc_day"},
+        "mock-2": {"concurrency": 2, "daily": 100, "daily_window": "utc_day"},
+    },
+}
+"""The mock account's figures unless ``--account-view`` gives others: 100 credits, and
+per model its renders at once and a day (a UTC calendar day)."""
+
+
 @dataclass(frozen=True)
 class ForeignRender:
     """A render planted in the account's list as if another client on the same key had
@@ -80,6 +92,10 @@ class MockOptions:
         hold_create_answer_seconds: hold every create's answer this long after the render
             was created, then send it (0: answer at once). The create is counted and the
             render exists (and is listed after its delay) while the answer is held.
+        account_view: the body ``GET /v1/account/view`` answers (the account's balance,
+            per-model limits and organization; issue 32 item 2), sent as given so tests
+            can plant bad figures; None: :data:`DEFAULT_ACCOUNT_VIEW`, with each model's
+            ``used_today`` the creates counted so far.
     """
 
     render_seconds_min: float = 0.2
@@ -101,6 +117,7 @@ class MockOptions:
     list_delay_max: float = 0.0
     foreign_renders: tuple[ForeignRender, ...] = ()
     hold_create_answer_seconds: float = 0.0
+    account_view: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.render_seconds_min < 0 or self.render_seconds_max < self.render_seconds_min:

@@ -16,6 +16,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx2
 
+# Re-exported: the account view's values live in domain/ because the journal keeps them.
+from reelqueue.domain.account_view import AccountView as AccountView
+from reelqueue.domain.account_view import Balance as Balance
+from reelqueue.domain.account_view import ModelLimit as ModelLimit
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 
@@ -292,6 +296,28 @@ def sends_client_token(provider: object) -> bool:
     its get or list answers): only then do the words for an unknown create name it."""
     return bool(getattr(provider, "keeps_client_token",
                         getattr(provider, "supports_lookup", False)))
+
+
+@runtime_checkable
+class AccountViewProvider(Protocol):
+    """An adapter whose provider publishes the account's figures (issue 32 item 2): an
+    optional capability; an adapter without it has them "not published".
+
+    The dataclasses (:class:`AccountView`, :class:`Balance`, :class:`ModelLimit`) live in
+    ``domain.account_view`` because the journal keeps them too; they are re-exported here.
+    """
+
+    async def account_view(self) -> AccountView:
+        """Read the account's balance, per-model limits, usage and organization (the key
+        check's own answer when it was just read, else one bounded GET). An error answer
+        raises :class:`ProviderError` (a rate limit with its Retry-After); an answer that
+        is readable but holds unusable figures returns them as None with ``problem``."""
+        ...
+
+
+def account_view_of(provider: object) -> AccountViewProvider | None:
+    """``provider`` as an :class:`AccountViewProvider`, or None when it offers no view."""
+    return provider if isinstance(provider, AccountViewProvider) else None
 
 
 class Provider(Protocol):

@@ -36,12 +36,24 @@ from urllib.parse import urljoin
 
 import httpx2
 
+from reelqueue.domain.account_view import DAILY_WINDOWS
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._account import (
+    MAX_VIEW_BYTES,
+    Figures,
+    another_organization,
+    answer_json,
+    mapping,
+    read_at_of,
+    scrubbed,
+)
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import outcome_unknown
 from reelqueue.providers.adapters._images import ImageInput, image_kind, load_image
 from reelqueue.providers.base import (
+    AccountView,
+    ModelLimit,
     ParamSpec,
     ProviderConfig,
     ReconcileMethod,
@@ -55,6 +67,7 @@ from reelqueue.providers.base import (
 from reelqueue.providers.registry import ProviderInfo, check_base_url
 
 KIND = "mock"
+MODELS = ("mock-1", "mock-2")
 
 _PHASES: dict[str, RemotePhase] = {phase.value: phase for phase in RemotePhase}
 
@@ -88,6 +101,52 @@ def _settle_seconds(settings: Mapping[str, Any]) -> float:
         raise InputError("The mock account's 'settle_seconds' must be a number of seconds "
                          ">= 0.")
     return float(value)
+
+
+ACCOUNT_VIEW_PATH = "/v1/account/view"
+VIEW_UNITS = ("credits", "USD")
+"""The balance units the mock's account view may name; any other is another currency."""
+
+
+def mock_view(account: str, response: httpx2.Response, cut: bool,
+              organization: Any = None) -> AccountView:
+    """The account view of a ``GET /v1/account/view`` answer (mockprovider/handler.py)."""
+    read_at = read_at_of(response)
+    body, problem = answer_json(response, cut)
+    figures = Figures()
+    if body is None:
+        figures.refuse(problem or "unreadable answer")
+        return figures.view(account, None, [], None, read_at)
+    org, other = figures.organization(body.get("organization_id"), organization)
+    if other:
+        assert org is not None
+        return another_organization(account, org, str(organization), read_at)
+    balance = None
+    if "balance" not in body:
+        figures.refuse("balance missing")
+    else:
+        given = mapping(body.get("balance"))
+        unit = given.get("unit")
+        balance = figures.balance(given.get("amount"), "balance",
+                                  unit if unit in VIEW_UNITS else "credits",
+                                  currency=unit, expected_currency=(
+                                      unit if unit in VIEW_UNITS else "credits"))
+    models = mapping(body.get("models"))
+    limits: list[ModelLimit] = []
+    for name in MODELS:
+        if name not in models:
+            continue
+        entry = mapping(models[name])
+        window = entry.get("daily_window")
+        used = figures.count(entry.get("used_today"), f"{name} renders today",
+                             required=False)
+        limits.append(ModelLimit(
+            name,
+            concurrency=figures.count(entry.get("concurrency"), f"{name} concurrency"),
+            daily=figures.count(entry.get("daily"), f"{name} daily limit"),
+            daily_window=window if window in DAILY_WINDOWS else "unknown",
+            used_today=figures.used_on_day(used, entry.get("day"), read_at, name)))
+    return figures.view(account, balance, limits, org, read_at)
 
 
 class MockProvider:
@@ -132,6 +191,7 @@ class MockProvider:
         self._client = client
         self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
                               require_key=False)
+        self._organization = config.settings.get("organization_id")
 
     def __repr__(self) -> str:
         return f"MockProvider(account={self.account!r}, base_url={self.base_url!r})"
@@ -196,6 +256,16 @@ class MockProvider:
         if response.status_code != 200:
             raise self._status_error(response, what="key check")
         self._json(response)
+
+    async def account_view(self) -> AccountView:
+        """The mock account's figures from ``GET /v1/account/view`` (the server's
+        ``--account-view``), each checked as a real provider's (``_account.Figures``). An
+        answer naming another organization than the account's ``organization_id`` setting
+        gives no figure."""
+        response, cut = await self._api.get_bounded(ACCOUNT_VIEW_PATH, MAX_VIEW_BYTES)
+        if response.status_code != 200:
+            raise self._status_error(response, what="account view")
+        return scrubbed(mock_view(self.account, response, cut, self._organization), self._api.scrub)
 
     def _create_body(self, request: RenderRequest, image: str | None) -> dict[str, Any]:
         """The create's JSON body as sent (``image``: which reference image it was, see
@@ -513,7 +583,7 @@ INFO = ProviderInfo(
     title="Mock provider (local)",
     factory=create,
     params=ParamSpec(
-        models=("mock-1", "mock-2"),
+        models=MODELS,
         duration_range=(1, 20),
         aspect_ratios=("16:9", "9:16", "1:1"),
         resolutions=("480p", "720p"),

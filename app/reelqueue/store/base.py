@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from reelqueue.domain.account_view import AccountView
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -228,6 +229,14 @@ class Store(Protocol):
         detail: str | None = None, cooldown_until: float | None = None,
     ) -> None: ...
     def live_count(self, account: str) -> int: ...
+    def put_account_view(self, view: AccountView) -> bool:
+        """Keep ``view`` (issue 32 item 2) as its account's row, its limits bounded
+        (``domain.account_view.limits_to_json``); False when the row holds a newer
+        reading (``read_at``), which is kept. Removing the account removes its view."""
+        ...
+    def account_views(self) -> list[AccountView]:
+        """Every account's view, by account name."""
+        ...
 
     # -- claims and fenced transitions -------------------------------------------------
     def claim_next_job(self, params: ClaimParams) -> Claim | None: ...

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from reelqueue.domain.account_view import AccountView, kept_view
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
@@ -115,6 +116,7 @@ class MemoryStore:
         self._jobs: dict[int, Job] = {}
         self._keys: dict[str, int] = {}
         self._accounts: dict[str, Account] = {}
+        self._views: dict[str, AccountView] = {}  # account -> its view (issue 32 item 2)
         self._ledger: list[LedgerEntry] = []
         self._next_job = 1
         self._next_seq = 1
@@ -302,7 +304,21 @@ class MemoryStore:
                 )
             if self._accounts.pop(name, None) is None:
                 raise InputError(f"There is no account named {name!r}.")
+            self._views.pop(name, None)
             self._note("account_removed", now, account=name)
+
+    def put_account_view(self, view: AccountView) -> bool:
+        with self._lock:
+            kept = self._views.get(view.account)
+            if kept is not None and kept.read_at > view.read_at:
+                return False
+            # Bounded and plain as the SQL journals give it back.
+            self._views[view.account] = kept_view(view)
+            return True
+
+    def account_views(self) -> list[AccountView]:
+        with self._lock:
+            return [self._views[name] for name in sorted(self._views)]
 
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,

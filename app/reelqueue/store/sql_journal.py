@@ -20,10 +20,21 @@ so a query may take a value only one dialect needs (``lease_seconds`` beside
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
+from reelqueue.domain.account_view import (
+    MAX_PROBLEM_CHARS,
+    AccountView,
+    Balance,
+    kept_view,
+    limits_from_json,
+    limits_to_json,
+    plain,
+    usable_amount,
+)
 from reelqueue.domain.errors import InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
@@ -112,6 +123,27 @@ def _number(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def view_row(view: AccountView) -> dict[str, Any]:
+    """The columns of an ``account_views`` row but its limits (each dialect binds JSON)."""
+    return {"account": view.account, "organization_id": view.organization_id,
+            "balance_amount": None if view.balance is None else view.balance.amount,
+            "balance_unit": None if view.balance is None else view.balance.unit,
+            "read_at": view.read_at, "read_by": view.read_by, "problem": view.problem}
+
+
+def view_of(row: Row) -> AccountView:
+    """An ``account_views`` row read back (the team database is untrusted: a figure that
+    is not one is left out)."""
+    amount, unit = usable_amount(row["balance_amount"]), row["balance_unit"]
+    balance = (Balance(amount, plain(unit, 20)) if amount is not None and isinstance(unit, str)
+               else None)
+    org, problem = row["organization_id"], row["problem"]
+    return AccountView(str(row["account"]), balance, limits_from_json(row["limits"]),
+                       plain(org, 200) if isinstance(org, str) else None,
+                       float(row["read_at"]), plain(str(row["read_by"] or ""), 200),
+                       plain(problem, MAX_PROBLEM_CHARS) if isinstance(problem, str) else None)
 
 
 def _params(value: Any) -> dict[str, Any]:
@@ -252,6 +284,7 @@ class SqlJournal(SqlDriver):
                 )
             if not self._exec("delete_account", name=name):
                 raise InputError(f"There is no account named {name!r}.")
+            self._exec("delete_account_view", account=name)
             self._ledger("account_removed", now, account=name)
 
     def get_account(self, name: str) -> Account | None:
@@ -260,6 +293,17 @@ class SqlJournal(SqlDriver):
 
     def list_accounts(self) -> list[Account]:
         return [self.ROWS.account(r) for r in self._all("list_accounts")]
+
+    def put_account_view(self, view: AccountView) -> bool:
+        """Keep ``view`` as its account's row; False when a newer reading is kept."""
+        view = kept_view(view)  # bounded and plain, as every store keeps it
+        with self._write(durable=False):  # advice only: a view lost is read again
+            return bool(self._exec("put_account_view", **view_row(view),
+                                   limits=self._json(json.loads(limits_to_json(view.limits)))))
+
+    def account_views(self) -> list[AccountView]:
+        with self._reading():
+            return [view_of(row) for row in self._all("list_account_views")]
 
     def update_account(
         self, name: str, now: float, *, capacity: int | None = None,

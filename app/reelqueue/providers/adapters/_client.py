@@ -141,6 +141,34 @@ class ApiClient:
         except httpx2.HTTPError as exc:
             raise transport_error(exc, during_create=during_create) from exc
 
+    async def get_bounded(self, path: str, max_bytes: int) -> tuple[httpx2.Response, bool]:
+        """GET ``path`` once, reading at most ``max_bytes`` of its (decoded) body.
+
+        Returns the answer fully read (so the error readers work on it) and whether its body
+        was cut: a cut answer has an empty body and must not be read as JSON. Transport
+        failures become :class:`ProviderError`, as in :meth:`request`."""
+        sent = header_bytes(self.auth())
+        try:
+            async with self._client.stream("GET", self.url(path), headers=sent,
+                                           follow_redirects=False) as streamed:
+                chunks: list[bytes] = []
+                size, cut = 0, False
+                async for chunk in streamed.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        cut = True
+                        break
+                    chunks.append(chunk)
+        except httpx2.HTTPError as exc:
+            raise transport_error(exc, during_create=False) from exc
+        # The body is already decoded: the copy must not claim an encoding or a length.
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in ("content-encoding", "content-length",
+                                        "transfer-encoding")]
+        body = b"" if cut else b"".join(chunks)
+        return httpx2.Response(streamed.status_code, headers=headers, content=body,
+                              request=streamed.request), cut
+
     # -- responses ------------------------------------------------------------------------
 
     def message(self, response: httpx2.Response, what: str = "") -> str:

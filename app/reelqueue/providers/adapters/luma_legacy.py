@@ -25,6 +25,7 @@ docs/reconciliation/luma-legacy.md.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -33,6 +34,14 @@ import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._account import (
+    MAX_VIEW_BYTES,
+    REUSE_CHECK_SECONDS,
+    Figures,
+    answer_json,
+    read_at_of,
+    scrubbed,
+)
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
@@ -56,6 +65,7 @@ from reelqueue.providers.adapters._errors import (
 from reelqueue.providers.adapters._images import image_kind
 from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
+    AccountView,
     ParamProblem,
     ParamSpec,
     PriceVariant,
@@ -182,6 +192,24 @@ def prompt_problems(prompt: str) -> list[str]:
     return []
 
 
+CREDITS_PATH = "/credits"
+
+
+def credits_view(account: str, response: httpx2.Response, cut: bool) -> AccountView:
+    """The account view of a ``GET /credits`` answer: ``credit_balance`` in USD cents,
+    checked (``_account.Figures``) and shown in USD."""
+    read_at = read_at_of(response)
+    body, problem = answer_json(response, cut)
+    figures = Figures()
+    if body is None:
+        figures.refuse(problem or "unreadable answer")
+        return figures.view(account, None, [], None, read_at)
+    balance = figures.balance(body.get("credit_balance"), "credit balance", "USD",
+                              scale=0.01, currency=body.get("currency"),
+                              expected_currency="USD")
+    return figures.view(account, balance, [], None, read_at)
+
+
 class LumaLegacyProvider:
     """One Luma Dream Machine (legacy API) account.
 
@@ -205,15 +233,34 @@ class LumaLegacyProvider:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
         # False once the address answered the list with 404/405 (a gateway without it).
         self.supports_search = True
+        # The key check's answer (answer, cut, monotonic time), for account_view.
+        self._checked: tuple[httpx2.Response, bool, float] | None = None
 
     def __repr__(self) -> str:
         return f"LumaLegacyProvider(account={self._api.account!r})"
 
     async def check_key(self) -> None:
-        """``GET /credits``: read-only, the account's credit balance."""
-        response = await self._api.request("GET", "/credits")
+        """``GET /credits``: read-only, the account's credit balance. The answer is kept a
+        minute for :meth:`account_view` (the key check's own answer)."""
+        self._checked = None
+        response, cut = await self._api.get_bounded(CREDITS_PATH, MAX_VIEW_BYTES)
         if not response.is_success:
             raise self._error(response)
+        self._checked = (response, cut, time.monotonic())
+
+    async def account_view(self) -> AccountView:
+        """The balance from ``GET /credits`` (``types/credit_get_response.py`` of
+        lumalabs/lumaai-python: ``credit_balance``, a number, "Available credits balance
+        in USD cents"), shown in USD. Luma publishes no per-model limit, usage or
+        organization id there."""
+        checked, self._checked = self._checked, None
+        if checked is not None and time.monotonic() - checked[2] <= REUSE_CHECK_SECONDS:
+            response, cut = checked[0], checked[1]
+        else:
+            response, cut = await self._api.get_bounded(CREDITS_PATH, MAX_VIEW_BYTES)
+            if not response.is_success:
+                raise self._error(response)
+        return scrubbed(credits_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request,

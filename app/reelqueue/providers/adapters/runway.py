@@ -18,6 +18,7 @@ find a task by our token: ``supports_lookup`` is False.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -25,6 +26,15 @@ import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters._account import (
+    MAX_VIEW_BYTES,
+    REUSE_CHECK_SECONDS,
+    Figures,
+    answer_json,
+    mapping,
+    read_at_of,
+    scrubbed,
+)
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
@@ -48,6 +58,8 @@ from reelqueue.providers.adapters._errors import (
 from reelqueue.providers.adapters._images import image_kind, load_image
 from reelqueue.providers.adapters._params import duration_problem, param_bool, param_int, param_str
 from reelqueue.providers.base import (
+    AccountView,
+    ModelLimit,
     ParamProblem,
     ParamSpec,
     PriceVariant,
@@ -182,6 +194,50 @@ def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
     return problems
 
 
+ORGANIZATION_PATH = "/v1/organization"
+
+
+def organization_view(account: str, response: httpx2.Response, cut: bool) -> AccountView:
+    """The account view of a ``GET /v1/organization`` answer, each figure checked
+    (``_account.Figures``): unusable ones are None with a reason, the rest kept. Models
+    ReelQueue does not render here (image, audio, voice...) are left out."""
+    read_at = read_at_of(response)
+    body, problem = answer_json(response, cut)
+    figures = Figures()
+    if body is None:
+        figures.refuse(problem or "unreadable answer")
+        return figures.view(account, None, [], None, read_at)
+    balance = figures.balance(body.get("creditBalance"), "credit balance", "credits",
+                              currency=body.get("currency"), expected_currency="credits")
+    tier_models = mapping(mapping(body.get("tier")).get("models"))
+    usage = body.get("usage")
+    usage_read = isinstance(usage, dict) and isinstance(usage.get("models"), dict)
+    usage_models = mapping(mapping(usage).get("models"))
+    if not tier_models:
+        figures.refuse("tier limits missing")
+    if not usage_read:
+        figures.refuse("usage missing")
+    limits: list[ModelLimit] = []
+    for name in PARAMS.models:
+        tier = tier_models.get(name)
+        if tier is None:
+            continue  # not offered on this tier: nothing to show
+        tier = mapping(tier)
+        used = usage_models.get(name)
+        if used is None and usage_read:
+            used = {"dailyGenerations": 0}  # not used in the past day: no entry
+        limits.append(ModelLimit(
+            name,
+            concurrency=figures.count(tier.get("maxConcurrentGenerations"),
+                                      f"{name} concurrency"),
+            daily=figures.count(tier.get("maxDailyGenerations"), f"{name} daily limit"),
+            daily_window="rolling_24h",
+            used_today=figures.count(mapping(used).get("dailyGenerations"),
+                                     f"{name} generations today",
+                                     required=usage_read)))
+    return figures.view(account, balance, limits, None, read_at)
+
+
 class RunwayProvider:
     """One Runway account.
 
@@ -200,15 +256,36 @@ class RunwayProvider:
                                       "X-Runway-Version": API_VERSION},
         )
         self._cooldown = float(config.settings.get("daily_cap_cooldown", DAILY_CAP_COOLDOWN))
+        # The key check's answer (answer, cut, monotonic time), for account_view.
+        self._checked: tuple[httpx2.Response, bool, float] | None = None
 
     def __repr__(self) -> str:
         return f"RunwayProvider(account={self._api.account!r})"
 
     async def check_key(self) -> None:
-        """``GET /v1/organization``: read-only, returns tier, credits and daily usage."""
-        response = await self._api.request("GET", "/v1/organization")
+        """``GET /v1/organization``: read-only, returns tier, credits and daily usage. The
+        answer is kept a minute for :meth:`account_view` (the key check's own answer)."""
+        self._checked = None
+        response, cut = await self._api.get_bounded(ORGANIZATION_PATH, MAX_VIEW_BYTES)
         if not response.is_success:
             raise self._error(response)
+        self._checked = (response, cut, time.monotonic())
+
+    async def account_view(self) -> AccountView:
+        """The organization's credit balance, each model's tier limits and today's
+        generations, from ``GET /v1/organization`` (``organization_retrieve_response.py``
+        of runwayml/sdk-python: ``creditBalance``; ``tier.models[m]``
+        ``maxConcurrentGenerations`` / ``maxDailyGenerations``; ``usage.models[m]``
+        ``dailyGenerations``, "in the past day": a rolling 24 h window, as Runway's tiers
+        page says). Runway publishes no organization id in it."""
+        checked, self._checked = self._checked, None
+        if checked is not None and time.monotonic() - checked[2] <= REUSE_CHECK_SECONDS:
+            response, cut = checked[0], checked[1]
+        else:
+            response, cut = await self._api.get_bounded(ORGANIZATION_PATH, MAX_VIEW_BYTES)
+            if not response.is_success:
+                raise self._error(response)
+        return scrubbed(organization_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)

@@ -96,6 +96,29 @@ SELECT * FROM accounts ORDER BY position, name;
 -- name: delete_account
 DELETE FROM accounts WHERE name = :name;
 
+-- name: put_account_view
+-- An account's view (issue 32 item 2), one row per account: an older reading never
+-- replaces a newer one (two machines, or a refresh and the engine, read close together).
+INSERT INTO account_views (account, organization_id, balance_amount, balance_unit, limits,
+                           read_at, read_by, problem)
+VALUES (:account, :organization_id, :balance_amount, :balance_unit, :limits, :read_at,
+        :read_by, :problem)
+ON CONFLICT (account) DO UPDATE
+   SET organization_id = excluded.organization_id,
+       balance_amount = excluded.balance_amount,
+       balance_unit = excluded.balance_unit,
+       limits = excluded.limits,
+       read_at = excluded.read_at,
+       read_by = excluded.read_by,
+       problem = excluded.problem
+ WHERE excluded.read_at >= account_views.read_at;
+
+-- name: list_account_views
+SELECT * FROM account_views ORDER BY account;
+
+-- name: delete_account_view
+DELETE FROM account_views WHERE account = :account;
+
 -- name: update_account
 UPDATE accounts
    SET capacity = COALESCE(:capacity, capacity),

@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 9). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 10). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -197,4 +197,20 @@ CREATE TABLE api_tokens (
     digest      BYTEA NOT NULL,
     scope       TEXT NOT NULL CHECK (scope IN ('read', 'submit', 'admin')),
     created_at  DOUBLE PRECISION NOT NULL
+);
+
+-- An account as its provider last described it (v10, issue 32 item 2): one row per
+-- account, written by the machine that holds its key, read by every machine; advice only
+-- (nothing here starts or stops a render). Bad figures are NULL with the problem.
+CREATE TABLE account_views (
+    account         TEXT PRIMARY KEY,
+    organization_id TEXT CHECK (length(organization_id) <= 200),
+    balance_amount  DOUBLE PRECISION CHECK (balance_amount >= 0),
+    balance_unit    TEXT CHECK (length(balance_unit) <= 20),
+    -- per-model limits (domain/account_view.py limits_to_json), bounded
+    limits          JSONB NOT NULL DEFAULT '[]' CHECK (octet_length(limits::text) <= 16384),
+    read_at         DOUBLE PRECISION NOT NULL,
+    read_by         TEXT NOT NULL DEFAULT '',
+    problem         TEXT CHECK (length(problem) <= 500),
+    CHECK ((balance_amount IS NULL) = (balance_unit IS NULL))
 );
