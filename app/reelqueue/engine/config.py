@@ -46,6 +46,10 @@ class EngineConfig:
         are, ``..`` still refused, and no manifest is written.
     manifest_seconds: the least time between two writes of one batch's manifest
         (``engine/manifest.py``); the last one is written at the engine's stop.
+    overload_lag_seconds: the event loop's lateness above which the engine counts as
+        overloaded (``engine/load.py``): new claims are then held back.
+    overload_claims_per_pass: the claims a pump pass makes at most while overloaded.
+    overload_retry_seconds: how soon the pump looks again after holding claims back.
     """
 
     lease_seconds: float = 60.0
@@ -69,6 +73,9 @@ class EngineConfig:
     reconcile_settle_seconds: float | None = None
     videos_dir: Path | None = None
     manifest_seconds: float = 3.0
+    overload_lag_seconds: float = 0.5
+    overload_claims_per_pass: int = 1
+    overload_retry_seconds: float = 0.5
 
     @property
     def create_timeout_seconds(self) -> float:

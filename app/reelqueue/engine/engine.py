@@ -41,6 +41,7 @@ from reelqueue.engine.events import (
     spend_cap_reasons,
     stall_reasons,
 )
+from reelqueue.engine.load import LoopGauge
 from reelqueue.engine.manifest import ManifestWriter, batch_folder
 from reelqueue.engine.outputs import (
     OutputWriter,
@@ -139,6 +140,7 @@ class Engine:
         bus: EventBus | None = None,
         providers: ProviderRegistry | None = None,
         lost_render_accounts: Iterable[str] = (),
+        gauge: LoopGauge | None = None,
     ) -> None:
         self.config = _fitted(config or EngineConfig())
         # Accounts whose renders end with the process (the built-in mock runs inside it):
@@ -182,6 +184,9 @@ class Engine:
         self._passes_started = 0
         self._last_pass_claims = 0
         self._last_pass_started = 0.0
+        # Overload slows starting, never finishing (invariant 16): the loop's own lag.
+        self.gauge = gauge or LoopGauge()
+        self._braked = False  # the last pass stopped claiming because the loop lagged
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
@@ -211,6 +216,7 @@ class Engine:
         self._paused = paused
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
         self.manifests.start()
+        self.gauge.start()
         self._pump_task = asyncio.create_task(self._pump(), name="pump")
         self.bus.publish(EngineStateEvent("paused" if paused else "running", self.clock.now()))
         return report
@@ -233,6 +239,7 @@ class Engine:
         await asyncio.gather(*(t for t in (self._pump_task, self._heartbeat_task) if t),
                              *workers, return_exceptions=True)
         await self.views.stop()
+        await self.gauge.stop()
         if orderly:
             await self._record_stopped_in_flight()
         await self.manifests.stop()  # the last word of this run on each batch it touched
@@ -593,11 +600,24 @@ class Engine:
         # this machine by another process (`accounts confirm`) writes only its keyring,
         # which wakes nobody: look again sooner while an account waits for one.
         cap = CONFIRM_LOOK_SECONDS if self._waiting_confirm else 30.0
+        if self._braked:  # claims held back by the loop's lag: look again soon
+            cap = min(cap, self.config.overload_retry_seconds)
         return cap if due is None else min(cap, max(0.01, due - now))
 
     async def _fill_slots(self) -> int:
-        """One pass over the accounts in their fixed order; returns the claims made."""
+        """One pass over the accounts in their fixed order; returns the claims made. While
+        the event loop lags (:mod:`engine.load`), at most
+        ``config.overload_claims_per_pass`` claims are made, and the pump looks again
+        after ``config.overload_retry_seconds``: overload slows starting, never the
+        renders already running."""
         claims = 0
+        budget: int | None = None
+        if self.gauge.overloaded(self.config.overload_lag_seconds):
+            budget = self.config.overload_claims_per_pass
+            if not self._braked:
+                log.info("the engine is busy (its loop lags %.2f s): new renders start "
+                         "slower until it catches up", self.gauge.lag)
+        self._braked = False
         accounts = await self.store.list_accounts()
         waiting_confirm: set[str] = set()
         for account in accounts:  # the fixed order of the accounts table
@@ -620,6 +640,9 @@ class Engine:
             self.views.visit(account.name, account.status, account_view_of(provider))
             claimed_here = 0
             while self._claiming and not self._paused:
+                if budget is not None and claims + claimed_here >= budget:
+                    self._braked = True
+                    break
                 now = self.clock.now()
                 claim = await self.store.claim_next_job(ClaimParams(
                     account.name, self.instance_id, now,
