@@ -33,8 +33,12 @@ from reelqueue.domain.errors import (
     JournalUnreachable,
 )
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
-from reelqueue.domain.states import AccountStatus
-from reelqueue.store.rows import job_from_mapping
+from reelqueue.store.rows import (
+    account_from_mapping,
+    batch_from_mapping,
+    job_from_mapping,
+    ledger_from_mapping,
+)
 
 _URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", re.IGNORECASE)
 _KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
@@ -189,28 +193,15 @@ def job_from_pg(row: dict[str, Any]) -> Job:
 
 
 def account_from_pg(row: dict[str, Any]) -> Account:
-    return Account(
-        name=row["name"], provider=row["provider"], capacity=row["capacity"],
-        position=row["position"], enabled=bool(row["enabled"]), base_url=row["base_url"],
-        key_ref=row["key_ref"], status=AccountStatus(row["status"]),
-        status_detail=row["status_detail"], cooldown_until=row["cooldown_until"],
-        settings=_json(row["settings"]), created_at=row["created_at"],
-    )
+    return account_from_mapping(row, _json)
 
 
 def batch_from_pg(row: dict[str, Any]) -> Batch:
-    return Batch(
-        id=row["id"], name=row["name"], source_path=row["source_path"],
-        output_dir=row["output_dir"], max_attempts=row["max_attempts"],
-        created_at=row["created_at"], settings=_json(row["settings"]),
-    )
+    return batch_from_mapping(row, _json)
 
 
 def ledger_from_pg(row: dict[str, Any]) -> LedgerEntry:
-    return LedgerEntry(
-        seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
-        account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
-    )
+    return ledger_from_mapping(row, _json)
 
 
 # -- the driver's connections ------------------------------------------------------------

@@ -50,25 +50,39 @@ def job_from_mapping(row: dict[str, Any], decode: Callable[[Any], dict[str, Any]
 
 
 def account_from_row(row: sqlite3.Row) -> Account:
+    return account_from_mapping(row, _json)
+
+
+def batch_from_row(row: sqlite3.Row) -> Batch:
+    return batch_from_mapping(row, _json)
+
+
+def ledger_from_row(row: sqlite3.Row) -> LedgerEntry:
+    return ledger_from_mapping(row, _json)
+
+
+# The same rows read by name, from SQLite's rows or PostgreSQL's dicts alike; ``decode``
+# turns the stored JSON (text, or PostgreSQL's decoded jsonb) into a dict.
+def account_from_mapping(row: Any, decode: Callable[[Any], dict[str, Any]]) -> Account:
     return Account(
         name=row["name"], provider=row["provider"], capacity=row["capacity"],
         position=row["position"], enabled=bool(row["enabled"]), base_url=row["base_url"],
         key_ref=row["key_ref"], status=AccountStatus(row["status"]),
         status_detail=row["status_detail"], cooldown_until=row["cooldown_until"],
-        settings=_json(row["settings"]), created_at=row["created_at"],
+        settings=decode(row["settings"]), created_at=row["created_at"],
     )
 
 
-def batch_from_row(row: sqlite3.Row) -> Batch:
+def batch_from_mapping(row: Any, decode: Callable[[Any], dict[str, Any]]) -> Batch:
     return Batch(
         id=row["id"], name=row["name"], source_path=row["source_path"],
         output_dir=row["output_dir"], max_attempts=row["max_attempts"],
-        created_at=row["created_at"], settings=_json(row["settings"]),
+        created_at=row["created_at"], settings=decode(row["settings"]),
     )
 
 
-def ledger_from_row(row: sqlite3.Row) -> LedgerEntry:
+def ledger_from_mapping(row: Any, decode: Callable[[Any], dict[str, Any]]) -> LedgerEntry:
     return LedgerEntry(
         seq=row["seq"], at=row["at"], event=row["event"], job_id=row["job_id"],
-        account=row["account"], claim_token=row["claim_token"], detail=_json(row["detail"]),
+        account=row["account"], claim_token=row["claim_token"], detail=decode(row["detail"]),
     )
