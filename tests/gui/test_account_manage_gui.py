@@ -121,6 +121,37 @@ async def test_confirm_on_this_machine_after_the_address_changed_elsewhere(
 
 
 @on_qloop
+async def test_confirm_binds_only_the_address_the_dialog_showed(
+        windows: WindowHarness, app_ctx, memory_keyring) -> None:
+    """Issue 34 (N6-N13 f): the address moved again on the team database after the
+    dialog showed it; Confirm bound the key to the new one, which the user never saw."""
+    controller, dialog = await _open_with_account(windows, app_ctx)
+    dialog.close()
+    await until(lambda: "Studio A" not in controller.manage.dialogs)
+    journal = controller.session.app.journal
+    await journal.update_account("Studio A", time.time(), base_url="https://seen.example.com")
+    await controller.refresh_accounts()
+    controller.window.accounts.cards["Studio A"].manage_button.click()
+    dialog = controller.manage.dialogs["Studio A"]
+    await until(lambda: dialog.confirm_box.isVisible())
+    assert "https://seen.example.com" in dialog.confirm_label.text()
+    await journal.update_account("Studio A", time.time(),
+                                 base_url="https://moved.example.com")
+    dialog.confirm_button.click()
+    await until(lambda: "nothing was confirmed" in dialog.status.text())
+    assert "moved.example.com" in dialog.status.text()
+    assert "--expect-url" not in dialog.status.text(), "the window has no such option"
+    trusted = controller.session.app.trusted_keys
+    binding = trusted.binding("Studio A")
+    assert binding is None or "moved.example.com" not in binding.describe()
+    # Shown again with the address it names now, it is confirmed for that one.
+    await until(lambda: "https://moved.example.com" in dialog.confirm_label.text())
+    dialog.confirm_button.click()
+    await until(lambda: "now sends its key to" in dialog.status.text())
+    assert "moved.example.com" in dialog.status.text()
+
+
+@on_qloop
 async def test_remove_says_what_becomes_of_the_waiting_jobs(
         windows: WindowHarness, app_ctx, memory_keyring) -> None:
     controller, dialog = await _open_with_account(windows, app_ctx)
@@ -184,9 +215,9 @@ def test_a_team_account_offers_no_rename_and_says_an_address_needs_confirming(qt
     change, problem = dialog.change()
     assert problem is None and change is not None and change.model == "m-2"
     with qtbot.waitSignal(dialog.confirmRequested) as blocker:
-        dialog.set_confirm("waits for 'accounts confirm'")
+        dialog.set_confirm("waits for 'accounts confirm'", "https://gw.example.com/v1")
         dialog.confirm_button.click()
-    assert blocker.args == ["Team A"]
+    assert blocker.args == ["Team A", "https://gw.example.com/v1"]
     local = ManageAccountDialog(_account(name="Solo"), "OpenAI-compatible gateway",
                                 team=False)
     qtbot.addWidget(local)
