@@ -20,7 +20,7 @@ from reelqueue.application.session import Session
 from reelqueue.application.status import Money, SpendSummary
 from reelqueue.cli.cmd_jobs import batch_commands, find_batch
 from reelqueue.cli.context import CliContext
-from reelqueue.cli.journal import run_on_journal
+from reelqueue.cli.journal import PICKED_UP, run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
 
@@ -81,7 +81,7 @@ def handle_batch_cap(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"Batch {batch.id} ({batch.name}): spend cap ${usd:.2f}, spent ${spent:.2f}"
                   + (f"; {mine[0].waiting} jobs wait for the cap" if mine and mine[0].waiting
                      else "") + ".")
-    ctx.print("A running 'reelqueue run' picks the change up within 30 seconds.")
+    ctx.print(PICKED_UP)
     return 0
 
 
