@@ -10,9 +10,10 @@ import time
 import pytest
 from PySide6.QtWidgets import QLineEdit, QMessageBox
 
-from reelqueue.application import accounts
+from reelqueue.application import accounts, status
 from reelqueue.application.accounts import AccountDraft
 from reelqueue.domain.models import Account, AccountStatus, BatchSpec, JobSpec
+from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.ui.account_manage import ManageAccountDialog, parse_cap
 from reelqueue.ui.accounts_view import CONFIRM_HERE
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
@@ -229,3 +230,41 @@ def test_parse_cap() -> None:
     assert parse_cap("") == (None, None)
     assert parse_cap("$1,200.5") == (1200.5, None)
     assert parse_cap("-1")[1] is not None
+
+
+@on_qloop
+async def test_a_removed_account_s_parked_job_and_spend_stay_in_sight(
+        windows: WindowHarness, app_ctx, memory_keyring) -> None:
+    """Issue 34 (N6-N13 b): an account whose only job was parked (its render possibly
+    billed) could be removed; its card went with its spend, and its jobs could no longer
+    be picked out by account."""
+    controller, dialog = await _open_with_account(windows, app_ctx)
+    dialog.close()
+    journal = controller.session.app.journal
+    batch = await journal.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)),
+                                       time.time())
+    await journal.add_jobs(batch.id, [JobSpec(
+        "k0", "p0", FAKE_KIND, str(app_ctx.videos_dir / "0.mp4"), pinned_account="Studio A",
+        metadata={"price": 0.8})], time.time())
+    claim = await journal.claim_next_job(ClaimParams("Studio A", "inst", time.time(), 60.0,
+                                                     0.0))
+    assert claim is not None
+    assert await journal.mark_submitting(claim.token, "ct-1", time.time())
+    assert await journal.record_submitted(claim.token, "pj-1", time.time())
+    assert await journal.park_job(claim.token, JobError("retryable", "parked", "crashed"),
+                                  time.time())
+    await accounts.remove_account(controller.session.app, "Studio A")
+    await controller.load_rows()
+    await controller.refresh_accounts()
+    window = controller.window
+    assert "Studio A" not in window.accounts.cards
+    await until(lambda: "Studio A" in window.queue_label.text())
+    assert "Removed: Studio A spent $0.80, 1 parked" in window.queue_label.text(), \
+        window.queue_label.text()
+    index = window.account_filter.findData("Studio A")
+    assert index >= 0 and window.account_filter.itemText(index) == "Studio A (removed)"
+    window.show_account("Studio A")
+    assert window.current_filter().account == "Studio A"
+    money = await status.money(controller.session.app)
+    assert money.spent["Studio A"] == pytest.approx(0.8)
+

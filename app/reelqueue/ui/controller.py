@@ -54,6 +54,8 @@ from reelqueue.ui.close_flow import CloseFlow
 from reelqueue.ui.dashboard import (
     compose_cards,
     engine_words,
+    removed_accounts,
+    removed_accounts_text,
     shared_queue_text,
     stall_banner,
     totals_text,
@@ -350,7 +352,7 @@ class AppController(QObject):
         await self.refresh_money()
         self.refresh_cards()
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
-                                       [s.account.name for s in self.summaries])
+                                       self._account_choices())
 
     async def refresh_money(self) -> None:
         """Read the journal's money figures (application.status.money): the one source of
@@ -371,7 +373,14 @@ class AppController(QObject):
         self.window.batch_names = dict(self.batches)
         self.window.paused_batches = {b.id for b in batches if jobs.is_paused(b)}
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
-                                       [s.account.name for s in self.summaries])
+                                       self._account_choices())
+
+    def _account_choices(self) -> list[tuple[str, str]]:
+        """(label, account) for the filter: every account, then the removed ones that jobs
+        still name, marked so (their jobs stay in reach)."""
+        return ([(s.account.name, s.account.name) for s in self.summaries]
+                + [(f"{name} (removed)", name) for name in removed_accounts(
+                    self.model.table, self.summaries, self.money)])
 
     def _batch_choices(self) -> dict[int, str]:
         """Batch names for the filter, a paused one marked so."""
@@ -517,8 +526,9 @@ class AppController(QObject):
                                   [s.account for s in self.summaries]) if team else set(),
                               to_confirm=self.session.keys_to_confirm(
                                   [s.account for s in self.summaries]))
-        self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries,
-                                                       self.money))
+        self.window.set_shared_queue(" · ".join(text for text in (
+            shared_queue_text(self.model.table, self.summaries, self.money),
+            removed_accounts_text(self.model.table, self.summaries, self.money)) if text))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.actions.set_capacity)
             card.enabledChanged.connect(self.actions.set_enabled)

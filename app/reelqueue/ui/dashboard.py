@@ -117,6 +117,35 @@ def shared_queue_text(table: JobTable, summaries: list[AccountSummary],
     return text
 
 
+def removed_accounts(table: JobTable, summaries: list[AccountSummary],
+                     money: Money | None = None) -> list[str]:
+    """Accounts no longer configured that jobs still name or whose spend still counts
+    (issue 34: removing an account hid its parked, possibly billed job and took its spend
+    out of the figures), by name."""
+    here = {s.account.name for s in summaries}
+    named = {account for account, _state in table.stats.by_account if account}
+    if money is not None:
+        named |= money.removed
+    return sorted(named - here)
+
+
+def removed_accounts_text(table: JobTable, summaries: list[AccountSummary],
+                          money: Money | None = None) -> str:
+    """"Removed: Studio A spent $0.80, 1 parked" — the figures of accounts that have no
+    card any more, so that their spend and their unsettled jobs stay in sight."""
+    parts = []
+    for name in removed_accounts(table, summaries, money):
+        words = []
+        if money is not None and money.spent.get(name):
+            words.append(f"spent {fmt.money(money.spent[name])}")
+        parked = table.stats.by_account.get((name, JobState.PARKED), 0)
+        if parked:
+            words.append(f"{fmt.number(parked)} parked")
+        if words:
+            parts.append(f"{name} " + ", ".join(words))
+    return ("Removed: " + "; ".join(parts)) if parts else ""
+
+
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     # (No import here: each call went through PySide's import hook, 500 renders a tick.)
     assert isinstance(row, JobRow)
