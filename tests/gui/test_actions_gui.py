@@ -289,3 +289,38 @@ async def test_an_unknown_outcome_is_resolved_in_the_window_by_picking_its_rende
     assert job is not None and job.provider_job_id == "r-mine" and job.account == "acct"
     assert "resolved_by_user" in events
     await until(lambda: not dialog.resolve_box.isVisible(), 10)
+
+
+def _state_cells(model) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    from reelqueue.ui.jobs_model import COL_STATE, JobRowRole
+
+    cells = {}
+    for r in range(model.rowCount()):
+        index = model.index(r, COL_STATE)
+        cells[index.data(JobRowRole).id] = index.data()
+    return cells
+
+
+@on_qloop
+async def test_moved_to_the_front_shows_in_the_state_column(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N6-N13 c): "Move to the front" showed nowhere in the table, so a user
+    could not see which jobs go first."""
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec(f"j{i}", "p", "mock",
+                                      str(app_ctx.videos_dir / f"j{i}.mp4"))
+                              for i in range(3)], time.time())
+    store.prioritize_jobs([3], time.time())  # before the window opened: read by its page
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    model = controller.window.model
+    await until(lambda: len(_state_cells(model)) == 3, 10)
+    cells = _state_cells(model)
+    assert "↑ front" in cells[3] and "↑ front" not in cells[1], cells
+    controller.actions.prioritize([2])
+    await until(lambda: "↑ front" in _state_cells(model)[2], 10)
+    assert "↑ front" not in _state_cells(model)[1]
+    controller.actions.prioritize_batch(batch.id)  # its rows follow without a re-read
+    await until(lambda: "↑ front" in _state_cells(model)[1], 10)

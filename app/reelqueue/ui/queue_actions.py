@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QMessageBox
@@ -16,6 +17,7 @@ from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui.job_detail import JobDetailDialog
+from reelqueue.ui.jobs_data import FINAL_VALUES
 
 if TYPE_CHECKING:
     from reelqueue.ui.dialogs import DialogKeeper
@@ -280,6 +282,7 @@ class QueueActions:
 
     async def _prioritize(self, job_ids: list[int]) -> None:
         result = await jobs.prioritize_jobs(self.session.app, job_ids)
+        await self.pager.refresh_rows(list(result.job_ids))  # the State column says so
         left = len(set(job_ids)) - result.changed
         self.window.banners.show_banner(
             "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
@@ -291,6 +294,12 @@ class QueueActions:
 
     async def _prioritize_batch(self, batch_id: int) -> None:
         result = await jobs.prioritize_batch(self.session.app, batch_id)
+        # Its unfinished rows take the batch's new priority as the journal did (one
+        # UPDATE over the batch), without reading each one back.
+        table = self.pager.model.table
+        self.pager.model.replace_rows([
+            replace(row, priority=result.priority) for row in table.rows
+            if row.batch_id == batch_id and row.state not in FINAL_VALUES])
         name = self.host.batches.get(batch_id, f"batch {batch_id}")
         self.window.banners.show_banner(
             "info", f"Batch “{name}” moved to the front: its "
