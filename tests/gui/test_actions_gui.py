@@ -324,3 +324,41 @@ async def test_moved_to_the_front_shows_in_the_state_column(
     assert "↑ front" not in _state_cells(model)[1]
     controller.actions.prioritize_batch(batch.id)  # its rows follow without a re-read
     await until(lambda: "↑ front" in _state_cells(model)[1], 10)
+
+
+@on_qloop
+async def test_a_batch_cap_is_raised_from_the_stalled_banner(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N6-N13 e): the stalled banner of a batch held by its spend cap quoted a
+    command line to type; the window now asks for the new cap and sets it."""
+    from reelqueue.engine.events import EngineStateEvent, StallReason
+
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("shots", "s.csv", str(app_ctx.videos_dir)),
+                               time.time())
+    store.add_jobs(batch.id, [JobSpec("s0", "p", "mock", str(app_ctx.videos_dir / "s0.mp4"),
+                                      metadata={"price": 0.05})], time.time())
+    store.update_batch_settings(batch.id, {"max_spend": 0.0}, time.time())
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    controller._on_engine_state(EngineStateEvent(
+        "stalled", time.time(), waiting=1, reasons=(StallReason(
+            "shots", "spend_cap", detail="spend cap reached: $0.00 of $0.00, 1 waiting"),)))
+    banner = window.banners.get("stalled")
+    assert banner is not None
+    assert "reelqueue batch cap" not in banner.text, banner.text
+    assert "Raise batch cap…" in banner.buttons, banner.buttons
+    banner.buttons["Raise batch cap…"].click()
+    await until(lambda: controller.actions.cap_box is not None
+                and controller.actions.cap_box.isVisible(), 10)
+    box = controller.actions.cap_box
+    assert box is not None and "shots" in box.labelText() and "$0.00" in box.labelText()
+    box.setTextValue("2.50")
+    box.accept()
+    engine = controller.session.app.journal
+    await until(lambda: window.banners.get("batch-cap:1") is not None, 10)
+    got = await engine.get_batch(batch.id)
+    assert got is not None and got.settings.get("max_spend") == 2.5
+    assert "$2.50" in window.banners.get("batch-cap:1").text

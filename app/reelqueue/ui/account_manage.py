@@ -32,9 +32,9 @@ CONFIRM_TIP = ("This machine does not send the account's key until you confirm t
                "its row names now (same as: reelqueue accounts confirm NAME).")
 
 
-def parse_cap(text: str) -> tuple[float | None, str | None]:
-    """A daily cap as typed ('20', '$12.50'; empty or 'none': no cap) -> (USD or None,
-    what is wrong with it or None)."""
+def parse_cap(text: str, what: str = "A daily cap") -> tuple[float | None, str | None]:
+    """A cap as typed ('20', '$12.50'; empty or 'none': no cap) -> (USD or None, what is
+    wrong with it or None); ``what`` names it in the words."""
     cleaned = text.strip().lstrip("$").strip().replace(",", "")
     if cleaned.casefold() in ("", "none", "off", "no"):
         return None, None
@@ -43,7 +43,7 @@ def parse_cap(text: str) -> tuple[float | None, str | None]:
     except ValueError:
         return None, f"“{text}” is not an amount: type one like 20 or 12.50, or leave it empty."
     if not 0 <= value < float("inf"):
-        return None, "A daily cap is 0 or more (0 starts nothing); leave it empty for no cap."
+        return None, f"{what} is 0 or more (0 starts nothing); leave it empty for no cap."
     return value, None
 
 

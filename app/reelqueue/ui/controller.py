@@ -49,6 +49,7 @@ from reelqueue.domain.errors import (
 )
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_manage_part import AccountManagePart
+from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.close_flow import CloseFlow
 from reelqueue.ui.dashboard import (
@@ -422,8 +423,10 @@ class AppController(QObject):
         self.window.set_engine_state(event.state)
         banners = self.window.banners
         if event.state == "stalled":
-            actions = ([("Connect an account…", self.keeper.show_account_dialog)]
-                       if any(r.code == "no_account" for r in event.reasons) else [])
+            actions: list[BannerAction] = (
+                [("Connect an account…", self.keeper.show_account_dialog)]
+                if any(r.code == "no_account" for r in event.reasons) else [])
+            actions += self._batch_cap_actions(event)
             banners.show_banner("warning", stall_banner(event), actions, key="stalled")
         else:
             banners.remove("stalled")
@@ -434,6 +437,17 @@ class AppController(QObject):
         if event.state in ("running", "paused"):
             self._update_recovery_banner()
         self.refresh_status()
+
+    def _batch_cap_actions(self, event: EngineStateEvent) -> list[BannerAction]:
+        """"Raise batch cap…" for each batch a spend cap holds (the reasons name it; an
+        account's cap has its card's Cap…)."""
+        accounts = {s.account.name for s in self.summaries}
+        held = {r.subject for r in event.reasons if r.code == "spend_cap"} - accounts
+        ids = [bid for bid, name in sorted(self.batches.items()) if name in held]
+        return [("Raise batch cap…" if len(ids) == 1 else
+                 f"Raise the cap of “{self.batches[bid]}”…",
+                 lambda bid=bid: self.actions.ask_batch_cap(bid))  # type: ignore[misc]
+                for bid in ids]
 
     def _on_engine_error(self, event: EngineErrorEvent) -> None:
         self.window.banners.show_banner("error", event.message, key=f"engine:{event.message}")

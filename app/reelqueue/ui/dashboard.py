@@ -171,8 +171,8 @@ REASON_ADVICE = {
     "no_account": "connect an account for this provider",
     "batch_paused": "resume the batch from the table's menu",
     "unusable": "check the account's settings (see the log)",
-    "spend_cap": "raise the cap (an account's: Cap… on its card; a batch's: "
-                 "'reelqueue batch cap BATCH USD') or, for a daily cap, wait for tomorrow",
+    "spend_cap": "raise the cap (an account's: Cap… on its card; a batch's: Raise batch "
+                 "cap… on the Stalled banner) or, for a daily cap, wait for tomorrow",
 }
 
 

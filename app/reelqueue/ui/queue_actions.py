@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from reelqueue.application import jobs
+from reelqueue.application import jobs, status
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
+from reelqueue.ui.account_manage import parse_cap
 from reelqueue.ui.job_detail import JobDetailDialog
 from reelqueue.ui.jobs_data import FINAL_VALUES
 
@@ -49,6 +50,7 @@ class QueueActions:
 
     Attributes:
         cancel_box: the last "Cancel jobs" question asked (None before the first).
+        cap_box: the last "Batch spend cap" question asked (None before the first).
     """
 
     def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
@@ -60,6 +62,7 @@ class QueueActions:
         self.spawn = spawn
         self.host = host
         self.cancel_box: QMessageBox | None = None
+        self.cap_box: QInputDialog | None = None
 
     def start_queue(self) -> None:
         if self.session.engine is not None and not self.session.closed:
@@ -320,6 +323,45 @@ class QueueActions:
                 f"Batch “{batch.name}” resumed.")
         actions = [("Resume", lambda: self.pause_batch(batch_id, False))] if paused else []
         self.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
+
+    def ask_batch_cap(self, batch_id: int) -> None:
+        """Ask for a batch's new spend cap, saying what it has spent and its cap now
+        (issue 34: the Stalled banner quoted 'reelqueue batch cap' instead)."""
+        self.spawn(self._ask_batch_cap(batch_id), "batch-cap")
+
+    async def _ask_batch_cap(self, batch_id: int) -> None:
+        money = await status.money(self.session.app)
+        spend = next((b for b in money.today.batches if b.batch_id == batch_id), None)
+        name = self.host.batches.get(batch_id, f"batch {batch_id}")
+        spent = spend.spent + spend.reserved if spend is not None else 0.0
+        now = f" of its cap of {fmt.money(spend.cap)}" if spend is not None else ""
+        box = QInputDialog(self.window)
+        box.setWindowTitle("Batch spend cap")
+        box.setLabelText(
+            f"Stop starting renders of batch “{name}” once it has spent this much (USD).\n"
+            f"Spent so far: {fmt.money(spent)}{now}. Empty: no cap.")
+        suggestion = max(spend.cap * 2, spend.cap + 1.0) if spend is not None else 0.0
+        box.setTextValue(f"{suggestion:.2f}" if spend is not None else "")
+        box.setOkButtonText("Set cap")
+        box.textValueSelected.connect(lambda text: self._batch_cap_typed(batch_id, text))
+        self.cap_box = box
+        box.open()
+
+    def _batch_cap_typed(self, batch_id: int, text: str) -> None:
+        usd, problem = parse_cap(text, "A batch's cap")
+        if problem:
+            self.window.banners.show_banner("warning", f"The cap was not changed: {problem}",
+                                            key=f"batch-cap:{batch_id}")
+            return
+        self.spawn(self._set_batch_cap(batch_id, usd), "batch-cap")
+
+    async def _set_batch_cap(self, batch_id: int, usd: float | None) -> None:
+        batch = await jobs.set_batch_cap(self.session.app, batch_id, usd)
+        await self.host.refresh_accounts()  # and the money figures with them
+        text = (f"Batch “{batch.name}”: no spend cap." if usd is None else
+                f"Batch “{batch.name}”: spend cap {fmt.money(usd)}.")
+        self.window.banners.show_banner("info", text + " Waiting jobs it held start as it "
+                                        "allows.", key=f"batch-cap:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
         self.spawn(self._account_command(self.session.set_capacity(account, capacity)))
