@@ -362,3 +362,57 @@ async def test_a_batch_cap_is_raised_from_the_stalled_banner(
     got = await engine.get_batch(batch.id)
     assert got is not None and got.settings.get("max_spend") == 2.5
     assert "$2.50" in window.banners.get("batch-cap:1").text
+
+
+@on_qloop
+async def test_a_job_pinned_to_an_account_not_here_says_why_it_waits(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N1): a row pinned to an account that does not exist waited forever, the
+    window saying 'mock · any' and nothing about why."""
+    from reelqueue.domain.models import AccountSpec
+    from reelqueue.engine.events import EngineStateEvent, StallReason
+    from reelqueue.ui.jobs_model import COL_ACCOUNT
+
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    store.add_account(AccountSpec("m", "mock", 2), time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec("x0", "p", "mock", str(app_ctx.videos_dir / "x0.mp4"),
+                                      pinned_account="studio-x")], time.time())
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    await until(lambda: window.banners.get("not-configured") is not None, 10)
+    banner = window.banners.get("not-configured")
+    assert "1 job pinned to account studio-x, which is not configured here" in banner.text
+    assert "Connect an account…" in banner.buttons
+    await until(lambda: window.model.rowCount() == 1, 10)
+    assert window.model.index(0, COL_ACCOUNT).data() == "studio-x (pinned)"
+    # Once nothing else can start, the Stalled banner says the same.
+    controller._on_engine_state(EngineStateEvent(
+        "stalled", time.time(), waiting=1, reasons=(StallReason(
+            "studio-x", "not_configured",
+            detail="1 job pinned to account studio-x, which is not configured here"),)))
+    stalled = window.banners.get("stalled")
+    assert stalled is not None
+    assert "1 job pinned to account studio-x, which is not configured here (add the " \
+        "account" in stalled.text, stalled.text
+    # The import dialog says it of a sheet's pinned rows before Import (never refused).
+    from reelqueue.ui.import_dialog import ImportDialog
+
+    sheet = app_ctx.data_dir / "pins.csv"
+    sheet.write_text("name,prompt,duration,account\na,one,4,\nb,two,4,studio-y\n"
+                     "c,three,4,m\n", encoding="utf-8")
+    options = controller.session.import_options()
+    plan = await controller.session.plan_import(sheet, options)
+    dialog = ImportDialog(sheet, options, window)
+    try:
+        dialog.set_plan(plan)
+        dialog.show()
+        assert dialog.pinned_label.isVisible()
+        assert dialog.pinned_label.text().startswith(
+            "Row 3: pinned to account studio-y, which is not configured here;")
+        assert dialog.import_button.isEnabled()
+    finally:
+        dialog.stop_timers()
+        dialog.deleteLater()

@@ -39,6 +39,7 @@ from reelqueue.application.events import (
     EngineStateEvent,
     JobEvent,
     RecoveryEvent,
+    not_configured_reasons,
 )
 from reelqueue.domain.errors import (
     JournalLoginRefused,
@@ -367,6 +368,28 @@ class AppController(QObject):
         took = time.monotonic() - started
         self._money_not_before = time.monotonic() + took * (1 / MONEY_SHARE - 1)
         self._cards_dirty = True
+        self._show_not_configured()
+
+    def _show_not_configured(self) -> None:
+        """Waiting jobs pinned to an account not configured here wait for it (issue 34,
+        N1): said in a banner from the journal's figures, while other jobs run too (the
+        engine's Stalled banner says it only once nothing else can start)."""
+        reasons = not_configured_reasons([s.account for s in self.summaries],
+                                         self.money.to_go if self.money else ())
+        banners = self.window.banners
+        text = ("Waiting: " + "; ".join(str(r.detail) for r in reasons) + ". Add "
+                + ("it" if len(reasons) == 1 else "them")
+                + (", or render them on a machine of the team that has "
+                   + ("it" if len(reasons) == 1 else "them") if self.session.team else "")
+                + ".") if reasons else ""
+        shown = banners.get("not-configured")
+        if not text:
+            if shown is not None:
+                banners.remove("not-configured")
+        elif shown is None or shown.text != text:
+            banners.show_banner("warning", text, [
+                ("Connect an account…", self.keeper.show_account_dialog)],
+                key="not-configured")
 
     async def refresh_batches(self) -> None:
         batches = await views.batches(self.session.app)
@@ -425,7 +448,8 @@ class AppController(QObject):
         if event.state == "stalled":
             actions: list[BannerAction] = (
                 [("Connect an account…", self.keeper.show_account_dialog)]
-                if any(r.code == "no_account" for r in event.reasons) else [])
+                if any(r.code in ("no_account", "not_configured") for r in event.reasons)
+                else [])
             actions += self._batch_cap_actions(event)
             banners.show_banner("warning", stall_banner(event), actions, key="stalled")
         else:

@@ -159,7 +159,7 @@ REASON_WORDS = {
     "key_missing": "no key", "no_key": "its key is not in the keyring",
     "disabled": "paused", "rate_limited": "rate limited", "no_account": "no account",
     "batch_paused": "batch paused", "unusable": "cannot be used",
-    "spend_cap": "spend cap reached",
+    "spend_cap": "spend cap reached", "not_configured": "not configured here",
 }
 REASON_ADVICE = {
     "out_of_credits": "top up its credits, then press Mark ready on its card",
@@ -173,6 +173,7 @@ REASON_ADVICE = {
     "unusable": "check the account's settings (see the log)",
     "spend_cap": "raise the cap (an account's: Cap… on its card; a batch's: Raise batch "
                  "cap… on the Stalled banner) or, for a daily cap, wait for tomorrow",
+    "not_configured": "add the account, or render them on a machine that has it",
 }
 
 
@@ -185,6 +186,8 @@ def reason_text(reason: StallReason, *, advice: bool = False) -> str:
                else f"batch “{reason.subject}”" if reason.code == "batch_paused"
                else reason.subject)
     text = f"{subject}: {words}"
+    if reason.code == "not_configured" and reason.detail:
+        text = reason.detail  # "2 jobs pinned to account X, which is not configured here"
     hint = REASON_ADVICE.get(reason.code) if advice else None
     return f"{text} ({hint})" if hint else text
 
@@ -243,7 +246,8 @@ def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
     texts: list[str] = []
     for group in groups.values():
         first = group[0]
-        if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap"):
+        if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap",
+                                             "not_configured"):
             texts.extend(reason_text(r, advice=True) for r in group)
             continue
         text = reason_text(first, advice=True)

@@ -157,7 +157,10 @@ def elsewhere(row: JobRow, here: str | None) -> str | None:
 
 
 def _account(row: JobRow) -> str:
-    return f"{row.account}" if row.account else f"{row.provider} · any"
+    if row.account:
+        return f"{row.account}"
+    # A pinned job waits for its one account, never "any" (issue 34, N1).
+    return f"{row.pinned_account} (pinned)" if row.pinned_account else f"{row.provider} · any"
 
 
 _DISPLAY = (
