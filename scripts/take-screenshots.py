@@ -23,8 +23,8 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
-import-test-run, import-routes, import-routing-tab, gallery, gallery-hover, gallery-variant,
-account-manage, team.
+import-test-run, import-routes, import-routing-tab, gallery, gallery-hover, gallery-preview,
+gallery-variant, account-manage, team, settings.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -555,6 +555,31 @@ def gallery_hover(scene: Scene, out: Path) -> None:
         scene.x.capture(out, full_colour=True)
 
 
+def gallery_preview(scene: Scene, out: Path) -> None:
+    """The gallery's Space preview (PreviewDialog): the current tile's larger picture in
+    its own window."""
+    with finished_gallery(scene) as window:
+        click(scene.x, window, *SECOND_TILE)
+        scene.x.xdo("key", "space")
+        settle(3)  # the larger picture is made off the GUI thread
+        scene.x.capture(out, full_colour=True)
+
+
+def settings(scene: Scene, out: Path) -> None:
+    """The Settings dialog (toolbar's Settings): folders, retries, team queue, theme and
+    the HTTP API."""
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(2)
+        click(scene.x, window, *SETTINGS_BUTTON, from_right=True)
+        wait_dialog(scene.x, proc, window)
+        settle(1.5)
+        scene.x.capture(out)
+    finally:
+        stop(proc)
+
+
 def account_manage(scene: Scene, out: Path) -> None:
     """A card's "Manage…" (issue 23): key, limit, daily cap, address and removal."""
     scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
@@ -664,6 +689,7 @@ def team(scene: Scene, out: Path) -> None:
 # Logical pixels inside the main window (the same at 100 % and 150 %: both screens are
 # 1280x720 logical). ADD_ACCOUNT is measured from the window's right edge.
 ADD_ACCOUNT = (183.0, 26.0)
+SETTINGS_BUTTON = (65.0, 26.0)  # from the window's right edge, like ADD_ACCOUNT
 FIRST_ROW = (300.0, 330.0)
 ERRORS_TAB = (598.0, 95.0)  # inside the import dialog
 ROUTING_TAB = (668.0, 95.0)  # inside the import dialog, right of Errors
@@ -687,9 +713,11 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "import-routing-tab": import_routing_tab,
     "gallery": gallery,
     "gallery-hover": gallery_hover,
+    "gallery-preview": gallery_preview,
     "gallery-variant": gallery_variant,
     "account-manage": account_manage,
     "team": team,
+    "settings": settings,
 }
 
 

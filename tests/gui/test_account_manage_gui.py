@@ -10,9 +10,10 @@ import time
 import pytest
 from PySide6.QtWidgets import QLineEdit, QMessageBox
 
-from reelqueue.application import accounts
+from reelqueue.application import accounts, status
 from reelqueue.application.accounts import AccountDraft
 from reelqueue.domain.models import Account, AccountStatus, BatchSpec, JobSpec
+from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.ui.account_manage import ManageAccountDialog, parse_cap
 from reelqueue.ui.accounts_view import CONFIRM_HERE
 from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
@@ -121,6 +122,37 @@ async def test_confirm_on_this_machine_after_the_address_changed_elsewhere(
 
 
 @on_qloop
+async def test_confirm_binds_only_the_address_the_dialog_showed(
+        windows: WindowHarness, app_ctx, memory_keyring) -> None:
+    """Issue 34 (N6-N13 f): the address moved again on the team database after the
+    dialog showed it; Confirm bound the key to the new one, which the user never saw."""
+    controller, dialog = await _open_with_account(windows, app_ctx)
+    dialog.close()
+    await until(lambda: "Studio A" not in controller.manage.dialogs)
+    journal = controller.session.app.journal
+    await journal.update_account("Studio A", time.time(), base_url="https://seen.example.com")
+    await controller.refresh_accounts()
+    controller.window.accounts.cards["Studio A"].manage_button.click()
+    dialog = controller.manage.dialogs["Studio A"]
+    await until(lambda: dialog.confirm_box.isVisible())
+    assert "https://seen.example.com" in dialog.confirm_label.text()
+    await journal.update_account("Studio A", time.time(),
+                                 base_url="https://moved.example.com")
+    dialog.confirm_button.click()
+    await until(lambda: "nothing was confirmed" in dialog.status.text())
+    assert "moved.example.com" in dialog.status.text()
+    assert "--expect-url" not in dialog.status.text(), "the window has no such option"
+    trusted = controller.session.app.trusted_keys
+    binding = trusted.binding("Studio A")
+    assert binding is None or "moved.example.com" not in binding.describe()
+    # Shown again with the address it names now, it is confirmed for that one.
+    await until(lambda: "https://moved.example.com" in dialog.confirm_label.text())
+    dialog.confirm_button.click()
+    await until(lambda: "now sends its key to" in dialog.status.text())
+    assert "moved.example.com" in dialog.status.text()
+
+
+@on_qloop
 async def test_remove_says_what_becomes_of_the_waiting_jobs(
         windows: WindowHarness, app_ctx, memory_keyring) -> None:
     controller, dialog = await _open_with_account(windows, app_ctx)
@@ -184,9 +216,9 @@ def test_a_team_account_offers_no_rename_and_says_an_address_needs_confirming(qt
     change, problem = dialog.change()
     assert problem is None and change is not None and change.model == "m-2"
     with qtbot.waitSignal(dialog.confirmRequested) as blocker:
-        dialog.set_confirm("waits for 'accounts confirm'")
+        dialog.set_confirm("waits for 'accounts confirm'", "https://gw.example.com/v1")
         dialog.confirm_button.click()
-    assert blocker.args == ["Team A"]
+    assert blocker.args == ["Team A", "https://gw.example.com/v1"]
     local = ManageAccountDialog(_account(name="Solo"), "OpenAI-compatible gateway",
                                 team=False)
     qtbot.addWidget(local)
@@ -198,3 +230,41 @@ def test_parse_cap() -> None:
     assert parse_cap("") == (None, None)
     assert parse_cap("$1,200.5") == (1200.5, None)
     assert parse_cap("-1")[1] is not None
+
+
+@on_qloop
+async def test_a_removed_account_s_parked_job_and_spend_stay_in_sight(
+        windows: WindowHarness, app_ctx, memory_keyring) -> None:
+    """Issue 34 (N6-N13 b): an account whose only job was parked (its render possibly
+    billed) could be removed; its card went with its spend, and its jobs could no longer
+    be picked out by account."""
+    controller, dialog = await _open_with_account(windows, app_ctx)
+    dialog.close()
+    journal = controller.session.app.journal
+    batch = await journal.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)),
+                                       time.time())
+    await journal.add_jobs(batch.id, [JobSpec(
+        "k0", "p0", FAKE_KIND, str(app_ctx.videos_dir / "0.mp4"), pinned_account="Studio A",
+        metadata={"price": 0.8})], time.time())
+    claim = await journal.claim_next_job(ClaimParams("Studio A", "inst", time.time(), 60.0,
+                                                     0.0))
+    assert claim is not None
+    assert await journal.mark_submitting(claim.token, "ct-1", time.time())
+    assert await journal.record_submitted(claim.token, "pj-1", time.time())
+    assert await journal.park_job(claim.token, JobError("retryable", "parked", "crashed"),
+                                  time.time())
+    await accounts.remove_account(controller.session.app, "Studio A")
+    await controller.load_rows()
+    await controller.refresh_accounts()
+    window = controller.window
+    assert "Studio A" not in window.accounts.cards
+    await until(lambda: "Studio A" in window.queue_label.text())
+    assert "Removed: Studio A spent $0.80, 1 parked" in window.queue_label.text(), \
+        window.queue_label.text()
+    index = window.account_filter.findData("Studio A")
+    assert index >= 0 and window.account_filter.itemText(index) == "Studio A (removed)"
+    window.show_account("Studio A")
+    assert window.current_filter().account == "Studio A"
+    money = await status.money(controller.session.app)
+    assert money.spent["Studio A"] == pytest.approx(0.8)
+

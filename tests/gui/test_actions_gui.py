@@ -289,3 +289,130 @@ async def test_an_unknown_outcome_is_resolved_in_the_window_by_picking_its_rende
     assert job is not None and job.provider_job_id == "r-mine" and job.account == "acct"
     assert "resolved_by_user" in events
     await until(lambda: not dialog.resolve_box.isVisible(), 10)
+
+
+def _state_cells(model) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    from reelqueue.ui.jobs_model import COL_STATE, JobRowRole
+
+    cells = {}
+    for r in range(model.rowCount()):
+        index = model.index(r, COL_STATE)
+        cells[index.data(JobRowRole).id] = index.data()
+    return cells
+
+
+@on_qloop
+async def test_moved_to_the_front_shows_in_the_state_column(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N6-N13 c): "Move to the front" showed nowhere in the table, so a user
+    could not see which jobs go first."""
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec(f"j{i}", "p", "mock",
+                                      str(app_ctx.videos_dir / f"j{i}.mp4"))
+                              for i in range(3)], time.time())
+    store.prioritize_jobs([3], time.time())  # before the window opened: read by its page
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    model = controller.window.model
+    await until(lambda: len(_state_cells(model)) == 3, 10)
+    cells = _state_cells(model)
+    assert "↑ front" in cells[3] and "↑ front" not in cells[1], cells
+    controller.actions.prioritize([2])
+    await until(lambda: "↑ front" in _state_cells(model)[2], 10)
+    assert "↑ front" not in _state_cells(model)[1]
+    controller.actions.prioritize_batch(batch.id)  # its rows follow without a re-read
+    await until(lambda: "↑ front" in _state_cells(model)[1], 10)
+
+
+@on_qloop
+async def test_a_batch_cap_is_raised_from_the_stalled_banner(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N6-N13 e): the stalled banner of a batch held by its spend cap quoted a
+    command line to type; the window now asks for the new cap and sets it."""
+    from reelqueue.engine.events import EngineStateEvent, StallReason
+
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    batch = store.create_batch(BatchSpec("shots", "s.csv", str(app_ctx.videos_dir)),
+                               time.time())
+    store.add_jobs(batch.id, [JobSpec("s0", "p", "mock", str(app_ctx.videos_dir / "s0.mp4"),
+                                      metadata={"price": 0.05})], time.time())
+    store.update_batch_settings(batch.id, {"max_spend": 0.0}, time.time())
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    controller._on_engine_state(EngineStateEvent(
+        "stalled", time.time(), waiting=1, reasons=(StallReason(
+            "shots", "spend_cap", detail="spend cap reached: $0.00 of $0.00, 1 waiting"),)))
+    banner = window.banners.get("stalled")
+    assert banner is not None
+    assert "reelqueue batch cap" not in banner.text, banner.text
+    assert "Raise batch cap…" in banner.buttons, banner.buttons
+    banner.buttons["Raise batch cap…"].click()
+    await until(lambda: controller.actions.cap_box is not None
+                and controller.actions.cap_box.isVisible(), 10)
+    box = controller.actions.cap_box
+    assert box is not None and "shots" in box.labelText() and "$0.00" in box.labelText()
+    box.setTextValue("2.50")
+    box.accept()
+    engine = controller.session.app.journal
+    await until(lambda: window.banners.get("batch-cap:1") is not None, 10)
+    got = await engine.get_batch(batch.id)
+    assert got is not None and got.settings.get("max_spend") == 2.5
+    assert "$2.50" in window.banners.get("batch-cap:1").text
+
+
+@on_qloop
+async def test_a_job_pinned_to_an_account_not_here_says_why_it_waits(
+        windows: WindowHarness, app_ctx: CliContext) -> None:
+    """Issue 34 (N1): a row pinned to an account that does not exist waited forever, the
+    window saying 'mock · any' and nothing about why."""
+    from reelqueue.domain.models import AccountSpec
+    from reelqueue.engine.events import EngineStateEvent, StallReason
+    from reelqueue.ui.jobs_model import COL_ACCOUNT
+
+    make_private_dir(app_ctx.data_dir)
+    store = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    store.add_account(AccountSpec("m", "mock", 2), time.time())
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(app_ctx.videos_dir)), time.time())
+    store.add_jobs(batch.id, [JobSpec("x0", "p", "mock", str(app_ctx.videos_dir / "x0.mp4"),
+                                      pinned_account="studio-x")], time.time())
+    store.close()
+    controller = await windows.open(app_ctx, start=False)
+    window = controller.window
+    await until(lambda: window.banners.get("not-configured") is not None, 10)
+    banner = window.banners.get("not-configured")
+    assert "1 job pinned to account studio-x, which is not configured here" in banner.text
+    assert "Connect an account…" in banner.buttons
+    await until(lambda: window.model.rowCount() == 1, 10)
+    assert window.model.index(0, COL_ACCOUNT).data() == "studio-x (pinned)"
+    # Once nothing else can start, the Stalled banner says the same.
+    controller._on_engine_state(EngineStateEvent(
+        "stalled", time.time(), waiting=1, reasons=(StallReason(
+            "studio-x", "not_configured",
+            detail="1 job pinned to account studio-x, which is not configured here"),)))
+    stalled = window.banners.get("stalled")
+    assert stalled is not None
+    assert "1 job pinned to account studio-x, which is not configured here (add the " \
+        "account" in stalled.text, stalled.text
+    # The import dialog says it of a sheet's pinned rows before Import (never refused).
+    from reelqueue.ui.import_dialog import ImportDialog
+
+    sheet = app_ctx.data_dir / "pins.csv"
+    sheet.write_text("name,prompt,duration,account\na,one,4,\nb,two,4,studio-y\n"
+                     "c,three,4,m\n", encoding="utf-8")
+    options = controller.session.import_options()
+    plan = await controller.session.plan_import(sheet, options)
+    dialog = ImportDialog(sheet, options, window)
+    try:
+        dialog.set_plan(plan)
+        dialog.show()
+        assert dialog.pinned_label.isVisible()
+        assert dialog.pinned_label.text().startswith(
+            "Row 3: pinned to account studio-y, which is not configured here;")
+        assert dialog.import_button.isEnabled()
+    finally:
+        dialog.stop_timers()
+        dialog.deleteLater()

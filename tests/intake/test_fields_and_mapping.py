@@ -135,6 +135,12 @@ def test_suggest_mapping_uses_aliases_and_first_match_wins() -> None:
     }
 
 
+@pytest.mark.parametrize("header", ["Clip name", "Clip", "Clip title", "Video title", "Shot name"])
+def test_a_clip_or_shot_name_column_is_the_name(header: str) -> None:
+    """Issue 34 (N6-N13): a sheet whose column read "Clip name" imported with no names."""
+    assert suggest_mapping(["Prompt", header]).by_field == {"prompt": "Prompt", "name": header}
+
+
 def test_overrides_by_header_letter_number_and_ignore() -> None:
     headers = ["Text", "Blurb", "Seconds", "Notes"]
     mapping = suggest_mapping(headers).with_overrides(

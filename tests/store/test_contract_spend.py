@@ -10,7 +10,7 @@ import pytest
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, Claim, JobSpec
 from reelqueue.domain.states import JobState
-from reelqueue.store.base import ClaimParams, RecoverParams, Store
+from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
 from tests.conftest import make_specs
@@ -345,3 +345,28 @@ def test_a_render_of_the_built_in_mock_lost_with_the_process_is_not_charged(
     assert c is not None and c.job.id in report.lost_renders
     submit(store, clock, c)  # rendered again: charged once
     assert store.spend_summary(clock.now(), 0.0).batches[0].spent == pytest.approx(PRICE)
+
+
+def test_a_removed_account_s_spend_stays_counted_and_its_parked_job_listed(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """Issue 34 (N6-N13 b): an account holding only a parked render (no slot taken) can be
+    removed; its render may be billed, yet its spend left every total with it."""
+    setup(store, tmp_path, clock, jobs=2, cap=None)
+    c = claim(store, clock)
+    assert c is not None
+    submit(store, clock, c)
+    assert store.park_job(c.token, JobError("retryable", "parked", "resume crashed"),
+                          clock.now())
+    store.remove_account("acct-a", clock.now())
+    assert [a.name for a in store.list_accounts()] == []
+    for day_start in (0.0, clock.now() - 60):
+        (gone,) = store.spend_summary(clock.now(), day_start).accounts
+        assert (gone.account, gone.removed, gone.cap, gone.waiting) == ("acct-a", True, None, 0)
+        assert gone.spent_today == pytest.approx(PRICE)
+    parked = [j for j in store.list_jobs() if j.state == JobState.PARKED]
+    assert [j.account for j in parked] == ["acct-a"]
+    # Added again under the same name, it is that account again, not listed twice.
+    store.add_account(AccountSpec("acct-a", "mock", 2), clock.now())
+    (back,) = store.spend_summary(clock.now(), 0.0).accounts
+    assert not back.removed and back.spent_today == pytest.approx(PRICE)

@@ -191,7 +191,7 @@ SCHEMAS: dict[str, Any] = {
         "accounts": {"type": "array", "items": {"type": "object", "properties": {
             "account": {"type": "string"}, "spent_today": {"type": "number"},
             "reserved": {"type": "number"}, "daily_cap": {},
-            "waiting_for_cap": {"type": "integer"}}}},
+            "waiting_for_cap": {"type": "integer"}, "removed": {"type": "boolean"}}}},
         "batches": {"type": "array", "items": {"type": "object"}},
         "spent": {"type": "object", "additionalProperties": {"type": "number"}},
         "to_go": {"type": "array", "items": {"type": "object", "properties": {

@@ -15,6 +15,7 @@ from reelqueue.application.accounts import (
     _refuse_unsendable_key,
     get_account,
     mark_ready,
+    row_address,
     test_key,
     trust_of_accounts,
 )
@@ -24,7 +25,8 @@ from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.states import IN_FLIGHT, WAITING, AccountStatus
 from reelqueue.engine.account_keys import CONFIRM
 
-__all__ = ["RemovalEffect", "change_key", "confirm_words", "is_team", "removal_effect"]
+__all__ = ["ConfirmQuestion", "RemovalEffect", "change_key", "confirm_words", "is_team",
+           "removal_effect"]
 
 
 def is_team(session: Session) -> bool:
@@ -139,15 +141,34 @@ async def removal_effect(session: Session, name: str) -> RemovalEffect:
                          bound, shared, others, bool(account.key_ref), is_team(session))
 
 
-async def confirm_words(session: Session, name: str) -> str | None:
+@dataclass(frozen=True)
+class ConfirmQuestion:
+    """What "Confirm on this machine" asks about an account.
+
+    Attributes:
+        words: why this machine does not send the key until it is confirmed.
+        address: the address the row named when ``words`` were written (its
+            :func:`~reelqueue.application.accounts.row_address`): Confirm passes it as
+            ``expect_url``, so a key is bound only to the address the user saw.
+    """
+
+    words: str
+    address: str
+
+
+async def confirm_words(session: Session, name: str) -> ConfirmQuestion | None:
     """Why this machine does not send account ``name``'s key until ``accounts confirm``
-    (its address or kind changed since the key was bound here); None: nothing to confirm."""
+    (its address or kind changed since the key was bound here), and the address it would
+    be bound to; None: nothing to confirm."""
     account = await get_account(session, name)
     for trust in await trust_of_accounts(session, [account]):
         if trust.name == name and trust.problem == CONFIRM:
+            address = row_address(session, account)
             if trust.bound_to is None:
-                return trust.words
-            return (f"Changed since this machine kept its key: the key was kept for "
-                    f"{trust.bound_to}; the journal now names {trust.row_says}. It is sent "
-                    "nowhere until you confirm (only if you trust the new address).")
+                return ConfirmQuestion(trust.words, address)
+            return ConfirmQuestion(
+                f"Changed since this machine kept its key: the key was kept for "
+                f"{trust.bound_to}; the journal now names {trust.row_says} ({address}). "
+                "It is sent nowhere until you confirm (only if you trust the new address).",
+                address)
     return None

@@ -449,9 +449,9 @@ async def confirm_account(session: Session, name: str, *,
                                                     expect_url):
         return ConfirmResult(False, f"Account {name}: its row names "
                              f"{row_address(session, account)}, not "
-                             f"{expect_url.strip()} (--expect-url); nothing was confirmed "
-                             "and its key is sent to neither. Check who changed it before "
-                             "confirming the address it names now.")
+                             f"{expect_url.strip()} (the address expected); nothing was "
+                             "confirmed and its key is sent to neither. Check who changed "
+                             "it before confirming the address it names now.")
     trusted = session.trusted_keys
     await asyncio.to_thread(session.keys.load, trusted.refs_to_read([account]))
     before = trusted.binding(name)

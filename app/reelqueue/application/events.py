@@ -17,8 +17,9 @@ from reelqueue.engine.events import (
     RecoveryEvent,
     StallReason,
     Subscriber,
+    not_configured_reasons,
 )
 
 __all__ = ["AccountEvent", "AccountEventStatus", "EngineErrorEvent", "EngineState",
            "EngineStateEvent", "Event", "EventBus", "JobEvent", "RecoveryEvent",
-           "StallReason", "Subscriber"]
+           "StallReason", "Subscriber", "not_configured_reasons"]

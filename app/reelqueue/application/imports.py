@@ -44,6 +44,7 @@ from reelqueue.intake.limits import (
     DEFAULT_MAX_TEXT_BYTES,
 )
 from reelqueue.intake.mapping import display_headers
+from reelqueue.intake.pins import pinned_elsewhere
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, WorstCase, batch_name_for
 from reelqueue.intake.routes import RouteSettings, route_settings
 from reelqueue.intake.sheet import DEFAULT_MAX_FILE_BYTES, TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
@@ -108,7 +109,8 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
     what the new ones will cost. Writes nothing; InputError when the file is unusable."""
     journal = session.journal
     options = await journal.call(with_saved_overrides, journal.sync, Path(path), options)
-    prices = await account_prices(session)
+    accounts = await session.journal.list_accounts()
+    prices = AccountPrices.of(accounts)
     loop = asyncio.get_running_loop()
 
     def existing_keys(keys: object) -> set[str]:
@@ -117,10 +119,16 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
             journal.existing_job_keys(list(keys)), loop)  # type: ignore[call-overload]
         return set(future.result())
 
-    return await asyncio.to_thread(read_plan, Path(path), options, existing_keys=existing_keys,
+    plan = await asyncio.to_thread(read_plan, Path(path), options,
+                                   existing_keys=existing_keys,
                                    catalog=RegistryCatalog(session.providers),
                                    now=session.clock.now(), accounts=prices,
                                    speeds=await render_speeds(session))
+    # Rows pinned to an account not configured here are imported all the same (on a team
+    # database another machine may have it; it may be added later): said, never refused.
+    configured = {account.name for account in accounts}
+    return replace(plan, pinned_elsewhere=pinned_elsewhere(
+        plan.jobs, configured, team=session.ctx.store_url is not None))
 
 
 async def render_speeds(session: Session) -> dict[str, float]:
@@ -138,7 +146,8 @@ async def account_prices(session: Session) -> AccountPrices:
 def plan_without_journal(path: Path, options: ImportOptions, now: float) -> ImportPlan:
     """A plan for a sheet when there is no journal yet (blocking: a worker thread): no
     account exists, so prices come from the providers' tables only."""
-    return read_plan(Path(path), options, now=now)
+    plan = read_plan(Path(path), options, now=now)
+    return replace(plan, pinned_elsewhere=pinned_elsewhere(plan.jobs, ()))
 
 
 async def apply_import(session: Session, plan: ImportPlan, first_rows: int | None = None, *,

@@ -134,6 +134,8 @@ class Money:
     to_go: tuple[ToGo, ...] = ()
     #: account -> provider -> routed jobs it took over from that provider (issue 24)
     taken_over: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: accounts no longer configured whose spend ``spent`` still counts (issue 34)
+    removed: frozenset[str] = frozenset()
 
     def took_over_words(self, account: str) -> str:
         """"took over 3 from runway, 1 from veo" ("" when none): the card's, status's and
@@ -141,6 +143,10 @@ class Money:
         mine = self.taken_over.get(account) or {}
         return ("took over " + ", ".join(f"{n} from {provider}" for provider, n
                                          in sorted(mine.items()))) if mine else ""
+
+    def removed_accounts(self) -> list[str]:
+        """The removed accounts that spent something, any day, by name."""
+        return sorted(self.removed)
 
     def account_today(self, name: str) -> AccountSpend | None:
         return next((a for a in self.today.accounts if a.account == name), None)
@@ -203,7 +209,8 @@ def money_of(store: Store, now: float) -> Money:
     today = store.spend_summary(now, local_day_start(now))
     ever = store.spend_summary(now, 0.0)
     return Money(today, {a.account: a.spent_today for a in ever.accounts}, store.to_go(),
-                 store.takeovers())
+                 store.takeovers(),
+                 frozenset(a.account for a in ever.accounts if a.removed))
 
 
 def doctor_checks(store: Store, instance_alive: bool,

@@ -293,9 +293,9 @@ def handle_set(args: argparse.Namespace, ctx: CliContext) -> int:
                     if s.account.name == account.name)
         return account, live
 
-    # A cap or a price alone is one write in the journal: made even while 'run' holds the
-    # folder (that engine reads a cap on its next pass, within 30 s; a price is read by the
-    # next import).
+    # A cap or a price alone is one write in the journal: made even while the window or
+    # 'run' holds the folder (that engine reads a cap on its next pass, within 30 s; a price
+    # is read by the next import): the rule in cli/journal.py.
     account, live = run_on_journal(
         ctx, update, lock=not (only_settings and (args.daily_cap is not None
                                                   or args.price_per_second is not None)))

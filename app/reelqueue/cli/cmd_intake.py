@@ -262,6 +262,8 @@ def print_plan(ctx: CliContext, plan: ImportPlan, preview_rows: int) -> None:
             if row.route is not None:
                 print_route(ctx, row.route)
     print_errors(ctx, plan)
+    for pinned in plan.pinned_elsewhere:  # imported all the same: they wait for it
+        ctx.print(f"Warning: {pinned.describe()}")
     if plan.already_present:
         ctx.print(f"Already imported: {plan.already_present} jobs (nothing to do for them).")
     print_estimate(ctx, plan)

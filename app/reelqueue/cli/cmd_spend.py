@@ -20,7 +20,7 @@ from reelqueue.application.session import Session
 from reelqueue.application.status import Money, SpendSummary
 from reelqueue.cli.cmd_jobs import batch_commands, find_batch
 from reelqueue.cli.context import CliContext
-from reelqueue.cli.journal import run_on_journal
+from reelqueue.cli.journal import PICKED_UP, run_on_journal
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Batch
 
@@ -81,7 +81,7 @@ def handle_batch_cap(args: argparse.Namespace, ctx: CliContext) -> int:
         ctx.print(f"Batch {batch.id} ({batch.name}): spend cap ${usd:.2f}, spent ${spent:.2f}"
                   + (f"; {mine[0].waiting} jobs wait for the cap" if mine and mine[0].waiting
                      else "") + ".")
-    ctx.print("A running 'reelqueue run' picks the change up within 30 seconds.")
+    ctx.print(PICKED_UP)
     return 0
 
 
@@ -95,7 +95,8 @@ def describe(spend: SpendSummary) -> list[str]:
         if a.cap is None and not a.committed:
             continue
         held = f", cap reached: {a.waiting} waiting" if a.waiting else ""
-        lines.append(f"Account {a.account}: spent today {a.describe()}{held}")
+        gone = " (removed)" if a.removed else ""
+        lines.append(f"Account {a.account}{gone}: spent today {a.describe()}{held}")
     return lines
 
 
@@ -117,9 +118,14 @@ def money_lines(figures: Money) -> list[str]:
     words), each capped batch, and what the waiting jobs will cost."""
     lines = []
     for a in figures.today.accounts:
-        lines.append(f"Account {a.account}: spent ${figures.spent.get(a.account, 0.0):.2f}, "
-                     f"today {a.describe()}"
+        lines.append(f"Account {a.account}{' (removed)' if a.removed else ''}: spent "
+                     f"${figures.spent.get(a.account, 0.0):.2f}, today {a.describe()}"
                      + (f", cap reached: {a.waiting} waiting" if a.reached else ""))
+    today = {a.account for a in figures.today.accounts}
+    for name in figures.removed_accounts():  # paid on an earlier day: still counted
+        if name not in today:
+            lines.append(f"Account {name} (removed): spent ${figures.spent[name]:.2f}, "
+                         "today $0.00")
     for b in figures.today.batches:
         held = f", cap reached: {b.waiting} waiting" if b.waiting else ""
         lines.append(f"Batch {b.batch_id} ({b.name}): spent {b.describe()}{held}")

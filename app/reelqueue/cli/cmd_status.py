@@ -50,6 +50,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")
     for line in attention.sentences():
         ctx.print(f"  needs attention: {line}")
+    for line in attention.waiting_sentences():
+        ctx.print(f"  waiting: {line}")
     for line in spend_lines:
         ctx.print(f"  {line}")
     for line in report.money.to_go_lines() if report.money is not None else ():

@@ -38,6 +38,7 @@ from reelqueue.engine.events import (
     JobEvent,
     RecoveryEvent,
     account_event,
+    not_configured_reasons,
     spend_cap_reasons,
     stall_reasons,
 )
@@ -494,6 +495,9 @@ class Engine:
         if capped and not blocked:
             return f"{jobs_wait} because of a spend cap: " + "; ".join(
                 f"{r.subject}: {r.detail}" for r in capped)
+        elsewhere = not_configured_reasons(accounts, await self.store.to_go())
+        if elsewhere and not blocked:
+            return f"{jobs_wait}: " + "; ".join(str(r.detail) for r in elsewhere)
         detail = "; ".join(blocked) if blocked else "no account for provider " + ", ".join(
             providers)
         return f"{jobs_wait} but no usable account can take them ({detail})"
@@ -523,6 +527,7 @@ class Engine:
                     self._has_key, paused, needs_confirm=self._needs_confirm)
                 reasons += spend_cap_reasons(await self.store.spend_summary(
                     now, local_day_start(now)))
+                reasons += not_configured_reasons(accounts, await self.store.to_go())
                 due = await self.store.next_wakeup(self.clock_watch.to_server(pass_started))
                 if due is not None:  # shown: on this machine's clock
                     due = self.clock_watch.to_local(due)

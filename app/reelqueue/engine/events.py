@@ -16,7 +16,8 @@ from typing import Any, Literal
 from reelqueue.domain.models import Account, RecoveryReport
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.account_keys import confirm_words
-from reelqueue.store.spend import AccountSpend, SpendSummary
+from reelqueue.intake.pins import not_configured_words
+from reelqueue.store.spend import AccountSpend, SpendSummary, ToGo
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class StallReason:
             (``batch_paused``).
         code: ``disabled`` (the user paused the account), ``no_key`` (its key is not in
             the keyring), ``no_account`` (no account for that provider), ``batch_paused``,
+            ``not_configured`` (jobs are pinned to an account not configured here),
             ``unusable`` (the account's settings are refused), ``confirm`` (its address
             changed on the team database: ``accounts confirm NAME`` on this machine), or
             the account's status value (``out_of_credits``, ``key_rejected``,
@@ -216,6 +218,22 @@ def spend_cap_reasons(summary: SpendSummary) -> tuple[StallReason, ...]:
         f"spend cap reached: {b.describe()}, {b.waiting} waiting"))
         for b in summary.batches if b.reached]
     return tuple(reasons)
+
+
+def not_configured_reasons(accounts: Iterable[Account],
+                           to_go: Iterable[ToGo]) -> tuple[StallReason, ...]:
+    """Code ``not_configured`` for every account that waiting jobs are pinned (or bound)
+    to and that is not configured here (issue 34, N1: they waited without a word); the
+    detail says how many, in :func:`~reelqueue.intake.pins.not_configured_words`."""
+    names = {account.name for account in accounts}
+    waiting: dict[str, int] = {}
+    for group in to_go:
+        if group.account is not None and group.account not in names:
+            waiting[group.account] = (waiting.get(group.account, 0) + group.priced
+                                      + group.unpriced)
+    return tuple(StallReason(name, "not_configured", detail=(
+        f"{n:,} {'job' if n == 1 else 'jobs'} {not_configured_words(name)}"))
+        for name, n in sorted(waiting.items()))
 
 
 Event = JobEvent | AccountEvent | RecoveryEvent | EngineStateEvent | EngineErrorEvent

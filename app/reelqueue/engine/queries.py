@@ -48,6 +48,9 @@ class JobRow:
         estimate: the estimated price (:func:`price_estimator`; None: price unknown).
         kind: what its render time is compared by (``domain.render_times.render_kind``).
         host: the machine that holds a completed job's file (``jobs.output_host``).
+        priority: claims take higher first (0: as imported; "Move to the front" gives one
+            above every waiting job's).
+        pinned_account: the account the sheet pinned the job to, if any.
     """
 
     id: int
@@ -72,6 +75,8 @@ class JobRow:
     estimate: float | None
     kind: str = ""
     host: str | None = None
+    priority: int = 0
+    pinned_account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
         attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
         cost=job.cost, estimate=estimate(job), kind=render_kind(job.provider, job.params),
         host=job.output_host if job.state == JobState.COMPLETED else None,
+        priority=job.priority, pinned_account=job.pinned_account,
     )
 
 

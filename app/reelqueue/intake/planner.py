@@ -64,6 +64,7 @@ from reelqueue.intake.mapping import (
     resolve_column,
     suggest_mapping,
 )
+from reelqueue.intake.pins import PinnedElsewhere
 from reelqueue.intake.reader import read_sheet
 from reelqueue.intake.routes import (
     RouteSettings,
@@ -268,6 +269,9 @@ class ImportPlan:
         worst_case: what the new jobs may cost at most (routed jobs at their dearest
             candidate); ``estimate`` counts each routed job at its best candidate's price.
         routing: the route settings planned with (the batch route, policy, tolerance).
+        pinned_elsewhere: rows pinned to an account not configured here (imported all
+            the same: they wait for it; intake/pins.py), filled in by the caller that
+            knows the accounts.
     """
 
     batch: BatchSpec
@@ -285,6 +289,7 @@ class ImportPlan:
                                                            compare=False)
     worst_case: WorstCase = field(default_factory=WorstCase)
     routing: RouteSettings = field(default_factory=RouteSettings)
+    pinned_elsewhere: tuple[PinnedElsewhere, ...] = ()
 
     @property
     def routed_jobs(self) -> int:

@@ -48,8 +48,9 @@ class DataDirLock:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise DataDirLocked(
-                f"Another ReelQueue (pid {holder}) is already using {self.path.parent}. "
-                "Close it (or wait for it to finish), or pass a different --data-dir."
+                f"Another ReelQueue (pid {holder}: the window, or a 'reelqueue run', "
+                f"'demo' or 'serve') is already using {self.path.parent}. Close it (or "
+                "wait for it to finish), or pass a different --data-dir."
             ) from None
         handle.seek(0)
         handle.truncate()

@@ -551,6 +551,11 @@ class MemoryStore:
                      and j.pinned_account in (None, name) and j.account in (None, name)],
                     acap - spent - reserved + SLACK)
                 accounts.append(AccountSpend(name, spent, reserved, acap, count))
+            gone = sorted({e.account for e in self._ledger if e.event == SPEND_EVENT
+                           and e.at >= day_start and e.account is not None
+                           and e.account not in self._accounts})
+            accounts += [AccountSpend(name, self._account_spent(name, day_start), 0.0, None,
+                                      0, removed=True) for name in gone]
             return SpendSummary(tuple(batches), tuple(accounts))
 
     def to_go(self) -> tuple[ToGo, ...]:

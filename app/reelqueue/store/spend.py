@@ -163,13 +163,16 @@ class BatchSpend:
 @dataclass(frozen=True)
 class AccountSpend:
     """An account's spend since local midnight (``day_start``), its daily cap (None: none)
-    and the jobs needing a create that the cap holds back."""
+    and the jobs needing a create that the cap holds back. ``removed``: the account is no
+    longer configured, but renders it sent were paid that day (issue 34: removing an
+    account must not take its spend out of the totals); listed after the others."""
 
     account: str
     spent_today: float
     reserved: float
     cap: float | None
     waiting: int
+    removed: bool = False
 
     @property
     def reached(self) -> bool:
@@ -244,6 +247,6 @@ class SpendSummary:
                         for b in self.batches],
             "accounts": [{"account": a.account, "spent_today": round(a.spent_today, 4),
                           "reserved": round(a.reserved, 4), "daily_cap": a.cap,
-                          "waiting_for_cap": a.waiting}
+                          "waiting_for_cap": a.waiting, "removed": a.removed}
                          for a in self.accounts],
         }

@@ -568,6 +568,9 @@ class SqlJournal(SqlDriver):
                     "waiting_creates_of_account", account=account.name,
                     provider=account.provider, room=acap - spent - reserved + SLACK))
                 accounts.append(AccountSpend(account.name, spent, reserved, acap, waiting))
+            for row in self._all("removed_accounts_spend", day_start=day_start):
+                accounts.append(AccountSpend(str(row["account"]), float(row["usd"]), 0.0,
+                                             None, 0, removed=True))
         return SpendSummary(tuple(batches), tuple(accounts))
 
     def to_go(self) -> tuple[ToGo, ...]:

@@ -32,9 +32,9 @@ CONFIRM_TIP = ("This machine does not send the account's key until you confirm t
                "its row names now (same as: reelqueue accounts confirm NAME).")
 
 
-def parse_cap(text: str) -> tuple[float | None, str | None]:
-    """A daily cap as typed ('20', '$12.50'; empty or 'none': no cap) -> (USD or None,
-    what is wrong with it or None)."""
+def parse_cap(text: str, what: str = "A daily cap") -> tuple[float | None, str | None]:
+    """A cap as typed ('20', '$12.50'; empty or 'none': no cap) -> (USD or None, what is
+    wrong with it or None); ``what`` names it in the words."""
     cleaned = text.strip().lstrip("$").strip().replace(",", "")
     if cleaned.casefold() in ("", "none", "off", "no"):
         return None, None
@@ -43,7 +43,7 @@ def parse_cap(text: str) -> tuple[float | None, str | None]:
     except ValueError:
         return None, f"“{text}” is not an amount: type one like 20 or 12.50, or leave it empty."
     if not 0 <= value < float("inf"):
-        return None, "A daily cap is 0 or more (0 starts nothing); leave it empty for no cap."
+        return None, f"{what} is 0 or more (0 starts nothing); leave it empty for no cap."
     return value, None
 
 
@@ -52,7 +52,8 @@ class ManageAccountDialog(QDialog):
         keyChangeRequested(str, str): the account and its new key (never shown).
         changeRequested(str, object): the account and an AccountChange.
         removeRequested(str): the user asked to remove it (the part asks to confirm).
-        confirmRequested(str): bind this machine's key to the address its row names.
+        confirmRequested(str, str): bind this machine's key of account (1) to the address
+            (2) the dialog showed, and only if its row still names it.
 
     Attributes:
         account: the account as it was when the dialog was filled.
@@ -61,7 +62,7 @@ class ManageAccountDialog(QDialog):
     keyChangeRequested = Signal(str, str)
     changeRequested = Signal(str, object)
     removeRequested = Signal(str)
-    confirmRequested = Signal(str)
+    confirmRequested = Signal(str, str)
 
     def __init__(self, account: Account, provider_title: str, *, team: bool,
                  default_base_url: str | None = None, parent: QWidget | None = None) -> None:
@@ -97,8 +98,9 @@ class ManageAccountDialog(QDialog):
         self.confirm_label.setWordWrap(True)
         self.confirm_button = QPushButton("Confirm on this machine")
         self.confirm_button.setToolTip(CONFIRM_TIP)
-        self.confirm_button.clicked.connect(lambda: emit(self.confirmRequested,
-                                                         self.account.name))
+        self.confirm_address = ""  # the address shown with the words (set_confirm)
+        self.confirm_button.clicked.connect(lambda: emit(
+            self.confirmRequested, self.account.name, self.confirm_address))
         confirm_row.addWidget(self.confirm_label, 1)
         confirm_row.addWidget(self.confirm_button)
         self.confirm_box.hide()
@@ -227,8 +229,12 @@ class ManageAccountDialog(QDialog):
         if self.model is not None:
             self.model.setText(str(account.settings.get("model") or ""))
 
-    def set_confirm(self, words: str | None) -> None:
-        """Show "Confirm on this machine" with why (None: nothing to confirm)."""
+    def set_confirm(self, words: str | None, address: str = "") -> None:
+        """Show "Confirm on this machine" with why (None: nothing to confirm) and the
+        address the key would be sent to, the one Confirm binds."""
+        self.confirm_address = address
+        if words is not None and address and address not in words:
+            words = f"{words} Confirm sends it to {address}."
         self.confirm_label.setText(words or "")
         self.confirm_box.setVisible(words is not None)
         self.confirm_button.setEnabled(True)

@@ -85,7 +85,7 @@ class AccountManagePart(QObject):
         dialog.changeRequested.connect(
             lambda who, change: self.spawn(self._change(dialog, who, change), "account"))
         dialog.confirmRequested.connect(
-            lambda who: self.spawn(self._confirm(dialog, who), "account"))
+            lambda who, address: self.spawn(self._confirm(dialog, who, address), "account"))
         dialog.removeRequested.connect(
             lambda who: self.spawn(self._ask_remove(dialog, who), "account"))
         dialog.finished.connect(lambda _result: self._closed(name, dialog))
@@ -103,11 +103,14 @@ class AccountManagePart(QObject):
 
     async def _load_confirm(self, dialog: ManageAccountDialog, name: str) -> None:
         try:
-            words = await account_manage.confirm_words(self.session.app, name)
+            question = await account_manage.confirm_words(self.session.app, name)
         except KnownError:
-            words = None
+            question = None
         if self._shown(dialog):
-            dialog.set_confirm(words)
+            if question is None:
+                dialog.set_confirm(None)
+            else:
+                dialog.set_confirm(question.words, question.address)
 
     def _shown(self, dialog: ManageAccountDialog) -> bool:
         """The dialog is still open (an answer may come after it was closed)."""
@@ -142,10 +145,13 @@ class AccountManagePart(QObject):
             dialog.set_result(True, text)
         await self._reload(dialog, name)
 
-    async def _confirm(self, dialog: ManageAccountDialog, name: str) -> None:
+    async def _confirm(self, dialog: ManageAccountDialog, name: str, address: str) -> None:
+        """Binds the key to the address the dialog showed, never to one the team database
+        put in the row since (issue 34)."""
         dialog.set_busy("Confirming…")
         try:
-            result = await accounts.confirm_account(self.session.app, name)
+            result = await accounts.confirm_account(self.session.app, name,
+                                                    expect_url=address)
         except KnownError as exc:
             dialog.set_result(False, str(exc))
             return

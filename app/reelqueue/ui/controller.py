@@ -39,6 +39,7 @@ from reelqueue.application.events import (
     EngineStateEvent,
     JobEvent,
     RecoveryEvent,
+    not_configured_reasons,
 )
 from reelqueue.domain.errors import (
     JournalLoginRefused,
@@ -49,11 +50,14 @@ from reelqueue.domain.errors import (
 )
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_manage_part import AccountManagePart
+from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.bridge import EngineBridge
 from reelqueue.ui.close_flow import CloseFlow
 from reelqueue.ui.dashboard import (
     compose_cards,
     engine_words,
+    removed_accounts,
+    removed_accounts_text,
     shared_queue_text,
     stall_banner,
     totals_text,
@@ -351,7 +355,7 @@ class AppController(QObject):
         await self.refresh_money()
         self.refresh_cards()
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
-                                       [s.account.name for s in self.summaries])
+                                       self._account_choices())
 
     async def refresh_money(self) -> None:
         """Read the journal's money figures (application.status.money): the one source of
@@ -365,6 +369,28 @@ class AppController(QObject):
         took = time.monotonic() - started
         self._money_not_before = time.monotonic() + took * (1 / MONEY_SHARE - 1)
         self._cards_dirty = True
+        self._show_not_configured()
+
+    def _show_not_configured(self) -> None:
+        """Waiting jobs pinned to an account not configured here wait for it (issue 34,
+        N1): said in a banner from the journal's figures, while other jobs run too (the
+        engine's Stalled banner says it only once nothing else can start)."""
+        reasons = not_configured_reasons([s.account for s in self.summaries],
+                                         self.money.to_go if self.money else ())
+        banners = self.window.banners
+        text = ("Waiting: " + "; ".join(str(r.detail) for r in reasons) + ". Add "
+                + ("it" if len(reasons) == 1 else "them")
+                + (", or render them on a machine of the team that has "
+                   + ("it" if len(reasons) == 1 else "them") if self.session.team else "")
+                + ".") if reasons else ""
+        shown = banners.get("not-configured")
+        if not text:
+            if shown is not None:
+                banners.remove("not-configured")
+        elif shown is None or shown.text != text:
+            banners.show_banner("warning", text, [
+                ("Connect an account…", self.keeper.show_account_dialog)],
+                key="not-configured")
 
     async def refresh_batches(self) -> None:
         batches = await views.batches(self.session.app)
@@ -372,7 +398,14 @@ class AppController(QObject):
         self.window.batch_names = dict(self.batches)
         self.window.paused_batches = {b.id for b in batches if jobs.is_paused(b)}
         self.window.set_filter_choices(sorted(self._batch_choices().items()),
-                                       [s.account.name for s in self.summaries])
+                                       self._account_choices())
+
+    def _account_choices(self) -> list[tuple[str, str]]:
+        """(label, account) for the filter: every account, then the removed ones that jobs
+        still name, marked so (their jobs stay in reach)."""
+        return ([(s.account.name, s.account.name) for s in self.summaries]
+                + [(f"{name} (removed)", name) for name in removed_accounts(
+                    self.model.table, self.summaries, self.money)])
 
     def _batch_choices(self) -> dict[int, str]:
         """Batch names for the filter, a paused one marked so."""
@@ -414,8 +447,11 @@ class AppController(QObject):
         self.window.set_engine_state(event.state)
         banners = self.window.banners
         if event.state == "stalled":
-            actions = ([("Connect an account…", self.keeper.show_account_dialog)]
-                       if any(r.code == "no_account" for r in event.reasons) else [])
+            actions: list[BannerAction] = (
+                [("Connect an account…", self.keeper.show_account_dialog)]
+                if any(r.code in ("no_account", "not_configured") for r in event.reasons)
+                else [])
+            actions += self._batch_cap_actions(event)
             banners.show_banner("warning", stall_banner(event), actions, key="stalled")
         else:
             banners.remove("stalled")
@@ -426,6 +462,17 @@ class AppController(QObject):
         if event.state in ("running", "paused"):
             self._update_recovery_banner()
         self.refresh_status()
+
+    def _batch_cap_actions(self, event: EngineStateEvent) -> list[BannerAction]:
+        """"Raise batch cap…" for each batch a spend cap holds (the reasons name it; an
+        account's cap has its card's Cap…)."""
+        accounts = {s.account.name for s in self.summaries}
+        held = {r.subject for r in event.reasons if r.code == "spend_cap"} - accounts
+        ids = [bid for bid, name in sorted(self.batches.items()) if name in held]
+        return [("Raise batch cap…" if len(ids) == 1 else
+                 f"Raise the cap of “{self.batches[bid]}”…",
+                 lambda bid=bid: self.actions.ask_batch_cap(bid))  # type: ignore[misc]
+                for bid in ids]
 
     def _on_engine_error(self, event: EngineErrorEvent) -> None:
         self.window.banners.show_banner("error", event.message, key=f"engine:{event.message}")
@@ -518,8 +565,9 @@ class AppController(QObject):
                                   [s.account for s in self.summaries]) if team else set(),
                               to_confirm=self.session.keys_to_confirm(
                                   [s.account for s in self.summaries]))
-        self.window.set_shared_queue(shared_queue_text(self.model.table, self.summaries,
-                                                       self.money))
+        self.window.set_shared_queue(" · ".join(text for text in (
+            shared_queue_text(self.model.table, self.summaries, self.money),
+            removed_accounts_text(self.model.table, self.summaries, self.money)) if text))
         for card in self.window.accounts.set_accounts(cards):
             card.capacityChanged.connect(self.actions.set_capacity)
             card.enabledChanged.connect(self.actions.set_enabled)

@@ -117,6 +117,35 @@ def shared_queue_text(table: JobTable, summaries: list[AccountSummary],
     return text
 
 
+def removed_accounts(table: JobTable, summaries: list[AccountSummary],
+                     money: Money | None = None) -> list[str]:
+    """Accounts no longer configured that jobs still name or whose spend still counts
+    (issue 34: removing an account hid its parked, possibly billed job and took its spend
+    out of the figures), by name."""
+    here = {s.account.name for s in summaries}
+    named = {account for account, _state in table.stats.by_account if account}
+    if money is not None:
+        named |= money.removed
+    return sorted(named - here)
+
+
+def removed_accounts_text(table: JobTable, summaries: list[AccountSummary],
+                          money: Money | None = None) -> str:
+    """"Removed: Studio A spent $0.80, 1 parked" — the figures of accounts that have no
+    card any more, so that their spend and their unsettled jobs stay in sight."""
+    parts = []
+    for name in removed_accounts(table, summaries, money):
+        words = []
+        if money is not None and money.spent.get(name):
+            words.append(f"spent {fmt.money(money.spent[name])}")
+        parked = table.stats.by_account.get((name, JobState.PARKED), 0)
+        if parked:
+            words.append(f"{fmt.number(parked)} parked")
+        if words:
+            parts.append(f"{name} " + ", ".join(words))
+    return ("Removed: " + "; ".join(parts)) if parts else ""
+
+
 def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     # (No import here: each call went through PySide's import hook, 500 renders a tick.)
     assert isinstance(row, JobRow)
@@ -130,7 +159,7 @@ REASON_WORDS = {
     "key_missing": "no key", "no_key": "its key is not in the keyring",
     "disabled": "paused", "rate_limited": "rate limited", "no_account": "no account",
     "batch_paused": "batch paused", "unusable": "cannot be used",
-    "spend_cap": "spend cap reached",
+    "spend_cap": "spend cap reached", "not_configured": "not configured here",
 }
 REASON_ADVICE = {
     "out_of_credits": "top up its credits, then press Mark ready on its card",
@@ -142,8 +171,9 @@ REASON_ADVICE = {
     "no_account": "connect an account for this provider",
     "batch_paused": "resume the batch from the table's menu",
     "unusable": "check the account's settings (see the log)",
-    "spend_cap": "raise the cap (an account's: Cap… on its card; a batch's: "
-                 "'reelqueue batch cap BATCH USD') or, for a daily cap, wait for tomorrow",
+    "spend_cap": "raise the cap (an account's: Cap… on its card; a batch's: Raise batch "
+                 "cap… on the Stalled banner) or, for a daily cap, wait for tomorrow",
+    "not_configured": "add the account, or render them on a machine that has it",
 }
 
 
@@ -156,6 +186,8 @@ def reason_text(reason: StallReason, *, advice: bool = False) -> str:
                else f"batch “{reason.subject}”" if reason.code == "batch_paused"
                else reason.subject)
     text = f"{subject}: {words}"
+    if reason.code == "not_configured" and reason.detail:
+        text = reason.detail  # "2 jobs pinned to account X, which is not configured here"
     hint = REASON_ADVICE.get(reason.code) if advice else None
     return f"{text} ({hint})" if hint else text
 
@@ -214,7 +246,8 @@ def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
     texts: list[str] = []
     for group in groups.values():
         first = group[0]
-        if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap"):
+        if len(group) == 1 or first.code in ("no_account", "batch_paused", "spend_cap",
+                                             "not_configured"):
             texts.extend(reason_text(r, advice=True) for r in group)
             continue
         text = reason_text(first, advice=True)

@@ -295,8 +295,15 @@ class ImportDialog(QDialog):
         self.estimate_label = QLabel()
         self.estimate_label.setWordWrap(True)
         self.estimate_label.setProperty("role", "muted")
+        # Rows pinned to an account not configured here: imported, but they wait for it
+        # (issue 34, N1); said before Import, never refused.
+        self.pinned_label = QLabel()
+        self.pinned_label.setWordWrap(True)
+        self.pinned_label.setStyleSheet(f"color: {theme.tokens().warning};")
+        self.pinned_label.hide()
         texts = QVBoxLayout()
         texts.addWidget(self.summary_label)
+        texts.addWidget(self.pinned_label)
         texts.addWidget(self.estimate_label)
         summary_layout.addLayout(texts, 1)
         layout.addWidget(summary)
@@ -617,6 +624,9 @@ class ImportDialog(QDialog):
         if plan.unmapped:
             parts.append(f"kept as extra columns: {', '.join(plan.unmapped)}")
         self.summary_label.setText(" · ".join(parts))
+        pinned = " ".join(p.describe() for p in whole.pinned_elsewhere)
+        self.pinned_label.setText(pinned)
+        self.pinned_label.setVisible(bool(pinned))
         estimate = plan.estimate
         # The intake's words (the command line says the same): a line without a price says
         # "price unknown — set it with ..." and how, never $0.00.

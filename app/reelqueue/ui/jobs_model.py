@@ -133,6 +133,9 @@ def _state_text(row: JobRow) -> str:
     if row.state == JobState.PARKED and row.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
         return UNKNOWN_LABEL
     label = STATE_LABELS.get(row.state, row.state)
+    if row.priority and row.state in (JobState.QUEUED, JobState.RETRY_WAIT):
+        # "Move to the front" (issue 34): which waiting jobs go before the others.
+        return f"{label} · {'↑ front' if row.priority > 0 else '↓ later'}"
     if row.sub_status and row.state == JobState.RENDERING:
         return f"{label} · {row.sub_status}"
     return label
@@ -154,7 +157,10 @@ def elsewhere(row: JobRow, here: str | None) -> str | None:
 
 
 def _account(row: JobRow) -> str:
-    return f"{row.account}" if row.account else f"{row.provider} · any"
+    if row.account:
+        return f"{row.account}"
+    # A pinned job waits for its one account, never "any" (issue 34, N1).
+    return f"{row.pinned_account} (pinned)" if row.pinned_account else f"{row.provider} · any"
 
 
 _DISPLAY = (

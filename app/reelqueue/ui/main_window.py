@@ -786,9 +786,13 @@ class MainWindow(QMainWindow):
         self.totals_label.setText(text)
         self.rate_label.setText(rate)
 
-    def set_filter_choices(self, batches: list[tuple[int, str]], accounts: list[str]) -> None:
-        for combo, items in ((self.batch_filter, [(name, bid) for bid, name in batches]),
-                             (self.account_filter, [(name, name) for name in accounts])):
+    def set_filter_choices(self, batches: list[tuple[int, str]],
+                           accounts: list[tuple[str, str]]) -> None:
+        """``batches``: (id, label); ``accounts``: (label, account name)."""
+        batch_items: list[tuple[str, object]] = [(name, bid) for bid, name in batches]
+        account_items: list[tuple[str, object]] = list(accounts)
+        for combo, items in ((self.batch_filter, batch_items),
+                             (self.account_filter, account_items)):
             current = combo.currentData()
             wanted = [(combo.itemText(0), None), *items]
             present = [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from reelqueue.application import jobs
+from reelqueue.application import jobs, status
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
+from reelqueue.ui.account_manage import parse_cap
 from reelqueue.ui.job_detail import JobDetailDialog
+from reelqueue.ui.jobs_data import FINAL_VALUES
 
 if TYPE_CHECKING:
     from reelqueue.ui.dialogs import DialogKeeper
@@ -47,6 +50,7 @@ class QueueActions:
 
     Attributes:
         cancel_box: the last "Cancel jobs" question asked (None before the first).
+        cap_box: the last "Batch spend cap" question asked (None before the first).
     """
 
     def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
@@ -58,6 +62,7 @@ class QueueActions:
         self.spawn = spawn
         self.host = host
         self.cancel_box: QMessageBox | None = None
+        self.cap_box: QInputDialog | None = None
 
     def start_queue(self) -> None:
         if self.session.engine is not None and not self.session.closed:
@@ -280,6 +285,7 @@ class QueueActions:
 
     async def _prioritize(self, job_ids: list[int]) -> None:
         result = await jobs.prioritize_jobs(self.session.app, job_ids)
+        await self.pager.refresh_rows(list(result.job_ids))  # the State column says so
         left = len(set(job_ids)) - result.changed
         self.window.banners.show_banner(
             "info", f"Moved {fmt.count(result.changed, 'job')} to the front of the queue"
@@ -291,6 +297,12 @@ class QueueActions:
 
     async def _prioritize_batch(self, batch_id: int) -> None:
         result = await jobs.prioritize_batch(self.session.app, batch_id)
+        # Its unfinished rows take the batch's new priority as the journal did (one
+        # UPDATE over the batch), without reading each one back.
+        table = self.pager.model.table
+        self.pager.model.replace_rows([
+            replace(row, priority=result.priority) for row in table.rows
+            if row.batch_id == batch_id and row.state not in FINAL_VALUES])
         name = self.host.batches.get(batch_id, f"batch {batch_id}")
         self.window.banners.show_banner(
             "info", f"Batch “{name}” moved to the front: its "
@@ -311,6 +323,45 @@ class QueueActions:
                 f"Batch “{batch.name}” resumed.")
         actions = [("Resume", lambda: self.pause_batch(batch_id, False))] if paused else []
         self.window.banners.show_banner("info", text, actions, key=f"batch-paused:{batch_id}")
+
+    def ask_batch_cap(self, batch_id: int) -> None:
+        """Ask for a batch's new spend cap, saying what it has spent and its cap now
+        (issue 34: the Stalled banner quoted 'reelqueue batch cap' instead)."""
+        self.spawn(self._ask_batch_cap(batch_id), "batch-cap")
+
+    async def _ask_batch_cap(self, batch_id: int) -> None:
+        money = await status.money(self.session.app)
+        spend = next((b for b in money.today.batches if b.batch_id == batch_id), None)
+        name = self.host.batches.get(batch_id, f"batch {batch_id}")
+        spent = spend.spent + spend.reserved if spend is not None else 0.0
+        now = f" of its cap of {fmt.money(spend.cap)}" if spend is not None else ""
+        box = QInputDialog(self.window)
+        box.setWindowTitle("Batch spend cap")
+        box.setLabelText(
+            f"Stop starting renders of batch “{name}” once it has spent this much (USD).\n"
+            f"Spent so far: {fmt.money(spent)}{now}. Empty: no cap.")
+        suggestion = max(spend.cap * 2, spend.cap + 1.0) if spend is not None else 0.0
+        box.setTextValue(f"{suggestion:.2f}" if spend is not None else "")
+        box.setOkButtonText("Set cap")
+        box.textValueSelected.connect(lambda text: self._batch_cap_typed(batch_id, text))
+        self.cap_box = box
+        box.open()
+
+    def _batch_cap_typed(self, batch_id: int, text: str) -> None:
+        usd, problem = parse_cap(text, "A batch's cap")
+        if problem:
+            self.window.banners.show_banner("warning", f"The cap was not changed: {problem}",
+                                            key=f"batch-cap:{batch_id}")
+            return
+        self.spawn(self._set_batch_cap(batch_id, usd), "batch-cap")
+
+    async def _set_batch_cap(self, batch_id: int, usd: float | None) -> None:
+        batch = await jobs.set_batch_cap(self.session.app, batch_id, usd)
+        await self.host.refresh_accounts()  # and the money figures with them
+        text = (f"Batch “{batch.name}”: no spend cap." if usd is None else
+                f"Batch “{batch.name}”: spend cap {fmt.money(usd)}.")
+        self.window.banners.show_banner("info", text + " Waiting jobs it held start as it "
+                                        "allows.", key=f"batch-cap:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
         self.spawn(self._account_command(self.session.set_capacity(account, capacity)))

@@ -700,6 +700,15 @@ SELECT COALESCE(SUM(json_extract(metadata, '$.price')), 0.0) FROM jobs INDEXED B
 SELECT COALESCE(SUM(json_extract(detail, '$.usd')), 0.0) FROM ledger INDEXED BY ledger_by_time
  WHERE at >= :day_start AND event = 'spend' AND account = :account;
 
+-- name: removed_accounts_spend
+-- The spend since :day_start of accounts removed since (issue 34: their renders were paid;
+-- a removed account holds no claimed job, so nothing is reserved), by name.
+SELECT account, COALESCE(SUM(json_extract(detail, '$.usd')), 0.0) AS usd
+  FROM ledger INDEXED BY ledger_by_time
+ WHERE at >= :day_start AND event = 'spend' AND account IS NOT NULL
+   AND account NOT IN (SELECT name FROM accounts)
+ GROUP BY account ORDER BY account;
+
 -- name: reserved_of_account
 SELECT COALESCE(SUM(json_extract(metadata, '$.price')), 0.0) FROM jobs
  WHERE account = :account AND state = 'CLAIMED'

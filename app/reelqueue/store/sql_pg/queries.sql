@@ -738,6 +738,17 @@ SELECT COALESCE(SUM((detail ->> 'usd')::double precision), 0.0) FROM ledger
  WHERE at >= %(day_start)s + 86400 * floor(({server_now} - %(day_start)s) / 86400)
    AND event = 'spend' AND account = %(account)s;
 
+-- name: removed_accounts_spend
+-- The spend that day (as spend_of_account counts the day) of accounts removed since
+-- (issue 34: their renders were paid; a removed account holds no claimed job, so nothing
+-- is reserved), by name in code-point order (as SQLite's and the memory store's).
+SELECT account, COALESCE(SUM((detail ->> 'usd')::double precision), 0.0) AS usd
+  FROM ledger
+ WHERE at >= %(day_start)s + 86400 * floor(({server_now} - %(day_start)s) / 86400)
+   AND event = 'spend' AND account IS NOT NULL
+   AND account NOT IN (SELECT name FROM accounts)
+ GROUP BY account ORDER BY account COLLATE "C";
+
 -- name: reserved_of_account
 SELECT COALESCE(SUM((CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
                            THEN (metadata ->> 'price')::double precision END)), 0.0) FROM jobs
