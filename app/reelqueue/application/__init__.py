@@ -9,6 +9,8 @@ nothing else).
   :mod:`.accounts`, :mod:`.imports`, :mod:`.jobs`, :mod:`.status`, :mod:`.views`,
   :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`, :mod:`.gallery`
   (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog).
+- The one set of words for job states and account conditions (issue 34): :mod:`.words`
+  (every front end names a state through it; ``ui/format.py`` keeps only layout).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
   :mod:`.providers` (and the view rows in :mod:`.views`, the intake's types and
   defaults in :mod:`.imports`, the retry plan in :mod:`.jobs`).
@@ -22,4 +24,4 @@ nothing else).
 __all__ = ["account_manage", "accounts", "batch_upload", "builtin_mock", "compose", "config",
            "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys", "logs",
            "migrate", "providers", "remote", "selftest", "serving", "session", "status",
-           "submit", "team", "team_store", "tokens", "trust", "views", "worker"]
+           "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]
