@@ -278,7 +278,7 @@ async def test_an_unknown_outcome_is_resolved_in_the_window_by_picking_its_rende
     assert dialog.resolve_box.isVisible() and dialog.use_render.isVisible()
     assert [dialog.candidates.itemData(i) for i in range(dialog.candidates.count())] == [
         "r-mine", "r-other"]
-    assert dialog.chip.text() == "Outcome unknown (needs you)"
+    assert dialog.chip.text() == "outcome unknown"
     assert "not counted as failed" in dialog.error_hint.text()
     dialog.use_render.click()  # the first candidate: r-mine
     await until(lambda: table.row(job_id).state == "QUEUED", 10)

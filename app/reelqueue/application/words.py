@@ -172,7 +172,7 @@ _CONDITION: dict[str, tuple[str, str]] = {
                                "up, then mark it ready ('reelqueue accounts test NAME')."),
     Condition.KEY_MISSING: ("key missing", "Its key is not in this machine's keyring: "
                             "connect the account again with its key."),
-    Condition.KEY_NOT_HERE: ("key not on this machine", "Other machines of the team render "
+    Condition.KEY_NOT_HERE: ("key not on this machine", "The team's other machines render "
                              "for it; to render for it here too, keep its key here "
                              "('reelqueue --store URL team-key NAME')."),
     Condition.CONFIRM: ("address changed", "Its address changed on the team database; its "

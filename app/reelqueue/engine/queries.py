@@ -48,6 +48,8 @@ class JobRow:
         estimate: the estimated price (:func:`price_estimator`; None: price unknown).
         kind: what its render time is compared by (``domain.render_times.render_kind``).
         host: the machine that holds a completed job's file (``jobs.output_host``).
+        provider_job_id: the provider's id of its render, as read (a create of unknown
+            outcome has none: its state's name says so, application.words).
     """
 
     id: int
@@ -72,6 +74,7 @@ class JobRow:
     estimate: float | None
     kind: str = ""
     host: str | None = None
+    provider_job_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
         attempt_started=started, finished_at=job.finished_at, updated_at=job.updated_at,
         cost=job.cost, estimate=estimate(job), kind=render_kind(job.provider, job.params),
         host=job.output_host if job.state == JobState.COMPLETED else None,
+        provider_job_id=job.provider_job_id,
     )
 
 

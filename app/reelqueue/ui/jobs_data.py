@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from reelqueue.application.events import JobEvent
 from reelqueue.application.views import JobRow
+from reelqueue.application.words import is_outcome_unknown
+from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.render_times import Eta, RenderTimes
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
 from reelqueue.ui import format as fmt
@@ -25,18 +27,6 @@ IN_FLIGHT_VALUES = frozenset(s.value for s in IN_FLIGHT)
 WAITING_VALUES = frozenset(s.value for s in WAITING)
 COMPLETED = JobState.COMPLETED.value
 HOUR = 3600.0
-
-STATE_LABELS: dict[str, str] = {
-    JobState.QUEUED: "Queued", JobState.CLAIMED: "Starting",
-    JobState.SUBMITTING: "Submitting", JobState.RENDERING: "Rendering",
-    JobState.DOWNLOADING: "Downloading", JobState.RETRY_WAIT: "Retry wait",
-    JobState.COMPLETED: "Completed", JobState.FAILED: "Failed",
-    JobState.CANCELLED: "Cancelled", JobState.PARKED: "Parked (needs attention)",
-}
-
-UNKNOWN_LABEL = "Outcome unknown (needs you)"
-"""A parked create whose outcome the provider's records could not settle (issue 19): not a
-failure; the job detail says what to look for and the candidates."""
 
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "All states": None,
@@ -61,10 +51,16 @@ class JobStats:
     # application.status.Money.to_go, issue 23.)
     spend: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     completions: list[tuple[float, str | None]] = field(default_factory=list)
+    #: state -> rows of it that are creates of unknown outcome (application.words): the
+    #: status bar names them apart from the parked and failed ones
+    unknown: Counter[str] = field(default_factory=Counter)
 
     def add(self, row: JobRow, sign: int = 1) -> None:
         state = row.state
         self.by_state[state] += sign
+        if row.error_label is not None and is_outcome_unknown(state, row.error_label,
+                                                              row.provider_job_id):
+            self.unknown[state] += sign
         if state not in FINAL_VALUES:
             self.open_by_batch[row.batch_id] += sign
         if row.account:
@@ -75,7 +71,8 @@ class JobStats:
             self.spend[row.account] += sign * row.cost
 
     def merge(self, other: JobStats) -> None:
-        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider"):
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
+                     "unknown"):
             getattr(self, name).update(getattr(other, name))
         for key, value in other.spend.items():
             self.spend[key] += value
@@ -224,6 +221,10 @@ class JobTable:
         if event.error_label is not None:
             row.error_label = event.error_label
             row.error_message = event.error_message
+            if event.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
+                # The engine writes this label only on a create that holds no render id:
+                # the row's id read at load (if any) is no longer the job's.
+                row.provider_job_id = None
         elif state in IN_FLIGHT_VALUES or state == COMPLETED:
             row.error_label = row.error_message = None
         if event.output_path is not None:
