@@ -43,6 +43,7 @@ from reelqueue.application.submit import (
     QueueFull,
 )
 from reelqueue.application.tokens import TokenInfo
+from reelqueue.application.words import job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.routes import Route
@@ -78,6 +79,8 @@ def job_json(job: Job) -> dict[str, Any]:
         "id": job.id, "batch_id": job.batch_id, "name": job.name, "prompt": job.prompt,
         "provider": job.provider, "account": job.account or job.pinned_account,
         "params": job.params, "priority": job.priority, "state": job.state.value,
+        "state_words": job_state_words(job.state.value, job.sub_status, job.error_label,
+                                       job.provider_job_id).as_dict(),
         "attempts": job.attempts, "max_attempts": job.max_attempts,
         "sub_status": job.sub_status, "progress": job.progress,
         "error": None if job.error_label is None else {
@@ -385,10 +388,12 @@ class Routes:
     @needs("read")
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
+        words = await self.s.account_words(summaries)
         return web.json_response({"accounts": [{
             "name": a.name, "provider": a.provider, "capacity": a.capacity,
             "live": summary.live, "enabled": a.enabled,
             "status": str(a.status.value), "status_detail": a.status_detail,
+            "state_words": words[a.name].as_dict(),
             "cooldown_until": a.cooldown_until,
             "daily_cap": a.settings.get("daily_cap"),
         } for summary in summaries for a in [summary.account]]})
