@@ -253,7 +253,7 @@ class ProgressPrinter:
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, JobEvent) and event.state == "FAILED":
-            self._line(f"job {event.job_id} failed: {event.error_label}: "
+            self._line(f"job {event.job_id} {_name(JobState.FAILED)}: {event.error_label}: "
                        f"{(event.error_message or '')[:160]}")
         elif isinstance(event, EngineErrorEvent):
             self._line(f"error: {event.message}")
@@ -293,7 +293,8 @@ class ProgressPrinter:
             rate = (final_n - self.first_done[1]) / max(1e-6, now - self.first_done[0])
             eta = f" · ETA {_duration((total - final_n) / rate)}" if rate > 0 else ""
         accounts = " ".join(f"{name}:{n}" for name, n in sorted(counts.live_by_account.items()))
-        line = (f"{done}/{total} done · {by.get('FAILED', 0)} failed · {live} rendering"
+        line = (f"{done}/{total} done · {by.get('FAILED', 0)} {_name(JobState.FAILED)} · "
+                f"{live} rendering"
                 f" · {waiting} waiting · {_duration(elapsed)}{eta}"
                 + (f" · {accounts}" if accounts else ""))
         if self.tty:
