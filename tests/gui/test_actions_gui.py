@@ -224,7 +224,7 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
     banner = banners.get("retry")
     assert "refused" not in " ".join([banner.text, *banner.buttons]), banner.text
     [also] = banner.buttons
-    assert also == "Also retry 1 with a submit outcome unknown"
+    assert also == "Also retry 1 (outcome unknown)"
     assert "and the first create may already be charged) was left out" in banner.text
     banner.buttons[also].click()
     # Asked for: its re-render is priced, and the button that pays says the first create

@@ -34,7 +34,9 @@ from reelqueue.application.words import (
     StateWords,
     account_condition_words,
     condition_words,
+    job_state_words,
 )
+from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
@@ -290,6 +292,9 @@ def _metric(value: str, caption: str) -> tuple[QLabel, QLabel]:
     number.setProperty("role", "metric")
     label = QLabel(caption)
     label.setProperty("role", "muted")
+    # never narrower than its word ("completed", the state's one name, is the longest):
+    # the grid gives the room to the columns that need it
+    label.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Preferred)
     return number, label
 
 
@@ -371,14 +376,14 @@ class AccountCard(QFrame):
         self.gauge = Gauge()
         middle.addWidget(self.gauge)
         grid = QGridLayout()
-        grid.setHorizontalSpacing(14)
+        grid.setHorizontalSpacing(8)  # room for "completed" beside five-digit counts
         grid.setVerticalSpacing(0)
         self.queued, queued_label = _metric("0", "waiting")
         queued_label.setToolTip("Waiting jobs only this account can take (they hold its "
                                 "render or submission); the shared queue is counted once, "
                                 "above the cards")
-        self.completed, done_label = _metric("0", "done")
-        self.failed, failed_label = _metric("0", "failed")
+        self.completed, done_label = _metric("0", job_state_words(JobState.COMPLETED).name)
+        self.failed, failed_label = _metric("0", job_state_words(JobState.FAILED).name)
         for column, (number, label) in enumerate(((self.queued, queued_label),
                                                   (self.completed, done_label),
                                                   (self.failed, failed_label))):
@@ -578,7 +583,8 @@ class AccountCard(QFrame):
             over or f"{data.live}/{data.capacity} running"
             + (" on all machines" if data.team else ""),
             f"{fmt.number(data.queued)} waiting here",
-            f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed"))
+            f"{fmt.number(data.completed)} {job_state_words(JobState.COMPLETED).name}",
+            f"{fmt.number(data.failed)} {job_state_words(JobState.FAILED).name}"))
         if data.took_over:  # routing (issue 24): where its extra work came from
             spent += f"\n{data.took_over[0].upper()}{data.took_over[1:]}"
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)

@@ -242,7 +242,7 @@ def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
 def stall_banner(state: EngineStateEvent) -> str:
     """The stalled banner: how many wait, why (per account) and what the user can do."""
     reasons = grouped_reasons(state.reasons)
-    return (f"Stalled: {fmt.count(state.waiting, 'job')} "
+    return (f"{_name(Condition.STALLED).capitalize()}: {fmt.count(state.waiting, 'job')} "
             f"{fmt.plural(state.waiting, 'waits', 'wait')} and no account can take "
             f"{fmt.plural(state.waiting, 'it', 'them')} now"
             + (f" — {reasons}." if reasons else "."))

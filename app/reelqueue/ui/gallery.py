@@ -106,7 +106,7 @@ def picture_text(item: GalleryItem) -> str:
         return (item.error or "no video").split(":")[0]
     if item.state in ("QUEUED", "RETRY_WAIT"):
         return "not started"
-    return "rendering…"
+    return f"{item.words.name}…"
 
 
 RETRY_TIP = ("Render the selected jobs again, each with a new random seed. A finished "

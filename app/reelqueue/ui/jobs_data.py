@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from reelqueue.application.events import JobEvent
 from reelqueue.application.views import JobRow
-from reelqueue.application.words import is_outcome_unknown
+from reelqueue.application.words import OUTCOME_UNKNOWN, is_outcome_unknown, job_state_words
 from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.render_times import Eta, RenderTimes
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
@@ -28,13 +28,21 @@ WAITING_VALUES = frozenset(s.value for s in WAITING)
 COMPLETED = JobState.COMPLETED.value
 HOUR = 3600.0
 
+
+
+def _named(state: str) -> str:
+    return job_state_words(state).name
+
+
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "All states": None,
     "Waiting": WAITING_VALUES,
     "Running": IN_FLIGHT_VALUES,
-    "Completed": frozenset({JobState.COMPLETED}),
-    "Failed": frozenset({JobState.FAILED, JobState.PARKED}),
-    "Cancelled": frozenset({JobState.CANCELLED}),
+    # the states' own names (application.words), the parked and unknown ones said so
+    _named(JobState.COMPLETED).capitalize(): frozenset({JobState.COMPLETED}),
+    f"{_named(JobState.FAILED).capitalize()}, {_named(JobState.PARKED)}, "
+    f"{_named(OUTCOME_UNKNOWN)}": frozenset({JobState.FAILED, JobState.PARKED}),
+    _named(JobState.CANCELLED).capitalize(): frozenset({JobState.CANCELLED}),
 }
 
 
@@ -280,7 +288,8 @@ class JobTable:
             waited = max(0.0, now - row.updated_at)
             return None, f"waiting for the provider · {fmt.duration(waited)}"
         if row.state == JobState.DOWNLOADING and row.progress is None:
-            return None, f"downloading · {fmt.duration(max(0.0, now - row.updated_at))}"
+            return None, (f"{job_state_words(row.state).name} · "
+                          f"{fmt.duration(max(0.0, now - row.updated_at))}")
         eta = self.eta(row, now)
         if row.progress is not None:
             percent = f"{round(row.progress * 100)}%"
