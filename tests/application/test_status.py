@@ -34,7 +34,7 @@ def test_status_reports_the_demo_jobs_and_accounts_and_doctor_finds_nothing(
     assert report.data["by_state"] == {"QUEUED": 3}
     assert [(a["name"], a["limit"]) for a in report.data["accounts"]] == list(DEMO_ACCOUNTS)
     assert [j["state"] for j in report.data["jobs"]] == ["QUEUED"] * 3
-    assert report.attention.sentences() == []
+    assert status.attention_sentences(report.attention) == []
     assert report.spend.batches == ()
     checks = on_journal(ctx, lambda session: status.doctor(session, False))
     assert "completed_file_mismatch" in checks and "shared_output_paths" in checks

@@ -132,7 +132,7 @@ def test_status_names_what_needs_attention_and_retry_parked_reads_it(tmp_path: P
     out = status.stdout
     assert "needs attention: 1 parked: its render exists; run 'reelqueue retry --parked'" \
         in out, out
-    assert f"1 with a submit outcome unknown (#{claim.job.id})" in out, out
+    assert f"1 outcome unknown (#{claim.job.id})" in out, out
     assert "ct-lost" in out, "the client token to look for is shown"
     done = rq(data, "retry", "--parked")
     assert done.returncode == 0, done.stderr

@@ -224,7 +224,7 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
     banner = banners.get("retry")
     assert "refused" not in " ".join([banner.text, *banner.buttons]), banner.text
     [also] = banner.buttons
-    assert also == "Also retry 1 with a submit outcome unknown"
+    assert also == "Also retry 1 (outcome unknown)"
     assert "and the first create may already be charged) was left out" in banner.text
     banner.buttons[also].click()
     # Asked for: its re-render is priced, and the button that pays says the first create
@@ -278,7 +278,7 @@ async def test_an_unknown_outcome_is_resolved_in_the_window_by_picking_its_rende
     assert dialog.resolve_box.isVisible() and dialog.use_render.isVisible()
     assert [dialog.candidates.itemData(i) for i in range(dialog.candidates.count())] == [
         "r-mine", "r-other"]
-    assert dialog.chip.text() == "Outcome unknown (needs you)"
+    assert dialog.chip.text() == "outcome unknown"
     assert "not counted as failed" in dialog.error_hint.text()
     dialog.use_render.click()  # the first candidate: r-mine
     await until(lambda: table.row(job_id).state == "QUEUED", 10)

@@ -39,7 +39,7 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     assert all(card.gauge.live == 0 and card.chip.text() == "ready" for card in cards.values())
     assert all(sum(card.sparkline.values) == int(card.completed.text())
                for card in cards.values())
-    assert window.totals_label.text().startswith("12 jobs · 12 done · 0 failed")
+    assert window.totals_label.text().startswith("12 jobs · 12 completed · 0 failed")
     # What the provider charged reaches the cards as renders complete (no reload needed).
     spent = {row.account: 0.0 for row in table.rows}
     for row in table.rows:
@@ -63,7 +63,7 @@ async def test_demo_batch_runs_to_completion_in_the_window(windows: WindowHarnes
     events = [entry.event for entry in dialog.ledger_model.entries]
     assert events[0] == "claimed" and "completed" in events
     assert dialog.open_button.isEnabled() and not dialog.retry_button.isEnabled()
-    assert dialog.chip.text() == "Completed"
+    assert dialog.chip.text() == "completed"
     save_screenshot(dialog, "job-detail")
     # A finished video retried with a new seed: a new job beside it, priced and confirmed
     # first; the finished job and its file stay as they are (issue 23).

@@ -87,8 +87,8 @@ def test_one_tile_per_job_with_its_badge(qtbot, tiles: list[GalleryItem],
     view = shown(qtbot, tiles, tmp_path / "cache")
     model = view.model
     assert model.rowCount() == len(tiles)
-    words = [badge(model.index(row).data(ItemRole).state)[0] for row in range(len(tiles))]
-    assert words == ["completed"] * 4 + ["failed", "running", "waiting", "completed",
+    words = [badge(model.index(row).data(ItemRole))[0] for row in range(len(tiles))]
+    assert words == ["completed"] * 4 + ["failed", "rendering", "queued", "completed",
                                          "failed"]
     assert view.count_label.text() == "9 jobs · 5 videos"
     # A tile of a batch read late (another batch was chosen since) is ignored.
@@ -310,8 +310,8 @@ async def test_the_window_gallery_reads_the_batch_and_retries_with_a_new_seed(
     by_name = {item.name: item for item in gallery.model.items}
     assert by_name["there"].held_by == "render-box-2"
     assert by_name["here"].held_by is None
-    assert [badge(by_name[n].state)[0] for n in ("flaky", "later", "here", "there")] == \
-        ["failed", "waiting", "completed", "completed"]
+    assert [badge(by_name[n])[0] for n in ("flaky", "later", "here", "there")] == \
+        ["failed", "queued", "completed", "completed"]
     await until(lambda: gallery.thumbs.counts["made"] == 1, 20)
     assert (app_ctx.data_dir / "thumbnails" / "gallery").is_dir()
     gallery.view.setCurrentIndex(gallery.model.index(0))

@@ -52,7 +52,7 @@ def test_a_card_whose_daily_cap_is_reached_never_says_ready(themed_app) -> None:
     finishing = replace(held, live=1)
     assert held.chip() == ("daily cap reached", "warning")
     assert spent.chip() == ("daily cap reached", "warning")
-    assert finishing.chip() == ("cap reached · finishing", "warning")
+    assert finishing.chip() == ("daily cap reached · finishing", "warning")
     strip = AccountStrip()
     try:
         strip.set_accounts([held])

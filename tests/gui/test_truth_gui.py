@@ -72,7 +72,7 @@ async def test_stalled_with_reasons_then_all_done(windows: WindowHarness, app_ct
     await until(lambda: window.engine_label.text().startswith("All done"), 60)
     assert window.engine_label.text() == "All done · 22 completed, 0 failed, 0 cancelled"
     assert window.rate_label.text() == ""  # no rate or ETA when nothing renders
-    assert "22 done" in window.totals_label.text()
+    assert "22 completed" in window.totals_label.text()
     assert "0 cancelled" in window.totals_label.text()
     assert not window.paused  # the queue is still on: new jobs would start
 

@@ -121,12 +121,19 @@ SCHEMAS: dict[str, Any] = {
         | {"duration": DURATION, "params": PARAMS}},
     "Submitted": {"type": "object", "required": ["id", "replay"], "properties": {
         "id": {"type": "integer"}, "replay": {"type": "boolean"}}},
-    "Job": {"type": "object", "required": ["id", "state", "prompt"], "properties": {
+    "StateWords": {
+        "type": "object", "required": ["name", "hint"],
+        "description": "the state's (or condition's) one name, the same in the window, the "
+                       "command line and this API, and one sentence of what the user can do "
+                       "(issue 34); show these, never the state's code",
+        "properties": {"name": {"type": "string"}, "hint": {"type": "string"}}},
+    "Job": {"type": "object", "required": ["id", "state", "state_words", "prompt"],
+            "properties": {
         "id": {"type": "integer"}, "batch_id": {"type": "integer"},
         "name": {"type": "string"}, "prompt": {"type": "string"},
         "provider": {"type": "string"}, "account": NULLABLE_STRING,
         "params": {"type": "object"}, "priority": {"type": "integer"},
-        "state": {"type": "string", "enum": STATES},
+        "state": {"type": "string", "enum": STATES}, "state_words": _ref("StateWords"),
         "attempts": {"type": "integer"}, "max_attempts": {"type": "integer"},
         "sub_status": NULLABLE_STRING, "progress": NULLABLE_NUMBER,
         "error": {"type": ["object", "null"], "properties": {
@@ -179,10 +186,12 @@ SCHEMAS: dict[str, Any] = {
                 "tolerance": {"type": "string", "enum": TOLERANCES},
                 "route_on_policy": {"type": "boolean"}}}}},
     "Accounts": {"type": "object", "required": ["accounts"], "properties": {
-        "accounts": {"type": "array", "items": {"type": "object", "properties": {
+        "accounts": {"type": "array", "items": {
+            "type": "object", "required": ["name", "status", "state_words"], "properties": {
             "name": {"type": "string"}, "provider": {"type": "string"},
             "capacity": {"type": "integer"}, "live": {"type": "integer"},
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
+            "state_words": _ref("StateWords"),
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
             "daily_cap": {}}}}}},
     "Spend": {"type": "object",

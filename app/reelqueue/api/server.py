@@ -43,6 +43,8 @@ from reelqueue.application.submit import (
     QueueFull,
 )
 from reelqueue.application.tokens import TokenInfo
+from reelqueue.application.views import AccountSummary
+from reelqueue.application.words import StateWords, job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.routes import Route
@@ -78,6 +80,8 @@ def job_json(job: Job) -> dict[str, Any]:
         "id": job.id, "batch_id": job.batch_id, "name": job.name, "prompt": job.prompt,
         "provider": job.provider, "account": job.account or job.pinned_account,
         "params": job.params, "priority": job.priority, "state": job.state.value,
+        "state_words": job_state_words(job.state.value, job.sub_status, job.error_label,
+                                       job.provider_job_id).as_dict(),
         "attempts": job.attempts, "max_attempts": job.max_attempts,
         "sub_status": job.sub_status, "progress": job.progress,
         "error": None if job.error_label is None else {
@@ -87,6 +91,19 @@ def job_json(job: Job) -> dict[str, Any]:
             "path": job.output_path, "host": job.output_host},
         "cost": job.cost, "created_at": job.created_at, "updated_at": job.updated_at,
         "finished_at": job.finished_at, "route": route_json(job.route),
+    }
+
+
+def account_json(summary: AccountSummary, words: StateWords) -> dict[str, Any]:
+    """An account for a client (never its key): ``words`` is its condition's one name
+    and hint (application.words), as the window's card and ``status`` say it."""
+    a = summary.account
+    return {
+        "name": a.name, "provider": a.provider, "capacity": a.capacity,
+        "live": summary.live, "enabled": a.enabled,
+        "status": str(a.status.value), "status_detail": a.status_detail,
+        "state_words": words.as_dict(), "cooldown_until": a.cooldown_until,
+        "daily_cap": a.settings.get("daily_cap"),
     }
 
 
@@ -385,13 +402,9 @@ class Routes:
     @needs("read")
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
-        return web.json_response({"accounts": [{
-            "name": a.name, "provider": a.provider, "capacity": a.capacity,
-            "live": summary.live, "enabled": a.enabled,
-            "status": str(a.status.value), "status_detail": a.status_detail,
-            "cooldown_until": a.cooldown_until,
-            "daily_cap": a.settings.get("daily_cap"),
-        } for summary in summaries for a in [summary.account]]})
+        words = await self.s.account_words(summaries)
+        return web.json_response({"accounts": [account_json(summary, words[summary.account.name])
+                                               for summary in summaries]})
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:

@@ -11,6 +11,8 @@ nothing else).
   (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog),
   :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
   in one place).
+- The one set of words for job states and account conditions (issue 34): :mod:`.words`
+  (every front end names a state through it; ``ui/format.py`` keeps only layout).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
   :mod:`.providers` (and the view rows in :mod:`.views`, the intake's types and
   defaults in :mod:`.imports`, the retry plan in :mod:`.jobs`).
@@ -24,4 +26,4 @@ nothing else).
 __all__ = ["account_manage", "account_views", "accounts", "batch_upload", "builtin_mock", "compose",
            "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
            "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
-           "submit", "team", "team_store", "tokens", "trust", "views", "worker"]
+           "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]

@@ -37,8 +37,9 @@ from reelqueue.store.base import this_host
 __all__ = ["DEFAULT_MODEL_KINDS", "AccountChange", "AccountDraft", "ConfirmResult", "KeyTestResult",
            "add_account", "check_new_account", "confirm_account", "default_model_setting",
            "get_account", "keep_view", "key_answer", "list_accounts", "machine_notes",
-           "mark_ready", "own_price", "parse_price_per_second", "remove_account", "row_address",
-           "test_account", "test_key", "trust_of_accounts", "update_account", "view_reader"]
+           "machine_trust", "mark_ready", "own_price", "parse_price_per_second",
+           "remove_account", "row_address", "test_account", "test_key", "trust_of_accounts",
+           "update_account", "view_reader"]
 
 DEFAULT_MODEL_KINDS = ("openai-compat",)
 """Providers whose account names a default model (a gateway serves whatever it serves)."""
@@ -491,6 +492,14 @@ async def machine_notes(session: Session,
                         accounts: list[Account] | None = None) -> dict[str, str]:
     """Name -> this machine's own word on the account, for those it does not render for:
     waiting for ``accounts confirm`` and, on a team database, "key not on this machine"."""
+    return {name: t.words for name, t in (await machine_trust(session, accounts)).items()}
+
+
+async def machine_trust(session: Session,
+                        accounts: list[Account] | None = None) -> dict[str, AccountTrust]:
+    """Name -> this machine's view of the accounts it does not render for (the ones
+    :func:`machine_notes` words): ``problem`` is ``confirm`` or, on a team database,
+    ``no_key`` (its key is not on this machine)."""
     team = session.ctx.store_url is not None
-    return {t.name: t.words for t in await trust_of_accounts(session, accounts)
+    return {t.name: t for t in await trust_of_accounts(session, accounts)
             if t.problem == CONFIRM or (t.problem is not None and team)}

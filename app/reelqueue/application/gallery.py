@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from reelqueue.application.outputs import local_paths
 from reelqueue.application.session import Session
+from reelqueue.application.words import StateWords, job_state_words
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
@@ -62,6 +63,7 @@ class GalleryItem:
             (refused: never opened, shown or copied).
         variant_of: the finished job this one renders again with a new seed (None: a
             row of the sheet).
+        sub_status, error_label, provider_job_id: the job's, for :attr:`words`.
     """
 
     job_id: int
@@ -81,6 +83,15 @@ class GalleryItem:
     error: str | None
     here: bool = True
     variant_of: int | None = None
+    sub_status: str | None = None
+    error_label: str | None = None
+    provider_job_id: str | None = None
+
+    @property
+    def words(self) -> StateWords:
+        """Its state's one name and hint (application.words): the tile's badge."""
+        return job_state_words(self.state, self.sub_status, self.error_label,
+                               self.provider_job_id)
 
     @property
     def title(self) -> str:
@@ -115,7 +126,8 @@ def _item(job: Job, host: str, providers: ProviderRegistry,
                        str(local) if local is not None else job.output_path,
                        job.output_size, job.output_sha256, held, job.params.get("seed"),
                        reasons[job.provider], error, here=local is not None,
-                       variant_of=_variant_of(job))
+                       variant_of=_variant_of(job), sub_status=job.sub_status,
+                       error_label=job.error_label, provider_job_id=job.provider_job_id)
 
 
 def _variant_of(job: Job) -> int | None:

@@ -23,6 +23,7 @@ from reelqueue.application.serving import ServeOptions
 from reelqueue.application.session import Session
 from reelqueue.application.submit import JobSubmitter
 from reelqueue.application.tokens import ClientTokens
+from reelqueue.application.words import StateWords
 from reelqueue.domain.models import Job
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.catalog import RegistryCatalog
@@ -131,6 +132,13 @@ class RemoteAccess:
 
     async def accounts(self) -> list[AccountSummary]:
         return await views.accounts(self.session)
+
+    async def account_words(self, summaries: list[AccountSummary]) -> dict[str, StateWords]:
+        """Name -> each account's condition in the one set of words, as ``status`` and the
+        window's cards say it (application.words; today's spend and this machine's keys
+        read now)."""
+        return await status.account_states_now(self.session, summaries,
+                                               await status.money(self.session))
 
     async def money(self) -> status.Money:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read

@@ -6,7 +6,7 @@ hold over the whole history. Read-only; built on the journal's thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,17 +14,28 @@ from typing import Any
 
 from reelqueue.application.context import AppContext
 from reelqueue.application.session import Session
+from reelqueue.application.trust import AccountTrust
+from reelqueue.application.words import (
+    OUTCOME_UNKNOWN,
+    StateWords,
+    account_words,
+    job_state_words,
+)
 from reelqueue.domain.errors import DataDirLocked
+from reelqueue.domain.models import Account
 from reelqueue.domain.states import FINAL, JobState
+from reelqueue.engine.account_keys import CONFIRM, NO_KEY
 from reelqueue.engine.attention import NeedsAttention, needs_attention
 from reelqueue.engine.outputs import check_output, ensure_writable, located_output
+from reelqueue.engine.queries import AccountSummary
 from reelqueue.store.base import Store, this_host
 from reelqueue.store.spend import AccountSpend, SpendSummary, ToGo, local_day_start, to_go_words
 
 __all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "ToGo",
-           "check_output_folders", "doctor", "doctor_checks", "money", "money_of",
-           "needs_user", "other_instance_probe", "spend", "status", "status_data",
-           "team_connection", "to_go_words"]
+           "account_states", "account_states_now", "attention_sentences",
+           "check_output_folders", "doctor",
+           "doctor_checks", "money", "money_of", "needs_user", "other_instance_probe",
+           "spend", "status", "status_data", "team_connection", "to_go_words"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,8 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "name": a.name, "provider": a.provider, "running": counts.live_by_account.get(a.name, 0),
         "limit": a.capacity, "enabled": a.enabled, "status": a.status.value,
         "cooldown_until": a.cooldown_until,
-    } for a in store.list_accounts()]
+    } for a in store.list_accounts()]  # (their state_words: :func:`status`, which knows
+    # this machine's keys and today's spend)
     jobs = [{
         "id": j.id, "batch": j.batch_id, "row": j.row_number, "name": j.name,
         "state": j.state.value, "sub_status": j.sub_status, "attempts": j.attempts,
@@ -56,6 +68,8 @@ def status_data(store: Store, batch: int | None = None) -> dict[str, Any]:
         "output_host": j.output_host if j.state == JobState.COMPLETED else None,
         "error_label": j.error_label, "last_error": j.error_message,
         "price": j.metadata.get("price"), "cost": j.cost,
+        "state_words": job_state_words(j.state.value, j.sub_status, j.error_label,
+                                       j.provider_job_id).as_dict(),
     } for j in store.list_jobs(batch_id=batch)]
     # Parked renders (their resume kept killing the process) and creates of unknown
     # outcome wait for the user (engine/attention.py says what to do about each).
@@ -70,27 +84,56 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     """Everything ``status`` shows, from one visit to the journal's thread."""
     now = session.clock.now()
 
-    def read(store: Store) -> StatusReport:
+    def read(store: Store) -> tuple[StatusReport, list[Account]]:
         data = status_data(store, batch)
         figures = money_of(store, now)
         data["money"] = figures.as_dict()
-        return StatusReport(data, needs_attention(store, batch), figures.today, figures)
+        report = StatusReport(data, needs_attention(store, batch), figures.today, figures)
+        return report, store.list_accounts()
 
     journal = session.journal
-    report = await journal.call(read, journal.sync)
+    report, rows = await journal.call(read, journal.sync)
     # This machine's own word on each account (issue 21): "key not on this machine", or
     # its address changed on the team database and waits for `accounts confirm`.
     from reelqueue.application.account_views import account_view_words
-    from reelqueue.application.accounts import machine_notes
+    from reelqueue.application.accounts import machine_trust
 
-    words = await machine_notes(session)
+    trust = await machine_trust(session, rows)
     views = await account_view_words(session)
+    assert report.money is not None
+    states = account_states(rows, {a["name"]: a["running"] for a in report.data["accounts"]},
+                            report.money, trust)
     for account in report.data["accounts"]:
-        account["this_machine"] = words.get(account["name"])
+        mine = trust.get(account["name"])
+        account["this_machine"] = mine.words if mine is not None else None
+        account["state_words"] = states[account["name"]].as_dict()
         view = views.get(account["name"])
         account["view"] = view.data if view is not None else None
     report.data["team_connection"] = team_connection(session)
     return report
+
+
+def account_states(accounts: list[Account], live: Mapping[str, int], money: Money,
+                   trust: Mapping[str, AccountTrust]) -> dict[str, StateWords]:
+    """Name -> each account's condition in the one set of words (application.words), from
+    its row, its ``live`` renders, today's spend (``money``) and this machine's view of its
+    key (``trust``: :func:`~.accounts.machine_trust`): what ``status`` and the API's
+    ``GET /v1/accounts`` say (the window's cards call the same words)."""
+    return {a.name: account_words(
+        a, live=live.get(a.name, 0), today=money.account_today(a.name),
+        key_here=getattr(trust.get(a.name), "problem", None) != NO_KEY,
+        confirm=getattr(trust.get(a.name), "problem", None) == CONFIRM) for a in accounts}
+
+
+async def account_states_now(session: Session, summaries: list[AccountSummary],
+                             money: Money) -> dict[str, StateWords]:
+    """:func:`account_states` of ``summaries`` (the API's accounts, with their live
+    renders), this machine's view of their keys read now."""
+    from reelqueue.application.accounts import machine_trust
+
+    rows = [s.account for s in summaries]
+    return account_states(rows, {s.account.name: s.live for s in summaries}, money,
+                          await machine_trust(session, rows))
 
 
 def team_connection(session: Session) -> dict[str, Any] | None:
@@ -269,6 +312,28 @@ async def needs_user(session: Session) -> NeedsAttention:
     with what to run next (``run``'s end-of-run summary)."""
     journal = session.journal
     return await journal.call(needs_attention, journal.sync)
+
+
+def attention_sentences(attention: NeedsAttention) -> list[str]:
+    """One plain sentence per kind of job that waits on the user, each kind by its one name
+    (application.words), saying what to run next (``status`` and ``run``'s last lines)."""
+    lines = []
+    if attention.parked:
+        n = len(attention.parked)
+        lines.append(f"{n} {job_state_words(JobState.PARKED).name}: "
+                     f"{'its render exists' if n == 1 else 'their renders exist'}"
+                     "; run 'reelqueue retry --parked' (read again, no charge) or see "
+                     "'reelqueue status'.")
+    if attention.submit_unknown:
+        n = len(attention.submit_unknown)
+        ids = ", ".join(f"#{i}" for i in attention.submit_unknown[:5])
+        more = f" and {n - 5} more" if n > 5 else ""
+        lines.append(f"{n} {job_state_words(OUTCOME_UNKNOWN).name} ({ids}{more}): the create "
+                     "may have reached the provider and was not sent again (not a failure); "
+                     "'reelqueue resolve ID' shows what to look for and the candidates, "
+                     "then '--render RID' if the render is there, or '--create-again' "
+                     "(paid again) if it is not.")
+    return lines
 
 
 async def check_output_folders(session: Session, videos_dir: Path) -> None:

@@ -14,7 +14,7 @@ import json
 import sys
 from dataclasses import replace
 
-from reelqueue.application import account_views, accounts
+from reelqueue.application import account_views, accounts, status
 from reelqueue.application.account_views import AccountViewWords
 from reelqueue.application.accounts import (
     DEFAULT_MODEL_KINDS,
@@ -27,6 +27,7 @@ from reelqueue.application.keys import check_key
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.session import Session
 from reelqueue.application.views import AccountSummary
+from reelqueue.application.words import StateWords, account_words
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
@@ -161,9 +162,13 @@ def handle_add(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def _describe(account: Account, live: int, here: str | None = None) -> str:
-    state = account.status.value if account.enabled else "paused"  # the window's word too
-    if here:  # this machine's own word wins: it does not render for the account
+def _describe(account: Account, live: int, here: str | None = None,
+              words: StateWords | None = None) -> str:
+    # its condition's one name (application.words), as the window's card and status say
+    state = (words or account_words(account, live=live)).name
+    if here and here.startswith(state):  # "address unreadable: ...": the name, then why
+        state = here
+    elif here:  # this machine's own word: it does not render for the account
         state = f"{state}; on this machine: {here}"
     where = f" {account.base_url}" if account.base_url else ""
     own = accounts.own_price(account)
@@ -174,33 +179,38 @@ def _describe(account: Account, live: int, here: str | None = None) -> str:
 
 
 def _as_json(account: Account, live: int, here: str | None,
-             view: AccountViewWords | None = None) -> dict[str, object]:
+             words: StateWords, view: AccountViewWords | None = None) -> dict[str, object]:
     return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
             "position": account.position, "limit": account.capacity, "running": live,
             "enabled": account.enabled, "status": account.status.value,
+            "state_words": words.as_dict(),
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
             "this_machine": here, "view": view.data if view is not None else None}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
     async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str],
+                                              dict[str, StateWords],
                                               dict[str, AccountViewWords]]:
         summaries = await accounts.list_accounts(session)
         listed = [s.account for s in summaries]
-        return (summaries, await accounts.machine_notes(session, listed),
+        words = await status.account_states_now(session, summaries,
+                                                await status.money(session))
+        return (summaries, await accounts.machine_notes(session, listed), words,
                 await account_views.account_view_words(session, listed))
 
-    summaries, here, views = run_on_journal(ctx, read, lock=False)
+    summaries, here, words, views = run_on_journal(ctx, read, lock=False)
     if args.json:
         ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name),
-                                       views.get(s.account.name))
+                                       words[s.account.name], views.get(s.account.name))
                               for s in summaries], indent=2))
         return 0
     if not summaries:
         ctx.print("No accounts. Add one with 'reelqueue accounts add NAME --provider P'.")
     for summary in summaries:
-        ctx.print(_describe(summary.account, summary.live, here.get(summary.account.name)))
-        view = views.get(summary.account.name)
+        name = summary.account.name
+        ctx.print(_describe(summary.account, summary.live, here.get(name), words[name]))
+        view = views.get(name)
         for line in view.lines if view is not None else ():
             ctx.print(f"      {line}")
     return 0

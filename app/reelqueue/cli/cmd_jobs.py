@@ -12,6 +12,7 @@ from reelqueue.application import jobs
 from reelqueue.application.imports import find_batch
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.session import Session
+from reelqueue.application.words import Condition, condition_words
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
 from reelqueue.domain.errors import InputError
@@ -261,7 +262,7 @@ def handle_batch_list(args: argparse.Namespace, ctx: CliContext) -> int:
     summaries = run_on_journal(ctx, jobs.list_batches)
     for summary in summaries:
         batch = summary.batch
-        paused = " · paused" if summary.paused else ""
+        paused = f" · {condition_words(Condition.PAUSED).name}" if summary.paused else ""
         ctx.print(f"{batch.id:>4}  {batch.name}  {summary.jobs} jobs, {summary.unfinished} "
                   f"unfinished{paused}")
     if not summaries:

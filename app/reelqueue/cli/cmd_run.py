@@ -19,10 +19,11 @@ from reelqueue.application import status, views
 from reelqueue.application.config import EngineConfig
 from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.application.session import DrainResult, Session
+from reelqueue.application.words import OUTCOME_UNKNOWN, Condition, condition_words, job_state_words
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import InputError
-from reelqueue.domain.states import FINAL
+from reelqueue.domain.states import FINAL, JobState
 
 EXIT_STALLED = 3
 EXIT_BUDGET = 4
@@ -197,18 +198,28 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
     return DrainResult("stopped")
 
 
+def _name(state: str) -> str:
+    return job_state_words(state).name
+
+
 async def finish(ctx: CliContext, session: Session, result: DrainResult) -> int:
     journal = session.journal
     counts = (await journal.counts()).by_state
-    done = counts.get("COMPLETED", 0)
-    failed = counts.get("FAILED", 0)
-    cancelled = counts.get("CANCELLED", 0)
-    parked = counts.get("PARKED", 0)
-    ctx.print(f"Finished: {done} completed, {failed} failed, {cancelled} cancelled"
-              + (f", {parked} parked." if parked else "."))
+    attention = await status.needs_user(session)
+    # Each state by its one name (application.words); a create of unknown outcome is
+    # neither parked nor failed (it is PARKED, or FAILED by an older ReelQueue).
+    unknown = len(attention.submit_unknown)
+    parked = len(attention.parked)
+    unknown_failed = unknown - (counts.get("PARKED", 0) - parked)
+    said = [f"{counts.get(JobState.COMPLETED, 0)} {_name(JobState.COMPLETED)}",
+            f"{counts.get(JobState.FAILED, 0) - unknown_failed} {_name(JobState.FAILED)}",
+            f"{counts.get(JobState.CANCELLED, 0)} {_name(JobState.CANCELLED)}"]
+    said += [f"{parked} {_name(JobState.PARKED)}"] if parked else []
+    said += [f"{unknown} {_name(OUTCOME_UNKNOWN)}"] if unknown else []
+    ctx.print(f"Finished: {', '.join(said)}.")
     # Jobs that wait on the user (parked renders, creates of unknown outcome), each with
     # what to run next: they are not plain failures to retry blindly.
-    for line in (await status.needs_user(session)).sentences():
+    for line in status.attention_sentences(attention):
         ctx.print(f"Needs attention: {line}")
     if result.outcome == "stalled":
         if "because of a spend cap" in result.detail:
@@ -216,7 +227,8 @@ async def finish(ctx: CliContext, session: Session, result: DrainResult) -> int:
                       "set NAME --daily-cap USD', 'none' to lift it) and run again")
         else:
             advice = "Fix the account ('reelqueue accounts test NAME') and run again"
-        ctx.print(f"Stalled: {result.detail}. {advice}; nothing was failed.")
+        stalled = condition_words(Condition.STALLED).name.capitalize()
+        ctx.print(f"{stalled}: {result.detail}. {advice}; nothing was failed.")
         return EXIT_STALLED
     if result.outcome == "budget":
         ctx.print(f"Time budget reached: {result.detail}. Run again to continue.")
@@ -241,7 +253,7 @@ class ProgressPrinter:
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, JobEvent) and event.state == "FAILED":
-            self._line(f"job {event.job_id} failed: {event.error_label}: "
+            self._line(f"job {event.job_id} {_name(JobState.FAILED)}: {event.error_label}: "
                        f"{(event.error_message or '')[:160]}")
         elif isinstance(event, EngineErrorEvent):
             self._line(f"error: {event.message}")
@@ -281,7 +293,8 @@ class ProgressPrinter:
             rate = (final_n - self.first_done[1]) / max(1e-6, now - self.first_done[0])
             eta = f" · ETA {_duration((total - final_n) / rate)}" if rate > 0 else ""
         accounts = " ".join(f"{name}:{n}" for name, n in sorted(counts.live_by_account.items()))
-        line = (f"{done}/{total} done · {by.get('FAILED', 0)} failed · {live} rendering"
+        line = (f"{done}/{total} done · {by.get('FAILED', 0)} {_name(JobState.FAILED)} · "
+                f"{live} rendering"
                 f" · {waiting} waiting · {_duration(elapsed)}{eta}"
                 + (f" · {accounts}" if accounts else ""))
         if self.tty:

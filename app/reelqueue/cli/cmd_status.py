@@ -9,6 +9,7 @@ from typing import Any
 
 from reelqueue.application import status, team
 from reelqueue.application.session import Session
+from reelqueue.application.words import job_state_words
 from reelqueue.cli.cmd_spend import describe as describe_spend
 from reelqueue.cli.context import CliContext
 from reelqueue.cli.journal import run_on_journal
@@ -46,9 +47,11 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
         for line in connection["warnings"]:
             ctx.print(f"  {line}")
     total = sum(data["by_state"].values())
+    # each state by its one name (application.words), as the window and the API say it
     ctx.print(f"{total} jobs: " + ", ".join(
-        f"{n} {s.lower()}" for s, n in sorted(data["by_state"].items())) if total else "No jobs.")
-    for line in attention.sentences():
+        f"{n} {job_state_words(s).name}" for s, n in sorted(data["by_state"].items()))
+        if total else "No jobs.")
+    for line in status.attention_sentences(attention):
         ctx.print(f"  needs attention: {line}")
     for line in attention.waiting_sentences():
         ctx.print(f"  waiting: {line}")
@@ -57,19 +60,22 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
     for line in report.money.to_go_lines() if report.money is not None else ():
         ctx.print(f"  {line}")  # the window's "est. $X to go", from the same read
     for a in data["accounts"]:
-        state = a["status"] if a["enabled"] else "paused"  # the window's word too
-        if a.get("this_machine"):
-            state += f"; on this machine: {a['this_machine']}"
+        state = a["state_words"]["name"]  # the window's card chip says the same
+        mine = a.get("this_machine") or ""
+        if mine.startswith(state):  # "address unreadable: ...": the name, then why
+            state = mine
+        elif mine:
+            state += f"; on this machine: {mine}"
         took = report.money.took_over_words(a["name"]) if report.money is not None else ""
         ctx.print(f"  account {a['name']} ({a['provider']}): {a['running']}/{a['limit']} "
                   f"running, {state}" + (f"; {took}" if took else ""))
         for line in (a.get("view") or {}).get("words", ()):
             ctx.print(f"      {line}")
     for j in data["jobs"][: args.limit]:
-        detail = j["output_path"] or j["last_error"] or j["sub_status"] or ""
+        detail = j["output_path"] or j["last_error"] or ""  # the name says the sub-status
         if j["output_path"] and j["output_host"]:
             detail += f" (on {j['output_host']})"
-        ctx.print(f"  #{j['id']:<5} row {j['row'] or '-':<5} {j['state']:<11} "
+        ctx.print(f"  #{j['id']:<5} row {j['row'] or '-':<5} {j['state_words']['name']:<16} "
                   f"attempts {j['attempts']}  {detail}")
     if len(data["jobs"]) > args.limit:
         ctx.print(f"  ... {len(data['jobs']) - args.limit} more (use --json for all)")

@@ -33,9 +33,11 @@ from reelqueue.application.team import (
     worker_keys,
 )
 from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
+from reelqueue.application.words import job_state_words
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.errors import InputError
+from reelqueue.domain.states import JobState
 
 if TYPE_CHECKING:
     from reelqueue.application.worker import PostgresStore
@@ -87,11 +89,12 @@ async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,
 
     def on_event(event: Event) -> None:
         if isinstance(event, JobEvent) and event.state == "FAILED":
-            ctx.print(f"job {event.job_id} failed: {event.error_label}")
+            failed = job_state_words(JobState.FAILED).name
+            ctx.print(f"job {event.job_id} {failed}: {event.error_label}")
         elif isinstance(event, EngineErrorEvent):
             ctx.print(f"error: {event.message}")
         elif not quiet and isinstance(event, JobEvent) and event.state == "COMPLETED":
-            ctx.print(f"job {event.job_id} completed")
+            ctx.print(f"job {event.job_id} {job_state_words(JobState.COMPLETED).name}")
 
     def on_started(engine: Engine) -> None:
         report = engine.recovery

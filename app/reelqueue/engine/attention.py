@@ -1,5 +1,6 @@
-"""Jobs that need the user, and what to do about each kind, in one place for the CLI's
-closing line, ``status`` and (later) the window.
+"""Jobs that need the user, in one place for the CLI's closing line, ``status`` and the
+window (what each kind is called and what to do about it: application.words and
+application.status.attention_sentences).
 
 Two kinds wait on the user, and neither is a failure to just retry blindly:
 
@@ -54,25 +55,6 @@ class NeedsAttention:
         return [f"{not_configured_words(name)} ({n:,} {'job' if n == 1 else 'jobs'}; add "
                 f"it with 'reelqueue accounts add {name} --provider …', or render them on "
                 "a machine that has it)" for name, n in self.pinned_elsewhere]
-
-    def sentences(self) -> list[str]:
-        """One plain sentence per kind, saying what to run next."""
-        lines = []
-        if self.parked:
-            n = len(self.parked)
-            lines.append(f"{n} parked: {'its render exists' if n == 1 else 'their renders exist'}"
-                         "; run 'reelqueue retry --parked' (read again, no charge) or see "
-                         "'reelqueue status'.")
-        if self.submit_unknown:
-            n = len(self.submit_unknown)
-            ids = ", ".join(f"#{i}" for i in self.submit_unknown[:5])
-            more = f" and {n - 5} more" if n > 5 else ""
-            lines.append(f"{n} with a submit outcome unknown ({ids}{more}): the create may "
-                         "have reached the provider and was not sent again (not a failure); "
-                         "'reelqueue resolve ID' shows what to look for and the candidates, "
-                         "then '--render RID' if the render is there, or '--create-again' "
-                         "(paid again) if it is not.")
-        return lines
 
 
 def needs_attention(store: Store, batch_id: int | None = None) -> NeedsAttention:

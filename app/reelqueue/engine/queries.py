@@ -51,6 +51,8 @@ class JobRow:
         priority: claims take higher first (0: as imported; "Move to the front" gives one
             above every waiting job's).
         pinned_account: the account the sheet pinned the job to, if any.
+        provider_job_id: the provider's id of its render, as read (a create of unknown
+            outcome has none: its state's name says so, application.words).
     """
 
     id: int
@@ -77,6 +79,7 @@ class JobRow:
     host: str | None = None
     priority: int = 0
     pinned_account: str | None = None
+    provider_job_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
         cost=job.cost, estimate=estimate(job), kind=render_kind(job.provider, job.params),
         host=job.output_host if job.state == JobState.COMPLETED else None,
         priority=job.priority, pinned_account=job.pinned_account,
+        provider_job_id=job.provider_job_id,
     )
 
 

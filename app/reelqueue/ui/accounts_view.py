@@ -29,6 +29,14 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.application.status import to_go_words
+from reelqueue.application.words import (
+    Condition,
+    StateWords,
+    account_condition_words,
+    condition_words,
+    job_state_words,
+)
+from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
@@ -38,12 +46,18 @@ COMPACT_WIDTH = 252
 MAX_RENDERS_SHOWN = 3
 MIN_STRIP_HEIGHT = 140  # a short window squeezes the cards down to this, then they scroll
 NBSP = "\u00a0"  # keeps "est. $110.91 to go" on one line when the spend line wraps
-KEY_NOT_HERE = "key not on this machine"
-CONFIRM_HERE = "confirm here"
+KEY_NOT_HERE = condition_words(Condition.KEY_NOT_HERE).name
+CONFIRM_HERE = condition_words(Condition.CONFIRM).name
+CHIP_TINTS: dict[str, str] = {
+    Condition.READY: "success", Condition.RENDERING: "accent", Condition.DISABLED: "neutral",
+    Condition.KEY_NOT_HERE: "neutral", Condition.CONFIRM: "warning",
+    Condition.ADDRESS_UNREADABLE: "warning", Condition.RATE_LIMITED: "warning",
+    Condition.DAILY_CAP: "warning", Condition.KEY_REJECTED: "danger",
+    Condition.OUT_OF_CREDITS: "danger", Condition.KEY_MISSING: "danger",
+}
+"""A chip's tint by its condition's code (layout: the names are application.words')."""
 CONFIRM_DETAIL = ("Changed since this machine kept its key: {words}. The key is sent "
                   "nowhere until you confirm the new address in Manage….")
-KEY_NOT_HERE_DETAIL = ("Key not on this machine — other machines render for it. "
-                       "To render for it here too: reelqueue --store URL team-key NAME")
 
 
 @dataclass(frozen=True)
@@ -83,27 +97,21 @@ class AccountCardData:
     key_here: bool = True  # False: a team account whose key is not on this machine
     confirm: str = ""  # a team account whose row changed: waits for "accounts confirm" here
     took_over: str = ""  # routed jobs it took over from other providers (the journal's words)
+    unreadable: bool = False  # with ``confirm``: the address its row names cannot be read
+
+    def words(self) -> StateWords:
+        """The account's condition in the one set of words (application.words)."""
+        return account_condition_words(
+            self.status, enabled=self.enabled, cooldown_until=self.cooldown_until,
+            live=self.live, key_here=self.key_here, confirm=bool(self.confirm),
+            address_unreadable=self.unreadable and bool(self.confirm),
+            cap_reached=self.daily_cap is not None and (
+                self.cap_waiting > 0 or self.spent_today >= self.daily_cap))
 
     def chip(self) -> tuple[str, str]:
-        """The state chip's text and tint."""
-        if not self.enabled:
-            return "paused", "neutral"
-        if not self.key_here and self.status in ("ready", "key_missing"):
-            return KEY_NOT_HERE, "neutral"
-        if self.confirm and self.status in ("ready", "key_missing"):
-            return CONFIRM_HERE, "warning"
-        if self.status == "rate_limited":
-            until = f" until {fmt.clock(self.cooldown_until)}" if self.cooldown_until else ""
-            return f"rate limited{until}", "warning"
-        labels = {"key_rejected": "key rejected", "out_of_credits": "out of credits",
-                  "key_missing": "key missing"}
-        if self.status in labels:
-            return labels[self.status], "danger"
-        if self.daily_cap is not None and (self.cap_waiting > 0
-                                           or self.spent_today >= self.daily_cap):
-            # It starts nothing more today: never "ready" (N6).
-            return ("cap reached · finishing" if self.live else "daily cap reached"), "warning"
-        return ("rendering", "accent") if self.live else ("ready", "success")
+        """The state chip's text (its condition's name) and tint."""
+        words = self.words()
+        return words.name, CHIP_TINTS.get(words.code, "neutral")
 
 
 class Chip(QLabel):
@@ -284,6 +292,9 @@ def _metric(value: str, caption: str) -> tuple[QLabel, QLabel]:
     number.setProperty("role", "metric")
     label = QLabel(caption)
     label.setProperty("role", "muted")
+    # never narrower than its word ("completed", the state's one name, is the longest):
+    # the grid gives the room to the columns that need it
+    label.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Preferred)
     return number, label
 
 
@@ -365,14 +376,14 @@ class AccountCard(QFrame):
         self.gauge = Gauge()
         middle.addWidget(self.gauge)
         grid = QGridLayout()
-        grid.setHorizontalSpacing(14)
+        grid.setHorizontalSpacing(8)  # room for "completed" beside five-digit counts
         grid.setVerticalSpacing(0)
         self.queued, queued_label = _metric("0", "waiting")
         queued_label.setToolTip("Waiting jobs only this account can take (they hold its "
                                 "render or submission); the shared queue is counted once, "
                                 "above the cards")
-        self.completed, done_label = _metric("0", "done")
-        self.failed, failed_label = _metric("0", "failed")
+        self.completed, done_label = _metric("0", job_state_words(JobState.COMPLETED).name)
+        self.failed, failed_label = _metric("0", job_state_words(JobState.FAILED).name)
         for column, (number, label) in enumerate(((self.queued, queued_label),
                                                   (self.completed, done_label),
                                                   (self.failed, failed_label))):
@@ -526,10 +537,12 @@ class AccountCard(QFrame):
         if (old is None or old.chip() != data.chip() or old.detail != data.detail
                 or old.confirm != data.confirm):
             self.chip.set_chip(*data.chip())
-            chip = data.chip()[0]
-            self.chip.setToolTip(KEY_NOT_HERE_DETAIL if chip == KEY_NOT_HERE
-                                 else CONFIRM_DETAIL.format(words=data.confirm)
-                                 if chip == CONFIRM_HERE else data.detail or "")
+            words = data.words()
+            self.chip.setToolTip(
+                CONFIRM_DETAIL.format(words=data.confirm)
+                if words.code in (Condition.CONFIRM, Condition.ADDRESS_UNREADABLE)
+                else words.hint if words.code == Condition.KEY_NOT_HERE
+                else data.detail or words.hint)
             self._set_title()
         self.gauge.set_values(data.live, data.capacity)
         self.queued.setText(fmt.number(data.queued))
@@ -570,7 +583,8 @@ class AccountCard(QFrame):
             over or f"{data.live}/{data.capacity} running"
             + (" on all machines" if data.team else ""),
             f"{fmt.number(data.queued)} waiting here",
-            f"{fmt.number(data.completed)} done", f"{fmt.number(data.failed)} failed"))
+            f"{fmt.number(data.completed)} {job_state_words(JobState.COMPLETED).name}",
+            f"{fmt.number(data.failed)} {job_state_words(JobState.FAILED).name}"))
         if data.took_over:  # routing (issue 24): where its extra work came from
             spent += f"\n{data.took_over[0].upper()}{data.took_over[1:]}"
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)

@@ -41,6 +41,7 @@ from reelqueue.application.events import (
     RecoveryEvent,
     not_configured_reasons,
 )
+from reelqueue.application.words import Condition, condition_words
 from reelqueue.domain.errors import (
     JournalLoginRefused,
     JournalTlsRefused,
@@ -409,7 +410,8 @@ class AppController(QObject):
 
     def _batch_choices(self) -> dict[int, str]:
         """Batch names for the filter, a paused one marked so."""
-        return {bid: name + (" (paused)" if bid in self.window.paused_batches else "")
+        paused = f" ({condition_words(Condition.PAUSED).name})"
+        return {bid: name + (paused if bid in self.window.paused_batches else "")
                 for bid, name in self.batches.items()}
 
     # -- events --------------------------------------------------------------------------

@@ -12,7 +12,14 @@ from typing import Any
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.status import Money
+from reelqueue.application.trust import address_unreadable
 from reelqueue.application.views import AccountSummary, JobRow
+from reelqueue.application.words import (
+    OUTCOME_UNKNOWN,
+    Condition,
+    condition_words,
+    job_state_words,
+)
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui.accounts_view import AccountCardData, RenderLine, per_minute
@@ -77,6 +84,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             renders=tuple(_render_line(table, row, now) for row in live_rows),
             team=team, key_here=account.name not in keys_not_here,
             confirm=(to_confirm or {}).get(account.name, ""),
+            unreadable=address_unreadable(account.base_url),
             practice=account.provider == "mock",
             took_over=money.took_over_words(account.name) if money is not None else "",
         ))
@@ -154,13 +162,6 @@ def _render_line(table: JobTable, row: object, now: float) -> RenderLine:
     return RenderLine(title, fraction, words)
 
 
-REASON_WORDS = {
-    "out_of_credits": "out of credits", "key_rejected": "key rejected",
-    "key_missing": "no key", "no_key": "its key is not in the keyring",
-    "disabled": "paused", "rate_limited": "rate limited", "no_account": "no account",
-    "batch_paused": "batch paused", "unusable": "cannot be used",
-    "spend_cap": "spend cap reached", "not_configured": "not configured here",
-}
 REASON_ADVICE = {
     "out_of_credits": "top up its credits, then press Mark ready on its card",
     "key_rejected": "put a valid key in (connect the account again), then Mark ready",
@@ -179,9 +180,7 @@ REASON_ADVICE = {
 
 def reason_text(reason: StallReason, *, advice: bool = False) -> str:
     """"studio-a: out of credits" / "provider Runway: no account" (+ what to do)."""
-    words = REASON_WORDS.get(reason.code, reason.code.replace("_", " "))
-    if reason.code == "rate_limited" and reason.until:
-        words += f" until {fmt.clock(reason.until)}"
+    words = condition_words(reason.code, reason.until or None).name
     subject = (f"provider {provider_title(reason.subject)}" if reason.code == "no_account"
                else f"batch “{reason.subject}”" if reason.code == "batch_paused"
                else reason.subject)
@@ -190,6 +189,15 @@ def reason_text(reason: StallReason, *, advice: bool = False) -> str:
         text = reason.detail  # "2 jobs pinned to account X, which is not configured here"
     hint = REASON_ADVICE.get(reason.code) if advice else None
     return f"{text} ({hint})" if hint else text
+
+
+def _name(code: str) -> str:
+    return condition_words(code).name
+
+
+def _short_reasons(state: EngineStateEvent) -> str:
+    """The reasons' names, each once: "out of credits, key rejected"."""
+    return ", ".join(dict.fromkeys(_name(r.code) for r in state.reasons)) or "no usable account"
 
 
 def open_counts(table: JobTable) -> tuple[int, int]:
@@ -203,15 +211,15 @@ def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, 
     """The status bar's engine part, and its tooltip. Derived from what is true: the
     engine's last word, checked against the mirror (renders in flight mean "Running",
     whatever the last event said; nothing open means "All done")."""
-    by_state = table.stats.by_state
     rendering, waiting = open_counts(table)
     name = state.state if state is not None else "running"
     if name in ("stopping", "stopped", "starting"):
         return {"stopping": "Stopping…", "stopped": "Stopped",
                 "starting": "Starting…"}[name], ""
     if name == "paused":
-        return ("Paused" + (f" · {fmt.count(rendering, 'render')} finishing"
-                            if rendering else ""), "Start hands waiting jobs out again")
+        finishing = f" · {fmt.count(rendering, 'render')} finishing" if rendering else ""
+        return (_name(Condition.PAUSED).capitalize() + finishing,
+                "Start hands waiting jobs out again")
     if rendering:
         return f"Running · {fmt.number(rendering)} rendering", ""
     if not waiting and state is not None and state.running:
@@ -219,22 +227,30 @@ def engine_words(state: EngineStateEvent | None, table: JobTable) -> tuple[str, 
         # being written): "All done" waits for the engine's "done".
         return f"Running · finishing {fmt.count(state.running, 'render')}", ""
     if not waiting:
-        n = fmt.number
-        parts = [f"{n(by_state.get('COMPLETED', 0))} completed",
-                 f"{n(by_state.get('FAILED', 0))} failed",
-                 f"{n(by_state.get('CANCELLED', 0))} cancelled"]
-        if by_state.get(JobState.PARKED, 0):
-            parts.append(f"{n(by_state['PARKED'])} parked")
-        return ("All done · " + ", ".join(parts) if len(table) else "Nothing to do"), ""
+        return ("All done · " + ", ".join(settled_counts(table)) if len(table)
+                else "Nothing to do"), ""
     if state is not None and name == "waiting" and state.next_due:
         return (f"Waiting for a retry · next at {fmt.clock(state.next_due)}",
                 "; ".join(reason_text(r) for r in state.reasons))
     if state is not None and name == "stalled":
-        short = ", ".join(dict.fromkeys(REASON_WORDS.get(r.code, r.code.replace("_", " "))
-                                        for r in state.reasons)) or "no usable account"
-        return (f"Stalled · {short}",
+        return (f"{_name(Condition.STALLED).capitalize()} · {_short_reasons(state)}",
                 "; ".join(reason_text(r, advice=True) for r in state.reasons))
     return "Running", ""
+
+
+def settled_counts(table: JobTable) -> list[str]:
+    """"5 completed", "1 failed", "0 cancelled", then "2 parked" and "1 outcome unknown"
+    when there are any: each state by its one name (application.words), a create of
+    unknown outcome apart from the parked and failed ones."""
+    by_state, unknown = table.stats.by_state, table.stats.unknown
+    parts = [f"{fmt.number(by_state.get(s, 0) - unknown.get(s, 0))} {job_state_words(s).name}"
+             for s in (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)]
+    parked = by_state.get(JobState.PARKED, 0) - unknown.get(JobState.PARKED, 0)
+    if parked:
+        parts.append(f"{fmt.number(parked)} {job_state_words(JobState.PARKED).name}")
+    if unknown.total():
+        parts.append(f"{fmt.number(unknown.total())} {job_state_words(OUTCOME_UNKNOWN).name}")
+    return parts
 
 
 def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
@@ -259,7 +275,7 @@ def grouped_reasons(reasons: tuple[StallReason, ...]) -> str:
 def stall_banner(state: EngineStateEvent) -> str:
     """The stalled banner: how many wait, why (per account) and what the user can do."""
     reasons = grouped_reasons(state.reasons)
-    return (f"Stalled: {fmt.count(state.waiting, 'job')} "
+    return (f"{_name(Condition.STALLED).capitalize()}: {fmt.count(state.waiting, 'job')} "
             f"{fmt.plural(state.waiting, 'waits', 'wait')} and no account can take "
             f"{fmt.plural(state.waiting, 'it', 'them')} now"
             + (f" — {reasons}." if reasons else "."))
@@ -274,17 +290,12 @@ def totals_text(table: JobTable, now: float, state: EngineStateEvent | None = No
     that applies to the open work, not reached yet, is named beside the ETA."""
     by_state = table.stats.by_state
     total = len(table)
-    done = by_state.get(JobState.COMPLETED, 0)
-    failed = by_state.get(JobState.FAILED, 0)
-    cancelled = by_state.get(JobState.CANCELLED, 0)
-    parked = by_state.get(JobState.PARKED, 0)
     running, waiting = open_counts(table)
-    open_jobs = total - sum(by_state.get(s, 0) for s in FINAL_VALUES) - parked
+    open_jobs = (total - sum(by_state.get(s, 0) for s in FINAL_VALUES)
+                 - by_state.get(JobState.PARKED, 0))
     n = fmt.number
-    text = (f"{fmt.count(total, 'job')} · {n(done)} done · {n(failed)} failed · "
-            f"{n(cancelled)} cancelled · "
-            + (f"{n(parked)} parked · " if parked else "")
-            + f"{n(running)} rendering · {n(waiting)} waiting")
+    text = " · ".join([fmt.count(total, "job"), *settled_counts(table),
+                       f"{n(running)} rendering", f"{n(waiting)} waiting"])
     rate = table.throughput_per_minute(now)
     if not running:
         return text, ""
@@ -304,7 +315,7 @@ def totals_text(table: JobTable, now: float, state: EngineStateEvent | None = No
 def no_eta_reason(state: EngineStateEvent | None, money: Money | None, waiting: int) -> str:
     """Why no time can be promised for what is left ("" when one can)."""
     if state is not None and state.state == "paused":
-        return "paused"
+        return _name(Condition.PAUSED)
     held = 0
     if money is not None:
         held = (sum(b.waiting for b in money.today.batches)
@@ -314,7 +325,5 @@ def no_eta_reason(state: EngineStateEvent | None, money: Money | None, waiting: 
         return (f"{fmt.count(held, 'job')} held by a spend cap" if held
                 else "a spend cap holds the waiting jobs")
     if state is not None and state.state == "stalled" and waiting:
-        short = ", ".join(dict.fromkeys(REASON_WORDS.get(r.code, r.code.replace("_", " "))
-                                        for r in state.reasons)) or "no usable account"
-        return f"stalled ({short})"
+        return f"{_name(Condition.STALLED)} ({_short_reasons(state)})"
     return ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from reelqueue.application.words import job_state_words
 from reelqueue.domain.states import JobState
 
 _GROUP = ","
@@ -161,7 +162,7 @@ def _detail_value(key: str, value: object) -> str:
     if key in ("seed", "variant_job", "original_job") and isinstance(value, int):
         return str(value)  # an id or a seed, never "1,234"
     if key in ("from", "state") and isinstance(value, str):
-        return value.replace("_", " ").lower()
+        return job_state_words(value).name  # a state's one name, never its code reworded
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):

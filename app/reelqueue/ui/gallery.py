@@ -66,6 +66,7 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.application.gallery import GalleryItem
+from reelqueue.application.words import OUTCOME_UNKNOWN
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.gallery_thumbs import GalleryThumb, GalleryThumbs
@@ -78,18 +79,17 @@ TILE_CACHE = 400
 """Tiles kept drawn (a few screens' worth: ~125 KB each at 100 %)."""
 RETRYABLE = frozenset({"FAILED", "CANCELLED", "PARKED"})
 
-BADGES: dict[str, tuple[str, str]] = {
-    "COMPLETED": ("completed", "success"), "FAILED": ("failed", "danger"),
-    "PARKED": ("needs you", "warning"), "CANCELLED": ("cancelled", "neutral"),
-    "QUEUED": ("waiting", "neutral"), "RETRY_WAIT": ("retry soon", "warning"),
-    "CLAIMED": ("starting", "accent"), "SUBMITTING": ("submitting", "accent"),
-    "RENDERING": ("running", "accent"), "DOWNLOADING": ("downloading", "accent"),
+BADGE_TINTS: dict[str, str] = {
+    "COMPLETED": "success", "FAILED": "danger", "PARKED": "warning", "CANCELLED": "neutral",
+    "QUEUED": "neutral", "RETRY_WAIT": "warning", "CLAIMED": "accent",
+    "SUBMITTING": "accent", "RENDERING": "accent", "DOWNLOADING": "accent",
 }
 
 
-def badge(state: str) -> tuple[str, str]:
-    """A state's badge: its word and the theme colour it is tinted with."""
-    return BADGES.get(state, (state.lower(), "neutral"))
+def badge(item: GalleryItem) -> tuple[str, str]:
+    """A tile's badge: its state's one name (application.words) and the theme colour it
+    is tinted with."""
+    return item.words.name, BADGE_TINTS.get(item.state, "neutral")
 
 
 def picture_text(item: GalleryItem) -> str:
@@ -101,10 +101,12 @@ def picture_text(item: GalleryItem) -> str:
     if item.completed:
         return "no picture"
     if item.state in RETRYABLE:
+        if item.words.code == OUTCOME_UNKNOWN:  # not an error: its state's one name
+            return item.words.name
         return (item.error or "no video").split(":")[0]
     if item.state in ("QUEUED", "RETRY_WAIT"):
         return "not started"
-    return "rendering…"
+    return f"{item.words.name}…"
 
 
 RETRY_TIP = ("Render the selected jobs again, each with a new random seed. A finished "
@@ -159,7 +161,7 @@ class GalleryModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DecorationRole:
             return self.picture(item)
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [f"{item.title} — {badge(item.state)[0]}", item.prompt[:200]]
+            lines = [f"{item.title} — {badge(item)[0]}", item.prompt[:200]]
             if item.held_by is not None:
                 lines.append(f"The video is on {item.held_by} (the machine that rendered "
                              "it); open it there.")
@@ -169,7 +171,7 @@ class GalleryModel(QAbstractListModel):
                 lines.append(item.error)
             return "\n".join(line for line in lines if line)
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{item.title}, {badge(item.state)[0]}"
+            return f"{item.title}, {badge(item)[0]}"
         return None
 
     def picture(self, item: GalleryItem) -> QPixmap | None:
@@ -322,7 +324,7 @@ class GalleryDelegate(QStyledItemDelegate):
                 ("text", text, t.muted, font_key),
                 QSize(picture.width() - 12, picture.height()), ratio, draw_text))
         # 3. The badge, over the picture's top-left corner.
-        word, tint = badge(item.state)
+        word, tint = badge(item)
         colour = getattr(t, tint)
         badge_key = ("badge", word, colour, t.dark, font_key, ratio)
         pixmap = self._badges.get(badge_key)
@@ -536,7 +538,7 @@ class PreviewPane:
 
     def show_item(self, item: GalleryItem) -> None:
         self.item = item
-        word = badge(item.state)[0]
+        word = badge(item)[0]
         self.caption.setText(f"{item.title} · {word}\n{item.prompt}")
         self._set_picture()
 

@@ -39,13 +39,13 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.application.views import JobDetail
+from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
 from reelqueue.domain.errors import HINTS, ErrorClass, ErrorLabel
 from reelqueue.domain.models import Job, LedgerEntry
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import Chip
-from reelqueue.ui.jobs_data import STATE_LABELS, UNKNOWN_LABEL
 from reelqueue.ui.jobs_model import STATE_TINTS
 from reelqueue.ui.list_model import ListTableModel
 from reelqueue.ui.preview import THUMB, PreviewPane
@@ -384,12 +384,9 @@ class JobDetailDialog(QDialog):
         self.setWindowTitle(fmt.job_title(job.name, job.row_number, job.id))
         self.title.setText(fmt.job_title(job.name, job.row_number, job.id))
         state = job.state.value
-        label = STATE_LABELS.get(state, state)
-        if state == JobState.PARKED and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
-            label = UNKNOWN_LABEL
-        if job.sub_status and state == JobState.RENDERING:
-            label += f" · {job.sub_status}"
-        self.chip.set_chip(label, STATE_TINTS.get(state, "neutral"))
+        words = job_state_words(state, job.sub_status, job.error_label, job.provider_job_id)
+        self.chip.set_chip(words.name, STATE_TINTS.get(state, "neutral"))
+        self.chip.setToolTip(words.hint)
         row = f"row {job.row_number} · " if job.row_number is not None else ""
         where = f" on {job.account}" if job.account else ""
         tries = fmt.attempts(state, job.attempts, job.max_attempts)
@@ -405,7 +402,8 @@ class JobDetailDialog(QDialog):
         if has_error:
             kind = ("not a failure" if job.error_class == ErrorClass.UNKNOWN.value
                     else job.error_class or "error")
-            self.error_title.setText(f"{(job.error_label or '').capitalize()} ({kind})")
+            said = words.name if words.code == OUTCOME_UNKNOWN else job.error_label or ""
+            self.error_title.setText(f"{said.capitalize()} ({kind})")
             self.error_text.setText(job.error_message or "")
             self.error_hint.setText(hint_for(job.error_label))
         exists = Path(job.output_path).is_file() if state == JobState.COMPLETED else False

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from reelqueue.application.events import JobEvent
 from reelqueue.application.views import JobRow
+from reelqueue.application.words import OUTCOME_UNKNOWN, is_outcome_unknown, job_state_words
+from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.render_times import Eta, RenderTimes
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, JobState
 from reelqueue.ui import format as fmt
@@ -26,25 +28,21 @@ WAITING_VALUES = frozenset(s.value for s in WAITING)
 COMPLETED = JobState.COMPLETED.value
 HOUR = 3600.0
 
-STATE_LABELS: dict[str, str] = {
-    JobState.QUEUED: "Queued", JobState.CLAIMED: "Starting",
-    JobState.SUBMITTING: "Submitting", JobState.RENDERING: "Rendering",
-    JobState.DOWNLOADING: "Downloading", JobState.RETRY_WAIT: "Retry wait",
-    JobState.COMPLETED: "Completed", JobState.FAILED: "Failed",
-    JobState.CANCELLED: "Cancelled", JobState.PARKED: "Parked (needs attention)",
-}
 
-UNKNOWN_LABEL = "Outcome unknown (needs you)"
-"""A parked create whose outcome the provider's records could not settle (issue 19): not a
-failure; the job detail says what to look for and the candidates."""
+
+def _named(state: str) -> str:
+    return job_state_words(state).name
+
 
 STATE_GROUPS: dict[str, frozenset[str] | None] = {
     "All states": None,
     "Waiting": WAITING_VALUES,
     "Running": IN_FLIGHT_VALUES,
-    "Completed": frozenset({JobState.COMPLETED}),
-    "Failed": frozenset({JobState.FAILED, JobState.PARKED}),
-    "Cancelled": frozenset({JobState.CANCELLED}),
+    # the states' own names (application.words), the parked and unknown ones said so
+    _named(JobState.COMPLETED).capitalize(): frozenset({JobState.COMPLETED}),
+    f"{_named(JobState.FAILED).capitalize()}, {_named(JobState.PARKED)}, "
+    f"{_named(OUTCOME_UNKNOWN)}": frozenset({JobState.FAILED, JobState.PARKED}),
+    _named(JobState.CANCELLED).capitalize(): frozenset({JobState.CANCELLED}),
 }
 
 
@@ -61,10 +59,16 @@ class JobStats:
     # application.status.Money.to_go, issue 23.)
     spend: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     completions: list[tuple[float, str | None]] = field(default_factory=list)
+    #: state -> rows of it that are creates of unknown outcome (application.words): the
+    #: status bar names them apart from the parked and failed ones
+    unknown: Counter[str] = field(default_factory=Counter)
 
     def add(self, row: JobRow, sign: int = 1) -> None:
         state = row.state
         self.by_state[state] += sign
+        if row.error_label is not None and is_outcome_unknown(state, row.error_label,
+                                                              row.provider_job_id):
+            self.unknown[state] += sign
         if state not in FINAL_VALUES:
             self.open_by_batch[row.batch_id] += sign
         if row.account:
@@ -75,7 +79,8 @@ class JobStats:
             self.spend[row.account] += sign * row.cost
 
     def merge(self, other: JobStats) -> None:
-        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider"):
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
+                     "unknown"):
             getattr(self, name).update(getattr(other, name))
         for key, value in other.spend.items():
             self.spend[key] += value
@@ -224,6 +229,10 @@ class JobTable:
         if event.error_label is not None:
             row.error_label = event.error_label
             row.error_message = event.error_message
+            if event.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
+                # The engine writes this label only on a create that holds no render id:
+                # the row's id read at load (if any) is no longer the job's.
+                row.provider_job_id = None
         elif state in IN_FLIGHT_VALUES or state == COMPLETED:
             row.error_label = row.error_message = None
         if event.output_path is not None:
@@ -279,7 +288,8 @@ class JobTable:
             waited = max(0.0, now - row.updated_at)
             return None, f"waiting for the provider · {fmt.duration(waited)}"
         if row.state == JobState.DOWNLOADING and row.progress is None:
-            return None, f"downloading · {fmt.duration(max(0.0, now - row.updated_at))}"
+            return None, (f"{job_state_words(row.state).name} · "
+                          f"{fmt.duration(max(0.0, now - row.updated_at))}")
         eta = self.eta(row, now)
         if row.progress is not None:
             percent = f"{round(row.progress * 100)}%"

@@ -38,15 +38,13 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from reelqueue.application.events import JobEvent
 from reelqueue.application.views import JobRow
-from reelqueue.domain.errors import ErrorLabel
+from reelqueue.application.words import OUTCOME_UNKNOWN, StateWords, job_state_words
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.jobs_data import (
     FINAL_VALUES,
     IN_FLIGHT_VALUES,
-    STATE_LABELS,
-    UNKNOWN_LABEL,
     JobStats,
     JobTable,
 )
@@ -129,16 +127,27 @@ class JobFilter:
                               or needle in row.output_path.casefold())
 
 
+def state_words(row: JobRow) -> StateWords:
+    """The row's state in the one set of words (application.words): the table's State
+    column, its tooltip, and the Error column of a create of unknown outcome."""
+    return job_state_words(row.state, row.sub_status, row.error_label, row.provider_job_id)
+
+
 def _state_text(row: JobRow) -> str:
-    if row.state == JobState.PARKED and row.error_label == ErrorLabel.SUBMIT_UNKNOWN.value:
-        return UNKNOWN_LABEL
-    label = STATE_LABELS.get(row.state, row.state)
+    name = state_words(row).name
     if row.priority and row.state in (JobState.QUEUED, JobState.RETRY_WAIT):
         # "Move to the front" (issue 34): which waiting jobs go before the others.
-        return f"{label} · {'↑ front' if row.priority > 0 else '↓ later'}"
-    if row.sub_status and row.state == JobState.RENDERING:
-        return f"{label} · {row.sub_status}"
-    return label
+        return f"{name} · {'↑ front' if row.priority > 0 else '↓ later'}"
+    return name
+
+
+def _error_text(row: JobRow) -> str:
+    # A create of unknown outcome is not an error: its one name, not the label's own
+    # words ("submit outcome unknown" was a fourth name for it).
+    words = state_words(row) if row.error_label else None
+    if words is not None and words.code == OUTCOME_UNKNOWN:
+        return words.name
+    return row.error_label or ""
 
 
 def _attempts(row: JobRow) -> str:  # "1/3" on a completed job reads as "2 tries left"
@@ -172,7 +181,7 @@ _DISPLAY = (
     lambda r: "",
     _attempts,
     _output,
-    lambda r: r.error_label or "",
+    _error_text,
 )
 
 
@@ -245,6 +254,8 @@ class JobTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == COL_PROMPT:
                 return record.prompt
+            if column == COL_STATE:
+                return state_words(record).hint or None
             if column == COL_ERROR and record.error_message:
                 return record.error_message
             if column == COL_OUTPUT:

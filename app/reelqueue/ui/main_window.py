@@ -57,6 +57,7 @@ from PySide6.QtWidgets import (
 )
 
 from reelqueue.application.imports import TEXT_EXTENSIONS, WORKBOOK_EXTENSIONS
+from reelqueue.application.words import Condition, condition_words
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
 from reelqueue.ui.accounts_view import AccountStrip
@@ -764,9 +765,11 @@ class MainWindow(QMainWindow):
             start_button.style().unpolish(start_button)
             start_button.style().polish(start_button)
         self.start_action.setEnabled(state not in ("starting", "stopping", "stopped"))
-        words = {"running": "Running", "paused": "Paused", "starting": "Starting…",
-                 "stopping": "Stopping…", "stopped": "Stopped", "drained": "All done",
-                 "stalled": "Stalled"}
+        words = {"running": "Running", "starting": "Starting…", "stopping": "Stopping…",
+                 "stopped": "Stopped", "drained": "All done",
+                 # the queue's conditions by their one name (application.words)
+                 "paused": condition_words(Condition.PAUSED).name.capitalize(),
+                 "stalled": condition_words(Condition.STALLED).name.capitalize()}
         self.engine_label.setText(words.get(state, state.title())
                                   + (f" — {detail}" if detail else ""))
 

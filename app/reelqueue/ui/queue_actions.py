@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from reelqueue.application import jobs, status
 from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
@@ -391,7 +392,7 @@ def also_retry_label(plan: RetryPlan) -> str:
     unknown = len(plan.left_out_unknown)
     if permanent and unknown:
         return (f"Also retry these {fmt.number(permanent + unknown)} ({fmt.number(permanent)} "
-                f"refused, {fmt.number(unknown)} outcome unknown)")
+                f"refused, {fmt.number(unknown)} {job_state_words(OUTCOME_UNKNOWN).name})")
     if permanent:
         return f"Also retry {fmt.number(permanent)} refused by the provider's rules"
-    return f"Also retry {fmt.number(unknown)} with a submit outcome unknown"
+    return f"Also retry {fmt.number(unknown)} ({job_state_words(OUTCOME_UNKNOWN).name})"

@@ -30,9 +30,11 @@ from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
 from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
 from reelqueue.application.team import TeamMachine
+from reelqueue.application.words import job_state_words
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.models import RecoveryReport
+from reelqueue.domain.states import JobState
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
 
 log = logging.getLogger(__name__)
@@ -167,7 +169,7 @@ class RecoveryFollowUp:
             parts.append(f"{fmt.number(failed)} failed (see the job details)")
         cancelled = self.count(CANCELLED)
         if cancelled:
-            parts.append(f"{fmt.number(cancelled)} cancelled")
+            parts.append(f"{fmt.number(cancelled)} {job_state_words(JobState.CANCELLED).name}")
         waiting = len(self.jobs) - len(self.outcomes)
         if waiting:
             parts.append(f"{fmt.count(waiting, 'render')} still being checked with the "

@@ -3,13 +3,14 @@ Retry failed / Open folder / Run the demo again) and a message from the tray ico
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QSystemTrayIcon
 
-from reelqueue.domain.errors import ErrorLabel
+from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui import theme
@@ -72,19 +73,22 @@ class BatchFinishWatch:
 
     def finished(self, batch_id: int) -> None:
         rows = [r for r in self.window.model.table.rows if r.batch_id == batch_id]
-        done = sum(r.state == JobState.COMPLETED for r in rows)
-        failed = sum(r.state == JobState.FAILED for r in rows)
-        cancelled = sum(r.state == JobState.CANCELLED for r in rows)
-        unknown = sum(r.state == JobState.PARKED
-                      and r.error_label == ErrorLabel.SUBMIT_UNKNOWN.value for r in rows)
-        parked = sum(r.state == JobState.PARKED for r in rows) - unknown
+        codes = Counter(job_state_words(r.state, r.sub_status, r.error_label,
+                                        r.provider_job_id).code for r in rows)
+        done, failed = codes[JobState.COMPLETED], codes[JobState.FAILED]
+        parked, unknown = codes[JobState.PARKED], codes[OUTCOME_UNKNOWN]
+
+        def said(code: str, n: int) -> str:  # "3 completed": each state by its one name
+            return f"{fmt.number(n)} {job_state_words(code).name}"
+
         name = self.host.batches.get(batch_id, f"batch {batch_id}")
-        text = (f"Batch “{name}” finished: {fmt.number(done)} completed, "
-                f"{fmt.number(failed)} failed, {fmt.number(cancelled)} cancelled"
-                + (f", {fmt.number(parked)} parked (they keep their render; Retry reads "
+        text = (f"Batch “{name}” finished: {said(JobState.COMPLETED, done)}, "
+                f"{said(JobState.FAILED, failed)}, "
+                f"{said(JobState.CANCELLED, codes[JobState.CANCELLED])}"
+                + (f", {said(JobState.PARKED, parked)} (they keep their render; Retry reads "
                    "it again)" if parked else "")
-                + (f", {fmt.number(unknown)} with an unknown outcome (not charged twice; "
-                   "open the job to resolve it)" if unknown else "") + ".")
+                + (f", {said(OUTCOME_UNKNOWN, unknown)} (not charged twice; open the job to "
+                   "resolve it)" if unknown else "") + ".")
         actions: list[BannerAction] = [("Open folder", self.keeper.open_output_folder)]
         if failed:
             actions.insert(0, ("Retry failed", self.host.actions.retry_failed))
