@@ -6,6 +6,7 @@ walks the whole job list, so it runs once a second on 100,000 jobs without a sta
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -146,9 +147,14 @@ def removed_accounts_text(table: JobTable, summaries: list[AccountSummary],
         words = []
         if money is not None and money.spent.get(name):
             words.append(f"spent {fmt.money(money.spent[name])}")
-        parked = table.stats.by_account.get((name, JobState.PARKED), 0)
-        if parked:
-            words.append(f"{fmt.number(parked)} parked")
+        if table.stats.by_account.get((name, JobState.PARKED), 0):
+            # Its unsettled jobs, each by its one name (a crash-parked render is
+            # "parked", a create of unknown outcome "outcome unknown": application.words).
+            names = Counter(job_state_words(r.state, r.sub_status, r.error_label,
+                                            r.provider_job_id).name
+                            for r in table.rows
+                            if r.account == name and r.state == JobState.PARKED)
+            words += [f"{fmt.number(n)} {label}" for label, n in names.items()]
         if words:
             parts.append(f"{name} " + ", ".join(words))
     return ("Removed: " + "; ".join(parts)) if parts else ""
