@@ -603,3 +603,13 @@ async def test_unreadable_create_and_lookup_fail_the_row_without_a_second_create
     # unknown is not a failure: parked for the user (issue 19)
     assert job.state is JobState.PARKED and job.error_label == "submit outcome unknown"
     assert fake.posts() == 1
+
+
+def test_a_code_that_only_looks_like_digits_is_no_code() -> None:
+    """Hypothesis found '¹' (isdigit() says yes, int() says no): an unreadable code is no
+    code, never a ValueError out of the adapter."""
+    from reelqueue.providers.adapters.kling import _code_of
+
+    assert _code_of({"code": "¹"}) is None
+    assert _code_of({"code": "١٢"}) is None  # Arabic-Indic digits: not Kling's codes
+    assert _code_of({"code": "1203"}) == 1203

@@ -455,7 +455,7 @@ def _code_of(body: Any) -> int | None:
         return None
     if isinstance(code, int):
         return code
-    if isinstance(code, str) and code.isdigit():
+    if isinstance(code, str) and code.isascii() and code.isdigit():  # "¹" is a digit to isdigit()
         return int(code)
     return None
 
