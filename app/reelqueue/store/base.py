@@ -69,6 +69,8 @@ class ClaimParams:
     now: the current time (epoch seconds).
     lease_seconds: how long the claim holds without a heartbeat.
     day_start: the local midnight of ``now``, where an account's daily spend cap starts.
+    default_model: the model of a job whose params name none (the provider's default, or
+        the account's), for the provider's per-model limits (store/provider_limits.py).
     """
 
     account: str
@@ -76,6 +78,7 @@ class ClaimParams:
     now: float
     lease_seconds: float
     day_start: float = 0.0
+    default_model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from reelqueue.store.base import (
     this_host,
 )
 from reelqueue.store.listing import listed_entry, listed_job
+from reelqueue.store.provider_limits import gated_models, job_model
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     failure_of,
@@ -374,6 +375,7 @@ class MemoryStore:
                 return None
             if self.live_count(account.name) >= account.capacity:
                 return None
+            gated = self._gated_models(account, params)
             candidates = [
                 j for j in self._jobs.values()
                 if j.state in WAITING and j.provider == account.provider
@@ -383,10 +385,13 @@ class MemoryStore:
                 # a paused batch's jobs wait, except a render in flight (queries.sql)
                 and (j.provider_job_id is not None
                      or not self._batches[j.batch_id].settings.get("paused"))
+                # a model at the provider's limit here waits, except a render in flight
+                and (j.provider_job_id is not None
+                     or job_model(j.params.get("model"), params.default_model) not in gated)
             ]
             picked = self._spend_checked(account, params, candidates)
             if picked is None:
-                picked = self._routed(account, params)
+                picked = self._routed(account, params, gated)
             if picked is None:
                 return None
             job = picked
@@ -401,6 +406,29 @@ class MemoryStore:
             self._note("claimed", params.now, job_id=job.id, account=account.name,
                        claim_token=token, detail=claimed_detail(params.instance_id, job))
             return claim_of(job, account.name, token)
+
+    def _gated_models(self, account: Account, params: ClaimParams) -> list[str]:
+        """The models the account may start no new render of now, by its view's limits
+        (store/provider_limits.py; the SQL journals' live_of_model and creates_since)."""
+        name = account.name
+
+        def model_of(job: Job) -> str:
+            return job_model(job.params.get("model"), params.default_model)
+
+        def live_of(model: str) -> int:
+            return sum(1 for j in self._jobs.values() if j.account == name
+                       and j.state in IN_FLIGHT and model_of(j) == model)
+
+        def created_since(model: str, since: float) -> int:
+            sent = sum(1 for e in self._ledger
+                       if e.event == "submitting" and e.account == name and e.at >= since
+                       and e.job_id in self._jobs and model_of(self._jobs[e.job_id]) == model)
+            return sent + sum(1 for j in self._jobs.values()
+                              if j.account == name and j.state == JobState.CLAIMED
+                              and j.client_token is None and model_of(j) == model)
+
+        return gated_models(self._views.get(name), params.now, live_of=live_of,
+                            created_since=created_since)
 
     def _spend_checked(
         self, account: Account, params: ClaimParams, candidates: list[Job],
@@ -428,7 +456,8 @@ class MemoryStore:
         return first_unrefused(next_candidate, refused_of, lambda j: j.batch_id,
                                lambda: len(self._batches))
 
-    def _routed(self, account: Account, params: ClaimParams) -> Job | None:
+    def _routed(self, account: Account, params: ClaimParams,
+                gated: Collection[str] = ()) -> Job | None:
         """A routed job this account takes over (store/routing.py, as the SQL journals'
         ``_routed_candidate`` with their ``routed_waiting`` filter), moved to its provider
         with the ``handed_over`` entry."""
@@ -443,6 +472,9 @@ class MemoryStore:
                 self._account_committed(other.name, params.day_start) >= cap - SLACK)
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,

@@ -72,6 +72,7 @@ from reelqueue.store.base import (
     error_detail,
     short_lease,
 )
+from reelqueue.store.provider_limits import gated_models, job_model
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     RecoveryAction,
@@ -394,10 +395,11 @@ class SqlJournal(SqlDriver):
         account = self._account_with_room(params)
         if account is None:
             return None
+        gated = self._gated_models(account, params)
         for _ in range(MAX_REFUSED_PER_CLAIM):
-            candidate = self._spend_checked_candidate(account, params)
+            candidate = self._spend_checked_candidate(account, params, gated)
             if candidate is None:
-                candidate = self._routed_candidate(account, params)
+                candidate = self._routed_candidate(account, params, gated)
             if candidate is None:
                 return None
             problem = self._one("row_problem", id=candidate, **ROW_LIMITS)
@@ -414,6 +416,19 @@ class SqlJournal(SqlDriver):
         if claimed is None:  # the claim's lock holds the row: cannot happen; a guard
             return None
         return self._claimed(claimed, account.name, token, params)
+
+    def _gated_models(self, account: Account, params: ClaimParams) -> list[str]:
+        """The models the account may start no new render of now, by its view's limits
+        (store/provider_limits.py), counted in the claim's transaction."""
+        row = self._one("claim_view", account=account.name, now=params.now)
+        if row is None:
+            return []
+        common = {"account": account.name, "default_model": params.default_model}
+        return gated_models(
+            view_of(row), float(row["now"]),
+            live_of=lambda model: int(self._scalar("live_of_model", model=model, **common)),
+            created_since=lambda model, since: int(self._scalar(
+                "creates_since", model=model, since=since, **common)))
 
     def _refuse_row(self, job_id: int, problem: str, params: ClaimParams) -> None:
         """Fail a job whose row is over a bound of domain/row_limits.py (it was not written
@@ -432,7 +447,8 @@ class SqlJournal(SqlDriver):
         return claim_of(job, account, token)
 
     # -- routing (issue 24) ------------------------------------------------------------
-    def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
+    def _routed_candidate(self, account: Account, params: ClaimParams,
+                          gated: Collection[str] = ()) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
         with the ``handed_over`` entry, in the claim's transaction; or None. A routed job
         whose route is over ``max_route_bytes`` is not fetched: its id is returned as it
@@ -461,6 +477,9 @@ class SqlJournal(SqlDriver):
             return cap is not None and committed(other.name) >= cap - SLACK
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
@@ -510,15 +529,19 @@ class SqlJournal(SqlDriver):
         )
 
     # -- spend caps --------------------------------------------------------------------
-    def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
-        """The next claimable job that no spend cap refuses (inside the claim's write
-        transaction, so no other claim can pass a cap at the same time)."""
+    def _spend_checked_candidate(self, account: Account, params: ClaimParams,
+                                 gated: Collection[str] = ()) -> int | None:
+        """The next claimable job that no spend cap refuses and whose model (``gated``:
+        none of those) the provider allows one more render of (inside the claim's write
+        transaction, so no other claim can pass a cap or a limit at the same time)."""
         account_cap = cap_of(account.settings, "daily_cap")
+        skip_models = self._list(list(gated))
 
         def next_candidate(creates: bool, skip: list[int]) -> Row | None:
             return self._one("next_claimable", provider=account.provider, now=params.now,
                              account=account.name, creates=creates,
-                             skip_batches=self._list(skip))
+                             skip_batches=self._list(skip), skip_models=skip_models,
+                             default_model=params.default_model)
 
         def refused_of(row: Row) -> Refusal | None:
             return refusal(
