@@ -86,6 +86,12 @@ class ViewSchedule:
         self._reading.discard(account)
         self._next[account] = next_at
 
+    def connecting(self, account: str) -> bool:
+        """Whether ``account``'s first read (at connect) is under way: the engine claims
+        nothing on it until that read has ended (its limits may be lower than the
+        user's setting)."""
+        return account in self._reading and account not in self._next
+
     def started(self, account: str) -> None:
         self._reading.add(account)
 
@@ -160,6 +166,10 @@ class ViewReader:
             self._read(account, provider, forced=reason == REFUSED),
             name=f"account-view-{account}")
         return True
+
+    def connecting(self, account: str) -> bool:
+        """Whether ``account``'s first read is under way (:meth:`ViewSchedule.connecting`)."""
+        return self.schedule.connecting(account)
 
     async def _read_lately(self, account: str) -> float | None:
         """When the journal's view of ``account`` was read, if within the last

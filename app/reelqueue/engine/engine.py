@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import httpx2
 
+from reelqueue.domain.account_view import AccountView
 from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
@@ -188,8 +189,15 @@ class Engine:
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
         # Each account's view (issue 32 item 2), read beside the pump where its key is.
-        self.views = ViewReader(self.store.put_account_view, self.clock.now,
+        self.views = ViewReader(self._keep_view, self.clock.now,
                                 self.instance_id, stored=self.store.account_views)
+
+    async def _keep_view(self, view: AccountView) -> bool:
+        """Keep a view just read, then look for work: the claim gates on the kept view
+        (store/provider_limits.py), so a limit raised resumes the account at once."""
+        kept = await self.store.put_account_view(view)
+        self.wake()
+        return kept
 
     def use_providers(self, providers: ProviderRegistry) -> None:
         """Render with ``providers`` from now on (the window starts the built-in mock after
@@ -619,11 +627,15 @@ class Engine:
             # for here (a slow provider holds up no claim).
             self.views.visit(account.name, account.status, account_view_of(provider))
             claimed_here = 0
-            while self._claiming and not self._paused:
+            default_model = self._default_model(account)
+            # While its first read is under way the provider's limits are not known: a
+            # claim now could start more than the provider allows. Its end wakes the pump.
+            connecting = self.views.connecting(account.name)
+            while self._claiming and not self._paused and not connecting:
                 now = self.clock.now()
                 claim = await self.store.claim_next_job(ClaimParams(
                     account.name, self.instance_id, now,
-                    self.config.lease_seconds, local_day_start(now)))
+                    self.config.lease_seconds, local_day_start(now), default_model))
                 if claim is None:
                     break
                 self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED,
@@ -640,6 +652,19 @@ class Engine:
                 await self._publish_account(account.name, account)
         self._waiting_confirm = waiting_confirm
         return claims
+
+    def _default_model(self, account: Account) -> str | None:
+        """The model a job that names none renders with on ``account`` (its own default
+        model setting, else the provider's first): the claim counts it against that
+        model's limit from the provider (store/provider_limits.py)."""
+        own = account.settings.get("model")
+        if isinstance(own, str) and own:
+            return own
+        try:
+            models = self.providers.get(account.provider).params.models
+        except KnownError:
+            return None
+        return models[0] if models else None
 
     def _provider_for(self, account: Account) -> Provider | None:
         cached = self._providers.get(account.name)
