@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 
 from reelqueue.application.accounts import get_account, keep_view, key_answer, view_reader
+from reelqueue.application.limit_words import limit_in_force
 from reelqueue.application.session import Session
 from reelqueue.domain.account_view import AccountView, Balance, ModelLimit
 from reelqueue.domain.errors import InputError, KnownError
@@ -133,10 +134,18 @@ def describe_views(accounts: Sequence[Account], views: Iterable[AccountView], no
                 "published": published, "read_at": None, "as_of": None,
                 "age_seconds": None, "stale": None, "read_by": None,
                 "organization_id": None, "balance": None, "balance_shared_with": None,
-                "limits": [], "problem": None, "words": [line]})
+                "limits": [], "problem": None, "words": [line],
+                "limit_in_force": limit_in_force(account.capacity, None, now).data})
             continue
-        out[account.name] = _view_words(account.name, view, now, title,
-                                        shared.get(account.name), published)
+        words = _view_words(account.name, view, now, title, shared.get(account.name),
+                            published)
+        # The limit in force (issue 32 item 3), where the provider's view has a word on it.
+        in_force = limit_in_force(account.capacity, view, now)
+        lines = words.lines
+        if in_force.words != f"{account.capacity} set":
+            lines = (*lines, f"limit: {in_force.words}")
+        out[account.name] = AccountViewWords(account.name, lines, {
+            **words.data, "limit_in_force": in_force.data, "words": list(lines)})
     return out
 
 

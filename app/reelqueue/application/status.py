@@ -89,6 +89,7 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
         account["this_machine"] = words.get(account["name"])
         view = views.get(account["name"])
         account["view"] = view.data if view is not None else None
+        account["limit_in_force"] = view.data.get("limit_in_force") if view else None
     report.data["team_connection"] = team_connection(session)
     return report
 

@@ -179,7 +179,9 @@ def _as_json(account: Account, live: int, here: str | None,
             "position": account.position, "limit": account.capacity, "running": live,
             "enabled": account.enabled, "status": account.status.value,
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
-            "this_machine": here, "view": view.data if view is not None else None}
+            "this_machine": here, "view": view.data if view is not None else None,
+            # the user's setting and the provider's lower limit per model (issue 32 item 3)
+            "limit_in_force": view.data.get("limit_in_force") if view is not None else None}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -20,6 +20,7 @@ already.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from reelqueue.domain.account_view import AccountView, ModelLimit
@@ -34,9 +35,11 @@ VIEW_FRESH_SECONDS = 15 * 60.0
 
 def view_is_fresh(view: AccountView | None, now: float) -> bool:
     """Whether ``view`` may gate a claim at ``now``: read at most
-    :data:`VIEW_FRESH_SECONDS` ago (a read time ahead of ``now``, another machine's clock,
-    counts as fresh)."""
-    return view is not None and now - view.read_at <= VIEW_FRESH_SECONDS
+    :data:`VIEW_FRESH_SECONDS` ago. A read time ahead of ``now`` (another machine's clock)
+    counts as fresh up to as far ahead; further, or not a number (a hostile row), it
+    gates nothing."""
+    return (view is not None and math.isfinite(view.read_at)
+            and abs(now - view.read_at) <= VIEW_FRESH_SECONDS)
 
 
 def allowed_at_once(limit: ModelLimit) -> int | None:

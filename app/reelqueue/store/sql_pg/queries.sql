@@ -994,7 +994,8 @@ free AS (
        AND (c.provider_job_id IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM account_views AS v
              WHERE v.account = r.name AND v.limits <> '[]'::jsonb
-               AND v.read_at >= {server_now} - %(view_fresh_seconds)s::double precision))),
+               AND v.read_at BETWEEN {server_now} - %(view_fresh_seconds)s::double precision
+                                 AND {server_now} + %(view_fresh_seconds)s::double precision))),
 j AS (
     UPDATE jobs
        SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,
