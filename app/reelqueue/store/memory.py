@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reelqueue.domain.account_view import AccountView, kept_view
+from reelqueue.domain.account_view import AccountView, Charging, kept_view
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
@@ -30,6 +30,7 @@ from reelqueue.domain.models import (
 from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -376,6 +377,8 @@ class MemoryStore:
             if self.live_count(account.name) >= account.capacity:
                 return None
             gated = self._gated_models(account, params)
+            left = self._balance_left(account, params.now,
+                                      params.charging.get(account.provider))
             candidates = [
                 j for j in self._jobs.values()
                 if j.state in WAITING and j.provider == account.provider
@@ -389,9 +392,9 @@ class MemoryStore:
                 and (j.provider_job_id is not None
                      or job_model(j.params.get("model"), params.default_model) not in gated)
             ]
-            picked = self._spend_checked(account, params, candidates)
+            picked = self._spend_checked(account, params, candidates, left)
             if picked is None:
-                picked = self._routed(account, params, gated)
+                picked = self._routed(account, params, gated, left)
             if picked is None:
                 return None
             job = picked
@@ -430,8 +433,40 @@ class MemoryStore:
         return gated_models(self._views.get(name), params.now, live_of=live_of,
                             created_since=created_since)
 
+    def balance_left(self, account: str, now: float,
+                     charging: Charging | None) -> BalanceLeft | None:
+        with self._lock:
+            return self._balance_left(self._accounts[account], now, charging) \
+                if account in self._accounts else None
+
+    def _balance_left(self, account: Account, now: float,
+                      charging: Charging | None) -> BalanceLeft | None:
+        """The account's balance less what it cannot include yet (store/balance.py; the
+        SQL journals' pending_usd)."""
+        name = account.name
+
+        def pending_usd(since: float, every_live: bool) -> tuple[float, int]:
+            prices: list[float | None] = []
+            created: set[int] = set()
+            for e in self._ledger:
+                if (e.event == "submitting" and e.account == name and e.at >= since
+                        and e.job_id in self._jobs):
+                    created.add(e.job_id)
+                    prices.append(price_of(self._jobs[e.job_id].metadata))
+            for j in self._jobs.values():
+                if j.account != name or j.state not in IN_FLIGHT:
+                    continue
+                if ((j.state == JobState.CLAIMED and j.client_token is None)
+                        or (every_live and j.id not in created)):
+                    prices.append(price_of(j.metadata))
+            known = [p for p in prices if p is not None]
+            return sum(known), len(prices) - len(known)
+
+        return balance_left(self._views.get(name), now, charging, pending_usd)
+
     def _spend_checked(
         self, account: Account, params: ClaimParams, candidates: list[Job],
+        left: BalanceLeft | None = None,
     ) -> Job | None:
         """The best candidate no spend cap refuses (the walk of spend.first_unrefused, as
         the SQL journals' claim)."""
@@ -443,8 +478,10 @@ class MemoryStore:
             return min(left, key=lambda j: (-j.priority, j.id)) if left else None
 
         def refused_of(job: Job) -> Refusal | None:
-            return refusal(
-                needs_create=job.provider_job_id is None and job.client_token is None,
+            needs_create = job.provider_job_id is None and job.client_token is None
+            return balance_refusal(left, needs_create=needs_create,
+                                   price=price_of(job.metadata)) or refusal(
+                needs_create=needs_create,
                 price=price_of(job.metadata),
                 batch_cap=cap_of(self._batches[job.batch_id].settings, "max_spend"),
                 batch_committed=functools.partial(self._batch_committed, job.batch_id),
@@ -457,7 +494,7 @@ class MemoryStore:
                                lambda: len(self._batches))
 
     def _routed(self, account: Account, params: ClaimParams,
-                gated: Collection[str] = ()) -> Job | None:
+                gated: Collection[str] = (), left: BalanceLeft | None = None) -> Job | None:
         """A routed job this account takes over (store/routing.py, as the SQL journals'
         ``_routed_candidate`` with their ``routed_waiting`` filter), moved to its provider
         with the ``handed_over`` entry."""
@@ -472,9 +509,10 @@ class MemoryStore:
                 self._account_committed(other.name, params.day_start) >= cap - SLACK)
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
-            if other is None and job_model(candidate.params.get("model"),
-                                           params.default_model) in gated:
-                return False  # its model is at the provider's limit here
+            if other is None and (
+                    job_model(candidate.params.get("model"), params.default_model) in gated
+                    or balance_refusal(left, needs_create=True, price=candidate.price)):
+                return False  # its model is at the provider's limit here, or no credits
             taker = account if other is None else other
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,

@@ -29,6 +29,7 @@ from reelqueue.domain.account_view import (
     MAX_PROBLEM_CHARS,
     AccountView,
     Balance,
+    Charging,
     kept_view,
     limits_from_json,
     limits_to_json,
@@ -57,6 +58,7 @@ from reelqueue.domain.row_limits import (
     refusal_words,
 )
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -395,11 +397,13 @@ class SqlJournal(SqlDriver):
         account = self._account_with_room(params)
         if account is None:
             return None
-        gated = self._gated_models(account, params)
+        view_row = self._one("claim_view", account=account.name, now=params.now)
+        gated = self._gated_models(account, params, view_row)
+        left = self._balance_left(account, params, view_row)
         for _ in range(MAX_REFUSED_PER_CLAIM):
-            candidate = self._spend_checked_candidate(account, params, gated)
+            candidate = self._spend_checked_candidate(account, params, gated, left)
             if candidate is None:
-                candidate = self._routed_candidate(account, params, gated)
+                candidate = self._routed_candidate(account, params, gated, left)
             if candidate is None:
                 return None
             problem = self._one("row_problem", id=candidate, **ROW_LIMITS)
@@ -417,10 +421,11 @@ class SqlJournal(SqlDriver):
             return None
         return self._claimed(claimed, account.name, token, params)
 
-    def _gated_models(self, account: Account, params: ClaimParams) -> list[str]:
+    def _gated_models(self, account: Account, params: ClaimParams,
+                      row: Row | None) -> list[str]:
         """The models the account may start no new render of now, by its view's limits
-        (store/provider_limits.py), counted in the claim's transaction."""
-        row = self._one("claim_view", account=account.name, now=params.now)
+        (``row``: claim_view; store/provider_limits.py), counted in the claim's
+        transaction."""
         if row is None:
             return []
         common = {"account": account.name, "default_model": params.default_model}
@@ -429,6 +434,33 @@ class SqlJournal(SqlDriver):
             live_of=lambda model: int(self._scalar("live_of_model", model=model, **common)),
             created_since=lambda model, since: int(self._scalar(
                 "creates_since", model=model, since=since, **common)))
+
+    def _balance_left(self, account: Account, params: ClaimParams,
+                      row: Row | None) -> BalanceLeft | None:
+        """The account's published balance less what it cannot include yet (``row``:
+        claim_view; store/balance.py), read in the claim's transaction."""
+        if row is None:
+            return None
+
+        def pending_usd(since: float, every_live: bool) -> tuple[float, int]:
+            found = self._one("pending_usd", account=account.name, since=since,
+                              every_live=every_live)
+            return (0.0, 0) if found is None else (float(found["usd"]),
+                                                   int(found["unpriced"]))
+
+        return balance_left(view_of(row), float(row["now"]),
+                            params.charging.get(account.provider), pending_usd)
+
+    def balance_left(self, account: str, now: float,
+                     charging: Charging | None) -> BalanceLeft | None:
+        with self._reading():
+            found = self._one("get_account", name=account)
+            if found is None or charging is None:
+                return None
+            row = self._one("claim_view", account=account, now=now)
+            provider = str(found["provider"])
+            return self._balance_left(self.ROWS.account(found), ClaimParams(
+                account, "", now, 0.0, charging={provider: charging}), row)
 
     def _refuse_row(self, job_id: int, problem: str, params: ClaimParams) -> None:
         """Fail a job whose row is over a bound of domain/row_limits.py (it was not written
@@ -448,7 +480,8 @@ class SqlJournal(SqlDriver):
 
     # -- routing (issue 24) ------------------------------------------------------------
     def _routed_candidate(self, account: Account, params: ClaimParams,
-                          gated: Collection[str] = ()) -> int | None:
+                          gated: Collection[str] = (),
+                          left: BalanceLeft | None = None) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
         with the ``handed_over`` entry, in the claim's transaction; or None. A routed job
         whose route is over ``max_route_bytes`` is not fetched: its id is returned as it
@@ -477,9 +510,10 @@ class SqlJournal(SqlDriver):
             return cap is not None and committed(other.name) >= cap - SLACK
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
-            if other is None and job_model(candidate.params.get("model"),
-                                           params.default_model) in gated:
-                return False  # its model is at the provider's limit here
+            if other is None and (
+                    job_model(candidate.params.get("model"), params.default_model) in gated
+                    or balance_refusal(left, needs_create=True, price=candidate.price)):
+                return False  # its model is at the provider's limit here, or no credits
             taker = account if other is None else other
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
@@ -530,7 +564,8 @@ class SqlJournal(SqlDriver):
 
     # -- spend caps --------------------------------------------------------------------
     def _spend_checked_candidate(self, account: Account, params: ClaimParams,
-                                 gated: Collection[str] = ()) -> int | None:
+                                 gated: Collection[str] = (),
+                                 left: BalanceLeft | None = None) -> int | None:
         """The next claimable job that no spend cap refuses and whose model (``gated``:
         none of those) the provider allows one more render of (inside the claim's write
         transaction, so no other claim can pass a cap or a limit at the same time)."""
@@ -544,8 +579,10 @@ class SqlJournal(SqlDriver):
                              default_model=params.default_model)
 
         def refused_of(row: Row) -> Refusal | None:
-            return refusal(
-                needs_create=row["provider_job_id"] is None and row["client_token"] is None,
+            needs_create = row["provider_job_id"] is None and row["client_token"] is None
+            return balance_refusal(left, needs_create=needs_create,
+                                   price=_number(row["price"])) or refusal(
+                needs_create=needs_create,
                 price=_number(row["price"]),
                 batch_cap=_number(row["max_spend"]),
                 batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),

@@ -102,6 +102,27 @@ SELECT (SELECT COUNT(*) FROM ledger l INDEXED BY ledger_creates JOIN jobs j ON j
            AND COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '')
                = :model);
 
+-- name: pending_usd
+-- What the account's published balance cannot include yet (issue 32 item 4,
+-- store/balance.py), in USD (the jobs' stamped price), with how many have no price: each
+-- create written since the read (ledger_creates), each claimed job that will create, and
+-- (:every_live) every other render in flight. Read in the claim's write transaction.
+SELECT COALESCE(SUM(price), 0) AS usd, COUNT(*) - COUNT(price) AS unpriced FROM (
+    SELECT CASE WHEN json_type(j.metadata, '$.price') IN ('integer', 'real')
+                THEN json_extract(j.metadata, '$.price') END AS price
+      FROM ledger l INDEXED BY ledger_creates JOIN jobs j ON j.id = l.job_id
+     WHERE l.event = 'submitting' AND l.account = :account AND l.at >= :since
+    UNION ALL
+    SELECT CASE WHEN json_type(metadata, '$.price') IN ('integer', 'real')
+                THEN json_extract(metadata, '$.price') END
+      FROM jobs INDEXED BY jobs_live_by_account
+     WHERE account = :account
+       AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+       AND ((state = 'CLAIMED' AND client_token IS NULL)
+            OR (:every_live AND NOT EXISTS (
+                SELECT 1 FROM ledger l2 WHERE l2.job_id = jobs.id
+                   AND l2.event = 'submitting' AND l2.at >= :since))));
+
 -- name: count_batches
 SELECT COUNT(*) FROM batches;
 

@@ -222,6 +222,29 @@ SELECT (SELECT COUNT(*) FROM ledger l JOIN jobs j ON j.id = l.job_id
            AND COALESCE(NULLIF(params ->> 'model', ''), %(default_model)s::text, '')
                = %(model)s) AS n;
 
+-- name: pending_usd
+-- What the account's published balance cannot include yet (issue 32 item 4,
+-- store/balance.py), in USD (the jobs' stamped price), with how many have no price: each
+-- create written since the read (ledger_creates), each claimed job that will create, and
+-- (every_live) every other render in flight. Under the account's row lock.
+SELECT COALESCE(SUM(price), 0) AS usd, COUNT(*) - COUNT(price) AS unpriced FROM (
+    SELECT CASE WHEN jsonb_typeof(j.metadata -> 'price') = 'number'
+                THEN (j.metadata ->> 'price')::double precision END AS price
+      FROM ledger l JOIN jobs j ON j.id = l.job_id
+     WHERE l.event = 'submitting' AND l.account = %(account)s
+       AND l.at >= %(since)s::double precision
+    UNION ALL
+    SELECT CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                THEN (metadata ->> 'price')::double precision END
+      FROM jobs
+     WHERE account = %(account)s
+       AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+       AND ((state = 'CLAIMED' AND client_token IS NULL)
+            OR (%(every_live)s::boolean AND NOT EXISTS (
+                SELECT 1 FROM ledger l2 WHERE l2.job_id = jobs.id
+                   AND l2.event = 'submitting'
+                   AND l2.at >= %(since)s::double precision)))) AS p;
+
 -- name: next_claimable
 -- The same three index seeks as the SQLite store's next_claimable (queued jobs any account
 -- may take, queued jobs bound to this account, retry waits that are due), each taking its
@@ -961,8 +984,8 @@ AND EXISTS (SELECT 1 FROM room)
 -- candidate a spend cap has to look at (it needs a create and its batch or the
 -- account has a cap) is not claimed here: candidate_id says there is one, and the store
 -- claims it the long way (lock_batch, the spend sums), in a transaction of its own. So is
--- a candidate needing a create on an account whose fresh view publishes limits (issue 32
--- item 3: the per-model counts, store/provider_limits.py).
+-- a candidate needing a create on an account whose fresh view publishes limits or a
+-- balance (issue 32 items 3 and 4: store/provider_limits.py, store/balance.py).
 WITH room AS (
     SELECT a.name, a.provider, a.settings -> 'daily_cap' AS daily_cap FROM accounts AS a
      WHERE a.name = %(account)s AND a.enabled AND a.status IN ('ready', 'rate_limited')
@@ -993,7 +1016,8 @@ free AS (
        AND NOT EXISTS (SELECT 1 FROM checked AS k WHERE k.problem IS NOT NULL)
        AND (c.provider_job_id IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM account_views AS v
-             WHERE v.account = r.name AND v.limits <> '[]'::jsonb
+             WHERE v.account = r.name
+               AND (v.limits <> '[]'::jsonb OR v.balance_amount IS NOT NULL)
                AND v.read_at BETWEEN {server_now} - %(view_fresh_seconds)s::double precision
                                  AND {server_now} + %(view_fresh_seconds)s::double precision))),
 j AS (
