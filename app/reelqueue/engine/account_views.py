@@ -211,6 +211,11 @@ class ViewReader:
                                    retry_after=retry_after)
             self._tasks.pop(account, None)
 
+    @property
+    def reading(self) -> bool:
+        """Whether a read is under way (its view may let a waiting account start)."""
+        return bool(self._tasks)
+
     async def wait(self) -> None:
         """Until the reads under way have ended (tests; an orderly stop)."""
         tasks = list(self._tasks.values())
