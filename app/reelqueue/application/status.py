@@ -82,14 +82,18 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     # its address changed on the team database and waits for `accounts confirm`.
     from reelqueue.application.account_views import account_view_words
     from reelqueue.application.accounts import machine_notes
+    from reelqueue.application.balance_words import account_balance_words
 
     words = await machine_notes(session)
     views = await account_view_words(session)
+    credits = await account_balance_words(session)
     for account in report.data["accounts"]:
         account["this_machine"] = words.get(account["name"])
         view = views.get(account["name"])
         account["view"] = view.data if view is not None else None
         account["limit_in_force"] = view.data.get("limit_in_force") if view else None
+        balance = credits.get(account["name"])
+        account["credits"] = balance.data if balance is not None else None
     report.data["team_connection"] = team_connection(session)
     return report
 

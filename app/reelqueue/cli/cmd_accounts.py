@@ -23,6 +23,7 @@ from reelqueue.application.accounts import (
     default_model_setting,
     parse_price_per_second,
 )
+from reelqueue.application.balance_words import BalanceWords, account_balance_words
 from reelqueue.application.keys import check_key
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.session import Session
@@ -174,28 +175,34 @@ def _describe(account: Account, live: int, here: str | None = None) -> str:
 
 
 def _as_json(account: Account, live: int, here: str | None,
-             view: AccountViewWords | None = None) -> dict[str, object]:
+             view: AccountViewWords | None = None,
+             credits: BalanceWords | None = None) -> dict[str, object]:
     return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
             "position": account.position, "limit": account.capacity, "running": live,
             "enabled": account.enabled, "status": account.status.value,
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
             "this_machine": here, "view": view.data if view is not None else None,
             # the user's setting and the provider's lower limit per model (issue 32 item 3)
-            "limit_in_force": view.data.get("limit_in_force") if view is not None else None}
+            "limit_in_force": view.data.get("limit_in_force") if view is not None else None,
+            # the balance as the claim reckons it (issue 32 item 4): "credits low: ..."
+            "credits": credits.data if credits is not None else None}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
     async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str],
-                                              dict[str, AccountViewWords]]:
+                                              dict[str, AccountViewWords],
+                                              dict[str, BalanceWords]]:
         summaries = await accounts.list_accounts(session)
         listed = [s.account for s in summaries]
         return (summaries, await accounts.machine_notes(session, listed),
-                await account_views.account_view_words(session, listed))
+                await account_views.account_view_words(session, listed),
+                await account_balance_words(session, listed))
 
-    summaries, here, views = run_on_journal(ctx, read, lock=False)
+    summaries, here, views, credits = run_on_journal(ctx, read, lock=False)
     if args.json:
         ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name),
-                                       views.get(s.account.name))
+                                       views.get(s.account.name),
+                                       credits.get(s.account.name))
                               for s in summaries], indent=2))
         return 0
     if not summaries:
@@ -205,6 +212,9 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
         view = views.get(summary.account.name)
         for line in view.lines if view is not None else ():
             ctx.print(f"      {line}")
+        balance = credits.get(summary.account.name)
+        if balance is not None:
+            ctx.print(f"      {balance.words}")
     return 0
 
 
