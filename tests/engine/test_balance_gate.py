@@ -1,7 +1,8 @@
 """Never run an account dry, in the engine (issue 32 item 4): a batch whose cost is twice
 the account's published balance sends exactly floor(balance / price) creates, none
 refused for credits, the rest wait with "credits low" (a stall the run reports) and
-start when a read shows a top-up; the same with two engines on one journal."""
+start when a read shows a top-up, or with a route move to the next candidate as recorded
+hand-overs; the same with two engines on one journal."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from reelqueue.domain.account_view import AccountView, Balance, Charging
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.domain.routes import Candidate, Route, RoutePolicy
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.account_views import VIEW_EVERY_SECONDS
 from reelqueue.engine.engine import Engine
@@ -147,3 +149,36 @@ async def test_two_engines_on_one_journal_send_what_the_balance_pays_for(
         for engine in engines:
             await engine.stop()
             engine.close_store()
+
+
+async def test_with_a_route_what_the_balance_cannot_pay_for_moves_to_the_next_candidate(
+    store: Store, tmp_path: Path,
+) -> None:
+    clock = FakeClock(1_000_000.0)
+    dear = CreditsProvider(clock, 300.0)
+    other = FakeProvider()
+    registry = install(dear).with_provider(ProviderInfo(
+        "fake2", "Fake 2", lambda client, cfg: other, ParamSpec(), None, requires_key=False))
+    route = Route(RoutePolicy.ORDER, (Candidate("fake", {"duration": 5}, PRICE),
+                                      Candidate("fake2", {"duration": 5}, 0.5)))
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    store.add_jobs(batch.id, [
+        JobSpec(f"k{i}", f"p{i}", "fake", str(tmp_path / "out" / f"{i:03d}.mp4"),
+                params={"duration": 5}, metadata={"price": PRICE}, route=route)
+        for i in range(10)], 0)
+    store.add_account(AccountSpec("acct", "fake", 20), 0)
+    store.add_account(AccountSpec("acct2", "fake2", 20), 0)
+    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1),
+                    providers=registry, instance_id="instance-A")
+    await engine.start()
+    try:
+        result = await asyncio.wait_for(engine.run_until_drained(), 20)
+        assert result.outcome == "drained"
+        assert sum(dear.creates.values()) == 5 and sum(other.creates.values()) == 5
+        moved = [e for e in store.ledger() if e.event == "handed_over"]
+        assert len(moved) == 5 and {e.account for e in moved} == {"acct2"}
+        account = store.get_account("acct")
+        assert account is not None and account.status is AccountStatus.READY
+    finally:
+        await engine.stop()
+        engine.close_store()

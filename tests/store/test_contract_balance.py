@@ -13,6 +13,7 @@ import pytest
 from reelqueue.domain.account_view import AccountView, Balance, Charging
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, Claim, JobSpec
+from reelqueue.domain.routes import Candidate, Route, RoutePolicy
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import ClaimParams, Store
 from reelqueue.store.provider_limits import VIEW_FRESH_SECONDS
@@ -185,3 +186,27 @@ def test_two_processes_on_one_journal_start_exactly_what_the_balance_pays_for(
     finally:
         one.close()
         two.close()
+
+
+def test_a_routed_job_the_balance_cannot_pay_for_is_handed_to_the_next_candidate(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    route = Route(RoutePolicy.ORDER, (Candidate("runway", {"duration": 5}, PRICE),
+                                      Candidate("veo", {"duration": 5}, 0.5)))
+    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), clock.now())
+    store.add_jobs(batch.id, [
+        JobSpec(f"r-{i}", "p", "runway", str(tmp_path / f"r-{i}.mp4"),
+                params={"duration": 5}, metadata={"price": PRICE}, route=route)
+        for i in range(3)], clock.now())
+    store.add_account(AccountSpec("acct-a", "runway", 5), clock.now())
+    store.add_account(AccountSpec("acct-v", "veo", 5), clock.now())
+    balance(store, clock, 60.0)
+    params = {"charging": {"runway": CREATE}}
+    assert store.claim_next_job(ClaimParams("acct-a", "i", clock.now(), 600.0, 0.0,
+                                            **params)) is not None
+    assert store.claim_next_job(ClaimParams("acct-a", "i", clock.now(), 600.0, 0.0,
+                                            **params)) is None
+    moved = [store.claim_next_job(ClaimParams("acct-v", "i", clock.now(), 600.0, 0.0,
+                                              **params)) for _ in range(3)]
+    assert [c is not None for c in moved] == [True, True, False]
+    assert [e.account for e in store.ledger() if e.event == "handed_over"] == ["acct-v"] * 2

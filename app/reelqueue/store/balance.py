@@ -28,7 +28,7 @@ from reelqueue.store.provider_limits import view_is_fresh
 from reelqueue.store.spend import Refusal
 
 __all__ = ["CREDITS_LOW", "PRICE_UNKNOWN", "UNIT_SLACK", "BalanceLeft", "balance_left",
-           "balance_refusal", "counts_every_render_in_flight", "in_units"]
+           "balance_refusal", "counts_every_render_in_flight", "dry", "in_units"]
 
 CREDITS_LOW = "credits low"
 PRICE_UNKNOWN = "price unknown: set it"
@@ -86,6 +86,15 @@ def balance_left(
 
 def in_units(price_usd: float, left: BalanceLeft) -> float:
     return price_usd / left.usd_per_unit
+
+
+def dry(left: BalanceLeft | None) -> bool:
+    """Whether a gating balance can pay for no create at all (nothing, or an unknown
+    amount, left): routing does not count the account as one that may take a job."""
+    if left is None:
+        return False
+    rest = left.left
+    return rest is None or rest <= UNIT_SLACK
 
 
 UNIT_SLACK = 1e-6

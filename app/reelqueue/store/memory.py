@@ -30,7 +30,7 @@ from reelqueue.domain.models import (
 from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
-from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal, dry
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -503,17 +503,27 @@ class MemoryStore:
              a.cooldown_until is not None and a.cooldown_until > params.now)
             for a in self._accounts.values())
 
+        balances: dict[str, BalanceLeft | None] = {account.name: left}
+
+        def balance_of(other: Account) -> BalanceLeft | None:
+            if other.name not in balances:
+                balances[other.name] = self._balance_left(
+                    other, params.now, params.charging.get(other.provider))
+            return balances[other.name]
+
         def capped(other: Account) -> bool:
             cap = cap_of(other.settings, "daily_cap")
-            return cap is not None and (
+            return (cap is not None and (
                 self._account_committed(other.name, params.day_start) >= cap - SLACK)
+            ) or dry(balance_of(other))
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
-            if other is None and (
-                    job_model(candidate.params.get("model"), params.default_model) in gated
-                    or balance_refusal(left, needs_create=True, price=candidate.price)):
-                return False  # its model is at the provider's limit here, or no credits
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
+            if balance_refusal(balance_of(taker), needs_create=True, price=candidate.price):
+                return False  # the taker's balance cannot pay for it
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
                 batch_committed=functools.partial(self._batch_committed, row.batch_id),

@@ -58,7 +58,7 @@ from reelqueue.domain.row_limits import (
     refusal_words,
 )
 from reelqueue.domain.states import AccountStatus, JobState
-from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal, dry
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -505,16 +505,29 @@ class SqlJournal(SqlDriver):
                 batch_spent[batch_id] = self._batch_committed(batch_id)
             return batch_spent[batch_id]
 
+        # Each other account's balance as its own claim would reckon it (store/balance.py),
+        # read once per claim: a better-ranked account whose balance cannot pay for the
+        # job does not hold it (issue 32 item 4: it moves here, a recorded hand-over).
+        balances: dict[str, BalanceLeft | None] = {account.name: left}
+
+        def balance_of(other: Account) -> BalanceLeft | None:
+            if other.name not in balances:
+                balances[other.name] = self._balance_left(other, params, self._one(
+                    "claim_view", account=other.name, now=params.now))
+            return balances[other.name]
+
         def capped(other: Account) -> bool:
             cap = cap_of(other.settings, "daily_cap")
-            return cap is not None and committed(other.name) >= cap - SLACK
+            return (cap is not None and committed(other.name) >= cap - SLACK) or dry(
+                balance_of(other))
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
-            if other is None and (
-                    job_model(candidate.params.get("model"), params.default_model) in gated
-                    or balance_refusal(left, needs_create=True, price=candidate.price)):
-                return False  # its model is at the provider's limit here, or no credits
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
+            if balance_refusal(balance_of(taker), needs_create=True, price=candidate.price):
+                return False  # the taker's balance cannot pay for it
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
                 batch_committed=functools.partial(batch_committed, row.batch_id),
