@@ -7,8 +7,8 @@ process and machine of a team sees, the application layer words them), so they l
 stdlib only; ``providers.base`` re-exports them beside the adapters' capability.
 
 A figure that cannot be trusted is never guessed: it is None, and ``problem`` says why
-("provider's figures unavailable"). A view is advice only: nothing here starts or stops a
-render (the claim's gate comes later, issue 32 items 3-6).
+("provider's figures unavailable"). Nothing here starts or stops a render: the claim
+reads the journal's copy in its transaction (store/provider_limits.py, store/balance.py).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ the pump, never in it: a slow provider never holds up a claim.
 
 What was read goes to the journal (``Store.put_account_view``), so every process and every
 machine of a team sees the same view. A read that fails is kept as a view with no figure
-and the reason. Nothing here starts or stops a render: the claim's gate comes later
-(issue 32 items 3-6).
+and the reason. Nothing here starts or stops a render: the claim does, from the journal's
+copy (store/provider_limits.py, store/balance.py: issue 32 items 3 and 4).
 """
 
 from __future__ import annotations

@@ -164,8 +164,9 @@ CREATE TABLE api_tokens (
 );
 
 -- An account as its provider last described it (v13, issue 32 item 2): one row per
--- account, written by whichever process read it, read by every process; advice only
--- (nothing here starts or stops a render). Bad figures are NULL with the problem.
+-- account, written by whichever process read it, read by every process; the claim
+-- reads it in its transaction (limits and balance: v14 / v11, issue 32 items 3 and 4).
+-- Bad figures are NULL with the problem.
 CREATE TABLE account_views (
     account         TEXT PRIMARY KEY,
     organization_id TEXT CHECK (length(organization_id) <= 200),
