@@ -162,8 +162,11 @@ async def run_one_row(
         http_timeout_seconds=0.02, reconcile_settle_seconds=0.0)
     store = MemoryStore()
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    # Priced as an import stamps it (a few cents): where the fake publishes a balance, a
+    # job without a price would wait (issue 32 item 4, "price unknown: set it").
     store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),
-                                      params=params or {}, row_number=2)], 0)
+                                      params=params or {}, row_number=2,
+                                      metadata={"price": 0.05})], 0)
     store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,

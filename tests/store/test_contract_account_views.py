@@ -93,7 +93,7 @@ def test_a_schema_12_journal_is_migrated_to_hold_views(tmp_path: Path) -> None:
     make_journal(path, 12)
     store = SqliteStore.open(path, now=2)
     try:
-        assert store.migrated_from == 12 and SCHEMA_VERSION == 13
+        assert store.migrated_from == 12 and SCHEMA_VERSION >= 13
         assert store.put_account_view(VIEW)
         assert store.account_views() == [VIEW]
     finally:

@@ -4,8 +4,9 @@ user's "Update"), and the one place its words are made, for ``accounts list``,
 
 A view is what the provider last said of an account's balance, per-model limits and usage
 (``domain.account_view``), kept in the journal so every process and machine of a team sees
-the same one. It is advice: a view older than :data:`STALE_SECONDS` is marked stale, and
-nothing here starts or stops a render.
+the same one. A view older than :data:`STALE_SECONDS` is marked stale and gates nothing;
+what a fresh one gates is the claim's (store/provider_limits.py, store/balance.py), and
+its words are application/limit_words.py's and application/balance_words.py's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import httpx2
 
 from reelqueue.application.accounts import get_account, keep_view, key_answer, view_reader
+from reelqueue.application.limit_words import limit_in_force
 from reelqueue.application.session import Session
 from reelqueue.domain.account_view import AccountView, Balance, ModelLimit
 from reelqueue.domain.errors import InputError, KnownError
@@ -28,11 +30,12 @@ from reelqueue.engine.account_views import read_view
 from reelqueue.engine.lost_creates import planning_adapter
 from reelqueue.providers.base import account_view_of
 from reelqueue.providers.registry import ProviderRegistry, build_provider
+from reelqueue.store.provider_limits import VIEW_FRESH_SECONDS
 
 __all__ = ["STALE_SECONDS", "AccountViewWords", "account_view_words", "describe_views",
            "publishes_view", "refresh_account_view"]
 
-STALE_SECONDS = 15 * 60.0
+STALE_SECONDS = VIEW_FRESH_SECONDS
 """A view older than this gates nothing and is shown as stale (the issue's 15 min)."""
 
 UNAVAILABLE = "provider's figures unavailable"
@@ -133,10 +136,18 @@ def describe_views(accounts: Sequence[Account], views: Iterable[AccountView], no
                 "published": published, "read_at": None, "as_of": None,
                 "age_seconds": None, "stale": None, "read_by": None,
                 "organization_id": None, "balance": None, "balance_shared_with": None,
-                "limits": [], "problem": None, "words": [line]})
+                "limits": [], "problem": None, "words": [line],
+                "limit_in_force": limit_in_force(account.capacity, None, now).data})
             continue
-        out[account.name] = _view_words(account.name, view, now, title,
-                                        shared.get(account.name), published)
+        words = _view_words(account.name, view, now, title, shared.get(account.name),
+                            published)
+        # The limit in force (issue 32 item 3), where the provider's view has a word on it.
+        in_force = limit_in_force(account.capacity, view, now)
+        lines = words.lines
+        if in_force.words != f"{account.capacity} set":
+            lines = (*lines, f"limit: {in_force.words}")
+        out[account.name] = AccountViewWords(account.name, lines, {
+            **words.data, "limit_in_force": in_force.data, "words": list(lines)})
     return out
 
 

@@ -97,18 +97,23 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     # its address changed on the team database and waits for `accounts confirm`.
     from reelqueue.application.account_views import account_view_words
     from reelqueue.application.accounts import machine_trust
+    from reelqueue.application.balance_words import account_balance_words
 
     trust = await machine_trust(session, rows)
     views = await account_view_words(session)
     assert report.money is not None
     states = account_states(rows, {a["name"]: a["running"] for a in report.data["accounts"]},
                             report.money, trust)
+    credits = await account_balance_words(session)
     for account in report.data["accounts"]:
         mine = trust.get(account["name"])
         account["this_machine"] = mine.words if mine is not None else None
         account["state_words"] = states[account["name"]].as_dict()
         view = views.get(account["name"])
         account["view"] = view.data if view is not None else None
+        account["limit_in_force"] = view.data.get("limit_in_force") if view else None
+        balance = credits.get(account["name"])
+        account["credits"] = balance.data if balance is not None else None
     report.data["team_connection"] = team_connection(session)
     return report
 

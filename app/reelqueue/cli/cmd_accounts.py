@@ -23,6 +23,7 @@ from reelqueue.application.accounts import (
     default_model_setting,
     parse_price_per_second,
 )
+from reelqueue.application.balance_words import BalanceWords, account_balance_words
 from reelqueue.application.keys import check_key
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.session import Session
@@ -179,30 +180,38 @@ def _describe(account: Account, live: int, here: str | None = None,
 
 
 def _as_json(account: Account, live: int, here: str | None,
-             words: StateWords, view: AccountViewWords | None = None) -> dict[str, object]:
+             words: StateWords, view: AccountViewWords | None = None,
+             credits: BalanceWords | None = None) -> dict[str, object]:
     return {"name": account.name, "provider": account.provider, "base_url": account.base_url,
             "position": account.position, "limit": account.capacity, "running": live,
             "enabled": account.enabled, "status": account.status.value,
             "state_words": words.as_dict(),
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
-            "this_machine": here, "view": view.data if view is not None else None}
+            "this_machine": here, "view": view.data if view is not None else None,
+            # the user's setting and the provider's lower limit per model (issue 32 item 3)
+            "limit_in_force": view.data.get("limit_in_force") if view is not None else None,
+            # the balance as the claim reckons it (issue 32 item 4): "credits low: ..."
+            "credits": credits.data if credits is not None else None}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
     async def read(session: Session) -> tuple[list[AccountSummary], dict[str, str],
                                               dict[str, StateWords],
-                                              dict[str, AccountViewWords]]:
+                                              dict[str, AccountViewWords],
+                                              dict[str, BalanceWords]]:
         summaries = await accounts.list_accounts(session)
         listed = [s.account for s in summaries]
         words = await status.account_states_now(session, summaries,
                                                 await status.money(session))
         return (summaries, await accounts.machine_notes(session, listed), words,
-                await account_views.account_view_words(session, listed))
+                await account_views.account_view_words(session, listed),
+                await account_balance_words(session, listed))
 
-    summaries, here, words, views = run_on_journal(ctx, read, lock=False)
+    summaries, here, words, views, credits = run_on_journal(ctx, read, lock=False)
     if args.json:
         ctx.print(json.dumps([_as_json(s.account, s.live, here.get(s.account.name),
-                                       words[s.account.name], views.get(s.account.name))
+                                       words[s.account.name], views.get(s.account.name),
+                                       credits.get(s.account.name))
                               for s in summaries], indent=2))
         return 0
     if not summaries:
@@ -213,6 +222,9 @@ def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:
         view = views.get(name)
         for line in view.lines if view is not None else ():
             ctx.print(f"      {line}")
+        balance = credits.get(summary.account.name)
+        if balance is not None:
+            ctx.print(f"      {balance.words}")
     return 0
 
 

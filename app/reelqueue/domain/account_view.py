@@ -7,8 +7,8 @@ process and machine of a team sees, the application layer words them), so they l
 stdlib only; ``providers.base`` re-exports them beside the adapters' capability.
 
 A figure that cannot be trusted is never guessed: it is None, and ``problem`` says why
-("provider's figures unavailable"). A view is advice only: nothing here starts or stops a
-render (the claim's gate comes later, issue 32 items 3-6).
+("provider's figures unavailable"). Nothing here starts or stops a render: the claim
+reads the journal's copy in its transaction (store/provider_limits.py, store/balance.py).
 """
 
 from __future__ import annotations
@@ -19,10 +19,52 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DAILY_WINDOWS", "MAX_AMOUNT", "MAX_COUNT", "MAX_LIMITS", "MAX_LIMITS_JSON",
-           "MAX_MODEL_CHARS", "MAX_PROBLEM_CHARS", "AccountView", "Balance", "DailyWindow",
-           "ModelLimit", "kept_view", "limits_from_json", "limits_to_json", "plain",
-           "unavailable_view", "usable_amount"]
+__all__ = [
+    "CHARGED_AT",
+    "DAILY_WINDOWS",
+    "MAX_AMOUNT",
+    "MAX_COUNT",
+    "MAX_LIMITS",
+    "MAX_LIMITS_JSON",
+    "MAX_MODEL_CHARS",
+    "MAX_PROBLEM_CHARS",
+    "AccountView",
+    "Balance",
+    "ChargedAt",
+    "Charging",
+    "DailyWindow",
+    "ModelLimit",
+    "kept_view",
+    "limits_from_json",
+    "limits_to_json",
+    "plain",
+    "unavailable_view",
+    "usable_amount",
+]
+
+ChargedAt = Literal["create", "finish", "unknown"]
+CHARGED_AT: tuple[ChargedAt, ...] = ("create", "finish", "unknown")
+"""When a provider takes a render's price from the balance, as it documents it: when the
+create is accepted, when the render finishes, or not documented."""
+
+
+@dataclass(frozen=True)
+class Charging:
+    """How a provider's balance pays for a render (issue 32 item 4), as its adapter
+    declares it (``providers.base.ParamSpec``).
+
+    Attributes:
+        charged_at: when the price leaves the balance (:data:`CHARGED_AT`).
+        unit: the unit its balance and its published prices count ("credits"), None when
+            it publishes none.
+        usd_per_unit: what one unit is worth in USD where the provider publishes it (Runway:
+            0.01), None when it cannot be converted (the balance then gates nothing).
+    """
+
+    charged_at: ChargedAt = "unknown"
+    unit: str | None = None
+    usd_per_unit: float | None = None
+
 
 DailyWindow = Literal["rolling_24h", "utc_day", "unknown"]
 DAILY_WINDOWS: tuple[DailyWindow, ...] = ("rolling_24h", "utc_day", "unknown")

@@ -12,8 +12,8 @@ the pump, never in it: a slow provider never holds up a claim.
 
 What was read goes to the journal (``Store.put_account_view``), so every process and every
 machine of a team sees the same view. A read that fails is kept as a view with no figure
-and the reason. Nothing here starts or stops a render: the claim's gate comes later
-(issue 32 items 3-6).
+and the reason. Nothing here starts or stops a render: the claim does, from the journal's
+copy (store/provider_limits.py, store/balance.py: issue 32 items 3 and 4).
 """
 
 from __future__ import annotations
@@ -85,6 +85,12 @@ class ViewSchedule:
         """A read not made (another process read the account lately): next at ``next_at``."""
         self._reading.discard(account)
         self._next[account] = next_at
+
+    def connecting(self, account: str) -> bool:
+        """Whether ``account``'s first read (at connect) is under way: the engine claims
+        nothing on it until that read has ended (its limits may be lower than the
+        user's setting)."""
+        return account in self._reading and account not in self._next
 
     def started(self, account: str) -> None:
         self._reading.add(account)
@@ -161,6 +167,10 @@ class ViewReader:
             name=f"account-view-{account}")
         return True
 
+    def connecting(self, account: str) -> bool:
+        """Whether ``account``'s first read is under way (:meth:`ViewSchedule.connecting`)."""
+        return self.schedule.connecting(account)
+
     async def _read_lately(self, account: str) -> float | None:
         """When the journal's view of ``account`` was read, if within the last
         ``schedule.every`` seconds (by any process or machine), else None."""
@@ -200,6 +210,11 @@ class ViewReader:
             self.schedule.finished(account, self._now(), rate_limited=rate_limited,
                                    retry_after=retry_after)
             self._tasks.pop(account, None)
+
+    @property
+    def reading(self) -> bool:
+        """Whether a read is under way (its view may let a waiting account start)."""
+        return bool(self._tasks)
 
     async def wait(self) -> None:
         """Until the reads under way have ended (tests; an orderly stop)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
-from reelqueue.domain.account_view import AccountView
+from reelqueue.domain.account_view import AccountView, Charging
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -28,6 +28,7 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft
 from reelqueue.store.base import (
     AddJobsResult,
     ClaimParams,
@@ -169,6 +170,11 @@ class AsyncStore:
     async def account_views(self) -> list[AccountView]:
         """Store.account_views on the journal thread."""
         return await self.call(self.sync.account_views)
+
+    async def balance_left(self, account: str, now: float,
+                           charging: Charging | None) -> BalanceLeft | None:
+        """Store.balance_left on the journal thread."""
+        return await self.call(self.sync.balance_left, account, now, charging)
 
     # -- claims and fenced transitions -------------------------------------------------
     async def claim_next_job(self, params: ClaimParams) -> Claim | None:

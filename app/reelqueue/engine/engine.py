@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import httpx2
 
+from reelqueue.domain.account_view import AccountView, Charging
 from reelqueue.domain.clock import Clock, SystemClock
 from reelqueue.domain.errors import ErrorClass, KnownError, ReelQueueError
 from reelqueue.domain.models import Account, Claim, ClaimToken, Job, RecoveryReport
@@ -37,6 +38,7 @@ from reelqueue.engine.events import (
     EventBus,
     JobEvent,
     RecoveryEvent,
+    StallReason,
     account_event,
     not_configured_reasons,
     spend_cap_reasons,
@@ -63,8 +65,9 @@ from reelqueue.providers.base import (
 )
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.providers.registry import ProviderRegistry, build_provider
+from reelqueue.store.balance import UNIT_SLACK, in_units
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store, this_host
-from reelqueue.store.spend import local_day_start
+from reelqueue.store.spend import local_day_start, price_of
 
 log = logging.getLogger(__name__)
 
@@ -194,8 +197,15 @@ class Engine:
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
         # Each account's view (issue 32 item 2), read beside the pump where its key is.
-        self.views = ViewReader(self.store.put_account_view, self.clock.now,
+        self.views = ViewReader(self._keep_view, self.clock.now,
                                 self.instance_id, stored=self.store.account_views)
+
+    async def _keep_view(self, view: AccountView) -> bool:
+        """Keep a view just read, then look for work: the claim gates on the kept view
+        (store/provider_limits.py), so a limit raised resumes the account at once."""
+        kept = await self.store.put_account_view(view)
+        self.wake()
+        return kept
 
     def use_providers(self, providers: ProviderRegistry) -> None:
         """Render with ``providers`` from now on (the window starts the built-in mock after
@@ -467,6 +477,11 @@ class Engine:
             await self._pass_done.wait()
         if self._workers or self._last_pass_claims:
             return None
+        if self.views.reading:
+            # A view read under way may show a raised limit or a top-up (issue 32 items 3
+            # and 4): not a stall before it has landed (kept, it wakes the pump).
+            await self.views.wait()
+            return None
         # Read again: a job counted as waiting may have settled meanwhile (a worker that
         # just failed it, a user's cancel).
         by_state = (await self.store.counts()).by_state
@@ -486,11 +501,12 @@ class Engine:
                    if not a.enabled or a.status not in (AccountStatus.READY,
                                                         AccountStatus.RATE_LIMITED)
                    or self._provider_for(a) is None]
-        providers = sorted({j.provider for j in await self.store.list_jobs(
-            None, list(WAITING), 50)})
+        waiting_jobs = await self.store.list_jobs(None, list(WAITING), 50)
+        providers = sorted({j.provider for j in waiting_jobs})
         now = self.clock.now()
         capped = spend_cap_reasons(await self.store.spend_summary(
             now, local_day_start(now)))
+        low = await self._credits_low(accounts, waiting_jobs)
         jobs_wait = f"{waiting:,} job waits" if waiting == 1 else f"{waiting:,} jobs wait"
         if capped and not blocked:
             return f"{jobs_wait} because of a spend cap: " + "; ".join(
@@ -498,6 +514,10 @@ class Engine:
         elsewhere = not_configured_reasons(accounts, await self.store.to_go())
         if elsewhere and not blocked:
             return f"{jobs_wait}: " + "; ".join(str(r.detail) for r in elsewhere)
+        if low and not blocked:
+            return (f"{jobs_wait}: credits low on " + ", ".join(r.subject for r in low)
+                    + " (the balance less the renders it does not include yet cannot pay "
+                      "for the next render; they start again when a read shows more)")
         detail = "; ".join(blocked) if blocked else "no account for provider " + ", ".join(
             providers)
         return f"{jobs_wait} but no usable account can take them ({detail})"
@@ -518,8 +538,8 @@ class Engine:
                 event, key = EngineStateEvent("done", now), ("done",)
             else:
                 accounts = await self.store.list_accounts()
-                providers = {j.provider for j in await self.store.list_jobs(
-                    None, list(WAITING), 200)}
+                waiting_jobs = await self.store.list_jobs(None, list(WAITING), 200)
+                providers = {j.provider for j in waiting_jobs}
                 paused = [b.name for b in await self.store.list_batches()
                           if b.settings.get("paused")]
                 reasons, takes_work = stall_reasons(
@@ -528,6 +548,7 @@ class Engine:
                 reasons += spend_cap_reasons(await self.store.spend_summary(
                     now, local_day_start(now)))
                 reasons += not_configured_reasons(accounts, await self.store.to_go())
+                reasons += tuple(await self._credits_low(accounts, waiting_jobs))
                 due = await self.store.next_wakeup(self.clock_watch.to_server(pass_started))
                 if due is not None:  # shown: on this machine's clock
                     due = self.clock_watch.to_local(due)
@@ -625,6 +646,7 @@ class Engine:
         self._braked = False
         accounts = await self.store.list_accounts()
         waiting_confirm: set[str] = set()
+        charging = self._charging()
         for account in accounts:  # the fixed order of the accounts table
             if not account.enabled:
                 continue
@@ -644,14 +666,19 @@ class Engine:
             # for here (a slow provider holds up no claim).
             self.views.visit(account.name, account.status, account_view_of(provider))
             claimed_here = 0
-            while self._claiming and not self._paused:
+            default_model = self._default_model(account)
+            # While its first read is under way the provider's limits are not known: a
+            # claim now could start more than the provider allows. Its end wakes the pump.
+            connecting = self.views.connecting(account.name)
+            while self._claiming and not self._paused and not connecting:
                 if budget is not None and claims + claimed_here >= budget:
                     self._braked = True
                     break
                 now = self.clock.now()
                 claim = await self.store.claim_next_job(ClaimParams(
                     account.name, self.instance_id, now,
-                    self.config.lease_seconds, local_day_start(now)))
+                    self.config.lease_seconds, local_day_start(now), default_model,
+                    charging))
                 if claim is None:
                     break
                 self.bus.publish(JobEvent(claim.job.id, JobState.CLAIMED,
@@ -668,6 +695,59 @@ class Engine:
                 await self._publish_account(account.name, account)
         self._waiting_confirm = waiting_confirm
         return claims
+
+    async def _credits_low(self, accounts: list[Account],
+                           waiting: Iterable[Job]) -> list[StallReason]:
+        """Code ``credits_low`` for each enabled account whose published balance gates
+        (store/balance.py) and, less what it cannot include yet, cannot pay for the
+        cheapest of the waiting jobs (a sample) that would create there, or any when a
+        price is unknown. The words with the figures are the application's
+        (application/balance_words.py)."""
+        creates: dict[str, list[float | None]] = {}
+        for job in waiting:
+            if job.provider_job_id is None and job.client_token is None:
+                creates.setdefault(job.provider, []).append(price_of(job.metadata))
+        charging = self._charging()
+        low: list[StallReason] = []
+        for account in accounts:
+            prices = creates.get(account.provider)
+            if not account.enabled or not prices:
+                continue
+            left = await self.store.balance_left(account.name, self._server_now(),
+                                                 charging.get(account.provider))
+            if left is None:
+                continue
+            known = [p for p in prices if p is not None]
+            rest = left.left
+            if (rest is None or not known
+                    or min(in_units(p, left) for p in known) > rest + UNIT_SLACK):
+                low.append(StallReason(account.name, "credits_low"))
+        return low
+
+    def _charging(self) -> dict[str, Charging]:
+        """How each provider charges its accounts' balance, as its adapter declares it:
+        the claim subtracts from a published balance what it cannot include yet
+        (store/balance.py)."""
+        out: dict[str, Charging] = {}
+        for kind in self.providers.kinds():
+            try:
+                out[kind] = self.providers.get(kind).params.charging
+            except KnownError:
+                continue
+        return out
+
+    def _default_model(self, account: Account) -> str | None:
+        """The model a job that names none renders with on ``account`` (its own default
+        model setting, else the provider's first): the claim counts it against that
+        model's limit from the provider (store/provider_limits.py)."""
+        own = account.settings.get("model")
+        if isinstance(own, str) and own:
+            return own
+        try:
+            models = self.providers.get(account.provider).params.models
+        except KnownError:
+            return None
+        return models[0] if models else None
 
     def _provider_for(self, account: Account) -> Provider | None:
         cached = self._providers.get(account.name)

@@ -19,6 +19,7 @@ import httpx2
 # Re-exported: the account view's values live in domain/ because the journal keeps them.
 from reelqueue.domain.account_view import AccountView as AccountView
 from reelqueue.domain.account_view import Balance as Balance
+from reelqueue.domain.account_view import Charging as Charging
 from reelqueue.domain.account_view import ModelLimit as ModelLimit
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
@@ -112,6 +113,11 @@ class ParamSpec:
             variants but no ``price_per_second`` is priced only where a variant fits, and
             is "price unknown" elsewhere (a provider that lists whole clips only).
         price_source: where the prices come from, and when they were read.
+        charging: when the provider takes a render's price from the balance, its unit and
+            what a unit is worth in USD (issue 32 item 4; ``unknown``, no unit: the
+            balance gates nothing).
+        unit_price_per_second: model -> the provider's own price per second in
+            ``charging.unit`` where it publishes one (Runway: credits per second).
     """
 
     models: tuple[str, ...] = ()
@@ -128,6 +134,8 @@ class ParamSpec:
     price_variants: Mapping[str, tuple[PriceVariant, ...]] = field(default_factory=dict)
     price_source: str = ""
     default_capacity: int = 1
+    charging: Charging = field(default_factory=Charging)
+    unit_price_per_second: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

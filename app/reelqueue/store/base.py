@@ -10,11 +10,11 @@ ledger entry) when the job is no longer owned by that claim.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reelqueue.domain.account_view import AccountView
+from reelqueue.domain.account_view import AccountView, Charging
 from reelqueue.domain.models import (
     Account,
     AccountSpec,
@@ -29,6 +29,7 @@ from reelqueue.domain.models import (
 )
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft
 from reelqueue.store.spend import SpendSummary, ToGo
 
 
@@ -69,6 +70,10 @@ class ClaimParams:
     now: the current time (epoch seconds).
     lease_seconds: how long the claim holds without a heartbeat.
     day_start: the local midnight of ``now``, where an account's daily spend cap starts.
+    default_model: the model of a job whose params name none (the provider's default, or
+        the account's), for the provider's per-model limits (store/provider_limits.py).
+    charging: provider kind -> how it charges its accounts' balance (store/balance.py);
+        a provider not in it: its balance gates nothing.
     """
 
     account: str
@@ -76,6 +81,8 @@ class ClaimParams:
     now: float
     lease_seconds: float
     day_start: float = 0.0
+    default_model: str | None = None
+    charging: Mapping[str, Charging] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -236,6 +243,11 @@ class Store(Protocol):
         ...
     def account_views(self) -> list[AccountView]:
         """Every account's view, by account name."""
+        ...
+    def balance_left(self, account: str, now: float,
+                     charging: Charging | None) -> BalanceLeft | None:
+        """The account's published balance less what it cannot include yet, as the claim
+        reckons it (store/balance.py); None when its balance gates nothing."""
         ...
 
     # -- claims and fenced transitions -------------------------------------------------

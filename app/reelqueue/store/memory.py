@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from reelqueue.domain.account_view import AccountView, kept_view
+from reelqueue.domain.account_view import AccountView, Charging, kept_view
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import (
     Account,
@@ -30,6 +30,7 @@ from reelqueue.domain.models import (
 from reelqueue.domain.render_times import render_kind
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal, dry
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -47,6 +48,7 @@ from reelqueue.store.base import (
     this_host,
 )
 from reelqueue.store.listing import listed_entry, listed_job
+from reelqueue.store.provider_limits import gated_models, job_model
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     failure_of,
@@ -374,6 +376,9 @@ class MemoryStore:
                 return None
             if self.live_count(account.name) >= account.capacity:
                 return None
+            gated = self._gated_models(account, params)
+            left = self._balance_left(account, params.now,
+                                      params.charging.get(account.provider))
             candidates = [
                 j for j in self._jobs.values()
                 if j.state in WAITING and j.provider == account.provider
@@ -383,10 +388,13 @@ class MemoryStore:
                 # a paused batch's jobs wait, except a render in flight (queries.sql)
                 and (j.provider_job_id is not None
                      or not self._batches[j.batch_id].settings.get("paused"))
+                # a model at the provider's limit here waits, except a render in flight
+                and (j.provider_job_id is not None
+                     or job_model(j.params.get("model"), params.default_model) not in gated)
             ]
-            picked = self._spend_checked(account, params, candidates)
+            picked = self._spend_checked(account, params, candidates, left)
             if picked is None:
-                picked = self._routed(account, params)
+                picked = self._routed(account, params, gated, left)
             if picked is None:
                 return None
             job = picked
@@ -402,8 +410,63 @@ class MemoryStore:
                        claim_token=token, detail=claimed_detail(params.instance_id, job))
             return claim_of(job, account.name, token)
 
+    def _gated_models(self, account: Account, params: ClaimParams) -> list[str]:
+        """The models the account may start no new render of now, by its view's limits
+        (store/provider_limits.py; the SQL journals' live_of_model and creates_since)."""
+        name = account.name
+
+        def model_of(job: Job) -> str:
+            return job_model(job.params.get("model"), params.default_model)
+
+        def live_of(model: str) -> int:
+            return sum(1 for j in self._jobs.values() if j.account == name
+                       and j.state in IN_FLIGHT and model_of(j) == model)
+
+        def created_since(model: str, since: float) -> int:
+            sent = sum(1 for e in self._ledger
+                       if e.event == "submitting" and e.account == name and e.at >= since
+                       and e.job_id in self._jobs and model_of(self._jobs[e.job_id]) == model)
+            return sent + sum(1 for j in self._jobs.values()
+                              if j.account == name and j.state == JobState.CLAIMED
+                              and j.client_token is None and model_of(j) == model)
+
+        return gated_models(self._views.get(name), params.now, live_of=live_of,
+                            created_since=created_since)
+
+    def balance_left(self, account: str, now: float,
+                     charging: Charging | None) -> BalanceLeft | None:
+        with self._lock:
+            return self._balance_left(self._accounts[account], now, charging) \
+                if account in self._accounts else None
+
+    def _balance_left(self, account: Account, now: float,
+                      charging: Charging | None) -> BalanceLeft | None:
+        """The account's balance less what it cannot include yet (store/balance.py; the
+        SQL journals' pending_usd)."""
+        name = account.name
+
+        def pending_usd(since: float, every_live: bool) -> tuple[float, int]:
+            prices: list[float | None] = []
+            created: set[int] = set()
+            for e in self._ledger:
+                if (e.event == "submitting" and e.account == name and e.at >= since
+                        and e.job_id in self._jobs):
+                    created.add(e.job_id)
+                    prices.append(price_of(self._jobs[e.job_id].metadata))
+            for j in self._jobs.values():
+                if j.account != name or j.state not in IN_FLIGHT:
+                    continue
+                if ((j.state == JobState.CLAIMED and j.client_token is None)
+                        or (every_live and j.id not in created)):
+                    prices.append(price_of(j.metadata))
+            known = [p for p in prices if p is not None]
+            return sum(known), len(prices) - len(known)
+
+        return balance_left(self._views.get(name), now, charging, pending_usd)
+
     def _spend_checked(
         self, account: Account, params: ClaimParams, candidates: list[Job],
+        left: BalanceLeft | None = None,
     ) -> Job | None:
         """The best candidate no spend cap refuses (the walk of spend.first_unrefused, as
         the SQL journals' claim)."""
@@ -415,8 +478,10 @@ class MemoryStore:
             return min(left, key=lambda j: (-j.priority, j.id)) if left else None
 
         def refused_of(job: Job) -> Refusal | None:
-            return refusal(
-                needs_create=job.provider_job_id is None and job.client_token is None,
+            needs_create = job.provider_job_id is None and job.client_token is None
+            return balance_refusal(left, needs_create=needs_create,
+                                   price=price_of(job.metadata)) or refusal(
+                needs_create=needs_create,
                 price=price_of(job.metadata),
                 batch_cap=cap_of(self._batches[job.batch_id].settings, "max_spend"),
                 batch_committed=functools.partial(self._batch_committed, job.batch_id),
@@ -428,7 +493,8 @@ class MemoryStore:
         return first_unrefused(next_candidate, refused_of, lambda j: j.batch_id,
                                lambda: len(self._batches))
 
-    def _routed(self, account: Account, params: ClaimParams) -> Job | None:
+    def _routed(self, account: Account, params: ClaimParams,
+                gated: Collection[str] = (), left: BalanceLeft | None = None) -> Job | None:
         """A routed job this account takes over (store/routing.py, as the SQL journals'
         ``_routed_candidate`` with their ``routed_waiting`` filter), moved to its provider
         with the ``handed_over`` entry."""
@@ -437,13 +503,27 @@ class MemoryStore:
              a.cooldown_until is not None and a.cooldown_until > params.now)
             for a in self._accounts.values())
 
+        balances: dict[str, BalanceLeft | None] = {account.name: left}
+
+        def balance_of(other: Account) -> BalanceLeft | None:
+            if other.name not in balances:
+                balances[other.name] = self._balance_left(
+                    other, params.now, params.charging.get(other.provider))
+            return balances[other.name]
+
         def capped(other: Account) -> bool:
             cap = cap_of(other.settings, "daily_cap")
-            return cap is not None and (
+            return (cap is not None and (
                 self._account_committed(other.name, params.day_start) >= cap - SLACK)
+            ) or dry(balance_of(other))
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
+            if balance_refusal(balance_of(taker), needs_create=True, price=candidate.price):
+                return False  # the taker's balance cannot pay for it
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
                 batch_committed=functools.partial(self._batch_committed, row.batch_id),

@@ -71,6 +71,7 @@ from reelqueue.store.postgres_support import (
     open_pool,
     rollback_quietly,
 )
+from reelqueue.store.provider_limits import VIEW_FRESH_SECONDS
 from reelqueue.store.sql_journal import (
     CLAIM_IN_STEPS,
     FencedWrite,
@@ -81,7 +82,7 @@ from reelqueue.store.sql_journal import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -534,7 +535,9 @@ class PostgresStore(InstancesRegistry):
         rows = self._single(self._q["claim_fast"].encode(), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
-            "creates": True, "skip_batches": [], **refusal_params()},
+            "creates": True, "skip_batches": [], "skip_models": [],
+            "default_model": params.default_model, "view_fresh_seconds": VIEW_FRESH_SECONDS,
+            **refusal_params()},
             before=[("lock_account", {"name": params.account})])
         return rows[0] if rows else None
 

@@ -29,6 +29,7 @@ from reelqueue.domain.account_view import (
     MAX_PROBLEM_CHARS,
     AccountView,
     Balance,
+    Charging,
     kept_view,
     limits_from_json,
     limits_to_json,
@@ -57,6 +58,7 @@ from reelqueue.domain.row_limits import (
     refusal_words,
 )
 from reelqueue.domain.states import AccountStatus, JobState
+from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal, dry
 from reelqueue.store.base import (
     JOB_ORDERS,
     AddJobsResult,
@@ -72,6 +74,7 @@ from reelqueue.store.base import (
     error_detail,
     short_lease,
 )
+from reelqueue.store.provider_limits import gated_models, job_model
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
     RecoveryAction,
@@ -394,10 +397,13 @@ class SqlJournal(SqlDriver):
         account = self._account_with_room(params)
         if account is None:
             return None
+        view_row = self._one("claim_view", account=account.name, now=params.now)
+        gated = self._gated_models(account, params, view_row)
+        left = self._balance_left(account, params, view_row)
         for _ in range(MAX_REFUSED_PER_CLAIM):
-            candidate = self._spend_checked_candidate(account, params)
+            candidate = self._spend_checked_candidate(account, params, gated, left)
             if candidate is None:
-                candidate = self._routed_candidate(account, params)
+                candidate = self._routed_candidate(account, params, gated, left)
             if candidate is None:
                 return None
             problem = self._one("row_problem", id=candidate, **ROW_LIMITS)
@@ -414,6 +420,47 @@ class SqlJournal(SqlDriver):
         if claimed is None:  # the claim's lock holds the row: cannot happen; a guard
             return None
         return self._claimed(claimed, account.name, token, params)
+
+    def _gated_models(self, account: Account, params: ClaimParams,
+                      row: Row | None) -> list[str]:
+        """The models the account may start no new render of now, by its view's limits
+        (``row``: claim_view; store/provider_limits.py), counted in the claim's
+        transaction."""
+        if row is None:
+            return []
+        common = {"account": account.name, "default_model": params.default_model}
+        return gated_models(
+            view_of(row), float(row["now"]),
+            live_of=lambda model: int(self._scalar("live_of_model", model=model, **common)),
+            created_since=lambda model, since: int(self._scalar(
+                "creates_since", model=model, since=since, **common)))
+
+    def _balance_left(self, account: Account, params: ClaimParams,
+                      row: Row | None) -> BalanceLeft | None:
+        """The account's published balance less what it cannot include yet (``row``:
+        claim_view; store/balance.py), read in the claim's transaction."""
+        if row is None:
+            return None
+
+        def pending_usd(since: float, every_live: bool) -> tuple[float, int]:
+            found = self._one("pending_usd", account=account.name, since=since,
+                              every_live=every_live)
+            return (0.0, 0) if found is None else (float(found["usd"]),
+                                                   int(found["unpriced"]))
+
+        return balance_left(view_of(row), float(row["now"]),
+                            params.charging.get(account.provider), pending_usd)
+
+    def balance_left(self, account: str, now: float,
+                     charging: Charging | None) -> BalanceLeft | None:
+        with self._reading():
+            found = self._one("get_account", name=account)
+            if found is None or charging is None:
+                return None
+            row = self._one("claim_view", account=account, now=now)
+            provider = str(found["provider"])
+            return self._balance_left(self.ROWS.account(found), ClaimParams(
+                account, "", now, 0.0, charging={provider: charging}), row)
 
     def _refuse_row(self, job_id: int, problem: str, params: ClaimParams) -> None:
         """Fail a job whose row is over a bound of domain/row_limits.py (it was not written
@@ -432,7 +479,9 @@ class SqlJournal(SqlDriver):
         return claim_of(job, account, token)
 
     # -- routing (issue 24) ------------------------------------------------------------
-    def _routed_candidate(self, account: Account, params: ClaimParams) -> int | None:
+    def _routed_candidate(self, account: Account, params: ClaimParams,
+                          gated: Collection[str] = (),
+                          left: BalanceLeft | None = None) -> int | None:
         """A routed job this account takes over (store/routing.py), moved to its provider
         with the ``handed_over`` entry, in the claim's transaction; or None. A routed job
         whose route is over ``max_route_bytes`` is not fetched: its id is returned as it
@@ -456,12 +505,29 @@ class SqlJournal(SqlDriver):
                 batch_spent[batch_id] = self._batch_committed(batch_id)
             return batch_spent[batch_id]
 
+        # Each other account's balance as its own claim would reckon it (store/balance.py),
+        # read once per claim: a better-ranked account whose balance cannot pay for the
+        # job does not hold it (issue 32 item 4: it moves here, a recorded hand-over).
+        balances: dict[str, BalanceLeft | None] = {account.name: left}
+
+        def balance_of(other: Account) -> BalanceLeft | None:
+            if other.name not in balances:
+                balances[other.name] = self._balance_left(other, params, self._one(
+                    "claim_view", account=other.name, now=params.now))
+            return balances[other.name]
+
         def capped(other: Account) -> bool:
             cap = cap_of(other.settings, "daily_cap")
-            return cap is not None and committed(other.name) >= cap - SLACK
+            return (cap is not None and committed(other.name) >= cap - SLACK) or dry(
+                balance_of(other))
 
         def may_create(other: Account | None, row: RoutedRow, candidate: Candidate) -> bool:
+            if other is None and job_model(candidate.params.get("model"),
+                                           params.default_model) in gated:
+                return False  # its model is at the provider's limit here
             taker = account if other is None else other
+            if balance_refusal(balance_of(taker), needs_create=True, price=candidate.price):
+                return False  # the taker's balance cannot pay for it
             return refusal(
                 needs_create=True, price=candidate.price, batch_cap=row.batch_cap,
                 batch_committed=functools.partial(batch_committed, row.batch_id),
@@ -510,19 +576,26 @@ class SqlJournal(SqlDriver):
         )
 
     # -- spend caps --------------------------------------------------------------------
-    def _spend_checked_candidate(self, account: Account, params: ClaimParams) -> int | None:
-        """The next claimable job that no spend cap refuses (inside the claim's write
-        transaction, so no other claim can pass a cap at the same time)."""
+    def _spend_checked_candidate(self, account: Account, params: ClaimParams,
+                                 gated: Collection[str] = (),
+                                 left: BalanceLeft | None = None) -> int | None:
+        """The next claimable job that no spend cap refuses and whose model (``gated``:
+        none of those) the provider allows one more render of (inside the claim's write
+        transaction, so no other claim can pass a cap or a limit at the same time)."""
         account_cap = cap_of(account.settings, "daily_cap")
+        skip_models = self._list(list(gated))
 
         def next_candidate(creates: bool, skip: list[int]) -> Row | None:
             return self._one("next_claimable", provider=account.provider, now=params.now,
                              account=account.name, creates=creates,
-                             skip_batches=self._list(skip))
+                             skip_batches=self._list(skip), skip_models=skip_models,
+                             default_model=params.default_model)
 
         def refused_of(row: Row) -> Refusal | None:
-            return refusal(
-                needs_create=row["provider_job_id"] is None and row["client_token"] is None,
+            needs_create = row["provider_job_id"] is None and row["client_token"] is None
+            return balance_refusal(left, needs_create=needs_create,
+                                   price=_number(row["price"])) or refusal(
+                needs_create=needs_create,
                 price=_number(row["price"]),
                 batch_cap=_number(row["max_spend"]),
                 batch_committed=functools.partial(self._batch_committed, int(row["batch_id"])),

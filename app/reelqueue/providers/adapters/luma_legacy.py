@@ -66,6 +66,7 @@ from reelqueue.providers.adapters._images import image_kind
 from reelqueue.providers.adapters._params import param_int, param_str
 from reelqueue.providers.base import (
     AccountView,
+    Charging,
     ParamProblem,
     ParamSpec,
     PriceVariant,
@@ -169,6 +170,9 @@ PARAMS = ParamSpec(
     "$0.0032 per million pixels, 24 fps, 16:9 frames) as listed by Comfy-Org/docs "
     "api-nodes/pricing.mdx; read 2026-12-01",
     default_capacity=1,  # no published concurrency limit
+    # The balance is read in USD (its cents converted), the unit of the prices above; when
+    # a generation is charged is not in the documents read (issue 32 item 4).
+    charging=Charging("unknown", "USD", 1.0),
 )
 
 

@@ -59,6 +59,7 @@ from reelqueue.providers.adapters._images import image_kind, load_image
 from reelqueue.providers.adapters._params import duration_problem, param_bool, param_int, param_str
 from reelqueue.providers.base import (
     AccountView,
+    Charging,
     ModelLimit,
     ParamProblem,
     ParamSpec,
@@ -145,6 +146,14 @@ PARAMS = ParamSpec(
     price_source="docs.dev.runwayml.com/guides/pricing ($0.01 a credit), as read on "
     "2026-09-28 by a published price check and in PROVIDERS.md section 3; read 2026-12-01",
     default_capacity=1,  # Tier 1: 1-2 concurrent per model; excess waits as THROTTLED
+    # The balance is creditBalance in credits, $0.01 each (the pricing page). When a task's
+    # credits leave it (at create, or at the end) is not in the documents read
+    # (docs/providers.md): "unknown", so the claim subtracts every render in flight and
+    # every create since the balance was read (issue 32 item 4).
+    charging=Charging("unknown", "credits", 0.01),
+    # The same prices in Runway's own unit, credits per second (with audio or unsaid).
+    unit_price_per_second={"gen4.5": 12.0, "gen4_turbo": 5.0, "veo3.1": 40.0,
+                           "veo3.1_fast": 15.0},
 )
 
 

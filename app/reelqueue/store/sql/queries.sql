@@ -77,6 +77,52 @@ SELECT a.*, (SELECT COUNT(*) FROM jobs WHERE account = a.name AND state = 'CLAIM
        COALESCE(a.cooldown_until > :now, 0) AS cooling
   FROM accounts a WHERE a.name = :name;
 
+-- name: claim_view
+-- The account's view (issue 32 item 3), read in the claim's write transaction with the
+-- claim's clock (store/provider_limits.py decides what it gates).
+SELECT v.*, :now AS now FROM account_views v WHERE v.account = :account;
+
+-- name: live_of_model
+-- The account's renders of one model in flight (a job without a model is the default's):
+-- the few live rows of the account (jobs_live_by_account), each one's model read.
+SELECT COUNT(*) FROM jobs INDEXED BY jobs_live_by_account
+ WHERE account = :account AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '') = :model;
+
+-- name: creates_since
+-- What counts against a model's daily limit beyond the provider's used_today at the read:
+-- the creates of that model on the account written since the read (their submitting
+-- entries, ledger_creates: schema 14), and its claimed jobs of that model that will create.
+SELECT (SELECT COUNT(*) FROM ledger l INDEXED BY ledger_creates JOIN jobs j ON j.id = l.job_id
+         WHERE l.event = 'submitting' AND l.account = :account AND l.at >= :since
+           AND COALESCE(NULLIF(json_extract(j.params, '$.model'), ''), :default_model, '')
+               = :model)
+     + (SELECT COUNT(*) FROM jobs INDEXED BY jobs_live_by_account
+         WHERE account = :account AND state = 'CLAIMED' AND client_token IS NULL
+           AND COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '')
+               = :model);
+
+-- name: pending_usd
+-- What the account's published balance cannot include yet (issue 32 item 4,
+-- store/balance.py), in USD (the jobs' stamped price), with how many have no price: each
+-- create written since the read (ledger_creates), each claimed job that will create, and
+-- (:every_live) every other render in flight. Read in the claim's write transaction.
+SELECT COALESCE(SUM(price), 0) AS usd, COUNT(*) - COUNT(price) AS unpriced FROM (
+    SELECT CASE WHEN json_type(j.metadata, '$.price') IN ('integer', 'real')
+                THEN json_extract(j.metadata, '$.price') END AS price
+      FROM ledger l INDEXED BY ledger_creates JOIN jobs j ON j.id = l.job_id
+     WHERE l.event = 'submitting' AND l.account = :account AND l.at >= :since
+    UNION ALL
+    SELECT CASE WHEN json_type(metadata, '$.price') IN ('integer', 'real')
+                THEN json_extract(metadata, '$.price') END
+      FROM jobs INDEXED BY jobs_live_by_account
+     WHERE account = :account
+       AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+       AND ((state = 'CLAIMED' AND client_token IS NULL)
+            OR (:every_live AND NOT EXISTS (
+                SELECT 1 FROM ledger l2 WHERE l2.job_id = jobs.id
+                   AND l2.event = 'submitting' AND l2.at >= :since))));
+
 -- name: count_batches
 SELECT COUNT(*) FROM batches;
 
@@ -146,6 +192,9 @@ UPDATE accounts
 -- create the cap refused; :creates = 0 when the account's daily cap is reached (only jobs
 -- holding a render, which cost nothing more, are taken). An empty :skip_batches ('[]', every claim
 -- until a cap refuses) is not made into a lookup table (issue 20).
+-- Limits from the provider (issue 32 item 3, store/provider_limits.py): :skip_models (a JSON
+-- list) are the models the account may start no new render of now; a job without a model
+-- is :default_model's. A job holding a render is open at the provider already: taken.
 -- The answer comes with what the spend check needs (was spend_candidate: one read less
 -- per claim): the job's batch, whether it needs a create, its price and its batch's cap.
 SELECT j.id, j.batch_id, j.provider_job_id, j.client_token,
@@ -163,6 +212,9 @@ SELECT id FROM (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
            AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
                 OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
+           AND (provider_job_id IS NOT NULL OR :skip_models = '[]'
+                OR COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '')
+                   NOT IN (SELECT value FROM json_each(:skip_models)))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -177,6 +229,9 @@ SELECT id FROM (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
            AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
                 OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
+           AND (provider_job_id IS NOT NULL OR :skip_models = '[]'
+                OR COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '')
+                   NOT IN (SELECT value FROM json_each(:skip_models)))
          ORDER BY priority DESC, id
          LIMIT 1)
     UNION ALL
@@ -190,6 +245,9 @@ SELECT id FROM (
                 SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.paused')))
            AND (provider_job_id IS NOT NULL OR (:creates AND (:skip_batches = '[]'
                 OR batch_id NOT IN (SELECT value FROM json_each(:skip_batches)))))
+           AND (provider_job_id IS NOT NULL OR :skip_models = '[]'
+                OR COALESCE(NULLIF(json_extract(params, '$.model'), ''), :default_model, '')
+                   NOT IN (SELECT value FROM json_each(:skip_models)))
          ORDER BY priority DESC, id
          LIMIT 1)
 )

@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 13). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 14). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -143,6 +143,9 @@ CREATE INDEX ledger_by_event ON ledger (event, job_id)
     WHERE event = 'submitting' OR event = 'completed' OR event = 'spend'
        OR event = 'handed_over' OR event = 'requeued';
 CREATE INDEX ledger_by_time ON ledger (at) WHERE event = 'spend';
+-- A model's daily limit counts the creates written on the account since its view was read
+-- (v14, issue 32 item 3: queries.sql creates_since).
+CREATE INDEX ledger_creates ON ledger (account, at) WHERE event = 'submitting';
 
 -- The ledger is append-only: rows are never changed; only start-up pruning deletes old ones.
 CREATE TRIGGER ledger_append_only BEFORE UPDATE ON ledger
@@ -161,8 +164,9 @@ CREATE TABLE api_tokens (
 );
 
 -- An account as its provider last described it (v13, issue 32 item 2): one row per
--- account, written by whichever process read it, read by every process; advice only
--- (nothing here starts or stops a render). Bad figures are NULL with the problem.
+-- account, written by whichever process read it, read by every process; the claim
+-- reads it in its transaction (limits and balance: v14 / v11, issue 32 items 3 and 4).
+-- Bad figures are NULL with the problem.
 CREATE TABLE account_views (
     account         TEXT PRIMARY KEY,
     organization_id TEXT CHECK (length(organization_id) <= 200),

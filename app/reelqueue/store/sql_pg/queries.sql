@@ -196,6 +196,55 @@ SELECT (SELECT COUNT(*) FROM jobs
        COALESCE(cooldown_until > {server_now}, FALSE) AS cooling
   FROM accounts WHERE name = %(account)s;
 
+-- name: claim_view
+-- The account's view (issue 32 item 3), read under the account's row lock in the claim's
+-- transaction, with the server's clock (store/provider_limits.py decides what it gates).
+SELECT v.*, {server_now} AS now FROM account_views v WHERE v.account = %(account)s;
+
+-- name: live_of_model
+-- The account's renders of one model in flight (a job without a model is the default's):
+-- the few live rows of the account (jobs_live), each one's model read.
+SELECT COUNT(*) FROM jobs
+ WHERE account = %(account)s AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+   AND COALESCE(NULLIF(params ->> 'model', ''), %(default_model)s::text, '') = %(model)s;
+
+-- name: creates_since
+-- What counts against a model's daily limit beyond the provider's used_today at the read:
+-- the creates of that model on the account written since the read (their submitting
+-- entries, ledger_creates: schema 11), and its claimed jobs of that model that will create.
+SELECT (SELECT COUNT(*) FROM ledger l JOIN jobs j ON j.id = l.job_id
+         WHERE l.event = 'submitting' AND l.account = %(account)s
+           AND l.at >= %(since)s::double precision
+           AND COALESCE(NULLIF(j.params ->> 'model', ''), %(default_model)s::text, '')
+               = %(model)s)
+     + (SELECT COUNT(*) FROM jobs
+         WHERE account = %(account)s AND state = 'CLAIMED' AND client_token IS NULL
+           AND COALESCE(NULLIF(params ->> 'model', ''), %(default_model)s::text, '')
+               = %(model)s) AS n;
+
+-- name: pending_usd
+-- What the account's published balance cannot include yet (issue 32 item 4,
+-- store/balance.py), in USD (the jobs' stamped price), with how many have no price: each
+-- create written since the read (ledger_creates), each claimed job that will create, and
+-- (every_live) every other render in flight. Under the account's row lock.
+SELECT COALESCE(SUM(price), 0) AS usd, COUNT(*) - COUNT(price) AS unpriced FROM (
+    SELECT CASE WHEN jsonb_typeof(j.metadata -> 'price') = 'number'
+                THEN (j.metadata ->> 'price')::double precision END AS price
+      FROM ledger l JOIN jobs j ON j.id = l.job_id
+     WHERE l.event = 'submitting' AND l.account = %(account)s
+       AND l.at >= %(since)s::double precision
+    UNION ALL
+    SELECT CASE WHEN jsonb_typeof(metadata -> 'price') = 'number'
+                THEN (metadata ->> 'price')::double precision END
+      FROM jobs
+     WHERE account = %(account)s
+       AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING')
+       AND ((state = 'CLAIMED' AND client_token IS NULL)
+            OR (%(every_live)s::boolean AND NOT EXISTS (
+                SELECT 1 FROM ledger l2 WHERE l2.job_id = jobs.id
+                   AND l2.event = 'submitting'
+                   AND l2.at >= %(since)s::double precision)))) AS p;
+
 -- name: next_claimable
 -- The same three index seeks as the SQLite store's next_claimable (queued jobs any account
 -- may take, queued jobs bound to this account, retry waits that are due), each taking its
@@ -204,7 +253,8 @@ SELECT (SELECT COUNT(*) FROM jobs
 -- locked only until this transaction ends. %(skip_batches)s and %(creates)s: spend caps.
 -- {gate}: nothing here; claim_fast puts claim_gate there (no row is looked at, nor
 -- locked, when the account has no room). {provider}: %(provider)s here; claim_fast's
--- claim_provider there (the locked account's).
+-- claim_provider there (the locked account's). %(skip_models)s, %(default_model)s: limits
+-- from the provider (issue 32 item 3), as in the SQLite store's next_claimable.
 WITH anyone AS (
     SELECT id, priority FROM jobs
       WHERE state = 'QUEUED' AND provider = {provider}
@@ -214,6 +264,8 @@ WITH anyone AS (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        AND (provider_job_id IS NOT NULL OR (COALESCE(NULLIF(params ->> 'model', ''),
+             %(default_model)s::text, '') = ANY(%(skip_models)s::text[])) IS NOT TRUE)
         {gate}
       ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED),
@@ -228,6 +280,8 @@ bound AS (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        AND (provider_job_id IS NOT NULL OR (COALESCE(NULLIF(params ->> 'model', ''),
+             %(default_model)s::text, '') = ANY(%(skip_models)s::text[])) IS NOT TRUE)
         {gate}
       ORDER BY provider, COALESCE(account, pinned_account), priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED),
@@ -241,6 +295,8 @@ due AS (
              SELECT b.id FROM batches b WHERE b.settings @> '{"paused": true}'))
         AND (provider_job_id IS NOT NULL OR (%(creates)s AND NOT batch_id = ANY(
              %(skip_batches)s::bigint[])))
+        AND (provider_job_id IS NOT NULL OR (COALESCE(NULLIF(params ->> 'model', ''),
+             %(default_model)s::text, '') = ANY(%(skip_models)s::text[])) IS NOT TRUE)
         {gate}
       ORDER BY priority DESC, id
       LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -938,7 +994,9 @@ AND EXISTS (SELECT 1 FROM room)
 -- entry; the transaction commits without waiting for the WAL's flush (commit_async). A
 -- candidate a spend cap has to look at (it needs a create and its batch or the
 -- account has a cap) is not claimed here: candidate_id says there is one, and the store
--- claims it the long way (lock_batch, the spend sums), in a transaction of its own.
+-- claims it the long way (lock_batch, the spend sums), in a transaction of its own. So is
+-- a candidate needing a create on an account whose fresh view publishes limits or a
+-- balance (issue 32 items 3 and 4: store/provider_limits.py, store/balance.py).
 WITH room AS (
     SELECT a.name, a.provider, a.settings -> 'daily_cap' AS daily_cap FROM accounts AS a
      WHERE a.name = %(account)s AND a.enabled AND a.status IN ('ready', 'rate_limited')
@@ -966,7 +1024,13 @@ free AS (
      WHERE (c.provider_job_id IS NOT NULL OR c.client_token IS NOT NULL
             OR (jsonb_typeof(c.max_spend) IS DISTINCT FROM 'number'
                 AND jsonb_typeof(r.daily_cap) IS DISTINCT FROM 'number'))
-       AND NOT EXISTS (SELECT 1 FROM checked AS k WHERE k.problem IS NOT NULL)),
+       AND NOT EXISTS (SELECT 1 FROM checked AS k WHERE k.problem IS NOT NULL)
+       AND (c.provider_job_id IS NOT NULL OR NOT EXISTS (
+            SELECT 1 FROM account_views AS v
+             WHERE v.account = r.name
+               AND (v.limits <> '[]'::jsonb OR v.balance_amount IS NOT NULL)
+               AND v.read_at BETWEEN {server_now} - %(view_fresh_seconds)s::double precision
+                                 AND {server_now} + %(view_fresh_seconds)s::double precision))),
 j AS (
     UPDATE jobs
        SET state = 'CLAIMED', account = %(account)s, claim_token = %(token)s,

@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 10). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 11). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -138,6 +138,9 @@ CREATE INDEX ledger_by_event ON ledger (event, job_id)
 -- Start-up pruning by age: the ledger is written in time order, so a block range index
 -- serves it (v9; a B-tree took an entry per ledger row).
 CREATE INDEX ledger_by_time ON ledger USING brin (at);
+-- A model's daily limit counts the creates written on the account since its view was read
+-- (v11, issue 32 item 3: queries.sql creates_since).
+CREATE INDEX ledger_creates ON ledger (account, at) WHERE event = 'submitting';
 
 -- The ledger is append-only: rows are never changed; only start-up pruning deletes old ones.
 CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -200,8 +203,9 @@ CREATE TABLE api_tokens (
 );
 
 -- An account as its provider last described it (v10, issue 32 item 2): one row per
--- account, written by the machine that holds its key, read by every machine; advice only
--- (nothing here starts or stops a render). Bad figures are NULL with the problem.
+-- account, written by the machine that holds its key, read by every machine; the claim
+-- reads it in its transaction (limits and balance: v14 / v11, issue 32 items 3 and 4).
+-- Bad figures are NULL with the problem.
 CREATE TABLE account_views (
     account         TEXT PRIMARY KEY,
     organization_id TEXT CHECK (length(organization_id) <= 200),
