@@ -35,6 +35,7 @@ from reelqueue.domain.account_view import (
 )
 
 __all__ = ["DATE_TRUST_SECONDS", "MAX_VIEW_BYTES", "REUSE_CHECK_SECONDS", "Figures",
+           "KeyCheckAnswer",
            "another_organization", "answer_json", "mapping", "read_at_of", "scrubbed"]
 
 MAX_VIEW_BYTES = 256 * 1024
@@ -44,6 +45,39 @@ DATE_TRUST_SECONDS = 86_400.0
 """A provider's Date header further than this from our clock is not believed."""
 REUSE_CHECK_SECONDS = 60.0
 """The key check's answer stands for the view this long after it was read."""
+
+
+class KeyCheckAnswer:
+    """An adapter's read of the account endpoint its key check and its view share (Runway's
+    ``/v1/organization``, Luma's ``/credits``): the key check's own answer stands for the
+    view :data:`REUSE_CHECK_SECONDS` after it, so connecting reads the endpoint once.
+
+    ``read`` raises what ``error`` makes of a refused answer; the answer is bounded
+    (:data:`MAX_VIEW_BYTES`) and ``cut`` says whether it was longer."""
+
+    def __init__(self, get_bounded: Callable[[str, int], Any], path: str,
+                 error: Callable[[httpx2.Response], Exception]) -> None:
+        self._get_bounded = get_bounded
+        self._path = path
+        self._error = error
+        self._kept: tuple[httpx2.Response, bool, float] | None = None
+
+    async def read(self, *, keep: bool = False) -> tuple[httpx2.Response, bool]:
+        """A fresh read (the key check's, kept when ``keep``)."""
+        self._kept = None
+        response, cut = await self._get_bounded(self._path, MAX_VIEW_BYTES)
+        if not response.is_success:
+            raise self._error(response)
+        if keep:
+            self._kept = (response, cut, time.monotonic())
+        return response, cut
+
+    async def for_view(self) -> tuple[httpx2.Response, bool]:
+        """The key check's answer if it is recent (used once), else a fresh read."""
+        kept, self._kept = self._kept, None
+        if kept is not None and time.monotonic() - kept[2] <= REUSE_CHECK_SECONDS:
+            return kept[0], kept[1]
+        return await self.read()
 
 
 def read_at_of(response: httpx2.Response, now: float | None = None) -> float:

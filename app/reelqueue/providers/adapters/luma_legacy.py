@@ -25,7 +25,6 @@ docs/reconciliation/luma-legacy.md.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -35,9 +34,8 @@ import httpx2
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._account import (
-    MAX_VIEW_BYTES,
-    REUSE_CHECK_SECONDS,
     Figures,
+    KeyCheckAnswer,
     answer_json,
     read_at_of,
     scrubbed,
@@ -237,8 +235,8 @@ class LumaLegacyProvider:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
         # False once the address answered the list with 404/405 (a gateway without it).
         self.supports_search = True
-        # The key check's answer (answer, cut, monotonic time), for account_view.
-        self._checked: tuple[httpx2.Response, bool, float] | None = None
+        # The key check's answer, kept a minute for account_view.
+        self._credits = KeyCheckAnswer(self._api.get_bounded, CREDITS_PATH, self._error)
 
     def __repr__(self) -> str:
         return f"LumaLegacyProvider(account={self._api.account!r})"
@@ -246,24 +244,14 @@ class LumaLegacyProvider:
     async def check_key(self) -> None:
         """``GET /credits``: read-only, the account's credit balance. The answer is kept a
         minute for :meth:`account_view` (the key check's own answer)."""
-        self._checked = None
-        response, cut = await self._api.get_bounded(CREDITS_PATH, MAX_VIEW_BYTES)
-        if not response.is_success:
-            raise self._error(response)
-        self._checked = (response, cut, time.monotonic())
+        await self._credits.read(keep=True)
 
     async def account_view(self) -> AccountView:
         """The balance from ``GET /credits`` (``types/credit_get_response.py`` of
         lumalabs/lumaai-python: ``credit_balance``, a number, "Available credits balance
         in USD cents"), shown in USD. Luma publishes no per-model limit, usage or
         organization id there."""
-        checked, self._checked = self._checked, None
-        if checked is not None and time.monotonic() - checked[2] <= REUSE_CHECK_SECONDS:
-            response, cut = checked[0], checked[1]
-        else:
-            response, cut = await self._api.get_bounded(CREDITS_PATH, MAX_VIEW_BYTES)
-            if not response.is_success:
-                raise self._error(response)
+        response, cut = await self._credits.for_view()
         return scrubbed(credits_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:

@@ -18,7 +18,6 @@ find a task by our token: ``supports_lookup`` is False.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -27,9 +26,8 @@ import httpx2
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._account import (
-    MAX_VIEW_BYTES,
-    REUSE_CHECK_SECONDS,
     Figures,
+    KeyCheckAnswer,
     answer_json,
     mapping,
     read_at_of,
@@ -265,8 +263,9 @@ class RunwayProvider:
                                       "X-Runway-Version": API_VERSION},
         )
         self._cooldown = float(config.settings.get("daily_cap_cooldown", DAILY_CAP_COOLDOWN))
-        # The key check's answer (answer, cut, monotonic time), for account_view.
-        self._checked: tuple[httpx2.Response, bool, float] | None = None
+        # The key check's answer, kept a minute for account_view.
+        self._organization = KeyCheckAnswer(self._api.get_bounded, ORGANIZATION_PATH,
+                                            self._error)
 
     def __repr__(self) -> str:
         return f"RunwayProvider(account={self._api.account!r})"
@@ -274,11 +273,7 @@ class RunwayProvider:
     async def check_key(self) -> None:
         """``GET /v1/organization``: read-only, returns tier, credits and daily usage. The
         answer is kept a minute for :meth:`account_view` (the key check's own answer)."""
-        self._checked = None
-        response, cut = await self._api.get_bounded(ORGANIZATION_PATH, MAX_VIEW_BYTES)
-        if not response.is_success:
-            raise self._error(response)
-        self._checked = (response, cut, time.monotonic())
+        await self._organization.read(keep=True)
 
     async def account_view(self) -> AccountView:
         """The organization's credit balance, each model's tier limits and today's
@@ -287,13 +282,7 @@ class RunwayProvider:
         ``maxConcurrentGenerations`` / ``maxDailyGenerations``; ``usage.models[m]``
         ``dailyGenerations``, "in the past day": a rolling 24 h window, as Runway's tiers
         page says). Runway publishes no organization id in it."""
-        checked, self._checked = self._checked, None
-        if checked is not None and time.monotonic() - checked[2] <= REUSE_CHECK_SECONDS:
-            response, cut = checked[0], checked[1]
-        else:
-            response, cut = await self._api.get_bounded(ORGANIZATION_PATH, MAX_VIEW_BYTES)
-            if not response.is_success:
-                raise self._error(response)
+        response, cut = await self._organization.for_view()
         return scrubbed(organization_view(self._api.account, response, cut), self._api.scrub)
 
     async def submit(self, request: RenderRequest) -> str:
