@@ -44,6 +44,7 @@ from typing import IO, Any
 
 import pytest
 
+from reelqueue.application.words import condition_words
 from reelqueue.domain.states import AccountStatus, JobState
 from tests.proof.harness import (
     REELQUEUE,
@@ -365,8 +366,11 @@ def test_routes_move_on_through_the_real_adapters(tmp_path: Path,
     for name, status in ends.items():
         account = accounts[name]
         words = ", ".join(f"{n} from {p}" for p, n in sorted(took[name].items()))
+        # The condition by its one name (application.words, issue 34): "out of credits",
+        # not the code "out_of_credits".
         line = (f"  account {name} ({account.provider}): 0/{capacity[account.provider]} "
-                f"running, {status.value}" + (f"; took over {words}" if words else "") + "\n")
+                f"running, {condition_words(status.value).name}"
+                + (f"; took over {words}" if words else "") + "\n")
         assert line in status_text, (line, status_text)
 
     # The manifest lists each job's route, and where it rendered.
