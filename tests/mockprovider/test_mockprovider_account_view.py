@@ -7,7 +7,7 @@ import dataclasses
 
 import httpx2
 import pytest
-from mockprovider_helpers import FAST, make_provider, make_request, wait_finished
+from mockprovider_helpers import FAST, make_provider
 
 from reelqueue.domain.account_view import Balance, ModelLimit
 from reelqueue.mockprovider import MockProviderServer
@@ -17,16 +17,22 @@ from reelqueue.providers.mock import MockProvider
 pytestmark = pytest.mark.integration
 
 
-async def test_the_default_view_counts_the_renders_of_the_day(
-        mp_provider: MockProvider) -> None:
+async def test_the_default_view_is_a_balance_and_no_limit(mp_provider: MockProvider) -> None:
+    """No per-model limit by default: the claim obeys published limits (issue 32 item 3),
+    and a default of 4 at once held every mock account of capacity 6 to 4."""
     view = await mp_provider.account_view()
     assert view.balance == Balance(100.0, "credits")
-    assert view.limits == (ModelLimit("mock-1", 4, 500, "utc_day", 0),
-                           ModelLimit("mock-2", 2, 100, "utc_day", 0))
+    assert view.limits == ()
     assert view.problem is None
-    job_id = await mp_provider.submit(make_request())
-    await wait_finished(mp_provider, job_id)
-    assert (await mp_provider.account_view()).limits[0].used_today == 1
+
+
+async def test_a_configured_limit_is_read(mp_client: httpx2.AsyncClient) -> None:
+    body = {"balance": {"amount": 100, "unit": "credits"},
+            "models": {"mock-1": {"concurrency": 4, "daily": 500, "daily_window": "utc_day",
+                                  "used_today": 3}}}
+    with MockProviderServer(dataclasses.replace(FAST, account_view=body)) as server:
+        view = await make_provider(mp_client, server.url).account_view()
+    assert view.limits == (ModelLimit("mock-1", 4, 500, "utc_day", 3),)
 
 
 async def test_a_configured_view_is_answered_as_given(mp_client: httpx2.AsyncClient) -> None:
