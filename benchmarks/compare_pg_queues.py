@@ -81,6 +81,7 @@ from _common import NOW, machine_line, median, print_table, run_forked
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams
 from reelqueue.store.postgres import PostgresStore
+from reelqueue.store.provider_limits import VIEW_FRESH_SECONDS
 
 Setup = Callable[[str, int], None]
 Work = Callable[[str, int], int]  # (database URL, worker index) -> jobs done
@@ -158,7 +159,8 @@ def floor_work(url: str, worker: int) -> int:
             args: dict[str, Any] = {
                 "account": "acct", "token": token, "owner": owner, "lease_seconds": LEASE,
                 "now": NOW, "creates": True, "skip_batches": [], "clock": None,
-                "name": "acct", **refusal_params()}
+                "name": "acct", "skip_models": [], "default_model": None,
+                "view_fresh_seconds": VIEW_FRESH_SECONDS, **refusal_params()}
             with db.pipeline():
                 db.execute(q["begin"])
                 db.execute(lock_sql, [args[n] for n in lock_names])

@@ -386,7 +386,9 @@ class Handler(BaseHTTPRequestHandler):
         elif path.startswith("/generations/"):
             self._one(path[len("/generations/"):])
         elif path == "/credits":
-            self._send(200, {"credit_balance": 1000.0})
+            # USD cents (Luma's documented unit): ample, so the balance never gates these
+            # runs (issue 32 item 4 gates on it); --credits N models running out instead.
+            self._send(200, {"credit_balance": 100_000_000.0})
         else:
             self._missing()
 
