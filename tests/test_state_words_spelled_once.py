@@ -152,3 +152,34 @@ def test_the_scan_finds_a_spelled_name(tmp_path: Path) -> None:
                       'TEXT = f"{n} parked · "\n'
                       'if state == "paused":\n    pass\n', "utf-8")
     assert [name for _line, name in _labels(sample)] == ["queued", "parked"]
+
+
+def test_the_retry_plan_names_an_unknown_outcome_by_its_one_name() -> None:
+    """The retry plan's sentence (application/retry_words.py) says the state's one name;
+    the engine keeps the plan and says nothing to the user itself."""
+    from reelqueue.application.retry_words import retry_summary
+    from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
+    from reelqueue.domain.errors import ErrorLabel
+    from reelqueue.domain.models import Job
+    from reelqueue.domain.states import JobState
+    from reelqueue.engine.retry_plan import RetryPlan
+
+    unknown = Job(
+        id=1, batch_id=1, job_key="k", row_number=1, name="n", prompt="p", provider="mock",
+        params={}, pinned_account=None, priority=0, output_path="b/n.mp4",
+        state=JobState.PARKED, attempts=1, max_attempts=3, account="a", claim_token=None,
+        lease_owner=None, lease_until=None, client_token="t", provider_job_id=None,
+        sub_status=None, progress=None, run_after=0.0, output_size=None,
+        output_sha256=None, cost=None, error_class="unknown",
+        error_label=ErrorLabel.SUBMIT_UNKNOWN.value, error_message=None, created_at=0.0,
+        updated_at=0.0, started_at=None, finished_at=None, metadata={})
+    plan = RetryPlan(reread=(), rerender=(), skipped_permanent=(unknown,), not_retryable=(),
+                     rerender_usd=0.0, unpriced=0, reconcile=(unknown,))
+    name = job_state_words(OUTCOME_UNKNOWN).name
+    text = retry_summary(plan)
+    assert f"1 marked “{name}” will be looked for" in text, text
+    assert f"1 marked “{name}” that cannot be looked for" in text, text
+    source = (PACKAGE / "engine" / "retry_plan.py").read_text("utf-8")
+    assert "def summary" not in source
+    for retired in RETIRED:
+        assert retired not in source, retired

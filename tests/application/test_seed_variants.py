@@ -10,6 +10,7 @@ import pytest
 
 from reelqueue.application import jobs
 from reelqueue.application.context import AppContext
+from reelqueue.application.retry_words import retry_summary
 from reelqueue.domain.clock import FakeClock
 from reelqueue.domain.models import AccountSpec, BatchSpec, Job, JobSpec
 from reelqueue.domain.states import JobState
@@ -76,7 +77,7 @@ def test_a_new_seed_of_a_completed_job_is_a_new_job_and_the_finished_one_is_unto
     assert [j.id for j in plan.variants] == [original.id] and plan.rerender == ()
     assert plan.pays and plan.rerender_usd == pytest.approx(PRICE) and plan.unpriced == 0
     assert plan.not_retryable == ()
-    assert plan.summary() == ("1 job: 1 finished video is kept and rendered again as a new "
+    assert retry_summary(plan) == ("1 job: 1 finished video is kept and rendered again as a new "
                               "job with the new seed (est. $0.05).")
 
     done = on_journal(ctx, lambda s: jobs.retry(s, plan.job_ids, new_seed=42))

@@ -94,7 +94,7 @@ def test_fal_on_its_own_queue_is_looked_for_and_never_created_without_the_users_
     done = rq(data, "retry", "--failed", "--yes")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "2 with a submit outcome unknown will be looked for in the provider's records " \
+    assert "2 marked “outcome unknown” will be looked for in the provider's records " \
         "(no charge); if not found, they stay unknown for you to resolve" in out, out
     assert "never prove one absent" in out, out
     assert "rendered again" not in out and "may pay twice" not in out, out
@@ -112,7 +112,7 @@ def test_a_fal_gateway_cannot_be_looked_for_and_the_plans_words_change_with_its_
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "will be looked for" not in out, out
-    assert "2 with a submit outcome unknown that cannot be looked for in the provider's " \
+    assert "2 marked “outcome unknown” that cannot be looked for in the provider's " \
         "records" in out and "left out" in out, out
     assert {state for state, _ in _jobs(data).values()} == {JobState.FAILED}, \
         "--failed leaves them out: nothing queued, nothing created"
@@ -154,7 +154,7 @@ def test_retry_parked_looks_for_unknown_creates_where_the_account_can_be_asked(
     ids = _unknown_creates(data, "mock", "acct", "http://127.0.0.1:9", parked=True, n=1)
     done = rq(data, "retry", "--parked")
     assert done.returncode == 0, done.stderr
-    assert "1 with a submit outcome unknown will be looked for in the provider's records " \
+    assert "1 marked “outcome unknown” will be looked for in the provider's records " \
         "first (no charge" in done.stdout, done.stdout
     assert _jobs(data)[ids[0]] == (JobState.QUEUED, "ct-0")
 

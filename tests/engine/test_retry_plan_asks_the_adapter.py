@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from reelqueue.application.retry_words import retry_summary
 from reelqueue.domain.errors import ErrorLabel
 from reelqueue.domain.models import Account, Job
 from reelqueue.domain.states import AccountStatus, JobState
@@ -74,12 +75,12 @@ def test_changing_an_accounts_base_url_changes_the_plans_words() -> None:
     plan = plan_retry([1], {1: job}, account_rows={"acct": own}, include_permanent=False)
     assert [j.id for j in plan.look_only] == [1] and not plan.pays
     assert "looked for in the provider's records (no charge); if not found, it stays " \
-        "unknown" in plan.summary()
+        "unknown" in retry_summary(plan)
     gateway = replace(own, base_url="https://gateway.example.com")
     plan = plan_retry([1], {1: job}, account_rows={"acct": gateway}, include_permanent=False)
     assert not plan.look_only and not plan.reconcile
     assert [j.id for j in plan.left_out_unknown] == [1]
-    assert "cannot be looked for" in plan.summary()
+    assert "cannot be looked for" in retry_summary(plan)
     named = plan_retry([1], {1: job}, account_rows={"acct": gateway})
     assert named.create_again == [1] and named.pays
-    assert "may pay twice" in named.summary()
+    assert "may pay twice" in retry_summary(named)

@@ -213,7 +213,7 @@ async def test_retry_failed_never_calls_an_unknown_outcome_refused(
     banner = banners.get("retry")
     assert "1 permanent failure (content policy, invalid input...) was left out" \
         in banner.text
-    assert ("1 with a submit outcome unknown that cannot be looked for in the provider's "
+    assert ("1 marked “outcome unknown” that cannot be looked for in the provider's "
             "records (a retry creates them again, and the first create may already be "
             "charged) was left out") in banner.text
     assert list(banner.buttons) == ["Also retry these 2 (1 refused, 1 outcome unknown)"]

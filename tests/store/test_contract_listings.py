@@ -121,3 +121,51 @@ def test_the_api_readers_list_cut_values(store: Store, tmp_path: Path, clock: Fa
         assert set(entries[-1].detail) == {CUT_KEY}
     finally:
         reader.close()
+
+
+def rewrite_batch(store: Store, batch_id: int, **columns: Any) -> None:
+    """A hostile writer changing a batch's row behind the store's back."""
+    if isinstance(store, MemoryStore):
+        with store._lock:
+            batch = store._batches[batch_id]
+            store._batches[batch_id] = dataclasses.replace(batch, **columns)
+        return
+    for column, value in columns.items():
+        if isinstance(value, dict):
+            value = json.dumps(value)
+        if type(store).__name__ == "PostgresStore":
+            cast = "::jsonb" if column == "settings" else ""
+            with store.raw_connection() as db:  # type: ignore[attr-defined]
+                db.execute(f"UPDATE batches SET {column} = %s{cast} WHERE id = %s",
+                           (value, batch_id))
+        else:
+            store.raw_connection().execute(  # type: ignore[attr-defined]
+                f"UPDATE batches SET {column} = ? WHERE id = ?", (value, batch_id))
+
+
+def test_list_batches_cuts_huge_values_and_never_cuts_a_folder_name(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    [batch] = store.list_batches()
+    folder = "f" * (LIST_PATH_CHARS + 1)
+    rewrite_batch(store, batch.id, name="n" * BIG, source_path="s" * BIG, output_dir=folder,
+                  settings={"paused": True, "max_spend": 2.5, "intake": {"x": "i" * BIG}})
+    [listed] = store.list_batches()
+    assert listed.name == "n" * LIST_NAME_CHARS + cut_marker(BIG)
+    assert listed.source_path == "s" * LIST_PATH_CHARS + cut_marker(BIG)
+    # A cut folder name would be another folder: the listing gives one every reader refuses.
+    assert listed.output_dir == ""
+    assert set(listed.settings) == {CUT_KEY, "paused", "max_spend"}
+    assert listed.settings["paused"] and listed.settings["max_spend"] == 2.5
+    assert "bytes" in listed.settings[CUT_KEY]
+    # The single read keeps the whole row.
+    whole = store.get_batch(batch.id)
+    assert whole is not None and whole.output_dir == folder and len(whole.name) == BIG
+
+
+def test_list_batches_keeps_an_ordinary_batch_whole(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    [before] = store.list_batches()
+    whole = store.get_batch(before.id)
+    assert whole is not None and before == whole

@@ -11,6 +11,7 @@ import time
 from reelqueue.application import jobs
 from reelqueue.application.imports import find_batch
 from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.session import Session
 from reelqueue.application.words import Condition, condition_words
 from reelqueue.cli.context import CliContext
@@ -125,7 +126,7 @@ def handle_retry(args: argparse.Namespace, ctx: CliContext) -> int:
         plan = await jobs.retry_plan(session, ids, new_seed=args.new_seed,
                                      include_permanent=args.include_permanent
                                      or not (args.failed or args.parked))
-        ctx.print(f"Retry: {plan.summary()}")
+        ctx.print(f"Retry: {retry_summary(plan)}")
         if not plan.job_ids:
             return plan, []
         if plan.pays and not args.yes:
@@ -182,7 +183,7 @@ def handle_resolve(args: argparse.Namespace, ctx: CliContext) -> int:
             return 0
         if args.create_again:
             plan = await jobs.retry_plan(session, [args.job_id], create_again=True)
-            ctx.print(f"Resolve: {plan.summary()}")
+            ctx.print(f"Resolve: {retry_summary(plan)}")
             if not args.yes and sys.stdin.isatty():
                 ctx.out.write("Render it again? [y/N] ")
                 ctx.out.flush()

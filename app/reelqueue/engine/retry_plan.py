@@ -165,10 +165,12 @@ class RetryPlan:
     def price_text(self) -> str:
         """"est. $1.20", "est. $1.20 + 2 jobs price unknown — set it with ..." or "price
         unknown — set it with ...": never $0.00 for a job without a price."""
-        return self._price(self.rerender_usd, self.unpriced,
+        return self.price_for(self.rerender_usd, self.unpriced,
                            len(self.rerender) + len(self.variants))
 
-    def _price(self, usd: float, unpriced: int, jobs: int) -> str:
+    def price_for(self, usd: float, unpriced: int, jobs: int) -> str:
+        """``jobs`` jobs at ``usd`` of which ``unpriced`` have no price, in the plan's
+        words (:attr:`price_text`)."""
         if not unpriced:
             return f"est. {money(usd)}"
         unknown = self.unknown or UNKNOWN
@@ -207,69 +209,6 @@ class RetryPlan:
         new job)."""
         return [j.id for j in (*self.reread, *self.reconcile, *self.look_only,
                                *self.rerender, *self.variants)]
-
-    def summary(self, *, include_hint: str = "add --include-permanent to retry them too"
-                ) -> str:
-        """One sentence: '3 jobs: 2 will be re-read from the provider (no charge), 1 will be
-        rendered again (est. $1.20)'. ``include_hint``: how to retry the jobs left out, in
-        the front end's words."""
-        total = len(self.job_ids)
-        parts = []
-        if self.reread:
-            parts.append(f"{len(self.reread)} will be re-read from the provider (no charge; "
-                         "created again only if the provider says the render is gone)")
-        if self.reconcile:
-            parts.append(f"{len(self.reconcile)} with a submit outcome unknown will be looked "
-                         "for in the provider's records first (no charge; created again only "
-                         "if they show the first create never arrived)")
-        if self.look_only:
-            n = len(self.look_only)
-            parts.append(f"{n} with a submit outcome unknown will be looked for in the "
-                         "provider's records (no charge); if not found, "
-                         f"{'they stay' if n != 1 else 'it stays'} unknown for you to "
-                         "resolve: these records can find a render but never prove one "
-                         "absent, so nothing is created again without your word")
-        if self.rerender:
-            price = self.price_text if not self.variants else self._price(
-                self.rerender_usd - self.variant_usd, self.unpriced - self.variant_unpriced,
-                len(self.rerender))
-            parts.append(f"{len(self.rerender)} will be rendered again ({price})")
-        if self.variants:
-            n = len(self.variants)
-            price = self._price(self.variant_usd, self.variant_unpriced, n)
-            parts.append(f"{n} finished video{'s' if n != 1 else ''} "
-                         f"{'are' if n != 1 else 'is'} kept and rendered again as "
-                         f"{'new jobs' if n != 1 else 'a new job'} with the new seed "
-                         f"({price})")
-        if self.maybe_charged:
-            n = len(self.maybe_charged)
-            unpriced = self.maybe_charged_unpriced
-            price = (f" ({self.unknown or UNKNOWN})" if unpriced == n
-                     else f" (est. {money(self.maybe_charged_usd)}"
-                     + (" + price unknown)" if unpriced else ")"))
-            parts.append(f"for {n} of them{price} the first create may already be charged, "
-                         "so this may pay twice (a submit outcome unknown that is not "
-                         "looked for first)")
-        text = f"{total} job{'s' if total != 1 else ''}" + (": " + ", ".join(parts)
-                                                             if parts else "")
-        if self.skipped_permanent:
-            unknown = len(self.left_out_unknown)
-            permanent = len(self.left_out_permanent)
-            if permanent:
-                text += (f". {permanent} permanent failure{'s' if permanent != 1 else ''} "
-                         "(content policy, invalid input...) "
-                         f"{'were' if permanent != 1 else 'was'} left out")
-            if unknown:
-                text += (f"{'; ' if permanent else '. '}{unknown} with a submit outcome "
-                         "unknown that cannot be looked for in the provider's records (a "
-                         "retry creates them again, and the first create may already be "
-                         f"charged) {'were' if unknown != 1 else 'was'} left out")
-            text += f"; {include_hint}"
-        if self.not_retryable:
-            n = len(self.not_retryable)
-            text += (f". {n} {'are' if n != 1 else 'is'} not failed, cancelled or parked "
-                     f"and {'are' if n != 1 else 'is'} left alone")
-        return text + "."
 
 
 def _unknown(job: Job) -> bool:

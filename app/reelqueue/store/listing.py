@@ -20,11 +20,11 @@ import dataclasses
 import json
 from typing import Any
 
-from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.domain.models import Batch, Job, LedgerEntry
 from reelqueue.domain.routes import MAX_ROUTE_CHARS
 
 __all__ = ["CUT_KEY", "LIST_LIMITS", "cut_json", "cut_marker", "cut_text", "fill_listing",
-           "listed_entry", "listed_job"]
+           "listed_batch", "listed_entry", "listed_job"]
 
 LIST_PROMPT_CHARS = 2_000
 LIST_NAME_CHARS = 200
@@ -34,11 +34,15 @@ LIST_PATH_CHARS = 1_024
 LIST_ERROR_CHARS = 4_000
 LIST_JSON_BYTES = 16 * 1024
 """A JSON document (parameters, metadata, a ledger entry's detail), as stored."""
+LIST_SETTINGS_BYTES = 64 * 1024
+"""A batch's settings (its import's mapping and scope, caps, pause), as stored. Over it,
+a listing keeps only ``paused`` and ``max_spend`` beside the ``cut`` key."""
 
 LIST_LIMITS: dict[str, int] = {
     "list_prompt_chars": LIST_PROMPT_CHARS, "list_name_chars": LIST_NAME_CHARS,
     "list_path_chars": LIST_PATH_CHARS, "list_error_chars": LIST_ERROR_CHARS,
     "list_json_bytes": LIST_JSON_BYTES, "list_route_chars": MAX_ROUTE_CHARS,
+    "list_settings_bytes": LIST_SETTINGS_BYTES,
 }
 """The bounds as the listing SQL names them (``{list_prompt_chars}``...), filled in when
 the named queries are loaded (:func:`fill_listing`)."""
@@ -71,7 +75,8 @@ def cut_json(value: dict[str, Any], limit: int = LIST_JSON_BYTES) -> dict[str, A
 def fill_listing(queries: dict[str, str]) -> dict[str, str]:
     """``queries`` with ``{listed_job_columns}``/``{listed_ledger_columns}`` (the dialect's
     own blocks of those names) and the bounds ``{list_...}`` filled in."""
-    blocks = {name: queries[name] for name in ("listed_job_columns", "listed_ledger_columns")
+    blocks = {name: queries[name] for name in ("listed_job_columns", "listed_ledger_columns",
+                                            "listed_batch_columns")
               if name in queries}
     for block_name in list(blocks):
         for key, limit in LIST_LIMITS.items():
@@ -103,6 +108,23 @@ def listed_job(job: Job) -> Job:
         error_message=cut_text(job.error_message, LIST_ERROR_CHARS),
         metadata=cut_json(job.metadata), output_host=cut_text(job.output_host, name),
         output_part=cut_text(job.output_part, path))
+
+
+def listed_batch(batch: Batch) -> Batch:
+    """``batch`` as a listing carries it (the memory store's twin of the SQL): a folder
+    over the bound becomes ``""``, which every reader refuses as a folder (a cut name would
+    be another folder)."""
+    settings = batch.settings
+    size = len(json.dumps(settings, separators=(",", ":"), default=str).encode())
+    if size > LIST_SETTINGS_BYTES:
+        kept = {key: settings[key] for key in ("paused", "max_spend")
+                if settings.get(key) is not None}
+        settings = {CUT_KEY: f"{size} bytes", **kept}
+    return dataclasses.replace(
+        batch, name=cut_text(batch.name, LIST_NAME_CHARS) or "",
+        source_path=cut_text(batch.source_path, LIST_PATH_CHARS) or "",
+        output_dir="" if len(batch.output_dir) > LIST_PATH_CHARS else batch.output_dir,
+        settings=settings)
 
 
 def listed_entry(entry: LedgerEntry) -> LedgerEntry:

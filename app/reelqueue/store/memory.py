@@ -47,7 +47,7 @@ from reelqueue.store.base import (
     short_lease,
     this_host,
 )
-from reelqueue.store.listing import listed_entry, listed_job
+from reelqueue.store.listing import listed_batch, listed_entry, listed_job
 from reelqueue.store.provider_limits import gated_models, job_model
 from reelqueue.store.queue_limit import check_queue_room
 from reelqueue.store.recovery_plan import (
@@ -172,7 +172,7 @@ class MemoryStore:
         return self._batches.get(batch_id)
 
     def list_batches(self) -> list[Batch]:
-        return [self._batches[k] for k in sorted(self._batches)]
+        return [listed_batch(self._batches[k]) for k in sorted(self._batches)]
 
     def add_jobs(
         self, batch_id: int, specs: Sequence[JobSpec], now: float,

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from reelqueue.application import jobs, status
 from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
@@ -144,7 +145,7 @@ class QueueActions:
                 price += (f"; {fmt.number(len(plan.maybe_charged))} may already be "
                           "charged")
             self.window.banners.show_banner(
-                "warning", f"Retry: {plan.summary()}",
+                "warning", f"Retry: {retry_summary(plan)}",
                 [(f"Retry ({price})", lambda: self.spawn(
                     self.retry_now(job_ids, seed, confirmed=True), "retry"))], key="retry")
             return
@@ -162,14 +163,14 @@ class QueueActions:
             renders = ("renders it into its own file" if len(made) == 1
                        else "render them, each into its own file")
             self.window.banners.show_banner(
-                "info", f"Retry: {plan.summary()} New {fmt.plural(len(made), 'job')} "
+                "info", f"Retry: {retry_summary(plan)} New {fmt.plural(len(made), 'job')} "
                 f"{', '.join(str(i) for i in made)} {renders}; the finished "
                 f"{fmt.plural(len(plan.variants), 'video')} and "
                 f"{'its' if len(plan.variants) == 1 else 'their'} spend are kept.",
                 key="retry")
             await self.pager.load_rows()
         elif plan.reread or plan.reconcile:
-            self.window.banners.show_banner("info", f"Retry: {plan.summary()}", key="retry")
+            self.window.banners.show_banner("info", f"Retry: {retry_summary(plan)}", key="retry")
         await self.pager.refresh_rows([job_id for job_id in done if job_id in job_ids])
         if confirmed:  # from the banner: the job's open detail view follows too
             for dialog in list(self.keeper.open):
@@ -193,7 +194,7 @@ class QueueActions:
         if not confirmed:
             plan = await self.session.retry_plan([job_id], create_again=True)
             self.window.banners.show_banner(
-                "warning", f"Render job {job_id} again: {plan.summary()}",
+                "warning", f"Render job {job_id} again: {retry_summary(plan)}",
                 [(f"Render again ({plan.price_text})", lambda: self.spawn(
                     self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
             return
@@ -225,7 +226,7 @@ class QueueActions:
         what it renders again at a price, and a price waits for the user's button."""
         plan = await self.session.retry_plan(
             ids, include_permanent=include_permanent)
-        text = plan.summary(include_hint="'Also retry' queues them too")
+        text = retry_summary(plan, include_hint="'Also retry' queues them too")
         also = [(also_retry_label(plan),
                  lambda: self.spawn(self._retry_failed(ids, include_permanent=True),
                                     "retry-failed"))] if plan.skipped_permanent else []

@@ -10,7 +10,10 @@ RETURNING id;
 SELECT * FROM batches WHERE id = :id;
 
 -- name: list_batches
-SELECT * FROM batches ORDER BY id;
+-- A listing (store/listing.py): name and sheet path cut with the marker; a batch folder
+-- over the path bound becomes '' (refused as a folder, never a cut name written to);
+-- settings over their bound keep only what the engine and the views act on.
+SELECT {listed_batch_columns} FROM batches ORDER BY id;
 
 -- name: insert_job
 -- Positional, one row of values: add_jobs repeats the VALUES row to insert up to 100 jobs
@@ -949,6 +952,23 @@ CASE WHEN length(output_host) > {list_name_chars} THEN substr(output_host, 1, {l
 CASE WHEN length(output_part) > {list_path_chars} THEN substr(output_part, 1, {list_path_chars}) || '… [cut: '
             || length(output_part) || ' chars]' ELSE output_part END AS output_part,
 CASE WHEN length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+
+-- A listing's batch columns (the same policy; list_batches).
+-- name: listed_batch_columns
+id,
+CASE WHEN length(name) > {list_name_chars} THEN substr(name, 1, {list_name_chars}) || '… [cut: '
+            || length(name) || ' chars]' ELSE name END AS name,
+CASE WHEN length(source_path) > {list_path_chars} THEN substr(source_path, 1, {list_path_chars})
+            || '… [cut: ' || length(source_path) || ' chars]' ELSE source_path END AS source_path,
+CASE WHEN length(output_dir) > {list_path_chars} THEN '' ELSE output_dir END AS output_dir,
+max_attempts,
+CASE WHEN json_valid(settings) = 0 THEN json_object('cut', 'not valid JSON')
+     WHEN length(CAST(settings AS BLOB)) > {list_settings_bytes}
+       THEN json_patch(json_object('cut', length(CAST(settings AS BLOB)) || ' bytes'),
+                       json_object('paused', json_extract(settings, '$.paused'),
+                                   'max_spend', json_extract(settings, '$.max_spend')))
+     ELSE settings END AS settings,
+created_at
 
 -- A listing's ledger columns (the same policy).
 -- name: listed_ledger_columns

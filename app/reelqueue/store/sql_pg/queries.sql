@@ -34,7 +34,10 @@ RETURNING id;
 SELECT * FROM batches WHERE id = %(id)s;
 
 -- name: list_batches
-SELECT * FROM batches ORDER BY id;
+-- A listing (store/listing.py): name and sheet path cut with the marker; a batch folder
+-- over the path bound becomes '' (refused as a folder, never a cut name written to);
+-- settings over their bound keep only what the engine and the views act on.
+SELECT {listed_batch_columns} FROM batches ORDER BY id;
 
 -- name: insert_jobs
 -- One statement for a whole chunk of an import: the rows come as parallel arrays, keys
@@ -1189,6 +1192,25 @@ CASE WHEN char_length(output_part) > {list_path_chars}
      THEN left(output_part, {list_path_chars}) || '… [cut: ' || char_length(output_part) || ' chars]'
      ELSE output_part END AS output_part,
 CASE WHEN char_length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+
+
+-- A listing's batch columns (the same policy; list_batches).
+-- name: listed_batch_columns
+id,
+CASE WHEN char_length(name) > {list_name_chars}
+     THEN left(name, {list_name_chars}) || '… [cut: ' || char_length(name) || ' chars]'
+     ELSE name END AS name,
+CASE WHEN char_length(source_path) > {list_path_chars}
+     THEN left(source_path, {list_path_chars}) || '… [cut: ' || char_length(source_path) || ' chars]'
+     ELSE source_path END AS source_path,
+CASE WHEN char_length(output_dir) > {list_path_chars} THEN '' ELSE output_dir END AS output_dir,
+max_attempts,
+CASE WHEN octet_length(settings::text) > {list_settings_bytes}
+     THEN jsonb_strip_nulls(jsonb_build_object(
+            'cut', octet_length(settings::text) || ' bytes',
+            'paused', settings -> 'paused', 'max_spend', settings -> 'max_spend'))
+     ELSE settings END AS settings,
+created_at
 
 -- A listing's ledger columns (the same policy).
 -- name: listed_ledger_columns
