@@ -117,7 +117,8 @@ def raw_cycles(folder: Path, cycles: int) -> float:
             # parameters since the caps; the store counts the batches only when a cap refuses).
             job_id = db.execute(NEXT_CLAIMABLE, {"provider": provider, "now": NOW,
                                                  "account": "acct", "creates": 1,
-                                                 "skip_batches": "[]"}).fetchone()[0]
+                                                 "skip_batches": "[]", "skip_models": "[]",
+                                                 "default_model": None}).fetchone()[0]
             db.execute(
                 "UPDATE jobs SET state = 'CLAIMED', account = 'acct', claim_token = ?, "
                 "lease_owner = 'bench-instance', lease_until = ?, attempts = attempts + 1, "

@@ -50,6 +50,7 @@ each of them costs the 5 s, and 25 took the run past 200 s on the loaded 2-core 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -65,7 +66,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SCHEMATHESIS_VERSION = "4.32.5"
 MAX_EXAMPLES = 25
 BUDGET_SECONDS = 240.0
-SEED = 22
+SEED = int(os.environ.get("REELQUEUE_SCHEMATHESIS_SEED", "22"))
+"""Fixed, so a failure reproduces; ``REELQUEUE_SCHEMATHESIS_SEED=N`` runs another (issue 34's
+closing note: seeds 1-3 once)."""
 EVENTS_READ_SECONDS = 5
 EVENTS_MAX_EXAMPLES = 10
 

@@ -19,6 +19,7 @@ import pytest
 
 from reelqueue.application import accounts, imports, jobs
 from reelqueue.application.accounts import AccountDraft
+from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.session import Session
 from reelqueue.cli import cmd_accounts, cmd_intake
 from reelqueue.cli.context import CliContext
@@ -215,7 +216,7 @@ def test_an_accounts_own_price_is_used_everywhere_and_cleared_with_none(
     assert sorted(row.estimate for row in rows if row.estimate is not None) == [0.4, 0.5]
     retry = on_journal(ctx, lambda s: jobs.retry_plan(s, [failed]))
     assert (retry.rerender_usd, retry.unpriced) == (0.5, 0)
-    assert "1 will be rendered again (est. $0.50)" in retry.summary()
+    assert "1 will be rendered again (est. $0.50)" in retry_summary(retry)
 
     out = cli(ctx, cmd_accounts.register, "accounts", "set", "k2", "--price-per-second",
               "none")
@@ -224,7 +225,7 @@ def test_an_accounts_own_price_is_used_everywhere_and_cleared_with_none(
     retry = on_journal(ctx, lambda s: jobs.retry_plan(s, [failed]))
     assert (retry.rerender_usd, retry.unpriced) == (0.0, 1)
     assert retry.price_text == f"{SET_IT} for account k2"
-    assert not ZERO.search(retry.summary())
+    assert not ZERO.search(retry_summary(retry))
     cleared = plan(ctx, sheet)  # every job is in the journal: the rows still say it
     assert [row.price.unknown if row.price else None for row in cleared.preview()] == [
         f"{SET_IT} for account k2"] * 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,55 @@ def test_list_batches_keeps_an_ordinary_batch_whole(
     [before] = store.list_batches()
     whole = store.get_batch(before.id)
     assert whole is not None and before == whole
+
+
+def test_a_long_text_is_cut_by_characters_and_its_size_said_in_bytes(
+        store: Store, tmp_path: Path, clock: FakeClock) -> None:
+    """Cut at the character bound (never inside a character), the marker giving the whole
+    value's size in UTF-8 bytes (what PostgreSQL reads without fetching the value); a text
+    over the bound in bytes but not in characters is whole."""
+    seed_store(store, tmp_path, clock.now(), jobs=2)
+    first, second = (job.id for job in store.list_jobs())
+    long_one = "映" * (LIST_PROMPT_CHARS + 1)
+    short_one = "映" * (LIST_PROMPT_CHARS - 500)  # 4,500 bytes, 1,500 characters
+    rewrite(store, first, prompt=long_one)
+    rewrite(store, second, prompt=short_one)
+    listed = {job.id: job for job in store.list_jobs()}
+    assert listed[first].prompt == "映" * LIST_PROMPT_CHARS + cut_marker(
+        len(long_one.encode()))
+    assert cut_marker(3) == "… [cut: 3 bytes]"
+    assert listed[second].prompt == short_one
+
+
+def test_the_health_check_does_not_wait_behind_a_listing(
+        store: Store, tmp_path: Path, clock: FakeClock, request: pytest.FixtureRequest) -> None:
+    """``/v1/health`` reads on its own connection: while a listing holds the reader's
+    connection (rows of 50 MB values take seconds to list), the health check answers."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory store has no reader of its own")
+    seed_store(store, tmp_path, clock.now(), jobs=1)
+    reader: Any
+    if type(store).__name__ == "PostgresStore":
+        from reelqueue.store.pg_reader import PgJournalReader
+
+        reader = PgJournalReader(request.getfixturevalue("pg_dsn"))
+        for link in (reader._link, reader._health_link):  # the test's schema
+            link._conn.execute(  # type: ignore[union-attr]
+                f"SET search_path TO {store.schema}")  # type: ignore[attr-defined]
+        busy = reader._link._lock
+    else:
+        from reelqueue.store.journal_reader import JournalReader
+
+        reader = JournalReader(tmp_path / "journal.sqlite3")
+        busy = reader._lock
+    answers: list[str] = []
+    try:
+        with busy:  # a listing in progress on the reader's connection
+            checker = threading.Thread(target=lambda: answers.append(reader.writable()))
+            checker.start()
+            checker.join(60)  # a bound for a deadlock, not a timing: it answers at once
+            alive = checker.is_alive()
+        checker.join()
+        assert not alive and answers == ["writable"]
+    finally:
+        reader.close()

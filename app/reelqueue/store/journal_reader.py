@@ -29,9 +29,18 @@ class JournalReader:
         self._db.execute(self._q["set_busy_timeout"].format(ms=int(busy_timeout_ms)))
         self._db.execute(self._q["query_only_on"])
         self._lock = threading.Lock()
+        # The health check's own connection: it never waits behind a long listing read
+        # (a listing of rows rewritten with 50 MB values takes seconds on SQLite).
+        self._health_db = sqlite3.connect(str(journal), isolation_level=None,
+                                          timeout=busy_timeout_ms / 1000,
+                                          check_same_thread=False)
+        self._health_db.execute(self._q["set_busy_timeout"].format(ms=int(busy_timeout_ms)))
+        self._health_db.execute(self._q["query_only_on"])
+        self._health_lock = threading.Lock()
 
     def close(self) -> None:
         self._db.close()
+        self._health_db.close()
 
     def job_by_key(self, job_key: str) -> Job | None:
         with self._lock:
@@ -67,8 +76,10 @@ class JournalReader:
         return [ledger_from_row(row) for row in rows]
 
     def writable(self) -> str:
-        """"writable", "read-only" (file or folder cannot be written) or "unreadable"."""
-        self.last_ledger_seq()
+        """"writable", "read-only" (file or folder cannot be written) or "unreadable".
+        On the health check's own connection."""
+        with self._health_lock:
+            self._health_db.execute(self._q["reader_last_ledger_seq"]).fetchone()
         ok = os.access(self._path, os.W_OK) and os.access(self._path.parent, os.W_OK)
         return "writable" if ok else "read-only"
 

@@ -51,17 +51,19 @@ CUT_KEY = "cut"
 """The only key of the object that stands for a JSON document too large to list."""
 
 
-def cut_marker(length: int) -> str:
-    """What ends a cut text whose whole value is ``length`` characters (SQL writes the same
-    words: ``listed_job_columns``)."""
-    return f"… [cut: {length} chars]"
+def cut_marker(size: int) -> str:
+    """What ends a cut text whose whole value is ``size`` bytes in UTF-8 (SQL writes the
+    same words: ``listed_job_columns``). Bytes, not characters: PostgreSQL reads a long
+    value's byte size from its TOAST header, where counting its characters would fetch and
+    decompress all of it (a 50 MB prompt, each time it is listed)."""
+    return f"… [cut: {size} bytes]"
 
 
 def cut_text(value: str | None, limit: int) -> str | None:
     """``value``'s first ``limit`` characters and the marker, when it is longer."""
     if value is None or len(value) <= limit:
         return value
-    return value[:limit] + cut_marker(len(value))
+    return value[:limit] + cut_marker(len(value.encode("utf-8", "surrogatepass")))
 
 
 def cut_json(value: dict[str, Any], limit: int = LIST_JSON_BYTES) -> dict[str, Any]:

@@ -46,6 +46,12 @@ class PgJournalReader:
 
     def __init__(self, dsn: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._link = PgLink(dsn, application_name="reelqueue-api")
+        # The health check's own connection: it never waits behind a long listing read.
+        try:
+            self._health_link = PgLink(dsn, application_name="reelqueue-api-health")
+        except BaseException:
+            self._link.close()
+            raise
         self._clock = clock
         self._gaps_lock = threading.Lock()
         self._pending: dict[int, _Gap] = {}
@@ -56,6 +62,7 @@ class PgJournalReader:
 
     def close(self) -> None:
         self._link.close()
+        self._health_link.close()
 
     def job_by_key(self, job_key: str) -> Job | None:
         row = self._link.one("job_by_key", {"job_key": job_key})
@@ -138,7 +145,7 @@ class PgJournalReader:
 
     def writable(self) -> str:
         """"writable" or "read-only" (a standby, a read-only session or user)."""
-        row = self._link.one("writable")
+        row = self._health_link.one("writable")
         return "writable" if row and row["ok"] else "read-only"
 
     def last_ledger_seq(self) -> int:

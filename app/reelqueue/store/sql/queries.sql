@@ -887,79 +887,69 @@ SELECT job_key FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys));
 -- name: ids_for_keys
 SELECT id FROM jobs WHERE job_key IN (SELECT value FROM json_each(:keys)) ORDER BY id;
 
--- A listing's job columns (store/listing.py): long text cut here, on the server, with
--- the marker '… [cut: N chars]'; a JSON document over its bound (or not JSON at all)
--- becomes {"cut": why}; a route too long to parse is left out. Only listings: get_job and
--- the engine's reads keep the whole row. {list_...}: LIST_LIMITS.
+-- A listing's job columns (store/listing.py): a row with a long text over its bound is
+-- listed from job_cuts (schema.sql: filled by triggers as the row is written, the text cut
+-- with the marker '… [cut: N bytes]', a JSON document over its bound or not JSON at all
+-- {"cut": why}, a route too long to parse left out), so a listing never reads a long
+-- text whole; the listing queries join it (LEFT JOIN job_cuts c ON c.job_id = jobs.id).
+-- The short words a transition writes (account, tokens, ids) are cut here, inline.
+-- Only listings: get_job and the engine's reads keep the whole row.
 -- name: listed_job_columns
-id,
-batch_id,
-CASE WHEN length(job_key) > {list_path_chars} THEN substr(job_key, 1, {list_path_chars}) || '… [cut: '
-            || length(job_key) || ' chars]' ELSE job_key END AS job_key,
-row_number,
-CASE WHEN length(name) > {list_name_chars} THEN substr(name, 1, {list_name_chars}) || '… [cut: '
-            || length(name) || ' chars]' ELSE name END AS name,
-CASE WHEN length(prompt) > {list_prompt_chars} THEN substr(prompt, 1, {list_prompt_chars}) || '… [cut: '
-            || length(prompt) || ' chars]' ELSE prompt END AS prompt,
-CASE WHEN length(provider) > {list_name_chars} THEN substr(provider, 1, {list_name_chars}) || '… [cut: '
-            || length(provider) || ' chars]' ELSE provider END AS provider,
-CASE WHEN length(CAST(params AS BLOB)) > {list_json_bytes}
-       THEN json_object('cut', length(CAST(params AS BLOB)) || ' bytes')
-     WHEN json_valid(params) = 0 THEN json_object('cut', 'not valid JSON')
-     ELSE params END AS params,
-CASE WHEN length(pinned_account) > {list_name_chars} THEN substr(pinned_account, 1, {list_name_chars}) || '… [cut: '
-            || length(pinned_account) || ' chars]' ELSE pinned_account END AS pinned_account,
-priority,
-CASE WHEN length(output_path) > {list_path_chars} THEN substr(output_path, 1, {list_path_chars}) || '… [cut: '
-            || length(output_path) || ' chars]' ELSE output_path END AS output_path,
-state,
-attempts,
-max_attempts,
-CASE WHEN length(account) > {list_name_chars} THEN substr(account, 1, {list_name_chars}) || '… [cut: '
-            || length(account) || ' chars]' ELSE account END AS account,
-CASE WHEN length(claim_token) > {list_name_chars} THEN substr(claim_token, 1, {list_name_chars}) || '… [cut: '
-            || length(claim_token) || ' chars]' ELSE claim_token END AS claim_token,
-CASE WHEN length(lease_owner) > {list_name_chars} THEN substr(lease_owner, 1, {list_name_chars}) || '… [cut: '
-            || length(lease_owner) || ' chars]' ELSE lease_owner END AS lease_owner,
-lease_until,
-CASE WHEN length(client_token) > {list_name_chars} THEN substr(client_token, 1, {list_name_chars}) || '… [cut: '
-            || length(client_token) || ' chars]' ELSE client_token END AS client_token,
-CASE WHEN length(provider_job_id) > {list_name_chars} THEN substr(provider_job_id, 1, {list_name_chars}) || '… [cut: '
-            || length(provider_job_id) || ' chars]' ELSE provider_job_id END AS provider_job_id,
-CASE WHEN length(sub_status) > {list_name_chars} THEN substr(sub_status, 1, {list_name_chars}) || '… [cut: '
-            || length(sub_status) || ' chars]' ELSE sub_status END AS sub_status,
-progress,
-run_after,
-output_size,
-CASE WHEN length(output_sha256) > {list_name_chars} THEN substr(output_sha256, 1, {list_name_chars}) || '… [cut: '
-            || length(output_sha256) || ' chars]' ELSE output_sha256 END AS output_sha256,
-cost,
-error_class,
-CASE WHEN length(error_label) > {list_name_chars} THEN substr(error_label, 1, {list_name_chars}) || '… [cut: '
-            || length(error_label) || ' chars]' ELSE error_label END AS error_label,
-CASE WHEN length(error_message) > {list_error_chars} THEN substr(error_message, 1, {list_error_chars}) || '… [cut: '
-            || length(error_message) || ' chars]' ELSE error_message END AS error_message,
-created_at,
-updated_at,
-started_at,
-finished_at,
-CASE WHEN length(CAST(metadata AS BLOB)) > {list_json_bytes}
-       THEN json_object('cut', length(CAST(metadata AS BLOB)) || ' bytes')
-     WHEN json_valid(metadata) = 0 THEN json_object('cut', 'not valid JSON')
-     ELSE metadata END AS metadata,
-CASE WHEN length(output_host) > {list_name_chars} THEN substr(output_host, 1, {list_name_chars}) || '… [cut: '
-            || length(output_host) || ' chars]' ELSE output_host END AS output_host,
-CASE WHEN length(output_part) > {list_path_chars} THEN substr(output_part, 1, {list_path_chars}) || '… [cut: '
-            || length(output_part) || ' chars]' ELSE output_part END AS output_part,
-CASE WHEN length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+jobs.id,
+jobs.batch_id,
+CASE WHEN c.job_id IS NULL THEN jobs.job_key ELSE c.job_key END AS job_key,
+jobs.row_number,
+CASE WHEN c.job_id IS NULL THEN jobs.name ELSE c.name END AS name,
+CASE WHEN c.job_id IS NULL THEN jobs.prompt ELSE c.prompt END AS prompt,
+CASE WHEN c.job_id IS NULL THEN jobs.provider ELSE c.provider END AS provider,
+CASE WHEN c.job_id IS NULL THEN jobs.params ELSE c.params END AS params,
+CASE WHEN c.job_id IS NULL THEN jobs.pinned_account ELSE c.pinned_account END AS pinned_account,
+jobs.priority,
+CASE WHEN c.job_id IS NULL THEN jobs.output_path ELSE c.output_path END AS output_path,
+jobs.state,
+jobs.attempts,
+jobs.max_attempts,
+CASE WHEN length(jobs.account) > {list_name_chars} THEN substr(jobs.account, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.account AS BLOB)) || ' bytes]' ELSE jobs.account END AS account,
+CASE WHEN length(jobs.claim_token) > {list_name_chars} THEN substr(jobs.claim_token, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.claim_token AS BLOB)) || ' bytes]' ELSE jobs.claim_token END AS claim_token,
+CASE WHEN length(jobs.lease_owner) > {list_name_chars} THEN substr(jobs.lease_owner, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.lease_owner AS BLOB)) || ' bytes]' ELSE jobs.lease_owner END AS lease_owner,
+jobs.lease_until,
+CASE WHEN length(jobs.client_token) > {list_name_chars} THEN substr(jobs.client_token, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.client_token AS BLOB)) || ' bytes]' ELSE jobs.client_token END AS client_token,
+CASE WHEN length(jobs.provider_job_id) > {list_name_chars} THEN substr(jobs.provider_job_id, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.provider_job_id AS BLOB)) || ' bytes]' ELSE jobs.provider_job_id END AS provider_job_id,
+CASE WHEN length(jobs.sub_status) > {list_name_chars} THEN substr(jobs.sub_status, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.sub_status AS BLOB)) || ' bytes]' ELSE jobs.sub_status END AS sub_status,
+jobs.progress,
+jobs.run_after,
+jobs.output_size,
+CASE WHEN length(jobs.output_sha256) > {list_name_chars} THEN substr(jobs.output_sha256, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.output_sha256 AS BLOB)) || ' bytes]' ELSE jobs.output_sha256 END AS output_sha256,
+jobs.cost,
+jobs.error_class,
+CASE WHEN length(jobs.error_label) > {list_name_chars} THEN substr(jobs.error_label, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.error_label AS BLOB)) || ' bytes]' ELSE jobs.error_label END AS error_label,
+CASE WHEN c.job_id IS NULL THEN jobs.error_message ELSE c.error_message END AS error_message,
+jobs.created_at,
+jobs.updated_at,
+jobs.started_at,
+jobs.finished_at,
+CASE WHEN c.job_id IS NULL THEN jobs.metadata ELSE c.metadata END AS metadata,
+CASE WHEN length(jobs.output_host) > {list_name_chars} THEN substr(jobs.output_host, 1, {list_name_chars}) || '… [cut: '
+            || length(CAST(jobs.output_host AS BLOB)) || ' bytes]' ELSE jobs.output_host END AS output_host,
+CASE WHEN length(jobs.output_part) > {list_path_chars} THEN substr(jobs.output_part, 1, {list_path_chars}) || '… [cut: '
+            || length(CAST(jobs.output_part AS BLOB)) || ' bytes]' ELSE jobs.output_part END AS output_part,
+CASE WHEN c.job_id IS NULL THEN jobs.route ELSE c.route END AS route
 
 -- A listing's batch columns (the same policy; list_batches).
 -- name: listed_batch_columns
 id,
 CASE WHEN length(name) > {list_name_chars} THEN substr(name, 1, {list_name_chars}) || '… [cut: '
-            || length(name) || ' chars]' ELSE name END AS name,
+            || length(CAST(name AS BLOB)) || ' bytes]' ELSE name END AS name,
 CASE WHEN length(source_path) > {list_path_chars} THEN substr(source_path, 1, {list_path_chars})
-            || '… [cut: ' || length(source_path) || ' chars]' ELSE source_path END AS source_path,
+            || '… [cut: ' || length(CAST(source_path AS BLOB)) || ' bytes]' ELSE source_path END AS source_path,
 CASE WHEN length(output_dir) > {list_path_chars} THEN '' ELSE output_dir END AS output_dir,
 max_attempts,
 CASE WHEN json_valid(settings) = 0 THEN json_object('cut', 'not valid JSON')
@@ -974,12 +964,12 @@ created_at
 -- name: listed_ledger_columns
 seq, at,
 CASE WHEN length(event) > {list_name_chars} THEN substr(event, 1, {list_name_chars}) || '… [cut: '
-            || length(event) || ' chars]' ELSE event END AS event,
+            || length(CAST(event AS BLOB)) || ' bytes]' ELSE event END AS event,
 job_id,
 CASE WHEN length(account) > {list_name_chars} THEN substr(account, 1, {list_name_chars}) || '… [cut: '
-            || length(account) || ' chars]' ELSE account END AS account,
+            || length(CAST(account AS BLOB)) || ' bytes]' ELSE account END AS account,
 CASE WHEN length(claim_token) > {list_name_chars} THEN substr(claim_token, 1, {list_name_chars}) || '… [cut: '
-            || length(claim_token) || ' chars]' ELSE claim_token END AS claim_token,
+            || length(CAST(claim_token AS BLOB)) || ' bytes]' ELSE claim_token END AS claim_token,
 CASE WHEN length(CAST(detail AS BLOB)) > {list_json_bytes}
        THEN json_object('cut', length(CAST(detail AS BLOB)) || ' bytes')
      WHEN json_valid(detail) = 0 THEN json_object('cut', 'not valid JSON')
@@ -988,18 +978,22 @@ CASE WHEN length(CAST(detail AS BLOB)) > {list_json_bytes}
 -- list_jobs: one statement per filter, so each is planned with its own index (a batch's
 -- jobs by jobs_by_batch). :states is a JSON list; :limit -1 is no limit.
 -- name: list_jobs
-SELECT {listed_job_columns} FROM jobs ORDER BY id LIMIT :limit OFFSET :offset;
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_of_batch
-SELECT {listed_job_columns} FROM jobs WHERE batch_id = :batch_id
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id WHERE batch_id = :batch_id
  ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_in_states
-SELECT {listed_job_columns} FROM jobs WHERE state IN (SELECT value FROM json_each(:states))
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id WHERE state IN (SELECT value FROM json_each(:states))
  ORDER BY id LIMIT :limit OFFSET :offset;
 
 -- name: list_jobs_of_batch_in_states
-SELECT {listed_job_columns} FROM jobs
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id
  WHERE batch_id = :batch_id AND state IN (SELECT value FROM json_each(:states))
  ORDER BY id LIMIT :limit OFFSET :offset;
 
@@ -1009,13 +1003,15 @@ SELECT * FROM jobs WHERE job_key = :job_key;
 
 -- name: reader_jobs_after
 -- Keyset pagination by id; :any_state true reads every state, else those of :states.
-SELECT {listed_job_columns} FROM jobs
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id
  WHERE id > :after_id
    AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
  ORDER BY id LIMIT :limit;
 
 -- name: reader_jobs_after_of_batch
-SELECT {listed_job_columns} FROM jobs
+SELECT {listed_job_columns}
+  FROM jobs LEFT JOIN job_cuts c ON c.job_id = jobs.id
  WHERE batch_id = :batch_id AND id > :after_id
    AND (:any_state OR state IN (SELECT value FROM json_each(:states)))
  ORDER BY id LIMIT :limit;

@@ -1113,70 +1113,70 @@ VALUES ('database_id', md5(random()::text || clock_timestamp()::text || pg_backe
 ON CONFLICT (key) DO NOTHING;
 
 -- A listing's job columns (store/listing.py): long text cut here, on the server, with
--- the marker '… [cut: N chars]'; a JSON document over its bound becomes {"cut": why}; a
+-- the marker '… [cut: N bytes]'; a JSON document over its bound becomes {"cut": why}; a
 -- route too long to parse is left out. Only listings: get_job and the engine's reads
 -- keep the whole row. {list_...}: LIST_LIMITS. api.sql's lists use these blocks too.
 -- name: listed_job_columns
 id,
 batch_id,
-CASE WHEN char_length(job_key) > {list_path_chars}
-     THEN left(job_key, {list_path_chars}) || '… [cut: ' || char_length(job_key) || ' chars]'
+CASE WHEN octet_length(job_key) > {list_path_chars} AND char_length(left(job_key, {list_path_chars} + 1)) > {list_path_chars}
+     THEN left(job_key, {list_path_chars}) || '… [cut: ' || octet_length(job_key) || ' bytes]'
      ELSE job_key END AS job_key,
 row_number,
-CASE WHEN char_length(name) > {list_name_chars}
-     THEN left(name, {list_name_chars}) || '… [cut: ' || char_length(name) || ' chars]'
+CASE WHEN octet_length(name) > {list_name_chars} AND char_length(left(name, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(name, {list_name_chars}) || '… [cut: ' || octet_length(name) || ' bytes]'
      ELSE name END AS name,
-CASE WHEN char_length(prompt) > {list_prompt_chars}
-     THEN left(prompt, {list_prompt_chars}) || '… [cut: ' || char_length(prompt) || ' chars]'
+CASE WHEN octet_length(prompt) > {list_prompt_chars} AND char_length(left(prompt, {list_prompt_chars} + 1)) > {list_prompt_chars}
+     THEN left(prompt, {list_prompt_chars}) || '… [cut: ' || octet_length(prompt) || ' bytes]'
      ELSE prompt END AS prompt,
-CASE WHEN char_length(provider) > {list_name_chars}
-     THEN left(provider, {list_name_chars}) || '… [cut: ' || char_length(provider) || ' chars]'
+CASE WHEN octet_length(provider) > {list_name_chars} AND char_length(left(provider, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(provider, {list_name_chars}) || '… [cut: ' || octet_length(provider) || ' bytes]'
      ELSE provider END AS provider,
 CASE WHEN octet_length(params::text) > {list_json_bytes}
      THEN jsonb_build_object('cut', octet_length(params::text) || ' bytes')
      ELSE params END AS params,
-CASE WHEN char_length(pinned_account) > {list_name_chars}
-     THEN left(pinned_account, {list_name_chars}) || '… [cut: ' || char_length(pinned_account) || ' chars]'
+CASE WHEN octet_length(pinned_account) > {list_name_chars} AND char_length(left(pinned_account, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(pinned_account, {list_name_chars}) || '… [cut: ' || octet_length(pinned_account) || ' bytes]'
      ELSE pinned_account END AS pinned_account,
 priority,
-CASE WHEN char_length(output_path) > {list_path_chars}
-     THEN left(output_path, {list_path_chars}) || '… [cut: ' || char_length(output_path) || ' chars]'
+CASE WHEN octet_length(output_path) > {list_path_chars} AND char_length(left(output_path, {list_path_chars} + 1)) > {list_path_chars}
+     THEN left(output_path, {list_path_chars}) || '… [cut: ' || octet_length(output_path) || ' bytes]'
      ELSE output_path END AS output_path,
 state,
 attempts,
 max_attempts,
-CASE WHEN char_length(account) > {list_name_chars}
-     THEN left(account, {list_name_chars}) || '… [cut: ' || char_length(account) || ' chars]'
+CASE WHEN octet_length(account) > {list_name_chars} AND char_length(left(account, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(account, {list_name_chars}) || '… [cut: ' || octet_length(account) || ' bytes]'
      ELSE account END AS account,
-CASE WHEN char_length(claim_token) > {list_name_chars}
-     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || char_length(claim_token) || ' chars]'
+CASE WHEN octet_length(claim_token) > {list_name_chars} AND char_length(left(claim_token, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || octet_length(claim_token) || ' bytes]'
      ELSE claim_token END AS claim_token,
-CASE WHEN char_length(lease_owner) > {list_name_chars}
-     THEN left(lease_owner, {list_name_chars}) || '… [cut: ' || char_length(lease_owner) || ' chars]'
+CASE WHEN octet_length(lease_owner) > {list_name_chars} AND char_length(left(lease_owner, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(lease_owner, {list_name_chars}) || '… [cut: ' || octet_length(lease_owner) || ' bytes]'
      ELSE lease_owner END AS lease_owner,
 lease_until,
-CASE WHEN char_length(client_token) > {list_name_chars}
-     THEN left(client_token, {list_name_chars}) || '… [cut: ' || char_length(client_token) || ' chars]'
+CASE WHEN octet_length(client_token) > {list_name_chars} AND char_length(left(client_token, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(client_token, {list_name_chars}) || '… [cut: ' || octet_length(client_token) || ' bytes]'
      ELSE client_token END AS client_token,
-CASE WHEN char_length(provider_job_id) > {list_name_chars}
-     THEN left(provider_job_id, {list_name_chars}) || '… [cut: ' || char_length(provider_job_id) || ' chars]'
+CASE WHEN octet_length(provider_job_id) > {list_name_chars} AND char_length(left(provider_job_id, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(provider_job_id, {list_name_chars}) || '… [cut: ' || octet_length(provider_job_id) || ' bytes]'
      ELSE provider_job_id END AS provider_job_id,
-CASE WHEN char_length(sub_status) > {list_name_chars}
-     THEN left(sub_status, {list_name_chars}) || '… [cut: ' || char_length(sub_status) || ' chars]'
+CASE WHEN octet_length(sub_status) > {list_name_chars} AND char_length(left(sub_status, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(sub_status, {list_name_chars}) || '… [cut: ' || octet_length(sub_status) || ' bytes]'
      ELSE sub_status END AS sub_status,
 progress,
 run_after,
 output_size,
-CASE WHEN char_length(output_sha256) > {list_name_chars}
-     THEN left(output_sha256, {list_name_chars}) || '… [cut: ' || char_length(output_sha256) || ' chars]'
+CASE WHEN octet_length(output_sha256) > {list_name_chars} AND char_length(left(output_sha256, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(output_sha256, {list_name_chars}) || '… [cut: ' || octet_length(output_sha256) || ' bytes]'
      ELSE output_sha256 END AS output_sha256,
 cost,
 error_class,
-CASE WHEN char_length(error_label) > {list_name_chars}
-     THEN left(error_label, {list_name_chars}) || '… [cut: ' || char_length(error_label) || ' chars]'
+CASE WHEN octet_length(error_label) > {list_name_chars} AND char_length(left(error_label, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(error_label, {list_name_chars}) || '… [cut: ' || octet_length(error_label) || ' bytes]'
      ELSE error_label END AS error_label,
-CASE WHEN char_length(error_message) > {list_error_chars}
-     THEN left(error_message, {list_error_chars}) || '… [cut: ' || char_length(error_message) || ' chars]'
+CASE WHEN octet_length(error_message) > {list_error_chars} AND char_length(left(error_message, {list_error_chars} + 1)) > {list_error_chars}
+     THEN left(error_message, {list_error_chars}) || '… [cut: ' || octet_length(error_message) || ' bytes]'
      ELSE error_message END AS error_message,
 created_at,
 updated_at,
@@ -1185,25 +1185,28 @@ finished_at,
 CASE WHEN octet_length(metadata::text) > {list_json_bytes}
      THEN jsonb_build_object('cut', octet_length(metadata::text) || ' bytes')
      ELSE metadata END AS metadata,
-CASE WHEN char_length(output_host) > {list_name_chars}
-     THEN left(output_host, {list_name_chars}) || '… [cut: ' || char_length(output_host) || ' chars]'
+CASE WHEN octet_length(output_host) > {list_name_chars} AND char_length(left(output_host, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(output_host, {list_name_chars}) || '… [cut: ' || octet_length(output_host) || ' bytes]'
      ELSE output_host END AS output_host,
-CASE WHEN char_length(output_part) > {list_path_chars}
-     THEN left(output_part, {list_path_chars}) || '… [cut: ' || char_length(output_part) || ' chars]'
+CASE WHEN octet_length(output_part) > {list_path_chars} AND char_length(left(output_part, {list_path_chars} + 1)) > {list_path_chars}
+     THEN left(output_part, {list_path_chars}) || '… [cut: ' || octet_length(output_part) || ' bytes]'
      ELSE output_part END AS output_part,
-CASE WHEN char_length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+CASE WHEN octet_length(route) > {list_route_chars} AND char_length(left(route, {list_route_chars} + 1)) > {list_route_chars}
+     THEN NULL ELSE route END AS route
 
 
 -- A listing's batch columns (the same policy; list_batches).
 -- name: listed_batch_columns
 id,
-CASE WHEN char_length(name) > {list_name_chars}
-     THEN left(name, {list_name_chars}) || '… [cut: ' || char_length(name) || ' chars]'
+CASE WHEN octet_length(name) > {list_name_chars} AND char_length(left(name, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(name, {list_name_chars}) || '… [cut: ' || octet_length(name) || ' bytes]'
      ELSE name END AS name,
-CASE WHEN char_length(source_path) > {list_path_chars}
-     THEN left(source_path, {list_path_chars}) || '… [cut: ' || char_length(source_path) || ' chars]'
+CASE WHEN octet_length(source_path) > {list_path_chars} AND char_length(left(source_path, {list_path_chars} + 1)) > {list_path_chars}
+     THEN left(source_path, {list_path_chars}) || '… [cut: ' || octet_length(source_path) || ' bytes]'
      ELSE source_path END AS source_path,
-CASE WHEN char_length(output_dir) > {list_path_chars} THEN '' ELSE output_dir END AS output_dir,
+CASE WHEN octet_length(output_dir) > {list_path_chars}
+          AND char_length(left(output_dir, {list_path_chars} + 1)) > {list_path_chars}
+     THEN '' ELSE output_dir END AS output_dir,
 max_attempts,
 CASE WHEN octet_length(settings::text) > {list_settings_bytes}
      THEN jsonb_strip_nulls(jsonb_build_object(
@@ -1215,15 +1218,15 @@ created_at
 -- A listing's ledger columns (the same policy).
 -- name: listed_ledger_columns
 seq, at,
-CASE WHEN char_length(event) > {list_name_chars}
-     THEN left(event, {list_name_chars}) || '… [cut: ' || char_length(event) || ' chars]'
+CASE WHEN octet_length(event) > {list_name_chars} AND char_length(left(event, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(event, {list_name_chars}) || '… [cut: ' || octet_length(event) || ' bytes]'
      ELSE event END AS event,
 job_id,
-CASE WHEN char_length(account) > {list_name_chars}
-     THEN left(account, {list_name_chars}) || '… [cut: ' || char_length(account) || ' chars]'
+CASE WHEN octet_length(account) > {list_name_chars} AND char_length(left(account, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(account, {list_name_chars}) || '… [cut: ' || octet_length(account) || ' bytes]'
      ELSE account END AS account,
-CASE WHEN char_length(claim_token) > {list_name_chars}
-     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || char_length(claim_token) || ' chars]'
+CASE WHEN octet_length(claim_token) > {list_name_chars} AND char_length(left(claim_token, {list_name_chars} + 1)) > {list_name_chars}
+     THEN left(claim_token, {list_name_chars}) || '… [cut: ' || octet_length(claim_token) || ' bytes]'
      ELSE claim_token END AS claim_token,
 CASE WHEN octet_length(detail::text) > {list_json_bytes}
      THEN jsonb_build_object('cut', octet_length(detail::text) || ' bytes')
