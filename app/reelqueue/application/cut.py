@@ -41,14 +41,16 @@ from reelqueue.application.cut_media import (
     probe,
     write_mp4,
 )
+from reelqueue.application.imports import find_batch
 from reelqueue.application.outputs import local_path
+from reelqueue.application.session import Session
 from reelqueue.application.take_groups import TakeGroup, take_groups
 from reelqueue.domain.errors import InputError, OutputNotWritable
 from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import this_host
 
-__all__ = ["CutOptions", "CutPlan", "CutResult", "CutRow", "Fetcher", "have_timeline",
+__all__ = ["CutOptions", "CutPlan", "CutResult", "CutRow", "Fetcher", "batch_rows", "have_timeline",
            "picks_from_journal", "plan_cut", "write_cut"]
 
 #: a row without a pick and without anything saying its length is a gap this long
@@ -100,6 +102,16 @@ def picks_from_journal(jobs: Sequence[Job], picked: Sequence[str]) -> list[CutRo
                              f"{earlier.id} and {job.id}; pick one take per row.")
         chosen[group.key] = job
     return [CutRow(group, chosen.get(group.key)) for group in groups]
+
+
+async def batch_rows(session: Session, batch_ref: str, picked: Sequence[str]) -> tuple[
+        Batch, list[CutRow]]:
+    """The batch (its number or name) and its rows with their picks, read from the
+    journal (read only: no lock needed)."""
+    journal = session.journal
+    batch = find_batch(await journal.list_batches(), batch_ref)
+    jobs = await journal.list_jobs(batch_id=batch.id)
+    return batch, picks_from_journal(jobs, picked)
 
 
 @dataclass(frozen=True)
