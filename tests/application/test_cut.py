@@ -101,7 +101,9 @@ def test_identical_takes_are_a_stream_copy_and_the_otio_reads_back(videos: Path)
     assert clips[1].metadata["reelqueue"]["job_id"] == 2
     for suffix in (".xml", ".edl"):
         assert result.mp4.with_suffix(suffix).stat().st_size > 0
-    assert "a.mp4" in result.mp4.with_suffix(".xml").read_text()
+    xml = result.mp4.with_suffix(".xml").read_text()
+    assert (videos / "Trailer" / "a.mp4").as_uri() in xml
+    assert "a.mp4" in result.mp4.with_suffix(".edl").read_text()
     # A new number each time; nothing left at a temporary name.
     _plan, again = _cut(videos, jobs, ["1"])
     assert again.mp4.name == "Trailer-cut-2.mp4"

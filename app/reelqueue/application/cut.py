@@ -8,7 +8,8 @@ rendered: its sha256 against the journal's) and measures it; :func:`write_cut` w
 ``<batch folder>/cut/<batch>-cut-<n>.mp4`` (a stream copy when every pick is alike, else a
 re-encode the plan says before it starts), the ``.otio`` timeline (media paths relative to
 it, each clip's ``source_range`` and ``target_url``), and FCP XML (``.xml``) and CMX 3600
-EDL (``.edl``) through OpenTimelineIO's adapters (the ``cut`` extra). Each file is written
+EDL (``.edl``) through OpenTimelineIO's adapters (the ``cut`` extra; FCP XML names the files
+by ``file://`` URL, as its importers expect). Each file is written
 to a temporary name and renamed; every cut gets a new ``n``.
 
 A row without a pick is a gap of its length (black in the MP4), or left out with
@@ -50,8 +51,8 @@ from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import this_host
 
-__all__ = ["CutOptions", "CutPlan", "CutResult", "CutRow", "Fetcher", "batch_rows", "have_timeline",
-           "picks_from_journal", "plan_cut", "write_cut"]
+__all__ = ["INSTALL_HINT", "CutOptions", "CutPlan", "CutResult", "CutRow", "Fetcher",
+           "batch_rows", "have_timeline", "picks_from_journal", "plan_cut", "write_cut"]
 
 #: a row without a pick and without anything saying its length is a gap this long
 DEFAULT_GAP_SECONDS = 5.0
@@ -360,7 +361,10 @@ def _timecode_rate(rate: float) -> float:
     return next((common for common in (24.0, 25.0, 30.0, 50.0, 60.0) if common >= rate), 60.0)
 
 
-def _timeline(plan: CutPlan, name: str, cut_dir: Path, rate: float) -> Any:
+def _timeline(plan: CutPlan, name: str, cut_dir: Path, rate: float, *,
+              file_urls: bool = False) -> Any:
+    """The cut as an OTIO timeline; media paths relative to ``cut_dir`` (``file_urls``:
+    absolute ``file://`` URLs, what FCP XML importers look for)."""
     import opentimelineio as otio
 
     timeline = otio.schema.Timeline(name=name)
@@ -377,10 +381,11 @@ def _timeline(plan: CutPlan, name: str, cut_dir: Path, rate: float) -> Any:
         pick = entry.row.pick
         assert pick is not None
         whole = otio.opentime.TimeRange(otio.opentime.RationalTime(0, rate), length)
-        relative = Path(os.path.relpath(entry.path, cut_dir)).as_posix()
+        target = (entry.path.absolute().as_uri() if file_urls
+                  else Path(os.path.relpath(entry.path, cut_dir)).as_posix())
         clip = otio.schema.Clip(
             name=entry.row.group.name or entry.path.stem,
-            media_reference=otio.schema.ExternalReference(target_url=relative,
+            media_reference=otio.schema.ExternalReference(target_url=target,
                                                           available_range=whole),
             source_range=whole,
             metadata={"reelqueue": {"job_id": pick.id, "job_key": pick.job_key,
@@ -406,9 +411,11 @@ def _write_timelines(plan: CutPlan, stem: str, cut_dir: Path) -> tuple[
         final = cut_dir / f"{stem}{suffix}"
         temporary = cut_dir / f".{stem}{suffix}.part"
         try:
-            # The .otio keeps the clips' own rate; FCP XML and EDL count in timecode.
+            # The .otio keeps the clips' own rate and relative paths (the folder can move);
+            # FCP XML and EDL count in timecode, and FCP XML names files by URL.
             timeline = _timeline(plan, stem, cut_dir,
-                                 rate if adapter == "otio_json" else _timecode_rate(rate))
+                                 rate if adapter == "otio_json" else _timecode_rate(rate),
+                                 file_urls=adapter == "fcp_xml")
             text = otio.adapters.write_to_string(timeline, adapter_name=adapter)
             temporary.write_text(text, encoding="utf-8")
         except OSError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import ssl
 import time
 from pathlib import Path
 
@@ -34,10 +35,19 @@ class ApiFetcher:
 
     def __init__(self, base_url: str, token: str | None,
                  transport: httpx2.BaseTransport | None = None,
-                 verify: bool | str = True) -> None:
+                 certificate: Path | None = None) -> None:
+        """``certificate``: the API's own (self-signed) certificate to trust, as
+        ``reelqueue serve`` writes it in its data folder (None: the system's CAs)."""
         if not base_url.startswith(("http://", "https://")):
             raise InputError(f"--from-api takes the API's address (https://host:port), not "
                              f"{base_url!r}.")
+        verify: bool | ssl.SSLContext = True
+        if certificate is not None:
+            try:
+                verify = ssl.create_default_context(cafile=str(certificate))
+            except (OSError, ssl.SSLError) as exc:
+                raise InputError(f"The certificate {certificate} cannot be read ({exc}).") \
+                    from exc
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx2.Client(headers=headers, transport=transport, verify=verify,

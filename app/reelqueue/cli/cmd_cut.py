@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from reelqueue.application.cut import (
     INSTALL_HINT,
@@ -44,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cut.add_argument("--from-api", default=None, metavar="URL",
                      help="fetch takes held by another machine of the team through its "
                           "API (a read token in $REELQUEUE_API_TOKEN)")
+    cut.add_argument("--api-cert", type=Path, default=None, metavar="FILE",
+                     help="with --from-api: that machine's certificate to trust (its "
+                          "self-signed one from 'reelqueue serve')")
     cut.set_defaults(handler=handle)
 
 
@@ -56,7 +60,8 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.from_api:
         from reelqueue.application.cut_fetch import TOKEN_VARIABLE, ApiFetcher
 
-        fetcher = ApiFetcher(args.from_api, os.environ.get(TOKEN_VARIABLE))
+        fetcher = ApiFetcher(args.from_api, os.environ.get(TOKEN_VARIABLE),
+                             certificate=args.api_cert)
     try:
         plan = plan_cut(batch, rows, ctx.videos_dir,
                         CutOptions(skip_gaps=args.skip_gaps, use_changed=args.use_changed,
