@@ -85,3 +85,12 @@ def test_a_rows_takes_are_one_take_group(tmp_path: Path, catalog: StaticCatalog)
     jobs.append(replace(jobs[0], id=99, job_key=jobs[-1].job_key + "~seed7"))
     groups = take_groups(jobs)
     assert [(g.row_number, len(g.takes)) for g in groups] == [(2, 3), (3, 2), (4, 2)]
+
+
+def test_a_test_run_takes_every_take_of_its_rows(tmp_path: Path,
+                                                  catalog: StaticCatalog) -> None:
+    plan = plan_text(tmp_path, SHEET, catalog, takes=3)
+    first = plan.first_rows(2)
+    assert [job.row_number for job in first.jobs] == [2, 2, 2, 3, 3, 3]
+    assert first.estimate.jobs == 6
+    assert len(plan.first_rows(3).jobs) == 8 and plan.first_rows(0).jobs == []

@@ -317,13 +317,27 @@ class ImportPlan:
         return str(self.batch.settings["intake"]["scope"])
 
     def first_rows(self, rows: int) -> ImportPlan:
-        """The plan of a test run: only its first ``rows`` valid rows (those already in the
-        journal among them are skipped, as always), with their own count and estimate."""
-        jobs = self.jobs[:max(0, rows)]
+        """The plan of a test run: only its first ``rows`` valid rows with all their takes
+        (those already in the journal among them are skipped, as always), with their own
+        count and estimate."""
+        jobs = self.jobs[:self._jobs_of_rows(max(0, rows))]
         new_jobs = [job for job in jobs if job.job_key not in self.present_keys]
         return replace(self, jobs=jobs, estimate=estimate_quoted(new_jobs, self._quote),
                        already_present=len(jobs) - len(new_jobs),
                        worst_case=worst_case(new_jobs, self._quote))
+
+    def _jobs_of_rows(self, rows: int) -> int:
+        """How many of ``jobs`` (in row order, a row's takes together) the first ``rows``
+        rows make."""
+        seen = 0
+        last: object = object()
+        for index, job in enumerate(self.jobs):
+            if job.row_number != last:
+                if seen == rows:
+                    return index
+                seen += 1
+                last = job.row_number
+        return len(self.jobs)
 
     def _quote(self, job: JobSpec) -> PriceQuote:
         # A plan made without a quoter knows no price: unknown, never $0.00.
