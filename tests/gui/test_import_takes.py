@@ -28,4 +28,6 @@ async def test_the_takes_spinner_repeats_every_row(windows: WindowHarness, app_c
     dialog.test_run.setChecked(True)
     dialog.test_rows.setValue(1)
     assert dialog.import_button.text() == "Test run 1 row"
-    assert dialog.summary_label.text().startswith("<b>11 new jobs</b>")
+    assert dialog.summary_label.text().startswith(
+        "<b>11 new jobs</b> (a test run of the first 1 row of 12)")
+    assert " · 12 rows · " in dialog.source_label.text()

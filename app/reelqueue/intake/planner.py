@@ -349,6 +349,11 @@ class ImportPlan:
         return self.quoter(job) if self.quoter is not None else None
 
     @property
+    def valid_rows(self) -> int:
+        """The sheet rows the jobs come from (a row's takes are one row)."""
+        return len({job.row_number for job in self.jobs})
+
+    @property
     def most_takes(self) -> int:
         """The most takes any row has (its repeat)."""
         return max((int(job.metadata.get("repeat", 1)) for job in self.jobs), default=1)

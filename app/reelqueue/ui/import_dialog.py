@@ -591,7 +591,7 @@ class ImportDialog(QDialog):
         where = f" · sheet {sheet.sheet_name}" if sheet.sheet_name else ""
         self.source_label.setText(
             f"{sheet.format.upper()}{where} · header on row {sheet.header_row_number} · "
-            f"{len(plan.jobs) + len({e.row_number for e in plan.errors}):,} rows · "
+            f"{plan.valid_rows + len({e.row_number for e in plan.errors}):,} rows · "
             f"batch “{plan.batch.name}” in {plan.batch.output_dir}")
         self.preview_model.set_rows(plan.preview(PREVIEW_ROWS))
         if any(row.route is not None for row in self.preview_model.rows):
@@ -632,7 +632,7 @@ class ImportDialog(QDialog):
         parts = [f"<b>{fmt.count(new, 'new job')}</b>"]
         if count is not None:
             parts[0] = (f"<b>{fmt.count(new, 'new job')}</b> (a test run of the first "
-                        f"{fmt.count(count, 'row')} of {fmt.number(len(whole.jobs))})")
+                        f"{fmt.count(count, 'row')} of {fmt.number(whole.valid_rows)})")
         if plan.already_present:
             parts.append(f"{fmt.number(plan.already_present)} already imported (skipped)")
         if refused_rows:
