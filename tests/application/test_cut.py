@@ -181,3 +181,16 @@ def test_a_pick_without_a_video_is_refused(videos: Path) -> None:
     jobs = [_job(1, "row:a", 1, "a.mp4", None, state=JobState.QUEUED)]
     with pytest.raises(InputError, match=r"row 1 .*job 1 has no finished video"):
         _cut(videos, jobs, ["1"])
+
+
+def test_picks_alike_with_sound_are_copied_with_their_sound(videos: Path) -> None:
+    folder = videos / "Trailer"
+    jobs = [_job(1, "row:a", 1, "a.mp4", make_clip(folder / "a.mp4", audio=True)),
+            _job(2, "row:b", 2, "b.mp4", make_clip(folder / "b.mp4", audio=True,
+                                                   rgb=(0, 90, 200)))]
+    plan, result = _cut(videos, jobs, ["1", "2"])
+    assert plan.copy
+    with av.open(str(result.mp4)) as container:
+        audio = container.streams.audio[0]
+        assert float(audio.duration * audio.time_base) == pytest.approx(2.0, abs=0.05)
+    assert video_seconds(result.mp4) == pytest.approx(2.0, abs=FRAME)
