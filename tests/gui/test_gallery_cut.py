@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import opentimelineio as otio
+
 from reelqueue.application.gallery import local_host
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import BatchSpec, JobSpec
@@ -69,6 +71,9 @@ async def test_the_selected_takes_are_cut(windows: WindowHarness, app_ctx: CliCo
     assert result.picks == 2 and result.gaps == 1 and result.duration == 4.0
     assert result.mp4 == app_ctx.videos_dir / "shots" / "cut" / "shots-cut-1.mp4"
     assert result.mp4.is_file() and len(result.timelines) == 3
+    timeline = otio.adapters.read_from_file(str(result.mp4.with_suffix(".otio")))
+    assert [clip.metadata["reelqueue"]["job_id"] for clip in timeline.find_clips()] == [
+        ids["fox2"], ids["owl"]]
     banner = banners.get("cut")
     assert banner.text.startswith("Cut shots-cut-1.mp4: 2 picks, 1 gap, 4.0 s (re-encoded)")
     assert "Open folder" in banner.buttons
