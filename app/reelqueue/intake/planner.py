@@ -606,8 +606,8 @@ def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog, *,
     try:
         takes = parse_repeat(options.takes)
     except FieldProblem as problem:
-        raise InputError(f"Takes per row: {problem.message} (accepted: {problem.accepted})."
-                         ) from None
+        raise InputError(f"Takes per row (--takes): {options.takes!r} is not "
+                         f"{problem.accepted}.") from None
     return BatchDefaults(
         provider=kind, model=normalised["model"], duration=normalised["duration"],
         aspect_ratio=normalised["aspect ratio"], resolution=normalised["resolution"],
