@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,14 @@ def write_sheet(folder: Path, name: str, text: str, encoding: str = "utf-8") -> 
 
 def plan_text(
     folder: Path, text: str, catalog: StaticCatalog, *, name: str = "sheet.csv",
-    existing: set[str] | None = None, **options: Any,
+    existing: set[str] | None = None, rng: random.Random | None = None, **options: Any,
 ) -> ImportPlan:
-    """Plan an import of ``text`` written to ``folder/name``."""
+    """Plan an import of ``text`` written to ``folder/name`` (``rng``: draws the seeds of
+    takes without one)."""
     path = write_sheet(folder, name, text)
     options.setdefault("output_root", folder / "videos")
     return plan_import(
         path, ImportOptions(**options),
         existing_keys=(lambda keys: set(keys) & existing) if existing is not None else None,
-        catalog=catalog, now=NOW,
+        catalog=catalog, now=NOW, rng=rng or random.Random(35),
     )

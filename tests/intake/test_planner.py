@@ -140,10 +140,14 @@ def test_repeat_expands_with_distinct_keys_seeds_and_files(
     assert [job.params["seed"] for job in plan.jobs] == [10, 11, 12]
     assert [Path(job.output_path).name for job in plan.jobs] == [
         "002_fox_1.mp4", "002_fox_2.mp4", "002_fox_3.mp4"]
+    # A row without a seed: each take gets one drawn (issue 35 item 1), in its params and
+    # so in its file name.
     templated = plan_text(tmp_path, "name,prompt,repeat\nfox,a fox,2\n", catalog,
                           filename_template="{name}-v{n:02}-{seed}")
+    seeds = [job.params["seed"] for job in templated.jobs]
+    assert len(set(seeds)) == 2
     assert [Path(job.output_path).name for job in templated.jobs] == [
-        "fox-v01.mp4", "fox-v02.mp4"]
+        f"fox-v01-{seeds[0]}.mp4", f"fox-v02-{seeds[1]}.mp4"]
 
 
 def test_file_names_are_sanitised_and_collisions_resolved(

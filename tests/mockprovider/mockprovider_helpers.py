@@ -13,8 +13,10 @@ from reelqueue.providers.base import ProviderConfig, RemoteStatus, RenderRequest
 from reelqueue.providers.mock import MockProvider, create
 from reelqueue.resources import resource
 
-FAST = MockOptions(render_seconds_min=0.05, render_seconds_max=0.15, seed=7)
-"""Renders finish in well under a second."""
+FAST = MockOptions(render_seconds_min=0.05, render_seconds_max=0.15, seed=7,
+                   prompt_clips=False)
+"""Renders finish in well under a second; every one downloads :data:`SAMPLE` (the clips of
+prompts are tested in test_mockprovider_clips.py)."""
 
 SAMPLE = resource("sample.mp4").read_bytes()
 

@@ -36,7 +36,8 @@ async def test_own_process_render_survives_client() -> None:
         p for p in (str(APP_DIR), env.get("PYTHONPATH", "")) if p
     )
     command = [sys.executable, "-m", "reelqueue.mockprovider.cli", "--port", "0",
-               "--render-seconds-min", "0.3", "--render-seconds-max", "0.3", "--seed", "1"]
+               "--render-seconds-min", "0.3", "--render-seconds-max", "0.3", "--seed", "1",
+               "--plain-video"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=env) as proc:
         try:

@@ -309,7 +309,8 @@ async def test_engine_downloads_again_without_rendering_again(tmp_path: Path, fa
     The mock provider's first download of the render is hostile, the second normal. The
     job completes with one create and two downloads.
     """
-    options = MockOptions(render_seconds_min=0.05, render_seconds_max=0.1, seed=3)
+    options = MockOptions(render_seconds_min=0.05, render_seconds_max=0.1, seed=3,
+                          prompt_clips=False)  # the sample: VIDEO below
     with MockProviderServer(options) as server:
         store = MemoryStore()
         batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)

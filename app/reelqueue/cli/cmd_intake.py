@@ -117,7 +117,16 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_MAX_TEXT_BYTES // 1_048_576})")
     parser.add_argument("--allow-images-anywhere", action="store_true",
                         help="let rows name reference images outside the sheet's folder")
+    add_takes_argument(parser)
     add_route_arguments(parser)
+
+
+def add_takes_argument(parser: argparse.ArgumentParser) -> None:
+    """``--takes N`` (issue 35 item 1), for ``import`` and ``run``."""
+    parser.add_argument("--takes", type=int, default=1, metavar="N",
+                        help="renders of every row whose repeat cell is empty (1-100, "
+                             "default 1); each take has its own seed (given + n, or drawn); "
+                             "the price is said above 10")
 
 
 def add_route_arguments(parser: argparse.ArgumentParser) -> None:
@@ -174,7 +183,7 @@ def options_from_args(args: argparse.Namespace, ctx: CliContext) -> ImportOption
         encoding=args.encoding, max_file_bytes=int(args.max_file_mb * 1_048_576),
         max_cells=args.max_cells, max_cell_chars=max(1, int(args.max_cell_kb * 1024)),
         max_text_bytes=int(args.max_text_mb * 1_048_576),
-        allow_images_anywhere=args.allow_images_anywhere,
+        allow_images_anywhere=args.allow_images_anywhere, takes=args.takes,
         **route_options(args),
     )
 
@@ -266,6 +275,9 @@ def print_plan(ctx: CliContext, plan: ImportPlan, preview_rows: int) -> None:
         ctx.print(f"Warning: {pinned.describe()}")
     if plan.already_present:
         ctx.print(f"Already imported: {plan.already_present} jobs (nothing to do for them).")
+    takes = plan.takes_words()
+    if takes is not None:
+        ctx.print(takes)
     print_estimate(ctx, plan)
 
 

@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("sheet", nargs="?", type=Path, help="CSV/XLSX/ODS/TXT of prompts")
     add_engine_arguments(run)
     run.add_argument("--provider", default="mock", help="provider of rows that name none")
-    from reelqueue.cli.cmd_intake import add_route_arguments
+    from reelqueue.cli.cmd_intake import add_route_arguments, add_takes_argument
 
+    add_takes_argument(run)
     add_route_arguments(run)
     run.add_argument("--output-dir", type=Path, default=None, help="root folder of videos")
     run.add_argument("--allow-images-anywhere", action="store_true",
@@ -124,7 +125,7 @@ async def import_sheet(ctx: CliContext, session: Session, args: argparse.Namespa
                             output_root=(args.output_dir or ctx.videos_dir),
                             max_attempts=args.max_attempts,
                             allow_images_anywhere=args.allow_images_anywhere,
-                            **route_options(args))
+                            takes=getattr(args, "takes", 1), **route_options(args))
     capped = getattr(args, "max_spend", None) is not None
     usd = None
     if capped:

@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_worker.register(sub)
     cmd_instances.register(sub)
     cmd_migrate.register(sub)
+    from reelqueue.cli import cmd_cut
+
+    cmd_cut.register(sub)
 
     mock = sub.add_parser("mock-provider", help="run the mock video provider on loopback")
     from reelqueue.application.builtin_mock import add_mock_server_arguments, run_mock_server

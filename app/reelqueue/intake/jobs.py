@@ -2,7 +2,10 @@
 
 See :mod:`reelqueue.intake.planner` for why keys hash an occurrence count rather than the
 row number. A repeated row with a seed renders seeds S, S+1, S+2... (as batch generators
-do), since the same seed would render the same video again on deterministic providers.
+do), since the same seed would render the same video again on deterministic providers;
+one without a seed gets a seed drawn for each take (``draw_seed``), recorded in its params,
+so any take can be rendered again. A row's repeats are its takes (issue 35 item 1;
+``--takes N`` sets the repeat of rows that give none).
 """
 
 from __future__ import annotations
@@ -67,8 +70,12 @@ class JobBuilder:
         date: datetime.datetime,
         typed_cells: bool = True,
         image_pins: Callable[[object], str | None] | None = None,
+        draw_seed: Callable[[str], int | None] | None = None,
     ) -> None:
         self.scope = scope
+        # A take of a repeated row without a seed gets one drawn (None: its provider takes
+        # none), so any take can be rendered again (issue 35 item 1). After the key.
+        self._draw_seed = draw_seed
         # The sha256 of each local image, recorded with the job (intake/images.py). Added
         # after the key is made, so a row's key is what it always was.
         self._image_pins = image_pins
@@ -143,6 +150,11 @@ class JobBuilder:
         allocator: NameAllocator,
     ) -> JobSpec:
         params = self._params(values.params, n)
+        if (values.repeat > 1 and values.route is None and "seed" not in params
+                and self._draw_seed is not None):
+            seed = self._draw_seed(values.provider)
+            if seed is not None:
+                params = {**params, "seed": seed}
         route = values.route
         if route is not None:
             candidates = tuple(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -120,6 +121,10 @@ class ImportOptions:
         tolerance: how far a routed row's parameters may move to fit a candidate (exact,
             nearest-duration, nearest).
         route_on_policy: a routed job moves on after a content-policy refusal too.
+        takes: how many takes (renders, each with its own seed) of every row whose
+            ``repeat`` cell is empty: its repeat (1 to 100; issue 35 item 1). A row's
+            takes are its keys K, K#2... (intake/jobs.py); a take without a seed of the
+            row's gets one drawn, recorded in its params.
         saved_route: the route settings saved by an earlier import of the batch
             (``settings["intake"]``), used when the four above are all at their defaults:
             a routed row's key hashes its policy and tolerance, so a re-import without
@@ -153,6 +158,7 @@ class ImportOptions:
     tolerance: str = "exact"
     route_on_policy: bool = False
     saved_route: Mapping[str, Any] | None = None
+    takes: int = 1
 
     @property
     def route_given(self) -> bool:
@@ -311,13 +317,27 @@ class ImportPlan:
         return str(self.batch.settings["intake"]["scope"])
 
     def first_rows(self, rows: int) -> ImportPlan:
-        """The plan of a test run: only its first ``rows`` valid rows (those already in the
-        journal among them are skipped, as always), with their own count and estimate."""
-        jobs = self.jobs[:max(0, rows)]
+        """The plan of a test run: only its first ``rows`` valid rows with all their takes
+        (those already in the journal among them are skipped, as always), with their own
+        count and estimate."""
+        jobs = self.jobs[:self._jobs_of_rows(max(0, rows))]
         new_jobs = [job for job in jobs if job.job_key not in self.present_keys]
         return replace(self, jobs=jobs, estimate=estimate_quoted(new_jobs, self._quote),
                        already_present=len(jobs) - len(new_jobs),
                        worst_case=worst_case(new_jobs, self._quote))
+
+    def _jobs_of_rows(self, rows: int) -> int:
+        """How many of ``jobs`` (in row order, a row's takes together) the first ``rows``
+        rows make."""
+        seen = 0
+        last: object = object()
+        for index, job in enumerate(self.jobs):
+            if job.row_number != last:
+                if seen == rows:
+                    return index
+                seen += 1
+                last = job.row_number
+        return len(self.jobs)
 
     def _quote(self, job: JobSpec) -> PriceQuote:
         # A plan made without a quoter knows no price: unknown, never $0.00.
@@ -327,6 +347,25 @@ class ImportPlan:
     def price_of(self, job: JobSpec) -> PriceQuote | None:
         """One job's price as the estimate counts it (None: the plan has no quoter)."""
         return self.quoter(job) if self.quoter is not None else None
+
+    @property
+    def valid_rows(self) -> int:
+        """The sheet rows the jobs come from (a row's takes are one row)."""
+        return len({job.row_number for job in self.jobs})
+
+    @property
+    def most_takes(self) -> int:
+        """The most takes any row has (its repeat)."""
+        return max((int(job.metadata.get("repeat", 1)) for job in self.jobs), default=1)
+
+    def takes_words(self) -> str | None:
+        """Over :data:`TAKES_SAID_ABOVE` takes of a row, the price said before anything
+        is imported (None: not that many)."""
+        most = self.most_takes
+        if most <= TAKES_SAID_ABOVE:
+            return None
+        return (f"Takes: up to {most} of a row, each a render of its own and paid for: "
+                f"{self.estimate.jobs:,} new jobs, {self.estimate.describe_total()}.")
 
     def preview(self, n: int | None = 10) -> list[PreviewRow]:
         """The first ``n`` jobs (None: all) as they will be rendered, each with its price."""
@@ -351,14 +390,15 @@ def plan_import(
     now: float | None = None,
     accounts: AccountPrices = NO_ACCOUNTS,
     speeds: Mapping[str, float] | None = None,
+    rng: random.Random | None = None,
 ) -> ImportPlan:
     """Read, map and validate ``path``; raise InputError when the file itself is unusable.
     ``accounts``: the accounts whose own prices apply (intake/estimate.py). ``speeds``:
     provider -> its typical render time in seconds, for the ``fastest`` policy (None:
-    the given order)."""
+    the given order). ``rng`` draws the seeds of takes without one (a test's own)."""
     with bulk_allocation():
         return _plan_import(path, options, existing_keys=existing_keys, catalog=catalog,
-                            now=now, accounts=accounts, speeds=speeds)
+                            now=now, accounts=accounts, speeds=speeds, rng=rng)
 
 
 def _plan_import(
@@ -370,6 +410,7 @@ def _plan_import(
     now: float | None,
     accounts: AccountPrices,
     speeds: Mapping[str, float] | None = None,
+    rng: random.Random | None = None,
 ) -> ImportPlan:
     catalog = catalog or RegistryCatalog()
     check_template(options.filename_template)
@@ -417,6 +458,7 @@ def _plan_import(
         date=datetime.fromtimestamp(now if now is not None else datetime.now().timestamp()),
         typed_cells=sheet.format not in TEXT_EXTENSIONS.values(),
         image_pins=images.pin,
+        draw_seed=_seed_drawer(catalog, rng or random.Random()),
     )
     errors: list[RowError] = []
 
@@ -504,6 +546,28 @@ def bulk_allocation() -> Iterator[None]:
         gc.enable()
 
 
+#: more takes of a row than this, and the import says their price first (issue 35 item 1)
+TAKES_SAID_ABOVE = 10
+#: a drawn seed is below this: every provider that takes a seed takes a 31-bit one
+DRAWN_SEED_LIMIT = 2**31
+
+
+def _seed_drawer(catalog: ProviderCatalog,
+                 rng: random.Random) -> Callable[[str], int | None]:
+    """Draws a take's seed for a provider that takes one (None: it takes none)."""
+    takes_seed: dict[str, bool] = {}
+
+    def draw(provider: str) -> int | None:
+        if provider not in takes_seed:
+            try:
+                takes_seed[provider] = bool(catalog.params(provider).seed)
+            except InputError:
+                takes_seed[provider] = False
+        return rng.randrange(DRAWN_SEED_LIMIT) if takes_seed[provider] else None
+
+    return draw
+
+
 def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog, *,
                       routed: bool = False) -> BatchDefaults:
     """The batch defaults, refused up front when the default provider cannot take them.
@@ -514,6 +578,7 @@ def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog, *,
         parse_aspect_ratio,
         parse_duration,
         parse_model,
+        parse_repeat,
         parse_resolution,
     )
 
@@ -538,9 +603,15 @@ def _checked_defaults(options: ImportOptions, catalog: ProviderCatalog, *,
                 f"{problem.message} "
                 f"(accepted: {problem.accepted})."
             ) from None
+    try:
+        takes = parse_repeat(options.takes)
+    except FieldProblem as problem:
+        raise InputError(f"Takes per row (--takes): {options.takes!r} is not "
+                         f"{problem.accepted}.") from None
     return BatchDefaults(
         provider=kind, model=normalised["model"], duration=normalised["duration"],
         aspect_ratio=normalised["aspect ratio"], resolution=normalised["resolution"],
+        repeat=takes,
     )
 
 

@@ -81,6 +81,8 @@ class BatchDefaults:
     duration: float | None = None
     aspect_ratio: str | None = None
     resolution: str | None = None
+    #: takes of a row whose ``repeat`` cell is empty (``--takes N``, the import dialog)
+    repeat: int = 1
 
 
 class RowValues(NamedTuple):
@@ -278,10 +280,12 @@ class RowValidator:
             if problems:
                 return problems
         if not other:
-            return RowValues(row_number, prompt, provider, params, None, "", 1, 0, None, values)
+            return RowValues(row_number, prompt, provider, params, None, "",
+                             self.defaults.repeat, 0, None, values)
         return RowValues(
             row_number, prompt, provider, params, other.get("account") or None,
-            other.get("name", ""), other.get("repeat", 1), other.get("priority", 0),
+            other.get("name", ""), other.get("repeat", self.defaults.repeat),
+            other.get("priority", 0),
             other.get("id") or None, values,
         )
 

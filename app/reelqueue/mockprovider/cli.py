@@ -55,7 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link-ttl", type=float, default=None, metavar="S",
                         help="download links expire after S seconds (default: never)")
     parser.add_argument("--video", type=Path, default=None,
-                        help="MP4 served for every render (default: the bundled sample)")
+                        help="MP4 served for every render (default: a clip of each "
+                             "render's prompt and seed, else the bundled sample)")
+    parser.add_argument("--plain-video", action="store_true",
+                        help="serve the bundled sample for every render instead of a clip "
+                             "of its prompt")
+    parser.add_argument("--clip-dir", type=Path, default=None, metavar="FOLDER",
+                        help="where the clips of prompts are kept (default: the user's "
+                             "cache folder)")
     parser.add_argument("--no-list", action="store_true",
                         help="refuse to list the account's renders (404 list_disabled)")
     parser.add_argument("--page-size", type=int, default=20, metavar="N",
@@ -109,7 +116,8 @@ def _foreign(text: str) -> ForeignRender:
 
 
 def options_from_args(args: argparse.Namespace) -> MockOptions:
-    extra = {"video_path": args.video} if args.video is not None else {}
+    extra: dict[str, Any] = {"video_path": args.video} if args.video is not None else {}
+    extra.update(prompt_clips=not args.plain_video, clip_dir=args.clip_dir)
     return MockOptions(
         render_seconds_min=args.render_seconds_min,
         render_seconds_max=args.render_seconds_max,

@@ -85,6 +85,11 @@ class Directive:
     value: float | None = None
 
 
+def without_directives(prompt: str) -> str:
+    """The prompt as a person wrote it: its ``[[mock:...]]`` blocks removed."""
+    return _BLOCK.sub("", prompt).strip()
+
+
 def parse_directives(prompt: str) -> dict[str, Directive]:
     """Every directive in ``prompt`` by name (a later one with the same name wins)."""
     found: dict[str, Directive] = {}

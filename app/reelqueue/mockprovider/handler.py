@@ -438,7 +438,7 @@ class MockHandler(BaseHTTPRequestHandler):
             self._error(409, "not_ready", "The render has no video.")
             return
         directives = render.directives
-        video = state.video
+        video = state.video_of(render)
         if state.take_fault(render.id, directives.get("expired_link")):
             self._error(403, "link_expired", "This download link has expired.")
         elif state.take_fault(render.id, directives.get("html")):

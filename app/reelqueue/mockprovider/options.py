@@ -77,7 +77,13 @@ class MockOptions:
         download_delay_per_chunk: seconds slept between 1 KiB download chunks.
         link_ttl_seconds: None for links that never expire; else video URLs carry a
             signed expiry this many seconds after the poll that produced them.
-        video_path: the MP4 every render produces.
+        video_path: the MP4 a render produces when it gets no clip of its own (every
+            render, with ``prompt_clips`` off or a video of the caller's).
+        prompt_clips: each render's video is a short clip of its prompt and seed
+            (mockprovider/clips.py, issue 35 item 6), made once with PyAV and kept in
+            ``clip_dir``; False (``--plain-video``), a ``video_path`` of the caller's, or
+            no PyAV: the sample at ``video_path`` for every render, as before.
+        clip_dir: the mock's folder of clips (None: the user's cache folder).
         hang_seconds: how long a hanging fault (create_timeout, poll_timeout) holds the
             connection before closing it without an answer (stop() ends it sooner).
         list_enabled: whether the list of the account's renders (``GET /v1/renders``
@@ -118,6 +124,13 @@ class MockOptions:
     foreign_renders: tuple[ForeignRender, ...] = ()
     hold_create_answer_seconds: float = 0.0
     account_view: Mapping[str, Any] | None = None
+    prompt_clips: bool = True
+    clip_dir: Path | None = None
+
+    @property
+    def clips_wanted(self) -> bool:
+        """Renders get clips of their prompt: asked for, and the video is the sample."""
+        return self.prompt_clips and Path(self.video_path) == _default_video()
 
     def __post_init__(self) -> None:
         if self.render_seconds_min < 0 or self.render_seconds_max < self.render_seconds_min:

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reelqueue.mockprovider.directives import Directive
+from reelqueue.mockprovider.clips import ClipCache
+from reelqueue.mockprovider.directives import Directive, without_directives
 from reelqueue.mockprovider.options import MockOptions
 
 PRICE_PER_SECOND: dict[str, float] = {"mock-1": 0.01, "mock-2": 0.02}
@@ -96,6 +97,10 @@ class MockState:
         injects its own to see the list delay pass without sleeping)."""
         self.options = options
         self.video = video
+        #: each render's clip of its prompt (None: every render gets ``video``)
+        self.clips: ClipCache | None = None
+        if options.clips_wanted and ClipCache.available():
+            self.clips = ClipCache(options.clip_dir)
         self.stopping = threading.Event()
         self._clock = clock
         self._lock = threading.Lock()
@@ -357,6 +362,16 @@ class MockState:
         return round(PRICE_PER_SECOND.get(model, 0.01) * seconds, 4)
 
     # -- links ----------------------------------------------------------------------
+
+    def video_of(self, render: Render) -> bytes:
+        """The video ``render`` produced: its clip of its prompt and seed, else the
+        sample."""
+        if self.clips is None:
+            return self.video
+        # The directives that steer the mock (``[[mock:...]]``) are not drawn.
+        clip = self.clips.clip(without_directives(render.prompt),
+                               render.params.get("seed"))
+        return self.video if clip is None else clip
 
     def video_url(self, render: Render, base_url: str) -> str:
         url = f"{base_url}/v1/files/{render.id}.mp4"

@@ -655,6 +655,7 @@ class GalleryView(QWidget):
             now: tiles are read only for a gallery someone looks at).
         retryRequested(list, object): job ids, and -1 (a new seed for each).
         exportRequested(int, list, object): batch id, job ids, the folder (Path).
+        cutRequested(int, list): batch id, the picked job ids (the selected takes).
         noOpener(object): nothing on this system opens the path (Path).
 
     Attributes:
@@ -666,6 +667,7 @@ class GalleryView(QWidget):
     shown = Signal()
     retryRequested = Signal(list, object)
     exportRequested = Signal(int, list, object)
+    cutRequested = Signal(int, list)
     noOpener = Signal(object)
 
     def __init__(self, cache_dir: Path | None = None, parent: QWidget | None = None) -> None:
@@ -703,8 +705,12 @@ class GalleryView(QWidget):
         self.export_button.setToolTip("Copy the selected videos to a folder, with a sheet "
                                       "of their rows and results")
         self.export_button.clicked.connect(self.export_selected)
+        # The cut (issue 35 item 5): the selected takes are the picks, until the review's
+        # decisions are wired into application.cut.picks_from_journal.
+        self.cut_button = QPushButton("Cut")
+        self.cut_button.clicked.connect(self.cut_selected)
         for button in (self.open_button, self.reveal_button, self.retry_button,
-                       self.export_button):
+                       self.export_button, self.cut_button):
             bar.addWidget(button)
         layout.addLayout(bar)
         self.view = GalleryList()
@@ -811,6 +817,19 @@ class GalleryView(QWidget):
         self.retry_button.setEnabled(block is None)
         self.retry_button.setToolTip(block or RETRY_TIP)
         self.export_button.setEnabled(bool(items))
+        picks = [i for i in items if i.completed]
+        self.cut_button.setEnabled(bool(picks))
+        self.cut_button.setToolTip(
+            "Join the selected finished takes (one per row) in sheet order into one video "
+            "and a timeline (.otio, FCP XML, EDL) in the batch's cut folder; rows without "
+            "a selected take are black gaps" if picks
+            else "Select the finished takes to cut (one per row) first.")
+
+    def cut_selected(self) -> None:
+        batch = self.current_batch()
+        ids = [item.job_id for item in self.selected_items() if item.completed]
+        if batch is not None and ids:
+            emit(self.cutRequested, batch, ids)
 
     def open_selected(self) -> None:
         for item in self.selected_items()[:8]:  # a few players, not a hundred

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer
 
-from reelqueue.application import gallery
+from reelqueue.application import cut, gallery
 from reelqueue.application.events import JobEvent
 from reelqueue.domain.errors import KnownError
 from reelqueue.ui import files
@@ -39,7 +39,8 @@ class GalleryState(Protocol):
 
 
 class GalleryPart(QObject):
-    """Attributes: view: the gallery page. loads: tile reads done (for tests)."""
+    """Attributes: view: the gallery page. loads: tile reads done (for tests).
+    cuts_running: cuts being made; last_cut: the last one written."""
 
     def __init__(self, session: EngineSession, window: MainWindow, bridge: EngineBridge,
                  spawn: Spawn, state: GalleryState, parent: QObject | None = None) -> None:
@@ -50,6 +51,8 @@ class GalleryPart(QObject):
         self.state = state
         self.view: GalleryView = window.gallery
         self.loads = 0
+        self.cuts_running = 0
+        self.last_cut: cut.CutResult | None = None  # the last cut written (for tests)
         self._dirty = True  # nothing read yet: read when first shown
         self._reading: asyncio.Task[Any] | None = None
         # Started by :meth:`start` once the queue is open, stopped with the window: ticking
@@ -66,6 +69,7 @@ class GalleryPart(QObject):
         view.shown.connect(self._shown)
         view.exportRequested.connect(
             lambda batch, ids, folder: spawn(self.export(batch, ids, folder), "export"))
+        view.cutRequested.connect(lambda batch, ids: spawn(self.cut(batch, ids), "cut"))
         view.noOpener.connect(window.no_file_opener)
         bridge.jobEvent.connect(self._on_job_event)
 
@@ -126,6 +130,31 @@ class GalleryPart(QObject):
         banners.show_banner("success", f"Exported to {folder}: {done.summary()}.",
                             [("Open folder", lambda: self._open(folder))],
                             key="gallery-export")
+
+    async def cut(self, batch_id: int, job_ids: list[int]) -> None:
+        """Cut the batch with these picks (application/cut.py), its files checked and
+        written on a worker thread; how the MP4 is made is said before it starts."""
+        banners = self.window.banners
+        app = self.session.app
+        self.cuts_running += 1
+        try:
+            batch, rows = await cut.batch_rows(app, str(batch_id),
+                                                [str(job_id) for job_id in job_ids])
+            plan = await asyncio.to_thread(cut.plan_cut, batch, rows, app.ctx.videos_dir,
+                                           cut.CutOptions())
+            banners.show_banner("info", f"Cutting {plan.picks} picks and {plan.gaps} gaps "
+                                f"({plan.duration:.0f} s). {plan.method_words()}", key="cut")
+            result = await asyncio.to_thread(cut.write_cut, plan)
+        except KnownError as exc:
+            banners.show_banner("warning", f"Cut: {exc}", key="cut")
+            return
+        finally:
+            self.cuts_running -= 1
+        notes = " ".join(f"{line}." for line in result.notes + result.missing)
+        folder = result.mp4.parent
+        banners.show_banner("success", f"{result.summary()} {notes}".strip(),
+                            [("Open folder", lambda: self._open(folder))], key="cut")
+        self.last_cut = result
 
     def _open(self, folder: Path) -> None:
         if not files.open_path(folder):

@@ -370,6 +370,23 @@ class ImportDialog(QDialog):
         self.max_spend.setToolTip(
             "The batch stops starting renders once their estimated prices would pass this "
             "sum; the rest wait (nothing fails). Change it later with 'reelqueue batch cap'.")
+        # Takes (issue 35 item 1): the repeat of rows that give none, each with its own
+        # seed. Beside "Stop at": the panel has no height left for a row of its own.
+        self.takes = QSpinBox()
+        self.takes.setRange(1, 100)
+        self.takes.setValue(self.options.takes)
+        self.takes.setPrefix("× ")
+        self.takes.setToolTip(
+            "Takes: how many renders of each row (rows with their own repeat keep it). "
+            "Each take has its own seed (the row's seed + n, or drawn) and is paid for; "
+            "above 10 the estimate says so. Pick the takes to keep in the gallery.")
+        self.takes.valueChanged.connect(lambda _v: self._changed())
+        spend_row = QHBoxLayout()
+        spend_row.addWidget(self.max_spend, 1)
+        takes_label = QLabel("Takes")
+        takes_label.setBuddy(self.takes)
+        spend_row.addWidget(takes_label)
+        spend_row.addWidget(self.takes)
         self.test_run = QCheckBox("Test run: only the first")
         self.test_rows = QSpinBox()
         self.test_rows.setRange(1, 100_000)
@@ -398,7 +415,7 @@ class ImportDialog(QDialog):
         form.addRow("Resolution", self.resolution)
         form.addRow("Output folder", output_row)
         form.addRow("File names", self.template)
-        form.addRow("Stop at", self.max_spend)
+        form.addRow("Stop at", spend_row)
         form.addRow(test_row)
         form.addRow(self.images_anywhere)
         self.provider.currentIndexChanged.connect(lambda _i: self._provider_changed())
@@ -498,6 +515,7 @@ class ImportDialog(QDialog):
             batch_name=self.batch_name.text().strip() or None,
             mapping=mapping,
             allow_images_anywhere=self.images_anywhere.isChecked(),
+            takes=self.takes.value(),
             route=tuple(split_route(self.route.text())),
             route_policy=self.route_policy.currentData(),
             tolerance=self.tolerance.currentData(),
@@ -573,7 +591,7 @@ class ImportDialog(QDialog):
         where = f" · sheet {sheet.sheet_name}" if sheet.sheet_name else ""
         self.source_label.setText(
             f"{sheet.format.upper()}{where} · header on row {sheet.header_row_number} · "
-            f"{len(plan.jobs) + len({e.row_number for e in plan.errors}):,} rows · "
+            f"{plan.valid_rows + len({e.row_number for e in plan.errors}):,} rows · "
             f"batch “{plan.batch.name}” in {plan.batch.output_dir}")
         self.preview_model.set_rows(plan.preview(PREVIEW_ROWS))
         if any(row.route is not None for row in self.preview_model.rows):
@@ -614,7 +632,7 @@ class ImportDialog(QDialog):
         parts = [f"<b>{fmt.count(new, 'new job')}</b>"]
         if count is not None:
             parts[0] = (f"<b>{fmt.count(new, 'new job')}</b> (a test run of the first "
-                        f"{fmt.count(count, 'row')} of {fmt.number(len(whole.jobs))})")
+                        f"{fmt.count(count, 'row')} of {fmt.number(whole.valid_rows)})")
         if plan.already_present:
             parts.append(f"{fmt.number(plan.already_present)} already imported (skipped)")
         if refused_rows:
@@ -632,6 +650,9 @@ class ImportDialog(QDialog):
         # "price unknown — set it with ..." and how, never $0.00.
         lines = [line.describe(with_sources=False) for line in estimate.lines]
         text = f"Estimated cost {estimate.describe_total()}"
+        takes = plan.takes_words()
+        if takes is not None:  # over 10 takes of a row: their price said first
+            text = f"{takes} {text}"
         if lines:
             text += " — " + "; ".join(lines)
         worst = plan.worst_case
