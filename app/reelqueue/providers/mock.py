@@ -64,6 +64,8 @@ from reelqueue.providers.base import (
     classify_http_status,
     parse_retry_after,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo, check_base_url
 
 KIND = "mock"
@@ -573,9 +575,9 @@ def _search_impossible(status_code: int | None = None) -> ProviderError:
     )
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> MockProvider:
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> MockProvider:
     """Build the adapter for one account (``config.base_url`` is required)."""
-    return MockProvider(client, config)
+    return MockProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(

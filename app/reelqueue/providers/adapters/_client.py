@@ -18,7 +18,8 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, Provider
 from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
-from reelqueue.providers.base import ProviderConfig, classify_http_status, transport_error
+from reelqueue.providers.base import ProviderConfig, classify_http_status
+from reelqueue.providers.httpx_session import transport_error
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
 
