@@ -432,3 +432,15 @@ def classify_http_status(
                              label=ErrorLabel.INVALID_INPUT, status_code=status_code)
     return ProviderError(message, error_class=ErrorClass.RETRYABLE,
                          label=ErrorLabel.PROVIDER_ERROR, status_code=status_code)
+
+
+def scrub_secret(text: str, secret: str | None, *, header_values: Iterable[str] = ()) -> str:
+    """``text`` with every spelling of ``secret`` (raw, url-quoted, JSON-escaped, base64,
+    the whole ``header_values`` that carried it, and any run of 8+ of its characters) shown
+    as ``[redacted]``, then cut to a few hundred characters: what an adapter may put in an
+    error text built from a provider's answer (a provider may echo the request back)."""
+    from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
+
+    if secret:
+        text = redact(text, secret_variants(secret, header_values))
+    return shorten_text(text)

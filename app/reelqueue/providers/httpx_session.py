@@ -88,6 +88,12 @@ class _HttpxStream:
             raise session_error(exc) from exc
 
 
+def _params(params: Mapping[str, str] | None) -> dict[str, str] | None:
+    # None, not {}: httpx2 rebuilds a URL's query from any params given, and a signed
+    # link's query must reach its host byte for byte.
+    return dict(params) if params else None
+
+
 class HttpxSession:
     """ReelQueue's :class:`~reelqueue.providers.http.HttpSession` over an httpx2 client
     (the engine's per-account client, or a test's client on a MockTransport).
@@ -106,7 +112,7 @@ class HttpxSession:
                       max_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> HttpResponse:
         try:
             async with self.client.stream(method, url, headers=dict(headers or {}),
-                                          params=dict(params or {}), json=json,
+                                          params=_params(params), json=json,
                                           content=content) as answer:
                 body = bytearray()
                 async for chunk in answer.aiter_bytes():
@@ -128,7 +134,7 @@ class HttpxSession:
                      ) -> AsyncIterator[_HttpxStream]:
         try:
             async with self.client.stream(method, url, headers=dict(headers or {}),
-                                          params=dict(params or {})) as answer:
+                                          params=_params(params)) as answer:
                 yield _HttpxStream(answer)
         except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
             raise session_error(exc) from exc
