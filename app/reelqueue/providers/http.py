@@ -37,7 +37,7 @@ class HttpTransportError(Exception):
     timed_out = False
 
     def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or "").splitlines()[0])
+        super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
 class HttpConnectError(HttpTransportError):
