@@ -47,7 +47,7 @@ async def test_the_window_starts_with_a_broken_plug_in_and_about_names_it(
     await until(lambda: any(isinstance(w, AboutDialog) and w.isVisible()
                             for w in QApplication.topLevelWidgets()))
     about = next(w for w in QApplication.topLevelWidgets() if isinstance(w, AboutDialog))
-    text = about.text.text()
+    text = about.text.toPlainText()
     assert "plug-in reelqueue-sample-provider 0.1.0: sample (Sample Video API)" in text
     assert ("plug-in reelqueue-broken-plugin 0.3 (broken): skipped: it could not be "
             "imported (ModuleNotFoundError: No module named 'reelqueue_broken_plugin')"

@@ -4,8 +4,7 @@ one with the reason, or that they are off (``--no-plugins``). F1 opens it."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QVBoxLayout, QWidget
 
 from reelqueue import __version__
 from reelqueue.application.providers import PluginReport, ProviderRegistry
@@ -20,7 +19,8 @@ def about_lines(providers: ProviderRegistry, plugins: PluginReport) -> list[str]
 
 class AboutDialog(QDialog):
     """Attributes:
-    text: the label holding the lines (selectable, for a bug report).
+    text: the lines, read-only and selectable (for a bug report); it scrolls, so any
+        number of plug-ins with long reasons fits the screen.
     """
 
     def __init__(self, providers: ProviderRegistry, plugins: PluginReport,
@@ -28,9 +28,9 @@ class AboutDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("About ReelQueue")
         layout = QVBoxLayout(self)
-        self.text = QLabel("\n".join(about_lines(providers, plugins)))
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit("\n".join(about_lines(providers, plugins)))
+        self.text.setReadOnly(True)
+        self.text.setMinimumSize(520, 220)
         layout.addWidget(self.text)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
