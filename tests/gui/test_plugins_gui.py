@@ -15,7 +15,7 @@ from reelqueue.application import compose
 from reelqueue.cli.context import CliContext
 from reelqueue.providers.plugins import PluginEntry
 from reelqueue.ui.about import AboutDialog
-from tests.gui.conftest import WindowHarness, on_qloop, until
+from tests.gui.conftest import WindowHarness, on_qloop, save_screenshot, until
 
 
 def _no_module() -> object:
@@ -53,4 +53,5 @@ async def test_the_window_starts_with_a_broken_plug_in_and_about_names_it(
             "imported (ModuleNotFoundError: No module named 'reelqueue_broken_plugin')"
             ) in text
     assert "'runway' is a built-in provider's" in text
+    save_screenshot(about, "about-plugins-light")
     about.close()

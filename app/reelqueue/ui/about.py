@@ -4,6 +4,7 @@ one with the reason, or that they are off (``--no-plugins``). F1 opens it."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QVBoxLayout, QWidget
 
 from reelqueue import __version__
@@ -30,6 +31,7 @@ class AboutDialog(QDialog):
         layout = QVBoxLayout(self)
         self.text = QPlainTextEdit("\n".join(about_lines(providers, plugins)))
         self.text.setReadOnly(True)
+        self.text.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.text.setMinimumSize(520, 220)
         layout.addWidget(self.text)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
