@@ -190,7 +190,7 @@ class MockProvider:
         self._pace = [float(v) for v in pace] if isinstance(pace, list | tuple) else None
         self.account = config.account
         self.base_url = check_base_url(config.base_url)
-        self._client = client
+        self._client = httpx_client_of(client)
         self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
                               require_key=False)
         self._organization = config.settings.get("organization_id")
