@@ -58,7 +58,7 @@ class _Adapter:
     async def cancel(self, job_id: str) -> None: ...
 
 
-GOOD = ProviderInfo(kind="good", title="Good plug-in", factory=_Adapter, params=ParamSpec(),
+GOOD = ProviderInfo(kind="good", title="Good Video API", factory=_Adapter, params=ParamSpec(),
                     default_base_url="https://api.good.example")
 
 
@@ -115,17 +115,28 @@ def test_a_good_plug_in_loads_beside_the_built_ins_and_a_second_of_its_kind_is_s
         entry(GOOD, name="good", dist="a-dist", version="2.1"),
         entry(replace(GOOD, title="Copy"), name="copy", dist="b-dist"),
         entry(lambda: picky, name="picky", dist="c-dist")])
-    assert registry.get("good") is GOOD and "picky" in registry
+    assert registry.get("good").factory is GOOD.factory and "picky" in registry
     assert set(builtin_registry().kinds()) < set(registry.kinds())
-    assert [str(p) for p in report.loaded] == ["a-dist 2.1: good (Good plug-in)",
-                                               "c-dist 1.0: picky (Good plug-in)"]
+    assert [str(p) for p in report.loaded] == ["a-dist 2.1: good (Good Video API)",
+                                               "c-dist 1.0: picky (Good Video API)"]
     assert report.skipped[0].reason == "its kind 'good' is already given by the plug-in a-dist"
     assert report.lines()[-1].startswith("plug-in b-dist 1.0 (copy): skipped: its kind")
 
 
+@pytest.mark.expect_warnings("provider plug-in good: its row rules failed")
+def test_a_plug_in_whose_row_rules_fail_refuses_the_row_instead_of_ending_the_import(
+) -> None:
+    registry, _ = load_plugins(builtin_registry(), [
+        entry(replace(GOOD, rules=_raises(ZeroDivisionError("x"))), name="good")])
+    problems = registry.get("good").rules({"duration": 5})
+    assert [str(p) for p in problems] == [
+        "Good Video API (a plug-in) could not check this row (ZeroDivisionError); update or "
+        "remove the plug-in."]
+
+
 def test_a_factory_that_fails_at_run_time_is_a_reelqueue_error() -> None:
     info = replace(GOOD, factory=_raises(KeyError("region")))
-    with pytest.raises(AdapterNotBuilt, match="Good plug-in adapter could not be built for "
+    with pytest.raises(AdapterNotBuilt, match="Good Video API adapter could not be built for "
                                               "account 'a': KeyError"):
         build_provider(info, HttpxSession(httpx2.AsyncClient()), account="a",
                        base_url=None, api_key="k", settings={})

@@ -22,18 +22,23 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reelqueue.domain.errors import ReelQueueError
-from reelqueue.providers.base import ParamSpec, ProviderConfig
+from reelqueue.providers.base import ParamProblem, ParamSpec, ProviderConfig
 from reelqueue.providers.http import (
     DEFAULT_MAX_ANSWER_BYTES,
     HttpConnectError,
     HttpResponse,
     HttpStream,
 )
-from reelqueue.providers.registry import CONTRACT_VERSION, ProviderInfo, ProviderRegistry
+from reelqueue.providers.registry import (
+    CONTRACT_VERSION,
+    ParamRules,
+    ProviderInfo,
+    ProviderRegistry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +160,27 @@ def load_plugins(builtins: ProviderRegistry, entries: Iterable[PluginEntry],
                                          reason))
             continue
         by_kind[info.kind] = entry.distribution
-        infos.append(info)
+        infos.append(replace(info, rules=_guarded(info)))
         loaded.append(LoadedPlugin(entry.distribution, entry.version, info.kind, info.title))
     return ProviderRegistry(infos), PluginReport(tuple(loaded), tuple(skipped))
+
+
+def _guarded(info: ProviderInfo) -> ParamRules:
+    """The plug-in's row rules, its bug turned into a problem of the row: a sheet is
+    checked with them at import, and an exception there must not end the import."""
+    rules = info.rules
+
+    def checked(params: Mapping[str, Any]) -> list[ParamProblem]:
+        try:
+            return list(rules(params))
+        except Exception as exc:
+            log.warning("provider plug-in %s: its row rules failed (%s)", info.kind,
+                        type(exc).__name__)
+            return [ParamProblem(f"{info.title} (a plug-in) could not check this row "
+                                 f"({type(exc).__name__}); update or remove the plug-in.",
+                                 ())]
+
+    return checked
 
 
 def _is_own(entry: PluginEntry) -> bool:
