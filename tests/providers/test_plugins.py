@@ -30,7 +30,12 @@ from reelqueue.providers import http
 from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import BUILTIN_PROVIDERS, builtin_registry
 from reelqueue.providers.httpx_session import HttpxSession
-from reelqueue.providers.plugins import PluginEntry, installed_entries, load_plugins
+from reelqueue.providers.plugins import (
+    PluginEntry,
+    installed_entries,
+    load_installed,
+    load_plugins,
+)
 from reelqueue.providers.registry import (
     CONTRACT_VERSION,
     AdapterNotBuilt,
@@ -132,6 +137,15 @@ def test_a_plug_in_whose_row_rules_fail_refuses_the_row_instead_of_ending_the_im
     assert [str(p) for p in problems] == [
         "Good Video API (a plug-in) could not check this row (ZeroDivisionError); update or "
         "remove the plug-in."]
+
+
+@pytest.mark.expect_warnings("provider plug-ins skipped: the installed plug-ins could not")
+def test_entry_points_that_cannot_be_read_leave_the_built_ins() -> None:
+    registry, report = load_installed(builtin_registry(), _raises(ValueError("bad METADATA")))
+    assert registry.kinds() == builtin_registry().kinds()
+    assert report.lines() == ["plug-in (installed distributions) (reelqueue.providers): "
+                              "skipped: the installed plug-ins could not be listed "
+                              "(ValueError: bad METADATA)"]
 
 
 def test_a_factory_that_fails_at_run_time_is_a_reelqueue_error() -> None:

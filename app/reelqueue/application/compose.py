@@ -19,7 +19,7 @@ from reelqueue.providers.plugins import (
     PluginEntry,
     PluginReport,
     installed_entries,
-    load_plugins,
+    load_installed,
 )
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
@@ -65,7 +65,7 @@ def use_plugin_entries(source: PluginSource | None) -> None:
 def _providers() -> tuple[ProviderRegistry, PluginReport]:
     if _Plugins.loaded is None:
         if plugins_enabled():
-            _Plugins.loaded = load_plugins(builtin_registry(), _Plugins.source())
+            _Plugins.loaded = load_installed(builtin_registry(), _Plugins.source)
         else:
             _Plugins.loaded = (builtin_registry(), PluginReport(disabled=True))
     return _Plugins.loaded

@@ -89,7 +89,8 @@ class SkippedPlugin:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.distribution} {self.version} ({self.entry}): skipped: {self.reason}"
+        version = f" {self.version}" if self.version else ""
+        return f"{self.distribution}{version} ({self.entry}): skipped: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,24 @@ def installed_entries() -> list[PluginEntry]:
         dist = point.dist
         found.append(PluginEntry(
             name=point.name, value=point.value,
-            distribution=dist.name if dist is not None else "(unknown distribution)",
-            version=dist.version if dist is not None else "?", load=point.load))
+            distribution=str(dist.name) if dist is not None else "(unknown distribution)",
+            version=str(dist.version) if dist is not None else "?", load=point.load))
     return found
+
+
+def load_installed(builtins: ProviderRegistry,
+                   source: Callable[[], Iterable[PluginEntry]] = installed_entries,
+                   ) -> tuple[ProviderRegistry, PluginReport]:
+    """:func:`load_plugins` over ``source``'s entries; when they cannot even be read (a
+    distribution's metadata is damaged), the built-ins alone and the reason."""
+    try:
+        entries = list(source())
+    except Exception as exc:
+        reason = f"the installed plug-ins could not be listed ({_said(exc)})"
+        log.warning("provider plug-ins skipped: %s", reason)
+        return builtins, PluginReport(skipped=(
+            SkippedPlugin("(installed distributions)", "", ENTRY_POINT_GROUP, reason),))
+    return load_plugins(builtins, entries)
 
 
 class _PlugInBroken(Exception):
