@@ -9,7 +9,8 @@ import pytest
 
 from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.providers.base import classify_http_status, parse_retry_after, transport_error
+from reelqueue.providers.base import classify_http_status, parse_retry_after
+from reelqueue.providers.httpx_session import transport_error
 
 pytestmark = pytest.mark.unit
 

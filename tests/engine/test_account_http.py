@@ -15,6 +15,8 @@ from reelqueue.domain.states import JobState
 from reelqueue.engine.engine import account_pool_size
 from reelqueue.providers.base import ParamSpec, ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 from reelqueue.store.memory import MemoryStore
 from tests.engine.fakes import FakeProvider
@@ -32,8 +34,8 @@ async def test_each_account_gets_its_own_client_sized_to_its_capacity(tmp_path: 
     given: dict[str, httpx2.AsyncClient] = {}
     provider = FakeProvider()
 
-    def factory(client: httpx2.AsyncClient, config: ProviderConfig) -> Any:
-        given.setdefault(config.account, client)
+    def factory(session: HttpSession, config: ProviderConfig) -> Any:
+        given.setdefault(config.account, httpx_client_of(session))
         return provider
 
     providers = builtin_registry().with_provider(ProviderInfo(
@@ -55,8 +57,8 @@ async def test_a_client_given_by_the_caller_serves_every_account(tmp_path: Path)
     given: list[httpx2.AsyncClient] = []
     provider = FakeProvider()
 
-    def factory(client: httpx2.AsyncClient, config: ProviderConfig) -> Any:
-        given.append(client)
+    def factory(session: HttpSession, config: ProviderConfig) -> Any:
+        given.append(httpx_client_of(session))
         return provider
 
     providers = builtin_registry().with_provider(ProviderInfo(

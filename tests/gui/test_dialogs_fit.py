@@ -35,6 +35,7 @@ from reelqueue.engine.queries import JobDetail
 from reelqueue.intake import ImportOptions
 from reelqueue.intake.estimate import CostEstimate, CostLine
 from reelqueue.intake.planner import plan_import
+from reelqueue.ui.about import AboutDialog
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.account_manage import ManageAccountDialog
 from reelqueue.ui.gallery import PreviewDialog
@@ -162,7 +163,20 @@ def preview_dialog(window: MainWindow, folder: Path) -> QDialog:
     return dialog
 
 
+def about_dialog(window: MainWindow, _folder: Path) -> QDialog:
+    from reelqueue.application.providers import PluginReport, provider_registry
+    from reelqueue.providers.plugins import LoadedPlugin, SkippedPlugin
+
+    report = PluginReport(
+        tuple(LoadedPlugin(f"reelqueue-plugin-{n}-{LONG_NAME}", "10.20.30", f"kind-{n}",
+                           LONG_NAME) for n in range(20)),
+        tuple(SkippedPlugin(f"broken-{n}", "0.0.1", "p", "it could not be imported "
+                            + "(ModuleNotFoundError: x) " * 12) for n in range(20)))
+    return AboutDialog(provider_registry(), report, window)
+
+
 BUILDERS: dict[type[QDialog], Callable[[MainWindow, Path], QDialog]] = {
+    AboutDialog: about_dialog,
     ImportDialog: import_dialog,
     AccountDialog: account_dialog,
     ManageAccountDialog: manage_dialog,

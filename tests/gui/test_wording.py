@@ -20,7 +20,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from reelqueue.domain.errors import HINTS, ErrorLabel
-from reelqueue.providers.base import transport_error
+from reelqueue.providers.httpx_session import transport_error
 from reelqueue.resources import resource
 from reelqueue.ui.accounts_view import AccountCardData
 from reelqueue.ui.main_window import MainWindow

@@ -78,10 +78,11 @@ def install(hook: str) -> None:
     # function that supplies the default one is replaced, here only).
     from reelqueue.application import builtin_mock, compose
     from reelqueue.providers import builtin
+    from reelqueue.providers.httpx_session import httpx_client_of
 
     hooked = builtin.builtin_registry().with_provider(replace(
         builtin.builtin_registry().get("mock"),
-        factory=lambda client, config: Hooked(client, config)))
+        factory=lambda session, config: Hooked(httpx_client_of(session), config)))
     # compose.py is the composition root every front end's engine comes from.
     for module in (builtin, builtin_mock, compose):
         module.builtin_registry = lambda: hooked  # type: ignore[attr-defined]

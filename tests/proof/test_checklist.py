@@ -40,6 +40,7 @@ from reelqueue.mockprovider.options import MockOptions
 from reelqueue.mockprovider.server import MockProviderServer
 from reelqueue.providers.base import RemoteStatus
 from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.mock import MockProvider
 from reelqueue.store.base import ClaimParams, RecoverParams
 from reelqueue.store.sqlite import SqliteStore
@@ -219,8 +220,9 @@ async def test_slow_worker_finishes_after_its_lease_was_taken_over(
 
         info = builtin_registry().get("mock")
         providers = builtin_registry().with_provider(replace(
-            info, factory=lambda client, config: (Stalled if client is client_a
-                                                  else MockProvider)(client, config)))
+            info, factory=lambda session, config: (
+                Stalled if httpx_client_of(session) is client_a
+                else MockProvider)(httpx_client_of(session), config)))
         engine_b = Engine(store_b, instance_id="instance-b", providers=providers,
                           config=EngineConfig(
             shared_store=True, lease_seconds=10.0, heartbeat_seconds=0.1, **FAST))

@@ -139,7 +139,7 @@ async def run_one_row(
     tmp_path: Path, router: Router, kind: str, *, prompt: str, account: str,
     params: dict[str, Any] | None = None, base_url: str | None = None,
     settings: dict[str, Any] | None = None, key: str = SENTINEL_KEY,
-    config: Any = None,
+    config: Any = None, providers: Any = None,
 ) -> tuple[Any, Any]:
     """One row of ``kind`` on one account whose API is ``router``, run by the real engine
     until nothing more can happen; returns the job and the store (to read the ledger).
@@ -170,7 +170,7 @@ async def run_one_row(
     store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,
-                    rng=random.Random(1))
+                    rng=random.Random(1), providers=providers)
     try:
         await engine.start()
         await asyncio.wait_for(engine.run_until_drained(), 20)

@@ -29,6 +29,7 @@ from reelqueue.engine.account_keys import CONFIRM
 from reelqueue.engine.account_views import read_view
 from reelqueue.engine.lost_creates import planning_adapter
 from reelqueue.providers.base import account_view_of
+from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import ProviderRegistry, build_provider
 from reelqueue.store.provider_limits import VIEW_FRESH_SECONDS
 
@@ -224,7 +225,7 @@ async def refresh_account_view(session: Session, name: str) -> AccountViewWords:
         base_url = await session.ensure_mock()
     async with httpx2.AsyncClient(timeout=30.0, follow_redirects=False) as client:
         try:
-            adapter = build_provider(info, client, account=name, base_url=base_url,
+            adapter = build_provider(info, session_of(client), account=name, base_url=base_url,
                                      api_key=answer.key, settings=account.settings)
         except ValueError as exc:
             raise InputError(f"Account {name}: its address cannot be used ({exc}).") from None

@@ -5,7 +5,8 @@ the self-test (:mod:`.selftest`) get theirs here; no front end builds one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from reelqueue.domain.clock import Clock
@@ -14,18 +15,71 @@ from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.engine import Engine
 from reelqueue.engine.events import EventBus
 from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.plugins import (
+    PluginEntry,
+    PluginReport,
+    installed_entries,
+    load_installed,
+)
 from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 if TYPE_CHECKING:
     from reelqueue.application.context import AppContext
 
-__all__ = ["build_engine", "open_journal_store", "provider_registry"]
+__all__ = ["NO_PLUGINS_ENV", "build_engine", "disable_plugins", "open_journal_store",
+           "plugin_report", "plugins_enabled", "provider_registry", "use_plugin_entries"]
+
+NO_PLUGINS_ENV = "REELQUEUE_NO_PLUGINS"
+"""Set (to anything but "" or "0"): start without provider plug-ins, as ``--no-plugins``
+does; the window started from the command line inherits it."""
+
+PluginSource = Callable[[], Iterable[PluginEntry]]
+
+
+class _Plugins:
+    """The process's providers: loaded once, on first use (importing a plug-in runs its
+    code, so it happens only when a registry is asked for)."""
+
+    source: PluginSource = installed_entries
+    loaded: tuple[ProviderRegistry, PluginReport] | None = None
+
+
+def plugins_enabled() -> bool:
+    return os.environ.get(NO_PLUGINS_ENV, "").strip() in ("", "0")
+
+
+def disable_plugins() -> None:
+    """Start without plug-ins (``--no-plugins``): for this process and the ones it starts."""
+    os.environ[NO_PLUGINS_ENV] = "1"
+    _Plugins.loaded = None
+
+
+def use_plugin_entries(source: PluginSource | None) -> None:
+    """Where plug-ins are looked for (None: the installed distributions); the next
+    registry asked for loads them again. Tests give fake entry points here."""
+    _Plugins.source = source or installed_entries
+    _Plugins.loaded = None
+
+
+def _providers() -> tuple[ProviderRegistry, PluginReport]:
+    if _Plugins.loaded is None:
+        if plugins_enabled():
+            _Plugins.loaded = load_installed(builtin_registry(), _Plugins.source)
+        else:
+            _Plugins.loaded = (builtin_registry(), PluginReport(disabled=True))
+    return _Plugins.loaded
 
 
 def provider_registry() -> ProviderRegistry:
-    """The provider kinds offered and rendered with: the built-in ones."""
-    return builtin_registry()
+    """The provider kinds offered and rendered with: the built-in ones and the plug-ins
+    that load (none with ``--no-plugins``)."""
+    return _providers()[0]
+
+
+def plugin_report() -> PluginReport:
+    """Which plug-ins are in use and which were skipped, and why."""
+    return _providers()[1]
 
 
 def open_journal_store(ctx: AppContext) -> Store:

@@ -10,8 +10,9 @@ import httpx2
 from reelqueue.application.compose import provider_registry
 from reelqueue.domain.account_view import AccountView
 from reelqueue.engine.account_views import read_view
-from reelqueue.providers.base import ProviderConfig, account_view_of
-from reelqueue.providers.registry import ProviderRegistry, check_base_url
+from reelqueue.providers.base import account_view_of
+from reelqueue.providers.httpx_session import session_of
+from reelqueue.providers.registry import ProviderRegistry, build_provider
 
 __all__ = ["check_key"]
 
@@ -26,10 +27,8 @@ async def check_key(account: str, provider_kind: str, base_url: str | None,
     when it offers none."""
     info = (providers or provider_registry()).get(provider_kind)
     async with httpx2.AsyncClient(timeout=30.0, follow_redirects=True) as client:
-        url = base_url or info.default_base_url
-        provider = info.factory(client, ProviderConfig(
-            account=account, base_url=check_base_url(url) if url else None,
-            api_key=key, settings=settings))
+        provider = build_provider(info, session_of(client), account=account,
+                                  base_url=base_url, api_key=key, settings=settings)
         await provider.check_key()
         viewer = account_view_of(provider)
         if viewer is None:

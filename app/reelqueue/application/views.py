@@ -47,7 +47,7 @@ async def job_rows(session: Session, offset: int = 0, limit: int = PAGE_ROWS) ->
     """Jobs in id order, ``limit`` from ``offset`` (jobs are never deleted: the count of
     rows already read is the offset of the new ones). Each row's file as this machine
     has it (under its videos folder)."""
-    rows = await queries.job_rows(session.journal, offset, limit)
+    rows = await queries.job_rows(session.journal, offset, limit, session.providers)
     # Off the caller's thread (the window's GUI thread): a page is up to PAGE_ROWS paths
     # placed under the videos folder, about a second of CPU for 100,000 rows.
     return await asyncio.to_thread(_local_rows, session, rows)
@@ -60,7 +60,8 @@ async def job_order(session: Session, order: str, descending: bool = False) -> l
 
 async def job_rows_by_id(session: Session, job_ids: list[int]) -> list[JobRow]:
     """Fresh rows for a few jobs (after a command changed them)."""
-    return _local_rows(session, await queries.job_rows_by_id(session.journal, job_ids))
+    return _local_rows(session, await queries.job_rows_by_id(session.journal, job_ids,
+                                                             session.providers))
 
 
 async def job_detail(session: Session, job_id: int) -> JobDetail | None:

@@ -25,7 +25,7 @@ from reelqueue.application.accounts import (
 )
 from reelqueue.application.balance_words import BalanceWords, account_balance_words
 from reelqueue.application.keys import check_key
-from reelqueue.application.providers import builtin_registry
+from reelqueue.application.providers import builtin_kinds, builtin_registry
 from reelqueue.application.session import Session
 from reelqueue.application.views import AccountSummary
 from reelqueue.application.words import StateWords, account_words
@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                        required=True)
     add = commands.add_parser("add", help="connect an account (key from stdin or a prompt)")
     add.add_argument("name")
-    kinds = ", ".join(builtin_registry().kinds())
-    add.add_argument("--provider", required=True, help=f"one of: {kinds}")
+    kinds = ", ".join(builtin_kinds())
+    add.add_argument("--provider", required=True,
+                     help=f"one of: {kinds}, or a provider plug-in's kind (status lists them)")
     add.add_argument("--capacity", type=int, default=None,
                      help="renders at once (default: what the provider's entry tier allows)")
     add.add_argument("--base-url", default=None, help="API base URL (https, or loopback)")

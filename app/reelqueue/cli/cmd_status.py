@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from reelqueue.application import status, team
+from reelqueue.application.providers import plugin_report
 from reelqueue.application.session import Session
 from reelqueue.application.words import job_state_words
 from reelqueue.cli.cmd_spend import describe as describe_spend
@@ -28,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
+    plugins = plugin_report()
     if not ctx.has_journal:
         ctx.print(f"No journal yet in {ctx.data_dir}.")
+        for line in plugins.lines():
+            ctx.print(line)
         return 0
     # Reading needs no lock; a running ReelQueue may hold it while we look.
     report = run_on_journal(ctx, lambda session: status.status(session, args.batch),
@@ -37,8 +41,10 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
     data, attention = report.data, report.attention
     spend_lines = describe_spend(report.spend)
     if args.json:
-        ctx.print(json.dumps(data, indent=2))
+        ctx.print(json.dumps({**data, "plugins": plugins.as_dict()}, indent=2))
         return 0
+    for line in plugins.lines():
+        ctx.print(line)
     connection = data.get("team_connection")
     if connection is not None:
         said = {True: "encrypted", False: "NOT encrypted"}.get(connection["encrypted"],
@@ -83,8 +89,11 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
+    plugins = plugin_report()
     if not ctx.has_journal:
         ctx.print(f"No journal in {ctx.data_dir}; nothing to check.")
+        for line in plugins.lines():
+            ctx.print(line)
         return 0
     # If another ReelQueue holds the folder, its live claims are legitimate.
     warnings: list[str] = []
@@ -97,7 +106,8 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         results = run_on_journal(ctx, check, lock=False)
     failed = {name: rows for name, rows in results.items() if rows}
     if args.json:
-        ctx.print(json.dumps({"ok": not failed, "checks": results}, indent=2, default=str))
+        ctx.print(json.dumps({"ok": not failed, "checks": results,
+                              "plugins": plugins.as_dict()}, indent=2, default=str))
     else:
         for name, rows in results.items():
             ctx.print(f"{'FAIL' if rows else 'ok  '} {name.replace('_', ' ')}"
@@ -108,5 +118,7 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         elif alive:
             ctx.print("note: another ReelQueue is running here; live claims were not checked.")
         for line in warnings:
+            ctx.print(line)
+        for line in plugins.lines():  # a skipped plug-in is said, not a failed check
             ctx.print(line)
     return 1 if failed else 0

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reelqueue import __version__
+from reelqueue.application.compose import disable_plugins
 from reelqueue.application.logs import setup_logging
 from reelqueue.application.serving import ApiRunner
 from reelqueue.cli.context import (
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the team journal on PostgreSQL (postgresql://user@host/db, "
                              "no password in it; default: $REELQUEUE_STORE, else the local "
                              "journal in the data folder)")
+    parser.add_argument("--no-plugins", action="store_true",
+                        help="start without provider plug-ins (also "
+                             "REELQUEUE_NO_PLUGINS=1); the built-in providers only")
     parser.add_argument("-v", "--verbose", action="store_true", help="log more to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -112,11 +116,15 @@ def main(argv: Sequence[str] | None = None, *,
 
         argv.remove(str(sheet))
         args = parser.parse_args(argv)
+        if args.no_plugins:
+            disable_plugins()
         opened = _context_or_message(args, open_window, serve_api)
         if isinstance(opened, int):
             return opened
         return open_window_or_help(opened, parser, sheet=sheet)
     args = parser.parse_args(argv)
+    if args.no_plugins:
+        disable_plugins()
     found = _context_or_message(args, open_window, serve_api)
     if isinstance(found, int):
         return found

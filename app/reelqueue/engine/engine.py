@@ -64,6 +64,7 @@ from reelqueue.providers.base import (
     sends_client_token,
 )
 from reelqueue.providers.builtin import builtin_registry
+from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import ProviderRegistry, build_provider
 from reelqueue.store.balance import UNIT_SLACK, in_units
 from reelqueue.store.base import ClaimParams, JobError, RecoverParams, Store, this_host
@@ -764,7 +765,8 @@ class Engine:
             return None
         key = answer.key
         try:
-            provider = build_provider(info, self._http_for(account), account=account.name,
+            provider = build_provider(info, session_of(self._http_for(account)),
+                                      account=account.name,
                                       base_url=account.base_url, api_key=key,
                                       settings=account.settings)
         except (ReelQueueError, ValueError) as exc:  # ValueError: an unparsable address

@@ -21,6 +21,7 @@ import httpx2
 from reelqueue.domain.errors import ReelQueueError
 from reelqueue.domain.models import Account
 from reelqueue.providers.base import LostCreateSearch, Provider, lost_create_search
+from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import ProviderRegistry, build_provider
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def planning_adapter(account: Account | None, providers: ProviderRegistry) -> Pr
     if not base_url and not info.default_base_url and not info.requires_key:
         base_url = _PLANNING_ADDRESS
     try:
-        return build_provider(info, _planning_client(), account=account.name,
+        return build_provider(info, session_of(_planning_client()), account=account.name,
                               base_url=base_url, api_key=_PLANNING_KEY,
                               settings=account.settings)
     except (ReelQueueError, ValueError) as exc:

@@ -155,15 +155,18 @@ def to_row(job: Job, estimate: Callable[[Job], float | None]) -> JobRow:
     )
 
 
-def _rows_page(store: Store, offset: int, limit: int) -> list[JobRow]:
-    estimate = price_estimator(store.list_accounts())
+def _rows_page(store: Store, offset: int, limit: int,
+               providers: ProviderRegistry | None = None) -> list[JobRow]:
+    estimate = price_estimator(store.list_accounts(), providers)
     return [to_row(job, estimate) for job in store.list_jobs(limit=limit, offset=offset)]
 
 
-async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS) -> list[JobRow]:
+async def job_rows(astore: AsyncStore, offset: int = 0, limit: int = PAGE_ROWS,
+                   providers: ProviderRegistry | None = None) -> list[JobRow]:
     """Jobs in id order, ``limit`` from ``offset``. Jobs are never deleted, so the count
-    of rows already read is the offset of the new ones."""
-    return await astore.call(_rows_page, astore.sync, offset, limit)
+    of rows already read is the offset of the new ones. ``providers``: whose price tables
+    estimate (default: the built-in ones; the session passes its own, plug-ins included)."""
+    return await astore.call(_rows_page, astore.sync, offset, limit, providers)
 
 
 async def job_order(astore: AsyncStore, order: str, descending: bool = False) -> list[int]:
@@ -172,11 +175,12 @@ async def job_order(astore: AsyncStore, order: str, descending: bool = False) ->
     return await astore.job_ids_ordered(order, descending)
 
 
-async def job_rows_by_id(astore: AsyncStore, job_ids: list[int]) -> list[JobRow]:
+async def job_rows_by_id(astore: AsyncStore, job_ids: list[int],
+                         providers: ProviderRegistry | None = None) -> list[JobRow]:
     """Fresh rows for a few jobs (after a command changed them)."""
 
     def read(store: Store) -> list[JobRow]:
-        estimate = price_estimator(store.list_accounts())
+        estimate = price_estimator(store.list_accounts(), providers)
         jobs = [store.get_job(job_id) for job_id in job_ids]
         return [to_row(job, estimate) for job in jobs if job is not None]
 

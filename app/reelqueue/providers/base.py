@@ -1,6 +1,7 @@
 """The interface every provider adapter implements, and what it exchanges with the engine.
 
-An adapter is built per account by ``create(client, config)``; it never retries a create
+An adapter is built per account by ``create(session, config)``
+(:class:`~reelqueue.providers.http.HttpSession`); it never retries a create
 request whose body may have been sent (no provider has an idempotency key), it converts
 every foreign exception into :class:`~reelqueue.domain.errors.ProviderError` with an
 :class:`ErrorClass` and an :class:`ErrorLabel`, and it never puts the API key into an
@@ -13,8 +14,6 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
-
-import httpx2
 
 # Re-exported: the account view's values live in domain/ because the journal keeps them.
 from reelqueue.domain.account_view import AccountView as AccountView
@@ -395,38 +394,6 @@ def parse_retry_after(value: str | None, default: float | None = None) -> float 
     return max(0.0, when.timestamp() - time.time())
 
 
-# What each httpx transport failure means, in the user's words (not "ConnectError").
-_TRANSPORT_WORDS = {
-    "ConnectError": "Could not connect to the provider (network down or address wrong)",
-    "ConnectTimeout": "The provider did not accept the connection in time",
-    "ReadTimeout": "The provider stopped answering (timed out waiting for a reply)",
-    "WriteTimeout": "Timed out sending the request to the provider",
-    "PoolTimeout": "Timed out waiting for a free connection to the provider",
-    "ReadError": "The connection to the provider broke while reading its answer",
-    "WriteError": "The connection to the provider broke while sending the request",
-    "RemoteProtocolError": "The provider closed the connection or sent an unreadable answer",
-    "ProxyError": "The proxy refused the connection to the provider",
-}
-
-
-def transport_error(exc: httpx2.HTTPError, *, during_create: bool) -> ProviderError:
-    """Convert an httpx transport failure, deciding whether a create body may have gone out.
-
-    A connect error or a connect timeout means nothing was sent. Anything later (write,
-    read, pool-less protocol errors) may have delivered the request.
-    """
-    nothing_sent = isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout)
-    label = ErrorLabel.TIMED_OUT if isinstance(exc, httpx2.TimeoutException) else (
-        ErrorLabel.PROVIDER_ERROR
-    )
-    return ProviderError(
-        _TRANSPORT_WORDS.get(type(exc).__name__, "The connection to the provider failed"),
-        error_class=ErrorClass.RETRYABLE,
-        label=label,
-        body_maybe_sent=during_create and not nothing_sent,
-    )
-
-
 def classify_http_status(
     status_code: int,
     message: str,
@@ -465,3 +432,15 @@ def classify_http_status(
                              label=ErrorLabel.INVALID_INPUT, status_code=status_code)
     return ProviderError(message, error_class=ErrorClass.RETRYABLE,
                          label=ErrorLabel.PROVIDER_ERROR, status_code=status_code)
+
+
+def scrub_secret(text: str, secret: str | None, *, header_values: Iterable[str] = ()) -> str:
+    """``text`` with every spelling of ``secret`` (raw, url-quoted, JSON-escaped, base64,
+    the whole ``header_values`` that carried it, and any run of 8+ of its characters) shown
+    as ``[redacted]``, then cut to a few hundred characters: what an adapter may put in an
+    error text built from a provider's answer (a provider may echo the request back)."""
+    from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
+
+    if secret:
+        text = redact(text, secret_variants(secret, header_values))
+    return shorten_text(text)

@@ -64,6 +64,8 @@ from reelqueue.providers.base import (
     classify_http_status,
     parse_retry_after,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo, check_base_url
 
 KIND = "mock"
@@ -188,7 +190,7 @@ class MockProvider:
         self._pace = [float(v) for v in pace] if isinstance(pace, list | tuple) else None
         self.account = config.account
         self.base_url = check_base_url(config.base_url)
-        self._client = client
+        self._client = httpx_client_of(client)
         self._api = ApiClient(client, config, title="mock provider", default_base_url=None,
                               require_key=False)
         self._organization = config.settings.get("organization_id")
@@ -573,9 +575,9 @@ def _search_impossible(status_code: int | None = None) -> ProviderError:
     )
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> MockProvider:
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> MockProvider:
     """Build the adapter for one account (``config.base_url`` is required)."""
-    return MockProvider(client, config)
+    return MockProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(

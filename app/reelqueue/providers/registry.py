@@ -5,7 +5,12 @@ needs it (the engine, the intake's catalog, the front ends). Nothing registers i
 import time and nothing changes a registry at run time: :meth:`ProviderRegistry.with_base_url`
 and :meth:`ProviderRegistry.with_provider` return a new one (the built-in mock's address is
 one engine's override, a test's fake provider is that test's own registry). The built-in
-providers are listed in :mod:`reelqueue.providers.builtin`.
+providers are listed in :mod:`reelqueue.providers.builtin`; plug-ins come from installed
+distributions (:mod:`reelqueue.providers.plugins`).
+
+This module, :mod:`~reelqueue.providers.base` and :mod:`~reelqueue.providers.http` are
+the contract a provider plug-in is written against (:data:`CONTRACT_VERSION`): none of them
+names a type of the HTTP library.
 """
 
 from __future__ import annotations
@@ -17,17 +22,23 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx2
-
-from reelqueue.domain.errors import InputError
+from reelqueue.domain.errors import InputError, ReelQueueError
 from reelqueue.providers.base import (
     ParamProblem,
     ParamSpec,
     Provider,
     ProviderConfig,
 )
+from reelqueue.providers.http import HttpSession
 
-ProviderFactory = Callable[[httpx2.AsyncClient, ProviderConfig], Provider]
+CONTRACT_VERSION = 1
+"""The version of the provider contract (this module, ``base`` and ``http``). A plug-in's
+:class:`ProviderInfo` says which version it was written for; one of another version is not
+loaded (its reason is shown). Raised when a change would break a written plug-in."""
+
+ProviderFactory = Callable[[HttpSession, ProviderConfig], Provider]
+"""``(session, config) -> adapter``: builds the adapter of one account. ``session`` is
+ReelQueue's own HTTP session over the account's connection pool."""
 ParamRules = Callable[[Mapping[str, Any]], list[ParamProblem]]
 """``params -> problems``: a provider's rules for a row beyond its :class:`ParamSpec`
 (e.g. Veo's 1080p needs 8 s); empty when the row is fine."""
@@ -48,6 +59,7 @@ class ProviderInfo:
     default_base_url: the API's base URL when the account gives none.
     requires_key: False only for the mock provider.
     rules: the row rules its ``params`` cannot say (checked at import and before a create).
+    contract: the :data:`CONTRACT_VERSION` it was written for.
 
     How a lost create is found again is the built adapter's to say
     (:func:`~reelqueue.providers.base.lost_create_search`): it may depend on the account's
@@ -61,20 +73,35 @@ class ProviderInfo:
     default_base_url: str | None
     requires_key: bool = True
     rules: ParamRules = no_rules
+    contract: int = CONTRACT_VERSION
 
 
-def build_provider(info: ProviderInfo, client: httpx2.AsyncClient, *, account: str,
+class AdapterNotBuilt(ReelQueueError):
+    """The provider's code failed to build the account's adapter.
+    The account is not used until the provider (or its plug-in) is fixed."""
+
+
+def build_provider(info: ProviderInfo, session: HttpSession, *, account: str,
                    base_url: str | None, api_key: str | None,
                    settings: Mapping[str, Any]) -> Provider:
     """The adapter of one account: its own address (else the provider's default, checked)
     and settings. The engine builds every adapter it renders with here, and the retry plan
-    builds the same one (with a client that sends nothing) to ask how a lost create is
-    found. Raises ReelQueueError (or ValueError for an address that cannot be parsed)."""
+    builds the same one (with a session that sends nothing) to ask how a lost create is
+    found. Raises ReelQueueError (or ValueError for an address that cannot be parsed): a
+    factory that fails otherwise (a plug-in's bug) is :class:`AdapterNotBuilt`, never an
+    exception the engine's loop does not expect."""
     url = base_url or info.default_base_url
     if url:
         url = check_base_url(url)
-    return info.factory(client, ProviderConfig(account=account, base_url=url,
-                                               api_key=api_key, settings=settings))
+    config = ProviderConfig(account=account, base_url=url, api_key=api_key,
+                            settings=settings)
+    try:
+        return info.factory(session, config)
+    except (ReelQueueError, ValueError):
+        raise
+    except Exception as exc:
+        raise AdapterNotBuilt(f"The {info.title} adapter could not be built for account "
+                              f"{account!r}: {type(exc).__name__}.") from exc
 
 
 class ProviderRegistry:

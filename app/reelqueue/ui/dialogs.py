@@ -14,9 +14,11 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from reelqueue.application import team, views
 from reelqueue.application.imports import ImportOptions, ImportPlan
+from reelqueue.application.providers import plugin_report
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
+from reelqueue.ui.about import AboutDialog
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.import_dialog import ImportDialog
@@ -300,6 +302,14 @@ class DialogKeeper:
         machines = await self.session.machines()
         if self.instances is dialog:  # not closed meanwhile
             dialog.set_machines(machines)
+
+    def show_about(self) -> AboutDialog:
+        """The version, the providers and the plug-ins (skipped ones with the reason)."""
+        dialog = AboutDialog(self.session.providers, plugin_report(), self.window)
+        dialog.finished.connect(lambda _r: self.forget(dialog))
+        self.open.append(dialog)
+        dialog.show()
+        return dialog
 
     def show_settings(self) -> SettingsDialog:
         default = str(self.session.ctx.videos_dir)

@@ -290,6 +290,7 @@ class MainWindow(QMainWindow):
         exportRequested(): export a batch's results.
         openFolderRequested(): open the output folder.
         settingsRequested(): show the settings. addAccountRequested(): connect an account.
+        aboutRequested(): show the About box (version, providers, plug-ins; F1).
         jobActivated(int): show a job's detail.
         revealRequested(int): show the job's video in its folder.
         closeRequested(): the user closed the window; the controller decides.
@@ -312,6 +313,7 @@ class MainWindow(QMainWindow):
     openFolderRequested = Signal()
     settingsRequested = Signal()
     instancesRequested = Signal()
+    aboutRequested = Signal()
     addAccountRequested = Signal()
     jobActivated = Signal(int)
     revealRequested = Signal(int)
@@ -462,6 +464,9 @@ class MainWindow(QMainWindow):
         self.retry_selected_action = self._window_action(
             "Retry selected", "Queue the selected jobs again (asks before it pays)",
             QKeySequence("Ctrl+R"), self._retry_selected)
+        self.about_action = self._window_action(
+            "About ReelQueue", "The version, the providers and their plug-ins",
+            QKeySequence.StandardKey.HelpContents, self.aboutRequested.emit)
 
     def _window_action(self, text: str, tip: str,
                        shortcut: QKeySequence | QKeySequence.StandardKey,

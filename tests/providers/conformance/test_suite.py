@@ -45,13 +45,16 @@ from conformance import (
     veo,
 )
 from conformance.facts import AdapterFacts
+from conformance.plugins import PLUGIN_FACTS, PLUGIN_REGISTRY
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 
+# The built-in adapters, then every installed provider plug-in that brings its facts
+# (tests/plugins/sample/ in CI; conformance/plugins.py).
 ALL = [*(m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
-                           kling, minimax)), minimax.FACTS_V2, mock.FACTS]
+                           kling, minimax)), minimax.FACTS_V2, mock.FACTS, *PLUGIN_FACTS]
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
 
@@ -464,7 +467,7 @@ async def _run(facts: AdapterFacts, tmp_path: Path, fake: Any) -> tuple[Any, Any
     return await run_one_row(tmp_path, fake.router, facts.kind, prompt=facts.engine.prompt,
                              account=facts.engine.account, base_url=facts.base_url,
                              settings=dict(facts.engine.settings), key=facts.key,
-                             params=dict(facts.engine.params))
+                             params=dict(facts.engine.params), providers=PLUGIN_REGISTRY)
 
 
 def _first(router: Router, method: str, route: str, answer: Any) -> None:

@@ -18,7 +18,9 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, Provider
 from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
-from reelqueue.providers.base import ProviderConfig, classify_http_status, transport_error
+from reelqueue.providers.base import ProviderConfig, classify_http_status
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of, transport_error
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
 
@@ -40,7 +42,7 @@ class ApiClient:
 
     def __init__(
         self,
-        client: httpx2.AsyncClient,
+        client: httpx2.AsyncClient | HttpSession,
         config: ProviderConfig,
         *,
         title: str,
@@ -56,7 +58,9 @@ class ApiClient:
         self.base_url = check_base_url(base)
         self.title = title
         self.account = config.account
-        self._client = client
+        # ReelQueue's session is unwrapped here, so an adapter class may itself be a
+        # ProviderInfo's factory (the tests' subclasses are).
+        self._client = httpx_client_of(client)
         if not config.api_key and require_key:
             raise ProviderError(
                 f"{title}: no API key is stored for account {config.account!r}; "

@@ -76,6 +76,8 @@ from reelqueue.providers.base import (
     RenderRequest,
     SearchResult,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "fal"
@@ -654,8 +656,8 @@ def _detail_types(body: Any) -> set[str]:
     return types
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> FalProvider:
-    return FalProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> FalProvider:
+    return FalProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

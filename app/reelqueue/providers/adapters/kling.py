@@ -62,6 +62,8 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "kling"
@@ -494,8 +496,8 @@ def _jwt(access_key: str, secret_key: str, now: float) -> str:
     return f"{header}.{payload}.{_b64url(signature)}"
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> KlingProvider:
-    return KlingProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> KlingProvider:
+    return KlingProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

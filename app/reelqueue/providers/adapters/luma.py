@@ -58,6 +58,8 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "luma"
@@ -263,8 +265,8 @@ def _video_url(output: Any) -> str | None:
     return None
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> LumaProvider:
-    return LumaProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> LumaProvider:
+    return LumaProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

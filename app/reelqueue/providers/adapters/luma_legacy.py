@@ -74,6 +74,8 @@ from reelqueue.providers.base import (
     RenderRequest,
     SearchResult,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "luma-legacy"
@@ -534,8 +536,8 @@ def _window(records: Mapping[str, RemoteRecord], since: float, until: float, *,
     return SearchResult(kept, complete)
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:
-    return LumaLegacyProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> LumaLegacyProvider:
+    return LumaLegacyProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

@@ -67,6 +67,8 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "minimax"
@@ -519,8 +521,8 @@ def _split(provider_job_id: str) -> tuple[str, str]:
     return "v1", provider_job_id  # a bare id is a V1 task
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> MiniMaxProvider:
-    return MiniMaxProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> MiniMaxProvider:
+    return MiniMaxProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

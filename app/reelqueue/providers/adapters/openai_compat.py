@@ -73,6 +73,8 @@ from reelqueue.providers.base import (
     RenderRequest,
     SearchResult,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "openai-compat"
@@ -491,8 +493,9 @@ def _poll_after(response: httpx2.Response) -> float:
     return POLL_SECONDS
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> OpenAICompatProvider:
-    return OpenAICompatProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient,
+           config: ProviderConfig) -> OpenAICompatProvider:
+    return OpenAICompatProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

@@ -66,6 +66,8 @@ from reelqueue.providers.base import (
     RenderRequest,
     SearchResult,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "replicate"
@@ -495,8 +497,8 @@ def _output_url(output: Any) -> str | None:
     return None
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> ReplicateProvider:
-    return ReplicateProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> ReplicateProvider:
+    return ReplicateProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

@@ -66,6 +66,8 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "runway"
@@ -434,8 +436,8 @@ def _issues(body: Any) -> str:
     return "; ".join(parts)
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> RunwayProvider:
-    return RunwayProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> RunwayProvider:
+    return RunwayProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,

@@ -55,6 +55,8 @@ from reelqueue.providers.base import (
     RemoteStatus,
     RenderRequest,
 )
+from reelqueue.providers.http import HttpSession
+from reelqueue.providers.httpx_session import httpx_client_of
 from reelqueue.providers.registry import ProviderInfo
 
 KIND = "veo"
@@ -394,8 +396,8 @@ def _precondition_label(words: str) -> ErrorLabel:
     return ErrorLabel.KEY_REJECTED
 
 
-def create(client: httpx2.AsyncClient, config: ProviderConfig) -> VeoProvider:
-    return VeoProvider(client, config)
+def create(session: HttpSession | httpx2.AsyncClient, config: ProviderConfig) -> VeoProvider:
+    return VeoProvider(httpx_client_of(session), config)
 
 
 INFO = ProviderInfo(kind=KIND, title=TITLE, factory=create, params=PARAMS,
