@@ -293,9 +293,12 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client was killed meanwhile
 
-    def _body(self) -> bytes:
+    def _body(self) -> bytes | None:
+        """The request's body; None when the client went away before sending all of it
+        (a SIGKILL mid-request): no server acts on half a request."""
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        raw = self.rfile.read(length) if length else b""
+        return raw if len(raw) == length else None
 
     def _split(self) -> tuple[str, dict[str, list[str]]]:
         parts = urlsplit(self.path)
@@ -310,13 +313,20 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path, _ = self._split()
         raw = self._body()
+        if raw is None:
+            self.close_connection = True
+            return
         kind = self.fake.kind
         if self._key_rejected("POST", path):
             return
         duration: float | None = None
         if kind == "openai-compat" and path == "/videos":
             fields = _form_fields(self.headers.get("Content-Type", ""), raw)
-            echo = {"prompt": fields.get("prompt", ""), "model": fields.get("model", "")}
+            if "prompt" not in fields:  # the API requires it: 400, nothing created
+                self._send(400, {"error": {"message": "Missing required parameter: "
+                                           "'prompt'.", "type": "invalid_request_error"}})
+                return
+            echo = {"prompt": fields["prompt"], "model": fields.get("model", "")}
             prompt = echo["prompt"]
             duration = _number(fields.get("seconds"))
         elif kind == "replicate" and path.startswith("/models/") and \
