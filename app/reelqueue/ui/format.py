@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from reelqueue.application import history_words
+from reelqueue.application.history_words import handover_words as _handover_words
+from reelqueue.application.history_words import history_detail as _history_detail
 from reelqueue.domain.states import JobState
 
 _GROUP = ","
@@ -146,9 +147,9 @@ def attempts(state: str, used: int, ceiling: int) -> str:
 def history_detail(event: str, detail: Mapping[str, object]) -> str:
     """A ledger entry's details in plain words (application.history_words, the one
     wording the web dashboard shares), with this locale's numbers and money."""
-    return history_words.history_detail(event, detail, number=number, money=money)
+    return _history_detail(event, detail, number=number, money=money)
 
 
 def handover_words(detail: Mapping[str, object]) -> str:
     """A routed job's move (issue 24) in words (application.history_words)."""
-    return history_words.handover_words(detail, money=money)
+    return _handover_words(detail, money=money)
