@@ -132,6 +132,8 @@ def test_batches_are_counted_by_state_and_paused_and_resumed(
     assert shots["name"] == "shots" and shots["jobs"] == 5
     assert shots["counts"] == {"COMPLETED": 1, "FAILED": 1, "PARKED": 2, "QUEUED": 1}
     assert more["counts"] == {"QUEUED": 1, "CANCELLED": 1} and not more["paused"]
+    assert answer.json()["by_account"] == {"acct": {"PARKED": 2}}
+    assert answer.json()["state_names"]["QUEUED"] == "queued"
     assert reader.post(f"/v1/batches/{more['id']}/pause").status_code == 403
     paused = client.post(f"/v1/batches/{more['id']}/pause")
     assert paused.json() == {"id": more["id"], "paused": True}
@@ -202,6 +204,11 @@ def test_search_finds_words_in_prompts_and_names_paged_on_the_server(
     assert [j["name"] for j in rest["jobs"]] == ["waiting"]
     assert client.get("/v1/jobs", params={"q": "fox failed"}).json()["jobs"][0]["id"] == 2
     assert client.get("/v1/jobs", params={"q": "x" * 201}).status_code == 422
+
+
+def test_a_token_knows_its_scope(client: httpx2.Client, reader: httpx2.Client) -> None:
+    assert client.get("/v1/token").json() == {"name": "fuzz", "scope": "admin"}
+    assert reader.get("/v1/token").json() == {"name": "viewer", "scope": "read"}
 
 
 def test_the_machines_are_listed_with_their_heartbeats(client: httpx2.Client) -> None:

@@ -20,15 +20,16 @@ from typing import Any
 
 from aiohttp import web
 
-from reelqueue.api.auth import needs
+from reelqueue.api.auth import CLIENT_KEY, needs
 from reelqueue.api.bodies import storable_text, whole_number
 from reelqueue.api.links import KINDS, FileLinks
 from reelqueue.api.problems import Refused
 from reelqueue.api.problems import problem as error
-from reelqueue.application.dashboard import AttentionItem, BatchCounts
+from reelqueue.application.dashboard import AttentionItem, BatchCounts, state_names
 from reelqueue.application.outputs import local_video
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.team import TeamMachine
+from reelqueue.application.tokens import TokenInfo
 from reelqueue.application.web_thumbs import thumbnail_png
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
@@ -153,8 +154,16 @@ class DashboardRoutes:
 
     @needs("read")
     async def batches(self, request: web.Request) -> web.Response:
-        return web.json_response({"batches": [_batch_json(b)
-                                              for b in await self.s.batch_counts()]})
+        counts = await self.s.batch_counts()
+        return web.json_response({"batches": [_batch_json(b) for b in counts.batches],
+                                  "by_account": counts.by_account,
+                                  "state_names": state_names()})
+
+    @needs("read")
+    async def token(self, request: web.Request) -> web.Response:
+        """The token's own name and scope: the page shows actions to admin only."""
+        info: TokenInfo = request[CLIENT_KEY]
+        return web.json_response({"name": info.name, "scope": info.scope})
 
     @needs("read")
     async def attention(self, request: web.Request) -> web.Response:
@@ -306,6 +315,7 @@ def add_dashboard_routes(app: web.Application, services: RemoteAccess,
     app.router.add_post("/v1/accounts/{name}/pause", routes.pause_account)
     app.router.add_post("/v1/accounts/{name}/resume", routes.resume_account)
     app.router.add_get("/v1/attention", routes.attention)
+    app.router.add_get("/v1/token", routes.token)
     app.router.add_get("/v1/instances", routes.instances)
     app.router.add_get("/v1/jobs/{job_id}/history", routes.history)
     app.router.add_get("/v1/jobs/{job_id}/retry-plan", routes.retry_plan)

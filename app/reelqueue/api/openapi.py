@@ -225,7 +225,13 @@ SCHEMAS: dict[str, Any] = {
                     "seq": {"type": "integer"}, "at": {"type": "number"},
                     "event": {"type": "string"}, "words": {"type": "string"},
                     "account": NULLABLE_STRING, "detail": {"type": "string"}}}}}},
-    "Batches": {"type": "object", "required": ["batches"], "properties": {
+    "Batches": {"type": "object", "required": ["batches", "by_account", "state_names"],
+                "properties": {
+        "by_account": {"type": "object", "description": "account -> state -> jobs",
+                       "additionalProperties": {"type": "object", "additionalProperties": {
+                           "type": "integer"}}},
+        "state_names": {"type": "object", "description": "state -> its one name",
+                        "additionalProperties": {"type": "string"}},
         "batches": {"type": "array", "items": {
             "type": "object", "required": ["id", "name", "paused", "counts", "jobs"],
             "properties": {
@@ -363,6 +369,10 @@ def dashboard_paths() -> dict[str, Any]:
         "/v1/attention": {"get": _op(
             "Jobs that need the user: parked, outcome unknown, with what to do", "read", {
                 "200": _json("the jobs", _ref("Attention"))})},
+        "/v1/token": {"get": _op("The token's own name and scope", "read", {
+            "200": _json("the token", {"type": "object", "required": ["name", "scope"],
+                                       "properties": {"name": {"type": "string"},
+                                                      "scope": {"type": "string"}}})})},
         "/v1/instances": {"get": _op(
             "The machines sharing the journal, with their heartbeats", "read", {
                 "200": _json("the machines", _ref("Machines"))})},

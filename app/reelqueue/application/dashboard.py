@@ -20,8 +20,8 @@ from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import Store
 
-__all__ = ["AttentionItem", "BatchCounts", "HistoryLine", "JobHistory", "attention",
-           "batch_counts", "job_history", "matches"]
+__all__ = ["AttentionItem", "BatchCounts", "HistoryLine", "JobHistory", "QueueCounts",
+           "attention", "batch_counts", "job_history", "matches", "state_names"]
 
 MAX_HISTORY = 2000
 """Entries of one job's history sent at most (the newest kept): a job retried for weeks
@@ -90,16 +90,30 @@ class BatchCounts:
         return is_paused(self.batch)
 
 
-async def batch_counts(session: Session) -> list[BatchCounts]:
-    """Every batch, oldest first, with its jobs counted by state."""
+@dataclass(frozen=True)
+class QueueCounts:
+    """Attributes: batches (each with its jobs by state); by_account (account -> state
+    -> jobs, for the jobs an account took: its cards' done and failed)."""
+
+    batches: list[BatchCounts]
+    by_account: dict[str, dict[str, int]]
+
+
+async def batch_counts(session: Session) -> QueueCounts:
+    """Every batch, oldest first, with its jobs counted by state, and each account's
+    jobs by state (one read)."""
     journal = session.journal
 
-    def read(store: Store) -> list[BatchCounts]:
+    def read(store: Store) -> QueueCounts:
         counts: dict[int, Counter[str]] = {}
+        accounts: dict[str, Counter[str]] = {}
         for job in store.list_jobs():
             counts.setdefault(job.batch_id, Counter())[job.state.value] += 1
-        return [BatchCounts(batch, dict(counts.get(batch.id, Counter())))
-                for batch in store.list_batches()]
+            if job.account:
+                accounts.setdefault(job.account, Counter())[job.state.value] += 1
+        return QueueCounts([BatchCounts(batch, dict(counts.get(batch.id, Counter())))
+                            for batch in store.list_batches()],
+                           {name: dict(c) for name, c in accounts.items()})
 
     return await journal.call(read, journal.sync)
 
@@ -148,3 +162,8 @@ def matches(job: Job, words: str) -> bool:
     """The job's prompt or name holds ``words`` (case folded; each word somewhere)."""
     haystack = f"{job.name or ''}\n{job.prompt}".casefold()
     return all(word in haystack for word in words.casefold().split())
+
+
+def state_names() -> dict[str, str]:
+    """Each state's code -> its one name (application.words), for counts by state."""
+    return {state.value: job_state_words(state.value).name for state in JobState}

@@ -174,7 +174,7 @@ class RemoteAccess:
     async def history(self, job_id: int) -> dashboard.JobHistory | None:
         return await dashboard.job_history(self.session, job_id)
 
-    async def batch_counts(self) -> list[dashboard.BatchCounts]:
+    async def batch_counts(self) -> dashboard.QueueCounts:
         return await dashboard.batch_counts(self.session)
 
     async def attention(self) -> list[dashboard.AttentionItem]:
