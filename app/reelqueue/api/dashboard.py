@@ -26,11 +26,11 @@ from reelqueue.api.links import KINDS, FileLinks
 from reelqueue.api.problems import Refused
 from reelqueue.api.problems import problem as error
 from reelqueue.application.dashboard import AttentionItem, BatchCounts, state_names
+from reelqueue.application.keyframes import thumbnail_png
 from reelqueue.application.outputs import local_video
 from reelqueue.application.remote import RemoteAccess
 from reelqueue.application.team import TeamMachine
 from reelqueue.application.tokens import TokenInfo
-from reelqueue.application.web_thumbs import thumbnail_png
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
