@@ -70,6 +70,9 @@ async function signIn(token, remember) {
   $("main").hidden = false;
   $("sign-out").hidden = false;
   $("main").focus();
+  // A new stream starts at the present (what came before is read, not replayed).
+  delete document.documentElement.dataset.firstEvent;
+  delete document.documentElement.dataset.eventsSeen;
   state.stream = new LiveStream({
     token,
     onEvent: (event) => eventArrived(event),
@@ -95,6 +98,14 @@ function streamState(what) {
 }
 
 function eventArrived(event) {
+  // What the stream delivered, on the page itself (a reconnect must lose none: the
+  // browser test counts them against the ledger).
+  const root = document.documentElement.dataset;
+  if (typeof event.seq === "number") {
+    if (!root.firstEvent) root.firstEvent = String(event.seq);
+    root.lastEvent = String(event.seq);
+    root.eventsSeen = String(Number(root.eventsSeen || 0) + 1);
+  }
   if (event && event.event === "completed") state.galleryStale = true;
   clearTimeout(state.refreshTimer);
   state.refreshTimer = setTimeout(refreshAll, REFRESH_DELAY_MS);
