@@ -349,11 +349,8 @@ def test_write_the_screenshots(env: Env) -> None:
             "features": [{"name": "prefers-color-scheme", "value": scheme}]})
         for width, height in ((360, 800), (1280, 720), (1920, 1080)):
             env.driver.set_window_size(width, height)
+            env.page("window.scrollTo(0, 0)")
             time.sleep(0.5)
-            full = env.page("return document.documentElement.scrollHeight")
-            env.driver.set_window_size(width, min(int(full) + 100, 4000) if width == 360
-                                       else height)
-            time.sleep(0.3)
             env.driver.save_screenshot(str(SCREENSHOTS / f"web-{width}-{scheme}.png"))
     env.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
     env.driver.set_window_size(1280, 720)
