@@ -216,10 +216,15 @@ function fillFilters(queue) {
   }
 }
 
+function machineLabel(machine) {
+  // several ReelQueues may share one host: the pid tells them apart
+  return machine.pid ? `${machine.host} · pid ${machine.pid}` : machine.host;
+}
+
 function machineName(instance) {
   if (!instance) return "—";
   const machine = state.machines.get(instance);
-  return machine ? machine.host : instance.slice(0, 12);
+  return machine ? machineLabel(machine) : instance.slice(0, 12);
 }
 
 async function loadJobs() {
@@ -242,7 +247,8 @@ async function loadJobs() {
       el("td", {}, data(job.name || job.prompt, 80)),
       el("td", { className: "job-state" }, data(stateName(job.state, job.state_words), 60)),
       el("td", {}, data(job.account || "—", 40)),
-      el("td", {}, data(job.output && job.output.host ? job.output.host : machineName(job.instance), 40))));
+      el("td", { className: "machine" }, data(job.instance ? machineName(job.instance)
+        : (job.output && job.output.host) || "—", 80))));
   }
 }
 
@@ -385,9 +391,9 @@ async function loadMachines() {
   const body = clear($("machines").tBodies[0]);
   for (const machine of answer.machines) {
     body.append(el("tr", { "data-machine": machine.id },
-      el("th", { scope: "row" }, data(machine.host, 60), machine.this_machine ? el("span", { className: "tag", text: "this server" }) : null),
-      el("td", { text: machine.state }),
-      el("td", { text: machine.heartbeat_at ? `${stamp(machine.heartbeat_at)} (${ago(machine.silent_for)} when read)` : "—" }),
+      el("th", { scope: "row" }, data(machineLabel(machine), 80), machine.this_machine ? el("span", { className: "tag", text: "this server" }) : null),
+      el("td", { className: "machine-state", text: machine.state }),
+      el("td", { className: "heartbeat", text: machine.heartbeat_at ? `${stamp(machine.heartbeat_at)} (${ago(machine.silent_for)} when read)` : "—" }),
       el("td", { className: "renders", text: String(machine.live_renders) })));
   }
 }
