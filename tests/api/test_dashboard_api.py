@@ -169,13 +169,15 @@ def test_a_retry_shows_its_price_first_then_requeues(
     assert not done["retryable"] and done["price"] is None
 
 
-def test_resolve_takes_exactly_one_answer_and_only_for_an_unknown_create(
+def test_resolve_only_an_unknown_create_with_a_render_or_by_creating_it_again(
         client: httpx2.Client, reader: httpx2.Client) -> None:
-    assert reader.post("/v1/jobs/4/resolve?create_again=1").status_code == 403
-    assert client.post("/v1/jobs/4/resolve").status_code == 422
-    assert client.post("/v1/jobs/4/resolve?render=x&create_again=1").status_code == 422
-    assert client.post("/v1/jobs/3/resolve?create_again=1").status_code == 409  # parked
-    answer = client.post("/v1/jobs/4/resolve?create_again=1")
+    assert reader.post("/v1/jobs/4/resolve/create-again").status_code == 403
+    assert reader.post("/v1/jobs/4/resolve/render?render=r-1").status_code == 403
+    assert client.post("/v1/jobs/4/resolve/render").status_code == 422
+    assert client.post("/v1/jobs/4/resolve/render?render=%20").status_code == 422
+    assert client.post("/v1/jobs/3/resolve/create-again").status_code == 409  # parked
+    assert client.post("/v1/jobs/3/resolve/render?render=r-1").status_code == 409
+    answer = client.post("/v1/jobs/4/resolve/create-again")
     assert answer.status_code == 200, answer.text
     check(answer.json(), "Resolved")
     assert "may already be charged" in answer.json()["summary"]

@@ -237,28 +237,28 @@ class DashboardRoutes:
 
     # -- commands (admin) -------------------------------------------------------------
     @needs("admin")
-    async def resolve(self, request: web.Request) -> web.Response:
+    async def resolve_with_render(self, request: web.Request) -> web.Response:
         """A create whose outcome stayed unknown: ``?render=ID`` is the render the user
-        found at the provider (read, not created again); ``?create_again=1`` creates it
-        again (the first may be charged: the plan's words say so)."""
+        found at the provider; the job reads it (nothing is created again)."""
         job = await self._job(request)
-        render = request.query.get("render")
-        again = request.query.get("create_again", "0")
-        if again not in ("0", "1"):
-            raise Refused(422, "create_again must be 0 or 1.", fields={"create_again": "0 or 1"})
-        if (render is None) == (again == "0"):
-            raise Refused(422, "Give exactly one of ?render=ID and ?create_again=1.",
-                          fields={"render": "the provider's render id, or create_again=1"})
+        render = request.query.get("render", "")
+        storable_text(render, "render")
+        if not 0 < len(render.strip()) <= MAX_RENDER_ID:
+            raise Refused(422, f"render must be 1 to {MAX_RENDER_ID} characters.",
+                          fields={"render": f"1 to {MAX_RENDER_ID} characters"})
         try:
-            if render is not None:
-                storable_text(render, "render")
-                if not 0 < len(render.strip()) <= MAX_RENDER_ID:
-                    raise Refused(422, f"render must be 1 to {MAX_RENDER_ID} characters.",
-                                  fields={"render": f"1 to {MAX_RENDER_ID} characters"})
-                await self.s.resolve_with_render(job.id, render.strip())
-                return web.json_response({"id": job.id, "resolved": "render",
-                                          "summary": f"Job {job.id} reads render "
-                                                     f"{render.strip()}."})
+            await self.s.resolve_with_render(job.id, render.strip())
+        except InputError as exc:
+            return error(409, str(exc))
+        return web.json_response({"id": job.id, "resolved": "render",
+                                  "summary": f"Job {job.id} reads render {render.strip()}."})
+
+    @needs("admin")
+    async def resolve_by_creating_again(self, request: web.Request) -> web.Response:
+        """A create whose outcome stayed unknown is created again, on the user's word
+        (the first may already be charged: the plan's words say so)."""
+        job = await self._job(request)
+        try:
             plan = await self.s.resolve_by_creating_again(job.id)
         except InputError as exc:
             return error(409, str(exc))
@@ -319,6 +319,8 @@ def add_dashboard_routes(app: web.Application, services: RemoteAccess,
     app.router.add_get("/v1/instances", routes.instances)
     app.router.add_get("/v1/jobs/{job_id}/history", routes.history)
     app.router.add_get("/v1/jobs/{job_id}/retry-plan", routes.retry_plan)
-    app.router.add_post("/v1/jobs/{job_id}/resolve", routes.resolve)
+    app.router.add_post("/v1/jobs/{job_id}/resolve/render", routes.resolve_with_render)
+    app.router.add_post("/v1/jobs/{job_id}/resolve/create-again",
+                        routes.resolve_by_creating_again)
     app.router.add_get("/v1/jobs/{job_id}/thumbnail", routes.thumbnail)
     app.router.add_post("/v1/jobs/{job_id}/links", routes.make_link)

@@ -196,7 +196,10 @@ SCHEMAS: dict[str, Any] = {
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
             "state_words": _ref("StateWords"),
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
-            "daily_cap": {}}}}}},
+            "daily_cap": {},
+            "balance": {"type": ["string", "null"],
+                        "description": "the published balance as the claim reckons it, in "
+                                       "words; null where the provider publishes none"}}}}}},
     "Spend": {"type": "object",
               "required": ["accounts", "batches", "spent", "to_go", "to_go_total"],
               "properties": {
@@ -386,18 +389,23 @@ def dashboard_paths() -> dict[str, Any]:
                 "422": _problem("job_id or new_seed out of range")},
             parameters=[JOB_ID, {"name": "new_seed", "in": "query",
                                  "schema": _integer(0, 2**31 - 1)}])},
-        "/v1/jobs/{job_id}/resolve": {"post": _op(
-            "Resolve a create of unknown outcome: ?render=ID or ?create_again=1", "admin", {
-                "200": _json("resolved", _ref("Resolved")), "404": NO_JOB,
+        "/v1/jobs/{job_id}/resolve/render": {"post": _op(
+            "Resolve a create of unknown outcome with the render found at the provider",
+            "admin", {
+                "200": _json("the job reads that render", _ref("Resolved")), "404": NO_JOB,
                 "409": _problem("the job holds no create of unknown outcome, or the "
                                 "render belongs to another job"),
-                "422": _problem("job_id out of range, or not exactly one of render and "
-                                "create_again")},
-            parameters=[JOB_ID,
-                        {"name": "render", "in": "query",
-                         "schema": {"type": "string", "minLength": 1, "maxLength": 500}},
-                        {"name": "create_again", "in": "query",
-                         "schema": {"type": "string", "enum": ["0", "1"]}}])},
+                "422": _problem("job_id out of range, or render not 1 to 500 characters")},
+            parameters=[JOB_ID, {"name": "render", "in": "query", "required": True,
+                                 "schema": {"type": "string", "minLength": 1,
+                                            "maxLength": 500, "pattern": "\\S"}}])},
+        "/v1/jobs/{job_id}/resolve/create-again": {"post": _op(
+            "Resolve a create of unknown outcome by creating it again (may pay twice)",
+            "admin", {
+                "200": _json("queued to be created again", _ref("Resolved")),
+                "404": NO_JOB,
+                "409": _problem("the job holds no create of unknown outcome"),
+                "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
         "/v1/jobs/{job_id}/thumbnail": {"get": _op(
             "A finished video's first picture (PNG)", "read", {
                 "200": {"description": "the picture", "content": PNG},

@@ -107,16 +107,18 @@ def job_json(job: Job) -> dict[str, Any]:
     }
 
 
-def account_json(summary: AccountSummary, words: StateWords) -> dict[str, Any]:
+def account_json(summary: AccountSummary, words: StateWords,
+                 balance: str | None = None) -> dict[str, Any]:
     """An account for a client (never its key): ``words`` is its condition's one name
-    and hint (application.words), as the window's card and ``status`` say it."""
+    and hint (application.words), as the window's card and ``status`` say it; ``balance``
+    the published balance in words where the provider publishes one."""
     a = summary.account
     return {
         "name": a.name, "provider": a.provider, "capacity": a.capacity,
         "live": summary.live, "enabled": a.enabled,
         "status": str(a.status.value), "status_detail": a.status_detail,
         "state_words": words.as_dict(), "cooldown_until": a.cooldown_until,
-        "daily_cap": a.settings.get("daily_cap"),
+        "daily_cap": a.settings.get("daily_cap"), "balance": balance,
     }
 
 
@@ -397,8 +399,10 @@ class Routes:
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
         words = await self.s.account_words(summaries)
-        return web.json_response({"accounts": [account_json(summary, words[summary.account.name])
-                                               for summary in summaries]})
+        balances = await self.s.balance_words()
+        return web.json_response({"accounts": [
+            account_json(summary, words[summary.account.name],
+                         balances.get(summary.account.name)) for summary in summaries]})
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:

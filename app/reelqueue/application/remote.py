@@ -145,6 +145,13 @@ class RemoteAccess:
         return await status.account_states_now(self.session, summaries,
                                                await status.money(self.session))
 
+    async def balance_words(self) -> dict[str, str]:
+        """Name -> the published balance as the claim reckons it, in words ("240 credits
+        left after …"), for the accounts whose balance gates their claims."""
+        from reelqueue.application.balance_words import account_balance_words
+
+        return {name: b.words for name, b in (await account_balance_words(self.session)).items()}
+
     async def money(self) -> status.Money:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read
         the same (issue 23)."""

@@ -168,6 +168,7 @@ async function loadAccounts() {
       words.hint ? el("p", { className: "hint" }, data(words.hint, 300)) : null,
       account.status_detail ? el("p", { className: "reason" }, data(account.status_detail, 300)) : null,
       account.cooldown_until ? el("p", { className: "reason", text: `cooling until ${stamp(account.cooldown_until)}` }) : null,
+      account.balance ? el("p", { className: "balance" }, data(account.balance, 200)) : null,
       el("dl", {},
         el("dt", { text: "live / limit" }), el("dd", { className: "live-limit", text: `${account.live} / ${account.capacity}` }),
         el("dt", { text: "done / failed" }), el("dd", { className: "done-failed", text: `${counts.COMPLETED || 0} / ${counts.FAILED || 0}` }),
@@ -336,7 +337,7 @@ async function loadAttention() {
           const ok = el("div", { className: "confirm" },
             el("p", { text: "The first create may already be charged: creating it again may pay twice." }));
           const yes = actionButton("Create again and pay", async () => {
-            const done = await state.api.post(`/v1/jobs/${item.id}/resolve`, { create_again: "1" });
+            const done = await state.api.post(`/v1/jobs/${item.id}/resolve/create-again`);
             ok.replaceChildren(el("p", { role: "status" }, data(done.summary, 400)));
           });
           ok.append(yes);
