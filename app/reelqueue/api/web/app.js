@@ -112,16 +112,43 @@ function eventArrived(event) {
 }
 
 // -- reads -----------------------------------------------------------------------------
+// Where the keyboard focus is, so a refresh that rebuilds a list gives it back.
+function focusPlace() {
+  const active = document.activeElement;
+  if (!active || active === document.body) return null;
+  const item = active.closest("[data-job], [data-account], [data-batch], [data-machine]");
+  const section = active.closest("section");
+  if (!item || !section || !section.id && !section.getAttribute("aria-labelledby")) return null;
+  const buttons = [...item.querySelectorAll("button")];
+  return { section: section.getAttribute("aria-labelledby") || section.id,
+           key: Object.entries(item.dataset)[0], index: buttons.indexOf(active) };
+}
+
+function restoreFocus(place) {
+  if (!place || (document.activeElement && document.activeElement !== document.body)) return;
+  const section = document.querySelector(`section[aria-labelledby="${place.section}"]`);
+  if (!section || !place.key) return;
+  const [name, value] = place.key;
+  const attr = "data-" + name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
+  const item = [...section.querySelectorAll(`[${attr}]`)].find((n) => n.getAttribute(attr) === value);
+  const buttons = item ? [...item.querySelectorAll("button")] : [];
+  (buttons[place.index] || buttons[0])?.focus({ preventScroll: true });
+}
+
 async function refreshAll() {
   if (!state.api) return;
+  const place = focusPlace();
   try {
     await Promise.all([loadMachines(), loadQueue()]);
     const gallery = state.galleryStale || !state.galleryRead;
     state.galleryStale = false;
     state.galleryRead = true;
-    await Promise.all([loadAccounts(), loadJobs(), loadAttention(),
+    // An open question (a retry's price, "create it again?") is not swept away by news.
+    const asking = (id) => document.querySelector(`#${id} .confirm`) !== null;
+    await Promise.all([loadAccounts(), loadJobs(), asking("attention") ? null : loadAttention(),
                        gallery ? loadGallery(true) : null,
-                       state.selected ? showJob(state.selected, false) : null]);
+                       state.selected && !asking("detail-body") ? showJob(state.selected, false) : null]);
+    restoreFocus(place);
   } catch (error) {
     if (!(error instanceof Refused && error.status === 401)) {
       $("live").textContent = `Could not read: ${cut(error.message, 120)}`;
@@ -305,10 +332,11 @@ async function planRetry(job, near) {
   if (plan.retryable) {
     const yes = actionButton(plan.pays ? `Retry and pay ${plan.price}` : "Retry", async () => {
       const done = await state.api.post(`/v1/jobs/${job.id}/retry`);
+      box.className = "note"; // answered: the next news may redraw the detail
       box.replaceChildren(el("p", { role: "status", text: done.requeued ? "Queued again." : "Nothing was queued (the job changed meanwhile)." }));
     }, { className: "action confirm-retry" });
     const no = el("button", { type: "button" }, "Keep it as it is");
-    no.addEventListener("click", () => box.remove());
+    no.addEventListener("click", () => { box.remove(); refreshAll(); });
     box.append(yes, no);
   }
   near.after(box);
@@ -338,6 +366,7 @@ async function loadAttention() {
             el("p", { text: "The first create may already be charged: creating it again may pay twice." }));
           const yes = actionButton("Create again and pay", async () => {
             const done = await state.api.post(`/v1/jobs/${item.id}/resolve/create-again`);
+            ok.className = "note";
             ok.replaceChildren(el("p", { role: "status" }, data(done.summary, 400)));
           });
           ok.append(yes);
