@@ -11,7 +11,11 @@ export class Api {
   constructor(token, onUnauthorized) {
     this.token = token;
     this.onUnauthorized = onUnauthorized;
+    this.closed = false;
   }
+
+  /** Signed out: an answer still on its way is dropped, never shown. */
+  close() { this.closed = true; }
 
   headers(extra = {}) {
     return { Authorization: `Bearer ${this.token}`, ...extra };
@@ -23,9 +27,12 @@ export class Api {
       if (Array.isArray(value)) value.forEach((v) => url.searchParams.append(name, v));
       else if (value !== null && value !== undefined && value !== "") url.searchParams.set(name, value);
     }
+    if (this.closed) throw new Refused(0, "signed out");
     const answer = await fetch(url, { method, headers: this.headers(), cache: "no-store",
                                       credentials: "omit", redirect: "error" });
+    if (this.closed) throw new Refused(0, "signed out");
     if (answer.status === 401) {
+      this.close();
       this.onUnauthorized("The server refused the token (expired or revoked). Sign in again.");
       throw new Refused(401, "signed out");
     }

@@ -37,8 +37,20 @@ function signOut(message = "") {
   sessionStorage.removeItem(TOKEN_KEY);
   localStorage.removeItem(TOKEN_KEY);
   if (state.stream) state.stream.stop();
+  if (state.api) state.api.close();
   state.stream = null;
   state.api = null;
+  state.admin = false;
+  state.selected = null;
+  state.cursors = [0];
+  state.galleryRead = false;
+  clearTimeout(state.refreshTimer);
+  // Nothing of the last token's view stays in the page (its buttons least of all).
+  for (const id of ["accounts", "attention", "gallery", "detail-body", "player", "who"]) clear($(id));
+  for (const id of ["batches", "jobs", "machines"]) clear($(id).tBodies[0]);
+  $("detail").hidden = true;
+  $("player").hidden = true;
+  document.body.classList.remove("admin");
   $("main").hidden = true;
   $("sign-out").hidden = true;
   $("banner").hidden = true;
@@ -83,6 +95,7 @@ async function signIn(token, remember) {
 }
 
 function streamState(what) {
+  state.streamLive = what === "live";
   if (what === "live") {
     $("banner").hidden = true;
     $("live").textContent = "Live";
@@ -149,8 +162,9 @@ async function refreshAll() {
                        gallery ? loadGallery(true) : null,
                        state.selected && !asking("detail-body") ? showJob(state.selected, false) : null]);
     restoreFocus(place);
+    if (state.streamLive) $("live").textContent = "Live"; // a read that failed before is over
   } catch (error) {
-    if (!(error instanceof Refused && error.status === 401)) {
+    if (state.api && !(error instanceof Refused && [0, 401].includes(error.status))) {
       $("live").textContent = `Could not read: ${cut(error.message, 120)}`;
     }
   }
