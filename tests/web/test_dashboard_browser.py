@@ -230,7 +230,7 @@ def test_hostile_values_show_as_text_and_run_nothing(env: Env) -> None:
     wait_for(lambda: env.page(f"return !!document.querySelector(\"{row}\")"), WAIT,
              "the hostile row")
     shown = env.text(f"#jobs tr[data-job='{hostile}'] td:nth-child(2)")
-    assert shown == HOSTILE_NAME
+    assert shown == "shot ⟨U+202E⟩gnp.exe"  # the override shown, not obeyed
     env.page(f"document.querySelector(\"#jobs tr[data-job='{long_job}'] button\").click()")
     wait_for(lambda: "z" in env.text("#detail-body .error-text"), WAIT, "the long job's detail")
     error_text = env.text("#detail-body .error-text")

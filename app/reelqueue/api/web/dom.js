@@ -3,10 +3,20 @@
 
 export const CUT_MARK = " … [cut]";
 
-/** `text` at most `max` characters, cut with a visible marker. */
+// Characters that change how the text around them reads without being seen: the
+// direction overrides and isolates (a U+202E turns "gnp.exe" into "exe.png" on screen)
+// and the control characters. They are shown as what they are: ⟨U+202E⟩.
+const INVISIBLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+export function visible(text) {
+  return text.replace(INVISIBLE, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+}
+
+/** `text` at most `max` characters, cut with a visible marker, its invisible
+ *  characters shown. */
 export function cut(text, max = 200) {
   const value = text === null || text === undefined ? "" : String(text);
-  return value.length > max ? value.slice(0, max) + CUT_MARK : value;
+  return visible(value.length > max ? value.slice(0, max) + CUT_MARK : value);
 }
 
 /** An element with attributes (strings only; no event handler attributes) and children
