@@ -3,7 +3,8 @@ real ``reelqueue serve`` over TLS with the mock provider (tests/web/browser.py s
 Selenium). One server and one browser for the module; the tests run in file order.
 
 Checked: sign-in; the cards and counts equal ``GET /v1/accounts``, ``/v1/batches`` and
-``status --json``; a job moves from waiting to done without a reload; 10 s without job
+``status --json``; a job moves from waiting to done without a reload; the results'
+thumbnails and player load through short-lived links under the CSP; 10 s without job
 changes bring no request but the open stream; a kill -9 and restart of the server loses
 no event on the page; hostile prompts, names, 1 MB of text and a ``javascript:`` URL show
 as text and run nothing (no CSP violation); a read token sees no buttons and its forged
@@ -196,6 +197,22 @@ def test_a_job_moves_from_waiting_to_done_without_reload(env: Env) -> None:
     assert env.page("return window.__sameDocument") == "yes"  # never reloaded
     assert env.text(f"{row} .job-state") == "done" or env.text(f"{row} .job-state")
     assert env.job_state(job) == "COMPLETED"
+
+
+def test_results_show_thumbnails_and_play_through_short_lived_links(env: Env) -> None:
+    wait_for(lambda: env.page("""return [...document.querySelectorAll('#gallery img')]
+        .some((i) => i.complete && i.naturalWidth > 0)"""), WAIT, "a thumbnail")
+    sources = env.page("return [...document.querySelectorAll('#gallery img')]"
+                       ".map((i) => i.getAttribute('src')).filter(Boolean)")
+    assert sources and all(s.startswith("/links/") for s in sources), sources
+    env.page("document.querySelector('#gallery button.thumb').click()")
+    wait_for(lambda: env.page("const v = document.querySelector('#player video');"
+                              "return v !== null && v.readyState >= 1 && v.duration > 0"),
+             WAIT, "the player to read the video's header")
+    assert env.page("return document.querySelector('#player video')"
+                    ".getAttribute('src')").startswith("/links/")
+    env.page("[...document.querySelectorAll('#player button')].pop().click()")
+    assert env.page("return window.__csp") == []
 
 
 def test_ten_quiet_seconds_bring_no_request_but_the_open_stream(env: Env) -> None:
