@@ -74,6 +74,9 @@ async def test_settings_serve_the_windows_engine_over_pinned_https(
     assert listed.status_code == 200 and listed.json() == {"jobs": [], "next_cursor": None}
     refused = await asyncio.to_thread(_get, base, cert, "rq_wrong", "/v1/jobs")
     assert refused.status_code == 401
+    page = await asyncio.to_thread(_get, base, cert, token, "/")  # the dashboard (issue 37)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
     assert token not in session.api_status()
 
     dialog = controller.keeper.show_settings()

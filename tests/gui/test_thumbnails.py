@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
+from reelqueue.application import keyframes
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.engine.queries import JobDetail
 from reelqueue.store.base import ClaimParams
@@ -109,7 +110,7 @@ def test_pictures_beyond_the_limits_are_refused(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The sample is 160x90: with a 100-pixel side limit it is 'too big', and refused
     before anything is decoded."""
-    monkeypatch.setattr(thumbnails, "MAX_SIDE", 100)
+    monkeypatch.setattr(keyframes, "MAX_SIDE", 100)  # the bounded read is shared
     video = tmp_path / "clip.mp4"
     shutil.copyfile(SAMPLE, video)
     with pytest.raises(thumbnails.ThumbnailError, match="outside the limits"):

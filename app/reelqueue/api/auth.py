@@ -44,7 +44,15 @@ MAX_WAITING = 64
 MAX_WAIT_SECONDS = 3.0
 """The longest a failed request is held; one whose turn is later is answered 429 +
 Retry-After at once (and takes no turn): a client never waits into its own timeout."""
-PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json"})
+PUBLIC_PATHS = frozenset({"/v1/health", "/v1/openapi.json", "/"})
+PUBLIC_PREFIXES = ("/static/", "/links/")
+"""The dashboard's page and files (no secret in them: the page asks for a token), and
+the short-lived links (the random link is the credential, for one file only)."""
+
+
+def is_public(path: str) -> bool:
+    """Answered without a token: health, the document, the page and the links."""
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CLIENT_KEY = web.RequestKey("reelqueue.client", TokenInfo)
@@ -226,7 +234,7 @@ def middleware(tokens: ClientTokens, throttle: FailureThrottle,
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         notice(request, False)
-        if request.path in PUBLIC_PATHS:
+        if is_public(request.path):
             return await handler(request)
         address = request.remote or "?"
         header = request.headers.get("Authorization", "")

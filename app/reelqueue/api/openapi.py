@@ -142,6 +142,9 @@ SCHEMAS: dict[str, Any] = {
             "size": {"type": ["integer", "null"]}, "sha256": NULLABLE_STRING,
             # relative to the videos folder of the machine that wrote it (issue 23)
             "path": {"type": "string"}, "host": NULLABLE_STRING}},
+        "instance": {"type": ["string", "null"],
+                     "description": "the instance rendering it now (its lease); null "
+                                    "once it is finished"},
         "cost": NULLABLE_NUMBER, "created_at": {"type": "number"},
         "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER,
         "route": {"description": "null for a job bound to one provider; 'provider' is the "
@@ -193,7 +196,10 @@ SCHEMAS: dict[str, Any] = {
             "enabled": {"type": "boolean"}, "status": {"type": "string"},
             "state_words": _ref("StateWords"),
             "status_detail": NULLABLE_STRING, "cooldown_until": NULLABLE_NUMBER,
-            "daily_cap": {}}}}}},
+            "daily_cap": {},
+            "balance": {"type": ["string", "null"],
+                        "description": "the published balance as the claim reckons it, in "
+                                       "words; null where the provider publishes none"}}}}}},
     "Spend": {"type": "object",
               "required": ["accounts", "batches", "spent", "to_go", "to_go_total"],
               "properties": {
@@ -210,6 +216,81 @@ SCHEMAS: dict[str, Any] = {
         "to_go_total": {"type": "object", "properties": {
             "usd": {"type": "number"}, "unpriced": {"type": "integer"},
             "words": {"type": "string"}}}}},
+    "History": {
+        "type": "object", "required": ["job_id", "entries", "pruned_before"],
+        "description": "a job's ledger in the window's words, oldest first; pruned_before: "
+                       "the ledger was pruned and lost the entries before this time",
+        "properties": {
+            "job_id": {"type": "integer"}, "pruned_before": NULLABLE_NUMBER,
+            "entries": {"type": "array", "items": {
+                "type": "object", "required": ["seq", "at", "event", "words", "detail"],
+                "properties": {
+                    "seq": {"type": "integer"}, "at": {"type": "number"},
+                    "event": {"type": "string"}, "words": {"type": "string"},
+                    "account": NULLABLE_STRING, "detail": {"type": "string"}}}}}},
+    "Batches": {"type": "object", "required": ["batches", "by_account", "state_names"],
+                "properties": {
+        "by_account": {"type": "object", "description": "account -> state -> jobs",
+                       "additionalProperties": {"type": "object", "additionalProperties": {
+                           "type": "integer"}}},
+        "state_names": {"type": "object", "description": "state -> its one name",
+                        "additionalProperties": {"type": "string"}},
+        "batches": {"type": "array", "items": {
+            "type": "object", "required": ["id", "name", "paused", "counts", "jobs"],
+            "properties": {
+                "id": {"type": "integer"}, "name": {"type": "string"},
+                "created_at": {"type": "number"}, "paused": {"type": "boolean"},
+                "counts": {"type": "object", "description": "state -> jobs",
+                           "additionalProperties": {"type": "integer"}},
+                "jobs": {"type": "integer"}, "max_spend": NULLABLE_NUMBER}}}}},
+    "Attention": {"type": "object", "required": ["jobs"], "properties": {
+        "jobs": {"type": "array", "items": {
+            "type": "object",
+            "required": ["id", "state", "state_words", "unknown", "what_to_do"],
+            "properties": {
+                "id": {"type": "integer"}, "batch_id": {"type": "integer"},
+                "name": NULLABLE_STRING, "prompt": {"type": "string"},
+                "state": {"type": "string", "enum": STATES},
+                "state_words": _ref("StateWords"),
+                "unknown": {"type": "boolean",
+                            "description": "its create's outcome is unknown: resolve it"},
+                "what_to_do": {"type": "string"}, "account": NULLABLE_STRING,
+                "error": NULLABLE_STRING,
+                "candidates": {"type": "array", "items": {"type": "object"}}}}}}},
+    "Machines": {"type": "object", "required": ["machines"], "properties": {
+        "machines": {"type": "array", "items": {
+            "type": "object", "required": ["id", "host", "state", "heartbeat_at"],
+            "properties": {
+                "id": {"type": "string"}, "host": {"type": "string"},
+                "pid": {"type": "integer"}, "version": {"type": "string"},
+                "started_at": {"type": "number"}, "heartbeat_at": {"type": "number"},
+                "live_renders": {"type": "integer"},
+                "state": {"type": "string", "enum": ["running", "silent", "stopped"]},
+                "silent_for": {"type": "number"}, "this_machine": {"type": "boolean"},
+                "clock_offset": NULLABLE_NUMBER}}}}},
+    "RetryPlan": {
+        "type": "object", "required": ["id", "retryable", "summary", "pays", "price"],
+        "description": "what POST .../retry would do and cost; nothing is written",
+        "properties": {
+            "id": {"type": "integer"}, "retryable": {"type": "boolean"},
+            "summary": {"type": "string"}, "pays": {"type": "boolean"},
+            "price": NULLABLE_STRING, "price_usd": NULLABLE_NUMBER,
+            "reread": {"type": "integer"}, "rerender": {"type": "integer"},
+            "variants": {"type": "integer"}, "maybe_charged": {"type": "integer"}}},
+    "Resolved": {"type": "object", "required": ["id", "resolved", "summary"], "properties": {
+        "id": {"type": "integer"},
+        "resolved": {"type": "string", "enum": ["render", "create_again"]},
+        "summary": {"type": "string"}}},
+    "BatchPaused": {"type": "object", "required": ["id", "paused"], "properties": {
+        "id": {"type": "integer"}, "paused": {"type": "boolean"}}},
+    "AccountEnabled": {"type": "object", "required": ["name", "enabled"], "properties": {
+        "name": {"type": "string"}, "enabled": {"type": "boolean"}}},
+    "FileLink": {"type": "object", "required": ["url", "kind", "job_id", "expires_at"],
+                 "properties": {
+        "url": {"type": "string", "description": "/links/<random>: GET and Range only, "
+                                                 "for this one file, until expires_at"},
+        "kind": {"type": "string", "enum": ["video", "thumbnail"]},
+        "job_id": {"type": "integer"}, "expires_at": {"type": "number"}}},
     # One event of GET /v1/events, as OpenAPI 3.2 models a Server-Sent Event (and as a
     # 3.1 ``schema`` of text/event-stream is read per event): its fields, with the data a
     # ledger entry in JSON. Comments (': connected', ': keep-alive') are not events.
@@ -231,6 +312,116 @@ SCHEMAS: dict[str, Any] = {
 JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": _integer(1)}
 NOT_A_JOB_ID = _problem("job_id is not a whole number from 1 to 2^63-1 (fields.job_id)")
 NO_JOB = _problem("no job with this id")
+BATCH_ID = {"name": "batch_id", "in": "path", "required": True, "schema": _integer(1)}
+ACCOUNT_NAME = {"name": "name", "in": "path", "required": True,
+                "schema": {"type": "string", "minLength": 1}}
+PNG = {"image/png": {"schema": {"type": "string", "format": "binary"}}}
+MP4 = {"video/mp4": {"schema": {"type": "string", "format": "binary"}}}
+
+
+def _batch_switch(summary: str) -> dict[str, Any]:
+    return _op(summary, "admin", {
+        "200": _json("the batch's state now", _ref("BatchPaused")),
+        "404": _problem("no batch with this id"),
+        "422": _problem("batch_id is not a whole number from 1 to 2^63-1")},
+        parameters=[BATCH_ID])
+
+
+def _account_switch(summary: str) -> dict[str, Any]:
+    return _op(summary, "admin", {
+        "200": _json("the account's state now", _ref("AccountEnabled")),
+        "404": _problem("no account of this name"),
+        "409": _problem("the account cannot be changed now"),
+        "422": _problem("the name is text that cannot be stored")},
+        parameters=[ACCOUNT_NAME])
+
+
+def dashboard_paths() -> dict[str, Any]:
+    """The web dashboard's page and routes (issue 37; api/dashboard.py)."""
+    page = {"text/html": {"schema": {"type": "string"}}}
+    return {
+        "/": {"get": _op("The web dashboard (sign in with a token)", None, {
+            "200": {"description": "the page", "content": page},
+            "404": _problem("the dashboard's files are missing from this install")})},
+        "/static/{name}": {"get": _op("The dashboard's scripts and styles", None, {
+            "200": {"description": "the file", "content": {
+                "text/javascript": {"schema": {"type": "string"}},
+                "text/css": {"schema": {"type": "string"}},
+                "image/svg+xml": {"schema": {"type": "string"}}}},
+            "404": _problem("no such file")},
+            parameters=[{"name": "name", "in": "path", "required": True,
+                         "schema": {"type": "string"}}])},
+        "/links/{token}": {"get": _op(
+            "A short-lived link's file (no token: the link is the credential)", None, {
+                "200": {"description": "the file", "content": {**MP4, **PNG}},
+                "206": {"description": "one range of the video", "content": MP4},
+                "304": {"description": "not modified (If-None-Match): no body"},
+                "404": _problem("unknown or expired link, or the video gives no picture"),
+                "409": _problem("the job has no finished video here"),
+                "410": _problem("the video file is gone"),
+                "416": _problem("the Range cannot be served"),
+                "422": _problem("the link's job is gone")},
+            parameters=[{"name": "token", "in": "path", "required": True,
+                         "schema": {"type": "string"}}])},
+        "/v1/batches/{batch_id}/pause": {"post": _batch_switch(
+            "Pause a batch (its waiting jobs are not started)")},
+        "/v1/batches/{batch_id}/resume": {"post": _batch_switch("Resume a batch")},
+        "/v1/accounts/{name}/pause": {"post": _account_switch(
+            "Pause an account (no new work; running renders finish)")},
+        "/v1/accounts/{name}/resume": {"post": _account_switch("Resume an account")},
+        "/v1/attention": {"get": _op(
+            "Jobs that need the user: parked, outcome unknown, with what to do", "read", {
+                "200": _json("the jobs", _ref("Attention"))})},
+        "/v1/token": {"get": _op("The token's own name and scope", "read", {
+            "200": _json("the token", {"type": "object", "required": ["name", "scope"],
+                                       "properties": {"name": {"type": "string"},
+                                                      "scope": {"type": "string"}}})})},
+        "/v1/instances": {"get": _op(
+            "The machines sharing the journal, with their heartbeats", "read", {
+                "200": _json("the machines", _ref("Machines"))})},
+        "/v1/jobs/{job_id}/history": {"get": _op(
+            "A job's history in the window's words", "read", {
+                "200": _json("the history", _ref("History")), "404": NO_JOB,
+                "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+        "/v1/jobs/{job_id}/retry-plan": {"get": _op(
+            "What a retry would do and cost, before acting", "read", {
+                "200": _json("the plan", _ref("RetryPlan")), "404": NO_JOB,
+                "422": _problem("job_id or new_seed out of range")},
+            parameters=[JOB_ID, {"name": "new_seed", "in": "query",
+                                 "schema": _integer(0, 2**31 - 1)}])},
+        "/v1/jobs/{job_id}/resolve/render": {"post": _op(
+            "Resolve a create of unknown outcome with the render found at the provider",
+            "admin", {
+                "200": _json("the job reads that render", _ref("Resolved")), "404": NO_JOB,
+                "409": _problem("the job holds no create of unknown outcome, or the "
+                                "render belongs to another job"),
+                "422": _problem("job_id out of range, or render not 1 to 500 characters")},
+            parameters=[JOB_ID, {"name": "render", "in": "query", "required": True,
+                                 "schema": {"type": "string", "minLength": 1,
+                                            "maxLength": 500, "pattern": "\\S"}}])},
+        "/v1/jobs/{job_id}/resolve/create-again": {"post": _op(
+            "Resolve a create of unknown outcome by creating it again (may pay twice)",
+            "admin", {
+                "200": _json("queued to be created again", _ref("Resolved")),
+                "404": NO_JOB,
+                "409": _problem("the job holds no create of unknown outcome"),
+                "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+        "/v1/jobs/{job_id}/thumbnail": {"get": _op(
+            "A finished video's first picture (PNG)", "read", {
+                "200": {"description": "the picture", "content": PNG},
+                "404": _problem("no job with this id, or its video gives no picture"),
+                "409": _problem("the job has no finished video"),
+                "410": _problem("the video is not on this machine"),
+                "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
+        "/v1/jobs/{job_id}/links": {"post": _op(
+            "A short-lived link for the job's video or thumbnail (<video>/<img> send no "
+            "header)", "read", {
+                "201": _json("the link", _ref("FileLink")), "404": NO_JOB,
+                "409": _problem("the job has no finished video"),
+                "422": _problem("job_id out of range, or kind not video or thumbnail")},
+            parameters=[JOB_ID, {"name": "kind", "in": "query", "schema": {
+                "type": "string", "enum": ["video", "thumbnail"], "default": "video"}}])},
+    }
 
 
 def openapi_document() -> dict[str, Any]:
@@ -275,11 +466,18 @@ def openapi_document() -> dict[str, Any]:
                         {"name": "limit", "in": "query",
                          "schema": _integer(1, 500, default=100)},
                         {"name": "batch", "in": "query", "schema": _integer(1)},
+                        {"name": "q", "in": "query", "description":
+                            "words each found in the job's prompt or name (case folded); "
+                            "a page reads at most 20,000 jobs, next_cursor goes on",
+                         "schema": {"type": "string", "maxLength": 200}},
                         {"name": "state", "in": "query", "style": "form", "explode": True,
                          "schema": {"type": "array", "items": {
                              "type": "string", "minLength": 1, "enum": STATES}}}]),
             },
-            "/v1/batches": {"post": _op(
+            "/v1/batches": {"get": _op(
+                "Batches with their jobs counted by state", "read", {
+                    "200": _json("the batches", _ref("Batches"))}),
+                "post": _op(
                 "Import a batch: a spreadsheet (?filename=) or a JSON list of jobs", "submit",
                 {"201": _json("imported", _ref("BatchOutcome")),
                  "200": _json("a dry run (?dry_run=1), or nothing new", _ref("BatchOutcome")),
@@ -364,5 +562,6 @@ def openapi_document() -> dict[str, Any]:
                 parameters=[
                     {"name": "Last-Event-ID", "in": "header", "schema": _integer(0)},
                     {"name": "after", "in": "query", "schema": _integer(0)}])},
+            **dashboard_paths(),
         },
     }

@@ -13,7 +13,9 @@ import json
 import logging
 import ssl
 import tempfile
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
@@ -28,12 +30,15 @@ from reelqueue.api.bodies import (
     whole_number,
 )
 from reelqueue.api.connections import ConnectionLimits, Connections, GatedSite
+from reelqueue.api.dashboard import add_dashboard_routes
+from reelqueue.api.links import FileLinks
 from reelqueue.api.openapi import openapi_document
 from reelqueue.api.parse_errors import MAX_HEADER_FIELD, MAX_REQUEST_LINE
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
 from reelqueue.application.batch_upload import json_rows_as_csv
+from reelqueue.application.dashboard import matches as dashboard_matches
 from reelqueue.application.imports import ROUTE_POLICIES, TOLERANCES
 from reelqueue.application.outputs import local_video, this_host
 from reelqueue.application.remote import RemoteAccess
@@ -48,7 +53,7 @@ from reelqueue.application.words import StateWords, job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
 from reelqueue.domain.routes import Route
-from reelqueue.domain.states import JobState
+from reelqueue.domain.states import FINAL, JobState
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +76,12 @@ MAX_ROUTE_QUERY = 2000
 ApiServices = RemoteAccess
 """What the routes use: the application layer's view for remote clients."""
 
+MAX_SEARCH = 200
+SEARCH_SCAN = 20_000
+"""Jobs a search (``GET /v1/jobs?q=``) reads for one page at most."""
+REVOKED_CHECK_SECONDS = 2.0
+"""An open event stream checks its token this often: a revoked one is closed in time."""
+
 MAX_SEED = 2**31 - 1
 """The largest seed a retry takes (the window's seed field and every provider's)."""
 
@@ -91,19 +102,23 @@ def job_json(job: Job) -> dict[str, Any]:
             "path": job.output_path, "host": job.output_host},
         "cost": job.cost, "created_at": job.created_at, "updated_at": job.updated_at,
         "finished_at": job.finished_at, "route": route_json(job.route),
+        # the instance rendering it now (its lease), for the dashboard's machines
+        "instance": job.lease_owner if job.state not in FINAL else None,
     }
 
 
-def account_json(summary: AccountSummary, words: StateWords) -> dict[str, Any]:
+def account_json(summary: AccountSummary, words: StateWords,
+                 balance: str | None = None) -> dict[str, Any]:
     """An account for a client (never its key): ``words`` is its condition's one name
-    and hint (application.words), as the window's card and ``status`` say it."""
+    and hint (application.words), as the window's card and ``status`` say it; ``balance``
+    the published balance in words where the provider publishes one."""
     a = summary.account
     return {
         "name": a.name, "provider": a.provider, "capacity": a.capacity,
         "live": summary.live, "enabled": a.enabled,
         "status": str(a.status.value), "status_detail": a.status_detail,
         "state_words": words.as_dict(), "cooldown_until": a.cooldown_until,
-        "daily_cap": a.settings.get("daily_cap"),
+        "daily_cap": a.settings.get("daily_cap"), "balance": balance,
     }
 
 
@@ -321,10 +336,40 @@ class Routes:
             words = "one of " + ", ".join(JobState.__members__)
             raise Refused(422, f"Unknown state {unknown[0]!r}: use {words}.",
                           fields={"state": words})
-        jobs = await self.s.feed.jobs_after(cursor, limit, batch_id=batch, states=states)
-        next_cursor = jobs[-1].id if len(jobs) == limit else None
+        words = query.get("q", "")
+        storable_text(words, "q")
+        if len(words) > MAX_SEARCH:
+            raise Refused(422, f"q must be at most {MAX_SEARCH} characters.",
+                          fields={"q": f"at most {MAX_SEARCH} characters"})
+        if words.strip():
+            jobs, next_cursor = await self._search(words, cursor, limit, batch, states)
+        else:
+            jobs = await self.s.feed.jobs_after(cursor, limit, batch_id=batch,
+                                                states=states)
+            next_cursor = jobs[-1].id if len(jobs) == limit else None
         return web.json_response({"jobs": [job_json(j) for j in jobs],
                                   "next_cursor": next_cursor})
+
+    async def _search(self, words: str, cursor: int, limit: int, batch: int | None,
+                      states: list[str]) -> tuple[list[Job], int | None]:
+        """Jobs after ``cursor`` whose prompt or name holds every word of ``words``, at
+        most ``limit``; the scan stops after :data:`SEARCH_SCAN` jobs, and the cursor
+        then names the last one looked at (the next page goes on from there)."""
+        found: list[Job] = []
+        scanned, after = 0, cursor
+        while scanned < SEARCH_SCAN:
+            page = await self.s.feed.jobs_after(after, SSE_PAGE, batch_id=batch,
+                                                states=states)
+            for job in page:
+                after = job.id
+                scanned += 1
+                if dashboard_matches(job, words):
+                    found.append(job)
+                    if len(found) == limit:
+                        return found, job.id
+            if len(page) < SSE_PAGE:
+                return found, None
+        return found, after
 
     @needs("admin")
     async def cancel_job(self, request: web.Request) -> web.Response:
@@ -348,63 +393,16 @@ class Routes:
 
     @needs("read")
     async def video(self, request: web.Request) -> web.StreamResponse:
-        job = await self._job(request)
-        if job.state is not JobState.COMPLETED or not job.output_sha256 or not job.output_path:
-            return error(409, f"Job {job.id} has no finished video (state {job.state.value}).")
-        path = local_video(job, self.s.videos_dir)
-        try:
-            if path is None:
-                raise FileNotFoundError(job.output_path)
-            size = path.stat().st_size
-        except OSError:
-            if job.output_host and job.output_host != this_host():
-                # Each machine writes under its own videos folder (issue 23).
-                return error(409, f"The video of job {job.id} is on {job.output_host} "
-                             f"({job.output_path} under its videos folder), not on this "
-                             "machine.", output_host=job.output_host,
-                             output_path=job.output_path)
-            return error(410, f"The video of job {job.id} is no longer at "
-                         f"{path or job.output_path}.")
-        etag = f'"{job.output_sha256}"'
-        if request.headers.get("If-None-Match") == etag:
-            return web.Response(status=304, headers={"ETag": etag})
-        start, end = 0, size - 1
-        status = 200
-        wanted = request.headers.get("Range")
-        if wanted and request.headers.get("If-Range", etag) == etag:
-            parsed = _parse_range(wanted, size)
-            if parsed is None:
-                return error(416, f"The range {wanted!r} cannot be served from {size} bytes.",
-                             headers={"Content-Range": f"bytes */{size}"})
-            start, end = parsed
-            status = 206
-        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "video/mp4",
-                   "Content-Length": str(end - start + 1)}
-        if status == 206:
-            headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-        if request.method == "HEAD":  # the headers a GET would send, and no body
-            return web.Response(status=status, headers=headers)
-        response = web.StreamResponse(status=status, headers=headers)
-        _streams(request)
-        await response.prepare(request)
-        with path.open("rb") as handle:
-            handle.seek(start)
-            left = end - start + 1
-            while left > 0:
-                chunk = await asyncio.to_thread(handle.read, min(VIDEO_CHUNK, left))
-                if not chunk:
-                    break
-                await response.write(chunk)
-                left -= len(chunk)
-        await response.write_eof()
-        return response
+        return await send_video(request, await self._job(request), self.s.videos_dir)
 
     @needs("read")
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
         words = await self.s.account_words(summaries)
-        return web.json_response({"accounts": [account_json(summary, words[summary.account.name])
-                                               for summary in summaries]})
+        balances = await self.s.balance_words()
+        return web.json_response({"accounts": [
+            account_json(summary, words[summary.account.name],
+                         balances.get(summary.account.name)) for summary in summaries]})
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:
@@ -434,8 +432,16 @@ class Routes:
             await response.write(b": connected\n\n")
             pages = feed.follow(after, self.s.subscribe, page=SSE_PAGE,
                                 idle_seconds=SSE_IDLE_SECONDS)
+            token = request.headers.get("Authorization", "").partition(" ")[2].strip()
+            checked = time.monotonic()
             async with contextlib.aclosing(pages):  # unsubscribes when the client goes
                 async for entries in pages:
+                    if time.monotonic() - checked >= REVOKED_CHECK_SECONDS:
+                        # A token revoked (or expired) while its stream is open: the
+                        # stream ends within seconds, and the reconnect gets a 401.
+                        checked = time.monotonic()
+                        if await self.s.tokens.verify(token) is None:
+                            break
                     if not entries:
                         await response.write(b": keep-alive\n\n")
                     for entry in entries:
@@ -448,6 +454,60 @@ class Routes:
         except ConnectionResetError:
             pass  # the client went away; a cancellation (server shutdown) propagates
         return response
+
+
+async def send_video(request: web.Request, job: Job, videos_dir: Path) -> web.StreamResponse:
+    """The job's finished video with ``Range`` and ``ETag`` (the sha256): for
+    ``/v1/jobs/{id}/video`` and for a short-lived link."""
+    if job.state is not JobState.COMPLETED or not job.output_sha256 or not job.output_path:
+        return error(409, f"Job {job.id} has no finished video (state {job.state.value}).")
+    path = local_video(job, videos_dir)
+    try:
+        if path is None:
+            raise FileNotFoundError(job.output_path)
+        size = path.stat().st_size
+    except OSError:
+        if job.output_host and job.output_host != this_host():
+            # Each machine writes under its own videos folder (issue 23).
+            return error(409, f"The video of job {job.id} is on {job.output_host} "
+                         f"({job.output_path} under its videos folder), not on this "
+                         "machine.", output_host=job.output_host,
+                         output_path=job.output_path)
+        return error(410, f"The video of job {job.id} is no longer at "
+                     f"{path or job.output_path}.")
+    etag = f'"{job.output_sha256}"'
+    if request.headers.get("If-None-Match") == etag:
+        return web.Response(status=304, headers={"ETag": etag})
+    start, end = 0, size - 1
+    status = 200
+    wanted = request.headers.get("Range")
+    if wanted and request.headers.get("If-Range", etag) == etag:
+        parsed = _parse_range(wanted, size)
+        if parsed is None:
+            return error(416, f"The range {wanted!r} cannot be served from {size} bytes.",
+                         headers={"Content-Range": f"bytes */{size}"})
+        start, end = parsed
+        status = 206
+    headers = {"ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "video/mp4",
+               "Content-Length": str(end - start + 1)}
+    if status == 206:
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+    if request.method == "HEAD":  # the headers a GET would send, and no body
+        return web.Response(status=status, headers=headers)
+    response = web.StreamResponse(status=status, headers=headers)
+    _streams(request)
+    await response.prepare(request)
+    with path.open("rb") as handle:
+        handle.seek(start)
+        left = end - start + 1
+        while left > 0:
+            chunk = await asyncio.to_thread(handle.read, min(VIDEO_CHUNK, left))
+            if not chunk:
+                break
+            await response.write(chunk)
+            left -= len(chunk)
+    await response.write_eof()
+    return response
 
 
 async def _spool_limited(request: web.Request, limit: int) -> IO[bytes]:
@@ -536,6 +596,7 @@ def build_app(services: ApiServices, connections: Connections | None = None
     app.router.add_get("/v1/accounts", routes.accounts)
     app.router.add_get("/v1/spend", routes.spend)
     app.router.add_get("/v1/events", routes.events)
+    add_dashboard_routes(app, services, FileLinks(), send_video)
     return app
 
 

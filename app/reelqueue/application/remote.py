@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import jobs, status, views
+from reelqueue.application import dashboard, jobs, status, team, views
+from reelqueue.application.accounts import AccountChange, update_account
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
 from reelqueue.application.feed import JournalFeed
@@ -69,12 +70,14 @@ class RemoteAccess:
         tokens: the client tokens.
         submitter: validates and writes submitted jobs.
         upload_root: the private folder where an uploaded sheet lives while imported.
+        thumbnail_root: where the web dashboard's thumbnails are cached.
         videos_dir: this machine's videos folder (every job's file is relative to it).
     """
 
     def __init__(self, session: Session, feed: JournalFeed, tokens: ClientTokens,
                  videos_dir: Path, max_waiting: int | None,
-                 upload_root: Path | None = None) -> None:
+                 upload_root: Path | None = None, thumbnail_root: Path | None = None
+                 ) -> None:
         engine = session.running_engine
         self.session = session
         self.feed = feed
@@ -83,6 +86,7 @@ class RemoteAccess:
         self.submitter = JobSubmitter(engine, feed.reader, videos_dir,
                                       RegistryCatalog(engine.providers), max_waiting)
         self.upload_root = upload_root or videos_dir / ".uploads"
+        self.thumbnail_root = thumbnail_root or videos_dir / ".thumbnails"
 
     @classmethod
     async def open(cls, ctx: AppContext, session: Session,
@@ -97,7 +101,8 @@ class RemoteAccess:
             feed.close()
             raise
         return cls(session, feed, tokens, ctx.videos_dir, max_waiting,
-                   upload_root=ctx.data_dir / "uploads")
+                   upload_root=ctx.data_dir / "uploads",
+                   thumbnail_root=ctx.data_dir / "web-thumbnails")
 
     def close(self) -> None:
         """Close the feed's and the tokens' connections (the session is the caller's)."""
@@ -140,6 +145,13 @@ class RemoteAccess:
         return await status.account_states_now(self.session, summaries,
                                                await status.money(self.session))
 
+    async def balance_words(self) -> dict[str, str]:
+        """Name -> the published balance as the claim reckons it, in words ("240 credits
+        left after …"), for the accounts whose balance gates their claims."""
+        from reelqueue.application.balance_words import account_balance_words
+
+        return {name: b.words for name, b in (await account_balance_words(self.session)).items()}
+
     async def money(self) -> status.Money:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read
         the same (issue 23)."""
@@ -164,3 +176,37 @@ class RemoteAccess:
                                 **dict(routing or {}))
         return await upload_batch(self.session, self.feed, self.upload_root, content,
                                   file_name, options, dry_run=dry_run)
+
+    # -- the web dashboard's reads and commands (issue 37) ------------------------------
+    async def history(self, job_id: int) -> dashboard.JobHistory | None:
+        return await dashboard.job_history(self.session, job_id)
+
+    async def batch_counts(self) -> dashboard.QueueCounts:
+        return await dashboard.batch_counts(self.session)
+
+    async def attention(self) -> list[dashboard.AttentionItem]:
+        return await dashboard.attention(self.session)
+
+    async def retry_plan(self, job_id: int, new_seed: int | None = None) -> jobs.RetryPlan:
+        """What a retry of the job would do and cost, before doing it (writes nothing)."""
+        return await jobs.retry_plan(self.session, [job_id], new_seed=new_seed)
+
+    async def resolve_with_render(self, job_id: int, provider_job_id: str) -> None:
+        await jobs.resolve_with_render(self.session, job_id, provider_job_id)
+
+    async def resolve_by_creating_again(self, job_id: int) -> jobs.RetryPlan:
+        return await jobs.resolve_by_creating_again(self.session, job_id)
+
+    async def set_batch_paused(self, batch_id: int, paused: bool) -> bool:
+        """Pause or resume a batch; False when there is no such batch."""
+        return await jobs.set_batch_paused(self.session, batch_id, paused) is not None
+
+    async def set_account_enabled(self, name: str, enabled: bool) -> None:
+        """Pause (no new work; running renders finish) or resume an account; InputError
+        when there is no such account."""
+        await update_account(self.session, name, AccountChange(enabled=enabled))
+
+    async def machines(self) -> list[team.TeamMachine]:
+        """The machines sharing the journal with their heartbeats (this one on a local
+        journal)."""
+        return await team.instances(self.session, local_running=True)

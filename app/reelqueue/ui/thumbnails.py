@@ -26,7 +26,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,6 +35,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QImage
 
+from reelqueue.application.keyframes import NoPicture, first_keyframe
 from reelqueue.ui.qtcompat import emit
 
 log = logging.getLogger(__name__)
@@ -59,13 +59,6 @@ def lower_priority() -> None:
 THUMB_WIDTH = 576
 """Thumbnails are this wide (twice the detail view's 288 px, for 2x screens)."""
 THUMB_MAX_HEIGHT = 576
-MAX_SIDE = 8192
-MAX_PIXELS = 8192 * 4320
-"""The largest picture decoded (8K); a larger header or frame gives the placeholder."""
-MAX_PACKETS = 600
-MAX_BYTES = 64 * 1024 * 1024
-"""Packets read before giving up on a keyframe (a video starts with one)."""
-DEADLINE_SECONDS = 5.0
 HASH_LIMIT = 4 * 1024 * 1024 * 1024
 """A video without a recorded sha256 is hashed here, up to this size."""
 CACHE_VERSION = "v1"  # in the file name: a change of limits or size makes new ones
@@ -93,50 +86,17 @@ class Thumbnail:
     thread: str
 
 
-def _check_size(width: int, height: int) -> None:
-    if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE and width * height <= MAX_PIXELS):
-        raise ThumbnailError(f"picture size {width}x{height} is outside the limits")
-
-
-def _scaled_size(width: int, height: int, box: tuple[int, int] = (THUMB_WIDTH, THUMB_MAX_HEIGHT)
-                 ) -> tuple[int, int]:
-    scale = min(box[0] / width, box[1] / height, 1.0)
-    # even sizes: some pixel formats cannot be scaled to odd ones
-    return max(2, round(width * scale) // 2 * 2), max(2, round(height * scale) // 2 * 2)
-
-
 def decode_first_keyframe(video: Path,
                           box: tuple[int, int] = (THUMB_WIDTH, THUMB_MAX_HEIGHT)) -> QImage:
     """The video's first keyframe, scaled down to fit ``box`` (blocking: call on a worker
-    thread)."""
-    import av  # here: the window opens without paying for FFmpeg's libraries
-
-    started = time.monotonic()
-    with av.open(str(video), mode="r", timeout=DEADLINE_SECONDS,
-                 options={"probesize": str(8 * 1024 * 1024)}) as container:
-        if not container.streams.video:
-            raise ThumbnailError("no video stream")
-        stream = container.streams.video[0]
-        codec = stream.codec_context
-        _check_size(codec.width, codec.height)
-        codec.options = {"max_pixels": str(MAX_PIXELS)}  # the decoder refuses bigger frames
-        codec.skip_frame = "NONKEY"
-        codec.thread_count = 1  # one frame: threads would only add memory
-        read = 0
-        for count, packet in enumerate(container.demux(stream)):
-            read += packet.size
-            if (count >= MAX_PACKETS or read > MAX_BYTES
-                    or time.monotonic() - started > DEADLINE_SECONDS):
-                raise ThumbnailError("no keyframe within the limits")
-            for frame in packet.decode():
-                _check_size(frame.width, frame.height)
-                width, height = _scaled_size(frame.width, frame.height, box)
-                rgb = frame.reformat(width=width, height=height, format="rgb24")
-                plane = rgb.planes[0]
-                image = QImage(bytes(plane), width, height, plane.line_size,
-                               QImage.Format.Format_RGB888)
-                return image.copy()  # own the pixels (the bytes above go away)
-    raise ThumbnailError("the video has no picture")
+    thread); the bounded read is application.keyframes', shared with the web dashboard."""
+    try:
+        frame = first_keyframe(video, box)
+    except NoPicture as exc:
+        raise ThumbnailError(str(exc)) from exc
+    image = QImage(frame.rgb, frame.width, frame.height, frame.stride,
+                   QImage.Format.Format_RGB888)
+    return image.copy()  # own the pixels (the bytes above go away)
 
 
 def file_sha256(video: Path) -> str:

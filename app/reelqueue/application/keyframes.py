@@ -1,0 +1,134 @@
+"""A finished video's first keyframe, decoded within limits, without Qt: the window's
+thumbnails (ui/thumbnails.py makes a QImage of it) and the web dashboard's (issue 37: a
+PNG written with zlib, no imaging library) are the same bounded read.
+
+PyAV decodes as little as possible: the container's header, then packets until the first
+keyframe decodes (every other frame skipped), scaled down at once. Each file is bounded:
+a deadline (FFmpeg's own interrupt callback, and a check per packet), a packet and byte
+budget, and a cap on the picture's size given both to the header check and to the
+decoder (``max_pixels``). The web's PNGs are cached by the video's sha256 in the data
+folder, a failure too (an empty file), so a damaged video is read once. Blocking: call
+from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEADLINE_SECONDS", "MAX_SIDE", "Keyframe", "NoPicture", "first_keyframe",
+           "thumbnail_png"]
+
+WEB_BOX = (480, 480)
+"""The web dashboard's thumbnails fit this box."""
+MAX_SIDE = 8192
+MAX_PIXELS = 8192 * 4320
+"""The largest picture decoded (8K); a larger header or frame gives no picture."""
+MAX_PACKETS = 600
+MAX_BYTES = 64 * 1024 * 1024
+"""Packets read before giving up on a keyframe (a video starts with one)."""
+DEADLINE_SECONDS = 5.0
+CACHE_VERSION = "w1"
+
+
+class NoPicture(Exception):
+    """The video gave no picture within the limits (damaged, hostile or not a video)."""
+
+
+@dataclass(frozen=True)
+class Keyframe:
+    """A decoded picture. Attributes: width, height, rgb (8-bit RGB rows), stride (bytes
+    per row in ``rgb``)."""
+
+    width: int
+    height: int
+    rgb: bytes
+    stride: int
+
+
+def _check_size(width: int, height: int) -> None:
+    if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE and width * height <= MAX_PIXELS):
+        raise NoPicture(f"picture size {width}x{height} is outside the limits")
+
+
+def _scaled(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
+    scale = min(box[0] / width, box[1] / height, 1.0)
+    # even sizes: some pixel formats cannot be scaled to odd ones
+    return max(2, round(width * scale) // 2 * 2), max(2, round(height * scale) // 2 * 2)
+
+
+def png_bytes(width: int, height: int, rgb: bytes, stride: int) -> bytes:
+    """An 8-bit RGB PNG of ``rgb`` (rows of ``stride`` bytes)."""
+    rows = b"".join(b"\x00" + rgb[y * stride:y * stride + width * 3] for y in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b""))
+
+
+def first_keyframe(video: Path, box: tuple[int, int]) -> Keyframe:
+    """The video's first keyframe scaled down to fit ``box``; NoPicture past a limit
+    (PyAV's own errors pass through: the caller catches every error)."""
+    import av  # here: the window and serve start without FFmpeg's libraries
+
+    started = time.monotonic()
+    with av.open(str(video), mode="r", timeout=DEADLINE_SECONDS,
+                 options={"probesize": str(8 * 1024 * 1024)}) as container:
+        if not container.streams.video:
+            raise NoPicture("no video stream")
+        stream = container.streams.video[0]
+        codec = stream.codec_context
+        _check_size(codec.width, codec.height)
+        codec.options = {"max_pixels": str(MAX_PIXELS)}  # the decoder refuses bigger frames
+        codec.skip_frame = "NONKEY"
+        codec.thread_count = 1  # one frame: threads would only add memory
+        read = 0
+        for count, packet in enumerate(container.demux(stream)):
+            read += packet.size
+            if (count >= MAX_PACKETS or read > MAX_BYTES
+                    or time.monotonic() - started > DEADLINE_SECONDS):
+                raise NoPicture("no keyframe within the limits")
+            for frame in packet.decode():
+                _check_size(frame.width, frame.height)
+                width, height = _scaled(frame.width, frame.height, box)
+                rgb = frame.reformat(width=width, height=height, format="rgb24")
+                plane = rgb.planes[0]
+                return Keyframe(width, height, bytes(plane), plane.line_size)
+    raise NoPicture("the video has no picture")
+
+
+def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
+    """The PNG of ``video``'s first keyframe (None: it has no picture within the limits,
+    remembered). ``sha256`` names it in the cache (a hex digest: the journal's)."""
+    if not sha256 or not all(c in "0123456789abcdef" for c in sha256.lower()):
+        return None
+    target = cache_dir / f"{sha256.lower()}-{CACHE_VERSION}.png"
+    with contextlib.suppress(OSError):
+        cached = target.read_bytes()
+        return cached or None
+    try:
+        frame = first_keyframe(video, WEB_BOX)
+        picture: bytes | None = png_bytes(frame.width, frame.height, frame.rgb, frame.stride)
+    except Exception as exc:  # PyAV's errors, a hostile file: never worth a crash
+        log.info("no thumbnail for %s: %s", video.name, type(exc).__name__)
+        picture = None
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(picture or b"")
+        partial.replace(target)
+    except OSError:
+        log.info("the thumbnail cache %s cannot be written", cache_dir)
+    return picture
