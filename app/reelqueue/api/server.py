@@ -33,6 +33,7 @@ from reelqueue.api.parse_errors import MAX_HEADER_FIELD, MAX_REQUEST_LINE
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
+from reelqueue.application.account_figures import AccountFigures, figures_fields
 from reelqueue.application.batch_upload import json_rows_as_csv
 from reelqueue.application.imports import ROUTE_POLICIES, TOLERANCES
 from reelqueue.application.outputs import local_video, this_host
@@ -94,9 +95,12 @@ def job_json(job: Job) -> dict[str, Any]:
     }
 
 
-def account_json(summary: AccountSummary, words: StateWords) -> dict[str, Any]:
+def account_json(summary: AccountSummary, words: StateWords,
+                 figures: AccountFigures | None = None) -> dict[str, Any]:
     """An account for a client (never its key): ``words`` is its condition's one name
-    and hint (application.words), as the window's card and ``status`` say it."""
+    and hint (application.words), as the window's card and ``status`` say it;
+    ``figures`` its view, limit in force and balance gate (issue 32) under the names
+    ``accounts list --json`` and ``status --json`` give them."""
     a = summary.account
     return {
         "name": a.name, "provider": a.provider, "capacity": a.capacity,
@@ -104,6 +108,7 @@ def account_json(summary: AccountSummary, words: StateWords) -> dict[str, Any]:
         "status": str(a.status.value), "status_detail": a.status_detail,
         "state_words": words.as_dict(), "cooldown_until": a.cooldown_until,
         "daily_cap": a.settings.get("daily_cap"),
+        **(figures.fields() if figures is not None else figures_fields(None, None)),
     }
 
 
@@ -403,8 +408,11 @@ class Routes:
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
         words = await self.s.account_words(summaries)
-        return web.json_response({"accounts": [account_json(summary, words[summary.account.name])
-                                               for summary in summaries]})
+        figures = await self.s.account_figures(summaries)
+        return web.json_response({"accounts": [
+            account_json(summary, words[summary.account.name],
+                         figures.get(summary.account.name))
+            for summary in summaries]})
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reelqueue.application import jobs, status, views
+from reelqueue.application.account_figures import AccountFigures, read_account_figures
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
 from reelqueue.application.feed import JournalFeed
@@ -139,6 +140,12 @@ class RemoteAccess:
         read now)."""
         return await status.account_states_now(self.session, summaries,
                                                await status.money(self.session))
+
+    async def account_figures(self, summaries: list[AccountSummary]
+                              ) -> dict[str, AccountFigures]:
+        """Name -> each account's view, limit in force and balance gate (issue 32), as
+        ``accounts list --json``, ``status --json`` and the window's cards give them."""
+        return await read_account_figures(self.session, [s.account for s in summaries])
 
     async def money(self) -> status.Money:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read
