@@ -473,9 +473,9 @@ class AccountCard(QFrame):
         """The provider's figures (issue 32): the balance "as of HH:MM" with "Update"
         beside it, the limit in force and "credits low: ...". Shown folded too: they say
         why an account starts nothing."""
-        self.figures_box = QWidget()
-        box = QVBoxLayout(self.figures_box)
-        box.setContentsMargins(0, 0, 0, 0)
+        # A layout, not a widget of its own: a nested widget shown later settled one
+        # event loop pass after the card (its labels were drawn squeezed meanwhile).
+        box = QVBoxLayout()
         box.setSpacing(2)
         row = QHBoxLayout()
         row.setSpacing(6)
@@ -498,8 +498,10 @@ class AccountCard(QFrame):
         self.credits_label = QLabel()  # "credits low: 40 left, this render needs 60"
         self.credits_label.setWordWrap(True)
         box.addWidget(self.credits_label)
-        self.figures_box.hide()
-        layout.addWidget(self.figures_box)
+        for widget in (self.balance_label, self.update_button, self.view_limit_label,
+                       self.credits_label):
+            widget.hide()
+        layout.addLayout(box)
 
     def set_updating(self, updating: bool) -> None:
         """"Update" pressed: the button says so and waits until the read ends."""
@@ -507,13 +509,13 @@ class AccountCard(QFrame):
         self.update_button.setText("Updating…" if updating else "Update")
 
     def _show_figures(self, figures: CardFigures) -> None:
-        self.figures_box.setVisible(bool(figures.balance))
+        self.balance_label.setVisible(bool(figures.balance))
         self.balance_label.setText(_sentence(figures.balance))
         self.balance_label.setToolTip("\n".join(_sentence(line) for line in figures.details))
         tint = theme.color("warning").name()
         self.balance_label.setStyleSheet(f"QLabel {{ color: {tint}; }}" if figures.stale
                                          else "")
-        self.update_button.setVisible(figures.can_update)
+        self.update_button.setVisible(bool(figures.balance) and figures.can_update)
         self.view_limit_label.setText(_sentence(figures.limit))
         self.view_limit_label.setVisible(bool(figures.limit))
         self.credits_label.setText(_sentence(figures.credits))
