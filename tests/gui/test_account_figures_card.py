@@ -76,7 +76,6 @@ def test_a_fresh_view_shows_its_balance_with_its_time_and_the_limit_in_force(
         assert "Mock-1: 2 at once, 50 a day" in card.balance_label.toolTip()
         assert not card.credits_label.isVisible()
         assert card.update_button.isVisible() and card.update_button.isEnabled()
-        save_screenshot(card, "card-account-view")
     finally:
         card.close()
 
@@ -99,6 +98,7 @@ def test_credits_low_is_said_on_the_card(themed_app: QApplication) -> None:
     try:
         assert card.credits_label.isVisible()
         assert card.credits_label.text() == "Credits low: 40 left, this render needs 60"
+        save_screenshot(card, "card-account-view")
         card.set_compact(True)  # folded, the card still says why it starts nothing
         QApplication.processEvents()
         assert card.credits_label.isVisible()
