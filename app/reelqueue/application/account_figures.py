@@ -30,7 +30,8 @@ class AccountFigures:
     """One account's figures.
 
     Attributes:
-        view: its view in words (always present: "not read yet" / "not published" too).
+        view: its view in words ("not read yet" and "not published by" included);
+            None only for an account the read did not cover.
         credits: its balance as the claim reckons it, None when no balance gates it (no
             fresh view, no balance, a unit that cannot be converted).
     """
