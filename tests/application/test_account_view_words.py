@@ -63,13 +63,15 @@ def test_each_kind_of_view_in_words() -> None:
     assert words["v"].lines == ("account figures: not published by Google Veo",)
     assert words["v"].data["published"] is False
     assert words["l"].lines == (
-        f"balance: $12.50, as of {_hhmm(NOW - STALE_SECONDS - 120)} (stale: 17 min old)",)
+        f"balance: $12.50, as of {_hhmm(NOW - STALE_SECONDS - 120)} "
+        "(stale: 17 min old, gates nothing)",)
     assert words["l"].data["stale"] is True
     assert words["x"].lines == (
         f"account figures: provider's figures unavailable (Runway: HTTP 503), as of "
         f"{_hhmm(fresh)}",)
     assert words["s"].lines[0] == (
-        "balance: not published by Runway, as of an unreadable time (stale: of unknown age)")
+        "balance: not published by Runway, as of an unreadable time "
+        "(stale: of unknown age, gates nothing)")
     assert words["s"].data["age_seconds"] is None and words["s"].data["stale"] is True
 
 

@@ -111,7 +111,7 @@ def test_status_shows_the_view_and_marks_it_stale_after_15_minutes(
         db.execute("UPDATE account_views SET read_at = ? WHERE account = 'm1'", [old])
     assert cli(ctx, "status") == 0
     out = capsys.readouterr().out
-    assert f"balance: 4,200 credits, as of {_hhmm(old)} (stale: 20 min old)" in out
+    assert f"balance: 4,200 credits, as of {_hhmm(old)} (stale: 20 min old, gates nothing)" in out
     assert "balance: shared with m1 (organization org-7)" in out
     assert cli(ctx, "status", "--json") == 0
     views = {a["name"]: a["view"] for a in json.loads(capsys.readouterr().out)["accounts"]}

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.account_figures import CardFigures
 from reelqueue.domain.models import Job, LedgerEntry
 from reelqueue.domain.states import JobState
 from reelqueue.engine.queries import JobDetail
@@ -129,6 +130,16 @@ def window(themed_app: QApplication) -> Iterator[MainWindow]:
     QApplication.processEvents()
 
 
+LONG_FIGURES = CardFigures(
+    balance="balance: 123,456,789.50 credits, as of 23:59 (stale: 1,440 min old, gates "
+            "nothing)",
+    details=("balance: 123,456,789.50 credits", "gen4.5: 2 at once, 50 a day (12 used)"),
+    limit="999 set · provider's limits not applied (stale): 2 for gen4.5, 1 for gen4_turbo",
+    credits="credits low: 12,345.67 left, this render needs 99,999.99", stale=True,
+    can_update=True)
+"""The provider's figures at their longest (issue 32): every line of them shown."""
+
+
 def big_cards() -> list[AccountCardData]:
     renders = tuple(RenderLine(f"clip_{i:05}_a_long_file_name", 0.4, "12:34")
                     for i in range(5))
@@ -136,7 +147,8 @@ def big_cards() -> list[AccountCardData]:
         AccountCardData(name=LONG_NAME, provider_title="OpenAI-compatible gateway",
                         status="out_of_credits", enabled=True, capacity=999, live=999,
                         queued=98_765, completed=12_345, failed=10_234, spend=12_345.67,
-                        estimate=110.91, renders=renders, per_minute=(3,) * 60),
+                        estimate=110.91, renders=renders, per_minute=(3,) * 60,
+                        figures=LONG_FIGURES),
         AccountCardData(name="Studio B", provider_title="Google Veo", status="rate_limited",
                         enabled=True, capacity=12, live=12, cooldown_until=1_800_000_000.0,
                         queued=45_678, completed=99_999, failed=0, spend=1_234.5,

@@ -199,7 +199,63 @@ SCHEMAS: dict[str, Any] = {
             "daily_cap": {},
             "balance": {"type": ["string", "null"],
                         "description": "the published balance as the claim reckons it, in "
-                                       "words; null where the provider publishes none"}}}}}},
+                                       "words (those of credits); null where the provider "
+                                       "publishes none"},
+            "view": {"description": "what the provider last said of the account "
+                                    "(issue 32): the same as accounts list --json",
+                     "oneOf": [{"type": "null"}, _ref("AccountView")]},
+            "limit_in_force": {"oneOf": [{"type": "null"}, _ref("LimitInForce")]},
+            "credits": {"description": "the balance as the claim reckons it; null when no "
+                                       "balance gates the account",
+                        "oneOf": [{"type": "null"}, _ref("Credits")]}}}}}},
+    "AccountView": {
+        "type": "object", "required": ["published", "read_at", "stale", "balance", "limits",
+                                       "words"],
+        "description": "the provider's view of the account; older than 15 min it is "
+                       "stale and gates nothing",
+        "properties": {
+            "published": {"type": "boolean"}, "read_at": NULLABLE_NUMBER,
+            "as_of": NULLABLE_STRING, "age_seconds": NULLABLE_NUMBER,
+            "stale": {"type": ["boolean", "null"]}, "read_by": NULLABLE_STRING,
+            "organization_id": NULLABLE_STRING,
+            "balance": {"type": ["object", "null"], "required": ["amount", "unit"],
+                        "properties": {"amount": {"type": "number"},
+                                       "unit": {"type": "string"}}},
+            "balance_shared_with": NULLABLE_STRING,
+            "limits": {"type": "array", "items": {
+                "type": "object", "required": ["model", "words"], "properties": {
+                    "model": {"type": "string"},
+                    "concurrency": {"type": ["integer", "null"]},
+                    "daily": {"type": ["integer", "null"]},
+                    "daily_window": {"type": "string",
+                                     "enum": ["rolling_24h", "utc_day", "unknown"]},
+                    "used_today": {"type": ["integer", "null"]},
+                    "words": {"type": "string"}}}},
+            "problem": NULLABLE_STRING,
+            "words": {"type": "array", "items": {"type": "string"}},
+            "limit_in_force": _ref("LimitInForce")}},
+    "LimitInForce": {
+        "type": "object", "required": ["set", "applied", "models", "words"],
+        "description": "the user's setting beside the provider's lower limit per model: "
+                       "\"5 set · provider allows 2 for gen4.5\"",
+        "properties": {
+            "set": {"type": "integer"}, "applied": {"type": "boolean"},
+            "words": {"type": "string"},
+            "models": {"type": "array", "items": {"type": "object", "properties": {
+                "model": {"type": "string"},
+                "provider_allows": {"type": ["integer", "null"]},
+                "in_force": {"type": "integer"}, "daily": {"type": ["integer", "null"]},
+                "used_today": {"type": ["integer", "null"]},
+                "applied": {"type": "boolean"}}}}}},
+    "Credits": {
+        "type": "object", "required": ["balance", "unit", "left", "low", "words"],
+        "description": "\"credits low: 40 left, this render needs 60\": low means the "
+                       "next create on the account waits",
+        "properties": {
+            "balance": {"type": "number"}, "unit": {"type": "string"},
+            "not_included": NULLABLE_NUMBER, "left": NULLABLE_NUMBER,
+            "next_needs": NULLABLE_NUMBER, "low": {"type": "boolean"},
+            "price_unknown": {"type": "boolean"}, "words": {"type": "string"}}},
     "Spend": {"type": "object",
               "required": ["accounts", "batches", "spent", "to_go", "to_go_total"],
               "properties": {
@@ -545,7 +601,9 @@ def openapi_document() -> dict[str, Any]:
                     "410": _problem("the video file is gone"),
                     "416": _problem("the Range cannot be served (Content-Range: bytes */size)"),
                     "422": NOT_A_JOB_ID}, parameters=[JOB_ID])},
-            "/v1/accounts": {"get": _op("Accounts: live, capacity, status (no keys)", "read", {
+            "/v1/accounts": {"get": _op(
+                "Accounts: live, capacity, status, the provider's view, the limit in force "
+                "and the balance gate (no keys)", "read", {
                 "200": _json("accounts", _ref("Accounts"))})},
             "/v1/spend": {"get": _op(
                 "Money: each account's spend (all days, today), capped batches, and what the "

@@ -37,6 +37,7 @@ from reelqueue.api.parse_errors import MAX_HEADER_FIELD, MAX_REQUEST_LINE
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
 from reelqueue.api.requests import BodyInvalid, parse_job
+from reelqueue.application.account_figures import AccountFigures, figures_fields
 from reelqueue.application.batch_upload import json_rows_as_csv
 from reelqueue.application.dashboard import matches as dashboard_matches
 from reelqueue.application.imports import ROUTE_POLICIES, TOLERANCES
@@ -108,17 +109,21 @@ def job_json(job: Job) -> dict[str, Any]:
 
 
 def account_json(summary: AccountSummary, words: StateWords,
-                 balance: str | None = None) -> dict[str, Any]:
+                 figures: AccountFigures | None = None) -> dict[str, Any]:
     """An account for a client (never its key): ``words`` is its condition's one name
-    and hint (application.words), as the window's card and ``status`` say it; ``balance``
-    the published balance in words where the provider publishes one."""
+    and hint (application.words), as the window's card and ``status`` say it;
+    ``figures`` its view, limit in force and balance gate (issue 32) under the names
+    ``accounts list --json`` and ``status --json`` give them; ``balance`` the balance
+    gate's words alone (the web dashboard's card)."""
     a = summary.account
+    fields = figures.fields() if figures is not None else figures_fields(None, None)
     return {
         "name": a.name, "provider": a.provider, "capacity": a.capacity,
         "live": summary.live, "enabled": a.enabled,
         "status": str(a.status.value), "status_detail": a.status_detail,
         "state_words": words.as_dict(), "cooldown_until": a.cooldown_until,
-        "daily_cap": a.settings.get("daily_cap"), "balance": balance,
+        "daily_cap": a.settings.get("daily_cap"),
+        **fields, "balance": (fields["credits"] or {}).get("words"),
     }
 
 
@@ -399,10 +404,11 @@ class Routes:
     async def accounts(self, request: web.Request) -> web.Response:
         summaries = await self.s.accounts()
         words = await self.s.account_words(summaries)
-        balances = await self.s.balance_words()
+        figures = await self.s.account_figures(summaries)
         return web.json_response({"accounts": [
             account_json(summary, words[summary.account.name],
-                         balances.get(summary.account.name)) for summary in summaries]})
+                         figures.get(summary.account.name))
+            for summary in summaries]})
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:

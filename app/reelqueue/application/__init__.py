@@ -10,7 +10,8 @@ nothing else).
   :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`, :mod:`.gallery`
   (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog),
   :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
-  in one place).
+  in one place), :mod:`.account_figures` (those figures with the limit in force and the
+  balance gate, under one set of field names for every front end).
 - The one set of words for job states and account conditions (issue 34): :mod:`.words`
   (every front end names a state through it; ``ui/format.py`` keeps only layout).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
@@ -23,7 +24,8 @@ nothing else).
   :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`.
 """
 
-__all__ = ["account_manage", "account_views", "accounts", "batch_upload", "builtin_mock", "compose",
+__all__ = ["account_figures", "account_manage", "account_views", "accounts", "batch_upload",
+           "builtin_mock", "compose",
            "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
            "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
            "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]

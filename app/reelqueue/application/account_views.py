@@ -159,7 +159,7 @@ def _view_words(name: str, view: AccountView, now: float, title: str,
     as_of = f"as of {_clock_words(view.read_at)}"
     if stale:
         minutes = f"{age / 60:.0f} min old" if math.isfinite(age) else "of unknown age"
-        as_of += f" (stale: {minutes})"
+        as_of += f" (stale: {minutes}, gates nothing)"
     lines: list[str] = []
     if not view.has_figures:
         why = f" ({view.problem})" if view.problem else ""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reelqueue.application import dashboard, jobs, status, team, views
+from reelqueue.application.account_figures import AccountFigures, read_account_figures
 from reelqueue.application.accounts import AccountChange, update_account
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
@@ -145,12 +146,11 @@ class RemoteAccess:
         return await status.account_states_now(self.session, summaries,
                                                await status.money(self.session))
 
-    async def balance_words(self) -> dict[str, str]:
-        """Name -> the published balance as the claim reckons it, in words ("240 credits
-        left after …"), for the accounts whose balance gates their claims."""
-        from reelqueue.application.balance_words import account_balance_words
-
-        return {name: b.words for name, b in (await account_balance_words(self.session)).items()}
+    async def account_figures(self, summaries: list[AccountSummary]
+                              ) -> dict[str, AccountFigures]:
+        """Name -> each account's view, limit in force and balance gate (issue 32), as
+        ``accounts list --json``, ``status --json`` and the window's cards give them."""
+        return await read_account_figures(self.session, [s.account for s in summaries])
 
     async def money(self) -> status.Money:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read

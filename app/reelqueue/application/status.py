@@ -95,6 +95,7 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
     report, rows = await journal.call(read, journal.sync)
     # This machine's own word on each account (issue 21): "key not on this machine", or
     # its address changed on the team database and waits for `accounts confirm`.
+    from reelqueue.application.account_figures import figures_fields
     from reelqueue.application.account_views import account_view_words
     from reelqueue.application.accounts import machine_trust
     from reelqueue.application.balance_words import account_balance_words
@@ -109,11 +110,8 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
         mine = trust.get(account["name"])
         account["this_machine"] = mine.words if mine is not None else None
         account["state_words"] = states[account["name"]].as_dict()
-        view = views.get(account["name"])
-        account["view"] = view.data if view is not None else None
-        account["limit_in_force"] = view.data.get("limit_in_force") if view else None
-        balance = credits.get(account["name"])
-        account["credits"] = balance.data if balance is not None else None
+        account.update(figures_fields(views.get(account["name"]),
+                                      credits.get(account["name"])))
     report.data["team_connection"] = team_connection(session)
     return report
 

@@ -15,6 +15,7 @@ import sys
 from dataclasses import replace
 
 from reelqueue.application import account_views, accounts, status
+from reelqueue.application.account_figures import figures_fields
 from reelqueue.application.account_views import AccountViewWords
 from reelqueue.application.accounts import (
     DEFAULT_MODEL_KINDS,
@@ -188,11 +189,10 @@ def _as_json(account: Account, live: int, here: str | None,
             "enabled": account.enabled, "status": account.status.value,
             "state_words": words.as_dict(),
             "status_detail": account.status_detail, "own_price": accounts.own_price(account),
-            "this_machine": here, "view": view.data if view is not None else None,
-            # the user's setting and the provider's lower limit per model (issue 32 item 3)
-            "limit_in_force": view.data.get("limit_in_force") if view is not None else None,
-            # the balance as the claim reckons it (issue 32 item 4): "credits low: ..."
-            "credits": credits.data if credits is not None else None}
+            "this_machine": here,
+            # view, limit_in_force, credits: the names status --json and GET /v1/accounts
+            # give them (issue 32)
+            **figures_fields(view, credits)}
 
 
 def handle_list(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.account_figures import CardFigures
 from reelqueue.application.status import to_go_words
 from reelqueue.application.words import (
     Condition,
@@ -58,6 +59,10 @@ CHIP_TINTS: dict[str, str] = {
 """A chip's tint by its condition's code (layout: the names are application.words')."""
 CONFIRM_DETAIL = ("Changed since this machine kept its key: {words}. The key is sent "
                   "nowhere until you confirm the new address in Manage….")
+
+
+NO_FIGURES = CardFigures()
+"""A card with no provider's figures (not read yet, or none published)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class AccountCardData:
     confirm: str = ""  # a team account whose row changed: waits for "accounts confirm" here
     took_over: str = ""  # routed jobs it took over from other providers (the journal's words)
     unreadable: bool = False  # with ``confirm``: the address its row names cannot be read
+    # its provider's view, limit in force and balance gate (issue 32), in the words of
+    # application.account_figures; empty until read, or when the provider publishes none
+    figures: CardFigures = NO_FIGURES
 
     def words(self) -> StateWords:
         """The account's condition in the one set of words (application.words)."""
@@ -309,6 +317,7 @@ class AccountCard(QFrame):
         manageRequested(str): the user wants the account's dialog (key, limits, remove).
         dailyCapChanged(str, object): the user set the account's daily spend cap in USD
             (a float), or removed it (None).
+        updateRequested(str): the user wants the provider's figures read again now.
     """
 
     capacityChanged = Signal(str, int)
@@ -317,6 +326,7 @@ class AccountCard(QFrame):
     markReady = Signal(str)
     showJobs = Signal(str)
     manageRequested = Signal(str)
+    updateRequested = Signal(str)
 
     def __init__(self, data: AccountCardData, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -418,6 +428,7 @@ class AccountCard(QFrame):
         self.renders = RenderBars()
         details.addWidget(self.renders)
         layout.addWidget(self.details)
+        self._build_figures(layout)
 
         controls = QHBoxLayout()
         self.controls = controls
@@ -457,6 +468,60 @@ class AccountCard(QFrame):
         self._limit_timer.timeout.connect(
             lambda: emit(self.capacityChanged, self.name, self.limit.value()))
         self.set_data(data)
+
+    def _build_figures(self, layout: QVBoxLayout) -> None:
+        """The provider's figures (issue 32): the balance "as of HH:MM" with "Update"
+        beside it, the limit in force and "credits low: ...". Shown folded too: they say
+        why an account starts nothing."""
+        # A layout, not a widget of its own: a nested widget shown later settled one
+        # event loop pass after the card (its labels were drawn squeezed meanwhile).
+        box = QVBoxLayout()
+        box.setSpacing(2)
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        self.balance_label = QLabel()
+        self.balance_label.setProperty("role", "muted")
+        self.balance_label.setWordWrap(True)
+        row.addWidget(self.balance_label, 1)
+        self.update_button = QPushButton("Update")
+        self.update_button.setProperty("flat", True)
+        self.update_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.update_button.setToolTip("Read the balance, limits and usage from the provider "
+                                      "now (from this machine, which holds the key)")
+        self.update_button.clicked.connect(lambda: emit(self.updateRequested, self.name))
+        row.addWidget(self.update_button, 0, Qt.AlignmentFlag.AlignTop)
+        box.addLayout(row)
+        self.view_limit_label = QLabel()  # "5 set · provider allows 2 for gen4.5"
+        self.view_limit_label.setProperty("role", "muted")
+        self.view_limit_label.setWordWrap(True)
+        box.addWidget(self.view_limit_label)
+        self.credits_label = QLabel()  # "credits low: 40 left, this render needs 60"
+        self.credits_label.setWordWrap(True)
+        box.addWidget(self.credits_label)
+        for widget in (self.balance_label, self.update_button, self.view_limit_label,
+                       self.credits_label):
+            widget.hide()
+        layout.addLayout(box)
+
+    def set_updating(self, updating: bool) -> None:
+        """"Update" pressed: the button says so and waits until the read ends."""
+        self.update_button.setEnabled(not updating)
+        self.update_button.setText("Updating…" if updating else "Update")
+
+    def _show_figures(self, figures: CardFigures) -> None:
+        self.balance_label.setVisible(bool(figures.balance))
+        self.balance_label.setText(_sentence(figures.balance))
+        self.balance_label.setToolTip("\n".join(_sentence(line) for line in figures.details))
+        tint = theme.color("warning").name()
+        self.balance_label.setStyleSheet(f"QLabel {{ color: {tint}; }}" if figures.stale
+                                         else "")
+        self.update_button.setVisible(bool(figures.balance) and figures.can_update)
+        self.view_limit_label.setText(_sentence(figures.limit))
+        self.view_limit_label.setVisible(bool(figures.limit))
+        self.credits_label.setText(_sentence(figures.credits))
+        self.credits_label.setStyleSheet(
+            f"QLabel {{ color: {theme.color('danger').name()}; font-weight: 600; }}")
+        self.credits_label.setVisible(bool(figures.credits))
 
     def _limit_edited(self, _value: int) -> None:
         self._limit_timer.start()
@@ -590,6 +655,8 @@ class AccountCard(QFrame):
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)
         self.sparkline.set_values(data.per_minute)
         self.renders.set_lines(data.renders)
+        if old is None or old.figures != data.figures:
+            self._show_figures(data.figures)
         if not self._limit_timer.isActive() and self.limit.value() != data.capacity:
             self.limit.blockSignals(True)
             self.limit.setValue(data.capacity)
@@ -706,6 +773,11 @@ class AccountStrip(QScrollArea):
 
     def minimumSizeHint(self) -> QSize:
         return QSize(CARD_WIDTH, min(self.sizeHint().height(), MIN_STRIP_HEIGHT))
+
+
+def _sentence(words: str) -> str:
+    """The application's words start a line here: their first letter capitalised."""
+    return words[:1].upper() + words[1:]
 
 
 def team_text(data: AccountCardData) -> str:

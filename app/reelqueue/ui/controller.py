@@ -50,6 +50,7 @@ from reelqueue.domain.errors import (
     ProviderError,
 )
 from reelqueue.ui import format as fmt
+from reelqueue.ui.account_figures_part import AccountFiguresPart
 from reelqueue.ui.account_manage_part import AccountManagePart
 from reelqueue.ui.banner import BannerAction
 from reelqueue.ui.bridge import EngineBridge
@@ -150,6 +151,8 @@ class AppController(QObject):
                                    parent=self)  # the results gallery (issue 23)
         self.manage = AccountManagePart(session, window, self.keeper, self.spawn, self,
                                         parent=self)  # a card's "Manage…" dialog (issue 23)
+        # the provider's figures on the cards, their "Update", credits notices (issue 32)
+        self.figures = AccountFiguresPart(session, window, self.spawn, self, parent=self)
         session.on_error = self.show_exception
         self._connect()
 
@@ -368,6 +371,7 @@ class AppController(QObject):
             return
         started = time.monotonic()
         self.money = await status.money(self.session.app)
+        await self.figures.refresh()  # the cards' balance and limits, at the same pace
         took = time.monotonic() - started
         self._money_not_before = time.monotonic() + took * (1 / MONEY_SHARE - 1)
         self._cards_dirty = True
@@ -567,7 +571,8 @@ class AppController(QObject):
                               keys_not_here=self.session.keys_not_here(
                                   [s.account for s in self.summaries]) if team else set(),
                               to_confirm=self.session.keys_to_confirm(
-                                  [s.account for s in self.summaries]))
+                                  [s.account for s in self.summaries]),
+                              figures=self.figures.figures)
         self.window.set_shared_queue(" · ".join(text for text in (
             shared_queue_text(self.model.table, self.summaries, self.money),
             removed_accounts_text(self.model.table, self.summaries, self.money)) if text))
@@ -578,6 +583,8 @@ class AppController(QObject):
             card.dailyCapChanged.connect(self.actions.set_daily_cap)
             card.showJobs.connect(self.window.show_account)
             self.manage.connect_card(card)
+            self.figures.connect_card(card)
+        self.figures.notify(cards)
 
     # -- import ----------------------------------------------------------------------------
     def start_from_banner(self) -> None:

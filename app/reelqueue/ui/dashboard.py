@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from reelqueue.application.account_figures import AccountFigures, card_figures
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.status import Money
@@ -38,14 +39,17 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
                   events: dict[str, AccountEvent], now: float, *, team: bool = False,
                   keys_not_here: frozenset[str] | set[str] = frozenset(),
                   to_confirm: Mapping[str, str] | None = None,
-                  money: Money | None = None) -> list[AccountCardData]:
+                  money: Money | None = None,
+                  figures: Mapping[str, AccountFigures] | None = None
+                  ) -> list[AccountCardData]:
     """The cards. On a team store (``team``) the live figure is the journal's count over
     every machine (the summaries' ``live``, refreshed on the tick), an account in
     ``keys_not_here`` says its key is not on this machine, and one in ``to_confirm`` that
     it waits for this machine's confirmation (its row changed on the team database).
     ``money``: the journal's spend (application.status.money), the one source of the
     cards' dollars once read; until then the table's own tally and the engine's last
-    account event."""
+    account event. ``figures``: each account's view, limit in force and balance gate
+    (application.account_figures), as ``accounts list`` and the API give them."""
     stats = table.stats
     by_account_times: dict[str | None, list[float]] = {}
     for at, done_by in table.completions:
@@ -88,6 +92,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             unreadable=address_unreadable(account.base_url),
             practice=account.provider == "mock",
             took_over=money.took_over_words(account.name) if money is not None else "",
+            figures=card_figures((figures or {}).get(account.name)),
         ))
     return cards
 
