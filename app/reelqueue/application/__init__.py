@@ -8,7 +8,8 @@ nothing else).
   engine; :meth:`Session.changed <.session.Session.changed>` is the one wake),
   :mod:`.accounts`, :mod:`.imports`, :mod:`.jobs`, :mod:`.status`, :mod:`.views`,
   :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`, :mod:`.gallery`
-  (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog),
+  (the results gallery's tiles and export), :mod:`.cut` (the picks of a batch as one
+  video and an editor's timeline), :mod:`.account_manage` (the Manage dialog),
   :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
   in one place), :mod:`.account_figures` (those figures with the limit in force and the
   balance gate, under one set of field names for every front end).
@@ -26,6 +27,7 @@ nothing else).
 
 __all__ = ["account_figures", "account_manage", "account_views", "accounts", "batch_upload",
            "builtin_mock", "compose",
-           "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
+           "config", "context", "cut", "demo", "events", "feed", "gallery", "imports", "jobs",
+           "keys",
            "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
            "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]
