@@ -10,7 +10,8 @@ nothing else).
   :mod:`.team`, :mod:`.demo`, :mod:`.submit`, :mod:`.batch_upload`, :mod:`.gallery`
   (the results gallery's tiles and export), :mod:`.account_manage` (the Manage dialog),
   :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
-  in one place).
+  in one place), :mod:`.review` (takes by row, decisions, the re-roll; its words in
+  :mod:`.review_words`).
 - The one set of words for job states and account conditions (issue 34): :mod:`.words`
   (every front end names a state through it; ``ui/format.py`` keeps only layout).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
@@ -25,5 +26,5 @@ nothing else).
 
 __all__ = ["account_manage", "account_views", "accounts", "batch_upload", "builtin_mock", "compose",
            "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
-           "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
+           "logs", "migrate", "providers", "remote", "review", "review_words", "selftest", "serving", "session", "status",
            "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]

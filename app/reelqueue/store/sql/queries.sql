@@ -948,7 +948,9 @@ CASE WHEN length(output_host) > {list_name_chars} THEN substr(output_host, 1, {l
             || length(output_host) || ' chars]' ELSE output_host END AS output_host,
 CASE WHEN length(output_part) > {list_path_chars} THEN substr(output_part, 1, {list_path_chars}) || '… [cut: '
             || length(output_part) || ' chars]' ELSE output_part END AS output_part,
-CASE WHEN length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+CASE WHEN length(route) > {list_route_chars} THEN NULL ELSE route END AS route,
+-- the review (issue 35): decided_by is bounded by its CHECK
+decision, rating, decided_at, decided_by, decision_version
 
 -- A listing's ledger columns (the same policy).
 -- name: listed_ledger_columns

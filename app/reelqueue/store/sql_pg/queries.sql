@@ -1188,7 +1188,9 @@ CASE WHEN char_length(output_host) > {list_name_chars}
 CASE WHEN char_length(output_part) > {list_path_chars}
      THEN left(output_part, {list_path_chars}) || '… [cut: ' || char_length(output_part) || ' chars]'
      ELSE output_part END AS output_part,
-CASE WHEN char_length(route) > {list_route_chars} THEN NULL ELSE route END AS route
+CASE WHEN char_length(route) > {list_route_chars} THEN NULL ELSE route END AS route,
+-- the review (issue 35): decided_by is bounded by its CHECK
+decision, rating, decided_at, decided_by, decision_version
 
 -- A listing's ledger columns (the same policy).
 -- name: listed_ledger_columns
