@@ -26,5 +26,6 @@ nothing else).
 
 __all__ = ["account_manage", "account_views", "accounts", "batch_upload", "builtin_mock", "compose",
            "config", "context", "demo", "events", "feed", "gallery", "imports", "jobs", "keys",
-           "logs", "migrate", "providers", "remote", "review", "review_words", "selftest", "serving", "session", "status",
-           "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]
+           "logs", "migrate", "providers", "remote", "review", "review_words", "selftest",
+           "serving", "session", "status", "submit", "team", "team_store", "tokens", "trust",
+           "views", "words", "worker"]
