@@ -418,7 +418,10 @@ async def reroll_plan(session: Session, batch_id: int, *, per_row: int = 1,
     providers = session.providers
 
     def price(job: Job) -> tuple[float, int]:
-        return estimated_price([job], providers, accounts)
+        # Today's price (the accounts' own prices, the price table), else the one stamped
+        # at its import (what its spend entry charged).
+        usd, unpriced = estimated_price([job], providers, accounts)
+        return (usd, unpriced) if not unpriced else estimated_price([job], providers)
 
     return await journal.call(
         plan_reroll, journal.sync, batch_id, per_row, same_request=same_request,
