@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reelqueue.application.outputs import local_paths
 from reelqueue.application.review_words import (
     ROW_OPEN,
     ROW_PICKED,
@@ -46,14 +47,14 @@ from reelqueue.domain.review import (
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.retry_plan import VARIANT_KEY, estimated_price, seeded_path, takes_seed
 from reelqueue.intake.estimate import AccountPrices, money
-from reelqueue.store.base import Store
+from reelqueue.store.base import Store, this_host
 from reelqueue.store.rerolls import REROLL_OF, reroll_root
 from reelqueue.store.spend import SLACK
 
 __all__ = ["MAX_PER_ROW", "REROLL_EVENT", "BatchTakes", "RerollDone", "RerollPlan",
            "RerollRow", "TakeGroup", "batch_takes", "decisions_of", "group_takes",
-           "parse_decision", "rating_arg", "read_takes", "reroll", "reroll_plan", "reviewer",
-           "set_decision", "take_dict"]
+           "local_videos", "parse_decision", "rating_arg", "read_takes", "reroll",
+           "reroll_plan", "reviewer", "set_decision", "take_dict"]
 
 MAX_PER_ROW = 10
 """The most new takes one re-roll asks for per row."""
@@ -213,6 +214,23 @@ async def batch_takes(session: Session, batch_id: int) -> BatchTakes:
     batch."""
     journal = session.journal
     return await journal.call(read_takes, journal.sync, batch_id)
+
+
+def local_videos(session: Session, takes: BatchTakes) -> dict[int, str]:
+    """The finished takes whose video is on this machine, by job id: the file to picture
+    and play (a team's takes rendered elsewhere are on their machine; a path that would
+    leave the videos folder is never used)."""
+    here = local_paths(session.ctx.videos_dir)
+    host = this_host()
+    found: dict[int, str] = {}
+    for group in takes.groups:
+        for take in group.finished:
+            if take.output_host not in (None, host):
+                continue
+            path = here(take.output_path)
+            if path is not None:
+                found[take.id] = str(path)
+    return found
 
 
 # -- decisions ---------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListView,
     QPushButton,
+    QStackedWidget,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -71,6 +72,7 @@ from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.gallery_thumbs import GalleryThumb, GalleryThumbs
 from reelqueue.ui.qtcompat import emit
+from reelqueue.ui.review_view import ReviewView
 
 ItemRole = Qt.ItemDataRole.UserRole + 1
 PICTURE = QSize(192, 108)
@@ -656,6 +658,7 @@ class GalleryView(QWidget):
         retryRequested(list, object): job ids, and -1 (a new seed for each).
         exportRequested(int, list, object): batch id, job ids, the folder (Path).
         noOpener(object): nothing on this system opens the path (Path).
+        reviewShown(int): the review page (issue 35) shows this batch (read its takes).
 
     Attributes:
         thumbs: the tiles' pictures. preview_thumbs: the preview's (larger).
@@ -664,6 +667,7 @@ class GalleryView(QWidget):
 
     batchChosen = Signal(int)
     shown = Signal()
+    reviewShown = Signal(int)
     retryRequested = Signal(list, object)
     exportRequested = Signal(int, list, object)
     noOpener = Signal(object)
@@ -706,6 +710,13 @@ class GalleryView(QWidget):
         for button in (self.open_button, self.reveal_button, self.retry_button,
                        self.export_button):
             bar.addWidget(button)
+        # The review page (issue 35 item 2): the takes grouped by row, reviewed by key.
+        self.review_button = QPushButton("Review")
+        self.review_button.setCheckable(True)
+        self.review_button.setToolTip("Review the takes row by row: P pick, X reject, "
+                                      "U clear, 1-5 rate, Ctrl+Z undo")
+        self.review_button.toggled.connect(self.show_review)
+        bar.addWidget(self.review_button)
         layout.addLayout(bar)
         self.view = GalleryList()
         self.view.setModel(self.model)
@@ -719,7 +730,11 @@ class GalleryView(QWidget):
         self.view.selectionModel().currentChanged.connect(lambda *_a: self._follow_preview())
         self.model.modelReset.connect(self._update_actions)
         self.model.dataChanged.connect(lambda *_a: self._update_actions())
-        layout.addWidget(self.view, 1)
+        self.review = ReviewView(self.thumbs)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.view)
+        self.pages.addWidget(self.review)
+        layout.addWidget(self.pages, 1)
         self._update_actions()
 
     def _set_display(self) -> None:
@@ -773,6 +788,28 @@ class GalleryView(QWidget):
         batch = self.current_batch()
         if batch is not None:
             emit(self.batchChosen, batch)
+            if self.reviewing:
+                emit(self.reviewShown, batch)
+
+    # -- review (issue 35 item 2) -----------------------------------------------------------
+    @property
+    def reviewing(self) -> bool:
+        return self.pages.currentWidget() is self.review
+
+    def show_review(self, on: bool) -> None:
+        """Switch between the grid and the review page (the button, or a test)."""
+        if self.review_button.isChecked() != on:
+            self.review_button.setChecked(on)  # comes back here through toggled
+            return
+        self.pages.setCurrentWidget(self.review if on else self.view)
+        for button in (self.open_button, self.reveal_button, self.retry_button,
+                       self.export_button):
+            button.setVisible(not on)
+        batch = self.current_batch()
+        if on:
+            self.review.setFocus()
+            if batch is not None:
+                emit(self.reviewShown, batch)
 
     def set_items(self, batch_id: int, items: list[GalleryItem]) -> None:
         """The chosen batch's tiles (items of another batch, read late, are ignored)."""
