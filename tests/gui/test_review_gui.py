@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -128,7 +129,20 @@ async def test_a_keyboard_pass_leaves_exactly_its_decisions_in_the_journal(
     page.only_unreviewed.setChecked(True)
     assert [g.key for g in page.review.visible] == ["row0", "row1", "row3", "row4"]
     assert page.review.current is not None and page.review.current.id == rows[3][0]
+    # Space: the current take beside the next one, decoded on worker threads and painted
+    # from one clock, going round together (each 0.25 s video restarts with the clock).
+    key(Qt.Key.Key_Space)
+    compare = page.compare
+    assert compare.isVisible() and [t.id for t in page.compared()] == rows[3][:2]
+    streams = [s for s in compare.streams if s is not None]
+    assert len(streams) == 2
+    await until(lambda: all(s.frame_at(compare.clock) is not None for s in streams), 20)
+    assert "take-player" in {thread.name for thread in threading.enumerate()}
+    await until(lambda: all(s.decoded > 12 for s in streams), 20)
+    assert all(s.failed is None for s in streams)
     save_screenshot(window, "review-pass")
+    key(Qt.Key.Key_Space)
+    assert not compare.isVisible() and compare.streams == [None, None]
     # The re-roll is quoted on a banner; its button pays that amount, the re-roll's cap.
     page.reroll_button.click()
     banners = window.banners

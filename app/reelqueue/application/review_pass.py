@@ -27,6 +27,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Right / Left", "next / previous take of the row"),
     ("Down / Up", "next / previous row"),
     ("Ctrl+Z", "undo the last change made here"),
+    ("Space", "play this take beside the next one of its row, from one clock (again: stop)"),
     ("Enter", "play the take in the system's player, full size"),
 )
 """The review page's keys, as its help line and docs/review.md say them."""

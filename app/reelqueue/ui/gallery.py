@@ -919,5 +919,6 @@ class GalleryView(QWidget):
     def stop(self) -> None:
         """Drop the pictures waiting to be made (the window closes)."""
         self.hide_hover()
+        self.review.stop()
         self.thumbs.close()
         self.preview_thumbs.close()

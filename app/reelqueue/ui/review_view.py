@@ -5,8 +5,10 @@ Each row of the sheet is a line of take cards (picture, decision, rating). Keys 
 application's :data:`~reelqueue.application.review_pass.KEYS`): P picks (one pick per
 row), Shift+P picks and goes to the next row, X rejects, U clears, 1-5 rate (0 removes),
 Right/Left and Down/Up move by take and by row, Ctrl+Z undoes, Enter plays the take in the
-system's player at full size. "Show only unreviewed" hides the rows with nothing left to
-review; "12 of 15 reviewed" counts the finished takes with a decision.
+system's player at full size, Space plays it beside the next take of its row from one
+clock (ui/take_player.py; Space again or Esc stops). "Show only unreviewed" hides the
+rows with nothing left to review; "12 of 15 reviewed" counts the finished takes with a
+decision.
 
 The page only asks: each change goes to the controller (:attr:`ReviewView.decisionAsked`),
 which writes it through the application layer and answers with :meth:`ReviewView.written`
@@ -44,6 +46,7 @@ from reelqueue.domain.states import JobState
 from reelqueue.ui import theme
 from reelqueue.ui.gallery_thumbs import GalleryThumb, GalleryThumbs
 from reelqueue.ui.qtcompat import emit
+from reelqueue.ui.take_player import SideBySide
 
 PICTURE = QSize(192, 108)
 CARD = QSize(208, 160)
@@ -228,6 +231,10 @@ class ReviewView(QWidget):
         self.keys.setProperty("role", "muted")
         self.keys.setWordWrap(True)
         layout.addWidget(self.keys)
+        # Space: the current take and its neighbour side by side, from one clock.
+        self.compare = SideBySide()
+        self.compare.hide()
+        layout.addWidget(self.compare)
         self.canvas = ReviewCanvas(self.review, thumbs)
         self.scroller = QScrollArea()
         self.scroller.setWidget(self.canvas)
@@ -239,6 +246,7 @@ class ReviewView(QWidget):
         layout.addWidget(self.status)
         self.setFocusProxy(self.canvas)
         self.canvas.installEventFilter(self)
+        self._compared: list[int] = []
 
     # -- data ------------------------------------------------------------------------------
     def set_takes(self, batch_id: int, groups: list[TakeGroup], videos: dict[int, str],
@@ -267,6 +275,7 @@ class ReviewView(QWidget):
 
     def _changed(self) -> None:
         self.canvas.relayout()
+        self._follow_compare()
         group = self.review.current_group
         if group is not None:
             rect = self.canvas.card_rect(self.review.row, self.review.take)
@@ -317,6 +326,18 @@ class ReviewView(QWidget):
             review.move_row(1)
         elif key == Qt.Key.Key_Up:
             review.move_row(-1)
+        elif key == Qt.Key.Key_Space:
+            if self.compare.isVisible():
+                self.compare.stop()
+                self.compare.hide()
+            else:
+                self.compare.show()
+                self._follow_compare(force=True)
+            return True
+        elif key == Qt.Key.Key_Escape and self.compare.isVisible():
+            self.compare.stop()
+            self.compare.hide()
+            return True
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             take = review.current
             video = None if take is None else self.canvas.videos.get(take.id)
@@ -328,6 +349,34 @@ class ReviewView(QWidget):
             return False
         self._changed()
         return True
+
+    def compared(self) -> list[Job]:
+        """The takes the side-by-side shows: the current one and the next of its row (the
+        previous one for the row's last)."""
+        group, take = self.review.current_group, self.review.current
+        if group is None or take is None:
+            return []
+        takes = list(group.takes)
+        at = takes.index(take)
+        other = takes[at + 1] if at + 1 < len(takes) else (takes[at - 1] if at else None)
+        return [take] if other is None else [take, other]
+
+    def _follow_compare(self, force: bool = False) -> None:
+        if not self.compare.isVisible():
+            return
+        takes = self.compared()
+        ids = [t.id for t in takes]
+        if not force and ids == self._compared:
+            return
+        self._compared = ids
+        videos = [None if (v := self.canvas.videos.get(t.id)) is None else Path(v)
+                  for t in takes]
+        self.compare.play(videos + [None] * (2 - len(videos)),
+                          [f"#{t.id} · {decision_words(t.review)}" for t in takes])
+
+    def stop(self) -> None:
+        """The window closes: the players' threads end."""
+        self.compare.stop()
 
     def _ask(self, ask: Ask | None, nothing: str = "No take here.") -> None:
         if ask is None:
