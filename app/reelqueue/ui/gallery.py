@@ -39,6 +39,7 @@ from PySide6.QtGui import (
     QFontMetrics,
     QGuiApplication,
     QKeyEvent,
+    QKeySequence,
     QMouseEvent,
     QPainter,
     QPaintEvent,
@@ -713,8 +714,12 @@ class GalleryView(QWidget):
         # The review page (issue 35 item 2): the takes grouped by row, reviewed by key.
         self.review_button = QPushButton("Review")
         self.review_button.setCheckable(True)
+        self.review_button.setShortcut(QKeySequence("Ctrl+E"))
+        self.review_button.setStyleSheet(  # checked looks pressed, as Table | Gallery
+            "QPushButton:checked { background: palette(highlight); "
+            "color: palette(highlighted-text); border-color: palette(highlight); }")
         self.review_button.setToolTip("Review the takes row by row: P pick, X reject, "
-                                      "U clear, 1-5 rate, Ctrl+Z undo")
+                                      "U clear, 1-5 rate, Ctrl+Z undo (Ctrl+E)")
         self.review_button.toggled.connect(self.show_review)
         bar.addWidget(self.review_button)
         layout.addLayout(bar)

@@ -156,11 +156,11 @@ class SideBySide(QWidget):
         self.timer.setInterval(TICK_MS)
         self.timer.timeout.connect(self._tick)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        # pictures a little smaller than decoded: the rows below stay in sight at 720 p
-        self.setFixedHeight(PREVIEW_BOX[1] * 3 // 4)
+        # pictures smaller than decoded: a row of cards below stays in sight at 720 p
+        self.setFixedHeight(PREVIEW_BOX[1] * 2 // 3)
 
     def sizeHint(self) -> QSize:
-        return QSize(PREVIEW_BOX[0] * 2 + 36, PREVIEW_BOX[1] * 3 // 4 + 40)
+        return QSize(PREVIEW_BOX[0] * 2 + 36, PREVIEW_BOX[1] * 2 // 3)
 
     def play(self, videos: list[Path | None], captions: list[str]) -> None:
         """Play these two (a None shows its caption only), from the start."""
