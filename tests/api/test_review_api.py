@@ -74,7 +74,8 @@ def test_takes_and_reviews_over_http(tmp_path: Path) -> None:
             assert body["current"]["version"] == 2
             refused = as_ana.post(f"/v1/jobs/{ids[3]}/review",
                                   json={"decision": "reject", "version": 0})
-            assert refused.status_code == 422, refused.text
+            assert refused.status_code == 409, refused.text
+            assert "failed or was cancelled" in refused.json()["detail"]
             documented(refused, review_path, "post")
             bad = as_ana.post(f"/v1/jobs/{ids[2]}/review", json={"decision": "maybe"})
             assert bad.status_code == 422

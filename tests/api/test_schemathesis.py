@@ -10,8 +10,8 @@ The command (``st run``, the venv's entry point beside ``sys.executable``)::
        --generation-database none --request-timeout 30 --no-color
 
 - Phases: examples (none in the document), coverage, fuzzing and stateful, all on.
-- Examples per operation: ``MAX_EXAMPLES`` (25) for the fuzzing phase on 9 of the
-  document's 10 operations, 10 on ``GET /v1/events`` (below); the coverage phase adds
+- Examples per operation: ``MAX_EXAMPLES`` (25) for the fuzzing phase on 12 of the
+  document's 13 operations, 10 on ``GET /v1/events`` (below); the coverage phase adds
   its own boundary cases and the stateful phase its scenarios.
 - Time budget: ``BUDGET_SECONDS`` (240 s) for the schemathesis process (the
   subprocess's timeout: past it the test fails).
@@ -75,6 +75,12 @@ CONFIG = f"""\
 [checks]
 enabled = true
 
+# A value over its maxLength in the query can make the request line pass 8 KiB: the HTTP
+# parser refuses it with 414 before any route (documented for every operation), which is
+# a rejection; schemathesis' default list for this check leaves 414 (and 413) out.
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 428, 429, "5xx"]
+
 [[operations]]
 include-name = "POST /v1/jobs"
 checks.positive_data_acceptance.enabled = false
@@ -106,7 +112,8 @@ def checked_config(path: Path) -> None:
     labels = ("GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
               "POST /v1/batches", "GET /v1/jobs/{job_id}", "POST /v1/jobs/{job_id}/cancel",
               "POST /v1/jobs/{job_id}/retry", "GET /v1/jobs/{job_id}/video",
-              "GET /v1/accounts", "GET /v1/events")
+              "GET /v1/accounts", "GET /v1/events", "GET /v1/batches/{batch_id}/takes",
+              "POST /v1/jobs/{job_id}/review")
     for label in labels:
         layers = [op.checks for op in project.operations.operations
                   if any(f"label='{label}'" in repr(f) for f in op._filter_set._includes)]
@@ -155,7 +162,7 @@ def test_schemathesis_finds_nothing_against_a_served_api_over_tls(tmp_path: Path
           f"{took:.0f} s (budget {BUDGET_SECONDS:.0f} s)\n{summary}")
     assert done.returncode == 0, output[-20000:]
     # the run reached the API: every operation tested, and no failure reported
-    assert "Tested: 11" in output, output[-6000:]
+    assert "Tested: 13" in output, output[-6000:]
     counts = re.search(r"Test cases:\s+(\d+) generated, (\d+) passed", output)
     assert counts is not None, output[-6000:]
     assert counts[1] == counts[2] and int(counts[1]) >= 10 * 10, counts[0]

@@ -265,6 +265,7 @@ REVIEW_SCHEMAS: dict[str, Any] = {
     "ReviewRequest": {
         "type": "object", "additionalProperties": False, "required": ["version"],
         "description": "a decision, a rating or both; version: the one the reviewer saw",
+        "anyOf": [{"required": ["decision"]}, {"required": ["rating"]}],
         "properties": {
             "decision": {"type": "string", "enum": ["pick", "reject", "clear"]},
             "rating": {"type": "integer", "minimum": 0, "maximum": 5,
@@ -296,10 +297,10 @@ def review_paths() -> dict[str, Any]:
                 "400": _problem("malformed JSON, or nested deeper than 32 levels"),
                 "404": NO_JOB,
                 "409": _problem("another reviewer changed the take since 'version' "
-                                "(current: its review now)"),
+                                "(current: its review now), or the take failed or was "
+                                "cancelled (nothing to decide on)"),
                 "413": _problem("the body is over 1 MiB"),
-                "422": _problem("job_id out of range, an invalid body (fields), or a "
-                                "failed or cancelled take (nothing to decide on)")},
+                "422": _problem("job_id out of range, or an invalid body (fields)")},
             parameters=[JOB_ID], requestBody={"required": True, "content": {
                 "application/json": {"schema": _ref("ReviewRequest")}}})},
     }

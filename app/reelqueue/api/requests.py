@@ -78,6 +78,13 @@ DECISIONS = {"pick": Decision.PICK, "reject": Decision.REJECT, "clear": Decision
 MAX_REVIEW_VERSION = 2**31 - 1
 
 
+def _whole(value: object) -> object:
+    """A JSON number with no fraction as an int (JSON Schema's integer takes ``4.0``)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
 def review_body(body: object) -> tuple[Decision | None, int | None, int]:
     """``POST /v1/jobs/{id}/review``'s body: ``{"decision": "pick"|"reject"|"clear",
     "rating": 1-5 (0 removes it), "version": the version the reviewer saw}``; a decision or
@@ -87,26 +94,27 @@ def review_body(body: object) -> tuple[Decision | None, int | None, int]:
     problems: dict[str, str] = {}
     for name in sorted(set(body) - REVIEW_FIELDS):
         problems[name] = "unknown field"
+    # A field given is checked as given: null is not "keep" (leave the field out).
     decision: Decision | None = None
     word = body.get("decision")
-    if word is not None:
+    if "decision" in body:
         if not isinstance(word, str) or word not in DECISIONS:
             problems["decision"] = "must be pick, reject or clear"
         else:
             decision = DECISIONS[word]
-    rating = body.get("rating")
-    if rating is not None and (isinstance(rating, bool) or not isinstance(rating, int)
-                               or not 0 <= rating <= 5):
+    rating = _whole(body.get("rating"))
+    if "rating" in body and (isinstance(rating, bool) or not isinstance(rating, int)
+                             or not 0 <= rating <= 5):
         problems["rating"] = "must be a whole number from 1 to 5 (0 removes the rating)"
         rating = None
-    version = body.get("version")
+    version = _whole(body.get("version"))
     if isinstance(version, bool) or not isinstance(version, int) or not (
             0 <= version <= MAX_REVIEW_VERSION):
         problems["version"] = ("required: the version of the take's review you saw "
                                "(GET /v1/batches/{id}/takes)")
         version = 0
-    if not problems and word is None and rating is None:
+    if not problems and "decision" not in body and "rating" not in body:
         problems["decision"] = "give a decision, a rating or both"
     if problems:
         raise BodyInvalid(problems)
-    return decision, rating, version
+    return decision, rating if isinstance(rating, int) else None, version

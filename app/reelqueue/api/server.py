@@ -370,8 +370,8 @@ class Routes:
                                               seen_version=version, by=client.name)
         except ReviewConflict as exc:
             raise Refused(409, str(exc), current=exc.current.as_dict()) from None
-        except ReviewRefused as exc:
-            raise Refused(422, str(exc)) from None
+        except ReviewRefused as exc:  # the take's state, not the request, is in the way
+            raise Refused(409, str(exc)) from None
         except InputError as exc:
             raise Refused(404, str(exc)) from None
         return web.json_response(written.as_dict())

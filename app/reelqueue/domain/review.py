@@ -140,8 +140,11 @@ REVIEWED_EVENT = "reviewed"
 
 
 class ReviewRefused(InputError):
-    """This take failed or was cancelled: there is nothing to pick or reject.
-    Re-roll the row for a new take."""
+    """A failed or cancelled take: there is nothing to pick or reject."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or "This take failed or was cancelled: there is nothing to "
+                         "pick or reject; re-roll the row for a new take.")
 
 
 class ReviewConflict(InputError):
