@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
+REVIEW_REFRESH_TICKS = 5
 
 
 class GalleryState(Protocol):
@@ -71,6 +72,8 @@ class GalleryPart(QObject):
         bridge.jobEvent.connect(self._on_job_event)
         # The review page (issue 35 item 2): its takes read, its asks written one at a time.
         self.review_loads = 0
+        self._review_ticks = 0
+        self._review_reading: asyncio.Task[Any] | None = None
         self._asks: list[Ask] = []
         self._writing: asyncio.Task[Any] | None = None
         view.reviewShown.connect(self.load_review)
@@ -112,6 +115,14 @@ class GalleryPart(QObject):
         self.view.set_batches(sorted(self.state.batches.items()))
         if self.view.isVisible():
             self._shown()
+            # Another reviewer's decisions are no engine event: the review page reads its
+            # takes again every few seconds while it shows (a change made on a version
+            # not shown is refused anyway: "changed by X meanwhile").
+            self._review_ticks += 1
+            batch = self.view.current_batch()
+            if (self.view.reviewing and batch is not None
+                    and self._review_ticks % REVIEW_REFRESH_TICKS == 0):
+                self.load_review(batch)
 
     def load(self, batch_id: int) -> None:
         """Read the batch's tiles (one read at a time; the last one asked wins)."""
@@ -129,8 +140,13 @@ class GalleryPart(QObject):
 
     # -- review (issue 35 item 2) ---------------------------------------------------------
     def load_review(self, batch_id: int) -> None:
-        if not self.session.closed:
-            self.spawn(self._load_review(batch_id), "review")
+        """Read the batch's takes for the review page (one read at a time)."""
+        if self.session.closed:
+            return
+        if self._review_reading is not None and not self._review_reading.done():
+            self._dirty = True  # read again on the next tick
+            return
+        self._review_reading = self.spawn(self._load_review(batch_id), "review")
 
     async def _load_review(self, batch_id: int) -> None:
         try:
