@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -187,22 +188,32 @@ class GalleryPart(QObject):
                 return
             page.written(done, undo=ask.undo)
 
-    async def reroll(self, batch_id: int, *, confirmed: float | None = None) -> None:
+    async def reroll(self, batch_id: int, *, confirmed: float | None = None,
+                     same_request: bool = False) -> None:
         """Re-roll the batch's rejected rows: priced first (a banner says it and its button
-        pays), then written with that amount as the re-roll's cap."""
+        pays), then written with that amount as the re-roll's cap. Rows whose provider
+        takes no seed are said, and rendered again as they are only by their own button."""
         banners = self.window.banners
+        app = self.session.app
         try:
             if confirmed is None:
-                plan = await review.reroll_plan(self.session.app, batch_id)
-                if not plan.specs:
-                    banners.show_banner("info", f"Re-roll: {plan.words}", key="reroll")
-                    return
-                banners.show_banner("warning", f"Re-roll: {plan.words}", [(
-                    f"Re-roll (est. ${plan.usd:.2f})", lambda: self.spawn(
-                        self.reroll(batch_id, confirmed=plan.usd), "reroll"))],
-                    key="reroll")
+                plan = await review.reroll_plan(app, batch_id)
+                again = (await review.reroll_plan(app, batch_id, same_request=True)
+                         if plan.seedless else None)
+                buttons: list[tuple[str, Callable[[], object]]] = []
+                if plan.specs:
+                    buttons.append((f"Re-roll (est. ${plan.usd:.2f})", lambda: self.spawn(
+                        self.reroll(batch_id, confirmed=plan.usd), "reroll")))
+                if again is not None and again.specs:
+                    buttons.append((
+                        f"Also the same request again (est. ${again.usd:.2f})",
+                        lambda: self.spawn(self.reroll(batch_id, confirmed=again.usd,
+                                                       same_request=True), "reroll")))
+                banners.show_banner("warning" if buttons else "info",
+                                    f"Re-roll: {plan.words}", buttons, key="reroll")
                 return
-            done = await review.reroll(self.session.app, batch_id, confirmed_usd=confirmed)
+            done = await review.reroll(app, batch_id, confirmed_usd=confirmed,
+                                       same_request=same_request)
         except KnownError as exc:
             banners.show_banner("warning", f"Re-roll: {exc}", key="reroll")
             return
