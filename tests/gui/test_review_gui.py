@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from reelqueue.application.gallery import local_host
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import BatchSpec, JobSpec
+from reelqueue.domain.review import Decision, ReviewChange
 from reelqueue.store.lockfile import make_private_dir
 from reelqueue.store.sqlite import SqliteStore
 from tests.api.serve_harness import ServeProcess, make_token
@@ -161,6 +162,22 @@ async def test_a_keyboard_pass_leaves_exactly_its_decisions_in_the_journal(
     finally:
         store.close()
     await until(lambda: len(page.review.groups[2].takes) == TAKES + 1, 10)
+
+    # Another reviewer (bo, on another machine) picks row 5's first take; this page has
+    # not read it yet: its reject is refused, "changed by bo meanwhile", never written.
+    controller.gallery.timer.stop()  # no read of the takes between bo's change and the key
+    page.only_unreviewed.setChecked(False)
+    other = SqliteStore.open(app_ctx.journal_path, now=time.time())
+    try:
+        other.set_review(ReviewChange(rows[4][0], Decision.PICK, None, 0, "bo", time.time()))
+    finally:
+        other.close()
+    while page.review.current is not None and page.review.current.id != rows[4][0]:
+        key(Qt.Key.Key_Down)
+    key(Qt.Key.Key_X)
+    await until(lambda: "changed by bo meanwhile" in page.status.text(), 10)
+    expected[rows[4][0]] = ("pick", None)
+    assert {k: v for k, v in journal_decisions().items() if v != ("none", None)} == expected
 
     # Read back while the window holds the folder: review --json (a reading: no lock).
     listed = cli(app_ctx.data_dir, "review", "1", "--json")
