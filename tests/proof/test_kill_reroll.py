@@ -27,6 +27,7 @@ from tests.proof.harness import (
     add_account,
     cli,
     journal,
+    record_figures,
     wait_for,
 )
 
@@ -102,6 +103,7 @@ def test_a_kill_during_a_reroll_never_passes_its_confirmed_cap(tmp_path: Path) -
             wait_for(some_sent, DRAIN_TIMEOUT, "the re-roll's first creates", interval=0.05)
             second.kill()  # SIGKILL: no cleanup code runs
             spent, cap, sent = reroll_spend(data, reroll_batch)
+            at_kill = {"sent_at_kill": sent, "spent_at_kill": round(spent, 6)}
             assert sent < expected_jobs, "the kill should land mid re-roll"
             assert spent <= cap + 1e-9, (spent, cap)
 
@@ -121,6 +123,10 @@ def test_a_kill_during_a_reroll_never_passes_its_confirmed_cap(tmp_path: Path) -
             assert all(str(j.state) == "COMPLETED" for j in again), [
                 (j.id, str(j.state)) for j in again]
             assert all(creates[j.job_key] == 1 for j in again), "no take rendered twice"
+    record_figures("kill_reroll", {
+        "quoted_jobs": expected_jobs, "quoted_usd": done["estimated_usd"], "cap": cap,
+        **at_kill, "spent_at_end": round(spent, 6),
+        "creates": sum(creates[j.job_key] for j in again)})
     listed = json.loads(cli(data, "review", "1", "--json").stdout)
     assert listed["total"] == ROWS * TAKES + expected_jobs
     assert [len(r["takes"]) for r in listed["rows"]] == [TAKES + PER_ROW] * (ROWS - 1) + [TAKES]
