@@ -19,6 +19,12 @@ ROW_OPEN = "to review"
 ROW_WAITING = "rendering"
 
 
+NO_TAKES = "No takes to review here."
+ALL_DECIDED = "Every finished take has a decision."
+NO_VIDEO_HERE = "This take has no video on this machine."
+NOTHING_TO_DECIDE = "there is nothing to pick or reject."
+
+
 def decision_words(review: Review) -> str:
     """"picked", "rejected, 2/5", "not reviewed"."""
     words = DECISION_WORDS[review.decision]
@@ -35,5 +41,6 @@ def decided_words(review: Review) -> str:
     return "" if review.decided_by is None else f"by {review.decided_by}"
 
 
-__all__ = ["DECISION_WORDS", "ROW_OPEN", "ROW_PICKED", "ROW_REROLL", "ROW_WAITING",
+__all__ = ["ALL_DECIDED", "DECISION_WORDS", "NOTHING_TO_DECIDE", "NO_TAKES", "NO_VIDEO_HERE",
+           "ROW_OPEN", "ROW_PICKED", "ROW_REROLL", "ROW_WAITING",
            "decided_words", "decision_words", "progress_words"]

@@ -35,6 +35,10 @@ from PySide6.QtWidgets import (
 from reelqueue.application.review import TakeGroup
 from reelqueue.application.review_pass import KEYS, Ask, ReviewPass
 from reelqueue.application.review_words import (
+    ALL_DECIDED,
+    NO_TAKES,
+    NO_VIDEO_HERE,
+    NOTHING_TO_DECIDE,
     decided_words,
     decision_words,
     progress_words,
@@ -108,8 +112,7 @@ class ReviewCanvas(QWidget):
             painter.setPen(QColor(t.muted))
             painter.drawText(self.rect().adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
-                             "No takes to review here." if not self.review.groups
-                             else "Every finished take has a decision.")
+                             NO_TAKES if not self.review.groups else ALL_DECIDED)
             return
         first = max(0, (event.rect().top() - MARGIN) // ROW)
         last = min(len(shown) - 1, (event.rect().bottom() - MARGIN) // ROW)
@@ -342,7 +345,7 @@ class ReviewView(QWidget):
             take = review.current
             video = None if take is None else self.canvas.videos.get(take.id)
             if video is None:
-                self.status.setText("This take has no video on this machine.")
+                self.status.setText(NO_VIDEO_HERE)
             else:
                 emit(self.openAsked, Path(video))
         else:
@@ -386,6 +389,6 @@ class ReviewView(QWidget):
         refused = (JobState.FAILED, JobState.CANCELLED)
         if take is not None and take.state in refused and not ask.undo:
             self.status.setText(f"#{take.id} {job_state_words(str(take.state)).name}: "
-                                "there is nothing to pick or reject.")
+                                f"{NOTHING_TO_DECIDE}")
             return
         emit(self.decisionAsked, ask)
