@@ -24,7 +24,7 @@ The theme is the app's own setting (``settings.json`` in the data folder: "light
 Scenes (see SCENES below): first-run, demo-running, stalled, crash-recovered,
 import-errors, account-no-keyring, job-detail, unknown-outcome, import-images,
 import-test-run, import-routes, import-routing-tab, gallery, gallery-hover, gallery-preview,
-gallery-variant, account-manage, team, settings.
+gallery-variant, review, review-compare, account-manage, team, settings.
 
 Usage:
     python scripts/take-screenshots.py [--out docs/screenshots] [--scene NAME ...]
@@ -547,6 +547,49 @@ def gallery_variant(scene: Scene, out: Path) -> None:
         scene.x.capture(out, full_colour=True)
 
 
+REVIEW_SHEET = "name,prompt,duration,repeat\n" + "\n".join(
+    f"{name},{prompt},4,3" for name, prompt in (
+        ("fox", "A red fox trotting through fresh snow at dawn"),
+        ("harbour", "Fishing boats leaving a harbour in light fog"),
+        ("city", "A neon-lit city street in the rain at night"),
+        ("forest", "Sunbeams through a pine forest"),
+        ("desert", "Wind moving sand over a dune at noon")))
+
+
+def review(scene: Scene, out: Path, *, compare: bool = False) -> None:
+    """The gallery's review page (issue 35): 5 rows of 3 takes, some picked and rejected
+    from the command line, Ctrl+E, Down to row 2. ``compare``: then Space, the current
+    take beside the next one from one clock."""
+    scene.cli("accounts", "add", "--provider", "mock", "--capacity", "4", "studio")
+    sheet = scene.sheet("takes.csv", REVIEW_SHEET)
+    scene.cli("run", str(sheet), "--no-progress")
+    for job, decision, *rating in (("2", "pick", "4"), ("4", "reject"), ("5", "reject"),
+                                   ("6", "reject"), ("7", "pick", "5"), ("9", "reject")):
+        scene.cli("review", "set", job, decision,
+                  *(("--rating", rating[0]) if rating else ()))
+    proc = scene.app()
+    try:
+        window = wait_window(scene.x, proc)
+        settle(3)
+        scene.x.xdo("windowfocus", "--sync", window)
+        scene.x.xdo("key", "ctrl+g")
+        settle(2)
+        scene.x.xdo("key", "ctrl+e")
+        settle(3)  # the takes read, their thumbnails made off the GUI thread
+        scene.x.xdo("key", "Down")
+        if compare:
+            scene.x.xdo("key", "space")
+        settle(2)
+        scene.x.capture(out, full_colour=True)
+    finally:
+        stop(proc)
+
+
+def review_compare(scene: Scene, out: Path) -> None:
+    """The review page's Space: two takes side by side, playing from one clock."""
+    review(scene, out, compare=True)
+
+
 def gallery_hover(scene: Scene, out: Path) -> None:
     """The gallery with the pointer resting on a tile: its larger picture beside it."""
     with finished_gallery(scene) as window:
@@ -715,6 +758,8 @@ SCENES: dict[str, Callable[[Scene, Path], None]] = {
     "gallery-hover": gallery_hover,
     "gallery-preview": gallery_preview,
     "gallery-variant": gallery_variant,
+    "review": review,
+    "review-compare": review_compare,
     "account-manage": account_manage,
     "team": team,
     "settings": settings,

@@ -79,6 +79,12 @@ CONFIG = f"""\
 [checks]
 enabled = true
 
+# A value over its maxLength in the query can make the request line pass 8 KiB: the HTTP
+# parser refuses it with 414 before any route (documented for every operation), which is
+# a rejection; schemathesis' default list for this check leaves 414 (and 413) out.
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 428, 429, "5xx"]
+
 [[operations]]
 include-name = "POST /v1/jobs"
 checks.positive_data_acceptance.enabled = false
@@ -110,7 +116,8 @@ def checked_config(path: Path) -> None:
     labels = ("GET /v1/health", "GET /v1/openapi.json", "POST /v1/jobs", "GET /v1/jobs",
               "POST /v1/batches", "GET /v1/jobs/{job_id}", "POST /v1/jobs/{job_id}/cancel",
               "POST /v1/jobs/{job_id}/retry", "GET /v1/jobs/{job_id}/video",
-              "GET /v1/accounts", "GET /v1/events")
+              "GET /v1/accounts", "GET /v1/events", "GET /v1/batches/{batch_id}/takes",
+              "POST /v1/jobs/{job_id}/review")
     for label in labels:
         layers = [op.checks for op in project.operations.operations
                   if any(f"label='{label}'" in repr(f) for f in op._filter_set._includes)]

@@ -14,6 +14,7 @@ from reelqueue.domain.models import JobSpec
 from reelqueue.store.listing import LIST_PROMPT_CHARS, cut_marker
 from reelqueue.store.sqlite import SCHEMA_VERSION, SqliteStore
 from tests.conftest import seed_store
+from tests.store.test_check_forms import make_journal
 
 pytestmark = pytest.mark.unit
 
@@ -61,25 +62,23 @@ def test_migrating_to_the_cuts_measures_the_rows_already_there(tmp_path: Path) -
     """A journal of schema 14 holding a hostile row: opening it migrates, and the row is
     listed cut at once."""
     path = tmp_path / "journal.sqlite3"
-    clock = FakeClock()
-    store = SqliteStore.open(path, now=clock.now())
-    seed_store(store, tmp_path, clock.now(), jobs=2)
-    first = store.list_jobs()[0].id
-    store.close()
+    make_journal(path, 14)  # as a ReelQueue of schema 14 left it, with one batch
     db = sqlite3.connect(path)
-    with db:  # back to schema 14, as an older ReelQueue left it, with a hostile row
-        for trigger in ("job_cuts_insert", "job_cuts_update", "job_cuts_delete"):
-            db.execute(f"DROP TRIGGER {trigger}")
-        db.execute("DROP TABLE job_cuts")
-        db.execute("UPDATE jobs SET prompt = ? WHERE id = ?", ("p" * BIG, first))
-        db.execute("PRAGMA user_version = 14")
+    with db:
+        db.execute("INSERT INTO jobs (batch_id, job_key, name, prompt, provider, params, "
+                   "output_path, created_at, updated_at) VALUES (1, 'k1', 'n', ?, 'mock', "
+                   "'{}', 'b/1.mp4', 1, 1)", ("p" * BIG,))
+        db.execute("INSERT INTO jobs (batch_id, job_key, name, prompt, provider, params, "
+                   "output_path, created_at, updated_at) VALUES (1, 'k2', 'n', 'short', "
+                   "'mock', '{}', 'b/2.mp4', 1, 1)")
     db.close()
-    store = SqliteStore.open(path, now=clock.now())
+    store = SqliteStore.open(path, now=2)
     try:
         assert store.migrated_from == 14 and SCHEMA_VERSION >= 15
-        listed = {job.id: job for job in store.list_jobs()}
-        assert listed[first].prompt == "p" * LIST_PROMPT_CHARS + cut_marker(BIG)
-        whole = store.get_job(first)
+        listed = {job.job_key: job for job in store.list_jobs()}
+        assert listed["k1"].prompt == "p" * LIST_PROMPT_CHARS + cut_marker(BIG)
+        assert listed["k2"].prompt == "short"
+        whole = store.get_job(listed["k1"].id)
         assert whole is not None and len(whole.prompt) == BIG
     finally:
         store.close()

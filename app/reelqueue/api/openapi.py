@@ -365,6 +365,84 @@ SCHEMAS: dict[str, Any] = {
             "account": NULLABLE_STRING, "detail": {"type": "object"}}},
 }
 
+# -- review (issue 35 item 3): GET /v1/batches/{id}/takes, POST /v1/jobs/{id}/review -----
+REVIEW_PROPERTIES: dict[str, Any] = {
+    "decision": {"type": "string", "enum": ["none", "pick", "reject"]},
+    "rating": {"type": ["integer", "null"], "minimum": 1, "maximum": 5},
+    "decided_at": NULLABLE_NUMBER, "decided_by": NULLABLE_STRING,
+    "version": {"type": "integer", "minimum": 0,
+                "description": "a change names the version it saw (409 if another "
+                               "reviewer changed the take since)"}}
+REVIEW: dict[str, Any] = {
+    "type": "object", "properties": REVIEW_PROPERTIES,
+    "required": ["decision", "rating", "decided_at", "decided_by", "version"]}
+REVIEW_SCHEMAS: dict[str, Any] = {
+    "Review": REVIEW,
+    "Take": {"type": "object", "required": ["job_id", "state", "decision", "version"],
+             "properties": {
+        "job_id": {"type": "integer"}, "job_key": {"type": "string"},
+        "batch_id": {"type": "integer"}, "state": {"type": "string", "enum": STATES},
+        "output_path": {"type": "string"}, "seed": {},
+        **REVIEW_PROPERTIES, "words": {"type": "string"}}},
+    "Takes": {"type": "object", "required": ["batch_id", "rows", "reviewed", "total"],
+              "description": "a batch's takes by row (K, K#n, K~seed... are row K), with "
+                             "its re-rolls' takes; 'progress' is '12 of 15 reviewed'",
+              "properties": {
+        "batch_id": {"type": "integer"}, "name": {"type": "string"},
+        "rerolls": {"type": "array", "items": {"type": "integer"}},
+        "reviewed": {"type": "integer"}, "total": {"type": "integer"},
+        "progress": {"type": "string"}, "rows_to_reroll": {"type": "integer"},
+        "rows": {"type": "array", "items": {"type": "object", "required": ["row", "takes"],
+                                            "properties": {
+            "row": {"type": "string"}, "row_number": {"type": ["integer", "null"]},
+            "name": {"type": "string"}, "prompt": {"type": "string"},
+            "state": {"type": "string"}, "picked": {"type": ["integer", "null"]},
+            "needs_reroll": {"type": "boolean"},
+            "takes": {"type": "array", "items": _ref("Take")}}}}}},
+    "ReviewRequest": {
+        "type": "object", "additionalProperties": False, "required": ["version"],
+        "description": "a decision, a rating or both; version: the one the reviewer saw",
+        "anyOf": [{"required": ["decision"]}, {"required": ["rating"]}],
+        "properties": {
+            "decision": {"type": "string", "enum": ["pick", "reject", "clear"]},
+            "rating": {"type": "integer", "minimum": 0, "maximum": 5,
+                       "description": "1-5; 0 removes the rating"},
+            "version": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}}},
+    "ReviewWritten": {
+        "type": "object", "required": ["job_id", "review", "before", "moved_from"],
+        "properties": {
+            "job_id": {"type": "integer"}, "review": _ref("Review"),
+            "before": _ref("Review"),
+            "moved_from": {"type": "array", "items": {"type": "integer"},
+                           "description": "takes of the row whose pick this pick took"}}},
+}
+BATCH_ID = {"name": "batch_id", "in": "path", "required": True, "schema": _integer(1)}
+
+
+def review_paths() -> dict[str, Any]:
+    return {
+        "/v1/batches/{batch_id}/takes": {"get": _op(
+            "A batch's takes by row, with each take's review", "read", {
+                "200": _json("the rows and their takes", _ref("Takes")),
+                "404": _problem("no batch with this id"),
+                "422": _problem("batch_id is not a whole number from 1 to 2^63-1")},
+            parameters=[BATCH_ID])},
+        "/v1/jobs/{job_id}/review": {"post": _op(
+            "Pick, reject or clear a take, and/or rate it (one pick per row)", "submit", {
+                "200": _json("written (the token's name is the reviewer)",
+                             _ref("ReviewWritten")),
+                "400": _problem("malformed JSON, or nested deeper than 32 levels"),
+                "404": NO_JOB,
+                "409": _problem("another reviewer changed the take since 'version' "
+                                "(current: its review now), or the take failed or was "
+                                "cancelled (nothing to decide on)"),
+                "413": _problem("the body is over 1 MiB"),
+                "422": _problem("job_id out of range, or an invalid body (fields)")},
+            parameters=[JOB_ID], requestBody={"required": True, "content": {
+                "application/json": {"schema": _ref("ReviewRequest")}}})},
+    }
+
+
 JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": _integer(1)}
 NOT_A_JOB_ID = _problem("job_id is not a whole number from 1 to 2^63-1 (fields.job_id)")
 NO_JOB = _problem("no job with this id")
@@ -489,7 +567,7 @@ def openapi_document() -> dict[str, Any]:
                                 "a path does not answer a 405 problem with Allow."},
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **REVIEW_SCHEMAS},
         },
         "security": [{"bearer": []}],
         "paths": {
@@ -621,5 +699,6 @@ def openapi_document() -> dict[str, Any]:
                     {"name": "Last-Event-ID", "in": "header", "schema": _integer(0)},
                     {"name": "after", "in": "query", "schema": _integer(0)}])},
             **dashboard_paths(),
+            **review_paths(),
         },
     }

@@ -36,7 +36,7 @@ from reelqueue.api.openapi import openapi_document
 from reelqueue.api.parse_errors import MAX_HEADER_FIELD, MAX_REQUEST_LINE
 from reelqueue.api.problems import Refused, problem_errors
 from reelqueue.api.problems import problem as error
-from reelqueue.api.requests import BodyInvalid, parse_job
+from reelqueue.api.requests import BodyInvalid, parse_job, review_body
 from reelqueue.application.account_figures import AccountFigures, figures_fields
 from reelqueue.application.batch_upload import json_rows_as_csv
 from reelqueue.application.dashboard import matches as dashboard_matches
@@ -53,6 +53,7 @@ from reelqueue.application.views import AccountSummary
 from reelqueue.application.words import StateWords, job_state_words
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import Job
+from reelqueue.domain.review import ReviewConflict, ReviewRefused
 from reelqueue.domain.routes import Route
 from reelqueue.domain.states import FINAL, JobState
 
@@ -396,6 +397,35 @@ class Routes:
             "estimate": plan.price_text if plan.pays else None,
         })
 
+    # -- review (issue 35 item 3) --------------------------------------------------------
+    @needs("read")
+    async def batch_takes(self, request: web.Request) -> web.Response:
+        batch_id = whole_number(request.match_info["batch_id"], "batch_id", minimum=1)
+        try:
+            takes = await self.s.batch_takes(batch_id)
+        except InputError as exc:
+            raise Refused(404, str(exc)) from None
+        return web.json_response(takes.as_dict())
+
+    @needs("submit")
+    async def review_job(self, request: web.Request) -> web.Response:
+        job_id = whole_number(request.match_info["job_id"], "job_id", minimum=1)
+        try:
+            decision, rating, version = review_body(await self._read_json(request))
+        except BodyInvalid as exc:
+            return error(422, "The review is not valid.", fields=exc.problems)
+        client: TokenInfo = request[CLIENT_KEY]
+        try:
+            written = await self.s.set_review(job_id, decision, rating=rating,
+                                              seen_version=version, by=client.name)
+        except ReviewConflict as exc:
+            raise Refused(409, str(exc), current=exc.current.as_dict()) from None
+        except ReviewRefused as exc:  # the take's state, not the request, is in the way
+            raise Refused(409, str(exc)) from None
+        except InputError as exc:
+            raise Refused(404, str(exc)) from None
+        return web.json_response(written.as_dict())
+
     @needs("read")
     async def video(self, request: web.Request) -> web.StreamResponse:
         return await send_video(request, await self._job(request), self.s.videos_dir)
@@ -599,6 +629,8 @@ def build_app(services: ApiServices, connections: Connections | None = None
     app.router.add_post("/v1/jobs/{job_id}/cancel", routes.cancel_job)
     app.router.add_post("/v1/jobs/{job_id}/retry", routes.retry_job)
     app.router.add_get("/v1/jobs/{job_id}/video", routes.video)
+    app.router.add_get("/v1/batches/{batch_id}/takes", routes.batch_takes)
+    app.router.add_post("/v1/jobs/{job_id}/review", routes.review_job)
     app.router.add_get("/v1/accounts", routes.accounts)
     app.router.add_get("/v1/spend", routes.spend)
     app.router.add_get("/v1/events", routes.events)

@@ -12,7 +12,8 @@ nothing else).
   video and an editor's timeline), :mod:`.account_manage` (the Manage dialog),
   :mod:`.account_views` (each account's balance, limits and usage: refreshed, and worded
   in one place), :mod:`.account_figures` (those figures with the limit in force and the
-  balance gate, under one set of field names for every front end).
+  balance gate, under one set of field names for every front end), :mod:`.review` (takes
+  by row, decisions, the re-roll; its words in :mod:`.review_words`).
 - The one set of words for job states and account conditions (issue 34): :mod:`.words`
   (every front end names a state through it; ``ui/format.py`` keeps only layout).
 - What the front ends show, re-exported from below: :mod:`.events`, :mod:`.config`,
@@ -26,8 +27,7 @@ nothing else).
 """
 
 __all__ = ["account_figures", "account_manage", "account_views", "accounts", "batch_upload",
-           "builtin_mock", "compose",
-           "config", "context", "cut", "demo", "events", "feed", "gallery", "imports", "jobs",
-           "keys",
-           "logs", "migrate", "providers", "remote", "selftest", "serving", "session", "status",
-           "submit", "team", "team_store", "tokens", "trust", "views", "words", "worker"]
+           "builtin_mock", "compose", "config", "context", "cut", "demo", "events", "feed",
+           "gallery", "imports", "jobs", "keys", "logs", "migrate", "providers", "remote",
+           "review", "review_words", "selftest", "serving", "session", "status", "submit",
+           "team", "team_store", "tokens", "trust", "views", "words", "worker"]

@@ -93,7 +93,7 @@ class ApiFetcher:
 
 def _hint(status: int) -> str:
     if status in (401, 403):
-        return f"set {TOKEN_VARIABLE} to a token with the read scope of that machine."
+        return f"put a token with the read scope of that machine in {TOKEN_VARIABLE}."
     if status == 409:
         return "that machine does not hold it either: give the API of the machine that does."
     return "check the address and that the machine runs 'reelqueue serve'."

@@ -24,8 +24,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEADLINE_SECONDS", "MAX_SIDE", "Keyframe", "NoPicture", "first_keyframe",
-           "thumbnail_png"]
+__all__ = ["DEADLINE_SECONDS", "MAX_PIXELS", "MAX_SIDE", "Keyframe", "NoPicture", "check_size",
+           "first_keyframe", "scaled_size", "thumbnail_png"]
 
 WEB_BOX = (480, 480)
 """The web dashboard's thumbnails fit this box."""
@@ -54,12 +54,12 @@ class Keyframe:
     stride: int
 
 
-def _check_size(width: int, height: int) -> None:
+def check_size(width: int, height: int) -> None:
     if not (0 < width <= MAX_SIDE and 0 < height <= MAX_SIDE and width * height <= MAX_PIXELS):
         raise NoPicture(f"picture size {width}x{height} is outside the limits")
 
 
-def _scaled(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
+def scaled_size(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
     scale = min(box[0] / width, box[1] / height, 1.0)
     # even sizes: some pixel formats cannot be scaled to odd ones
     return max(2, round(width * scale) // 2 * 2), max(2, round(height * scale) // 2 * 2)
@@ -90,7 +90,7 @@ def first_keyframe(video: Path, box: tuple[int, int]) -> Keyframe:
             raise NoPicture("no video stream")
         stream = container.streams.video[0]
         codec = stream.codec_context
-        _check_size(codec.width, codec.height)
+        check_size(codec.width, codec.height)
         codec.options = {"max_pixels": str(MAX_PIXELS)}  # the decoder refuses bigger frames
         codec.skip_frame = "NONKEY"
         codec.thread_count = 1  # one frame: threads would only add memory
@@ -101,8 +101,8 @@ def first_keyframe(video: Path, box: tuple[int, int]) -> Keyframe:
                     or time.monotonic() - started > DEADLINE_SECONDS):
                 raise NoPicture("no keyframe within the limits")
             for frame in packet.decode():
-                _check_size(frame.width, frame.height)
-                width, height = _scaled(frame.width, frame.height, box)
+                check_size(frame.width, frame.height)
+                width, height = scaled_size(frame.width, frame.height, box)
                 rgb = frame.reformat(width=width, height=height, format="rgb24")
                 plane = rgb.planes[0]
                 return Keyframe(width, height, bytes(plane), plane.line_size)

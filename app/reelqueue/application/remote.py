@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import dashboard, jobs, status, team, views
+from reelqueue.application import dashboard, jobs, review, status, team, views
 from reelqueue.application.account_figures import AccountFigures, read_account_figures
 from reelqueue.application.accounts import AccountChange, update_account
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
@@ -27,6 +27,7 @@ from reelqueue.application.submit import JobSubmitter
 from reelqueue.application.tokens import ClientTokens
 from reelqueue.application.words import StateWords
 from reelqueue.domain.models import Job
+from reelqueue.domain.review import Decision, ReviewWritten
 from reelqueue.engine.queries import AccountSummary
 from reelqueue.intake.catalog import RegistryCatalog
 from reelqueue.intake.planner import DEFAULT_MAX_WAITING, ImportOptions
@@ -135,6 +136,19 @@ class RemoteAccess:
         price) and the ids done (the requeued job, or the new one)."""
         plan = await jobs.retry_plan(self.session, [job_id], new_seed=seed)
         return plan, await jobs.retry(self.session, plan.job_ids, new_seed=seed)
+
+    # -- review (issue 35 item 3) --------------------------------------------------------
+    async def batch_takes(self, batch_id: int) -> review.BatchTakes:
+        """A batch's takes by row (its re-rolls' too); InputError: no such batch."""
+        return await review.batch_takes(self.session, batch_id)
+
+    async def set_review(self, job_id: int, decision: Decision | None, *,
+                         rating: int | None, seen_version: int,
+                         by: str) -> ReviewWritten:
+        """A client's decision on a take, compare-and-set on ``seen_version`` (application
+        .review.set_decision: ReviewConflict, ReviewRefused, InputError)."""
+        return await review.set_decision(self.session, job_id, decision, rating=rating,
+                                         seen_version=seen_version, by=by)
 
     async def accounts(self) -> list[AccountSummary]:
         return await views.accounts(self.session)

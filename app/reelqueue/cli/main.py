@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     from reelqueue.cli import cmd_spend
 
     cmd_spend.register(sub)
+    from reelqueue.cli import cmd_review
+
+    cmd_review.register(sub)
     cmd_accounts.register(sub)
     cmd_selftest.register(sub)
     from reelqueue.cli import cmd_serve, cmd_tokens

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reelqueue.domain.review import NO_REVIEW, Review
 from reelqueue.domain.routes import Route
 from reelqueue.domain.states import AccountStatus, JobState
 
@@ -109,6 +110,8 @@ class Job:
     #: where the job may render (issue 24), or None for a job bound to one provider kind;
     #: ``provider`` and ``params`` are those of the candidate it is with now
     route: Route | None = None
+    #: the take's review decision (issue 35 item 2, domain/review.py)
+    review: Review = NO_REVIEW
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.review import ReviewChange, ReviewWritten
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.balance import BalanceLeft
@@ -317,6 +318,10 @@ class AsyncStore:
     ) -> Prioritized:
         """Store.prioritize_batch on the journal thread."""
         return await self.call(self.sync.prioritize_batch, batch_id, now, priority=priority)
+
+    async def set_review(self, change: ReviewChange) -> ReviewWritten:
+        """Store.set_review on the journal thread."""
+        return await self.call(self.sync.set_review, change)
 
     async def set_batch_paused(self, batch_id: int, paused: bool, now: float) -> Batch | None:
         """Store.set_batch_paused on the journal thread."""

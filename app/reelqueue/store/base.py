@@ -27,6 +27,7 @@ from reelqueue.domain.models import (
     LedgerEntry,
     RecoveryReport,
 )
+from reelqueue.domain.review import ReviewChange, ReviewWritten
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.store.balance import BalanceLeft
@@ -394,6 +395,15 @@ class Store(Protocol):
         """What the waiting jobs will cost, per provider and pinned account (store/spend.py
         :class:`ToGo`): one aggregate over the job rows' stored prices, ordered by provider
         then pinned account (unpinned first)."""
+        ...
+
+    # -- review (issue 35 item 2) ------------------------------------------------------
+    def set_review(self, change: ReviewChange) -> ReviewWritten:
+        """A reviewer's change to a take, compare-and-set on the version they saw, with its
+        ``reviewed`` ledger entry; a pick takes the pick of the other takes of its group
+        (domain/review.py ``take_group``; a batch and its re-rolls) in the same
+        transaction. ReviewRefused (failed, cancelled), ReviewConflict (changed
+        meanwhile), InputError (no such job)."""
         ...
 
     # -- recovery and audit ------------------------------------------------------------

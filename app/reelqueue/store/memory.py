@@ -28,6 +28,18 @@ from reelqueue.domain.models import (
     RecoveryReport,
 )
 from reelqueue.domain.render_times import render_kind
+from reelqueue.domain.review import (
+    REFUSED_STATES,
+    REVIEWED_EVENT,
+    Decision,
+    Review,
+    ReviewChange,
+    ReviewConflict,
+    ReviewRefused,
+    ReviewWritten,
+    review_detail,
+    take_group,
+)
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.states import FINAL, IN_FLIGHT, WAITING, AccountStatus, JobState
 from reelqueue.store.balance import BalanceLeft, balance_left, balance_refusal, dry
@@ -56,6 +68,7 @@ from reelqueue.store.recovery_plan import (
     record_applied,
     requeued_detail,
 )
+from reelqueue.store.rerolls import reroll_root
 from reelqueue.store.routing import (
     ROUTED_LOOK,
     RoutedRow,
@@ -973,6 +986,39 @@ class MemoryStore:
             self._note("batch_paused" if paused else "batch_resumed", now,
                        detail={"batch_id": batch_id})
             return batch
+
+    # -- review (issue 35 item 2) ------------------------------------------------------
+    def set_review(self, change: ReviewChange) -> ReviewWritten:
+        with self._lock:
+            before = self._jobs.get(change.job_id)
+            if before is None:
+                raise InputError(f"There is no job {change.job_id}.")
+            if before.state in REFUSED_STATES:
+                raise ReviewRefused()
+            if before.review.version != change.seen_version:
+                raise ReviewConflict(change.job_id, before.review)
+            written = change.applied_to(before.review)
+            self._jobs[before.id] = replace(before, review=written)
+            self._note(REVIEWED_EVENT, change.now, job_id=before.id,
+                       detail=review_detail(change, before.review, written))
+            moved: list[int] = []
+            if written.decision is Decision.PICK:
+                root = reroll_root(self._batches.get(before.batch_id), before.batch_id)
+                group = take_group(before.job_key)
+                for other in list(self._jobs.values()):
+                    if (other.id == before.id or other.review.decision is not Decision.PICK
+                            or take_group(other.job_key) != group
+                            or reroll_root(self._batches.get(other.batch_id),
+                                           other.batch_id) != root):
+                        continue
+                    new = Review(Decision.NONE, other.review.rating, change.now,
+                                 written.decided_by, other.review.version + 1)
+                    self._jobs[other.id] = replace(other, review=new)
+                    moved.append(other.id)
+                    self._note(REVIEWED_EVENT, change.now, job_id=other.id,
+                               detail=review_detail(change, other.review, new,
+                                                    moved_to=before.id))
+        return ReviewWritten(before.id, written, before.review, tuple(moved))
 
     # -- recovery and audit ------------------------------------------------------------
     def _crash_requeues(self, job_id: int) -> int:

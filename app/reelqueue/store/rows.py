@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reelqueue.domain.models import Account, Batch, Job, LedgerEntry
+from reelqueue.domain.review import NO_REVIEW, Decision, Review
 from reelqueue.domain.routes import Route
 from reelqueue.domain.states import AccountStatus, JobState
 
@@ -46,7 +47,24 @@ def job_from_mapping(row: dict[str, Any], decode: Callable[[Any], dict[str, Any]
         finished_at=row["finished_at"], metadata=decode(row["metadata"]),
         output_host=row["output_host"], output_part=row["output_part"],
         route=None if (route := row.get("route")) is None else Route.parse(route),
+        review=review_from_mapping(row),
     )
+
+
+def review_from_mapping(row: dict[str, Any]) -> Review:
+    """A job's review columns (v16 / v12, issue 35); a row without them (a query that
+    names its columns) or with values no CHECK let in reads as no review."""
+    decision = row.get("decision")
+    version = row.get("decision_version")
+    if version is None:
+        return NO_REVIEW
+    rating = row.get("rating")
+    at, by = row.get("decided_at"), row.get("decided_by")
+    return Review(Decision(decision) if decision in ("pick", "reject") else Decision.NONE,
+                  rating if isinstance(rating, int) and 1 <= rating <= 5 else None,
+                  float(at) if isinstance(at, int | float) else None,
+                  by if isinstance(by, str) else None,
+                  version if isinstance(version, int) and version >= 0 else 0)
 
 
 def account_from_row(row: sqlite3.Row) -> Account:

@@ -50,6 +50,18 @@ from reelqueue.domain.models import (
     RecoveryReport,
 )
 from reelqueue.domain.render_times import render_kind
+from reelqueue.domain.review import (
+    REFUSED_STATES,
+    REVIEWED_EVENT,
+    Decision,
+    Review,
+    ReviewChange,
+    ReviewConflict,
+    ReviewRefused,
+    ReviewWritten,
+    review_detail,
+    take_group,
+)
 from reelqueue.domain.routes import Candidate, Route
 from reelqueue.domain.row_limits import (
     MAX_REFUSED_PER_CLAIM,
@@ -83,6 +95,7 @@ from reelqueue.store.recovery_plan import (
     record_applied,
     requeued_detail,
 )
+from reelqueue.store.rerolls import reroll_root
 from reelqueue.store.routing import (
     ROUTED_LOOK,
     RoutedRow,
@@ -939,6 +952,52 @@ class SqlJournal(SqlDriver):
             self._ledger("batch_paused" if paused else "batch_resumed", now,
                          detail={"batch_id": batch_id})
             return self.get_batch(batch_id)
+
+    # -- review (issue 35 item 2) ------------------------------------------------------
+    def set_review(self, change: ReviewChange) -> ReviewWritten:
+        """Write a reviewer's change to a take (domain/review.py), compare-and-set on the
+        version the reviewer saw, with its ``reviewed`` ledger entry; a pick takes the pick
+        of the other takes of its group in the same transaction. ReviewRefused for a
+        failed or cancelled take, ReviewConflict when another reviewer changed it
+        meanwhile, InputError for a job that does not exist."""
+        job = self.get_job(change.job_id)
+        if job is None:
+            raise InputError(f"There is no job {change.job_id}.")
+        root = reroll_root(self.get_batch(job.batch_id), job.batch_id)
+        with self._write():
+            self._lock_batch(root)  # one reviewer of a batch at a time (its picks)
+            before = self.get_job(change.job_id)
+            assert before is not None  # jobs are never deleted
+            if before.state in REFUSED_STATES:
+                raise ReviewRefused()
+            after = change.applied_to(before.review)
+            row = self._one("set_review", id=change.job_id, seen=change.seen_version,
+                            decision=str(after.decision), rating=after.rating,
+                            now=change.now, by=after.decided_by)
+            if row is None:
+                raise ReviewConflict(change.job_id, before.review)
+            written = self.ROWS.job(row).review
+            self._ledger(REVIEWED_EVENT, change.now, job_id=change.job_id,
+                         detail=review_detail(change, before.review, written))
+            moved: list[int] = []
+            if written.decision is Decision.PICK:
+                group = take_group(before.job_key)
+                for other in self._all("family_picks", id=change.job_id, root=root):
+                    if take_group(str(other["job_key"])) != group:
+                        continue
+                    version = self._scalar("move_pick", id=other["id"], now=change.now,
+                                           by=after.decided_by)
+                    if version is None:
+                        continue
+                    moved.append(int(other["id"]))
+                    old = Review(Decision.PICK, other["rating"], None, None,
+                                 int(version) - 1)
+                    new = Review(Decision.NONE, other["rating"], change.now,
+                                 after.decided_by, int(version))
+                    self._ledger(REVIEWED_EVENT, change.now, job_id=int(other["id"]),
+                                 detail=review_detail(change, old, new,
+                                                      moved_to=change.job_id))
+        return ReviewWritten(change.job_id, written, before.review, tuple(moved))
 
     # -- recovery ----------------------------------------------------------------------
     def recover(self, params: RecoverParams) -> RecoveryReport:

@@ -46,7 +46,7 @@ from reelqueue.store.sqlite_support import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 APPLICATION_ID = 0x52515545  # "RQUE": marks the file as a ReelQueue journal
 MIN_SQLITE = (3, 35, 0)
 """RETURNING (3.35): a fenced update answers the row it changed (issue 20)."""

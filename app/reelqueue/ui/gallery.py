@@ -39,6 +39,7 @@ from PySide6.QtGui import (
     QFontMetrics,
     QGuiApplication,
     QKeyEvent,
+    QKeySequence,
     QMouseEvent,
     QPainter,
     QPaintEvent,
@@ -58,6 +59,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListView,
     QPushButton,
+    QStackedWidget,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -71,6 +73,7 @@ from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
 from reelqueue.ui.gallery_thumbs import GalleryThumb, GalleryThumbs
 from reelqueue.ui.qtcompat import emit
+from reelqueue.ui.review_view import ReviewView
 
 ItemRole = Qt.ItemDataRole.UserRole + 1
 PICTURE = QSize(192, 108)
@@ -657,6 +660,7 @@ class GalleryView(QWidget):
         exportRequested(int, list, object): batch id, job ids, the folder (Path).
         cutRequested(int, list): batch id, the picked job ids (the selected takes).
         noOpener(object): nothing on this system opens the path (Path).
+        reviewShown(int): the review page (issue 35) shows this batch (read its takes).
 
     Attributes:
         thumbs: the tiles' pictures. preview_thumbs: the preview's (larger).
@@ -665,6 +669,7 @@ class GalleryView(QWidget):
 
     batchChosen = Signal(int)
     shown = Signal()
+    reviewShown = Signal(int)
     retryRequested = Signal(list, object)
     exportRequested = Signal(int, list, object)
     cutRequested = Signal(int, list)
@@ -712,6 +717,17 @@ class GalleryView(QWidget):
         for button in (self.open_button, self.reveal_button, self.retry_button,
                        self.export_button, self.cut_button):
             bar.addWidget(button)
+        # The review page (issue 35 item 2): the takes grouped by row, reviewed by key.
+        self.review_button = QPushButton("Review")
+        self.review_button.setCheckable(True)
+        self.review_button.setShortcut(QKeySequence("Ctrl+E"))
+        self.review_button.setStyleSheet(  # checked looks pressed, as Table | Gallery
+            "QPushButton:checked { background: palette(highlight); "
+            "color: palette(highlighted-text); border-color: palette(highlight); }")
+        self.review_button.setToolTip("Review the takes row by row: P pick, X reject, "
+                                      "U clear, 1-5 rate, Ctrl+Z undo (Ctrl+E)")
+        self.review_button.toggled.connect(self.show_review)
+        bar.addWidget(self.review_button)
         layout.addLayout(bar)
         self.view = GalleryList()
         self.view.setModel(self.model)
@@ -725,7 +741,11 @@ class GalleryView(QWidget):
         self.view.selectionModel().currentChanged.connect(lambda *_a: self._follow_preview())
         self.model.modelReset.connect(self._update_actions)
         self.model.dataChanged.connect(lambda *_a: self._update_actions())
-        layout.addWidget(self.view, 1)
+        self.review = ReviewView(self.thumbs)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.view)
+        self.pages.addWidget(self.review)
+        layout.addWidget(self.pages, 1)
         self._update_actions()
 
     def _set_display(self) -> None:
@@ -779,6 +799,28 @@ class GalleryView(QWidget):
         batch = self.current_batch()
         if batch is not None:
             emit(self.batchChosen, batch)
+            if self.reviewing:
+                emit(self.reviewShown, batch)
+
+    # -- review (issue 35 item 2) -----------------------------------------------------------
+    @property
+    def reviewing(self) -> bool:
+        return self.pages.currentWidget() is self.review
+
+    def show_review(self, on: bool) -> None:
+        """Switch between the grid and the review page (the button, or a test)."""
+        if self.review_button.isChecked() != on:
+            self.review_button.setChecked(on)  # comes back here through toggled
+            return
+        self.pages.setCurrentWidget(self.review if on else self.view)
+        for button in (self.open_button, self.reveal_button, self.retry_button,
+                       self.export_button):
+            button.setVisible(not on)
+        batch = self.current_batch()
+        if on:
+            self.review.setFocus()
+            if batch is not None:
+                emit(self.reviewShown, batch)
 
     def set_items(self, batch_id: int, items: list[GalleryItem]) -> None:
         """The chosen batch's tiles (items of another batch, read late, are ignored)."""
@@ -901,5 +943,6 @@ class GalleryView(QWidget):
     def stop(self) -> None:
         """Drop the pictures waiting to be made (the window closes)."""
         self.hide_hover()
+        self.review.stop()
         self.thumbs.close()
         self.preview_thumbs.close()

@@ -941,7 +941,9 @@ CASE WHEN length(jobs.output_host) > {list_name_chars} THEN substr(jobs.output_h
             || length(CAST(jobs.output_host AS BLOB)) || ' bytes]' ELSE jobs.output_host END AS output_host,
 CASE WHEN length(jobs.output_part) > {list_path_chars} THEN substr(jobs.output_part, 1, {list_path_chars}) || '… [cut: '
             || length(CAST(jobs.output_part AS BLOB)) || ' bytes]' ELSE jobs.output_part END AS output_part,
-CASE WHEN c.job_id IS NULL THEN jobs.route ELSE c.route END AS route
+CASE WHEN c.job_id IS NULL THEN jobs.route ELSE c.route END AS route,
+-- the review (issue 35): decided_by is bounded by its CHECK
+jobs.decision, jobs.rating, jobs.decided_at, jobs.decided_by, jobs.decision_version
 
 -- A listing's batch columns (the same policy; list_batches).
 -- name: listed_batch_columns
@@ -1090,3 +1092,28 @@ UPDATE jobs SET state = 'FAILED', finished_at = :now, updated_at = :now,
        job_key = 'row-refused:' || id, route = NULL, route_order = NULL,
        error_class = 'permanent', error_label = 'invalid input', error_message = :message
  WHERE id = :id AND state IN ('QUEUED', 'RETRY_WAIT');
+
+-- Review (issue 35 item 2, domain/review.py) -------------------------------------------
+-- name: set_review
+-- A reviewer's change, written only if the row still has the version the reviewer saw
+-- (compare-and-set) and the take did not fail and was not cancelled.
+UPDATE jobs SET decision = :decision, rating = :rating, decided_at = :now,
+       decided_by = :by, decision_version = decision_version + 1
+ WHERE id = :id AND decision_version = :seen
+   AND state <> 'FAILED' AND state <> 'CANCELLED'
+ RETURNING *;
+
+-- name: family_picks
+-- The picked takes of a batch and its re-rolls (batches whose settings name it in
+-- reroll_of) but :id: one pick per take group (the caller compares the groups).
+SELECT id, job_key, rating, decision_version FROM jobs
+ WHERE decision = 'pick' AND id <> :id
+   AND (batch_id = :root OR batch_id IN (
+        SELECT b.id FROM batches b WHERE json_extract(b.settings, '$.reroll_of') = :root));
+
+-- name: move_pick
+-- A pick moved to another take of its group: this one is left undecided (its rating kept).
+UPDATE jobs SET decision = 'none', decided_at = :now, decided_by = :by,
+       decision_version = decision_version + 1
+ WHERE id = :id AND decision = 'pick'
+ RETURNING decision_version;

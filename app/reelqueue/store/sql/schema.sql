@@ -1,4 +1,4 @@
--- ReelQueue journal, current schema (version 14). A fresh journal is made from this file;
+-- ReelQueue journal, current schema (version 15). A fresh journal is made from this file;
 -- an older one is brought here by migrations/NNNN.sql. tests/store/test_schema.py proves
 -- both roads end in the same schema.
 
@@ -30,6 +30,10 @@ CREATE TABLE accounts (
     created_at     REAL NOT NULL
 );
 
+-- The review columns (decision ... decision_version, v16, issue 35 item 2: a take's pick or
+-- reject, rating, when, by whom and the version a change names) follow route_order as
+-- ALTER TABLE wrote them (migrations/0016.sql): tests/store/test_schema.py compares the
+-- text of the two roads, so they carry no comment inside the table.
 CREATE TABLE jobs (
     id              INTEGER PRIMARY KEY,
     batch_id        INTEGER NOT NULL REFERENCES batches(id),
@@ -84,7 +88,7 @@ CREATE TABLE jobs (
     route           TEXT,
     -- its usable candidates in rank order, '|veo|runway|' ('~|...|' under spread): the
     -- claim's filter (store/routing.py)
-    route_order     TEXT,
+    route_order     TEXT, decision TEXT NOT NULL DEFAULT 'none' CHECK (decision = 'none' OR decision = 'pick' OR decision = 'reject'), rating INTEGER CHECK (rating >= 1 AND rating <= 5), decided_at REAL, decided_by TEXT CHECK (length(decided_by) <= 200), decision_version INTEGER NOT NULL DEFAULT 0 CHECK (decision_version >= 0),
     -- finished <=> finished_at set
     CHECK ((state = 'COMPLETED' OR state = 'FAILED' OR state = 'CANCELLED')
            = (finished_at IS NOT NULL)),

@@ -1192,7 +1192,9 @@ CASE WHEN octet_length(output_part) > {list_path_chars} AND char_length(left(out
      THEN left(output_part, {list_path_chars}) || '… [cut: ' || octet_length(output_part) || ' bytes]'
      ELSE output_part END AS output_part,
 CASE WHEN octet_length(route) > {list_route_chars} AND char_length(left(route, {list_route_chars} + 1)) > {list_route_chars}
-     THEN NULL ELSE route END AS route
+     THEN NULL ELSE route END AS route,
+-- the review (issue 35): decided_by is bounded by its CHECK
+decision, rating, decided_at, decided_by, decision_version
 
 
 -- A listing's batch columns (the same policy; list_batches).
@@ -1306,3 +1308,29 @@ prompt = left(prompt, %(kept_prompt_chars)s), params = '{}'::jsonb,
 name = left(name, 200), output_path = left(output_path, 1024),
 job_key = 'row-refused:' || jobs.id::text, route = NULL, route_order = NULL,
 error_class = 'permanent', error_label = 'invalid input'
+
+-- Review (issue 35 item 2, domain/review.py) -------------------------------------------
+-- name: set_review
+-- A reviewer's change, written only if the row still has the version the reviewer saw
+-- (compare-and-set) and the take did not fail and was not cancelled.
+UPDATE jobs SET decision = %(decision)s, rating = %(rating)s, decided_at = %(now)s,
+       decided_by = %(by)s, decision_version = decision_version + 1
+ WHERE id = %(id)s AND decision_version = %(seen)s
+   AND state NOT IN ('FAILED', 'CANCELLED')
+ RETURNING *;
+
+-- name: family_picks
+-- The picked takes of a batch and its re-rolls (batches whose settings name it in
+-- reroll_of) but :id: one pick per take group (the caller compares the groups).
+SELECT id, job_key, rating, decision_version FROM jobs
+ WHERE decision = 'pick' AND id <> %(id)s
+   AND (batch_id = %(root)s OR batch_id IN (
+        SELECT b.id FROM batches b
+         WHERE b.settings @> jsonb_build_object('reroll_of', %(root)s::bigint)));
+
+-- name: move_pick
+-- A pick moved to another take of its group: this one is left undecided (its rating kept).
+UPDATE jobs SET decision = 'none', decided_at = %(now)s, decided_by = %(by)s,
+       decision_version = decision_version + 1
+ WHERE id = %(id)s AND decision = 'pick'
+ RETURNING decision_version;

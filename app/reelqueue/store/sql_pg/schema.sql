@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 11). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 12). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -85,6 +85,17 @@ CREATE TABLE jobs (
     -- its usable candidates in rank order, '|veo|runway|' ('~|...|' under spread): the
     -- claim's filter (store/routing.py)
     route_order     TEXT,
+    -- a take's review (v12, issue 35 item 2): pick, reject or none, a rating, when, by
+    -- whom, and the version every change names (compare-and-set)
+    decision        TEXT NOT NULL DEFAULT 'none',
+    rating          INTEGER,
+    decided_at      DOUBLE PRECISION,
+    decided_by      TEXT,
+    decision_version INTEGER NOT NULL DEFAULT 0,
+    CONSTRAINT jobs_decision_known CHECK (decision IN ('none', 'pick', 'reject')),
+    CONSTRAINT jobs_rating_range CHECK (rating BETWEEN 1 AND 5),
+    CONSTRAINT jobs_decided_by_bounded CHECK (length(decided_by) <= 200),
+    CONSTRAINT jobs_decision_version_counts CHECK (decision_version >= 0),
     CONSTRAINT jobs_finished_has_time
         CHECK ((state IN ('COMPLETED', 'FAILED', 'CANCELLED')) = (finished_at IS NOT NULL)),
     CONSTRAINT jobs_completed_has_file
