@@ -194,3 +194,20 @@ def test_picks_alike_with_sound_are_copied_with_their_sound(videos: Path) -> Non
         audio = container.streams.audio[0]
         assert float(audio.duration * audio.time_base) == pytest.approx(2.0, abs=0.05)
     assert video_seconds(result.mp4) == pytest.approx(2.0, abs=FRAME)
+
+
+def test_without_named_picks_the_reviews_picks_are_cut() -> None:
+    """The review's decisions are the picks (issue 35: review, then cut); naming takes with
+    --pick replaces them for that cut."""
+    from reelqueue.domain.review import Decision, Review
+
+    picked = Review(decision=Decision.PICK, version=1)
+    rejected = Review(decision=Decision.REJECT, version=1)
+    jobs = [_job(1, "row:a", 1, "a.mp4", review=rejected),
+            _job(2, "row:a#2", 1, "a2.mp4", review=picked),
+            _job(3, "row:b", 2, "b.mp4"), _job(4, "row:b#2", 2, "b2.mp4")]
+    rows = picks_from_journal(jobs)
+    assert [(row.group.key, row.pick.id if row.pick else None) for row in rows] == [
+        ("row:a", 2), ("row:b", None)]
+    named = picks_from_journal(jobs, ["1", "4"])
+    assert [row.pick.id if row.pick else None for row in named] == [1, 4]

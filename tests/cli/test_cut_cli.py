@@ -63,3 +63,14 @@ def test_takes_render_distinct_clips_and_the_picks_are_cut(tmp_path: Path) -> No
     second = cut_dir / "trailer-cut-2.mp4"
     assert _seconds(second) == pytest.approx(1.0 + 4.0, abs=1 / 24)
     assert {p.suffix for p in cut_dir.iterdir()} == {".mp4", ".otio", ".xml", ".edl"}
+    # The review's picks, with no --pick: review set, then cut (issue 35: review, then cut).
+    for take in (_second_take_row2, first_take_row3):
+        chosen = rq(data, "review", "set", str(take["id"]), "pick")
+        assert chosen.returncode == 0, chosen.stdout + chosen.stderr
+    reviewed = rq(data, "cut", "trailer")
+    assert reviewed.returncode == 0, reviewed.stdout + reviewed.stderr
+    third = cut_dir / "trailer-cut-3.mp4"
+    clips = list(otio.adapters.read_from_file(str(third.with_suffix(".otio"))).find_clips())
+    assert [c.media_reference.target_url for c in clips] == [
+        "../" + Path(_second_take_row2["output_path"]).name,
+        "../" + Path(first_take_row3["output_path"]).name]

@@ -52,8 +52,12 @@ async def test_the_selected_takes_are_cut(windows: WindowHarness, app_ctx: CliCo
     rows = {item.name: row for row, item in enumerate(gallery.model.items)}
     select = gallery.view.selectionModel()
     gallery.view.setCurrentIndex(gallery.model.index(rows["bee"]))
-    assert not gallery.cut_button.isEnabled()  # no finished take selected
     banners = window.banners
+    # No finished take selected: the review's picks are cut, and there are none yet.
+    assert gallery.cut_button.isEnabled()
+    gallery.cut_button.click()
+    await until(lambda: banners.get("cut") is not None and "No take of this batch is "
+                "picked yet" in banners.get("cut").text, 10)
     # Two takes of one row: refused, said in a banner.
     gallery.view.setCurrentIndex(gallery.model.index(rows["fox"]))
     select.select(gallery.model.index(rows["fox2"]), select.SelectionFlag.Select)

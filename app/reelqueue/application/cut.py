@@ -1,8 +1,8 @@
 """The cut (issue 35 item 5): a batch's picked takes, in sheet order, as one video and a
 timeline an editor opens.
 
-:func:`picks_from_journal` says which take of each row is picked (one function, so the
-review's decisions can be wired in later; today the picks are named, ``--pick``);
+:func:`picks_from_journal` says which take of each row is picked: the review's decisions
+in the journal, or the takes named (``--pick``, the gallery's selection);
 :func:`plan_cut` checks every pick's file (on this machine, unchanged since it was
 rendered: its sha256 against the journal's) and measures it; :func:`write_cut` writes
 ``<batch folder>/cut/<batch>-cut-<n>.mp4`` (a stream copy when every pick is alike, else a
@@ -44,10 +44,12 @@ from reelqueue.application.cut_media import (
 )
 from reelqueue.application.imports import find_batch
 from reelqueue.application.outputs import local_path
+from reelqueue.application.review import batch_takes
 from reelqueue.application.session import Session
 from reelqueue.application.take_groups import TakeGroup, take_groups
 from reelqueue.domain.errors import InputError, OutputNotWritable
 from reelqueue.domain.models import Batch, Job
+from reelqueue.domain.review import Decision
 from reelqueue.domain.states import JobState
 from reelqueue.store.base import this_host
 
@@ -77,17 +79,25 @@ class CutRow:
     pick: Job | None
 
 
-def picks_from_journal(jobs: Sequence[Job], picked: Sequence[str]) -> list[CutRow]:
+def picks_from_journal(jobs: Sequence[Job], picked: Sequence[str] = ()) -> list[CutRow]:
     """The batch's rows in sheet order, each with its pick.
 
-    Today the picks are named (``picked``: job ids or job keys, ``reelqueue cut --pick``);
-    the review's decisions in the journal come in here, and only here. InputError when
-    nothing is picked, a name is not a take of the batch, or a row is picked twice."""
+    The picks are the review's decisions in the journal (a take marked "pick": the
+    gallery's review, ``reelqueue review set JOB pick``, ``POST /v1/jobs/{id}/review``),
+    unless ``picked`` names them (job ids or job keys, ``reelqueue cut --pick``; the
+    gallery's Cut with takes selected), which then replace the decisions for the whole cut.
+    InputError when nothing is picked, a name is not a take of the batch, or a row is
+    picked twice."""
     groups = take_groups(jobs)
     if not picked:
-        raise InputError("No take of this batch is picked yet: name the takes to cut with "
-                         "--pick JOB (a job id or key; once per row), e.g. "
-                         "'reelqueue cut BATCH --pick 12 --pick 15'.")
+        decided = [job for job in jobs if job.review.decision is Decision.PICK]
+        if not decided:
+            raise InputError("No take of this batch is picked yet: pick one take per row in "
+                             "the gallery's review (P), or with 'reelqueue review set JOB "
+                             "pick', or name the takes to cut with --pick JOB (a job id or "
+                             "key; once per row), e.g. 'reelqueue cut BATCH --pick 12 "
+                             "--pick 15'.")
+        picked = [str(job.id) for job in decided]
     by_id = {str(job.id): job for job in jobs}
     by_key = {job.job_key: job for job in jobs}
     chosen: dict[str, Job] = {}
@@ -105,14 +115,16 @@ def picks_from_journal(jobs: Sequence[Job], picked: Sequence[str]) -> list[CutRo
     return [CutRow(group, chosen.get(group.key)) for group in groups]
 
 
-async def batch_rows(session: Session, batch_ref: str, picked: Sequence[str]) -> tuple[
+async def batch_rows(session: Session, batch_ref: str, picked: Sequence[str] = ()) -> tuple[
         Batch, list[CutRow]]:
-    """The batch (its number or name) and its rows with their picks, read from the
-    journal (read only: no lock needed)."""
+    """The batch (its number or name) and its rows with their picks, its re-rolls' takes
+    among its rows (application/review.py), read from the journal (read only: no lock
+    needed)."""
     journal = session.journal
     batch = find_batch(await journal.list_batches(), batch_ref)
-    jobs = await journal.list_jobs(batch_id=batch.id)
-    return batch, picks_from_journal(jobs, picked)
+    takes = await batch_takes(session, batch.id)
+    jobs = [job for group in takes.groups for job in group.takes]
+    return takes.batch, picks_from_journal(jobs, picked)
 
 
 @dataclass(frozen=True)

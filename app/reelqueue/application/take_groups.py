@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from reelqueue.domain.models import Job
+from reelqueue.domain.review import take_group
 from reelqueue.engine.retry_plan import VARIANT_KEY
 
 __all__ = ["TakeGroup", "take_group_key", "take_groups", "take_number"]
@@ -35,8 +36,9 @@ def _split(job_key: str) -> tuple[str, int, bool]:
 
 
 def take_group_key(job_key: str) -> str:
-    """The key of the row whose take ``job_key`` is: ``K#3~seed42`` -> ``K``."""
-    return _split(job_key)[0]
+    """The key of the row whose take ``job_key`` is: ``K#3~seed42`` -> ``K`` (the one rule,
+    :func:`reelqueue.domain.review.take_group`: the store's one-pick rule reads it too)."""
+    return take_group(job_key)
 
 
 def take_number(job_key: str) -> int:

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cut.add_argument("batch", help="the batch's number or name ('batch list')")
     cut.add_argument("--pick", action="append", default=[], metavar="JOB",
                      help="the take to use for its row: a job id or key (repeatable, one "
-                          "per row)")
+                          "per row); without it, the review's picks ('reelqueue review')")
     cut.add_argument("--skip-gaps", action="store_true",
                      help="leave rows without a pick out instead of black gaps")
     cut.add_argument("--use-changed", action="store_true",

@@ -710,8 +710,7 @@ class GalleryView(QWidget):
         self.export_button.setToolTip("Copy the selected videos to a folder, with a sheet "
                                       "of their rows and results")
         self.export_button.clicked.connect(self.export_selected)
-        # The cut (issue 35 item 5): the selected takes are the picks, until the review's
-        # decisions are wired into application.cut.picks_from_journal.
+        # The cut (issue 35 item 5): the review's picks, or the selected takes.
         self.cut_button = QPushButton("Cut")
         self.cut_button.clicked.connect(self.cut_selected)
         for button in (self.open_button, self.reveal_button, self.retry_button,
@@ -860,17 +859,20 @@ class GalleryView(QWidget):
         self.retry_button.setToolTip(block or RETRY_TIP)
         self.export_button.setEnabled(bool(items))
         picks = [i for i in items if i.completed]
-        self.cut_button.setEnabled(bool(picks))
+        self.cut_button.setEnabled(self.current_batch() is not None)
         self.cut_button.setToolTip(
             "Join the selected finished takes (one per row) in sheet order into one video "
             "and a timeline (.otio, FCP XML, EDL) in the batch's cut folder; rows without "
             "a selected take are black gaps" if picks
-            else "Select the finished takes to cut (one per row) first.")
+            else "Join the review's picks (one per row) in sheet order into one video and a "
+                 "timeline (.otio, FCP XML, EDL) in the batch's cut folder; rows without a "
+                 "pick are black gaps (or select the takes to cut here).")
 
     def cut_selected(self) -> None:
         batch = self.current_batch()
+        # The selected takes are the picks; none selected: the review's picks.
         ids = [item.job_id for item in self.selected_items() if item.completed]
-        if batch is not None and ids:
+        if batch is not None:
             emit(self.cutRequested, batch, ids)
 
     def open_selected(self) -> None:
