@@ -92,6 +92,7 @@ from reelqueue.store.spend import (
     intent_spend,
     price_of,
     refusal,
+    withdrawn_spend,
 )
 from reelqueue.store.transitions import TRANSITIONS, apply_transition
 
@@ -741,8 +742,18 @@ class MemoryStore:
 
     def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
                           event: str = "reconciled_absent") -> bool:
-        return self._fenced(token, "fenced_forget_submission", event, now,
-                            "forget_submission", detail)
+        with self._lock:  # the forgetting and its give-back together (sql_journal.py)
+            job = self._jobs.get(token.job_id)
+            held = job.client_token if job is not None else None
+            if not self._fenced(token, "fenced_forget_submission", event, now,
+                                "forget_submission", detail):
+                return False
+            assert job is not None
+            spend = withdrawn_spend(job.metadata, held, event)
+            if spend is not None:
+                self._note(SPEND_EVENT, now, job_id=job.id, account=job.account,
+                           claim_token=token.token, detail=spend)
+            return True
 
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         with self._lock:

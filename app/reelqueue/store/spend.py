@@ -93,6 +93,27 @@ def cost_correction(metadata: Mapping[str, Any], cost: float | None) -> dict[str
     return {"usd": round(difference, 6), "reported_cost": cost}
 
 
+def withdrawn_spend(metadata: Mapping[str, Any], held_client_token: str | None,
+                    event: str) -> dict[str, Any] | None:
+    """The detail of the ``spend`` entry that gives back an intent's price when its create
+    never reached the provider: ``reconciled_absent`` (its records, read over the whole
+    window, hold no such render) or ``intent_withdrawn`` (an orderly stop before it was
+    sent). The claim then creates once with a new intent, whose spend is the one counted;
+    without this an exact cap (a re-roll's) stopped that create. None: no price, or no
+    intent held."""
+    price = price_of(metadata)
+    if price is None or held_client_token is None:
+        return None
+    return refund(price, withdrawn_why(event))
+
+
+def withdrawn_why(event: str) -> str:
+    """Why :func:`withdrawn_spend` gives a price back (PostgreSQL's one-statement write
+    takes these words as a parameter)."""
+    return ("the provider's records show the create never arrived"
+            if event == "reconciled_absent" else "the create was never sent")
+
+
 def refund(price: float, why: str) -> dict[str, Any]:
     """The detail of the ``spend`` entry that gives back a price an intent charged, where
     nothing can have been billed (a create refused with a 4xx; a render of the built-in

@@ -117,6 +117,8 @@ from reelqueue.store.spend import (
     first_unrefused,
     intent_spend,
     refusal,
+    withdrawn_spend,
+    withdrawn_why,
 )
 from reelqueue.store.sql_driver import (
     CLAIM_IN_STEPS,
@@ -775,7 +777,15 @@ class SqlJournal(SqlDriver):
 
     def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
                           event: str = "reconciled_absent") -> bool:
-        return self._transition("fenced_forget_submission", event, token, now, detail)
+        # Nothing reached the provider: the intent's price is given back in the same
+        # transaction (the create this claim sends writes its own).
+        write = FencedWrite("fenced_forget_submission", event, token, now, detail,
+                            {"why": withdrawn_why(event)}, statement="one_trip_forget")
+        return self._fenced_write(write, functools.partial(
+            self._fenced_steps, write, before="intent_before",
+            then=lambda seen, _row: withdrawn_spend(
+                self.ROWS.json(seen["metadata"]) if seen else {},
+                seen["client_token"] if seen else None, event))) is not None
 
     def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         return [(self.ROWS.job(r), r["intent_at"])

@@ -502,6 +502,11 @@ UPDATE jobs SET state = 'PARKED', updated_at = %(now)s, sub_status = NULL,
  WHERE id = %(id)s AND claim_token = %(token)s AND client_token IS NOT NULL
    AND state IN ('CLAIMED', 'SUBMITTING', 'RENDERING', 'DOWNLOADING');
 
+-- name: intent_before
+-- What forget_submission reads before its update: the client token held and the price
+-- (metadata), for the spend entry that gives the intent's price back.
+SELECT client_token, metadata FROM jobs WHERE id = %(id)s;
+
 -- name: fenced_forget_submission
 -- Reconciliation proved the earlier create absent: back to CLAIMED without its client
 -- token, so this claim creates once.
@@ -923,6 +928,27 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
                    FROM before AS b
                   WHERE b.lease_left IS NOT NULL
                     AND %(min_lease)s::double precision IS NOT NULL), '{}'::jsonb)
+       WHERE NOT EXISTS (SELECT 1 FROM j))
+SELECT account FROM j WHERE {commit};
+
+-- name: one_trip_forget
+-- The forgetting (reconciled_absent, intent_withdrawn) and, in the same statement, the
+-- spend entry giving the intent's price back (store/spend.py withdrawn_spend): nothing
+-- reached the provider, so the create this claim sends counts once.
+WITH before AS (SELECT account, client_token, metadata FROM jobs WHERE id = %(id)s),
+j AS ({update}
+      RETURNING id, account),
+l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
+      SELECT {server_now}, %(event)s, j.id, j.account, %(token)s, %(detail)s FROM j
+      UNION ALL
+      SELECT {server_now}, 'spend', j.id, j.account, %(token)s,
+             jsonb_build_object('usd', -((b.metadata ->> 'price')::double precision),
+                                'refund', true, 'why', %(why)s::text)
+        FROM j, before AS b
+       WHERE jsonb_typeof(b.metadata -> 'price') = 'number' AND b.client_token IS NOT NULL
+      UNION ALL
+      SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
+             %(fenced_detail)s
        WHERE NOT EXISTS (SELECT 1 FROM j))
 SELECT account FROM j WHERE {commit};
 
