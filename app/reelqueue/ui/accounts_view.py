@@ -756,6 +756,12 @@ class AccountStrip(QScrollArea):
         return created
 
     def _fit_height(self) -> None:
+        # The cards are never squeezed below the height their wrapped lines need at their
+        # width: a strip shorter than that scrolls (vertically too) instead of cutting
+        # text (the provider's figures at their longest took four more lines).
+        inner = self.widget()
+        if inner is not None:
+            inner.setMinimumHeight(self._cards_height())
         self.updateGeometry()  # the cards' height may have changed: ask the layout again
 
     def _cards_height(self) -> int:
