@@ -7,7 +7,7 @@
 #
 # Python: the active virtual environment if there is one, else build/installer-venv (made
 # with $PYTHON, default python3, 3.11+). Into it go installer/requirements-build.txt and,
-# unless already there, the project with its gui and cut extras (pip install -e '.[gui,cut]').
+# unless already there, the project with its gui extra (pip install -e '.[gui]').
 # As root with apt-get, it first installs the few X11 libraries Qt's xcb plugin needs that a
 # minimal machine lacks, so that they are bundled (REELQUEUE_BUILD_NO_APT=1 skips that).
 # The app needs glibc no older than the build machine's: build releases on the oldest
@@ -52,8 +52,8 @@ for req in wanted:
 sys.exit(1 if missing else 0)
 EOF
 then
-    log "installing the project with its gui and cut extras"
-    "$py" -m pip install -q -e '.[gui,cut]'
+    log "installing the project with its gui extra"
+    "$py" -m pip install -q -e '.[gui]'
 fi
 
 # --- System libraries worth bundling ------------------------------------------------------

@@ -37,7 +37,7 @@ else
     py=$venv/bin/python
 fi
 log "python: $py ($("$py" --version 2>&1), $(uname -m))"
-"$py" -m pip install -q -r installer/requirements-build.txt -e '.[gui,cut]'
+"$py" -m pip install -q -r installer/requirements-build.txt -e '.[gui]'
 version=$("$py" -c "import sys; sys.path.insert(0, 'app'); import reelqueue; print(reelqueue.__version__)")
 
 # --- PyInstaller --------------------------------------------------------------------------

@@ -12,7 +12,7 @@
   for the installer, Inno Setup 6 (`winget install JRSoftware.InnoSetup`; ISCC.exe is found
   on PATH or in its default folder). Uses the active virtual environment, else makes
   build\installer-venv. Steps:
-    1. pip install -r installer\requirements-build.txt -e ".[gui,cut]"
+    1. pip install -r installer\requirements-build.txt -e ".[gui]"
     2. PyInstaller installer\reelqueue.spec  -> dist\ReelQueue\ReelQueue.exe (window)
                                                 and dist\ReelQueue\reelqueue-cli.exe (console)
     3. smoke test of the frozen app: --version, self-test (offscreen), and a key stored in
@@ -51,7 +51,7 @@ if ($env:VIRTUAL_ENV -and (Test-Path "$env:VIRTUAL_ENV\Scripts\python.exe")) {
     $Py = "$Venv\Scripts\python.exe"
 }
 Write-Host "build.ps1: python: $Py"
-Invoke-Checked $Py @("-m", "pip", "install", "-q", "-r", "installer\requirements-build.txt", "-e", ".[gui,cut]")
+Invoke-Checked $Py @("-m", "pip", "install", "-q", "-r", "installer\requirements-build.txt", "-e", ".[gui]")
 $Version = (& $Py -c "import sys; sys.path.insert(0, 'app'); import reelqueue; print(reelqueue.__version__)").Trim()
 
 # --- PyInstaller --------------------------------------------------------------------------

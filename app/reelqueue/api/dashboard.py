@@ -111,6 +111,15 @@ SendVideo = Callable[[web.Request, Job, Path], Awaitable[web.StreamResponse]]
 """api/server.py's ``send_video``: a job's file with Range and ETag."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""A control character (C0, DEL, C1): never in a render id (api/openapi.py's RENDER_ID_SCHEMA)."""
+
+
+def valid_render_id(render: str) -> bool:
+    """What ``?render=`` accepts, as the document's ``RENDER_ID_SCHEMA`` says:
+    1 to 500 characters besides surrounding spaces, none of them a control character."""
+    return 0 < len(render.strip()) <= MAX_RENDER_ID and _CONTROL.search(render) is None
+
 class DashboardRoutes:
     """The dashboard's routes on the application layer's view (``services``) and the
     server's table of short-lived links."""
@@ -244,9 +253,12 @@ class DashboardRoutes:
         job = await self._job(request)
         render = request.query.get("render", "")
         storable_text(render, "render")
-        if not 0 < len(render.strip()) <= MAX_RENDER_ID:
-            raise Refused(422, f"render must be 1 to {MAX_RENDER_ID} characters.",
-                          fields={"render": f"1 to {MAX_RENDER_ID} characters"})
+        # The document's pattern, said the same way: no control character (C0, DEL, C1:
+        # Python's strip() takes \x1c-\x1f and \x85 for spaces, JSON Schema's \S not),
+        # and something besides spaces.
+        if not valid_render_id(render):
+            raise Refused(422, f"render must be 1 to {MAX_RENDER_ID} printable characters.",
+                          fields={"render": f"1 to {MAX_RENDER_ID} printable characters"})
         try:
             await self.s.resolve_with_render(job.id, render.strip())
         except InputError as exc:

@@ -16,6 +16,13 @@ PROBLEM_TYPE = "application/problem+json"
 STATES = [state.value for state in JobState]
 
 
+RENDER_ID_SCHEMA: dict[str, Any] = {
+    "type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S",
+    "not": {"pattern": "[\\u0000-\\u001f\\u007f-\\u009f]"}}
+"""A render id: something besides spaces, and no control character (C0, DEL, C1) anywhere
+(a ``not`` rather than an anchored pattern: Python's ``$`` also matches before a final
+newline)."""
+
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -529,10 +536,10 @@ def dashboard_paths() -> dict[str, Any]:
                 "200": _json("the job reads that render", _ref("Resolved")), "404": NO_JOB,
                 "409": _problem("the job holds no create of unknown outcome, or the "
                                 "render belongs to another job"),
-                "422": _problem("job_id out of range, or render not 1 to 500 characters")},
+                "422": _problem("job_id out of range, or render not 1 to 500 printable "
+                                "characters")},
             parameters=[JOB_ID, {"name": "render", "in": "query", "required": True,
-                                 "schema": {"type": "string", "minLength": 1,
-                                            "maxLength": 500, "pattern": "\\S"}}])},
+                                 "schema": RENDER_ID_SCHEMA}])},
         "/v1/jobs/{job_id}/resolve/create-again": {"post": _op(
             "Resolve a create of unknown outcome by creating it again (may pay twice)",
             "admin", {
