@@ -372,28 +372,30 @@ def test_a_removed_account_s_spend_stays_counted_and_its_parked_job_listed(
     assert not back.removed and back.spent_today == pytest.approx(PRICE)
 
 
-@pytest.mark.parametrize("event", ["reconciled_absent", "intent_withdrawn"])
-def test_a_create_that_never_arrived_gives_its_price_back(
-    store: Store, tmp_path: Path, clock: FakeClock, event: str,
+def test_a_withdrawn_create_gives_its_price_back_and_an_absent_one_keeps_it(
+    store: Store, tmp_path: Path, clock: FakeClock,
 ) -> None:
-    """Reconciliation proved the create absent (or an orderly stop withdrew it before it
-    was sent): the intent's price is given back with the forgetting, so the create this
-    claim sends counts once, and a cap of exactly the batch's prices is never passed nor
-    stopped short (a re-roll's cap is exactly what was confirmed)."""
+    """An orderly stop withdrew the intent before its create was sent: its price is given
+    back with the forgetting, so the create this claim sends counts once and a cap of
+    exactly the batch's prices lets every job through. A create reconciliation proved
+    absent keeps its spend (money fails closed: the proof is the provider's records after a
+    settle time), so under that exact cap the last job waits."""
     setup(store, tmp_path, clock, jobs=2, cap=2 * PRICE)
     first = claim(store, clock)
     assert first is not None
     assert store.mark_submitting(first.token, "ct-1", clock.now())
-    assert spend_entries(store) == [PRICE]
-    assert store.forget_submission(first.token, clock.now(), {"why": "test"}, event=event)
+    assert store.forget_submission(first.token, clock.now(), {"why": "stop"},
+                                   event="intent_withdrawn")
     assert spend_entries(store) == [PRICE, -PRICE]
     given_back = [e for e in store.ledger() if e.event == "spend"][-1]
     assert given_back.detail["refund"] is True and given_back.job_id == first.job.id
-    # This claim creates once; the other job still fits the cap of two prices.
     assert store.mark_submitting(first.token, "ct-2", clock.now())
     assert store.record_submitted(first.token, "pj-1", clock.now())
     second = claim(store, clock)
     assert second is not None, "the price given back leaves room for the second job"
-    submit(store, clock, second)
-    assert sum(spend_entries(store)) == pytest.approx(2 * PRICE)
-    assert claim(store, clock) is None
+    assert store.mark_submitting(second.token, "ct-3", clock.now())
+    assert spend_entries(store) == [PRICE, -PRICE, PRICE, PRICE]
+    # Proven absent: the spend stays, and the create sent again counts once more.
+    assert store.forget_submission(second.token, clock.now(), {"why": "absent"},
+                                   event="reconciled_absent")
+    assert spend_entries(store) == [PRICE, -PRICE, PRICE, PRICE]

@@ -96,13 +96,13 @@ def cost_correction(metadata: Mapping[str, Any], cost: float | None) -> dict[str
 def withdrawn_spend(metadata: Mapping[str, Any], held_client_token: str | None,
                     event: str) -> dict[str, Any] | None:
     """The detail of the ``spend`` entry that gives back an intent's price when its create
-    never reached the provider: ``reconciled_absent`` (its records, read over the whole
-    window, hold no such render) or ``intent_withdrawn`` (an orderly stop before it was
-    sent). The claim then creates once with a new intent, whose spend is the one counted;
-    without this an exact cap (a re-roll's) stopped that create. None: no price, or no
-    intent held."""
+    was never sent (``intent_withdrawn``: an orderly stop before the create left), so the
+    create the claim sends later counts once. None: no price, no intent held, or another
+    event. A create reconciliation proved absent (``reconciled_absent``) keeps its spend:
+    the proof is the provider's records read after a settle time, strong but not certain,
+    and money fails closed (design notes, "Spend caps")."""
     price = price_of(metadata)
-    if price is None or held_client_token is None:
+    if price is None or held_client_token is None or event != "intent_withdrawn":
         return None
     return refund(price, withdrawn_why(event))
 
@@ -110,8 +110,7 @@ def withdrawn_spend(metadata: Mapping[str, Any], held_client_token: str | None,
 def withdrawn_why(event: str) -> str:
     """Why :func:`withdrawn_spend` gives a price back (PostgreSQL's one-statement write
     takes these words as a parameter)."""
-    return ("the provider's records show the create never arrived"
-            if event == "reconciled_absent" else "the create was never sent")
+    return "the create was never sent" if event == "intent_withdrawn" else ""
 
 
 def refund(price: float, why: str) -> dict[str, Any]:

@@ -932,9 +932,9 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
 SELECT account FROM j WHERE {commit};
 
 -- name: one_trip_forget
--- The forgetting (reconciled_absent, intent_withdrawn) and, in the same statement, the
--- spend entry giving the intent's price back (store/spend.py withdrawn_spend): nothing
--- reached the provider, so the create this claim sends counts once.
+-- The forgetting (reconciled_absent, intent_withdrawn) and, in the same statement for
+-- intent_withdrawn only, the spend entry giving the intent's price back (store/spend.py
+-- withdrawn_spend): that create was never sent, so the one this claim sends counts once.
 WITH before AS (SELECT account, client_token, metadata FROM jobs WHERE id = %(id)s),
 j AS ({update}
       RETURNING id, account),
@@ -946,6 +946,7 @@ l AS (INSERT INTO ledger (at, event, job_id, account, claim_token, detail)
                                 'refund', true, 'why', %(why)s::text)
         FROM j, before AS b
        WHERE jsonb_typeof(b.metadata -> 'price') = 'number' AND b.client_token IS NOT NULL
+         AND %(event)s::text = 'intent_withdrawn'
       UNION ALL
       SELECT {server_now}, 'fenced_out', %(id)s, (SELECT account FROM before), %(token)s,
              %(fenced_detail)s
