@@ -32,23 +32,27 @@ BIG = 50 * 1024 * 1024
 
 def rewrite(store: Store, job_id: int, **columns: Any) -> None:
     """What a hostile writer does: the row changed behind the store's back."""
+    _rewrite(store, "jobs", job_id, **columns)
+
+
+def _rewrite(store: Store, table: str, row_id: int, **columns: Any) -> None:
+    """``table``'s row ``row_id`` (jobs or batches) rewritten behind the store's back."""
     if isinstance(store, MemoryStore):
+        rows: dict[int, Any] = store._jobs if table == "jobs" else store._batches
         with store._lock:
-            job = store._jobs[job_id]
-            store._jobs[job_id] = dataclasses.replace(job, **columns)
+            rows[row_id] = dataclasses.replace(rows[row_id], **columns)
         return
     for column, value in columns.items():
         if isinstance(value, dict):
             value = json.dumps(value)
         if type(store).__name__ == "PostgresStore":
-            cast = "::jsonb" if column in ("params", "metadata") else ""
+            cast = "::jsonb" if column in ("params", "metadata", "settings") else ""
             with store.raw_connection() as db:  # type: ignore[attr-defined]
-                db.execute(f"UPDATE jobs SET {column} = %s{cast} WHERE id = %s",
-                           (value, job_id))
+                db.execute(f"UPDATE {table} SET {column} = %s{cast} WHERE id = %s",
+                           (value, row_id))
         else:
             store.raw_connection().execute(  # type: ignore[attr-defined]
-                f"UPDATE jobs SET {column} = ? WHERE id = ?", (value, job_id))
-
+                f"UPDATE {table} SET {column} = ? WHERE id = ?", (value, row_id))
 
 def test_list_jobs_cuts_huge_values_and_get_job_keeps_them(
         store: Store, tmp_path: Path, clock: FakeClock) -> None:
@@ -126,23 +130,7 @@ def test_the_api_readers_list_cut_values(store: Store, tmp_path: Path, clock: Fa
 
 def rewrite_batch(store: Store, batch_id: int, **columns: Any) -> None:
     """A hostile writer changing a batch's row behind the store's back."""
-    if isinstance(store, MemoryStore):
-        with store._lock:
-            batch = store._batches[batch_id]
-            store._batches[batch_id] = dataclasses.replace(batch, **columns)
-        return
-    for column, value in columns.items():
-        if isinstance(value, dict):
-            value = json.dumps(value)
-        if type(store).__name__ == "PostgresStore":
-            cast = "::jsonb" if column == "settings" else ""
-            with store.raw_connection() as db:  # type: ignore[attr-defined]
-                db.execute(f"UPDATE batches SET {column} = %s{cast} WHERE id = %s",
-                           (value, batch_id))
-        else:
-            store.raw_connection().execute(  # type: ignore[attr-defined]
-                f"UPDATE batches SET {column} = ? WHERE id = ?", (value, batch_id))
-
+    _rewrite(store, "batches", batch_id, **columns)
 
 def test_list_batches_cuts_huge_values_and_never_cuts_a_folder_name(
         store: Store, tmp_path: Path, clock: FakeClock) -> None:
