@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue.domain.models import Job, LedgerEntry
+from reelqueue.engine.waits import wait_event
 
 if TYPE_CHECKING:
     from reelqueue.application.context import AppContext
@@ -120,9 +121,7 @@ class JournalFeed:
                     yield entries
                     if len(entries) == page:
                         continue
-                try:
-                    await asyncio.wait_for(woken.wait(), idle_seconds)
-                except TimeoutError:
+                if not await wait_event(woken, idle_seconds):
                     yield []
         finally:
             unsubscribe()

@@ -10,7 +10,6 @@ events (import, job finished, account changed) or by a timer set to the next due
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import random
@@ -55,6 +54,7 @@ from reelqueue.engine.outputs import (
 )
 from reelqueue.engine.reconcile import Reconciler
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
+from reelqueue.engine.waits import wait_event
 from reelqueue.intake.apply import remove_stale_manifest_temps
 from reelqueue.providers.base import (
     Provider,
@@ -75,15 +75,6 @@ log = logging.getLogger(__name__)
 KeyLookup = Callable[[str], str | None]
 CONFIRM_LOOK_SECONDS = 5.0
 """How often the pump looks again while an account waits for ``accounts confirm``."""
-
-
-async def _wait_event(event: asyncio.Event, timeout: float) -> None:
-    """Wait for the event or the timeout. ``asyncio.timeout`` rather than ``wait_for``:
-    on 3.11, ``wait_for`` around ``Event.wait`` can hang a cancelled task
-    (python/cpython#86296, fixed by the 3.12 rewrite of wait_for)."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout):
-            await event.wait()
 
 
 def _account_key(account: Account) -> tuple[object, ...]:
@@ -462,7 +453,7 @@ class Engine:
                     self.bus.publish(EngineStateEvent("stalled", self.clock.now(), stall))
                     return DrainResult("stalled", stall)
             self._idle.clear()
-            await _wait_event(self._idle, 0.5)
+            await wait_event(self._idle, 0.5)
 
     async def _stall_reason(self, by_state: dict[str, int]) -> str | None:
         """Jobs wait, nothing runs, no timer is due, and a fresh pump pass claimed nothing:
@@ -618,7 +609,7 @@ class Engine:
                 log.exception("pump pass failed")
                 self._report_error(exc)
                 timeout = 5.0
-            await _wait_event(self._wake, timeout)
+            await wait_event(self._wake, timeout)
 
     async def _until_next_due(self) -> float:
         now = self._server_now()  # the store's due times are on its clock

@@ -30,6 +30,7 @@ from typing import Any
 from reelqueue.domain.models import Batch, Job
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.outputs import is_absolute, located_output, path_parts
+from reelqueue.engine.waits import wait_event
 from reelqueue.store.spend import price_of
 
 log = logging.getLogger(__name__)
@@ -163,8 +164,7 @@ class ManifestWriter:
             waits = [self._next_at.get(batch_id, now) - now for batch_id in self._dirty]
             if waits:  # changed batches whose turn has not come: wake at the first turn
                 delay = max(0.05, min(waits))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                await wait_event(self._wake, delay)
                 self._wake.set()
 
     async def flush(self, *, force: bool) -> None:
