@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,9 +51,8 @@ class FrozenBeforeTheCreate(MemoryStore):
         self.minimums.append(min_lease_seconds)
         if self.frozen is None:
             self.frozen = token
-            with self._lock:
-                job = self._jobs[token.job_id]
-                self._jobs[job.id] = replace(job, lease_until=now + 0.5)
+            self.raw_connection().execute("UPDATE jobs SET lease_until = ? WHERE id = ?",
+                                          (now + 0.5, token.job_id))
         return super().mark_submitting(token, client_token, now,
                                        min_lease_seconds=min_lease_seconds)
 

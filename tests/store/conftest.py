@@ -1,4 +1,5 @@
-"""The store tests run on every implementation: SQLite, memory and PostgreSQL (issue 15).
+"""The store tests run on every implementation: SQLite and PostgreSQL (issue 15; the
+memory store is the SQLite journal in memory since issue 36 item 4: the same code).
 
 The PostgreSQL param uses the session's throwaway server (tests/pgserver.py), one fresh
 schema per test; without a server it is skipped with the reason (failed when
@@ -14,12 +15,11 @@ import pytest
 
 from reelqueue.domain.clock import FakeClock
 from reelqueue.store.base import Store
-from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
 from tests import pgserver
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
     """Every contract test runs once per store implementation."""
     if request.param == "postgresql":
@@ -36,9 +36,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> I
             opened.close()
             pgserver.drop_schema(dsn, schema)
         return
-    if request.param == "sqlite":
-        opened = SqliteStore.open(tmp_path / "journal.sqlite3", now=clock.now())
-    else:
-        opened = MemoryStore()
+    opened = SqliteStore.open(tmp_path / "journal.sqlite3", now=clock.now())
     yield opened
     opened.close()

@@ -4,7 +4,6 @@ alike; a job's single fetch (``get_job``) keeps the whole value, and so does the
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -22,7 +21,6 @@ from reelqueue.store.listing import (
     LIST_PROMPT_CHARS,
     cut_marker,
 )
-from reelqueue.store.memory import MemoryStore
 from tests.conftest import seed_store
 
 pytestmark = pytest.mark.unit
@@ -37,11 +35,6 @@ def rewrite(store: Store, job_id: int, **columns: Any) -> None:
 
 def _rewrite(store: Store, table: str, row_id: int, **columns: Any) -> None:
     """``table``'s row ``row_id`` (jobs or batches) rewritten behind the store's back."""
-    if isinstance(store, MemoryStore):
-        rows: dict[int, Any] = store._jobs if table == "jobs" else store._batches
-        with store._lock:
-            rows[row_id] = dataclasses.replace(rows[row_id], **columns)
-        return
     for column, value in columns.items():
         if isinstance(value, dict):
             value = json.dumps(value)
@@ -100,8 +93,6 @@ def test_the_api_readers_list_cut_values(store: Store, tmp_path: Path, clock: Fa
                                          request: pytest.FixtureRequest) -> None:
     """``GET /v1/jobs`` and the event stream read through the journal readers (SQLite's
     journal_reader.py, the team's pg_reader.py): their lists are cut alike."""
-    if isinstance(store, MemoryStore):
-        pytest.skip("the memory store has no reader of its own")
     seed_store(store, tmp_path, clock.now(), jobs=1)
     job_id = store.list_jobs()[0].id
     rewrite(store, job_id, prompt="p" * BIG)
@@ -182,8 +173,6 @@ def test_the_health_check_does_not_wait_behind_a_listing(
         store: Store, tmp_path: Path, clock: FakeClock, request: pytest.FixtureRequest) -> None:
     """``/v1/health`` reads on its own connection: while a listing holds the reader's
     connection (rows of 50 MB values take seconds to list), the health check answers."""
-    if isinstance(store, MemoryStore):
-        pytest.skip("the memory store has no reader of its own")
     seed_store(store, tmp_path, clock.now(), jobs=1)
     reader: Any
     if type(store).__name__ == "PostgresStore":

@@ -10,7 +10,7 @@ import pytest
 
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import IN_FLIGHT, JobState
-from reelqueue.store.transitions import TRANSITIONS, apply_transition
+from reelqueue.store.transitions import TRANSITIONS
 from tests.store.sql_transitions import (
     named_statements,
     parse_transition,
@@ -103,20 +103,3 @@ def _job(**changes: object) -> Job:
               error_label=None, error_message=None, created_at=0.0, updated_at=0.0,
               started_at=0.0, finished_at=None, metadata={})
     return replace(job, **changes)
-
-
-def test_apply_transition_sets_clears_and_refuses_wrong_columns() -> None:
-    job = apply_transition(_job(), "fenced_mark_failed", 5.0, drop={"provider_job_id"},
-                           finished_at=5.0, error_class="permanent", error_label="x",
-                           error_message="y")
-    assert (job.state, job.claim_token, job.lease_owner, job.lease_until) == (
-        JobState.FAILED, None, None, None)
-    assert (job.provider_job_id, job.finished_at, job.updated_at) == (None, 5.0, 5.0)
-    with pytest.raises(ValueError, match="sets"):
-        apply_transition(_job(), "fenced_mark_downloading", 5.0, progress=1.0)
-    with pytest.raises(ValueError, match="cannot clear"):
-        apply_transition(_job(), "fenced_park", 5.0, drop={"account"}, error_class="a",
-                         error_label="b", error_message="c")
-    with pytest.raises(ValueError, match="target state"):
-        apply_transition(_job(), "fenced_release_to_queue", 5.0, run_after=0.0, attempts=0,
-                         error_class="a", error_label="b", error_message="c")

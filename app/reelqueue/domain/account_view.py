@@ -179,8 +179,8 @@ def plain(text: str, limit: int) -> str:
 
 def kept_view(view: AccountView) -> AccountView:
     """``view`` as a journal keeps and gives it back: its limits bounded
-    (:func:`limits_to_json`) and its text plain (:func:`plain`). The memory store keeps
-    this; the SQL journals give the same back when they read a row."""
+    (:func:`limits_to_json`) and its text plain (:func:`plain`), as the journals give it
+    back when they read a row."""
     balance = view.balance
     if balance is not None:
         amount = usable_amount(balance.amount)

@@ -5,9 +5,9 @@ window's table, the gallery, ``status``, the API's lists and its ledger stream, 
 manifest, an export) must not carry a value of any size: two 50 MB columns took the
 window from 144 MB to 2 GB. Every listing statement cuts long text *on the server*, in its
 SELECT (``listed_job_columns`` and ``listed_ledger_columns`` in each dialect's
-``queries.sql``), so the oversized value never crosses the wire; the memory store cuts the
-same way here (:func:`listed_job`, :func:`listed_entry`). A cut value ends with
-:func:`cut_marker`, so a reader sees that something was left out and how much.
+``queries.sql``), so the oversized value never crosses the wire (the memory store is the
+SQLite journal in memory: the same SQL). A cut value ends with :func:`cut_marker`, so a
+reader sees that something was left out and how much.
 
 Only listings are cut. A job's single fetch (``get_job``: the detail view, ``GET
 /v1/jobs/{id}``) and every read the engine acts on (a claim, a resumed render) carry the
@@ -16,15 +16,9 @@ whole row; the claim refuses a row over the bounds of ``domain/row_limits.py`` i
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from typing import Any
-
-from reelqueue.domain.models import Batch, Job, LedgerEntry
 from reelqueue.domain.routes import MAX_ROUTE_CHARS
 
-__all__ = ["CUT_KEY", "LIST_LIMITS", "cut_json", "cut_marker", "cut_text", "fill_listing",
-           "listed_batch", "listed_entry", "listed_job"]
+__all__ = ["CUT_KEY", "LIST_LIMITS", "cut_marker", "fill_listing"]
 
 LIST_PROMPT_CHARS = 2_000
 LIST_NAME_CHARS = 200
@@ -59,21 +53,6 @@ def cut_marker(size: int) -> str:
     return f"… [cut: {size} bytes]"
 
 
-def cut_text(value: str | None, limit: int) -> str | None:
-    """``value``'s first ``limit`` characters and the marker, when it is longer."""
-    if value is None or len(value) <= limit:
-        return value
-    return value[:limit] + cut_marker(len(value.encode("utf-8", "surrogatepass")))
-
-
-def cut_json(value: dict[str, Any], limit: int = LIST_JSON_BYTES) -> dict[str, Any]:
-    """``value``, or ``{"cut": "N bytes"}`` when its JSON is over ``limit`` bytes."""
-    if not value:
-        return value
-    size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
-    return value if size <= limit else {CUT_KEY: f"{size} bytes"}
-
-
 def fill_listing(queries: dict[str, str]) -> dict[str, str]:
     """``queries`` with ``{listed_job_columns}``/``{listed_ledger_columns}`` (the dialect's
     own blocks of those names) and the bounds ``{list_...}`` filled in."""
@@ -90,48 +69,3 @@ def fill_listing(queries: dict[str, str]) -> dict[str, str]:
         filled[name] = text
     return filled
 
-
-def listed_job(job: Job) -> Job:
-    """``job`` as a listing carries it (the memory store's twin of the SQL)."""
-    name, path = LIST_NAME_CHARS, LIST_PATH_CHARS
-    return dataclasses.replace(
-        job, job_key=cut_text(job.job_key, path) or "", name=cut_text(job.name, name) or "",
-        prompt=cut_text(job.prompt, LIST_PROMPT_CHARS) or "",
-        provider=cut_text(job.provider, name) or "", params=cut_json(job.params),
-        pinned_account=cut_text(job.pinned_account, name),
-        output_path=cut_text(job.output_path, path) or "",
-        account=cut_text(job.account, name), claim_token=cut_text(job.claim_token, name),
-        lease_owner=cut_text(job.lease_owner, name),
-        client_token=cut_text(job.client_token, name),
-        provider_job_id=cut_text(job.provider_job_id, name),
-        sub_status=cut_text(job.sub_status, name),
-        output_sha256=cut_text(job.output_sha256, name),
-        error_label=cut_text(job.error_label, name),
-        error_message=cut_text(job.error_message, LIST_ERROR_CHARS),
-        metadata=cut_json(job.metadata), output_host=cut_text(job.output_host, name),
-        output_part=cut_text(job.output_part, path))
-
-
-def listed_batch(batch: Batch) -> Batch:
-    """``batch`` as a listing carries it (the memory store's twin of the SQL): a folder
-    over the bound becomes ``""``, which every reader refuses as a folder (a cut name would
-    be another folder)."""
-    settings = batch.settings
-    size = len(json.dumps(settings, separators=(",", ":"), default=str).encode())
-    if size > LIST_SETTINGS_BYTES:
-        kept = {key: settings[key] for key in ("paused", "max_spend")
-                if settings.get(key) is not None}
-        settings = {CUT_KEY: f"{size} bytes", **kept}
-    return dataclasses.replace(
-        batch, name=cut_text(batch.name, LIST_NAME_CHARS) or "",
-        source_path=cut_text(batch.source_path, LIST_PATH_CHARS) or "",
-        output_dir="" if len(batch.output_dir) > LIST_PATH_CHARS else batch.output_dir,
-        settings=settings)
-
-
-def listed_entry(entry: LedgerEntry) -> LedgerEntry:
-    """``entry`` as a listing carries it (the memory store's twin of the SQL)."""
-    name = LIST_NAME_CHARS
-    return dataclasses.replace(
-        entry, event=cut_text(entry.event, name) or "", account=cut_text(entry.account, name),
-        claim_token=cut_text(entry.claim_token, name), detail=cut_json(entry.detail))

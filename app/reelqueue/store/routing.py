@@ -69,15 +69,6 @@ def needle(provider: str) -> str:
     return "|" + provider + "|"
 
 
-def outranked(route_order: str, provider: str, free: Iterable[str]) -> bool:
-    """What ``routed_waiting``'s filter says in SQL: one of the ``free`` providers ranks
-    above ``provider`` in ``route_order`` (never under spread, ``~``)."""
-    if route_order.startswith("~"):
-        return False
-    mine = route_order.find(needle(provider))
-    return any(0 <= route_order.find(needle(other)) < mine for other in free)
-
-
 def free_accounts(rows: Iterable[tuple[Account, int, bool]]) -> dict[str, list[Account]]:
     """(account, renders in flight, cooling) -> provider -> the accounts with a free slot."""
     free: dict[str, list[Account]] = {}
@@ -145,4 +136,4 @@ def hand_over_target(route: Route, provider: str, why: str) -> tuple[Route, Cand
 
 
 __all__ = ["ROUTED_LOOK", "RoutedPick", "RoutedRow", "free_accounts", "hand_over_target",
-           "needle", "outranked", "pick_routed", "surely_free"]
+           "needle", "pick_routed", "surely_free"]

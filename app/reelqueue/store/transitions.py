@@ -2,10 +2,10 @@
 it sets and which it clears.
 
 The SQL stores write each as a named statement (``store/sql/queries.sql``: the name is the
-key here); :class:`~reelqueue.store.memory.MemoryStore` applies this table with
-:func:`apply_transition` instead of writing the rules again, and
-``tests/store/test_transitions.py`` reads the SQL and fails when a statement and its row
-here disagree. A new store (PostgreSQL) runs the same check on its own ``.sql`` file.
+key here), and ``tests/store/test_transitions.py`` reads the SQL and fails when a
+statement and its row here disagree (the memory store is the SQLite journal in memory,
+so it runs the same statements). PostgreSQL runs the same check on its own ``.sql``
+file.
 
 ``updated_at`` is set by every transition and is not listed.
 """
@@ -13,8 +13,7 @@ here disagree. A new store (PostgreSQL) runs the same check on its own ``.sql`` 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import FINAL, IN_FLIGHT, JobState
@@ -118,27 +117,3 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
     _t("recover_fail", None, {S.FAILED}, sets={"finished_at"} | ERROR, clears=CLAIM),
     _t("recover_park", None, {S.PARKED}, sets=ERROR, clears=CLAIM | {"sub_status"}),
 )}
-
-
-def apply_transition(job: Job, name: str, now: float, *, to: JobState | None = None,
-                     drop: Iterable[str] = (), **values: Any) -> Job:
-    """``job`` after the transition ``name``: its state (``to`` where the transition has a
-    choice), exactly the columns it sets (``values``), its cleared columns NULL, and those of
-    its ``may_clear`` columns named in ``drop`` NULL. ValueError when the call does not
-    match the table (a wrong column is a bug here, not a silent difference to the SQL)."""
-    t = TRANSITIONS[name]
-    if set(values) != t.sets:
-        raise ValueError(f"{name} sets {sorted(t.sets)}, not {sorted(values)}")
-    dropped = set(drop)
-    if not dropped <= t.may_clear:
-        raise ValueError(f"{name} cannot clear {sorted(dropped - t.may_clear)}")
-    changes: dict[str, Any] = dict(values)
-    changes.update(dict.fromkeys(t.clears | dropped))
-    changes["updated_at"] = now
-    if t.to_states is None or len(t.to_states) > 1:
-        if to is None or (t.to_states is not None and to not in t.to_states):
-            raise ValueError(f"{name} needs a target state, one of {t.to_states}")
-        changes["state"] = to
-    elif t.to_states:
-        (changes["state"],) = t.to_states
-    return replace(job, **changes)
