@@ -97,7 +97,8 @@ class AccountCardData:
     daily_cap: float | None = None  # the daily cap (None: none) and the jobs it holds
     cap_waiting: int = 0
     per_minute: tuple[int, ...] = (0,) * 60
-    renders: tuple[RenderLine, ...] = ()
+    renders: tuple[RenderLine, ...] = ()  # the first MAX_RENDERS_SHOWN of its renders
+    more_renders: int = 0  # and how many more (not worded: 1,000 in flight, 3 shown)
     team: bool = False  # a team store: ``live`` counts the renders of every machine
     key_here: bool = True  # False: a team account whose key is not on this machine
     confirm: str = ""  # a team account whose row changed: waits for "accounts confirm" here
@@ -240,8 +241,10 @@ class RenderBars(QWidget):
         self.more = 0
         self.setFixedHeight(self.ROW * MAX_RENDERS_SHOWN)
 
-    def set_lines(self, lines: tuple[RenderLine, ...]) -> None:
-        shown, more = lines[:MAX_RENDERS_SHOWN], max(0, len(lines) - MAX_RENDERS_SHOWN)
+    def set_lines(self, lines: tuple[RenderLine, ...], more: int = 0) -> None:
+        """``lines`` shown (at most :data:`MAX_RENDERS_SHOWN`), ``more`` not shown."""
+        shown = lines[:MAX_RENDERS_SHOWN]
+        more += len(lines) - len(shown)
         if (shown, more) != (self.lines, self.more):
             self.lines, self.more = shown, more
             self.update()
@@ -654,7 +657,7 @@ class AccountCard(QFrame):
             spent += f"\n{data.took_over[0].upper()}{data.took_over[1:]}"
         self.summary.setText(f"{counts}\n{spent}" if spent else counts)
         self.sparkline.set_values(data.per_minute)
-        self.renders.set_lines(data.renders)
+        self.renders.set_lines(data.renders, data.more_renders)
         if old is None or old.figures != data.figures:
             self._show_figures(data.figures)
         if not self._limit_timer.isActive() and self.limit.value() != data.capacity:

@@ -24,7 +24,12 @@ from reelqueue.application.words import (
 )
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
-from reelqueue.ui.accounts_view import AccountCardData, RenderLine, per_minute
+from reelqueue.ui.accounts_view import (
+    MAX_RENDERS_SHOWN,
+    AccountCardData,
+    RenderLine,
+    per_minute,
+)
 from reelqueue.ui.jobs_data import FINAL_VALUES, IN_FLIGHT_VALUES, WAITING_VALUES, JobTable
 
 
@@ -86,7 +91,11 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             estimate_unpriced=pinned.unpriced if pinned is not None else 0,
             **_today(account.name, account.settings.get("daily_cap"), event, money),
             per_minute=per_minute(by_account_times.get(account.name, []), now),
-            renders=tuple(_render_line(table, row, now) for row in live_rows),
+            # Only the lines a card shows are worded (issue 33 item 6: at 1,000 in
+            # flight every tick worded a line for each render, and showed three).
+            renders=tuple(_render_line(table, row, now)
+                          for row in live_rows[:MAX_RENDERS_SHOWN]),
+            more_renders=max(0, len(live_rows) - MAX_RENDERS_SHOWN),
             team=team, key_here=account.name not in keys_not_here,
             confirm=(to_confirm or {}).get(account.name, ""),
             unreadable=address_unreadable(account.base_url),
