@@ -201,37 +201,6 @@ async def test_error_codes_on_create(
 # -- unknown is never "no" ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [
-    httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
-    httpx2.Response(200, content=b'{"code": 0, "data": {"task_id": "86728'),
-    httpx2.Response(200, content=b""),
-])
-async def test_an_unreadable_create_answer_is_an_unknown_outcome(
-    client_for: ClientFor, answer: httpx2.Response
-) -> None:
-    """Not JSON at all is unknown too (the JSON answers without an id: the suite)."""
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, answer)
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    error = caught.value
-    assert (error.error_class, error.label, error.body_maybe_sent) == (
-        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN, True)
-    assert fake.posts() == 1
-
-@pytest.mark.parametrize("status", [500, 502, 503, 504])
-async def test_a_bare_server_error_page_on_create_leaves_the_outcome_open(
-    client_for: ClientFor, status: int
-) -> None:
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx2.Response(status, content=HTML_PAGE,
-                                                      headers={"Content-Type": "text/html"}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert caught.value.error_class is ErrorClass.RETRYABLE
-    assert caught.value.body_maybe_sent is True, "so the engine asks by external id first"
-
-
 async def test_lookup_finds_a_task_whose_create_answer_was_lost(client_for: ClientFor) -> None:
     fake = StrictKling()
 

@@ -81,7 +81,10 @@ class AdapterFacts:
     failures: (fixture, class, label): every documented failed state.
     create_errors: documented error answers to a create and how they are classified.
     retry_after: the create route honours a Retry-After header on a 429.
-    no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects.
+    no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects;
+        unreadable_as: the (class, label) of the latter (the body may have been sent).
+    page_5xx_maybe_sent: a bare 500/502/503 page (not the provider's error body) to a
+        create leaves its outcome open (a 504 always does).
     no_state: poll answers (JSON objects) that say nothing readable about the state.
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
     no_file: finished poll answers (JSON) without the file.
@@ -119,6 +122,9 @@ class AdapterFacts:
     lost_create: LostCreateSearch = LostCreateSearch.NONE
     label: str = ""
     retry_after: bool = True
+    unreadable_as: tuple[ErrorClass, ErrorLabel] = (ErrorClass.RETRYABLE,
+                                                    ErrorLabel.PROVIDER_ERROR)
+    page_5xx_maybe_sent: bool = False
     no_state: tuple[Any, ...] = ()
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None

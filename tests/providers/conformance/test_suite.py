@@ -153,7 +153,26 @@ async def test_a_create_answer_without_an_id_is_an_unknown_outcome(
         fake = facts.fake()
         fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=body))
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
-        assert error.body_maybe_sent is True, body
+        assert (error.error_class, error.label, error.body_maybe_sent) == (
+            *facts.unreadable_as, True), body
+        assert fake.creates() == 1
+
+
+@every
+async def test_a_bare_5xx_page_to_a_create_is_retryable_and_never_sent_again(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """CREATE-GATEWAY-PAGE (a 5xx page that is not the provider's error body: something in
+    between answered; a 504, and where the facts say so any 5xx, may have created)"""
+    for status in (500, 502, 503, 504):
+        fake = facts.fake()
+        fake.router.script("POST", facts.create, httpx2.Response(
+            status, content=HTML_PAGE, headers={"Content-Type": "text/html"}))
+        error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
+        assert (error.error_class, error.label, error.body_maybe_sent) == (
+            ErrorClass.RETRYABLE,
+            ErrorLabel.TIMED_OUT if status == 504 else ErrorLabel.PROVIDER_ERROR,
+            status == 504 or facts.page_5xx_maybe_sent), status
         assert fake.creates() == 1
 
 
