@@ -43,21 +43,6 @@ async def test_create_body_as_documented(client_for: ClientFor) -> None:
         "image": "https://img.example.test/a.png"}}
 
 
-async def test_output_deleted_after_an_hour_is_a_permanent_download_failure(
-    client_for: ClientFor,
-) -> None:
-    fake = FakeReplicate(states=["prediction_succeeded", "prediction_succeeded_removed"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(PRED_ID)
-    fake.expire_next_download = True
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, status)
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-    assert "one hour" in str(caught.value)
-    assert fake.creates() == 0
-
-
 def test_registered() -> None:
     info = builtin_registry().get("replicate")
     assert info.factory is replicate.create

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from conformance.runway import CDN, CREATE, TASK, TASK_ID, FakeRunway, make, request
+from conformance.runway import CREATE, TASK, TASK_ID, FakeRunway, make, request
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
@@ -88,20 +88,6 @@ async def test_invalid_params_fail_before_any_request(client_for: ClientFor) -> 
     assert caught.value.error_class is ErrorClass.PERMANENT
     assert caught.value.label is ErrorLabel.INVALID_INPUT
     assert fake.router.calls == []
-
-
-async def test_task_deleted_before_download_is_a_permanent_download_failure(
-    client_for: ClientFor,
-) -> None:
-    fake = FakeRunway(states=["task_succeeded"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(TASK_ID)
-    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
-    fake.router.script("GET", TASK, json_response(404, {"error": "Task not found"}))
-    with pytest.raises(ProviderError) as caught:
-        _ = [chunk async for chunk in provider.download(TASK_ID, status)]
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
 
 
 def test_registered_with_its_params() -> None:

@@ -90,20 +90,6 @@ async def test_inline_encoded_video(client_for: ClientFor) -> None:
     assert await collect(provider, status) == VIDEO_BYTES
 
 
-async def test_file_gone_for_good_is_a_permanent_download_failure(
-    client_for: ClientFor,
-) -> None:
-    fake = FakeVeo(states=["operation_done"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(OP_NAME)
-    fake.expire_next_download = True
-    fake.router.script("GET", OPERATION, json_response(404, fixture("veo", "error_404")))
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, status)
-    assert caught.value.label is ErrorLabel.DOWNLOAD_FAILED
-    assert caught.value.error_class is ErrorClass.PERMANENT
-
-
 def test_registered() -> None:
     info = builtin_registry().get("veo")
     assert info.factory is veo.create

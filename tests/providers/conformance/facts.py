@@ -92,6 +92,8 @@ class AdapterFacts:
     refresh: route -> how many GETs it has had once a poll and a download whose link
         was dead are done (the fresh link is read again once).
     check_key: (route read, answer refusing the key, or None).
+    gone: (states, ``gone(fake)``, words): a finished render (polled along ``states``)
+        whose file the provider then deletes for good, and the words of the failure.
     lost_create: how a create whose answer was lost is found.
     cancel: (method, route) the adapter cancels with, or None.
     key_header: the header that carries the key; echo_statuses: statuses echoed back.
@@ -129,6 +131,7 @@ class AdapterFacts:
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
     cancel: tuple[str, str] | None = None
+    gone: tuple[tuple[str, ...], Callable[[Any], None], str] | None = None
     key_header: str = "authorization"
     echo_statuses: tuple[int, ...] = (400, 401, 429, 500)
     base_url: str | None = None
@@ -145,6 +148,11 @@ class AdapterFacts:
 
 def expire_flag(fake: Any, status: Any) -> None:
     """For fakes whose next download answers as an expired link once."""
+    fake.expire_next_download = True
+
+
+def gone_flag(fake: Any) -> None:
+    """For fakes whose next download answers as a deleted file (states say the rest)."""
     fake.expire_next_download = True
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import AdapterFacts, EngineFacts, expire_flag, gone_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import openai_compat
@@ -121,6 +121,7 @@ FACTS = AdapterFacts(
     unreadable=(b"<html>ok</html>", b'{"id": "video_', b"[]", b""),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={VIDEO: 2},
+    gone=(("video_completed", "video_expired"), gone_flag, ""),
     check_key=(CREATE, _answer(401, "error_401")),
     lost_create=LostCreateSearch.SEARCH, cancel=("DELETE", VIDEO), base_url=BASE_URL,
     engine=EngineFacts(

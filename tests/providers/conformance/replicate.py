@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import AdapterFacts, EngineFacts, expire_flag, gone_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import replicate
@@ -93,6 +93,7 @@ FACTS = AdapterFacts(
     no_file=({**fixture("replicate", "prediction_succeeded"), "output": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={PREDICTION: 2},
+    gone=(("prediction_succeeded", "prediction_succeeded_removed"), gone_flag, "one hour"),
     check_key=(rf"{API}/v1/account", _answer(401, "error_401")),
     lost_create=LostCreateSearch.SEARCH, cancel=("POST", rf"{PREDICTION}/cancel"),
     echo_statuses=(400, 401, 422, 429, 500),

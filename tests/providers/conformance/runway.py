@@ -81,6 +81,13 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("runway", name))
 
 
+
+def _gone(fake: FakeRunway) -> None:
+    """The link is refused and the task is deleted: gone for good."""
+    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
+    fake.router.script("GET", TASK, json_response(404, {"error": "Task not found"}))
+
+
 FACTS = AdapterFacts(
     kind="runway", provider="runway", fake=FakeRunway, make=make, request=request,
     create=CREATE, created=200, poll=TASK, job_id=TASK_ID, video=rf"{CDN}/.*",
@@ -124,6 +131,7 @@ FACTS = AdapterFacts(
         keys=("id", "status", "output", "failure", "failureCode", "progress", "x"),
         state_key="status", ending=("FAILED", "CANCELLED")),
     expire=expire_url, refresh={TASK: 2},
+    gone=(("task_succeeded",), _gone, ""),
     check_key=(rf"{API}/v1/organization", _answer(401, "error_401")),
     cancel=("DELETE", TASK), echo_statuses=(400, 401, 403, 429, 500),
     engine=EngineFacts(

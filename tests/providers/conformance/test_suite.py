@@ -399,6 +399,25 @@ async def test_an_expired_link_is_refreshed_once(facts: AdapterFacts,
                                                 ErrorLabel.DOWNLOAD_FAILED)
 
 
+@every
+async def test_a_file_gone_for_good_is_a_permanent_download_failure(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """DL-GONE (deleted at the provider: never downloaded again, never created again)"""
+    if facts.gone is None:
+        pytest.skip("the provider documents no file deleted after the render")
+    states, gone, words = facts.gone
+    fake = facts.fake(list(states))
+    provider = facts.make(client_for(fake.router))
+    status = await provider.poll(facts.job(fake))
+    gone(fake)
+    error = await _raised(_collect(provider, facts.job(fake), status))
+    assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
+                                                ErrorLabel.DOWNLOAD_FAILED)
+    assert words in str(error)
+    assert fake.creates() == 0
+
+
 # -- crash and reconcile ---------------------------------------------------------------------
 
 @every

@@ -80,6 +80,13 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("veo", name))
 
 
+
+def _gone(fake: FakeVeo) -> None:
+    """The file answers 404 and so does the operation: gone for good."""
+    fake.expire_next_download = True
+    fake.router.script("GET", OPERATION, json_response(404, fixture("veo", "error_404")))
+
+
 FACTS = AdapterFacts(
     kind="veo", provider="veo", fake=FakeVeo, make=make, request=request,
     create=CREATE, created=200, poll=OPERATION, job_id=OP_NAME, video=rf"{STORAGE}/.*",
@@ -116,6 +123,7 @@ FACTS = AdapterFacts(
     id_key="name",
     reads_as=lambda body, job_id: job_id == body["name"] and "/operations/" in job_id,
     expire=expire_flag, refresh={OPERATION: 2, FILE: 2},
+    gone=(("operation_done",), _gone, ""),
     check_key=(MODEL, _answer(400, "error_400_key_invalid")),
     key_header="x-goog-api-key", echo_statuses=(400, 403, 429, 500),
     engine=EngineFacts(
