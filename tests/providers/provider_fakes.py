@@ -112,6 +112,40 @@ class Router:
         return json_response(404, {"error": f"no fake route for {request.method} {target}"})
 
 
+class WalkingFake:
+    """A provider fake whose render walks ``states`` (fixture names), one poll at a time.
+
+    A provider's fake sets ``create_route`` (counted by :meth:`creates`) and adds its
+    routes to ``router``; :meth:`step` moves the render on and names its state;
+    :meth:`video` serves the file, answering ``expired()`` once after
+    ``expire_next_download`` is set.
+    """
+
+    create_route = ""
+
+    def __init__(self, states: list[str] | None, walk: list[str]) -> None:
+        self.router = Router()
+        self.states = states or walk
+        self.position = -1
+        self.expire_next_download = False
+
+    def creates(self) -> int:
+        return self.router.count("POST", self.create_route)
+
+    def step(self) -> str:
+        self.position = min(self.position + 1, len(self.states) - 1)
+        return self.states[self.position]
+
+    def video(self, expired: Callable[[], httpx2.Response] = lambda: httpx2.Response(404)
+              ) -> Handler:
+        def serve(request: httpx2.Request, match: Any) -> httpx2.Response:
+            if self.expire_next_download:
+                self.expire_next_download = False
+                return expired()
+            return video_response()
+        return serve
+
+
 def _target(url: httpx2.URL) -> str:
     """host + path, the string routes match against."""
     return f"{url.host}{url.path}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
 from conformance.facts import AdapterFacts, EngineFacts, expire_flag, gone_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
@@ -21,13 +21,12 @@ CREATE = rf"{API}/v1/models/google/veo-3\.1[\w-]*/predictions"
 PREDICTION = rf"{API}/v1/predictions/{PRED_ID}"
 
 
-class FakeReplicate:
+class FakeReplicate(WalkingFake):
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["prediction_starting", "prediction_processing",
-                                 "prediction_succeeded"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["prediction_starting", "prediction_processing",
+                                  "prediction_succeeded"])
         self.router.add("POST", CREATE,
                         lambda r, m: json_response(201, fixture("replicate", "create")))
         self.router.add("GET", PREDICTION, self._get)
@@ -36,20 +35,10 @@ class FakeReplicate:
                                                                 "prediction_canceled")))
         self.router.add("GET", rf"{API}/v1/account",
                         lambda r, m: json_response(200, fixture("replicate", "account")))
-        self.router.add("GET", rf"{CDN}/.*", self._video)
-
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
+        self.router.add("GET", rf"{CDN}/.*", self.video())
 
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("replicate", self.states[self.position]))
-
-    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        if self.expire_next_download:
-            self.expire_next_download = False
-            return httpx2.Response(404)
-        return video_response()
+        return json_response(200, fixture("replicate", self.step()))
 
 
 def make(client: httpx2.AsyncClient) -> replicate.ReplicateProvider:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
 from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
@@ -20,7 +20,7 @@ CREATE = rf"{API}/v1/(text|image)_to_video"
 TASK = rf"{API}/v1/tasks/{TASK_ID}"
 
 
-class FakeRunway:
+class FakeRunway(WalkingFake):
     """Runway's task API: every GET of a task moves it one state further along ``states``.
 
     Attributes:
@@ -30,11 +30,11 @@ class FakeRunway:
         expired: output links that now answer 403.
     """
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["task_pending", "task_throttled", "task_running",
-                                 "task_succeeded"]
-        self.position = -1
+        super().__init__(states, ["task_pending", "task_throttled", "task_running",
+                                  "task_succeeded"])
         self.link_generation = 0
         self.expired: set[str] = set()
         self.router.add("POST", CREATE, lambda r, m: json_response(200, fixture("runway",
@@ -46,14 +46,10 @@ class FakeRunway:
                         lambda r, m: json_response(200, fixture("runway", "organization")))
         self.router.add("GET", rf"{CDN}/.*", self._video)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if match["id"] != TASK_ID:
             return json_response(404, {"error": "Task not found"})
-        self.position = min(self.position + 1, len(self.states) - 1)
-        task = fixture("runway", self.states[self.position])
+        task = fixture("runway", self.step())
         if task["status"] == "SUCCEEDED":
             self.link_generation += 1
             task["output"] = [f"https://{CDN}/{TASK_ID}/video.mp4?_jwt=gen{self.link_generation}"]

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import (
+    HTML_PAGE,
+    SENTINEL_KEY,
+    WalkingFake,
+    fixture,
+    json_response,
+    video_response,
+)
 
 from conformance.facts import AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
@@ -23,7 +30,7 @@ FILE = rf"{API}/v1beta/files/3h2k1l9d0a7e:download"
 MODEL = rf"{API}/v1beta/models/veo-3\.1-generate-preview"
 
 
-class FakeVeo:
+class FakeVeo(WalkingFake):
     """The Gemini API's long-running operations and Files download (with a redirect).
 
     Attributes:
@@ -31,11 +38,10 @@ class FakeVeo:
         expire_next_download: the next file download answers 404 once (an expired file).
     """
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["operation_pending", "operation_running", "operation_done"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["operation_pending", "operation_running", "operation_done"])
         self.router.add("POST", CREATE, lambda r, m: json_response(200, fixture("veo", "create")))
         self.router.add("GET", OPERATION, self._operation)
         self.router.add("GET", rf"{API}/v1beta/models/[\w.-]+",
@@ -43,14 +49,10 @@ class FakeVeo:
         self.router.add("GET", FILE, self._file)
         self.router.add("GET", rf"{STORAGE}/.*", self._storage)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     def _operation(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
             return json_response(403, fixture("veo", "error_403"))
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("veo", self.states[self.position]))
+        return json_response(200, fixture("veo", self.step()))
 
     def _file(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
