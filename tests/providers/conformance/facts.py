@@ -175,14 +175,16 @@ class SearchFacts:
         page, budget: renders one page holds, pages one search reads at most.
         hosts: the provider's own hosts (the only ones a search may call), and the
             ``authorization`` header each of its calls carries.
-        first_errors: (status, fixture, class, label) of a refused first page.
+        first_errors: (status, fixture or the body itself, class, label) of a refused
+            first page.
         failures: answers to the second page that leave the search incomplete
             (``failure()`` gives what ``Router.script`` takes).
         unreadable: HTTP 200 page bodies that cannot be read.
         off: ``(make_off, route)``: an account whose host has no list, and that route.
         off_statuses: the statuses such a host answers the list with; off_label: the
             label of the error the search raises then (None: any; the engine takes any
-            error of a search as "unknown").
+            error of a search as "unknown"); off_midway: such an answer to a later page
+            turns search off too (an error, not an incomplete search).
     """
 
     label: str
@@ -194,12 +196,13 @@ class SearchFacts:
     page: int
     budget: int
     hosts: tuple[str, ...]
-    first_errors: tuple[tuple[int, str, ErrorClass, ErrorLabel], ...]
+    first_errors: tuple[tuple[int, Any, ErrorClass, ErrorLabel], ...]
     failures: tuple[Callable[[], Any], ...]
     unreadable: tuple[bytes, ...]
     off: tuple[Callable[[httpx2.AsyncClient], Any], str]
     off_statuses: tuple[int, ...] = (404, 405)
     off_label: ErrorLabel | None = ErrorLabel.SUBMIT_UNKNOWN
+    off_midway: bool = False
     authorization: str = f"Bearer {SENTINEL_KEY}"
 
     def __str__(self) -> str:
