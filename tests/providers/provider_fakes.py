@@ -171,12 +171,22 @@ def all_texts(exc: BaseException) -> str:
 
 async def run_one_row(
     tmp_path: Path, router: Router, kind: str, *, prompt: str, account: str,
-    params: dict[str, Any] | None = None, base_url: str | None = None,
-    settings: dict[str, Any] | None = None, key: str = SENTINEL_KEY,
-    config: Any = None, providers: Any = None,
+    params: dict[str, Any] | None = None, **options: Any,
 ) -> tuple[Any, Any]:
-    """One row of ``kind`` on one account whose API is ``router``, run by the real engine
-    until nothing more can happen; returns the job and the store (to read the ledger).
+    """One row of ``kind`` (see :func:`run_rows`); returns the job and the store."""
+    jobs, store = await run_rows(tmp_path, router, kind, [(prompt, params or {})],
+                                 account=account, **options)
+    return jobs[0], store
+
+
+async def run_rows(
+    tmp_path: Path, router: Router, kind: str, rows: list[tuple[str, dict[str, Any]]], *,
+    account: str, base_url: str | None = None, settings: dict[str, Any] | None = None,
+    key: str = SENTINEL_KEY, config: Any = None, providers: Any = None, capacity: int = 1,
+) -> tuple[list[Any], Any]:
+    """Rows of ``kind`` ((prompt, params) each, job keys k0, k1...) on one account whose
+    API is ``router``, run by the real engine until nothing more can happen; returns the
+    jobs in row order and the store (to read the ledger).
 
     The engine is imported here, not at the top: the fakes are also used without it."""
     import asyncio
@@ -198,10 +208,11 @@ async def run_one_row(
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
     # Priced as an import stamps it (a few cents): where the fake publishes a balance, a
     # job without a price would wait (issue 32 item 4, "price unknown: set it").
-    store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),
-                                      params=params or {}, row_number=2,
-                                      metadata={"price": 0.05})], 0)
-    store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
+    store.add_jobs(batch.id, [JobSpec(f"k{i}", prompt, kind, str(tmp_path / "out" / f"{i}.mp4"),
+                                      params=params, row_number=i + 2,
+                                      metadata={"price": 0.05})
+                              for i, (prompt, params) in enumerate(rows)], 0)
+    store.add_account(AccountSpec(account, kind, capacity, base_url, "ref", settings or {}), 0)
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,
                     rng=random.Random(1), providers=providers)
@@ -212,4 +223,4 @@ async def run_one_row(
         await engine.stop()
         engine.close_store()
         await client.aclose()
-    return store.list_jobs()[0], store
+    return sorted(store.list_jobs(), key=lambda j: j.id), store
