@@ -96,4 +96,4 @@ SEARCH = SearchFacts(
                 json.dumps({"data": [{"id": 7, "key": SENTINEL_KEY}],
                             "has_more": False}).encode(),
                 json.dumps({"data": [], "has_more": "no", "echo": SENTINEL_KEY}).encode()),
-    off=(searching, LIST), off_midway=True)
+    off=(searching, LIST), off_midway=True, settle=mock.DEFAULT_SETTLE_SECONDS)

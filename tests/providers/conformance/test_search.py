@@ -30,7 +30,12 @@ from conformance import (
 )
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.providers.base import ReconcileMethod, reconcile_method
+from reelqueue.providers.base import (
+    ReconcileMethod,
+    SearchableProvider,
+    reconcile_method,
+    sends_client_token,
+)
 
 SEARCHES = [m.SEARCH for m in (fal_search, replicate_search, luma_legacy_search,
                                openai_compat_search, mock_search)]
@@ -60,6 +65,19 @@ async def _raised(call: Any) -> ProviderError:
     with pytest.raises(ProviderError) as caught:
         await call
     return caught.value
+
+
+@every
+def test_the_adapter_searches_and_keeps_no_client_token(facts: SearchFacts,
+                                                        client_for: ClientFor) -> None:
+    """SEARCH-INTERFACE (reconcile by search; the settle time and echo lifetime declared)"""
+    fake, provider = _account(facts, client_for, 0)
+    assert isinstance(provider, SearchableProvider)
+    assert reconcile_method(provider) is ReconcileMethod.SEARCH
+    assert sends_client_token(provider) is False
+    assert (provider.settle_seconds, provider.echo_keeps_hours) == (facts.settle,
+                                                                     facts.keeps_hours)
+    assert fake.router.calls == []
 
 
 @every
