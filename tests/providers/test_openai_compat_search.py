@@ -26,7 +26,6 @@ from provider_fakes import (
     json_response,
 )
 
-from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import (
     ReconcileMethod,
@@ -254,22 +253,6 @@ async def test_without_last_id_the_last_video_is_the_cursor(client_for: ClientFo
 
 
 # -- unknown, never "none" ----------------------------------------------------------------
-
-@pytest.mark.parametrize("status", [404, 405])
-async def test_a_gateway_without_the_list_makes_search_unavailable(
-    client_for: ClientFor, status: int
-) -> None:
-    fake = FakeVideoList()
-    provider = make(client_for(fake.router), fake)
-    fake.router.script("GET", VIDEOS, json_response(status, {"error": {"message": "Not found"}}))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 600, T0)
-    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
-    assert caught.value.status_code == status
-    assert "no list of videos" in str(caught.value)
-    assert provider.supports_search is False
-    assert reconcile_method(provider) is ReconcileMethod.NONE
-
 
 async def test_check_key_finding_no_list_makes_search_unavailable(
     client_for: ClientFor,

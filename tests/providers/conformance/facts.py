@@ -184,7 +184,8 @@ class SearchFacts:
         off_statuses: the statuses such a host answers the list with; off_label: the
             label of the error the search raises then (None: any; the engine takes any
             error of a search as "unknown"); off_midway: such an answer to a later page
-            turns search off too (an error, not an incomplete search).
+            turns search off too (an error, not an incomplete search); off_words: words
+            of that error.
         settle, keeps_hours: the adapter's declared settle time and how long the provider
             keeps a render's echo (None: for ever).
     """
@@ -205,6 +206,7 @@ class SearchFacts:
     off_statuses: tuple[int, ...] = (404, 405)
     off_label: ErrorLabel | None = ErrorLabel.SUBMIT_UNKNOWN
     off_midway: bool = False
+    off_words: str = ""
     settle: float = 0.0
     keeps_hours: float | None = None
     authorization: str = f"Bearer {SENTINEL_KEY}"

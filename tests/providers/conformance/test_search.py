@@ -157,6 +157,7 @@ async def test_a_host_without_the_list_turns_search_off(facts: SearchFacts,
         assert reconcile_method(provider) is ReconcileMethod.SEARCH
         error = await _raised(provider.search(*facts.window))
         assert facts.off_label is None or error.label is facts.off_label
+        assert error.status_code == status and facts.off_words in str(error), status
         assert provider.supports_search is False
         assert reconcile_method(provider) is ReconcileMethod.NONE
 
