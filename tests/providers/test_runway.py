@@ -16,7 +16,7 @@ from conformance.runway import CREATE, TASK, TASK_ID, FakeRunway, make, request
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine import render
 from reelqueue.engine.config import EngineConfig
 from reelqueue.providers.adapters import runway
@@ -133,25 +133,6 @@ def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
 ])
 def test_failure_family(code: str, family: str) -> None:
     assert runway.failure_family(code) == family
-
-
-@pytest.mark.parametrize(("code", "error_class", "label"), [
-    ("INTERNAL.TIMEOUT", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    ("INPUT_PREPROCESSING.IMAGE", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    ("SAFETYNET", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    (42, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_undocumented_failure_codes_are_permanent(
-    client_for: ClientFor, code: Any, error_class: ErrorClass, label: ErrorLabel
-) -> None:
-    task = fixture("runway", "task_failed_bad_output")
-    task["failureCode"] = code
-    fake = FakeRunway()
-    fake.router.script("GET", TASK, json_response(200, task))
-    status = await make(client_for(fake.router)).poll(TASK_ID)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (error_class, label)
 
 
 @pytest.mark.parametrize(("headers", "wait"), [({}, None), ({"Retry-After": "3"}, 3.0)])

@@ -79,6 +79,8 @@ class AdapterFacts:
     states: (fixture, phase, sub_status or None): every documented state of a render.
     finished: the fixture of a finished render with its file.
     failures: (fixture, class, label): every documented failed state.
+    failed_answers: (poll answer, class, label, words): failed renders whose reason (a
+        text, a code, an undocumented one) goes through the failure rules.
     create_errors: documented error answers to a create and how they are classified.
     retry_after: the create route honours a Retry-After header on a 429.
     no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects;
@@ -128,6 +130,7 @@ class AdapterFacts:
                                                     ErrorLabel.PROVIDER_ERROR)
     page_5xx_maybe_sent: bool = False
     no_state: tuple[Any, ...] = ()
+    failed_answers: tuple[tuple[Any, ErrorClass, ErrorLabel, str], ...] = ()
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
     cancel: tuple[str, str] | None = None

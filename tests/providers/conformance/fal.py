@@ -74,6 +74,15 @@ FACTS = AdapterFacts(
             ("status_completed", RemotePhase.SUCCEEDED, None)),
     finished="status_completed",
     failures=(("status_completed_error", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),),
+    failed_answers=tuple(
+        (status_failure(error_type, "it went wrong"), error_class, label, "it went wrong")
+        for error_type, error_class, label in (
+            ("content_policy_violation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+            ("image_load_error", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+            ("generation_timeout", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+            ("downstream_service_unavailable", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            ("something_new_2027", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (403, "error_403_locked_balance", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS,

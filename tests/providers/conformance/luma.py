@@ -97,6 +97,11 @@ FACTS = AdapterFacts(
         ("unsupported_format", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("corrupt_input", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("invalid_request", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT))),
+    failed_answers=tuple(  # undocumented codes: permanent, never a guess
+        ({**fixture("luma", "failed_generation_failed"), "failure_code": code,
+          "failure_reason": "Something new went wrong"}, ErrorClass.PERMANENT,
+         ErrorLabel.PROVIDER_ERROR, "Something new went wrong")
+        for code in ("a_code_from_next_year", None)),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),

@@ -54,6 +54,12 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("replicate", name))
 
 
+def _failed(text: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = fixture("replicate", "prediction_failed_sensitive")
+    body["error"] = text
+    return body
+
+
 FACTS = AdapterFacts(
     kind="replicate", provider="replicate", fake=FakeReplicate, make=make, request=request,
     create=CREATE, created=201, poll=PREDICTION, job_id=PRED_ID, video=rf"{CDN}/.*",
@@ -66,6 +72,16 @@ FACTS = AdapterFacts(
         ("prediction_failed_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("prediction_failed_interrupted", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("prediction_aborted", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)),
+    failed_answers=tuple((_failed(text), error_class, label, "") for text, error_class, label in (
+        ("The input or output was flagged as sensitive. (E005)", ErrorClass.PERMANENT,
+         ErrorLabel.CONTENT_POLICY),
+        ("E1001: Model out of memory", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+        ("E1000: An unexpected error occurred.", ErrorClass.RETRYABLE,
+         ErrorLabel.PROVIDER_ERROR),
+        ("E6716: Timeout starting prediction", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+        ("CUDA error: device-side assert triggered", ErrorClass.PERMANENT,
+         ErrorLabel.PROVIDER_ERROR),
+        (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),

@@ -101,6 +101,14 @@ FACTS = AdapterFacts(
         # No retry advice in the docs: permanent, never rendered again on a guess.
         ("task_failed_preprocessing_internal", ErrorClass.PERMANENT,
          ErrorLabel.PROVIDER_ERROR)),
+    failed_answers=tuple(
+        ({**fixture("runway", "task_failed_bad_output"), "failureCode": code}, error_class,
+         label, "") for code, error_class, label in (
+            ("INTERNAL.TIMEOUT", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            ("INPUT_PREPROCESSING.IMAGE", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+            ("SAFETYNET", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (42, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (400, "error_400_validation", {}, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT,

@@ -239,6 +239,13 @@ async def test_every_documented_failure_ends_the_render(
         assert status.phase is RemotePhase.FAILED, name
         assert status.error is not None, name
         assert (status.error.error_class, status.error.label) == (error_class, label), name
+    for body, error_class, label, words in facts.failed_answers:
+        fake = facts.fake([facts.failures[0][0]])
+        fake.router.script("GET", facts.poll, json_response(200, body))
+        status = await facts.make(client_for(fake.router)).poll(facts.job(fake))
+        assert status.phase is RemotePhase.FAILED and status.error is not None, body
+        assert (status.error.error_class, status.error.label) == (error_class, label), body
+        assert words in str(status.error), body
 
 
 @every

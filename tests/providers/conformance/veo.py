@@ -101,6 +101,31 @@ FACTS = AdapterFacts(
         ("operation_error_internal", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("operation_error_invalid", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("operation_error_policy", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failed_answers=tuple(
+        ({"name": OP_NAME, "done": True, "error": {"code": code, "message": message}},
+         error_class, label, message.rstrip("."))
+        for code, message, error_class, label in (
+            (3, "Invalid value for durationSeconds.", ErrorClass.PERMANENT,
+             ErrorLabel.INVALID_INPUT),
+            (4, "Deadline exceeded.", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+            (7, "The caller does not have permission", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            (8, "Resource has been exhausted (e.g. check quota).", ErrorClass.ACCOUNT,
+             ErrorLabel.RATE_LIMITED),
+            (9, "This model requires billing to be enabled on the project.",
+             ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
+            (9, "User location is not supported for the API use.", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            (13, "An internal error has occurred.", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            (14, "The service is currently unavailable.", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            (16, "Request had invalid authentication credentials.", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            # Undocumented for Veo (UNKNOWN, ABORTED, DATA_LOSS): permanent, never a guess.
+            (2, "Unknown error.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (10, "Aborted.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (15, "Data loss.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (400, "error_400_key_invalid", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None,
          False),
