@@ -84,7 +84,8 @@ class AdapterFacts:
     create_errors: documented error answers to a create and how they are classified.
     retry_after: the create route honours a Retry-After header on a 429.
     no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects;
-        unreadable_as: the (class, label) of the latter (the body may have been sent).
+        unreadable_as: the (class, label) of the latter (the body may have been sent;
+        None: a table that does not say, an older plug-in's, is checked for that only).
     page_5xx_maybe_sent: a bare 500/502/503 page (not the provider's error body) to a
         create leaves its outcome open (a 504 always does).
     no_state: poll answers (JSON objects) that say nothing readable about the state.
@@ -126,8 +127,7 @@ class AdapterFacts:
     lost_create: LostCreateSearch = LostCreateSearch.NONE
     label: str = ""
     retry_after: bool = True
-    unreadable_as: tuple[ErrorClass, ErrorLabel] = (ErrorClass.RETRYABLE,
-                                                    ErrorLabel.PROVIDER_ERROR)
+    unreadable_as: tuple[ErrorClass, ErrorLabel] | None = None
     page_5xx_maybe_sent: bool = False
     no_state: tuple[Any, ...] = ()
     failed_answers: tuple[tuple[Any, ErrorClass, ErrorLabel, str], ...] = ()
@@ -147,6 +147,9 @@ class AdapterFacts:
 
     def job(self, fake: Any) -> str:
         return self.job_id if isinstance(self.job_id, str) else self.job_id(fake)
+
+
+RETRYABLE_UNREADABLE = (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
 
 
 def expire_flag(fake: Any, status: Any) -> None:

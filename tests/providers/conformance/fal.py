@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import fal
@@ -100,6 +100,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"request_id": ""}, {"request_id": None}, {"request_id": {"id": "x"}},
            {"status": "IN_QUEUE", "queue_position": 0}),
     unreadable=(b"<html>502</html>", b'{"request_id": "76', b"[]", b'["764cabcf"]', b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     id_key="request_id",
     reads_as=lambda body, job_id: job_id == f"fal-ai/veo3.1/requests/{body['request_id']}",
     expire=expire_flag, refresh={RESULT: 2},

@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_url
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma
@@ -117,6 +117,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"state": "queued"}, {"generation": {"id": GEN_ID}},
            {"id": ["x"]}),
     unreadable=(b"<html>ok</html>", b'{"id": "4f6c', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": GEN_ID}, {"state": None}, {"state": 3},
               {"generation": {"state": "completed"}}),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),

@@ -9,7 +9,13 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    PollShape,
+    expire_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma_legacy
@@ -83,6 +89,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"state": "queued"}, {"generation": {"id": GEN_ID}},
            {"id": {"x": 1}}),
     unreadable=(b"<html>ok</html>", b'{"id": "9a8b', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": GEN_ID}, {"state": None}, {"state": 2},
               {"generation": {"state": "completed"}}),
     no_file=({**fixture("luma_legacy", "generation_completed"), "assets": None},),

@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
@@ -104,6 +104,7 @@ FACTS = AdapterFacts(
         (504, refused(504, "timeout", "late"), {}, ErrorClass.RETRYABLE,
          ErrorLabel.TIMED_OUT, None, True)),
     no_id=(), unreadable=(b"<html>ok</html>", b"[]", b""),  # retryable, maybe sent
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=({**ANSWERS["succeeded"], "video_url": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == body["id"],
     expire=expire_flag, refresh={RENDER: 2},

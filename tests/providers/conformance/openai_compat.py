@@ -8,7 +8,13 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag, gone_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    expire_flag,
+    gone_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import openai_compat
@@ -114,6 +120,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"object": "video"}, {"data": [{"id": VIDEO_ID}]},
            {"error": None}),
     unreadable=(b"<html>ok</html>", b'{"id": "video_', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={VIDEO: 2},
     gone=(("video_completed", "video_expired"), gone_flag, ""),

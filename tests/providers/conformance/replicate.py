@@ -8,7 +8,13 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag, gone_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    expire_flag,
+    gone_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import replicate
@@ -95,6 +101,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "starting"},
            {"prediction": {"id": PRED_ID}}),
     unreadable=(b"<html>ok</html>", b'{"id": "ufaw', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=({**fixture("replicate", "prediction_succeeded"), "output": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={PREDICTION: 2},

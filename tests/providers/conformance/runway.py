@@ -7,7 +7,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_url
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import runway
@@ -126,6 +126,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "PENDING"}, {"task": {"id": TASK_ID}},
            {"id": [TASK_ID]}),
     unreadable=(b"<html>oops</html>",),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": TASK_ID}, {"status": None}, {"status": 1},
               {"task": {"status": "SUCCEEDED"}}),
     no_file=({**fixture("runway", "task_succeeded"), "output": []},),

@@ -15,7 +15,7 @@ from provider_fakes import (
     video_response,
 )
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import veo
@@ -146,6 +146,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"name": ""}, {"name": None}, {"name": "models/veo-3.1-generate-preview"},
            {"done": False}, {"operations": [{"name": OP_NAME}]}),
     unreadable=(HTML_PAGE, b'{"name": "models/veo', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=(fixture("veo", "operation_no_samples"),),
     id_key="name",
     reads_as=lambda body, job_id: job_id == body["name"] and "/operations/" in job_id,
