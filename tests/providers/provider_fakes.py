@@ -112,6 +112,40 @@ class Router:
         return json_response(404, {"error": f"no fake route for {request.method} {target}"})
 
 
+class WalkingFake:
+    """A provider fake whose render walks ``states`` (fixture names), one poll at a time.
+
+    A provider's fake sets ``create_route`` (counted by :meth:`creates`) and adds its
+    routes to ``router``; :meth:`step` moves the render on and names its state;
+    :meth:`video` serves the file, answering ``expired()`` once after
+    ``expire_next_download`` is set.
+    """
+
+    create_route = ""
+
+    def __init__(self, states: list[str] | None, walk: list[str]) -> None:
+        self.router = Router()
+        self.states = states or walk
+        self.position = -1
+        self.expire_next_download = False
+
+    def creates(self) -> int:
+        return self.router.count("POST", self.create_route)
+
+    def step(self) -> str:
+        self.position = min(self.position + 1, len(self.states) - 1)
+        return self.states[self.position]
+
+    def video(self, expired: Callable[[], httpx2.Response] = lambda: httpx2.Response(404)
+              ) -> Handler:
+        def serve(request: httpx2.Request, match: Any) -> httpx2.Response:
+            if self.expire_next_download:
+                self.expire_next_download = False
+                return expired()
+            return video_response()
+        return serve
+
+
 def _target(url: httpx2.URL) -> str:
     """host + path, the string routes match against."""
     return f"{url.host}{url.path}"
@@ -137,12 +171,22 @@ def all_texts(exc: BaseException) -> str:
 
 async def run_one_row(
     tmp_path: Path, router: Router, kind: str, *, prompt: str, account: str,
-    params: dict[str, Any] | None = None, base_url: str | None = None,
-    settings: dict[str, Any] | None = None, key: str = SENTINEL_KEY,
-    config: Any = None, providers: Any = None,
+    params: dict[str, Any] | None = None, **options: Any,
 ) -> tuple[Any, Any]:
-    """One row of ``kind`` on one account whose API is ``router``, run by the real engine
-    until nothing more can happen; returns the job and the store (to read the ledger).
+    """One row of ``kind`` (see :func:`run_rows`); returns the job and the store."""
+    jobs, store = await run_rows(tmp_path, router, kind, [(prompt, params or {})],
+                                 account=account, **options)
+    return jobs[0], store
+
+
+async def run_rows(
+    tmp_path: Path, router: Router, kind: str, rows: list[tuple[str, dict[str, Any]]], *,
+    account: str, base_url: str | None = None, settings: dict[str, Any] | None = None,
+    key: str = SENTINEL_KEY, config: Any = None, providers: Any = None, capacity: int = 1,
+) -> tuple[list[Any], Any]:
+    """Rows of ``kind`` ((prompt, params) each, job keys k0, k1...) on one account whose
+    API is ``router``, run by the real engine until nothing more can happen; returns the
+    jobs in row order and the store (to read the ledger).
 
     The engine is imported here, not at the top: the fakes are also used without it."""
     import asyncio
@@ -164,10 +208,11 @@ async def run_one_row(
     batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
     # Priced as an import stamps it (a few cents): where the fake publishes a balance, a
     # job without a price would wait (issue 32 item 4, "price unknown: set it").
-    store.add_jobs(batch.id, [JobSpec("k0", prompt, kind, str(tmp_path / "out" / "0.mp4"),
-                                      params=params or {}, row_number=2,
-                                      metadata={"price": 0.05})], 0)
-    store.add_account(AccountSpec(account, kind, 1, base_url, "ref", settings or {}), 0)
+    store.add_jobs(batch.id, [JobSpec(f"k{i}", prompt, kind, str(tmp_path / "out" / f"{i}.mp4"),
+                                      params=params, row_number=i + 2,
+                                      metadata={"price": 0.05})
+                              for i, (prompt, params) in enumerate(rows)], 0)
+    store.add_account(AccountSpec(account, kind, capacity, base_url, "ref", settings or {}), 0)
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(router))
     engine = Engine(store, config=config, keys=EveryAccountKey(key), http_client=client,
                     rng=random.Random(1), providers=providers)
@@ -178,4 +223,4 @@ async def run_one_row(
         await engine.stop()
         engine.close_store()
         await client.aclose()
-    return store.list_jobs()[0], store
+    return sorted(store.list_jobs(), key=lambda j: j.id), store

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from conformance.fal import JOB_ID, RESULT, STATUS, FakeFal, make, request
+from conformance.fal import JOB_ID, RESULT, FakeFal, make, request
 from provider_fakes import (
     SENTINEL_KEY,
     Router,
@@ -150,26 +150,3 @@ async def test_result_without_video_is_finished_not_failed(client_for: ClientFor
     assert status.phase is RemotePhase.SUCCEEDED
     assert status.video_url is None
     assert status.error is None
-
-
-@pytest.mark.parametrize(("error_type", "error_class", "label"), [
-    ("content_policy_violation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
-    ("image_load_error", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    ("generation_timeout", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
-    ("downstream_service_unavailable", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-    ("something_new_2027", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_status_error_types_go_through_the_failure_rules(
-    client_for: ClientFor, error_type: str, error_class: ErrorClass, label: ErrorLabel
-) -> None:
-    fake = FakeFal(states=["status_completed_error"])
-    body = fixture("fal", "status_completed_error")
-    body.update(error="it went wrong", error_type=error_type)
-    fake.router.script("GET", STATUS, json_response(200, body))
-    status = await make(client_for(fake.router)).poll(JOB_ID)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (error_class, label)
-    assert "it went wrong" in str(status.error)
-
-
-# -- through the real engine (MemoryStore), counting creates at the fake ------------------

@@ -34,9 +34,7 @@ from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import fal
 from reelqueue.providers.base import (
     ReconcileMethod,
-    SearchableProvider,
     reconcile_method,
-    sends_client_token,
 )
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
@@ -193,12 +191,3 @@ async def test_a_gateway_account_never_sends_its_key_to_fal(client_for: ClientFo
         await provider.search(T0 - 3600, T0)
     assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
     assert history.router.calls == []
-
-
-def test_fal_is_searched_and_keeps_no_client_token() -> None:
-    provider = make(httpx2.AsyncClient())
-    assert isinstance(provider, SearchableProvider)
-    assert reconcile_method(provider) is ReconcileMethod.SEARCH
-    assert sends_client_token(provider) is False
-    assert provider.echo_keeps_hours == 30 * 24
-

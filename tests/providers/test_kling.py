@@ -5,11 +5,9 @@ on the fake and facts of conformance/kling.py."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,19 +41,14 @@ from provider_fakes import (
     fixture,
     json_response,
     read_timeout,
+    run_rows,
 )
-from tests.every_key import EveryAccountKey
 
-from reelqueue.domain.backoff import BackoffPolicy
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState, RemotePhase
-from reelqueue.engine.config import EngineConfig
-from reelqueue.engine.engine import Engine
 from reelqueue.providers.adapters import kling
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
-from reelqueue.store.memory import MemoryStore
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -199,37 +192,6 @@ async def test_error_codes_on_create(
 
 
 # -- unknown is never "no" ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("answer", [
-    httpx2.Response(200, content=HTML_PAGE, headers={"Content-Type": "text/html"}),
-    httpx2.Response(200, content=b'{"code": 0, "data": {"task_id": "86728'),
-    httpx2.Response(200, content=b""),
-])
-async def test_an_unreadable_create_answer_is_an_unknown_outcome(
-    client_for: ClientFor, answer: httpx2.Response
-) -> None:
-    """Not JSON at all is unknown too (the JSON answers without an id: the suite)."""
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, answer)
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    error = caught.value
-    assert (error.error_class, error.label, error.body_maybe_sent) == (
-        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN, True)
-    assert fake.posts() == 1
-
-@pytest.mark.parametrize("status", [500, 502, 503, 504])
-async def test_a_bare_server_error_page_on_create_leaves_the_outcome_open(
-    client_for: ClientFor, status: int
-) -> None:
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx2.Response(status, content=HTML_PAGE,
-                                                      headers={"Content-Type": "text/html"}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert caught.value.error_class is ErrorClass.RETRYABLE
-    assert caught.value.body_maybe_sent is True, "so the engine asks by external id first"
 
 
 async def test_lookup_finds_a_task_whose_create_answer_was_lost(client_for: ClientFor) -> None:
@@ -506,40 +468,21 @@ def test_registered() -> None:
 
 # -- whole rows through the engine --------------------------------------------------------
 
-FAST = EngineConfig(retry_backoff=BackoffPolicy(0.001, 0.01), poll_backoff=BackoffPolicy(
-    0.001, 0.01), poll_min_seconds=0.0005, heartbeat_seconds=0.05,
-    rate_limit_default_seconds=0.05)
-
-
-async def run_rows(tmp_path: Path, fake: StrictKling, rows: list[dict[str, Any]]
-                   ) -> MemoryStore:
-    store = MemoryStore()
-    batch = store.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
-    store.add_jobs(batch.id, [
-        JobSpec(f"k{i}", f"prompt {i}", "kling", str(tmp_path / "out" / f"{i}.mp4"),
-                params=params, row_number=i + 2) for i, params in enumerate(rows)], 0)
-    store.add_account(AccountSpec("kl", "kling", 2, key_ref="kl"), 0)
-    async with httpx2.AsyncClient(transport=httpx2.MockTransport(fake.router)) as client:
-        engine = Engine(store, config=FAST, rng=random.Random(1), http_client=client,
-                        keys=EveryAccountKey(KEY))
-        await engine.start()
-        await asyncio.wait_for(engine.run_until_drained(), 30)
-        await engine.stop()
-    return store
-
-
-def jobs(store: MemoryStore) -> list[Any]:
-    return sorted(store.list_jobs(), key=lambda j: j.job_key)
+async def run_kling(tmp_path: Path, fake: StrictKling, rows: list[dict[str, Any]]
+                    ) -> tuple[list[Any], Any]:
+    return await run_rows(tmp_path, fake.router, "kling", [
+        (f"prompt {i}", params) for i, params in enumerate(rows)], account="kl", key=KEY,
+        capacity=2)
 
 
 async def test_text_and_image_rows_complete(tmp_path: Path) -> None:
     fake = StrictKling(steps=["query_succeed"])
     image = "data:image/png;base64," + base64.b64encode(PNG).decode()
-    store = await run_rows(tmp_path, fake, [
+    done, _ = await run_kling(tmp_path, fake, [
         {"duration": 5, "aspect_ratio": "16:9", "resolution": "720p"},
         {"image": image, "duration": 10, "audio": True}])
-    assert [j.state for j in jobs(store)] == [JobState.COMPLETED] * 2
-    assert all(Path(j.output_path).read_bytes() == VIDEO_BYTES for j in jobs(store))
+    assert [j.state for j in done] == [JobState.COMPLETED] * 2
+    assert all(Path(j.output_path).read_bytes() == VIDEO_BYTES for j in done)
     assert sorted(t["endpoint"] for t in fake.tasks.values()) == sorted(ENDPOINTS)
     assert fake.posts() == 2
 
@@ -547,8 +490,8 @@ async def test_text_and_image_rows_complete(tmp_path: Path) -> None:
 async def test_1303_waits_then_succeeds_with_one_create(tmp_path: Path) -> None:
     fake = StrictKling(steps=["query_succeed"])
     fake.router.script("POST", CREATE, json_response(429, fixture("kling", "error_1303")))
-    store = await run_rows(tmp_path, fake, [{}])
-    job = jobs(store)[0]
+    done, store = await run_kling(tmp_path, fake, [{}])
+    job = done[0]
     assert job.state is JobState.COMPLETED
     assert job.attempts == 1, "a full pack is a wait, not a spent attempt"
     assert len(fake.tasks) == 1 and fake.posts() == 2
@@ -572,8 +515,8 @@ async def test_create_answer_without_id_is_settled_by_lookup_not_a_second_create
         return json_response(200, {"code": 0, "message": "SUCCEED", "data": {}})
 
     fake.router.script("POST", CREATE, created_but_unreadable)
-    store = await run_rows(tmp_path, fake, [{}])
-    assert jobs(store)[0].state is JobState.COMPLETED
+    done, _ = await run_kling(tmp_path, fake, [{}])
+    assert done[0].state is JobState.COMPLETED
     assert fake.posts() == 1 and len(fake.tasks) == 1
 
 
@@ -585,8 +528,8 @@ async def test_server_timeout_on_create_is_settled_by_lookup(tmp_path: Path) -> 
         return kling_error(5002)
 
     fake.router.script("POST", CREATE, created_then_timed_out)
-    store = await run_rows(tmp_path, fake, [{}])
-    assert jobs(store)[0].state is JobState.COMPLETED
+    done, store = await run_kling(tmp_path, fake, [{}])
+    assert done[0].state is JobState.COMPLETED
     assert fake.posts() == 1 and len(fake.tasks) == 1
     assert "reconciled" in [e.event for e in store.ledger()]
 
@@ -598,8 +541,8 @@ async def test_unreadable_create_and_lookup_fail_the_row_without_a_second_create
     fake.router.script("POST", CREATE, read_timeout)
     fake.router.script("GET", rf"{API}/v1/videos/text2video/[0-9a-f]+",
                        json_response(200, {"code": 0, "data": [{"task_status": "succeed"}]}))
-    store = await run_rows(tmp_path, fake, [{}])
-    job = jobs(store)[0]
+    done, _ = await run_kling(tmp_path, fake, [{}])
+    job = done[0]
     # unknown is not a failure: parked for the user (issue 19)
     assert job.state is JobState.PARKED and job.error_label == "submit outcome unknown"
     assert fake.posts() == 1

@@ -20,7 +20,7 @@ from provider_fakes import SENTINEL_KEY, Router, all_texts, fixture, json_respon
 from reelqueue.cli import cmd_accounts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.models import Job
-from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.providers.adapters import luma
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
@@ -169,24 +169,6 @@ async def test_360p_and_image_with_10s_are_refused_before_sending(
     assert fake.router.calls == []
 
 
-@pytest.mark.parametrize(("code", "error_class"), [
-    ("a_code_from_next_year", ErrorClass.PERMANENT),
-    (None, ErrorClass.PERMANENT),
-])
-async def test_undocumented_failure_codes_are_permanent(
-    client_for: ClientFor, code: str | None, error_class: ErrorClass
-) -> None:
-    body = fixture("luma", "failed_generation_failed")
-    body["failure_code"] = code
-    body["failure_reason"] = "Something new went wrong"
-    fake = FakeLuma()
-    fake.router.script("GET", GENERATION, json_response(200, body))
-    status = await make(client_for(fake.router)).poll(GEN_ID)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert status.error.error_class is error_class
-    assert "Something new went wrong" in str(status.error)
-
-
 async def test_engine_rate_limited_failure_pauses_once_then_creates_afresh(
     tmp_path: Path,
 ) -> None:
@@ -212,6 +194,3 @@ async def test_engine_unreadable_poll_answer_fails_without_a_second_create(
     assert job.state is JobState.FAILED
     assert job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value
     assert fake.creates() == 1
-
-
-# -- property: no answer is read as "nothing was created" or "the render failed" ----------

@@ -26,26 +26,8 @@ from provider_fakes import (
 )
 
 from reelqueue.providers.adapters import luma_legacy
-from reelqueue.providers.base import (
-    ReconcileMethod,
-    SearchableProvider,
-    reconcile_method,
-    sends_client_token,
-)
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
-
-
-# -- the interface -------------------------------------------------------------------------
-
-
-def test_the_adapter_is_searchable(client_for: ClientFor) -> None:
-    provider = make(client_for(Router()))
-    assert isinstance(provider, SearchableProvider)
-    assert reconcile_method(provider) is ReconcileMethod.SEARCH
-    assert sends_client_token(provider) is False
-    assert provider.settle_seconds == luma_legacy.SETTLE_SECONDS
-    assert provider.echo_keeps_hours is None
 
 
 # -- found once visible, and only ours -----------------------------------------------------
@@ -276,4 +258,3 @@ async def test_an_error_mid_way_leaves_the_search_incomplete(
     assert result.complete is False
     assert len(result.records) == 11
     assert len(fake.list_calls()) == 2
-

@@ -219,34 +219,6 @@ async def test_an_undocumented_v1_code_is_permanent(client_for: ClientFor) -> No
     assert "something new" in str(caught.value)
 
 
-@pytest.mark.parametrize("status", [502, 504])
-async def test_a_bare_5xx_page_to_a_create_leaves_its_outcome_open(
-    client_for: ClientFor, status: int
-) -> None:
-    """Not MiniMax's error body: something in between answered; the create may have run."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE, httpx2.Response(
-        status, content=HTML_PAGE, headers={"Content-Type": "text/html"}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request(model="MiniMax-H3"))
-    assert caught.value.body_maybe_sent is True
-    assert fake.creates() == 1
-
-
-async def test_a_v2_create_answered_by_a_page_is_an_unknown_outcome(
-    client_for: ClientFor,
-) -> None:
-    """Its JSON answers without a task id: the conformance facts."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE, httpx2.Response(200, content=b"<html>ok</html>"))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request(model="MiniMax-H3"))
-    error = caught.value
-    assert (error.error_class, error.label, error.body_maybe_sent) == (
-        ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN, True)
-    assert fake.creates() == 1
-
-
 # -- property: no create answer is read as "nothing was created" --------------------------
 
 _JSON = st.recursive(

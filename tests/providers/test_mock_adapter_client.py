@@ -9,16 +9,16 @@ from collections.abc import Callable
 
 import httpx2
 import pytest
+from conformance.mock_search import T0, FakeList, searching
 from provider_fakes import (
     SENTINEL_KEY,
     Router,
     all_texts,
     fixture,
     json_response,
-    read_timeout,
 )
 
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.base import ProviderConfig, RenderRequest
 from reelqueue.providers.mock import MockProvider
 
@@ -66,59 +66,9 @@ async def test_an_error_text_echoing_the_key_is_scrubbed(client_for: ClientFor) 
     assert error.value.label == ErrorLabel.PROVIDER_ERROR
 
 
-# -- the search of the list (reconcile: search), against a fake built from the mock's API --
-
-T0 = 1_900_000_000.0
-
-
-class FakeList:
-    """The mock's list: creates recorded with the time they were sent, listed newest first
-    once ``delay`` has passed on ``now``, ``page`` records a page, the cursor by id.
-    ``honour_since=False`` ignores ``created_after`` (paging must stop by itself)."""
-
-    def __init__(self, page: int = 3, delay: float = 0.0, honour_since: bool = True,
-                 now: float = T0 + 1000) -> None:
-        self.now = now
-        self.page, self.delay, self.honour_since = page, delay, honour_since
-        self.renders: list[dict[str, object]] = []
-
-    def add(self, prompt: object, params: object, at: float, **extra: object) -> str:
-        render_id = f"mr_{len(self.renders) + 1}"
-        self.renders.append({"id": render_id, "created_at": at, "status": "succeeded",
-                             "prompt": prompt, "params": params, **extra})
-        return render_id
-
-    def create(self, req: httpx2.Request, match: object) -> httpx2.Response:
-        body = json.loads(req.content)
-        return json_response(201, {"id": self.add(body["prompt"], body["params"], self.now),
-                                   "status": "queued"})
-
-    def list(self, req: httpx2.Request, match: object) -> httpx2.Response:
-        query = req.url.params
-        shown = [r for r in self.renders if float(r["created_at"]) + self.delay  # type: ignore[arg-type]
-                 <= self.now]
-        if self.honour_since and "created_after" in query:
-            shown = [r for r in shown
-                     if float(r["created_at"]) >= float(query["created_after"])]  # type: ignore[arg-type]
-        shown.sort(key=lambda r: float(r["created_at"]), reverse=True)  # type: ignore[arg-type]
-        if "before" in query:
-            ids = [r["id"] for r in shown]
-            shown = shown[ids.index(query["before"]) + 1:]
-        page, more = shown[:self.page], len(shown) > self.page
-        return json_response(200, {"data": page, "has_more": more,
-                                   "next_cursor": page[-1]["id"] if more else None})
-
-    def router(self) -> Router:
-        router = Router()
-        router.add("POST", r"127\.0\.0\.1/v1/renders", self.create)
-        router.add("GET", r"127\.0\.0\.1/v1/renders", self.list)
-        return router
-
-
-def searching(client: httpx2.AsyncClient) -> MockProvider:
-    return MockProvider(client, ProviderConfig("acct", BASE, SENTINEL_KEY,
-                                               settings={"reconcile": "search"}))
-
+# -- the search of the list (reconcile: search), on conformance/mock_search.py's fake; the
+# behaviours every search shares (errors, unreadable pages, the budget) run in
+# conformance/test_search.py.
 
 def lists(router: Router) -> int:
     return router.count("GET", r"127\.0\.0\.1/v1/renders")
@@ -126,7 +76,7 @@ def lists(router: Router) -> int:
 
 async def test_a_submitted_render_is_found_after_the_list_delay(client_for: ClientFor) -> None:
     fake = FakeList(delay=1.5, now=T0)
-    router = fake.router()
+    router = fake.router
     provider = searching(client_for(router))
     req = RenderRequest(prompt="a fox", params={"duration": 4, "model": "mock-2"},
                         client_token="tok-1", job_key="k1")
@@ -146,7 +96,7 @@ async def test_paging_stops_at_a_record_older_than_since(client_for: ClientFor) 
     fake = FakeList(page=3, honour_since=False)
     for i in range(12):
         fake.add(f"shot {i}", {"duration": 4}, T0 + i)
-    router = fake.router()
+    router = fake.router
     result = await searching(client_for(router)).search(T0 + 7, T0 + 20)
     # Pages: 11 10 9 | 8 7 6 -> 6 is older than since: stop, complete.
     assert result.complete and lists(router) == 2
@@ -160,75 +110,12 @@ async def test_the_end_of_the_list_is_complete_and_the_budget_is_not(
     fake = FakeList(page=2, honour_since=False)
     for i in range(5):
         fake.add(f"shot {i}", {}, T0 + i)
-    provider = searching(client_for(fake.router()))
+    provider = searching(client_for(fake.router))
     everything = await provider.search(T0 - 100, T0 + 100)
     assert everything.complete and len(everything.records) == 5
     provider.search_page_budget = 2
     cut = await provider.search(T0 - 100, T0 + 100)
     assert not cut.complete and len(cut.records) == 4
-
-
-@pytest.mark.parametrize("failure", [
-    json_response(500, {"error": {"code": "boom", "message": "down"}}),
-    json_response(429, {"error": {"code": "rate_limited", "message": "slow"}}),
-    read_timeout,
-])
-async def test_a_list_failing_mid_way_is_incomplete(client_for: ClientFor,
-                                                    failure: object) -> None:
-    fake = FakeList(page=2)
-    for i in range(5):
-        fake.add(f"shot {i}", {}, T0 + i)
-    router = fake.router()
-    provider = searching(client_for(router))
-    await provider.search(T0 - 1, T0 + 10)  # warm: both pages of the first search work
-    router.calls.clear()
-    original = fake.list
-
-    def second_page_fails(req: httpx2.Request, match: object) -> httpx2.Response:
-        if "before" in req.url.params:
-            if isinstance(failure, httpx2.Response):
-                return failure
-            return read_timeout(req)
-        return original(req, match)
-
-    router.routes[1] = ("GET", router.routes[1][1], second_page_fails)
-    result = await provider.search(T0 - 1, T0 + 10)
-    assert not result.complete and len(result.records) == 2
-
-
-async def test_a_first_page_error_is_classified(client_for: ClientFor) -> None:
-    router = Router()
-    router.add("GET", r"127\.0\.0\.1/v1/renders", lambda req, m: json_response(
-        401, {"error": {"code": "invalid_api_key", "message": f"no: Bearer {SENTINEL_KEY}"}}))
-    with pytest.raises(ProviderError) as caught:
-        await searching(client_for(router)).search(T0, T0 + 1)
-    assert caught.value.label is ErrorLabel.KEY_REJECTED
-    assert SENTINEL_KEY[:12] not in all_texts(caught.value)
-
-
-@pytest.mark.parametrize("answer", [
-    httpx2.Response(200, content=b"<html>gateway</html>",
-                   headers={"content-type": "text/html"}),
-    json_response(200, {"data": "none"}),
-    json_response(200, {"data": []}),  # no has_more
-    json_response(200, {"data": [], "has_more": True}),  # more, but no cursor
-    json_response(200, {"data": [{"prompt": "p"}], "has_more": False}),  # no id
-    json_response(200, {"data": ["mr_1"], "has_more": False}),
-    json_response(200, [{"id": "mr_1"}]),
-    # An unreadable record quoting the key: the error text shows the record, scrubbed.
-    json_response(200, {"data": [{"id": 7, "key": SENTINEL_KEY}], "has_more": False}),
-    json_response(200, {"data": [], "has_more": "no", "echo": SENTINEL_KEY}),
-])
-async def test_an_unreadable_page_is_an_unknown_outcome(client_for: ClientFor,
-                                                        answer: httpx2.Response) -> None:
-    router = Router()
-    router.add("GET", r"127\.0\.0\.1/v1/renders", lambda req, m: answer)
-    with pytest.raises(ProviderError) as caught:
-        await searching(client_for(router)).search(T0, T0 + 1)
-    error = caught.value
-    assert (error.label, error.error_class, error.body_maybe_sent) == (
-        ErrorLabel.SUBMIT_UNKNOWN, ErrorClass.PERMANENT, True)
-    assert SENTINEL_KEY not in all_texts(error) and SENTINEL_KEY[:12] not in all_texts(error)
 
 
 async def test_records_that_cannot_be_compared_have_no_echo(client_for: ClientFor) -> None:

@@ -32,7 +32,7 @@ from provider_fakes import (
     run_one_row,
 )
 
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
+from reelqueue.domain.errors import ErrorLabel, InputError, ProviderError
 from reelqueue.domain.models import Job
 from reelqueue.domain.states import JobState
 from reelqueue.providers.adapters import openai_compat
@@ -108,17 +108,6 @@ async def test_model_is_required(client_for: ClientFor) -> None:
     assert fake.router.calls == []
     await provider.submit(request(model="other-model"))
     assert 'name="model"\r\n\r\nother-model\r\n' in fake.router.calls[0].body.decode()
-
-
-async def test_expired_video_is_a_permanent_download_failure(client_for: ClientFor) -> None:
-    fake = FakeGateway(states=["video_completed", "video_expired"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(VIDEO_ID)
-    fake.expire_next_download = True
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, status)
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
 
 
 async def test_check_key_falls_back_to_models(client_for: ClientFor) -> None:

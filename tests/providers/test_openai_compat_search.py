@@ -10,7 +10,6 @@ from pathlib import Path
 import httpx2
 import pytest
 from conformance.openai_compat_search import (
-    BASE_URL,
     GATEWAY,
     HOUR,
     T0,
@@ -22,22 +21,17 @@ from conformance.openai_compat_search import (
     request,
 )
 from provider_fakes import (
-    SENTINEL_KEY,
     Router,
     fixture,
     json_response,
 )
 
-from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import (
-    ProviderConfig,
     ReconcileMethod,
     RemoteRecord,
     RenderRequest,
-    SearchableProvider,
     reconcile_method,
-    sends_client_token,
 )
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
@@ -71,16 +65,6 @@ async def test_a_submitted_render_is_found_once_the_list_shows_it(
     assert ours.status == "queued"
     assert matches(result.records, provider.echo(row), since, until) == [job_id]
     assert fake.router.count("POST", VIDEOS) == 1
-
-
-async def test_settle_time_and_flags_are_declared(client_for: ClientFor) -> None:
-    provider = openai_compat.create(client_for(Router()), ProviderConfig(
-        "gw", BASE_URL, SENTINEL_KEY, settings={"model": "wan-2.5"}))
-    assert isinstance(provider, SearchableProvider)
-    assert reconcile_method(provider) is ReconcileMethod.SEARCH
-    assert sends_client_token(provider) is False
-    assert provider.settle_seconds == 300.0
-    assert provider.echo_keeps_hours == 24.0
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -269,22 +253,6 @@ async def test_without_last_id_the_last_video_is_the_cursor(client_for: ClientFo
 
 
 # -- unknown, never "none" ----------------------------------------------------------------
-
-@pytest.mark.parametrize("status", [404, 405])
-async def test_a_gateway_without_the_list_makes_search_unavailable(
-    client_for: ClientFor, status: int
-) -> None:
-    fake = FakeVideoList()
-    provider = make(client_for(fake.router), fake)
-    fake.router.script("GET", VIDEOS, json_response(status, {"error": {"message": "Not found"}}))
-    with pytest.raises(ProviderError) as caught:
-        await provider.search(T0 - 600, T0)
-    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
-    assert caught.value.status_code == status
-    assert "no list of videos" in str(caught.value)
-    assert provider.supports_search is False
-    assert reconcile_method(provider) is ReconcileMethod.NONE
-
 
 async def test_check_key_finding_no_list_makes_search_unavailable(
     client_for: ClientFor,

@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx2
 import pytest
-from conformance.replicate import CREATE, PRED_ID, PREDICTION, FakeReplicate, make, request
+from conformance.replicate import CREATE, PRED_ID, FakeReplicate, make, request
 from provider_fakes import Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import JobState, RemotePhase
+from reelqueue.domain.states import JobState
 from reelqueue.providers.adapters import replicate
 from reelqueue.providers.builtin import builtin_registry
 
@@ -43,21 +43,6 @@ async def test_create_body_as_documented(client_for: ClientFor) -> None:
         "image": "https://img.example.test/a.png"}}
 
 
-async def test_output_deleted_after_an_hour_is_a_permanent_download_failure(
-    client_for: ClientFor,
-) -> None:
-    fake = FakeReplicate(states=["prediction_succeeded", "prediction_succeeded_removed"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(PRED_ID)
-    fake.expire_next_download = True
-    with pytest.raises(ProviderError) as caught:
-        await collect(provider, status)
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-    assert "one hour" in str(caught.value)
-    assert fake.creates() == 0
-
-
 def test_registered() -> None:
     info = builtin_registry().get("replicate")
     assert info.factory is replicate.create
@@ -82,28 +67,6 @@ async def test_429_wordings_give_the_wait(client_for: ClientFor, body: Any,
     assert (caught.value.error_class, caught.value.label) == (ErrorClass.ACCOUNT,
                                                               ErrorLabel.RATE_LIMITED)
     assert caught.value.retry_after == wait
-
-
-@pytest.mark.parametrize(("text", "error_class", "label"), [
-    ("The input or output was flagged as sensitive. (E005)", ErrorClass.PERMANENT,
-     ErrorLabel.CONTENT_POLICY),
-    ("E1001: Model out of memory", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    ("E1000: An unexpected error occurred.", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
-    ("E6716: Timeout starting prediction", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
-    ("CUDA error: device-side assert triggered", ErrorClass.PERMANENT,
-     ErrorLabel.PROVIDER_ERROR),
-    (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_failure_texts_go_through_the_failure_rules(
-    client_for: ClientFor, text: str | None, error_class: ErrorClass, label: ErrorLabel
-) -> None:
-    body = fixture("replicate", "prediction_failed_sensitive")
-    body["error"] = text
-    fake = FakeReplicate()
-    fake.router.script("GET", PREDICTION, json_response(200, body))
-    status = await make(client_for(fake.router)).poll(PRED_ID)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (error_class, label)
 
 
 async def test_engine_rate_limit_with_the_older_wording_waits_then_creates_once(

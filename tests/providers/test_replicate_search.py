@@ -23,35 +23,17 @@ from conformance.replicate_search import (
     request,
 )
 from provider_fakes import (
-    SENTINEL_KEY,
     Router,
-    all_texts,
     fixture,
     json_response,
 )
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.base import (
-    ReconcileMethod,
-    SearchableProvider,
     SearchResult,
-    reconcile_method,
-    sends_client_token,
 )
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
-
-
-# -- the interface ----------------------------------------------------------------------
-
-
-def test_replicate_reconciles_by_search(client_for: ClientFor) -> None:
-    provider = make(client_for(Router()))
-    assert isinstance(provider, SearchableProvider)
-    assert reconcile_method(provider) is ReconcileMethod.SEARCH
-    assert sends_client_token(provider) is False
-    assert provider.settle_seconds == 120.0
-    assert provider.echo_keeps_hours == 1.0
 
 
 # -- found once listed, with the echo of the request ------------------------------------
@@ -255,21 +237,6 @@ async def test_a_list_out_of_the_documented_order_is_incomplete(
 # -- answers that cannot be read ----------------------------------------------------------
 
 
-UNREADABLE: list[Any] = [
-    httpx2.Response(200, content=b"<html>ok</html>"),
-    httpx2.Response(200, content=b'{"results": [{"id": "ufaw'),
-    json_response(200, []),
-    json_response(200, {"next": None}),
-    json_response(200, {"results": "none", "next": None}),
-    json_response(200, {"results": [], "next": 2}),
-    json_response(200, {"results": [], "next": ""}),
-    json_response(200, {"results": [{"status": "starting"}], "next": None}),
-    json_response(200, {"results": [{"id": ""}], "next": None}),
-    json_response(200, {"results": ["ufawqhfynnddngldkgtslldrkq"], "next": None}),
-    json_response(200, {"data": [], "has_more": False}),
-]
-
-
 async def test_a_next_link_to_another_host_is_never_followed(client_for: ClientFor) -> None:
     fake = FakeAccount()
     for index in range(150):
@@ -280,20 +247,6 @@ async def test_a_next_link_to_another_host_is_never_followed(client_for: ClientF
     assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
     assert "collector.example.test" in str(caught.value)
     assert {call.url.host for call in fake.router.calls} == {API}
-
-
-# -- the key ------------------------------------------------------------------------------
-
-
-async def test_an_unreadable_page_echoing_the_key_does_not_show_it(
-    client_for: ClientFor,
-) -> None:
-    router = Router()
-    router.script("GET", LIST, json_response(200, {"detail": f"token {SENTINEL_KEY}"}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(router)).search(T0 - 60, T0)
-    assert caught.value.label is ErrorLabel.SUBMIT_UNKNOWN
-    assert SENTINEL_KEY not in all_texts(caught.value)
 
 
 def test_echo_needs_no_network(client_for: ClientFor) -> None:

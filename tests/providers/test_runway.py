@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx2
 import pytest
-from conformance.runway import CDN, CREATE, TASK, TASK_ID, FakeRunway, make, request
+from conformance.runway import CREATE, TASK, TASK_ID, FakeRunway, make, request
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
-from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine import render
 from reelqueue.engine.config import EngineConfig
 from reelqueue.providers.adapters import runway
@@ -90,20 +90,6 @@ async def test_invalid_params_fail_before_any_request(client_for: ClientFor) -> 
     assert fake.router.calls == []
 
 
-async def test_task_deleted_before_download_is_a_permanent_download_failure(
-    client_for: ClientFor,
-) -> None:
-    fake = FakeRunway(states=["task_succeeded"])
-    provider = make(client_for(fake.router))
-    status = await provider.poll(TASK_ID)
-    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
-    fake.router.script("GET", TASK, json_response(404, {"error": "Task not found"}))
-    with pytest.raises(ProviderError) as caught:
-        _ = [chunk async for chunk in provider.download(TASK_ID, status)]
-    assert (caught.value.error_class, caught.value.label) == (
-        ErrorClass.PERMANENT, ErrorLabel.DOWNLOAD_FAILED)
-
-
 def test_registered_with_its_params() -> None:
     info = builtin_registry().get("runway")
     assert info.factory is runway.create
@@ -147,25 +133,6 @@ def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
 ])
 def test_failure_family(code: str, family: str) -> None:
     assert runway.failure_family(code) == family
-
-
-@pytest.mark.parametrize(("code", "error_class", "label"), [
-    ("INTERNAL.TIMEOUT", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    ("INPUT_PREPROCESSING.IMAGE", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
-    ("SAFETYNET", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-    (42, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
-])
-async def test_undocumented_failure_codes_are_permanent(
-    client_for: ClientFor, code: Any, error_class: ErrorClass, label: ErrorLabel
-) -> None:
-    task = fixture("runway", "task_failed_bad_output")
-    task["failureCode"] = code
-    fake = FakeRunway()
-    fake.router.script("GET", TASK, json_response(200, task))
-    status = await make(client_for(fake.router)).poll(TASK_ID)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (error_class, label)
 
 
 @pytest.mark.parametrize(("headers", "wait"), [({}, None), ({"Retry-After": "3"}, 3.0)])

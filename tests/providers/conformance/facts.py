@@ -79,9 +79,15 @@ class AdapterFacts:
     states: (fixture, phase, sub_status or None): every documented state of a render.
     finished: the fixture of a finished render with its file.
     failures: (fixture, class, label): every documented failed state.
+    failed_answers: (poll answer, class, label, words): failed renders whose reason (a
+        text, a code, an undocumented one) goes through the failure rules.
     create_errors: documented error answers to a create and how they are classified.
     retry_after: the create route honours a Retry-After header on a 429.
-    no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects.
+    no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects;
+        unreadable_as: the (class, label) of the latter (the body may have been sent;
+        None: a table that does not say, an older plug-in's, is checked for that only).
+    page_5xx_maybe_sent: a bare 500/502/503 page (not the provider's error body) to a
+        create leaves its outcome open (a 504 always does).
     no_state: poll answers (JSON objects) that say nothing readable about the state.
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
     no_file: finished poll answers (JSON) without the file.
@@ -89,6 +95,8 @@ class AdapterFacts:
     refresh: route -> how many GETs it has had once a poll and a download whose link
         was dead are done (the fresh link is read again once).
     check_key: (route read, answer refusing the key, or None).
+    gone: (states, ``gone(fake)``, words): a finished render (polled along ``states``)
+        whose file the provider then deletes for good, and the words of the failure.
     lost_create: how a create whose answer was lost is found.
     cancel: (method, route) the adapter cancels with, or None.
     key_header: the header that carries the key; echo_statuses: statuses echoed back.
@@ -119,10 +127,14 @@ class AdapterFacts:
     lost_create: LostCreateSearch = LostCreateSearch.NONE
     label: str = ""
     retry_after: bool = True
+    unreadable_as: tuple[ErrorClass, ErrorLabel] | None = None
+    page_5xx_maybe_sent: bool = False
     no_state: tuple[Any, ...] = ()
+    failed_answers: tuple[tuple[Any, ErrorClass, ErrorLabel, str], ...] = ()
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
     cancel: tuple[str, str] | None = None
+    gone: tuple[tuple[str, ...], Callable[[Any], None], str] | None = None
     key_header: str = "authorization"
     echo_statuses: tuple[int, ...] = (400, 401, 429, 500)
     base_url: str | None = None
@@ -137,8 +149,16 @@ class AdapterFacts:
         return self.job_id if isinstance(self.job_id, str) else self.job_id(fake)
 
 
+RETRYABLE_UNREADABLE = (ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)
+
+
 def expire_flag(fake: Any, status: Any) -> None:
     """For fakes whose next download answers as an expired link once."""
+    fake.expire_next_download = True
+
+
+def gone_flag(fake: Any) -> None:
+    """For fakes whose next download answers as a deleted file (states say the rest)."""
     fake.expire_next_download = True
 
 
@@ -161,14 +181,19 @@ class SearchFacts:
         page, budget: renders one page holds, pages one search reads at most.
         hosts: the provider's own hosts (the only ones a search may call), and the
             ``authorization`` header each of its calls carries.
-        first_errors: (status, fixture, class, label) of a refused first page.
+        first_errors: (status, fixture or the body itself, class, label) of a refused
+            first page.
         failures: answers to the second page that leave the search incomplete
             (``failure()`` gives what ``Router.script`` takes).
         unreadable: HTTP 200 page bodies that cannot be read.
         off: ``(make_off, route)``: an account whose host has no list, and that route.
         off_statuses: the statuses such a host answers the list with; off_label: the
             label of the error the search raises then (None: any; the engine takes any
-            error of a search as "unknown").
+            error of a search as "unknown"); off_midway: such an answer to a later page
+            turns search off too (an error, not an incomplete search); off_words: words
+            of that error.
+        settle, keeps_hours: the adapter's declared settle time and how long the provider
+            keeps a render's echo (None: for ever).
     """
 
     label: str
@@ -180,12 +205,16 @@ class SearchFacts:
     page: int
     budget: int
     hosts: tuple[str, ...]
-    first_errors: tuple[tuple[int, str, ErrorClass, ErrorLabel], ...]
+    first_errors: tuple[tuple[int, Any, ErrorClass, ErrorLabel], ...]
     failures: tuple[Callable[[], Any], ...]
     unreadable: tuple[bytes, ...]
     off: tuple[Callable[[httpx2.AsyncClient], Any], str]
     off_statuses: tuple[int, ...] = (404, 405)
     off_label: ErrorLabel | None = ErrorLabel.SUBMIT_UNKNOWN
+    off_midway: bool = False
+    off_words: str = ""
+    settle: float = 0.0
+    keeps_hours: float | None = None
     authorization: str = f"Bearer {SENTINEL_KEY}"
 
     def __str__(self) -> str:

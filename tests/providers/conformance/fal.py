@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import fal
@@ -23,14 +23,13 @@ STATUS = rf"{API}/fal-ai/veo3\.1/requests/{REQUEST_ID}/status"
 RESULT = rf"{API}/fal-ai/veo3\.1/requests/{REQUEST_ID}"
 
 
-class FakeFal:
+class FakeFal(WalkingFake):
     """fal's queue: status walks ``states`` one GET at a time; the result gives the video."""
 
+    create_route = SUBMIT
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["status_in_queue", "status_in_progress", "status_completed"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["status_in_queue", "status_in_progress", "status_completed"])
         self.router.add("POST", SUBMIT, lambda r, m: json_response(200, fixture("fal", "submit")))
         self.router.add("GET", STATUS, self._status)
         self.router.add("GET", RESULT, lambda r, m: json_response(200, fixture("fal", "result")))
@@ -38,23 +37,13 @@ class FakeFal:
                         lambda r, m: json_response(202, {"status": "CANCELLATION_REQUESTED"}))
         self.router.add("GET", rf"{API}/fal-ai/veo3\.1/requests/0+-0+-0+-0+-0+/status",
                         lambda r, m: json_response(404, fixture("fal", "error_404_request")))
-        self.router.add("GET", rf"{CDN}/.*", self._video)
-
-    def creates(self) -> int:
-        return self.router.count("POST", SUBMIT)
+        self.router.add("GET", rf"{CDN}/.*", self.video(lambda: httpx2.Response(
+            404, content=b"Not Found", headers={"Content-Type": "text/plain"})))
 
     def _status(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("authorization") != f"Key {SENTINEL_KEY}":
             return json_response(401, fixture("fal", "error_401"))
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("fal", self.states[self.position]))
-
-    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        if self.expire_next_download:
-            self.expire_next_download = False
-            return httpx2.Response(404, content=b"Not Found", headers={
-                "Content-Type": "text/plain"})
-        return video_response()
+        return json_response(200, fixture("fal", self.step()))
 
 
 def make(client: httpx2.AsyncClient) -> fal.FalProvider:
@@ -85,6 +74,15 @@ FACTS = AdapterFacts(
             ("status_completed", RemotePhase.SUCCEEDED, None)),
     finished="status_completed",
     failures=(("status_completed_error", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),),
+    failed_answers=tuple(
+        (status_failure(error_type, "it went wrong"), error_class, label, "it went wrong")
+        for error_type, error_class, label in (
+            ("content_policy_violation", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
+            ("image_load_error", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+            ("generation_timeout", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+            ("downstream_service_unavailable", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            ("something_new_2027", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (403, "error_403_locked_balance", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS,
@@ -102,6 +100,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"request_id": ""}, {"request_id": None}, {"request_id": {"id": "x"}},
            {"status": "IN_QUEUE", "queue_position": 0}),
     unreadable=(b"<html>502</html>", b'{"request_id": "76', b"[]", b'["764cabcf"]', b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     id_key="request_id",
     reads_as=lambda body, job_id: job_id == f"fal-ai/veo3.1/requests/{body['request_id']}",
     expire=expire_flag, refresh={RESULT: 2},

@@ -164,4 +164,4 @@ SEARCH = SearchFacts(
                 b'{"items": [{"endpoint_id": "fal-ai/veo3.1"}], "has_more": false}',
                 b'{"items": [{"request_id": "r1"}], "has_more": false}',
                 b'{"items": null}'),
-    off=(make, LIST), off_statuses=(404,))
+    off=(make, LIST), off_statuses=(404,), settle=900.0, keeps_hours=30 * 24)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
 
 from conformance.facts import AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
@@ -300,7 +300,8 @@ FACTS = AdapterFacts(
         {"data": [{"task_id": "1"}]}, {"data": None}, {})),
         {"data": {"task_id": "1"}},
         {"code": 0, "data": {"task_id": "1", "task_info": {"external_task_id": "other"}}}, []),
-    unreadable=(),
+    unreadable=(HTML_PAGE, b'{"code": 0, "data": {"task_id": "86728', b""),
+    unreadable_as=(ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN), page_5xx_maybe_sent=True,
     no_state=tuple({"code": 0, "data": data} for data in (
         {}, {"task_id": "999"}, {"task_id": SEEDED, "task_status": 3}, [], None)),
     no_file=(_finished_without_file(),),

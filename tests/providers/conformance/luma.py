@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_url
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma
@@ -22,14 +22,14 @@ GENERATION = rf"{API}/v1/generations/{GEN_ID}"
 ANY_GENERATION = rf"{API}/v1/generations/[^/]+"
 
 
-class FakeLuma:
+class FakeLuma(WalkingFake):
     """Generations walk ``states`` one GET at a time; each completed GET re-signs the URL."""
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["generation_queued", "generation_processing",
-                                 "generation_completed"]
-        self.position = -1
+        super().__init__(states, ["generation_queued", "generation_processing",
+                                  "generation_completed"])
         self.signatures = 0
         self.expired: set[str] = set()
         self.router.add("POST", CREATE, self._authorized(
@@ -42,9 +42,6 @@ class FakeLuma:
                         lambda r, m: json_response(404, {"detail": "Not Found"}))
         self.router.add("GET", rf"{CDN}/.*", self._video)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     @staticmethod
     def _authorized(handler: Any) -> Any:
         def check(request: httpx2.Request, match: Any) -> httpx2.Response:
@@ -55,8 +52,7 @@ class FakeLuma:
         return check
 
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
-        generation = fixture("luma", self.states[self.position])
+        generation = fixture("luma", self.step())
         if generation["state"] == "completed":
             self.signatures += 1
             generation["output"][0]["url"] = (
@@ -101,6 +97,11 @@ FACTS = AdapterFacts(
         ("unsupported_format", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("corrupt_input", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("invalid_request", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT))),
+    failed_answers=tuple(  # undocumented codes: permanent, never a guess
+        ({**fixture("luma", "failed_generation_failed"), "failure_code": code,
+          "failure_reason": "Something new went wrong"}, ErrorClass.PERMANENT,
+         ErrorLabel.PROVIDER_ERROR, "Something new went wrong")
+        for code in ("a_code_from_next_year", None)),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),
@@ -116,6 +117,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"state": "queued"}, {"generation": {"id": GEN_ID}},
            {"id": ["x"]}),
     unreadable=(b"<html>ok</html>", b'{"id": "4f6c', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": GEN_ID}, {"state": None}, {"state": 3},
               {"generation": {"state": "completed"}}),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),

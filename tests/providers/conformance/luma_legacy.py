@@ -7,9 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    PollShape,
+    expire_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma_legacy
@@ -22,32 +28,21 @@ CREATE = rf"{API}/dream-machine/v1/generations/video"
 GENERATION = rf"{API}/dream-machine/v1/generations/{GEN_ID}"
 
 
-class FakeDreamMachine:
+class FakeDreamMachine(WalkingFake):
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["generation_queued", "generation_dreaming",
-                                 "generation_completed"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["generation_queued", "generation_dreaming",
+                                  "generation_completed"])
         self.router.add("POST", CREATE,
                         lambda r, m: json_response(201, fixture("luma_legacy", "create")))
         self.router.add("GET", GENERATION, self._get)
         self.router.add("GET", rf"{API}/dream-machine/v1/credits",
                         lambda r, m: json_response(200, fixture("luma_legacy", "credits")))
-        self.router.add("GET", rf"{CDN}/.*", self._video)
-
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
+        self.router.add("GET", rf"{CDN}/.*", self.video())
 
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("luma_legacy", self.states[self.position]))
-
-    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        if self.expire_next_download:
-            self.expire_next_download = False
-            return httpx2.Response(404)
-        return video_response()
+        return json_response(200, fixture("luma_legacy", self.step()))
 
 
 def make(client: httpx2.AsyncClient) -> luma_legacy.LumaLegacyProvider:
@@ -94,6 +89,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"state": "queued"}, {"generation": {"id": GEN_ID}},
            {"id": {"x": 1}}),
     unreadable=(b"<html>ok</html>", b'{"id": "9a8b', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": GEN_ID}, {"state": None}, {"state": 2},
               {"generation": {"state": "completed"}}),
     no_file=({**fixture("luma_legacy", "generation_completed"), "assets": None},),

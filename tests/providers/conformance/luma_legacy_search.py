@@ -145,4 +145,5 @@ SEARCH = SearchFacts(
                 b'{"generations": [], "offset": 300}'),
     off=(lambda client: make(client, base_url="https://gw.example.test/v1"),
          r"gw\.example\.test/v1/generations"),
-    off_label=None)  # the 404 itself, as classified; search is off all the same
+    off_label=None,  # the 404 itself, as classified; search is off all the same
+    settle=luma_legacy.SETTLE_SECONDS)

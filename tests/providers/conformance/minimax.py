@@ -266,7 +266,9 @@ VIDEO = (r"(public-cdn-video-data-algeng\.oss-cn-wulanchabu\.aliyuncs\.com"
          r"|video-product\.cdn\.minimax\.io)/.*")
 _COMMON: dict[str, Any] = {"kind": "minimax", "provider": "minimax", "make": make,
                            "created": 200, "video": VIDEO, "id_key": "task_id",
-                           "check_key": (V1_QUERY, _answer(200, "v1_base_resp_1004"))}
+                           "check_key": (V1_QUERY, _answer(200, "v1_base_resp_1004")),
+                           "unreadable_as": (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
+                           "page_5xx_maybe_sent": True}
 
 FACTS = AdapterFacts(
     **_COMMON, label="minimax-v1", fake=lambda states=None: FakeMiniMax(v1_states=states),

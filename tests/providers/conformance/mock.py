@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
@@ -45,14 +45,13 @@ def refused(status: int, code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-class FakeMock:
+class FakeMock(WalkingFake):
     """The mock's API: every GET of the render moves it one answer along ``states``."""
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["queued", "running", "succeeded"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["queued", "running", "succeeded"])
         self.router.add("POST", CREATE, lambda r, m: json_response(
             201, {"id": RENDER_ID, "status": "queued", "client_token": "tok-1"}))
         self.router.add("GET", RENDER, self._get)
@@ -61,20 +60,11 @@ class FakeMock:
                         lambda r, m: json_response(200, {"account": "acct"}))
         self.router.add("GET", CREATE, lambda r, m: json_response(200, {"data": [
             {**ANSWERS["queued"], "client_token": r.url.params.get("client_token")}]}))
-        self.router.add("GET", FILES, self._video)
-
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
+        self.router.add("GET", FILES, self.video(
+            lambda: json_response(404, refused(404, "not_found", "no such file"))))
 
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, ANSWERS[self.states[self.position]])
-
-    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        if self.expire_next_download:
-            self.expire_next_download = False
-            return json_response(404, refused(404, "not_found", "no such file"))
-        return video_response()
+        return json_response(200, ANSWERS[self.step()])
 
 
 def make(client: httpx2.AsyncClient) -> MockProvider:
@@ -114,6 +104,7 @@ FACTS = AdapterFacts(
         (504, refused(504, "timeout", "late"), {}, ErrorClass.RETRYABLE,
          ErrorLabel.TIMED_OUT, None, True)),
     no_id=(), unreadable=(b"<html>ok</html>", b"[]", b""),  # retryable, maybe sent
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=({**ANSWERS["succeeded"], "video_url": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == body["id"],
     expire=expire_flag, refresh={RENDER: 2},

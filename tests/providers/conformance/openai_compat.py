@@ -6,9 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    expire_flag,
+    gone_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import openai_compat
@@ -23,7 +29,7 @@ VIDEO = rf"{GATEWAY}/v1/videos/{VIDEO_ID}"
 CONTENT = rf"{VIDEO}/content"
 
 
-class FakeGateway:
+class FakeGateway(WalkingFake):
     """The /v1/videos shape; the content endpoint redirects to a storage host.
 
     Attributes:
@@ -31,13 +37,12 @@ class FakeGateway:
             so the engine polls at its own fast test pace).
     """
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None,
                  poll_after_ms: str | None = "2500") -> None:
-        self.router = Router()
-        self.states = states or ["video_queued", "video_in_progress", "video_completed"]
-        self.position = -1
+        super().__init__(states, ["video_queued", "video_in_progress", "video_completed"])
         self.poll_after_ms = poll_after_ms
-        self.expire_next_download = False
         self.router.add("POST", CREATE,
                         lambda r, m: json_response(200, fixture("openai_compat", "create")))
         self.router.add("GET", VIDEO, self._get)
@@ -48,13 +53,9 @@ class FakeGateway:
                         lambda r, m: json_response(200, fixture("openai_compat", "list")))
         self.router.add("GET", rf"{STORAGE}/.*", self._storage)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
         headers = {"openai-poll-after-ms": self.poll_after_ms} if self.poll_after_ms else {}
-        return json_response(200, fixture("openai_compat", self.states[self.position]),
+        return json_response(200, fixture("openai_compat", self.step()),
                              headers)
 
     def _content(self, request: httpx2.Request, match: Any) -> httpx2.Response:
@@ -119,8 +120,10 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"object": "video"}, {"data": [{"id": VIDEO_ID}]},
            {"error": None}),
     unreadable=(b"<html>ok</html>", b'{"id": "video_', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={VIDEO: 2},
+    gone=(("video_completed", "video_expired"), gone_flag, ""),
     check_key=(CREATE, _answer(401, "error_401")),
     lost_create=LostCreateSearch.SEARCH, cancel=("DELETE", VIDEO), base_url=BASE_URL,
     engine=EngineFacts(

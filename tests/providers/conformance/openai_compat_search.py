@@ -162,4 +162,5 @@ SEARCH = SearchFacts(
                 b'{"data": ["video_1"], "has_more": false}',
                 b'{"data": [], "has_more": "no"}', b'{"data": [], "has_more": true}',
                 b'{"data": [{"id": "video_1"}], "has_more": true, "last_id": 7}'),
-    off=(lambda client: make(client, FakeVideoList()), VIDEOS))
+    off=(lambda client: make(client, FakeVideoList()), VIDEOS), settle=300.0, keeps_hours=24.0,
+    off_words="no list of videos")

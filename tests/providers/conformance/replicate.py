@@ -6,9 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import (
+    RETRYABLE_UNREADABLE,
+    AdapterFacts,
+    EngineFacts,
+    expire_flag,
+    gone_flag,
+)
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import replicate
@@ -21,13 +27,12 @@ CREATE = rf"{API}/v1/models/google/veo-3\.1[\w-]*/predictions"
 PREDICTION = rf"{API}/v1/predictions/{PRED_ID}"
 
 
-class FakeReplicate:
+class FakeReplicate(WalkingFake):
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["prediction_starting", "prediction_processing",
-                                 "prediction_succeeded"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["prediction_starting", "prediction_processing",
+                                  "prediction_succeeded"])
         self.router.add("POST", CREATE,
                         lambda r, m: json_response(201, fixture("replicate", "create")))
         self.router.add("GET", PREDICTION, self._get)
@@ -36,20 +41,10 @@ class FakeReplicate:
                                                                 "prediction_canceled")))
         self.router.add("GET", rf"{API}/v1/account",
                         lambda r, m: json_response(200, fixture("replicate", "account")))
-        self.router.add("GET", rf"{CDN}/.*", self._video)
-
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
+        self.router.add("GET", rf"{CDN}/.*", self.video())
 
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("replicate", self.states[self.position]))
-
-    def _video(self, request: httpx2.Request, match: Any) -> httpx2.Response:
-        if self.expire_next_download:
-            self.expire_next_download = False
-            return httpx2.Response(404)
-        return video_response()
+        return json_response(200, fixture("replicate", self.step()))
 
 
 def make(client: httpx2.AsyncClient) -> replicate.ReplicateProvider:
@@ -65,6 +60,12 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("replicate", name))
 
 
+def _failed(text: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = fixture("replicate", "prediction_failed_sensitive")
+    body["error"] = text
+    return body
+
+
 FACTS = AdapterFacts(
     kind="replicate", provider="replicate", fake=FakeReplicate, make=make, request=request,
     create=CREATE, created=201, poll=PREDICTION, job_id=PRED_ID, video=rf"{CDN}/.*",
@@ -77,6 +78,16 @@ FACTS = AdapterFacts(
         ("prediction_failed_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("prediction_failed_interrupted", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("prediction_aborted", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)),
+    failed_answers=tuple((_failed(text), error_class, label, "") for text, error_class, label in (
+        ("The input or output was flagged as sensitive. (E005)", ErrorClass.PERMANENT,
+         ErrorLabel.CONTENT_POLICY),
+        ("E1001: Model out of memory", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+        ("E1000: An unexpected error occurred.", ErrorClass.RETRYABLE,
+         ErrorLabel.PROVIDER_ERROR),
+        ("E6716: Timeout starting prediction", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+        ("CUDA error: device-side assert triggered", ErrorClass.PERMANENT,
+         ErrorLabel.PROVIDER_ERROR),
+        (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),
@@ -90,9 +101,11 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "starting"},
            {"prediction": {"id": PRED_ID}}),
     unreadable=(b"<html>ok</html>", b'{"id": "ufaw', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=({**fixture("replicate", "prediction_succeeded"), "output": None},),
     id_key="id", reads_as=lambda body, job_id: job_id == str(body["id"]),
     expire=expire_flag, refresh={PREDICTION: 2},
+    gone=(("prediction_succeeded", "prediction_succeeded_removed"), gone_flag, "one hour"),
     check_key=(rf"{API}/v1/account", _answer(401, "error_401")),
     lost_create=LostCreateSearch.SEARCH, cancel=("POST", rf"{PREDICTION}/cancel"),
     echo_statuses=(400, 401, 422, 429, 500),

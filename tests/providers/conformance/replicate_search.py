@@ -196,6 +196,7 @@ SEARCH = SearchFacts(
                 b'{"results": [{"status": "starting"}], "next": null}',
                 b'{"results": [{"id": ""}], "next": null}',
                 b'{"results": ["ufawqhfynnddngldkgtslldrkq"], "next": null}',
-                b'{"data": [], "has_more": false}'),
+                b'{"data": [], "has_more": false}',
+                b'{"detail": "token ' + SENTINEL_KEY.encode() + b'"}'),
     off=(lambda client: make(client, "https://gateway.example.test/v1"),
-         r"gateway\.example\.test/v1/predictions"))
+         r"gateway\.example\.test/v1/predictions"), settle=120.0, keeps_hours=1.0)

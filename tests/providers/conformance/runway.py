@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
-from conformance.facts import AdapterFacts, EngineFacts, PollShape, expire_url
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import runway
@@ -20,7 +20,7 @@ CREATE = rf"{API}/v1/(text|image)_to_video"
 TASK = rf"{API}/v1/tasks/{TASK_ID}"
 
 
-class FakeRunway:
+class FakeRunway(WalkingFake):
     """Runway's task API: every GET of a task moves it one state further along ``states``.
 
     Attributes:
@@ -30,11 +30,11 @@ class FakeRunway:
         expired: output links that now answer 403.
     """
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["task_pending", "task_throttled", "task_running",
-                                 "task_succeeded"]
-        self.position = -1
+        super().__init__(states, ["task_pending", "task_throttled", "task_running",
+                                  "task_succeeded"])
         self.link_generation = 0
         self.expired: set[str] = set()
         self.router.add("POST", CREATE, lambda r, m: json_response(200, fixture("runway",
@@ -46,14 +46,10 @@ class FakeRunway:
                         lambda r, m: json_response(200, fixture("runway", "organization")))
         self.router.add("GET", rf"{CDN}/.*", self._video)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     def _get(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if match["id"] != TASK_ID:
             return json_response(404, {"error": "Task not found"})
-        self.position = min(self.position + 1, len(self.states) - 1)
-        task = fixture("runway", self.states[self.position])
+        task = fixture("runway", self.step())
         if task["status"] == "SUCCEEDED":
             self.link_generation += 1
             task["output"] = [f"https://{CDN}/{TASK_ID}/video.mp4?_jwt=gen{self.link_generation}"]
@@ -81,6 +77,13 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("runway", name))
 
 
+
+def _gone(fake: FakeRunway) -> None:
+    """The link is refused and the task is deleted: gone for good."""
+    fake.router.script("GET", rf"{CDN}/.*", httpx2.Response(403))
+    fake.router.script("GET", TASK, json_response(404, {"error": "Task not found"}))
+
+
 FACTS = AdapterFacts(
     kind="runway", provider="runway", fake=FakeRunway, make=make, request=request,
     create=CREATE, created=200, poll=TASK, job_id=TASK_ID, video=rf"{CDN}/.*",
@@ -98,6 +101,14 @@ FACTS = AdapterFacts(
         # No retry advice in the docs: permanent, never rendered again on a guess.
         ("task_failed_preprocessing_internal", ErrorClass.PERMANENT,
          ErrorLabel.PROVIDER_ERROR)),
+    failed_answers=tuple(
+        ({**fixture("runway", "task_failed_bad_output"), "failureCode": code}, error_class,
+         label, "") for code, error_class, label in (
+            ("INTERNAL.TIMEOUT", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            ("INPUT_PREPROCESSING.IMAGE", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
+            ("SAFETYNET", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (None, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (42, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (401, "error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (400, "error_400_validation", {}, ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT,
@@ -115,6 +126,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "PENDING"}, {"task": {"id": TASK_ID}},
            {"id": [TASK_ID]}),
     unreadable=(b"<html>oops</html>",),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_state=({}, {"id": TASK_ID}, {"status": None}, {"status": 1},
               {"task": {"status": "SUCCEEDED"}}),
     no_file=({**fixture("runway", "task_succeeded"), "output": []},),
@@ -124,6 +136,7 @@ FACTS = AdapterFacts(
         keys=("id", "status", "output", "failure", "failureCode", "progress", "x"),
         state_key="status", ending=("FAILED", "CANCELLED")),
     expire=expire_url, refresh={TASK: 2},
+    gone=(("task_succeeded",), _gone, ""),
     check_key=(rf"{API}/v1/organization", _answer(401, "error_401")),
     cancel=("DELETE", TASK), echo_statuses=(400, 401, 403, 429, 500),
     engine=EngineFacts(

@@ -154,6 +154,26 @@ async def test_a_create_answer_without_an_id_is_an_unknown_outcome(
         fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=body))
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
         assert error.body_maybe_sent is True, body
+        if facts.unreadable_as is not None:
+            assert (error.error_class, error.label) == facts.unreadable_as, body
+        assert fake.creates() == 1
+
+
+@every
+async def test_a_bare_5xx_page_to_a_create_is_retryable_and_never_sent_again(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """CREATE-GATEWAY-PAGE (a 5xx page that is not the provider's error body: something in
+    between answered; a 504, and where the facts say so any 5xx, may have created)"""
+    for status in (500, 502, 503, 504):
+        fake = facts.fake()
+        fake.router.script("POST", facts.create, httpx2.Response(
+            status, content=HTML_PAGE, headers={"Content-Type": "text/html"}))
+        error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
+        assert (error.error_class, error.label, error.body_maybe_sent) == (
+            ErrorClass.RETRYABLE,
+            ErrorLabel.TIMED_OUT if status == 504 else ErrorLabel.PROVIDER_ERROR,
+            status == 504 or facts.page_5xx_maybe_sent), status
         assert fake.creates() == 1
 
 
@@ -220,6 +240,13 @@ async def test_every_documented_failure_ends_the_render(
         assert status.phase is RemotePhase.FAILED, name
         assert status.error is not None, name
         assert (status.error.error_class, status.error.label) == (error_class, label), name
+    for body, error_class, label, words in facts.failed_answers:
+        fake = facts.fake([facts.failures[0][0]])
+        fake.router.script("GET", facts.poll, json_response(200, body))
+        status = await facts.make(client_for(fake.router)).poll(facts.job(fake))
+        assert status.phase is RemotePhase.FAILED and status.error is not None, body
+        assert (status.error.error_class, status.error.label) == (error_class, label), body
+        assert words in str(status.error), body
 
 
 @every
@@ -378,6 +405,25 @@ async def test_an_expired_link_is_refreshed_once(facts: AdapterFacts,
     error = await _raised(_collect(provider, facts.job(fake), status))
     assert (error.error_class, error.label) == (ErrorClass.RETRYABLE,
                                                 ErrorLabel.DOWNLOAD_FAILED)
+
+
+@every
+async def test_a_file_gone_for_good_is_a_permanent_download_failure(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """DL-GONE (deleted at the provider: never downloaded again, never created again)"""
+    if facts.gone is None:
+        pytest.skip("the provider documents no file deleted after the render")
+    states, gone, words = facts.gone
+    fake = facts.fake(list(states))
+    provider = facts.make(client_for(fake.router))
+    status = await provider.poll(facts.job(fake))
+    gone(fake)
+    error = await _raised(_collect(provider, facts.job(fake), status))
+    assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
+                                                ErrorLabel.DOWNLOAD_FAILED)
+    assert words in str(error)
+    assert fake.creates() == 0
 
 
 # -- crash and reconcile ---------------------------------------------------------------------

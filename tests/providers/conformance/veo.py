@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
+from provider_fakes import (
+    HTML_PAGE,
+    SENTINEL_KEY,
+    WalkingFake,
+    fixture,
+    json_response,
+    video_response,
+)
 
-from conformance.facts import AdapterFacts, EngineFacts, expire_flag
+from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import veo
@@ -23,7 +30,7 @@ FILE = rf"{API}/v1beta/files/3h2k1l9d0a7e:download"
 MODEL = rf"{API}/v1beta/models/veo-3\.1-generate-preview"
 
 
-class FakeVeo:
+class FakeVeo(WalkingFake):
     """The Gemini API's long-running operations and Files download (with a redirect).
 
     Attributes:
@@ -31,11 +38,10 @@ class FakeVeo:
         expire_next_download: the next file download answers 404 once (an expired file).
     """
 
+    create_route = CREATE
+
     def __init__(self, states: list[str] | None = None) -> None:
-        self.router = Router()
-        self.states = states or ["operation_pending", "operation_running", "operation_done"]
-        self.position = -1
-        self.expire_next_download = False
+        super().__init__(states, ["operation_pending", "operation_running", "operation_done"])
         self.router.add("POST", CREATE, lambda r, m: json_response(200, fixture("veo", "create")))
         self.router.add("GET", OPERATION, self._operation)
         self.router.add("GET", rf"{API}/v1beta/models/[\w.-]+",
@@ -43,14 +49,10 @@ class FakeVeo:
         self.router.add("GET", FILE, self._file)
         self.router.add("GET", rf"{STORAGE}/.*", self._storage)
 
-    def creates(self) -> int:
-        return self.router.count("POST", CREATE)
-
     def _operation(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
             return json_response(403, fixture("veo", "error_403"))
-        self.position = min(self.position + 1, len(self.states) - 1)
-        return json_response(200, fixture("veo", self.states[self.position]))
+        return json_response(200, fixture("veo", self.step()))
 
     def _file(self, request: httpx2.Request, match: Any) -> httpx2.Response:
         if request.headers.get("x-goog-api-key") != SENTINEL_KEY:
@@ -80,6 +82,13 @@ def _answer(status: int, name: str) -> Any:
     return lambda: json_response(status, fixture("veo", name))
 
 
+
+def _gone(fake: FakeVeo) -> None:
+    """The file answers 404 and so does the operation: gone for good."""
+    fake.expire_next_download = True
+    fake.router.script("GET", OPERATION, json_response(404, fixture("veo", "error_404")))
+
+
 FACTS = AdapterFacts(
     kind="veo", provider="veo", fake=FakeVeo, make=make, request=request,
     create=CREATE, created=200, poll=OPERATION, job_id=OP_NAME, video=rf"{STORAGE}/.*",
@@ -92,6 +101,31 @@ FACTS = AdapterFacts(
         ("operation_error_internal", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("operation_error_invalid", ErrorClass.PERMANENT, ErrorLabel.INVALID_INPUT),
         ("operation_error_policy", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failed_answers=tuple(
+        ({"name": OP_NAME, "done": True, "error": {"code": code, "message": message}},
+         error_class, label, message.rstrip("."))
+        for code, message, error_class, label in (
+            (3, "Invalid value for durationSeconds.", ErrorClass.PERMANENT,
+             ErrorLabel.INVALID_INPUT),
+            (4, "Deadline exceeded.", ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT),
+            (7, "The caller does not have permission", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            (8, "Resource has been exhausted (e.g. check quota).", ErrorClass.ACCOUNT,
+             ErrorLabel.RATE_LIMITED),
+            (9, "This model requires billing to be enabled on the project.",
+             ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS),
+            (9, "User location is not supported for the API use.", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            (13, "An internal error has occurred.", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            (14, "The service is currently unavailable.", ErrorClass.RETRYABLE,
+             ErrorLabel.PROVIDER_ERROR),
+            (16, "Request had invalid authentication credentials.", ErrorClass.ACCOUNT,
+             ErrorLabel.KEY_REJECTED),
+            # Undocumented for Veo (UNKNOWN, ABORTED, DATA_LOSS): permanent, never a guess.
+            (2, "Unknown error.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (10, "Aborted.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
+            (15, "Data loss.", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR))),
     create_errors=(
         (400, "error_400_key_invalid", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None,
          False),
@@ -112,10 +146,12 @@ FACTS = AdapterFacts(
     no_id=({}, {"name": ""}, {"name": None}, {"name": "models/veo-3.1-generate-preview"},
            {"done": False}, {"operations": [{"name": OP_NAME}]}),
     unreadable=(HTML_PAGE, b'{"name": "models/veo', b"[]", b""),
+    unreadable_as=RETRYABLE_UNREADABLE,
     no_file=(fixture("veo", "operation_no_samples"),),
     id_key="name",
     reads_as=lambda body, job_id: job_id == body["name"] and "/operations/" in job_id,
     expire=expire_flag, refresh={OPERATION: 2, FILE: 2},
+    gone=(("operation_done",), _gone, ""),
     check_key=(MODEL, _answer(400, "error_400_key_invalid")),
     key_header="x-goog-api-key", echo_statuses=(400, 403, 429, 500),
     engine=EngineFacts(

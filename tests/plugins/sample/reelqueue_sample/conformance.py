@@ -118,6 +118,7 @@ FACTS = AdapterFacts(
     no_id=({}, {"id": ""}, {"id": None}, {"status": "queued"}, {"video": {"id": VIDEO_ID}},
            {"id": [VIDEO_ID]}, {"id": 17}),
     unreadable=(b"<html>oops</html>", b"\xff\xfe"),
+    unreadable_as=(ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
     no_state=({}, {"id": VIDEO_ID}, {"status": None}, {"status": 3}, {"status": "paused"}),
     no_file=({**_fixture("video_succeeded"), "video_url": None},
              {**_fixture("video_succeeded"), "video_url": "ftp://example/video.mp4"}),
