@@ -41,7 +41,7 @@ from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import build_provider
 from reelqueue.store.spend import SPEND_EVENT
 
-__all__ = ["DEFAULT_DAYS", "UNAVAILABLE", "AccountReconciliation", "EvidenceWords",
+__all__ = ["DEFAULT_DAYS", "MAX_DAYS", "UNAVAILABLE", "AccountReconciliation", "EvidenceWords",
            "SpendReconciliation", "day_line_words", "evidence_words", "price_read_on",
            "reconcile_spend", "unknown_create_evidence"]
 
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 UNAVAILABLE = "provider's figures unavailable"
 DEFAULT_DAYS = 7
+MAX_DAYS = MAX_USAGE_DAYS
+"""At most this many days are reconciled at once (Runway's own bound on a usage query)."""
 LEDGER_PAGE = 5_000
 MAX_LEDGER_ENTRIES = 2_000_000
 """The ledger is read at most this far (a journal's whole history, pruned by age)."""
