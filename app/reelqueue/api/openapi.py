@@ -291,13 +291,31 @@ SCHEMAS: dict[str, Any] = {
             "end": {"type": "string", "format": "date"},
             "accounts": {"type": "array", "items": {
                 "type": "object", "required": ["account", "provider", "unit", "unavailable",
-                                               "days"],
+                                               "days", "renders"],
                 "properties": {
                     "account": {"type": "string"}, "provider": {"type": "string"},
                     "unit": NULLABLE_STRING,
                     "unavailable": {"type": ["string", "null"], "description":
                                     "why the provider's figures could not be used, or "
                                     "'usage not published by ...'"},
+                    "renders": {
+                        "type": ["object", "null"],
+                        "description": "per-render attribution where the provider lists "
+                                       "the account's renders (null: it lists none)",
+                        "required": ["listed", "known", "complete", "unavailable",
+                                     "unknown"],
+                        "properties": {
+                            "listed": {"type": "integer", "minimum": 0},
+                            "known": {"type": "integer", "minimum": 0},
+                            "complete": {"type": "boolean"},
+                            "unavailable": NULLABLE_STRING,
+                            "unknown": {"type": "array", "items": {
+                                "type": "object",
+                                "required": ["provider_job_id", "created_at", "status"],
+                                "properties": {
+                                    "provider_job_id": {"type": "string"},
+                                    "created_at": NULLABLE_NUMBER,
+                                    "status": {"type": "string"}}}}}},
                     "days": {"type": "array", "items": {
                         "type": "object",
                         "required": ["day", "model", "creates", "priced_usd", "unpriced",

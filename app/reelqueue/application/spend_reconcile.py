@@ -36,12 +36,13 @@ from reelqueue.domain.spend_reconcile import (
 )
 from reelqueue.engine.account_keys import CONFIRM
 from reelqueue.engine.lost_creates import planning_adapter
-from reelqueue.providers.base import usage_of
+from reelqueue.providers.base import SearchableProvider, usage_of
 from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import build_provider
 from reelqueue.store.spend import SPEND_EVENT
 
 __all__ = ["DEFAULT_DAYS", "MAX_DAYS", "UNAVAILABLE", "AccountReconciliation", "EvidenceWords",
+           "Listed", "RenderAttribution",
            "SpendReconciliation", "day_line_words", "evidence_words", "price_read_on",
            "reconcile_spend", "unknown_create_evidence"]
 
@@ -67,6 +68,7 @@ class AccountReconciliation:
         unavailable: why the provider's figures could not be used ("" when they could);
             "not published by Fal" when the provider publishes no usage.
         usd_per_unit: what a unit is worth (None: not convertible).
+        renders: per-render attribution where the provider lists renders (None: not).
     """
 
     account: str
@@ -75,6 +77,7 @@ class AccountReconciliation:
     lines: tuple[DayLine, ...]
     unavailable: str = ""
     usd_per_unit: float | None = None
+    renders: RenderAttribution | None = None
 
 
 @dataclass(frozen=True)
@@ -90,18 +93,20 @@ class SpendReconciliation:
                f"{(self.end - timedelta(days=1)).isoformat()} (the journal against the "
                "provider's usage):"]
         for account in self.accounts:
+            renders = ([] if account.renders is None else
+                       account.renders.words(account.provider))
             if account.unavailable:
                 out.append(f"Account {account.account} ({account.provider}): "
                            f"{account.unavailable}")
                 for line in account.lines:
                     out.append(f"  {_journal_words(line.journal)}")
-                continue
-            if not account.lines:
+            elif not account.lines:
                 out.append(f"Account {account.account} ({account.provider}): no usage "
                            "and no creates in these days")
-                continue
-            out.append(f"Account {account.account} ({account.provider}):")
-            out.extend(f"  {day_line_words(line)}" for line in account.lines)
+            else:
+                out.append(f"Account {account.account} ({account.provider}):")
+                out.extend(f"  {day_line_words(line)}" for line in account.lines)
+            out.extend(renders)
         if not self.accounts:
             out.append("No accounts.")
         return out
@@ -112,7 +117,9 @@ class SpendReconciliation:
                 "accounts": [{
                     "account": a.account, "provider": a.provider, "unit": a.unit or None,
                     "unavailable": a.unavailable or None,
-                    "days": [_line_dict(line) for line in a.lines]} for a in self.accounts]}
+                    "days": [_line_dict(line) for line in a.lines],
+                    "renders": None if a.renders is None else a.renders.as_dict()}
+                    for a in self.accounts]}
 
 
 def price_read_on(source: str) -> str | None:
@@ -279,23 +286,13 @@ async def _journal_days(session: Session, start: date, end: date
 async def _usage(session: Session, account: Account, start: date, end: date
                  ) -> UsageReport | str:
     """The provider's usage for ``account``, or why not (words)."""
-    info = session.providers.get(account.provider)
-    answer = await key_answer(session, account)
-    if answer.problem == CONFIRM:
-        return f"{answer.detail}; nothing was sent"
-    if answer.key is None and (info.requires_key or account.key_ref):
-        return ("key not on this machine; reconcile where the key is (a machine of the "
-                "team that renders for it)")
     async with httpx2.AsyncClient(timeout=30.0, follow_redirects=False) as client:
-        try:
-            adapter = build_provider(info, session_of(client), account=account.name,
-                                     base_url=account.base_url, api_key=answer.key,
-                                     settings=account.settings)
-        except ValueError as exc:
-            return f"its address cannot be used ({exc})"
+        adapter = await _adapter(session, account, client)
+        if isinstance(adapter, str):
+            return adapter
         reader = usage_of(adapter)
         if reader is None:
-            return f"usage not published by {info.title}"
+            return f"usage not published by {session.providers.get(account.provider).title}"
         try:
             return await reader.usage_report(start, end)
         except ProviderError as exc:
@@ -303,6 +300,120 @@ async def _usage(session: Session, account: Account, start: date, end: date
         except Exception as exc:  # an adapter's bug: said, logged, never a crash
             log.exception("reading the usage of %s failed", account.name)
             return f"unexpected error: {type(exc).__name__}"
+
+
+async def _adapter(session: Session, account: Account, client: httpx2.AsyncClient
+                   ) -> object | str:
+    """The account's adapter with its key from this machine, or why none (words)."""
+    info = session.providers.get(account.provider)
+    answer = await key_answer(session, account)
+    if answer.problem == CONFIRM:
+        return f"{answer.detail}; nothing was sent"
+    if answer.key is None and (info.requires_key or account.key_ref):
+        return ("key not on this machine; reconcile where the key is (a machine of the "
+                "team that renders for it)")
+    base_url = account.base_url
+    if account.provider == "mock" and not base_url:
+        base_url = await session.ensure_mock()
+    try:
+        return build_provider(info, session_of(client), account=account.name,
+                              base_url=base_url, api_key=answer.key,
+                              settings=account.settings)
+    except ValueError as exc:
+        return f"its address cannot be used ({exc})"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One render the provider lists that no job of the journal holds."""
+
+    provider_job_id: str
+    created_at: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class RenderAttribution:
+    """Per-render attribution where the provider lists the account's renders (fal's
+    request history, Replicate's predictions, Luma's generations, an OpenAI-compatible
+    list, the mock): each listed render is a job's, or one the journal does not know.
+
+    Attributes:
+        listed: renders listed in the days reconciled.
+        known: of them, those a job of the journal holds.
+        unknown: the others (another tool on the key, or a lost create that was
+            billed), at most :data:`MAX_LISTED_UNKNOWN`.
+        complete: the list provably covers the days (else more may exist).
+        unavailable: why the list could not be read ("" when it was).
+    """
+
+    listed: int = 0
+    known: int = 0
+    unknown: tuple[Listed, ...] = ()
+    complete: bool = False
+    unavailable: str = ""
+
+    def words(self, title: str) -> list[str]:
+        if self.unavailable:
+            return [f"  renders listed by {title}: {UNAVAILABLE} ({self.unavailable})"]
+        more = "" if self.complete else " (the list may be incomplete: more may exist)"
+        lines = [f"  renders listed by {title} in these days: {self.listed}, {self.known} "
+                 f"of them the journal's; {len(self.unknown)} the journal does not know"
+                 + (" (another tool on the key, or a lost create that was billed)"
+                    if self.unknown else "") + more]
+        for record in self.unknown:
+            created = ("created at an unknown time" if record.created_at is None else
+                       "created " + datetime.fromtimestamp(record.created_at, UTC).strftime(
+                           "%Y-%m-%d %H:%M UTC"))
+            lines.append(f"    {record.provider_job_id} ({created}, {record.status})")
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"listed": self.listed, "known": self.known, "complete": self.complete,
+                "unavailable": self.unavailable or None,
+                "unknown": [{"provider_job_id": r.provider_job_id,
+                             "created_at": r.created_at, "status": r.status}
+                            for r in self.unknown]}
+
+
+MAX_LISTED_UNKNOWN = 50
+
+
+async def _attribution(session: Session, account: Account, start: date, end: date
+                       ) -> RenderAttribution | None:
+    """The account's listed renders in ``start`` .. ``end``, each attributed (None: its
+    provider lists none that can be read for this account)."""
+    if not _searchable(planning_adapter(account, session.providers)):
+        return None
+    since = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
+    until = min(datetime(end.year, end.month, end.day, tzinfo=UTC).timestamp(),
+                session.clock.now())
+    async with httpx2.AsyncClient(timeout=30.0, follow_redirects=False) as client:
+        adapter = await _adapter(session, account, client)
+        if isinstance(adapter, str):
+            return RenderAttribution(unavailable=adapter)
+        if not _searchable(adapter):
+            return None
+        assert isinstance(adapter, SearchableProvider)
+        try:
+            result = await adapter.search(since, until)
+        except ProviderError as exc:
+            return RenderAttribution(unavailable=str(exc))
+        except Exception as exc:  # an adapter's bug: said, logged, never a crash
+            log.exception("listing the renders of %s failed", account.name)
+            return RenderAttribution(unavailable=f"unexpected error: {type(exc).__name__}")
+    records = [r for r in result.records
+               if r.created_at is None or since <= r.created_at < until]
+    known = await session.journal.known_provider_job_ids(
+        account.provider, account.name, [r.provider_job_id for r in records])
+    unknown = [Listed(r.provider_job_id[:200], r.created_at, r.status[:40])
+               for r in records if r.provider_job_id not in known]
+    return RenderAttribution(len(records), len(records) - len(unknown),
+                             tuple(unknown[:MAX_LISTED_UNKNOWN]), result.complete)
+
+
+def _searchable(adapter: object) -> bool:
+    return isinstance(adapter, SearchableProvider) and bool(adapter.supports_search)
 
 
 def _publishes_usage(session: Session, account: Account) -> bool:
@@ -336,12 +447,14 @@ async def reconcile_spend(session: Session, days: int = DEFAULT_DAYS,
                 if name == account.name}
         charging = info.params.charging
         unit = charging.unit or ""
+        renders = await _attribution(session, account, start, end)
         if not _publishes_usage(session, account):
             lines = tuple(_unread_line(model, day, bucket, account.name, unit)
                           for (model, day), bucket in sorted(mine.items(),
                                                              key=lambda kv: (kv[0][1], kv[0][0])))
             out.append(AccountReconciliation(account.name, info.title, unit, lines,
-                                             f"usage not published by {info.title}"))
+                                             f"usage not published by {info.title}",
+                                             renders=renders))
             continue
         report = await _usage(session, account, start, end)
         why = report if isinstance(report, str) else (report.problem or "")
@@ -350,7 +463,7 @@ async def reconcile_spend(session: Session, days: int = DEFAULT_DAYS,
                           for (model, day), bucket in sorted(mine.items(),
                                                              key=lambda kv: (kv[0][1], kv[0][0])))
             out.append(AccountReconciliation(account.name, info.title, unit, lines,
-                                             f"{UNAVAILABLE} ({why})"))
+                                             f"{UNAVAILABLE} ({why})", renders=renders))
             continue
         assert isinstance(report, UsageReport)
         used = {(u.model, u.day): u.amount for u in report.days}
@@ -364,7 +477,7 @@ async def reconcile_spend(session: Session, days: int = DEFAULT_DAYS,
                 _journal_day(account.name, model, day, bucket), used.get((model, day), 0.0),
                 report.unit, charging.usd_per_unit, table))
         out.append(AccountReconciliation(account.name, info.title, report.unit,
-                                         tuple(compared), "", charging.usd_per_unit))
+                                         tuple(compared), "", charging.usd_per_unit, renders))
     return SpendReconciliation(start, end, tuple(out))
 
 
