@@ -110,6 +110,10 @@ HOSTILE = {
                   b'"model": "gen4.5"}]}]}',
     "amount absurd": {"results": [{"date": "@", "usedCredits": [
         {"amount": 1e15, "model": "gen4.5"}]}]},
+    "amount absurdly negative": {"results": [{"date": "@", "usedCredits": [
+        {"amount": -1e15, "model": "gen4.5"}]}]},
+    "a model not a string": {"results": [{"date": "@", "usedCredits": [
+        {"amount": 60, "model": 7}]}]},
     "another currency": {"unit": "USD", "results": [{"date": "@", "usedCredits": [
         {"amount": 60, "model": "gen4.5"}]}]},
     "a future day": {"results": [{"date": "2999-01-01", "usedCredits": [
