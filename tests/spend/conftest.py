@@ -30,6 +30,9 @@ from reelqueue.domain.models import BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.sqlite import SqliteStore
 
+# Every store implementation (SQLite, memory, PostgreSQL), as the store contract tests get it.
+from tests.store.conftest import store as store
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runway"
 KEY = "key_" + "7" * 64
 PRICE = 0.60  # gen4.5, 5 s at the table's 12 credits/s, $0.01 a credit

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -23,7 +23,7 @@ import httpx2
 from reelqueue.application.accounts import key_answer
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import InputError, KnownError, ProviderError
-from reelqueue.domain.models import Account, Job
+from reelqueue.domain.models import Account, Job, LedgerEntry
 from reelqueue.domain.spend_reconcile import (
     MAX_USAGE_DAYS,
     DayLine,
@@ -42,7 +42,7 @@ from reelqueue.providers.registry import build_provider
 from reelqueue.store.spend import SPEND_EVENT
 
 __all__ = ["DEFAULT_DAYS", "MAX_DAYS", "UNAVAILABLE", "AccountReconciliation", "EvidenceWords",
-           "Listed", "RenderAttribution",
+           "JournalTally", "Listed", "RenderAttribution",
            "SpendReconciliation", "day_line_words", "evidence_words", "price_read_on",
            "reconcile_spend", "unknown_create_evidence"]
 
@@ -226,19 +226,71 @@ class _Bucket:
     jobs: list[int] = field(default_factory=list)
 
 
+class JournalTally:
+    """What the journal started per account, model and UTC day, from its jobs and ledger
+    entries fed in order: each create once (an intent's ``submitting`` entry, by client
+    token: the same intent again, an unresolved create re-entering SUBMITTING to be looked
+    up, sends nothing; an intent withdrawn before it left is not one), and the spend
+    ledger's prices (refunds and the provider's reported costs included). Pure: every
+    store's entries are read the same way."""
+
+    def __init__(self, jobs: Iterable[Job], start: date, end: date) -> None:
+        self._jobs = {job.id: job for job in jobs}
+        self._begin = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
+        self._stop = datetime(end.year, end.month, end.day, tzinfo=UTC).timestamp()
+        self._sent: dict[tuple[int, str], tuple[str, str, date]] = {}
+        self._tokens: dict[tuple[int, str], str] = {}
+        self._spends: list[tuple[int, str, float, date]] = []
+
+    def add(self, entries: Iterable[LedgerEntry]) -> None:
+        for entry in entries:
+            if entry.job_id is None or not self._begin <= entry.at < self._stop:
+                continue
+            job = self._jobs.get(entry.job_id)
+            account = entry.account or (job.account if job else None)
+            if job is None or account is None:
+                continue
+            model = str(job.params.get("model") or "")
+            day = _day_of(entry.at)
+            if entry.event == "submitting":
+                client = str(entry.detail.get("client_token") or entry.claim_token or "")
+                self._sent.setdefault((job.id, client), (account, model, day))
+                self._tokens[(job.id, entry.claim_token or "")] = client
+            elif entry.event == "intent_withdrawn":
+                client = self._tokens.get((job.id, entry.claim_token or ""), "")
+                self._sent.pop((job.id, client), None)
+            elif entry.event == SPEND_EVENT:
+                usd = entry.detail.get("usd")
+                if isinstance(usd, int | float) and not isinstance(usd, bool):
+                    self._spends.append((job.id, account, float(usd), day))
+
+    def buckets(self) -> dict[tuple[str, str, date], _Bucket]:
+        buckets: dict[tuple[str, str, date], _Bucket] = {}
+        for (job_id, token), key in self._sent.items():
+            job = self._jobs[job_id]
+            bucket = buckets.setdefault(key, _Bucket())
+            bucket.creates.add((job_id, token))
+            bucket.seconds += _seconds(job)
+            bucket.jobs.append(job_id)
+            price = job.metadata.get("price")
+            if isinstance(price, bool) or not isinstance(price, int | float):
+                bucket.unpriced += 1
+        for job_id, account, usd, day in self._spends:
+            model = str(self._jobs[job_id].params.get("model") or "")
+            buckets.setdefault((account, model, day), _Bucket()).usd += usd
+        return buckets
+
+    def days(self) -> dict[tuple[str, str, date], JournalDay]:
+        """(account, model, day) -> what the journal started."""
+        return {(account, model, day): _journal_day(account, model, day, bucket)
+                for (account, model, day), bucket in self.buckets().items()}
+
+
 async def _journal_days(session: Session, start: date, end: date
                         ) -> dict[tuple[str, str, date], _Bucket]:
-    """(account, model, day) -> what the journal started: each create once (an intent's
-    ``submitting`` entry, by client token; an intent withdrawn before it left is not one),
-    and the spend ledger's prices (refunds and the provider's reported costs included)."""
+    """:class:`JournalTally` over the session's journal, its ledger read in pages."""
     journal = session.journal
-    begin = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
-    stop = datetime(end.year, end.month, end.day, tzinfo=UTC).timestamp()
-    jobs = {job.id: job for job in await journal.list_jobs()}
-    buckets: dict[tuple[str, str, date], _Bucket] = {}
-    sent: dict[tuple[int, str], tuple[str, str, date]] = {}
-    tokens: dict[tuple[int, str], str] = {}
-    spends: list[tuple[int, str, float, date]] = []
+    tally = JournalTally(await journal.list_jobs(), start, end)
     seq, read = 0, 0
     while read < MAX_LEDGER_ENTRIES:
         page = await journal.ledger_after(seq, LEDGER_PAGE)
@@ -246,38 +298,8 @@ async def _journal_days(session: Session, start: date, end: date
             break
         read += len(page)
         seq = page[-1].seq
-        for entry in page:
-            if entry.job_id is None or not begin <= entry.at < stop:
-                continue
-            job = jobs.get(entry.job_id)
-            account = entry.account or (job.account if job else None)
-            if job is None or account is None:
-                continue
-            model = str(job.params.get("model") or "")
-            day = _day_of(entry.at)
-            if entry.event == "submitting":
-                # The same intent again (an unresolved create re-entering SUBMITTING to be
-                # looked up) sends nothing: one create per client token.
-                client = str(entry.detail.get("client_token") or entry.claim_token or "")
-                sent.setdefault((job.id, client), (account, model, day))
-                tokens[(job.id, entry.claim_token or "")] = client
-            elif entry.event == "intent_withdrawn":
-                sent.pop((job.id, tokens.get((job.id, entry.claim_token or ""), "")), None)
-            elif entry.event == SPEND_EVENT:
-                usd = entry.detail.get("usd")
-                if isinstance(usd, int | float) and not isinstance(usd, bool):
-                    spends.append((job.id, account, float(usd), day))
-    for (job_id, token), key in sent.items():
-        bucket = buckets.setdefault(key, _Bucket())
-        bucket.creates.add((job_id, token))
-        bucket.seconds += _seconds(jobs[job_id])
-        bucket.jobs.append(job_id)
-        if not isinstance(jobs[job_id].metadata.get("price"), int | float):
-            bucket.unpriced += 1
-    for job_id, account, usd, day in spends:
-        model = str(jobs[job_id].params.get("model") or "")
-        buckets.setdefault((account, model, day), _Bucket()).usd += usd
-    return buckets
+        tally.add(page)
+    return tally.buckets()
 
 
 # -- the provider's side ------------------------------------------------------------------
