@@ -175,7 +175,7 @@ def compare_day(journal: JournalDay, usage: float | None, unit: str,
     if usd_per_unit is None or not usd_per_unit > 0:
         return DayLine(journal, unit, usage, None, "unavailable", table,
                        why=f"the table's USD prices cannot be converted to {unit}")
-    mine = journal.priced_usd / usd_per_unit
+    mine = round(journal.priced_usd / usd_per_unit, 6)  # $1.80 / 0.01 is 179.999...
     if journal.unpriced:
         return DayLine(journal, unit, usage, mine, "unavailable", table,
                        why=f"{journal.unpriced} of the journal's creates have no price")
