@@ -38,6 +38,7 @@ from reelqueue.intake.planner import plan_import
 from reelqueue.ui.about import AboutDialog
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.account_manage import ManageAccountDialog
+from reelqueue.ui.costs import CostsDialog
 from reelqueue.ui.gallery import PreviewDialog
 from reelqueue.ui.gallery_thumbs import GalleryThumbs
 from reelqueue.ui.import_dialog import ImportDialog
@@ -152,6 +153,18 @@ def instances_dialog(window: MainWindow, _folder: Path) -> QDialog:
     return dialog
 
 
+def costs_dialog(window: MainWindow, _folder: Path) -> QDialog:
+    dialog = CostsDialog(window)
+    dialog.set_lines(["Cost reconciliation, UTC days 2026-11-30 to 2026-12-06 (the journal "
+                      "against the provider's usage):"]
+                     + [f"Account {LONG_NAME}-{n} (Runway):\n  2026-12-06 gen4.5: the journal "
+                        "started 3 creates priced $1.80 = 180 credits; the provider used 216 "
+                        "credits: price drift, the provider charged 20 % more than the "
+                        "table's gen4.5 price, 12 credits/s (source: " + "x" * 200 + ")"
+                        for n in range(40)])
+    return dialog
+
+
 def preview_dialog(window: MainWindow, folder: Path) -> QDialog:
     thumbs = GalleryThumbs(folder / "thumbs", parent=window)
     dialog = PreviewDialog(thumbs, window)
@@ -183,6 +196,7 @@ BUILDERS: dict[type[QDialog], Callable[[MainWindow, Path], QDialog]] = {
     SettingsDialog: settings_dialog,
     JobDetailDialog: job_detail,
     InstancesDialog: instances_dialog,
+    CostsDialog: costs_dialog,
     PreviewDialog: preview_dialog,
 }
 

@@ -278,7 +278,75 @@ SCHEMAS: dict[str, Any] = {
             "unpriced": {"type": "integer"}, "words": {"type": "string"}}}},
         "to_go_total": {"type": "object", "properties": {
             "usd": {"type": "number"}, "unpriced": {"type": "integer"},
-            "words": {"type": "string"}}}}},
+            "words": {"type": "string"}}},
+        "reconcile": _ref("Reconcile")}},
+    "Reconcile": {
+        "type": "object", "required": ["start", "end", "accounts"],
+        "description": "cost reconciliation (reconcile=1): per account, model and UTC day, "
+                       "what the journal started and priced against what the provider "
+                       "reports it used, each difference named; read from the providers "
+                       "now, creating nothing",
+        "properties": {
+            "start": {"type": "string", "format": "date"},
+            "end": {"type": "string", "format": "date"},
+            "accounts": {"type": "array", "items": {
+                "type": "object", "required": ["account", "provider", "unit", "unavailable",
+                                               "days", "renders"],
+                "properties": {
+                    "account": {"type": "string"}, "provider": {"type": "string"},
+                    "unit": NULLABLE_STRING,
+                    "unavailable": {"type": ["string", "null"], "description":
+                                    "why the provider's figures could not be used, or "
+                                    "'usage not published by ...'"},
+                    "renders": {
+                        "type": ["object", "null"],
+                        "description": "per-render attribution where the provider lists "
+                                       "the account's renders (null: it lists none)",
+                        "required": ["listed", "known", "complete", "unavailable",
+                                     "unknown"],
+                        "properties": {
+                            "listed": {"type": "integer", "minimum": 0},
+                            "known": {"type": "integer", "minimum": 0},
+                            "complete": {"type": "boolean"},
+                            "unavailable": NULLABLE_STRING,
+                            "unknown": {"type": "array", "items": {
+                                "type": "object",
+                                "required": ["provider_job_id", "created_at", "status"],
+                                "properties": {
+                                    "provider_job_id": {"type": "string"},
+                                    "created_at": NULLABLE_NUMBER,
+                                    "status": {"type": "string"}}}}}},
+                    "days": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["day", "model", "creates", "priced_usd", "unpriced",
+                                     "seconds", "job_ids", "unit", "journal_units",
+                                     "provider_units", "difference", "kind", "renders",
+                                     "matching_per_second", "drift_also_fits", "why",
+                                     "table", "words"],
+                        "properties": {
+                            "day": {"type": "string", "format": "date"},
+                            "model": {"type": "string"},
+                            "creates": {"type": "integer", "minimum": 0},
+                            "priced_usd": {"type": "number"},
+                            "unpriced": {"type": "integer", "minimum": 0},
+                            "seconds": {"type": "number"},
+                            "job_ids": {"type": "array", "items": {"type": "integer"}},
+                            "unit": {"type": "string"},
+                            "journal_units": NULLABLE_NUMBER,
+                            "provider_units": NULLABLE_NUMBER,
+                            "difference": NULLABLE_NUMBER,
+                            "kind": {"enum": ["matches", "unknown_renders", "price_drift",
+                                              "refund", "unavailable"]},
+                            "renders": {"type": ["integer", "null"]},
+                            "matching_per_second": NULLABLE_NUMBER,
+                            "drift_also_fits": {"type": "boolean"},
+                            "why": NULLABLE_STRING,
+                            "table": {"type": ["object", "null"], "properties": {
+                                "model": {"type": "string"},
+                                "unit_per_second": NULLABLE_NUMBER,
+                                "source": {"type": "string"},
+                                "read_on": NULLABLE_STRING}},
+                            "words": {"type": "string"}}}}}}}}},
     "History": {
         "type": "object", "required": ["job_id", "entries", "pruned_before"],
         "description": "a job's ledger in the window's words, oldest first; pruned_before: "
@@ -692,8 +760,14 @@ def openapi_document() -> dict[str, Any]:
                 "200": _json("accounts", _ref("Accounts"))})},
             "/v1/spend": {"get": _op(
                 "Money: each account's spend (all days, today), capped batches, and what the "
-                "waiting jobs will cost ('est. $X to go')", "read", {
-                    "200": _json("the money figures", _ref("Spend"))})},
+                "waiting jobs will cost ('est. $X to go'); reconcile=1 adds the cost "
+                "reconciliation against the providers' usage (read now)", "read", {
+                    "200": _json("the money figures", _ref("Spend")),
+                    "422": _problem("reconcile is not 0 or 1, or days not a whole number "
+                                    "from 1 to 90")},
+                parameters=[
+                    {"name": "reconcile", "in": "query", "schema": _integer(0, 1, default=0)},
+                    {"name": "days", "in": "query", "schema": _integer(1, 90, default=7)}])},
             "/v1/events": {"get": _op(
                 "Server-Sent Events from the ledger; resume with Last-Event-ID", "read", {
                     "200": {"description": "the stream: 'id: seq', 'event:', 'data: {json}'; "

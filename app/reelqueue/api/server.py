@@ -43,6 +43,7 @@ from reelqueue.application.dashboard import matches as dashboard_matches
 from reelqueue.application.imports import ROUTE_POLICIES, TOLERANCES
 from reelqueue.application.outputs import local_video, this_host
 from reelqueue.application.remote import RemoteAccess
+from reelqueue.application.spend_reconcile import DEFAULT_DAYS, MAX_DAYS
 from reelqueue.application.submit import (
     IdempotencyConflict,
     JobInvalid,
@@ -442,8 +443,17 @@ class Routes:
 
     @needs("read")
     async def spend(self, request: web.Request) -> web.Response:
-        """The money figures of ``reelqueue spend`` and the window's cards (one read)."""
-        return web.json_response((await self.s.money()).as_dict())
+        """The money figures of ``reelqueue spend`` and the window's cards (one read);
+        with ``reconcile=1``, also ``spend --reconcile``'s (``days``: 1 to 90, default 7),
+        read from the providers now."""
+        reconcile = whole_number(request.query.get("reconcile", "0"), "reconcile",
+                                 minimum=0, maximum=1)
+        days = whole_number(request.query.get("days", str(DEFAULT_DAYS)), "days",
+                            minimum=1, maximum=MAX_DAYS)
+        body = (await self.s.money()).as_dict()
+        if reconcile:
+            body["reconcile"] = (await self.s.reconcile_spend(days)).as_dict()
+        return web.json_response(body)
 
     @needs("read")
     async def events(self, request: web.Request) -> web.StreamResponse:

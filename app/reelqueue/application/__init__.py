@@ -24,10 +24,13 @@ nothing else).
 - The rest: :mod:`.context` (folders, clock), :mod:`.logs`, :mod:`.keys`, :mod:`.trust`,
   :mod:`.builtin_mock`, :mod:`.migrate`, :mod:`.serving`, :mod:`.remote`, :mod:`.feed`,
   :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`.
+- Cost reconciliation and the evidence for an unknown create (issue 32 items 5, 6):
+  :mod:`.spend_reconcile`.
 """
 
 __all__ = ["account_figures", "account_manage", "account_views", "accounts", "batch_upload",
            "builtin_mock", "compose", "config", "context", "cut", "demo", "events", "feed",
            "gallery", "imports", "jobs", "keys", "logs", "migrate", "providers", "remote",
-           "review", "review_words", "selftest", "serving", "session", "status", "submit",
+           "review", "review_words", "selftest", "serving", "session", "spend_reconcile", "status",
+           "submit",
            "team", "team_store", "tokens", "trust", "views", "words", "worker"]

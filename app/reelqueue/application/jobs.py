@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from reelqueue.application import spend_reconcile
 from reelqueue.application.session import Session
 from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import Batch, Job
@@ -34,7 +35,8 @@ __all__ = ["BatchSummary", "Prioritized", "RetryPlan", "SeedVariant", "UnknownCr
            "batches", "cancel", "failed_job_ids",
            "is_paused", "list_batches", "prioritize_batch", "prioritize_jobs",
            "resolve_by_creating_again", "resolve_with_render", "retry", "retry_plan",
-           "set_batch_cap", "set_batch_paused", "unknown_candidates"]
+           "set_batch_cap", "set_batch_paused", "unknown_candidates",
+           "unknown_create_evidence"]
 
 
 async def cancel(session: Session, job_ids: list[int]) -> list[int]:
@@ -244,6 +246,19 @@ async def unknown_candidates(session: Session, job_id: int) -> UnknownCreate:
             return UnknownCreate(job_id, candidates, search, looked,
                                  str(entry.detail.get("why") or ""))
     return UnknownCreate(job_id, [], search, False)
+
+
+async def unknown_create_evidence(session: Session, job_id: int
+                                  ) -> spend_reconcile.EvidenceWords | None:
+    """What the provider's usage counts say of the job's unknown create ("billed", "not
+    counted", "not provable: N creates in the window"; issue 32 item 6), shown beside
+    ``resolve``'s choices. Information only: it creates nothing and decides nothing
+    (DESIGN.md invariant 11). None where the provider publishes no usage."""
+    job = await session.journal.get_job(job_id)
+    if job is None or not _is_unknown(job):
+        raise InputError(f"Job {job_id} holds no create with an unknown outcome; nothing "
+                         "to weigh.")
+    return await spend_reconcile.unknown_create_evidence(session, job)
 
 
 async def resolve_with_render(session: Session, job_id: int, provider_job_id: str) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import dashboard, jobs, review, status, team, views
+from reelqueue.application import dashboard, jobs, review, spend_reconcile, status, team, views
 from reelqueue.application.account_figures import AccountFigures, read_account_figures
 from reelqueue.application.accounts import AccountChange, update_account
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
@@ -170,6 +170,11 @@ class RemoteAccess:
         """The journal's money figures: the window's cards and ``reelqueue spend`` read
         the same (issue 23)."""
         return await status.money(self.session)
+
+    async def reconcile_spend(self, days: int) -> spend_reconcile.SpendReconciliation:
+        """``spend --reconcile``'s figures (issue 32 item 5): read from the providers now,
+        by this machine; creates nothing."""
+        return await spend_reconcile.reconcile_spend(self.session, days)
 
     def check_route(self, text: str) -> tuple[str, ...]:
         """A batch route's providers (``"veo,runway"``), each a provider of this session;

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from reelqueue.application import jobs, status
+from reelqueue.application import jobs, spend_reconcile, status
 from reelqueue.application.session import Session
 from reelqueue.application.status import Money, SpendSummary
 from reelqueue.cli.cmd_jobs import batch_commands, find_batch
@@ -55,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     spend = sub.add_parser("spend", help="what each account has spent (all days and today) "
                            "and what the waiting jobs will cost")
     spend.add_argument("--json", action="store_true", help="machine-readable output")
+    spend.add_argument(
+        "--reconcile", action="store_true",
+        help="line up, per account, model and UTC day, what the journal started and priced "
+        "against what the provider reports it used (read now from the provider, where it "
+        "publishes usage and this machine holds the key), and name each difference: "
+        "renders the journal does not know, price drift (with the price that would "
+        "match), refunds. Reads only; creates nothing")
+    spend.add_argument("--days", type=int, default=spend_reconcile.DEFAULT_DAYS,
+                       help="with --reconcile: how many UTC days back, today included "
+                       f"(default {spend_reconcile.DEFAULT_DAYS}, at most 90)")
+    spend.add_argument("--account", action="append", default=None, metavar="NAME",
+                       help="with --reconcile: only this account (repeatable)")
     spend.set_defaults(handler=handle_spend)
     actions = _batch_actions(sub)
     cap = actions.add_parser(
@@ -103,6 +115,16 @@ def describe(spend: SpendSummary) -> list[str]:
 def handle_spend(args: argparse.Namespace, ctx: CliContext) -> int:
     if not ctx.has_journal:
         ctx.print(f"No journal yet in {ctx.data_dir}.")
+        return 0
+    if args.reconcile:
+        report = run_on_journal(
+            ctx, lambda session: spend_reconcile.reconcile_spend(
+                session, args.days, args.account), lock=False)
+        if args.json:
+            ctx.print(json.dumps(report.as_dict(), indent=2))
+        else:
+            for line in report.lines():
+                ctx.print(line)
         return 0
     figures = run_on_journal(ctx, status.money, lock=False)
     if args.json:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,6 +22,7 @@ from reelqueue.domain.account_view import Balance as Balance
 from reelqueue.domain.account_view import Charging as Charging
 from reelqueue.domain.account_view import ModelLimit as ModelLimit
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.spend_reconcile import UsageReport as UsageReport
 from reelqueue.domain.states import RemotePhase
 
 
@@ -325,6 +327,25 @@ class AccountViewProvider(Protocol):
 def account_view_of(provider: object) -> AccountViewProvider | None:
     """``provider`` as an :class:`AccountViewProvider`, or None when it offers no view."""
     return provider if isinstance(provider, AccountViewProvider) else None
+
+
+@runtime_checkable
+class UsageProvider(Protocol):
+    """An adapter whose provider publishes the account's usage per model and UTC day
+    (issue 32 item 5, cost reconciliation): an optional capability; an adapter without it
+    has its usage "not published"."""
+
+    async def usage_report(self, start: date, end: date) -> UsageReport:
+        """The usage from ``start`` to ``end`` (not included), at most
+        ``domain.spend_reconcile.MAX_USAGE_DAYS`` days, one bounded read. An error answer
+        raises :class:`ProviderError`; a readable answer with unusable figures returns a
+        report with ``problem`` and no figure."""
+        ...
+
+
+def usage_of(provider: object) -> UsageProvider | None:
+    """``provider`` as a :class:`UsageProvider`, or None when it publishes no usage."""
+    return provider if isinstance(provider, UsageProvider) else None
 
 
 class Provider(Protocol):

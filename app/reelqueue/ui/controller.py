@@ -178,6 +178,7 @@ class AppController(QObject):
         w.openFolderRequested.connect(k.open_output_folder)
         w.settingsRequested.connect(k.show_settings)
         w.instancesRequested.connect(k.show_instances)
+        w.costsRequested.connect(k.show_costs)
         w.aboutRequested.connect(k.show_about)
         w.addAccountRequested.connect(k.show_account_dialog)
         w.jobActivated.connect(k.show_job)

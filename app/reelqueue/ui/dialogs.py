@@ -21,6 +21,7 @@ from reelqueue.ui import format as fmt
 from reelqueue.ui.about import AboutDialog
 from reelqueue.ui.account_dialog import AccountDialog
 from reelqueue.ui.banner import BannerAction
+from reelqueue.ui.costs import CostsDialog
 from reelqueue.ui.import_dialog import ImportDialog
 from reelqueue.ui.instances import InstancesDialog
 from reelqueue.ui.job_detail import JobDetailDialog
@@ -91,6 +92,7 @@ class DialogKeeper:
         self.open: list[Any] = []
         self._plan_serial = 0
         self.instances: InstancesDialog | None = None  # the Instances view, while open
+        self.costs: CostsDialog | None = None  # the Costs view, while open
 
     def request_import(self, path: Path | None) -> None:
         if path is not None:
@@ -302,6 +304,40 @@ class DialogKeeper:
         machines = await self.session.machines()
         if self.instances is dialog:  # not closed meanwhile
             dialog.set_machines(machines)
+
+    def show_costs(self) -> CostsDialog:
+        """The cost reconciliation (issue 32 item 5), read from the providers as a task."""
+        if self.costs is not None:
+            self.costs.raise_()
+            self.costs.activateWindow()
+            return self.costs
+        dialog = CostsDialog(self.window)
+        self.costs = dialog
+
+        def closed(_result: int) -> None:
+            self.costs = None
+            self.forget(dialog)
+
+        dialog.finished.connect(closed)
+        dialog.again.clicked.connect(lambda: self.spawn(self.refresh_costs(), "costs"))
+        self.open.append(dialog)
+        dialog.show()
+        self.spawn(self.refresh_costs(), "costs")
+        return dialog
+
+    async def refresh_costs(self) -> None:
+        dialog = self.costs
+        if dialog is None:
+            return
+        dialog.reading()
+        try:
+            report = await self.session.reconcile_spend()
+        except KnownError as exc:  # the journal is away, or a refusal: said in the dialog
+            if self.costs is dialog:
+                dialog.set_failed(str(exc))
+            return
+        if self.costs is dialog:  # not closed meanwhile
+            dialog.set_lines(report.lines())
 
     def show_about(self) -> AboutDialog:
         """The version, the providers and the plug-ins (skipped ones with the reason)."""

@@ -291,6 +291,7 @@ class MainWindow(QMainWindow):
         openFolderRequested(): open the output folder.
         settingsRequested(): show the settings. addAccountRequested(): connect an account.
         aboutRequested(): show the About box (version, providers, plug-ins; F1).
+        costsRequested(): show the cost reconciliation (the providers' usage).
         jobActivated(int): show a job's detail.
         revealRequested(int): show the job's video in its folder.
         closeRequested(): the user closed the window; the controller decides.
@@ -313,6 +314,7 @@ class MainWindow(QMainWindow):
     openFolderRequested = Signal()
     settingsRequested = Signal()
     instancesRequested = Signal()
+    costsRequested = Signal()
     aboutRequested = Signal()
     addAccountRequested = Signal()
     jobActivated = Signal(int)
@@ -450,6 +452,12 @@ class MainWindow(QMainWindow):
         self.instances_action.triggered.connect(self.instancesRequested.emit)
         bar.insertAction(self.account_action, self.instances_action)
         self.instances_action.setVisible(False)
+        # The journal against the providers' usage (issue 32 item 5): read on opening.
+        self.costs_action = QAction("Costs", self)
+        self.costs_action.setToolTip("What the journal started and priced against what the "
+                                     "providers report they used, per model and day")
+        self.costs_action.triggered.connect(self.costsRequested.emit)
+        bar.insertAction(self.account_action, self.costs_action)
         # Keyboard only (docs/ui.md, "Keyboard shortcuts"): on the window, so they work
         # wherever the focus is in it; a text field keeps its own Del.
         # The platform's Quit (Cmd+Q on macOS); Windows and some platforms bind none:

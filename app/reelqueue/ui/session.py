@@ -29,6 +29,7 @@ from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
 from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
+from reelqueue.application.spend_reconcile import SpendReconciliation, reconcile_spend
 from reelqueue.application.team import TeamMachine
 from reelqueue.application.words import job_state_words
 from reelqueue.domain.clock import Clock
@@ -228,6 +229,10 @@ class EngineSession:
     def team(self) -> bool:
         """The journal is a team database shared with other machines (issue 15)."""
         return team.is_team_session(self.app)
+
+    async def reconcile_spend(self) -> SpendReconciliation:
+        """``spend --reconcile``'s figures (asks the providers; creates nothing)."""
+        return await reconcile_spend(self.app)
 
     async def machines(self) -> list[TeamMachine]:
         """The machines sharing the team database (the instances registry)."""

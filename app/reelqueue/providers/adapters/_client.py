@@ -151,9 +151,16 @@ class ApiClient:
         Returns the answer fully read (so the error readers work on it) and whether its body
         was cut: a cut answer has an empty body and must not be read as JSON. Transport
         failures become :class:`ProviderError`, as in :meth:`request`."""
+        return await self.read_bounded("GET", path, max_bytes)
+
+    async def read_bounded(self, method: str, path: str, max_bytes: int, *,
+                           json_body: Any = None) -> tuple[httpx2.Response, bool]:
+        """:meth:`get_bounded` with another method and a JSON body: a read-only query
+        sent as a POST (Runway's ``POST /v1/organization/usage``), never a create."""
         sent = header_bytes(self.auth())
         try:
-            async with self._client.stream("GET", self.url(path), headers=sent,
+            async with self._client.stream(method, self.url(path), headers=sent,
+                                           json=json_body,
                                            follow_redirects=False) as streamed:
                 chunks: list[bytes] = []
                 size, cut = 0, False

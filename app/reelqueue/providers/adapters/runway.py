@@ -19,6 +19,8 @@ find a task by our token: ``supports_lookup`` is False.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+from datetime import date
 from typing import Any
 
 import httpx2
@@ -26,6 +28,7 @@ import httpx2
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters._account import (
+    MAX_VIEW_BYTES,
     Figures,
     KeyCheckAnswer,
     answer_json,
@@ -55,6 +58,7 @@ from reelqueue.providers.adapters._errors import (
 )
 from reelqueue.providers.adapters._images import image_kind, load_image
 from reelqueue.providers.adapters._params import duration_problem, param_bool, param_int, param_str
+from reelqueue.providers.adapters._usage import runway_usage_report
 from reelqueue.providers.base import (
     AccountView,
     Charging,
@@ -65,6 +69,7 @@ from reelqueue.providers.base import (
     ProviderConfig,
     RemoteStatus,
     RenderRequest,
+    UsageReport,
 )
 from reelqueue.providers.http import HttpSession
 from reelqueue.providers.httpx_session import httpx_client_of
@@ -204,6 +209,7 @@ def extra_validation(params: Mapping[str, Any]) -> list[ParamProblem]:
 
 
 ORGANIZATION_PATH = "/v1/organization"
+USAGE_PATH = "/v1/organization/usage"
 
 
 def organization_view(account: str, response: httpx2.Response, cut: bool) -> AccountView:
@@ -286,6 +292,21 @@ class RunwayProvider:
         page says). Runway publishes no organization id in it."""
         response, cut = await self._organization.for_view()
         return scrubbed(organization_view(self._api.account, response, cut), self._api.scrub)
+
+    async def usage_report(self, start: date, end: date) -> UsageReport:
+        """The organization's credits used per model and UTC day, ``start`` to ``end``
+        (not included): ``POST /v1/organization/usage`` with ``startDate``/``beforeDate``
+        (runwayml/sdk-python ``resources/organization.py`` ``retrieve_usage``; at most 90
+        days). One bounded read; the answer's figures checked (``_usage``)."""
+        response, cut = await self._api.read_bounded(
+            "POST", USAGE_PATH, MAX_VIEW_BYTES,
+            json_body={"startDate": start.isoformat(), "beforeDate": end.isoformat()})
+        if not response.is_success:
+            raise self._error(response)
+        report = runway_usage_report(response, cut, start, end, PARAMS.models)
+        if report.problem is None:
+            return report
+        return replace(report, problem=self._api.scrub(report.problem))
 
     async def submit(self, request: RenderRequest) -> str:
         check_row(TITLE, PARAMS, extra_validation, request)
