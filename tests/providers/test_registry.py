@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reelqueue.application.builtin_mock import BuiltinMock
+from reelqueue.application.compose import provider_registry
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.domain.states import JobState
@@ -66,16 +67,21 @@ def test_the_builtin_registry_is_one_immutable_object() -> None:
 
 
 def test_the_builtin_mock_overrides_its_url_in_a_new_registry_only() -> None:
+    """Over the registry in use (built-ins and the plug-ins installed: the sample plug-in
+    in the test environment), whatever ran before (it failed alone, comparing with the
+    built-ins only)."""
+    in_use = provider_registry()
     mock = BuiltinMock(MockOptions(render_seconds_min=0.01, render_seconds_max=0.01))
-    assert mock.providers() is builtin_registry()  # not running: nothing to override
+    assert mock.providers() is in_use  # not running: nothing to override
     try:
         url = mock.ensure()
         providers = mock.providers()
         assert providers.get("mock").default_base_url == url
+        assert in_use.get("mock").default_base_url is None
         assert builtin_registry().get("mock").default_base_url is None
     finally:
         mock.stop()
-    assert mock.providers() is builtin_registry()
+    assert mock.providers() is in_use
 
 
 async def test_two_engines_render_with_their_own_mock_address(tmp_path: Path) -> None:
