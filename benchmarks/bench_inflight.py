@@ -276,8 +276,10 @@ def main() -> None:
         sampler.stopping.set()
         sampler.join()
         ended_wall = started_wall + window
-        if args.py_spy:
-            os.kill(run_pid, signal.SIGTERM)  # py-spy writes its file when the run ends
+        if args.py_spy:  # py-spy writes its file once the run has ended
+            os.kill(run_pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.wait(timeout=120)
         stop(run)
         run_log.close()
         timeline = get_json(f"{url}/_mock/timeline")
