@@ -29,6 +29,7 @@ import csv
 import heapq
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -199,16 +200,21 @@ class Sampler(threading.Thread):
                 last, run0, mock0 = now, run1, mock1
 
 
-def journal_figures(journal: Path) -> tuple[dict[str, float], dict[str, int]]:
-    """Completed jobs' finished_at by job key, and the count of jobs by state."""
+def journal_figures(journal: Path) -> tuple[dict[str, float], dict[str, int],
+                                           list[float]]:
+    """Completed jobs' finished_at by job key, the count of jobs by state, and when each
+    job's last claim started (claims against completions over time: a start that lags
+    the finishes is the overload brake, engine/load.py)."""
     db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=30)
     try:
         done = {key: at for key, at in db.execute(
             "SELECT job_key, finished_at FROM jobs WHERE state = 'COMPLETED'")}
         states = dict(db.execute("SELECT state, count(*) FROM jobs GROUP BY state"))
+        starts = [at for (at,) in db.execute(
+            "SELECT started_at FROM jobs WHERE started_at IS NOT NULL")]
     finally:
         db.close()
-    return done, states
+    return done, states, starts
 
 
 def main() -> None:
@@ -283,6 +289,7 @@ def main() -> None:
         stop(run)
         run_log.close()
         timeline = get_json(f"{url}/_mock/timeline")
+        polls = int(get_json(f"{url}/_mock/counters")["polls_total"])
     finally:
         if run is not None:
             stop(run)
@@ -290,7 +297,7 @@ def main() -> None:
         mock_log.close()
     after = loadavg()
 
-    done, states = journal_figures(data / "journal.sqlite3")
+    done, states, starts = journal_figures(data / "journal.sqlite3")
     completed = [at for at in done.values() if at is not None and at <= ended_wall]
     ours = [r for r in timeline if not r["cancelled"]]
     ours.sort(key=lambda r: r["created_at"])
@@ -330,6 +337,10 @@ def main() -> None:
          f"{med(mock_cpu):.0f} / {max(mock_cpu, default=float('nan')):.0f}"),
         ("run resident memory now / peak, MiB",
          f"{sampler.rss_kb / 1024:.0f} / {sampler.hwm_kb / 1024:.0f}"),
+        ("polls answered by the mock", f"{polls}"),
+        ("polls per completion", f"{polls / len(completed):.1f}" if completed else "n/a"),
+        ("run CPU ms per poll (all of run's CPU / polls)",
+         f"{sum(run_cpu) * args.cpu_window * 10 / polls:.2f}" if polls else "n/a"),
         ("run CPU-seconds per completion",
          f"{sum(run_cpu) * args.cpu_window / 100 / len(completed):.3f}" if completed
          else "n/a"),
@@ -342,7 +353,15 @@ def main() -> None:
         f"{t:.0f}: {r:.0f}, {m:.0f}" for t, r, m in sampler.cpu))
     print("filled over time (t s: running): " + ", ".join(
         f"{t:.0f}: {n}" for t, n in sampler.running[::max(1, len(sampler.running) // 20)]))
-    print(f"work folder: {folder}" + ("" if args.keep else " (temporary)"))
+    t0 = min(starts, default=started_wall)
+    buckets = range(int((ended_wall - t0) // 10) + 1)
+    print("claims started / completed per 10 s: " + ", ".join(
+        f"{b * 10}: {sum(1 for s in starts if int((s - t0) // 10) == b)}/"
+        f"{sum(1 for f in completed if int((f - t0) // 10) == b)}" for b in buckets))
+    if args.keep:
+        print(f"work folder: {folder}")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
