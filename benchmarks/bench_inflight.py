@@ -47,9 +47,9 @@ REELQUEUE = [sys.executable, "-m", "reelqueue"]
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def child_env() -> dict[str, str]:
+def child_env(app: Path = APP) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(APP), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(app), env.get("PYTHONPATH", "")) if p)
     env.pop("REELQUEUE_DATA_DIR", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -230,6 +230,9 @@ def main() -> None:
     parser.add_argument("--py-spy", metavar="FILE", default=None,
                         help="run `reelqueue run` under py-spy record (--format from the "
                              "name: .svg flamegraph, .txt raw)")
+    parser.add_argument("--run-app", metavar="DIR", type=Path, default=APP,
+                        help="the app/ folder `reelqueue run` imports (another checkout's, "
+                             "for a before and after on one machine; default: this one)")
     parser.add_argument("--keep", metavar="DIR", default=None,
                         help="work in this folder and keep it")
     args = parser.parse_args()
@@ -263,7 +266,7 @@ def main() -> None:
                        "-o", args.py_spy, "--", *command]
         run_log = (folder / "run.log").open("wb")
         run = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=run_log,
-                               stderr=subprocess.STDOUT, env=child_env(),
+                               stderr=subprocess.STDOUT, env=child_env(args.run_app),
                                start_new_session=True)
         run_pid = run.pid
         if args.py_spy:  # py-spy's child is the run
