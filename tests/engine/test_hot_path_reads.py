@@ -68,9 +68,10 @@ def _count(events: list[object], kind: type, test: Callable[[Any], bool]) -> int
 
 
 async def test_polls_and_events_read_no_figures_from_the_journal(tmp_path: Path) -> None:
-    polls_each, jobs = 25, 16
+    polls_each, jobs = 20, 16
     prompts = [f"shot {i}" for i in range(jobs)]
-    provider = FakeProvider({p: Script(polls=polls_each) for p in prompts})
+    # Renders of different lengths: they end one by one, as real ones do.
+    provider = FakeProvider({p: Script(polls=polls_each + i) for i, p in enumerate(prompts)})
     inner = MemoryStore()
     add_batch(inner, tmp_path, prompts)
     for name in ("a", "b", "c", "d"):
@@ -86,15 +87,18 @@ async def test_polls_and_events_read_no_figures_from_the_journal(tmp_path: Path)
     cards = _count(events, AccountEvent, lambda e: True)
     assert progress >= jobs * polls_each, "each poll still says how the render goes"
     # A card is published when what it shows changed (a claim and a finish on one
-    # account between two passes leave it as it was).
-    assert cards >= 8, "the claims and finishes reach the cards"
+    # account between two passes leave it as it was): how often depends on how the
+    # passes fall; every account's card is published at its first claims.
+    assert {e.name for e in events if isinstance(e, AccountEvent)} == set("abcd")
+    assert cards >= 4
     # The figures are read when nothing runs here (the first pass, and a pass after
-    # the last render ended), else never in this test: none per poll, per progress event
-    # or per card. The drain counts the jobs only when nothing runs.
-    assert 1 <= store.calls["spend_summary"] <= 3, store.calls
+    # the last render ended; one more if a slow machine lets a wave end before the next
+    # pass), else never in this test: none per poll, per progress event or per card. The
+    # drain counts the jobs only when nothing runs.
+    assert 1 <= store.calls["spend_summary"] <= 4, store.calls
     assert store.calls["live_count"] == 0, store.calls
-    assert store.calls["counts"] <= 3 + 3, store.calls  # the figures' own, the drain's
-    assert 1 <= engine.figures.reads <= 3
+    assert store.calls["counts"] <= 4 + 4, store.calls  # the figures' own, the drain's
+    assert 1 <= engine.figures.reads <= 4
     # One progress write per change of the render's sub-status (not one per poll), one
     # claim per job started (the claim's SQL checks), one completion per job.
     assert store.calls["record_progress"] == jobs, store.calls
