@@ -35,3 +35,29 @@ def test_peak_running_renders_are_counted_per_key() -> None:
         peaks = client.get(f"{url}/_mock/counters").json()["peak_renders_by_key"]
     assert peaks == {_key_id("key-aaaa"): 3, _key_id("key-bbbb"): 1}
     assert "key-aaaa" not in str(peaks)
+
+
+def test_running_now_timeline_and_poll_hint_are_the_mocks_own() -> None:
+    """The in-flight benchmark counts a slot filled by the mock's ``running_now``, takes
+    each render's end from ``/_mock/timeline`` and sets the poll hint real providers ask."""
+    with MockProviderServer(MockOptions(seed=1, poll_after_seconds=5.0)) as server, \
+            httpx2.Client() as client:
+        url = server.url
+        for n in range(2):
+            _create(client, url, "key-aaaa", n, 60.0)
+        _create(client, url, "key-aaaa", 2, 0.0)  # already over: not running
+        assert client.get(f"{url}/_mock/counters").json()["running_now"] == 2
+        timeline = {r["job_key"]: r for r in client.get(f"{url}/_mock/timeline").json()}
+        render_id = client.get(f"{url}/v1/renders", params={"client_token": "t0"},
+                               headers={"Authorization": "Bearer key-aaaa"}).json()["data"][0]["id"]
+        poll = client.get(f"{url}/v1/renders/{render_id}",
+                          headers={"Authorization": "Bearer key-aaaa"})
+    assert set(timeline) == {"j0", "j1", "j2"}
+    assert timeline["j0"]["ends_at"] - timeline["j0"]["created_at"] == pytest.approx(60.0)
+    assert timeline["j2"]["ends_at"] == pytest.approx(timeline["j2"]["created_at"])
+    assert poll.headers["X-Poll-After"] == "5"
+
+
+def test_a_poll_hint_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="poll_after_seconds"):
+        MockOptions(poll_after_seconds=0)

@@ -50,6 +50,9 @@ class EngineConfig:
         overloaded (``engine/load.py``): new claims are then held back.
     overload_claims_per_pass: the claims a pump pass makes at most while overloaded.
     overload_retry_seconds: how soon the pump looks again after holding claims back.
+    figures_seconds: the least time between two journal reads of what the account cards
+        show (renders live, spend today: ``engine/figures.py``); the claim's own checks
+        are in SQL whatever this is.
     """
 
     lease_seconds: float = 60.0
@@ -76,6 +79,7 @@ class EngineConfig:
     overload_lag_seconds: float = 0.5
     overload_claims_per_pass: int = 1
     overload_retry_seconds: float = 0.5
+    figures_seconds: float = 3.0
 
     @property
     def create_timeout_seconds(self) -> float:

@@ -43,6 +43,7 @@ from reelqueue.engine.events import (
     spend_cap_reasons,
     stall_reasons,
 )
+from reelqueue.engine.figures import AccountFigures
 from reelqueue.engine.load import LoopGauge
 from reelqueue.engine.manifest import ManifestWriter, batch_folder
 from reelqueue.engine.outputs import (
@@ -169,6 +170,9 @@ class Engine:
         self._workers: dict[int, asyncio.Task[None]] = {}
         # The claim token each worker runs under: the heartbeat renews only these leases.
         self._tokens: dict[int, str] = {}
+        self._worker_accounts: dict[int, str] = {}
+        # What the cards show, read from the journal every few seconds, never per event.
+        self.figures = AccountFigures(self.store, self.clock.now, self.config.figures_seconds)
         self._wake = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -185,6 +189,7 @@ class Engine:
         self._braked = False  # the last pass stopped claiming because the loop lagged
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
+        self._published_rows: dict[str, tuple[object, ...]] = {}  # _account_key published
         self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
@@ -419,7 +424,10 @@ class Engine:
                 self.bus.publish(JobEvent(job.id, job.state, self.clock.now(),
                                           account=job.account, unbound=job.account is None,
                                           attempts=job.attempts))
-        for name in dict.fromkeys(accounts):
+        names = list(dict.fromkeys(accounts))
+        if names:  # a user's command (a new cap, a new capacity): shown as written
+            await self.figures.refresh(force=True)
+        for name in names:
             self._providers.pop(name, None)
             await self._publish_account(name)
         self.wake()
@@ -435,6 +443,15 @@ class Engine:
         """Wait until every job is final (or stalled, or the budget ran out)."""
         deadline = None if budget_seconds is None else self.clock.now() + budget_seconds
         while True:
+            if self._workers:
+                # Renders run: nothing to read until they end or the budget runs out (a
+                # journal read per finished render cost the journal thread at 1,000 in
+                # flight: issue 33 item 4).
+                if deadline is not None and self.clock.now() >= deadline and self._claiming:
+                    self.stop_claiming()
+                self._idle.clear()
+                await wait_event(self._idle, 0.5)
+                continue
             counts = await self.store.counts()
             # Parked jobs wait for the user: settled, not open (and shown as needing
             # attention by the front ends).
@@ -637,6 +654,10 @@ class Engine:
                          "slower until it catches up", self.gauge.lag)
         self._braked = False
         accounts = await self.store.list_accounts()
+        # Read when older than config.figures_seconds; and at once when nothing runs
+        # here (no hot path then: the cards of a stalled or finished run show the last
+        # spend, not the one of a few seconds before).
+        await self.figures.refresh(force=not self._workers)
         waiting_confirm: set[str] = set()
         charging = self._charging()
         for account in accounts:  # the fixed order of the accounts table
@@ -679,11 +700,12 @@ class Engine:
                                           provider=_routed_provider(claim),
                                           kind=_routed_kind(claim)))
                 self._start_worker(claim, provider)
+                self.figures.claimed(account.name)
                 claimed_here += 1
             claims += claimed_here
-            # Every finished job wakes a pass: publish only what changed, so the journal
-            # thread is not kept busy with reads nobody needs.
-            if claimed_here or self._published.get(account.name) != self._event_key(account):
+            # Every finished job wakes a pass: publish only what changed (the figures are
+            # in memory: no journal read for an event).
+            if self._published.get(account.name) != self._event_key(account):
                 await self._publish_account(account.name, account)
         self._waiting_confirm = waiting_confirm
         return claims
@@ -789,11 +811,15 @@ class Engine:
         task = asyncio.create_task(attempt.run(), name=f"render-{claim.job.id}")
         self._workers[claim.job.id] = task
         self._tokens[claim.job.id] = claim.token.token
+        self._worker_accounts[claim.job.id] = claim.account
         task.add_done_callback(functools.partial(self._worker_done, claim.job.id))
 
     def _worker_done(self, job_id: int, task: asyncio.Task[None]) -> None:
         self._workers.pop(job_id, None)
         self._tokens.pop(job_id, None)
+        account = self._worker_accounts.pop(job_id, None)
+        if account is not None:
+            self.figures.ended(account)
         if not task.cancelled() and task.exception() is not None:
             self._report_error(task.exception())  # type: ignore[arg-type]
         self._idle.set()
@@ -804,17 +830,21 @@ class Engine:
             account = await self.store.get_account(name)
         if account is None:
             return
+        # Read when older than config.figures_seconds, or at once when the account's
+        # row changed (a new daily cap: the spend summary carries it; rare, no event's).
+        row, before = _account_key(account), self._published_rows.get(name)
+        await self.figures.refresh(force=before is not None and before != row)
+        self._published_rows[name] = row
         self._published[name] = self._event_key(account)
-        live = await self.store.live_count(name)
-        now = self.clock.now()
-        spend = next((a for a in (await self.store.spend_summary(
-            now, local_day_start(now))).accounts
-            if a.account == name), None)
-        self.bus.publish(account_event(account, live, now, spend,
+        self.bus.publish(account_event(account, self.figures.live(name), self.clock.now(),
+                                       self.figures.spend(name),
                                        machine=self._machine_words(account)))
 
     def _event_key(self, account: Account) -> tuple[object, ...]:
-        return (*_account_key(account), self._machine_words(account))
+        spend = self.figures.spend(account.name)
+        return (*_account_key(account), self._machine_words(account),
+                self.figures.live(account.name),
+                None if spend is None else (spend.committed, spend.cap, spend.waiting))
 
     def _report_error(self, exc: BaseException) -> None:
         self.bus.publish(EngineErrorEvent(str(exc), self.clock.now()))

@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         type=_foreign,
                         help='plant another client\'s render: {"prompt": ..., "params": '
                              '{...}, "ago": S} or "created_at": UNIX (repeatable)')
+    parser.add_argument("--poll-after", type=float, default=0.2, metavar="S",
+                        help="the X-Poll-After hint of every poll answer (default 0.2; "
+                             "real providers ask for about 5)")
     parser.add_argument("--hold-create-answer", type=float, default=0.0, metavar="S",
                         help="hold every create's answer S seconds (the render exists)")
     parser.add_argument("--account-view", default=None, metavar="JSON", type=_account_view,
@@ -136,6 +139,7 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         list_delay_max=args.list_delay[1],
         foreign_renders=tuple(args.foreign or ()),
         hold_create_answer_seconds=args.hold_create_answer,
+        poll_after_seconds=args.poll_after,
         account_view=args.account_view,
         **extra,
     )

@@ -27,7 +27,9 @@ The API (all JSON; ``Authorization: Bearer KEY`` checked when ``accept_keys`` is
   without a configured body each model's ``used_today`` is the creates counted so far and
   ``day`` today's UTC date. A ``Date`` header says when (the server's clock).
 
-Test hooks (no key needed): ``GET /_mock/counters``, ``POST /_mock/reset`` (counters),
+Test hooks (no key needed): ``GET /_mock/counters`` (also ``running_now``: renders running
+at this instant), ``GET /_mock/timeline`` (each render's job key, Unix creation and end
+times, for benchmarks), ``POST /_mock/reset`` (counters),
 ``POST /_mock/foreign`` ``{"prompt", "params"?, "created_at"? | "ago"?}`` plants a render
 of another client on the caller's key (the ``Authorization`` header it sends), created at
 ``created_at`` (Unix seconds) or ``ago`` seconds before now (default now); answers
@@ -54,8 +56,6 @@ from reelqueue.mockprovider.state import MockState, Render, UnknownCursor, key_i
 
 log = logging.getLogger("reelqueue.mockprovider")
 
-POLL_AFTER = "0.2"
-"""The ``X-Poll-After`` hint sent with every poll answer."""
 
 MAX_BODY = 1 << 20
 SLOW_CHUNK = 1024
@@ -184,6 +184,7 @@ class MockHandler(BaseHTTPRequestHandler):
             ("GET", "/v1/account", self._account),
             ("GET", "/v1/account/view", self._account_view),
             ("GET", "/_mock/counters", lambda: self._json(200, self.state.counters())),
+            ("GET", "/_mock/timeline", lambda: self._json(200, self.state.timeline())),
             ("POST", "/_mock/reset", self._reset_counters),
             ("POST", "/_mock/foreign", lambda: self._plant_foreign(body)),
             ("GET", _RENDER, self._poll),
@@ -339,7 +340,8 @@ class MockHandler(BaseHTTPRequestHandler):
         elif state.take_fault(render.id, render.directives.get("poll_malformed")):
             self._send(200, b'{"status": "runn', "application/json")
         else:
-            self._json(200, state.view(render, self.base_url), {"X-Poll-After": POLL_AFTER})
+            hint = f"{state.options.poll_after_seconds:g}"
+            self._json(200, state.view(render, self.base_url), {"X-Poll-After": hint})
 
     def _lookup(self, query: dict[str, str]) -> None:
         state = self.state

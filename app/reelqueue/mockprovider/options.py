@@ -102,6 +102,8 @@ class MockOptions:
             per-model limits and organization; issue 32 item 2), sent as given so tests
             can plant bad figures; None: :data:`DEFAULT_ACCOUNT_VIEW` (a balance, no
             limit).
+        poll_after_seconds: the ``X-Poll-After`` hint sent with every poll answer (real
+            providers ask for about 5 s; the default keeps tests quick).
     """
 
     render_seconds_min: float = 0.2
@@ -126,6 +128,7 @@ class MockOptions:
     account_view: Mapping[str, Any] | None = None
     prompt_clips: bool = True
     clip_dir: Path | None = None
+    poll_after_seconds: float = 0.2
 
     @property
     def clips_wanted(self) -> bool:
@@ -149,6 +152,8 @@ class MockOptions:
             raise ValueError(f"list_page_size must be between 1 and {MAX_PAGE_SIZE}")
         if self.hold_create_answer_seconds < 0:
             raise ValueError("hold_create_answer_seconds must be >= 0")
+        if not 0 < self.poll_after_seconds <= 3600:
+            raise ValueError("poll_after_seconds must be > 0 and <= 3600")
         renders: object = self.foreign_renders
         if not isinstance(renders, tuple):
             object.__setattr__(self, "foreign_renders", tuple(self.foreign_renders))

@@ -138,7 +138,11 @@ class MockState:
     def counters(self) -> dict[str, Any]:
         with self._lock:
             c = self._counters
+            now = time.monotonic()
             return {
+                "running_now": sum(1 for r in self._renders.values()
+                                   if not r.cancelled and not r.foreign
+                                   and r.created <= now < r.created + r.duration),
                 "creates_total": c.creates_total,
                 "creates_by_job_key": dict(c.creates_by_job_key),
                 "creates_by_client_token": dict(c.creates_by_client_token),
@@ -150,6 +154,16 @@ class MockState:
                 "renders_total": c.renders_total,
                 "peak_renders_by_key": dict(c.peak_renders_by_key),
             }
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Each of our renders (not the planted ones): its job key, when it was created
+        and when it ends (Unix seconds, the state's clock), and whether it was cancelled.
+        A benchmark replays these durations back to back as its ideal, and measures from
+        each end to the file on disk."""
+        with self._lock:
+            return [{"job_key": r.job_key, "created_at": r.created_at,
+                     "ends_at": r.created_at + r.duration, "cancelled": r.cancelled}
+                    for r in self._renders.values() if not r.foreign]
 
     def reset_counters(self) -> None:
         with self._lock:
