@@ -298,7 +298,8 @@ async def _run_engine(store: PostgresStore, config: EngineConfig, *, keys: Accou
     await engine.store.call(store.register_instance, engine.instance_id,
                             host=socket.gethostname(), pid=os.getpid(),
                             version=__version__, clock_offset=offset,
-                            lease_seconds=engine.config.lease_seconds)
+                            lease_seconds=engine.config.lease_seconds,
+                            providers=engine.providers.kinds())
     listener: WakeListener | None = None
     try:
         await engine.start()
@@ -339,6 +340,8 @@ class TeamMachine:
         this_machine: the instance is this window's own engine.
         clock_offset: its clock minus the server's, as it last measured (None: unknown).
         lease_seconds: the lease its claims get: silence longer than it means gone.
+        providers: the provider kinds it can build (built-ins and loaded plug-ins), as it
+            said at hello; None: unknown (an older version, or a row out of bounds).
     """
 
     id: str
@@ -353,6 +356,7 @@ class TeamMachine:
     this_machine: bool = False
     clock_offset: float | None = None
     lease_seconds: float | None = None
+    providers: tuple[str, ...] | None = None
 
 
 def team_machines(instances: list[Instance], *, lease_seconds: float,
@@ -377,7 +381,8 @@ def team_machines(instances: list[Instance], *, lease_seconds: float,
             live_renders=0 if state == STOPPED else inst.live_renders, state=state,
             silent_for=silent_for, this_machine=inst.id == own_id,
             clock_offset=inst.clock_offset,
-            lease_seconds=inst.lease_seconds or lease_seconds))
+            lease_seconds=inst.lease_seconds or lease_seconds,
+            providers=inst.providers))
     return sorted(out, key=lambda m: (order[m.state], m.started_at, m.id))
 
 
@@ -415,7 +420,55 @@ async def instances(session: Session, *, local_running: bool = False
         id="local", host=socket.gethostname(), pid=0, version=__version__,
         started_at=0.0, heartbeat_at=0.0, live_renders=live if local_running else 0,
         state=RUNNING if local_running else STOPPED, silent_for=0.0, this_machine=True,
-        clock_offset=0.0)]
+        clock_offset=0.0, providers=tuple(session.providers.kinds()))]
+
+
+def providers_words(machine: TeamMachine) -> str:
+    """Which providers one machine can render with, in the user's words."""
+    if machine.providers is None:
+        return "providers unknown"
+    if not machine.providers:
+        return "no providers"
+    return "providers " + ", ".join(machine.providers)
+
+
+def unserved_lines(waiting: dict[str, int], machines: list[TeamMachine], *,
+                   team_store: bool) -> list[str]:
+    """Why jobs wait that no machine can render: one line per provider whose waiting jobs
+    (``waiting``: provider -> jobs queued or in retry wait with no create sent) no machine
+    that could claim them has. On the team database those are the running machines; a
+    machine whose providers are unknown may have it, and the line says so rather than
+    guess. On the local journal, this machine."""
+    candidates = [m for m in machines if m.state == RUNNING or not team_store]
+    if team_store and not candidates:
+        return []  # "0 running" says it already
+    lines = []
+    for provider, n in sorted(waiting.items()):
+        if n <= 0 or any(m.providers is not None and provider in m.providers
+                         for m in candidates):
+            continue
+        jobs = f"{n} job{'s' if n != 1 else ''} wait{'s' if n == 1 else ''}"
+        unknown = [m.host for m in candidates if m.providers is None]
+        if not team_store:
+            lines.append(f"{jobs} for provider {provider}, which this machine does not "
+                         "have (its plug-in is not installed, or failed to load: see "
+                         "'reelqueue status').")
+        elif unknown:
+            lines.append(f"{jobs} for provider {provider}: no running machine says it has "
+                         f"it ({', '.join(sorted(set(unknown)))}: providers unknown).")
+        else:
+            lines.append(f"{jobs} for provider {provider}, which no running machine has: "
+                         "install it on one, or start ReelQueue where it is.")
+    return lines
+
+
+async def unserved(session: Session, machines: list[TeamMachine]) -> list[str]:
+    """:func:`unserved_lines` for the session's journal, from its waiting jobs."""
+    store = session.journal.sync
+    waiting: dict[str, int] = {}
+    for t in await session.journal.call(store.to_go):
+        waiting[t.provider] = waiting.get(t.provider, 0) + t.priced + t.unpriced
+    return unserved_lines(waiting, machines, team_store=is_team_session(session))
 
 
 async def join(session: Session) -> None:
@@ -427,7 +480,8 @@ async def join(session: Session) -> None:
     await session.journal.call(store.register_instance, engine.instance_id,
                                host=socket.gethostname(), pid=os.getpid(),
                                version=__version__, clock_offset=engine.clock_offset,
-                               lease_seconds=engine.config.lease_seconds)
+                               lease_seconds=engine.config.lease_seconds,
+                               providers=engine.providers.kinds())
 
 
 async def leave(session: Session) -> None:
@@ -493,10 +547,13 @@ __all__ = [
     "leave",
     "machines",
     "open_team_store",
+    "providers_words",
     "run_worker",
     "save_database_password",
     "team_config",
     "team_machines",
     "tls_defaults",
+    "unserved",
+    "unserved_lines",
     "worker_keys",
 ]

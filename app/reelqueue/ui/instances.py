@@ -22,10 +22,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.application.team import RUNNING, SILENT, TeamMachine
+from reelqueue.application.team import RUNNING, SILENT, TeamMachine, providers_words
 from reelqueue.ui import format as fmt
 
-COLUMNS = ("Machine", "PID", "Version", "Started", "Last heartbeat", "Live renders")
+COLUMNS = ("Machine", "PID", "Version", "Started", "Last heartbeat", "Live renders",
+           "Providers")
 
 
 def heartbeat_text(machine: TeamMachine) -> str:
@@ -45,7 +46,8 @@ def heartbeat_text(machine: TeamMachine) -> str:
 def machine_cells(machine: TeamMachine) -> tuple[str, ...]:
     host = f"{machine.host} (this window)" if machine.this_machine else machine.host
     return (host, str(machine.pid), machine.version, fmt.stamp(machine.started_at),
-            heartbeat_text(machine), fmt.number(machine.live_renders))
+            heartbeat_text(machine), fmt.number(machine.live_renders),
+            providers_words(machine))
 
 
 def summary_text(machines: list[TeamMachine]) -> str:
