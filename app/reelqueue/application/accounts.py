@@ -280,7 +280,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
     # A key reference counts too (as for claims, application.team): a provider that can
     # go without a key still renders under this account's key elsewhere.
     needs_key = info.requires_key or bool(account.key_ref)
-    if needs_key and not key and session.ctx.store_url is not None:
+    if needs_key and not key and session.mode.shared:
         return KeyTestResult(False, None,
                              f"Account {name}: key not on this machine; nothing was changed "
                              "(its status is the team's; the machines that hold the key "
@@ -502,6 +502,6 @@ async def machine_trust(session: Session,
     """Name -> this machine's view of the accounts it does not render for (the ones
     :func:`machine_notes` words): ``problem`` is ``confirm`` or, on a team database,
     ``no_key`` (its key is not on this machine)."""
-    team = session.ctx.store_url is not None
+    team = session.mode.shared
     return {t.name: t for t in await trust_of_accounts(session, accounts)
             if t.problem == CONFIRM or (t.problem is not None and team)}

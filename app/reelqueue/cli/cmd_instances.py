@@ -12,6 +12,7 @@ import socket
 import time
 
 from reelqueue.application import status, team
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.session import Session
 from reelqueue.application.team import RUNNING, SILENT, TeamMachine
 from reelqueue.cli.context import CliContext
@@ -55,12 +56,10 @@ def _offset(machine: TeamMachine) -> str:
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
-    team_store = ctx.store_url is not None
-    where = "the local journal" if not team_store else "the team database"
+    team_store = journal_mode(ctx).shared
 
     async def read(session: Session) -> tuple[list[TeamMachine], str, list[str]]:
-        store = session.journal.sync
-        name = str(getattr(store, "where", where))
+        name = session.mode.where(session.journal.sync)
         machines = await team.instances(session, local_running=running)
         return machines, name, await team.unserved(session, machines)
 
