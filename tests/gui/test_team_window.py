@@ -64,6 +64,29 @@ def other_machines(url: str, now: float) -> None:
 
 
 @on_qloop
+async def test_the_instances_view_says_which_provider_no_running_machine_has(
+        windows: WindowHarness, team_ctx: CliContext) -> None:
+    """A job of a provider no running machine has (its plug-in installed nowhere): the
+    Instances view says so under its summary (issue 36)."""
+    assert team_ctx.store_url is not None
+    store = PostgresStore.open(team_ctx.store_url, now=time.time())
+    try:
+        batch = store.create_batch(BatchSpec("b", "s.csv", "out"), time.time())
+        store.add_jobs(batch.id, [JobSpec("k0", "a paper boat", "not-installed",
+                                          "out/0.mp4", row_number=2)], time.time())
+    finally:
+        store.close()
+    ctl = await windows.open(team_ctx, start=False)
+    ctl.window.instances_action.trigger()
+    dialog = ctl.keeper.instances
+    assert isinstance(dialog, InstancesDialog)
+    await until(lambda: "not-installed" in dialog.summary.text())
+    assert ("1 job waits for provider not-installed, which no running machine has"
+            in dialog.summary.text())
+    await windows.close(ctl)
+
+
+@on_qloop
 async def test_the_instances_view_lists_the_machines_and_says_which_went_silent(
         windows: WindowHarness, team_ctx: CliContext) -> None:
     assert team_ctx.store_url is not None

@@ -300,8 +300,9 @@ class DialogKeeper:
         if dialog is None:
             return
         machines = await self.session.machines()
+        unserved = await self.session.unserved(machines)
         if self.instances is dialog:  # not closed meanwhile
-            dialog.set_machines(machines)
+            dialog.set_machines(machines, unserved)
 
     def show_about(self) -> AboutDialog:
         """The version, the providers and the plug-ins (skipped ones with the reason)."""

@@ -9,6 +9,8 @@ thread); the controller refreshes an open dialog on the window's tick.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -96,10 +98,13 @@ class InstancesDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(820, 360)
 
-    def set_machines(self, machines: list[TeamMachine]) -> None:
+    def set_machines(self, machines: list[TeamMachine], unserved: Sequence[str] = ()) -> None:
+        """Show ``machines``; ``unserved``: why jobs wait that no running machine can
+        render (application.team.unserved), said under the summary."""
         self.machines = machines
-        self.summary.setText(summary_text(machines) if machines
-                             else "No machine has registered in the team database yet.")
+        text = (summary_text(machines) if machines
+                else "No machine has registered in the team database yet.")
+        self.summary.setText("\n".join([text, *unserved]))
         self.table.setRowCount(len(machines))
         for row, machine in enumerate(machines):
             for column, text in enumerate(machine_cells(machine)):
