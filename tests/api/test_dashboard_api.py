@@ -219,6 +219,9 @@ def test_the_machines_are_listed_with_their_heartbeats(client: httpx2.Client) ->
     check(answer.json(), "Machines")
     (machine,) = answer.json()["machines"]
     assert machine["this_machine"] and machine["state"] == "running"
+    # Which providers this machine has (issue 36): the built-ins at least, checked by
+    # the schema (a list of at most 64 names, or null for unknown).
+    assert {"mock", "runway", "veo"} <= set(machine["providers"])
 
 
 def test_a_thumbnail_and_short_lived_links_serve_one_file_to_get_only(

@@ -4,9 +4,12 @@ the real engine and commands are in tests/team/test_hostile_accounts.py."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
-from reelqueue.application.trust import DirectKeys, TrustedKeys, database_identity
+from reelqueue.application.team_seam import SoloMode, TeamMode
+from reelqueue.application.trust import DirectKeys, TrustedKeys
 from reelqueue.credentials.binding import (
     OWN_HOST,
     KeyBinding,
@@ -18,6 +21,7 @@ from reelqueue.credentials.keystore import KeyStore, MemoryKeyring
 from reelqueue.domain.models import Account
 from reelqueue.domain.states import AccountStatus
 from reelqueue.engine.account_keys import CONFIRM, NO_KEY
+from reelqueue.store.base import Store
 
 pytestmark = [pytest.mark.unit]
 
@@ -140,10 +144,12 @@ class _Store:
 
 
 def test_the_database_identity_is_never_the_local_namespace() -> None:
-    assert database_identity(object()) is None  # the local journal
-    assert database_identity(_Store(DB)) == DB
+    # The journal's mode says which namespace (application/team_seam.py).
+    assert SoloMode().database_identity(cast(Store, _Store(DB))) is None  # local journal
+    team = TeamMode("postgresql://reelqueue@db.example/team")
+    assert team.database_identity(cast(Store, _Store(DB))) == DB
     for planted in ("", "x/../account:b", None, 42):
-        identity = database_identity(_Store(planted))
+        identity = team.database_identity(cast(Store, _Store(planted)))
         assert identity is not None and len(identity) == 32
         assert team_key_ref(identity, "a").startswith("team:")
 

@@ -51,7 +51,8 @@ def other_machines(url: str, now: float) -> None:
     than the 60 s lease) with two renders in flight when it went quiet."""
     store = PostgresStore.open(url, now=now)
     try:
-        store.register_instance("inst-a", host="box-a", pid=101, version="9.9.1")
+        store.register_instance("inst-a", host="box-a", pid=101, version="9.9.1",
+                                providers=["mock", "sample"])
         store.register_instance("inst-b", host="box-b", pid=202, version="9.9.1")
     finally:
         store.close()
@@ -60,6 +61,29 @@ def other_machines(url: str, now: float) -> None:
                    "WHERE id = 'inst-a'", (now - 12,))
         db.execute("UPDATE instances SET heartbeat_at = %s, live_renders = 2 "
                    "WHERE id = 'inst-b'", (now - 200,))
+
+
+@on_qloop
+async def test_the_instances_view_says_which_provider_no_running_machine_has(
+        windows: WindowHarness, team_ctx: CliContext) -> None:
+    """A job of a provider no running machine has (its plug-in installed nowhere): the
+    Instances view says so under its summary (issue 36)."""
+    assert team_ctx.store_url is not None
+    store = PostgresStore.open(team_ctx.store_url, now=time.time())
+    try:
+        batch = store.create_batch(BatchSpec("b", "s.csv", "out"), time.time())
+        store.add_jobs(batch.id, [JobSpec("k0", "a paper boat", "not-installed",
+                                          "out/0.mp4", row_number=2)], time.time())
+    finally:
+        store.close()
+    ctl = await windows.open(team_ctx, start=False)
+    ctl.window.instances_action.trigger()
+    dialog = ctl.keeper.instances
+    assert isinstance(dialog, InstancesDialog)
+    await until(lambda: "not-installed" in dialog.summary.text())
+    assert ("1 job waits for provider not-installed, which no running machine has"
+            in dialog.summary.text())
+    await windows.close(ctl)
 
 
 @on_qloop
@@ -74,7 +98,7 @@ async def test_the_instances_view_lists_the_machines_and_says_which_went_silent(
     dialog = ctl.keeper.instances
     assert isinstance(dialog, InstancesDialog)
     await until(lambda: dialog.table.rowCount() == 3)
-    rows = {dialog.cell_text(r, 0): [dialog.cell_text(r, c) for c in range(6)]
+    rows = {dialog.cell_text(r, 0): [dialog.cell_text(r, c) for c in range(7)]
             for r in range(3)}
     this = [host for host in rows if host.endswith("(this window)")]
     assert len(this) == 1, rows  # the window registered its own engine
@@ -86,6 +110,10 @@ async def test_the_instances_view_lists_the_machines_and_says_which_went_silent(
     assert box_a[5] == "1"
     assert rows["box-b"][4] == "not heard from for 3 min — its renders are taken over"
     assert rows["box-b"][5] == "2"
+    # Which machine has which provider (issue 36): box-b said none (an older version).
+    assert box_a[6] == "providers mock, sample"
+    assert rows["box-b"][6] == "providers unknown"
+    assert rows[this[0]][6].startswith("providers ") and "mock" in rows[this[0]][6]
     assert re.fullmatch(r"just now|\d+ s ago", rows[this[0]][4]), rows[this[0]]
     # Running machines first, the silent one last; the summary counts only the running.
     assert dialog.cell_text(2, 0) == "box-b"

@@ -104,7 +104,8 @@ def _machine_json(machine: TeamMachine) -> dict[str, Any]:
             "version": machine.version, "started_at": machine.started_at,
             "heartbeat_at": machine.heartbeat_at, "live_renders": machine.live_renders,
             "state": machine.state, "silent_for": machine.silent_for,
-            "this_machine": machine.this_machine, "clock_offset": machine.clock_offset}
+            "this_machine": machine.this_machine, "clock_offset": machine.clock_offset,
+            "providers": list(machine.providers) if machine.providers is not None else None}
 
 
 SendVideo = Callable[[web.Request, Job, Path], Awaitable[web.StreamResponse]]

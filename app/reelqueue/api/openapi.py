@@ -398,7 +398,11 @@ SCHEMAS: dict[str, Any] = {
                 "live_renders": {"type": "integer"},
                 "state": {"type": "string", "enum": ["running", "silent", "stopped"]},
                 "silent_for": {"type": "number"}, "this_machine": {"type": "boolean"},
-                "clock_offset": NULLABLE_NUMBER}}}}},
+                "clock_offset": NULLABLE_NUMBER,
+                "providers": {"type": ["array", "null"], "items": {"type": "string"},
+                              "maxItems": 64,
+                              "description": "the provider kinds it can build; null: "
+                                             "unknown"}}}}}},
     "RetryPlan": {
         "type": "object", "required": ["id", "retryable", "summary", "pays", "price"],
         "description": "what POST .../retry would do and cost; nothing is written",

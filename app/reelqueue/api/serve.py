@@ -132,13 +132,12 @@ async def _serve(ctx: AppContext, options: ServeOptions) -> int:
     running: RunningApi | None = None
     joined = False
     config = options.engine
-    if ctx.store_url is not None:  # several machines share the queue (issue 21)
-        config = team.team_config(config)  # take over expired leases only
+    # Several machines share the queue (issue 21): take over expired leases only.
+    config = session.mode.engine_config(config)
     try:
         report = await session.start(config, paused=options.paused)
-        if ctx.store_url is not None:
-            await team.join(session)  # listed in the instances registry
-            joined = True
+        await team.join(session)  # listed in the instances registry (a team's)
+        joined = True
         for problem in session.keyring_problems:
             ctx.print(f"Keyring: {problem}")
         ctx.print(report.summary())

@@ -31,7 +31,7 @@ __all__ = ["ConfirmQuestion", "RemovalEffect", "change_key", "confirm_words", "i
 
 def is_team(session: Session) -> bool:
     """The journal is a team database (shared by several machines)."""
-    return session.ctx.store_url is not None
+    return session.mode.shared
 
 
 async def change_key(session: Session, name: str, key: str, *, check: bool = True) -> str:

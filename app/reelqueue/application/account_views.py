@@ -20,6 +20,7 @@ from typing import Any
 import httpx2
 
 from reelqueue.application.accounts import get_account, keep_view, key_answer, view_reader
+from reelqueue.application.builtin_mock import on_builtin_mock
 from reelqueue.application.limit_words import limit_in_force
 from reelqueue.application.session import Session
 from reelqueue.domain.account_view import AccountView, Balance, ModelLimit
@@ -221,7 +222,7 @@ async def refresh_account_view(session: Session, name: str) -> AccountViewWords:
             "is (a machine of the team that renders for it), or keep the key here first: "
             f"reelqueue team-key {name}")
     base_url = account.base_url
-    if account.provider == "mock" and not base_url:
+    if on_builtin_mock(account.provider, base_url):
         base_url = await session.ensure_mock()
     async with httpx2.AsyncClient(timeout=30.0, follow_redirects=False) as client:
         try:

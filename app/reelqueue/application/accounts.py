@@ -12,6 +12,7 @@ import asyncio
 import math
 from dataclasses import dataclass, field, replace
 
+from reelqueue.application.builtin_mock import on_builtin_mock
 from reelqueue.application.keys import check_key
 from reelqueue.application.session import Session
 from reelqueue.application.trust import (
@@ -154,7 +155,8 @@ async def check_new_account(session: Session, draft: AccountDraft) -> AccountDra
     if capacity < 1:
         raise InputError("The limit (--capacity) must be at least 1.")
     base_url = check_base_url(draft.base_url) if draft.base_url else None
-    if info.default_base_url is None and base_url is None and draft.provider != "mock":
+    if info.default_base_url is None and base_url is None and not on_builtin_mock(
+            draft.provider, None):
         raise InputError(f"{info.title} needs the API's base URL (--base-url).")
     journal = session.journal
     if await journal.get_account(name) is not None:
@@ -183,7 +185,7 @@ async def test_key(session: Session, draft: AccountDraft) -> AccountView | None:
     key = (draft.key or "").strip() or None
     _refuse_unsendable_key(key)
     base_url = draft.base_url
-    if draft.provider == "mock" and not base_url:
+    if on_builtin_mock(draft.provider, base_url):
         base_url = await session.ensure_mock()
     return await check_key(draft.name, draft.provider, base_url, key, dict(draft.settings),
                            providers=session.providers)
@@ -211,7 +213,7 @@ async def add_account(session: Session, draft: AccountDraft, *, check: bool = Tr
     view = None
     if check:
         view = await test_key(session, draft)
-    elif draft.provider == "mock" and not draft.base_url and session.live_engine is not None:
+    elif on_builtin_mock(draft.provider, draft.base_url) and session.live_engine is not None:
         await session.ensure_mock()  # the running engine renders on it
     key_ref = None
     if key is not None:
@@ -278,7 +280,7 @@ async def test_account(session: Session, name: str) -> KeyTestResult:
     # A key reference counts too (as for claims, application.team): a provider that can
     # go without a key still renders under this account's key elsewhere.
     needs_key = info.requires_key or bool(account.key_ref)
-    if needs_key and not key and session.ctx.store_url is not None:
+    if needs_key and not key and session.mode.shared:
         return KeyTestResult(False, None,
                              f"Account {name}: key not on this machine; nothing was changed "
                              "(its status is the team's; the machines that hold the key "
@@ -500,6 +502,6 @@ async def machine_trust(session: Session,
     """Name -> this machine's view of the accounts it does not render for (the ones
     :func:`machine_notes` words): ``problem`` is ``confirm`` or, on a team database,
     ``no_key`` (its key is not on this machine)."""
-    team = session.ctx.store_url is not None
+    team = session.mode.shared
     return {t.name: t for t in await trust_of_accounts(session, accounts)
             if t.problem == CONFIRM or (t.problem is not None and team)}

@@ -18,14 +18,21 @@ from reelqueue.providers.registry import ProviderRegistry
 from reelqueue.store.base import Store
 
 __all__ = ["MOCK_KIND", "BuiltinMock", "add_mock_server_arguments", "builtin_mock",
-           "builtin_mock_accounts", "run_mock_server", "running_mock"]
+           "builtin_mock_accounts", "on_builtin_mock", "run_mock_server", "running_mock"]
 
 MOCK_KIND = "mock"
 
 
+def on_builtin_mock(provider: str, base_url: str | None) -> bool:
+    """An account of ``provider`` at ``base_url`` renders on the built-in mock (the built-in
+    demo's practice provider, no URL of its own): it needs no address and spends no money.
+    The one place that says which accounts those are."""
+    return provider == MOCK_KIND and not base_url
+
+
 def builtin_mock_accounts(accounts: Iterable[Any]) -> list[str]:
     """Names of the accounts the built-in mock serves (kind ``mock``, no URL of their own)."""
-    return [a.name for a in accounts if a.provider == MOCK_KIND and not a.base_url]
+    return [a.name for a in accounts if on_builtin_mock(a.provider, a.base_url)]
 
 
 class BuiltinMock:

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from reelqueue.application.team_seam import journal_mode
 from reelqueue.domain.clock import Clock
 from reelqueue.engine.account_keys import AccountKeys
 from reelqueue.engine.config import EngineConfig
@@ -27,7 +28,8 @@ from reelqueue.store.base import Store
 if TYPE_CHECKING:
     from reelqueue.application.context import AppContext
 
-__all__ = ["NO_PLUGINS_ENV", "build_engine", "disable_plugins", "open_journal_store",
+__all__ = ["NO_PLUGINS_ENV", "build_engine", "disable_plugins", "journal_mode",
+           "open_journal_store",
            "plugin_report", "plugins_enabled", "provider_registry", "use_plugin_entries"]
 
 NO_PLUGINS_ENV = "REELQUEUE_NO_PLUGINS"

@@ -55,7 +55,9 @@ class AppContext:
     @property
     def has_journal(self) -> bool:
         """Whether there is a journal to read (a team database always counts as one)."""
-        return self.store_url is not None or self.journal_path.exists()
+        from reelqueue.application.team_seam import journal_mode
+
+        return journal_mode(self).shared or self.journal_path.exists()
 
     @contextmanager
     def open_store(self, *, lock: bool = True) -> Iterator[Store]:

@@ -46,14 +46,9 @@ def open_reader(ctx: AppContext) -> FeedReader:
     """The reads of ``ctx``'s journal: the team database's with ``ctx.store_url`` (its
     password from this machine's keyring or pgpass file, TLS as the store opens it), else
     the local SQLite file's. Blocking."""
-    if ctx.store_url is not None:
-        from reelqueue.application.team_store import team_dsn
-        from reelqueue.store.pg_reader import PgJournalReader
+    from reelqueue.application.team_seam import journal_mode
 
-        return PgJournalReader(team_dsn(ctx.store_url))
-    from reelqueue.store.journal_reader import JournalReader
-
-    return JournalReader(ctx.journal_path)
+    return journal_mode(ctx).open_reader(ctx)
 
 
 class JournalFeed:

@@ -128,7 +128,7 @@ async def plan_import(session: Session, path: Path, options: ImportOptions) -> I
     # database another machine may have it; it may be added later): said, never refused.
     configured = {account.name for account in accounts}
     return replace(plan, pinned_elsewhere=pinned_elsewhere(
-        plan.jobs, configured, team=session.ctx.store_url is not None))
+        plan.jobs, configured, team=session.mode.shared))
 
 
 async def render_speeds(session: Session) -> dict[str, float]:

@@ -33,9 +33,9 @@ from dataclasses import replace
 from typing import Any
 
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
-from reelqueue.application.compose import build_engine, provider_registry
+from reelqueue.application.compose import build_engine, journal_mode, provider_registry
 from reelqueue.application.context import AppContext
-from reelqueue.application.trust import TrustedKeys, database_identity
+from reelqueue.application.trust import TrustedKeys
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import RecoveryReport
@@ -229,6 +229,7 @@ class Session:
         mock: the built-in mock provider.
         providers: the provider kinds offered and rendered with (default: the built-in
             ones; the engine gets them with the built-in mock's address while it runs).
+        mode: alone or a machine of a team (application/team_seam.py), chosen once.
         engine: the engine, between :meth:`start` and :meth:`stop`; None otherwise.
         on_error: where failures of spawned tasks go (default: ``sys.excepthook``).
         closed: :meth:`stop` ran.
@@ -238,6 +239,7 @@ class Session:
                  mock: BuiltinMock | None = None, clock: Clock | None = None,
                  providers: ProviderRegistry | None = None) -> None:
         self.ctx = ctx
+        self.mode = journal_mode(ctx)
         self.providers = providers or provider_registry()
         self.clock = clock or ctx.clock
         self.bus = EventBus()
@@ -308,7 +310,7 @@ class Session:
         after the open journal's identity (the team database's, or the local one's)."""
         if self._store is None:
             raise SessionClosed("the session is not open")
-        database_id = database_identity(self._store)
+        database_id = self.mode.database_identity(self._store)
         if self._trusted is None or self._trusted.database_id != database_id:
             self._trusted = TrustedKeys(self.keys, database_id)
         return self._trusted

@@ -144,15 +144,11 @@ def team_connection(session: Session) -> dict[str, Any] | None:
     connection says (libpq's ``ssl_in_use`` of the store's first connection: what the
     ``sslmode`` asked for is not what ``prefer`` got), with the warnings of
     ``application.team.connection_warnings``; None for the local journal."""
-    url = session.ctx.store_url
-    if url is None:
+    mode = session.mode
+    if not mode.shared:
         return None
-    from reelqueue.application.team import connection_warnings
-
     store = session.journal.sync
-    encrypted = getattr(store, "encrypted", None)
-    return {"encrypted": encrypted if isinstance(encrypted, bool) else None,
-            "warnings": connection_warnings(url, store)}
+    return {"encrypted": mode.encrypted(store), "warnings": mode.connection_warnings(store)}
 
 
 async def spend(session: Session) -> SpendSummary:
@@ -296,12 +292,13 @@ def other_instance_probe(ctx: AppContext) -> Iterator[bool]:
     another ReelQueue may hold live claims (it holds the folder, or the journal is a team
     database where other machines' claims are legitimate: the team journal's doctor then
     checks them by their leases and their instances' heartbeats instead)."""
+    from reelqueue.application.compose import journal_mode
     from reelqueue.store.lockfile import DataDirLock
 
     lock = DataDirLock(ctx.data_dir)
     try:
         lock.acquire()
-        alive = ctx.store_url is not None
+        alive = journal_mode(ctx).shared
     except DataDirLocked:
         alive = True
     try:

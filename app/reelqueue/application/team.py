@@ -19,18 +19,26 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from reelqueue import __version__
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.compose import build_engine, provider_registry
+from reelqueue.application.team_seam import (
+    RUNNING,
+    SILENT,
+    STOPPED,
+    TeamMachine,
+    team_config,
+    team_machines,
+)
 from reelqueue.application.team_store import (
     TEAM_SCHEMES,
     KeyLookup,
-    all_loopback,
     check_team_url,
     connection_string,
+    connection_warnings,
     database_key_ref,
     is_team_url,
     keyring_lookup,
@@ -42,7 +50,7 @@ from reelqueue.application.trust import (
     DirectKeys,
     TrustedKeys,
     account_trust,
-    database_identity,
+    team_identity,
 )
 from reelqueue.domain.clock import Clock, SkewedClock
 from reelqueue.domain.errors import InputError
@@ -56,7 +64,7 @@ from reelqueue.providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
     from reelqueue.application.session import Session
-    from reelqueue.store.postgres import Instance, PostgresStore
+    from reelqueue.store.postgres import PostgresStore
     from reelqueue.store.postgres_notify import WakeListener
 
 log = logging.getLogger(__name__)
@@ -66,60 +74,6 @@ TEST_CLOCK_SKEW_ENV = "REELQUEUE_TEST_CLOCK_SKEW"
 """Tests only: seconds a worker's clock is set wrong by (tests/team/test_team_clock.py)."""
 class KeyStoreLike(Protocol):
     def set_key(self, ref: str, key: str) -> None: ...
-
-
-def connection_warnings(url: str | None, store: object | None = None) -> list[str]:
-    """What ``run``, ``worker``, ``serve`` and ``doctor`` say about the team database's
-    connection (issue 21): nothing for a verified connection (a server on another
-    machine is verified unless the address says otherwise: :func:`tls_defaults`); a
-    plain warning (never an error) when it is not encrypted (``sslmode=disable``, or
-    ``prefer``/``allow`` given), with how to require it; a word when it is encrypted
-    without the server being verified (``require``). ``store``: the open store,
-    which knows whether its connection really is encrypted (``encrypted``)."""
-    from psycopg import conninfo
-
-    from reelqueue.store.postgres_support import describe_dsn
-
-    if url is None or not is_team_url(url):
-        return []
-    try:
-        params = conninfo.conninfo_to_dict(url)
-    except Exception:
-        return []
-    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE")
-                  or tls_defaults(url).get("sslmode") or "")
-    local = all_loopback(params)
-    encrypted = getattr(store, "encrypted", None) if store is not None else None
-    where = describe_dsn(url)
-    example = f"postgresql://{where}?sslmode=require"
-    if sslmode in ("verify-full", "verify-ca"):
-        return []
-    if sslmode == "require":
-        return [] if local else [
-            f"warning: the connection to the team database {where} is encrypted but the "
-            "server is not verified (sslmode=require): use sslmode=verify-full with "
-            "sslrootcert=/path/team-ca.pem to be sure it is your server."]
-    said = "sslmode=disable" if sslmode == "disable" else (
-        f"sslmode={sslmode}" if sslmode else "no sslmode in its address")
-    if encrypted:
-        if local:
-            return []
-        return [f"warning: the connection to the team database {where} happens to be "
-                f"encrypted, but nothing requires it ({said}): someone in the way could "
-                f"make it plain text. Add sslmode=require to the address ({example}), or "
-                "verify-full with sslrootcert to check the server too."]
-    if encrypted is None and sslmode != "disable":
-        line = (f"warning: the connection to the team database {where} is not required to "
-                f"be encrypted ({said}): it is plain text unless the server offers TLS.")
-    else:
-        line = (f"warning: the connection to the team database {where} is not encrypted "
-                f"({said}).")
-    if local:
-        return [line + " It stays on this machine (loopback), so nothing crosses the "
-                "network."]
-    return [line + " Jobs, prompts and the login cross the network readable. Once the "
-            f"server has TLS, add sslmode=require to the address ({example}), or "
-            "sslmode=verify-full&sslrootcert=/path/team-ca.pem to check the server too."]
 
 
 def save_database_password(url: str, password: str, keystore: KeyStoreLike | None = None
@@ -180,14 +134,14 @@ def key_availability(accounts: list[Account], keys: TrustedKeys,
     return out
 
 
-def worker_keys(store: object, keystore: object | None = None) -> TrustedKeys:
+def worker_keys(store: PostgresStore, keystore: object | None = None) -> TrustedKeys:
     """A headless worker's keys: this machine's keyring, read directly (a blocking read
     kept a few seconds), named after the team database's identity."""
     if keystore is None:
         from reelqueue.credentials.keystore import KeyStore
 
         keystore = KeyStore()
-    return TrustedKeys(DirectKeys(keystore), database_identity(store))
+    return TrustedKeys(DirectKeys(keystore), team_identity(store.database_id))
 
 
 def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.AbstractEventLoop,
@@ -237,13 +191,6 @@ def clock_lines(engine: Engine, where: str) -> list[str]:
                      "but the times this machine shows are off by as much: set its clock "
                      "right (turn on NTP, e.g. 'timedatectl set-ntp true').")
     return lines
-
-
-def team_config(config: EngineConfig) -> EngineConfig:
-    """``config`` for a shared store: take over expired leases only, and send a create
-    only while the claim's lease outlasts it (the engine fits the provider timeouts into
-    the lease: ``EngineConfig.fitted_to_lease``)."""
-    return replace(config, shared_store=True)
 
 
 async def run_worker(store: PostgresStore, config: EngineConfig, *, keys: AccountKeys,
@@ -298,7 +245,8 @@ async def _run_engine(store: PostgresStore, config: EngineConfig, *, keys: Accou
     await engine.store.call(store.register_instance, engine.instance_id,
                             host=socket.gethostname(), pid=os.getpid(),
                             version=__version__, clock_offset=offset,
-                            lease_seconds=engine.config.lease_seconds)
+                            lease_seconds=engine.config.lease_seconds,
+                            providers=engine.providers.kinds())
     listener: WakeListener | None = None
     try:
         await engine.start()
@@ -320,84 +268,15 @@ async def _run_engine(store: PostgresStore, config: EngineConfig, *, keys: Accou
     return engine
 
 
-# -- what the window shows of the team (issue 15) ---------------------------------------
-RUNNING = "running"
-SILENT = "silent"  # no heartbeat for longer than a lease: its renders are taken over
-STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class TeamMachine:
-    """One ReelQueue sharing the team database, as the window lists it.
-
-    Attributes:
-        host, pid, version, started_at, heartbeat_at: from the instances registry.
-        live_renders: the in-flight jobs its last heartbeat renewed (0 once stopped).
-        state: RUNNING, SILENT (no heartbeat for longer than a lease: any other instance
-            takes its renders over) or STOPPED (said goodbye).
-        silent_for: seconds since its last heartbeat, on the server's clock, at the read.
-        this_machine: the instance is this window's own engine.
-        clock_offset: its clock minus the server's, as it last measured (None: unknown).
-        lease_seconds: the lease its claims get: silence longer than it means gone.
-    """
-
-    id: str
-    host: str
-    pid: int
-    version: str
-    started_at: float
-    heartbeat_at: float
-    live_renders: int
-    state: str
-    silent_for: float
-    this_machine: bool = False
-    clock_offset: float | None = None
-    lease_seconds: float | None = None
-
-
-def team_machines(instances: list[Instance], *, lease_seconds: float,
-                  own_id: str | None = None) -> list[TeamMachine]:
-    """The registry's rows in the window's terms; running machines first, then the
-    silent ones, then those that stopped (each group oldest first). Silence is measured
-    on the server's clock (``Instance.silent_for``) against the instance's own lease
-    (``lease_seconds`` for an instance of a version that did not say it)."""
-    order = {RUNNING: 0, SILENT: 1, STOPPED: 2}
-    out = []
-    for inst in instances:
-        silent_for = inst.silent_for
-        if inst.stopped_at is not None:
-            state = STOPPED
-        elif silent_for > (inst.lease_seconds or lease_seconds):
-            state = SILENT
-        else:
-            state = RUNNING
-        out.append(TeamMachine(
-            id=inst.id, host=inst.host, pid=inst.pid, version=inst.version,
-            started_at=inst.started_at, heartbeat_at=inst.heartbeat_at,
-            live_renders=0 if state == STOPPED else inst.live_renders, state=state,
-            silent_for=silent_for, this_machine=inst.id == own_id,
-            clock_offset=inst.clock_offset,
-            lease_seconds=inst.lease_seconds or lease_seconds))
-    return sorted(out, key=lambda m: (order[m.state], m.started_at, m.id))
-
-
 def is_team_session(session: Session) -> bool:
-    """The session's journal is the team database."""
-    return session.ctx.store_url is not None
+    """The session's journal is the team database (its mode says: team_seam.py)."""
+    return session.mode.shared
 
 
 async def machines(session: Session) -> list[TeamMachine]:
     """The instances sharing the team database (empty on a local journal); read on the
     journal's thread."""
-    journal = session.journal
-    store = journal.sync
-    if not hasattr(store, "list_instances"):
-        return []
-    rows: list[Instance] = await journal.call(store.list_instances)
-    engine = session.live_engine
-    lease = engine.config.lease_seconds if engine is not None else EngineConfig().lease_seconds
-    return team_machines(rows, lease_seconds=lease,
-                         own_id=engine.instance_id if engine is not None else None)
+    return await session.mode.machines(session)
 
 
 async def instances(session: Session, *, local_running: bool = False
@@ -415,28 +294,65 @@ async def instances(session: Session, *, local_running: bool = False
         id="local", host=socket.gethostname(), pid=0, version=__version__,
         started_at=0.0, heartbeat_at=0.0, live_renders=live if local_running else 0,
         state=RUNNING if local_running else STOPPED, silent_for=0.0, this_machine=True,
-        clock_offset=0.0)]
+        clock_offset=0.0, providers=tuple(session.providers.kinds()))]
+
+
+def providers_words(machine: TeamMachine) -> str:
+    """Which providers one machine can render with, in the user's words."""
+    if machine.providers is None:
+        return "providers unknown"
+    if not machine.providers:
+        return "no providers"
+    return "providers " + ", ".join(machine.providers)
+
+
+def unserved_lines(waiting: dict[str, int], machines: list[TeamMachine], *,
+                   team_store: bool) -> list[str]:
+    """Why jobs wait that no machine can render: one line per provider whose waiting jobs
+    (``waiting``: provider -> jobs queued or in retry wait with no create sent) no machine
+    that could claim them has. On the team database those are the running machines; a
+    machine whose providers are unknown may have it, and the line says so rather than
+    guess. On the local journal, this machine."""
+    candidates = [m for m in machines if m.state == RUNNING or not team_store]
+    if team_store and not candidates:
+        return []  # "0 running" says it already
+    lines = []
+    for provider, n in sorted(waiting.items()):
+        if n <= 0 or any(m.providers is not None and provider in m.providers
+                         for m in candidates):
+            continue
+        jobs = f"{n} job{'s' if n != 1 else ''} wait{'s' if n == 1 else ''}"
+        unknown = [m.host for m in candidates if m.providers is None]
+        if not team_store:
+            lines.append(f"{jobs} for provider {provider}, which this machine does not "
+                         "have (its plug-in is not installed, or failed to load: see "
+                         "'reelqueue status').")
+        elif unknown:
+            lines.append(f"{jobs} for provider {provider}: no running machine says it has "
+                         f"it ({', '.join(sorted(set(unknown)))}: providers unknown).")
+        else:
+            lines.append(f"{jobs} for provider {provider}, which no running machine has: "
+                         "install it on one, or start ReelQueue where it is.")
+    return lines
+
+
+async def unserved(session: Session, machines: list[TeamMachine]) -> list[str]:
+    """:func:`unserved_lines` for the session's journal, from its waiting jobs."""
+    store = session.journal.sync
+    waiting: dict[str, int] = {}
+    for t in await session.journal.call(store.to_go):
+        waiting[t.provider] = waiting.get(t.provider, 0) + t.priced + t.unpriced
+    return unserved_lines(waiting, machines, team_store=is_team_session(session))
 
 
 async def join(session: Session) -> None:
     """Say hello in the instances registry for the session's engine (a team store only)."""
-    engine = session.live_engine
-    store = session.journal.sync
-    if engine is None or not hasattr(store, "register_instance"):
-        return
-    await session.journal.call(store.register_instance, engine.instance_id,
-                               host=socket.gethostname(), pid=os.getpid(),
-                               version=__version__, clock_offset=engine.clock_offset,
-                               lease_seconds=engine.config.lease_seconds)
+    await session.mode.join(session)
 
 
 async def leave(session: Session) -> None:
     """Say goodbye in the instances registry (before the session stops its engine)."""
-    engine = session.live_engine
-    store = session.journal.sync
-    if engine is None or not hasattr(store, "stop_instance"):
-        return
-    await session.journal.call(store.stop_instance, engine.instance_id)
+    await session.mode.leave(session)
 
 
 def keys_not_here(session: Session, accounts: list[Account]) -> set[str]:
@@ -493,10 +409,13 @@ __all__ = [
     "leave",
     "machines",
     "open_team_store",
+    "providers_words",
     "run_worker",
     "save_database_password",
     "team_config",
     "team_machines",
     "tls_defaults",
+    "unserved",
+    "unserved_lines",
     "worker_keys",
 ]

@@ -9,16 +9,27 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reelqueue.domain.errors import InputError
 
 if TYPE_CHECKING:
     from reelqueue.store.postgres import PostgresStore
 
-__all__ = ["TEAM_SCHEMES", "KeyLookup", "all_loopback", "check_team_url",
-           "connection_string", "database_key_ref", "is_team_url", "keyring_lookup",
-           "open_team_store", "team_dsn", "tls_defaults"]
+__all__ = [
+    "TEAM_SCHEMES",
+    "KeyLookup",
+    "all_loopback",
+    "check_team_url",
+    "connection_string",
+    "connection_warnings",
+    "database_key_ref",
+    "is_team_url",
+    "keyring_lookup",
+    "open_team_store",
+    "team_dsn",
+    "tls_defaults",
+]
 
 log = logging.getLogger(__name__)
 
@@ -145,3 +156,64 @@ def keyring_lookup() -> KeyLookup:
             return None
 
     return lookup
+
+
+class OpenedStore(Protocol):
+    """What :func:`connection_warnings` reads of the open team store."""
+
+    @property
+    def encrypted(self) -> bool | None: ...
+
+
+def connection_warnings(url: str | None, store: OpenedStore | None = None) -> list[str]:
+    """What ``run``, ``worker``, ``serve`` and ``doctor`` say about the team database's
+    connection (issue 21): nothing for a verified connection (a server on another
+    machine is verified unless the address says otherwise: :func:`tls_defaults`); a
+    plain warning (never an error) when it is not encrypted (``sslmode=disable``, or
+    ``prefer``/``allow`` given), with how to require it; a word when it is encrypted
+    without the server being verified (``require``). ``store``: the open store,
+    which knows whether its connection really is encrypted (``encrypted``)."""
+    from psycopg import conninfo
+
+    from reelqueue.store.postgres_support import describe_dsn
+
+    if url is None or not is_team_url(url):
+        return []
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except Exception:
+        return []
+    sslmode = str(params.get("sslmode") or os.environ.get("PGSSLMODE")
+                  or tls_defaults(url).get("sslmode") or "")
+    local = all_loopback(params)
+    encrypted = store.encrypted if store is not None else None
+    where = describe_dsn(url)
+    example = f"postgresql://{where}?sslmode=require"
+    if sslmode in ("verify-full", "verify-ca"):
+        return []
+    if sslmode == "require":
+        return [] if local else [
+            f"warning: the connection to the team database {where} is encrypted but the "
+            "server is not verified (sslmode=require): use sslmode=verify-full with "
+            "sslrootcert=/path/team-ca.pem to be sure it is your server."]
+    said = "sslmode=disable" if sslmode == "disable" else (
+        f"sslmode={sslmode}" if sslmode else "no sslmode in its address")
+    if encrypted:
+        if local:
+            return []
+        return [f"warning: the connection to the team database {where} happens to be "
+                f"encrypted, but nothing requires it ({said}): someone in the way could "
+                f"make it plain text. Add sslmode=require to the address ({example}), or "
+                "verify-full with sslrootcert to check the server too."]
+    if encrypted is None and sslmode != "disable":
+        line = (f"warning: the connection to the team database {where} is not required to "
+                f"be encrypted ({said}): it is plain text unless the server offers TLS.")
+    else:
+        line = (f"warning: the connection to the team database {where} is not encrypted "
+                f"({said}).")
+    if local:
+        return [line + " It stays on this machine (loopback), so nothing crosses the "
+                "network."]
+    return [line + " Jobs, prompts and the login cross the network readable. Once the "
+            f"server has TLS, add sslmode=require to the address ({example}), or "
+            "sslmode=verify-full&sslrootcert=/path/team-ca.pem to check the server too."]

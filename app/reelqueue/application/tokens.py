@@ -15,10 +15,10 @@ from reelqueue.store.tokens import SCOPES, TokenInfo
 if TYPE_CHECKING:
     from reelqueue.application.context import AppContext
 
-__all__ = ["SCOPES", "ClientTokens", "TokenInfo"]
+__all__ = ["SCOPES", "ClientTokens", "TokenInfo", "TokenTable"]
 
 
-class _TokenTable(Protocol):
+class TokenTable(Protocol):
     def close(self) -> None: ...
     def add(self, name: str, scope: str, now: float) -> str: ...
     def revoke(self, name: str) -> bool: ...
@@ -32,12 +32,12 @@ class ClientTokens:
     another process, or on another machine, is seen at the next request. Attributes: none
     public; close when done."""
 
-    def __init__(self, journal: Path | _TokenTable) -> None:
+    def __init__(self, journal: Path | TokenTable) -> None:
         if isinstance(journal, Path):
             from reelqueue.store.tokens import TokenStore
 
             journal = TokenStore(journal)
-        self._tokens: _TokenTable = journal
+        self._tokens: TokenTable = journal
 
     @classmethod
     async def open(cls, journal: Path) -> ClientTokens:
@@ -48,12 +48,9 @@ class ClientTokens:
     def of(cls, ctx: AppContext) -> ClientTokens:
         """The tokens of ``ctx``'s journal: the team database's with ``ctx.store_url``
         (schema 7 or later: open the store first), else the SQLite file's. Blocking."""
-        if ctx.store_url is not None:
-            from reelqueue.application.team_store import team_dsn
-            from reelqueue.store.pg_tokens import PgTokenStore
+        from reelqueue.application.team_seam import journal_mode
 
-            return cls(PgTokenStore(team_dsn(ctx.store_url)))
-        return cls(ctx.journal_path)
+        return cls(journal_mode(ctx).token_table(ctx))
 
     @classmethod
     async def open_for(cls, ctx: AppContext) -> ClientTokens:

@@ -6,7 +6,8 @@ can change) says which provider an account uses, at which address, and whether i
 key. It never says *where the key is* and never decides *where the key may go*:
 
 * this machine's keyring entry of an account's key is derived from the account's name
-  and the database's identity (:func:`database_identity`; ``credentials/binding.py``),
+  and the database's identity (:func:`team_identity`, asked of the journal's mode:
+  application/team_seam.py; ``credentials/binding.py``),
   never from the row's ``key_ref``, so no row can point at the database password or at
   another account's key;
 * beside each key the keyring keeps its binding, the (provider kind, API host) this
@@ -56,8 +57,8 @@ from reelqueue.engine.account_keys import CONFIRM, NO_KEY, KeyAnswer, confirm_wo
 log = logging.getLogger(__name__)
 
 __all__ = ["ADDRESS_UNREADABLE", "AccountTrust", "DirectKeys", "KeyReader", "TrustedKeys",
-           "account_trust", "address_unreadable", "carry_keys_to_team", "database_identity",
-           "describe_binding", "keep_key", "machine_words", "unreadable_words"]
+           "account_trust", "address_unreadable", "carry_keys_to_team", "describe_binding",
+           "keep_key", "machine_words", "team_identity", "unreadable_words"]
 
 ADDRESS_UNREADABLE = "address unreadable"
 """What is shown of an account whose base URL in the journal cannot be read."""
@@ -67,12 +68,10 @@ RECHECK_SECONDS = 10.0
 made by another process of this machine reaches a running engine within this)."""
 
 
-def database_identity(store: object) -> str | None:
-    """The team database's identity (its ``database_id``, 32 hex digits), None for the
-    local journal (whose keys keep their ``account:NAME`` entries)."""
-    if not hasattr(store, "database_id"):
-        return None
-    value = getattr(store, "database_id", None)
+def team_identity(value: object) -> str:
+    """The team database's identity as the namespace of this machine's key bindings (its
+    ``database_id``, 32 hex digits). The local journal has none (its keys keep their
+    ``account:NAME`` entries): the journal's mode says which (application/team_seam.py)."""
     text = value if isinstance(value, str) else ""
     if re.fullmatch(r"[0-9a-f]{32}", text):
         return text

@@ -12,6 +12,7 @@ import socket
 import time
 
 from reelqueue.application import status, team
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.session import Session
 from reelqueue.application.team import RUNNING, SILENT, TeamMachine
 from reelqueue.cli.context import CliContext
@@ -55,17 +56,16 @@ def _offset(machine: TeamMachine) -> str:
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
-    team_store = ctx.store_url is not None
-    where = "the local journal" if not team_store else "the team database"
+    team_store = journal_mode(ctx).shared
 
-    async def read(session: Session) -> tuple[list[TeamMachine], str]:
-        store = session.journal.sync
-        name = str(getattr(store, "where", where))
-        return await team.instances(session, local_running=running), name
+    async def read(session: Session) -> tuple[list[TeamMachine], str, list[str]]:
+        name = session.mode.where(session.journal.sync)
+        machines = await team.instances(session, local_running=running)
+        return machines, name, await team.unserved(session, machines)
 
     with status.other_instance_probe(ctx) as alive:
         running = alive and not team_store
-        machines, name = run_on_journal(ctx, read, lock=False)
+        machines, name, unserved = run_on_journal(ctx, read, lock=False)
     if args.json:
         ctx.print(json.dumps([{
             "id": m.id, "host": m.host, "pid": m.pid or None, "version": m.version,
@@ -74,6 +74,7 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
             "heartbeat_at": m.heartbeat_at if team_store else None,
             "clock_offset": m.clock_offset, "lease_seconds": m.lease_seconds,
             "live_renders": m.live_renders, "this_machine": m.this_machine,
+            "providers": list(m.providers) if m.providers is not None else "unknown",
         } for m in machines], indent=2))
         return 0
     if not team_store:
@@ -94,5 +95,7 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
             renders += " at its last heartbeat"
         ctx.print(f"  {m.host}" + (f" pid {m.pid}" if m.pid else "")
                   + f"  v{m.version}  {state_words(m, team_store=team_store)}{heard}; "
-                  f"{_offset(m)}; {renders}")
+                  f"{_offset(m)}; {renders}; {team.providers_words(m)}")
+    for line in unserved:
+        ctx.print(line)
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reelqueue.application import imports, jobs
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.imports import (
     DEFAULT_MAX_CELL_CHARS,
     DEFAULT_MAX_CELLS,
@@ -329,7 +330,7 @@ def print_result(ctx: CliContext, result: ImportResult) -> None:
     ctx.print(f"{verb} batch {result.batch_id} {result.batch_name!r}: {result.added} new jobs, "
               f"{result.already_present} already there, {len(result.errors)} row errors. "
               f"Videos go to {result.output_dir}.")
-    if ctx.store_url is not None:
+    if journal_mode(ctx).shared:
         folder = Path(result.output_dir).name
         ctx.print(f"On a team database each machine renders into {folder!r} under its own "
                   "videos folder (--videos-dir); 'reelqueue status' says which machine "

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     from reelqueue.application.migrate import copy_journal
     from reelqueue.application.team import keyring_lookup, open_team_store
-    from reelqueue.application.trust import carry_keys_to_team, database_identity
+    from reelqueue.application.trust import carry_keys_to_team, team_identity
     from reelqueue.domain.errors import KnownError
 
     if not ctx.journal_path.exists():
@@ -32,7 +32,7 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
             copied = copy_journal(ctx.journal_path, target)
             keyed = [a.name for a in source.list_accounts() if a.key_ref]
             tokens = _local_tokens(ctx)
-            database_id = database_identity(target)
+            database_id: str | None = team_identity(target.database_id)
         finally:
             target.close()
     ctx.print(f"Copied {copied.summary()} into {target.where}. Start the team with "

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reelqueue.application import status, views
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.config import EngineConfig
 from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.application.session import DrainResult, Session
@@ -95,17 +96,12 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
     # resolved under it (the journal keeps paths relative to it: issue 23).
     config = replace(engine_config(args),
                      videos_dir=(args.output_dir or ctx.videos_dir).expanduser().absolute())
-    if ctx.store_url is not None:  # a team database: take over expired leases only
-        from reelqueue.application.team import team_config
-
-        config = team_config(config)
+    # On a team database: take over expired leases only (application/team_seam.py).
+    config = journal_mode(ctx).engine_config(config)
 
     async def before(session: Session) -> None:
-        if ctx.store_url is not None:
-            from reelqueue.application.team import connection_warnings
-
-            for line in connection_warnings(ctx.store_url, session.journal.sync):
-                ctx.print(line)
+        for line in session.mode.connection_warnings(session.journal.sync):
+            ctx.print(line)
         if args.sheet is not None:
             await import_sheet(ctx, session, args)
 

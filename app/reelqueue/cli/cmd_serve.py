@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.imports import DEFAULT_MAX_WAITING
 from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
@@ -75,9 +76,6 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
                            connections=connection_limits(args))
     if ctx.serve_api is None:
         raise InputError("This build of ReelQueue has no HTTP API.")
-    if ctx.store_url is not None:
-        from reelqueue.application.team import connection_warnings
-
-        for line in connection_warnings(ctx.store_url):
-            ctx.print(line)
+    for line in journal_mode(ctx).connection_warnings():
+        ctx.print(line)
     return ctx.serve_api(ctx, options)

@@ -7,7 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from reelqueue.application import status, team
+from reelqueue.application import status
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.providers import plugin_report
 from reelqueue.application.session import Session
 from reelqueue.application.words import job_state_words
@@ -99,7 +100,7 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
     warnings: list[str] = []
 
     async def check(session: Session) -> dict[str, list[Any]]:
-        warnings.extend(team.connection_warnings(ctx.store_url, session.journal.sync))
+        warnings.extend(session.mode.connection_warnings(session.journal.sync))
         return await status.doctor(session, alive)
 
     with status.other_instance_probe(ctx) as alive:
@@ -112,7 +113,7 @@ def handle_doctor(args: argparse.Namespace, ctx: CliContext) -> int:
         for name, rows in results.items():
             ctx.print(f"{'FAIL' if rows else 'ok  '} {name.replace('_', ' ')}"
                       + (f": {rows[:10]}" if rows else ""))
-        if ctx.store_url is not None:
+        if journal_mode(ctx).shared:
             ctx.print("note: a team database: live claims were checked against the server's "
                       "clock (their leases) and their instances' heartbeats.")
         elif alive:

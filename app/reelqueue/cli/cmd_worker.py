@@ -18,6 +18,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.config import EngineConfig
 from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
 from reelqueue.application.providers import check_base_url
@@ -26,12 +27,12 @@ from reelqueue.application.team import (
     check_team_url,
     clock_for_tests,
     clock_lines,
-    connection_warnings,
     database_key_ref,
     key_availability,
     run_worker,
     worker_keys,
 )
+from reelqueue.application.team_seam import TeamMode
 from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
 from reelqueue.application.words import job_state_words
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
@@ -60,18 +61,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
-    if ctx.store_url is None:
+    if not journal_mode(ctx).shared:
         raise InputError("A worker renders for a team database: give --store "
                          "postgresql://user@host/db or set REELQUEUE_STORE.")
     # Every file this worker writes goes under its own videos folder (issue 23).
     config = replace(engine_config(args), videos_dir=ctx.videos_dir)
-    with ctx.open_store() as store:
-        from reelqueue.application.worker import PostgresStore
-
-        assert isinstance(store, PostgresStore)
+    with ctx.open_store() as opened:
+        store = TeamMode.team_store(opened)  # --store: compose opened the team database
         keys = worker_keys(store)
         ctx.print(f"Team database: {store.where}; videos under {ctx.videos_dir}")
-        for line in connection_warnings(ctx.store_url, store):
+        for line in journal_mode(ctx).connection_warnings(store):
             ctx.print(line)
         for item in key_availability(store.list_accounts(), keys):
             ctx.print(f"  account {item.name} ({item.provider}): "
@@ -133,12 +132,12 @@ def handle_team_key(args: argparse.Namespace, ctx: CliContext) -> int:
     what the key is trusted to). Nothing is written to the database."""
     from reelqueue.application.worker import KeyStore
 
-    if ctx.store_url is None:
+    if not journal_mode(ctx).shared:
         raise InputError("team-key stores a key for an account of a team database: give "
                          "--store postgresql://user@host/db or set REELQUEUE_STORE.")
     with ctx.open_store(lock=False) as store:
         account = store.get_account(args.name)
-        ref = worker_keys(store, keystore=None).key_ref(args.name)
+        ref = worker_keys(TeamMode.team_store(store), keystore=None).key_ref(args.name)
     if account is None:
         raise InputError(f"The team database has no account named {args.name!r}.")
     if not account.key_ref:

@@ -159,7 +159,7 @@ class Engine:
         self._account_http: dict[tuple[str, int], httpx2.AsyncClient] = {}
         self.writer = OutputWriter(limits_from_config(self.config))
         # This machine's record of each batch it works on (engine/manifest.py).
-        self.manifests = ManifestWriter(self.store, getattr(store, "host", None) or this_host(),
+        self.manifests = ManifestWriter(self.store, store.host or this_host(),
                                         self.config.videos_dir,
                                         interval=self.config.manifest_seconds)
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,

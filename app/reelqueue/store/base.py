@@ -187,6 +187,10 @@ class Counts:
 
 
 class Store(Protocol):
+    host: str
+    """This machine's name as the journal records it: the holder of the files its
+    instance writes (``jobs.output_host``; :func:`this_host`)."""
+
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None: ...
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.builtin_mock import on_builtin_mock
 from reelqueue.application.providers import ProviderRegistry, builtin_registry
 from reelqueue.ui import theme
 from reelqueue.ui.qtcompat import emit
@@ -114,7 +115,7 @@ class AccountDialog(QDialog):
         self.capacity.setValue(info.params.default_capacity)
         self.key.setPlaceholderText("Paste the API key" if info.requires_key
                                     else "Not needed for this provider")
-        needs_url = info.default_base_url is None and info.kind != "mock"
+        needs_url = info.default_base_url is None and not on_builtin_mock(info.kind, None)
         self.base_url.setPlaceholderText("required: https://…" if needs_url
                                          else "provider default")
 

@@ -24,6 +24,7 @@ os.environ.setdefault("QT_API", "pyside6")
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication
 
+from reelqueue.application.compose import journal_mode
 from reelqueue.application.context import AppContext
 from reelqueue.ui import theme
 from reelqueue.ui.settings import Settings, load_settings
@@ -88,7 +89,7 @@ def _setup_logging(ctx: AppContext) -> None:
 def window_context(ctx: AppContext, settings: Settings) -> AppContext:
     """``ctx`` on the team queue of Settings -> "Team queue" when neither ``--store`` nor
     REELQUEUE_STORE named a journal (they win over the setting)."""
-    if ctx.store_url is None and settings.team_store:
+    if not journal_mode(ctx).shared and settings.team_store:
         return replace(ctx, store_url=settings.team_store)
     return ctx
 
@@ -111,7 +112,7 @@ def run_app(ctx: AppContext, *, start: bool = True, open_sheet: Path | None = No
         code = int(loop.run_until_complete(main(ctx, settings, start=start,
                                                 open_sheet=open_sheet,
                                                 api_starter=api_starter)))
-        if code == LOCAL_QUEUE_EXIT and ctx.store_url is not None:
+        if code == LOCAL_QUEUE_EXIT and journal_mode(ctx).shared:
             # "Open the local queue" on an unreachable team database: this launch only.
             log.info("opening the local queue instead of the team database")
             code = int(loop.run_until_complete(main(replace(ctx, store_url=None), settings,

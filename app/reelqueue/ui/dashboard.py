@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reelqueue.application.account_figures import AccountFigures, card_figures
+from reelqueue.application.builtin_mock import on_builtin_mock
 from reelqueue.application.events import AccountEvent, EngineStateEvent, StallReason
 from reelqueue.application.providers import builtin_registry
 from reelqueue.application.status import Money
@@ -99,7 +100,7 @@ def compose_cards(table: JobTable, summaries: list[AccountSummary],
             team=team, key_here=account.name not in keys_not_here,
             confirm=(to_confirm or {}).get(account.name, ""),
             unreadable=address_unreadable(account.base_url),
-            practice=account.provider == "mock",
+            practice=on_builtin_mock(account.provider, None),
             took_over=money.took_over_words(account.name) if money is not None else "",
             figures=card_figures((figures or {}).get(account.name)),
         ))

@@ -302,8 +302,9 @@ class DialogKeeper:
         if dialog is None:
             return
         machines = await self.session.machines()
+        unserved = await self.session.unserved(machines)
         if self.instances is dialog:  # not closed meanwhile
-            dialog.set_machines(machines)
+            dialog.set_machines(machines, unserved)
 
     def show_costs(self) -> CostsDialog:
         """The cost reconciliation (issue 32 item 5), read from the providers as a task."""

@@ -9,6 +9,8 @@ thread); the controller refreshes an open dialog on the window's tick.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -22,10 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from reelqueue.application.team import RUNNING, SILENT, TeamMachine
+from reelqueue.application.team import RUNNING, SILENT, TeamMachine, providers_words
 from reelqueue.ui import format as fmt
 
-COLUMNS = ("Machine", "PID", "Version", "Started", "Last heartbeat", "Live renders")
+COLUMNS = ("Machine", "PID", "Version", "Started", "Last heartbeat", "Live renders",
+           "Providers")
 
 
 def heartbeat_text(machine: TeamMachine) -> str:
@@ -45,7 +48,8 @@ def heartbeat_text(machine: TeamMachine) -> str:
 def machine_cells(machine: TeamMachine) -> tuple[str, ...]:
     host = f"{machine.host} (this window)" if machine.this_machine else machine.host
     return (host, str(machine.pid), machine.version, fmt.stamp(machine.started_at),
-            heartbeat_text(machine), fmt.number(machine.live_renders))
+            heartbeat_text(machine), fmt.number(machine.live_renders),
+            providers_words(machine))
 
 
 def summary_text(machines: list[TeamMachine]) -> str:
@@ -94,10 +98,13 @@ class InstancesDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(820, 360)
 
-    def set_machines(self, machines: list[TeamMachine]) -> None:
+    def set_machines(self, machines: list[TeamMachine], unserved: Sequence[str] = ()) -> None:
+        """Show ``machines``; ``unserved``: why jobs wait that no running machine can
+        render (application.team.unserved), said under the summary."""
         self.machines = machines
-        self.summary.setText(summary_text(machines) if machines
-                             else "No machine has registered in the team database yet.")
+        text = (summary_text(machines) if machines
+                else "No machine has registered in the team database yet.")
+        self.summary.setText("\n".join([text, *unserved]))
         self.table.setRowCount(len(machines))
         for row, machine in enumerate(machines):
             for column, text in enumerate(machine_cells(machine)):

@@ -238,6 +238,10 @@ class EngineSession:
         """The machines sharing the team database (the instances registry)."""
         return await team.machines(self.app)
 
+    async def unserved(self, machines: list[TeamMachine]) -> list[str]:
+        """Why jobs wait that no running machine can render (a provider none has)."""
+        return await team.unserved(self.app, machines)
+
     def keys_not_here(self, accounts: list[Any]) -> set[str]:
         """Accounts whose key is not on this machine (a team store only)."""
         return team.keys_not_here(self.app, accounts)

@@ -864,12 +864,13 @@ SELECT provider, COALESCE(pinned_account, account) AS account,
 
 -- name: register_instance
 INSERT INTO instances (id, host, pid, version, started_at, heartbeat_at, clock_offset,
-                       lease_seconds)
+                       lease_seconds, providers)
 VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, {server_now}, {server_now},
-        %(clock_offset)s, %(lease_seconds)s)
+        %(clock_offset)s, %(lease_seconds)s, %(providers)s)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL,
     clock_offset = COALESCE(EXCLUDED.clock_offset, instances.clock_offset),
-    lease_seconds = COALESCE(EXCLUDED.lease_seconds, instances.lease_seconds);
+    lease_seconds = COALESCE(EXCLUDED.lease_seconds, instances.lease_seconds),
+    providers = COALESCE(EXCLUDED.providers, instances.providers);
 
 -- name: stop_instance
 UPDATE instances SET stopped_at = {server_now}, live_renders = 0 WHERE id = %(id)s;

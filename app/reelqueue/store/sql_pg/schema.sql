@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 12). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 13). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -175,7 +175,10 @@ CREATE TABLE instances (
     clock_offset DOUBLE PRECISION,
     -- the lease its claims are given: silent past it, its renders are taken over (v4)
     lease_seconds DOUBLE PRECISION
-        CONSTRAINT instances_lease_seconds_check CHECK (lease_seconds > 0)
+        CONSTRAINT instances_lease_seconds_check CHECK (lease_seconds > 0),
+    -- the provider kinds it can build, a JSON list of names (v13); NULL: unknown
+    providers    TEXT
+        CONSTRAINT instances_providers_bounded CHECK (length(providers) <= 8192)
 );
 
 -- Wake-ups across machines (store/postgres_notify.py): a notification on the
