@@ -68,11 +68,11 @@ class QueueActions:
 
     def start_queue(self) -> None:
         if self.session.engine is not None and not self.session.closed:
-            self.session.start_queue()
+            self.session.app.resume()
 
     def pause_queue(self) -> None:
         if self.session.engine is not None and not self.session.closed:
-            self.session.pause_queue()
+            self.session.app.pause()
 
     def cancel(self, job_ids: list[int], always_ask: bool = False) -> QMessageBox | None:
         """Cancel asks first, naming what it may cost (renders in flight may already be
@@ -117,7 +117,7 @@ class QueueActions:
         return box
 
     async def cancel_now(self, job_ids: list[int], rendering: int = 0) -> None:
-        done = await self.session.cancel(job_ids)
+        done = await jobs.cancel(self.session.app, job_ids)
         text = f"Cancelled {fmt.count(len(done), 'job')}"
         if rendering:
             text += (f", {fmt.count(rendering, 'render')} stopped while running (the "
@@ -136,7 +136,7 @@ class QueueActions:
                      confirmed: bool = False) -> None:
         # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
         # waits for the banner's button; re-reading a kept render is free and goes at once.
-        plan = await self.session.retry_plan(job_ids, seed)
+        plan = await jobs.retry_plan(self.session.app, job_ids, new_seed=seed)
         if (plan.rerender_usd > 0 or plan.unpriced or plan.maybe_charged) and not confirmed:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
@@ -151,8 +151,8 @@ class QueueActions:
             return
         # Only the unknown creates the user agreed to pay for (the button) are created
         # again; any other is looked for first, never created (issue 32).
-        done = await self.session.retry(job_ids, seed,
-                                        create_again=plan.create_again if confirmed else ())
+        done = await jobs.retry(self.session.app, job_ids, new_seed=seed,
+                                create_again=plan.create_again if confirmed else ())
         if not done:
             self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
                                             "can be retried (a finished one with a new "
@@ -180,7 +180,7 @@ class QueueActions:
     async def use_render(self, job_id: int, provider_job_id: str) -> None:
         """The user's pick among the candidates of an unknown create: read, never created."""
         try:
-            await self.session.use_render(job_id, provider_job_id)
+            await jobs.resolve_with_render(self.session.app, job_id, provider_job_id)
         except InputError as exc:
             self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
@@ -192,14 +192,14 @@ class QueueActions:
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""
         if not confirmed:
-            plan = await self.session.retry_plan([job_id], create_again=True)
+            plan = await jobs.retry_plan(self.session.app, [job_id], create_again=True)
             self.window.banners.show_banner(
                 "warning", f"Render job {job_id} again: {retry_summary(plan)}",
                 [(f"Render again ({plan.price_text})", lambda: self.spawn(
                     self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
             return
         try:
-            await self.session.create_again(job_id)
+            await jobs.resolve_by_creating_again(self.session.app, job_id)
         except InputError as exc:
             self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
@@ -224,8 +224,8 @@ class QueueActions:
         """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
         input...) are left out unless asked for; it says what it re-reads for free and
         what it renders again at a price, and a price waits for the user's button."""
-        plan = await self.session.retry_plan(
-            ids, include_permanent=include_permanent)
+        plan = await jobs.retry_plan(
+            self.session.app, ids, include_permanent=include_permanent)
         text = retry_summary(plan, include_hint="'Also retry' queues them too")
         also = [(also_retry_label(plan),
                  lambda: self.spawn(self._retry_failed(ids, include_permanent=True),
@@ -247,8 +247,8 @@ class QueueActions:
                     ids, include_permanent=include_permanent, confirmed=True),
                     "retry-failed")), *also], key="retry")
             return
-        done = await self.session.retry(plan.job_ids,
-                                        create_again=plan.create_again if confirmed else ())
+        done = await jobs.retry(self.session.app, plan.job_ids,
+                                create_again=plan.create_again if confirmed else ())
         self.window.banners.show_banner(
             "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
         await self.pager.refresh_rows(done)

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import accounts, imports, jobs, team, views
+from reelqueue.application import accounts, imports, team, views
 from reelqueue.application.accounts import AccountChange, AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
 from reelqueue.application.context import AppContext
 from reelqueue.application.events import JobEvent
 from reelqueue.application.imports import ImportOptions, ImportPlan, ImportResult
-from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
@@ -381,34 +380,7 @@ class EngineSession:
             return f"Not serving: {self.api_error}"
         return "Not serving."
 
-    # -- the queue -----------------------------------------------------------------------
-    def start_queue(self) -> None:
-        self.app.resume()
-
-    def pause_queue(self) -> None:
-        self.app.pause()
-
-    async def cancel(self, job_ids: list[int]) -> list[int]:
-        return await jobs.cancel(self.app, job_ids)
-
-    async def retry(self, job_ids: list[int], new_seed: int | None = None, *,
-                    create_again: Iterable[int] = ()) -> list[int]:
-        return await jobs.retry(self.app, job_ids, new_seed=new_seed,
-                                create_again=create_again)
-
-    async def use_render(self, job_id: int, provider_job_id: str) -> None:
-        await jobs.resolve_with_render(self.app, job_id, provider_job_id)
-
-    async def create_again(self, job_id: int) -> None:
-        await jobs.resolve_by_creating_again(self.app, job_id)
-
-    async def retry_plan(self, job_ids: list[int], new_seed: int | None = None,
-                         include_permanent: bool = True,
-                         create_again: bool = False) -> RetryPlan:
-        return await jobs.retry_plan(self.app, job_ids, new_seed=new_seed,
-                                     include_permanent=include_permanent,
-                                     create_again=create_again)
-
+    # -- accounts ------------------------------------------------------------------------
     async def set_capacity(self, account: str, capacity: int) -> None:
         await accounts.update_account(self.app, account, AccountChange(capacity=capacity))
 
