@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtWidgets import QMessageBox
 
+from reelqueue.application.builtin_mock import builtin_mock_accounts
 from reelqueue.ui import format as fmt
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class CloseFlow:
         box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",
                           f"{live} render{'s are' if live != 1 else ' is'} still running at "
                           "the provider.", parent=self.window)
-        builtin = set(self.session.builtin_mock_accounts(s.account for s in self.state.summaries))
+        builtin = set(builtin_mock_accounts(s.account for s in self.state.summaries))
         on_mock = sum(len(ids) for name, ids in self.window.model.table.live.items()
                       if name in builtin)
         real = live - on_mock

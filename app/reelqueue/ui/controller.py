@@ -33,6 +33,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from reelqueue.application import jobs, status, views
+from reelqueue.application.builtin_mock import builtin_mock_accounts
 from reelqueue.application.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -295,7 +296,7 @@ class AppController(QObject):
 
     def _show_open_report(self, report: OpenReport) -> None:
         recovery = report.recovery
-        builtin = self.session.builtin_mock_accounts(s.account for s in self.summaries)
+        builtin = builtin_mock_accounts(s.account for s in self.summaries)
         self.follow_up = RecoveryFollowUp(recovery, builtin)
         if report.unclean or (report.kept_renders and recovery.touched):
             actions = ([("Resume queue", self._resume_from_banner)]

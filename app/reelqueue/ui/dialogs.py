@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from reelqueue.application import team, views
+from reelqueue.application import accounts, team, views
 from reelqueue.application.imports import ImportOptions, ImportPlan
 from reelqueue.application.providers import plugin_report
 from reelqueue.domain.errors import KnownError, ProviderError
@@ -260,7 +260,7 @@ class DialogKeeper:
     async def _test_key(self, dialog: AccountDialog, draft: AccountDraft) -> None:
         dialog.set_busy("Asking the provider…")
         try:
-            await self.session.test_key(draft)
+            await accounts.test_key(self.session.app, draft)
         except (KnownError, ProviderError) as exc:
             dialog.set_result(False, str(exc))
             return
@@ -269,7 +269,7 @@ class DialogKeeper:
     async def _add_account(self, dialog: AccountDialog, draft: AccountDraft) -> None:
         dialog.set_busy("Checking the key and storing it in the OS keyring…")
         try:
-            await self.session.add_account(draft)
+            await accounts.add_account(self.session.app, draft, check=True)
         except (KnownError, ProviderError) as exc:
             dialog.set_result(False, str(exc))
             return

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from reelqueue.application import jobs, status
+from reelqueue.application import accounts, jobs, status
+from reelqueue.application.accounts import AccountChange
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
@@ -366,17 +367,20 @@ class QueueActions:
                                         "allows.", key=f"batch-cap:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
-        self.spawn(self._account_command(self.session.set_capacity(account, capacity)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(capacity=capacity))))
 
     def set_enabled(self, account: str, enabled: bool) -> None:
-        self.spawn(self._account_command(self.session.set_enabled(account, enabled)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(enabled=enabled))))
 
     def set_daily_cap(self, account: str, usd: float | None) -> None:
         """From the card: raising or removing the cap releases the jobs it held at once."""
-        self.spawn(self._account_command(self.session.set_daily_cap(account, usd)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(daily_cap=usd, clear_daily_cap=usd is None))))
 
     def mark_ready(self, account: str) -> None:
-        self.spawn(self._account_command(self.session.mark_ready(account)))
+        self.spawn(self._account_command(accounts.mark_ready(self.session.app, account)))
 
     async def _account_command(self, command: Any) -> None:
         await command

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import accounts, imports, team, views
-from reelqueue.application.accounts import AccountChange, AccountDraft
-from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application import imports, team, views
+from reelqueue.application.accounts import AccountDraft
+from reelqueue.application.builtin_mock import BuiltinMock
 from reelqueue.application.context import AppContext
 from reelqueue.application.events import JobEvent
 from reelqueue.application.imports import ImportOptions, ImportPlan, ImportResult
@@ -306,11 +306,6 @@ class EngineSession:
                           paused=paused, recovery=report,
                           keyring_problems=list(self.app.keyring_problems))
 
-    def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
-        """Names of the accounts served by the built-in mock (it stops with ReelQueue:
-        none of their renders survive a close or a crash)."""
-        return builtin_mock_accounts(accounts)
-
     # -- close ---------------------------------------------------------------------------
     async def close(self, *, keep_renders: bool = True) -> int:
         """Shut down in order, then write the clean-exit marker; return how many renders
@@ -380,20 +375,6 @@ class EngineSession:
             return f"Not serving: {self.api_error}"
         return "Not serving."
 
-    # -- accounts ------------------------------------------------------------------------
-    async def set_capacity(self, account: str, capacity: int) -> None:
-        await accounts.update_account(self.app, account, AccountChange(capacity=capacity))
-
-    async def set_enabled(self, account: str, enabled: bool) -> None:
-        await accounts.update_account(self.app, account, AccountChange(enabled=enabled))
-
-    async def set_daily_cap(self, account: str, usd: float | None) -> None:
-        await accounts.update_account(self.app, account, AccountChange(
-            daily_cap=usd, clear_daily_cap=usd is None))
-
-    async def mark_ready(self, account: str) -> None:
-        await accounts.mark_ready(self.app, account)
-
     # -- import and export ---------------------------------------------------------------
     def import_options(self, **overrides: Any) -> ImportOptions:
         root = Path(self.settings.output_dir) if self.settings.output_dir else self.ctx.videos_dir
@@ -419,12 +400,3 @@ class EngineSession:
         """Write the batch's rows and results; ``fmt`` "xlsx", else CSV."""
         return await imports.export_batch(self.app, batch_id, path,
                                           "xlsx" if fmt == "xlsx" else "csv")
-
-    # -- accounts ------------------------------------------------------------------------
-    async def test_key(self, draft: AccountDraft) -> None:
-        """Ask the provider whether the key works (its cheapest read-only call)."""
-        await accounts.test_key(self.app, draft)
-
-    async def add_account(self, draft: AccountDraft, *, check: bool = True) -> None:
-        """Test the key, put it in the OS keyring, then add the account to the journal."""
-        await accounts.add_account(self.app, draft, check=check)
