@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
+from reelqueue.application import imports
 from reelqueue.cli.cmd_demo import prepare
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import BatchSpec, JobSpec
@@ -404,7 +405,7 @@ async def test_a_job_pinned_to_an_account_not_here_says_why_it_waits(
     sheet.write_text("name,prompt,duration,account\na,one,4,\nb,two,4,studio-y\n"
                      "c,three,4,m\n", encoding="utf-8")
     options = controller.session.import_options()
-    plan = await controller.session.plan_import(sheet, options)
+    plan = await imports.plan_import(controller.session.app, sheet, options)
     dialog = ImportDialog(sheet, options, window)
     try:
         dialog.set_plan(plan)

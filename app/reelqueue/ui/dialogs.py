@@ -8,11 +8,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from reelqueue.application import accounts, team, views
+from reelqueue.application import accounts, imports, team, views
 from reelqueue.application.imports import ImportOptions, ImportPlan
 from reelqueue.application.providers import plugin_report
 from reelqueue.domain.errors import KnownError, ProviderError
@@ -121,7 +121,7 @@ class DialogKeeper:
         self._plan_serial += 1
         serial = self._plan_serial
         try:
-            plan = await self.session.plan_import(dialog.path, options)
+            plan = await imports.plan_import(self.session.app, dialog.path, options)
         except KnownError as exc:
             if serial == self._plan_serial:
                 dialog.set_error(str(exc))
@@ -131,8 +131,8 @@ class DialogKeeper:
 
     async def _apply(self, dialog: ImportDialog, plan: ImportPlan, rows: int | None) -> None:
         try:
-            result = await self.session.apply_import(plan, rows,
-                                                     max_spend=dialog.spend_cap())
+            result = await imports.apply_import(self.session.app, plan, rows,
+                                                max_spend=dialog.spend_cap())
         except KnownError as exc:
             dialog.set_error(str(exc))
             return
@@ -171,8 +171,8 @@ class DialogKeeper:
         self.open.append(dialog)
 
     async def _export(self, batch: int, path: Path) -> None:
-        kind = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
-        count = await self.session.export(batch, path, kind)
+        kind: Literal["csv", "xlsx"] = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
+        count = await imports.export_batch(self.session.app, batch, path, kind)
         self.window.banners.show_banner("success", f"Exported {fmt.count(count, 'row')} to "
                                         f"{path}.", [("Show", lambda: self._reveal(path))],
                                         key="export")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from reelqueue.application import accounts, jobs, status
+from reelqueue.application import accounts, imports, jobs, status
 from reelqueue.application.accounts import AccountChange
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.retry_words import retry_summary
@@ -274,8 +274,9 @@ class QueueActions:
         while f"{DEMO_BATCH} {n}" in taken:
             n += 1
         options = self.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
-        plan = await self.session.plan_import(resource("sample_prompts.csv"), options)
-        result = await self.session.apply_import(plan)
+        plan = await imports.plan_import(self.session.app, resource("sample_prompts.csv"),
+                                          options)
+        result = await imports.apply_import(self.session.app, plan)
         await self.host.refresh_batches()
         await self.host.load_rows()
         self.start_queue()

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import imports, team, views
+from reelqueue.application import team, views
 from reelqueue.application.accounts import AccountDraft
 from reelqueue.application.builtin_mock import BuiltinMock
 from reelqueue.application.context import AppContext
 from reelqueue.application.events import JobEvent
-from reelqueue.application.imports import ImportOptions, ImportPlan, ImportResult
+from reelqueue.application.imports import ImportOptions
 from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
@@ -32,7 +32,7 @@ from reelqueue.application.spend_reconcile import SpendReconciliation, reconcile
 from reelqueue.application.team import TeamMachine
 from reelqueue.application.words import job_state_words
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import InputError, KnownError
+from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
@@ -383,20 +383,3 @@ class EngineSession:
                                   "max_attempts": self.settings.max_attempts}
         values.update(overrides)
         return ImportOptions(**values)
-
-    async def plan_import(self, path: Path, options: ImportOptions) -> ImportPlan:
-        """Read and validate the sheet (see :func:`reelqueue.application.imports.plan_import`)."""
-        return await imports.plan_import(self.app, path, options)
-
-    async def apply_import(self, plan: ImportPlan, first_rows: int | None = None, *,
-                           max_spend: float | None = None) -> ImportResult:
-        """Write the plan (or only its first ``first_rows`` jobs: a test run), with the
-        batch's spend cap when one is given."""
-        if plan.refused:
-            raise InputError("The sheet has row errors and nothing valid to import.")
-        return await imports.apply_import(self.app, plan, first_rows, max_spend=max_spend)
-
-    async def export(self, batch_id: int, path: Path, fmt: str) -> int:
-        """Write the batch's rows and results; ``fmt`` "xlsx", else CSV."""
-        return await imports.export_batch(self.app, batch_id, path,
-                                          "xlsx" if fmt == "xlsx" else "csv")
