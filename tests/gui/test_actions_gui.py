@@ -130,7 +130,7 @@ async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
                                   for i in range(2)], time.time())
     store.close()
     controller = await windows.open(app_ctx, start=False)
-    window, engine = controller.window, controller.session.running_engine
+    window, engine = controller.window, controller.session.app.running_engine
     controller.actions.prioritize_batch(2)
     await until(lambda: window.banners.get("priority") is not None, 10)
     assert "Batch “second” moved to the front: its 2 unfinished jobs" in \

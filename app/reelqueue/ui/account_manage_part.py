@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
 
-from reelqueue.application import account_manage, accounts
+from reelqueue.application import account_manage, accounts, team
 from reelqueue.application.accounts import AccountChange
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.domain.models import Account
@@ -74,11 +74,11 @@ class AccountManagePart(QObject):
             return None
         session = self.session
         try:
-            info = session.providers.get(account.provider)
+            info = session.app.providers.get(account.provider)
             title, default_url = info.title, info.default_base_url
         except KnownError:
             title, default_url = account.provider, None
-        dialog = ManageAccountDialog(account, title, team=session.team,
+        dialog = ManageAccountDialog(account, title, team=team.is_team_session(session.app),
                                      default_base_url=default_url, parent=self.window)
         dialog.keyChangeRequested.connect(
             lambda who, key: self.spawn(self._change_key(dialog, who, key), "account"))
@@ -136,7 +136,7 @@ class AccountManagePart(QObject):
             dialog.set_result(False, f"Nothing was changed: {exc}")
             return
         text = f"Account {name} saved."
-        if change.base_url is not None and self.session.team:
+        if change.base_url is not None and team.is_team_session(self.session.app):
             text += (" This machine sends its key to the new address; every other machine "
                      "of the team waits until it is confirmed there (“Confirm on this "
                      f"machine”, or: reelqueue accounts confirm {name}).")

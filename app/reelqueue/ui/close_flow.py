@@ -64,7 +64,7 @@ class CloseFlow:
         if self.state.closing:
             return
         live = self.live_renders()
-        if self.session.closed or self.session.engine is None or not live:
+        if self.session.closed or self.session.app.engine is None or not live:
             self.spawn(self.shutdown(keep_renders=True), "shutdown")
             return
         box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 from reelqueue.application import accounts, imports, team, views
 from reelqueue.application.imports import ImportOptions, ImportPlan
 from reelqueue.application.providers import plugin_report
+from reelqueue.application.spend_reconcile import reconcile_spend
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
@@ -107,7 +108,7 @@ class DialogKeeper:
 
     def open_import(self, path: Path) -> ImportDialog:
         dialog = ImportDialog(path, self.session.import_options(), self.window,
-                              providers=self.session.providers)
+                              providers=self.session.app.providers)
         dialog.replanRequested.connect(lambda options: self.spawn(self._plan(dialog, options)))
         dialog.importRequested.connect(
             lambda plan, rows: self.spawn(self._apply(dialog, plan, rows), "import"))
@@ -248,7 +249,7 @@ class DialogKeeper:
 
     def show_account_dialog(self) -> AccountDialog:
         dialog = AccountDialog({s.account.name for s in self.host.summaries}, self.window,
-                               providers=self.session.providers)
+                               providers=self.session.app.providers)
         dialog.testRequested.connect(lambda draft: self.spawn(self._test_key(dialog, draft)))
         dialog.connectRequested.connect(
             lambda draft: self.spawn(self._add_account(dialog, draft)))
@@ -301,8 +302,8 @@ class DialogKeeper:
         dialog = self.instances
         if dialog is None:
             return
-        machines = await self.session.machines()
-        unserved = await self.session.unserved(machines)
+        machines = await team.machines(self.session.app)
+        unserved = await team.unserved(self.session.app, machines)
         if self.instances is dialog:  # not closed meanwhile
             dialog.set_machines(machines, unserved)
 
@@ -332,7 +333,7 @@ class DialogKeeper:
             return
         dialog.reading()
         try:
-            report = await self.session.reconcile_spend()
+            report = await reconcile_spend(self.session.app)
         except KnownError as exc:  # the journal is away, or a refusal: said in the dialog
             if self.costs is dialog:
                 dialog.set_failed(str(exc))
@@ -342,7 +343,7 @@ class DialogKeeper:
 
     def show_about(self) -> AboutDialog:
         """The version, the providers and the plug-ins (skipped ones with the reason)."""
-        dialog = AboutDialog(self.session.providers, plugin_report(), self.window)
+        dialog = AboutDialog(self.session.app.providers, plugin_report(), self.window)
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)
         dialog.show()
@@ -379,7 +380,7 @@ class DialogKeeper:
             try:
                 where = await asyncio.to_thread(
                     team.save_database_password, settings.team_store, team_password,
-                    self.session.keys.keystore)
+                    self.session.app.keys.keystore)
             except KnownError as exc:
                 self.window.banners.show_banner(
                     "error", f"The database password was not saved: {exc}", key="team")

@@ -96,7 +96,7 @@ class JobPager:
 
     async def sort_rows(self, order: str, descending: bool) -> None:
         """The jobs table's sort, done by the journal (jobs_model.py)."""
-        if self.session.engine is None or self.session.closed:
+        if self.session.app.engine is None or self.session.closed:
             return
         ids = await views.job_order(self.session.app, order, descending)
         # Their rows looked up off the GUI thread: 100,000 lookups held it for 60-80 ms

@@ -68,11 +68,11 @@ class QueueActions:
         self.cap_box: QInputDialog | None = None
 
     def start_queue(self) -> None:
-        if self.session.engine is not None and not self.session.closed:
+        if self.session.app.engine is not None and not self.session.closed:
             self.session.app.resume()
 
     def pause_queue(self) -> None:
-        if self.session.engine is not None and not self.session.closed:
+        if self.session.app.engine is not None and not self.session.closed:
             self.session.app.pause()
 
     def cancel(self, job_ids: list[int], always_ask: bool = False) -> QMessageBox | None:

@@ -27,9 +27,7 @@ from reelqueue.application.imports import ImportOptions
 from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
-from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
-from reelqueue.application.spend_reconcile import SpendReconciliation, reconcile_spend
-from reelqueue.application.team import TeamMachine
+from reelqueue.application.session import KeyCache, Session
 from reelqueue.application.words import job_state_words
 from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import KnownError
@@ -215,75 +213,12 @@ class EngineSession:
         self.ctx = ctx
         self.settings = settings
         self.app = Session(ctx, keys=keys, mock=mock, clock=clock, providers=providers)
-        self.clock = self.app.clock
-        self.bus = self.app.bus
         self.closed = False
         self._opened = False
         self.api_starter = api_starter
         self.api: ServedApi | None = None
         self.api_error: str | None = None
         self._api_options: ServeOptions | None = None
-
-    @property
-    def team(self) -> bool:
-        """The journal is a team database shared with other machines (issue 15)."""
-        return team.is_team_session(self.app)
-
-    async def reconcile_spend(self) -> SpendReconciliation:
-        """``spend --reconcile``'s figures (asks the providers; creates nothing)."""
-        return await reconcile_spend(self.app)
-
-    async def machines(self) -> list[TeamMachine]:
-        """The machines sharing the team database (the instances registry)."""
-        return await team.machines(self.app)
-
-    async def unserved(self, machines: list[TeamMachine]) -> list[str]:
-        """Why jobs wait that no running machine can render (a provider none has)."""
-        return await team.unserved(self.app, machines)
-
-    def keys_not_here(self, accounts: list[Any]) -> set[str]:
-        """Accounts whose key is not on this machine (a team store only)."""
-        return team.keys_not_here(self.app, accounts)
-
-    def keys_to_confirm(self, accounts: list[Any]) -> dict[str, str]:
-        """Accounts waiting for this machine's confirmation of their new address."""
-        return team.keys_to_confirm(self.app, accounts)
-
-    @property
-    def keys(self) -> KeyCache:
-        return self.app.keys
-
-    @property
-    def mock(self) -> BuiltinMock:
-        return self.app.mock
-
-    @property
-    def providers(self) -> ProviderRegistry:
-        """The provider kinds offered and rendered with (default: the built-in ones)."""
-        return self.app.providers
-
-    @property
-    def engine(self) -> Engine | None:
-        return self.app.engine
-
-    @property
-    def on_error(self) -> ErrorSink:
-        return self.app.on_error
-
-    @on_error.setter
-    def on_error(self, sink: ErrorSink) -> None:
-        self.app.on_error = sink
-
-    # -- tasks ---------------------------------------------------------------------------
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command") -> asyncio.Task[Any]:
-        """Run ``coro`` as a task the session owns; its failure goes to :attr:`on_error`."""
-        return self.app.spawn(coro, name)
-
-    @property
-    def running_engine(self) -> Engine:
-        if self.app.engine is None:
-            raise RuntimeError("the session is not open")
-        return self.app.engine
 
     # -- open ----------------------------------------------------------------------------
     async def open(self, *, start: bool) -> OpenReport:
@@ -297,10 +232,10 @@ class EngineSession:
         paused = not start or (unclean and self.settings.start_paused_after_crash)
         await asyncio.to_thread(write_marker, self.ctx.data_dir, SessionMarker(running=True))
         config = self.settings.engine_config()
-        if self.team:  # several machines share the queue: take over expired leases only
+        if team.is_team_session(self.app):  # machines share the queue: expired leases only
             config = team.team_config(config)
         report = await self.app.start(config, paused=paused)
-        if self.team:
+        if team.is_team_session(self.app):
             await team.join(self.app)  # listed in the instances registry
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
                           paused=paused, recovery=report,
@@ -314,7 +249,7 @@ class EngineSession:
             return 0
         self.closed = True
         await self.stop_api()
-        if self.team and self.app.live_engine is not None:
+        if team.is_team_session(self.app) and self.app.live_engine is not None:
             try:
                 await team.leave(self.app)
             except Exception:  # the database is gone: its heartbeat simply stops
