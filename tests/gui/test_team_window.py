@@ -26,7 +26,7 @@ from reelqueue.ui.controller import AppController
 from reelqueue.ui.instances import InstancesDialog
 from reelqueue.ui.jobs_model import COL_OUTPUT
 from reelqueue.ui.main_window import MainWindow
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 from reelqueue.ui.settings import Settings
 from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT
 from tests import pgserver
@@ -176,7 +176,7 @@ def _unopened(windows: WindowHarness, ctx: CliContext) -> AppController:
     """A window whose opening the test drives (the harness's ``open`` waits for the jobs
     to load, which an unreachable database never does)."""
     window = MainWindow()
-    controller = AppController(window, EngineSession(ctx, Settings(theme="light")))
+    controller = AppController(window, WindowSession(ctx, Settings(theme="light")))
     windows.opened.append(controller)
     window.show()
     return controller

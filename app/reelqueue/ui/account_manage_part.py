@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.accounts_view import AccountCard
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 
 class AccountList(Protocol):
@@ -43,7 +43,7 @@ class AccountManagePart(QObject):
     """Attributes: dialogs: the open dialogs by account name. box: the last removal
     question (for tests)."""
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  spawn: Spawn, account_list: AccountList, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.bridge import EngineBridge
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
     from reelqueue.ui.thumbnails import Thumbnailer
     from reelqueue.ui.tray import BatchFinishWatch
 
@@ -41,7 +41,7 @@ class CloseFlow:
     ``finish`` is called with the exit code once everything is closed (the controller's
     ``finished`` signal)."""
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  thumbnails: Thumbnailer, bridge: EngineBridge,
                  batch_watch: BatchFinishWatch, timer: QTimer, spawn: Spawn,
                  state: CloseState, finish: Callable[[int], None]) -> None:

@@ -71,7 +71,7 @@ from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.paging import JobPager
 from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.queue_actions import QueueActions
-from reelqueue.ui.session import EngineSession, OpenReport, RecoveryFollowUp
+from reelqueue.ui.session import OpenReport, RecoveryFollowUp, WindowSession
 from reelqueue.ui.thumbnails import Thumbnailer
 from reelqueue.ui.tray import BatchFinishWatch
 from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT, retry_delay
@@ -112,7 +112,7 @@ class AppController(QObject):
 
     finished = Signal(int)
 
-    def __init__(self, window: MainWindow, session: EngineSession,
+    def __init__(self, window: MainWindow, session: WindowSession,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.window = window

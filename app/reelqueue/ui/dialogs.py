@@ -34,7 +34,7 @@ from reelqueue.ui.thumbnails import Thumbnailer
 if TYPE_CHECKING:
     from reelqueue.application.views import AccountSummary
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 
 class JobCommands(Protocol):
@@ -83,7 +83,7 @@ class DialogKeeper:
         thumbnails: completed videos' pictures for the job detail (a worker thread).
     """
 
-    def __init__(self, session: EngineSession, window: MainWindow, thumbnails: Thumbnailer,
+    def __init__(self, session: WindowSession, window: MainWindow, thumbnails: Thumbnailer,
                  spawn: Spawn, host: DialogHost) -> None:
         self.session = session
         self.window = window

@@ -12,7 +12,7 @@ from reelqueue.application import views
 from reelqueue.application.events import JobEvent
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.jobs_model import JobTableModel, order_lookup
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 
 FIRST_PAGE = 2_000
 PENDING_MAX = 50_000
@@ -30,7 +30,7 @@ class JobPager:
         after_load: called after each load (the batch watch counts open jobs again).
     """
 
-    def __init__(self, model: JobTableModel, session: EngineSession, spawn: Spawn,
+    def __init__(self, model: JobTableModel, session: WindowSession, spawn: Spawn,
                  after_load: Callable[[], None]) -> None:
         self.model = model
         self.session = session

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
     from reelqueue.ui.paging import JobPager
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 # Cancelling these may cost: the create was (or may have been) sent and billed.
 CHARGED_STATES = frozenset({JobState.SUBMITTING, JobState.RENDERING, JobState.DOWNLOADING})
@@ -56,7 +56,7 @@ class QueueActions:
         cap_box: the last "Batch spend cap" question asked (None before the first).
     """
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  pager: JobPager, spawn: Spawn, host: QueueHost) -> None:
         self.session = session
         self.window = window

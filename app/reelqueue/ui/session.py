@@ -1,8 +1,10 @@
-"""The window's engine session: a thin adapter over the application layer's
-:class:`~reelqueue.application.session.Session` that adds what only the window has (its
-settings, the clean-exit marker, the recovery banner's follow-up). No Qt here, and no
-journal: every command is one call of :mod:`reelqueue.application`, which runs the slow
-parts off the event loop and wakes the pump itself.
+"""The window's session: what only the window has around the application layer's
+:class:`~reelqueue.application.session.Session` (its settings, the clean-exit marker, the
+recovery banner's follow-up, serving the HTTP API from the window). No Qt here, no journal,
+and no forwarding layer (issue 36 item 5): the window's parts call the application layer
+themselves with the application session, ``session.app`` -- ``jobs.cancel(session.app,
+ids)``, ``session.app.spawn(coro)`` -- and tests/test_window_forwards.py fails on a
+function here that only hands one call on.
 
 Shutdown order (PRODUCT.md, qasync): the application session's (stop handing out work ->
 cancel our tasks -> stop the engine -> close the journal and release the data-folder lock
@@ -37,7 +39,7 @@ from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_ma
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AccountDraft", "EngineSession", "KeyCache", "OpenReport", "RecoveryFollowUp"]
+__all__ = ["AccountDraft", "KeyCache", "OpenReport", "RecoveryFollowUp", "WindowSession"]
 
 
 @dataclass(frozen=True)
@@ -181,24 +183,26 @@ class RecoveryFollowUp:
 
 
 class Spawn(Protocol):
-    """Runs a coroutine as a task of the session (:meth:`EngineSession.spawn`): what the
+    """Runs a coroutine as a task of the application session
+    (:meth:`reelqueue.application.session.Session.spawn`, through the controller): what the
     window's parts are given to start their commands with."""
 
     def __call__(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command"
                  ) -> asyncio.Task[Any]: ...
 
 
-class EngineSession:
-    """The window's side of an :class:`~reelqueue.application.session.Session`: the
-    window's settings, its clean-exit marker and the commands it gives, each one call of
-    the application layer (which wakes the pump itself).
+class WindowSession:
+    """The window's side of an :class:`~reelqueue.application.session.Session`: opening
+    and closing it with the window's settings and clean-exit marker, the import options
+    from the settings, and the HTTP API the window serves. Commands are not here: the
+    window calls :mod:`reelqueue.application` with :attr:`app` (which wakes the pump).
 
     Attributes:
         ctx: the folders and the clock.
         settings: the settings in force.
-        app: the application session (the journal, the engine, keys, built-in mock,
-            the providers).
-        bus: the engine's event bus (the bridge subscribes to it before the engine starts).
+        app: the application session (the journal, the engine and its event bus, keys,
+            built-in mock, the providers, spawn and the error sink): what the window's
+            parts pass to the application layer's functions.
         closed: the session closed (or never opened: the window sets it then).
         api_starter: serves the HTTP API on this session (given by the entry module;
             None: this window cannot serve it).
