@@ -51,7 +51,7 @@ from reelqueue.ui.controller import AppController
 from reelqueue.ui.jobs_model import SORT_ORDERS
 from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.qtcompat import QEventLoop
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 from reelqueue.ui.settings import Settings
 from reelqueue.ui.thumbnails import Thumbnailer
 
@@ -175,7 +175,7 @@ print(worst * 1000)
 async def live_renders(controller: AppController, live: int, seconds: float,
                        rate: float = 5.0, video: Path | None = None,
                        thumbs: Path | None = None) -> dict[str, float]:
-    bus = controller.session.bus
+    bus = controller.session.app.bus
     ids = [row.id for row in controller.model.table.rows[:live]]
     accounts = ("studio-a", "studio-b", "studio-c")
     now = time.time()
@@ -228,7 +228,7 @@ async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
     clock.start()
     window = MainWindow()
     painted = FirstPaint(window, clock)
-    session = EngineSession(ctx, Settings(theme="light"))
+    session = WindowSession(ctx, Settings(theme="light"))
     controller = AppController(window, session)
     window.show()
     opening = asyncio.ensure_future(controller.open(start=False))

@@ -209,7 +209,7 @@ def window_child(folder: Path, store: str | None) -> None:
     from reelqueue.ui.controller import AppController
     from reelqueue.ui.main_window import MainWindow
     from reelqueue.ui.qtcompat import QEventLoop
-    from reelqueue.ui.session import EngineSession
+    from reelqueue.ui.session import WindowSession
     from reelqueue.ui.settings import Settings
 
     ctx = CliContext(data_dir=folder / "data", videos_dir=folder / "videos", store_url=store)
@@ -220,7 +220,7 @@ def window_child(folder: Path, store: str | None) -> None:
     async def opened() -> dict[str, float]:
         started = time.perf_counter()
         main = MainWindow()
-        controller = AppController(main, EngineSession(ctx, Settings(theme="light")))
+        controller = AppController(main, WindowSession(ctx, Settings(theme="light")))
         main.show()
         await controller.open(start=False)
         loaded = time.perf_counter() - started

@@ -175,7 +175,7 @@ def test_every_layer_and_the_entry_module_are_checked() -> None:
      "imports reelqueue.cli.cmd_run"),
     ("application/planted.py", "from reelqueue.api.server import ApiServer\n",
      "imports reelqueue.api.server"),
-    ("application/planted.py", "from reelqueue.ui.session import EngineSession\n",
+    ("application/planted.py", "from reelqueue.ui.session import WindowSession\n",
      "imports reelqueue.ui.session"),
     ("application/planted.py", "from PySide6.QtCore import QObject\n",
      "Qt belongs in ui/ only"),
@@ -197,7 +197,7 @@ def test_every_layer_and_the_entry_module_are_checked() -> None:
      "imports reelqueue.intake.apply"),
     ("ui/planted.py", "from reelqueue.api.server import serve\n", "imports reelqueue.api"),
     # The HTTP API: neither the window nor the command line, nor they it.
-    ("api/planted.py", "from reelqueue.ui.session import EngineSession\n",
+    ("api/planted.py", "from reelqueue.ui.session import WindowSession\n",
      "imports reelqueue.ui.session"),
     ("api/planted.py", "from reelqueue.cli.main import main\n", "imports reelqueue.cli.main"),
     ("cli/planted.py", "from reelqueue.api import server\n", "imports reelqueue.api"),

@@ -35,7 +35,7 @@ from reelqueue.ui import theme
 from reelqueue.ui.controller import AppController
 from reelqueue.ui.main_window import MainWindow, placement_store
 from reelqueue.ui.qtcompat import QEventLoop
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 from reelqueue.ui.settings import Settings
 
 # Before pytest-qt makes the QApplication: the smallest screen the window must fit
@@ -125,7 +125,7 @@ class WindowHarness:
                    providers: ProviderRegistry | None = None,
                    api_starter: Any = None) -> AppController:
         window = MainWindow()
-        session = EngineSession(ctx, settings or Settings(theme="light"), providers=providers,
+        session = WindowSession(ctx, settings or Settings(theme="light"), providers=providers,
                                 api_starter=api_starter)
         controller = AppController(window, session)
         self.opened.append(controller)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
+from reelqueue.application import imports
 from reelqueue.cli.cmd_demo import prepare
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import BatchSpec, JobSpec
@@ -129,7 +130,7 @@ async def test_a_batch_moved_to_the_front_and_paused_from_the_window(
                                   for i in range(2)], time.time())
     store.close()
     controller = await windows.open(app_ctx, start=False)
-    window, engine = controller.window, controller.session.running_engine
+    window, engine = controller.window, controller.session.app.running_engine
     controller.actions.prioritize_batch(2)
     await until(lambda: window.banners.get("priority") is not None, 10)
     assert "Batch “second” moved to the front: its 2 unfinished jobs" in \
@@ -404,7 +405,7 @@ async def test_a_job_pinned_to_an_account_not_here_says_why_it_waits(
     sheet.write_text("name,prompt,duration,account\na,one,4,\nb,two,4,studio-y\n"
                      "c,three,4,m\n", encoding="utf-8")
     options = controller.session.import_options()
-    plan = await controller.session.plan_import(sheet, options)
+    plan = await imports.plan_import(controller.session.app, sheet, options)
     dialog = ImportDialog(sheet, options, window)
     try:
         dialog.set_plan(plan)

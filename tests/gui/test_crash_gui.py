@@ -93,7 +93,7 @@ async def test_crash_banner_after_a_killed_run(windows: WindowHarness, app_ctx,
     assert "reattached" not in banner.text and "continue" not in banner.text
     assert "paused" in banner.text and "Resume queue" in banner.buttons
     assert window.engine_label.text().startswith("Paused")
-    assert controller.session.running_engine.paused
+    assert controller.session.app.running_engine.paused
     save_screenshot(window, "crash-banner")
 
     banner.buttons["Resume queue"].click()

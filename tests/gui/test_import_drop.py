@@ -115,7 +115,7 @@ async def test_a_spend_cap_set_in_the_dialog_lands_on_the_batch(windows: WindowH
     assert dialog.spend_cap() == 0.35
     dialog.import_button.click()
     await until(lambda: len(controller.model.table) == 12)
-    engine = controller.session.running_engine
+    engine = controller.session.app.running_engine
     batches = await engine.store.call(engine.store.sync.list_batches)
     assert [b.settings.get("max_spend") for b in batches] == [0.35]
 

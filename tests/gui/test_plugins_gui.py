@@ -41,8 +41,8 @@ def broken_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 async def test_the_window_starts_with_a_broken_plug_in_and_about_names_it(
         windows: WindowHarness, app_ctx: CliContext, broken_plugin: None) -> None:
     controller = await windows.open(app_ctx, start=True)
-    assert "sample" in controller.session.providers
-    assert controller.session.providers.get("runway").title != SAMPLE.title  # not shadowed
+    assert "sample" in controller.session.app.providers
+    assert controller.session.app.providers.get("runway").title != SAMPLE.title  # not shadowed
     controller.window.about_action.trigger()
     await until(lambda: any(isinstance(w, AboutDialog) and w.isVisible()
                             for w in QApplication.topLevelWidgets()))

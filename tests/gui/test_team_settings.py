@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from PySide6.QtWidgets import QLabel
 
+from reelqueue.application import team
 from reelqueue.application.context import AppContext
 from reelqueue.application.team import database_key_ref
 from reelqueue.cli.context import CliContext
@@ -65,7 +66,7 @@ async def test_the_team_queue_is_saved_and_opened_at_the_next_start(
     url = new_database(pg_server.dsn)
     try:
         ctl = await windows.open(app_ctx, start=False)
-        assert not ctl.session.team
+        assert not team.is_team_session(ctl.session.app)
         dialog = ctl.keeper.show_settings()
         dialog.team_store.setText(url)
         dialog.team_password.setText(SECRET)
@@ -81,7 +82,7 @@ async def test_the_team_queue_is_saved_and_opened_at_the_next_start(
         assert memory_keyring.get_password(SERVICE, database_key_ref(url)) == SECRET
         restart = ctl.window.banners.get("team-restart")
         assert restart is not None and "next time ReelQueue starts" in restart.text
-        assert not ctl.session.team  # this run stays on the journal it opened
+        assert not team.is_team_session(ctl.session.app)  # this run stays on the journal it opened
         await windows.close(ctl)
 
         # The next start: the window opens the team queue from its settings.
@@ -91,7 +92,7 @@ async def test_the_team_queue_is_saved_and_opened_at_the_next_start(
         assert window_context(replace(app_ctx, store_url="postgresql://x@elsewhere/db"),
                               settings).store_url == "postgresql://x@elsewhere/db"
         again = await windows.open(ctx, start=False, settings=settings)
-        assert again.session.team and again.window.instances_action.isVisible()
+        assert team.is_team_session(again.session.app) and again.window.instances_action.isVisible()
         await windows.close(again)
     finally:
         drop_database(pg_server.dsn, url)

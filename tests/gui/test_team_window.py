@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
+from reelqueue.application import team
 from reelqueue.cli.context import CliContext
 from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
 from reelqueue.store.base import ClaimParams
@@ -25,7 +26,7 @@ from reelqueue.ui.controller import AppController
 from reelqueue.ui.instances import InstancesDialog
 from reelqueue.ui.jobs_model import COL_OUTPUT
 from reelqueue.ui.main_window import MainWindow
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 from reelqueue.ui.settings import Settings
 from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT
 from tests import pgserver
@@ -92,7 +93,7 @@ async def test_the_instances_view_lists_the_machines_and_says_which_went_silent(
     assert team_ctx.store_url is not None
     other_machines(team_ctx.store_url, time.time())
     ctl = await windows.open(team_ctx, start=False)
-    assert ctl.session.team and ctl.window.instances_action.isVisible()
+    assert team.is_team_session(ctl.session.app) and ctl.window.instances_action.isVisible()
 
     ctl.window.instances_action.trigger()
     dialog = ctl.keeper.instances
@@ -167,7 +168,7 @@ async def test_a_team_account_whose_key_is_elsewhere_says_so(
 async def test_a_local_journal_offers_no_instances_view(
         windows: WindowHarness, app_ctx: CliContext) -> None:
     ctl = await windows.open(app_ctx, start=False)
-    assert not ctl.session.team
+    assert not team.is_team_session(ctl.session.app)
     assert not ctl.window.instances_action.isVisible()
 
 
@@ -175,7 +176,7 @@ def _unopened(windows: WindowHarness, ctx: CliContext) -> AppController:
     """A window whose opening the test drives (the harness's ``open`` waits for the jobs
     to load, which an unreachable database never does)."""
     window = MainWindow()
-    controller = AppController(window, EngineSession(ctx, Settings(theme="light")))
+    controller = AppController(window, WindowSession(ctx, Settings(theme="light")))
     windows.opened.append(controller)
     window.show()
     return controller
@@ -214,7 +215,7 @@ async def test_an_unreachable_team_database_is_said_so_and_opens_once_it_answers
         report = await asyncio.wait_for(opening, 120)
         assert report is not None
         assert not page.isVisible() and window.jobs_panel.isVisible()
-        assert window.import_action.isEnabled() and ctl.session.team
+        assert window.import_action.isEnabled() and team.is_team_session(ctl.session.app)
         await windows.close(ctl)  # before its database goes
     finally:
         opening.cancel()

@@ -250,7 +250,7 @@ async def test_recovery_with_a_separate_mock_process_picks_renders_up(
         assert "could not be found" not in text and "built-in mock" not in text
         assert "the 6 renders picked up go on" in text
         # Truly reattached: the same renders at the provider, none created again.
-        engine = controller.session.running_engine
+        engine = controller.session.app.running_engine
         for job_id, provider_job_id in before.items():
             job = await engine.store.call(engine.store.sync.get_job, job_id)
             assert job is not None and job.provider_job_id == provider_job_id

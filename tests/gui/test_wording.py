@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QFileDialog
 
+from reelqueue.application import imports
 from reelqueue.domain.errors import HINTS, ErrorLabel
 from reelqueue.providers.httpx_session import transport_error
 from reelqueue.resources import resource
@@ -126,8 +127,8 @@ async def test_export_dialog_opens_in_the_batch_folder(windows: WindowHarness, a
     shutil.copyfile(resource("sample_prompts.csv"), sheet)
     controller = await windows.open(app_ctx, start=False)
     session = controller.session
-    plan = await session.plan_import(sheet, session.import_options())
-    await session.apply_import(plan)
+    plan = await imports.plan_import(session.app, sheet, session.import_options())
+    await imports.apply_import(session.app, plan)
     await controller.refresh_batches()
     await controller.load_rows()
     await until(lambda: len(controller.model.table) == 12)

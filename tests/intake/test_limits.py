@@ -90,7 +90,7 @@ def test_a_part_compressed_with_another_method_is_refused(tmp_path: Path) -> Non
 
 
 def test_plan_import_the_windows_path_goes_through_the_prescan(tmp_path: Path) -> None:
-    # The window's import (ui/session.py) calls this same plan_import.
+    # The window's import (ui/dialogs.py) calls this same plan_import.
     with pytest.raises(InputError, match="--max-cells"):
         plan_import(HOSTILE / "sparse.xlsx", ImportOptions(output_root=tmp_path))
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from reelqueue.application.views import AccountSummary
     from reelqueue.ui.accounts_view import AccountCard, AccountCardData
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class AccountFiguresPart(QObject):
         updating: the accounts whose "Update" is running.
     """
 
-    def __init__(self, session: EngineSession, window: MainWindow, spawn: Spawn,
+    def __init__(self, session: WindowSession, window: MainWindow, spawn: Spawn,
                  cards: CardList, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox
 
-from reelqueue.application import account_manage, accounts
+from reelqueue.application import account_manage, accounts, team
 from reelqueue.application.accounts import AccountChange
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.domain.models import Account
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.accounts_view import AccountCard
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 
 class AccountList(Protocol):
@@ -43,7 +43,7 @@ class AccountManagePart(QObject):
     """Attributes: dialogs: the open dialogs by account name. box: the last removal
     question (for tests)."""
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  spawn: Spawn, account_list: AccountList, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -74,11 +74,11 @@ class AccountManagePart(QObject):
             return None
         session = self.session
         try:
-            info = session.providers.get(account.provider)
+            info = session.app.providers.get(account.provider)
             title, default_url = info.title, info.default_base_url
         except KnownError:
             title, default_url = account.provider, None
-        dialog = ManageAccountDialog(account, title, team=session.team,
+        dialog = ManageAccountDialog(account, title, team=team.is_team_session(session.app),
                                      default_base_url=default_url, parent=self.window)
         dialog.keyChangeRequested.connect(
             lambda who, key: self.spawn(self._change_key(dialog, who, key), "account"))
@@ -136,7 +136,7 @@ class AccountManagePart(QObject):
             dialog.set_result(False, f"Nothing was changed: {exc}")
             return
         text = f"Account {name} saved."
-        if change.base_url is not None and self.session.team:
+        if change.base_url is not None and team.is_team_session(self.session.app):
             text += (" This machine sends its key to the new address; every other machine "
                      "of the team waits until it is confirmed there (“Confirm on this "
                      f"machine”, or: reelqueue accounts confirm {name}).")

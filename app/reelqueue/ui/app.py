@@ -128,10 +128,10 @@ async def main(ctx: AppContext, settings: Any, *, start: bool,
                open_sheet: Path | None = None, api_starter: ApiStarter | None = None) -> int:
     from reelqueue.ui.controller import AppController
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession
+    from reelqueue.ui.session import WindowSession
 
     window = MainWindow()
-    session = EngineSession(ctx, settings, api_starter=api_starter)
+    session = WindowSession(ctx, settings, api_starter=api_starter)
     controller = AppController(window, session)
     undo = install_excepthook(controller.show_exception)
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()

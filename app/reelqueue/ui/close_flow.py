@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtWidgets import QMessageBox
 
+from reelqueue.application.builtin_mock import builtin_mock_accounts
 from reelqueue.ui import format as fmt
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.bridge import EngineBridge
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
     from reelqueue.ui.thumbnails import Thumbnailer
     from reelqueue.ui.tray import BatchFinishWatch
 
@@ -40,7 +41,7 @@ class CloseFlow:
     ``finish`` is called with the exit code once everything is closed (the controller's
     ``finished`` signal)."""
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  thumbnails: Thumbnailer, bridge: EngineBridge,
                  batch_watch: BatchFinishWatch, timer: QTimer, spawn: Spawn,
                  state: CloseState, finish: Callable[[int], None]) -> None:
@@ -63,13 +64,13 @@ class CloseFlow:
         if self.state.closing:
             return
         live = self.live_renders()
-        if self.session.closed or self.session.engine is None or not live:
+        if self.session.closed or self.session.app.engine is None or not live:
             self.spawn(self.shutdown(keep_renders=True), "shutdown")
             return
         box = QMessageBox(QMessageBox.Icon.Question, "Renders are still running",
                           f"{live} render{'s are' if live != 1 else ' is'} still running at "
                           "the provider.", parent=self.window)
-        builtin = set(self.session.builtin_mock_accounts(s.account for s in self.state.summaries))
+        builtin = set(builtin_mock_accounts(s.account for s in self.state.summaries))
         on_mock = sum(len(ids) for name, ids in self.window.model.table.live.items()
                       if name in builtin)
         real = live - on_mock

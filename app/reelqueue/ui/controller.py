@@ -32,7 +32,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from reelqueue.application import jobs, status, views
+from reelqueue.application import jobs, status, team, views
+from reelqueue.application.builtin_mock import builtin_mock_accounts
 from reelqueue.application.events import (
     AccountEvent,
     EngineErrorEvent,
@@ -70,7 +71,7 @@ from reelqueue.ui.main_window import MainWindow
 from reelqueue.ui.paging import JobPager
 from reelqueue.ui.qtcompat import emit
 from reelqueue.ui.queue_actions import QueueActions
-from reelqueue.ui.session import EngineSession, OpenReport, RecoveryFollowUp
+from reelqueue.ui.session import OpenReport, RecoveryFollowUp, WindowSession
 from reelqueue.ui.thumbnails import Thumbnailer
 from reelqueue.ui.tray import BatchFinishWatch
 from reelqueue.ui.unreachable import LOCAL_QUEUE_EXIT, retry_delay
@@ -111,7 +112,7 @@ class AppController(QObject):
 
     finished = Signal(int)
 
-    def __init__(self, window: MainWindow, session: EngineSession,
+    def __init__(self, window: MainWindow, session: WindowSession,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.window = window
@@ -153,7 +154,7 @@ class AppController(QObject):
                                         parent=self)  # a card's "Manage…" dialog (issue 23)
         # the provider's figures on the cards, their "Update", credits notices (issue 32)
         self.figures = AccountFiguresPart(session, window, self.spawn, self, parent=self)
-        session.on_error = self.show_exception
+        session.app.on_error = self.show_exception
         self._connect()
 
     # -- wiring --------------------------------------------------------------------------
@@ -190,7 +191,7 @@ class AppController(QObject):
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command"
               ) -> asyncio.Task[Any]:
-        return self.session.spawn(coro, name)
+        return self.session.app.spawn(coro, name)
 
     async def load_rows(self) -> None:
         """Read the jobs not shown yet (:meth:`JobPager.load_rows`)."""
@@ -208,7 +209,7 @@ class AppController(QObject):
         again (:meth:`_wait_for_team`) until it opens or the user picks the local queue
         (``finished`` with :data:`LOCAL_QUEUE_EXIT`: the entry reopens on the local
         journal)."""
-        self.bridge.connect_bus(self.session.bus)
+        self.bridge.connect_bus(self.session.app.bus)
         attempt = 0
         report: OpenReport | None = None
         while report is None:
@@ -216,7 +217,8 @@ class AppController(QObject):
                 report = await self.session.open(start=start)
                 break
             except KnownError as exc:
-                if not (self.session.team and isinstance(exc, TEAM_CONNECTION_ERRORS)):
+                on_team = team.is_team_session(self.session.app)
+                if not (on_team and isinstance(exc, TEAM_CONNECTION_ERRORS)):
                     self.window.set_engine_state("stopped")
                     self.window.banners.show_banner("error", str(exc), key="open-failed")
                     self.session.closed = True
@@ -229,8 +231,9 @@ class AppController(QObject):
                 attempt += 1
         self.window.hide_unreachable()
         self.report = report
-        self.window.set_team(self.session.team)
-        if self.session.team:  # the other machines' work: followed from the ledger
+        on_team = team.is_team_session(self.session.app)
+        self.window.set_team(on_team)
+        if on_team:  # the other machines' work: followed from the ledger
             self.model.here = views.here()
             self.follower = views.ChangeFollower()
             await self.follower.start(self.session.app)
@@ -295,7 +298,7 @@ class AppController(QObject):
 
     def _show_open_report(self, report: OpenReport) -> None:
         recovery = report.recovery
-        builtin = self.session.builtin_mock_accounts(s.account for s in self.summaries)
+        builtin = builtin_mock_accounts(s.account for s in self.summaries)
         self.follow_up = RecoveryFollowUp(recovery, builtin)
         if report.unclean or (report.kept_renders and recovery.touched):
             actions = ([("Resume queue", self._resume_from_banner)]
@@ -388,7 +391,8 @@ class AppController(QObject):
         text = ("Waiting: " + "; ".join(str(r.detail) for r in reasons) + ". Add "
                 + ("it" if len(reasons) == 1 else "them")
                 + (", or render them on a machine of the team that has "
-                   + ("it" if len(reasons) == 1 else "them") if self.session.team else "")
+                   + ("it" if len(reasons) == 1 else "them")
+                   if team.is_team_session(self.session.app) else "")
                 + ".") if reasons else ""
         shown = banners.get("not-configured")
         if not text:
@@ -529,7 +533,7 @@ class AppController(QObject):
         if first >= 0 and self.model.visible_in_flight(first, last if last >= 0 else first + 40):
             view.viewport().update()
         self.batch_watch.check()
-        if self.session.team:
+        if team.is_team_session(self.session.app):
             self._team_tick()
 
     def _team_tick(self) -> None:
@@ -566,13 +570,14 @@ class AppController(QObject):
 
     def refresh_cards(self, now: float | None = None) -> None:
         self._cards_dirty = False
-        team = self.session.team
+        app, on_team = self.session.app, team.is_team_session(self.session.app)
         cards = compose_cards(self.model.table, self.summaries, self.account_events,
-                              now or time.time(), team=team, money=self.money,
-                              keys_not_here=self.session.keys_not_here(
-                                  [s.account for s in self.summaries]) if team else set(),
-                              to_confirm=self.session.keys_to_confirm(
-                                  [s.account for s in self.summaries]),
+                              now or time.time(), team=on_team, money=self.money,
+                              keys_not_here=team.keys_not_here(
+                                  app, [s.account for s in self.summaries])
+                              if on_team else set(),
+                              to_confirm=team.keys_to_confirm(
+                                  app, [s.account for s in self.summaries]),
                               figures=self.figures.figures)
         self.window.set_shared_queue(" · ".join(text for text in (
             shared_queue_text(self.model.table, self.summaries, self.money),

@@ -8,13 +8,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from reelqueue.application import team, views
+from reelqueue.application import accounts, imports, team, views
 from reelqueue.application.imports import ImportOptions, ImportPlan
 from reelqueue.application.providers import plugin_report
+from reelqueue.application.spend_reconcile import reconcile_spend
 from reelqueue.domain.errors import KnownError, ProviderError
 from reelqueue.ui import files, theme
 from reelqueue.ui import format as fmt
@@ -33,7 +34,7 @@ from reelqueue.ui.thumbnails import Thumbnailer
 if TYPE_CHECKING:
     from reelqueue.application.views import AccountSummary
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 
 class JobCommands(Protocol):
@@ -82,7 +83,7 @@ class DialogKeeper:
         thumbnails: completed videos' pictures for the job detail (a worker thread).
     """
 
-    def __init__(self, session: EngineSession, window: MainWindow, thumbnails: Thumbnailer,
+    def __init__(self, session: WindowSession, window: MainWindow, thumbnails: Thumbnailer,
                  spawn: Spawn, host: DialogHost) -> None:
         self.session = session
         self.window = window
@@ -107,7 +108,7 @@ class DialogKeeper:
 
     def open_import(self, path: Path) -> ImportDialog:
         dialog = ImportDialog(path, self.session.import_options(), self.window,
-                              providers=self.session.providers)
+                              providers=self.session.app.providers)
         dialog.replanRequested.connect(lambda options: self.spawn(self._plan(dialog, options)))
         dialog.importRequested.connect(
             lambda plan, rows: self.spawn(self._apply(dialog, plan, rows), "import"))
@@ -121,7 +122,7 @@ class DialogKeeper:
         self._plan_serial += 1
         serial = self._plan_serial
         try:
-            plan = await self.session.plan_import(dialog.path, options)
+            plan = await imports.plan_import(self.session.app, dialog.path, options)
         except KnownError as exc:
             if serial == self._plan_serial:
                 dialog.set_error(str(exc))
@@ -131,8 +132,8 @@ class DialogKeeper:
 
     async def _apply(self, dialog: ImportDialog, plan: ImportPlan, rows: int | None) -> None:
         try:
-            result = await self.session.apply_import(plan, rows,
-                                                     max_spend=dialog.spend_cap())
+            result = await imports.apply_import(self.session.app, plan, rows,
+                                                max_spend=dialog.spend_cap())
         except KnownError as exc:
             dialog.set_error(str(exc))
             return
@@ -171,8 +172,8 @@ class DialogKeeper:
         self.open.append(dialog)
 
     async def _export(self, batch: int, path: Path) -> None:
-        kind = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
-        count = await self.session.export(batch, path, kind)
+        kind: Literal["csv", "xlsx"] = "xlsx" if path.suffix.lower() == ".xlsx" else "csv"
+        count = await imports.export_batch(self.session.app, batch, path, kind)
         self.window.banners.show_banner("success", f"Exported {fmt.count(count, 'row')} to "
                                         f"{path}.", [("Show", lambda: self._reveal(path))],
                                         key="export")
@@ -248,7 +249,7 @@ class DialogKeeper:
 
     def show_account_dialog(self) -> AccountDialog:
         dialog = AccountDialog({s.account.name for s in self.host.summaries}, self.window,
-                               providers=self.session.providers)
+                               providers=self.session.app.providers)
         dialog.testRequested.connect(lambda draft: self.spawn(self._test_key(dialog, draft)))
         dialog.connectRequested.connect(
             lambda draft: self.spawn(self._add_account(dialog, draft)))
@@ -260,7 +261,7 @@ class DialogKeeper:
     async def _test_key(self, dialog: AccountDialog, draft: AccountDraft) -> None:
         dialog.set_busy("Asking the provider…")
         try:
-            await self.session.test_key(draft)
+            await accounts.test_key(self.session.app, draft)
         except (KnownError, ProviderError) as exc:
             dialog.set_result(False, str(exc))
             return
@@ -269,7 +270,7 @@ class DialogKeeper:
     async def _add_account(self, dialog: AccountDialog, draft: AccountDraft) -> None:
         dialog.set_busy("Checking the key and storing it in the OS keyring…")
         try:
-            await self.session.add_account(draft)
+            await accounts.add_account(self.session.app, draft, check=True)
         except (KnownError, ProviderError) as exc:
             dialog.set_result(False, str(exc))
             return
@@ -301,8 +302,8 @@ class DialogKeeper:
         dialog = self.instances
         if dialog is None:
             return
-        machines = await self.session.machines()
-        unserved = await self.session.unserved(machines)
+        machines = await team.machines(self.session.app)
+        unserved = await team.unserved(self.session.app, machines)
         if self.instances is dialog:  # not closed meanwhile
             dialog.set_machines(machines, unserved)
 
@@ -332,7 +333,7 @@ class DialogKeeper:
             return
         dialog.reading()
         try:
-            report = await self.session.reconcile_spend()
+            report = await reconcile_spend(self.session.app)
         except KnownError as exc:  # the journal is away, or a refusal: said in the dialog
             if self.costs is dialog:
                 dialog.set_failed(str(exc))
@@ -342,7 +343,7 @@ class DialogKeeper:
 
     def show_about(self) -> AboutDialog:
         """The version, the providers and the plug-ins (skipped ones with the reason)."""
-        dialog = AboutDialog(self.session.providers, plugin_report(), self.window)
+        dialog = AboutDialog(self.session.app.providers, plugin_report(), self.window)
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)
         dialog.show()
@@ -379,7 +380,7 @@ class DialogKeeper:
             try:
                 where = await asyncio.to_thread(
                     team.save_database_password, settings.team_store, team_password,
-                    self.session.keys.keystore)
+                    self.session.app.keys.keystore)
             except KnownError as exc:
                 self.window.banners.show_banner(
                     "error", f"The database password was not saved: {exc}", key="team")

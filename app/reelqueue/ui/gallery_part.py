@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.bridge import EngineBridge
     from reelqueue.ui.gallery import GalleryView
     from reelqueue.ui.main_window import MainWindow
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class GalleryPart(QObject):
     """Attributes: view: the gallery page. loads: tile reads done (for tests).
     cuts_running: cuts being made; last_cut: the last one written."""
 
-    def __init__(self, session: EngineSession, window: MainWindow, bridge: EngineBridge,
+    def __init__(self, session: WindowSession, window: MainWindow, bridge: EngineBridge,
                  spawn: Spawn, state: GalleryState, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.session = session

@@ -12,7 +12,7 @@ from reelqueue.application import views
 from reelqueue.application.events import JobEvent
 from reelqueue.ui.jobs_data import stats_of
 from reelqueue.ui.jobs_model import JobTableModel, order_lookup
-from reelqueue.ui.session import EngineSession
+from reelqueue.ui.session import WindowSession
 
 FIRST_PAGE = 2_000
 PENDING_MAX = 50_000
@@ -30,7 +30,7 @@ class JobPager:
         after_load: called after each load (the batch watch counts open jobs again).
     """
 
-    def __init__(self, model: JobTableModel, session: EngineSession, spawn: Spawn,
+    def __init__(self, model: JobTableModel, session: WindowSession, spawn: Spawn,
                  after_load: Callable[[], None]) -> None:
         self.model = model
         self.session = session
@@ -96,7 +96,7 @@ class JobPager:
 
     async def sort_rows(self, order: str, descending: bool) -> None:
         """The jobs table's sort, done by the journal (jobs_model.py)."""
-        if self.session.engine is None or self.session.closed:
+        if self.session.app.engine is None or self.session.closed:
             return
         ids = await views.job_order(self.session.app, order, descending)
         # Their rows looked up off the GUI thread: 100,000 lookups held it for 60-80 ms

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from reelqueue.application import jobs, status
+from reelqueue.application import accounts, imports, jobs, status
+from reelqueue.application.accounts import AccountChange
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from reelqueue.ui.dialogs import DialogKeeper
     from reelqueue.ui.main_window import MainWindow
     from reelqueue.ui.paging import JobPager
-    from reelqueue.ui.session import EngineSession, Spawn
+    from reelqueue.ui.session import Spawn, WindowSession
 
 # Cancelling these may cost: the create was (or may have been) sent and billed.
 CHARGED_STATES = frozenset({JobState.SUBMITTING, JobState.RENDERING, JobState.DOWNLOADING})
@@ -55,7 +56,7 @@ class QueueActions:
         cap_box: the last "Batch spend cap" question asked (None before the first).
     """
 
-    def __init__(self, session: EngineSession, window: MainWindow, keeper: DialogKeeper,
+    def __init__(self, session: WindowSession, window: MainWindow, keeper: DialogKeeper,
                  pager: JobPager, spawn: Spawn, host: QueueHost) -> None:
         self.session = session
         self.window = window
@@ -67,12 +68,12 @@ class QueueActions:
         self.cap_box: QInputDialog | None = None
 
     def start_queue(self) -> None:
-        if self.session.engine is not None and not self.session.closed:
-            self.session.start_queue()
+        if self.session.app.engine is not None and not self.session.closed:
+            self.session.app.resume()
 
     def pause_queue(self) -> None:
-        if self.session.engine is not None and not self.session.closed:
-            self.session.pause_queue()
+        if self.session.app.engine is not None and not self.session.closed:
+            self.session.app.pause()
 
     def cancel(self, job_ids: list[int], always_ask: bool = False) -> QMessageBox | None:
         """Cancel asks first, naming what it may cost (renders in flight may already be
@@ -117,7 +118,7 @@ class QueueActions:
         return box
 
     async def cancel_now(self, job_ids: list[int], rendering: int = 0) -> None:
-        done = await self.session.cancel(job_ids)
+        done = await jobs.cancel(self.session.app, job_ids)
         text = f"Cancelled {fmt.count(len(done), 'job')}"
         if rendering:
             text += (f", {fmt.count(rendering, 'render')} stopped while running (the "
@@ -136,7 +137,7 @@ class QueueActions:
                      confirmed: bool = False) -> None:
         # Retry asks before it pays (issue 10): a charge, known or not ("price unknown"),
         # waits for the banner's button; re-reading a kept render is free and goes at once.
-        plan = await self.session.retry_plan(job_ids, seed)
+        plan = await jobs.retry_plan(self.session.app, job_ids, new_seed=seed)
         if (plan.rerender_usd > 0 or plan.unpriced or plan.maybe_charged) and not confirmed:
             price = (f"est. ${plan.rerender_usd:.2f}" if not plan.unpriced
                      else "price unknown" if not plan.rerender_usd
@@ -151,8 +152,8 @@ class QueueActions:
             return
         # Only the unknown creates the user agreed to pay for (the button) are created
         # again; any other is looked for first, never created (issue 32).
-        done = await self.session.retry(job_ids, seed,
-                                        create_again=plan.create_again if confirmed else ())
+        done = await jobs.retry(self.session.app, job_ids, new_seed=seed,
+                                create_again=plan.create_again if confirmed else ())
         if not done:
             self.window.banners.show_banner("info", "Only failed, cancelled or parked jobs "
                                             "can be retried (a finished one with a new "
@@ -180,7 +181,7 @@ class QueueActions:
     async def use_render(self, job_id: int, provider_job_id: str) -> None:
         """The user's pick among the candidates of an unknown create: read, never created."""
         try:
-            await self.session.use_render(job_id, provider_job_id)
+            await jobs.resolve_with_render(self.session.app, job_id, provider_job_id)
         except InputError as exc:
             self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
@@ -192,14 +193,14 @@ class QueueActions:
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""
         if not confirmed:
-            plan = await self.session.retry_plan([job_id], create_again=True)
+            plan = await jobs.retry_plan(self.session.app, [job_id], create_again=True)
             self.window.banners.show_banner(
                 "warning", f"Render job {job_id} again: {retry_summary(plan)}",
                 [(f"Render again ({plan.price_text})", lambda: self.spawn(
                     self.create_again(job_id, confirmed=True), "resolve"))], key="resolve")
             return
         try:
-            await self.session.create_again(job_id)
+            await jobs.resolve_by_creating_again(self.session.app, job_id)
         except InputError as exc:
             self.window.banners.show_banner("warning", str(exc), key="resolve")
             return
@@ -224,8 +225,8 @@ class QueueActions:
         """Like ``reelqueue retry --failed``: permanent failures (content policy, invalid
         input...) are left out unless asked for; it says what it re-reads for free and
         what it renders again at a price, and a price waits for the user's button."""
-        plan = await self.session.retry_plan(
-            ids, include_permanent=include_permanent)
+        plan = await jobs.retry_plan(
+            self.session.app, ids, include_permanent=include_permanent)
         text = retry_summary(plan, include_hint="'Also retry' queues them too")
         also = [(also_retry_label(plan),
                  lambda: self.spawn(self._retry_failed(ids, include_permanent=True),
@@ -247,8 +248,8 @@ class QueueActions:
                     ids, include_permanent=include_permanent, confirmed=True),
                     "retry-failed")), *also], key="retry")
             return
-        done = await self.session.retry(plan.job_ids,
-                                        create_again=plan.create_again if confirmed else ())
+        done = await jobs.retry(self.session.app, plan.job_ids,
+                                create_again=plan.create_again if confirmed else ())
         self.window.banners.show_banner(
             "info", f"Queued {fmt.count(len(done), 'job')} again. {text}", also, key="retry")
         await self.pager.refresh_rows(done)
@@ -273,8 +274,9 @@ class QueueActions:
         while f"{DEMO_BATCH} {n}" in taken:
             n += 1
         options = self.session.import_options(provider="mock", batch_name=f"{DEMO_BATCH} {n}")
-        plan = await self.session.plan_import(resource("sample_prompts.csv"), options)
-        result = await self.session.apply_import(plan)
+        plan = await imports.plan_import(self.session.app, resource("sample_prompts.csv"),
+                                          options)
+        result = await imports.apply_import(self.session.app, plan)
         await self.host.refresh_batches()
         await self.host.load_rows()
         self.start_queue()
@@ -366,17 +368,20 @@ class QueueActions:
                                         "allows.", key=f"batch-cap:{batch_id}")
 
     def set_capacity(self, account: str, capacity: int) -> None:
-        self.spawn(self._account_command(self.session.set_capacity(account, capacity)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(capacity=capacity))))
 
     def set_enabled(self, account: str, enabled: bool) -> None:
-        self.spawn(self._account_command(self.session.set_enabled(account, enabled)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(enabled=enabled))))
 
     def set_daily_cap(self, account: str, usd: float | None) -> None:
         """From the card: raising or removing the cap releases the jobs it held at once."""
-        self.spawn(self._account_command(self.session.set_daily_cap(account, usd)))
+        self.spawn(self._account_command(accounts.update_account(
+            self.session.app, account, AccountChange(daily_cap=usd, clear_daily_cap=usd is None))))
 
     def mark_ready(self, account: str) -> None:
-        self.spawn(self._account_command(self.session.mark_ready(account)))
+        self.spawn(self._account_command(accounts.mark_ready(self.session.app, account)))
 
     async def _account_command(self, command: Any) -> None:
         await command

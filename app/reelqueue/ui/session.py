@@ -1,8 +1,10 @@
-"""The window's engine session: a thin adapter over the application layer's
-:class:`~reelqueue.application.session.Session` that adds what only the window has (its
-settings, the clean-exit marker, the recovery banner's follow-up). No Qt here, and no
-journal: every command is one call of :mod:`reelqueue.application`, which runs the slow
-parts off the event loop and wakes the pump itself.
+"""The window's session: what only the window has around the application layer's
+:class:`~reelqueue.application.session.Session` (its settings, the clean-exit marker, the
+recovery banner's follow-up, serving the HTTP API from the window). No Qt here, no journal,
+and no forwarding layer (issue 36 item 5): the window's parts call the application layer
+themselves with the application session, ``session.app`` -- ``jobs.cancel(session.app,
+ids)``, ``session.app.spawn(coro)`` -- and tests/test_window_forwards.py fails on a
+function here that only hands one call on.
 
 Shutdown order (PRODUCT.md, qasync): the application session's (stop handing out work ->
 cancel our tasks -> stop the engine -> close the journal and release the data-folder lock
@@ -18,29 +20,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from reelqueue.application import accounts, imports, jobs, team, views
-from reelqueue.application.accounts import AccountChange, AccountDraft
-from reelqueue.application.builtin_mock import BuiltinMock, builtin_mock_accounts
+from reelqueue.application import team, views
+from reelqueue.application.accounts import AccountDraft
+from reelqueue.application.builtin_mock import BuiltinMock
 from reelqueue.application.context import AppContext
 from reelqueue.application.events import JobEvent
-from reelqueue.application.imports import ImportOptions, ImportPlan, ImportResult
-from reelqueue.application.jobs import RetryPlan
+from reelqueue.application.imports import ImportOptions
 from reelqueue.application.providers import ProviderRegistry
 from reelqueue.application.remote import ApiStarter, ServedApi
 from reelqueue.application.serving import ServeOptions, parse_listen
-from reelqueue.application.session import Engine, ErrorSink, KeyCache, Session
-from reelqueue.application.spend_reconcile import SpendReconciliation, reconcile_spend
-from reelqueue.application.team import TeamMachine
+from reelqueue.application.session import KeyCache, Session
 from reelqueue.application.words import job_state_words
 from reelqueue.domain.clock import Clock
-from reelqueue.domain.errors import InputError, KnownError
+from reelqueue.domain.errors import KnownError
 from reelqueue.domain.models import RecoveryReport
 from reelqueue.domain.states import JobState
 from reelqueue.ui.settings import SessionMarker, Settings, read_marker, write_marker
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AccountDraft", "EngineSession", "KeyCache", "OpenReport", "RecoveryFollowUp"]
+__all__ = ["AccountDraft", "KeyCache", "OpenReport", "RecoveryFollowUp", "WindowSession"]
 
 
 @dataclass(frozen=True)
@@ -184,24 +183,26 @@ class RecoveryFollowUp:
 
 
 class Spawn(Protocol):
-    """Runs a coroutine as a task of the session (:meth:`EngineSession.spawn`): what the
+    """Runs a coroutine as a task of the application session
+    (:meth:`reelqueue.application.session.Session.spawn`, through the controller): what the
     window's parts are given to start their commands with."""
 
     def __call__(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command"
                  ) -> asyncio.Task[Any]: ...
 
 
-class EngineSession:
-    """The window's side of an :class:`~reelqueue.application.session.Session`: the
-    window's settings, its clean-exit marker and the commands it gives, each one call of
-    the application layer (which wakes the pump itself).
+class WindowSession:
+    """The window's side of an :class:`~reelqueue.application.session.Session`: opening
+    and closing it with the window's settings and clean-exit marker, the import options
+    from the settings, and the HTTP API the window serves. Commands are not here: the
+    window calls :mod:`reelqueue.application` with :attr:`app` (which wakes the pump).
 
     Attributes:
         ctx: the folders and the clock.
         settings: the settings in force.
-        app: the application session (the journal, the engine, keys, built-in mock,
-            the providers).
-        bus: the engine's event bus (the bridge subscribes to it before the engine starts).
+        app: the application session (the journal, the engine and its event bus, keys,
+            built-in mock, the providers, spawn and the error sink): what the window's
+            parts pass to the application layer's functions.
         closed: the session closed (or never opened: the window sets it then).
         api_starter: serves the HTTP API on this session (given by the entry module;
             None: this window cannot serve it).
@@ -216,75 +217,12 @@ class EngineSession:
         self.ctx = ctx
         self.settings = settings
         self.app = Session(ctx, keys=keys, mock=mock, clock=clock, providers=providers)
-        self.clock = self.app.clock
-        self.bus = self.app.bus
         self.closed = False
         self._opened = False
         self.api_starter = api_starter
         self.api: ServedApi | None = None
         self.api_error: str | None = None
         self._api_options: ServeOptions | None = None
-
-    @property
-    def team(self) -> bool:
-        """The journal is a team database shared with other machines (issue 15)."""
-        return team.is_team_session(self.app)
-
-    async def reconcile_spend(self) -> SpendReconciliation:
-        """``spend --reconcile``'s figures (asks the providers; creates nothing)."""
-        return await reconcile_spend(self.app)
-
-    async def machines(self) -> list[TeamMachine]:
-        """The machines sharing the team database (the instances registry)."""
-        return await team.machines(self.app)
-
-    async def unserved(self, machines: list[TeamMachine]) -> list[str]:
-        """Why jobs wait that no running machine can render (a provider none has)."""
-        return await team.unserved(self.app, machines)
-
-    def keys_not_here(self, accounts: list[Any]) -> set[str]:
-        """Accounts whose key is not on this machine (a team store only)."""
-        return team.keys_not_here(self.app, accounts)
-
-    def keys_to_confirm(self, accounts: list[Any]) -> dict[str, str]:
-        """Accounts waiting for this machine's confirmation of their new address."""
-        return team.keys_to_confirm(self.app, accounts)
-
-    @property
-    def keys(self) -> KeyCache:
-        return self.app.keys
-
-    @property
-    def mock(self) -> BuiltinMock:
-        return self.app.mock
-
-    @property
-    def providers(self) -> ProviderRegistry:
-        """The provider kinds offered and rendered with (default: the built-in ones)."""
-        return self.app.providers
-
-    @property
-    def engine(self) -> Engine | None:
-        return self.app.engine
-
-    @property
-    def on_error(self) -> ErrorSink:
-        return self.app.on_error
-
-    @on_error.setter
-    def on_error(self, sink: ErrorSink) -> None:
-        self.app.on_error = sink
-
-    # -- tasks ---------------------------------------------------------------------------
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "ui-command") -> asyncio.Task[Any]:
-        """Run ``coro`` as a task the session owns; its failure goes to :attr:`on_error`."""
-        return self.app.spawn(coro, name)
-
-    @property
-    def running_engine(self) -> Engine:
-        if self.app.engine is None:
-            raise RuntimeError("the session is not open")
-        return self.app.engine
 
     # -- open ----------------------------------------------------------------------------
     async def open(self, *, start: bool) -> OpenReport:
@@ -298,19 +236,14 @@ class EngineSession:
         paused = not start or (unclean and self.settings.start_paused_after_crash)
         await asyncio.to_thread(write_marker, self.ctx.data_dir, SessionMarker(running=True))
         config = self.settings.engine_config()
-        if self.team:  # several machines share the queue: take over expired leases only
+        if team.is_team_session(self.app):  # machines share the queue: expired leases only
             config = team.team_config(config)
         report = await self.app.start(config, paused=paused)
-        if self.team:
+        if team.is_team_session(self.app):
             await team.join(self.app)  # listed in the instances registry
         return OpenReport(unclean=unclean and report.touched > 0, kept_renders=kept,
                           paused=paused, recovery=report,
                           keyring_problems=list(self.app.keyring_problems))
-
-    def builtin_mock_accounts(self, accounts: Iterable[Any]) -> list[str]:
-        """Names of the accounts served by the built-in mock (it stops with ReelQueue:
-        none of their renders survive a close or a crash)."""
-        return builtin_mock_accounts(accounts)
 
     # -- close ---------------------------------------------------------------------------
     async def close(self, *, keep_renders: bool = True) -> int:
@@ -320,7 +253,7 @@ class EngineSession:
             return 0
         self.closed = True
         await self.stop_api()
-        if self.team and self.app.live_engine is not None:
+        if team.is_team_session(self.app) and self.app.live_engine is not None:
             try:
                 await team.leave(self.app)
             except Exception:  # the database is gone: its heartbeat simply stops
@@ -381,47 +314,6 @@ class EngineSession:
             return f"Not serving: {self.api_error}"
         return "Not serving."
 
-    # -- the queue -----------------------------------------------------------------------
-    def start_queue(self) -> None:
-        self.app.resume()
-
-    def pause_queue(self) -> None:
-        self.app.pause()
-
-    async def cancel(self, job_ids: list[int]) -> list[int]:
-        return await jobs.cancel(self.app, job_ids)
-
-    async def retry(self, job_ids: list[int], new_seed: int | None = None, *,
-                    create_again: Iterable[int] = ()) -> list[int]:
-        return await jobs.retry(self.app, job_ids, new_seed=new_seed,
-                                create_again=create_again)
-
-    async def use_render(self, job_id: int, provider_job_id: str) -> None:
-        await jobs.resolve_with_render(self.app, job_id, provider_job_id)
-
-    async def create_again(self, job_id: int) -> None:
-        await jobs.resolve_by_creating_again(self.app, job_id)
-
-    async def retry_plan(self, job_ids: list[int], new_seed: int | None = None,
-                         include_permanent: bool = True,
-                         create_again: bool = False) -> RetryPlan:
-        return await jobs.retry_plan(self.app, job_ids, new_seed=new_seed,
-                                     include_permanent=include_permanent,
-                                     create_again=create_again)
-
-    async def set_capacity(self, account: str, capacity: int) -> None:
-        await accounts.update_account(self.app, account, AccountChange(capacity=capacity))
-
-    async def set_enabled(self, account: str, enabled: bool) -> None:
-        await accounts.update_account(self.app, account, AccountChange(enabled=enabled))
-
-    async def set_daily_cap(self, account: str, usd: float | None) -> None:
-        await accounts.update_account(self.app, account, AccountChange(
-            daily_cap=usd, clear_daily_cap=usd is None))
-
-    async def mark_ready(self, account: str) -> None:
-        await accounts.mark_ready(self.app, account)
-
     # -- import and export ---------------------------------------------------------------
     def import_options(self, **overrides: Any) -> ImportOptions:
         root = Path(self.settings.output_dir) if self.settings.output_dir else self.ctx.videos_dir
@@ -430,29 +322,3 @@ class EngineSession:
                                   "max_attempts": self.settings.max_attempts}
         values.update(overrides)
         return ImportOptions(**values)
-
-    async def plan_import(self, path: Path, options: ImportOptions) -> ImportPlan:
-        """Read and validate the sheet (see :func:`reelqueue.application.imports.plan_import`)."""
-        return await imports.plan_import(self.app, path, options)
-
-    async def apply_import(self, plan: ImportPlan, first_rows: int | None = None, *,
-                           max_spend: float | None = None) -> ImportResult:
-        """Write the plan (or only its first ``first_rows`` jobs: a test run), with the
-        batch's spend cap when one is given."""
-        if plan.refused:
-            raise InputError("The sheet has row errors and nothing valid to import.")
-        return await imports.apply_import(self.app, plan, first_rows, max_spend=max_spend)
-
-    async def export(self, batch_id: int, path: Path, fmt: str) -> int:
-        """Write the batch's rows and results; ``fmt`` "xlsx", else CSV."""
-        return await imports.export_batch(self.app, batch_id, path,
-                                          "xlsx" if fmt == "xlsx" else "csv")
-
-    # -- accounts ------------------------------------------------------------------------
-    async def test_key(self, draft: AccountDraft) -> None:
-        """Ask the provider whether the key works (its cheapest read-only call)."""
-        await accounts.test_key(self.app, draft)
-
-    async def add_account(self, draft: AccountDraft, *, check: bool = True) -> None:
-        """Test the key, put it in the OS keyring, then add the account to the journal."""
-        await accounts.add_account(self.app, draft, check=check)
