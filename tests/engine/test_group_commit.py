@@ -91,8 +91,11 @@ async def queued_behind_gate(store: AsyncStore, calls: list[Callable[[], Any]]
     blocker = asyncio.ensure_future(store.call(hold))
     await asyncio.to_thread(holding.wait, 30)
     tasks = [asyncio.ensure_future(call()) for call in calls]
-    while len(store._queued) < len(calls):  # progress, not time: each task queues at once
+    for _ in range(3):  # each task queues its write in its first step, before any await
         await asyncio.sleep(0)
+    if len(store._queued) != len(calls):
+        gate.set()
+        pytest.fail("the transitions did not wait in one group")
     tasks.append(blocker)
     return tasks, gate
 
