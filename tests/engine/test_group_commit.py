@@ -9,8 +9,10 @@ every test knows which writes form a group: nothing here depends on timing.
 from __future__ import annotations
 
 import asyncio
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,12 @@ from reelqueue.domain.errors import JournalBug, JournalError
 from reelqueue.domain.models import AccountSpec, BatchSpec, ClaimToken, JobSpec
 from reelqueue.domain.routes import Candidate, Route, RoutePolicy
 from reelqueue.engine.async_store import GROUPED_TRANSITIONS, AsyncStore
+from reelqueue.engine.engine import Engine
+from reelqueue.providers.base import RenderRequest
 from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.sqlite import SqliteStore
+from tests.engine.fakes import FakeProvider
+from tests.engine.test_engine import FAST, install
 
 pytestmark = pytest.mark.unit
 
@@ -267,3 +273,73 @@ def test_the_durability_table_matches_the_store(journal: Any) -> None:
         answers = sync.write_group([lambda c=call: c(sync)], durable=False)
         refused = isinstance(answers[0], JournalError)
         assert refused == GROUPED_TRANSITIONS[name], name
+
+
+class JournalReadingProvider(FakeProvider):
+    """On each create, reads the journal file through its own connection: what it finds
+    is what was committed before the create left."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.seen_at_create: list[tuple[str, str | None, str]] = []
+
+    async def submit(self, request: RenderRequest) -> str:
+        with sqlite3.connect(self.path) as other:
+            state, token = other.execute("SELECT state, client_token FROM jobs WHERE job_key = ?",
+                                         (request.job_key,)).fetchone()
+        self.seen_at_create.append((str(state), token, request.client_token))
+        return await super().submit(request)
+
+
+class SlowCommits(Statements):
+    """Every COMMIT is slowed (a slow fsync), and each transaction is written down with
+    the ``synchronous`` it committed under and whether it held a submission intent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.full: bool | None = None
+        self.in_transaction = False
+        self.intent = False
+        self.intents_committed: list[bool] = []  # per transaction with intents: fsynced?
+
+    def __call__(self, statement: str) -> None:
+        text = statement.strip().upper()
+        if text.startswith("PRAGMA SYNCHRONOUS"):
+            self.full = text.endswith("FULL") or text.endswith("FULL;")
+        elif text.startswith("BEGIN"):
+            self.intent = False
+        elif "SET STATE = 'SUBMITTING'" in text:  # the intent (fenced_mark_submitting)
+            self.intent = True
+        elif text.startswith("COMMIT"):
+            time.sleep(0.005)
+            if self.intent:
+                self.intents_committed.append(bool(self.full))
+        super().__call__(statement)
+
+
+async def test_every_intent_is_committed_with_fsync_before_its_create(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    sync = SqliteStore.open(path, now=1.0)
+    count = 24
+    batch = sync.create_batch(BatchSpec("b", "s.csv", str(tmp_path / "out")), 0)
+    sync.add_jobs(batch.id, [JobSpec(f"k{i}", f"p{i}", "fake",
+                                     str(tmp_path / "out" / f"{i:03d}.mp4"), row_number=i + 2)
+                             for i in range(count)], 0)
+    sync.add_account(AccountSpec("acct", "fake", count), 0)
+    statements = SlowCommits()
+    sync.raw_connection().set_trace_callback(statements)
+    provider = JournalReadingProvider(path)
+    engine = Engine(sync, config=FAST, rng=random.Random(1), providers=install(provider))
+    await engine.start()
+    try:
+        result = await asyncio.wait_for(engine.run_until_drained(), 60)
+    finally:
+        await engine.stop()
+        sync.raw_connection().set_trace_callback(None)
+        engine.close_store()
+    assert result.outcome == "drained"
+    assert len(provider.seen_at_create) == count
+    for state, stored_token, sent_token in provider.seen_at_create:
+        assert (state, stored_token) == ("SUBMITTING", sent_token)
+    assert statements.intents_committed and all(statements.intents_committed)
