@@ -343,3 +343,38 @@ async def test_every_intent_is_committed_with_fsync_before_its_create(tmp_path: 
     for state, stored_token, sent_token in provider.seen_at_create:
         assert (state, stored_token) == ("SUBMITTING", sent_token)
     assert statements.intents_committed and all(statements.intents_committed)
+
+
+class NoGroupStore(SqliteStore):
+    """A store without ``write_group``, as PostgresStore: one transaction per write."""
+
+    write_group = None  # type: ignore[assignment]
+
+
+async def test_a_store_without_group_commit_writes_each_transition_alone(
+        tmp_path: Path) -> None:
+    sync = NoGroupStore.open(tmp_path / "journal.sqlite3", now=NOW)
+    batch = sync.create_batch(BatchSpec("b", "s.csv", str(tmp_path)), NOW)
+    sync.add_jobs(batch.id, [JobSpec(f"k{i}", f"p{i}", "mock", str(tmp_path / f"{i}.mp4"),
+                                     row_number=i + 2) for i in range(3)], NOW)
+    sync.add_account(AccountSpec("acct", "mock", 3), NOW)
+    tokens = []
+    for _ in range(3):
+        claim = sync.claim_next_job(ClaimParams("acct", "instance", NOW, 600.0))
+        assert claim is not None
+        tokens.append(claim.token)
+    statements = Statements()
+    sync.raw_connection().set_trace_callback(statements)
+    store = AsyncStore(sync)
+    try:
+        tasks, gate = await queued_behind_gate(store, [
+            lambda: store.mark_submitting(tokens[0], "ct-0", NOW),
+            lambda: store.mark_submitting(ClaimToken(tokens[1].job_id, "stale"), "ct-1", NOW),
+            lambda: store.mark_submitting(tokens[2], "ct-2", NOW)])
+        gate.set()
+        assert (await asyncio.gather(*tasks))[:-1] == [True, False, True]
+        assert statements.commits() == 3
+    finally:
+        sync.raw_connection().set_trace_callback(None)
+        store.shutdown()
+        sync.close()
