@@ -4,14 +4,25 @@ One thread also serialises this process's writes, which keeps SQLite's lock wait
 :class:`AsyncStore` has one typed ``async`` twin of each :class:`~reelqueue.store.base.Store`
 operation (same name, parameters and result; ``tests/engine/test_async_store.py`` checks
 that none is missing), so callers write ``await store.get_job(7)``.
+
+Group commit (issue 33 item 5): the fenced render transitions of this engine's workers
+(:data:`GROUPED_TRANSITIONS`) that arrive while the journal thread is busy wait in one
+queue; the thread then takes all of them and, when the store offers ``write_group``
+(SQLite), writes them in one transaction, each under its own savepoint, with one commit
+(one fsync), and only after that commit answers each caller with its own result or
+exception. A store without it (PostgreSQL, the in-memory store) runs them one after the
+other, one transaction each, as before. Claims, reads and user commands run alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from reelqueue.domain.account_view import AccountView, Charging
@@ -44,6 +55,37 @@ from reelqueue.store.spend import SpendSummary, ToGo
 P = ParamSpec("P")
 T = TypeVar("T")
 
+GROUPED_TRANSITIONS: dict[str, bool] = {
+    "mark_submitting": True, "record_submitted": True, "mark_rendering": True,
+    "record_progress": False, "mark_downloading": False, "record_download": False,
+    "mark_completed": True, "set_retry_wait": True, "release_to_queue": True,
+    "hand_over": True, "mark_failed": True, "park_job": True, "forget_submission": True,
+}
+"""The store operations that join a group commit, each with whether the store writes it
+durably (a group is fsynced when any of its writes is). A write the store wants durable
+in a group opened without fsync is refused by the store, never left undurable
+(``tests/engine/test_group_commit.py`` checks this table against the store)."""
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """One transition waiting for the journal thread, and how to answer its caller."""
+
+    write: Callable[[], Any]
+    durable: bool
+    answer: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+def _settle(future: asyncio.Future[Any], answer: Any) -> None:
+    """On the event loop: hand a transition's answer (or its exception) to its caller."""
+    if future.done():  # the caller was cancelled meanwhile
+        return
+    if isinstance(answer, BaseException):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
 
 class AsyncStore:
     """Attributes:
@@ -53,6 +95,9 @@ class AsyncStore:
     def __init__(self, store: Store) -> None:
         self.sync = store
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal")
+        self._queue_lock = threading.Lock()
+        self._queued: list[_Queued] = []
+        self._flush_submitted = False
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn`` on the journal thread. Only for work that is not one store operation
@@ -61,6 +106,52 @@ class AsyncStore:
         A single store operation has its typed method below."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def _grouped(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the transition ``fn`` on the journal thread with the others that arrive
+        together (one commit for the group); answered only once that commit returned."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+        queued = _Queued(functools.partial(fn, *args, **kwargs),
+                         GROUPED_TRANSITIONS.get(getattr(fn, "__name__", ""), True),
+                         answer, loop)
+        with self._queue_lock:
+            self._queued.append(queued)
+            if not self._flush_submitted:
+                try:
+                    self._executor.submit(self._flush_group)
+                except BaseException:
+                    self._queued.remove(queued)
+                    raise
+                self._flush_submitted = True
+        return await answer
+
+    def _flush_group(self) -> None:
+        """On the journal thread: every transition queued so far, in one group."""
+        with self._queue_lock:
+            group, self._queued = self._queued, []
+            self._flush_submitted = False
+        # A caller cancelled before its write ran is not written (as with run_in_executor).
+        group = [queued for queued in group if not queued.answer.cancelled()]
+        answers: list[Any]
+        write_group = getattr(self.sync, "write_group", None)
+        if write_group is None or len(group) < 2:
+            answers = []
+            for queued in group:
+                try:
+                    answers.append(queued.write())
+                except Exception as exc:
+                    answers.append(exc)
+        else:
+            try:
+                answers = write_group([queued.write for queued in group],
+                                      durable=any(queued.durable for queued in group))
+            except Exception as exc:  # not committed: no caller's write is in the journal
+                answers = [exc] * len(group)
+        for queued, answer in zip(group, answers, strict=True):
+            # RuntimeError: the caller's loop is closed, so nobody is waiting.
+            with contextlib.suppress(RuntimeError):
+                queued.loop.call_soon_threadsafe(_settle, queued.answer, answer)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
@@ -195,82 +286,82 @@ class AsyncStore:
 
     async def mark_submitting(self, token: ClaimToken, client_token: str, now: float, *,
                               min_lease_seconds: float | None = None) -> bool:
-        """Store.mark_submitting on the journal thread."""
-        return await self.call(self.sync.mark_submitting, token, client_token, now,
-                               min_lease_seconds=min_lease_seconds)
+        """Store.mark_submitting on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.mark_submitting, token, client_token, now,
+                                   min_lease_seconds=min_lease_seconds)
 
     async def record_submitted(
         self, token: ClaimToken, provider_job_id: str, now: float
     ) -> bool:
-        """Store.record_submitted on the journal thread."""
-        return await self.call(self.sync.record_submitted, token, provider_job_id, now)
+        """Store.record_submitted on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.record_submitted, token, provider_job_id, now)
 
     async def mark_rendering(self, token: ClaimToken, now: float) -> bool:
-        """Store.mark_rendering on the journal thread."""
-        return await self.call(self.sync.mark_rendering, token, now)
+        """Store.mark_rendering on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.mark_rendering, token, now)
 
     async def record_progress(
         self, token: ClaimToken, sub_status: str, progress: float | None, now: float
     ) -> bool:
-        """Store.record_progress on the journal thread."""
-        return await self.call(self.sync.record_progress, token, sub_status, progress, now)
+        """Store.record_progress on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.record_progress, token, sub_status, progress, now)
 
     async def mark_downloading(self, token: ClaimToken, now: float, *,
                                output_path: str | None = None,
                                part: str | None = None) -> bool:
-        """Store.mark_downloading on the journal thread."""
-        return await self.call(self.sync.mark_downloading, token, now,
-                               output_path=output_path, part=part)
+        """Store.mark_downloading on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.mark_downloading, token, now,
+                                   output_path=output_path, part=part)
 
     async def record_download(self, token: ClaimToken, *, size: int, sha256: str,
                               now: float) -> bool:
-        """Store.record_download on the journal thread."""
-        return await self.call(self.sync.record_download, token, size=size, sha256=sha256,
-                               now=now)
+        """Store.record_download on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.record_download, token, size=size, sha256=sha256,
+                                   now=now)
 
     async def mark_completed(
         self, token: ClaimToken, *, size: int, sha256: str, cost: float | None, now: float
     ) -> bool:
-        """Store.mark_completed on the journal thread."""
-        return await self.call(self.sync.mark_completed, token, size=size, sha256=sha256,
-                               cost=cost, now=now)
+        """Store.mark_completed on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.mark_completed, token, size=size, sha256=sha256,
+                                   cost=cost, now=now)
 
     async def set_retry_wait(
         self, token: ClaimToken, error: JobError, run_after: float, now: float, *,
         keep_provider_job: bool,
     ) -> bool:
-        """Store.set_retry_wait on the journal thread."""
-        return await self.call(self.sync.set_retry_wait, token, error, run_after, now,
-                               keep_provider_job=keep_provider_job)
+        """Store.set_retry_wait on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.set_retry_wait, token, error, run_after, now,
+                                   keep_provider_job=keep_provider_job)
 
     async def release_to_queue(
         self, token: ClaimToken, error: JobError, now: float, *, run_after: float | None = None,
         keep_submission: bool = False,
     ) -> bool:
-        """Store.release_to_queue on the journal thread."""
-        return await self.call(self.sync.release_to_queue, token, error, now,
-                               run_after=run_after, keep_submission=keep_submission)
+        """Store.release_to_queue on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.release_to_queue, token, error, now,
+                                   run_after=run_after, keep_submission=keep_submission)
 
     async def hand_over(self, token: ClaimToken, error: JobError, now: float, *,
                         route: Route, to: Candidate, came_from: str) -> bool:
-        """Store.hand_over on the journal thread."""
-        return await self.call(self.sync.hand_over, token, error, now, route=route, to=to,
-                               came_from=came_from)
+        """Store.hand_over on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.hand_over, token, error, now, route=route, to=to,
+                                   came_from=came_from)
 
     async def mark_failed(self, token: ClaimToken, error: JobError, now: float, *,
                           drop_render: bool = False) -> bool:
-        """Store.mark_failed on the journal thread."""
-        return await self.call(self.sync.mark_failed, token, error, now,
-                               drop_render=drop_render)
+        """Store.mark_failed on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.mark_failed, token, error, now,
+                                   drop_render=drop_render)
 
     async def park_job(self, token: ClaimToken, error: JobError, now: float) -> bool:
-        """Store.park_job on the journal thread."""
-        return await self.call(self.sync.park_job, token, error, now)
+        """Store.park_job on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.park_job, token, error, now)
 
     async def forget_submission(self, token: ClaimToken, now: float, detail: dict[str, Any],
                                 event: str = "reconciled_absent") -> bool:
-        """Store.forget_submission on the journal thread."""
-        return await self.call(self.sync.forget_submission, token, now, detail, event)
+        """Store.forget_submission on the journal thread, in a group commit."""
+        return await self._grouped(self.sync.forget_submission, token, now, detail, event)
 
     async def unresolved_submissions(self, account: str) -> list[tuple[Job, float | None]]:
         """Store.unresolved_submissions on the journal thread."""

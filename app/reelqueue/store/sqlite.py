@@ -94,6 +94,8 @@ class SqliteStore(SqlJournal):
         self._q = named_queries()
         #: the connection's ``synchronous``: True FULL, False NORMAL, None not known
         self._synchronous_full: bool | None = None
+        #: during :meth:`write_group`, whether its commit is durable (None: no group open)
+        self._group_durable: bool | None = None
         self.path = path
         self.migrated_from: int | None = None
         #: written as ``output_host`` with every file this instance completes
@@ -206,6 +208,11 @@ class SqliteStore(SqlJournal):
         """
         with self._lock:
             if self._db.in_transaction:  # nested in an open write: part of it
+                if durable and self._group_durable is False:
+                    # A group opened without fsync cannot hold a write that needs one: it
+                    # is refused (its savepoint rolled back) rather than left undurable.
+                    raise JournalError("A durable write was sent in a group committed "
+                                       "without fsync; it was not recorded.")
                 yield self._db
                 return
             try:
@@ -227,6 +234,63 @@ class SqliteStore(SqlJournal):
             except sqlite3.Error as exc:
                 self._rollback()
                 raise _known_error(exc, self.path) from exc
+
+    def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
+                    ) -> list[Any]:
+        """Group commit: ``writes`` (each one store operation, called with no argument) in
+        one ``BEGIN IMMEDIATE`` ... ``COMMIT``, each under its own ``SAVEPOINT``.
+
+        Answers one entry per write, in order: its result, or the exception it raised (its
+        savepoint rolled back, the others kept). The whole group is committed once, with an
+        fsync if ``durable`` (``synchronous`` cannot change inside a transaction, so the
+        caller says beforehand whether any write of the group must be durable). Raises, and
+        so fails every write of the group, when the transaction cannot be opened or
+        committed, or when SQLite itself rolled it back (SQLITE_FULL, an I/O error): no
+        caller may then believe its write is in the journal.
+        """
+        with self._lock:
+            if self._db.in_transaction:
+                raise JournalError("A group commit cannot start inside an open transaction.")
+            self._group_durable = durable
+            try:
+                if self._synchronous_full is not durable:
+                    self._set_synchronous(durable)
+                self._db.execute(self._q["begin_write"])
+            except sqlite3.Error as exc:
+                self._group_durable = None
+                raise _known_error(exc, self.path) from exc
+            answers: list[Any] = []
+            try:
+                for write in writes:
+                    answers.append(self._group_item(write))
+                self._db.execute(self._q["commit_write"])
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _known_error(exc, self.path) from exc
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._group_durable = None
+            return answers
+
+    def _group_item(self, write: Callable[[], Any]) -> Any:
+        """One write of :meth:`write_group` under its savepoint: its answer, or the
+        exception it raised once its savepoint is rolled back."""
+        self._db.execute(self._q["savepoint_group_item"])
+        try:
+            answer = write()
+        except Exception as exc:
+            if not self._db.in_transaction:
+                # SQLite rolled the whole transaction back: the writes before are gone too.
+                raise JournalError(
+                    "The journal undid a group of writes after an error; none of them was "
+                    "recorded.") from exc
+            self._db.execute(self._q["rollback_to_group_item"])
+            self._db.execute(self._q["release_group_item"])
+            return exc
+        self._db.execute(self._q["release_group_item"])
+        return answer
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite has not already done it.

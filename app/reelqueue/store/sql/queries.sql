@@ -867,6 +867,16 @@ COMMIT;
 -- name: rollback_write
 ROLLBACK;
 
+-- One write of a group commit (SqliteStore.write_group): undone alone if it fails.
+-- name: savepoint_group_item
+SAVEPOINT group_item;
+
+-- name: release_group_item
+RELEASE group_item;
+
+-- name: rollback_to_group_item
+ROLLBACK TO group_item;
+
 -- add_jobs' reads (inside its write transaction).
 -- name: next_job_id
 SELECT COALESCE(MAX(id), 0) + 1 FROM jobs;
