@@ -1,0 +1,110 @@
+"""Issue 32's "Done when", the balance and the tier limits, through real ``reelqueue run``
+processes on a Runway fake that keeps the provider's books (tests/cli/runway_books_fake.py,
+bodies in the SDK's shapes: tests/fixtures/runway/SOURCE.md).
+
+- Capacity 5 on a tier allowing 2 renders of gen4.5 at once (and 1 of veo3.1): never
+  more open at the provider, the user's 5 kept and shown; a re-read of the account
+  (``accounts refresh``, from another process while the run goes on) raising gen4.5 to 4
+  gives 4 without a restart, veo3.1 keeping its own 1.
+- A batch whose cost is twice the balance: creates sent == floor(balance / price) exactly,
+  none refused for credits, the rest wait with "credits low" and complete on a second
+  account.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.runway_books_fake import RunwayBooks, rq, rq_args, serve, sheet, until
+from tests.proof.harness import child_env
+from tests.team.file_keyring import BACKEND, FILE_ENV
+
+pytestmark = [pytest.mark.integration]
+
+KEY = "key_" + "5" * 64
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = child_env()
+    env["PYTHON_KEYRING_BACKEND"] = BACKEND
+    env[FILE_ENV] = str(tmp_path / "keyring.json")
+    return env
+
+
+def _add(data: Path, env: dict[str, str], name: str, url: str, capacity: int,
+         store: str | None = None) -> None:
+    added = rq(data, env, "accounts", "add", name, "--provider", "runway", "--capacity",
+               str(capacity), "--base-url", url, "--no-check", stdin=KEY + "\n", store=store)
+    assert added.returncode == 0, added.stdout + added.stderr
+
+
+def _listed(data: Path, env: dict[str, str], name: str) -> dict[str, Any]:
+    listed = rq(data, env, "accounts", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (account,) = [a for a in json.loads(listed.stdout) if a["name"] == name]
+    assert isinstance(account, dict)
+    return account
+
+
+def test_tier_limits_hold_and_a_re_read_raises_them_without_a_restart(
+        tmp_path: Path) -> None:
+    data, env = tmp_path / "data", _env(tmp_path)
+    with serve(RunwayBooks(balance=100_000, limits={"gen4.5": 2, "veo3.1": 1},
+                           held=True)) as books:
+        _add(data, env, "rw", books.url, 5)
+        rows = [(f"g{i}", f"a fox {i}", "gen4.5", 5) for i in range(10)]
+        rows += [(f"t{i}", f"a hen {i}", "veo3.1", 8) for i in range(3)]
+        path = sheet(tmp_path / "s.csv", rows)
+        run = subprocess.Popen(rq_args(data, "run", str(path), "--provider", "runway",
+                                       "--no-progress"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
+        try:
+            # The renders are held: the run fills what the tier allows, then waits.
+            until(lambda: books.open_now("gen4.5") == 2 and books.open_now("veo3.1") == 1,
+                  run, "2 gen4.5 and 1 veo3.1 open")
+            account = _listed(data, env, "rw")
+            assert account["limit"] == 5  # the user's setting, kept
+            in_force = account["limit_in_force"]
+            assert in_force["set"] == 5 and in_force["applied"]
+            models = {m["model"]: m for m in in_force["models"]}
+            assert models["gen4.5"]["provider_allows"] == 2
+            assert models["gen4.5"]["in_force"] == 2
+            assert models["veo3.1"]["provider_allows"] == 1
+            assert "5 set · provider allows" in in_force["words"], in_force["words"]
+            status = rq(data, env, "status", "--json")
+            assert status.returncode == 0, status.stderr
+            assert "provider allows 2 for gen4.5" in status.stdout, status.stdout
+
+            # The provider raises gen4.5 to 4; the account is read again beside the run.
+            with books.lock:
+                books.limits["gen4.5"] = 4
+                reads = books.organization_reads
+            refreshed = rq(data, env, "accounts", "refresh", "rw", "--json")
+            assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+            assert books.organization_reads == reads + 1  # the fake saw the re-read
+            before = (books.most_open["gen4.5"], books.most_open["veo3.1"],
+                      books.most_open_total)
+            assert before == (2, 1, 3), before
+            books.release()
+            until(lambda: books.most_open["gen4.5"] == 4, run, "4 gen4.5 open at once")
+            out, err = run.communicate(timeout=180)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+        assert run.returncode == 0, out + err
+        assert "Finished: 13 completed" in out, out
+        assert books.creates == {"gen4.5": 10, "veo3.1": 3}
+        assert books.refused == 0
+        # never more than the tier allowed: 4 of gen4.5 (after the re-read), 1 of
+        # veo3.1, and the user's 5 for the account
+        assert books.most_open["gen4.5"] == 4
+        assert books.most_open["veo3.1"] == 1
+        assert books.most_open_total <= 5
+        assert _listed(data, env, "rw")["limit"] == 5
