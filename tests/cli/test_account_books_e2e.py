@@ -108,3 +108,59 @@ def test_tier_limits_hold_and_a_re_read_raises_them_without_a_restart(
         assert books.most_open["veo3.1"] == 1
         assert books.most_open_total <= 5
         assert _listed(data, env, "rw")["limit"] == 5
+
+
+BALANCE = 330  # credits: 5 renders of gen4.5, 5 s at 12 credits/s (60), and 30 over
+PAYS_FOR = BALANCE // 60
+ROWS = 11  # 660 credits: twice the balance
+
+
+def test_a_batch_twice_the_balance_sends_what_it_pays_for_and_waits_credits_low(
+        tmp_path: Path) -> None:
+    data, env = tmp_path / "data", _env(tmp_path)
+    with serve(RunwayBooks(balance=BALANCE, limits={"gen4.5": 10})) as first, \
+            serve(RunwayBooks(balance=100_000, limits={"gen4.5": 10})) as second:
+        _add(data, env, "rw", first.url, 5)
+        path = sheet(tmp_path / "s.csv", [(f"r{i}", f"a fox {i}", "gen4.5", 5)
+                                          for i in range(ROWS)])
+        run = rq(data, env, "run", str(path), "--provider", "runway", "--no-progress")
+        # exit 3: the rest wait, and the run says why
+        assert run.returncode == 3, run.stdout + run.stderr
+        assert f"{ROWS - PAYS_FOR} jobs wait: credits low on rw" in run.stdout, run.stdout
+        assert f"Finished: {PAYS_FOR} completed" in run.stdout, run.stdout
+        assert first.creates == {"gen4.5": PAYS_FOR} and first.refused == 0
+        account = _listed(data, env, "rw")
+        assert account["credits"]["low"], account["credits"]
+        assert account["credits"]["words"] == "credits low: 30 left, this render needs 60"
+        assert account["view"]["balance"] == {"amount": BALANCE, "unit": "credits"}
+
+        # a second account: the jobs waiting complete there, and nothing more is sent to
+        # the first
+        _add(data, env, "rw2", second.url, 5)
+        again = rq(data, env, "run", "--no-progress")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert f"Finished: {ROWS} completed, 0 failed" in again.stdout, again.stdout
+        assert first.creates == {"gen4.5": PAYS_FOR} and first.refused == 0
+        assert second.creates == {"gen4.5": ROWS - PAYS_FOR} and second.refused == 0
+
+
+def test_a_routed_batch_twice_the_balance_goes_on_to_the_next_candidate(
+        tmp_path: Path) -> None:
+    data, env = tmp_path / "data", _env(tmp_path)
+    with serve(RunwayBooks(balance=BALANCE, limits={"gen4.5": 10})) as books:
+        _add(data, env, "rw", books.url, 5)
+        added = rq(data, env, "accounts", "add", "m", "--provider", "mock", "--capacity", "3")
+        assert added.returncode == 0, added.stdout + added.stderr
+        path = tmp_path / "s.csv"  # no model: each candidate's own (Runway's is gen4.5)
+        path.write_text("name,prompt,duration\n" + "".join(
+            f"r{i},a fox {i},5\n" for i in range(ROWS)), encoding="utf-8")
+        run = rq(data, env, "run", str(path), "--route", "runway,mock", "--no-progress")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"Finished: {ROWS} completed, 0 failed" in run.stdout, run.stdout
+        assert books.creates == {"gen4.5": PAYS_FOR} and books.refused == 0
+        status = rq(data, env, "status", "--json")
+        assert status.returncode == 0, status.stderr
+        money = json.loads(status.stdout)["money"]
+        assert money["taken_over"] == {"m": {"runway": ROWS - PAYS_FOR}}
+        (rw,) = [a for a in json.loads(status.stdout)["accounts"] if a["name"] == "rw"]
+        assert rw["credits"]["left"] == BALANCE - PAYS_FOR * 60
