@@ -72,6 +72,9 @@ class RunwayBooks:
     most_open_total: int = 0
     organization_reads: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # When set, an organization read is answered only once this many were asked for at
+    # once: processes that connect together then claim together.
+    readers_together: threading.Barrier | None = None
 
     def organization(self) -> bytes:
         body = json.loads((FIXTURES / "organization_view.json").read_text("utf-8"))
@@ -149,6 +152,9 @@ def serve(books: RunwayBooks) -> Iterator[RunwayBooks]:
 
         def do_GET(self) -> None:
             if self.path == "/v1/organization":
+                if books.readers_together is not None:
+                    with contextlib.suppress(threading.BrokenBarrierError):
+                        books.readers_together.wait(timeout=120)
                 return self._send(200, books.organization())
             if self.path.startswith("/v1/tasks/"):
                 task = books.task(self.path.rsplit("/", 1)[1])

@@ -8,13 +8,16 @@ bodies in the SDK's shapes: tests/fixtures/runway/SOURCE.md).
   gives 4 without a restart, veo3.1 keeping its own 1.
 - A batch whose cost is twice the balance: creates sent == floor(balance / price) exactly,
   none refused for credits, the rest wait with "credits low" and complete on a second
-  account.
+  account; the same with two ``reelqueue run`` processes on one journal (a team PostgreSQL
+  database: each process its own data folder, as two machines, since SQLite's data-folder
+  lock admits one ``run``), which connect and claim together.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ import pytest
 from tests.cli.runway_books_fake import RunwayBooks, rq, rq_args, serve, sheet, until
 from tests.proof.harness import child_env
 from tests.team.file_keyring import BACKEND, FILE_ENV
+from tests.team.harness import drop_database, new_database
 
 pytestmark = [pytest.mark.integration]
 
@@ -164,3 +168,49 @@ def test_a_routed_batch_twice_the_balance_goes_on_to_the_next_candidate(
         assert money["taken_over"] == {"m": {"runway": ROWS - PAYS_FOR}}
         (rw,) = [a for a in json.loads(status.stdout)["accounts"] if a["name"] == "rw"]
         assert rw["credits"]["left"] == BALANCE - PAYS_FOR * 60
+
+
+def test_two_runs_on_one_team_journal_send_only_what_the_balance_pays_for(
+        tmp_path: Path, pg_dsn: str) -> None:
+    import psycopg
+
+    env = _env(tmp_path)
+    env.pop("REELQUEUE_STORE", None)
+    url = new_database(pg_dsn)
+    machines = [tmp_path / "one", tmp_path / "two"]
+    runs: list[subprocess.Popen[str]] = []
+    try:
+        with serve(RunwayBooks(balance=BALANCE, limits={"gen4.5": 10})) as books:
+            _add(machines[0], env, "rw", books.url, 10, store=url)
+            path = sheet(tmp_path / "s.csv", [(f"r{i}", f"a fox {i}", "gen4.5", 5)
+                                              for i in range(ROWS)])
+            imported = rq(machines[0], env, "import", str(path), "--provider", "runway",
+                          store=url)
+            assert imported.returncode == 0, imported.stdout + imported.stderr
+            # Each process reads the account at connect and claims nothing on it before
+            # that read has ended: answered together, they claim together.
+            books.readers_together = threading.Barrier(2)
+            runs = [subprocess.Popen(rq_args(m, "run", "--no-progress", store=url),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env) for m in machines]
+            outputs = [r.communicate(timeout=180) for r in runs]
+            for run, (out, err) in zip(runs, outputs, strict=True):
+                assert run.returncode == 3, out + err
+                assert f"{ROWS - PAYS_FOR} jobs wait: credits low on rw" in out, out
+            assert books.organization_reads == 2
+            assert books.creates == {"gen4.5": PAYS_FOR} and books.refused == 0
+        with psycopg.connect(url) as db:
+            states = dict(db.execute("SELECT state, count(*) FROM jobs GROUP BY state")
+                          .fetchall())
+            claims = dict(db.execute("SELECT detail->>'owner', count(*) FROM ledger WHERE "
+                                     "event = 'claimed' GROUP BY 1").fetchall())
+        assert states == {"COMPLETED": PAYS_FOR, "QUEUED": ROWS - PAYS_FOR}
+        # every claim was a create the balance paid for, whichever process made it (the
+        # two usually split them 2 and 3)
+        assert sum(claims.values()) == PAYS_FOR and len(claims) <= 2, claims
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+        drop_database(pg_dsn, url)
