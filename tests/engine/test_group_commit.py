@@ -13,7 +13,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from reelqueue.domain.routes import Candidate, Route, RoutePolicy
 from reelqueue.engine.async_store import GROUPED_TRANSITIONS, AsyncStore
 from reelqueue.engine.engine import Engine
 from reelqueue.providers.base import RenderRequest
-from reelqueue.store.base import ClaimParams, JobError
+from reelqueue.store.base import ClaimParams, JobError, write_each_alone
 from reelqueue.store.sqlite import SqliteStore
 from tests.engine.fakes import FakeProvider
 from tests.engine.test_engine import FAST, install
@@ -346,9 +346,11 @@ async def test_every_intent_is_committed_with_fsync_before_its_create(tmp_path: 
 
 
 class NoGroupStore(SqliteStore):
-    """A store without ``write_group``, as PostgresStore: one transaction per write."""
+    """A store without group commit, as PostgresStore: one transaction per write."""
 
-    write_group = None  # type: ignore[assignment]
+    def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
+                    ) -> list[Any]:
+        return write_each_alone(writes)
 
 
 async def test_a_store_without_group_commit_writes_each_transition_alone(

@@ -7,11 +7,11 @@ that none is missing), so callers write ``await store.get_job(7)``.
 
 Group commit (issue 33 item 5): the fenced render transitions of this engine's workers
 (:data:`GROUPED_TRANSITIONS`) that arrive while the journal thread is busy wait in one
-queue; the thread then takes all of them and, when the store offers ``write_group``
-(SQLite), writes them in one transaction, each under its own savepoint, with one commit
-(one fsync), and only after that commit answers each caller with its own result or
-exception. A store without it (PostgreSQL, the in-memory store) runs them one after the
-other, one transaction each, as before. Claims, reads and user commands run alone.
+queue; the thread then hands all of them to the store's ``write_group``: SQLite (and the
+in-memory store, SQLite in memory) writes them in one transaction, each under its own
+savepoint, with one commit (one fsync); PostgreSQL runs them one after the other, one
+transaction each, as before. Only after that does the thread answer each caller with its
+own result or exception. Claims, reads and user commands run alone.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from reelqueue.store.base import (
     Prioritized,
     RecoverParams,
     Store,
+    write_each_alone,
 )
 from reelqueue.store.spend import SpendSummary, ToGo
 
@@ -134,18 +135,12 @@ class AsyncStore:
         # A caller cancelled before its write ran is not written (as with run_in_executor).
         group = [queued for queued in group if not queued.answer.cancelled()]
         answers: list[Any]
-        write_group = getattr(self.sync, "write_group", None)
-        if write_group is None or len(group) < 2:
-            answers = []
-            for queued in group:
-                try:
-                    answers.append(queued.write())
-                except Exception as exc:
-                    answers.append(exc)
+        if len(group) < 2:
+            answers = write_each_alone([queued.write for queued in group])
         else:
             try:
-                answers = write_group([queued.write for queued in group],
-                                      durable=any(queued.durable for queued in group))
+                answers = self.sync.write_group([queued.write for queued in group],
+                                                durable=any(q.durable for q in group))
             except Exception as exc:  # not committed: no caller's write is in the journal
                 answers = [exc] * len(group)
         for queued, answer in zip(group, answers, strict=True):

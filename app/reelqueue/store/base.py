@@ -34,6 +34,18 @@ from reelqueue.store.balance import BalanceLeft
 from reelqueue.store.spend import SpendSummary, ToGo
 
 
+def write_each_alone(writes: Sequence[Callable[[], Any]]) -> list[Any]:
+    """A group of writes without group commit (PostgreSQL: one transaction per write):
+    each write run alone, in order; its answer, or the exception it raised."""
+    answers: list[Any] = []
+    for write in writes:
+        try:
+            answers.append(write())
+        except Exception as exc:  # its own caller's answer, not the others'
+            answers.append(exc)
+    return answers
+
+
 def this_host() -> str:
     """This machine's host name: what the journal records as the holder of a file an
     instance writes (``jobs.output_host``), as the instances registry names machines."""
@@ -266,6 +278,15 @@ class Store(Protocol):
         taken over instead of being kept alive forever). Returns the leases renewed.
         ``clock_offset``: the instance's measured offset to :meth:`server_time`, kept in
         the instances registry where there is one."""
+        ...
+    def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
+                    ) -> list[Any]:
+        """The engine's render transitions that arrived together (engine/async_store.py),
+        each a store operation called with no argument: one answer per write, its result
+        or the exception it raised (that write alone undone). SQLite commits them once
+        (group commit, ``durable``: with an fsync); PostgreSQL writes each alone
+        (:func:`write_each_alone`). Raises when the group as a whole failed (nothing of it
+        is written)."""
         ...
     def server_time(self) -> float | None:
         """The store's own clock (epoch seconds) when it is the one that decides compared

@@ -44,7 +44,7 @@ from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import Batch, Claim, ClaimToken, JobSpec
 from reelqueue.domain.row_limits import refusal_params
-from reelqueue.store.base import ClaimParams, this_host
+from reelqueue.store.base import ClaimParams, this_host, write_each_alone
 from reelqueue.store.pg_import import existing_keys, insert_jobs
 from reelqueue.store.pg_instances import Instance, InstancesRegistry
 from reelqueue.store.pg_sql import (
@@ -578,6 +578,12 @@ class PostgresStore(InstancesRegistry):
         # transaction, so none can take the same last slot. Its cool-down is compared with
         # the server's clock, not the caller's.
         return self._one("claim_room", account=params.account)
+
+    def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
+                    ) -> list[Any]:
+        """No group commit here: each write is its own transaction, as before
+        (docs/design-notes.md, "Group commit"); each answer to its own caller."""
+        return write_each_alone(writes)
 
     def server_time(self) -> float:
         """The server's clock (``clock_timestamp()``), as every statement reads it."""
