@@ -253,26 +253,10 @@ class SqliteStore(SqlJournal):
                 raise JournalError("A group commit cannot start inside an open transaction.")
             self._group_durable = durable
             try:
-                if self._synchronous_full is not durable:
-                    self._set_synchronous(durable)
-                self._db.execute(self._q["begin_write"])
-            except sqlite3.Error as exc:
-                self._group_durable = None
-                raise _known_error(exc, self.path) from exc
-            answers: list[Any] = []
-            try:
-                for write in writes:
-                    answers.append(self._group_item(write))
-                self._db.execute(self._q["commit_write"])
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise _known_error(exc, self.path) from exc
-            except BaseException:
-                self._rollback()
-                raise
+                with self._write(durable=durable):  # its BEGIN, COMMIT and rollbacks
+                    return [self._group_item(write) for write in writes]
             finally:
                 self._group_durable = None
-            return answers
 
     def _group_item(self, write: Callable[[], Any]) -> Any:
         """One write of :meth:`write_group` under its savepoint: its answer, or the
