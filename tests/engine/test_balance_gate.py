@@ -182,3 +182,102 @@ async def test_with_a_route_what_the_balance_cannot_pay_for_moves_to_the_next_ca
     finally:
         await engine.stop()
         engine.close_store()
+
+
+async def test_a_new_batch_is_claimed_on_a_view_read_for_it(store: Store,
+                                                             tmp_path: Path) -> None:
+    """"Before a batch's first claim" (issue 32 item 2): the view read at connect showed
+    300 credits; two minutes later another tool on the key has spent all but 60. A batch
+    added then is claimed only after its own read: one render of 60 credits, not five on
+    the two-minute-old balance; a batch added while that read is a minute old or less is
+    claimed on it, with no new read."""
+    clock = FakeClock(1_000_000.0)
+    provider = CreditsProvider(clock, 300.0)
+    reads = 0
+    viewed = provider.account_view
+
+    async def counted() -> AccountView:
+        nonlocal reads
+        reads += 1
+        return await viewed()
+
+    provider.account_view = counted  # type: ignore[method-assign]
+    store.add_account(AccountSpec("acct", "fake", 20), 0)
+    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1),
+                    providers=install(provider), instance_id="instance-A")
+    await engine.start()
+    try:
+        fresh = engine._passes_started + 1
+        engine.wake()
+        while engine._passes < fresh:  # one whole pass: it starts the read at connect
+            await engine._pass_done.wait()
+        await engine.views.wait()
+        assert reads == 1, "read at connect"
+        provider.credits = 60.0  # spent elsewhere: the journal's view still says 300
+        clock.advance(120)
+        batch = store.create_batch(BatchSpec("late", "s.csv", str(tmp_path / "late")), 0)
+        store.add_jobs(batch.id, [
+            JobSpec(f"late{i}", f"prompt {i}", "fake",
+                    str(tmp_path / "late" / f"{i:03d}.mp4"), metadata={"price": PRICE})
+            for i in range(5)], 0)
+        engine.wake()
+        result = await asyncio.wait_for(engine.run_until_drained(), 20)
+        assert reads == 2, "the new batch's own read"
+        assert result.outcome == "stalled" and "credits low on acct" in result.detail
+        assert sum(provider.creates.values()) == 1, "what 60 credits pay, not 300"
+        clock.advance(30)
+        provider.credits = 600.0
+        batch = store.create_batch(BatchSpec("next", "s.csv", str(tmp_path / "next")), 0)
+        store.add_jobs(batch.id, [
+            JobSpec("next0", "prompt next", "fake", str(tmp_path / "next" / "0.mp4"),
+                    metadata={"price": PRICE})], 0)
+        engine.wake()
+        await asyncio.wait_for(engine.run_until_drained(), 20)
+        assert reads == 2, "a view 30 s old is fresh enough: no read for this batch"
+        assert sum(provider.creates.values()) == 1, "and it still gates on 60 credits"
+    finally:
+        await engine.stop()
+        engine.close_store()
+
+
+async def test_a_batch_added_during_a_pass_has_one_claim_before_its_read(
+        tmp_path: Path) -> None:
+    """A batch added after the pass read the newest batch id (another task or process
+    wrote it meanwhile): its first claim shows it, and the account claims no more until its
+    view is read again; the rest of the batch starts on the new read (120 credits: two
+    renders in all, not the five the old 300 would pay)."""
+    clock = FakeClock(1_000_000.0)
+    store = SqliteStore.open(tmp_path / "journal.sqlite3", now=1.0)
+    provider = CreditsProvider(clock, 300.0)
+    store.add_account(AccountSpec("acct", "fake", 20), 0)
+    engine = Engine(store, config=FAST, clock=clock, rng=random.Random(1),
+                    providers=install(provider), instance_id="instance-A")
+    await engine.start()
+    try:
+        fresh = engine._passes_started + 1
+        engine.wake()
+        while engine._passes < fresh:
+            await engine._pass_done.wait()
+        await engine.views.wait()
+        provider.credits = 120.0
+        clock.advance(120)
+        batch = store.create_batch(BatchSpec("late", "s.csv", str(tmp_path / "late")), 0)
+        store.add_jobs(batch.id, [
+            JobSpec(f"late{i}", f"prompt {i}", "fake",
+                    str(tmp_path / "late" / f"{i:03d}.mp4"), metadata={"price": PRICE})
+            for i in range(5)], 0)
+        stale = iter([None])  # the next pass reads the newest batch as it was before
+
+        def newest_batch_id() -> int | None:
+            return next(stale, batch.id)
+
+        store.newest_batch_id = newest_batch_id  # type: ignore[method-assign]
+        engine.wake()
+        result = await asyncio.wait_for(engine.run_until_drained(), 20)
+        assert result.outcome == "stalled" and "credits low on acct" in result.detail
+        assert sum(provider.creates.values()) == 2, "one on the old view, then the read"
+        (view,) = store.account_views()
+        assert view.balance == Balance(120.0, "credits") and view.read_at == clock.now()
+    finally:
+        await engine.stop()
+        engine.close_store()

@@ -725,3 +725,12 @@ def test_a_completion_records_the_machine_that_holds_the_file(
     assert hosts == {written.job.id: (JobState.COMPLETED, "studio-pc"),
                      found.job.id: (JobState.COMPLETED, "render-box"),
                      waiting.job.id: (JobState.RENDERING, None)}
+
+
+def test_the_newest_batch_id_is_the_highest_batch_id(
+    store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    """What the engine compares to read account views before a new batch's first claim."""
+    assert store.newest_batch_id() is None, "no batch yet"
+    first, second = _two_batches(store, tmp_path, clock)
+    assert store.newest_batch_id() == max(first, second) == second

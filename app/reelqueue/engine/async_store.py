@@ -169,6 +169,10 @@ class AsyncStore:
         """Store.list_batches on the journal thread."""
         return await self.call(self.sync.list_batches)
 
+    async def newest_batch_id(self) -> int | None:
+        """Store.newest_batch_id on the journal thread."""
+        return await self.call(self.sync.newest_batch_id)
+
     async def add_jobs(
         self, batch_id: int, specs: Sequence[Any], now: float, max_waiting: int | None = None
     ) -> AddJobsResult:

@@ -191,6 +191,8 @@ class Engine:
         self._published: dict[str, tuple[object, ...]] = {}
         self._published_rows: dict[str, tuple[object, ...]] = {}  # _account_key published
         self._waiting_confirm: set[str] = set()  # accounts whose address waits (issue 21)
+        self._newest_batch: int | None = None  # the newest batch the pump has seen
+        self._batches_seen = False
         self.recovery: RecoveryReport | None = None
         self.clock_watch = ClockWatch()
         # Each account's view (issue 32 item 2), read beside the pump where its key is.
@@ -653,7 +655,11 @@ class Engine:
                 log.info("the engine is busy (its loop lags %.2f s): new renders start "
                          "slower until it catches up", self.gauge.lag)
         self._braked = False
-        accounts = await self.store.list_accounts()
+        accounts, newest_batch = await self.store.call(_pass_reading, self.store.sync)
+        # A batch the pump has not seen: each account's view is read again before its
+        # first claim, unless a minute-old one is kept (issue 32 item 2).
+        new_batch = self._batches_seen and newest_batch != self._newest_batch
+        self._newest_batch, self._batches_seen = newest_batch, True
         # Read when older than config.figures_seconds; and at once when nothing runs
         # here (no hot path then: the cards of a stalled or finished run show the last
         # spend, not the one of a few seconds before).
@@ -675,13 +681,16 @@ class Engine:
             if (account.status == AccountStatus.RATE_LIMITED and account.cooldown_until
                     and account.cooldown_until <= self._server_now()):
                 await self._mark_account_ready(account.name)
-            # At connect, every 5 min, and after an out-of-credits refusal; never waited
-            # for here (a slow provider holds up no claim).
+            # At connect, every 5 min, before a new batch and after an out-of-credits
+            # refusal; never waited for here (a slow provider holds up no claim elsewhere).
+            if new_batch:
+                self.views.batch_arrived(account.name)
             self.views.visit(account.name, account.status, account_view_of(provider))
             claimed_here = 0
             default_model = self._default_model(account)
-            # While its first read is under way the provider's limits are not known: a
-            # claim now could start more than the provider allows. Its end wakes the pump.
+            # While its first read (or the one before a new batch) is under way the
+            # provider's limits and balance are not known: a claim now could start more
+            # than the provider allows or the balance pays. Its end wakes the pump.
             connecting = self.views.connecting(account.name)
             while self._claiming and not self._paused and not connecting:
                 if budget is not None and claims + claimed_here >= budget:
@@ -702,6 +711,14 @@ class Engine:
                 self._start_worker(claim, provider)
                 self.figures.claimed(account.name)
                 claimed_here += 1
+                if self._unseen_batch(claim.job.batch_id):
+                    # Added during this pass (after its read): this one job went on the
+                    # view the account had; the rest of the batch waits for a new read.
+                    new_batch = True
+                    self.views.batch_arrived(account.name)
+                    self.views.visit(account.name, account.status,
+                                     account_view_of(provider))
+                    break
             claims += claimed_here
             # Every finished job wakes a pass: publish only what changed (the figures are
             # in memory: no journal read for an event).
@@ -709,6 +726,14 @@ class Engine:
                 await self._publish_account(account.name, account)
         self._waiting_confirm = waiting_confirm
         return claims
+
+    def _unseen_batch(self, batch_id: int) -> bool:
+        """Whether a claimed job's batch is newer than the newest the pass read (added
+        while the pass ran): then it counts as seen from now on."""
+        if self._newest_batch is not None and batch_id <= self._newest_batch:
+            return False
+        self._newest_batch = batch_id
+        return True
 
     async def _credits_low(self, accounts: list[Account],
                            waiting: Iterable[Job]) -> list[StallReason]:
@@ -879,6 +904,11 @@ class Engine:
             self.bus.publish(RecoveryEvent(report, self.clock.now()))
             await self._resume_owned()
             self.wake()
+
+
+def _pass_reading(store: Store) -> tuple[list[Account], int | None]:
+    """On the journal thread, in one hop: the accounts and the newest batch's id."""
+    return store.list_accounts(), store.newest_batch_id()
 
 
 def _read_jobs(store: Store, job_ids: list[int]) -> list[Job]:

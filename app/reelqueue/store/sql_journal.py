@@ -217,6 +217,10 @@ class SqlJournal(SqlDriver):
     def list_batches(self) -> list[Batch]:
         return [self.ROWS.batch(r) for r in self._all("list_batches")]
 
+    def newest_batch_id(self) -> int | None:
+        row = self._one("newest_batch_id")
+        return None if row is None or row["id"] is None else int(row["id"])
+
     def get_job(self, job_id: int) -> Job | None:
         row = self._one("get_job", id=job_id)
         return self.ROWS.job(row) if row else None

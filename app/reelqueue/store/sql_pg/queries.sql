@@ -33,6 +33,11 @@ RETURNING id;
 -- name: get_batch
 SELECT * FROM batches WHERE id = %(id)s;
 
+-- name: newest_batch_id
+-- The newest batch's id (NULL: none yet): the engine reads the accounts' views again
+-- before a new batch's first claim (engine/account_views.py).
+SELECT MAX(id) AS id FROM batches;
+
 -- name: list_batches
 -- A listing (store/listing.py): name and sheet path cut with the marker; a batch folder
 -- over the path bound becomes '' (refused as a folder, never a cut name written to);
