@@ -25,7 +25,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 __all__ = ["DEADLINE_SECONDS", "MAX_PIXELS", "MAX_SIDE", "Keyframe", "NoPicture", "check_size",
-           "first_keyframe", "scaled_size", "thumbnail_png"]
+           "first_keyframe", "scaled_size", "thumbnail_png", "trim_cache"]
 
 WEB_BOX = (480, 480)
 """The web dashboard's thumbnails fit this box."""
@@ -37,6 +37,15 @@ MAX_BYTES = 64 * 1024 * 1024
 """Packets read before giving up on a keyframe (a video starts with one)."""
 DEADLINE_SECONDS = 5.0
 CACHE_VERSION = "w1"
+CACHE_MAX_BYTES = 256 * 1024 * 1024
+CACHE_MAX_FILES = 20_000
+"""The thumbnail cache's bounds: past either, the pictures used longest ago go first (a
+picture is made again when asked for; the cache only saves the decoding)."""
+TRIM_EVERY = 64
+"""The cache is trimmed at a process's first write and then every this many writes (a
+listing of 20,000 files costs tens of ms: not worth paying for each picture); it may pass
+its bounds by this many pictures meanwhile."""
+_written = 0
 
 
 class NoPicture(Exception):
@@ -117,6 +126,7 @@ def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
     target = cache_dir / f"{sha256.lower()}-{CACHE_VERSION}.png"
     with contextlib.suppress(OSError):
         cached = target.read_bytes()
+        os.utime(target)  # used now: the last to go when the cache is trimmed
         return cached or None
     try:
         frame = first_keyframe(video, WEB_BOX)
@@ -129,6 +139,37 @@ def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
         partial = target.with_suffix(f".{os.getpid()}.part")
         partial.write_bytes(picture or b"")
         partial.replace(target)
+        global _written
+        _written += 1
+        if _written % TRIM_EVERY == 1:  # the first write, then every TRIM_EVERY-th
+            trim_cache(cache_dir)
     except OSError:
         log.info("the thumbnail cache %s cannot be written", cache_dir)
     return picture
+
+
+def trim_cache(cache_dir: Path, max_bytes: int = CACHE_MAX_BYTES,
+               max_files: int = CACHE_MAX_FILES) -> int:
+    """Remove the pictures of ``cache_dir`` used longest ago until it holds at most
+    ``max_files`` files and ``max_bytes`` bytes; returns how many went. Only the cache's
+    own names (``*.png``, a left ``*.part``) are touched."""
+    entries = []
+    for path in cache_dir.iterdir():
+        if path.suffix not in (".png", ".part"):
+            continue
+        with contextlib.suppress(OSError):
+            info = path.stat()
+            entries.append((info.st_mtime, info.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    if len(entries) <= max_files and total <= max_bytes:
+        return 0
+    entries.sort()
+    removed = 0
+    for _, size, path in entries:
+        if len(entries) - removed <= max_files and total <= max_bytes:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+        total -= size
+        removed += 1
+    return removed
