@@ -39,8 +39,9 @@ from reelqueue.domain.states import JobState
 from reelqueue.engine.lost_creates import planning_adapter
 from reelqueue.providers.base import usage_of
 
-__all__ = ["EVIDENCE_EVENT", "CreateEvidence", "evidence_line", "holds_unknown_create",
-           "job_create_evidence", "read_create_evidence", "recorded_evidence"]
+__all__ = ["EVIDENCE_EVENT", "NOT_READ", "READING", "READ_ACTION", "CreateEvidence",
+           "evidence_line", "holds_unknown_create", "job_create_evidence",
+           "read_create_evidence", "recorded_evidence"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,11 @@ EVIDENCE_EVENT = "create_evidence"
 """The ledger event of one reading of the provider's counts for a job."""
 NOT_PUBLISHED = "not_published"
 _VERDICTS: frozenset[str] = frozenset({"billed", "not_counted", "not_provable", "unavailable"})
+READ_ACTION = "Read the provider's counts"
+"""The action's name (the window's button); ``resolve JOB`` does the same."""
+READING = "Provider's counts: reading…"
+NOT_READ = ("Provider's counts: not read yet (they can tell whether the provider billed this "
+            "create; reading them creates nothing).")
 MAX_TEXT = 300
 """A reason, a unit, a model or an account name is kept (and shown) at most this long."""
 MAX_CREATES = 1_000_000

@@ -190,6 +190,14 @@ class QueueActions:
             "new render, no new charge).", key="resolve")
         await self.pager.refresh_rows([job_id])
 
+    async def read_counts(self, job_id: int) -> None:
+        """Read the provider's usage counts for the job's unknown create (issue 32 item 6):
+        the reading is kept on its ledger, which the detail then shows. Creates nothing."""
+        try:
+            await jobs.unknown_create_evidence(self.session.app, job_id)
+        except InputError as exc:  # resolved meanwhile
+            self.window.banners.show_banner("warning", str(exc), key="resolve")
+
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""
         if not confirmed:
