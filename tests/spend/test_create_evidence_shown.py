@@ -265,3 +265,45 @@ def test_a_provider_without_usage_says_so_once(tmp_path: Path,
     words, entries = asyncio.run(read_thrice())
     assert len(entries) == 1
     assert words[0] == words[2] and "usage not published by" in words[0]
+
+
+def test_a_reading_is_timed_by_the_journals_clock(tmp_path: Path) -> None:
+    """On a shared journal the reading's time is the database server's (DESIGN.md
+    invariant 14), not this machine's: a reader on another machine ages it right."""
+    from reelqueue.application.context import AppContext
+    from reelqueue.domain.errors import ErrorClass, ErrorLabel
+    from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+    from reelqueue.store.base import ClaimParams, JobError
+    from reelqueue.store.memory import MemoryStore
+
+    server_clock = 1_700_000_000.25
+
+    class ServerClockStore(MemoryStore):
+        def server_time(self) -> float | None:
+            return server_clock
+
+    store = ServerClockStore()
+    store.add_account(AccountSpec("m", "mock", 2, "http://127.0.0.1:9"), 1.0)
+    batch = store.create_batch(BatchSpec("b", "s.csv", "b"), 1.0)
+    store.add_jobs(batch.id, [JobSpec("k", "a fox", "mock", "b/0.mp4")], 1.0)
+    claim = store.claim_next_job(ClaimParams("m", "test", 2.0, 600.0))
+    assert claim is not None and store.mark_submitting(claim.token, "ct", 2.0)
+    assert store.park_job(claim.token, JobError(
+        str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value, "lost"), 3.0)
+
+    async def read() -> Any:
+        session = Session(AppContext(data_dir=tmp_path / "d", videos_dir=tmp_path / "v"))
+        session.adopt_store(store)
+        try:
+            return await read_create_evidence(session, claim.job.id)
+        finally:
+            await asyncio.to_thread(session.journal.shutdown)
+
+    try:
+        said = asyncio.run(read())
+        (entry,) = [e for e in store.ledger(claim.job.id) if e.event == EVIDENCE_EVENT]
+    finally:
+        store.close()
+    assert said.data["read_at"] == server_clock
+    assert entry.at == server_clock and entry.detail["read_at"] == server_clock
+    assert said.data["verdict"] == "not_published"
