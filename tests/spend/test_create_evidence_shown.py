@@ -307,3 +307,37 @@ def test_a_reading_is_timed_by_the_journals_clock(tmp_path: Path) -> None:
     assert said.data["read_at"] == server_clock
     assert entry.at == server_clock and entry.detail["read_at"] == server_clock
     assert said.data["verdict"] == "not_published"
+
+
+def test_a_reading_is_kept_on_every_journal(store: Any, tmp_path: Path) -> None:
+    """The reading is a ledger entry on SQLite and PostgreSQL alike, timed by the store's
+    own clock where it has one (the server's on PostgreSQL)."""
+    from reelqueue.application.context import AppContext
+    from reelqueue.domain.errors import ErrorClass, ErrorLabel
+    from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+    from reelqueue.store.base import ClaimParams, JobError
+
+    now = time.time()
+    store.add_account(AccountSpec("m", "mock", 2, "http://127.0.0.1:9"), now)
+    batch = store.create_batch(BatchSpec("b", "s.csv", "b"), now)
+    store.add_jobs(batch.id, [JobSpec("k", "a fox", "mock", "b/0.mp4")], now)
+    claim = store.claim_next_job(ClaimParams("m", "test", now, 600.0))
+    assert claim is not None and store.mark_submitting(claim.token, "ct", now)
+    assert store.park_job(claim.token, JobError(
+        str(ErrorClass.UNKNOWN), ErrorLabel.SUBMIT_UNKNOWN.value, "lost"), now)
+
+    async def read() -> Any:
+        session = Session(AppContext(data_dir=tmp_path / "d", videos_dir=tmp_path / "v"))
+        session.adopt_store(store)
+        try:
+            said = await read_create_evidence(session, claim.job.id)
+            again = await session.journal.ledger(claim.job.id)
+            return said, again, await session.journal.server_time(), session.clock.now()
+        finally:
+            await asyncio.to_thread(session.journal.shutdown)
+
+    said, ledger, server, here = asyncio.run(read())
+    (entry,) = [e for e in ledger if e.event == EVIDENCE_EVENT]
+    assert entry.at == said.data["read_at"] == entry.detail["read_at"]
+    assert abs(said.data["read_at"] - (here if server is None else server)) < 60
+    assert entry.detail["verdict"] == "not_published" and entry.account == "m"
