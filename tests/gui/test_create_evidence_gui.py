@@ -9,6 +9,7 @@ import asyncio
 import json
 
 import pytest
+from PySide6.QtCore import Qt
 
 from reelqueue.application import accounts
 from reelqueue.application.accounts import AccountDraft
@@ -43,6 +44,7 @@ async def test_the_job_detail_reads_the_counts_and_says_what_status_says(
     await until(lambda: dialog.job is not None, 10)
     assert dialog.resolve_box.isVisible()
     assert dialog.evidence_text.text() == NOT_READ
+    assert dialog.evidence_text.textFormat() == Qt.TextFormat.PlainText  # a row's text
     assert dialog.read_counts.text() == READ_ACTION and dialog.read_counts.isEnabled()
     assert runway_fake.requests == [], "opening the detail asked the provider"
 

@@ -204,6 +204,10 @@ ROWS: list[dict[str, Any]] = [
     {"verdict": "not_provable", "day": "2026-12-06", "creates_in_window": True,
      "provider_units": "60", "price_units": -1e300, "read_at": "noon"},
     {"verdict": "not_provable", "day": "2026-12-06", "creates_in_window": 10**12},
+    {"verdict": "billed", "day": "2026-12-06", "creates_in_window": 4,  # not alone
+     "provider_units": 60, "price_units": 60},
+    {"verdict": "billed", "day": "2026-12-06", "creates_in_window": 1,  # no price
+     "provider_units": 60},
 ]
 
 
@@ -217,6 +221,13 @@ def test_a_hostile_ledger_row_reads_as_unreadable_never_a_crash(row: int) -> Non
     assert "billed" not in said.words
     json.dumps(said.data, allow_nan=False)  # the API and --json can carry it
     assert "cannot be read" in history_detail(EVIDENCE_EVENT, ROWS[row])
+
+
+def test_a_rows_text_is_one_line_of_text() -> None:
+    said = evidence_line({"verdict": "unavailable", "day": "2026-12-06",
+                          "creates_in_window": 1, "why": "down\nnow \u202egnp.exe"},
+                         1_800_000_000.0)
+    assert "down now  gnp.exe" in said.words and said.words.isprintable()
 
 
 def test_a_provider_without_usage_says_so_once(tmp_path: Path,

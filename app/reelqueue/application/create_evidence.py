@@ -89,7 +89,11 @@ def holds_unknown_create(job: Job) -> bool:
 
 
 def _text(value: object) -> str:
-    return value[:MAX_TEXT] if isinstance(value, str) else ""
+    """A string of the row, cut, each control or format character (a newline, a bidi
+    override) shown as a space: it is one line of text wherever it goes."""
+    if not isinstance(value, str):
+        return ""
+    return "".join(ch if ch.isprintable() else " " for ch in value[:MAX_TEXT])
 
 
 def _figure(value: object) -> float | None:
@@ -152,10 +156,13 @@ def evidence_line(detail: Mapping[str, object], now: float) -> CreateEvidence:
         words = (f"Provider's counts: {why or 'usage not published by the provider'}, "
                  f"as of {as_of}.")
     else:
+        # "billed" and "not counted" hold only for the one create of its window, with
+        # the provider's figure (and, for "billed", the create's price) to show.
         readable = (isinstance(verdict_text, str) and verdict_text in _VERDICTS
                     and day is not None and creates is not None
                     and (verdict_text not in ("billed", "not_counted")
-                         or provider_units is not None))
+                         or (creates == 1 and provider_units is not None))
+                    and (verdict_text != "billed" or price_units is not None))
         if readable:
             verdict = str(verdict_text)
             typed = cast(Verdict, verdict)  # one of _VERDICTS: checked just above

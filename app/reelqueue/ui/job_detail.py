@@ -355,6 +355,7 @@ class JobDetailDialog(QDialog):
         # What the provider's usage counts said of this create (issue 32 item 6): the
         # ledger's last reading, and the action that takes a new one. Information only.
         self.evidence_text = QLabel(NOT_READ)
+        self.evidence_text.setTextFormat(Qt.TextFormat.PlainText)  # a journal row's text
         self.evidence_text.setWordWrap(True)
         self.evidence_text.setTextInteractionFlags(
             Qt.TextInteractionFlag.TextSelectableByMouse)
