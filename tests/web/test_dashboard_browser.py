@@ -9,9 +9,9 @@ changes bring no request but the open stream; a kill -9 and restart of the serve
 no event on the page; hostile prompts, names, 1 MB of text and a ``javascript:`` URL show
 as text and run nothing (no CSP violation); a read token sees no buttons and its forged
 POST is 403; a retry shows its price and, confirmed, re-queues; a revoked token returns
-the page to sign-in; 360 px does not scroll sideways; axe-core finds no serious
-violation. With ``REELQUEUE_WRITE_SCREENSHOTS=1`` the pictures of docs/screenshots/ are
-written too.
+the page to sign-in; an unknown create shows its reading of the provider's counts; 360 px
+does not scroll sideways; axe-core finds no serious violation. With
+``REELQUEUE_WRITE_SCREENSHOTS=1`` the pictures of docs/screenshots/ are written too.
 """
 
 from __future__ import annotations
@@ -360,6 +360,38 @@ def test_a_revoked_token_returns_the_page_to_sign_in(env: Env) -> None:
              "the page to return to sign-in")
     assert "refused the token" in env.text("#sign-in-error")
     assert env.page("return sessionStorage.getItem('reelqueue.token')") is None
+
+
+def test_an_unknown_create_shows_its_reading_of_the_provider_s_counts(env: Env) -> None:
+    """Issue 32 item 6: the needs-attention list and the job's detail show the last
+    reading of the provider's counts, the API's own words, as text (a hostile unit from
+    the team database runs nothing)."""
+    job = env.submit("a heron", name="lost create")
+    wait_for(lambda: env.job_state(job) == "COMPLETED", WAIT, "the job")
+    hostile_unit = '<img src=x onerror="window.__pwned=1">'
+    db = sqlite3.connect(env.data / "journal.sqlite3", timeout=30)
+    with db:  # as a create whose answer was lost, then read by `resolve` on another machine
+        db.execute("UPDATE jobs SET state = 'PARKED', provider_job_id = NULL, "
+                   "client_token = 'ct-web', error_class = 'unknown', "
+                   "error_label = 'submit outcome unknown', error_message = 'lost', "
+                   "finished_at = NULL WHERE id = ?", (job,))
+        db.execute("INSERT INTO ledger (at, event, job_id, account, detail) "
+                   "VALUES (?, 'create_evidence', ?, 'm1', ?)", (time.time(), job, json.dumps({
+                       "verdict": "billed", "day": time.strftime("%Y-%m-%d", time.gmtime()),
+                       "unit": hostile_unit, "creates_in_window": 1, "provider_units": 60,
+                       "price_units": 60, "account": "m1", "model": "gen4.5",
+                       "read_at": time.time()})))
+    db.close()
+    with env.api() as client:
+        words = client.get(f"/v1/jobs/{job}").json()["create_evidence"]["words"]
+    assert "the provider counted it: billed (60 " + hostile_unit in words
+    env.sign_in(env.admin)
+    item = f"#attention li[data-job='{job}'] .evidence"
+    wait_for(lambda: env.text(item) == words, WAIT, "the reading in needs attention")
+    env.page(f"document.querySelector(\"#attention li[data-job='{job}'] button\").click()")
+    wait_for(lambda: env.text("#detail-body .evidence") == words, WAIT,
+             "the reading in the job's detail")
+    assert env.page("return window.__pwned") is None
 
 
 @pytest.mark.skipif(os.environ.get("REELQUEUE_WRITE_SCREENSHOTS") != "1",

@@ -96,7 +96,8 @@ def _attention_json(item: AttentionItem) -> dict[str, Any]:
             "error": job.error_message, "candidates": [
                 {key: value for key, value in c.items()
                  if isinstance(value, str | int | float | bool) or value is None}
-                for c in item.candidates]}
+                for c in item.candidates],
+            "create_evidence": None if item.evidence is None else item.evidence.data}
 
 
 def _machine_json(machine: TeamMachine) -> dict[str, Any]:

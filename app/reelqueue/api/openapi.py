@@ -156,7 +156,25 @@ SCHEMAS: dict[str, Any] = {
         "updated_at": {"type": "number"}, "finished_at": NULLABLE_NUMBER,
         "route": {"description": "null for a job bound to one provider; 'provider' is the "
                                  "one the job is with now",
-                  "oneOf": [{"type": "null"}, _ref("Route")]}}},
+                  "oneOf": [{"type": "null"}, _ref("Route")]},
+        "create_evidence": {"description": "GET /v1/jobs/{job_id} only: for a create whose "
+                                           "outcome is unknown, the last reading of the "
+                                           "provider's counts (null: none read, or no "
+                                           "unknown create)",
+                            "oneOf": [{"type": "null"}, _ref("CreateEvidence")]}}},
+    "CreateEvidence": {
+        "type": "object", "required": ["verdict", "words"],
+        "description": "what the provider's usage counts said of a lost create, as read at "
+                       "read_at (issue 32 item 6): information only, it decides nothing",
+        "properties": {
+            "verdict": {"type": "string", "enum": ["billed", "not_counted", "not_provable",
+                                                   "unavailable", "not_published"]},
+            "words": {"type": "string"}, "day": NULLABLE_STRING, "unit": NULLABLE_STRING,
+            "account": NULLABLE_STRING, "model": NULLABLE_STRING,
+            "creates_in_window": {"type": ["integer", "null"]},
+            "provider_units": NULLABLE_NUMBER, "price_units": NULLABLE_NUMBER,
+            "why": NULLABLE_STRING, "read_at": NULLABLE_NUMBER, "as_of": {"type": "string"},
+            "age_seconds": NULLABLE_NUMBER}},
     "JobList": {"type": "object", "required": ["jobs", "next_cursor"], "properties": {
         "jobs": {"type": "array", "items": _ref("Job")},
         "next_cursor": {"type": ["integer", "null"]}}},
@@ -387,7 +405,9 @@ SCHEMAS: dict[str, Any] = {
                             "description": "its create's outcome is unknown: resolve it"},
                 "what_to_do": {"type": "string"}, "account": NULLABLE_STRING,
                 "error": NULLABLE_STRING,
-                "candidates": {"type": "array", "items": {"type": "object"}}}}}}},
+                "candidates": {"type": "array", "items": {"type": "object"}},
+                "create_evidence": {"oneOf": [{"type": "null"},
+                                              _ref("CreateEvidence")]}}}}}},
     "Machines": {"type": "object", "required": ["machines"], "properties": {
         "machines": {"type": "array", "items": {
             "type": "object", "required": ["id", "host", "state", "heartbeat_at"],

@@ -328,7 +328,10 @@ class Routes:
 
     @needs("read")
     async def get_job(self, request: web.Request) -> web.Response:
-        return web.json_response(job_json(await self._job(request)))
+        job = await self._job(request)
+        evidence = await self.s.create_evidence(job)
+        return web.json_response({**job_json(job), "create_evidence": (
+            None if evidence is None else evidence.data)})
 
     @needs("read")
     async def list_jobs(self, request: web.Request) -> web.Response:

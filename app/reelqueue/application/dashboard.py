@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from reelqueue.application.create_evidence import CreateEvidence, job_create_evidence
 from reelqueue.application.history_words import event_words, history_detail
 from reelqueue.application.jobs import is_paused, unknown_candidates
 from reelqueue.application.session import Session
@@ -122,13 +123,15 @@ async def batch_counts(session: Session) -> QueueCounts:
 class AttentionItem:
     """A job waiting for the user. Attributes: job; words (its state's name and hint);
     unknown (its create's outcome is unknown: ``resolve`` it); what_to_do (one paragraph);
-    candidates (renders the last look could not choose between)."""
+    candidates (renders the last look could not choose between); evidence (the last
+    reading of the provider's counts for its unknown create, None: none read)."""
 
     job: Job
     words: StateWords
     unknown: bool
     what_to_do: str
     candidates: list[dict[str, object]]
+    evidence: CreateEvidence | None = None
 
 
 def _unknown(job: Job) -> bool:
@@ -147,6 +150,7 @@ async def attention(session: Session, limit: int = MAX_ATTENTION) -> list[Attent
                                 job.provider_job_id)
         unknown = _unknown(job)
         what, candidates = words.hint, []
+        evidence = None
         if unknown:
             try:
                 found = await unknown_candidates(session, job.id)
@@ -154,7 +158,8 @@ async def attention(session: Session, limit: int = MAX_ATTENTION) -> list[Attent
                 unknown = False
             else:
                 what, candidates = found.words, list(found.candidates)
-        out.append(AttentionItem(job, words, unknown, what, candidates))
+                evidence = await job_create_evidence(session, job.id)
+        out.append(AttentionItem(job, words, unknown, what, candidates, evidence))
     return out
 
 

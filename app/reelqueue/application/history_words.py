@@ -4,8 +4,10 @@ job detail (ui/format.py passes its locale's number and money) and the web dashb
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
+from reelqueue.application.create_evidence import EVIDENCE_EVENT, evidence_line
 from reelqueue.application.words import job_state_words
 
 __all__ = ["event_words", "handover_words", "history_detail"]
@@ -63,6 +65,8 @@ def history_detail(event: str, detail: Mapping[str, object], *,
     """
     if event == "handed_over":
         return handover_words(detail, money=money)
+    if event == EVIDENCE_EVENT:  # the reading's own line, as the parked job shows it
+        return evidence_line(detail, time.time()).words
     parts: list[str] = []
     for key, value in detail.items():
         if key in _HIDDEN_DETAIL or value in (None, "", [], {}):

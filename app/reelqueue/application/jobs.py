@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from reelqueue.application import spend_reconcile
+from reelqueue.application import create_evidence
 from reelqueue.application.session import Session
-from reelqueue.domain.errors import ErrorLabel, InputError, RenderAlreadyRecorded
+from reelqueue.domain.errors import InputError, RenderAlreadyRecorded
 from reelqueue.domain.models import Batch, Job
 from reelqueue.domain.states import FINAL, JobState
 from reelqueue.engine.lost_creates import account_lost_create_search
@@ -249,16 +249,13 @@ async def unknown_candidates(session: Session, job_id: int) -> UnknownCreate:
 
 
 async def unknown_create_evidence(session: Session, job_id: int
-                                  ) -> spend_reconcile.EvidenceWords | None:
+                                  ) -> create_evidence.CreateEvidence:
     """What the provider's usage counts say of the job's unknown create ("billed", "not
-    counted", "not provable: N creates in the window"; issue 32 item 6), shown beside
-    ``resolve``'s choices. Information only: it creates nothing and decides nothing
-    (DESIGN.md invariant 11). None where the provider publishes no usage."""
-    job = await session.journal.get_job(job_id)
-    if job is None or not _is_unknown(job):
-        raise InputError(f"Job {job_id} holds no create with an unknown outcome; nothing "
-                         "to weigh.")
-    return await spend_reconcile.unknown_create_evidence(session, job)
+    counted", "not provable: N creates in the window"; issue 32 item 6), read now, kept on
+    the job's ledger (every front end shows it from there) and shown beside ``resolve``'s
+    choices. Information only: it creates nothing and decides nothing (DESIGN.md invariant
+    11). InputError when the job holds no create with an unknown outcome."""
+    return await create_evidence.read_create_evidence(session, job_id)
 
 
 async def resolve_with_render(session: Session, job_id: int, provider_job_id: str) -> None:
@@ -295,9 +292,7 @@ async def resolve_by_creating_again(session: Session, job_id: int) -> RetryPlan:
 
 
 def _is_unknown(job: Job) -> bool:
-    return (job.state in (JobState.PARKED, JobState.FAILED) and job.provider_job_id is None
-            and job.client_token is not None
-            and job.error_label == ErrorLabel.SUBMIT_UNKNOWN.value)
+    return create_evidence.holds_unknown_create(job)
 
 
 async def prioritize_jobs(session: Session, job_ids: list[int],

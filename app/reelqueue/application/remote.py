@@ -20,6 +20,11 @@ from reelqueue.application.account_figures import AccountFigures, read_account_f
 from reelqueue.application.accounts import AccountChange, update_account
 from reelqueue.application.batch_upload import BatchUploadOutcome, upload_batch
 from reelqueue.application.context import AppContext
+from reelqueue.application.create_evidence import (
+    CreateEvidence,
+    holds_unknown_create,
+    job_create_evidence,
+)
 from reelqueue.application.feed import JournalFeed
 from reelqueue.application.serving import ServeOptions
 from reelqueue.application.session import Session
@@ -123,6 +128,13 @@ class RemoteAccess:
     async def get_job(self, job_id: int) -> Job | None:
         journal = self.session.journal
         return await journal.get_job(job_id)
+
+    async def create_evidence(self, job: Job) -> CreateEvidence | None:
+        """The last reading of the provider's counts for ``job``'s unknown create (issue
+        32 item 6), from its ledger; None when it holds none or none was read."""
+        if not holds_unknown_create(job):
+            return None
+        return await job_create_evidence(self.session, job.id)
 
     async def cancel(self, job_id: int) -> bool:
         return job_id in await jobs.cancel(self.session, [job_id])

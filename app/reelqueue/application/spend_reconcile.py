@@ -522,31 +522,40 @@ class EvidenceWords:
     Attributes:
         words: one line for ``resolve`` ("the provider counted it: billed (...)").
         data: the same for ``--json`` and the API.
+        evidence: the reading itself (application.create_evidence keeps it in the ledger).
     """
 
     words: str
     data: dict[str, Any]
+    evidence: Evidence | None = None
 
 
-def evidence_words(evidence: Evidence) -> str:
-    """``evidence`` in the user's words (information: it decides nothing)."""
+def evidence_words(evidence: Evidence, as_of: str = "") -> str:
+    """``evidence`` in the user's words (information: it decides nothing); ``as_of``: when
+    it was read ("14:02"), for a figure shown later from the ledger."""
+    words = _evidence_words(evidence)
+    return f"{words.removesuffix('.')}, as of {as_of}." if as_of else words
+
+
+def _evidence_words(evidence: Evidence) -> str:
     day = evidence.day.isoformat()
     unit = evidence.unit
+    head = "Provider's counts:"
     if evidence.verdict == "unavailable":
-        return f"Provider's counts: {UNAVAILABLE} ({evidence.why})."
+        return f"{head} {UNAVAILABLE} ({evidence.why})."
     used = ("" if evidence.provider_units is None else
             f"{_number(evidence.provider_units)} {unit}")
     price = ("" if evidence.price_units is None else
              f"{_number(evidence.price_units)} {unit}")
     if evidence.verdict == "billed":
-        return (f"Provider's counts: the provider counted it: billed ({used} used on "
+        return (f"{head} the provider counted it: billed ({used} used on "
                 f"{day} UTC for this model, this create's price {price}, and it was the "
                 "only create the journal started there that day; another tool on the key "
                 "would make the same figure).")
     if evidence.verdict == "not_counted":
-        return (f"Provider's counts: not counted (0 {unit} used on {day} UTC for this "
+        return (f"{head} not counted (0 {unit} used on {day} UTC for this "
                 "model, where this was the only create the journal started that day).")
-    return (f"Provider's counts: not provable: {evidence.why} ({day} UTC"
+    return (f"{head} not provable: {evidence.why} ({day} UTC"
             + (f", the provider used {used}" if used else "") + ").")
 
 
@@ -583,8 +592,9 @@ async def unknown_create_evidence(session: Session, job: Job) -> EvidenceWords |
         amount = sum(u.amount for u in report.days if u.model == model and u.day == day)
         evidence = evidence_of(day, len(bucket.creates), amount, report.unit, price_units)
     data = {"verdict": evidence.verdict, "day": day.isoformat(), "unit": evidence.unit,
+            "account": account.name, "model": model,
             "creates_in_window": evidence.creates_in_window,
             "provider_units": evidence.provider_units, "price_units": evidence.price_units,
             "why": evidence.why or None}
     words = evidence_words(evidence)
-    return EvidenceWords(words, {**data, "words": words})
+    return EvidenceWords(words, {**data, "words": words}, evidence)

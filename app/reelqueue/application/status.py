@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reelqueue.application.context import AppContext
+from reelqueue.application.create_evidence import recorded_evidence
 from reelqueue.application.session import Session
 from reelqueue.application.trust import AccountTrust
 from reelqueue.application.words import (
@@ -36,6 +37,11 @@ __all__ = ["Money", "NeedsAttention", "SpendSummary", "StatusReport", "ToGo",
            "check_output_folders", "doctor",
            "doctor_checks", "money", "money_of", "needs_user", "other_instance_probe",
            "spend", "status", "status_data", "team_connection", "to_go_words"]
+
+
+MAX_EVIDENCE = 200
+"""At most this many unknown creates carry their reading of the provider's counts in
+``status`` (each is one ledger read)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,16 @@ async def status(session: Session, batch: int | None = None) -> StatusReport:
         data = status_data(store, batch)
         figures = money_of(store, now)
         data["money"] = figures.as_dict()
-        report = StatusReport(data, needs_attention(store, batch), figures.today, figures)
+        attention = needs_attention(store, batch)
+        # Each unknown create's last reading of the provider's counts, from its ledger
+        # (issue 32 item 6): recorded when read, never read from the provider here.
+        evidence = {job_id: found for job_id in attention.submit_unknown[:MAX_EVIDENCE]
+                    if (found := recorded_evidence(store.ledger(job_id=job_id), now))
+                    is not None}
+        for job in data["jobs"]:
+            found = evidence.get(job["id"])
+            job["create_evidence"] = None if found is None else found.data
+        report = StatusReport(data, attention, figures.today, figures)
         return report, store.list_accounts()
 
     journal = session.journal

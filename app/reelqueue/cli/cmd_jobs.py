@@ -198,8 +198,7 @@ def handle_resolve(args: argparse.Namespace, ctx: CliContext) -> int:
         unknown = await jobs.unknown_candidates(session, args.job_id)
         ctx.print(unknown.words)
         evidence = await jobs.unknown_create_evidence(session, args.job_id)
-        if evidence is not None:
-            ctx.print(evidence.words)
+        ctx.print(evidence.words)
         for c in unknown.candidates:
             created = ("" if c.get("created_at") is None else " created "
                        + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(c["created_at"])))

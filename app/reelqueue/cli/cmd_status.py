@@ -84,6 +84,8 @@ def handle_status(args: argparse.Namespace, ctx: CliContext) -> int:
             detail += f" (on {j['output_host']})"
         ctx.print(f"  #{j['id']:<5} row {j['row'] or '-':<5} {j['state_words']['name']:<16} "
                   f"attempts {j['attempts']}  {detail}")
+        if j.get("create_evidence"):  # an unknown create's last reading (issue 32 item 6)
+            ctx.print(f"         {j['create_evidence']['words']}")
     if len(data["jobs"]) > args.limit:
         ctx.print(f"  ... {len(data['jobs']) - args.limit} more (use --json for all)")
     return 0

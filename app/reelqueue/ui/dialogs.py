@@ -49,6 +49,8 @@ class JobCommands(Protocol):
 
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None: ...
 
+    async def read_counts(self, job_id: int) -> None: ...
+
 
 class DialogHost(Protocol):
     """What the dialogs read of the window's state as it changes, and what they ask it
@@ -230,6 +232,8 @@ class DialogKeeper:
             self._detail_command(dialog, actions.use_render(jid, rid))))
         dialog.createAgainRequested.connect(lambda jid: self.spawn(
             self._detail_command(dialog, actions.create_again(jid))))
+        dialog.countsRequested.connect(lambda jid: self.spawn(
+            self._detail_command(dialog, actions.read_counts(jid)), "create-evidence"))
         dialog.revealRequested.connect(lambda path: files.reveal(Path(path)))
         dialog.finished.connect(lambda _r: self.forget(dialog))
         self.open.append(dialog)

@@ -9,6 +9,7 @@ the video gives none. Play opens the video (:mod:`reelqueue.ui.preview`).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from reelqueue.application.create_evidence import (
+    NOT_READ,
+    READ_ACTION,
+    READING,
+    recorded_evidence,
+)
 from reelqueue.application.views import JobDetail
 from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
 from reelqueue.domain.errors import HINTS, ErrorClass, ErrorLabel
@@ -122,6 +129,8 @@ class JobDetailDialog(QDialog):
         renderChosen(int, str): the job id and the render the user says is its own (a
             create whose outcome stayed unknown, issue 19).
         createAgainRequested(int): the job id: none of the candidates is it, render anew.
+        countsRequested(int): the job id: read the provider's usage counts for its unknown
+            create now (in the background; the line updates when the reading is kept).
         cancelRequested(int): the job id.
         revealRequested(str): a file to show in its folder.
 
@@ -134,6 +143,7 @@ class JobDetailDialog(QDialog):
     retryRequested = Signal(int, object)
     renderChosen = Signal(int, str)
     createAgainRequested = Signal(int)
+    countsRequested = Signal(int)
     cancelRequested = Signal(int)
     revealRequested = Signal(str)
 
@@ -342,11 +352,36 @@ class JobDetailDialog(QDialog):
         buttons.addWidget(self.use_render)
         buttons.addWidget(self.create_again)
         buttons.addStretch(1)
+        # What the provider's usage counts said of this create (issue 32 item 6): the
+        # ledger's last reading, and the action that takes a new one. Information only.
+        self.evidence_text = QLabel(NOT_READ)
+        self.evidence_text.setTextFormat(Qt.TextFormat.PlainText)  # a journal row's text
+        self.evidence_text.setWordWrap(True)
+        self.evidence_text.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.read_counts = QPushButton(READ_ACTION)
+        self.read_counts.setToolTip("Asks the provider for this account's usage on the "
+                                    "create's day; nothing is created or charged.")
+        self.read_counts.clicked.connect(self._read_counts)
+        evidence_row = QHBoxLayout()
+        evidence_row.addWidget(self.evidence_text, 1)
+        evidence_row.addWidget(self.read_counts, 0, Qt.AlignmentFlag.AlignTop)
         box.addWidget(self.resolve_text)
         box.addWidget(self.candidates)
         box.addLayout(buttons)
+        box.addLayout(evidence_row)
         self.resolve_box.setVisible(False)
         return self.resolve_box
+
+    def _read_counts(self) -> None:
+        self.read_counts.setEnabled(False)
+        self.evidence_text.setText(READING)
+        emit(self.countsRequested, self.job_id)
+
+    def _set_evidence(self, ledger: list[LedgerEntry]) -> None:
+        found = recorded_evidence(ledger, time.time())
+        self.evidence_text.setText(NOT_READ if found is None else found.words)
+        self.read_counts.setEnabled(True)
 
     def _set_resolve(self, job: Job, ledger: list[LedgerEntry]) -> None:
         unknown = (job.state == JobState.PARKED and job.provider_job_id is None
@@ -354,6 +389,7 @@ class JobDetailDialog(QDialog):
         self.resolve_box.setVisible(unknown)
         if not unknown:
             return
+        self._set_evidence(ledger)
         found: list[dict[str, Any]] = []
         for entry in reversed(ledger):
             if entry.event == "reconcile_unresolved":

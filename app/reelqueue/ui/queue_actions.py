@@ -16,7 +16,7 @@ from reelqueue.application.accounts import AccountChange
 from reelqueue.application.jobs import RetryPlan
 from reelqueue.application.retry_words import retry_summary
 from reelqueue.application.words import OUTCOME_UNKNOWN, job_state_words
-from reelqueue.domain.errors import InputError
+from reelqueue.domain.errors import InputError, KnownError
 from reelqueue.domain.states import JobState
 from reelqueue.ui import format as fmt
 from reelqueue.ui.account_manage import parse_cap
@@ -189,6 +189,14 @@ class QueueActions:
             "info", f"Job {job_id}: render {provider_job_id} is read from the provider (no "
             "new render, no new charge).", key="resolve")
         await self.pager.refresh_rows([job_id])
+
+    async def read_counts(self, job_id: int) -> None:
+        """Read the provider's usage counts for the job's unknown create (issue 32 item 6):
+        the reading is kept on its ledger, which the detail then shows. Creates nothing."""
+        try:
+            await jobs.unknown_create_evidence(self.session.app, job_id)
+        except KnownError as exc:  # resolved meanwhile, or the journal refused the write
+            self.window.banners.show_banner("warning", str(exc), key="resolve")
 
     async def create_again(self, job_id: int, *, confirmed: bool = False) -> None:
         """None of the candidates is it: render anew, after saying it may be charged twice."""

@@ -308,6 +308,7 @@ async function showJob(jobId, focus) {
     el("p", {}, "State: ", el("strong", { className: "detail-state" }, data(words.name, 80))),
     words.hint ? el("p", { className: "hint" }, data(words.hint, 400)) : null,
     job.error ? el("p", { className: "error-text" }, "Error: ", data(job.error.message || job.error.label, 500)) : null,
+    job.create_evidence ? el("p", { className: "hint evidence" }, data(job.create_evidence.words, 800)) : null,
     el("p", { text: `Attempts ${job.attempts} of ${job.max_attempts}` + (job.cost ? ` · cost ${money(job.cost)}` : "") }));
   const actions = el("div", { className: "actions" });
   if (state.admin && ["FAILED", "CANCELLED", "PARKED"].includes(job.state)) {
@@ -366,7 +367,8 @@ async function loadAttention() {
       el("p", {}, el("strong", {}, data(item.name || `Job ${item.id}`, 80)), " · ",
         data(stateName(item.state, item.state_words), 60)),
       el("p", { className: "prompt" }, data(item.prompt, 300)),
-      el("p", { className: "hint" }, data(item.what_to_do, 800)));
+      el("p", { className: "hint" }, data(item.what_to_do, 800)),
+      item.create_evidence ? el("p", { className: "hint evidence" }, data(item.create_evidence.words, 800)) : null);
     const actions = el("div", { className: "actions" });
     const open = el("button", { type: "button" }, "Open job");
     open.addEventListener("click", () => showJob(item.id, true));
