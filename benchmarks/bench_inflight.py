@@ -361,10 +361,44 @@ def main() -> None:
     print("claims started / completed per 10 s: " + ", ".join(
         f"{b * 10}: {sum(1 for s in starts if int((s - t0) // 10) == b)}/"
         f"{sum(1 for f in completed if int((f - t0) // 10) == b)}" for b in buckets))
+    braked = brake_spans(data / "logs", ended_wall)
+    print("starts held back by the overload brake, s per 10 s: " + ", ".join(
+        f"{b * 10}: {overlap(braked, t0 + b * 10, t0 + b * 10 + 10):.0f}" for b in buckets)
+        + f"; in all {sum(e - s for s, e in braked):.0f} s of {ended_wall - t0:.0f} s, "
+        f"{len(braked)} episodes")
     if args.keep:
         print(f"work folder: {folder}")
     else:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def brake_spans(logs: Path, until: float) -> list[tuple[float, float]]:
+    """When ``run`` held new starts back (engine/engine.py logs "the engine is busy" and
+    "the engine caught up", with the log's own times): (start, end) epoch seconds, an
+    episode still open at the end closed at ``until``."""
+    spans: list[tuple[float, float]] = []
+    since: float | None = None
+    lines: list[str] = []
+    for path in sorted(logs.glob("reelqueue.log*"), reverse=True):  # oldest file first
+        lines.extend(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    for line in lines:
+        busy, caught = "the engine is busy" in line, "the engine caught up" in line
+        if not (busy or caught):
+            continue
+        stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+        stamp += int(line[20:23]) / 1000
+        if busy and since is None:
+            since = stamp
+        elif caught and since is not None:
+            spans.append((since, stamp))
+            since = None
+    if since is not None:
+        spans.append((since, until))
+    return spans
+
+
+def overlap(spans: list[tuple[float, float]], low: float, high: float) -> float:
+    return sum(max(0.0, min(e, high) - max(s, low)) for s, e in spans)
 
 
 if __name__ == "__main__":

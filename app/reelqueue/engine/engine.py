@@ -13,6 +13,7 @@ import asyncio
 import functools
 import logging
 import random
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -187,6 +188,7 @@ class Engine:
         # Overload slows starting, never finishing (invariant 16): the loop's own lag.
         self.gauge = gauge or LoopGauge()
         self._braked = False  # the last pass stopped claiming because the loop lagged
+        self._brake_since: float | None = None  # since when the loop lags (monotonic)
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self._published_rows: dict[str, tuple[object, ...]] = {}  # _account_key published
@@ -651,9 +653,16 @@ class Engine:
         budget: int | None = None
         if self.gauge.overloaded(self.config.overload_lag_seconds):
             budget = self.config.overload_claims_per_pass
-            if not self._braked:
+            if self._brake_since is None:
+                self._brake_since = time.monotonic()
                 log.info("the engine is busy (its loop lags %.2f s): new renders start "
                          "slower until it catches up", self.gauge.lag)
+        elif self._brake_since is not None:
+            # Both lines, with the log's own times, say how long starts were held back
+            # (benchmarks/bench_inflight.py reads them: what bounds the fill).
+            log.info("the engine caught up after %.1f s: new renders start at full pace",
+                     time.monotonic() - self._brake_since)
+            self._brake_since = None
         self._braked = False
         accounts, newest_batch = await self.store.call(_pass_reading, self.store.sync)
         # A batch the pump has not seen: each account's view is read again before its
