@@ -495,6 +495,11 @@ class Engine:
             # and 4): not a stall before it has landed (kept, it wakes the pump).
             await self.views.wait()
             return None
+        if self._wake.is_set():
+            # Woken since that pass began (a view read at connect kept just after the
+            # pass found its account still reading, a user's command): the next pass may
+            # claim. Concluding "stalled" here stopped a fresh run with one job waiting.
+            return None
         # Read again: a job counted as waiting may have settled meanwhile (a worker that
         # just failed it, a user's cancel).
         by_state = (await self.store.counts()).by_state
