@@ -13,14 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 from conformance.fal import JOB_ID, RESULT, FakeFal, make, request
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    all_texts,
-    echo_error,
-    fixture,
-    json_response,
-)
+from provider_fakes import SENTINEL_KEY, Router, all_texts, echo_error, fixture, json_response
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase

@@ -24,18 +24,11 @@ from conformance.fal_search import (
     parse_iso,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import Router, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import (
-    ReconcileMethod,
-    reconcile_method,
-)
+from reelqueue.providers.base import ReconcileMethod, reconcile_method
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 

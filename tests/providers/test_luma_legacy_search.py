@@ -10,20 +10,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from conformance.luma_legacy_search import (
-    LIST,
-    ROW,
-    T0,
-    FakeGenerations,
-    ids,
-    make,
-    request,
-)
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from conformance.luma_legacy_search import LIST, ROW, T0, FakeGenerations, ids, make, request
+from provider_fakes import Router, fixture, json_response
 
 from reelqueue.providers.adapters import luma_legacy
 

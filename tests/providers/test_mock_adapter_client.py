@@ -10,13 +10,7 @@ from collections.abc import Callable
 import httpx2
 import pytest
 from conformance.mock_search import T0, FakeList, searching
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    all_texts,
-    fixture,
-    json_response,
-)
+from provider_fakes import SENTINEL_KEY, Router, all_texts, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.base import ProviderConfig, RenderRequest

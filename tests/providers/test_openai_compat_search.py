@@ -20,19 +20,10 @@ from conformance.openai_compat_search import (
     matches,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import Router, fixture, json_response
 
 from reelqueue.providers.adapters import openai_compat
-from reelqueue.providers.base import (
-    ReconcileMethod,
-    RemoteRecord,
-    RenderRequest,
-    reconcile_method,
-)
+from reelqueue.providers.base import ReconcileMethod, RemoteRecord, RenderRequest, reconcile_method
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 

@@ -22,16 +22,10 @@ from conformance.replicate_search import (
     make,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import Router, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
-from reelqueue.providers.base import (
-    SearchResult,
-)
+from reelqueue.providers.base import SearchResult
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 

@@ -19,21 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RenderRequest,
-)
+from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 QUEUE = "queue.fal.run"
 PLATFORM = "api.fal.ai"

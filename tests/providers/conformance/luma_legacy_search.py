@@ -20,21 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response
 
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import luma_legacy
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import ProviderConfig, RemoteRecord, RenderRequest
 
 API = "api.lumalabs.ai"
 CREATE = rf"{API}/dream-machine/v1/generations/video"

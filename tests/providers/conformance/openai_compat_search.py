@@ -12,22 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import openai_compat
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import ProviderConfig, RemoteRecord, RenderRequest
 
 GATEWAY = "videos.gateway.example"
 BASE_URL = f"https://{GATEWAY}/v1"

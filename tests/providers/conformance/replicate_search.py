@@ -24,22 +24,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import ProviderConfig, RemoteRecord, RenderRequest
 
 API = "api.replicate.com"
 LIST = rf"{API}/v1/predictions"
