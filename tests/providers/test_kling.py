@@ -48,7 +48,6 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState, RemotePhase
 from reelqueue.providers.adapters import kling
 from reelqueue.providers.base import ProviderConfig
-from reelqueue.providers.builtin import builtin_registry
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -432,38 +431,6 @@ async def test_check_key_reads_one_list_row_and_creates_nothing(client_for: Clie
         await make(client_for(fake.router), key=f"{ACCESS}:wrong-secret").check_key()
     assert caught.value.label is ErrorLabel.KEY_REJECTED
     assert fake.posts() == 0
-
-
-@pytest.mark.parametrize(
-    ("params", "problem"),
-    [({"model": "kling-v1-5"}, "only animates an image"),
-     ({"model": "kling-v2-6", "duration": 7}, "5 or 10 second"),
-     ({"model": "kling-v2-5-turbo", "audio": True}, "makes no sound"),
-     ({"image": "https://img.example/a.png", "aspect_ratio": "1:1"}, "frame from the image"),
-     ({"cfg_scale": 0.5}, "takes no cfg_scale"),
-     ({"model": "kling-v1-6", "cfg_scale": 3}, "from 0 to 1"),
-     ({"negative_prompt": "x" * 2501}, "limit is 2500")],
-)
-def test_rows_kling_would_refuse_are_caught_at_import(params: dict[str, Any],
-                                                       problem: str) -> None:
-    problems = builtin_registry().get("kling").rules(params)
-    assert any(problem in p.message for p in problems), problems
-
-
-@pytest.mark.parametrize("params", [{}, {"duration": 15}, {"duration": 3, "audio": False},
-                                    {"model": "kling-v2-5-turbo", "audio": False},
-                                    {"model": "kling-v1-6", "duration": 10, "cfg_scale": 0.3},
-                                    {"image": "https://img.example/a.png", "model": "kling-v1-5"}])
-def test_rows_kling_takes_pass(params: dict[str, Any]) -> None:
-    assert kling.extra_validation(params) == []
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("kling")
-    assert info.factory is kling.create
-    assert info.params.models[0] == "kling-v3"
-    assert info.params.duration_range == (3.0, 15.0)
-    assert builtin_registry().get("kling").rules is kling.extra_validation
 
 
 # -- whole rows through the engine --------------------------------------------------------

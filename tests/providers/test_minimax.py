@@ -54,7 +54,6 @@ from reelqueue.providers.base import (
     reconcile_method,
     sends_client_token,
 )
-from reelqueue.providers.builtin import builtin_registry
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -297,37 +296,6 @@ async def test_a_key_rejection_quoting_the_header_never_shows_the_key(
 
 # -- rows MiniMax would refuse are refused before anything is sent -------------------------
 
-@pytest.mark.parametrize(
-    ("params", "words"),
-    [
-        ({"model": "MiniMax-Hailuo-02", "resolution": "512p", "image": IMAGE_URL}, None),
-        ({"model": "MiniMax-Hailuo-02", "resolution": "512p"}, "512p"),  # text-only
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "512p", "image": IMAGE_URL}, "512p"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "1080p", "duration": 10}, "1080p"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "1080p", "duration": 6}, None),
-        ({"model": "MiniMax-Hailuo-2.3", "duration": 8}, "6 or 10"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "2K"}, "2K"),
-        ({"model": "MiniMax-Hailuo-2.3-Fast"}, "image-to-video only"),
-        ({"model": "MiniMax-Hailuo-2.3-Fast", "image": IMAGE_URL}, None),
-        ({"aspect_ratio": "16:9"}, "aspect ratio"),
-        ({"duration": 6}, None),
-        ({"model": "MiniMax-H3", "resolution": "1080p"}, "768P or 2K"),
-        ({"model": "MiniMax-H3", "resolution": "512p"}, "768P or 2K"),
-        ({"model": "MiniMax-H3", "resolution": "2K", "duration": 15}, None),
-        ({"model": "MiniMax-H3", "aspect_ratio": "21:9"}, None),
-        ({"model": "MiniMax-H3", "aspect_ratio": "2:1"}, "aspect ratios"),
-        ({"model": "MiniMax-H3", "aspect_ratio": "16:9", "image": IMAGE_URL}, "first frame"),
-        ({"model": "MiniMax-H3", "duration": 6.5}, "whole number"),
-    ],
-)
-def test_extra_validation(params: dict[str, Any], words: str | None) -> None:
-    problems = minimax.extra_validation(params)
-    if words is None:
-        assert problems == []
-    else:
-        assert any(words in p.message for p in problems), problems
-
-
 @pytest.mark.parametrize(("prompt", "params"), [
     ("x" * 2001, {"model": "MiniMax-Hailuo-2.3"}),
     ("   ", {"model": "MiniMax-H3"}),
@@ -362,13 +330,6 @@ def test_sheet_rows_without_duration_or_ratio_cells_import_for_both_apis(
     assert sorted({e.row_number for e in plan.errors}) == [5, 6]
     assert [job.params.get("duration") for job in plan.jobs] == [6, 6, 12]
     assert [job.params.get("aspect_ratio") for job in plan.jobs] == [None, None, "9:16"]
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("minimax")
-    assert info.factory is minimax.create
-    assert info.default_base_url == "https://api.minimax.io"
-    assert builtin_registry().get("minimax").rules is minimax.extra_validation
 
 
 # -- prices (platform.minimax.io/docs/guides/pricing-paygo; SOURCE.md "Prices") ---------

@@ -127,13 +127,6 @@ async def test_check_key_falls_back_to_models(client_for: ClientFor) -> None:
     assert caught.value.label is ErrorLabel.KEY_REJECTED
 
 
-def test_extra_validation_and_registration() -> None:
-    assert openai_compat.extra_validation({"image": "https://x.test/a.png"}) != []
-    assert openai_compat.extra_validation({"image": "/tmp/a.png"}) == []
-    assert builtin_registry().get("openai-compat").rules is openai_compat.extra_validation
-    assert builtin_registry().get("openai-compat").factory is openai_compat.create
-
-
 # -- issue 10: the SDK's sizes and seconds, the default model, failure codes, unknowns ----
 
 

@@ -17,7 +17,6 @@ from provider_fakes import Router, fixture, json_response, run_one_row
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.builtin import builtin_registry
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -41,13 +40,6 @@ async def test_create_body_as_documented(client_for: ClientFor) -> None:
     assert json.loads(create.body) == {"input": {
         "prompt": "A lantern festival", "duration": 8, "seed": 3,
         "image": "https://img.example.test/a.png"}}
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("replicate")
-    assert info.factory is replicate.create
-    assert info.default_base_url == "https://api.replicate.com/v1"
-    assert builtin_registry().get("replicate").rules is replicate.extra_validation
 
 
 # -- issue 10: the older 429 wording, failure texts, unknown outcomes, the engine ---------
