@@ -140,54 +140,10 @@ async def test_the_fake_enforces_the_reference(
     assert fake.tasks == {}
 
 
-@pytest.mark.parametrize(
-    ("message", "label"),
-    [("Failure to pass the risk control system", ErrorLabel.CONTENT_POLICY),
-     ("internal error, please retry", ErrorLabel.PROVIDER_ERROR),
-     (None, ErrorLabel.PROVIDER_ERROR)],
-)
-async def test_failed_task_is_permanent_because_kling_lists_no_retryable_reason(
-    client_for: ClientFor, message: str | None, label: ErrorLabel
-) -> None:
-    fake = StrictKling(steps=["query_failed"])
-    provider = make(client_for(fake.router))
-    job_id = await provider.submit(request())
-    answer = fixture("kling", "query_failed")
-    answer["data"]["task_id"] = job_id.split("/")[1]
-    answer["data"]["task_status_msg"] = message
-    fake.router.script("GET", rf"{API}/v1/videos/text2video/.*", json_response(200, answer))
-    status = await provider.poll(job_id)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (ErrorClass.PERMANENT, label)
-    if message:
-        assert message in str(status.error)
-
-
 # -- the error table ----------------------------------------------------------------------
 
 def test_every_documented_code_is_classified() -> None:
     assert set(EXPECTED) == {int(c) for c in ERRORS}
-
-
-@pytest.mark.parametrize("in_http_200", [False, True])
-@pytest.mark.parametrize("code", sorted(EXPECTED))
-async def test_error_codes_on_create(
-    client_for: ClientFor, code: int, in_http_200: bool
-) -> None:
-    fake = StrictKling()
-    answer = kling_error(code)
-    if in_http_200:
-        answer = json_response(200, answer.json())
-    fake.router.script("POST", CREATE, answer)
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    error = caught.value
-    assert (error.error_class, error.label) == EXPECTED[code]
-    assert ERRORS[str(code)]["body"]["message"] in str(error)
-    assert error.retry_after == (1.0 if code == 1303 else None)
-    # Only the server timeout leaves the create's fate open (lookup settles it).
-    assert error.body_maybe_sent is (code == 5002)
-    assert fake.posts() == 1 and fake.tasks == {}
 
 
 # -- unknown is never "no" ----------------------------------------------------------------

@@ -17,7 +17,6 @@ from conformance.minimax import (
     FILE_ID,
     FILES,
     IMAGE_URL,
-    V1_CODES,
     V1_CREATE,
     V1_TASK,
     V2_CREATE,
@@ -156,22 +155,6 @@ async def test_v2_image_from_a_file_is_sent_as_a_data_uri(
 
 # -- states and failure reasons ------------------------------------------------------------
 
-@pytest.mark.parametrize(("job_id", "fixture_name", "words"), [
-    (f"v1:{V1_TASK}", "v1_query_Fail", "no reason given"),
-    (f"v1:{V1_TASK}", "v1_query_Fail_1000", "unknown error"),
-    (f"v1:{V1_TASK}", "v1_query_Fail_sensitive", "output video sensitive"),
-    (f"v2:{V2_TASK}", "v2_task_failed", "internal error"),
-    (f"v2:{V2_TASK}", "v2_task_failed_sensitive", "sensitive content"),
-    (f"v2:{V2_TASK}", "v2_task_failed_output_sensitive", "sensitive content"),
-])
-async def test_a_failure_says_minimax_s_reason(
-    client_for: ClientFor, job_id: str, fixture_name: str, words: str
-) -> None:
-    """Class and label of each: the conformance facts; here the words shown."""
-    fake = FakeMiniMax(v1_states=[fixture_name], v2_states=[fixture_name])
-    status = await make(client_for(fake.router)).poll(job_id)
-    assert status.error is not None and words in str(status.error)
-
 
 def test_the_v1_cli_spelling_failed_is_a_failure_too() -> None:
     assert "Failed" in minimax._V1_FAILED and "Fail" in minimax._V1_FAILED
@@ -193,29 +176,6 @@ async def test_a_query_answered_by_a_proxy_page_is_polled_again(client_for: Clie
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).poll(f"v2:{V2_TASK}")
     assert caught.value.error_class is ErrorClass.RETRYABLE
-
-
-# -- create refusals: codes through FailureRules ------------------------------------------
-
-@pytest.mark.parametrize("code", [code for code, _, _ in V1_CODES])
-async def test_a_v1_refusal_names_its_code(client_for: ClientFor, code: int) -> None:
-    """An HTTP 200 with an error status code (classes: the conformance facts)."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V1_CREATE,
-                       json_response(200, fixture("minimax", f"v1_base_resp_{code}")))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert str(code) in str(caught.value)
-
-
-async def test_an_undocumented_v1_code_is_permanent(client_for: ClientFor) -> None:
-    fake = FakeMiniMax()
-    fake.router.script("POST", V1_CREATE, json_response(200, {
-        "task_id": "", "base_resp": {"status_code": 7777, "status_msg": "something new"}}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert caught.value.error_class is ErrorClass.PERMANENT
-    assert "something new" in str(caught.value)
 
 
 # -- property: no create answer is read as "nothing was created" --------------------------

@@ -274,6 +274,12 @@ def seeded(states: list[str] | None = None) -> StrictKling:
     return fake
 
 
+def _failed(message: str | None) -> dict[str, Any]:
+    answer: dict[str, Any] = fixture("kling", "query_failed")
+    answer["data"].update(task_id=SEEDED, task_status_msg=message)
+    return answer
+
+
 def _finished_without_file() -> dict[str, Any]:
     answer: dict[str, Any] = fixture("kling", "query_succeed")
     answer["data"].update(task_id=SEEDED, task_info={}, task_result={"videos": []})
@@ -290,10 +296,17 @@ FACTS = AdapterFacts(
     finished="query_succeed",
     # Kling lists no retryable reason for a failed task.
     failures=(("query_failed", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),),
+    failed_answers=tuple((_failed(message), ErrorClass.PERMANENT, label, message or "")
+                         for message, label in (
+        ("Failure to pass the risk control system", ErrorLabel.CONTENT_POLICY),
+        ("internal error, please retry", ErrorLabel.PROVIDER_ERROR),
+        (None, ErrorLabel.PROVIDER_ERROR))),
+    # Every documented code, as its HTTP status and again inside an HTTP 200.
     create_errors=tuple(
-        (ERRORS[str(code)]["http_status"], ERRORS[str(code)]["body"], {}, *classified,
-         1.0 if code == 1303 else None, code == 5002)
-        for code, classified in sorted(EXPECTED.items())),
+        (status or ERRORS[str(code)]["http_status"], ERRORS[str(code)]["body"], {},
+         *classified, 1.0 if code == 1303 else None, code == 5002)
+        for code, classified in sorted(EXPECTED.items()) for status in (None, 200)),
+    error_words=lambda body: body["message"], refusal_in_200_status=200,
     retry_after=False,  # a full pack (1303) waits a second, as documented; no header
     no_id=(*({"code": 0, "message": "SUCCEED", **extra} for extra in (
         {"data": {}}, {"data": {"task_id": ""}}, {"data": {"task_id": None}},

@@ -284,9 +284,15 @@ FACTS = AdapterFacts(
         ("v1_query_Fail", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
         ("v1_query_Fail_1000", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("v1_query_Fail_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failure_words={"v1_query_Fail": "no reason given", "v1_query_Fail_1000": "unknown error",
+                   "v1_query_Fail_sensitive": "output video sensitive"},
     # HTTP 200 with an error status code is a refusal: nothing was created.
-    create_errors=tuple((200, f"v1_base_resp_{code}", {}, error_class, label, None, False)
-                        for code, error_class, label in V1_CODES),
+    create_errors=(*((200, f"v1_base_resp_{code}", {}, error_class, label, None, False)
+                     for code, error_class, label in V1_CODES),
+                   (200, {"task_id": "", "base_resp": {"status_code": 7777,  # undocumented
+                                                       "status_msg": "something new"}},
+                    {}, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR, None, False)),
+    error_words=lambda body: "{status_code}: {status_msg}".format(**body["base_resp"]),
     retry_after=False,  # V1 refuses in HTTP 200 answers (1002/1039): no header to honour
     no_id=({"base_resp": {"status_code": 0, "status_msg": "success"}},
            {"task_id": "", "base_resp": {"status_code": 0}},
@@ -327,6 +333,9 @@ FACTS_V2 = AdapterFacts(
         ("v2_task_failed", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("v2_task_failed_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("v2_task_failed_output_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failure_words={"v2_task_failed": "internal error",
+                   "v2_task_failed_sensitive": "sensitive content",
+                   "v2_task_failed_output_sensitive": "sensitive content"},
     create_errors=(
         (401, "v2_error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "v2_error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),
@@ -337,6 +346,7 @@ FACTS_V2 = AdapterFacts(
          ErrorLabel.RATE_LIMITED, 20.0, False),
         (500, "v2_error_500", {}, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR, None,
          False)),
+    error_words=lambda body: body["error"]["message"],
     no_id=({"task": {"id": V2_TASK}}, {"task_id": None}),
     unreadable=(b"<html>ok</html>",),
     no_state=(fixture("minimax", "v2_task_succeeded")["task"],  # not wrapped

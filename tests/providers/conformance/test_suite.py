@@ -93,7 +93,8 @@ async def test_create_is_sent_once_with_the_key(facts: AdapterFacts,
 @every
 async def test_create_errors_are_classified(facts: AdapterFacts,
                                             client_for: ClientFor) -> None:
-    """ERR-CLASS, RETRY-AFTER (a create answered with an error is never sent again)"""
+    """ERR-CLASS, RETRY-AFTER (a create answered with an error is never sent again; the
+    provider's words are shown where the facts name them)"""
     for status, name, headers, error_class, label, wait, maybe_sent in facts.create_errors:
         fake = facts.fake()
         body = fixture(facts.provider, name) if isinstance(name, str) else name
@@ -101,8 +102,9 @@ async def test_create_errors_are_classified(facts: AdapterFacts,
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
         assert (error.error_class, error.label, error.retry_after, error.body_maybe_sent,
                 error.status_code) == (error_class, label, wait, maybe_sent,
-                                       status if status >= 400 else None), (
-            status, name, headers)  # a refusal inside an HTTP 200 has no error status
+                                       status if status >= 400
+                                       else facts.refusal_in_200_status), (status, name, headers)
+        assert facts.error_words is None or facts.error_words(body) in str(error), body
         assert fake.creates() == 1
 
 
@@ -240,6 +242,7 @@ async def test_every_documented_failure_ends_the_render(
         assert status.phase is RemotePhase.FAILED, name
         assert status.error is not None, name
         assert (status.error.error_class, status.error.label) == (error_class, label), name
+        assert facts.failure_words.get(name, "") in str(status.error), name
     for body, error_class, label, words in facts.failed_answers:
         fake = facts.fake([facts.failures[0][0]])
         fake.router.script("GET", facts.poll, json_response(200, body))
