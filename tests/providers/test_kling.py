@@ -251,33 +251,6 @@ PROPERTY = settings(max_examples=150, deadline=None,
 
 @PROPERTY
 @given(answer=ANSWERS)
-async def test_property_no_create_answer_reads_as_a_definite_no(
-    client_for: ClientFor, answer: tuple[int, bytes]
-) -> None:
-    """Random and malformed create answers: an id only from a well-formed envelope; else
-    an error that is either a documented refusal or an unknown outcome, never resent."""
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx2.Response(answer[0], content=answer[1]))
-    try:
-        job_id = await make(client_for(fake.router)).submit(request())
-    except ProviderError as error:
-        body = json_or_none_bytes(answer[1])
-        code = body.get("code") if isinstance(body, dict) else None
-        refused = isinstance(code, int) and not isinstance(code, bool) and code != 0
-        if refused:  # a documented refusal: only the server timeout may have created
-            assert error.body_maybe_sent is (code == 5002)
-        else:
-            assert error.label is ErrorLabel.SUBMIT_UNKNOWN and error.body_maybe_sent
-            assert error.error_class is ErrorClass.PERMANENT
-    else:
-        envelope = json.loads(answer[1])
-        assert envelope["code"] == 0
-        assert job_id == f"text2video/{envelope['data']['task_id']}"
-    assert fake.posts() == 1
-
-
-@PROPERTY
-@given(answer=ANSWERS)
 async def test_property_no_lookup_answer_but_1203_reads_as_absent(
     client_for: ClientFor, answer: tuple[int, bytes]
 ) -> None:

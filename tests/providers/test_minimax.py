@@ -5,7 +5,6 @@ on the fakes and the two facts tables of conformance/minimax.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +28,6 @@ from conformance.minimax import (
     v1_problems,
     v2_problems,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
@@ -176,47 +173,6 @@ async def test_a_query_answered_by_a_proxy_page_is_polled_again(client_for: Clie
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).poll(f"v2:{V2_TASK}")
     assert caught.value.error_class is ErrorClass.RETRYABLE
-
-
-# -- property: no create answer is read as "nothing was created" --------------------------
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["task_id", "base_resp", "status_code", "status_msg", "task", "type",
-                         "error", "message", "x"]), inner, max_size=4),
-    max_leaves=12)
-_ANSWERS = st.one_of(_JSON.map(lambda body: json.dumps(body).encode()),
-                     st.binary(max_size=40))
-
-
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=_ANSWERS, v2=st.booleans())
-async def test_property_a_create_answer_is_a_task_id_a_refusal_or_unknown(
-    client_for: ClientFor, raw: bytes, v2: bool
-) -> None:
-    """Random and malformed 2xx create answers: a job id only from a readable task_id;
-    a definite refusal only from a MiniMax error code; anything else may have been
-    billed (permanent, body maybe sent: the engine never resends it)."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE if v2 else V1_CREATE, httpx2.Response(200, content=raw))
-    try:
-        job_id = await make(client_for(fake.router)).submit(
-            request(model="MiniMax-H3" if v2 else "MiniMax-Hailuo-2.3"))
-    except ProviderError as error:
-        if not error.body_maybe_sent:  # a refusal: only from a documented error code
-            body = json.loads(raw)
-            assert isinstance(body, dict)
-            assert minimax._error_code(body)[0] is not None
-        else:
-            assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
-                                                        ErrorLabel.SUBMIT_UNKNOWN)
-    else:
-        body = json.loads(raw)
-        task_id = body["task_id"]
-        assert job_id == f"{'v2' if v2 else 'v1'}:{task_id}" and str(task_id).strip()
-    assert fake.creates() == 1
 
 
 # -- downloads, reattach, cancel, key -----------------------------------------------------

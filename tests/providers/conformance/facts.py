@@ -94,6 +94,12 @@ class AdapterFacts:
         create leaves its outcome open (a 504 always does).
     no_state: poll answers (JSON objects) that say nothing readable about the state.
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
+    create_keys: more field names the create property builds random answers from;
+        envelope: wraps a random value as an otherwise well-formed answer (None: none);
+        refusal: ``refusal(body)``: None when a JSON object is not the provider's refusal,
+        else whether a create refused so may still have gone through; unknown_as: the
+        (class, label) of any other JSON object without an id, for an adapter that looks
+        a lost create up (the others: always permanent, submit outcome unknown).
     no_file: finished poll answers (JSON) without the file.
     expire: makes the link in ``status`` dead once (``expire(fake, status)``).
     refresh: route -> how many GETs it has had once a poll and a download whose link
@@ -140,6 +146,10 @@ class AdapterFacts:
     failure_words: Mapping[str, str] = field(default_factory=dict)
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
+    create_keys: tuple[str, ...] = ()
+    unknown_as: tuple[ErrorClass, ErrorLabel] | None = None
+    envelope: Callable[[Any], Any] | None = None
+    refusal: Callable[[dict[str, Any]], bool | None] = field(default=lambda body: None)
     cancel: tuple[str, str] | None = None
     gone: tuple[tuple[str, ...], Callable[[Any], None], str] | None = None
     key_header: str = "authorization"

@@ -274,6 +274,14 @@ def seeded(states: list[str] | None = None) -> StrictKling:
     return fake
 
 
+def _code(body: dict[str, Any]) -> int | None:
+    """The envelope's code: an integer, or its ASCII digits."""
+    code = body.get("code")
+    if isinstance(code, str) and code.isascii() and code.isdigit():
+        return int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
 def _failed(message: str | None) -> dict[str, Any]:
     answer: dict[str, Any] = fixture("kling", "query_failed")
     answer["data"].update(task_id=SEEDED, task_status_msg=message)
@@ -318,7 +326,14 @@ FACTS = AdapterFacts(
     no_state=tuple({"code": 0, "data": data} for data in (
         {}, {"task_id": "999"}, {"task_id": SEEDED, "task_status": 3}, [], None)),
     no_file=(_finished_without_file(),),
-    id_key="task_id", reads_as=lambda body, job_id: False,  # only a code-0 envelope
+    id_key="task_id", create_keys=("code", "message", "task_info", "external_task_id",
+                                   "task_status"),
+    envelope=lambda data: {"code": 0, "data": data},
+    unknown_as=(ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
+    # A code other than 0 is a refusal; only the server timeout (5002) may have created.
+    refusal=lambda body: None if _code(body) in (None, 0) else _code(body) == 5002,
+    reads_as=lambda body, job_id: _code(body) == 0
+    and job_id == f"text2video/{body['data']['task_id']}",
     expire=expire_flag, refresh={TASK: 2},
     check_key=(rf"{API}/v1/videos/text2video", lambda: kling_error(1002)),
     lost_create=LostCreateSearch.LOOKUP,

@@ -260,6 +260,14 @@ def _expire_v2(fake: FakeMiniMax, status: Any) -> None:
     fake.router.script("GET", V2_QUERY, json_response(200, fresh))
 
 
+def _refusal(body: dict[str, Any]) -> bool | None:
+    """A MiniMax error code is a refusal (nothing made) unless a task id stands beside it."""
+    if minimax._error_code(body)[0] is None:
+        return None
+    task_id = body.get("task_id")
+    return isinstance(task_id, str) and bool(task_id.strip())
+
+
 V1_TEXT = {"model": "MiniMax-Hailuo-2.3", "duration": 6, "resolution": "1080p"}
 V2_TEXT = {"model": "MiniMax-H3", "duration": 8, "resolution": "2K", "aspect_ratio": "16:9"}
 VIDEO = (r"(public-cdn-video-data-algeng\.oss-cn-wulanchabu\.aliyuncs\.com"
@@ -268,7 +276,10 @@ _COMMON: dict[str, Any] = {"kind": "minimax", "provider": "minimax", "make": mak
                            "created": 200, "video": VIDEO, "id_key": "task_id",
                            "check_key": (V1_QUERY, _answer(200, "v1_base_resp_1004")),
                            "unreadable_as": (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
-                           "page_5xx_maybe_sent": True}
+                           "page_5xx_maybe_sent": True,
+                           "create_keys": ("base_resp", "status_code", "status_msg", "task",
+                                           "type", "message"),
+                           "refusal": _refusal}
 
 FACTS = AdapterFacts(
     **_COMMON, label="minimax-v1", fake=lambda states=None: FakeMiniMax(v1_states=states),

@@ -187,24 +187,35 @@ async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
     facts: AdapterFacts, client_for: ClientFor, data: st.DataObject
 ) -> None:
     """CREATE-PROPERTY: random and malformed 2xx create answers give a job id only from a
-    readable id field; anything else says the create may have gone through."""
+    readable id field, a definite refusal only from the provider's own refusal; anything
+    else says the create may have gone through."""
     values = st.recursive(
         st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
-            [facts.id_key, "status", "error", "detail", "data", "x"]), inner, max_size=4),
+            [facts.id_key, "status", "error", "detail", "data", "x", *facts.create_keys]),
+            inner, max_size=4),
         max_leaves=12)
+    wrapped = values.map(facts.envelope) if facts.envelope else values
     raw = data.draw(st.one_of(values.map(lambda b: json.dumps(b).encode()),
-                              st.binary(max_size=40)))
+                              st.binary(max_size=40),
+                              wrapped.map(lambda b: json.dumps(b).encode())))
     fake = facts.fake()
     fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=raw))
     try:
         job_id = await facts.make(client_for(fake.router)).submit(facts.request())
     except ProviderError as error:
-        assert error.body_maybe_sent is True  # the engine never resends it by itself
         body = _decoded(raw)
-        if isinstance(body, dict) and facts.lost_create is not LostCreateSearch.LOOKUP:
-            assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
-                                                        ErrorLabel.SUBMIT_UNKNOWN)
+        refused = facts.refusal(body) if isinstance(body, dict) else None
+        if refused is not None:
+            assert error.body_maybe_sent is refused
+        else:  # the engine never resends it by itself
+            assert error.body_maybe_sent is True
+            unknown = (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+            if isinstance(body, dict) and (facts.lost_create is not LostCreateSearch.LOOKUP
+                                           or facts.unknown_as is not None):
+                assert (error.error_class, error.label) == (facts.unknown_as or unknown)
+            elif not isinstance(body, dict) and facts.unreadable_as is not None:
+                assert (error.error_class, error.label) == facts.unreadable_as
     else:
         body = _decoded(raw)
         assert isinstance(body, dict) and facts.reads_as(body, job_id)
