@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from conformance import maker
 from conformance import runway as runway_facts
 from conformance import test_suite as suite
 from provider_fakes import Router
@@ -79,10 +80,7 @@ class NoByteCap(runway.RunwayProvider):
 
 
 def planted(adapter: type[runway.RunwayProvider]) -> Any:
-    def make(client: httpx2.AsyncClient, **settings: Any) -> runway.RunwayProvider:
-        config = ProviderConfig("studio", None, runway_facts.SENTINEL_KEY, settings=settings)
-        return adapter(client, config)
-    return dataclasses.replace(runway_facts.FACTS, make=make)
+    return dataclasses.replace(runway_facts.FACTS, make=maker(adapter, "studio"))
 
 
 # bug -> (the planted adapter, the suite's check, what its failure says: the check fails

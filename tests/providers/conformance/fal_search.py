@@ -21,10 +21,10 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 QUEUE = "queue.fal.run"
 PLATFORM = "api.fal.ai"
@@ -118,12 +118,8 @@ class FalHistory:
         return [c.url for c in self.router.calls if c.url.host == PLATFORM]
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None) -> fal.FalProvider:
-    return fal.create(client, ProviderConfig("fal-1", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A glass city at dawn", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(fal.create, "fal-1")
+request = requester("A glass city at dawn")
 
 
 PARAMS = {"model": "fal-ai/veo3.1/fast", "duration": 6, "aspect_ratio": "9:16", "seed": 11}

@@ -20,11 +20,12 @@ from typing import Any
 import httpx2
 from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import kling
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 API = "api-singapore.klingai.com"
 CDN = "v16-kling-fdl.klingai.com"
@@ -238,13 +239,8 @@ class StrictKling:
         return video_response()
 
 
-def make(client: httpx2.AsyncClient, key: str = KEY) -> kling.KlingProvider:
-    return kling.create(client, ProviderConfig("kl", None, key))
-
-
-def request(token: str = "tok-1", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token=token, prompt="A snow leopard",
-                         params=params)
+make = maker(kling.create, "kl", key=KEY)
+request = requester("A snow leopard")
 
 
 EXPECTED = {

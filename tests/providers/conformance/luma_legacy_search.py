@@ -20,12 +20,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response
+from provider_fakes import Router, fixture, json_response
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import luma_legacy
-from reelqueue.providers.base import ProviderConfig, RemoteRecord, RenderRequest
+from reelqueue.providers.base import RemoteRecord
 
 API = "api.lumalabs.ai"
 CREATE = rf"{API}/dream-machine/v1/generations/video"
@@ -94,13 +95,8 @@ class FakeGenerations:
                 for c in self.router.calls if c.method == "GET"]
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None
-         ) -> luma_legacy.LumaLegacyProvider:
-    return luma_legacy.create(client, ProviderConfig("dm", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A koi pond", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(luma_legacy.create, "dm")
+request = requester("A koi pond")
 
 
 def ids(records: tuple[RemoteRecord, ...]) -> set[str]:

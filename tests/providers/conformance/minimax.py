@@ -16,11 +16,11 @@ from typing import Any
 import httpx2
 from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import AdapterFacts, EngineFacts, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import minimax
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 API = "api.minimax.io"
 V1_TASK = "106916112212032"
@@ -222,12 +222,8 @@ class FakeMiniMax:
         return video_response()
 
 
-def make(client: httpx2.AsyncClient) -> minimax.MiniMaxProvider:
-    return minimax.create(client, ProviderConfig("mm", None, SENTINEL_KEY))
-
-
-def request(prompt: str = "A desert caravan at dusk", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(minimax.create, "mm")
+request = requester("A desert caravan at dusk")
 
 
 V1_CODES = (

@@ -26,10 +26,11 @@ from urllib.parse import parse_qs, urlencode
 import httpx2
 from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.base import ProviderConfig, RemoteRecord, RenderRequest
+from reelqueue.providers.base import RemoteRecord
 
 API = "api.replicate.com"
 LIST = rf"{API}/v1/predictions"
@@ -145,13 +146,8 @@ class FakeAccount:
         })
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None
-         ) -> replicate.ReplicateProvider:
-    return replicate.create(client, ProviderConfig("rep", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A lantern festival", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(replicate.create, "rep")
+request = requester("A lantern festival")
 
 
 def by_id(records: tuple[RemoteRecord, ...]) -> dict[str, RemoteRecord]:
