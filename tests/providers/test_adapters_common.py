@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
 from typing import Any
 
-import httpx2
 import pytest
-from provider_fakes import SENTINEL_KEY, Router
+from provider_fakes import SENTINEL_KEY, ClientFor, Router
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.providers.base import ProviderConfig
@@ -18,8 +16,6 @@ from reelqueue.providers.registry import no_rules
 
 KINDS = ["runway", "veo", "luma", "luma-legacy", "fal", "replicate", "minimax", "kling",
          "openai-compat"]
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def config(kind: str, base_url: str | None = None, key: str | None = SENTINEL_KEY
            ) -> ProviderConfig:

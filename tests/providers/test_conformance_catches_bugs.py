@@ -18,14 +18,13 @@ import pytest
 from conformance import maker
 from conformance import runway as runway_facts
 from conformance import test_suite as suite
-from provider_fakes import Router
+from provider_fakes import ClientFor
 
 from reelqueue.domain.errors import ErrorClass, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import runway
 from reelqueue.providers.base import ProviderConfig, RemoteStatus
 
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 Check = Callable[..., Awaitable[None]]
 
 

@@ -9,7 +9,6 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
-    Router,
+    ClientFor,
     all_texts,
     echo_error,
     fixture,
@@ -48,8 +47,6 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState, RemotePhase
 from reelqueue.providers.adapters import kling
 from reelqueue.providers.base import ProviderConfig
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: kling.KlingProvider, job_id: str, status: Any) -> bytes:

@@ -5,18 +5,14 @@ fake and facts of conformance/luma_legacy.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
-import httpx2
 import pytest
 from conformance.luma_legacy import GEN_ID, FakeDreamMachine, make, request
-from provider_fakes import Router
+from provider_fakes import ClientFor
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import luma_legacy
 from reelqueue.providers.base import RenderRequest
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def test_create_body_as_documented(client_for: ClientFor) -> None:

@@ -6,7 +6,6 @@ on the fakes and the two facts tables of conformance/minimax.py."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
+    ClientFor,
     Router,
     all_texts,
     fixture,
@@ -50,9 +50,6 @@ from reelqueue.providers.base import (
     reconcile_method,
     sends_client_token,
 )
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 # -- the strict fakes refuse what the schema refuses ---------------------------------------
 

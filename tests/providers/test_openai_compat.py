@@ -6,7 +6,6 @@ facts of conformance/openai_compat.py."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from conformance.openai_compat import (
 )
 from provider_fakes import (
     SENTINEL_KEY,
+    ClientFor,
     Router,
     all_texts,
     echo_error,
@@ -39,8 +39,6 @@ from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: openai_compat.OpenAICompatProvider, status: Any) -> bytes:

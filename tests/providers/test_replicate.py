@@ -5,20 +5,16 @@ fake and facts of conformance/replicate.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from conformance.replicate import CREATE, PRED_ID, FakeReplicate, make, request
-from provider_fakes import Router, fixture, json_response, run_one_row
+from provider_fakes import ClientFor, Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState
 from reelqueue.providers.adapters import replicate
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: replicate.ReplicateProvider, status: Any) -> bytes:

@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from conformance.runway import CREATE, TASK, TASK_ID, FakeRunway, make, request
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, run_one_row
+from provider_fakes import SENTINEL_KEY, ClientFor, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine import render
 from reelqueue.engine.config import EngineConfig
 from reelqueue.providers.adapters import runway
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def test_create_body_and_states_as_documented(client_for: ClientFor) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,8 +32,6 @@ LIST = rf"{PLATFORM}/v1/models/requests/by-endpoint"
 T0 = 1_793_000_000.0  # the fake's clock at the start of every test
 MAX_RENDER = 600.0  # the fake's longest render (queue + run) before a request is listed
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

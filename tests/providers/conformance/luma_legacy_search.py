@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +31,6 @@ API = "api.lumalabs.ai"
 CREATE = rf"{API}/dream-machine/v1/generations/video"
 LIST = rf"{API}/dream-machine/v1/generations"
 T0 = datetime(2026, 10, 2, 10, 0, tzinfo=UTC).timestamp()
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +24,6 @@ BASE_URL = f"https://{GATEWAY}/v1"
 VIDEOS = rf"{GATEWAY}/v1/videos"
 T0 = 1_790_000_000.0
 HOUR = 3600.0
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 @dataclass
 class Listed:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,8 +37,6 @@ CREATE = rf"{API}/v1/models/(?P<model>[\w.-]+/[\w.-]+)/predictions"
 T0 = datetime(2026, 10, 2, 12, 0, tzinfo=UTC).timestamp()
 IMAGE_URL = "https://img.example.test/a.png"
 PNG_DATA_URI = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds") \

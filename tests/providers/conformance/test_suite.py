@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
+    ClientFor,
     Router,
     all_texts,
     echo_error,
@@ -55,7 +55,6 @@ from reelqueue.providers.download_limits import DownloadLimits, using_limits
 # (tests/plugins/sample/ in CI; conformance/plugins.py).
 ALL = [*(m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
                            kling, minimax)), minimax.FACTS_V2, mock.FACTS, *PLUGIN_FACTS]
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
 
 
