@@ -248,19 +248,7 @@ def test_sheet_rows_without_duration_or_ratio_cells_import_for_both_apis(
 # -- prices (platform.minimax.io/docs/guides/pricing-paygo; SOURCE.md "Prices") ---------
 
 # The page's "Video" section, "Legacy Models": USD per whole video, as MiniMax lists them.
-PAGE_V1_PRICES = [
-    ("MiniMax-Hailuo-2.3-Fast", "768P", 6, 0.19),
-    ("MiniMax-Hailuo-2.3-Fast", "768P", 10, 0.32),
-    ("MiniMax-Hailuo-2.3-Fast", "1080P", 6, 0.33),
-    ("MiniMax-Hailuo-2.3", "768P", 6, 0.28),
-    ("MiniMax-Hailuo-2.3", "768P", 10, 0.56),
-    ("MiniMax-Hailuo-2.3", "1080P", 6, 0.49),
-    ("MiniMax-Hailuo-02", "768P", 6, 0.28),
-    ("MiniMax-Hailuo-02", "768P", 10, 0.56),
-    ("MiniMax-Hailuo-02", "1080P", 6, 0.49),
-    ("MiniMax-Hailuo-02", "512P", 6, 0.10),
-    ("MiniMax-Hailuo-02", "512P", 10, 0.15),
-]
+PAGE_V1_PRICES = [tuple(row) for row in fixture("minimax", "prices_legacy_models")]
 
 
 def quote(model: str, resolution: str | None, seconds: int) -> Any:

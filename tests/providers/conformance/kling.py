@@ -37,15 +37,12 @@ ClientFor = Callable[[Router], httpx2.AsyncClient]
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 ERRORS: dict[str, Any] = fixture("kling", "errors")
 
-COMMON_FIELDS = {"model_name": str, "prompt": str, "negative_prompt": str,
-                 "cfg_scale": float, "mode": str, "sound": str, "camera_control": dict,
-                 "duration": str, "watermark_info": dict, "callback_url": str,
-                 "external_task_id": str}
-TEXT_FIELDS = {**COMMON_FIELDS, "aspect_ratio": str}
-IMAGE_FIELDS = {**COMMON_FIELDS, "image": str, "image_tail": str}
-TEXT_MODELS = {"kling-v1", "kling-v1-6", "kling-v2-master", "kling-v2-1-master",
-               "kling-v2-5-turbo", "kling-v2-6", "kling-v3"}
-IMAGE_MODELS = TEXT_MODELS | {"kling-v1-5", "kling-v2-1"}
+_SCHEMA = fixture("kling", "schema")  # the request fields and models of T2V/I2V (SOURCE.md)
+_TYPES: dict[str, type] = {"str": str, "float": float, "dict": dict}
+TEXT_FIELDS, IMAGE_FIELDS = ({name: _TYPES[kind] for name, kind in {
+    **_SCHEMA["common_fields"], **_SCHEMA[f"{endpoint}_fields"]}.items()} for endpoint in ENDPOINTS)
+TEXT_MODELS = set(_SCHEMA["text2video_models"])
+IMAGE_MODELS = TEXT_MODELS | set(_SCHEMA["image2video_only_models"])
 
 
 def kling_error(code: int, detail: str = "") -> httpx2.Response:

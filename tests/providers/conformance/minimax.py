@@ -36,24 +36,15 @@ IMAGE_URL = "https://img.example.test/first.png"
 
 # -- the official schema, as the fakes enforce it ----------------------------------------
 
-V1_T2V_MODELS = {"MiniMax-Hailuo-2.3", "MiniMax-Hailuo-02", "T2V-01-Director", "T2V-01"}
-V1_I2V_MODELS = {"MiniMax-Hailuo-2.3", "MiniMax-Hailuo-2.3-Fast", "MiniMax-Hailuo-02",
-                 "I2V-01-Director", "I2V-01-live", "I2V-01"}
-V1_FIELDS = {"model", "prompt", "prompt_optimizer", "fast_pretreatment", "duration",
-             "resolution", "callback_url", "first_frame_image"}
+_SCHEMA = fixture("minimax", "schema")  # the reference's enums and tables (SOURCE.md)
+V1_T2V_MODELS, V1_I2V_MODELS, V1_FIELDS = (set(_SCHEMA["v1"][k]) for k in (
+    "t2v_models", "i2v_models", "fields"))
 # (image-to-video?, model) -> duration -> allowed resolutions (the reference's tables)
-_HAILUO = {6: {"768P", "1080P"}, 10: {"768P"}}
 V1_TABLE: dict[tuple[bool, str], dict[int, set[str]]] = {
-    (False, "MiniMax-Hailuo-2.3"): _HAILUO, (False, "MiniMax-Hailuo-02"): _HAILUO,
-    (True, "MiniMax-Hailuo-2.3"): _HAILUO, (True, "MiniMax-Hailuo-2.3-Fast"): _HAILUO,
-    (True, "MiniMax-Hailuo-02"): {6: {"512P", "768P", "1080P"}, 10: {"512P", "768P"}},
-}
-V2_FIELDS = {"model", "content", "resolution", "duration", "ratio", "callback_url",
-             "aigc_watermark"}
-V2_ITEM_FIELDS = {"type", "text", "image_url", "video_url", "audio_url", "role"}
-V2_ROLES = {"first_frame", "last_frame", "reference_image", "reference_video",
-            "reference_audio"}
-V2_RATIOS = {"adaptive", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"}
+    (row["i2v"], row["model"]): {int(d): set(row[d]) for d in ("6", "10")}
+    for row in _SCHEMA["v1"]["resolutions_by_duration"]}
+V2_FIELDS, V2_ITEM_FIELDS, V2_ROLES, V2_RATIOS = (set(_SCHEMA["v2"][k]) for k in (
+    "fields", "item_fields", "roles", "ratios"))
 
 
 def v1_problems(body: Any) -> list[str]:
@@ -257,7 +248,7 @@ def _expire_v2(fake: FakeMiniMax, status: Any) -> None:
 
 
 def _refusal(body: dict[str, Any]) -> bool | None:
-    """A MiniMax error code is a refusal (nothing made) unless a task id stands beside it."""
+    """A V1 error code is a refusal (nothing made) unless a task id stands beside it."""
     if minimax._error_code(body)[0] is None:
         return None
     task_id = body.get("task_id")
@@ -274,8 +265,7 @@ _COMMON: dict[str, Any] = {"kind": "minimax", "provider": "minimax", "make": mak
                            "unreadable_as": (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
                            "page_5xx_maybe_sent": True,
                            "create_keys": ("base_resp", "status_code", "status_msg", "task",
-                                           "type", "message"),
-                           "refusal": _refusal}
+                                           "type", "message")}
 
 FACTS = AdapterFacts(
     **_COMMON, label="minimax-v1", fake=lambda states=None: FakeMiniMax(v1_states=states),
@@ -301,6 +291,7 @@ FACTS = AdapterFacts(
                     {}, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR, None, False)),
     error_words=lambda body: "{status_code}: {status_msg}".format(**body["base_resp"]),
     retry_after=False,  # V1 refuses in HTTP 200 answers (1002/1039): no header to honour
+    refusal=_refusal,  # V2 refuses only with an HTTP error: its 2xx is an id or unknown
     no_id=({"base_resp": {"status_code": 0, "status_msg": "success"}},
            {"task_id": "", "base_resp": {"status_code": 0}},
            {"task_id": V1_TASK, "base_resp": {"status_code": 1002}}, [V1_TASK]),
