@@ -112,6 +112,9 @@ class Router:
         return json_response(404, {"error": f"no fake route for {request.method} {target}"})
 
 
+ClientFor = Callable[[Router], httpx2.AsyncClient]
+
+
 class WalkingFake:
     """A provider fake whose render walks ``states`` (fixture names), one poll at a time.
 

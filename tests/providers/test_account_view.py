@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response
+from provider_fakes import SENTINEL_KEY, ClientFor, Router, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import luma_legacy, runway
@@ -29,7 +29,6 @@ from reelqueue.providers.mock import MockProvider
 
 pytestmark = pytest.mark.unit
 
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 RUNWAY = "api.dev.runwayml.com"
 LUMA = "api.lumalabs.ai"
 MOCK = "127.0.0.1"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from collections.abc import Callable
+from typing import Any
 
-import httpx2
 import pytest
-from provider_fakes import SENTINEL_KEY, Router
+from provider_fakes import SENTINEL_KEY, ClientFor, Router
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, InputError, ProviderError
 from reelqueue.providers.base import ProviderConfig
@@ -16,14 +16,47 @@ from reelqueue.providers.registry import no_rules
 
 KINDS = ["runway", "veo", "luma", "luma-legacy", "fal", "replicate", "minimax", "kling",
          "openai-compat"]
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def config(kind: str, base_url: str | None = None, key: str | None = SENTINEL_KEY
            ) -> ProviderConfig:
     if base_url is None and kind == "openai-compat":
         base_url = "https://gateway.example/v1"
     return ProviderConfig("acct", base_url, key, settings={"model": "m"})
+
+
+# Each kind's own registration facts: base URL (None: none by default) and ParamSpec fields.
+REGISTERED: dict[str, tuple[str | None, dict[str, Any]]] = {
+    "runway": ("https://api.dev.runwayml.com", {"default_capacity": 1}),
+    "veo": ("https://generativelanguage.googleapis.com/v1beta",
+            {"durations": (4.0, 6.0, 8.0), "seed": False}),
+    "luma": ("https://agents.lumalabs.ai/v1", {
+        "models": ("ray-3.2",), "durations": (5.0, 10.0),
+        "resolutions": ("720p", "1080p", "540p")}),  # the SDK's list: no 360p
+    "luma-legacy": ("https://api.lumalabs.ai/dream-machine/v1", {"max_prompt_chars": 5000}),
+    "fal": ("https://queue.fal.run", {"default_capacity": 2}),
+    "replicate": ("https://api.replicate.com/v1", {}),
+    "minimax": ("https://api.minimax.io", {}),
+    "kling": ("https://api-singapore.klingai.com", {"duration_range": (3.0, 15.0)}),
+    "openai-compat": (None, {}),
+}
+FIRST_MODEL = {"runway": "gen4.5", "kling": "kling-v3"}
+PRICE = {"runway": ("gen4.5", 0.12), "veo": ("veo-3.1-fast-generate-preview", 0.10)}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_kind_is_registered_with_its_module_and_facts(kind: str) -> None:
+    """Was test_<provider>.py::test_registered in each adapter's file."""
+    module = importlib.import_module(f"reelqueue.providers.adapters.{kind.replace('-', '_')}")
+    info = builtin_registry().get(kind)
+    assert (info.factory, info.rules) == (module.create, module.extra_validation)
+    base_url, params = REGISTERED[kind]
+    assert info.default_base_url == base_url
+    assert {name: getattr(info.params, name) for name in params} == params
+    if kind in FIRST_MODEL:
+        assert info.params.models[0] == FIRST_MODEL[kind]
+    if kind in PRICE:
+        model, usd = PRICE[kind]
+        assert info.params.price_per_second[model] == pytest.approx(usd)
 
 
 def test_every_kind_is_built_in_with_its_own_rules() -> None:

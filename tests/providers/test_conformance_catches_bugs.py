@@ -15,16 +15,16 @@ from typing import Any
 
 import httpx2
 import pytest
+from conformance import maker
 from conformance import runway as runway_facts
 from conformance import test_suite as suite
-from provider_fakes import Router
+from provider_fakes import ClientFor
 
 from reelqueue.domain.errors import ErrorClass, ProviderError
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import runway
 from reelqueue.providers.base import ProviderConfig, RemoteStatus
 
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 Check = Callable[..., Awaitable[None]]
 
 
@@ -79,10 +79,7 @@ class NoByteCap(runway.RunwayProvider):
 
 
 def planted(adapter: type[runway.RunwayProvider]) -> Any:
-    def make(client: httpx2.AsyncClient, **settings: Any) -> runway.RunwayProvider:
-        config = ProviderConfig("studio", None, runway_facts.SENTINEL_KEY, settings=settings)
-        return adapter(client, config)
-    return dataclasses.replace(runway_facts.FACTS, make=make)
+    return dataclasses.replace(runway_facts.FACTS, make=maker(adapter, "studio"))
 
 
 # bug -> (the planted adapter, the suite's check, what its failure says: the check fails

@@ -13,19 +13,10 @@ from typing import Any
 import httpx2
 import pytest
 from conformance.fal import JOB_ID, RESULT, FakeFal, make, request
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    all_texts,
-    echo_error,
-    fixture,
-    json_response,
-)
+from provider_fakes import SENTINEL_KEY, Router, all_texts, echo_error, fixture, json_response
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers.adapters import fal
-from reelqueue.providers.builtin import builtin_registry
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -106,26 +97,6 @@ async def test_result_endpoint_blip_is_polled_again_not_failed(client_for: Clien
         await provider.poll(JOB_ID)
     assert caught.value.error_class is ErrorClass.RETRYABLE
     assert (await provider.poll(JOB_ID)).phase is RemotePhase.SUCCEEDED
-
-
-@pytest.mark.parametrize(
-    ("params", "ok"),
-    [
-        ({"model": "fal-ai/veo3.1"}, True),
-        ({"model": "fal-ai/veo3.1", "image": "https://x.test/a.png"}, False),
-        ({"model": "fal-ai/veo3.1/image-to-video"}, False),
-        ({"model": "fal-ai/veo3.1/fast/image-to-video", "image": "/tmp/a.png"}, True),
-    ],
-)
-def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
-    assert (fal.extra_validation(params) == []) is ok
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("fal")
-    assert info.factory is fal.create
-    assert info.params.default_capacity == 2
-    assert builtin_registry().get("fal").rules is fal.extra_validation
 
 
 # -- issue 10: audio, finished without a file, failure reasons, unknown outcomes ----------

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
@@ -24,20 +23,11 @@ from conformance.fal_search import (
     parse_iso,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import ClientFor, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import (
-    ReconcileMethod,
-    reconcile_method,
-)
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
+from reelqueue.providers.base import ReconcileMethod, reconcile_method
 
 
 async def test_a_lost_create_is_found_once_fal_lists_it(client_for: ClientFor) -> None:

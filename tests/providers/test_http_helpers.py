@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx2
 import pytest
-from provider_fakes import SENTINEL_KEY, VIDEO_BYTES, Router, all_texts, json_response
+from provider_fakes import SENTINEL_KEY, VIDEO_BYTES, ClientFor, Router, all_texts, json_response
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers.adapters._client import ApiClient
@@ -19,7 +18,6 @@ from reelqueue.providers.adapters._images import load_image
 from reelqueue.providers.adapters._params import param_bool, param_int, param_str, spec_problems
 from reelqueue.providers.base import ParamSpec, ProviderConfig
 
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 API = "api.example.test"
 
 

@@ -9,7 +9,6 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
-    Router,
+    ClientFor,
     all_texts,
     echo_error,
     fixture,
@@ -48,9 +47,6 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState, RemotePhase
 from reelqueue.providers.adapters import kling
 from reelqueue.providers.base import ProviderConfig
-from reelqueue.providers.builtin import builtin_registry
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: kling.KlingProvider, job_id: str, status: Any) -> bytes:
@@ -141,54 +137,10 @@ async def test_the_fake_enforces_the_reference(
     assert fake.tasks == {}
 
 
-@pytest.mark.parametrize(
-    ("message", "label"),
-    [("Failure to pass the risk control system", ErrorLabel.CONTENT_POLICY),
-     ("internal error, please retry", ErrorLabel.PROVIDER_ERROR),
-     (None, ErrorLabel.PROVIDER_ERROR)],
-)
-async def test_failed_task_is_permanent_because_kling_lists_no_retryable_reason(
-    client_for: ClientFor, message: str | None, label: ErrorLabel
-) -> None:
-    fake = StrictKling(steps=["query_failed"])
-    provider = make(client_for(fake.router))
-    job_id = await provider.submit(request())
-    answer = fixture("kling", "query_failed")
-    answer["data"]["task_id"] = job_id.split("/")[1]
-    answer["data"]["task_status_msg"] = message
-    fake.router.script("GET", rf"{API}/v1/videos/text2video/.*", json_response(200, answer))
-    status = await provider.poll(job_id)
-    assert status.phase is RemotePhase.FAILED and status.error is not None
-    assert (status.error.error_class, status.error.label) == (ErrorClass.PERMANENT, label)
-    if message:
-        assert message in str(status.error)
-
-
 # -- the error table ----------------------------------------------------------------------
 
 def test_every_documented_code_is_classified() -> None:
     assert set(EXPECTED) == {int(c) for c in ERRORS}
-
-
-@pytest.mark.parametrize("in_http_200", [False, True])
-@pytest.mark.parametrize("code", sorted(EXPECTED))
-async def test_error_codes_on_create(
-    client_for: ClientFor, code: int, in_http_200: bool
-) -> None:
-    fake = StrictKling()
-    answer = kling_error(code)
-    if in_http_200:
-        answer = json_response(200, answer.json())
-    fake.router.script("POST", CREATE, answer)
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    error = caught.value
-    assert (error.error_class, error.label) == EXPECTED[code]
-    assert ERRORS[str(code)]["body"]["message"] in str(error)
-    assert error.retry_after == (1.0 if code == 1303 else None)
-    # Only the server timeout leaves the create's fate open (lookup settles it).
-    assert error.body_maybe_sent is (code == 5002)
-    assert fake.posts() == 1 and fake.tasks == {}
 
 
 # -- unknown is never "no" ----------------------------------------------------------------
@@ -292,33 +244,6 @@ ANSWERS = st.one_of(
 )
 PROPERTY = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@PROPERTY
-@given(answer=ANSWERS)
-async def test_property_no_create_answer_reads_as_a_definite_no(
-    client_for: ClientFor, answer: tuple[int, bytes]
-) -> None:
-    """Random and malformed create answers: an id only from a well-formed envelope; else
-    an error that is either a documented refusal or an unknown outcome, never resent."""
-    fake = StrictKling()
-    fake.router.script("POST", CREATE, httpx2.Response(answer[0], content=answer[1]))
-    try:
-        job_id = await make(client_for(fake.router)).submit(request())
-    except ProviderError as error:
-        body = json_or_none_bytes(answer[1])
-        code = body.get("code") if isinstance(body, dict) else None
-        refused = isinstance(code, int) and not isinstance(code, bool) and code != 0
-        if refused:  # a documented refusal: only the server timeout may have created
-            assert error.body_maybe_sent is (code == 5002)
-        else:
-            assert error.label is ErrorLabel.SUBMIT_UNKNOWN and error.body_maybe_sent
-            assert error.error_class is ErrorClass.PERMANENT
-    else:
-        envelope = json.loads(answer[1])
-        assert envelope["code"] == 0
-        assert job_id == f"text2video/{envelope['data']['task_id']}"
-    assert fake.posts() == 1
 
 
 @PROPERTY
@@ -432,38 +357,6 @@ async def test_check_key_reads_one_list_row_and_creates_nothing(client_for: Clie
         await make(client_for(fake.router), key=f"{ACCESS}:wrong-secret").check_key()
     assert caught.value.label is ErrorLabel.KEY_REJECTED
     assert fake.posts() == 0
-
-
-@pytest.mark.parametrize(
-    ("params", "problem"),
-    [({"model": "kling-v1-5"}, "only animates an image"),
-     ({"model": "kling-v2-6", "duration": 7}, "5 or 10 second"),
-     ({"model": "kling-v2-5-turbo", "audio": True}, "makes no sound"),
-     ({"image": "https://img.example/a.png", "aspect_ratio": "1:1"}, "frame from the image"),
-     ({"cfg_scale": 0.5}, "takes no cfg_scale"),
-     ({"model": "kling-v1-6", "cfg_scale": 3}, "from 0 to 1"),
-     ({"negative_prompt": "x" * 2501}, "limit is 2500")],
-)
-def test_rows_kling_would_refuse_are_caught_at_import(params: dict[str, Any],
-                                                       problem: str) -> None:
-    problems = builtin_registry().get("kling").rules(params)
-    assert any(problem in p.message for p in problems), problems
-
-
-@pytest.mark.parametrize("params", [{}, {"duration": 15}, {"duration": 3, "audio": False},
-                                    {"model": "kling-v2-5-turbo", "audio": False},
-                                    {"model": "kling-v1-6", "duration": 10, "cfg_scale": 0.3},
-                                    {"image": "https://img.example/a.png", "model": "kling-v1-5"}])
-def test_rows_kling_takes_pass(params: dict[str, Any]) -> None:
-    assert kling.extra_validation(params) == []
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("kling")
-    assert info.factory is kling.create
-    assert info.params.models[0] == "kling-v3"
-    assert info.params.duration_range == (3.0, 15.0)
-    assert builtin_registry().get("kling").rules is kling.extra_validation
 
 
 # -- whole rows through the engine --------------------------------------------------------

@@ -23,7 +23,6 @@ from reelqueue.domain.models import Job
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.providers.adapters import luma
 from reelqueue.providers.base import ProviderConfig
-from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
@@ -131,16 +130,6 @@ async def test_accounts_add_key_check_works_against_the_two_endpoints(
         await cmd_accounts.check_key("luma-main", "luma", strict_luma_url, "wrong-key", {})
     assert caught.value.label is ErrorLabel.KEY_REJECTED
     assert "wrong-key" not in all_texts(caught.value)
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("luma")
-    assert info.factory is luma.create
-    assert info.default_base_url == "https://agents.lumalabs.ai/v1"
-    assert info.params.models == ("ray-3.2",)
-    assert info.params.durations == (5.0, 10.0)
-    assert info.params.resolutions == ("720p", "1080p", "540p")  # the SDK's list: no 360p
-    assert builtin_registry().get("luma").rules is luma.extra_validation
 
 
 # -- issue 10: documented rules, unknown outcomes, the engine ------------------------------

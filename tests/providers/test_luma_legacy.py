@@ -5,19 +5,14 @@ fake and facts of conformance/luma_legacy.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
-import httpx2
 import pytest
 from conformance.luma_legacy import GEN_ID, FakeDreamMachine, make, request
-from provider_fakes import Router
+from provider_fakes import ClientFor
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.adapters import luma_legacy
 from reelqueue.providers.base import RenderRequest
-from reelqueue.providers.builtin import builtin_registry
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def test_create_body_as_documented(client_for: ClientFor) -> None:
@@ -37,14 +32,6 @@ async def test_local_image_is_refused_before_sending(client_for: ClientFor) -> N
         await make(client_for(fake.router)).submit(request(image="/tmp/frame.png"))
     assert caught.value.label is ErrorLabel.INVALID_INPUT
     assert fake.router.calls == []
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("luma-legacy")
-    assert info.factory is luma_legacy.create
-    assert info.default_base_url == "https://api.lumalabs.ai/dream-machine/v1"
-    assert builtin_registry().get("luma-legacy").rules is luma_legacy.extra_validation
-    assert info.params.max_prompt_chars == 5000
 
 
 # -- issue 10: the current create path, prompt length, unknown outcomes, the engine -------

@@ -4,31 +4,15 @@ conformance/test_search.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
 import pytest
-from conformance.luma_legacy_search import (
-    LIST,
-    ROW,
-    T0,
-    FakeGenerations,
-    ids,
-    make,
-    request,
-)
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from conformance.luma_legacy_search import LIST, ROW, T0, FakeGenerations, ids, make, request
+from provider_fakes import ClientFor, Router, fixture, json_response
 
 from reelqueue.providers.adapters import luma_legacy
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 # -- found once visible, and only ours -----------------------------------------------------
 

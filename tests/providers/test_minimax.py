@@ -5,9 +5,7 @@ on the fakes and the two facts tables of conformance/minimax.py."""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,6 @@ from conformance.minimax import (
     FILE_ID,
     FILES,
     IMAGE_URL,
-    V1_CODES,
     V1_CREATE,
     V1_TASK,
     V2_CREATE,
@@ -30,12 +27,11 @@ from conformance.minimax import (
     v1_problems,
     v2_problems,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
+    ClientFor,
     Router,
     all_texts,
     fixture,
@@ -54,10 +50,6 @@ from reelqueue.providers.base import (
     reconcile_method,
     sends_client_token,
 )
-from reelqueue.providers.builtin import builtin_registry
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 # -- the strict fakes refuse what the schema refuses ---------------------------------------
 
@@ -157,22 +149,6 @@ async def test_v2_image_from_a_file_is_sent_as_a_data_uri(
 
 # -- states and failure reasons ------------------------------------------------------------
 
-@pytest.mark.parametrize(("job_id", "fixture_name", "words"), [
-    (f"v1:{V1_TASK}", "v1_query_Fail", "no reason given"),
-    (f"v1:{V1_TASK}", "v1_query_Fail_1000", "unknown error"),
-    (f"v1:{V1_TASK}", "v1_query_Fail_sensitive", "output video sensitive"),
-    (f"v2:{V2_TASK}", "v2_task_failed", "internal error"),
-    (f"v2:{V2_TASK}", "v2_task_failed_sensitive", "sensitive content"),
-    (f"v2:{V2_TASK}", "v2_task_failed_output_sensitive", "sensitive content"),
-])
-async def test_a_failure_says_minimax_s_reason(
-    client_for: ClientFor, job_id: str, fixture_name: str, words: str
-) -> None:
-    """Class and label of each: the conformance facts; here the words shown."""
-    fake = FakeMiniMax(v1_states=[fixture_name], v2_states=[fixture_name])
-    status = await make(client_for(fake.router)).poll(job_id)
-    assert status.error is not None and words in str(status.error)
-
 
 def test_the_v1_cli_spelling_failed_is_a_failure_too() -> None:
     assert "Failed" in minimax._V1_FAILED and "Fail" in minimax._V1_FAILED
@@ -194,70 +170,6 @@ async def test_a_query_answered_by_a_proxy_page_is_polled_again(client_for: Clie
     with pytest.raises(ProviderError) as caught:
         await make(client_for(fake.router)).poll(f"v2:{V2_TASK}")
     assert caught.value.error_class is ErrorClass.RETRYABLE
-
-
-# -- create refusals: codes through FailureRules ------------------------------------------
-
-@pytest.mark.parametrize("code", [code for code, _, _ in V1_CODES])
-async def test_a_v1_refusal_names_its_code(client_for: ClientFor, code: int) -> None:
-    """An HTTP 200 with an error status code (classes: the conformance facts)."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V1_CREATE,
-                       json_response(200, fixture("minimax", f"v1_base_resp_{code}")))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert str(code) in str(caught.value)
-
-
-async def test_an_undocumented_v1_code_is_permanent(client_for: ClientFor) -> None:
-    fake = FakeMiniMax()
-    fake.router.script("POST", V1_CREATE, json_response(200, {
-        "task_id": "", "base_resp": {"status_code": 7777, "status_msg": "something new"}}))
-    with pytest.raises(ProviderError) as caught:
-        await make(client_for(fake.router)).submit(request())
-    assert caught.value.error_class is ErrorClass.PERMANENT
-    assert "something new" in str(caught.value)
-
-
-# -- property: no create answer is read as "nothing was created" --------------------------
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["task_id", "base_resp", "status_code", "status_msg", "task", "type",
-                         "error", "message", "x"]), inner, max_size=4),
-    max_leaves=12)
-_ANSWERS = st.one_of(_JSON.map(lambda body: json.dumps(body).encode()),
-                     st.binary(max_size=40))
-
-
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=_ANSWERS, v2=st.booleans())
-async def test_property_a_create_answer_is_a_task_id_a_refusal_or_unknown(
-    client_for: ClientFor, raw: bytes, v2: bool
-) -> None:
-    """Random and malformed 2xx create answers: a job id only from a readable task_id;
-    a definite refusal only from a MiniMax error code; anything else may have been
-    billed (permanent, body maybe sent: the engine never resends it)."""
-    fake = FakeMiniMax()
-    fake.router.script("POST", V2_CREATE if v2 else V1_CREATE, httpx2.Response(200, content=raw))
-    try:
-        job_id = await make(client_for(fake.router)).submit(
-            request(model="MiniMax-H3" if v2 else "MiniMax-Hailuo-2.3"))
-    except ProviderError as error:
-        if not error.body_maybe_sent:  # a refusal: only from a documented error code
-            body = json.loads(raw)
-            assert isinstance(body, dict)
-            assert minimax._error_code(body)[0] is not None
-        else:
-            assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
-                                                        ErrorLabel.SUBMIT_UNKNOWN)
-    else:
-        body = json.loads(raw)
-        task_id = body["task_id"]
-        assert job_id == f"{'v2' if v2 else 'v1'}:{task_id}" and str(task_id).strip()
-    assert fake.creates() == 1
 
 
 # -- downloads, reattach, cancel, key -----------------------------------------------------
@@ -297,37 +209,6 @@ async def test_a_key_rejection_quoting_the_header_never_shows_the_key(
 
 # -- rows MiniMax would refuse are refused before anything is sent -------------------------
 
-@pytest.mark.parametrize(
-    ("params", "words"),
-    [
-        ({"model": "MiniMax-Hailuo-02", "resolution": "512p", "image": IMAGE_URL}, None),
-        ({"model": "MiniMax-Hailuo-02", "resolution": "512p"}, "512p"),  # text-only
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "512p", "image": IMAGE_URL}, "512p"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "1080p", "duration": 10}, "1080p"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "1080p", "duration": 6}, None),
-        ({"model": "MiniMax-Hailuo-2.3", "duration": 8}, "6 or 10"),
-        ({"model": "MiniMax-Hailuo-2.3", "resolution": "2K"}, "2K"),
-        ({"model": "MiniMax-Hailuo-2.3-Fast"}, "image-to-video only"),
-        ({"model": "MiniMax-Hailuo-2.3-Fast", "image": IMAGE_URL}, None),
-        ({"aspect_ratio": "16:9"}, "aspect ratio"),
-        ({"duration": 6}, None),
-        ({"model": "MiniMax-H3", "resolution": "1080p"}, "768P or 2K"),
-        ({"model": "MiniMax-H3", "resolution": "512p"}, "768P or 2K"),
-        ({"model": "MiniMax-H3", "resolution": "2K", "duration": 15}, None),
-        ({"model": "MiniMax-H3", "aspect_ratio": "21:9"}, None),
-        ({"model": "MiniMax-H3", "aspect_ratio": "2:1"}, "aspect ratios"),
-        ({"model": "MiniMax-H3", "aspect_ratio": "16:9", "image": IMAGE_URL}, "first frame"),
-        ({"model": "MiniMax-H3", "duration": 6.5}, "whole number"),
-    ],
-)
-def test_extra_validation(params: dict[str, Any], words: str | None) -> None:
-    problems = minimax.extra_validation(params)
-    if words is None:
-        assert problems == []
-    else:
-        assert any(words in p.message for p in problems), problems
-
-
 @pytest.mark.parametrize(("prompt", "params"), [
     ("x" * 2001, {"model": "MiniMax-Hailuo-2.3"}),
     ("   ", {"model": "MiniMax-H3"}),
@@ -364,29 +245,10 @@ def test_sheet_rows_without_duration_or_ratio_cells_import_for_both_apis(
     assert [job.params.get("aspect_ratio") for job in plan.jobs] == [None, None, "9:16"]
 
 
-def test_registered() -> None:
-    info = builtin_registry().get("minimax")
-    assert info.factory is minimax.create
-    assert info.default_base_url == "https://api.minimax.io"
-    assert builtin_registry().get("minimax").rules is minimax.extra_validation
-
-
 # -- prices (platform.minimax.io/docs/guides/pricing-paygo; SOURCE.md "Prices") ---------
 
 # The page's "Video" section, "Legacy Models": USD per whole video, as MiniMax lists them.
-PAGE_V1_PRICES = [
-    ("MiniMax-Hailuo-2.3-Fast", "768P", 6, 0.19),
-    ("MiniMax-Hailuo-2.3-Fast", "768P", 10, 0.32),
-    ("MiniMax-Hailuo-2.3-Fast", "1080P", 6, 0.33),
-    ("MiniMax-Hailuo-2.3", "768P", 6, 0.28),
-    ("MiniMax-Hailuo-2.3", "768P", 10, 0.56),
-    ("MiniMax-Hailuo-2.3", "1080P", 6, 0.49),
-    ("MiniMax-Hailuo-02", "768P", 6, 0.28),
-    ("MiniMax-Hailuo-02", "768P", 10, 0.56),
-    ("MiniMax-Hailuo-02", "1080P", 6, 0.49),
-    ("MiniMax-Hailuo-02", "512P", 6, 0.10),
-    ("MiniMax-Hailuo-02", "512P", 10, 0.15),
-]
+PAGE_V1_PRICES = [tuple(row) for row in fixture("minimax", "prices_legacy_models")]
 
 
 def quote(model: str, resolution: str | None, seconds: int) -> Any:

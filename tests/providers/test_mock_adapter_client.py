@@ -5,26 +5,17 @@ key, bounded and checked downloads, scrubbed texts) holds for the real ones' plu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import httpx2
 import pytest
 from conformance.mock_search import T0, FakeList, searching
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    all_texts,
-    fixture,
-    json_response,
-)
+from provider_fakes import SENTINEL_KEY, ClientFor, Router, all_texts, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
 from reelqueue.providers.base import ProviderConfig, RenderRequest
 from reelqueue.providers.mock import MockProvider
 
 BASE = "http://127.0.0.1:9"
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def adapter(client: httpx2.AsyncClient) -> MockProvider:
     return MockProvider(client, ProviderConfig("acct", BASE, SENTINEL_KEY))

@@ -6,7 +6,6 @@ facts of conformance/openai_compat.py."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from conformance.openai_compat import (
 )
 from provider_fakes import (
     SENTINEL_KEY,
+    ClientFor,
     Router,
     all_texts,
     echo_error,
@@ -39,8 +39,6 @@ from reelqueue.providers.adapters import openai_compat
 from reelqueue.providers.base import ProviderConfig
 from reelqueue.providers.builtin import builtin_registry
 from reelqueue.store.memory import MemoryStore
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: openai_compat.OpenAICompatProvider, status: Any) -> bytes:
@@ -125,13 +123,6 @@ async def test_check_key_falls_back_to_models(client_for: ClientFor) -> None:
     with pytest.raises(ProviderError) as caught:
         await provider.check_key()
     assert caught.value.label is ErrorLabel.KEY_REJECTED
-
-
-def test_extra_validation_and_registration() -> None:
-    assert openai_compat.extra_validation({"image": "https://x.test/a.png"}) != []
-    assert openai_compat.extra_validation({"image": "/tmp/a.png"}) == []
-    assert builtin_registry().get("openai-compat").rules is openai_compat.extra_validation
-    assert builtin_registry().get("openai-compat").factory is openai_compat.create
 
 
 # -- issue 10: the SDK's sizes and seconds, the default model, failure codes, unknowns ----

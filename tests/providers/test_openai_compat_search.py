@@ -4,7 +4,6 @@ conformance/test_search.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
@@ -20,22 +19,10 @@ from conformance.openai_compat_search import (
     matches,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import ClientFor, fixture, json_response
 
 from reelqueue.providers.adapters import openai_compat
-from reelqueue.providers.base import (
-    ReconcileMethod,
-    RemoteRecord,
-    RenderRequest,
-    reconcile_method,
-)
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
+from reelqueue.providers.base import ReconcileMethod, RemoteRecord, RenderRequest, reconcile_method
 
 # -- found again: the created render, once the list shows it -------------------------------
 

@@ -30,12 +30,7 @@ from reelqueue.providers import http
 from reelqueue.providers.base import ParamSpec
 from reelqueue.providers.builtin import BUILTIN_PROVIDERS, builtin_registry
 from reelqueue.providers.httpx_session import HttpxSession
-from reelqueue.providers.plugins import (
-    PluginEntry,
-    installed_entries,
-    load_installed,
-    load_plugins,
-)
+from reelqueue.providers.plugins import PluginEntry, installed_entries, load_installed, load_plugins
 from reelqueue.providers.registry import (
     CONTRACT_VERSION,
     AdapterNotBuilt,

@@ -5,21 +5,16 @@ fake and facts of conformance/replicate.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from conformance.replicate import CREATE, PRED_ID, FakeReplicate, make, request
-from provider_fakes import Router, fixture, json_response, run_one_row
+from provider_fakes import ClientFor, Router, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.builtin import builtin_registry
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def collect(provider: replicate.ReplicateProvider, status: Any) -> bytes:
@@ -41,13 +36,6 @@ async def test_create_body_as_documented(client_for: ClientFor) -> None:
     assert json.loads(create.body) == {"input": {
         "prompt": "A lantern festival", "duration": 8, "seed": 3,
         "image": "https://img.example.test/a.png"}}
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("replicate")
-    assert info.factory is replicate.create
-    assert info.default_base_url == "https://api.replicate.com/v1"
-    assert builtin_registry().get("replicate").rules is replicate.extra_validation
 
 
 # -- issue 10: the older 429 wording, failure texts, unknown outcomes, the engine ---------

@@ -5,10 +5,9 @@ conformance/test_search.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import httpx2
 import pytest
 from conformance.replicate_search import (
     API,
@@ -22,19 +21,10 @@ from conformance.replicate_search import (
     make,
     request,
 )
-from provider_fakes import (
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import ClientFor, Router, fixture, json_response
 
 from reelqueue.domain.errors import ErrorLabel, ProviderError
-from reelqueue.providers.base import (
-    SearchResult,
-)
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
+from reelqueue.providers.base import SearchResult
 
 # -- found once listed, with the echo of the request ------------------------------------
 

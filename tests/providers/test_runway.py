@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from conformance.runway import CREATE, TASK, TASK_ID, FakeRunway, make, request
-from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, run_one_row
+from provider_fakes import SENTINEL_KEY, ClientFor, fixture, json_response, run_one_row
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine import render
 from reelqueue.engine.config import EngineConfig
 from reelqueue.providers.adapters import runway
-from reelqueue.providers.builtin import builtin_registry
-
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 
 
 async def test_create_body_and_states_as_documented(client_for: ClientFor) -> None:
@@ -88,36 +83,6 @@ async def test_invalid_params_fail_before_any_request(client_for: ClientFor) -> 
     assert caught.value.error_class is ErrorClass.PERMANENT
     assert caught.value.label is ErrorLabel.INVALID_INPUT
     assert fake.router.calls == []
-
-
-def test_registered_with_its_params() -> None:
-    info = builtin_registry().get("runway")
-    assert info.factory is runway.create
-    assert info.default_base_url == "https://api.dev.runwayml.com"
-    assert info.params.models[0] == "gen4.5"
-    assert info.params.default_capacity == 1
-    assert info.params.price_per_second["gen4.5"] == pytest.approx(0.12)
-    assert builtin_registry().get("runway").rules is runway.extra_validation
-
-
-@pytest.mark.parametrize(
-    ("params", "ok"),
-    [
-        ({"model": "gen4.5", "duration": 10}, True),
-        ({"model": "gen4.5", "duration": 8.5}, False),
-        ({"model": "gen4.5", "duration": 12}, False),
-        ({"model": "gen4.5", "aspect_ratio": "1:1"}, False),
-        ({"model": "gen4.5", "aspect_ratio": "1:1", "image": "https://x.test/a.png"}, True),
-        ({"model": "gen4.5", "resolution": "1080p"}, False),
-        ({"model": "gen4_turbo"}, False),
-        ({"model": "veo3.1", "duration": 8, "resolution": "1080p"}, True),
-        ({"model": "veo3.1", "duration": 5}, False),
-        ({"model": "veo3.1_fast", "seed": 3}, False),
-        ({"model": "veo3.1", "aspect_ratio": "1:1"}, False),
-    ],
-)
-def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
-    assert (runway.extra_validation(params) == []) is ok
 
 
 # -- issue 10: failure codes by family, the two 429s ----------------------------------------

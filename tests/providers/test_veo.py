@@ -18,7 +18,6 @@ from provider_fakes import SENTINEL_KEY, VIDEO_BYTES, Router, fixture, json_resp
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import JobState, RemotePhase
 from reelqueue.providers.adapters import veo
-from reelqueue.providers.builtin import builtin_registry
 
 ClientFor = Callable[[Router], httpx2.AsyncClient]
 
@@ -84,32 +83,6 @@ async def test_inline_encoded_video(client_for: ClientFor) -> None:
     assert status.phase is RemotePhase.SUCCEEDED
     assert status.video_url == veo.INLINE_VIDEO  # not None: None means "no file"
     assert await collect(provider, status) == VIDEO_BYTES
-
-
-def test_registered() -> None:
-    info = builtin_registry().get("veo")
-    assert info.factory is veo.create
-    assert info.params.durations == (4.0, 6.0, 8.0)
-    assert info.params.seed is False
-    assert info.params.price_per_second["veo-3.1-fast-generate-preview"] == pytest.approx(0.10)
-    assert builtin_registry().get("veo").rules is veo.extra_validation
-
-
-@pytest.mark.parametrize(
-    ("params", "ok"),
-    [
-        ({"resolution": "1080p", "duration": 8}, True),
-        ({"resolution": "1080p", "duration": 6}, False),
-        ({"resolution": "4k", "duration": 4}, False),
-        ({"resolution": "4k", "model": "veo-3.1-lite-generate-preview"}, False),
-        ({"image": "frame.png", "duration": 6}, False),
-        ({"image": "frame.png", "duration": 8}, True),
-        ({"image": "https://example.test/frame.png"}, False),
-        ({"duration": 4}, True),
-    ],
-)
-def test_extra_validation(params: dict[str, Any], ok: bool) -> None:
-    assert (veo.extra_validation(params) == []) is ok
 
 
 async def test_seed_is_refused_before_sending(client_for: ClientFor) -> None:

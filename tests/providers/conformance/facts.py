@@ -78,10 +78,14 @@ class AdapterFacts:
     video: the route of the host that serves the video (no key goes there).
     states: (fixture, phase, sub_status or None): every documented state of a render.
     finished: the fixture of a finished render with its file.
-    failures: (fixture, class, label): every documented failed state.
+    failures: (fixture, class, label): every documented failed state; failure_words:
+        fixture -> the provider's reason, shown in the error.
     failed_answers: (poll answer, class, label, words): failed renders whose reason (a
         text, a code, an undocumented one) goes through the failure rules.
     create_errors: documented error answers to a create and how they are classified.
+    refusal_in_200_status: the status a refusal inside an HTTP 200 carries (None: none).
+    error_words: ``error_words(body)``: the provider's words of a create error body,
+        shown in the error's text (None: not checked).
     retry_after: the create route honours a Retry-After header on a 429.
     no_id, unreadable: 2xx create answers with no usable id / that are not JSON objects;
         unreadable_as: the (class, label) of the latter (the body may have been sent;
@@ -90,6 +94,12 @@ class AdapterFacts:
         create leaves its outcome open (a 504 always does).
     no_state: poll answers (JSON objects) that say nothing readable about the state.
     id_key: the create answer's id field (for the property); poll_shape: see PollShape.
+    create_keys: more field names the create property builds random answers from;
+        envelope: wraps a random value as an otherwise well-formed answer (None: none);
+        refusal: ``refusal(body)``: None when a JSON object is not the provider's refusal,
+        else whether a create refused so may still have gone through; unknown_as: the
+        (class, label) of any other JSON object without an id, for an adapter that looks
+        a lost create up (the others: always permanent, submit outcome unknown).
     no_file: finished poll answers (JSON) without the file.
     expire: makes the link in ``status`` dead once (``expire(fake, status)``).
     refresh: route -> how many GETs it has had once a poll and a download whose link
@@ -127,12 +137,19 @@ class AdapterFacts:
     lost_create: LostCreateSearch = LostCreateSearch.NONE
     label: str = ""
     retry_after: bool = True
+    error_words: Callable[[Any], str] | None = None
+    refusal_in_200_status: int | None = None
     unreadable_as: tuple[ErrorClass, ErrorLabel] | None = None
     page_5xx_maybe_sent: bool = False
     no_state: tuple[Any, ...] = ()
     failed_answers: tuple[tuple[Any, ErrorClass, ErrorLabel, str], ...] = ()
+    failure_words: Mapping[str, str] = field(default_factory=dict)
     no_file: tuple[Any, ...] = ()
     poll_shape: PollShape | None = None
+    create_keys: tuple[str, ...] = ()
+    unknown_as: tuple[ErrorClass, ErrorLabel] | None = None
+    envelope: Callable[[Any], Any] | None = None
+    refusal: Callable[[dict[str, Any]], bool | None] = field(default=lambda body: None)
     cancel: tuple[str, str] | None = None
     gone: tuple[tuple[str, ...], Callable[[Any], None], str] | None = None
     key_header: str = "authorization"

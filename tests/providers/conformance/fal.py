@@ -8,11 +8,12 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
 
+from conformance import maker, requester
 from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 API = "queue.fal.run"
 CDN = "v3.fal.media"
@@ -46,13 +47,8 @@ class FakeFal(WalkingFake):
         return json_response(200, fixture("fal", self.step()))
 
 
-def make(client: httpx2.AsyncClient) -> fal.FalProvider:
-    return fal.create(client, ProviderConfig("fal-1", None, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A glass city",
-                         params=params)
+make = maker(fal.create, "fal-1")
+request = requester("A glass city")
 
 
 def status_failure(error_type: str, text: str) -> dict[str, Any]:

@@ -14,26 +14,16 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import fal
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RenderRequest,
-)
 
 QUEUE = "queue.fal.run"
 PLATFORM = "api.fal.ai"
@@ -42,8 +32,6 @@ LIST = rf"{PLATFORM}/v1/models/requests/by-endpoint"
 T0 = 1_793_000_000.0  # the fake's clock at the start of every test
 MAX_RENDER = 600.0  # the fake's longest render (queue + run) before a request is listed
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -127,12 +115,8 @@ class FalHistory:
         return [c.url for c in self.router.calls if c.url.host == PLATFORM]
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None) -> fal.FalProvider:
-    return fal.create(client, ProviderConfig("fal-1", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A glass city at dawn", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(fal.create, "fal-1")
+request = requester("A glass city at dawn")
 
 
 PARAMS = {"model": "fal-ai/veo3.1/fast", "duration": 6, "aspect_ratio": "9:16", "seed": 11}

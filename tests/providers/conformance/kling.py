@@ -20,11 +20,12 @@ from typing import Any
 import httpx2
 from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import kling
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 API = "api-singapore.klingai.com"
 CDN = "v16-kling-fdl.klingai.com"
@@ -36,15 +37,12 @@ ClientFor = Callable[[Router], httpx2.AsyncClient]
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 ERRORS: dict[str, Any] = fixture("kling", "errors")
 
-COMMON_FIELDS = {"model_name": str, "prompt": str, "negative_prompt": str,
-                 "cfg_scale": float, "mode": str, "sound": str, "camera_control": dict,
-                 "duration": str, "watermark_info": dict, "callback_url": str,
-                 "external_task_id": str}
-TEXT_FIELDS = {**COMMON_FIELDS, "aspect_ratio": str}
-IMAGE_FIELDS = {**COMMON_FIELDS, "image": str, "image_tail": str}
-TEXT_MODELS = {"kling-v1", "kling-v1-6", "kling-v2-master", "kling-v2-1-master",
-               "kling-v2-5-turbo", "kling-v2-6", "kling-v3"}
-IMAGE_MODELS = TEXT_MODELS | {"kling-v1-5", "kling-v2-1"}
+_SCHEMA = fixture("kling", "schema")  # the request fields and models of T2V/I2V (SOURCE.md)
+_TYPES: dict[str, type] = {"str": str, "float": float, "dict": dict}
+TEXT_FIELDS, IMAGE_FIELDS = ({name: _TYPES[kind] for name, kind in {
+    **_SCHEMA["common_fields"], **_SCHEMA[f"{endpoint}_fields"]}.items()} for endpoint in ENDPOINTS)
+TEXT_MODELS = set(_SCHEMA["text2video_models"])
+IMAGE_MODELS = TEXT_MODELS | set(_SCHEMA["image2video_only_models"])
 
 
 def kling_error(code: int, detail: str = "") -> httpx2.Response:
@@ -238,13 +236,8 @@ class StrictKling:
         return video_response()
 
 
-def make(client: httpx2.AsyncClient, key: str = KEY) -> kling.KlingProvider:
-    return kling.create(client, ProviderConfig("kl", None, key))
-
-
-def request(token: str = "tok-1", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token=token, prompt="A snow leopard",
-                         params=params)
+make = maker(kling.create, "kl", key=KEY)
+request = requester("A snow leopard")
 
 
 EXPECTED = {
@@ -274,6 +267,20 @@ def seeded(states: list[str] | None = None) -> StrictKling:
     return fake
 
 
+def _code(body: dict[str, Any]) -> int | None:
+    """The envelope's code: an integer, or its ASCII digits."""
+    code = body.get("code")
+    if isinstance(code, str) and code.isascii() and code.isdigit():
+        return int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _failed(message: str | None) -> dict[str, Any]:
+    answer: dict[str, Any] = fixture("kling", "query_failed")
+    answer["data"].update(task_id=SEEDED, task_status_msg=message)
+    return answer
+
+
 def _finished_without_file() -> dict[str, Any]:
     answer: dict[str, Any] = fixture("kling", "query_succeed")
     answer["data"].update(task_id=SEEDED, task_info={}, task_result={"videos": []})
@@ -290,10 +297,17 @@ FACTS = AdapterFacts(
     finished="query_succeed",
     # Kling lists no retryable reason for a failed task.
     failures=(("query_failed", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),),
+    failed_answers=tuple((_failed(message), ErrorClass.PERMANENT, label, message or "")
+                         for message, label in (
+        ("Failure to pass the risk control system", ErrorLabel.CONTENT_POLICY),
+        ("internal error, please retry", ErrorLabel.PROVIDER_ERROR),
+        (None, ErrorLabel.PROVIDER_ERROR))),
+    # Every documented code, as its HTTP status and again inside an HTTP 200.
     create_errors=tuple(
-        (ERRORS[str(code)]["http_status"], ERRORS[str(code)]["body"], {}, *classified,
-         1.0 if code == 1303 else None, code == 5002)
-        for code, classified in sorted(EXPECTED.items())),
+        (status or ERRORS[str(code)]["http_status"], ERRORS[str(code)]["body"], {},
+         *classified, 1.0 if code == 1303 else None, code == 5002)
+        for code, classified in sorted(EXPECTED.items()) for status in (None, 200)),
+    error_words=lambda body: body["message"], refusal_in_200_status=200,
     retry_after=False,  # a full pack (1303) waits a second, as documented; no header
     no_id=(*({"code": 0, "message": "SUCCEED", **extra} for extra in (
         {"data": {}}, {"data": {"task_id": ""}}, {"data": {"task_id": None}},
@@ -305,7 +319,14 @@ FACTS = AdapterFacts(
     no_state=tuple({"code": 0, "data": data} for data in (
         {}, {"task_id": "999"}, {"task_id": SEEDED, "task_status": 3}, [], None)),
     no_file=(_finished_without_file(),),
-    id_key="task_id", reads_as=lambda body, job_id: False,  # only a code-0 envelope
+    id_key="task_id", create_keys=("code", "message", "task_info", "external_task_id",
+                                   "task_status"),
+    envelope=lambda data: {"code": 0, "data": data},
+    unknown_as=(ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
+    # A code other than 0 is a refusal; only the server timeout (5002) may have created.
+    refusal=lambda body: None if _code(body) in (None, 0) else _code(body) == 5002,
+    reads_as=lambda body, job_id: _code(body) == 0
+    and job_id == f"text2video/{body['data']['task_id']}",
     expire=expire_flag, refresh={TASK: 2},
     check_key=(rf"{API}/v1/videos/text2video", lambda: kling_error(1002)),
     lost_create=LostCreateSearch.LOOKUP,

@@ -8,11 +8,11 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 API = "agents.lumalabs.ai"
 CDN = "storage.cdn-luma.com"
@@ -67,13 +67,8 @@ class FakeLuma(WalkingFake):
         return video_response()
 
 
-def make(client: httpx2.AsyncClient) -> luma.LumaProvider:
-    return luma.create(client, ProviderConfig("luma-main", None, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A paper boat",
-                         params=params)
+make = maker(luma.create, "luma-main")
+request = requester("A paper boat")
 
 
 def _answer(status: int, name: str) -> Any:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
+from provider_fakes import WalkingFake, fixture, json_response
 
+from conformance import maker, requester
 from conformance.facts import (
     RETRYABLE_UNREADABLE,
     AdapterFacts,
@@ -19,7 +20,7 @@ from conformance.facts import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import luma_legacy
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 API = "api.lumalabs.ai"
 CDN = "storage.cdn-luma.com"
@@ -45,13 +46,8 @@ class FakeDreamMachine(WalkingFake):
         return json_response(200, fixture("luma_legacy", self.step()))
 
 
-def make(client: httpx2.AsyncClient) -> luma_legacy.LumaLegacyProvider:
-    return luma_legacy.create(client, ProviderConfig("dm", None, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A koi pond",
-                         params=params)
+make = maker(luma_legacy.create, "dm")
+request = requester("A koi pond")
 
 
 def _answer(status: int, name: str) -> Any:

@@ -15,33 +15,22 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-)
+from provider_fakes import Router, fixture, json_response
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import luma_legacy
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import RemoteRecord
 
 API = "api.lumalabs.ai"
 CREATE = rf"{API}/dream-machine/v1/generations/video"
 LIST = rf"{API}/dream-machine/v1/generations"
 T0 = datetime(2026, 10, 2, 10, 0, tzinfo=UTC).timestamp()
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
@@ -103,13 +92,8 @@ class FakeGenerations:
                 for c in self.router.calls if c.method == "GET"]
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None
-         ) -> luma_legacy.LumaLegacyProvider:
-    return luma_legacy.create(client, ProviderConfig("dm", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A koi pond", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(luma_legacy.create, "dm")
+request = requester("A koi pond")
 
 
 def ids(records: tuple[RemoteRecord, ...]) -> set[str]:

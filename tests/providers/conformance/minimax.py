@@ -16,11 +16,11 @@ from typing import Any
 import httpx2
 from provider_fakes import HTML_PAGE, SENTINEL_KEY, Router, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import AdapterFacts, EngineFacts, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import minimax
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 API = "api.minimax.io"
 V1_TASK = "106916112212032"
@@ -36,24 +36,15 @@ IMAGE_URL = "https://img.example.test/first.png"
 
 # -- the official schema, as the fakes enforce it ----------------------------------------
 
-V1_T2V_MODELS = {"MiniMax-Hailuo-2.3", "MiniMax-Hailuo-02", "T2V-01-Director", "T2V-01"}
-V1_I2V_MODELS = {"MiniMax-Hailuo-2.3", "MiniMax-Hailuo-2.3-Fast", "MiniMax-Hailuo-02",
-                 "I2V-01-Director", "I2V-01-live", "I2V-01"}
-V1_FIELDS = {"model", "prompt", "prompt_optimizer", "fast_pretreatment", "duration",
-             "resolution", "callback_url", "first_frame_image"}
+_SCHEMA = fixture("minimax", "schema")  # the reference's enums and tables (SOURCE.md)
+V1_T2V_MODELS, V1_I2V_MODELS, V1_FIELDS = (set(_SCHEMA["v1"][k]) for k in (
+    "t2v_models", "i2v_models", "fields"))
 # (image-to-video?, model) -> duration -> allowed resolutions (the reference's tables)
-_HAILUO = {6: {"768P", "1080P"}, 10: {"768P"}}
 V1_TABLE: dict[tuple[bool, str], dict[int, set[str]]] = {
-    (False, "MiniMax-Hailuo-2.3"): _HAILUO, (False, "MiniMax-Hailuo-02"): _HAILUO,
-    (True, "MiniMax-Hailuo-2.3"): _HAILUO, (True, "MiniMax-Hailuo-2.3-Fast"): _HAILUO,
-    (True, "MiniMax-Hailuo-02"): {6: {"512P", "768P", "1080P"}, 10: {"512P", "768P"}},
-}
-V2_FIELDS = {"model", "content", "resolution", "duration", "ratio", "callback_url",
-             "aigc_watermark"}
-V2_ITEM_FIELDS = {"type", "text", "image_url", "video_url", "audio_url", "role"}
-V2_ROLES = {"first_frame", "last_frame", "reference_image", "reference_video",
-            "reference_audio"}
-V2_RATIOS = {"adaptive", "21:9", "16:9", "4:3", "1:1", "3:4", "9:16"}
+    (row["i2v"], row["model"]): {int(d): set(row[d]) for d in ("6", "10")}
+    for row in _SCHEMA["v1"]["resolutions_by_duration"]}
+V2_FIELDS, V2_ITEM_FIELDS, V2_ROLES, V2_RATIOS = (set(_SCHEMA["v2"][k]) for k in (
+    "fields", "item_fields", "roles", "ratios"))
 
 
 def v1_problems(body: Any) -> list[str]:
@@ -222,12 +213,8 @@ class FakeMiniMax:
         return video_response()
 
 
-def make(client: httpx2.AsyncClient) -> minimax.MiniMaxProvider:
-    return minimax.create(client, ProviderConfig("mm", None, SENTINEL_KEY))
-
-
-def request(prompt: str = "A desert caravan at dusk", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(minimax.create, "mm")
+request = requester("A desert caravan at dusk")
 
 
 V1_CODES = (
@@ -260,6 +247,14 @@ def _expire_v2(fake: FakeMiniMax, status: Any) -> None:
     fake.router.script("GET", V2_QUERY, json_response(200, fresh))
 
 
+def _refusal(body: dict[str, Any]) -> bool | None:
+    """A V1 error code is a refusal (nothing made) unless a task id stands beside it."""
+    if minimax._error_code(body)[0] is None:
+        return None
+    task_id = body.get("task_id")
+    return isinstance(task_id, str) and bool(task_id.strip())
+
+
 V1_TEXT = {"model": "MiniMax-Hailuo-2.3", "duration": 6, "resolution": "1080p"}
 V2_TEXT = {"model": "MiniMax-H3", "duration": 8, "resolution": "2K", "aspect_ratio": "16:9"}
 VIDEO = (r"(public-cdn-video-data-algeng\.oss-cn-wulanchabu\.aliyuncs\.com"
@@ -268,7 +263,9 @@ _COMMON: dict[str, Any] = {"kind": "minimax", "provider": "minimax", "make": mak
                            "created": 200, "video": VIDEO, "id_key": "task_id",
                            "check_key": (V1_QUERY, _answer(200, "v1_base_resp_1004")),
                            "unreadable_as": (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN),
-                           "page_5xx_maybe_sent": True}
+                           "page_5xx_maybe_sent": True,
+                           "create_keys": ("base_resp", "status_code", "status_msg", "task",
+                                           "type", "message")}
 
 FACTS = AdapterFacts(
     **_COMMON, label="minimax-v1", fake=lambda states=None: FakeMiniMax(v1_states=states),
@@ -284,10 +281,17 @@ FACTS = AdapterFacts(
         ("v1_query_Fail", ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR),
         ("v1_query_Fail_1000", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("v1_query_Fail_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failure_words={"v1_query_Fail": "no reason given", "v1_query_Fail_1000": "unknown error",
+                   "v1_query_Fail_sensitive": "output video sensitive"},
     # HTTP 200 with an error status code is a refusal: nothing was created.
-    create_errors=tuple((200, f"v1_base_resp_{code}", {}, error_class, label, None, False)
-                        for code, error_class, label in V1_CODES),
+    create_errors=(*((200, f"v1_base_resp_{code}", {}, error_class, label, None, False)
+                     for code, error_class, label in V1_CODES),
+                   (200, {"task_id": "", "base_resp": {"status_code": 7777,  # undocumented
+                                                       "status_msg": "something new"}},
+                    {}, ErrorClass.PERMANENT, ErrorLabel.PROVIDER_ERROR, None, False)),
+    error_words=lambda body: "{status_code}: {status_msg}".format(**body["base_resp"]),
     retry_after=False,  # V1 refuses in HTTP 200 answers (1002/1039): no header to honour
+    refusal=_refusal,  # V2 refuses only with an HTTP error: its 2xx is an id or unknown
     no_id=({"base_resp": {"status_code": 0, "status_msg": "success"}},
            {"task_id": "", "base_resp": {"status_code": 0}},
            {"task_id": V1_TASK, "base_resp": {"status_code": 1002}}, [V1_TASK]),
@@ -327,6 +331,9 @@ FACTS_V2 = AdapterFacts(
         ("v2_task_failed", ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR),
         ("v2_task_failed_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY),
         ("v2_task_failed_output_sensitive", ErrorClass.PERMANENT, ErrorLabel.CONTENT_POLICY)),
+    failure_words={"v2_task_failed": "internal error",
+                   "v2_task_failed_sensitive": "sensitive content",
+                   "v2_task_failed_output_sensitive": "sensitive content"},
     create_errors=(
         (401, "v2_error_401", {}, ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED, None, False),
         (402, "v2_error_402", {}, ErrorClass.ACCOUNT, ErrorLabel.OUT_OF_CREDITS, None, False),
@@ -337,6 +344,7 @@ FACTS_V2 = AdapterFacts(
          ErrorLabel.RATE_LIMITED, 20.0, False),
         (500, "v2_error_500", {}, ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR, None,
          False)),
+    error_words=lambda body: body["error"]["message"],
     no_id=({"task": {"id": V2_TASK}}, {"task_id": None}),
     unreadable=(b"<html>ok</html>",),
     no_state=(fixture("minimax", "v2_task_succeeded")["task"],  # not wrapped

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, WalkingFake, json_response
+from provider_fakes import WalkingFake, json_response
 
+from conformance import maker, requester
 from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 from reelqueue.providers.mock import MockProvider
 
 BASE = "http://127.0.0.1:9"
@@ -67,13 +68,8 @@ class FakeMock(WalkingFake):
         return json_response(200, ANSWERS[self.step()])
 
 
-def make(client: httpx2.AsyncClient) -> MockProvider:
-    return MockProvider(client, ProviderConfig("acct", BASE, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="a fox",
-                         params={"duration": 4, **params})
+make = maker(MockProvider, "acct", BASE)
+request = requester("a fox", duration=4)
 
 
 def _answer(status: int, body: dict[str, Any]) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import httpx2
 from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import (
     RETRYABLE_UNREADABLE,
     AdapterFacts,
@@ -18,7 +19,7 @@ from conformance.facts import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import openai_compat
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 GATEWAY = "videos.gateway.example"
 BASE_URL = f"https://{GATEWAY}/v1"
@@ -72,15 +73,8 @@ class FakeGateway(WalkingFake):
         return video_response()
 
 
-def make(client: httpx2.AsyncClient, **settings: Any) -> openai_compat.OpenAICompatProvider:
-    config = ProviderConfig("gw", BASE_URL, SENTINEL_KEY, settings={"model": "wan-2.5",
-                                                                     **settings})
-    return openai_compat.create(client, config)
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A tide pool",
-                         params=params)
+make = maker(openai_compat.create, "gw", BASE_URL, model="wan-2.5")
+request = requester("A tide pool")
 
 
 def _answer(status: int, name: str) -> Any:

@@ -7,35 +7,23 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
+from conformance import requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import openai_compat
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import ProviderConfig, RemoteRecord
 
 GATEWAY = "videos.gateway.example"
 BASE_URL = f"https://{GATEWAY}/v1"
 VIDEOS = rf"{GATEWAY}/v1/videos"
 T0 = 1_790_000_000.0
 HOUR = 3600.0
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 @dataclass
 class Listed:
@@ -125,8 +113,7 @@ def make(client: httpx2.AsyncClient, fake: FakeVideoList,
     return openai_compat.OpenAICompatProvider(client, config, clock=lambda: fake.now)
 
 
-def request(prompt: str = "A tide pool", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+request = requester("A tide pool")
 
 
 def matches(records: tuple[RemoteRecord, ...], echo: Any, since: float, until: float

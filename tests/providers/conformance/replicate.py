@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response
+from provider_fakes import WalkingFake, fixture, json_response
 
+from conformance import maker, requester
 from conformance.facts import (
     RETRYABLE_UNREADABLE,
     AdapterFacts,
@@ -18,7 +19,7 @@ from conformance.facts import (
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.base import LostCreateSearch, ProviderConfig, RenderRequest
+from reelqueue.providers.base import LostCreateSearch
 
 API = "api.replicate.com"
 CDN = "replicate.delivery"
@@ -47,13 +48,8 @@ class FakeReplicate(WalkingFake):
         return json_response(200, fixture("replicate", self.step()))
 
 
-def make(client: httpx2.AsyncClient) -> replicate.ReplicateProvider:
-    return replicate.create(client, ProviderConfig("rep", None, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A lantern festival",
-                         params=params)
+make = maker(replicate.create, "rep")
+request = requester("A lantern festival")
 
 
 def _answer(status: int, name: str) -> Any:

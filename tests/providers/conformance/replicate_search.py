@@ -17,29 +17,19 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import httpx2
-from provider_fakes import (
-    SENTINEL_KEY,
-    Router,
-    fixture,
-    json_response,
-    read_timeout,
-)
+from provider_fakes import SENTINEL_KEY, Router, fixture, json_response, read_timeout
 
+from conformance import maker, requester
 from conformance.facts import SearchFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.providers.adapters import replicate
-from reelqueue.providers.base import (
-    ProviderConfig,
-    RemoteRecord,
-    RenderRequest,
-)
+from reelqueue.providers.base import RemoteRecord
 
 API = "api.replicate.com"
 LIST = rf"{API}/v1/predictions"
@@ -47,8 +37,6 @@ CREATE = rf"{API}/v1/models/(?P<model>[\w.-]+/[\w.-]+)/predictions"
 T0 = datetime(2026, 10, 2, 12, 0, tzinfo=UTC).timestamp()
 IMAGE_URL = "https://img.example.test/a.png"
 PNG_DATA_URI = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
-ClientFor = Callable[[Router], httpx2.AsyncClient]
-
 
 def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds") \
@@ -155,13 +143,8 @@ class FakeAccount:
         })
 
 
-def make(client: httpx2.AsyncClient, base_url: str | None = None
-         ) -> replicate.ReplicateProvider:
-    return replicate.create(client, ProviderConfig("rep", base_url, SENTINEL_KEY))
-
-
-def request(prompt: str = "A lantern festival", **params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt=prompt, params=params)
+make = maker(replicate.create, "rep")
+request = requester("A lantern festival")
 
 
 def by_id(records: tuple[RemoteRecord, ...]) -> dict[str, RemoteRecord]:

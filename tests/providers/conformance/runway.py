@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
-from provider_fakes import SENTINEL_KEY, WalkingFake, fixture, json_response, video_response
+from provider_fakes import WalkingFake, fixture, json_response, video_response
 
+from conformance import maker, requester
 from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, PollShape, expire_url
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import runway
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 API = "api.dev.runwayml.com"
 CDN = "dnznrvs05pmza.cloudfront.net"
@@ -62,15 +62,8 @@ class FakeRunway(WalkingFake):
         return video_response()
 
 
-def make(client: httpx2.AsyncClient, **settings: Any) -> runway.RunwayProvider:
-    config = ProviderConfig(account="studio", base_url=None, api_key=SENTINEL_KEY,
-                            settings=settings)
-    return runway.create(client, config)
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A red fox in snow",
-                         params=params)
+make = maker(runway.create, "studio")
+request = requester("A red fox in snow")
 
 
 def _answer(status: int, name: str) -> Any:

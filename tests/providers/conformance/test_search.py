@@ -6,13 +6,13 @@ could not read everything says so (``complete`` False) or raises an unknown outc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import pytest
 from provider_fakes import (
     SENTINEL_KEY,
+    ClientFor,
     Router,
     all_texts,
     echo_error,
@@ -39,7 +39,6 @@ from reelqueue.providers.base import (
 
 SEARCHES = [m.SEARCH for m in (fal_search, replicate_search, luma_legacy_search,
                                openai_compat_search, mock_search)]
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 every = pytest.mark.parametrize("facts", SEARCHES, ids=str)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from provider_fakes import (
     HTML_PAGE,
     SENTINEL_KEY,
     VIDEO_BYTES,
+    ClientFor,
     Router,
     all_texts,
     echo_error,
@@ -55,7 +55,6 @@ from reelqueue.providers.download_limits import DownloadLimits, using_limits
 # (tests/plugins/sample/ in CI; conformance/plugins.py).
 ALL = [*(m.FACTS for m in (runway, veo, luma, luma_legacy, fal, replicate, openai_compat,
                            kling, minimax)), minimax.FACTS_V2, mock.FACTS, *PLUGIN_FACTS]
-ClientFor = Callable[[Router], httpx2.AsyncClient]
 every = pytest.mark.parametrize("facts", ALL, ids=str)
 
 
@@ -93,7 +92,8 @@ async def test_create_is_sent_once_with_the_key(facts: AdapterFacts,
 @every
 async def test_create_errors_are_classified(facts: AdapterFacts,
                                             client_for: ClientFor) -> None:
-    """ERR-CLASS, RETRY-AFTER (a create answered with an error is never sent again)"""
+    """ERR-CLASS, RETRY-AFTER (a create answered with an error is never sent again; the
+    provider's words are shown where the facts name them)"""
     for status, name, headers, error_class, label, wait, maybe_sent in facts.create_errors:
         fake = facts.fake()
         body = fixture(facts.provider, name) if isinstance(name, str) else name
@@ -101,8 +101,9 @@ async def test_create_errors_are_classified(facts: AdapterFacts,
         error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
         assert (error.error_class, error.label, error.retry_after, error.body_maybe_sent,
                 error.status_code) == (error_class, label, wait, maybe_sent,
-                                       status if status >= 400 else None), (
-            status, name, headers)  # a refusal inside an HTTP 200 has no error status
+                                       status if status >= 400
+                                       else facts.refusal_in_200_status), (status, name, headers)
+        assert facts.error_words is None or facts.error_words(body) in str(error), body
         assert fake.creates() == 1
 
 
@@ -185,24 +186,35 @@ async def test_property_a_create_answer_is_an_id_or_an_unknown_outcome(
     facts: AdapterFacts, client_for: ClientFor, data: st.DataObject
 ) -> None:
     """CREATE-PROPERTY: random and malformed 2xx create answers give a job id only from a
-    readable id field; anything else says the create may have gone through."""
+    readable id field, a definite refusal only from the provider's own refusal; anything
+    else says the create may have gone through."""
     values = st.recursive(
         st.none() | st.booleans() | st.integers(-2, 2_000_000) | st.text(max_size=12),
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
-            [facts.id_key, "status", "error", "detail", "data", "x"]), inner, max_size=4),
+            [facts.id_key, "status", "error", "detail", "data", "x", *facts.create_keys]),
+            inner, max_size=4),
         max_leaves=12)
+    wrapped = values.map(facts.envelope) if facts.envelope else values
     raw = data.draw(st.one_of(values.map(lambda b: json.dumps(b).encode()),
-                              st.binary(max_size=40)))
+                              st.binary(max_size=40),
+                              wrapped.map(lambda b: json.dumps(b).encode())))
     fake = facts.fake()
     fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=raw))
     try:
         job_id = await facts.make(client_for(fake.router)).submit(facts.request())
     except ProviderError as error:
-        assert error.body_maybe_sent is True  # the engine never resends it by itself
         body = _decoded(raw)
-        if isinstance(body, dict) and facts.lost_create is not LostCreateSearch.LOOKUP:
-            assert (error.error_class, error.label) == (ErrorClass.PERMANENT,
-                                                        ErrorLabel.SUBMIT_UNKNOWN)
+        refused = facts.refusal(body) if isinstance(body, dict) else None
+        if refused is not None:
+            assert error.body_maybe_sent is refused
+        else:  # the engine never resends it by itself
+            assert error.body_maybe_sent is True
+            unknown = (ErrorClass.PERMANENT, ErrorLabel.SUBMIT_UNKNOWN)
+            if isinstance(body, dict) and (facts.lost_create is not LostCreateSearch.LOOKUP
+                                           or facts.unknown_as is not None):
+                assert (error.error_class, error.label) == (facts.unknown_as or unknown)
+            elif not isinstance(body, dict) and facts.unreadable_as is not None:
+                assert (error.error_class, error.label) == facts.unreadable_as
     else:
         body = _decoded(raw)
         assert isinstance(body, dict) and facts.reads_as(body, job_id)
@@ -240,6 +252,7 @@ async def test_every_documented_failure_ends_the_render(
         assert status.phase is RemotePhase.FAILED, name
         assert status.error is not None, name
         assert (status.error.error_class, status.error.label) == (error_class, label), name
+        assert facts.failure_words.get(name, "") in str(status.error), name
     for body, error_class, label, words in facts.failed_answers:
         fake = facts.fake([facts.failures[0][0]])
         fake.router.script("GET", facts.poll, json_response(200, body))

@@ -15,11 +15,11 @@ from provider_fakes import (
     video_response,
 )
 
+from conformance import maker, requester
 from conformance.facts import RETRYABLE_UNREADABLE, AdapterFacts, EngineFacts, expire_flag
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers.adapters import veo
-from reelqueue.providers.base import ProviderConfig, RenderRequest
 
 API = "generativelanguage.googleapis.com"
 STORAGE = "video-downloads.storage.googleapis.com"
@@ -69,13 +69,8 @@ class FakeVeo(WalkingFake):
         return video_response()
 
 
-def make(client: httpx2.AsyncClient) -> veo.VeoProvider:
-    return veo.create(client, ProviderConfig("google", None, SENTINEL_KEY))
-
-
-def request(**params: Any) -> RenderRequest:
-    return RenderRequest(job_key="row-1", client_token="tok-1", prompt="A lighthouse at dusk",
-                         params=params)
+make = maker(veo.create, "google")
+request = requester("A lighthouse at dusk")
 
 
 def _answer(status: int, name: str) -> Any:
