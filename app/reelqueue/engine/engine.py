@@ -172,6 +172,7 @@ class Engine:
         # The claim token each worker runs under: the heartbeat renews only these leases.
         self._tokens: dict[int, str] = {}
         self._worker_accounts: dict[int, str] = {}
+        self._own_live: dict[str, int] = {}  # this engine's renders per account
         # What the cards show, read from the journal every few seconds, never per event.
         self.figures = AccountFigures(self.store, self.clock.now, self.config.figures_seconds)
         self._wake = asyncio.Event()
@@ -707,6 +708,12 @@ class Engine:
             # than the provider allows or the balance pays. Its end wakes the pump.
             connecting = self.views.connecting(account.name)
             while self._claiming and not self._paused and not connecting:
+                if self._own_live.get(account.name, 0) >= account.capacity:
+                    # Full with this engine's own renders alone: the claim would refuse
+                    # (it counts every machine's), so it is not asked. A pass per
+                    # finished render asked every account's claim, a journal call each,
+                    # in the queue of the render transitions (issue 33).
+                    break
                 if budget is not None and claims + claimed_here >= budget:
                     self._braked = True
                     break
@@ -851,14 +858,19 @@ class Engine:
         self._workers[claim.job.id] = task
         self._tokens[claim.job.id] = claim.token.token
         self._worker_accounts[claim.job.id] = claim.account
-        task.add_done_callback(functools.partial(self._worker_done, claim.job.id))
+        self._own_live[claim.account] = self._own_live.get(claim.account, 0) + 1
+        task.add_done_callback(functools.partial(self._worker_done, claim.job.id,
+                                                 claim.account))
 
-    def _worker_done(self, job_id: int, task: asyncio.Task[None]) -> None:
-        self._workers.pop(job_id, None)
-        self._tokens.pop(job_id, None)
-        account = self._worker_accounts.pop(job_id, None)
-        if account is not None:
-            self.figures.ended(account)
+    def _worker_done(self, job_id: int, claimed_on: str, task: asyncio.Task[None]) -> None:
+        # A job handed over to another account may have its new worker started before
+        # this one's end is seen: the job's own entries may be the new worker's already.
+        if self._workers.get(job_id) is task:
+            self._workers.pop(job_id, None)
+            self._tokens.pop(job_id, None)
+            self._worker_accounts.pop(job_id, None)
+        self.figures.ended(claimed_on)
+        self._own_live[claimed_on] -= 1
         if not task.cancelled() and task.exception() is not None:
             self._report_error(task.exception())  # type: ignore[arg-type]
         self._idle.set()
