@@ -757,14 +757,7 @@ class Engine:
         """The model a job that names none renders with on ``account`` (its own default
         model setting, else the provider's first): the claim counts it against that
         model's limit from the provider (store/provider_limits.py)."""
-        own = account.settings.get("model")
-        if isinstance(own, str) and own:
-            return own
-        try:
-            models = self.providers.get(account.provider).params.models
-        except KnownError:
-            return None
-        return models[0] if models else None
+        return self.providers.default_model(account.provider, account.settings)
 
     def _provider_for(self, account: Account) -> Provider | None:
         cached = self._providers.get(account.name)
