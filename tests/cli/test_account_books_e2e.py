@@ -96,8 +96,7 @@ def test_tier_limits_hold_and_a_re_read_raises_them_without_a_restart(
                       books.most_open_total)
             assert before == (2, 1, 3), before
             # Released, the held renders end and the run's next pass claims under the view
-            # just kept. (Without a render event, a view another process keeps wakes the
-            # run only at its 30 s safety-net pass: nothing notifies it of account_views.)
+            # just kept (the view alone wakes the run too: tests/cli/test_wake_elsewhere_e2e.py).
             books.release()
             until(lambda: books.most_open["gen4.5"] == 4, run, "4 gen4.5 open at once")
             out, err = run.communicate(timeout=180)
