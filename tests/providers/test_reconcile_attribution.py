@@ -2,8 +2,9 @@
 adapters, not only the mock: the reconciler reads the account's renders with the
 provider's own adapter, over loopback, from the conformance fakes of Replicate's
 predictions list (tests/providers/conformance/replicate_search.py; the SDK's shapes:
-tests/fixtures/replicate/SOURCE.md, "Reconciliation") and of an OpenAI-compatible
-gateway's ``GET /videos`` (conformance/openai_compat_search.py;
+tests/fixtures/replicate/SOURCE.md, "Reconciliation"), Luma Dream Machine's generations
+list (conformance/luma_legacy_search.py; tests/fixtures/luma_legacy/SOURCE.md) and an
+OpenAI-compatible gateway's ``GET /videos`` (conformance/openai_compat_search.py;
 tests/fixtures/openai_compat/SOURCE.md). Each listed render a job holds is the journal's;
 one "another tool" made on the key is named by id; a page that cannot be read says
 "provider's figures unavailable", never a crash; reading creates nothing.
@@ -24,6 +25,9 @@ from typing import Any
 
 import httpx2
 import pytest
+from conformance.luma_legacy_search import API as LUMA_API
+from conformance.luma_legacy_search import LIST as LUMA_LIST
+from conformance.luma_legacy_search import FakeGenerations
 from conformance.openai_compat_search import GATEWAY, FakeVideoList
 from conformance.replicate_search import API, FakeAccount
 from provider_fakes import Router
@@ -106,6 +110,17 @@ def _gateway_unreadable(fake: FakeVideoList) -> None:
         200, content=UNREADABLE, headers={"Content-Type": "text/html"}))
 
 
+def _luma_unreadable(fake: FakeGenerations) -> None:
+    fake.router.script("GET", LUMA_LIST, httpx2.Response(
+        200, content=UNREADABLE, headers={"Content-Type": "text/html"}))
+
+
+def _luma(now: float) -> FakeGenerations:
+    fake = FakeGenerations()
+    fake.now = now
+    return fake
+
+
 def _replicate(now: float) -> FakeAccount:
     fake = FakeAccount()
     fake.now = now
@@ -119,6 +134,9 @@ def _gateway(now: float) -> FakeVideoList:
 
 
 CASES = {
+    "luma-legacy": Case("luma-legacy", LUMA_API, "/dream-machine/v1", {}, _luma,
+                        lambda fake, prompt, at: fake.other(at, prompt=prompt)["id"],
+                        _luma_unreadable),
     "replicate": Case("replicate", API, "/v1", {}, _replicate,
                       lambda fake, prompt, at: fake.add(prompt, at).id,
                       _replicate_unreadable),
