@@ -223,10 +223,10 @@ class Engine:
         self.recovery = report
         self.bus.publish(RecoveryEvent(report, self.clock.now()))
         self._paused = paused
-        self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
         # The watch takes its bearings before the first pass, which reads everything
         # committed so far: a commit of another process after it is then always seen.
         await self.store.changed_elsewhere()
+        self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
         self._watch_task = asyncio.create_task(self._watch_journal(), name="journal-watch")
         self.manifests.start()
         self.gauge.start()
