@@ -71,6 +71,7 @@ class RunwayBooks:
     most_open: Counter[str] = field(default_factory=Counter)  # per model
     most_open_total: int = 0
     organization_reads: int = 0
+    polls: Counter[str] = field(default_factory=Counter)  # per task id
     lock: threading.Lock = field(default_factory=threading.Lock)
     # When set, an organization read is answered only once this many were asked for at
     # once: processes that connect together then claim together.
@@ -127,6 +128,7 @@ class RunwayBooks:
             task = self.tasks.get(rid)
             if task is None:
                 return None
+            self.polls[rid] += 1
             if task.done(now):
                 return {"id": rid, "createdAt": "2026-12-06T09:14:03.120Z",
                         "status": "SUCCEEDED", "output": [f"{self.url}/files/{rid}.mp4"]}

@@ -156,3 +156,21 @@ def test_an_error_answer_reads_unavailable(
     data, text = reconcile(journal, capsys)
     assert data["accounts"][0]["unavailable"].startswith("provider's figures unavailable")
     assert "HTTP 503" in text
+
+
+def test_jobs_naming_no_model_are_counted_under_the_model_they_render_with(
+        journal: Journal, runway_fake: RunwayFake,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A sheet without a model column: each job renders with the account's default (the
+    provider's first model, gen4.5 on Runway), as the claim counts it; the reconciler
+    lines it up there, not under a model with no name that the provider never reports
+    (which made the provider's own usage "renders the journal does not know")."""
+    journal.started(2, model="")  # 2 x 5 s at 12 credits/s = 120 credits
+    runway_fake.answer(usage_body(**{"gen4.5": 120}))
+    data, text = reconcile(journal, capsys)
+    assert set(days_of(data)) == {"gen4.5"}
+    day = days_of(data)["gen4.5"]
+    assert day["creates"] == 2 and day["kind"] == "matches", day
+    assert f"{today()} gen4.5: the journal started 2 creates" in text, text
+    assert "does not know" not in text
+    assert runway_fake.creates() == []

@@ -1,5 +1,6 @@
 """Wake-ups across machines: the team database notifies every listening instance when
-work may have appeared (jobs added or settled, an account or a batch changed), and a
+work may have appeared (jobs added or settled, an account, its view or a batch changed),
+and a
 listener that cannot listen wakes its pump on a timer instead."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reelqueue.domain.account_view import AccountView, Balance
 from reelqueue.domain.models import AccountSpec, BatchSpec
 from reelqueue.store.postgres import PostgresStore
 from reelqueue.store.postgres_notify import (
@@ -64,11 +66,35 @@ def test_changes_on_one_connection_wake_the_listener_of_another(tmp_path: Path,
     assert wakes.count >= 4 + 1  # one on connecting (work committed while not listening)
 
 
+def test_an_account_view_kept_elsewhere_wakes_the_listener(team_url: str) -> None:
+    """``accounts refresh`` in another process writes only the account's view: a balance
+    read higher must reach the running engines at once (issue 32), not at their safety
+    net. The store itself never asks to be polled (it has NOTIFY)."""
+    here = PostgresStore.open(team_url, now=time.time())
+    there = PostgresStore.open(team_url, now=time.time())
+    dsn, schema = listen_conninfo(here)
+    listener = WakeListener(dsn, schema, Wakes(), fallback_seconds=60).start()
+    try:
+        wait_for(listener.listening.is_set, 30, "the listener to listen")
+        now = time.time()
+        there.add_account(AccountSpec("acct", "mock", 2), now)
+        wait_for(lambda: listener.notifications >= 1, 30, "the account's notification")
+        assert there.put_account_view(AccountView("acct", Balance(500.0, "credits"), (),
+                                                  None, now, "instance-2"))
+        wait_for(lambda: listener.notifications >= 2, 30, "the view's notification")
+        assert listener.notifications == 2
+        assert here.changed_elsewhere() is False  # NOTIFY, not a poll
+    finally:
+        listener.stop()
+        here.close()
+        there.close()
+
+
 def test_the_check_names_a_wake_up_trigger_that_was_dropped(team_url: str) -> None:
     store = PostgresStore.open(team_url, now=time.time())
     try:
         assert missing_wake_triggers(store) == []
-        assert len(WAKE_TRIGGERS) == 4
+        assert len(WAKE_TRIGGERS) == 5
         with store.raw_connection() as db:
             db.execute("DROP TRIGGER reelqueue_wake_accounts ON accounts")
         assert missing_wake_triggers(store) == ["reelqueue_wake_accounts"]

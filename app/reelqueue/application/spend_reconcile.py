@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -39,6 +39,7 @@ from reelqueue.engine.lost_creates import planning_adapter
 from reelqueue.providers.base import SearchableProvider, usage_of
 from reelqueue.providers.httpx_session import session_of
 from reelqueue.providers.registry import build_provider
+from reelqueue.store.provider_limits import job_model
 from reelqueue.store.spend import SPEND_EVENT
 
 __all__ = ["DEFAULT_DAYS", "MAX_DAYS", "UNAVAILABLE", "AccountReconciliation", "EvidenceWords",
@@ -231,11 +232,15 @@ class JournalTally:
     entries fed in order: each create once (an intent's ``submitting`` entry, by client
     token: the same intent again, an unresolved create re-entering SUBMITTING to be looked
     up, sends nothing; an intent withdrawn before it left is not one), and the spend
-    ledger's prices (refunds and the provider's reported costs included). Pure: every
-    store's entries are read the same way."""
+    ledger's prices (refunds and the provider's reported costs included). A job naming no
+    model counts under the model it renders with, ``default_models[account]`` (as the
+    claim counts it), "" where that is unknown. Pure: every store's entries are read the
+    same way."""
 
-    def __init__(self, jobs: Iterable[Job], start: date, end: date) -> None:
+    def __init__(self, jobs: Iterable[Job], start: date, end: date,
+                 default_models: Mapping[str, str | None] | None = None) -> None:
         self._jobs = {job.id: job for job in jobs}
+        self._defaults = dict(default_models or {})
         self._begin = datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()
         self._stop = datetime(end.year, end.month, end.day, tzinfo=UTC).timestamp()
         self._sent: dict[tuple[int, str], tuple[str, str, date]] = {}
@@ -250,7 +255,7 @@ class JournalTally:
             account = entry.account or (job.account if job else None)
             if job is None or account is None:
                 continue
-            model = str(job.params.get("model") or "")
+            model = self._model(job, account)
             day = _day_of(entry.at)
             if entry.event == "submitting":
                 client = str(entry.detail.get("client_token") or entry.claim_token or "")
@@ -264,6 +269,9 @@ class JournalTally:
                 if isinstance(usd, int | float) and not isinstance(usd, bool):
                     self._spends.append((job.id, account, float(usd), day))
 
+    def _model(self, job: Job, account: str) -> str:
+        return job_model(job.params.get("model"), self._defaults.get(account))
+
     def buckets(self) -> dict[tuple[str, str, date], _Bucket]:
         buckets: dict[tuple[str, str, date], _Bucket] = {}
         for (job_id, token), key in self._sent.items():
@@ -276,7 +284,7 @@ class JournalTally:
             if isinstance(price, bool) or not isinstance(price, int | float):
                 bucket.unpriced += 1
         for job_id, account, usd, day in self._spends:
-            model = str(self._jobs[job_id].params.get("model") or "")
+            model = self._model(self._jobs[job_id], account)
             buckets.setdefault((account, model, day), _Bucket()).usd += usd
         return buckets
 
@@ -290,7 +298,8 @@ async def _journal_days(session: Session, start: date, end: date
                         ) -> dict[tuple[str, str, date], _Bucket]:
     """:class:`JournalTally` over the session's journal, its ledger read in pages."""
     journal = session.journal
-    tally = JournalTally(await journal.list_jobs(), start, end)
+    tally = JournalTally(await journal.list_jobs(), start, end,
+                         _default_models(session, await journal.list_accounts()))
     seq, read = 0, 0
     while read < MAX_LEDGER_ENTRIES:
         page = await journal.ledger_after(seq, LEDGER_PAGE)
@@ -300,6 +309,12 @@ async def _journal_days(session: Session, start: date, end: date
         seq = page[-1].seq
         tally.add(page)
     return tally.buckets()
+
+
+def _default_models(session: Session, accounts: Iterable[Account]) -> dict[str, str | None]:
+    """Each account's model for the jobs naming none (the claim's, engine.Engine)."""
+    return {a.name: session.providers.default_model(a.provider, a.settings)
+            for a in accounts}
 
 
 # -- the provider's side ------------------------------------------------------------------
@@ -575,7 +590,8 @@ async def unknown_create_evidence(session: Session, job: Job) -> EvidenceWords |
         return None
     day = _day_of(intent.at)
     info = session.providers.get(account.provider)
-    model = str(job.params.get("model") or "")
+    model = job_model(job.params.get("model"),
+                      session.providers.default_model(account.provider, account.settings))
     journal = await _journal_days(session, day, day + timedelta(days=1))
     bucket = journal.get((account.name, model, day), _Bucket())
     charging = info.params.charging

@@ -30,6 +30,7 @@ from reelqueue.application.team_seam import (
     SILENT,
     STOPPED,
     TeamMachine,
+    start_listener,
     team_config,
     team_machines,
 )
@@ -144,27 +145,6 @@ def worker_keys(store: PostgresStore, keystore: object | None = None) -> Trusted
     return TrustedKeys(DirectKeys(keystore), team_identity(store.database_id))
 
 
-def _start_listener(store: PostgresStore, engine: Engine, loop: asyncio.AbstractEventLoop,
-                    fallback_seconds: float) -> WakeListener:
-    from reelqueue.store.postgres_notify import (
-        WakeListener,
-        listen_conninfo,
-        missing_wake_triggers,
-    )
-
-    # The triggers come with the schema (sql_pg, version 3); a missing one means wake-ups
-    # of that kind reach this instance only through the timers.
-    if missing := missing_wake_triggers(store):
-        log.warning("the team database %s lacks the wake-up triggers %s: such changes "
-                    "reach this instance by the pump's own timer only", store.where,
-                    ", ".join(missing))
-    dsn, schema = listen_conninfo(store)
-    def wake() -> None:  # called on the listener's thread
-        loop.call_soon_threadsafe(engine.wake)
-
-    return WakeListener(dsn, schema, wake, fallback_seconds=fallback_seconds).start()
-
-
 def clock_for_tests() -> Clock | None:
     """For tests only: a worker whose clock is set wrong by ``REELQUEUE_TEST_CLOCK_SKEW``
     seconds, as a machine without NTP would be (None: the system clock, always in use)."""
@@ -251,7 +231,7 @@ async def _run_engine(store: PostgresStore, config: EngineConfig, *, keys: Accou
     try:
         await engine.start()
         if wake_fallback_seconds is not None:
-            listener = await engine.store.call(_start_listener, store, engine,
+            listener = await engine.store.call(start_listener, store, engine,
                                                asyncio.get_running_loop(),
                                                wake_fallback_seconds)
         if on_started is not None:

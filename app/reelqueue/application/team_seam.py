@@ -13,7 +13,9 @@ What varies:
     engine_config: a team's engine takes over expired leases only (``shared_store``).
     connection_warnings / encrypted / where: what is said about the journal's connection.
     database_identity: the namespace of this machine's key bindings (application.trust).
-    machines / join / leave: the instances registry.
+    machines / join / leave: the instances registry, and the team database's wake-ups
+        (a listener from join to leave: a change any machine or process commits wakes
+        this machine's engine at once, store/postgres_notify.py).
     open_reader / token_table: the journal's reads and the API's tokens, where they live.
 
 The clock needs no choice here: the store reads the server's time in its statements
@@ -22,6 +24,8 @@ The clock needs no choice here: the store reads the server's time in its stateme
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 from dataclasses import dataclass, replace
@@ -37,11 +41,19 @@ if TYPE_CHECKING:
     from reelqueue.application.feed import FeedReader
     from reelqueue.application.session import Session
     from reelqueue.application.tokens import TokenTable
+    from reelqueue.engine.engine import Engine
     from reelqueue.store.base import Store
     from reelqueue.store.postgres import Instance, PostgresStore
+    from reelqueue.store.postgres_notify import WakeListener
 
-__all__ = ["RUNNING", "SILENT", "STOPPED", "JournalMode", "SoloMode", "TeamMachine",
-           "TeamMode", "journal_mode", "team_config", "team_machines"]
+__all__ = ["RUNNING", "SILENT", "STOPPED", "WAKE_FALLBACK_SECONDS", "JournalMode", "SoloMode",
+           "TeamMachine", "TeamMode", "journal_mode", "start_listener", "team_config",
+           "team_machines"]
+
+log = logging.getLogger(__name__)
+
+WAKE_FALLBACK_SECONDS = 5.0
+"""How often a machine whose wake-up connection is down wakes its pump instead."""
 
 
 def team_config(config: EngineConfig) -> EngineConfig:
@@ -199,6 +211,7 @@ class TeamMode:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._listener: WakeListener | None = None
 
     @staticmethod
     def team_store(store: Store) -> PostgresStore:
@@ -245,8 +258,15 @@ class TeamMode:
                                    version=__version__, clock_offset=engine.clock_offset,
                                    lease_seconds=engine.config.lease_seconds,
                                    providers=engine.providers.kinds())
+        if self._listener is None:
+            self._listener = await session.journal.call(
+                start_listener, store, engine, asyncio.get_running_loop(),
+                WAKE_FALLBACK_SECONDS)
 
     async def leave(self, session: Session) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await asyncio.to_thread(listener.stop)
         engine = session.live_engine
         if engine is None:
             return
@@ -273,3 +293,27 @@ def journal_mode(ctx: AppContext) -> JournalMode:
     if ctx.store_url is not None:
         return TeamMode(ctx.store_url)
     return SoloMode()
+
+
+def start_listener(store: PostgresStore, engine: Engine, loop: asyncio.AbstractEventLoop,
+                   fallback_seconds: float) -> WakeListener:
+    """Listen to the team database's wake-ups for ``engine`` (a thread; on the journal
+    thread, as it reads the store): every notification wakes its pump on ``loop``."""
+    from reelqueue.store.postgres_notify import (
+        WakeListener,
+        listen_conninfo,
+        missing_wake_triggers,
+    )
+
+    # The triggers come with the schema (sql_pg, version 3); a missing one means wake-ups
+    # of that kind reach this instance only through the timers.
+    if missing := missing_wake_triggers(store):
+        log.warning("the team database %s lacks the wake-up triggers %s: such changes "
+                    "reach this instance by the pump's own timer only", store.where,
+                    ", ".join(missing))
+    dsn, schema = listen_conninfo(store)
+
+    def wake() -> None:  # called on the listener's thread
+        loop.call_soon_threadsafe(engine.wake)
+
+    return WakeListener(dsn, schema, wake, fallback_seconds=fallback_seconds).start()

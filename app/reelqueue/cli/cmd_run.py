@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
-from reelqueue.application import status, views
+from reelqueue.application import status, team, views
 from reelqueue.application.compose import journal_mode
 from reelqueue.application.config import EngineConfig
 from reelqueue.application.events import EngineErrorEvent, Event, JobEvent
@@ -28,6 +29,9 @@ from reelqueue.domain.states import FINAL, JobState
 
 EXIT_STALLED = 3
 EXIT_BUDGET = 4
+TEST_SAFETY_NET_ENV = "REELQUEUE_TEST_SAFETY_NET_SECONDS"
+"""For tests only: the engine's safety-net wake-up (``EngineConfig.safety_net_seconds``),
+raised by the tests of the wake-ups so that they cannot pass through it."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -73,6 +77,7 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         raise InputError("--max-video-mb, --download-minutes and --http-timeout must be "
                          "positive.")
     return EngineConfig(
+        safety_net_seconds=_safety_net_for_tests(),
         http_timeout_seconds=args.http_timeout,
         lease_seconds=args.lease_seconds,
         heartbeat_seconds=max(0.5, args.lease_seconds / 3),
@@ -80,6 +85,21 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         download_max_bytes=int(args.max_video_mb * 1024 * 1024),
         download_deadline_seconds=args.download_minutes * 60.0,
     )
+
+
+def _safety_net_for_tests() -> float:
+    default = EngineConfig.safety_net_seconds
+    text = os.environ.get(TEST_SAFETY_NET_ENV)
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 1.0 <= seconds <= 3600.0:  # also refuses nan and inf
+        raise InputError(f"{TEST_SAFETY_NET_ENV}={text!r} is not a number of seconds from "
+                         "1 to 3600.")
+    return seconds
 
 
 def handle(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -174,6 +194,9 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
     report = await session.start(config, paused=paused)
+    # On a team database: listed in the instances registry, and woken by the database
+    # whatever another machine or process commits (application/team_seam.py).
+    await team.join(session)
     for problem in session.keyring_problems:
         ctx.print(f"Keyring: {problem}")
     ctx.print(report.summary())
@@ -187,6 +210,8 @@ async def drive(ctx: CliContext, session: Session, config: EngineConfig, *,
         ticker.cancel()
         stopper.cancel()
         drain.cancel()
+        with contextlib.suppress(Exception):  # a team database gone: the lease ends it
+            await team.leave(session)
         await session.stop_engine()
         await printer.tick(final=True)
     if drain.done() and not drain.cancelled():

@@ -279,6 +279,9 @@ class AsyncStore:
         return await self.call(self.sync.renew_leases, instance_id, now, lease_seconds,
                                tokens, clock_offset)
 
+    async def changed_elsewhere(self) -> bool:
+        return await self.call(self.sync.changed_elsewhere)
+
     async def server_time(self) -> float | None:
         """Store.server_time on the journal thread."""
         return await self.call(self.sync.server_time)

@@ -53,6 +53,13 @@ class EngineConfig:
     figures_seconds: the least time between two journal reads of what the account cards
         show (renders live, spend today: ``engine/figures.py``); the claim's own checks
         are in SQL whatever this is.
+    safety_net_seconds: the longest the pump sleeps without a wake-up (every real change
+        wakes it directly: this only bounds what a missed wake-up could cost). Tests of
+        the wake-ups raise it so that they cannot pass through it.
+    journal_watch_seconds: how often the engine asks the store whether another
+        connection committed (``Store.changed_elsewhere``: SQLite's ``data_version``, one
+        cheap read; PostgreSQL answers False, its NOTIFY wakes the pump) and wakes the
+        pump when one did: a command of another process is seen within about this long.
     """
 
     lease_seconds: float = 60.0
@@ -80,6 +87,8 @@ class EngineConfig:
     overload_claims_per_pass: int = 1
     overload_retry_seconds: float = 0.5
     figures_seconds: float = 3.0
+    safety_net_seconds: float = 30.0
+    journal_watch_seconds: float = 1.0
 
     @property
     def create_timeout_seconds(self) -> float:

@@ -178,6 +178,7 @@ class Engine:
         self._wake = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
         self._paused = False
         self._claiming = True
         self._idle = asyncio.Event()
@@ -227,7 +228,11 @@ class Engine:
         self.recovery = report
         self.bus.publish(RecoveryEvent(report, self.clock.now()))
         self._paused = paused
+        # The watch takes its bearings before the first pass, which reads everything
+        # committed so far: a commit of another process after it is then always seen.
+        await self.store.changed_elsewhere()
         self._heartbeat_task = asyncio.create_task(self._heartbeat(), name="heartbeat")
+        self._watch_task = asyncio.create_task(self._watch_journal(), name="journal-watch")
         self.manifests.start()
         self.gauge.start()
         self._pump_task = asyncio.create_task(self._pump(), name="pump")
@@ -243,14 +248,13 @@ class Engine:
         not counted against ``max_resumes``. ``orderly=False`` leaves the journal as a
         killed process would (for tests of crash recovery)."""
         self._claiming = False
-        for task in (self._pump_task, self._heartbeat_task):
-            if task:
-                task.cancel()
+        loops = [t for t in (self._pump_task, self._heartbeat_task, self._watch_task) if t]
+        for task in loops:
+            task.cancel()
         workers = list(self._workers.values())
         for task in workers:
             task.cancel()
-        await asyncio.gather(*(t for t in (self._pump_task, self._heartbeat_task) if t),
-                             *workers, return_exceptions=True)
+        await asyncio.gather(*loops, *workers, return_exceptions=True)
         await self.views.stop()
         await self.gauge.stop()
         if orderly:
@@ -644,7 +648,9 @@ class Engine:
         # A safety net only; every real change wakes the pump directly. A confirm made on
         # this machine by another process (`accounts confirm`) writes only its keyring,
         # which wakes nobody: look again sooner while an account waits for one.
-        cap = CONFIRM_LOOK_SECONDS if self._waiting_confirm else 30.0
+        cap = self.config.safety_net_seconds
+        if self._waiting_confirm:
+            cap = min(cap, CONFIRM_LOOK_SECONDS)
         if self._braked:  # claims held back by the loop's lag: look again soon
             cap = min(cap, self.config.overload_retry_seconds)
         return cap if due is None else min(cap, max(0.01, due - now))
@@ -800,14 +806,7 @@ class Engine:
         """The model a job that names none renders with on ``account`` (its own default
         model setting, else the provider's first): the claim counts it against that
         model's limit from the provider (store/provider_limits.py)."""
-        own = account.settings.get("model")
-        if isinstance(own, str) and own:
-            return own
-        try:
-            models = self.providers.get(account.provider).params.models
-        except KnownError:
-            return None
-        return models[0] if models else None
+        return self.providers.default_model(account.provider, account.settings)
 
     def _provider_for(self, account: Account) -> Provider | None:
         cached = self._providers.get(account.name)
@@ -922,6 +921,20 @@ class Engine:
                     await self._take_over_expired()
             except ReelQueueError as exc:
                 self._report_error(exc)
+
+    async def _watch_journal(self) -> None:
+        """Wake the pump when another connection committed to the journal (a command of
+        another process: ``accounts refresh``, ``batch cap``, ``submit``...), asking the
+        store about once every ``config.journal_watch_seconds`` (one cheap read; nothing
+        when unchanged). A write of another connection of this process wakes one pass
+        more: at most one a period, never a busy loop."""
+        while True:
+            await asyncio.sleep(self.config.journal_watch_seconds)
+            try:
+                if await self.store.changed_elsewhere():
+                    self.wake()
+            except ReelQueueError as exc:  # the journal's trouble shows at the next pass
+                log.debug("journal watch: %s", exc)
 
     async def _take_over_expired(self) -> None:
         report = await self.store.recover(

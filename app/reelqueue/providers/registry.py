@@ -132,6 +132,19 @@ class ProviderRegistry:
     def kinds(self) -> list[str]:
         return sorted(self.infos)
 
+    def default_model(self, kind: str, settings: Mapping[str, Any]) -> str | None:
+        """The model a job naming none renders with on an account of ``kind`` with these
+        ``settings``: the account's own ``model`` setting, else the provider's first
+        model; None when neither is known. The claim counts such a job against this
+        model's limits, and the cost reconciliation lines it up under it."""
+        own = settings.get("model")
+        if isinstance(own, str) and own:
+            return own
+        info = self.infos.get(kind)
+        if info is None:
+            return None
+        return info.params.models[0] if info.params.models else None
+
     def __iter__(self) -> Iterator[ProviderInfo]:
         return iter(self.infos.values())
 

@@ -291,6 +291,15 @@ class Store(Protocol):
         (:func:`write_each_alone`). Raises when the group as a whole failed (nothing of it
         is written)."""
         ...
+    def changed_elsewhere(self) -> bool:
+        """Whether another connection committed to the journal since the last call (the
+        first call only takes its bearings: False). Cheap when nothing changed; the engine
+        asks about once a second and wakes its pump on True, so a command of another
+        process (``accounts refresh``, ``batch cap``, ``submit``) is seen at once.
+        SQLite: ``PRAGMA data_version`` of this store's own connection (it moves only on
+        another connection's commit). PostgreSQL: always False, its triggers NOTIFY
+        (store/postgres_notify.py)."""
+        ...
     def server_time(self) -> float | None:
         """The store's own clock (epoch seconds) when it is the one that decides compared
         times (PostgreSQL: the server's clock_timestamp()); None where the caller's clock

@@ -82,7 +82,7 @@ from reelqueue.store.sql_journal import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 MIGRATION_LOCK = 0x5251_5545  # "RQUE": pg_advisory_xact_lock key held while migrating
 IMPORT_LOCK = 0x5251_4951  # "RQIQ": held while an import counts the queue against its limit
 IDLE_IN_TRANSACTION_MS = 60_000
@@ -584,6 +584,11 @@ class PostgresStore(InstancesRegistry):
         """No group commit here: each write is its own transaction, as before
         (docs/design-notes.md, "Group commit"); each answer to its own caller."""
         return write_each_alone(writes)
+
+    def changed_elsewhere(self) -> bool:
+        """Never: every change another connection commits is heard by its NOTIFY
+        (store/postgres_notify.py), without a query per second."""
+        return False
 
     def server_time(self) -> float:
         """The server's clock (``clock_timestamp()``), as every statement reads it."""

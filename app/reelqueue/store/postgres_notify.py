@@ -3,16 +3,19 @@
 The database itself says when there may be new work, whoever wrote it (the window, a
 command, another machine's engine, a script): triggers send a notification on the
 ``reelqueue_wake`` channel when jobs are added, when a job leaves the in-flight states
-(queued again, waiting for a retry, finished: a slot is free), and when an account or a
-batch changes (a limit, a pause, a spend cap). Each instance keeps one connection that
-listens and wakes its pump, so an import on one machine starts renders on all of them at
-once and a cap change applies everywhere at the next pass. NOTIFY is transactional:
+(queued again, waiting for a retry, finished: a slot is free), when an account or a
+batch changes (a limit, a pause, a spend cap), and when an account's view is kept (its
+balance and limits as the provider last told them: ``accounts refresh``; since version
+14). Each instance keeps one connection that listens and wakes its pump, so an import on
+one machine starts renders on all of them at once and a cap change applies everywhere at
+the next pass. NOTIFY is transactional:
 listeners hear of a change only once it is committed, and identical notifications of one
 transaction are folded into one.
 
 The timer fallback: while the listening connection is down (a server restart, a dropped
 network) the listener wakes the pump every ``fallback_seconds`` instead and reconnects;
-the pump's own timer (next retry, lease expiry, at most 30 s) runs either way.
+the pump's own timer (next retry, lease expiry, at most its safety net, 30 s) runs either
+way.
 
 The triggers are part of the versioned schema (``sql_pg/schema.sql``, since version 3), so
 every team database has them from its creation or migration on; an instance only checks
@@ -42,6 +45,7 @@ WAKE_TRIGGERS = {
     "reelqueue_wake_jobs_settled": "jobs",
     "reelqueue_wake_accounts": "accounts",
     "reelqueue_wake_batches": "batches",
+    "reelqueue_wake_account_views": "account_views",
 }
 
 

@@ -96,6 +96,8 @@ class SqliteStore(SqlJournal):
         self._synchronous_full: bool | None = None
         #: during :meth:`write_group`, whether its commit is durable (None: no group open)
         self._group_durable: bool | None = None
+        #: ``PRAGMA data_version`` at the last :meth:`changed_elsewhere` (None: not yet)
+        self._data_version: int | None = None
         self.path = path
         self.migrated_from: int | None = None
         #: written as ``output_host`` with every file this instance completes
@@ -419,6 +421,15 @@ class SqliteStore(SqlJournal):
 
     def server_time(self) -> float | None:
         return None  # one machine: the caller's clock decides
+
+    def changed_elsewhere(self) -> bool:
+        """``PRAGMA data_version`` moves when a connection other than this store's own
+        committed (another process, or another connection of this one: the window's, the
+        API's); never for this store's own writes. One read of the WAL index, no I/O."""
+        with self._lock:
+            version = int(self._db.execute(self._q["data_version"]).fetchone()[0])
+            seen, self._data_version = self._data_version, version
+        return seen is not None and seen != version
 
     # -- used by tests and benchmarks --------------------------------------------------
     def raw_connection(self) -> sqlite3.Connection:

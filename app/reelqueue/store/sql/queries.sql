@@ -845,6 +845,10 @@ PRAGMA application_id = {value};
 -- name: user_version
 PRAGMA user_version;
 
+-- name: data_version
+-- moves when another connection commits (SqliteStore.changed_elsewhere)
+PRAGMA data_version;
+
 -- name: set_user_version
 PRAGMA user_version = {value};
 

@@ -1,4 +1,4 @@
--- ReelQueue team journal on PostgreSQL, current schema (version 13). A fresh database is
+-- ReelQueue team journal on PostgreSQL, current schema (version 14). A fresh database is
 -- made from this file; an older one is brought here by migrations/NNNN.sql.
 -- tests/store/test_postgres_schema.py proves both roads end in the same schema.
 
@@ -232,3 +232,6 @@ CREATE TABLE account_views (
     problem         TEXT CHECK (length(problem) <= 500),
     CHECK ((balance_amount IS NULL) = (balance_unit IS NULL))
 );
+-- v14: a view kept by another process or machine wakes every engine (postgres_notify.py)
+CREATE TRIGGER reelqueue_wake_account_views AFTER INSERT OR UPDATE OR DELETE
+    ON account_views FOR EACH STATEMENT EXECUTE FUNCTION reelqueue_notify_wake();
