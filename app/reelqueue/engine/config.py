@@ -53,6 +53,12 @@ class EngineConfig:
     figures_seconds: the least time between two journal reads of what the account cards
         show (renders live, spend today: ``engine/figures.py``); the claim's own checks
         are in SQL whatever this is.
+    first_poll_fraction: a render submitted on an account whose answers carry no
+        progress is first polled at this fraction of its kind's typical time (the range's
+        low end), never later than the account's poll hint (``engine/polling.py``).
+    first_poll_max_seconds: the longest the first poll of a render waits.
+    render_times_read: the most finished renders read from the journal at start for the
+        typical times (once; the engine's own completions are added in memory).
     """
 
     lease_seconds: float = 60.0
@@ -80,6 +86,9 @@ class EngineConfig:
     overload_claims_per_pass: int = 1
     overload_retry_seconds: float = 0.5
     figures_seconds: float = 3.0
+    first_poll_fraction: float = 0.8
+    first_poll_max_seconds: float = 300.0
+    render_times_read: int = 2_000
 
     @property
     def create_timeout_seconds(self) -> float:
