@@ -71,6 +71,16 @@ class SteadyProvider(FakeProvider):
         return sorted((t, r) for r, times in self.poll_times.items() for t in times)
 
 
+class CountingStore(MemoryStore):
+    """Counts the reads of the typical times: once per engine start, never per poll."""
+
+    times_read = 0
+
+    def recent_render_times(self, limit: int = 2_000) -> list[tuple[str, float]]:
+        self.times_read += 1
+        return super().recent_render_times(limit)
+
+
 def registry(providers: dict[str, FakeProvider]) -> ProviderRegistry:
     out = builtin_registry()
     for kind, provider in providers.items():
@@ -139,7 +149,7 @@ LENGTH = 60.0
 
 async def _run_batches(tmp_path: Path, loop: VirtualTimeLoop
                        ) -> tuple[SteadyProvider, SteadyProvider]:
-    store = MemoryStore()
+    store = CountingStore()
     store.add_account(AccountSpec("a", "steady", 10), 0)
     first = SteadyProvider(LENGTH, polls_per_minute=3_000, prefix="one")
     add_jobs(store, tmp_path, "steady", 30, "one")
@@ -159,6 +169,7 @@ async def _run_batches(tmp_path: Path, loop: VirtualTimeLoop
     await engine.stop()
     engine.close_store()
     assert all(job.state == JobState.COMPLETED for job in store.list_jobs())
+    assert store.times_read == 2, "read once at each start, never per poll"
     return first, second
 
 
