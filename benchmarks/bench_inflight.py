@@ -3,6 +3,7 @@
     python benchmarks/bench_inflight.py                       # quick: 8 x 25 = 200 slots
     python benchmarks/bench_inflight.py --accounts 40 --capacity 25 --scale 1   # 1,000
     python benchmarks/bench_inflight.py --py-spy profile.svg  # the run under py-spy
+    python benchmarks/bench_inflight.py --no-hint --no-progress   # answers as Replicate's
 
 The mock runs as its own process (``python -m reelqueue mock-provider``) with the bundled
 sample video, renders of 60-90 s times ``--scale`` and a poll hint of 5 s; N accounts of
@@ -92,7 +93,8 @@ def get_json(url: str) -> Any:
 
 
 def start_mock(folder: Path, low: float, high: float, hint: float,
-               slots: int) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
+               slots: int, answers: tuple[str, ...] = ()
+               ) -> tuple[subprocess.Popen[bytes], str, IO[bytes]]:
     log_path = folder / "mock.log"
     log = log_path.open("wb")
     # Limits published by the mock bind the claim (issue 32): give every model room.
@@ -101,7 +103,7 @@ def start_mock(folder: Path, low: float, high: float, hint: float,
     proc = subprocess.Popen(
         [*REELQUEUE, "mock-provider", "--port", "0", "--seed", "33", "--plain-video",
          "--render-seconds-min", f"{low:g}", "--render-seconds-max", f"{high:g}",
-         "--poll-after", f"{hint:g}", "--account-view", json.dumps(view)],
+         "--poll-after", f"{hint:g}", "--account-view", json.dumps(view), *answers],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child_env(),
         start_new_session=True)
     deadline = time.monotonic() + 60
@@ -224,6 +226,10 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.25,
                         help="render times are 60-90 s times this (default 0.25: quick)")
     parser.add_argument("--hint", type=float, default=5.0, help="the mock's poll hint, s")
+    parser.add_argument("--no-hint", action="store_true",
+                        help="the mock's poll answers carry no hint (as Replicate's)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="the mock's poll answers carry no progress (as Replicate's)")
     parser.add_argument("--window", type=float, default=0.0,
                         help="seconds measured (default: 2.5 render lengths + 30 s)")
     parser.add_argument("--cpu-window", type=float, default=10.0)
@@ -243,13 +249,16 @@ def main() -> None:
     rows = int(slots * (window / low + 2))
     before = loadavg()
     print(f"in flight: {args.accounts} accounts x {args.capacity} = {slots} slots; renders "
-          f"{low:g}-{high:g} s, poll hint {args.hint:g} s; window {window:.0f} s; "
+          f"{low:g}-{high:g} s, poll hint {'none' if args.no_hint else f'{args.hint:g} s'}"
+          f"{', no progress' if args.no_progress else ''}; window {window:.0f} s; "
           f"{rows} rows; load before {before}; {os.cpu_count()} CPUs")
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="inflight-"))
     folder.mkdir(parents=True, exist_ok=True)
     data, videos = folder / "data", folder / "videos"
-    mock, url, mock_log = start_mock(folder, low, high, args.hint, slots)
+    answers = (("--no-hint",) if args.no_hint else ()) + (
+        ("--no-progress",) if args.no_progress else ())
+    mock, url, mock_log = start_mock(folder, low, high, args.hint, slots, answers)
     run: subprocess.Popen[bytes] | None = None
     try:
         for n in range(args.accounts):

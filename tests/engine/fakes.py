@@ -45,6 +45,9 @@ class Script:
 
 class FakeProvider:
     kind = "fake"
+    # The budget this fake provider publishes for an account's polls (engine/polling.py):
+    # it answers at once, so its tests are not paced by a real provider's limit.
+    polls_per_minute = 600_000.0
 
     def __init__(self, scripts: dict[str, Script] | None = None, supports_lookup: bool = False
                  ) -> None:

@@ -61,3 +61,22 @@ def test_running_now_timeline_and_poll_hint_are_the_mocks_own() -> None:
 def test_a_poll_hint_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="poll_after_seconds"):
         MockOptions(poll_after_seconds=0)
+
+
+def test_poll_answers_without_hint_or_progress_on_request() -> None:
+    """``--no-hint --no-progress``: answers as Replicate's predictions give them (the
+    in-flight benchmark's case where the engine's first poll comes from the typical time)."""
+    options = MockOptions(seed=1, send_hint=False, send_progress=False)
+    with MockProviderServer(options) as server, httpx2.Client() as client:
+        url, auth = server.url, {"Authorization": "Bearer key-aaaa"}
+        _create(client, url, "key-aaaa", 0, 5.0)
+        render_id = client.get(f"{url}/v1/renders", params={"client_token": "t0"},
+                               headers=auth).json()["data"][0]["id"]
+        # Read until the render runs (queued for its first second, then running for 4 s).
+        for _ in range(20_000):
+            poll = client.get(f"{url}/v1/renders/{render_id}", headers=auth)
+            if poll.json()["status"] == "running":
+                break
+        assert poll.json()["status"] == "running"
+    assert "progress" not in poll.json()
+    assert "X-Poll-After" not in poll.headers

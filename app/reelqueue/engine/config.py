@@ -60,6 +60,12 @@ class EngineConfig:
         connection committed (``Store.changed_elsewhere``: SQLite's ``data_version``, one
         cheap read; PostgreSQL answers False, its NOTIFY wakes the pump) and wakes the
         pump when one did: a command of another process is seen within about this long.
+    first_poll_fraction: a render submitted on an account whose answers carry no
+        progress is first polled at this fraction of its kind's typical time (the range's
+        low end), never later than the account's poll hint (``engine/polling.py``).
+    first_poll_max_seconds: the longest the first poll of a render waits.
+    render_times_read: the most finished renders read from the journal at start for the
+        typical times (once; the engine's own completions are added in memory).
     """
 
     lease_seconds: float = 60.0
@@ -89,6 +95,9 @@ class EngineConfig:
     figures_seconds: float = 3.0
     safety_net_seconds: float = 30.0
     journal_watch_seconds: float = 1.0
+    first_poll_fraction: float = 0.8
+    first_poll_max_seconds: float = 300.0
+    render_times_read: int = 2_000
 
     @property
     def create_timeout_seconds(self) -> float:

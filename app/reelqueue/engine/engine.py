@@ -54,6 +54,7 @@ from reelqueue.engine.outputs import (
     recorded_output,
     remove_partials,
 )
+from reelqueue.engine.polling import PollPlanner, poll_budget
 from reelqueue.engine.reconcile import Reconciler
 from reelqueue.engine.render import STOPPED_IN_FLIGHT, RenderAttempt, RenderContext
 from reelqueue.engine.waits import wait_event
@@ -163,10 +164,13 @@ class Engine:
         self.manifests = ManifestWriter(self.store, store.host or this_host(),
                                         self.config.videos_dir,
                                         interval=self.config.manifest_seconds)
+        # When polls go out (issue 33 item 3): typical times, each account's budget.
+        self.polling = PollPlanner()
         self._ctx = RenderContext(self.store, self.bus, self.clock, self.config, self.writer,
                                   rng or random.Random(), self.providers,
                                   Reconciler(self.store, self.clock, self.config),
-                                  job_changed=self.manifests.job_changed)
+                                  job_changed=self.manifests.job_changed,
+                                  polling=self.polling)
         self._providers: dict[str, tuple[Account, Provider]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         # The claim token each worker runs under: the heartbeat renews only these leases.
@@ -224,6 +228,7 @@ class Engine:
         """Recover, resume reattached renders, then start the pump (unless paused)."""
         if self.config.shared_store and self.clock_watch.reading is None:
             await self.measure_clock()
+        await self._read_render_times()
         report = await self._recover()
         self.recovery = report
         self.bus.publish(RecoveryEvent(report, self.clock.now()))
@@ -238,6 +243,17 @@ class Engine:
         self._pump_task = asyncio.create_task(self._pump(), name="pump")
         self.bus.publish(EngineStateEvent("paused" if paused else "running", self.clock.now()))
         return report
+
+    async def _read_render_times(self) -> None:
+        """The typical render times, read once (bounded) before any render resumes; from
+        here on the engine's own completions keep them (engine/polling.py). A journal that
+        cannot be read leaves them empty: first polls are then at once, as before."""
+        try:
+            times = await self.store.recent_render_times(max(0, self.config.render_times_read))
+        except ReelQueueError as exc:
+            log.warning("typical render times not read (first polls at once): %s", exc)
+            return
+        self.polling.load(times)
 
     async def stop(self, *, orderly: bool = True) -> None:
         """Stop in order: the pump, the workers (their jobs stay in flight and are
@@ -831,6 +847,8 @@ class Engine:
             log.warning("account %s cannot be used: %s", account.name, exc)
             return None
         self._providers[account.name] = (account, provider)
+        # Its polls spread within the provider's published budget, else one from capacity.
+        self.polling.set_budget(account.name, poll_budget(provider, account.capacity))
         return provider
 
     def _http_for(self, account: Account) -> httpx2.AsyncClient:

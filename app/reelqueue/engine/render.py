@@ -16,7 +16,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +47,7 @@ from reelqueue.engine.outputs import (
     stored_name,
     writable_output,
 )
+from reelqueue.engine.polling import PollPlanner
 from reelqueue.engine.reconcile import Reconciler, Verdict, candidate_dict
 from reelqueue.engine.retry_plan import estimated_price
 from reelqueue.providers.base import (
@@ -130,6 +131,8 @@ class RenderContext:
     reconciler: Reconciler | None = None
     #: called with (job id, batch id) when a job changed (the engine's manifests)
     job_changed: Callable[[int, int], None] | None = None
+    #: when polls go out: typical times, each account's budget (engine/polling.py)
+    polling: PollPlanner = field(default_factory=PollPlanner)
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -208,6 +211,9 @@ class RenderAttempt:
     async def _fenced(self, ok: bool) -> None:
         if not ok:
             raise ClaimLost()
+
+    def _kind(self) -> str:
+        return render_kind(self.job.provider, self.job.params)
 
     def _request(self, client_token: str) -> RenderRequest:
         return RenderRequest(job_key=self.job.job_key, client_token=client_token,
@@ -307,9 +313,12 @@ class RenderAttempt:
         written = await self.ctx.writer.write_atomically(
             self.provider.download(self.provider_job_id, status), final, self.token.token,
             before_publish=record)
+        finished_at = now()
         await self._fenced(await store.mark_completed(
             self.token, size=written.size, sha256=written.sha256,
-            cost=status.cost, now=now()))
+            cost=status.cost, now=finished_at))
+        if self.job.started_at is not None:  # the journal's measure: first claim to file
+            self.ctx.polling.finished(self._kind(), finished_at - self.job.started_at)
         if self.ctx.config.shared_store:  # a dead machine's partial file of this job
             await asyncio.to_thread(functools.partial(
                 remove_parts_of, final, idle_seconds=self.ctx.config.lease_seconds / 2))
@@ -686,7 +695,20 @@ class RenderAttempt:
         # An earlier (time, progress) of this render: a render this attempt submitted was
         # at 0% when the provider accepted it.
         pace = None if self.submitted_at is None else (self.submitted_at, 0.0)
+        planner, account = self.ctx.polling, self.claim.account
+        if self.submitted_at is not None:
+            # Just created: polled first when its kind's typical time says it can be done
+            # (engine/polling.py); a resumed render's age is unknown, it is polled at once.
+            first = planner.first_wait(account, self._kind(),
+                                       fraction=config.first_poll_fraction,
+                                       floor=config.poll_min_seconds,
+                                       ceiling=config.first_poll_max_seconds)
+            if first is not None:
+                await asyncio.sleep(max(0.0, self.submitted_at + first - self._now()))
         while True:
+            # The account's next slot within its per-minute budget: polls only, never a
+            # create or a download, and never another account's.
+            await planner.turn(account)
             try:
                 status = await self.provider.poll(self.provider_job_id)
                 seen_at = self._now()
@@ -725,6 +747,8 @@ class RenderAttempt:
                 raise RemoteRenderFailed(status.error or ProviderError(
                     f"The provider's render ended {status.phase.value}",
                     error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR))
+            planner.answered(account, progress=status.progress is not None,
+                             hint=status.poll_after)
             sub_status = status.sub_status or status.phase.value
             if sub_status != last_sub_status:
                 await self._fenced(await store.record_progress(

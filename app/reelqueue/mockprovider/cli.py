@@ -79,6 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poll-after", type=float, default=0.2, metavar="S",
                         help="the X-Poll-After hint of every poll answer (default 0.2; "
                              "real providers ask for about 5)")
+    parser.add_argument("--no-hint", action="store_true",
+                        help="poll answers carry no X-Poll-After hint")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="a running render's poll answer carries no progress")
     parser.add_argument("--hold-create-answer", type=float, default=0.0, metavar="S",
                         help="hold every create's answer S seconds (the render exists)")
     parser.add_argument("--account-view", default=None, metavar="JSON", type=_account_view,
@@ -140,6 +144,8 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         foreign_renders=tuple(args.foreign or ()),
         hold_create_answer_seconds=args.hold_create_answer,
         poll_after_seconds=args.poll_after,
+        send_hint=not args.no_hint,
+        send_progress=not args.no_progress,
         account_view=args.account_view,
         **extra,
     )

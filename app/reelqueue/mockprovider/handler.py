@@ -340,8 +340,9 @@ class MockHandler(BaseHTTPRequestHandler):
         elif state.take_fault(render.id, render.directives.get("poll_malformed")):
             self._send(200, b'{"status": "runn', "application/json")
         else:
-            hint = f"{state.options.poll_after_seconds:g}"
-            self._json(200, state.view(render, self.base_url), {"X-Poll-After": hint})
+            hint = ({"X-Poll-After": f"{state.options.poll_after_seconds:g}"}
+                    if state.options.send_hint else {})
+            self._json(200, state.view(render, self.base_url), hint)
 
     def _lookup(self, query: dict[str, str]) -> None:
         state = self.state

@@ -104,6 +104,9 @@ class MockOptions:
             limit).
         poll_after_seconds: the ``X-Poll-After`` hint sent with every poll answer (real
             providers ask for about 5 s; the default keeps tests quick).
+        send_hint: False: poll answers carry no hint at all (as Replicate's).
+        send_progress: False: a running render's answer carries no progress (as
+            Replicate's predictions), so its end can only be guessed.
     """
 
     render_seconds_min: float = 0.2
@@ -129,6 +132,8 @@ class MockOptions:
     prompt_clips: bool = True
     clip_dir: Path | None = None
     poll_after_seconds: float = 0.2
+    send_hint: bool = True
+    send_progress: bool = True
 
     @property
     def clips_wanted(self) -> bool:

@@ -352,7 +352,7 @@ class MockState:
             "client_token": render.client_token,
             "job_key": render.job_key,
         }
-        if status == "running":
+        if status == "running" and self.options.send_progress:
             start = render.duration * QUEUED_SHARE
             span = max(render.duration - start, 1e-9)
             out["progress"] = round(min(100.0, 100.0 * (now - render.created - start) / span), 1)

@@ -97,6 +97,21 @@ def reconcile_mode(settings: Mapping[str, Any]) -> ReconcileMethod:
                          f"none, not {str(word)[:40]!r}.") from None
 
 
+DEFAULT_POLLS_PER_MINUTE = 12_000.0
+"""The status reads per minute the mock publishes for one account (the engine spreads an
+account's polls within it: engine/polling.py), unless the account sets
+``polls_per_minute``: the mock's server on loopback answers far more; a real provider's
+limit is lower (Replicate: 3,000 a minute)."""
+
+
+def _polls_per_minute(settings: Mapping[str, Any]) -> float:
+    value = settings.get("polls_per_minute", DEFAULT_POLLS_PER_MINUTE)
+    number = _number(value)
+    if number is None or number <= 0:
+        raise InputError("The mock account's 'polls_per_minute' must be a number above 0.")
+    return number
+
+
 def _settle_seconds(settings: Mapping[str, Any]) -> float:
     value = settings.get("settle_seconds", DEFAULT_SETTLE_SECONDS)
     if _number(value) is None or value < 0:
@@ -161,6 +176,8 @@ class MockProvider:
         supports_search: True in ``reconcile: search`` mode (until the server says it has
             no list: 404 ``list_disabled``).
         settle_seconds: the account setting ``settle_seconds`` (default 2.0).
+        polls_per_minute: the account setting ``polls_per_minute``
+            (:data:`DEFAULT_POLLS_PER_MINUTE`): the budget its polls are spread within.
         echo_keeps_hours: None: the mock keeps prompt and params as long as the render.
         keeps_client_token: True only in ``key`` mode, the one where the token is how a
             render is found (the mock always receives it; in the other modes it stands
@@ -181,6 +198,7 @@ class MockProvider:
         self.supports_lookup = self.reconcile is ReconcileMethod.KEY
         self.supports_search = self.reconcile is ReconcileMethod.SEARCH
         self.settle_seconds = _settle_seconds(config.settings)
+        self.polls_per_minute = _polls_per_minute(config.settings)
         self.echo_keeps_hours: float | None = None
         self.keeps_client_token = self.reconcile is ReconcileMethod.KEY
         self.search_page_budget = SEARCH_PAGE_BUDGET

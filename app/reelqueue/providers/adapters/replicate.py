@@ -74,6 +74,10 @@ KIND = "replicate"
 TITLE = "Replicate"
 DEFAULT_BASE_URL = "https://api.replicate.com/v1"
 POLL_SECONDS = 5.0  # no documented cadence; the create limit is 600/min, reads 3000/min
+POLLS_PER_MINUTE = 2_400.0
+"""The budget an account's polls are spread within (engine/polling.py): Replicate's
+documented 3,000 requests a minute for endpoints other than create (SOURCE.md, H), less a
+fifth for the account's other reads (list searches, account reads, cancels)."""
 # Official models and the input field each takes its first-frame image in. Other video
 # models on Replicate (kling, hailuo, gen-4.5, ray-3.2, seedance) name their inputs
 # differently; add them here with their field names once checked.
@@ -161,6 +165,7 @@ class ReplicateProvider:
         settle_seconds: :data:`SETTLE_SECONDS`.
         echo_keeps_hours: 1.0: API predictions' inputs are removed after an hour.
         keeps_client_token: False: nothing of our token is sent to Replicate.
+        polls_per_minute: :data:`POLLS_PER_MINUTE`.
     """
 
     kind: str = KIND
@@ -169,6 +174,7 @@ class ReplicateProvider:
     settle_seconds: float = SETTLE_SECONDS
     echo_keeps_hours: float | None = ECHO_KEEPS_HOURS
     keeps_client_token: bool = False
+    polls_per_minute: float = POLLS_PER_MINUTE
 
     def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
