@@ -15,7 +15,7 @@ import pytest
 
 from reelqueue.domain.account_view import AccountView, Balance, Charging
 from reelqueue.domain.clock import FakeClock
-from reelqueue.domain.models import AccountSpec, BatchSpec, JobSpec
+from reelqueue.domain.models import AccountSpec, Batch, BatchSpec, JobSpec
 from reelqueue.domain.routes import Candidate, Route, RoutePolicy
 from reelqueue.domain.states import AccountStatus, JobState
 from reelqueue.engine.account_views import VIEW_EVERY_SECONDS
@@ -184,6 +184,24 @@ async def test_with_a_route_what_the_balance_cannot_pay_for_moves_to_the_next_ca
         engine.close_store()
 
 
+async def _connected(engine: Engine) -> None:
+    """One whole pump pass (it starts the account's read at connect) and that read."""
+    fresh = engine._passes_started + 1
+    engine.wake()
+    while engine._passes < fresh:
+        await engine._pass_done.wait()
+    await engine.views.wait()
+
+
+def _add_batch(store: Store, tmp_path: Path, name: str, count: int) -> Batch:
+    batch = store.create_batch(BatchSpec(name, "s.csv", str(tmp_path / name)), 0)
+    store.add_jobs(batch.id, [
+        JobSpec(f"{name}{i}", f"prompt {i}", "fake", str(tmp_path / name / f"{i:03d}.mp4"),
+                metadata={"price": PRICE})
+        for i in range(count)], 0)
+    return batch
+
+
 async def test_a_new_batch_is_claimed_on_a_view_read_for_it(store: Store,
                                                              tmp_path: Path) -> None:
     """"Before a batch's first claim" (issue 32 item 2): the view read at connect showed
@@ -207,19 +225,11 @@ async def test_a_new_batch_is_claimed_on_a_view_read_for_it(store: Store,
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        fresh = engine._passes_started + 1
-        engine.wake()
-        while engine._passes < fresh:  # one whole pass: it starts the read at connect
-            await engine._pass_done.wait()
-        await engine.views.wait()
+        await _connected(engine)
         assert reads == 1, "read at connect"
         provider.credits = 60.0  # spent elsewhere: the journal's view still says 300
         clock.advance(120)
-        batch = store.create_batch(BatchSpec("late", "s.csv", str(tmp_path / "late")), 0)
-        store.add_jobs(batch.id, [
-            JobSpec(f"late{i}", f"prompt {i}", "fake",
-                    str(tmp_path / "late" / f"{i:03d}.mp4"), metadata={"price": PRICE})
-            for i in range(5)], 0)
+        _add_batch(store, tmp_path, "late", 5)
         engine.wake()
         result = await asyncio.wait_for(engine.run_until_drained(), 20)
         assert reads == 2, "the new batch's own read"
@@ -227,10 +237,7 @@ async def test_a_new_batch_is_claimed_on_a_view_read_for_it(store: Store,
         assert sum(provider.creates.values()) == 1, "what 60 credits pay, not 300"
         clock.advance(30)
         provider.credits = 600.0
-        batch = store.create_batch(BatchSpec("next", "s.csv", str(tmp_path / "next")), 0)
-        store.add_jobs(batch.id, [
-            JobSpec("next0", "prompt next", "fake", str(tmp_path / "next" / "0.mp4"),
-                    metadata={"price": PRICE})], 0)
+        _add_batch(store, tmp_path, "next", 1)
         engine.wake()
         await asyncio.wait_for(engine.run_until_drained(), 20)
         assert reads == 2, "a view 30 s old is fresh enough: no read for this batch"
@@ -254,18 +261,10 @@ async def test_a_batch_added_during_a_pass_has_one_claim_before_its_read(
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        fresh = engine._passes_started + 1
-        engine.wake()
-        while engine._passes < fresh:
-            await engine._pass_done.wait()
-        await engine.views.wait()
+        await _connected(engine)
         provider.credits = 120.0
         clock.advance(120)
-        batch = store.create_batch(BatchSpec("late", "s.csv", str(tmp_path / "late")), 0)
-        store.add_jobs(batch.id, [
-            JobSpec(f"late{i}", f"prompt {i}", "fake",
-                    str(tmp_path / "late" / f"{i:03d}.mp4"), metadata={"price": PRICE})
-            for i in range(5)], 0)
+        batch = _add_batch(store, tmp_path, "late", 5)
         stale = iter([None])  # the next pass reads the newest batch as it was before
 
         def newest_batch_id() -> int | None:

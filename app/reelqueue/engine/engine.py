@@ -175,7 +175,6 @@ class Engine:
         self._workers: dict[int, asyncio.Task[None]] = {}
         # The claim token each worker runs under: the heartbeat renews only these leases.
         self._tokens: dict[int, str] = {}
-        self._worker_accounts: dict[int, str] = {}
         self._own_live: dict[str, int] = {}  # this engine's renders per account
         # What the cards show, read from the journal every few seconds, never per event.
         self.figures = AccountFigures(self.store, self.clock.now, self.config.figures_seconds)
@@ -874,7 +873,6 @@ class Engine:
         task = asyncio.create_task(attempt.run(), name=f"render-{claim.job.id}")
         self._workers[claim.job.id] = task
         self._tokens[claim.job.id] = claim.token.token
-        self._worker_accounts[claim.job.id] = claim.account
         self._own_live[claim.account] = self._own_live.get(claim.account, 0) + 1
         task.add_done_callback(functools.partial(self._worker_done, claim.job.id,
                                                  claim.account))
@@ -885,7 +883,6 @@ class Engine:
         if self._workers.get(job_id) is task:
             self._workers.pop(job_id, None)
             self._tokens.pop(job_id, None)
-            self._worker_accounts.pop(job_id, None)
         self.figures.ended(claimed_on)
         self._own_live[claimed_on] -= 1
         if not task.cancelled() and task.exception() is not None:
