@@ -31,6 +31,7 @@ from reelqueue.store.base import ClaimParams, JobError
 from reelqueue.store.sqlite import SqliteStore
 
 # Every store implementation (SQLite, memory, PostgreSQL), as the store contract tests get it.
+from tests.api.live_api import LiveApi
 from tests.store.conftest import store as store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runway"
@@ -172,3 +173,16 @@ def journal(tmp_path: Path, memory_keyring: MemoryKeyring, runway_fake: RunwayFa
 
     asyncio.run(prepare())
     return Journal(ctx)
+
+
+@pytest.fixture
+def live(tmp_path: Path, memory_keyring: MemoryKeyring,
+         runway_fake: RunwayFake) -> Iterator[tuple[LiveApi, Journal]]:
+    """A real API server (tests/api/live_api.py) on a journal with the Runway account
+    ``rw`` at the fake, and that journal."""
+    with LiveApi(tmp_path) as api:
+        assert api.running is not None
+        session = api.running.access.session
+        api.call(lambda: accounts.add_account(session, AccountDraft(
+            "rw", "runway", 5, KEY, runway_fake.url), check=False))
+        yield api, Journal(api.ctx)

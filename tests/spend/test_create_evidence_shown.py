@@ -11,7 +11,6 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from reelqueue.application.session import Session
 from reelqueue.credentials import MemoryKeyring
 from reelqueue.domain.states import JobState
 from tests.api.live_api import LiveApi
-from tests.spend.conftest import KEY, Journal, RunwayFake, today, usage_body
+from tests.spend.conftest import Journal, RunwayFake, today, usage_body
 
 pytestmark = pytest.mark.integration
 
@@ -58,17 +57,6 @@ def evidence_entries(journal: Journal, job_id: int) -> list[dict[str, Any]]:
         return [e.detail for e in store.ledger(job_id) if e.event == EVIDENCE_EVENT]
     finally:
         store.close()
-
-
-@pytest.fixture
-def live(tmp_path: Path, memory_keyring: MemoryKeyring,
-         runway_fake: RunwayFake) -> Iterator[tuple[LiveApi, Journal]]:
-    with LiveApi(tmp_path) as api:
-        assert api.running is not None
-        session = api.running.access.session
-        api.call(lambda: accounts.add_account(session, AccountDraft(
-            "rw", "runway", 5, KEY, runway_fake.url), check=False))
-        yield api, Journal(api.ctx)
 
 
 def test_one_reading_shows_the_same_in_status_the_api_and_the_history(

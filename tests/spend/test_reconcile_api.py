@@ -4,31 +4,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import jsonschema
 import pytest
 
 from reelqueue.api.openapi import openapi_document
-from reelqueue.application import accounts
-from reelqueue.application.accounts import AccountDraft
-from reelqueue.credentials import MemoryKeyring
 from tests.api.live_api import LiveApi
-from tests.spend.conftest import KEY, Journal, RunwayFake, today, usage_body
+from tests.spend.conftest import Journal, RunwayFake, today, usage_body
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def live(tmp_path: Path, memory_keyring: MemoryKeyring,
-         runway_fake: RunwayFake) -> Iterator[tuple[LiveApi, Journal]]:
-    with LiveApi(tmp_path) as api:
-        assert api.running is not None
-        session = api.running.access.session
-        api.call(lambda: accounts.add_account(session, AccountDraft(
-            "rw", "runway", 5, KEY, runway_fake.url), check=False))
-        yield api, Journal(api.ctx)
 
 
 def test_the_reconciliation_is_served_under_its_documented_schema(
