@@ -45,7 +45,8 @@ class ViewingProvider(FakeProvider):
                            self.clock.now() if self.clock else 1_000.0 + self.view_reads)
 
 
-async def _one_pass(engine: Engine) -> None:
+async def one_pass(engine: Engine) -> None:
+    """One whole pump pass, started after this call, and the view reads it began."""
     fresh = engine._passes_started + 1
     engine.wake()
     while engine._passes < fresh:
@@ -62,38 +63,38 @@ async def test_the_engine_reads_at_connect_then_at_most_every_five_minutes() -> 
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 1, "read at connect"
         (view,) = store.account_views()
         assert view.account == "acct" and view.read_by == "instance-A"
         assert view.balance == Balance(42.0, "credits")
         for _ in range(3):
-            await _one_pass(engine)
+            await one_pass(engine)
         clock.advance(VIEW_EVERY_SECONDS - 1)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 1, "not again within 5 minutes, however many passes"
         clock.advance(2)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 2
         store.set_account_status("acct", AccountStatus.OUT_OF_CREDITS, clock.now())
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 3, "read at once after an out-of-credits refusal"
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 3, "once per refusal, not every pass"
         provider.view_error = ProviderError("Fake: HTTP 429: slow down",
                                             error_class=ErrorClass.ACCOUNT,
                                             label=ErrorLabel.RATE_LIMITED, retry_after=30)
         clock.advance(VIEW_EVERY_SECONDS)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 4
         (view,) = store.account_views()
         assert view.balance is None and view.limits == ()
         assert view.problem == "Fake: HTTP 429: slow down"
         clock.advance(VIEW_EVERY_SECONDS)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 4, "a rate-limited read is read less often"
         clock.advance(VIEW_EVERY_SECONDS)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 5
     finally:
         await engine.stop()
@@ -113,14 +114,14 @@ async def test_a_view_another_process_kept_lately_is_not_read_again_sooner() -> 
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 0
         assert store.account_views()[0].read_by == "instance-B"
         clock.advance(VIEW_EVERY_SECONDS - 60 - 1)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 0
         clock.advance(2)
-        await _one_pass(engine)
+        await one_pass(engine)
         assert provider.view_reads == 1
         assert store.account_views()[0].read_by == "instance-A"
     finally:
@@ -135,7 +136,7 @@ async def test_an_adapter_without_the_view_is_never_asked() -> None:
     engine = Engine(store, config=FAST, rng=random.Random(1), providers=install(provider))
     await engine.start()
     try:
-        await _one_pass(engine)
+        await one_pass(engine)
         assert store.account_views() == []
     finally:
         await engine.stop()

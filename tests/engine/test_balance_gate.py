@@ -27,6 +27,7 @@ from reelqueue.store.base import Store
 from reelqueue.store.memory import MemoryStore
 from reelqueue.store.sqlite import SqliteStore
 from tests.engine.fakes import FakeProvider
+from tests.engine.test_account_views import one_pass
 from tests.engine.test_engine import FAST
 
 pytestmark = pytest.mark.unit
@@ -184,15 +185,6 @@ async def test_with_a_route_what_the_balance_cannot_pay_for_moves_to_the_next_ca
         engine.close_store()
 
 
-async def _connected(engine: Engine) -> None:
-    """One whole pump pass (it starts the account's read at connect) and that read."""
-    fresh = engine._passes_started + 1
-    engine.wake()
-    while engine._passes < fresh:
-        await engine._pass_done.wait()
-    await engine.views.wait()
-
-
 def _add_batch(store: Store, tmp_path: Path, name: str, count: int) -> Batch:
     batch = store.create_batch(BatchSpec(name, "s.csv", str(tmp_path / name)), 0)
     store.add_jobs(batch.id, [
@@ -225,7 +217,7 @@ async def test_a_new_batch_is_claimed_on_a_view_read_for_it(store: Store,
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        await _connected(engine)
+        await one_pass(engine)  # it starts the account's read at connect, and that read
         assert reads == 1, "read at connect"
         provider.credits = 60.0  # spent elsewhere: the journal's view still says 300
         clock.advance(120)
@@ -261,7 +253,7 @@ async def test_a_batch_added_during_a_pass_has_one_claim_before_its_read(
                     providers=install(provider), instance_id="instance-A")
     await engine.start()
     try:
-        await _connected(engine)
+        await one_pass(engine)  # it starts the account's read at connect, and that read
         provider.credits = 120.0
         clock.advance(120)
         batch = _add_batch(store, tmp_path, "late", 5)
