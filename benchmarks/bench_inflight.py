@@ -219,6 +219,50 @@ def journal_figures(journal: Path) -> tuple[dict[str, float], dict[str, int],
     return done, states, starts
 
 
+def turnaround(journal: Path, timeline: list[dict[str, Any]], since: float,
+               until: float) -> dict[str, list[float]]:
+    """Where an account's slot stays empty between one render's end at the mock and the
+    next create the mock receives on that account (each render ending in [since, until]):
+    the end seen (the journal's ``downloading``), the file on disk (``completed``), the
+    next claim of the account, and that claim's create at the mock."""
+    db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=30)
+    try:
+        account_of = dict(db.execute("SELECT job_key, account FROM jobs"))
+        key_of = dict(db.execute("SELECT id, job_key FROM jobs"))
+        marks: dict[str, dict[str, float]] = {}
+        claims: dict[str, list[tuple[float, str]]] = {}
+        for at, event, job_id, account in db.execute(
+                "SELECT at, event, job_id, account FROM ledger WHERE event IN "
+                "('claimed', 'downloading', 'completed') ORDER BY seq"):
+            key = key_of.get(job_id)
+            if key is None:
+                continue
+            marks.setdefault(key, {}).setdefault(event, at)
+            if event == "claimed":
+                claims.setdefault(account, []).append((at, key))
+    finally:
+        db.close()
+    created = {r["job_key"]: r["created_at"] for r in timeline}
+    parts: dict[str, list[float]] = {"empty slot (end -> next create)": [],
+                                     "end -> end seen": [], "end seen -> file": [],
+                                     "file -> next claim": [], "claim -> create": []}
+    for r in timeline:
+        end, key = r["ends_at"], r["job_key"]
+        account, mark = account_of.get(key), marks.get(key, {})
+        if not since <= end <= until or account is None or "completed" not in mark:
+            continue
+        done = mark["completed"]
+        nxt = next(((at, k) for at, k in claims.get(account, ()) if at >= done), None)
+        if nxt is None or nxt[1] not in created:
+            continue
+        parts["empty slot (end -> next create)"].append(created[nxt[1]] - end)
+        parts["end -> end seen"].append(mark.get("downloading", done) - end)
+        parts["end seen -> file"].append(done - mark.get("downloading", done))
+        parts["file -> next claim"].append(nxt[0] - done)
+        parts["claim -> create"].append(created[nxt[1]] - nxt[0])
+    return parts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accounts", type=int, default=8)
@@ -375,6 +419,13 @@ def main() -> None:
         f"{b * 10}: {overlap(braked, t0 + b * 10, t0 + b * 10 + 10):.0f}" for b in buckets)
         + f"; in all {sum(e - s for s, e in braked):.0f} s of {ended_wall - t0:.0f} s, "
         f"{len(braked)} episodes")
+    parts = turnaround(data / "journal.sqlite3", ours, started_wall + settle, ended_wall)
+    print("slot turnaround, s (p50 / p90 / p99 / mean): " + "; ".join(
+        f"{name} {percentile(v, 0.5):.3f} / {percentile(v, 0.9):.3f} / "
+        f"{percentile(v, 0.99):.3f} / {statistics.fmean(v) if v else float('nan'):.3f}"
+        for name, v in parts.items()))
+    if args.keep:
+        (folder / "timeline.json").write_text(json.dumps(timeline))
     if args.keep:
         print(f"work folder: {folder}")
     else:

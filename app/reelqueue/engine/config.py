@@ -50,6 +50,11 @@ class EngineConfig:
         overloaded (``engine/load.py``): new claims are then held back.
     overload_claims_per_pass: the claims a pump pass makes at most while overloaded.
     overload_retry_seconds: how soon the pump looks again after holding claims back.
+    overload_downloads: this engine's finished renders waiting for their file
+        (``engine/load.py``, ``DownloadBacklog``) above which new claims are held back
+        as for the loop's lag. The default is far above what keeps up (about 3 at once at
+        1,000 renders in flight on a loopback mock, docs/benchmarks.md): it is reached
+        only when the downloads fall behind.
     figures_seconds: the least time between two journal reads of what the account cards
         show (renders live, spend today: ``engine/figures.py``); the claim's own checks
         are in SQL whatever this is.
@@ -92,6 +97,7 @@ class EngineConfig:
     overload_lag_seconds: float = 0.5
     overload_claims_per_pass: int = 1
     overload_retry_seconds: float = 0.5
+    overload_downloads: int = 64
     figures_seconds: float = 3.0
     safety_net_seconds: float = 30.0
     journal_watch_seconds: float = 1.0

@@ -192,8 +192,8 @@ class Engine:
         self._last_pass_started = 0.0
         # Overload slows starting, never finishing (invariant 16): the loop's own lag.
         self.gauge = gauge or LoopGauge()
-        self._braked = False  # the last pass stopped claiming because the loop lagged
-        self._brake_since: float | None = None  # since when the loop lags (monotonic)
+        self._braked = False  # the last pass held claims back (loop lag, download backlog)
+        self._brake_since: float | None = None  # since when it holds back (monotonic)
         self._state_key: tuple[object, ...] | None = None  # the last state the pump said
         self._published: dict[str, tuple[object, ...]] = {}
         self._published_rows: dict[str, tuple[object, ...]] = {}  # _account_key published
@@ -666,24 +666,31 @@ class Engine:
         cap = self.config.safety_net_seconds
         if self._waiting_confirm:
             cap = min(cap, CONFIRM_LOOK_SECONDS)
-        if self._braked:  # claims held back by the loop's lag: look again soon
+        if self._braked:  # claims held back (overload): look again soon
             cap = min(cap, self.config.overload_retry_seconds)
         return cap if due is None else min(cap, max(0.01, due - now))
 
     async def _fill_slots(self) -> int:
         """One pass over the accounts in their fixed order; returns the claims made. While
-        the event loop lags (:mod:`engine.load`), at most
+        the event loop lags or the downloads fall behind (:mod:`engine.load`), at most
         ``config.overload_claims_per_pass`` claims are made, and the pump looks again
         after ``config.overload_retry_seconds``: overload slows starting, never the
         renders already running."""
         claims = 0
         budget: int | None = None
-        if self.gauge.overloaded(self.config.overload_lag_seconds):
+        lagging = self.gauge.overloaded(self.config.overload_lag_seconds)
+        backlog = self._ctx.downloads
+        if lagging or backlog.overloaded(self.config.overload_downloads):
             budget = self.config.overload_claims_per_pass
             if self._brake_since is None:
                 self._brake_since = time.monotonic()
-                log.info("the engine is busy (its loop lags %.2f s): new renders start "
-                         "slower until it catches up", self.gauge.lag)
+                if lagging:
+                    log.info("the engine is busy (its loop lags %.2f s): new renders start "
+                             "slower until it catches up", self.gauge.lag)
+                else:
+                    log.info("the engine is busy (%d finished renders wait for their "
+                             "download): new renders start slower until it catches up",
+                             backlog.count)
         elif self._brake_since is not None:
             # Both lines, with the log's own times, say how long starts were held back
             # (benchmarks/bench_inflight.py reads them: what bounds the fill).

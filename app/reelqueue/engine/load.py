@@ -13,13 +13,23 @@ render already running keeps its pace.
 The gauge is a task that asks the loop for a short sleep and measures how late it comes
 back: the loop's own lateness, whatever caused it. It reads the loop's monotonic time,
 never the engine's injected clock (a test's clock does not move the loop).
+
+The loop can keep up while the downloads do not: a slow disk, a thin connection, two
+writer threads behind a wave of renders ending together. Each finished render then waits
+at the provider, whose links expire (docs/providers.md), and every new claim adds one
+more render to wait later. :class:`DownloadBacklog` counts this engine's renders that
+ended at the provider and whose file is not on disk yet; above
+``EngineConfig.overload_downloads`` the pump holds new claims back as it does for the
+loop's lag.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
+from collections.abc import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -61,3 +71,31 @@ class LoopGauge:
             asked = loop.time()
             await asyncio.sleep(self.interval)
             self._recent.append(max(0.0, loop.time() - asked - self.interval))
+
+
+class DownloadBacklog:
+    """This engine's renders whose end the provider reported and whose file is not on
+    disk yet (the download, its hash, fsync and rename, and the completion's write).
+
+    Attributes:
+        count: the renders in that stretch now.
+        most: the largest ``count`` seen (a figure for benchmarks and the log).
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.most = 0
+
+    @contextlib.contextmanager
+    def fetching(self) -> Iterator[None]:
+        """The stretch from a render's end seen to its file written (or given up)."""
+        self.count += 1
+        self.most = max(self.most, self.count)
+        try:
+            yield
+        finally:
+            self.count -= 1
+
+    def overloaded(self, limit: int) -> bool:
+        """Whether more than ``limit`` finished renders wait for their file."""
+        return self.count > limit

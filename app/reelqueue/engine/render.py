@@ -36,6 +36,7 @@ from reelqueue.domain.states import FINAL, AccountStatus, JobState, RemotePhase
 from reelqueue.engine.async_store import AsyncStore
 from reelqueue.engine.config import EngineConfig
 from reelqueue.engine.events import EventBus, JobEvent, account_event
+from reelqueue.engine.load import DownloadBacklog
 from reelqueue.engine.outputs import (
     OUTPUT_NAME_CLEANED,
     OutputWriter,
@@ -133,6 +134,8 @@ class RenderContext:
     job_changed: Callable[[int, int], None] | None = None
     #: when polls go out: typical times, each account's budget (engine/polling.py)
     polling: PollPlanner = field(default_factory=PollPlanner)
+    #: finished renders whose file is not on disk yet: the pump's brake (engine/load.py)
+    downloads: DownloadBacklog = field(default_factory=DownloadBacklog)
 
 
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
@@ -301,6 +304,12 @@ class RenderAttempt:
             await self._note_rerender_of_an_unknown_create()
             await self._submit()
         status = await self._poll_until_done()
+        with self.ctx.downloads.fetching():
+            await self._fetch(status)
+
+    async def _fetch(self, status: RemoteStatus) -> None:
+        """DOWNLOADING -> COMPLETED: the file written crash-safe, its hash recorded."""
+        store, now = self.ctx.store, self._now
         final = await self._start_download()
         assert self.provider_job_id is not None
 
