@@ -37,6 +37,15 @@ def test_a_render_due_before_the_hint_is_polled_when_due() -> None:
     assert poll_wait(2.0, 0.5, (9.0, 0.25), 10.0, 0.999) == 0.5, "never below the floor"
 
 
+def test_a_render_far_from_its_end_is_looked_at_just_before_it() -> None:
+    # 10% -> 20% in 4 s: 32 s left; a hint of 60 s: looked at 0.5 s before the end,
+    # then aimed from the pace over the whole span.
+    assert poll_wait(60.0, 0.05, (0.0, 0.1), 4.0, 0.2) == pytest.approx(31.5)
+    # 0.5 s before the end: the last poll is aimed a little after the end.
+    last = poll_wait(60.0, 0.05, (4.0, 0.2), 35.5, 0.9875)
+    assert 0.5 < last < 0.52
+
+
 class PacedProvider(FakeProvider):
     """Renders take ``seconds`` of real time with linear progress; every poll answer asks
     for the next poll only after ``hint`` seconds."""

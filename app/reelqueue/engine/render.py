@@ -138,6 +138,11 @@ class RenderContext:
     downloads: DownloadBacklog = field(default_factory=DownloadBacklog)
 
 
+LOOK_BEFORE_END = 0.5
+"""Seconds before a render's estimated end at which it is polled once more when its
+progress says more than twice that is left (:func:`poll_wait`)."""
+
+
 def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: float,
               progress: float | None) -> float:
     """Seconds until the next poll: the provider's hint, or sooner when the render's
@@ -156,7 +161,13 @@ def poll_wait(hint: float, floor: float, pace: tuple[float, float] | None, now: 
         then, before = pace
         if progress > before and now > then:
             left = (1.0 - progress) * (now - then) / (progress - before)
-            wait = min(hint, left * 1.02 + 0.005)
+            if left > 2 * LOOK_BEFORE_END:
+                # Far from the end an estimate's error grows with the time left (2 % of
+                # 5 s is 0.1 s of an empty slot): look once more just before the end,
+                # where the pace over the longer span aims the last poll within a few ms.
+                wait = min(hint, left - LOOK_BEFORE_END)
+            else:
+                wait = min(hint, left * 1.02 + 0.005)
     return max(wait, floor)
 
 
