@@ -61,10 +61,11 @@ MIN_POLLS_PER_MINUTE = 60.0
 """The least default budget of an account, whatever its capacity."""
 MAX_POLLS_PER_MINUTE = 600_000.0
 """A published budget above this is read as this (a slot of 0.1 ms)."""
-LIST_GATHER_SECONDS = 1.0
+LIST_GATHER_SECONDS = 0.5
 """How long a list call waits at least for more renders of its account to fall due: a
 render's answer is up to this much later than a single poll's, against poll waits of
-5-20 s."""
+5-20 s (docs/benchmarks.md "Renders in flight", session 23: 1 s cost 0.6 s of latency
+from a render's end to its file at the median)."""
 LIST_REST_SECONDS = 10.0
 """After a list call failed (other than a rate limit or a refused key), the account's
 renders are polled one by one for this long, doubled per failure in a row (at most
