@@ -170,3 +170,42 @@ def test_a_rate_limited_list_call_is_each_askers_own_poll_error(tmp_path: Path) 
     first, second = listing.list_calls[0], listing.list_calls[1]
     assert second[0] - first[0] >= 7.0, "the renders waited the provider's Retry-After"
     assert planner.list_failed.get("a", 0) == 0
+
+
+def test_a_broken_list_rests_then_is_tried_again() -> None:
+    """A plug-in whose list call fails with a bug: its renders are polled one by one, the
+    list is left alone for its rest (doubling while it keeps failing), then tried again."""
+
+    class Broken:
+        def __init__(self) -> None:
+            self.lists = 0
+            self.polls = 0
+
+        async def poll(self, provider_job_id: str) -> RemoteStatus:
+            self.polls += 1
+            return RemoteStatus(RemotePhase.RUNNING, "running")
+
+        async def poll_many(self, provider_job_ids: Sequence[str]
+                            ) -> Mapping[str, RemoteStatus]:
+            self.lists += 1
+            raise RuntimeError("a plug-in's bug")
+
+    async def asks() -> tuple[Broken, PollPlanner, list[int]]:
+        provider, planner, seen = Broken(), PollPlanner(), []
+        for _ in range(4):  # four renders asking together, four times 4 s apart
+            await asyncio.gather(*(planner.status("a", provider, f"r{i}") for i in range(4)))
+            seen.append(provider.lists)
+            await asyncio.sleep(4.0)
+        await asyncio.sleep(10.0)  # 28 s: the second rest (20 s from 14 s) is not over
+        await planner.status("a", provider, "r0")
+        seen.append(provider.lists)
+        await asyncio.sleep(12.0)  # 40 s: it is
+        await planner.status("a", provider, "r0")
+        seen.append(provider.lists)
+        return provider, planner, seen
+
+    provider, planner, seen = run(asks(), VirtualTimeLoop())
+    # Tried at 0.5 s (failed: rest 10 s), resting at 4.5 and 9 s, tried at 13.5 s (failed:
+    # rest 20 s), resting at 28 s, tried at 40 s.
+    assert seen == [1, 1, 1, 2, 2, 3]
+    assert provider.polls == 4 * 4 + 2 and planner.list_failed["a"] == 3

@@ -327,7 +327,8 @@ class PollPlanner:
             return
         if answer is None or not isinstance(answer, Mapping):
             state.failures += 1
-            rest = min(LIST_REST_MAX_SECONDS, LIST_REST_SECONDS * 2 ** (state.failures - 1))
+            rest = min(LIST_REST_MAX_SECONDS,
+                       LIST_REST_SECONDS * 2 ** min(state.failures - 1, 16))
             state.rest_until = self._time() + rest
             self.list_failed[account] = self.list_failed.get(account, 0) + 1
             for futures in batch.values():
@@ -335,7 +336,10 @@ class PollPlanner:
             return
         state.failures = 0
         for render_id, futures in batch.items():
-            found = answer.get(render_id)
+            try:
+                found = answer.get(render_id)
+            except Exception:  # a plug-in's odd mapping: this render polls on its own
+                found = None
             if isinstance(found, RemoteStatus):
                 self.listed[account] = self.listed.get(account, 0) + 1
                 _settle(futures, found)
