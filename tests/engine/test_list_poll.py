@@ -6,7 +6,8 @@ time (tests/engine/virtual_time.py): the engine's own schedule, counted.
 - A render missing from the list answer is polled on its own and completes (never
   concluded gone).
 - A list call whose answer cannot be read (an error, a value that is no status) never
-  fails or concludes a render: that round's renders are polled one by one.
+  fails or concludes a render: that round's renders are polled one by one, and the list
+  rests (doubling) before it is tried again.
 - A list call refused by a rate limit is each asker's own poll error: the renders wait
   and complete, and the account is not sent N single polls meanwhile.
 """
@@ -158,6 +159,8 @@ def test_an_unreadable_list_answer_never_fails_or_concludes_a_render(
     _completed(store)
     assert planner.listed.get("a", 0) == 0 and planner.missed["a"] >= RENDERS
     assert set(garbled.poll_times) == set(garbled.started)
+    # A list that answers none of its asks rests as a failing one does.
+    assert len(garbled.list_calls) < scheduled_polls(0.0, LENGTH)
 
 
 def test_a_rate_limited_list_call_is_each_askers_own_poll_error(tmp_path: Path) -> None:

@@ -34,7 +34,8 @@ And one rule for an account whose adapter lists many renders in one call
   refused one); any other failure (an unreadable answer, a 5xx, a timeout, a list the
   server lacks) sends that round's asks to single polls, so the render sees its own
   poll's answer and render.py's handling of it, and the account's list is left alone
-  for a while (:data:`LIST_REST_SECONDS`, doubling while it keeps failing).
+  for a while (:data:`LIST_REST_SECONDS`, doubling while it keeps failing). So does a
+  list read that answers none of its asks (the renders are beyond the pages it reads).
 """
 
 from __future__ import annotations
@@ -326,26 +327,37 @@ class PollPlanner:
                         future.set_exception(answer)
             return
         if answer is None or not isinstance(answer, Mapping):
-            state.failures += 1
-            rest = min(LIST_REST_MAX_SECONDS,
-                       LIST_REST_SECONDS * 2 ** min(state.failures - 1, 16))
-            state.rest_until = self._time() + rest
+            self._rest(state)
             self.list_failed[account] = self.list_failed.get(account, 0) + 1
             for futures in batch.values():
                 _settle(futures, None)
             return
-        state.failures = 0
+        answered = 0
         for render_id, futures in batch.items():
             try:
                 found = answer.get(render_id)
             except Exception:  # a plug-in's odd mapping: this render polls on its own
                 found = None
             if isinstance(found, RemoteStatus):
+                answered += 1
                 self.listed[account] = self.listed.get(account, 0) + 1
                 _settle(futures, found)
             else:
                 self.missed[account] = self.missed.get(account, 0) + 1
                 _settle(futures, None)
+        if answered:
+            state.failures = 0
+        else:
+            # None of its asks were in the list's pages (more newer renders than the page
+            # budget reads, or a list that lags): single polls cost less than a list read
+            # plus them, so the list rests as after a failure.
+            self._rest(state)
+
+    def _rest(self, state: _Lister) -> None:
+        state.failures += 1
+        rest = min(LIST_REST_MAX_SECONDS,
+                   LIST_REST_SECONDS * 2 ** min(state.failures - 1, 16))
+        state.rest_until = self._time() + rest
 
 
 def _settle(futures: list[asyncio.Future[RemoteStatus | None]],
