@@ -345,7 +345,9 @@ def main() -> None:
         stop(run)
         run_log.close()
         timeline = get_json(f"{url}/_mock/timeline")
-        polls = int(get_json(f"{url}/_mock/counters")["polls_total"])
+        counters = get_json(f"{url}/_mock/counters")
+        polls = int(counters["polls_total"])
+        lists = int(counters.get("lists_total", 0))
     finally:
         if run is not None:
             stop(run)
@@ -395,6 +397,9 @@ def main() -> None:
          f"{sampler.rss_kb / 1024:.0f} / {sampler.hwm_kb / 1024:.0f}"),
         ("polls answered by the mock", f"{polls}"),
         ("polls per completion", f"{polls / len(completed):.1f}" if completed else "n/a"),
+        ("list calls answered by the mock (one polls many renders)", f"{lists}"),
+        ("status requests (polls + lists) per completion",
+         f"{(polls + lists) / len(completed):.2f}" if completed else "n/a"),
         ("run CPU ms per poll (all of run's CPU / polls)",
          f"{sum(run_cpu) * args.cpu_window * 10 / polls:.2f}" if polls else "n/a"),
         ("run CPU-seconds per completion",

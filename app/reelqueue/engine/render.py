@@ -727,10 +727,13 @@ class RenderAttempt:
                 await asyncio.sleep(max(0.0, self.submitted_at + first - self._now()))
         while True:
             # The account's next slot within its per-minute budget: polls only, never a
-            # create or a download, and never another account's.
-            await planner.turn(account)
+            # create or a download, and never another account's. Where the adapter lists
+            # renders, the account's renders due together share one list call; a render
+            # the list does not answer is polled on its own (engine/polling.py). A user's
+            # retry asks its first poll alone: its 404 means the render is gone.
             try:
-                status = await self.provider.poll(self.provider_job_id)
+                status = await planner.status(account, self.provider, self.provider_job_id,
+                                              alone=self.user_retry and polls == 0)
                 seen_at = self._now()
                 errors = 0
             except ProviderError as exc:

@@ -17,9 +17,13 @@ The API (all JSON; ``Authorization: Bearer KEY`` checked when ``accept_keys`` is
   earlier page: start after it). Answer ``{"data": [record...], "has_more": bool,
   "next_cursor": id or null}``; a record is ``{"id", "created_at" (Unix seconds, float),
   "status", "prompt", "params"}`` as the create sent them, plus ``"client_token"`` only
-  while the lookup is on. A new render is listed only once its list delay
-  (``list_delay_min``..``list_delay_max``) has passed. 404 ``list_disabled`` when
-  ``list_enabled`` is off; 400 ``invalid_cursor`` for an unknown ``before``.
+  while the lookup is on. With ``with=status`` each record also carries what a poll of
+  it answers (``"progress"``, ``"video_url"``, ``"cost"``, ``"error"``) where it has
+  them: one list call polls many renders. Such a list leaves out a render whose polls a
+  directive makes fail (``poll_timeout``, ``poll_malformed``): it is polled on its own
+  throughout, so the fault meets its own poll (the fault matrix). A new render is listed
+  only once its list delay (``list_delay_min``..``list_delay_max``) has passed. 404
+  ``list_disabled`` when ``list_enabled`` is off; 400 ``invalid_cursor`` for an unknown ``before``.
 - ``GET /v1/account`` checks the key.
 - ``GET /v1/account/view`` answers the account's figures (``--account-view JSON``, else
   ``options.DEFAULT_ACCOUNT_VIEW``): ``{"organization_id", "balance": {"amount", "unit"},
@@ -61,6 +65,8 @@ MAX_BODY = 1 << 20
 SLOW_CHUNK = 1024
 DEFAULT_SLOW_DELAY = 0.1
 MIB = 1 << 20
+POLL_FAULTS = ("poll_timeout", "poll_malformed")
+"""The directives that break a render's own poll; a list ``with=status`` leaves it out."""
 DEFAULT_HOSTILE_MIB = 64.0
 """How much ``oversize`` and ``gzip_bomb`` send (decoded) when given no value."""
 
@@ -385,11 +391,16 @@ class MockHandler(BaseHTTPRequestHandler):
         except UnknownCursor:
             self._error(400, "invalid_cursor", "'before' names no render of this list.")
             return
+        with_status = query.get("with") == "status"
+        shown = [r for r in page if not (with_status and any(
+            name in r.directives for name in POLL_FAULTS))]
         self._json(200, {
-            "data": [state.list_record(r) for r in page],
+            "data": [state.list_record(r, self.base_url if with_status else None)
+                     for r in shown],
             "has_more": more,
             "next_cursor": page[-1].id if more and page else None,
-        })
+        }, {"X-Poll-After": f"{state.options.poll_after_seconds:g}"}
+            if state.options.send_hint else None)
 
     def _plant_foreign(self, body: bytes) -> None:
         """The test hook ``POST /_mock/foreign``: another client's render on this key."""

@@ -302,9 +302,12 @@ class MockState:
             shown = [r for r in shown if (r.created_at, r.seq) < (anchor.created_at, anchor.seq)]
         return shown[:size], len(shown) > size
 
-    def list_record(self, render: Render) -> dict[str, Any]:
+    def list_record(self, render: Render, base_url: str | None = None) -> dict[str, Any]:
         """A render as the list shows it: what the create sent (prompt, params) and when;
-        the client token only while the lookup by it is on."""
+        the client token only while the lookup by it is on. With ``base_url`` (a list
+        asked ``with=status``), also what its poll answers (progress, video_url, cost,
+        error: :meth:`view`), as Replicate's and OpenAI's lists carry each render's state
+        and output."""
         record: dict[str, Any] = {
             "id": render.id,
             "created_at": render.created_at,
@@ -312,6 +315,10 @@ class MockState:
             "prompt": render.prompt,
             "params": render.params,
         }
+        if base_url is not None:
+            view = self.view(render, base_url)
+            record.update({k: view[k] for k in ("status", "progress", "video_url", "cost",
+                                                "error") if k in view})
         if self.options.lookup_enabled:
             record["client_token"] = render.client_token
         return record

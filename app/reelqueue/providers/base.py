@@ -10,7 +10,7 @@ exception text, a log line or a ``repr``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
@@ -346,6 +346,54 @@ class UsageProvider(Protocol):
 def usage_of(provider: object) -> UsageProvider | None:
     """``provider`` as a :class:`UsageProvider`, or None when it publishes no usage."""
     return provider if isinstance(provider, UsageProvider) else None
+
+
+@runtime_checkable
+class ListPollProvider(Protocol):
+    """An adapter whose provider lists the account's renders with each one's state and
+    output (issue 33 item 3): an optional capability. The engine then polls the renders
+    of an account that fall due together with ONE list call instead of one poll each; an
+    adapter without it is polled one render at a time.
+
+    Attributes (optional, read with ``getattr``):
+        supports_poll_many: False when the account's list cannot be read (a gateway
+            without it, a server that said so): the engine polls one by one. Default True.
+        poll_many_limit: the most ids one call is asked for (default
+            :data:`POLL_MANY_LIMIT`).
+    """
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        """The state of each of ``provider_job_ids`` found in one bounded read of the
+        account's list (one page, or a few within the adapter's page budget).
+
+        Returns only the ids it found, each read by the SAME rules as :meth:`Provider.poll`
+        (the same parser: a finished render without its file is SUCCEEDED with
+        ``video_url=None`` unless the list never carries the file, then the item is left
+        out; a failure's reason through the adapter's ``FailureRules``). An item that
+        cannot be read is left out, never guessed: a missing id is polled on its own by
+        the engine, never concluded gone. An answer that cannot be read as a list, or an
+        error answer, raises :class:`ProviderError` as :meth:`Provider.poll` would."""
+        ...
+
+
+POLL_MANY_LIMIT = 100
+"""The most ids one ``poll_many`` call is asked for when the adapter gives no limit."""
+
+
+def list_poll_of(provider: object) -> ListPollProvider | None:
+    """``provider`` as a :class:`ListPollProvider`, or None when it offers no list poll
+    (or says its account's list cannot be read now: ``supports_poll_many`` False)."""
+    if not isinstance(provider, ListPollProvider):
+        return None
+    return provider if getattr(provider, "supports_poll_many", True) is True else None
+
+
+def poll_many_limit(provider: object) -> int:
+    """The most ids one ``poll_many`` call of ``provider`` is asked for (at least 1)."""
+    value = getattr(provider, "poll_many_limit", POLL_MANY_LIMIT)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return POLL_MANY_LIMIT
+    return min(value, 10 * POLL_MANY_LIMIT)
 
 
 class Provider(Protocol):

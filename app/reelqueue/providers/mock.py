@@ -29,7 +29,7 @@ import asyncio
 import hashlib
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urljoin
@@ -81,6 +81,11 @@ test machine; an account whose server lists later must set more."""
 
 SEARCH_PAGE_BUDGET = 20
 """List pages read by one search before it gives up with ``complete=False``."""
+MAX_LIST_PAGE = 100
+"""The largest page the mock's list gives (its ``limit``)."""
+POLL_MANY_PAGE_BUDGET = 3
+"""List pages one :meth:`MockProvider.poll_many` reads at most: the renders in flight are
+the newest, so a few pages of 100 hold them; one not found is polled on its own."""
 
 
 def reconcile_mode(settings: Mapping[str, Any]) -> ReconcileMethod:
@@ -183,6 +188,10 @@ class MockProvider:
             render is found (the mock always receives it; in the other modes it stands
             for a provider that shows it nowhere).
         search_page_budget: list pages one search reads at most.
+        supports_poll_many: True until the server says it has no list (404
+            ``list_disabled``): then its renders are polled one by one.
+        poll_many_limit: ids one :meth:`poll_many` is asked for at most.
+        poll_many_page_budget: list pages one :meth:`poll_many` reads at most.
         account: the account name.
         base_url: the server, e.g. ``http://127.0.0.1:8765``.
     """
@@ -202,6 +211,9 @@ class MockProvider:
         self.echo_keeps_hours: float | None = None
         self.keeps_client_token = self.reconcile is ReconcileMethod.KEY
         self.search_page_budget = SEARCH_PAGE_BUDGET
+        self.supports_poll_many = True
+        self.poll_many_limit = POLL_MANY_PAGE_BUDGET * MAX_LIST_PAGE
+        self.poll_many_page_budget = POLL_MANY_PAGE_BUDGET
         # The account's own render time range, [low, high] seconds, sent with each create
         # (the demo's accounts pace their renders so a newcomer sees them run).
         pace = config.settings.get("render_seconds")
@@ -348,6 +360,73 @@ class MockProvider:
             video_url=status.video_url, error=status.error, cost=status.cost,
             poll_after=poll_after,
         )
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        """The renders of ``provider_job_ids`` found in the key's list, newest first
+        (``GET /v1/renders?with=status&limit=100&before=CURSOR``: the renders in flight are the
+        newest), up to :attr:`poll_many_page_budget` pages or until all are found. Each
+        record is read by :meth:`poll`'s own parser; a record it cannot read, or a
+        finished one without its link, is left out (its own poll decides). A first page
+        that fails, or is not a page of renders, raises as a poll would; a later one ends
+        the read with what was found."""
+        wanted = set(provider_job_ids)
+        found: dict[str, RemoteStatus] = {}
+        cursor: str | None = None
+        for _ in range(self.poll_many_page_budget):
+            query = {"limit": str(MAX_LIST_PAGE), "with": "status"}
+            if cursor is not None:
+                query["before"] = cursor
+            try:
+                response = await self._call("GET", "/v1/renders", params=query)
+            except ProviderError:
+                if cursor is None:
+                    raise
+                break
+            if response.status_code == 404 and _error_fields(response)[0] == "list_disabled":
+                self.supports_poll_many = False
+            if response.status_code != 200:
+                if cursor is None:
+                    raise self._status_error(response, what="list")
+                break
+            items, cursor = self._status_page(response)
+            poll_after = _float_or_none(response.headers.get("X-Poll-After"))
+            for item in items:
+                render_id = item.get("id")
+                if not isinstance(render_id, str) or render_id not in wanted:
+                    continue
+                try:
+                    status = _status_from(item, self.base_url, self._scrub)
+                except ProviderError:
+                    continue  # unreadable: its own poll decides
+                if status.phase is RemotePhase.SUCCEEDED and not status.video_url:
+                    continue  # the list may lag its file: its own poll decides
+                found[render_id] = RemoteStatus(
+                    phase=status.phase, sub_status=status.sub_status,
+                    progress=status.progress, video_url=status.video_url,
+                    error=status.error, cost=status.cost, poll_after=poll_after)
+            if cursor is None or wanted <= found.keys():
+                break
+        return found
+
+    def _status_page(self, response: httpx2.Response
+                     ) -> tuple[list[dict[str, Any]], str | None]:
+        """The records (objects) of one list page and the next cursor (None: no more);
+        an answer of another shape raises as an unreadable poll answer does."""
+        try:
+            body = response.json()
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        data = body.get("data") if isinstance(body, dict) else None
+        more = body.get("has_more") if isinstance(body, dict) else None
+        cursor = body.get("next_cursor") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not isinstance(more, bool) or (
+                more and not (isinstance(cursor, str) and cursor)):
+            raise ProviderError(
+                "mock provider list: the answer is not a page of renders",
+                error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR,
+                status_code=response.status_code)
+        return ([item for item in data if isinstance(item, dict)],
+                cursor if more and isinstance(cursor, str) else None)
 
     async def lookup(self, request: RenderRequest) -> str | None:
         if not self.supports_lookup:

@@ -236,3 +236,42 @@ class SearchFacts:
 
     def __str__(self) -> str:
         return self.label
+
+
+@dataclass(frozen=True)
+class ListPollFacts:
+    """An adapter's ``poll_many`` (one list read answers many renders, issue 33 item 3),
+    for conformance/test_list_poll.py.
+
+    Attributes:
+        label: the test id; provider: the fixtures folder; page: the fixture of one list
+            page (no more pages), copied from the provider's reference; items: the page's
+            field holding the listed renders.
+        make: the adapter on a client (key ``SENTINEL_KEY``).
+        route: the list's route; poll: ``poll(id)``, the route of one render's poll.
+        phases: id -> the phase the page says each render is in.
+        more: ``more(page)``: the page saying more follow (a cursor), for the page budget.
+        budget: list pages one call reads at most.
+        errors: (status, body, class, label) of a refused list read.
+        unreadable: HTTP 200 bodies that are no page of renders.
+        bad_items: ``bad(item)`` edits a listed item so it cannot be read as a render.
+        off: (status, body) of a host without the list: list polling stops.
+    """
+
+    label: str
+    provider: str
+    page: str
+    items: str
+    make: Callable[[httpx2.AsyncClient], Any]
+    route: str
+    poll: Callable[[str], str]
+    phases: Mapping[str, RemotePhase]
+    more: Callable[[dict[str, Any]], dict[str, Any]]
+    budget: int
+    errors: tuple[tuple[int, Any, ErrorClass, ErrorLabel], ...]
+    unreadable: tuple[bytes, ...]
+    bad_items: tuple[Callable[[dict[str, Any]], None], ...]
+    off: tuple[int, Any]
+
+    def __str__(self) -> str:
+        return self.label

@@ -34,7 +34,7 @@ import math
 import re
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,7 @@ _POLICY_CODES = ("moderation_blocked", "content_policy_violation", "content_filt
 # "Reconciliation"; docs/reconciliation/openai-compat.md).
 LIST_PAGE_SIZE = 100  # the API reference's maximum for ``limit`` (minimum 0, maximum 100)
 LIST_PAGE_BUDGET = 20  # 2,000 videos: far more than one account creates around one intent
+POLL_MANY_PAGE_BUDGET = 3  # the videos in flight are the newest: 300 covers an account's
 # Nobody documents when a created video shows in the list. A gateway answers a create only
 # after relaying it upstream (we wait up to a minute for that answer), and may write its
 # own list row later than that; five minutes is that minute with a wide margin.
@@ -223,6 +224,52 @@ class OpenAICompatProvider:
         if not response.is_success:
             raise self._error(response)
         return self._status(provider_job_id, self._api.json_of(response), response)
+
+    @property
+    def supports_poll_many(self) -> bool:
+        """The engine polls the account's videos with one list read while the gateway has
+        the list (as long as :attr:`supports_search`)."""
+        return self.supports_search
+
+    poll_many_limit: int = POLL_MANY_PAGE_BUDGET * LIST_PAGE_SIZE
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        """``GET /videos?order=desc&limit=100`` (then ``after=<last_id>``, within
+        POLL_MANY_PAGE_BUDGET pages, until every id is found): the list's items are the
+        same ``Video`` objects ``GET /videos/{id}`` answers (SDK ``Videos.list`` ->
+        ``ConversationCursorPage[Video]``, ``Videos.retrieve`` -> ``Video``), each read by
+        :meth:`poll`'s own parser with the page's ``openai-poll-after-ms``. Only the ids
+        found are returned; an item that is not a video object is left out. A first page
+        that fails or has an undocumented shape raises as a poll would; a 404/405 (a
+        gateway without the list) also ends list polling for this adapter."""
+        wanted = set(provider_job_ids)
+        found: dict[str, RemoteStatus] = {}
+        cursor: str | None = None
+        for page in range(POLL_MANY_PAGE_BUDGET):
+            params: dict[str, str | int] = {"limit": LIST_PAGE_SIZE, "order": "desc"}
+            if cursor:
+                params["after"] = cursor
+            try:
+                response = await self._api.request("GET", "/videos", params=params)
+            except ProviderError:
+                if page == 0:
+                    raise
+                break
+            if not response.is_success:
+                if page:
+                    break
+                if response.status_code in _NO_LIST:
+                    self.supports_search = False
+                raise self._error(response)
+            videos, has_more, last_id = self._list_page(response)
+            for video in videos:
+                video_id = video["id"]
+                if video_id in wanted:
+                    found[video_id] = self._status(video_id, video, response)
+            if wanted <= found.keys() or not has_more or not videos:
+                break
+            cursor = last_id or str(videos[-1]["id"])
+        return found
 
     async def lookup(self, request: RenderRequest) -> str | None:
         """The list cannot be searched by our token: never answer "there is none"."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,6 +92,7 @@ _PHASES = {"starting": RemotePhase.QUEUED, "processing": RemotePhase.RUNNING,
 # will return 100 records per page", "sorted with the most recent prediction first").
 LIST_PAGE_SIZE = 100
 SEARCH_PAGE_BUDGET = 20  # 2,000 predictions: more than a window of minutes ever holds
+POLL_MANY_PAGE_BUDGET = 3  # the predictions in flight are the newest: 300 cover an account's
 # How long after a create its prediction is assumed to be listed. Replicate documents no
 # delay for the list; the longest it documents holding a create request open is 60 s
 # (``Prefer: wait``, which we never send), so a create may still be in Replicate's hands
@@ -198,6 +199,57 @@ class ReplicateProvider:
 
     async def poll(self, provider_job_id: str) -> RemoteStatus:
         return self._status(await self._prediction(provider_job_id))
+
+    @property
+    def supports_poll_many(self) -> bool:
+        """The engine polls the account's predictions with one list read while the API
+        has the list (as long as :attr:`supports_search`)."""
+        return self.supports_search
+
+    poll_many_limit: int = POLL_MANY_PAGE_BUDGET * LIST_PAGE_SIZE
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        """``GET /v1/predictions`` newest first (then its ``next`` link, on the API's own
+        host, within POLL_MANY_PAGE_BUDGET pages, until every id is found): the list's
+        results are the same ``Prediction`` objects ``GET /v1/predictions/{id}`` answers
+        (replicate-python-beta ``predictions.list`` -> ``CursorURLPage[Prediction]``),
+        each read by :meth:`poll`'s own parser. A succeeded prediction listed without its
+        output is left out (its own poll decides: a list read never ends a paid render
+        for want of a file), and so is an item without a readable id. A first page that
+        fails or has an undocumented shape raises as a poll would; a 404/405 (a base URL
+        without the list) also ends list polling for this adapter."""
+        wanted = set(provider_job_ids)
+        found: dict[str, RemoteStatus] = {}
+        target = "/predictions"
+        for page_number in range(POLL_MANY_PAGE_BUDGET):
+            try:
+                response = await self._api.request("GET", target)
+            except ProviderError:
+                if page_number == 0:
+                    raise
+                break
+            if not response.is_success:
+                if page_number > 0:
+                    break
+                if response.status_code in (404, 405):
+                    self.supports_search = False
+                raise self._error(response)
+            results, next_link = self._page(response)
+            for item in results:
+                prediction_id = item.get("id") if isinstance(item, dict) else None
+                if not isinstance(prediction_id, str) or prediction_id not in wanted:
+                    continue
+                status = self._status(item)
+                if status.phase is RemotePhase.SUCCEEDED and not status.video_url:
+                    continue
+                found[prediction_id] = status
+            if wanted <= found.keys() or next_link is None:
+                break
+            try:
+                target = self._next_page(next_link)
+            except ProviderError:
+                break
+        return found
 
     async def lookup(self, request: RenderRequest) -> str | None:
         """Predictions cannot be searched by our token: never answer "there is none"."""
