@@ -212,3 +212,48 @@ def test_a_broken_list_rests_then_is_tried_again() -> None:
     # rest 20 s), resting at 28 s, tried at 40 s.
     assert seen == [1, 1, 1, 2, 2, 3]
     assert provider.polls == 4 * 4 + 2 and planner.list_failed["a"] == 3
+
+
+class PacedListingProvider(ListingProvider):
+    """:class:`ListingProvider` whose answers carry linear progress and a 5 s hint (as the
+    mock's and Runway's): the engine aims a render's last polls at its end. Its budget
+    leaves room for all of them at once (they all end together here)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls_per_minute = 60_000
+
+    def _status(self, render_id: str, now: float) -> RemoteStatus:
+        done = (now - self.started[render_id]) / self.seconds
+        if done >= 1.0:
+            return RemoteStatus(RemotePhase.SUCCEEDED, "succeeded", cost=0.1,
+                                video_url=f"mem://{render_id}")
+        return RemoteStatus(RemotePhase.RUNNING, "running", progress=done, poll_after=5.0)
+
+    async def poll(self, provider_job_id: str) -> RemoteStatus:
+        now = asyncio.get_running_loop().time()
+        self.poll_times.setdefault(provider_job_id, []).append(now)
+        return self._status(provider_job_id, now)
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        now = asyncio.get_running_loop().time()
+        self.list_calls.append((now, tuple(provider_job_ids)))
+        return {i: self._status(i, now) for i in self.started}
+
+
+def test_a_poll_aimed_at_the_renders_end_asks_alone_and_sees_it_at_once(
+        tmp_path: Path) -> None:
+    """The hint-paced polls share list calls; the ones the progress aims at the render's
+    end go alone, so a finished render is seen well within the list's gathering time."""
+    provider = PacedListingProvider()
+    store, planner = _drained(tmp_path, provider)
+    _completed(store)
+    assert provider.list_calls and planner.listed["a"] > RENDERS, "the hint's polls listed"
+    late = []
+    for render_id, times in provider.poll_times.items():
+        end = provider.started[render_id] + LENGTH
+        # Alone only near the end: the look before it and the poll aimed at it.
+        assert all(t >= end - 1.0 for t in times), (render_id, times, end)
+        late.append(max(times) - end)
+    assert len(late) == RENDERS
+    assert max(late) < 0.1 < planner.gather, late

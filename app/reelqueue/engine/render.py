@@ -725,15 +725,19 @@ class RenderAttempt:
                                        ceiling=config.first_poll_max_seconds)
             if first is not None:
                 await asyncio.sleep(max(0.0, self.submitted_at + first - self._now()))
+        aimed = False  # the next poll is aimed at the render's end (its progress says)
         while True:
             # The account's next slot within its per-minute budget: polls only, never a
             # create or a download, and never another account's. Where the adapter lists
             # renders, the account's renders due together share one list call; a render
             # the list does not answer is polled on its own (engine/polling.py). A user's
-            # retry asks its first poll alone: its 404 means the render is gone.
+            # retry asks its first poll alone: its 404 means the render is gone. A poll
+            # aimed at the render's end asks alone too: a list call gathers for up to
+            # LIST_GATHER_SECONDS, which would keep the finished render's slot that long.
             try:
                 status = await planner.status(account, self.provider, self.provider_job_id,
-                                              alone=self.user_retry and polls == 0)
+                                              alone=(self.user_retry and polls == 0)
+                                              or aimed)
                 seen_at = self._now()
                 errors = 0
             except ProviderError as exc:
@@ -780,6 +784,7 @@ class RenderAttempt:
             self._emit(JobState.RENDERING, sub_status=sub_status, progress=status.progress)
             hint = status.poll_after or config.poll_backoff.ceiling(polls)
             wait = poll_wait(hint, config.poll_min_seconds, pace, seen_at, status.progress)
+            aimed = wait < hint
             if status.progress is not None:
                 pace = (seen_at, status.progress)
             # Counted from the answer: the journal write above took some of the wait.
