@@ -36,6 +36,9 @@ And one rule for an account whose adapter lists many renders in one call
   poll's answer and render.py's handling of it, and the account's list is left alone
   for a while (:data:`LIST_REST_SECONDS`, doubling while it keeps failing). So does a
   list read that answers none of its asks (the renders are beyond the pages it reads).
+  A render asks alone (``status(..., alone=True)``) when its poll is aimed at its end by
+  its progress (``render.poll_wait``): the gathering would keep its finished slot
+  empty that long.
 """
 
 from __future__ import annotations
