@@ -257,3 +257,24 @@ def test_a_poll_aimed_at_the_renders_end_asks_alone_and_sees_it_at_once(
         late.append(max(times) - end)
     assert len(late) == RENDERS
     assert max(late) < 0.1 < planner.gather, late
+
+
+async def test_the_planners_stop_ends_a_list_read_under_way() -> None:
+    """The engine's stop ends every account's list task; an asker still waiting is told
+    "not listed", never left waiting for ever."""
+    started = asyncio.Event()
+
+    class Slow:
+        async def poll_many(self, ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+            started.set()
+            await asyncio.Event().wait()  # a list read that never answers
+            raise AssertionError("unreachable")
+
+        async def poll(self, provider_job_id: str) -> RemoteStatus:
+            raise AssertionError("not asked")
+
+    planner = PollPlanner(gather=0.0)
+    asker = asyncio.create_task(planner._listed_status("a", Slow(), "r1"))  # type: ignore[arg-type]
+    await asyncio.wait_for(started.wait(), 10)
+    await planner.stop()
+    assert await asyncio.wait_for(asker, 10) is None

@@ -270,6 +270,7 @@ class Engine:
         for task in workers:
             task.cancel()
         await asyncio.gather(*loops, *workers, return_exceptions=True)
+        await self.polling.stop()  # the accounts' list reads (engine/polling.py)
         await self.views.stop()
         await self.gauge.stop()
         if orderly:

@@ -250,6 +250,16 @@ class PollPlanner:
             await asyncio.sleep(wait)
 
     # -- one list call for many renders -------------------------------------------------
+    async def stop(self) -> None:
+        """End every account's list task (the engine's stop, after its renders): a list
+        read under way is cancelled, and any asker still waiting is answered "not
+        listed" (its own poll decides, if it still runs)."""
+        tasks = [state.task for state in self._listers.values()
+                 if state.task is not None and not state.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def status(self, account: str, provider: _Polls, provider_job_id: str, *,
                      alone: bool = False) -> RemoteStatus:
         """The render's current state: from the account's next list call when its adapter
@@ -283,6 +293,7 @@ class PollPlanner:
                           state: _Lister) -> None:
         """The account's list calls, one per poll slot, while asks are pending."""
         limit = poll_many_limit(lister)
+        batch: dict[str, list[asyncio.Future[RemoteStatus | None]]] = {}
         try:
             while state.asks:
                 wait = self.reserve(account)
@@ -299,8 +310,9 @@ class PollPlanner:
                 self.list_calls[account] = self.list_calls.get(account, 0) + 1
                 self._answer(account, state, batch, await self._call(lister, ids))
         except BaseException:
-            # Stopped (the engine is closing) or a bug here: no asker waits for ever.
-            for futures in state.asks.values():
+            # Stopped (the engine is closing) or a bug here: no asker waits for ever, the
+            # ones of the list read under way included.
+            for futures in (*batch.values(), *state.asks.values()):
                 _settle(futures, None)
             state.asks.clear()
             raise
