@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import resource
 import subprocess
@@ -174,7 +175,8 @@ print(worst * 1000)
 
 async def live_renders(controller: AppController, live: int, seconds: float,
                        rate: float = 5.0, video: Path | None = None,
-                       thumbs: Path | None = None) -> dict[str, float]:
+                       thumbs: Path | None = None,
+                       profile: Path | None = None) -> dict[str, float]:
     bus = controller.session.app.bus
     ids = [row.id for row in controller.model.table.rows[:live]]
     accounts = ("studio-a", "studio-b", "studio-c")
@@ -191,8 +193,11 @@ async def live_renders(controller: AppController, live: int, seconds: float,
     period = 1.0 / rate
     control = subprocess.Popen([sys.executable, "-c", CONTROL, str(seconds)],
                                stdout=subprocess.PIPE, text=True)
+    profiler = cProfile.Profile() if profile is not None else None
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     meter.start()
+    if profiler is not None:
+        profiler.enable()  # this thread's (the GUI thread's) Python calls only
     sent = 0
     step = 0
     while time.perf_counter() - wall0 < seconds:
@@ -213,6 +218,9 @@ async def live_renders(controller: AppController, live: int, seconds: float,
         await asyncio.sleep(max(0.0, target - time.perf_counter()))
     wall = time.perf_counter() - wall0
     cpu = time.thread_time() - cpu0
+    if profiler is not None and profile is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     meter.timer.stop()
     if thumbnailer is not None:
         thumbnailer.close()
@@ -223,7 +231,8 @@ async def live_renders(controller: AppController, live: int, seconds: float,
 
 
 async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
-                video: Path | None, rate: float = 5.0) -> dict[str, float]:
+                video: Path | None, rate: float = 5.0,
+                profile: Path | None = None) -> dict[str, float]:
     clock = QElapsedTimer()
     clock.start()
     window = MainWindow()
@@ -246,7 +255,7 @@ async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
     if sort != "none":
         results.update(await sort_by(controller, SORT_ORDERS.index(sort)))
     results.update(await live_renders(controller, live, seconds, rate, video=video,
-                                      thumbs=ctx.data_dir / "thumbnails"))
+                                      thumbs=ctx.data_dir / "thumbnails", profile=profile))
     await controller.shutdown(keep_renders=True)
     window.deleteLater()
     return results
@@ -261,6 +270,9 @@ def main() -> int:
     parser.add_argument("--no-thumbnails", action="store_true")
     parser.add_argument("--rate", type=float, default=5.0,
                         help="progress events per render per second (default 5)")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write a cProfile of the GUI thread during the live renders "
+                             "to this file (its overhead inflates the busy figure)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="reelqueue-bench-gui-"))
     ctx = CliContext(data_dir=folder / "data", videos_dir=folder / "videos")
@@ -271,7 +283,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     try:
         results = loop.run_until_complete(bench(ctx, args.live, args.seconds, args.sort,
-                                                video, args.rate))
+                                                video, args.rate, args.profile))
     finally:
         loop.close()
     print(f"journal of {args.jobs:,} jobs written in {setup:.1f} s (not measured below)")
