@@ -319,3 +319,57 @@ def test_rows_whose_progress_changes_end_up_in_order_and_unmoved_rows_relay_noth
     assert shown_ids(model) == [ids[0], *shown[:-1]]
     assert layouts == [1]
     assert [index.data(JobIdRole) for index in kept] == kept_ids
+
+
+def test_counters_stay_exact_when_progress_notes_skip_the_recount(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A live (sorted) table's events are mostly progress notes, and the table does not
+    take their row out of its counters and count it back in (jobs_data.JobTable.apply).
+    Mixed with every other kind of change, in a seeded random stream, the counters and
+    the in-flight sets still equal ones counted afresh from the rows after each event."""
+    import random
+
+    from reelqueue.domain.errors import ErrorLabel
+    from reelqueue.ui.jobs_data import IN_FLIGHT_VALUES, JobTable, stats_of
+
+    fill(store, tmp_path, clock.now())
+    table = JobTable()
+    rows = [to_row(job, lambda _job: None) for job in store.list_jobs()]
+    table.append(rows, stats_of(rows))
+    chance = random.Random(23)
+    states = [JobState.CLAIMED, JobState.RENDERING, JobState.DOWNLOADING, JobState.COMPLETED,
+              JobState.RETRY_WAIT, JobState.QUEUED, JobState.FAILED, JobState.PARKED]
+    labels = [None, None, "timeout", ErrorLabel.SUBMIT_UNKNOWN.value]
+    at = clock.now() + 1
+    unchanged = 0
+    for _ in range(2_000):
+        row = chance.choice(table.rows)
+        at += 0.5
+        if chance.random() < 0.6:  # a progress note, now and then naming its account
+            event = JobEvent(row.id, JobState(row.state), at, sub_status="running",
+                             progress=chance.random(),
+                             account=row.account if chance.random() < 0.5 else None)
+        else:
+            event = JobEvent(
+                row.id, chance.choice(states), at,
+                account=chance.choice([None, "a", "b"]), unbound=chance.random() < 0.1,
+                progress=chance.choice([None, 0.3]), attempts=chance.choice([None, 1, 2]),
+                error_label=chance.choice(labels), error_message="why",
+                cost=chance.choice([None, 0.25]),
+                provider=chance.choice([None, None, "mock", "other"]))
+        before = (row.state, row.account, row.error_label)
+        assert table.apply(event)
+        unchanged += before == (row.state, row.account, row.error_label)
+        fresh = stats_of(table.rows, since=0.0)
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
+                     "unknown"):
+            assert +getattr(table.stats, name) == +getattr(fresh, name), name
+        assert {k: round(v, 9) for k, v in table.stats.spend.items() if round(v, 9)} == \
+            {k: round(v, 9) for k, v in fresh.spend.items() if round(v, 9)}
+        live = {account: {i for i, r in enumerate(table.rows)
+                          if r.account == account and r.state in IN_FLIGHT_VALUES}
+                for account in ("a", "b")}
+        assert {k: v for k, v in table.live.items() if v} == {k: v for k, v in live.items()
+                                                              if v}
+    assert unchanged > 1_000, "the stream was mostly progress notes"

@@ -11,7 +11,9 @@ click on a header asks for the ids in order (:attr:`JobTableModel.orderRequested
 the controller) and :meth:`JobTableModel.set_order` shows them, the filter applied over
 that order. The sort survives live updates: an event that changes a row's value in the
 sorted column, or new rows, make the order stale, and the model asks again at most once
-per :data:`RESORT_SECONDS` (one layout change each time, selections kept on their jobs).
+per :data:`RESORT_SECONDS`: one layout change when a row moved (selections kept on their
+jobs), none when the answer moves no row (values changed within their places: the cells
+that changed are repainted as any other change, the rest of the view is left alone).
 """
 
 from __future__ import annotations
