@@ -21,6 +21,13 @@ Run: ``QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--jobs N] [--li
 ``--rate R`` sets the events per render per second (default 5). Issue 33 item 6 (the
 window at 1,000 in flight) is ``--live 1000 --rate 1``: its targets are the GUI thread
 busy < 10 % and the longest stall at most the control's + 20 ms, printed beside the others.
+
+The events do not reach the journal, so a sort's order, read from it, never changes: the
+order asked again each second moves no row (and since session 23 lays out nothing; the
+re-layouts of the table are printed). ``--journal-progress`` writes
+each progress into the journal before its event, as the engine does, with an offset per
+render so renders overtake one another: the order changes about every second, as in use.
+``--profile FILE`` writes a cProfile of the GUI thread's live phase (``python -m pstats``).
 """
 
 from __future__ import annotations
