@@ -21,14 +21,23 @@ Run: ``QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--jobs N] [--li
 ``--rate R`` sets the events per render per second (default 5). Issue 33 item 6 (the
 window at 1,000 in flight) is ``--live 1000 --rate 1``: its targets are the GUI thread
 busy < 10 % and the longest stall at most the control's + 20 ms, printed beside the others.
+
+The events do not reach the journal, so a sort's order, read from it, never changes: the
+order asked again each second moves no row (and since session 23 lays out nothing; the
+re-layouts of the table are printed). ``--journal-progress`` writes
+each progress into the journal before its event, as the engine does, with an offset per
+render so renders overtake one another: the order changes about every second, as in use.
+``--profile FILE`` writes a cProfile of the GUI thread's live phase (``python -m pstats``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -172,9 +181,31 @@ print(worst * 1000)
 """
 
 
+class ProgressWriter:
+    """Writes the renders' progress into the journal (``--journal-progress``), standing in
+    for the engine's ``record_progress``: without it the journal's order never changes
+    and a live sort re-orders nothing. Each render's progress gets its own offset, so
+    renders overtake one another (one wraps past 100 % now and then) and the order the
+    journal gives changes every second, as with real renders."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+        self.db.execute("PRAGMA synchronous = NORMAL")
+
+    def write(self, values: list[tuple[int, float]]) -> None:
+        with self.db:
+            self.db.executemany("UPDATE jobs SET sub_status = 'running', progress = ? "
+                                "WHERE id = ?", [(p, job_id) for job_id, p in values])
+
+    def close(self) -> None:
+        self.db.close()
+
+
 async def live_renders(controller: AppController, live: int, seconds: float,
                        rate: float = 5.0, video: Path | None = None,
-                       thumbs: Path | None = None) -> dict[str, float]:
+                       thumbs: Path | None = None,
+                       profile: Path | None = None,
+                       journal_path: Path | None = None) -> dict[str, float]:
     bus = controller.session.app.bus
     ids = [row.id for row in controller.model.table.rows[:live]]
     accounts = ("studio-a", "studio-b", "studio-c")
@@ -191,15 +222,25 @@ async def live_renders(controller: AppController, live: int, seconds: float,
     period = 1.0 / rate
     control = subprocess.Popen([sys.executable, "-c", CONTROL, str(seconds)],
                                stdout=subprocess.PIPE, text=True)
+    layouts: list[float] = []
+    controller.model.layoutChanged.connect(lambda *_a: layouts.append(1.0))
+    profiler = cProfile.Profile() if profile is not None else None
+    journal = ProgressWriter(journal_path) if journal_path is not None else None
     cpu0, wall0 = time.thread_time(), time.perf_counter()
     meter.start()
+    if profiler is not None:
+        profiler.enable()  # this thread's (the GUI thread's) Python calls only
     sent = 0
     step = 0
     while time.perf_counter() - wall0 < seconds:
         chunk = ids[step % slices::slices]
         at = time.time()
-        for n, job_id in enumerate(chunk):
-            progress = ((at - wall0) / 60 + n / 1000) % 1.0
+        values = [(job_id, ((at - wall0) / 60 + n / 1000 + job_id * 0.37) % 1.0
+                   if journal is not None else ((at - wall0) / 60 + n / 1000) % 1.0)
+                  for n, job_id in enumerate(chunk)]
+        if journal is not None:  # written first, then published, as the engine does
+            await asyncio.to_thread(journal.write, values)
+        for job_id, progress in values:
             bus.publish(JobEvent(job_id, "RENDERING", at, account=accounts[job_id % 3],
                                  sub_status="running", progress=progress))
         sent += len(chunk)
@@ -213,17 +254,24 @@ async def live_renders(controller: AppController, live: int, seconds: float,
         await asyncio.sleep(max(0.0, target - time.perf_counter()))
     wall = time.perf_counter() - wall0
     cpu = time.thread_time() - cpu0
+    if profiler is not None and profile is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    if journal is not None:
+        journal.close()
     meter.timer.stop()
     if thumbnailer is not None:
         thumbnailer.close()
     out, _ = await asyncio.to_thread(control.communicate)
     return {"events_per_s": sent / wall, "busy_fraction": cpu / wall,
             "stall_ms": meter.worst * 1000, "thumbnails": float(made.count("made")),
-            "control_ms": float(out)}
+            "control_ms": float(out), "relayouts": float(len(layouts))}
 
 
 async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
-                video: Path | None, rate: float = 5.0) -> dict[str, float]:
+                video: Path | None, rate: float = 5.0,
+                profile: Path | None = None,
+                journal_progress: bool = False) -> dict[str, float]:
     clock = QElapsedTimer()
     clock.start()
     window = MainWindow()
@@ -246,7 +294,9 @@ async def bench(ctx: CliContext, live: int, seconds: float, sort: str,
     if sort != "none":
         results.update(await sort_by(controller, SORT_ORDERS.index(sort)))
     results.update(await live_renders(controller, live, seconds, rate, video=video,
-                                      thumbs=ctx.data_dir / "thumbnails"))
+                                      thumbs=ctx.data_dir / "thumbnails", profile=profile,
+                                      journal_path=ctx.journal_path if journal_progress
+                                      else None))
     await controller.shutdown(keep_renders=True)
     window.deleteLater()
     return results
@@ -261,6 +311,12 @@ def main() -> int:
     parser.add_argument("--no-thumbnails", action="store_true")
     parser.add_argument("--rate", type=float, default=5.0,
                         help="progress events per render per second (default 5)")
+    parser.add_argument("--journal-progress", action="store_true",
+                        help="write each progress into the journal before its event, as "
+                             "the engine does (a sorted table's order then changes)")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write a cProfile of the GUI thread during the live renders "
+                             "to this file (its overhead inflates the busy figure)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="reelqueue-bench-gui-"))
     ctx = CliContext(data_dir=folder / "data", videos_dir=folder / "videos")
@@ -271,7 +327,8 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     try:
         results = loop.run_until_complete(bench(ctx, args.live, args.seconds, args.sort,
-                                                video, args.rate))
+                                                video, args.rate, args.profile,
+                                                args.journal_progress))
     finally:
         loop.close()
     print(f"journal of {args.jobs:,} jobs written in {setup:.1f} s (not measured below)")
@@ -287,7 +344,9 @@ def main() -> int:
               f"stall {results['sort_stall_ms']:.1f} ms")
     print(f"{args.live} live renders x {args.rate:g}/s   {results['events_per_s']:.0f} events/s"
           + (f", sorted by {args.sort}" if args.sort != "none" else "")
-          + (f", {int(results['thumbnails'])} 1080p thumbnails made" if video else ""))
+          + (f", {int(results['thumbnails'])} 1080p thumbnails made" if video else "")
+          + (", progress written to the journal" if args.journal_progress else "")
+          + f", {int(results['relayouts'])} re-layouts of the table")
     print(f"GUI thread busy            {results['busy_fraction'] * 100:.1f} % of one core   "
           f"(target < {TARGETS['busy_fraction'] * 100:.0f} %, ratio "
           f"{results['busy_fraction'] / TARGETS['busy_fraction']:.2f})")

@@ -22,8 +22,10 @@ from reelqueue.store.sqlite import SqliteStore
 from reelqueue.ui import jobs_model
 from reelqueue.ui.jobs_model import (
     COL_NAME,
+    COL_PROGRESS,
     COL_ROW,
     COL_STATE,
+    FEW_KEPT,
     HEADERS,
     SORT_ORDERS,
     JobFilter,
@@ -241,3 +243,133 @@ def test_the_sorts_order_and_view_hold_nothing_the_collector_walks(
                   if isinstance(value, list) and gc.is_tracked(value)
                   and len(value) >= model.rowCount()]
         assert walked == []
+
+
+def test_rows_whose_progress_changes_end_up_in_order_and_unmoved_rows_relay_nothing(
+    store: Store, tmp_path: Path, clock: FakeClock, qtmodeltester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A live sort by progress: renders' progress goes to the journal and the window (as
+    the engine writes, then publishes); after the next ticks the table shows the journal's
+    order, with a kept selection of more than FEW_KEPT rows on its jobs. An answer that
+    moves no row (values changed in their places) tells the views nothing: no re-layout,
+    only the changed cells."""
+    monkeypatch.setattr(jobs_model, "RESORT_SECONDS", 0.0)
+    fill(store, tmp_path, clock.now())
+    store.add_account(AccountSpec("acct", "mock", 20), clock.now())
+    claims = []
+    while (claim := store.claim_next_job(ClaimParams("acct", "inst", clock.now(), 60.0))):
+        assert store.mark_submitting(claim.token, f"ct-{claim.job.id}", clock.now())
+        assert store.record_submitted(claim.token, f"r-{claim.job.id}", clock.now())
+        assert store.mark_rendering(claim.token, clock.now())
+        claims.append(claim)
+    assert len(claims) == len(NAMES)
+    model = JobTableModel()
+    model.add_rows([to_row(job, lambda _job: None) for job in store.list_jobs()])
+    answers: list[tuple[str, bool]] = []
+    model.orderRequested.connect(lambda order, desc: answers.append((order, desc)))
+    layouts: list[int] = []
+    model.layoutChanged.connect(lambda *_a: layouts.append(1))
+    changed: list[int] = []
+    model.dataChanged.connect(lambda *_a: changed.append(1))
+
+    def answer() -> None:  # the pager's way: the rows and places looked up off-thread
+        order, desc = answers.pop()
+        ids = store.job_ids_ordered(order, desc)
+        indexes, positions = jobs_model.order_lookup(model.table, ids)
+        assert model.set_order(order, desc, ids, indexes=indexes, positions=positions)
+
+    def progress(values: dict[int, float]) -> None:
+        clock.advance(1)
+        for claim in claims:
+            if claim.job.id in values:
+                assert store.record_progress(claim.token, "running", values[claim.job.id],
+                                             clock.now())
+                model.apply_event(JobEvent(claim.job.id, JobState.RENDERING, clock.now(),
+                                           sub_status="running",
+                                           progress=values[claim.job.id]))
+        model.flush()
+        if answers:
+            answer()
+
+    model.sort(COL_PROGRESS, Qt.SortOrder.DescendingOrder)
+    answer()
+    kept = [QPersistentModelIndex(model.index(row, COL_NAME)) for row in range(FEW_KEPT + 2)]
+    kept_ids = [index.data(JobIdRole) for index in kept]
+    ids = [claim.job.id for claim in claims]
+    # Every render moves: the last ones now lead.
+    progress({job_id: 0.05 * n for n, job_id in enumerate(ids)})
+    shown = shown_ids(model)
+    assert shown == store.job_ids_ordered("progress", descending=True) == ids[::-1]
+    values = [model.index(r, COL_PROGRESS).data(jobs_model.JobRowRole).progress
+              for r in range(model.rowCount())]
+    assert values == sorted(values, reverse=True)
+    assert [index.data(JobIdRole) for index in kept] == kept_ids, "kept indexes follow"
+    assert all(index.isValid() for index in kept)
+    qtmodeltester.check(model)
+    # Each render advances by the same step: the order holds, nothing is laid out again.
+    layouts.clear()
+    changed.clear()
+    progress({job_id: 0.05 * n + 0.01 for n, job_id in enumerate(ids)})
+    assert answers == [], "the journal was asked and answered"
+    assert shown_ids(model) == shown
+    assert layouts == [] and changed == [1]
+    # One render overtakes the others: it moves to the top at the next answer.
+    progress({ids[0]: 0.99})
+    assert shown_ids(model) == [ids[0], *shown[:-1]]
+    assert layouts == [1]
+    assert [index.data(JobIdRole) for index in kept] == kept_ids
+
+
+def test_counters_stay_exact_when_progress_notes_skip_the_recount(
+    store: Store, tmp_path: Path, clock: FakeClock,
+) -> None:
+    """A live (sorted) table's events are mostly progress notes, and the table does not
+    take their row out of its counters and count it back in (jobs_data.JobTable.apply).
+    Mixed with every other kind of change, in a seeded random stream, the counters and
+    the in-flight sets still equal ones counted afresh from the rows after each event."""
+    import random
+
+    from reelqueue.domain.errors import ErrorLabel
+    from reelqueue.ui.jobs_data import IN_FLIGHT_VALUES, JobTable, stats_of
+
+    fill(store, tmp_path, clock.now())
+    table = JobTable()
+    rows = [to_row(job, lambda _job: None) for job in store.list_jobs()]
+    table.append(rows, stats_of(rows))
+    chance = random.Random(23)
+    states = [JobState.CLAIMED, JobState.RENDERING, JobState.DOWNLOADING, JobState.COMPLETED,
+              JobState.RETRY_WAIT, JobState.QUEUED, JobState.FAILED, JobState.PARKED]
+    labels = [None, None, "timeout", ErrorLabel.SUBMIT_UNKNOWN.value]
+    at = clock.now() + 1
+    unchanged = 0
+    for _ in range(2_000):
+        row = chance.choice(table.rows)
+        at += 0.5
+        if chance.random() < 0.6:  # a progress note, now and then naming its account
+            event = JobEvent(row.id, JobState(row.state), at, sub_status="running",
+                             progress=chance.random(),
+                             account=row.account if chance.random() < 0.5 else None)
+        else:
+            event = JobEvent(
+                row.id, chance.choice(states), at,
+                account=chance.choice([None, "a", "b"]), unbound=chance.random() < 0.1,
+                progress=chance.choice([None, 0.3]), attempts=chance.choice([None, 1, 2]),
+                error_label=chance.choice(labels), error_message="why",
+                cost=chance.choice([None, 0.25]),
+                provider=chance.choice([None, None, "mock", "other"]))
+        before = (row.state, row.account, row.error_label)
+        assert table.apply(event)
+        unchanged += before == (row.state, row.account, row.error_label)
+        fresh = stats_of(table.rows, since=0.0)
+        for name in ("by_state", "by_account", "open_by_batch", "waiting_by_provider",
+                     "unknown"):
+            assert +getattr(table.stats, name) == +getattr(fresh, name), name
+        assert {k: round(v, 9) for k, v in table.stats.spend.items() if round(v, 9)} == \
+            {k: round(v, 9) for k, v in fresh.spend.items() if round(v, 9)}
+        live = {account: {i for i, r in enumerate(table.rows)
+                          if r.account == account and r.state in IN_FLIGHT_VALUES}
+                for account in ("a", "b")}
+        assert {k: v for k, v in table.live.items() if v} == {k: v for k, v in live.items()
+                                                              if v}
+    assert unchanged > 1_000, "the stream was mostly progress notes"

@@ -193,10 +193,18 @@ class JobTable:
         if event.at < row.updated_at:
             return True  # the row already shows something newer (read after the event)
         stats = self.stats
-        stats.add(row, -1)
-        if row.account and row.state in IN_FLIGHT_VALUES:
-            self.live.get(row.account, set()).discard(index)
         state = event.state
+        # What the counters and `live` read (state, account, provider, cost, the error
+        # label, and the render id only beside a label) stays as it is in a progress
+        # note, most of the events: its row is not taken out and counted back in.
+        counted = not (state == row.state and event.provider is None and not event.unbound
+                       and (event.account is None or event.account == row.account)
+                       and event.error_label is None and row.error_label is None
+                       and event.cost is None)
+        if counted:
+            stats.add(row, -1)
+            if row.account and row.state in IN_FLIGHT_VALUES:
+                self.live.get(row.account, set()).discard(index)
         if state != row.state:
             if state == JobState.CLAIMED or (state in IN_FLIGHT_VALUES
                                              and row.attempt_started is None):
@@ -240,9 +248,10 @@ class JobTable:
         if event.cost is not None:
             row.cost = event.cost
         row.updated_at = event.at
-        stats.add(row)
-        if row.account and state in IN_FLIGHT_VALUES:
-            self.live.setdefault(row.account, set()).add(index)
+        if counted:
+            stats.add(row)
+            if row.account and state in IN_FLIGHT_VALUES:
+                self.live.setdefault(row.account, set()).add(index)
         self._dirty.add(index)
         return True
 

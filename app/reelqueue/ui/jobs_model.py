@@ -11,7 +11,9 @@ click on a header asks for the ids in order (:attr:`JobTableModel.orderRequested
 the controller) and :meth:`JobTableModel.set_order` shows them, the filter applied over
 that order. The sort survives live updates: an event that changes a row's value in the
 sorted column, or new rows, make the order stale, and the model asks again at most once
-per :data:`RESORT_SECONDS` (one layout change each time, selections kept on their jobs).
+per :data:`RESORT_SECONDS`: one layout change when a row moved (selections kept on their
+jobs), none when the answer moves no row (values changed within their places: the cells
+that changed are repainted as any other change, the rest of the view is left alone).
 """
 
 from __future__ import annotations
@@ -332,11 +334,18 @@ class JobTableModel(QAbstractTableModel):
                 positions = {**positions, **{i: len(ordered) + n for n, i in enumerate(missing)}}
             ordered.extend(missing)
             self._order_stale = True
+        # Unfiltered, the view is this order: its map, made off-thread, places the kept
+        # indexes (building it here held the GUI thread 15-20 ms a re-sort, bench_gui.py).
+        view_map = positions if not self.filter.active else None
+        if self._order_for == (self.sort_column, descending) and self._order == ordered:
+            # Nothing moved (values changed within their places): the views are told
+            # nothing, and repaint nothing (a re-layout repaints every visible row).
+            if view_map is not None and self._view_pos is None:
+                self._view_pos = view_map
+            return True
         self._order = ordered
         self._order_for = (self.sort_column, descending)
-        self._relayout()
-        if positions is not None and not self.filter.active and self._view_pos is None:
-            self._view_pos = positions  # the view is this order: its map, made off-thread
+        self._relayout(view_map)
         return True
 
     def _sort_value(self, row: JobRow | None) -> Any:
@@ -410,7 +419,9 @@ class JobTableModel(QAbstractTableModel):
         else:
             pos = self._positions()
             rows = self.table.rows
-            if any((i in pos) != self.filter.matches(rows[i]) for i in dirty):
+            # Unfiltered (a sorted view), every row is shown: no membership to check.
+            if self.filter.active and any((i in pos) != self.filter.matches(rows[i])
+                                          for i in dirty):
                 self._relayout()
                 return len(dirty)
             shown = [pos[i] for i in dirty if i in pos]
@@ -443,14 +454,15 @@ class JobTableModel(QAbstractTableModel):
         rows = self.table.rows
         return array("q", [i for i in order if matches(rows[i])])
 
-    def _relayout(self) -> None:
-        """Recompute the view, keeping selections and the current row on their jobs."""
+    def _relayout(self, view_map: dict[int, int] | None = None) -> None:
+        """Recompute the view, keeping selections and the current row on their jobs.
+        ``view_map``: each row's place in the new view, when known already."""
         emit(self.layoutAboutToBeChanged)
         persistent = self.persistentIndexList()
         ids = [self.row_at(index.row()).id if index.isValid() else None
                for index in persistent]
         self._view = self._compute_view()
-        self._view_pos = None
+        self._view_pos = view_map
         new_indexes = []
         # A few kept indexes (the current row, a small selection) are found by a scan of
         # the view in C; building the whole position map for them cost 20+ ms per re-sort
