@@ -281,7 +281,7 @@ class PostgresStore(InstancesRegistry):
         been out of the pool for under :attr:`HOLD_SECONDS`; else one from the pool, which
         checks it. Every operation of a store holds its lock, so it uses one connection at
         a time: keeping it saves the pool's hand-out and return (its locks, its check,
-        its log calls) and their switches of ``autocommit`` on every operation.
+        its log calls) on every operation.
 
         An operation that raises gives its connection back to the pool (rolled back
         first, as the pool's own ``connection()`` does), which replaces it if it died; so
@@ -291,7 +291,7 @@ class PostgresStore(InstancesRegistry):
         self._held = None
         if db is not None and (now - self._held_used > self._recently_used.fresh_seconds
                                or now - self._held_since > self.HOLD_SECONDS):
-            self._pool.putconn(cast("psycopg.Connection[Any]", db))
+            self._put(db)
             db = None
         if db is None:
             db = cast("psycopg.Connection[Row]", self._pool.getconn())
@@ -300,22 +300,32 @@ class PostgresStore(InstancesRegistry):
             yield db
         except BaseException:
             rollback_quietly(db)
-            self._pool.putconn(cast("psycopg.Connection[Any]", db))
+            self._put(db)
             raise
         if db.closed or db.pgconn.transaction_status != _IDLE:
             try:
                 if not db.closed:
                     db.commit()
             finally:
-                self._pool.putconn(cast("psycopg.Connection[Any]", db))
+                self._put(db)
             return
         self._held, self._held_used = db, time.monotonic()
+
+    def _put(self, db: psycopg.Connection[Row]) -> None:
+        """``db`` back to the pool, out of autocommit as the pool made it (a kept
+        connection stays in the mode of its last operation: :meth:`_single` and
+        :meth:`_tx` each set the one they need, so a run of one-statement writes does not
+        switch it twice per write)."""
+        if not db.closed and db.autocommit:
+            with suppress(psycopg.Error):
+                db.autocommit = False
+        self._pool.putconn(cast("psycopg.Connection[Any]", db))
 
     def _give_back(self) -> None:
         """The kept connection back to the pool (the store closes)."""
         db, self._held = self._held, None
         if db is not None:
-            self._pool.putconn(cast("psycopg.Connection[Any]", db))
+            self._put(db)
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Row]]:
@@ -326,6 +336,8 @@ class PostgresStore(InstancesRegistry):
                 yield self._conn
                 return
             with self._connection() as db:
+                if db.autocommit:  # kept from a one-statement write (_single)
+                    db.autocommit = False
                 self._conn = db
                 self._committing = False
                 try:
@@ -362,7 +374,8 @@ class PostgresStore(InstancesRegistry):
             with self._connection() as db:
                 self._committing = True
                 try:
-                    db.autocommit = True
+                    if not db.autocommit:  # kept in autocommit between such writes
+                        db.autocommit = True
                     if not before:
                         rows = _raw(db, sql, clock, params).fetchall()
                     else:
@@ -376,11 +389,8 @@ class PostgresStore(InstancesRegistry):
                     self._recently_used.mark(db)
                     return rows
                 finally:
-                    if not db.closed:
-                        if db.pgconn.transaction_status != _IDLE:
-                            rollback_quietly(db)  # a pipeline's statement failed: BEGIN still open
-                        with suppress(psycopg.Error):
-                            db.autocommit = False
+                    if not db.closed and db.pgconn.transaction_status != _IDLE:
+                        rollback_quietly(db)  # a pipeline's statement failed: BEGIN still open
 
     def _settled(self, write: Callable[[], _T], landed: Callable[[], _T], what: str) -> _T:
         """``write()`` (one transaction); when its COMMIT's outcome is unknown, the answer
