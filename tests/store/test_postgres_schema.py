@@ -281,7 +281,8 @@ def test_a_failed_commit_is_not_run_again(pg_dsn: str, schemas: list[str]) -> No
     the caller ("cannot be reached"), the operation is not run a second time."""
     store = PostgresStore.open(pg_dsn, now=1, schema=new_schema(schemas))
     calls: list[int] = []
-    original = store._pool.connection
+    pool = store._pool
+    original_get, original_put = pool.getconn, pool.putconn
 
     class CommitFails:
         def __init__(self, db: psycopg.Connection[Any]) -> None:
@@ -295,20 +296,21 @@ def test_a_failed_commit_is_not_run_again(pg_dsn: str, schemas: list[str]) -> No
             self._db.rollback()
             raise psycopg.OperationalError("server closed the connection unexpectedly")
 
-    from contextlib import contextmanager
+    def getconn(*args: Any, **kwargs: Any) -> Any:
+        return CommitFails(original_get(*args, **kwargs))
 
-    @contextmanager
-    def connection(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        with original(*args, **kwargs) as db:
-            yield CommitFails(db)
+    def putconn(db: Any) -> None:
+        original_put(db._db if isinstance(db, CommitFails) else db)
 
-    store._pool.connection = connection  # type: ignore[method-assign]
+    store._give_back()  # the connection kept from opening: the next one is the pool's
+    pool.getconn = getconn  # type: ignore[method-assign]
+    pool.putconn = putconn  # type: ignore[method-assign]
     try:
         with pytest.raises(JournalError, match="cannot be reached"):
             store.note("once", 1.0)
         assert calls == [1], "the operation ran once, not again after its COMMIT failed"
     finally:
-        store._pool.connection = original  # type: ignore[method-assign]
+        pool.getconn, pool.putconn = original_get, original_put  # type: ignore[method-assign]
         store.close()
 
 

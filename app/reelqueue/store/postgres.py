@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar, cast
@@ -92,6 +93,7 @@ Row = dict[str, Any]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
+_IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
 def _raw(db: psycopg.Connection[Row], sql: bytes, clock: float | None,
@@ -109,6 +111,14 @@ def _raw(db: psycopg.Connection[Row], sql: bytes, clock: float | None,
         return db.execute(text, values)
     finally:
         db.cursor_factory = factory
+
+
+@functools.cache
+def _encoded(sql: str) -> bytes:
+    """A named query as the bytes :func:`_raw` sends, encoded once: the same bytes object
+    every time, so :func:`~reelqueue.store.pg_sql.positional`'s cache finds it by its
+    kept hash (the claim's statement is 7 KB, encoded and hashed on every claim before)."""
+    return sql.encode()
 
 
 def _mapped(method: _F) -> _F:
@@ -156,6 +166,10 @@ class PostgresStore(InstancesRegistry):
         self._server_clock = server_clock
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Row] | None = None
+        #: the pool's connection this store keeps between operations (:meth:`_connection`)
+        #: and when it was taken from the pool and last used (``time.monotonic``)
+        self._held: psycopg.Connection[Row] | None = None
+        self._held_since = self._held_used = 0.0
         self._q = pg_queries()
         self._password = password
         self._recently_used = RecentlyUsed()
@@ -251,9 +265,68 @@ class PostgresStore(InstancesRegistry):
 
     def close(self) -> None:
         with self._lock:
+            self._give_back()
             self._pool.close()
 
     # -- helpers -----------------------------------------------------------------------
+    HOLD_SECONDS = 30.0
+    """The longest a connection is kept out of the pool (:meth:`_connection`): then it goes
+    back, so the pool's own rules (its connections' lifetime) apply to it too."""
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Row]]:
+        """The connection for one operation (inside ``self._lock``): the one kept from the
+        last operation while that was less than the pool check's ``fresh_seconds`` ago
+        (the check the pool skips for it all the same, :class:`RecentlyUsed`) and it has
+        been out of the pool for under :attr:`HOLD_SECONDS`; else one from the pool, which
+        checks it. Every operation of a store holds its lock, so it uses one connection at
+        a time: keeping it saves the pool's hand-out and return (its locks, its check,
+        its log calls) on every operation.
+
+        An operation that raises gives its connection back to the pool (rolled back
+        first, as the pool's own ``connection()`` does), which replaces it if it died; so
+        does one that leaves a transaction open (committed first, as before)."""
+        now = time.monotonic()
+        db = self._held
+        self._held = None
+        if db is not None and (now - self._held_used > self._recently_used.fresh_seconds
+                               or now - self._held_since > self.HOLD_SECONDS):
+            self._put(db)
+            db = None
+        if db is None:
+            db = cast("psycopg.Connection[Row]", self._pool.getconn())
+            self._held_since = now
+        try:
+            yield db
+        except BaseException:
+            rollback_quietly(db)
+            self._put(db)
+            raise
+        if db.closed or db.pgconn.transaction_status != _IDLE:
+            try:
+                if not db.closed:
+                    db.commit()
+            finally:
+                self._put(db)
+            return
+        self._held, self._held_used = db, time.monotonic()
+
+    def _put(self, db: psycopg.Connection[Row]) -> None:
+        """``db`` back to the pool, out of autocommit as the pool made it (a kept
+        connection stays in the mode of its last operation: :meth:`_single` and
+        :meth:`_tx` each set the one they need, so a run of one-statement writes does not
+        switch it twice per write)."""
+        if not db.closed and db.autocommit:
+            with suppress(psycopg.Error):
+                db.autocommit = False
+        self._pool.putconn(cast("psycopg.Connection[Any]", db))
+
+    def _give_back(self) -> None:
+        """The kept connection back to the pool (the store closes)."""
+        db, self._held = self._held, None
+        if db is not None:
+            self._put(db)
+
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Row]]:
         """One transaction (READ COMMITTED); nested calls join the open one. Committed
@@ -262,8 +335,9 @@ class PostgresStore(InstancesRegistry):
             if self._conn is not None:
                 yield self._conn
                 return
-            with self._pool.connection() as conn:
-                db = cast("psycopg.Connection[Row]", conn)
+            with self._connection() as db:
+                if db.autocommit:  # kept from a one-statement write (_single)
+                    db.autocommit = False
                 self._conn = db
                 self._committing = False
                 try:
@@ -294,32 +368,29 @@ class PostgresStore(InstancesRegistry):
             clock = self._clock()
             if self._conn is not None:
                 for name, args in before:
-                    _raw(self._conn, self._q[name].encode(), clock, args)
+                    _raw(self._conn, _encoded(self._q[name]), clock, args)
                 return _raw(self._conn, sql, clock, params).fetchall()
             self._committing = False
-            with self._pool.connection() as conn:
-                db = cast("psycopg.Connection[Row]", conn)
+            with self._connection() as db:
                 self._committing = True
                 try:
-                    db.autocommit = True
+                    if not db.autocommit:  # kept in autocommit between such writes
+                        db.autocommit = True
                     if not before:
                         rows = _raw(db, sql, clock, params).fetchall()
                     else:
                         with db.pipeline():
                             db.execute(self._q["begin"])
                             for name, args in before:
-                                _raw(db, self._q[name].encode(), clock, args)
+                                _raw(db, _encoded(self._q[name]), clock, args)
                             cursor = _raw(db, sql, clock, params)
                             db.execute(self._q["commit"])
                         rows = cursor.fetchall()
                     self._recently_used.mark(db)
                     return rows
                 finally:
-                    if not db.closed:
-                        if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                            rollback_quietly(db)  # a pipeline's statement failed: BEGIN still open
-                        with suppress(psycopg.Error):
-                            db.autocommit = False
+                    if not db.closed and db.pgconn.transaction_status != _IDLE:
+                        rollback_quietly(db)  # a pipeline's statement failed: BEGIN still open
 
     def _settled(self, write: Callable[[], _T], landed: Callable[[], _T], what: str) -> _T:
         """``write()`` (one transaction); when its COMMIT's outcome is unknown, the answer
@@ -532,7 +603,7 @@ class PostgresStore(InstancesRegistry):
                              f"a claim for {params.account}")
 
     def _claim_fast(self, params: ClaimParams, token: str) -> Row | None:
-        rows = self._single(self._q["claim_fast"].encode(), {
+        rows = self._single(_encoded(self._q["claim_fast"]), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
             "creates": True, "skip_batches": [], "skip_models": [],

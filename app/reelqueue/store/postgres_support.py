@@ -178,8 +178,13 @@ def use_bounded_json(conn: psycopg.Connection[Any]) -> None:
     psycopg.types.json.set_json_loads(bounded_json_loads, conn)
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str).encode
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    # One encoder for every call: json.dumps with options builds a new one each time
+    # (two per fenced write: its detail and its fenced_out detail).
+    return _ENCODE(value)
 
 
 def _json(value: Any) -> dict[str, Any]:
