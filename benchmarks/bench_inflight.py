@@ -7,9 +7,10 @@
 
 The mock runs as its own process (``python -m reelqueue mock-provider``) with the bundled
 sample video, renders of 60-90 s times ``--scale`` and a poll hint of 5 s; N accounts of
-capacity C are added with ``reelqueue accounts add``; a sheet of enough rows for the
-window is rendered by ``reelqueue run --no-progress`` as its own process, stopped
-(SIGTERM, an orderly stop) once the window has passed. Measured:
+capacity C are added with ``reelqueue accounts add``, each with a key of its own (the
+mock lists renders per key, as providers list an account's; the tests' file keyring); a
+sheet of enough rows for the window is rendered by ``reelqueue run --no-progress`` as its
+own process, stopped (SIGTERM, an orderly stop) once the window has passed. Measured:
 
 - CPU of ``run`` and of the mock, each from /proc/<pid>/stat over windows (% of a core);
 - slots filled: the mock's own count of renders running (``running_now``), once a second;
@@ -48,9 +49,18 @@ REELQUEUE = [sys.executable, "-m", "reelqueue"]
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+KEYRING: Path | None = None
+"""The benchmark's keyring file: each account has a key of its own, as real accounts do
+(the mock lists renders per key), kept by the tests' file backend, never the user's."""
+
+
 def child_env(app: Path = APP) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(app), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(app), str(ROOT), env.get("PYTHONPATH", "")) if p)
+    if KEYRING is not None:
+        env["PYTHON_KEYRING_BACKEND"] = "tests.team.file_keyring.FileKeyring"
+        env["REELQUEUE_TEST_KEYRING"] = str(KEYRING)
     env.pop("REELQUEUE_DATA_DIR", None)
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -117,9 +127,10 @@ def start_mock(folder: Path, low: float, high: float, hint: float,
     raise SystemExit("the mock did not start listening in 60 s")
 
 
-def cli(data: Path, *args: str) -> None:
+def cli(data: Path, *args: str, key: str | None = None) -> None:
     done = subprocess.run([*REELQUEUE, "--data-dir", str(data), *args], capture_output=True,
-                          text=True, env=child_env(), timeout=300, check=False)
+                          text=True, env=child_env(), timeout=300, check=False,
+                          input=key if key is not None else "")
     if done.returncode != 0:
         raise SystemExit(f"reelqueue {' '.join(args)} failed: {done.stdout}{done.stderr}")
 
@@ -299,6 +310,8 @@ def main() -> None:
 
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="inflight-"))
     folder.mkdir(parents=True, exist_ok=True)
+    global KEYRING
+    KEYRING = folder / "keyring.json"
     data, videos = folder / "data", folder / "videos"
     answers = (("--no-hint",) if args.no_hint else ()) + (
         ("--no-progress",) if args.no_progress else ())
@@ -307,7 +320,8 @@ def main() -> None:
     try:
         for n in range(args.accounts):
             cli(data, "accounts", "add", f"acct{n:02d}", "--provider", "mock", "--capacity",
-                str(args.capacity), "--base-url", url, "--no-check")
+                str(args.capacity), "--base-url", url, "--no-check",
+                key=f"bench-key-{n:02d}\n")
         sheet = folder / "sheet.csv"
         write_sheet(sheet, rows)
         cli(data, "--videos-dir", str(videos), "import", str(sheet), "--provider", "mock")
