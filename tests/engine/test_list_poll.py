@@ -199,11 +199,12 @@ def test_a_broken_list_rests_then_is_tried_again() -> None:
             await asyncio.gather(*(planner.status("a", provider, f"r{i}") for i in range(4)))
             seen.append(provider.lists)
             await asyncio.sleep(4.0)
+        # Two renders each time (a round of one polls it on its own, list or not).
         await asyncio.sleep(10.0)  # 28 s: the second rest (20 s from 14 s) is not over
-        await planner.status("a", provider, "r0")
+        await asyncio.gather(*(planner.status("a", provider, f"r{i}") for i in range(2)))
         seen.append(provider.lists)
         await asyncio.sleep(12.0)  # 40 s: it is
-        await planner.status("a", provider, "r0")
+        await asyncio.gather(*(planner.status("a", provider, f"r{i}") for i in range(2)))
         seen.append(provider.lists)
         return provider, planner, seen
 
@@ -211,7 +212,7 @@ def test_a_broken_list_rests_then_is_tried_again() -> None:
     # Tried at 0.5 s (failed: rest 10 s), resting at 4.5 and 9 s, tried at 13.5 s (failed:
     # rest 20 s), resting at 28 s, tried at 40 s.
     assert seen == [1, 1, 1, 2, 2, 3]
-    assert provider.polls == 4 * 4 + 2 and planner.list_failed["a"] == 3
+    assert provider.polls == 4 * 4 + 2 * 2 and planner.list_failed["a"] == 3
 
 
 class PacedListingProvider(ListingProvider):
@@ -274,7 +275,30 @@ async def test_the_planners_stop_ends_a_list_read_under_way() -> None:
             raise AssertionError("not asked")
 
     planner = PollPlanner(gather=0.0)
-    asker = asyncio.create_task(planner._listed_status("a", Slow(), "r1"))  # type: ignore[arg-type]
+    askers = [asyncio.create_task(planner._listed_status("a", Slow(), f"r{i}"))  # type: ignore[arg-type]
+              for i in range(2)]
     await asyncio.wait_for(started.wait(), 10)
     await planner.stop()
-    assert await asyncio.wait_for(asker, 10) is None
+    assert await asyncio.wait_for(asyncio.gather(*askers), 10) == [None, None]
+
+
+async def test_a_round_of_one_render_polls_it_on_its_own() -> None:
+    """One render due: its own poll (a list page is the bigger read); two: one list."""
+
+    class Counting:
+        def __init__(self) -> None:
+            self.lists = 0
+
+        async def poll_many(self, ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+            self.lists += 1
+            return {i: RemoteStatus(RemotePhase.RUNNING, "running") for i in ids}
+
+        async def poll(self, provider_job_id: str) -> RemoteStatus:
+            return RemoteStatus(RemotePhase.RUNNING, "alone")
+
+    provider, planner = Counting(), PollPlanner(gather=0.0)
+    one = await planner.status("a", provider, "r0")  # type: ignore[arg-type]
+    assert one.sub_status == "alone" and provider.lists == 0
+    two = await asyncio.gather(*(planner.status("a", provider, f"r{i}")  # type: ignore[arg-type]
+                                 for i in range(2)))
+    assert [s.sub_status for s in two] == ["running", "running"] and provider.lists == 1

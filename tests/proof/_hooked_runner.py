@@ -71,6 +71,17 @@ def install(hook: str) -> None:
                     _die()
             return await super().poll(provider_job_id)
 
+        async def poll_many(self, provider_job_ids: Any) -> Any:
+            # A list read that would answer the render polls it too (engine/polling.py).
+            if name == "kill-in-poll":
+                for provider_job_id in provider_job_ids:
+                    raw = await self._client.get(
+                        f"{self.base_url}/v1/renders/{provider_job_id}")
+                    if raw.json().get("job_key") == arg:
+                        print("hook: killing inside a list read", flush=True)
+                        _die()
+            return await super().poll_many(provider_job_ids)
+
     if name not in ("raise-in-submit", "kill-in-submit", "kill-in-poll"):
         raise SystemExit(f"unknown hook {hook!r}")
     # This process's built-in providers, with the hooked mock adapter: ``reelqueue run``

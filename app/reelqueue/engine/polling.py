@@ -36,9 +36,10 @@ And one rule for an account whose adapter lists many renders in one call
   poll's answer and render.py's handling of it, and the account's list is left alone
   for a while (:data:`LIST_REST_SECONDS`, doubling while it keeps failing). So does a
   list read that answers none of its asks (the renders are beyond the pages it reads).
-  A render asks alone (``status(..., alone=True)``) when its poll is aimed at its end by
-  its progress (``render.poll_wait``): the gathering would keep its finished slot
-  empty that long.
+  A round with a single render due polls it on its own: one poll is a smaller read than
+  a list page. A render asks alone (``status(..., alone=True)``) when its poll is aimed
+  at its end by its progress (``render.poll_wait``): the gathering would keep its
+  finished slot empty that long.
 """
 
 from __future__ import annotations
@@ -306,6 +307,12 @@ class PollPlanner:
                 for i in [i for i, fs in state.asks.items() if all(f.done() for f in fs)]:
                     del state.asks[i]  # every asker gave up (its render was stopped)
                 if not batch:
+                    continue
+                if len(batch) == 1:
+                    # One render due: its own poll is the smaller read (a list page
+                    # carries up to a hundred renders), in a slot of its own.
+                    for futures in batch.values():
+                        _settle(futures, None)
                     continue
                 self.list_calls[account] = self.list_calls.get(account, 0) + 1
                 self._answer(account, state, batch, await self._call(lister, ids))
