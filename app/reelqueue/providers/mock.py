@@ -412,21 +412,14 @@ class MockProvider:
                      ) -> tuple[list[dict[str, Any]], str | None]:
         """The records (objects) of one list page and the next cursor (None: no more);
         an answer of another shape raises as an unreadable poll answer does."""
-        try:
-            body = response.json()
-        except (ValueError, UnicodeDecodeError):
-            body = None
-        data = body.get("data") if isinstance(body, dict) else None
-        more = body.get("has_more") if isinstance(body, dict) else None
-        cursor = body.get("next_cursor") if isinstance(body, dict) else None
-        if not isinstance(data, list) or not isinstance(more, bool) or (
-                more and not (isinstance(cursor, str) and cursor)):
+        page = _page_of(response)
+        if page is None:
             raise ProviderError(
                 "mock provider list: the answer is not a page of renders",
                 error_class=ErrorClass.RETRYABLE, label=ErrorLabel.PROVIDER_ERROR,
                 status_code=response.status_code)
-        return ([item for item in data if isinstance(item, dict)],
-                cursor if more and isinstance(cursor, str) else None)
+        data, cursor = page
+        return [item for item in data if isinstance(item, dict)], cursor
 
     async def lookup(self, request: RenderRequest) -> str | None:
         if not self.supports_lookup:
@@ -515,17 +508,11 @@ class MockProvider:
                    ) -> tuple[list[RemoteRecord], bool, str | None]:
         """The records of one list page, whether more follow, and the next cursor. An
         answer of another shape is an unknown outcome (never "no render")."""
-        try:
-            body = response.json()
-        except (ValueError, UnicodeDecodeError):
-            body = None
-        data = body.get("data") if isinstance(body, dict) else None
-        more = body.get("has_more") if isinstance(body, dict) else None
-        cursor = body.get("next_cursor") if isinstance(body, dict) else None
-        if not isinstance(data, list) or not isinstance(more, bool) or (
-                more and not (isinstance(cursor, str) and cursor)):
+        page = _page_of(response)
+        if page is None:
             raise outcome_unknown(self._api, "the list answer is not a page of renders",
                                   response.text[:300], status_code=response.status_code)
+        data, cursor = page
         records: list[RemoteRecord] = []
         for item in data:
             render_id = item.get("id") if isinstance(item, dict) else None
@@ -540,7 +527,7 @@ class MockProvider:
                 echo=_echo_of({"prompt": prompt, "params": params})
                 if isinstance(prompt, str) and isinstance(params, dict) else None,
             ))
-        return records, more, cursor if more else None
+        return records, cursor is not None, cursor
 
     async def download(self, provider_job_id: str, status: RemoteStatus) -> AsyncIterator[bytes]:
         async def fresh_link() -> str:
@@ -696,3 +683,19 @@ INFO = ProviderInfo(
     default_base_url=None,
     requires_key=False,
 )
+
+
+def _page_of(response: httpx2.Response) -> tuple[list[Any], str | None] | None:
+    """A list page's ``data`` and its next cursor (None: no more), or None when the answer
+    is not such a page (``has_more`` a bool; a cursor given whenever more follow)."""
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    data, more, cursor = body.get("data"), body.get("has_more"), body.get("next_cursor")
+    if not isinstance(data, list) or not isinstance(more, bool) or (
+            more and not (isinstance(cursor, str) and cursor)):
+        return None
+    return data, cursor if more and isinstance(cursor, str) else None
