@@ -156,6 +156,18 @@ def stop(proc: subprocess.Popen[Any], grace: float = 60.0) -> None:
             proc.wait(timeout=30)
 
 
+def slot_time_filled(renders: list[dict[str, Any]], slots: int, start: float,
+                     end: float) -> float:
+    """The share of slot-time in [start, end] that held a render running at the mock,
+    from the mock's own timeline (each render's create to its end): the time a slot
+    spends between one render's end and the next create is the part not filled."""
+    if end <= start or not slots:
+        return float("nan")
+    running = sum(max(0.0, min(r["ends_at"], end) - max(r["created_at"], start))
+                  for r in renders)
+    return running / (slots * (end - start))
+
+
 def ideal_completions(durations: list[float], slots: int, window: float) -> int:
     """The mock's render durations (in creation order, cycled when the run made fewer)
     replayed back to back in ``slots`` slots from time 0: renders ended by ``window``."""
@@ -382,6 +394,7 @@ def main() -> None:
     held = [n for t, n in sampler.running if t >= settle]
     filled = [n / slots for n in held]
     full_share = sum(1 for f in filled if f >= 0.99) / len(filled) if filled else 0.0
+    slot_time = slot_time_filled(ours, slots, started_wall + settle, ended_wall)
     run_cpu = [c for _, c, _ in sampler.cpu]
     mock_cpu = [m for _, _, m in sampler.cpu]
     fill_time = next((t for t, n in sampler.running if n >= 0.99 * slots), None)
@@ -397,6 +410,9 @@ def main() -> None:
         (f"filled after {settle:.0f} s: median share", f"{med(filled):.3f}"),
         (f"filled after {settle:.0f} s: min share", f"{min(filled, default=0):.3f}"),
         ("time >= 99 % filled (after settle)", f"{full_share:.3f}"),
+        (f"filled after {settle:.0f} s: mean share (samples)", f"{statistics.fmean(filled):.4f}"
+         if filled else "n/a"),
+        ("slot-time filled after settle (timeline)", f"{slot_time:.4f}"),
         ("completions in window", f"{len(completed)}"),
         ("ideal (mock durations back to back)", f"{ideal}"),
         ("completions / ideal", f"{len(completed) / ideal:.3f}" if ideal else "n/a"),
