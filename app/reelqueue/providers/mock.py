@@ -373,14 +373,9 @@ class MockProvider:
         found: dict[str, RemoteStatus] = {}
         cursor: str | None = None
         for _ in range(self.poll_many_page_budget):
-            query = {"limit": str(MAX_LIST_PAGE), "with": "status"}
-            if cursor is not None:
-                query["before"] = cursor
-            try:
-                response = await self._call("GET", "/v1/renders", params=query)
-            except ProviderError:
-                if cursor is None:
-                    raise
+            response = await self._renders_page(
+                {"limit": str(MAX_LIST_PAGE), "with": "status"}, cursor)
+            if response is None:
                 break
             if response.status_code == 404 and _error_fields(response)[0] == "list_disabled":
                 self.supports_poll_many = False
@@ -407,6 +402,20 @@ class MockProvider:
             if cursor is None or wanted <= found.keys():
                 break
         return found
+
+    async def _renders_page(self, query: dict[str, str], cursor: str | None
+                            ) -> httpx2.Response | None:
+        """``GET /v1/renders`` with ``query``, the page before ``cursor`` (None: the
+        first). The first page's request failing raises, as a poll's would; a later one's
+        is None: the read ends with what the earlier pages gave."""
+        if cursor is not None:
+            query = {**query, "before": cursor}
+        try:
+            return await self._call("GET", "/v1/renders", params=query)
+        except ProviderError:
+            if cursor is None:
+                raise
+            return None
 
     def _status_page(self, response: httpx2.Response
                      ) -> tuple[list[dict[str, Any]], str | None]:
@@ -480,14 +489,8 @@ class MockProvider:
         records: list[RemoteRecord] = []
         cursor: str | None = None
         for _ in range(self.search_page_budget):
-            query = {"created_after": repr(float(since))}
-            if cursor is not None:
-                query["before"] = cursor
-            try:
-                response = await self._call("GET", "/v1/renders", params=query)
-            except ProviderError:
-                if cursor is None:
-                    raise
+            response = await self._renders_page({"created_after": repr(float(since))}, cursor)
+            if response is None:
                 return SearchResult(tuple(records), complete=False)  # failed mid-way
             if response.status_code in (404, 405):
                 # A server without the list (--no-list, or one older than the list).

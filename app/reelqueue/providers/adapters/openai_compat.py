@@ -245,19 +245,11 @@ class OpenAICompatProvider:
         wanted = set(provider_job_ids)
         found: dict[str, RemoteStatus] = {}
         cursor: str | None = None
-        for page in range(POLL_MANY_PAGE_BUDGET):
-            params: dict[str, str | int] = {"limit": LIST_PAGE_SIZE, "order": "desc"}
-            if cursor:
-                params["after"] = cursor
-            try:
-                response = await self._api.request("GET", "/videos", params=params)
-            except ProviderError:
-                if page == 0:
-                    raise
+        for _ in range(POLL_MANY_PAGE_BUDGET):
+            response = await self._videos_page(cursor)
+            if response is None:
                 break
             if not response.is_success:
-                if page:
-                    break
                 if response.status_code in _NO_LIST:
                     self.supports_search = False
                 raise self._error(response)
@@ -289,19 +281,11 @@ class OpenAICompatProvider:
         """
         listing = _Listing(since)
         cursor: str | None = None
-        for page in range(LIST_PAGE_BUDGET):
-            params: dict[str, str | int] = {"limit": LIST_PAGE_SIZE, "order": "desc"}
-            if cursor:
-                params["after"] = cursor
-            try:
-                response = await self._api.request("GET", "/videos", params=params)
-            except ProviderError:
-                if page == 0:
-                    raise
+        for _ in range(LIST_PAGE_BUDGET):
+            response = await self._videos_page(cursor)
+            if response is None:
                 return listing.result(complete=False)
             if not response.is_success:
-                if page:
-                    return listing.result(complete=False)
                 if response.status_code in _NO_LIST:
                     self.supports_search = False
                     raise outcome_unknown(
@@ -366,6 +350,23 @@ class OpenAICompatProvider:
             name = "reference." + (image.mime_type.split("/")[-1] or "png")
             form.append(("input_reference", (name, image.data or b"", image.mime_type)))
         return form
+
+    async def _videos_page(self, cursor: str | None) -> httpx2.Response | None:
+        """``GET /videos``, newest first, the page after ``cursor`` (None: the first).
+
+        The first page's answer is returned whatever its status, and its request's failure
+        raises, as a poll's would; a later page that fails either way is None: the read
+        ends with what the earlier pages gave."""
+        params: dict[str, str | int] = {"limit": LIST_PAGE_SIZE, "order": "desc"}
+        if cursor is not None:
+            params["after"] = cursor
+        try:
+            response = await self._api.request("GET", "/videos", params=params)
+        except ProviderError:
+            if cursor is None:
+                raise
+            return None
+        return response if cursor is None or response.is_success else None
 
     def _list_page(self, response: httpx2.Response
                    ) -> tuple[list[dict[str, Any]], bool | None, str | None]:
