@@ -5,6 +5,7 @@ be read is left out or raised, never guessed; the key never shows."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import httpx2
@@ -20,7 +21,12 @@ from provider_fakes import (
 
 from conformance.list_poll import LIST_POLLS, ListPollRow
 from reelqueue.domain.errors import ProviderError
-from reelqueue.providers.base import ListPollProvider, RemoteStatus, list_poll_of
+from reelqueue.providers.base import (
+    ListPollProvider,
+    ProviderConfig,
+    RemoteStatus,
+    list_poll_of,
+)
 
 every = pytest.mark.parametrize("facts", LIST_POLLS, ids=str)
 UNKNOWN_ID = "not_a_render_of_this_account"
@@ -127,4 +133,14 @@ async def test_a_host_without_the_list_stops_list_polling(facts: ListPollRow,
     router.script("GET", facts.route, json_response(status, body))
     with pytest.raises(ProviderError):
         await provider.poll_many(list(facts.phases))
+    assert list_poll_of(provider) is None
+
+
+@pytest.mark.parametrize("kind", ["kling", "luma_legacy"])
+def test_a_list_of_no_stated_order_offers_no_list_poll(kind: str,
+                                                        client_for: ClientFor) -> None:
+    """LIST-POLL-NO-ORDER (docs/providers.md: a bounded read of a list in no stated order
+    cannot be promised to hold the renders in flight; each render is polled alone)"""
+    adapter = importlib.import_module(f"reelqueue.providers.adapters.{kind}")
+    provider = adapter.create(client_for(Router()), ProviderConfig("acct", None, SENTINEL_KEY))
     assert list_poll_of(provider) is None
