@@ -12,6 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 from conformance.minimax import (
+    API,
     FILE_ID,
     FILES,
     IMAGE_URL,
@@ -358,3 +359,36 @@ def test_the_v2_list_echoes_neither_prompt_nor_image() -> None:
         assert set(item) <= V2_TASK_FIELDS
         assert set(item.get("content") or {}) <= {"url"}  # the output, not the input
         assert not keys(item) & {"text", "prompt", "image_url", "first_frame_image"}
+
+
+# -- one list read polls many V2 renders (issue 33 item 3; conformance/list_poll.py) -------
+
+async def test_the_v2_list_poll_asks_by_task_ids_and_answers_as_the_poll(
+        client_for: ClientFor) -> None:
+    """One documented read (V2L: page_num, page_size, filter.task_ids repeated) for the V2
+    ids only; V1 and unlisted ids are left out (each polled alone), never concluded gone."""
+    router = Router()
+    page = fixture("minimax", "v2_list_page")
+    router.add("GET", rf"{API}/v2/query/video_generation",
+               lambda request, match: json_response(200, page))
+    provider = make(client_for(router))
+    asked = ["v2:424635601932571", f"v1:{V1_TASK}", "v2:424635601932586",
+             "v2:424635601932588", "v2:not_listed"]
+    found = await provider.poll_many(asked)
+    [call] = router.calls
+    assert (call.method, call.url.path) == ("GET", "/v2/query/video_generation")
+    assert call.url.params.multi_items() == [
+        ("page_num", "1"), ("page_size", "4"), ("filter.task_ids", "424635601932571"),
+        ("filter.task_ids", "424635601932586"), ("filter.task_ids", "424635601932588"),
+        ("filter.task_ids", "not_listed")]
+    assert set(found) == {"v2:424635601932571", "v2:424635601932586", "v2:424635601932588"}
+    done, failed, running = (found[i] for i in asked if i in found)
+    assert (done.phase, done.video_url) == (RemotePhase.SUCCEEDED,
+                                            page["items"][0]["content"]["url"])
+    assert failed.phase is RemotePhase.FAILED and failed.error is not None
+    assert (failed.error.error_class, failed.error.label) == (ErrorClass.PERMANENT,
+                                                              ErrorLabel.CONTENT_POLICY)
+    assert (running.phase, running.sub_status) == (RemotePhase.RUNNING, "running")
+    # V1 has no list: a round of V1 renders sends nothing and answers none of them.
+    assert await provider.poll_many([f"v1:{V1_TASK}", "106916112212099"]) == {}
+    assert len(router.calls) == 1

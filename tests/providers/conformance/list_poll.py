@@ -1,11 +1,16 @@
 """The list-poll rows of the adapters that offer ``poll_many`` (issue 33 item 3): each
-one's list page fixture (tests/fixtures/<provider>/list_poll.json, see its SOURCE.md)
-and what the page says of each render."""
+one's list page fixture (tests/fixtures/<provider>/list_poll.json, or the page the
+provider's reference gives, see its SOURCE.md) and what the page says of each render.
+
+Not here: Kling and Luma legacy (their lists state no order, docs/providers.md), V1
+MiniMax (no list)."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -15,7 +20,7 @@ from conformance.facts import ListPollFacts
 from reelqueue.domain.errors import ErrorClass, ErrorLabel
 from reelqueue.domain.states import RemotePhase
 from reelqueue.providers import mock
-from reelqueue.providers.adapters import openai_compat, replicate
+from reelqueue.providers.adapters import minimax, openai_compat, replicate
 from reelqueue.providers.base import ProviderConfig
 
 MOCK_BASE = "http://127.0.0.1:8765"
@@ -23,6 +28,17 @@ MOCK_LIST = r"127\.0\.0\.1/v1/renders"
 REPLICATE = r"api\.replicate\.com/v1/predictions"
 GATEWAY = "videos.gateway.example"
 VIDEOS = rf"{GATEWAY}/v1/videos"
+MINIMAX_LIST = r"api\.minimax\.io/v2/query/video_generation"
+
+
+@dataclass(frozen=True)
+class ListPollRow(ListPollFacts):
+    """A row of the suite. ``poll_answer(item)``: the body the render's own poll gets for
+    a listed item (the item itself, or MiniMax V2's ``{"task": item}``); ``render_id(id)``:
+    the render's job id for a listed item's id (the id itself, or MiniMax's ``v2:<id>``)."""
+
+    poll_answer: Callable[[dict[str, Any]], Any] = lambda item: item
+    render_id: Callable[[str], str] = lambda item_id: item_id
 
 
 def _mock(client: httpx2.AsyncClient) -> mock.MockProvider:
@@ -73,7 +89,7 @@ def _openai_refused(code: str) -> dict[str, Any]:
 UNREADABLE = (b"<html>gateway</html>", b'{"data": "none"}', b"[]",
               json.dumps({"data": {"id": SENTINEL_KEY}}).encode())
 
-MOCK = ListPollFacts(
+MOCK = ListPollRow(
     label="mock", provider="mock", page="list_poll", items="data", make=_mock, route=MOCK_LIST,
     poll=lambda render_id: rf"127\.0\.0\.1/v1/renders/{re.escape(render_id)}",
     phases={"mr_89b6711c5231e41b": RemotePhase.QUEUED,
@@ -90,7 +106,7 @@ MOCK = ListPollFacts(
     bad_items=(_set("status", "exploded"), _drop("video_url")),
     off=(404, {"error": {"code": "list_disabled", "message": "no list"}}))
 
-OPENAI_COMPAT = ListPollFacts(
+OPENAI_COMPAT = ListPollRow(
     label="openai-compat", provider="openai_compat", page="list_poll", items="data",
     make=_openai,
     route=VIDEOS, poll=lambda video_id: rf"{VIDEOS}/{re.escape(video_id)}",
@@ -113,7 +129,7 @@ OPENAI_COMPAT = ListPollFacts(
     bad_items=(_drop("id"), _set("id", 7)),
     off=(404, {"error": {"message": "Not found", "type": "invalid_request_error"}}))
 
-REPLICATE_ROW = ListPollFacts(
+REPLICATE_ROW = ListPollRow(
     label="replicate", provider="replicate", page="list_poll", items="results",
     make=_replicate,
     route=REPLICATE, poll=lambda prediction_id: rf"{REPLICATE}/{re.escape(prediction_id)}",
@@ -136,4 +152,37 @@ REPLICATE_ROW = ListPollFacts(
     bad_items=(_set("output", None), _drop("id"), _set("id", 7)),
     off=(404, {"detail": "Not found", "status": 404}))
 
-LIST_POLLS = [MOCK, OPENAI_COMPAT, REPLICATE_ROW]
+def _minimax(client: httpx2.AsyncClient) -> minimax.MiniMaxProvider:
+    return minimax.MiniMaxProvider(client, ProviderConfig("acct", None, SENTINEL_KEY))
+
+
+def _minimax_error(status: int, kind: str, message: str, code: str) -> dict[str, Any]:
+    """V2's ``OaiError`` (SOURCE.md, V2C), echoing the key to show it is scrubbed."""
+    return {"type": "error", "request_id": "021785229015510a2c883cf675b9804d",
+            "error": {"type": kind, "http_code": str(status),
+                      "message": f"{message}: Bearer {SENTINEL_KEY} ({code})"}}
+
+
+MINIMAX_V2 = ListPollRow(
+    label="minimax-v2", provider="minimax", page="v2_list_page", items="items",
+    make=_minimax, route=MINIMAX_LIST,
+    poll=lambda task_id: rf"{MINIMAX_LIST}/{re.escape(task_id)}",
+    poll_answer=lambda item: {"task": item}, render_id=lambda task_id: f"v2:{task_id}",
+    phases={"v2:424635601932571": RemotePhase.SUCCEEDED,
+            "v2:424635601932588": RemotePhase.RUNNING,
+            "v2:424635601932587": RemotePhase.QUEUED,
+            "v2:424635601932586": RemotePhase.FAILED},
+    # One read asks for the ids themselves (filter.task_ids): a larger total is never paged.
+    more=lambda page: {**page, "total": 10_000}, budget=1,
+    errors=((401, _minimax_error(401, "authorized_error", "login fail", "1004"),
+             ErrorClass.ACCOUNT, ErrorLabel.KEY_REJECTED),
+            (429, _minimax_error(429, "rate_limit_error", "rate limit", "1002"),
+             ErrorClass.ACCOUNT, ErrorLabel.RATE_LIMITED),
+            (500, _minimax_error(500, "server_error", "internal error", "1000"),
+             ErrorClass.RETRYABLE, ErrorLabel.PROVIDER_ERROR)),
+    unreadable=(*UNREADABLE, b'{"items": {"id": "424635601932571"}, "total": 1}'),
+    # A listed task without a readable id or status: left out, its own poll decides.
+    bad_items=(_drop("id"), _set("id", 424635601932571), _drop("status"), _set("status", "")),
+    off=(404, {"message": "404 page not found"}))
+
+LIST_POLLS = [MOCK, OPENAI_COMPAT, REPLICATE_ROW, MINIMAX_V2]

@@ -5,6 +5,7 @@ be read is left out or raised, never guessed; the key never shows."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import httpx2
@@ -18,16 +19,20 @@ from provider_fakes import (
     json_response,
 )
 
-from conformance.facts import ListPollFacts
-from conformance.list_poll import LIST_POLLS
+from conformance.list_poll import LIST_POLLS, ListPollRow
 from reelqueue.domain.errors import ProviderError
-from reelqueue.providers.base import ListPollProvider, RemoteStatus, list_poll_of
+from reelqueue.providers.base import (
+    ListPollProvider,
+    ProviderConfig,
+    RemoteStatus,
+    list_poll_of,
+)
 
 every = pytest.mark.parametrize("facts", LIST_POLLS, ids=str)
 UNKNOWN_ID = "not_a_render_of_this_account"
 
 
-def _serving(facts: ListPollFacts, page: Any, client_for: ClientFor) -> tuple[Router, Any]:
+def _serving(facts: ListPollRow, page: Any, client_for: ClientFor) -> tuple[Router, Any]:
     router = Router()
     router.add("GET", facts.route, lambda request, match: json_response(200, page))
     return router, facts.make(client_for(router))
@@ -42,7 +47,7 @@ def _read(status: RemoteStatus) -> tuple[Any, ...]:
 
 
 @every
-async def test_one_read_answers_every_listed_render(facts: ListPollFacts,
+async def test_one_read_answers_every_listed_render(facts: ListPollRow,
                                                     client_for: ClientFor) -> None:
     """LIST-POLL-ONE-READ (the ids found, each in the phase its list item says)"""
     router, provider = _serving(facts, fixture(facts.provider, facts.page), client_for)
@@ -54,21 +59,22 @@ async def test_one_read_answers_every_listed_render(facts: ListPollFacts,
 
 
 @every
-async def test_each_answer_is_what_its_own_poll_reads(facts: ListPollFacts,
+async def test_each_answer_is_what_its_own_poll_reads(facts: ListPollRow,
                                                       client_for: ClientFor) -> None:
     """LIST-POLL-SAME-PARSER (a list item read as the same item answered to a poll)"""
     page = fixture(facts.provider, facts.page)
     router, provider = _serving(facts, page, client_for)
     for item in page[facts.items]:
         router.add("GET", facts.poll(item["id"]),
-                   lambda request, match, item=item: json_response(200, item))
+                   lambda request, match, item=item: json_response(
+                       200, facts.poll_answer(item)))
     found = await provider.poll_many(list(facts.phases))
     for render_id in facts.phases:
         assert _read(found[render_id]) == _read(await provider.poll(render_id)), render_id
 
 
 @every
-async def test_paging_stops_within_the_budget(facts: ListPollFacts,
+async def test_paging_stops_within_the_budget(facts: ListPollRow,
                                               client_for: ClientFor) -> None:
     """LIST-POLL-PAGES (a list that always says more: at most the budget, what was found)"""
     router, provider = _serving(facts, facts.more(fixture(facts.provider, facts.page)),
@@ -80,7 +86,7 @@ async def test_paging_stops_within_the_budget(facts: ListPollFacts,
 
 @every
 async def test_a_refused_or_unreadable_read_raises_without_the_key(
-        facts: ListPollFacts, client_for: ClientFor) -> None:
+        facts: ListPollRow, client_for: ClientFor) -> None:
     """LIST-POLL-ERRORS (as a poll: classified, the key never shown; unknown is no answer)"""
     for status, body, error_class, label in facts.errors:
         router, provider = _serving(facts, None, client_for)
@@ -98,7 +104,7 @@ async def test_a_refused_or_unreadable_read_raises_without_the_key(
 
 
 @every
-async def test_an_unreadable_item_is_never_answered(facts: ListPollFacts,
+async def test_an_unreadable_item_is_never_answered(facts: ListPollRow,
                                                     client_for: ClientFor) -> None:
     """LIST-POLL-BAD-ITEM (left out, or the whole read raises: never a guessed state)"""
     for bad in facts.bad_items:
@@ -106,7 +112,7 @@ async def test_an_unreadable_item_is_never_answered(facts: ListPollFacts,
         target = next(item for item in page[facts.items]
                       if item.get("video_url") or item.get("status") in ("completed",
                                                                       "succeeded"))
-        target_id = target["id"]
+        target_id = facts.render_id(target["id"])
         bad(target)
         _, provider = _serving(facts, page, client_for)
         try:
@@ -119,7 +125,7 @@ async def test_an_unreadable_item_is_never_answered(facts: ListPollFacts,
 
 
 @every
-async def test_a_host_without_the_list_stops_list_polling(facts: ListPollFacts,
+async def test_a_host_without_the_list_stops_list_polling(facts: ListPollRow,
                                                           client_for: ClientFor) -> None:
     """LIST-POLL-OFF (the read raises; the engine then polls that account one by one)"""
     status, body = facts.off
@@ -127,4 +133,14 @@ async def test_a_host_without_the_list_stops_list_polling(facts: ListPollFacts,
     router.script("GET", facts.route, json_response(status, body))
     with pytest.raises(ProviderError):
         await provider.poll_many(list(facts.phases))
+    assert list_poll_of(provider) is None
+
+
+@pytest.mark.parametrize("kind", ["kling", "luma_legacy"])
+def test_a_list_of_no_stated_order_offers_no_list_poll(kind: str,
+                                                        client_for: ClientFor) -> None:
+    """LIST-POLL-NO-ORDER (docs/providers.md: a bounded read of a list in no stated order
+    cannot be promised to hold the renders in flight; each render is polled alone)"""
+    adapter = importlib.import_module(f"reelqueue.providers.adapters.{kind}")
+    provider = adapter.create(client_for(Router()), ProviderConfig("acct", None, SENTINEL_KEY))
     assert list_poll_of(provider) is None

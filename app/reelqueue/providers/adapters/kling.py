@@ -26,6 +26,13 @@ Money fails closed (DESIGN.md invariant 11): a create answer without a readable 
 a query answer of an undocumented shape, are ``outcome_unknown``; ``lookup`` returns None
 only when Kling answers the documented "resource does not exist" (1203) *and* the task list
 of that endpoint, read whole, does not hold our external id.
+
+No list poll (issue 33 item 3: no ``poll_many``, so each render is polled on its own). The
+Query Task (List) carries each task's state and video, but its reference states no order
+(only "query a list of tasks with pagination", ``pageNum``/``pageSize``, no sort and no
+filter by id; SOURCE.md, T2V/I2V "Query Task (List)"): a bounded read cannot be promised to
+hold the renders in flight, and a round that finds none costs a list read on top of every
+render's own poll. The same reason as Luma legacy's (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -220,6 +227,8 @@ class KlingProvider:
     Attributes:
         kind: "kling".
         supports_lookup: True; a task is found by ``external_task_id`` = our client token.
+
+    No ``poll_many``: the task list states no order (see the module text).
     """
 
     kind: str = KIND

@@ -34,13 +34,19 @@ list, and the V2 list (``GET /v2/query/video_generation``, paged) echoes the mod
 resolution, duration, ratio and times of each H3 task but not its prompt or image, so a
 listed render can never be told to be ours or not; it lists no V1 task, has no time filter
 and no documented order. A lost create stays unknown for the user to check.
+
+One list call polls many V2 renders (issue 33 item 3, :meth:`MiniMaxProvider.poll_many`):
+the same V2 list asked with ``filter.task_ids`` answers exactly the tasks asked for, each
+the ``VideoTask`` the V2 query answers, whatever the list's order. V1 has no list, so V1
+renders are never answered by it (the engine polls each on its own).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx2
 
@@ -88,6 +94,11 @@ V1_PROMPT_MAX = 2000
 V2_PROMPT_MAX = 7000
 POLL_SECONDS = 10.0  # "poll about every 10 s"
 PROBE_TASK_ID = "0"
+V2_LIST = "/v2/query/video_generation"  # + "/{task_id}": the single query
+V2_LIST_IDS = 20
+"""Task ids one V2 list read asks for (``filter.task_ids``, ``page_size`` as many): the
+reference's own example page size, as it states no maximum (SOURCE.md, V2L)."""
+_NO_LIST = (404, 405)  # a host (a gateway, an older API) without the V2 list
 _V1_FAILED = ("Fail", "Failed")  # the reference says Fail; the official mmx CLI checks Failed
 _V1_PHASES = {"Preparing": RemotePhase.QUEUED, "Queueing": RemotePhase.QUEUED,
               "Processing": RemotePhase.RUNNING}
@@ -259,6 +270,8 @@ class MiniMaxProvider:
         kind: "minimax".
         supports_lookup: False; no documented way to find a task by our client token.
         keeps_client_token: False; nothing of our client token is sent to MiniMax.
+        supports_poll_many: True until the host answers the V2 list with 404/405.
+        poll_many_limit: V2 task ids one :meth:`poll_many` is asked for at most.
 
     No ``supports_search``: the V2 list cannot recognise a render (see the module text).
     """
@@ -266,9 +279,11 @@ class MiniMaxProvider:
     kind: str = KIND
     supports_lookup: bool = False
     keeps_client_token: bool = False
+    poll_many_limit: int = V2_LIST_IDS
 
     def __init__(self, client: httpx2.AsyncClient, config: ProviderConfig) -> None:
         self._api = ApiClient(client, config, title=TITLE, default_base_url=DEFAULT_BASE_URL)
+        self.supports_poll_many = True
 
     def __repr__(self) -> str:
         return f"MiniMaxProvider(account={self._api.account!r})"
@@ -301,6 +316,52 @@ class MiniMaxProvider:
         if version == "v2":
             return await self._poll_v2(task_id)
         return await self._poll_v1(task_id)
+
+    async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
+        """The V2 renders among ``provider_job_ids``, from ONE read of the V2 list asked
+        for exactly them: ``GET /v2/query/video_generation?page_num=1&page_size=N&
+        filter.task_ids=A&filter.task_ids=B`` (SOURCE.md, V2L: ``filter.task_ids`` is a
+        query array, "multiple values are allowed"; sent repeated, OpenAPI's default
+        ``form``/``explode`` for a query array, as the reference names no other style).
+        Each listed ``VideoTask`` is read by the V2 poll's own parser.
+
+        V1 renders are never answered here: V1 has no list, only the query by task id,
+        so the engine polls each of them on its own (no request is sent when none of the
+        ids is a V2 one). An item without a readable id or status is left out, and so is
+        any task not asked for; a missing id is polled alone by the engine. An error
+        answer raises as a poll's would; an answer that is no list raises; a 404/405 also
+        ends list polling for this adapter (a host without the V2 list)."""
+        asked: dict[str, str] = {}
+        for job_id in provider_job_ids:
+            version, task_id = _split(job_id)
+            if version == "v2" and len(asked) < V2_LIST_IDS:
+                asked.setdefault(task_id, job_id)
+        if not asked:
+            return {}
+        query = urlencode([("page_num", 1), ("page_size", len(asked)),
+                           *(("filter.task_ids", task_id) for task_id in asked)])
+        response = await self._api.request("GET", f"{V2_LIST}?{query}")
+        if not response.is_success:
+            if response.status_code in _NO_LIST:
+                self.supports_poll_many = False
+            raise self._http_error(response)
+        answer = self._api.json_of(response)
+        code, text = _error_code(answer)
+        if code is not None:
+            raise self._coded_error(code, text, response)
+        items = answer.get("items")
+        if not isinstance(items, list):
+            raise outcome_unknown(self._api, "the V2 task list has no items", answer)
+        found: dict[str, RemoteStatus] = {}
+        for item in items:
+            listed = item.get("id") if isinstance(item, dict) else None
+            if not isinstance(listed, str) or listed not in asked:
+                continue
+            try:
+                found[asked[listed]] = self._v2_status(listed, item)
+            except ProviderError:
+                continue  # unreadable: its own poll decides
+        return found
 
     async def lookup(self, request: RenderRequest) -> str | None:
         raise outcome_unknown(self._api, "MiniMax tasks cannot be searched by our client "
@@ -416,11 +477,15 @@ class MiniMaxProvider:
         return created_id(self._api, answer.get("task_id"), "task id", answer)
 
     async def _poll_v2(self, task_id: str) -> RemoteStatus:
-        answer = await self._get(f"/v2/query/video_generation/{task_id}", None)
+        answer = await self._get(f"{V2_LIST}/{task_id}", None)
         task = answer.get("task")
         if not isinstance(task, dict):
             raise outcome_unknown(self._api, f"the answer about task {task_id} has no task "
                                   "object", answer)
+        return self._v2_status(task_id, task)
+
+    def _v2_status(self, task_id: str, task: Mapping[str, Any]) -> RemoteStatus:
+        """A V2 ``VideoTask`` (the query's ``task``, or an item of the list) as a status."""
         state = task.get("status")
         if not isinstance(state, str) or not state:
             raise outcome_unknown(self._api, f"the answer about task {task_id} has no status",
