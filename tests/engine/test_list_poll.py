@@ -302,3 +302,39 @@ async def test_a_round_of_one_render_polls_it_on_its_own() -> None:
     two = await asyncio.gather(*(planner.status("a", provider, f"r{i}")  # type: ignore[arg-type]
                                  for i in range(2)))
     assert [s.sub_status for s in two] == ["running", "running"] and provider.lists == 1
+
+
+def test_a_render_its_adapter_does_not_list_is_polled_alone_and_the_list_goes_on(
+        tmp_path: Path) -> None:
+    """An adapter whose list holds only some of its renders (MiniMax: V2 tasks, never V1)
+    says so by ``lists_render``: those renders are never asked of a list call, so a round
+    of them alone sends no list call and does not rest the list for the others."""
+
+    class PartlyListing(ListingProvider):
+        def lists_render(self, provider_job_id: str) -> bool:
+            return not provider_job_id.endswith(("0", "2", "4", "6", "8"))
+
+    listing = PartlyListing()
+    store, planner = _drained(tmp_path, listing)
+    _completed(store)
+    unlisted = {r for r in listing.started if not listing.lists_render(r)}
+    assert 0 < len(unlisted) < RENDERS
+    assert set(listing.poll_times) == unlisted, "only the unlisted renders polled alone"
+    assert not any(unlisted & set(ids) for _, ids in listing.list_calls)
+    assert planner.missed.get("a", 0) == 0 and planner.list_failed.get("a", 0) == 0
+    assert planner.listed["a"] == sum(len(ids) for _, ids in listing.list_calls) > 0
+
+
+@pytest.mark.expect_warnings("lists_render failed")
+def test_a_lists_render_that_raises_ends_list_polls_for_its_adapter(tmp_path: Path
+                                                                    ) -> None:
+    class Raising(ListingProvider):
+        def lists_render(self, provider_job_id: str) -> bool:
+            raise RuntimeError("a plug-in's bug")
+
+    raising = Raising()
+    assert list_poll_of(raising) is raising and list_poll_of(raising, "x") is None
+    assert list_poll_of(raising) is None, "list polls off for this adapter"
+    store, _ = _drained(tmp_path, raising)
+    _completed(store)
+    assert not raising.list_calls and set(raising.poll_times) == set(raising.started)

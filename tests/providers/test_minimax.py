@@ -48,6 +48,7 @@ from reelqueue.providers.adapters import minimax
 from reelqueue.providers.base import (
     ReconcileMethod,
     SearchableProvider,
+    list_poll_of,
     reconcile_method,
     sends_client_token,
 )
@@ -392,3 +393,7 @@ async def test_the_v2_list_poll_asks_by_task_ids_and_answers_as_the_poll(
     # V1 has no list: a round of V1 renders sends nothing and answers none of them.
     assert await provider.poll_many([f"v1:{V1_TASK}", "106916112212099"]) == {}
     assert len(router.calls) == 1
+    # ... and the engine never asks a list for them (providers/base.py, lists_render).
+    assert list_poll_of(provider, "v2:424635601932571") is provider
+    assert list_poll_of(provider, f"v1:{V1_TASK}") is None
+    assert list_poll_of(provider, "106916112212099") is None

@@ -267,7 +267,7 @@ class PollPlanner:
         lists renders (and ``alone`` is False), else (or when the list did not answer
         it) from its own poll in its own slot. Raises the poll's (or the list call's
         account-level) :class:`ProviderError`."""
-        lister = None if alone else list_poll_of(provider)
+        lister = None if alone else list_poll_of(provider, provider_job_id)
         if lister is not None:
             answer = await self._listed_status(account, lister, provider_job_id)
             if answer is not None:

@@ -10,6 +10,8 @@ exception text, a log line or a ``repr``.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -25,6 +27,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.spend_reconcile import UsageReport as UsageReport
 from reelqueue.domain.states import RemotePhase
 
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RenderRequest:
@@ -360,6 +363,10 @@ class ListPollProvider(Protocol):
             without it, a server that said so): the engine polls one by one. Default True.
         poll_many_limit: the most ids one call is asked for (default
             :data:`POLL_MANY_LIMIT`).
+        lists_render: a method ``lists_render(provider_job_id) -> bool`` for an adapter
+            whose list holds only some of its renders (MiniMax lists its V2 tasks, never
+            its V1 ones): a render it answers False for is never gathered into a list
+            call, only polled on its own. Default: every render is listed.
     """
 
     async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
@@ -380,12 +387,31 @@ POLL_MANY_LIMIT = 100
 """The most ids one ``poll_many`` call is asked for when the adapter gives no limit."""
 
 
-def list_poll_of(provider: object) -> ListPollProvider | None:
+def list_poll_of(provider: object, provider_job_id: str | None = None
+                 ) -> ListPollProvider | None:
     """``provider`` as a :class:`ListPollProvider`, or None when it offers no list poll
-    (or says its account's list cannot be read now: ``supports_poll_many`` False)."""
+    (or says its account's list cannot be read now: ``supports_poll_many`` False), or,
+    given a render, when its ``lists_render`` says that render is not in its list
+    (anything but True counts as not listed: the render's own poll is always right). A
+    ``lists_render`` that raises (a plug-in's bug) ends list polling for that adapter,
+    said once in the log."""
     if not isinstance(provider, ListPollProvider):
         return None
-    return provider if getattr(provider, "supports_poll_many", True) is True else None
+    if getattr(provider, "supports_poll_many", True) is not True:
+        return None
+    lists = getattr(provider, "lists_render", None)
+    if provider_job_id is not None and lists is not None:
+        try:
+            listed = callable(lists) and lists(provider_job_id) is True
+        except Exception:  # a plug-in's bug: its renders are polled one by one from now
+            log.warning("provider %r: lists_render failed; its renders are polled one by "
+                        "one", provider, exc_info=True)
+            with contextlib.suppress(Exception):
+                provider.supports_poll_many = False  # type: ignore[attr-defined]
+            listed = False
+        if not listed:
+            return None
+    return provider
 
 
 def poll_many_limit(provider: object) -> int:

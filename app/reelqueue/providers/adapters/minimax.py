@@ -317,6 +317,10 @@ class MiniMaxProvider:
             return await self._poll_v2(task_id)
         return await self._poll_v1(task_id)
 
+    def lists_render(self, provider_job_id: str) -> bool:
+        """Whether the V2 list can answer this render: V2 tasks only (V1 has no list)."""
+        return _split(provider_job_id)[0] == "v2"
+
     async def poll_many(self, provider_job_ids: Sequence[str]) -> Mapping[str, RemoteStatus]:
         """The V2 renders among ``provider_job_ids``, from ONE read of the V2 list asked
         for exactly them: ``GET /v2/query/video_generation?page_num=1&page_size=N&
