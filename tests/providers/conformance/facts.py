@@ -256,6 +256,10 @@ class ListPollFacts:
         unreadable: HTTP 200 bodies that are no page of renders.
         bad_items: ``bad(item)`` edits a listed item so it cannot be read as a render.
         off: (status, body) of a host without the list: list polling stops.
+        poll_answer: ``poll_answer(item)``, the body the render's own poll gets for a
+            listed item (the item itself, or MiniMax V2's ``{"task": item}``).
+        render_id: ``render_id(id)``, the render's job id for a listed item's id (the id
+            itself, or MiniMax's ``v2:<id>``).
     """
 
     label: str
@@ -272,6 +276,8 @@ class ListPollFacts:
     unreadable: tuple[bytes, ...]
     bad_items: tuple[Callable[[dict[str, Any]], None], ...]
     off: tuple[int, Any]
+    poll_answer: Callable[[dict[str, Any]], Any] = lambda item: item
+    render_id: Callable[[str], str] = lambda item_id: item_id
 
     def __str__(self) -> str:
         return self.label

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -29,16 +27,6 @@ REPLICATE = r"api\.replicate\.com/v1/predictions"
 GATEWAY = "videos.gateway.example"
 VIDEOS = rf"{GATEWAY}/v1/videos"
 MINIMAX_LIST = r"api\.minimax\.io/v2/query/video_generation"
-
-
-@dataclass(frozen=True)
-class ListPollRow(ListPollFacts):
-    """A row of the suite. ``poll_answer(item)``: the body the render's own poll gets for
-    a listed item (the item itself, or MiniMax V2's ``{"task": item}``); ``render_id(id)``:
-    the render's job id for a listed item's id (the id itself, or MiniMax's ``v2:<id>``)."""
-
-    poll_answer: Callable[[dict[str, Any]], Any] = lambda item: item
-    render_id: Callable[[str], str] = lambda item_id: item_id
 
 
 def _mock(client: httpx2.AsyncClient) -> mock.MockProvider:
@@ -89,7 +77,7 @@ def _openai_refused(code: str) -> dict[str, Any]:
 UNREADABLE = (b"<html>gateway</html>", b'{"data": "none"}', b"[]",
               json.dumps({"data": {"id": SENTINEL_KEY}}).encode())
 
-MOCK = ListPollRow(
+MOCK = ListPollFacts(
     label="mock", provider="mock", page="list_poll", items="data", make=_mock, route=MOCK_LIST,
     poll=lambda render_id: rf"127\.0\.0\.1/v1/renders/{re.escape(render_id)}",
     phases={"mr_89b6711c5231e41b": RemotePhase.QUEUED,
@@ -106,7 +94,7 @@ MOCK = ListPollRow(
     bad_items=(_set("status", "exploded"), _drop("video_url")),
     off=(404, {"error": {"code": "list_disabled", "message": "no list"}}))
 
-OPENAI_COMPAT = ListPollRow(
+OPENAI_COMPAT = ListPollFacts(
     label="openai-compat", provider="openai_compat", page="list_poll", items="data",
     make=_openai,
     route=VIDEOS, poll=lambda video_id: rf"{VIDEOS}/{re.escape(video_id)}",
@@ -129,7 +117,7 @@ OPENAI_COMPAT = ListPollRow(
     bad_items=(_drop("id"), _set("id", 7)),
     off=(404, {"error": {"message": "Not found", "type": "invalid_request_error"}}))
 
-REPLICATE_ROW = ListPollRow(
+REPLICATE_ROW = ListPollFacts(
     label="replicate", provider="replicate", page="list_poll", items="results",
     make=_replicate,
     route=REPLICATE, poll=lambda prediction_id: rf"{REPLICATE}/{re.escape(prediction_id)}",
@@ -163,7 +151,7 @@ def _minimax_error(status: int, kind: str, message: str, code: str) -> dict[str,
                       "message": f"{message}: Bearer {SENTINEL_KEY} ({code})"}}
 
 
-MINIMAX_V2 = ListPollRow(
+MINIMAX_V2 = ListPollFacts(
     label="minimax-v2", provider="minimax", page="v2_list_page", items="items",
     make=_minimax, route=MINIMAX_LIST,
     poll=lambda task_id: rf"{MINIMAX_LIST}/{re.escape(task_id)}",

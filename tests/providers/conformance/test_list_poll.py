@@ -19,7 +19,8 @@ from provider_fakes import (
     json_response,
 )
 
-from conformance.list_poll import LIST_POLLS, ListPollRow
+from conformance.facts import ListPollFacts
+from conformance.list_poll import LIST_POLLS
 from reelqueue.domain.errors import ProviderError
 from reelqueue.providers.base import (
     ListPollProvider,
@@ -32,7 +33,7 @@ every = pytest.mark.parametrize("facts", LIST_POLLS, ids=str)
 UNKNOWN_ID = "not_a_render_of_this_account"
 
 
-def _serving(facts: ListPollRow, page: Any, client_for: ClientFor) -> tuple[Router, Any]:
+def _serving(facts: ListPollFacts, page: Any, client_for: ClientFor) -> tuple[Router, Any]:
     router = Router()
     router.add("GET", facts.route, lambda request, match: json_response(200, page))
     return router, facts.make(client_for(router))
@@ -47,7 +48,7 @@ def _read(status: RemoteStatus) -> tuple[Any, ...]:
 
 
 @every
-async def test_one_read_answers_every_listed_render(facts: ListPollRow,
+async def test_one_read_answers_every_listed_render(facts: ListPollFacts,
                                                     client_for: ClientFor) -> None:
     """LIST-POLL-ONE-READ (the ids found, each in the phase its list item says)"""
     router, provider = _serving(facts, fixture(facts.provider, facts.page), client_for)
@@ -59,7 +60,7 @@ async def test_one_read_answers_every_listed_render(facts: ListPollRow,
 
 
 @every
-async def test_each_answer_is_what_its_own_poll_reads(facts: ListPollRow,
+async def test_each_answer_is_what_its_own_poll_reads(facts: ListPollFacts,
                                                       client_for: ClientFor) -> None:
     """LIST-POLL-SAME-PARSER (a list item read as the same item answered to a poll)"""
     page = fixture(facts.provider, facts.page)
@@ -74,7 +75,7 @@ async def test_each_answer_is_what_its_own_poll_reads(facts: ListPollRow,
 
 
 @every
-async def test_paging_stops_within_the_budget(facts: ListPollRow,
+async def test_paging_stops_within_the_budget(facts: ListPollFacts,
                                               client_for: ClientFor) -> None:
     """LIST-POLL-PAGES (a list that always says more: at most the budget, what was found)"""
     router, provider = _serving(facts, facts.more(fixture(facts.provider, facts.page)),
@@ -86,7 +87,7 @@ async def test_paging_stops_within_the_budget(facts: ListPollRow,
 
 @every
 async def test_a_refused_or_unreadable_read_raises_without_the_key(
-        facts: ListPollRow, client_for: ClientFor) -> None:
+        facts: ListPollFacts, client_for: ClientFor) -> None:
     """LIST-POLL-ERRORS (as a poll: classified, the key never shown; unknown is no answer)"""
     for status, body, error_class, label in facts.errors:
         router, provider = _serving(facts, None, client_for)
@@ -104,7 +105,7 @@ async def test_a_refused_or_unreadable_read_raises_without_the_key(
 
 
 @every
-async def test_an_unreadable_item_is_never_answered(facts: ListPollRow,
+async def test_an_unreadable_item_is_never_answered(facts: ListPollFacts,
                                                     client_for: ClientFor) -> None:
     """LIST-POLL-BAD-ITEM (left out, or the whole read raises: never a guessed state)"""
     for bad in facts.bad_items:
@@ -125,7 +126,7 @@ async def test_an_unreadable_item_is_never_answered(facts: ListPollRow,
 
 
 @every
-async def test_a_host_without_the_list_stops_list_polling(facts: ListPollRow,
+async def test_a_host_without_the_list_stops_list_polling(facts: ListPollFacts,
                                                           client_for: ClientFor) -> None:
     """LIST-POLL-OFF (the read raises; the engine then polls that account one by one)"""
     status, body = facts.off
