@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
@@ -236,7 +236,10 @@ async def test_luma_legacy_reuses_the_key_checks_own_answer(client_for: ClientFo
 
 # -- the built-in mock ----------------------------------------------------------------
 
-TODAY = datetime.now(UTC).date()
+def _today() -> date:
+    """Today (UTC) when the test runs, not when the module was imported: a run that
+    crosses midnight must not send yesterday as today."""
+    return datetime.now(UTC).date()
 
 
 async def _mock_view(client_for: ClientFor, body: Any, **settings: Any) -> AccountView:
@@ -251,7 +254,7 @@ async def _mock_view(client_for: ClientFor, body: Any, **settings: Any) -> Accou
 def _mock_body(**model: Any) -> dict[str, Any]:
     return {"organization_id": "org-1", "balance": {"amount": 50, "unit": "credits"},
             "models": {"mock-1": {"concurrency": 3, "daily": 20, "daily_window": "utc_day",
-                                  "used_today": 4, "day": TODAY.isoformat(), **model},
+                                  "used_today": 4, "day": _today().isoformat(), **model},
                        "mock-9": {"concurrency": 1, "daily": 1}}}
 
 
@@ -263,11 +266,11 @@ async def test_mock_reads_balance_limits_usage_and_organization(client_for: Clie
 
 
 async def test_mock_usage_for_a_future_day_is_unavailable(client_for: ClientFor) -> None:
-    tomorrow = (TODAY + timedelta(days=2)).isoformat()
+    tomorrow = (_today() + timedelta(days=2)).isoformat()
     view = await _mock_view(client_for, _mock_body(day=tomorrow))
     assert view.limits == (ModelLimit("mock-1", 3, 20, "utc_day", None),)
     assert view.problem == f"usage of mock-1 is for a future day ({tomorrow})"
-    yesterday = (TODAY - timedelta(days=1)).isoformat()
+    yesterday = (_today() - timedelta(days=1)).isoformat()
     view = await _mock_view(client_for, _mock_body(day=yesterday))
     assert view.limits[0].used_today == 0, "an earlier day's count is not today's"
 
