@@ -61,6 +61,7 @@ class Server:
     folder: Path | None = None
     pg_ctl: str | None = None
     as_user: tuple[str, ...] = ()
+    options: str = ""
 
     def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         assert self.folder is not None and self.pg_ctl is not None
@@ -75,6 +76,17 @@ class Server:
         assert self.folder is not None
         return self.ctl("restart", "-m", "fast", "-w", "-t", "60",
                         "-l", str(self.folder / "server.log"), timeout=90)
+
+    def start(self) -> subprocess.CompletedProcess[str]:
+        """``pg_ctl start`` with this server's port and options (again after a
+        :meth:`halt`)."""
+        assert self.folder is not None
+        return self.ctl("start", "-w", "-t", "60", "-l", str(self.folder / "server.log"),
+                        "-o", self.options, timeout=90)
+
+    def halt(self) -> subprocess.CompletedProcess[str]:
+        """``pg_ctl stop``, keeping the data for a :meth:`start`."""
+        return self.ctl("stop", "-m", "fast", "-w")
 
     def stop(self) -> None:
         if self.folder is None:
@@ -110,13 +122,12 @@ def start_server() -> Server:
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {done.stderr.strip()[-400:]}")
     port = _free_port()
-    server = Server(f"postgresql://reelqueue@127.0.0.1:{port}/postgres", folder, pg_ctl,
-                    as_user)
     # Loopback only; fsync off: a throwaway server whose data dies with the test run.
     options = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
                "-c full_page_writes=off -c max_connections=200")
-    started = server.ctl("start", "-w", "-t", "60", "-l", str(folder / "server.log"),
-                         "-o", options, timeout=90)
+    server = Server(f"postgresql://reelqueue@127.0.0.1:{port}/postgres", folder, pg_ctl,
+                    as_user, options)
+    started = server.start()
     if started.returncode:
         log = (folder / "server.log").read_text(errors="replace")[-600:] if (
             folder / "server.log").exists() else started.stderr

@@ -9,6 +9,7 @@ pid (see tests/proof/harness.py, whose helpers this reuses).
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import subprocess
 import uuid
@@ -55,6 +56,9 @@ def team_cli(data: Path, url: str, *args: str, keyring_file: Path, stdin: str = 
         env=machine_env(keyring_file), check=False)
 
 
+RUNNING = re.compile(r"^Worker \S+ running", re.MULTILINE)
+
+
 class Worker:
     """One ``reelqueue --store URL worker`` process: a machine with its own data folder
     and keyring; output in a log file; killable, stoppable, restartable."""
@@ -95,8 +99,13 @@ class Worker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def running(self) -> bool:
+        """Its "Worker ID running" line is out (libpq's words of a server not reached,
+        which a waiting worker prints, say "Is the server running")."""
+        return RUNNING.search(self.output()) is not None
+
     def wait_running(self, timeout: float = 90.0) -> None:
-        wait_for(lambda: " running" in self.output() or not self.alive(), timeout,
+        wait_for(lambda: self.running() or not self.alive(), timeout,
                  f"worker {self.name} to start")
         assert self.alive(), self.output()
 

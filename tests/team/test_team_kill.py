@@ -25,7 +25,6 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +50,6 @@ TOKEN_SOURCES = {"claimed", "reattached", "reconcile"}
 
 def key_id(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-@pytest.fixture
-def own_server() -> Iterator[pgserver.Server]:
-    """A server of this test's own: it is restarted mid-batch."""
-    if pgserver.DSN_ENV in __import__("os").environ:
-        pytest.skip("restarts its own server; a server given by DSN cannot be restarted")
-    try:
-        server = pgserver.start_server()
-    except (RuntimeError, OSError) as exc:
-        pgserver.unavailable(str(exc))
-        raise
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def completed(url: str) -> int:
