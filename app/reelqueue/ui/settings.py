@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -117,13 +118,35 @@ def team_store_problem(url: str) -> str | None:
     return None
 
 
+MAX_FILE_BYTES = 1 << 20
+"""The most of settings.json or session.json read (ours are a few hundred bytes): a
+larger file is not read, so a hostile or damaged one cannot fill the memory."""
+
+
 def _read_json(path: Path) -> dict[str, Any]:
+    """The object in ``path``; {} (the defaults, said in the log) for a file that is
+    missing, not a regular file (a FIFO would block the start), over
+    :data:`MAX_FILE_BYTES`, not UTF-8 JSON, nested deeper than the parser goes, or not an
+    object."""
     try:
-        value = json.loads(path.read_text("utf-8"))
+        if not stat.S_ISREG(path.stat().st_mode):
+            log.warning("%s is not a regular file; using defaults", path.name)
+            return {}
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         log.warning("%s is unreadable (%s); using defaults", path.name, exc)
+        return {}
+    if len(raw) > MAX_FILE_BYTES:
+        log.warning("%s is larger than %d bytes; using defaults", path.name, MAX_FILE_BYTES)
+        return {}
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        log.warning("%s is unreadable (%s); using defaults", path.name,
+                    type(exc).__name__ if isinstance(exc, RecursionError) else exc)
         return {}
     return value if isinstance(value, dict) else {}
 
