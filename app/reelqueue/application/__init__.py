@@ -23,7 +23,8 @@ nothing else).
   the engine; nothing else does.
 - The rest: :mod:`.context` (folders, clock), :mod:`.logs`, :mod:`.keys`, :mod:`.trust`,
   :mod:`.builtin_mock`, :mod:`.migrate`, :mod:`.serving`, :mod:`.remote`, :mod:`.feed`,
-  :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`.
+  :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`, :mod:`.team_wait`
+  (a worker's wait for a team database that cannot be reached yet).
 - Cost reconciliation and the evidence for an unknown create (issue 32 items 5, 6):
   :mod:`.spend_reconcile`.
 """
@@ -33,4 +34,4 @@ __all__ = ["account_figures", "account_manage", "account_views", "accounts", "ba
            "gallery", "imports", "jobs", "keys", "logs", "migrate", "providers", "remote",
            "review", "review_words", "selftest", "serving", "session", "spend_reconcile", "status",
            "submit",
-           "team", "team_store", "tokens", "trust", "views", "words", "worker"]
+           "team", "team_store", "team_wait", "tokens", "trust", "views", "words", "worker"]

@@ -19,6 +19,8 @@ from typing import TypeVar
 
 from reelqueue.domain.errors import JournalUnreachable
 
+__all__ = ["FIRST_DELAY", "MAX_DELAY", "NOTE_EVERY", "wait_for_team_database"]
+
 T = TypeVar("T")
 
 FIRST_DELAY = 1.0
