@@ -233,9 +233,9 @@ def test_completed_exactly_once(store: Store, tmp_path: Path, clock: FakeClock) 
     checks = store.doctor_queries(instance_alive=False)
     assert not any(checks.values()), checks
     # Live claims: after the exit on one machine; by lease and heartbeat on a team's.
-    assert set(checks) in ({"completed_twice", "over_capacity", "integrity",
+    assert set(checks) in ({"completed_twice", "over_capacity", "integrity", "json_values",
                             "live_claims_after_exit"},
-                           {"completed_twice", "over_capacity", "integrity",
+                           {"completed_twice", "over_capacity", "integrity", "json_values",
                             "expired_leases_held", "claims_of_silent_instances"})
 
 

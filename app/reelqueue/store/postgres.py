@@ -491,6 +491,7 @@ class PostgresStore(InstancesRegistry):
     DOCTOR_CLAIM_CHECKS = (("expired_leases_held", "doctor_expired_leases", True),
                            ("claims_of_silent_instances", "doctor_silent_owners", True))
     INTEGRITY_CHECK = None
+    JSON_CHECK = None
 
     def _lock_batch(self, batch_id: int) -> None:
         # The batch's row lock: claims for one capped batch from several machines count

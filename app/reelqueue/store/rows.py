@@ -12,11 +12,27 @@ from reelqueue.domain.review import NO_REVIEW, Decision, Review
 from reelqueue.domain.routes import Route
 from reelqueue.domain.states import AccountStatus, JobState
 
+UNREADABLE = "unreadable"
+"""The key of what :func:`loads_or_unreadable` gives for a text it cannot parse."""
+
+
+def loads_or_unreadable(text: str | bytes) -> Any:
+    """A journal column's JSON. The journal is a file on disk (a hand edit, a damaged
+    page that still checks): a text that is not JSON, or nests deeper than Python's
+    parser goes, reads as ``{"unreadable": why}`` rather than stopping every listing that
+    meets its row (``reelqueue doctor`` names such rows)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return {UNREADABLE: "a JSON document nested too deep to read"}
+    except ValueError:  # UnicodeDecodeError is one
+        return {UNREADABLE: "not valid JSON"}
+
 
 def _json(text: str | None) -> dict[str, Any]:
     if not text or text == "{}":
         return {}
-    value = json.loads(text)
+    value = loads_or_unreadable(text)
     return value if isinstance(value, dict) else {}
 
 

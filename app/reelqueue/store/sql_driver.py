@@ -111,6 +111,10 @@ class SqlDriver:
     """The named query that checks the database's pages ("ok"), or None (the PostgreSQL
     server checks its own: data checksums, WAL)."""
 
+    JSON_CHECK: ClassVar[str | None]
+    """The named query that lists the rows whose JSON columns hold a text that is not JSON
+    (table, row, column), or None (PostgreSQL's jsonb holds only valid JSON)."""
+
     # -- driver primitives -------------------------------------------------------------
     def _write(self, *, durable: bool = True) -> AbstractContextManager[Any]:
         """One write transaction; nested calls join the open one. ``durable=False``: its

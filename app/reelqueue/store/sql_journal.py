@@ -1105,8 +1105,8 @@ class SqlJournal(SqlDriver):
 
     def doctor_queries(self, instance_alive: bool) -> dict[str, list[Any]]:
         """The invariant queries: no job completed twice, no account over its limit, the
-        driver's checks of live claims (:attr:`DOCTOR_CLAIM_CHECKS`) and its integrity
-        check (:attr:`INTEGRITY_CHECK`)."""
+        driver's checks of live claims (:attr:`DOCTOR_CLAIM_CHECKS`), its integrity
+        check (:attr:`INTEGRITY_CHECK`) and its JSON columns' (:attr:`JSON_CHECK`)."""
         with self._reading():
             results: dict[str, list[Any]] = {
                 "completed_twice": [self.ROWS.values(r)
@@ -1119,7 +1119,10 @@ class SqlJournal(SqlDriver):
                                 else [self.ROWS.values(r) for r in self._all(query)])
             check = "ok" if self.INTEGRITY_CHECK is None else self._scalar(
                 self.INTEGRITY_CHECK)
+            damaged = [] if self.JSON_CHECK is None else [
+                self.ROWS.values(r) for r in self._all(self.JSON_CHECK)]
         results["integrity"] = [] if check == "ok" else [check]
+        results["json_values"] = damaged
         return results
 
 

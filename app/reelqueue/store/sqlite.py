@@ -342,6 +342,7 @@ class SqliteStore(SqlJournal):
                       values=tuple, json=_loads)
     DOCTOR_CLAIM_CHECKS = (("live_claims_after_exit", "doctor_live_claims", False),)
     INTEGRITY_CHECK = "quick_check"
+    JSON_CHECK = "doctor_json_damaged"
 
     def _lock_batch(self, batch_id: int) -> None:
         """Nothing: the claim's BEGIN IMMEDIATE already holds the file's write lock."""

@@ -19,6 +19,7 @@ from reelqueue.domain.errors import (
     JournalFull,
     JournalReadOnly,
 )
+from reelqueue.store.rows import loads_or_unreadable
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -31,7 +32,7 @@ def _dumps(value: Any) -> str:
 
 
 def _loads(text: str | None) -> Any:
-    return json.loads(text) if text and text != "{}" else {}
+    return loads_or_unreadable(text) if text and text != "{}" else {}
 
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html), read from
@@ -70,8 +71,21 @@ def _known_error(exc: sqlite3.Error, path: Path | None = None) -> Exception:
     if primary == _SQLITE_IOERR:
         return JournalError(f"The disk did not read or write the journal{where} ({exc}). "
                             "Check the disk, then run the command again.")
+    if any(words in str(exc).lower() for words in _JSON_DAMAGED):
+        return JournalCorrupt(f"The journal{where} holds a value that is not JSON where "
+                              f"JSON belongs (SQLite: {exc}): a row was changed outside "
+                              "ReelQueue, or the file is damaged. 'reelqueue doctor' names "
+                              "the rows. Restore the journal from a backup (a .bak-v* copy "
+                              "is kept beside it before each upgrade), or move it away to "
+                              "start a new one.")
     return JournalBug(f"The journal refused a request: {exc}. This is a bug in ReelQueue; "
                       "please report it with the log file.")
+
+
+_JSON_DAMAGED = ("malformed json", "json cannot hold blob values")
+"""SQLite's words when a JSON function meets a stored text that is not JSON (result code
+SQLITE_ERROR, which our own bugs share): every JSON column is written by ReelQueue's own
+encoder, so only a change from outside puts one there."""
 
 
 def _code_from_words(text: str) -> int | None:

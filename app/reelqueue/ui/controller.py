@@ -231,6 +231,24 @@ class AppController(QObject):
                 attempt += 1
         self.window.hide_unreachable()
         self.report = report
+        try:
+            await self._show_opened(report)
+        except KnownError as exc:
+            # The journal opened but cannot be read through (a row changed outside
+            # ReelQueue: "reelqueue doctor" names it): said as an open that failed, the
+            # engine stopped in order, never a traceback that closes the window.
+            log.warning("the journal opened but could not be read: %s", exc)
+            self.timer.stop()
+            self.window.set_engine_state("stopped")
+            self.window.banners.show_banner("error", str(exc), key="open-failed")
+            try:
+                await self.session.close(keep_renders=True)
+            except KnownError:
+                log.warning("the session did not close in order", exc_info=True)
+            return None
+        return report
+
+    async def _show_opened(self, report: OpenReport) -> None:
         on_team = team.is_team_session(self.session.app)
         self.window.set_team(on_team)
         if on_team:  # the other machines' work: followed from the ledger
@@ -251,7 +269,6 @@ class AppController(QObject):
         self.refresh_cards()
         self.refresh_status()
         self.loaded.set()
-        return report
 
     async def _wait_for_team(self, exc: KnownError, attempt: int) -> str:
         """Show why the team database did not open and wait for the next try: "retry"

@@ -867,6 +867,20 @@ PRAGMA page_size;
 -- name: quick_check
 PRAGMA quick_check;
 
+-- name: doctor_json_damaged
+-- The JSON columns whose text is not JSON (SQLite's JSON functions refuse to read it, and
+-- every query that meets the row with one: changed outside ReelQueue): (table, row, column),
+-- the first 100.
+SELECT 'jobs', id, 'params' FROM jobs WHERE json_valid(params) = 0
+UNION ALL SELECT 'jobs', id, 'metadata' FROM jobs WHERE json_valid(metadata) = 0
+UNION ALL SELECT 'jobs', id, 'route' FROM jobs WHERE route IS NOT NULL AND json_valid(route) = 0
+UNION ALL SELECT 'batches', id, 'settings' FROM batches WHERE json_valid(settings) = 0
+UNION ALL SELECT 'accounts', name, 'settings' FROM accounts WHERE json_valid(settings) = 0
+UNION ALL SELECT 'account_views', account, 'limits' FROM account_views
+           WHERE json_valid(limits) = 0
+UNION ALL SELECT 'ledger', seq, 'detail' FROM ledger WHERE json_valid(detail) = 0
+LIMIT 100;
+
 -- name: begin_write
 BEGIN IMMEDIATE;
 
