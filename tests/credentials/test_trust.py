@@ -176,3 +176,11 @@ def test_a_keyring_that_stops_answering_keeps_what_was_read() -> None:
     assert trusted.key_for(account(), RUNWAY_OWN).key == KEY_A
     assert trusted.key_for(account(), RUNWAY_OWN).key == KEY_A  # reads fail now
     assert reader.keystore.reads > len(values)
+
+
+@pytest.mark.parametrize("text", ["", "not json", "[1]", '{"kind": "runway"}',
+                                  "[" * 5_000, '{"kind":' * 5_000])
+def test_a_binding_that_is_not_ours_reads_as_none(text: str) -> None:
+    """A keyring entry is another program's to write too: anything but our binding, nested
+    past the parser included, is no binding (the key then waits for a confirm)."""
+    assert KeyBinding.from_text(text) is None

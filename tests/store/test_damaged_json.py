@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from reelqueue.cli import main as cli_main
+from reelqueue.domain.account_view import AccountView, Balance
 from reelqueue.domain.errors import JournalCorrupt
 from reelqueue.domain.models import BatchSpec, JobSpec
 from reelqueue.store.rows import UNREADABLE
@@ -98,5 +99,30 @@ def test_a_sound_journal_passes_the_json_check(tmp_path: Path) -> None:
         store.add_jobs(batch.id, [JobSpec("k", "a fox", "mock", "b/1.mp4",
                                           params={"duration": 5})], time.time())
         assert store.doctor_queries(instance_alive=False)["json_values"] == []
+    finally:
+        store.close()
+
+
+def test_an_account_views_limits_nested_past_the_parser_read_as_none(tmp_path: Path) -> None:
+    """Within the column's 16 KiB bound, 5,000 "[" are valid for SQLite's length check but
+    nest past Python's parser: the account's view reads with no limits (as any unreadable
+    limits do), and the doctor names the row."""
+    path = tmp_path / "journal.sqlite3"
+    store = SqliteStore.open(path, now=time.time())
+    try:
+        store.put_account_view(AccountView("acct", Balance(5.0, "credits"), (), None,
+                                           time.time(), "here"))
+    finally:
+        store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE account_views SET limits = ?", (DEEP,))
+    db.close()
+    store = SqliteStore.open(path, now=time.time())
+    try:
+        (view,) = store.account_views()
+        assert view.account == "acct" and view.limits == ()
+        assert view.balance == Balance(5.0, "credits")
+        assert store.doctor_queries(instance_alive=False)["json_values"] == [
+            ("account_views", "acct", "limits")]
     finally:
         store.close()

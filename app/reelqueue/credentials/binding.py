@@ -85,7 +85,7 @@ class KeyBinding:
             return None
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None

@@ -204,7 +204,7 @@ def limits_from_json(value: Any) -> tuple[ModelLimit, ...]:
     if isinstance(value, str | bytes):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return ()
     if not isinstance(value, list):
         return ()

@@ -109,10 +109,14 @@ class HttpResponse:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body as JSON; ValueError when it is not JSON."""
+        """The body as JSON; ValueError when it is not JSON, or nests deeper than the
+        parser goes (a hostile answer: RecursionError is not left to reach a plug-in)."""
         import json
 
-        return json.loads(self.content)
+        try:
+            return json.loads(self.content)
+        except RecursionError:
+            raise ValueError("the answer's JSON nests too deep to read") from None
 
 
 class HttpStream(Protocol):

@@ -269,7 +269,7 @@ class MockProvider:
     def _json(self, response: httpx2.Response, *, during_create: bool = False) -> dict[str, Any]:
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         if not isinstance(body, dict):
             raise ProviderError(
@@ -575,7 +575,7 @@ def _error_fields(response: httpx2.Response) -> tuple[str, str]:
     """The provider's ``error.code`` and ``error.message``, tolerating any body."""
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return "", ""
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
@@ -693,7 +693,7 @@ def _page_of(response: httpx2.Response) -> tuple[list[Any], str | None] | None:
     is not such a page (``has_more`` a bool; a cursor given whenever more follow)."""
     try:
         body = response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(body, dict):
         return None

@@ -35,7 +35,7 @@ def kinds_of_row(raw: object) -> tuple[str, ...] | None:
         return None
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # 8 KiB of "[" nest past Python's parser
         return None
     if not isinstance(value, list) or len(value) > MAX_PROVIDER_KINDS:
         return None

@@ -160,6 +160,35 @@ async def test_a_create_answer_without_an_id_is_an_unknown_outcome(
         assert fake.creates() == 1
 
 
+DEEP = b"[" * 100_000 + b"]" * 100_000
+"""Valid JSON nested past Python's parser (RecursionError, not ValueError): a hostile or
+broken answer."""
+
+
+@every
+async def test_an_answer_nested_past_the_parser_is_unreadable_never_a_crash(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """ANSWER-TOO-DEEP: such an answer to a create may have created (never resent), to a
+    poll is a retryable error, as an error body leaves the status's class; always a
+    ProviderError, never the parser's RecursionError."""
+    fake = facts.fake()
+    fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=DEEP))
+    error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
+    assert error.body_maybe_sent is True and fake.creates() == 1
+    if facts.unreadable_as is not None:
+        assert (error.error_class, error.label) == facts.unreadable_as
+    fake = facts.fake()
+    fake.router.script("GET", facts.poll, httpx2.Response(200, content=DEEP))
+    error = await _raised(facts.make(client_for(fake.router)).poll(facts.job(fake)))
+    assert error.error_class is ErrorClass.RETRYABLE or error.label is ErrorLabel.SUBMIT_UNKNOWN
+    fake = facts.fake()
+    fake.router.script("POST", facts.create, httpx2.Response(
+        503, content=DEEP, headers={"Content-Type": "application/json"}))
+    error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
+    assert error.error_class is ErrorClass.RETRYABLE and fake.creates() == 1
+
+
 @every
 async def test_a_bare_5xx_page_to_a_create_is_retryable_and_never_sent_again(
     facts: AdapterFacts, client_for: ClientFor

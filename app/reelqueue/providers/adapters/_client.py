@@ -212,7 +212,7 @@ class ApiClient:
         """
         try:
             data = response.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             data = None
         if not isinstance(data, dict):
             raise ProviderError(

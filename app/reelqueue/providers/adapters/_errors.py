@@ -46,7 +46,7 @@ def provider_words(response: httpx2.Response) -> str:
     after scrubbing, e.g. with ``ApiClient.shorten``), possibly empty."""
     try:
         body: Any = response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         text = response.text.strip()
         if not text or text.startswith("<"):
             return response.reason_phrase
@@ -95,7 +95,7 @@ def error_code_of(body: Any) -> str:
 def json_or_none(response: httpx2.Response) -> Any:
     try:
         return response.json()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 

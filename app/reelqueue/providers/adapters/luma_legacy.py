@@ -362,7 +362,7 @@ class LumaLegacyProvider:
             raise self._error(response)
         try:
             data = response.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             data = None
         if not isinstance(data, dict):
             raise outcome_unknown(self._api, "the list of generations was unreadable",

@@ -374,7 +374,7 @@ class OpenAICompatProvider:
         ``ConversationCursorPage``); any other shape is an unknown outcome."""
         try:
             body = response.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             body = None
         if isinstance(body, dict):
             videos, has_more, last_id = body.get("data"), body.get("has_more"), \

@@ -371,7 +371,7 @@ class ReplicateProvider:
         """A list page's ``results`` and ``next`` link; any other shape is unknown."""
         try:
             page: Any = response.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise outcome_unknown(self._api, "the list of predictions was unreadable",
                                   response.text, status_code=response.status_code) from None
         results = page.get("results") if isinstance(page, dict) else None
