@@ -120,6 +120,9 @@ def test_unknown_paths_and_ids(mp_server: MockProviderServer) -> None:
         bad = _create(client, mp_server.url, prompt="[[mock:explode]]")
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "unknown_directive"
         assert client.post(f"{mp_server.url}/v1/renders", content=b"{").status_code == 400
+        deep = b"[" * 100_000 + b"]" * 100_000  # valid JSON, nested past the parser
+        assert client.post(f"{mp_server.url}/v1/renders", content=deep).status_code == 400
+        assert client.post(f"{mp_server.url}/_mock/foreign", content=deep).status_code < 500
 
 
 def test_probabilistic_faults_are_seeded() -> None:

@@ -238,7 +238,7 @@ class MockHandler(BaseHTTPRequestHandler):
         state = self.state
         try:
             payload = json.loads(body or b"null")
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = None
         if not isinstance(payload, dict):
             state.count_create(None, None)
@@ -406,7 +406,7 @@ class MockHandler(BaseHTTPRequestHandler):
         """The test hook ``POST /_mock/foreign``: another client's render on this key."""
         try:
             payload = json.loads(body or b"null")
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = None
         fields = payload if isinstance(payload, dict) else {}
         prompt, params = fields.get("prompt"), fields.get("params", {})
