@@ -50,6 +50,7 @@ from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
+from reelqueue.providers.http import DEFAULT_MAX_ANSWER_BYTES
 
 # The built-in adapters, then every installed provider plug-in that brings its facts
 # (tests/plugins/sample/ in CI; conformance/plugins.py).
@@ -187,6 +188,25 @@ async def test_an_answer_nested_past_the_parser_is_unreadable_never_a_crash(
         503, content=DEEP, headers={"Content-Type": "application/json"}))
     error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
     assert error.error_class is ErrorClass.RETRYABLE and fake.creates() == 1
+
+
+@every
+async def test_an_answer_over_the_read_bound_is_not_read(
+    facts: AdapterFacts, client_for: ClientFor
+) -> None:
+    """ANSWER-TOO-LONG: an answer over 4 MiB (an API answer is a few KiB) is refused
+    unread, as a plug-in's session does: to a create, an unknown outcome that may have
+    created (never resent); to a poll, an error; never read into memory whole."""
+    huge = b'{"id": "' + b"x" * (DEFAULT_MAX_ANSWER_BYTES + 1) + b'"}'
+    fake = facts.fake()
+    fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=huge))
+    error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))
+    assert error.body_maybe_sent is True and fake.creates() == 1
+    assert "bytes" in str(error) and SENTINEL_KEY not in str(error)
+    fake = facts.fake()
+    fake.router.script("GET", facts.poll, httpx2.Response(200, content=huge))
+    error = await _raised(facts.make(client_for(fake.router)).poll(facts.job(fake)))
+    assert "bytes" in str(error) and not error.body_maybe_sent
 
 
 @every

@@ -19,7 +19,12 @@ from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
 from reelqueue.providers.base import ProviderConfig, classify_http_status
-from reelqueue.providers.http import HttpSession
+from reelqueue.providers.http import (
+    DEFAULT_MAX_ANSWER_BYTES,
+    HttpAnswerTooLarge,
+    HttpSession,
+    transport_failure,
+)
 from reelqueue.providers.httpx_session import httpx_client_of, transport_error
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
@@ -128,22 +133,25 @@ class ApiClient:
         files: Any = None,
         with_key: bool = True,
     ) -> httpx2.Response:
-        """Send one request, once. Transport failures become :class:`ProviderError`."""
+        """Send one request, once, and read its answer: at most
+        :data:`~reelqueue.providers.http.DEFAULT_MAX_ANSWER_BYTES` (an API answer is a few
+        KiB; a longer one is refused unread, as a plug-in's session does, so a broken or
+        hostile server cannot fill the memory). Transport failures become
+        :class:`ProviderError`."""
         merged = self.auth() if with_key else {}
         if headers:
             merged.update(headers)
         # Latin-1, as HTTP carries it: httpx encodes str values as ASCII only, which would
         # refuse a key with an accented letter that a provider may well accept.
         sent = header_bytes(merged)
-        try:
-            # Never follow a redirect with the key attached: httpx drops Authorization on a
-            # cross-origin hop but keeps other auth headers (x-goog-api-key).
-            return await self._client.request(
-                method, self.url(path), headers=sent, json=json_body, params=params,
-                files=files, follow_redirects=False,
-            )
-        except httpx2.HTTPError as exc:
-            raise transport_error(exc, during_create=during_create) from exc
+        response, cut = await self._bounded(
+            method, path, DEFAULT_MAX_ANSWER_BYTES, headers=sent, json_body=json_body,
+            params=params, files=files, during_create=during_create)
+        if cut:
+            raise transport_failure(HttpAnswerTooLarge(
+                f"{self.title}: the answer was longer than {DEFAULT_MAX_ANSWER_BYTES:,} "
+                "bytes; it was not read."), during_create=during_create)
+        return response
 
     async def get_bounded(self, path: str, max_bytes: int) -> tuple[httpx2.Response, bool]:
         """GET ``path`` once, reading at most ``max_bytes`` of its (decoded) body.
@@ -157,10 +165,20 @@ class ApiClient:
                            json_body: Any = None) -> tuple[httpx2.Response, bool]:
         """:meth:`get_bounded` with another method and a JSON body: a read-only query
         sent as a POST (Runway's ``POST /v1/organization/usage``), never a create."""
-        sent = header_bytes(self.auth())
+        return await self._bounded(method, path, max_bytes, headers=header_bytes(self.auth()),
+                                   json_body=json_body)
+
+    async def _bounded(self, method: str, path: str, max_bytes: int, *,
+                       headers: Any, json_body: Any = None,
+                       params: Mapping[str, str | int] | None = None, files: Any = None,
+                       during_create: bool = False) -> tuple[httpx2.Response, bool]:
+        """One request; its answer read whole when its (decoded) body is at most
+        ``max_bytes``, else cut (an empty body, True)."""
         try:
-            async with self._client.stream(method, self.url(path), headers=sent,
-                                           json=json_body,
+            # Never follow a redirect with the key attached: httpx drops Authorization on a
+            # cross-origin hop but keeps other auth headers (x-goog-api-key).
+            async with self._client.stream(method, self.url(path), headers=headers,
+                                           json=json_body, params=params, files=files,
                                            follow_redirects=False) as streamed:
                 chunks: list[bytes] = []
                 size, cut = 0, False
@@ -171,14 +189,14 @@ class ApiClient:
                         break
                     chunks.append(chunk)
         except httpx2.HTTPError as exc:
-            raise transport_error(exc, during_create=False) from exc
+            raise transport_error(exc, during_create=during_create) from exc
         # The body is already decoded: the copy must not claim an encoding or a length.
-        headers = [(k, v) for k, v in streamed.headers.multi_items()
-                   if k.lower() not in ("content-encoding", "content-length",
-                                        "transfer-encoding")]
+        kept = [(k, v) for k, v in streamed.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length",
+                                     "transfer-encoding")]
         body = b"" if cut else b"".join(chunks)
-        return httpx2.Response(streamed.status_code, headers=headers, content=body,
-                              request=streamed.request), cut
+        return httpx2.Response(streamed.status_code, headers=kept, content=body,
+                               request=streamed.request), cut
 
     # -- responses ------------------------------------------------------------------------
 
