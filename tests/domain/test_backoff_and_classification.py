@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from reelqueue.domain.backoff import BackoffPolicy
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass, ErrorLabel, ProviderError
 from reelqueue.providers.base import classify_http_status, parse_retry_after
 from reelqueue.providers.httpx_session import transport_error
 
@@ -51,6 +51,28 @@ def test_retry_after_in_seconds_and_as_a_date() -> None:
     assert parse_retry_after(None, 5.0) == 5.0
     assert parse_retry_after("garbage", 1.0) == 1.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("inf", 5.0), ("-inf", 5.0), ("nan", 5.0),  # not a number of seconds: the default
+    ("1e12", MAX_RETRY_AFTER_SECONDS), ("Fri, 01 Jan 9999 00:00:00 GMT", MAX_RETRY_AFTER_SECONDS),
+    ("-3", 0.0), ("86399.5", 86399.5)])
+def test_a_hostile_retry_after_is_bounded(header: str, seconds: float) -> None:
+    """A provider's "wait this long" never parks a job or an account for good: at most a
+    day, and a value that is not a finite number is no value."""
+    assert parse_retry_after(header, 5.0) == seconds
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    (None, None), (float("nan"), None), (float("inf"), None), (-1.0, 0.0), (12.0, 12.0),
+    (1e12, MAX_RETRY_AFTER_SECONDS)])
+def test_every_provider_error_keeps_a_bounded_retry_after(given: float | None,
+                                                          kept: float | None) -> None:
+    """Also a wait an adapter reads from a body field, not from the header."""
+    error = ProviderError("x", error_class=ErrorClass.RETRYABLE,
+                          label=ErrorLabel.RATE_LIMITED, retry_after=given)
+    assert error.retry_after == kept
 
 
 def test_transport_errors_know_whether_a_create_may_have_been_sent() -> None:

@@ -28,6 +28,7 @@ do next. Anything not in this tree is a bug (ours) and is logged with a tracebac
 
 from __future__ import annotations
 
+import math
 import time
 from enum import StrEnum
 
@@ -248,7 +249,7 @@ class ProviderError(ReelQueueError):
         super().__init__(message)
         self.error_class = error_class
         self.label = label
-        self.retry_after = retry_after
+        self.retry_after = bounded_retry_after(retry_after)
         self.status_code = status_code
         self.body_maybe_sent = body_maybe_sent
 
@@ -257,6 +258,21 @@ class ProviderError(ReelQueueError):
             f"ProviderError({str(self)!r}, error_class={self.error_class.value}, "
             f"label={self.label.value!r}, status_code={self.status_code})"
         )
+
+
+MAX_RETRY_AFTER_SECONDS = 86_400.0
+"""The longest wait a provider's answer can ask for (a day: a daily quota's end). A longer
+one (``Retry-After: 1e12``, a date years ahead) would park the job or the account for
+good; the next try after a day costs one request."""
+
+
+def bounded_retry_after(seconds: float | None) -> float | None:
+    """A provider's "wait this long" made safe to act on: None for a value that is not a
+    finite number of seconds (NaN, infinity), never below 0 nor above
+    :data:`MAX_RETRY_AFTER_SECONDS`."""
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return min(max(0.0, float(seconds)), MAX_RETRY_AFTER_SECONDS)
 
 
 def account_status_for(label: ErrorLabel) -> AccountStatus | None:

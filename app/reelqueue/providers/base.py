@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -23,7 +24,7 @@ from reelqueue.domain.account_view import AccountView as AccountView
 from reelqueue.domain.account_view import Balance as Balance
 from reelqueue.domain.account_view import Charging as Charging
 from reelqueue.domain.account_view import ModelLimit as ModelLimit
-from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
+from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError, bounded_retry_after
 from reelqueue.domain.spend_reconcile import UsageReport as UsageReport
 from reelqueue.domain.states import RemotePhase
 
@@ -471,13 +472,17 @@ class Provider(Protocol):
 
 
 def parse_retry_after(value: str | None, default: float | None = None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    """Seconds from a Retry-After header (delta-seconds or HTTP date), at most
+    :data:`~reelqueue.domain.errors.MAX_RETRY_AFTER_SECONDS`; ``default`` for a value that
+    is neither (``inf`` and ``nan`` included)."""
     if not value:
         return default
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return bounded_retry_after(seconds) if math.isfinite(seconds) else default
     from email.utils import parsedate_to_datetime
 
     try:
@@ -486,7 +491,7 @@ def parse_retry_after(value: str | None, default: float | None = None) -> float 
         return default
     import time
 
-    return max(0.0, when.timestamp() - time.time())
+    return bounded_retry_after(when.timestamp() - time.time())
 
 
 def classify_http_status(
