@@ -67,6 +67,29 @@ class RemoteStatus:
     cost: float | None = None
     poll_after: float | None = None
 
+    def __post_init__(self) -> None:
+        # Whatever an adapter (a plug-in's too) read from an answer, the engine acts on
+        # sane numbers: progress in 0..1, a cost that is a finite amount >= 0, a poll
+        # hint of at most MAX_POLL_AFTER_SECONDS; anything else is "not given".
+        progress, cost, hint = (_finite(v) for v in (self.progress, self.cost,
+                                                    self.poll_after))
+        object.__setattr__(self, "progress",
+                           None if progress is None else min(1.0, max(0.0, progress)))
+        object.__setattr__(self, "cost", None if cost is None or cost < 0 else cost)
+        object.__setattr__(self, "poll_after",
+                           None if hint is None else min(MAX_POLL_AFTER_SECONDS,
+                                                         max(0.0, hint)))
+
+
+MAX_POLL_AFTER_SECONDS = 600.0
+"""The longest wait between two polls a provider's hint can ask for (ten minutes)."""
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
 
 @dataclass(frozen=True)
 class ProviderConfig:
