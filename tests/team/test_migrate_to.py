@@ -5,6 +5,7 @@ as it was."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import time
 from pathlib import Path
 
@@ -78,6 +79,20 @@ def _snapshot(url: str) -> tuple[object, ...]:
                 [dataclasses.astuple(e) for e in store.ledger()])
     finally:
         store.close()
+
+
+def test_a_journal_with_a_value_that_is_not_json_is_refused_and_nothing_copied(
+        tmp_path: Path, team_url: str) -> None:
+    data = tmp_path / "data"
+    _local_journal(data, tmp_path)
+    with sqlite3.connect(data / "journal.sqlite3") as db:
+        db.execute("UPDATE jobs SET params = ? WHERE id = 3", ("[" * 5000,))
+    db.close()
+    done = cli(data, "migrate-to", team_url)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "jobs.params holds a value that is not JSON" in done.stderr
+    assert "nothing was copied" in done.stderr and "Traceback" not in done.stderr
+    assert _snapshot(team_url)[0] == [], "one transaction: no job was copied"
 
 
 def test_migrate_without_a_journal_says_so(tmp_path: Path, team_url: str) -> None:

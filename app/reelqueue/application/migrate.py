@@ -83,7 +83,15 @@ def _copy_table(source: sqlite3.Connection, db: Any, table: str) -> int:
         if raw is None:
             return None
         if kind == "jsonb":
-            return Jsonb(json.loads(raw) if isinstance(raw, str) else raw)
+            if not isinstance(raw, str):
+                return Jsonb(raw)
+            try:
+                return Jsonb(json.loads(raw))
+            except (ValueError, RecursionError):
+                raise InputError(
+                    f"The journal's {table}.{column} holds a value that is not JSON (changed "
+                    "outside ReelQueue); nothing was copied. 'reelqueue doctor' names such "
+                    "rows: mend or remove them, then run migrate-to again.") from None
         if kind == "boolean":
             return bool(raw)
         return raw

@@ -38,6 +38,7 @@ from reelqueue.store.rows import (
     batch_from_mapping,
     job_from_mapping,
     ledger_from_mapping,
+    loads_or_unreadable,
 )
 
 _URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", re.IGNORECASE)
@@ -158,19 +159,13 @@ def connection_error(exc: BaseException, where: str, password: str | None,
         "lost.")
 
 
-UNREADABLE = "unreadable"
-"""The key of what :func:`bounded_json_loads` gives for a document it cannot parse."""
-
-
 def bounded_json_loads(data: str | bytes) -> Any:
     """jsonb as Python, without the interpreter's recursion limit as a way to crash a
     reader: PostgreSQL keeps documents nested thousands deep, Python's parser stops near
     a thousand (RecursionError). Such a document (written by no ReelQueue; a claim refuses
-    its row, domain/row_limits.py) reads as ``{"unreadable": why}``."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        return {UNREADABLE: "a JSON document nested too deep to read"}
+    its row, domain/row_limits.py) reads as ``{"unreadable": why}``
+    (:func:`~reelqueue.store.rows.loads_or_unreadable`, the SQLite journal's reader too)."""
+    return loads_or_unreadable(data)
 
 
 def use_bounded_json(conn: psycopg.Connection[Any]) -> None:
@@ -189,7 +184,7 @@ def dumps(value: Any) -> str:
 
 def _json(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
-        value = json.loads(value) if value else {}
+        value = loads_or_unreadable(value) if value else {}
     return value if isinstance(value, dict) else {}
 
 
