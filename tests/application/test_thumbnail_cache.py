@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reelqueue.application import keyframes
-from reelqueue.application.keyframes import thumbnail_png, trim_cache
+from reelqueue.application.keyframes import CACHE_VERSION, thumbnail_png, trim_cache
 
 pytestmark = pytest.mark.unit
 
@@ -61,3 +61,21 @@ def test_writing_pictures_trims_the_cache(tmp_path: Path,
         assert thumbnail_png(tmp_path / "missing.mp4", f"{n:064x}", tmp_path) is None
         assert len(list(tmp_path.iterdir())) <= 5 + 2
     assert len(list(tmp_path.iterdir())) <= 6
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("planted", ["fifo", "huge"])
+def test_a_cache_entry_we_did_not_write_is_made_again_not_read(tmp_path: Path,
+                                                               planted: str) -> None:
+    """The cache is a folder on disk: a FIFO under a picture's name must not block the
+    gallery, a file of gigabytes must not be read into memory. Either is written over
+    (here with "no picture": the video is missing)."""
+    sha = "ab" * 32
+    target = tmp_path / f"{sha}-{CACHE_VERSION}.png"
+    if planted == "fifo":
+        os.mkfifo(target)
+    else:
+        with target.open("wb") as handle:
+            handle.truncate(3 << 30)  # sparse: takes no disk
+    assert thumbnail_png(tmp_path / "missing.mp4", sha, tmp_path) is None
+    assert target.is_file() and target.stat().st_size == 0, "made again over it"

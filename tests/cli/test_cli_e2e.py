@@ -168,6 +168,21 @@ def test_a_second_instance_on_the_same_folder_is_refused(tmp_path: Path) -> None
     assert rq(data, "accounts", "add", "m", "--provider", "mock", "--no-check").returncode == 0
 
 
+def test_a_grown_lock_file_is_read_no_further_than_a_pid(tmp_path: Path) -> None:
+    """The lock file names its holder's pid; one grown by something else (64 MiB here)
+    is not read whole to say who holds the folder."""
+    from reelqueue.domain.errors import DataDirLocked
+    from reelqueue.store.lockfile import DataDirLock
+
+    data = tmp_path / "data"
+    with DataDirLock(data) as held:
+        with held.path.open("r+b") as handle:
+            handle.write(b"4242" + b"7" * (64 << 20))
+        with pytest.raises(DataDirLocked) as refused:
+            DataDirLock(data).acquire()
+    assert "(pid 42427777777777777777:" in str(refused.value)
+
+
 def test_key_is_never_taken_from_argv(tmp_path: Path) -> None:
     result = rq(tmp_path, "accounts", "add", "x", "--provider", "mock", "--key", "secret")
     assert result.returncode == 2 and "unrecognized arguments" in result.stderr

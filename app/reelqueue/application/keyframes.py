@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import struct
 import time
 import zlib
@@ -118,6 +119,14 @@ def first_keyframe(video: Path, box: tuple[int, int]) -> Keyframe:
     raise NoPicture("the video has no picture")
 
 
+MAX_CACHED_BYTES = 8 * 1024 * 1024
+"""A cached thumbnail larger than this was not written by us: it is made again."""
+
+
+def _no_block(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
 def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
     """The PNG of ``video``'s first keyframe (None: it has no picture within the limits,
     remembered). ``sha256`` names it in the cache (a hex digest: the journal's)."""
@@ -125,9 +134,14 @@ def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
         return None
     target = cache_dir / f"{sha256.lower()}-{CACHE_VERSION}.png"
     with contextlib.suppress(OSError):
-        cached = target.read_bytes()
-        os.utime(target)  # used now: the last to go when the cache is trimmed
-        return cached or None
+        # A regular file only (a FIFO put there would block), read no further than a
+        # picture of ours can be (a few dozen KiB); anything else is made again over it.
+        with open(target, "rb", opener=_no_block) as handle:
+            cached = handle.read(MAX_CACHED_BYTES + 1) if stat.S_ISREG(
+                os.fstat(handle.fileno()).st_mode) else b"x" * (MAX_CACHED_BYTES + 1)
+        if len(cached) <= MAX_CACHED_BYTES:
+            os.utime(target)  # used now: the last to go when the cache is trimmed
+            return cached or None
     try:
         frame = first_keyframe(video, WEB_BOX)
         picture: bytes | None = png_bytes(frame.width, frame.height, frame.rgb, frame.stride)

@@ -89,8 +89,10 @@ def remember_videos_dir(data_dir: Path, videos_dir: Path) -> None:
     text = str(videos_dir)
     where = data_dir / VIDEOS_DIR_FILE
     try:
-        if where.read_text(encoding="utf-8").removesuffix("\n") == text:
-            return
+        with where.open("rb") as handle:  # no further than the reader reads
+            if handle.read(MAX_REMEMBERED_CHARS * 4 + 1).decode("utf-8").removesuffix(
+                    "\n") == text:
+                return
     except (OSError, UnicodeDecodeError):
         pass
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)

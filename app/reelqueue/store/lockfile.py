@@ -45,7 +45,9 @@ class DataDirLock:
         try:
             _lock(handle)
         except OSError:
-            holder = handle.read().strip() or "unknown"
+            # A pid, as release() wrote it; a file made larger by something else is
+            # read no further than a pid could be.
+            holder = handle.read(64).strip()[:20] or "unknown"
             handle.close()
             raise DataDirLocked(
                 f"Another ReelQueue (pid {holder}: the window, or a 'reelqueue run', "
