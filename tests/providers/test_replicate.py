@@ -67,3 +67,19 @@ async def test_engine_rate_limit_with_the_older_wording_waits_then_creates_once(
     assert job.state is JobState.COMPLETED
     assert job.attempts == 1  # the 429 spent no attempt
     assert fake.creates() == 2  # the refused one and the one that went through
+
+
+async def test_a_poll_answer_echoing_a_20_mb_inline_image_is_read(client_for: ClientFor) -> None:
+    """Replicate's prediction answer echoes its ``input``: a row's reference image sent
+    inline (the import takes 20 MB; 27 MB as a data URI) comes back in every poll, which
+    the answer bound (MAX_API_ANSWER_BYTES) leaves room for."""
+    from conformance.replicate import PREDICTION
+
+    from reelqueue.domain.states import RemotePhase
+
+    answer = fixture("replicate", "prediction_succeeded")
+    answer["input"]["image"] = "data:image/png;base64," + "A" * (27 * 1024 * 1024)
+    fake = FakeReplicate()
+    fake.router.script("GET", PREDICTION, json_response(200, answer))
+    status = await make(client_for(fake.router)).poll(PRED_ID)
+    assert status.phase is RemotePhase.SUCCEEDED and status.video_url

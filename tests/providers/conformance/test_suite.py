@@ -48,6 +48,7 @@ from conformance.facts import AdapterFacts
 from conformance.plugins import PLUGIN_FACTS, PLUGIN_REGISTRY
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
+from reelqueue.providers.adapters import _client as api_client
 from reelqueue.providers.base import LostCreateSearch, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 from reelqueue.providers.http import DEFAULT_MAX_ANSWER_BYTES
@@ -192,12 +193,15 @@ async def test_an_answer_nested_past_the_parser_is_unreadable_never_a_crash(
 
 @every
 async def test_an_answer_over_the_read_bound_is_not_read(
-    facts: AdapterFacts, client_for: ClientFor
+    facts: AdapterFacts, client_for: ClientFor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ANSWER-TOO-LONG: an answer over 4 MiB (an API answer is a few KiB) is refused
-    unread, as a plug-in's session does: to a create, an unknown outcome that may have
-    created (never resent); to a poll, an error; never read into memory whole."""
-    huge = b'{"id": "' + b"x" * (DEFAULT_MAX_ANSWER_BYTES + 1) + b'"}'
+    """ANSWER-TOO-LONG: an answer over the adapter's read bound is refused unread: to a
+    create, an unknown outcome that may have created (never resent); to a poll, an error;
+    never read into memory whole. (The built-ins' bound, 64 MiB with room for an echoed
+    inline image, is made 256 KiB here, so Veo's 8 x is 2 MiB; a plug-in's session reads
+    4 MiB: the answer is one byte over the largest.)"""
+    monkeypatch.setattr(api_client, "MAX_API_ANSWER_BYTES", 256 * 1024)
+    huge = b'{"id": "' + b"x" * max(DEFAULT_MAX_ANSWER_BYTES, 8 * 256 * 1024) + b'"}'
     fake = facts.fake()
     fake.router.script("POST", facts.create, httpx2.Response(facts.created, content=huge))
     error = await _raised(facts.make(client_for(fake.router)).submit(facts.request()))

@@ -19,12 +19,7 @@ from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
 from reelqueue.providers.base import ProviderConfig, classify_http_status
-from reelqueue.providers.http import (
-    DEFAULT_MAX_ANSWER_BYTES,
-    HttpAnswerTooLarge,
-    HttpSession,
-    transport_failure,
-)
+from reelqueue.providers.http import HttpAnswerTooLarge, HttpSession, transport_failure
 from reelqueue.providers.httpx_session import httpx_client_of, transport_error
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
@@ -35,6 +30,13 @@ AuthHeaders = Callable[[str], Mapping[str, str]]
 def bearer(key: str) -> Mapping[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
+
+
+MAX_API_ANSWER_BYTES = 64 * 1024 * 1024
+"""What :meth:`ApiClient.request` reads of an answer at most (decoded). An API answer is a
+few KiB, but a provider may echo the row's inputs in every poll answer, a reference image
+sent inline among them (the import takes images up to 20 MB: 27 MB as base64). A plug-in's
+session reads 4 MiB unless the plug-in asks for more (``HttpSession.request``)."""
 
 class ApiClient:
     """One account's connection details for one provider, and the calls every adapter makes.
@@ -132,12 +134,13 @@ class ApiClient:
         params: Mapping[str, str | int] | None = None,
         files: Any = None,
         with_key: bool = True,
+        max_bytes: int | None = None,
     ) -> httpx2.Response:
-        """Send one request, once, and read its answer: at most
-        :data:`~reelqueue.providers.http.DEFAULT_MAX_ANSWER_BYTES` (an API answer is a few
-        KiB; a longer one is refused unread, as a plug-in's session does, so a broken or
-        hostile server cannot fill the memory). Transport failures become
+        """Send one request, once, and read its answer: at most ``max_bytes``
+        (:data:`MAX_API_ANSWER_BYTES` when None); a longer one is refused unread, so a
+        broken or hostile server cannot fill the memory. Transport failures become
         :class:`ProviderError`."""
+        bound = MAX_API_ANSWER_BYTES if max_bytes is None else max_bytes
         merged = self.auth() if with_key else {}
         if headers:
             merged.update(headers)
@@ -145,12 +148,12 @@ class ApiClient:
         # refuse a key with an accented letter that a provider may well accept.
         sent = header_bytes(merged)
         response, cut = await self._bounded(
-            method, path, DEFAULT_MAX_ANSWER_BYTES, headers=sent, json_body=json_body,
+            method, path, bound, headers=sent, json_body=json_body,
             params=params, files=files, during_create=during_create)
         if cut:
             raise transport_failure(HttpAnswerTooLarge(
-                f"{self.title}: the answer was longer than {DEFAULT_MAX_ANSWER_BYTES:,} "
-                "bytes; it was not read."), during_create=during_create)
+                f"{self.title}: the answer was longer than {bound:,} bytes; it was not "
+                "read."), during_create=during_create)
         return response
 
     async def get_bounded(self, path: str, max_bytes: int) -> tuple[httpx2.Response, bool]:

@@ -148,10 +148,10 @@ def _match(table: Mapping[str, ErrorLabel], text: str, code: str) -> ErrorLabel 
 
 async def get_json(
     api: ApiClient, path: str, on_error: ErrorReader,
-    params: Mapping[str, str | int] | None = None,
+    params: Mapping[str, str | int] | None = None, *, max_bytes: int | None = None,
 ) -> dict[str, Any]:
     """GET ``path`` and return its JSON object; an error answer goes through ``on_error``."""
-    response = await api.request("GET", path, params=params)
+    response = await api.request("GET", path, params=params, max_bytes=max_bytes)
     if not response.is_success:
         raise on_error(response)
     return api.json_of(response)

@@ -29,6 +29,7 @@ import httpx2
 
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import RemotePhase
+from reelqueue.providers.adapters import _client
 from reelqueue.providers.adapters._client import ApiClient
 from reelqueue.providers.adapters._common import (
     FailureRules,
@@ -68,6 +69,9 @@ LITE = "veo-3.1-lite-generate-preview"
 # The status's video_url for a video that came inline (encodedVideo): the download reads
 # the operation again. Not a link; nothing but this adapter ever opens it.
 INLINE_VIDEO = "inline:encodedVideo"
+INLINE_VIDEO_FACTOR = 8
+"""An operation's answer is read to 8 x the other answers' bound (512 MiB): room for a clip
+sent inline as base64."""
 POLL_SECONDS = 10.0  # the official samples poll every 10 s; Veo gives no other hint
 
 # USD per second by resolution (audio is always on, and included): ai.google.dev/gemini-api/
@@ -260,7 +264,10 @@ class VeoProvider:
         return {"instances": [instance], "parameters": parameters}
 
     async def _operation(self, name: str) -> dict[str, Any]:
-        return await get_json(self._api, f"/{name.lstrip('/')}", self._error)
+        # A finished operation may hold its video inline (encodedVideo, base64): read
+        # further than other answers, still bounded.
+        return await get_json(self._api, f"/{name.lstrip('/')}", self._error,
+                              max_bytes=INLINE_VIDEO_FACTOR * _client.MAX_API_ANSWER_BYTES)
 
     def _status(self, operation: Mapping[str, Any]) -> RemoteStatus:
         if "done" not in operation:
