@@ -63,6 +63,6 @@ def test_a_connection_the_server_ended_is_replaced_after_the_idle_window(
 def test_an_operation_that_fails_gives_its_connection_back(store: PostgresStore) -> None:
     with pytest.raises(psycopg.errors.UndefinedTable), store.raw_connection() as db:
         db.execute("SELECT * FROM no_such_table")
-    assert store._held is None, "a failed operation's connection went back to the pool"
+    assert store._kept.held is None, "a failed operation's connection went back to the pool"
     store.note("next", 2.0)  # the store goes on, on a clean connection
     assert [e.event for e in store.ledger()][-1] == "next"

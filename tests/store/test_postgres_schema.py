@@ -302,7 +302,7 @@ def test_a_failed_commit_is_not_run_again(pg_dsn: str, schemas: list[str]) -> No
     def putconn(db: Any) -> None:
         original_put(db._db if isinstance(db, CommitFails) else db)
 
-    store._give_back()  # the connection kept from opening: the next one is the pool's
+    store._kept.give_back()  # the connection kept from opening: the next one is the pool's
     pool.getconn = getconn  # type: ignore[method-assign]
     pool.putconn = putconn  # type: ignore[method-assign]
     try:

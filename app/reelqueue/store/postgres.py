@@ -20,7 +20,8 @@ Same rules as the SQLite journal, kept across machines by PostgreSQL's own locks
 
 The journal's policy is :class:`~reelqueue.store.sql_journal.SqlJournal`'s; this module is
 its driver (the pool, transactions, one-statement writes and their commit settlement,
-errors), with the instances registry in ``pg_instances.py``. Named SQL lives in
+errors), with the instances registry in ``pg_instances.py`` and the kept connection and
+raw statements in ``pg_connection.py``. Named SQL lives in
 ``sql_pg/*.sql`` (loaded by ``pg_sql.py``). The schema is versioned in ``reelqueue_meta``; a fresh
 database is made from ``sql_pg/schema.sql``, an older one brought up by
 ``sql_pg/migrations/NNNN.sql`` under an advisory lock (two machines starting at once do not
@@ -32,9 +33,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -46,6 +46,7 @@ from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import Batch, Claim, ClaimToken, JobSpec
 from reelqueue.domain.row_limits import refusal_params
 from reelqueue.store.base import ClaimParams, this_host, write_each_alone
+from reelqueue.store.pg_connection import KeptConnection, encoded, send_raw
 from reelqueue.store.pg_import import existing_keys, insert_jobs
 from reelqueue.store.pg_instances import Instance, InstancesRegistry
 from reelqueue.store.pg_sql import (
@@ -53,7 +54,6 @@ from reelqueue.store.pg_sql import (
     pg_migration_sql,
     pg_queries,
     pg_schema_sql,
-    positional,
 )
 from reelqueue.store.postgres_support import (
     DRIVER_ERRORS,
@@ -94,31 +94,6 @@ Row = dict[str, Any]
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
 _IDLE = psycopg.pq.TransactionStatus.IDLE
-
-
-def _raw(db: psycopg.Connection[Row], sql: bytes, clock: float | None,
-         params: dict[str, Any]) -> psycopg.Cursor[Row]:
-    """``db.execute`` of ``sql`` (named placeholders) with ``params`` and ``clock``, sent
-    as a raw statement (a ``RawCursor``: ``$n`` placeholders), converted to ``$n`` once
-    (:func:`~reelqueue.store.pg_sql.positional`) instead of by psycopg on every execution
-    (its cache stops at 4 KB; the claim's statement is 7 KB)."""
-    text, names = positional(sql)
-    values = [params[name] if name in params or name != "clock" else clock
-              for name in names]
-    factory = db.cursor_factory
-    db.cursor_factory = cast("type[psycopg.Cursor[Row]]", psycopg.RawCursor)
-    try:
-        return db.execute(text, values)
-    finally:
-        db.cursor_factory = factory
-
-
-@functools.cache
-def _encoded(sql: str) -> bytes:
-    """A named query as the bytes :func:`_raw` sends, encoded once: the same bytes object
-    every time, so :func:`~reelqueue.store.pg_sql.positional`'s cache finds it by its
-    kept hash (the claim's statement is 7 KB, encoded and hashed on every claim before)."""
-    return sql.encode()
 
 
 def _mapped(method: _F) -> _F:
@@ -166,13 +141,11 @@ class PostgresStore(InstancesRegistry):
         self._server_clock = server_clock
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Row] | None = None
-        #: the pool's connection this store keeps between operations (:meth:`_connection`)
-        #: and when it was taken from the pool and last used (``time.monotonic``)
-        self._held: psycopg.Connection[Row] | None = None
-        self._held_since = self._held_used = 0.0
         self._q = pg_queries()
         self._password = password
         self._recently_used = RecentlyUsed()
+        #: the pool's connection this store keeps between operations (:meth:`_connection`)
+        self._kept = KeptConnection(pool, self._recently_used)
         self._committing = False
         self.where = where
         self.schema = schema
@@ -208,7 +181,7 @@ class PostgresStore(InstancesRegistry):
             dsn, schema=schema, max_size=max_size, connect_timeout=connect_timeout,
             idle_in_transaction_ms=IDLE_IN_TRANSACTION_MS)
         store = cls(pool, where, schema, password, server_clock)
-        store._recently_used = recently_used
+        store._recently_used = store._kept.recently_used = recently_used
         store.encrypted = encrypted
         try:
             store._prepare(now)
@@ -265,67 +238,13 @@ class PostgresStore(InstancesRegistry):
 
     def close(self) -> None:
         with self._lock:
-            self._give_back()
+            self._kept.give_back()
             self._pool.close()
 
     # -- helpers -----------------------------------------------------------------------
-    HOLD_SECONDS = 30.0
-    """The longest a connection is kept out of the pool (:meth:`_connection`): then it goes
-    back, so the pool's own rules (its connections' lifetime) apply to it too."""
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Row]]:
-        """The connection for one operation (inside ``self._lock``): the one kept from the
-        last operation while that was less than the pool check's ``fresh_seconds`` ago
-        (the check the pool skips for it all the same, :class:`RecentlyUsed`) and it has
-        been out of the pool for under :attr:`HOLD_SECONDS`; else one from the pool, which
-        checks it. Every operation of a store holds its lock, so it uses one connection at
-        a time: keeping it saves the pool's hand-out and return (its locks, its check,
-        its log calls) on every operation.
-
-        An operation that raises gives its connection back to the pool (rolled back
-        first, as the pool's own ``connection()`` does), which replaces it if it died; so
-        does one that leaves a transaction open (committed first, as before)."""
-        now = time.monotonic()
-        db = self._held
-        self._held = None
-        if db is not None and (now - self._held_used > self._recently_used.fresh_seconds
-                               or now - self._held_since > self.HOLD_SECONDS):
-            self._put(db)
-            db = None
-        if db is None:
-            db = cast("psycopg.Connection[Row]", self._pool.getconn())
-            self._held_since = now
-        try:
-            yield db
-        except BaseException:
-            rollback_quietly(db)
-            self._put(db)
-            raise
-        if db.closed or db.pgconn.transaction_status != _IDLE:
-            try:
-                if not db.closed:
-                    db.commit()
-            finally:
-                self._put(db)
-            return
-        self._held, self._held_used = db, time.monotonic()
-
-    def _put(self, db: psycopg.Connection[Row]) -> None:
-        """``db`` back to the pool, out of autocommit as the pool made it (a kept
-        connection stays in the mode of its last operation: :meth:`_single` and
-        :meth:`_tx` each set the one they need, so a run of one-statement writes does not
-        switch it twice per write)."""
-        if not db.closed and db.autocommit:
-            with suppress(psycopg.Error):
-                db.autocommit = False
-        self._pool.putconn(cast("psycopg.Connection[Any]", db))
-
-    def _give_back(self) -> None:
-        """The kept connection back to the pool (the store closes)."""
-        db, self._held = self._held, None
-        if db is not None:
-            self._put(db)
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Row]]:
+        """The connection for one operation (inside ``self._lock``): :class:`KeptConnection`."""
+        return self._kept.connection()
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Row]]:
@@ -368,8 +287,8 @@ class PostgresStore(InstancesRegistry):
             clock = self._clock()
             if self._conn is not None:
                 for name, args in before:
-                    _raw(self._conn, _encoded(self._q[name]), clock, args)
-                return _raw(self._conn, sql, clock, params).fetchall()
+                    send_raw(self._conn, encoded(self._q[name]), clock, args)
+                return send_raw(self._conn, sql, clock, params).fetchall()
             self._committing = False
             with self._connection() as db:
                 self._committing = True
@@ -377,13 +296,13 @@ class PostgresStore(InstancesRegistry):
                     if not db.autocommit:  # kept in autocommit between such writes
                         db.autocommit = True
                     if not before:
-                        rows = _raw(db, sql, clock, params).fetchall()
+                        rows = send_raw(db, sql, clock, params).fetchall()
                     else:
                         with db.pipeline():
                             db.execute(self._q["begin"])
                             for name, args in before:
-                                _raw(db, _encoded(self._q[name]), clock, args)
-                            cursor = _raw(db, sql, clock, params)
+                                send_raw(db, encoded(self._q[name]), clock, args)
+                            cursor = send_raw(db, sql, clock, params)
                             db.execute(self._q["commit"])
                         rows = cursor.fetchall()
                     self._recently_used.mark(db)
@@ -604,7 +523,7 @@ class PostgresStore(InstancesRegistry):
                              f"a claim for {params.account}")
 
     def _claim_fast(self, params: ClaimParams, token: str) -> Row | None:
-        rows = self._single(_encoded(self._q["claim_fast"]), {
+        rows = self._single(encoded(self._q["claim_fast"]), {
             "account": params.account, "token": token, "owner": params.instance_id,
             "lease_seconds": params.lease_seconds, "now": params.now,
             "creates": True, "skip_batches": [], "skip_models": [],
