@@ -27,6 +27,7 @@ from reelqueue.store.postgres_support import (
     dsn_password,
     known_error,
     use_bounded_json,
+    with_liveness,
 )
 from reelqueue.store.queries import parse_named
 
@@ -70,10 +71,10 @@ class PgLink:
 
     def _connect(self) -> Conn:
         try:
-            conn = psycopg.connect(
-                self._dsn, autocommit=True, row_factory=dict_row,
-                connect_timeout=self._timeout, application_name=self._name,
-                options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+            conn = psycopg.connect(self._dsn, **with_liveness(self._dsn, {
+                "autocommit": True, "row_factory": dict_row,
+                "connect_timeout": self._timeout, "application_name": self._name,
+                "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"}))
             use_bounded_json(conn)
             return conn
         except psycopg.Error as exc:

@@ -33,7 +33,7 @@ import psycopg
 from psycopg import conninfo
 
 from reelqueue.store.postgres import PostgresStore, pg_queries
-from reelqueue.store.postgres_support import describe_dsn, scrub
+from reelqueue.store.postgres_support import describe_dsn, scrub, with_liveness
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +101,9 @@ class WakeListener:
         password = conninfo.conninfo_to_dict(self._dsn).get("password")
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True, connect_timeout=5,
-                                     application_name="reelqueue-listen") as db:
+                with psycopg.connect(self._dsn, **with_liveness(self._dsn, {
+                        "autocommit": True, "connect_timeout": 5,
+                        "application_name": "reelqueue-listen"})) as db:
                     db.execute(pg_queries()["listen_wake"].encode())
                     self.listening.set()
                     self._on_wake()  # anything committed while nobody listened

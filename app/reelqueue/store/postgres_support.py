@@ -244,6 +244,27 @@ def rollback_quietly(db: psycopg.Connection[Any]) -> None:
         db.rollback()
 
 
+TCP_LIVENESS: dict[str, int] = {"keepalives": 1, "keepalives_idle": 15,
+                                 "keepalives_interval": 5, "keepalives_count": 3,
+                                 "tcp_user_timeout": 30_000}
+"""libpq's TCP settings for every connection to the team database (those the address does
+not set itself). Without them a connection whose network went away silently (a cut VPN, a
+server host powered off: no reset ever comes) waits for an answer forever: the store's one
+journal thread, so the whole engine, would hang, and the wake-up listener would believe it
+still listens. With them a dead peer is found within about 30 s (15 s idle, 3 probes 5 s
+apart; data unacknowledged for 30 s: ``tcp_user_timeout``, where the system has it) and
+the operation fails as "cannot be reached", as a server restart does."""
+
+
+def with_liveness(dsn: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with :data:`TCP_LIVENESS`'s settings the address does not give."""
+    try:
+        given = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        given = {}
+    return {**{k: v for k, v in TCP_LIVENESS.items() if k not in given}, **kwargs}
+
+
 def open_pool(dsn: str, *, schema: str | None, max_size: int, connect_timeout: float,
               idle_in_transaction_ms: int) -> tuple[ConnectionPool, RecentlyUsed, bool]:
     """The PostgreSQL store's pool of connections to ``dsn`` (dict rows, not in
@@ -261,6 +282,7 @@ def open_pool(dsn: str, *, schema: str | None, max_size: int, connect_timeout: f
     if schema is not None:
         options.append(f"-c search_path={schema}")
     kwargs["options"] = " ".join(options)
+    kwargs = with_liveness(dsn, kwargs)
     recently_used = RecentlyUsed()
     # One plain connection first: a refused password or TLS handshake is said as
     # such at once (the pool would retry until its timeout, then say only that it
