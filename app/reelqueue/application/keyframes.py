@@ -137,9 +137,9 @@ def thumbnail_png(video: Path, sha256: str, cache_dir: Path) -> bytes | None:
         # A regular file only (a FIFO put there would block), read no further than a
         # picture of ours can be (a few dozen KiB); anything else is made again over it.
         with open(target, "rb", opener=_no_block) as handle:
-            cached = handle.read(MAX_CACHED_BYTES + 1) if stat.S_ISREG(
-                os.fstat(handle.fileno()).st_mode) else b"x" * (MAX_CACHED_BYTES + 1)
-        if len(cached) <= MAX_CACHED_BYTES:
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            cached = handle.read(MAX_CACHED_BYTES + 1) if regular else None
+        if cached is not None and len(cached) <= MAX_CACHED_BYTES:
             os.utime(target)  # used now: the last to go when the cache is trimmed
             return cached or None
     try:
