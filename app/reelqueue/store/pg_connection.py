@@ -65,7 +65,7 @@ class KeptConnection:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Row]]:
-        """The connection for one operation (inside ``self._lock``): the one kept from the
+        """The connection for one operation (inside its store's lock): the one kept from the
         last operation while that was less than the pool check's ``fresh_seconds`` ago
         (the check the pool skips for it all the same, :class:`RecentlyUsed`) and it has
         been out of the pool for under :attr:`HOLD_SECONDS`; else one from the pool, which
