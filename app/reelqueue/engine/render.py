@@ -60,6 +60,7 @@ from reelqueue.providers.base import (
     SearchableProvider,
     lost_create_search,
     reconcile_method,
+    render_id_problem,
     sends_client_token,
 )
 from reelqueue.providers.registry import ProviderRegistry
@@ -491,6 +492,12 @@ class RenderAttempt:
                 raise
             await self._unknown_submission(client_token, exc)
             return
+        problem = render_id_problem(provider_job_id)
+        if problem is not None:  # answered, but naming no render this journal can keep
+            await self._unknown_submission(client_token, ProviderError(
+                problem, error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN,
+                body_maybe_sent=True))
+            return
         self.unresolved = False
         self.submitted_at = self._now()
         # The render exists and is paid for from here on: a stop arriving while its id is
@@ -550,6 +557,10 @@ class RenderAttempt:
             return
         except Exception:  # refused or unknown: the journal's intent tells recovery
             log.info("job %s: a create answered with an error during the stop", self.job.id)
+            return
+        if render_id_problem(provider_job_id) is not None:
+            log.info("job %s: a create answered during the stop named no usable render; "
+                     "its intent is left for recovery", self.job.id)
             return
         try:
             self.unresolved = False
@@ -687,6 +698,11 @@ class RenderAttempt:
                 client_token, verdict.candidates, looked=True)
 
     async def _record_found(self, client_token: str, provider_job_id: str) -> None:
+        problem = render_id_problem(provider_job_id)
+        if problem is not None:  # a lookup or search that named no usable render
+            raise SubmissionUnresolved(ProviderError(
+                problem, error_class=ErrorClass.PERMANENT, label=ErrorLabel.SUBMIT_UNKNOWN),
+                client_token, looked=True)
         try:
             await self._record_submitted(provider_job_id)
         except RenderAlreadyRecorded as exc:  # taken by another job meanwhile

@@ -81,6 +81,25 @@ class RemoteStatus:
                                                          max(0.0, hint)))
 
 
+MAX_RENDER_ID_CHARS = 1024
+"""The longest render id a provider's answer can name that ReelQueue keeps (ids are tens of
+characters: a Veo operation's name, the longest, about a hundred)."""
+
+
+def render_id_problem(value: object) -> str | None:
+    """Why ``value`` (what an adapter, a plug-in's too, read as a create's render id) cannot
+    be kept and polled, or None. Such an answer named no usable render: the create's
+    outcome is unknown, never a render id that every poll, ledger row and listing carries."""
+    if not isinstance(value, str) or not value:
+        return f"the provider's answer gave no render id ({type(value).__name__})"
+    if len(value) > MAX_RENDER_ID_CHARS:
+        return (f"the provider's answer gave a render id of {len(value):,} characters "
+                f"(at most {MAX_RENDER_ID_CHARS:,} are kept)")
+    if not value.isprintable() or value != value.strip():
+        return "the provider's answer gave a render id with control characters or spaces"
+    return None
+
+
 MAX_POLL_AFTER_SECONDS = 600.0
 """The longest wait between two polls a provider's hint can ask for (ten minutes)."""
 
