@@ -9,7 +9,7 @@ import math
 import pytest
 
 from reelqueue.domain.states import RemotePhase
-from reelqueue.providers.base import MAX_POLL_AFTER_SECONDS, RemoteStatus
+from reelqueue.providers.base import MAX_POLL_AFTER_SECONDS, MAX_SUB_STATUS_CHARS, RemoteStatus
 
 NAN, INF = math.nan, math.inf
 
@@ -35,3 +35,12 @@ def test_the_poll_hint_is_bounded(given: float | None, kept: float | None) -> No
 def test_a_reported_cost_is_a_finite_amount_or_unknown(given: float | None,
                                                        kept: float | None) -> None:
     assert RemoteStatus(RemotePhase.SUCCEEDED, cost=given).cost == kept
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    ("RUNNING", "RUNNING"), ("", ""), (None, ""), ("a\nb\x1b[31m", "a b [31m"),
+    ("x" * 5000, "x" * MAX_SUB_STATUS_CHARS + "…")])
+def test_the_state_word_is_a_word(given: object, kept: str) -> None:
+    """It is written to the journal at each change and shown in every front end: an
+    unknown state passed on as it came is cut and cleaned, never a document."""
+    assert RemoteStatus(RemotePhase.RUNNING, sub_status=given).sub_status == kept  # type: ignore[arg-type]

@@ -79,6 +79,15 @@ class RemoteStatus:
         object.__setattr__(self, "poll_after",
                            None if hint is None else min(MAX_POLL_AFTER_SECONDS,
                                                          max(0.0, hint)))
+        # The provider's own state word is shown and written to the journal at each
+        # change: a word, not a document (an unknown state is passed on as it came).
+        said: object = self.sub_status  # typed str; a plug-in may pass anything
+        if not isinstance(said, str):
+            object.__setattr__(self, "sub_status", "")
+        elif len(said) > MAX_SUB_STATUS_CHARS or not said.isprintable():
+            word = "".join(c if c.isprintable() else " " for c in said[:MAX_SUB_STATUS_CHARS])
+            object.__setattr__(self, "sub_status", word + (
+                "…" if len(said) > MAX_SUB_STATUS_CHARS else ""))
 
 
 MAX_RENDER_ID_CHARS = 1024
@@ -102,6 +111,9 @@ def render_id_problem(value: object) -> str | None:
 
 MAX_POLL_AFTER_SECONDS = 600.0
 """The longest wait between two polls a provider's hint can ask for (ten minutes)."""
+
+MAX_SUB_STATUS_CHARS = 80
+"""The most of a provider's state word kept (its documented words are a dozen characters)."""
 
 
 def _finite(value: object) -> float | None:
