@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,6 +20,8 @@ from reelqueue.providers.adapters._errors import rate_limit_reset_of, retry_afte
 from reelqueue.providers.adapters._images import load_image
 from reelqueue.providers.adapters._params import param_bool, param_int, param_str, spec_problems
 from reelqueue.providers.base import ParamSpec, ProviderConfig
+from reelqueue.providers.http import HttpTimeout
+from reelqueue.providers.httpx_session import HttpxSession
 
 API = "api.example.test"
 
@@ -309,3 +314,35 @@ async def test_load_image_from_file_data_uri_and_link(tmp_path: Path) -> None:
     assert caught.value.error_class is ErrorClass.PERMANENT
     with pytest.raises(ProviderError):
         await load_image("data:image/png;base64,***", "T")
+
+
+def trickle(router: Router) -> None:
+    """An answer whose every byte comes within the read timeout, but which never ends."""
+
+    async def forever() -> AsyncIterator[bytes]:
+        while True:
+            yield b" "
+            await asyncio.sleep(0.05)
+
+    router.add("POST", rf"{API}/v1/x", lambda r, m: httpx2.Response(200, content=forever()))
+
+
+async def test_an_answer_trickled_past_the_connect_and_read_timeouts_is_a_timeout() -> None:
+    """The read timeout is per read: without a bound on the whole exchange a create's
+    answer sent a byte at a time would outlive the create's timeout, and on a team the
+    lease it must fit in. Both the built-in client and a plug-in's session stop it at the
+    connect plus read timeout; for a create, the body may have been sent."""
+    router = Router()
+    trickle(router)
+    timeout = httpx2.Timeout(0.3, connect=0.2)  # 0.5 s for the whole exchange
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(router),
+                                  timeout=timeout) as client:
+        started = time.monotonic()
+        with pytest.raises(ProviderError) as caught:
+            await api(client).request("POST", "/x", during_create=True)
+        assert time.monotonic() - started < 5
+        assert (caught.value.error_class, caught.value.label, caught.value.body_maybe_sent
+                ) == (ErrorClass.RETRYABLE, ErrorLabel.TIMED_OUT, True)
+        assert "did not end within 0.5 s" in str(caught.value)
+        with pytest.raises(HttpTimeout):
+            await HttpxSession(client).request("POST", f"https://{API}/v1/x")

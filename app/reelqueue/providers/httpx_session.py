@@ -11,6 +11,7 @@ rewrite with no gain for their users (docs/providers/writing.md says so).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -110,10 +111,16 @@ class HttpxSession:
                       params: Mapping[str, str] | None = None,
                       json: Any = None, content: bytes | None = None,
                       max_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> HttpResponse:
+        # The whole exchange within the connect plus read timeout (as the built-in
+        # adapters' ApiClient): an answer trickled a byte at a time would stretch the
+        # per-read timeout without end.
+        timeout = self.client.timeout
+        total = (None if timeout.connect is None or timeout.read is None
+                 else timeout.connect + timeout.read)
         try:
-            async with self.client.stream(method, url, headers=dict(headers or {}),
-                                          params=_params(params), json=json,
-                                          content=content) as answer:
+            async with asyncio.timeout(total), self.client.stream(
+                    method, url, headers=dict(headers or {}), params=_params(params),
+                    json=json, content=content) as answer:
                 body = bytearray()
                 async for chunk in answer.aiter_bytes():
                     body += chunk
@@ -126,6 +133,9 @@ class HttpxSession:
                                     str(answer.url))
         except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
             raise session_error(exc) from exc
+        except TimeoutError:
+            raise HttpTimeout(f"The provider's answer did not end within {total:g} s (the "
+                              "connect and read timeouts together).") from None
 
     @asynccontextmanager
     async def stream(self, method: str, url: str, *,

@@ -8,6 +8,7 @@ Nothing here logs a header, a body or a URL query (signed links carry credential
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +20,12 @@ from reelqueue.providers.adapters._download import LinkRefresher, VideoDownload
 from reelqueue.providers.adapters._errors import provider_words, retry_after_of
 from reelqueue.providers.adapters._redact import redact, secret_variants, shorten_text
 from reelqueue.providers.base import ProviderConfig, classify_http_status
-from reelqueue.providers.http import HttpAnswerTooLarge, HttpSession, transport_failure
+from reelqueue.providers.http import (
+    HttpAnswerTooLarge,
+    HttpSession,
+    HttpTimeout,
+    transport_failure,
+)
 from reelqueue.providers.httpx_session import httpx_client_of, transport_error
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
@@ -176,23 +182,37 @@ class ApiClient:
                        params: Mapping[str, str | int] | None = None, files: Any = None,
                        during_create: bool = False) -> tuple[httpx2.Response, bool]:
         """One request; its answer read whole when its (decoded) body is at most
-        ``max_bytes``, else cut (an empty body, True)."""
+        ``max_bytes``, else cut (an empty body, True).
+
+        The whole exchange ends within the client's connect plus read timeout (the
+        engine's ``create_timeout_seconds``, which a create must fit in its lease by): the
+        read timeout alone is per read, so an answer trickled a byte at a time would
+        stretch it without end. Past it: a timeout, which for a create may have been sent.
+        """
+        timeout = self._client.timeout
+        total = (None if timeout.connect is None or timeout.read is None
+                 else timeout.connect + timeout.read)
         try:
-            # Never follow a redirect with the key attached: httpx drops Authorization on a
-            # cross-origin hop but keeps other auth headers (x-goog-api-key).
-            async with self._client.stream(method, self.url(path), headers=headers,
-                                           json=json_body, params=params, files=files,
-                                           follow_redirects=False) as streamed:
-                chunks: list[bytes] = []
-                size, cut = 0, False
-                async for chunk in streamed.aiter_bytes():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        cut = True
-                        break
-                    chunks.append(chunk)
+            async with asyncio.timeout(total):
+                # Never follow a redirect with the key attached: httpx drops Authorization
+                # on a cross-origin hop but keeps other auth headers (x-goog-api-key).
+                async with self._client.stream(method, self.url(path), headers=headers,
+                                               json=json_body, params=params, files=files,
+                                               follow_redirects=False) as streamed:
+                    chunks: list[bytes] = []
+                    size, cut = 0, False
+                    async for chunk in streamed.aiter_bytes():
+                        size += len(chunk)
+                        if size > max_bytes:
+                            cut = True
+                            break
+                        chunks.append(chunk)
         except httpx2.HTTPError as exc:
             raise transport_error(exc, during_create=during_create) from exc
+        except TimeoutError:
+            raise transport_failure(HttpTimeout(
+                f"{self.title}: the answer did not end within {total:g} s (the connect and "
+                "read timeouts together)"), during_create=during_create) from None
         # The body is already decoded: the copy must not claim an encoding or a length.
         kept = [(k, v) for k, v in streamed.headers.multi_items()
                 if k.lower() not in ("content-encoding", "content-length",
