@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -58,6 +59,15 @@ def session_error(exc: httpx2.HTTPError | httpx2.InvalidURL) -> HttpTransportErr
     if isinstance(exc, httpx2.TimeoutException):
         return HttpTimeout(words)
     return HttpTransportError(words)
+
+
+def _check_address(url: str) -> None:
+    """HttpConnectError (nothing sent) for a URL that names no address (a bracket left
+    open, a port out of range): a provider's link is outside input."""
+    try:
+        urlsplit(url).port  # noqa: B018 - read to raise on a port out of range
+    except ValueError:
+        raise HttpConnectError("The address is not a valid URL; nothing was sent.") from None
 
 
 def transport_error(exc: httpx2.HTTPError, *, during_create: bool) -> ProviderError:
@@ -114,6 +124,7 @@ class HttpxSession:
         # The whole exchange within the connect plus read timeout (as the built-in
         # adapters' ApiClient): an answer trickled a byte at a time would stretch the
         # per-read timeout without end.
+        _check_address(url)
         timeout = self.client.timeout
         total = (None if timeout.connect is None or timeout.read is None
                  else timeout.connect + timeout.read)
@@ -142,6 +153,7 @@ class HttpxSession:
                      headers: Mapping[str, str] | None = None,
                      params: Mapping[str, str] | None = None,
                      ) -> AsyncIterator[_HttpxStream]:
+        _check_address(url)
         try:
             async with self.client.stream(method, url, headers=dict(headers or {}),
                                           params=_params(params)) as answer:

@@ -49,7 +49,7 @@ from conformance.plugins import PLUGIN_FACTS, PLUGIN_REGISTRY
 from reelqueue.domain.errors import ErrorClass, ErrorLabel, ProviderError
 from reelqueue.domain.states import AccountStatus, JobState, RemotePhase
 from reelqueue.providers.adapters import _client as api_client
-from reelqueue.providers.base import LostCreateSearch, lost_create_search
+from reelqueue.providers.base import LostCreateSearch, RemoteStatus, lost_create_search
 from reelqueue.providers.download_limits import DownloadLimits, using_limits
 from reelqueue.providers.http import DEFAULT_MAX_ANSWER_BYTES
 
@@ -211,6 +211,25 @@ async def test_an_answer_over_the_read_bound_is_not_read(
     fake.router.script("GET", facts.poll, httpx2.Response(200, content=huge))
     error = await _raised(facts.make(client_for(fake.router)).poll(facts.job(fake)))
     assert "bytes" in str(error) and not error.body_maybe_sent
+
+
+@every
+@pytest.mark.parametrize("link", ["https://[::1/v.mp4", "https://ex\x00ample.com/v.mp4",
+                                  "https://example.com:99999/v.mp4"],
+                         ids=["bracket", "nul", "port"])
+async def test_a_video_link_that_is_no_address_is_a_download_failure(
+    facts: AdapterFacts, client_for: ClientFor, link: str
+) -> None:
+    """DL-BAD-LINK: a finished render's link that cannot be read as an address is a
+    download failure (the link is read again before the job gives up), never the URL
+    parser's ValueError; nothing is fetched."""
+    fake = facts.fake([facts.finished])
+    provider = facts.make(client_for(fake.router))
+    finished = RemoteStatus(RemotePhase.SUCCEEDED, video_url=link)
+    calls = len(fake.router.calls)
+    error = await _raised(_collect(provider, facts.job(fake), finished))
+    assert error.label is ErrorLabel.DOWNLOAD_FAILED, error
+    assert not any(link in str(c.url) for c in fake.router.calls[calls:])
 
 
 @every

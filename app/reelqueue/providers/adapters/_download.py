@@ -111,8 +111,11 @@ class VideoDownload:
                 headers["Accept"] = accept
             if send_key_to_api_host and self._api.is_own_origin(url):
                 headers.update(self._api.auth())
-            request = self._client.build_request(
-                "GET", url, headers=header_bytes(headers))
+            try:
+                request = self._client.build_request(
+                    "GET", url, headers=header_bytes(headers))
+            except httpx2.InvalidURL:
+                raise self._not_an_address() from None
             try:
                 response = await self._client.send(request, stream=True, follow_redirects=False)
             except httpx2.HTTPError as exc:
@@ -121,14 +124,27 @@ class VideoDownload:
                 return response
             location = response.headers.get("location", "")
             await response.aclose()
-            url = urljoin(url, location)
+            try:
+                url = urljoin(url, location)
+            except ValueError:
+                raise self._not_an_address() from None
         raise self._api.error("download failed: too many redirects", ErrorClass.RETRYABLE,
                          ErrorLabel.DOWNLOAD_FAILED)
+
+    def _not_an_address(self) -> ProviderError:
+        """A link (or a redirect's) that cannot be read as an address: nothing is fetched;
+        a download failure, so the render's link is read again before the job gives up."""
+        return self._api.error("refusing to download from a link that is not a valid "
+                               "address", ErrorClass.RETRYABLE, ErrorLabel.DOWNLOAD_FAILED)
 
     def _check_download_url(self, url: str) -> None:
         """Every link and every redirect hop: https, or plain http to loopback only when
         the API itself is on loopback (a fake or the local mock)."""
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - read to refuse a port out of range now, not mid-fetch
+        except ValueError:
+            raise self._not_an_address() from None
         if parts.scheme == "https" and parts.hostname:
             return
         if parts.scheme == "http" and is_loopback_url(url) and is_loopback_url(self._api.base_url):
