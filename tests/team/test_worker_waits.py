@@ -153,4 +153,6 @@ def test_a_worker_started_before_its_database_waits_then_renders(
         finally:
             stopped.stop_quietly()
             waiting.stop_quietly()
+        creates = mock.creates_by_key()
+    assert sorted(creates.values()) == [1, 1, 1, 1], creates
     assert read(url, "SELECT COUNT(*) FROM instances")[0][0] == 1, "machine-b never joined"
