@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reelqueue.domain.models import AccountSpec
+from reelqueue.domain.models import AccountSpec, Job
 from reelqueue.domain.states import JobState
 from reelqueue.providers.base import MAX_RENDER_ID_CHARS, RenderRequest, render_id_problem
 from reelqueue.store.memory import MemoryStore
@@ -31,15 +31,21 @@ class OddIds(FakeProvider):
         return self.answer  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("answer", BAD_IDS, ids=lambda a: repr(a)[:12])
-async def test_an_unusable_render_id_is_an_unknown_outcome(tmp_path: Path,
-                                                           answer: object) -> None:
-    provider = OddIds(answer)
+async def one_row(tmp_path: Path, provider: FakeProvider) -> Job:
+    """One row rendered to its end on one account of ``provider``; the job as it ended."""
     store = MemoryStore()
     add_batch(store, tmp_path, ["p"])
     store.add_account(AccountSpec("a", "fake", 1), 0)
     await drain(store, providers=install(provider))
     (job,) = store.list_jobs()
+    return job
+
+
+@pytest.mark.parametrize("answer", BAD_IDS, ids=lambda a: repr(a)[:12])
+async def test_an_unusable_render_id_is_an_unknown_outcome(tmp_path: Path,
+                                                           answer: object) -> None:
+    provider = OddIds(answer)
+    job = await one_row(tmp_path, provider)
     assert job.state is JobState.PARKED and job.error_label == "submit outcome unknown"
     assert job.provider_job_id is None and provider.creates == {"k0": 1}
     assert "render id" in (job.error_message or "")
@@ -49,11 +55,7 @@ async def test_with_a_lookup_the_render_is_found_by_client_token(tmp_path: Path)
     """The create reached the provider: its lookup by our client token finds the render
     under its real id, which is kept; one create in all."""
     provider = OddIds("x" * (MAX_RENDER_ID_CHARS + 1), supports_lookup=True)
-    store = MemoryStore()
-    add_batch(store, tmp_path, ["p"])
-    store.add_account(AccountSpec("a", "fake", 1), 0)
-    await drain(store, providers=install(provider))
-    (job,) = store.list_jobs()
+    job = await one_row(tmp_path, provider)
     assert job.state is JobState.COMPLETED and job.provider_job_id == "r1"
     assert provider.creates == {"k0": 1} and provider.lookups == 1
 
