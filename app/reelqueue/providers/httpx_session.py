@@ -61,6 +61,16 @@ def session_error(exc: httpx2.HTTPError | httpx2.InvalidURL) -> HttpTransportErr
     return HttpTransportError(words)
 
 
+def exchange_deadline(client: httpx2.AsyncClient) -> float | None:
+    """The longest one request and its whole answer may take: the client's connect plus
+    read timeout (None when either is unbounded). The read timeout alone is per read, so
+    an answer trickled a byte at a time would stretch it without end."""
+    timeout = client.timeout
+    if timeout.connect is None or timeout.read is None:
+        return None
+    return timeout.connect + timeout.read
+
+
 def _check_address(url: str) -> None:
     """HttpConnectError (nothing sent) for a URL that names no address (a bracket left
     open, a port out of range): a provider's link is outside input."""
@@ -125,9 +135,7 @@ class HttpxSession:
         # adapters' ApiClient): an answer trickled a byte at a time would stretch the
         # per-read timeout without end.
         _check_address(url)
-        timeout = self.client.timeout
-        total = (None if timeout.connect is None or timeout.read is None
-                 else timeout.connect + timeout.read)
+        total = exchange_deadline(self.client)
         try:
             async with asyncio.timeout(total), self.client.stream(
                     method, url, headers=dict(headers or {}), params=_params(params),

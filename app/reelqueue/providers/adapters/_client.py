@@ -26,7 +26,11 @@ from reelqueue.providers.http import (
     HttpTimeout,
     transport_failure,
 )
-from reelqueue.providers.httpx_session import httpx_client_of, transport_error
+from reelqueue.providers.httpx_session import (
+    exchange_deadline,
+    httpx_client_of,
+    transport_error,
+)
 from reelqueue.providers.key_text import header_bytes, key_text_problem
 from reelqueue.providers.registry import check_base_url
 
@@ -189,9 +193,7 @@ class ApiClient:
         read timeout alone is per read, so an answer trickled a byte at a time would
         stretch it without end. Past it: a timeout, which for a create may have been sent.
         """
-        timeout = self._client.timeout
-        total = (None if timeout.connect is None or timeout.read is None
-                 else timeout.connect + timeout.read)
+        total = exchange_deadline(self._client)
         try:
             async with asyncio.timeout(total):
                 # Never follow a redirect with the key attached: httpx drops Authorization
