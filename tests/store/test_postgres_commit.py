@@ -11,6 +11,7 @@ instance (``renew_leases(tokens=...)``), so its lease runs out and ``b`` takes i
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,14 +24,17 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from reelqueue.domain.clock import FakeClock
-from reelqueue.domain.errors import JournalError
-from reelqueue.domain.models import FileCheck, Job
+from reelqueue.domain.errors import JournalError, RenderAlreadyRecorded
+from reelqueue.domain.models import ClaimToken, FileCheck, Job
 from reelqueue.domain.states import JobState
+from reelqueue.engine.async_store import GROUPED_TRANSITIONS, AsyncStore
 from reelqueue.store.base import ClaimParams, RecoverParams
+from reelqueue.store.pg_group import PgGroupCommit
 from reelqueue.store.postgres import PostgresStore
 from reelqueue.store.postgres_support import describe_dsn
 from tests import pgserver
 from tests.conftest import seed_store
+from tests.engine.test_group_commit import every_transition, queued_behind_gate
 
 pytestmark = [pytest.mark.unit,
               pytest.mark.expect_warnings("answer to the COMMIT", "was written",
@@ -281,3 +285,186 @@ def test_an_async_transition_sets_only_its_own_commit(
         assert a.mark_downloading(second.token, clock.now())
         row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
         assert row is not None and row["s"] == "on", "the open transaction stays durable"
+
+
+# -- group commit of the render transitions (store/pg_group.py, issue 33 item 5) ----------
+
+def rendering_pair(a: PostgresStore, clock: FakeClock) -> list[Any]:
+    """Both seeded jobs claimed on ``a`` with their intent and render written."""
+    claims = [claim(a, clock), claim(a, clock)]
+    for got in claims:
+        assert got is not None and a.mark_submitting(got.token, f"ct-{got.job.id}", clock.now())
+        assert a.record_submitted(got.token, f"pj-{got.job.id}", clock.now())
+    return claims
+
+
+def synchronous(a: PostgresStore) -> str:
+    """The open transaction's synchronous_commit (a write of a group may read it)."""
+    with a.raw_connection() as db:
+        row = db.execute("SELECT current_setting('synchronous_commit') AS s").fetchone()
+        assert row is not None
+        return str(row["s"])
+
+
+def test_a_group_of_transitions_commits_once(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    stale = ClaimToken(first.job.id, "stale-token")
+    before = LostAnswer.commits
+    answers = a.write_group([
+        lambda: a.mark_downloading(first.token, clock.now()),
+        lambda: a.record_progress(second.token, "running", 0.5, clock.now()),
+        lambda: a.mark_rendering(stale, clock.now()),  # fenced out: its caller's False
+        lambda: synchronous(a),
+    ], durable=True)
+    assert answers == [True, True, False, "on"]
+    assert LostAnswer.commits - before == 1, "one COMMIT for the group"
+    assert b.get_job(first.job.id).state == JobState.DOWNLOADING  # type: ignore[union-attr]
+    assert b.get_job(second.job.id).progress == 0.5  # type: ignore[union-attr]
+    assert [e.event for e in b.ledger(first.job.id)].count("fenced_out") == 1
+
+
+def test_a_group_none_of_whose_writes_needs_the_disk_commits_without_waiting(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    answers = a.write_group([
+        lambda: a.record_progress(first.token, "running", 0.25, clock.now()),
+        lambda: a.record_progress(second.token, "running", 0.75, clock.now()),
+        lambda: synchronous(a),
+    ], durable=False)
+    assert answers == [True, True, "off"]
+    assert synchronous(a) == "on", "only that transaction's commit"
+    assert [j.progress for j in b.list_jobs()] == [0.25, 0.75]
+
+
+def test_a_durable_write_in_a_group_opened_without_the_disk_runs_alone(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """Never left undurable: the group is undone and each write runs in its own
+    transaction, the completion with its durable commit."""
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    assert a.mark_downloading(second.token, clock.now())
+    before = LostAnswer.commits
+    answers = a.write_group([
+        lambda: a.record_progress(first.token, "running", 0.5, clock.now()),
+        lambda: a.mark_completed(second.token, size=3, sha256="ab" * 32, cost=None,
+                                 now=clock.now()),
+    ], durable=False)
+    assert answers == [True, True]
+    assert LostAnswer.commits - before == 2, "each alone"
+    assert b.get_job(second.job.id).state == JobState.COMPLETED  # type: ignore[union-attr]
+    assert b.get_job(first.job.id).progress == 0.5  # type: ignore[union-attr]
+
+
+def test_a_write_that_raises_fails_only_its_caller(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """A render another job holds: that caller gets RenderAlreadyRecorded; the group is
+    undone and the other writes run alone, each once."""
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    assert a.mark_downloading(first.token, clock.now())
+    answers = a.write_group([
+        lambda: a.mark_completed(first.token, size=3, sha256="ab" * 32, cost=None,
+                                 now=clock.now()),
+        lambda: a.record_submitted(second.token, f"pj-{first.job.id}", clock.now()),
+        lambda: a.record_progress(second.token, "running", 0.5, clock.now()),
+    ], durable=True)
+    assert answers[0] is True and answers[2] is True
+    assert isinstance(answers[1], RenderAlreadyRecorded), answers[1]
+    assert b.get_job(first.job.id).state == JobState.COMPLETED  # type: ignore[union-attr]
+    assert Counter(e.event for e in b.ledger(first.job.id))["completed"] == 1
+    assert b.get_job(second.job.id).provider_job_id == f"pj-{second.job.id}"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("lost", ["after", "before"])
+def test_a_group_whose_commit_answer_was_lost_is_read_back(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock, lost: str
+) -> None:
+    """"after": the group committed unheard; its transaction's status says so and every
+    answer stands (nothing written twice). "before": it never committed; each write runs
+    again alone."""
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    assert a.mark_downloading(first.token, clock.now())
+    LostAnswer.plan[:] = [lost]
+    answers = a.write_group([
+        lambda: a.mark_completed(first.token, size=3, sha256="ab" * 32, cost=None,
+                                 now=clock.now()),
+        lambda: a.mark_downloading(second.token, clock.now()),
+    ], durable=True)
+    assert not LostAnswer.plan
+    assert answers == [True, True]
+    assert b.get_job(first.job.id).state == JobState.COMPLETED  # type: ignore[union-attr]
+    assert b.get_job(second.job.id).state == JobState.DOWNLOADING  # type: ignore[union-attr]
+    events = Counter(e.event for e in b.ledger())
+    assert (events["completed"], events["downloading"], events["fenced_out"]) == (1, 2, 0)
+
+
+def test_a_group_whose_outcome_cannot_be_read_fails_every_caller(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """The COMMIT's answer and both reads of the group's status lost: unknown, said, and
+    nothing assumed (the group committed here; nobody is told it did not)."""
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    LostAnswer.plan[:] = ["after", "after", "after"]
+    with pytest.raises(JournalError, match="could not say whether"):
+        a.write_group([lambda: a.mark_downloading(first.token, clock.now()),
+                       lambda: a.mark_downloading(second.token, clock.now())], durable=True)
+    assert {j.state for j in b.list_jobs()} == {JobState.DOWNLOADING}
+
+
+def test_the_durability_table_matches_the_postgres_store(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on SQLite (tests/engine/test_group_commit.py): a group opened without waiting
+    for the disk refuses each write the store wants durable, so GROUPED_TRANSITIONS, which
+    chooses each group's commit, must name every durable transition durable."""
+    a, _ = pair
+    refusals: list[bool] = []
+    refuse = PgGroupCommit._refuse_undurable
+
+    def watched(self: PgGroupCommit, durable: bool) -> None:
+        try:
+            refuse(self, durable)
+        except JournalError:
+            refusals.append(True)
+            raise
+
+    monkeypatch.setattr(PgGroupCommit, "_refuse_undurable", watched)
+    got = claim(a, clock)
+    assert got is not None
+    calls = every_transition(ClaimToken(got.job.id, "no-such-claim"))
+    assert set(calls) == set(GROUPED_TRANSITIONS)
+    for name, call in calls.items():
+        refusals.clear()
+        a.write_group([lambda c=call: c(a), lambda: None], durable=False)  # type: ignore[misc]
+        assert bool(refusals) == GROUPED_TRANSITIONS[name], name
+
+
+async def test_concurrent_transitions_of_an_engine_share_one_commit(
+    pair: tuple[PostgresStore, PostgresStore], clock: FakeClock
+) -> None:
+    """Through the engine's AsyncStore: the transitions that queue together are one
+    group, one COMMIT."""
+    a, b = pair
+    first, second = rendering_pair(a, clock)
+    store = AsyncStore(a)
+    try:
+        before = LostAnswer.commits
+        tasks, gate = await queued_behind_gate(store, [
+            lambda: store.mark_downloading(first.token, clock.now()),
+            lambda: store.mark_downloading(second.token, clock.now())])
+        gate.set()
+        assert (await asyncio.gather(*tasks))[:-1] == [True, True]
+        assert LostAnswer.commits - before == 1
+        assert {j.state for j in b.list_jobs()} == {JobState.DOWNLOADING}
+    finally:
+        store.shutdown()

@@ -7,11 +7,12 @@ that none is missing), so callers write ``await store.get_job(7)``.
 
 Group commit (issue 33 item 5): the fenced render transitions of this engine's workers
 (:data:`GROUPED_TRANSITIONS`) that arrive while the journal thread is busy wait in one
-queue; the thread then hands all of them to the store's ``write_group``: SQLite (and the
-in-memory store, SQLite in memory) writes them in one transaction, each under its own
-savepoint, with one commit (one fsync); PostgreSQL runs them one after the other, one
-transaction each, as before. Only after that does the thread answer each caller with its
-own result or exception. Claims, reads and user commands run alone.
+queue; the thread then hands all of them to the store's ``write_group``, which writes them
+in one transaction with one commit (one fsync): SQLite (and the in-memory store, SQLite in
+memory) each under its own savepoint, PostgreSQL each as a step of the transaction, the
+group run again write by write if one raises (store/pg_group.py). Only after that does
+the thread answer each caller with its own result or exception. Claims, reads and user
+commands run alone.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ from reelqueue.store.spend import SpendSummary, ToGo
 
 
 def write_each_alone(writes: Sequence[Callable[[], Any]]) -> list[Any]:
-    """A group of writes without group commit (PostgreSQL: one transaction per write):
-    each write run alone, in order; its answer, or the exception it raised."""
+    """A group of writes without group commit (a group of one; PostgreSQL's group once
+    undone): each write run alone, in order; its answer, or the exception it raised."""
     answers: list[Any] = []
     for write in writes:
         try:
@@ -286,10 +286,11 @@ class Store(Protocol):
                     ) -> list[Any]:
         """The engine's render transitions that arrived together (engine/async_store.py),
         each a store operation called with no argument: one answer per write, its result
-        or the exception it raised (that write alone undone). SQLite commits them once
-        (group commit, ``durable``: with an fsync); PostgreSQL writes each alone
-        (:func:`write_each_alone`). Raises when the group as a whole failed (nothing of it
-        is written)."""
+        or the exception it raised (that write alone undone). Both drivers commit them
+        once (group commit; ``durable``: waiting for the disk): SQLite with a savepoint per
+        write, PostgreSQL without (a write that raises sends the group to
+        :func:`write_each_alone`: store/pg_group.py). Raises when the group as a whole
+        failed (nothing of it is written) or its outcome cannot be learnt."""
         ...
     def changed_elsewhere(self) -> bool:
         """Whether another connection committed to the journal since the last call (the

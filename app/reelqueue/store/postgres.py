@@ -45,8 +45,9 @@ from reelqueue.domain.clock import Clock
 from reelqueue.domain.errors import InputError, JournalCorrupt, JournalError
 from reelqueue.domain.models import Batch, Claim, ClaimToken, JobSpec
 from reelqueue.domain.row_limits import refusal_params
-from reelqueue.store.base import ClaimParams, this_host, write_each_alone
+from reelqueue.store.base import ClaimParams, this_host
 from reelqueue.store.pg_connection import KeptConnection, encoded, send_raw
+from reelqueue.store.pg_group import PgGroupCommit
 from reelqueue.store.pg_import import existing_keys, insert_jobs
 from reelqueue.store.pg_instances import Instance, InstancesRegistry
 from reelqueue.store.pg_sql import (
@@ -126,7 +127,7 @@ def _errors_mapped(cls: type[PostgresStore]) -> type[PostgresStore]:
 
 
 @_errors_mapped
-class PostgresStore(InstancesRegistry):
+class PostgresStore(InstancesRegistry, PgGroupCommit):
     """The journal in one PostgreSQL schema, shared by every instance of a team.
 
     Attributes:
@@ -388,7 +389,9 @@ class PostgresStore(InstancesRegistry):
 
     def _write(self, *, durable: bool = True) -> AbstractContextManager[psycopg.Connection[Row]]:
         # A transaction commits durably; a one-statement write that need not wait says so
-        # in its SQL (commit_async).
+        # in its SQL (commit_async), a group of them when it opens (pg_group.py).
+        if self._conn is not None:
+            self._refuse_undurable(durable)
         return self._tx()
 
     def _reading(self) -> AbstractContextManager[psycopg.Connection[Row]]:
@@ -456,6 +459,8 @@ class PostgresStore(InstancesRegistry):
         # Inside an open transaction (a step of it) the write commits with that one:
         # durably (commit_async would set the whole transaction's commit).
         durable = write.durable or self._conn is not None
+        if self._conn is not None:
+            self._refuse_undurable(write.durable)
         rows = self._single(fenced_sql(write.statement, write.query, durable), {
             "id": write.token.job_id, "token": write.token.token, "now": write.now,
             "event": write.event, "detail": Jsonb(write.detail or {}, dumps=dumps),
@@ -569,12 +574,6 @@ class PostgresStore(InstancesRegistry):
         # transaction, so none can take the same last slot. Its cool-down is compared with
         # the server's clock, not the caller's.
         return self._one("claim_room", account=params.account)
-
-    def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
-                    ) -> list[Any]:
-        """No group commit here: each write is its own transaction, as before
-        (docs/design-notes.md, "Group commit"); each answer to its own caller."""
-        return write_each_alone(writes)
 
     def changed_elsewhere(self) -> bool:
         """Never: every change another connection commits is heard by its NOTIFY

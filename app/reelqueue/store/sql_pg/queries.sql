@@ -1105,6 +1105,21 @@ BEGIN;
 -- name: commit
 COMMIT;
 
+-- Group commit of the render transitions (pg_group.py): the group's transaction id, read
+-- first, so a group whose COMMIT went unanswered can be asked about (group_status);
+-- group_begin_async also lets the group commit without waiting for the WAL's flush (none of
+-- its writes needs it: commit_async).
+-- name: group_begin
+SELECT txid_current() AS xid;
+
+-- name: group_begin_async
+SELECT txid_current() AS xid, set_config('synchronous_commit', 'off', true) AS sync;
+
+-- name: group_status
+-- 'committed', 'aborted' or 'in progress' (the lost connection's transaction has not ended
+-- yet); NULL: too old to say (PostgreSQL 10 and later).
+SELECT txid_status(%(xid)s) AS status;
+
 -- name: settle_lock_timeout
 -- Reading back a write whose COMMIT went unanswered waits this long for that transaction's
 -- row lock (it ends within milliseconds when the COMMIT arrived); longer: the outcome stays
