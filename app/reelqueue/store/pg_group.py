@@ -66,6 +66,7 @@ class PgGroupCommit:
     store gives the transaction, the named reads and the settlement flags)."""
 
     _lock: threading.RLock
+    _conn: psycopg.Connection[Any] | None
     _committing: bool
     _password: str | None
     where: str
@@ -86,6 +87,8 @@ class PgGroupCommit:
         if len(writes) < 2:
             return write_each_alone(writes)
         with self._lock:
+            if self._conn is not None:
+                raise JournalError("A group commit cannot start inside an open transaction.")
             try:
                 return self._group_once(writes, durable)
             except _Undone:
