@@ -80,13 +80,19 @@ def test_list_jobs_replaces_huge_json_with_a_marker(
     assert whole is not None and len(whole.params["blob"]) == 1_000_000
 
 
-def test_ledger_after_cuts_a_huge_detail(store: Store, tmp_path: Path,
-                                         clock: FakeClock) -> None:
+@pytest.mark.parametrize("read", ["ledger_after", "ledger_tail"])
+def test_the_ledger_listings_cut_a_huge_detail(store: Store, tmp_path: Path,
+                                               clock: FakeClock, read: str) -> None:
+    """The API's stream (``ledger_after``) and the tail the window follows
+    (``ledger(limit=...)``) alike; the job's whole ledger keeps it."""
     seed_store(store, tmp_path, clock.now(), jobs=1)
     job_id = store.list_jobs()[0].id
     store.note("note", clock.now(), job_id=job_id, detail={"huge": "d" * 1_000_000})
-    entry = store.ledger_after(0, 1_000)[-1]
+    entries = (store.ledger_after(0, 1_000) if read == "ledger_after"
+               else store.ledger(limit=3))
+    entry = entries[-1]
     assert entry.job_id == job_id and set(entry.detail) == {CUT_KEY}
+    assert len(store.ledger(job_id)[-1].detail["huge"]) == 1_000_000
 
 
 def test_the_api_readers_list_cut_values(store: Store, tmp_path: Path, clock: FakeClock,

@@ -727,8 +727,9 @@ SELECT * FROM ledger ORDER BY seq;
 SELECT {listed_ledger_columns} FROM ledger WHERE seq > :seq ORDER BY seq LIMIT :limit;
 
 -- name: ledger_tail
--- The last :limit entries (of one job, or of all when :job_id is null), oldest first.
-SELECT * FROM (SELECT * FROM ledger
+-- The last :limit entries (of one job, or of all when :job_id is null), oldest first; a
+-- listing (the window follows the journal by it): long values cut.
+SELECT * FROM (SELECT {listed_ledger_columns} FROM ledger
                 WHERE :job_id IS NULL OR job_id = :job_id
                 ORDER BY seq DESC LIMIT :limit)
  ORDER BY seq;

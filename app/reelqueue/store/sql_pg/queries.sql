@@ -738,8 +738,9 @@ SELECT {listed_ledger_columns} FROM ledger WHERE seq > %(seq)s
 
 -- name: ledger_tail
 -- The last %(limit)s entries (of one job, or of all when %(job_id)s is null), oldest first:
--- a team's ledger is not read whole over the network for a short tail.
-SELECT * FROM (SELECT * FROM ledger
+-- a team's ledger is not read whole over the network for a short tail, nor a long value
+-- of it (a listing: cut).
+SELECT * FROM (SELECT {listed_ledger_columns} FROM ledger
                 WHERE %(job_id)s::bigint IS NULL OR job_id = %(job_id)s::bigint
                 ORDER BY seq DESC LIMIT %(limit)s) AS tail
  ORDER BY seq;
