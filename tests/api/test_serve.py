@@ -212,6 +212,9 @@ def test_serve_refuses_what_it_cannot_do_safely(folders: tuple[Path, Path]) -> N
     half = cli(data, "serve", "--listen", "127.0.0.1:0", "--tls-cert", "c.pem")
     assert half.returncode == 2 and "go together" in half.stderr
     # A team database that cannot be reached is said so (serve on a team database: issue
-    # 21, tests/team/test_serve_team.py).
-    team = cli(data, "--store", "postgresql://127.0.0.1:1/none", "serve")
-    assert team.returncode != 0 and "cannot be reached" in team.stderr, team.stderr
+    # 21, tests/team/test_serve_team.py), at once with --wait-for-database 0 (without it
+    # serve waits for the database: tests/team/test_serve_waits.py).
+    team = cli(data, "--store", "postgresql://127.0.0.1:1/none", "serve",
+               "--wait-for-database", "0")
+    assert team.returncode == 2 and "cannot be reached" in team.stderr, team.stderr
+    assert "Waiting for it" not in team.stdout

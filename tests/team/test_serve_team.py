@@ -55,6 +55,12 @@ class TeamServe(ServeProcess):
         self.keyring_file = data / "keyring.json"
 
     def start(self) -> TeamServe:
+        self.launch()
+        self.wait_serving()
+        return self
+
+    def launch(self) -> TeamServe:
+        """Start the process without waiting for it to listen."""
         self.starts += 1
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
@@ -63,6 +69,10 @@ class TeamServe(ServeProcess):
              *self.options],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             env=machine_env(self.keyring_file), start_new_session=True)
+        return self
+
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> None:
+        """Until its "Serving" line of this start is out (AssertionError if it exits)."""
         marker = f"Serving https://127.0.0.1:{self.port}/v1"
 
         def serving() -> bool:
@@ -71,8 +81,7 @@ class TeamServe(ServeProcess):
                 raise AssertionError(f"serve {self.name} exited: {self.output()[-3000:]}")
             return self.output().count(marker) >= self.starts
 
-        wait_for(serving, START_TIMEOUT, f"serve {self.name} to listen", interval=0.05)
-        return self
+        wait_for(serving, timeout, f"serve {self.name} to listen", interval=0.05)
 
     def tokens(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``reelqueue --store URL tokens ...`` on this machine (while it serves)."""

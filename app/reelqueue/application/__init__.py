@@ -24,7 +24,7 @@ nothing else).
 - The rest: :mod:`.context` (folders, clock), :mod:`.logs`, :mod:`.keys`, :mod:`.trust`,
   :mod:`.builtin_mock`, :mod:`.migrate`, :mod:`.serving`, :mod:`.remote`, :mod:`.feed`,
   :mod:`.tokens`, :mod:`.selftest`, :mod:`.worker`, :mod:`.team_store`, :mod:`.team_wait`
-  (a worker's wait for a team database that cannot be reached yet).
+  (a worker's or a serve's wait for a team database that cannot be reached yet).
 - Cost reconciliation and the evidence for an unknown create (issue 32 items 5, 6):
   :mod:`.spend_reconcile`.
 """

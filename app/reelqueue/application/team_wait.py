@@ -1,4 +1,5 @@
-"""A worker started while its team database cannot be reached waits for it.
+"""A worker started while its team database cannot be reached waits for it (and so does
+``reelqueue serve``, with the same ``--wait-for-database``: cli/database_wait.py).
 
 ``reelqueue worker`` is a service: it renders until told to stop, and it rides out a
 server restart or a cut network while it runs (docs/team.md). Until now it refused to

@@ -4,8 +4,9 @@
 a preview of the first rows as they will be rendered, every row error (row, column, what
 is wrong, what would be accepted), how many rows were imported before, and the cost
 estimate. ``--dry-run`` stops there and writes nothing. Exit 0 when the import went ahead
-(rows with errors are reported and left out), 2 when it was refused, also when the sheet
-is over a limit measured before it is loaded (``--max-cells``, ``--max-cell-kb``,
+(rows with errors are reported and left out), 2 when it was refused: no row valid (the
+last line says how many were refused), ``--all-or-nothing`` with a row error, the sheet
+over a limit measured before it is loaded (``--max-cells``, ``--max-cell-kb``,
 ``--max-text-mb``, ``--max-file-mb``; rows past ``--max-waiting`` stop the reading).
 """
 

@@ -4,6 +4,9 @@ Binds to loopback by default; TLS always (a self-signed certificate is made in t
 folder on first start and its SHA-256 fingerprint printed, for clients to pin), except
 ``--no-tls``, which only a loopback address may use. The server itself is the ``api``
 front end, reached through the runner :mod:`reelqueue.entry` puts in the context.
+
+On a team database (``--store``) a serve started while the database cannot be reached
+waits for it, as ``reelqueue worker`` does (``--wait-for-database``, cli/database_wait.py).
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ from pathlib import Path
 
 from reelqueue.application.compose import journal_mode
 from reelqueue.application.imports import DEFAULT_MAX_WAITING
-from reelqueue.application.serving import DEFAULT_LISTEN, ServeOptions, parse_listen
+from reelqueue.application.serving import (
+    DEFAULT_LISTEN,
+    ServeOptions,
+    check_options,
+    parse_listen,
+)
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.database_wait import add_wait_argument, wait_for_database
 from reelqueue.domain.errors import InputError
 
 CONNECTION_FLAGS: tuple[tuple[str, type, str, str], ...] = (
@@ -57,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         limits.add_argument(flag, type=kind, default=None, metavar="N" if kind is int else "S",
                             help=f"{words} (default {default})")
     add_engine_arguments(serve)
+    add_wait_argument(serve)
     serve.set_defaults(handler=handle)
 
 
@@ -76,6 +86,21 @@ def handle(args: argparse.Namespace, ctx: CliContext) -> int:
                            connections=connection_limits(args))
     if ctx.serve_api is None:
         raise InputError("This build of ReelQueue has no HTTP API.")
-    for line in journal_mode(ctx).connection_warnings():
+    check_options(options)  # refused at once, not after a wait for the database
+    mode = journal_mode(ctx)
+    for line in mode.connection_warnings():
         ctx.print(line)
+    if mode.shared and wait_for_database(ctx, lambda: _reached(ctx),
+                                         args.wait_for_database) is None:
+        ctx.print("Serve stopped while waiting for the team database; the API was not "
+                  "started.")
+        return 0
     return ctx.serve_api(ctx, options)
+
+
+def _reached(ctx: CliContext) -> bool:
+    """Open the team database and close it again. The serve's session opens its own on its
+    loop's journal thread, which the runner's signature gives no way to hand a store to; a
+    database gone again in between is said as it was before the wait (exit 2)."""
+    with ctx.open_store(lock=False):
+        return True

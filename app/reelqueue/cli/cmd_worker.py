@@ -15,8 +15,6 @@ import contextlib
 import getpass
 import signal
 import sys
-import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,11 +33,11 @@ from reelqueue.application.team import (
     worker_keys,
 )
 from reelqueue.application.team_seam import TeamMode
-from reelqueue.application.team_wait import wait_for_team_database
 from reelqueue.application.trust import TrustedKeys, describe_binding, keep_key
 from reelqueue.application.words import job_state_words
 from reelqueue.cli.cmd_run import add_engine_arguments, engine_config
 from reelqueue.cli.context import CliContext
+from reelqueue.cli.database_wait import add_wait_argument, wait_for_database
 from reelqueue.domain.errors import InputError
 from reelqueue.domain.states import JobState
 
@@ -51,11 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     worker = sub.add_parser(
         "worker", help="render for the team database (--store URL) until SIGTERM")
     add_engine_arguments(worker)
-    worker.add_argument(
-        "--wait-for-database", type=_seconds, default=None, metavar="SECONDS",
-        help="when the team database cannot be reached at the start, wait for it at most "
-             "SECONDS (default: no limit; 0: stop at once); a refused login or TLS "
-             "handshake is said at once")
+    add_wait_argument(worker)
     worker.set_defaults(handler=handle_worker)
     password = sub.add_parser(
         "store-password",
@@ -75,11 +69,9 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
     # Every file this worker writes goes under its own videos folder (issue 23).
     config = replace(engine_config(args), videos_dir=ctx.videos_dir)
     with contextlib.ExitStack() as held:
-        with _stopped_by_signals() as stop:
-            opened = wait_for_team_database(
-                lambda: held.enter_context(ctx.open_store()), limit=args.wait_for_database,
-                say=ctx.print, stop=stop)
-        if opened is None or stop.is_set():
+        opened = wait_for_database(ctx, lambda: held.enter_context(ctx.open_store()),
+                                   args.wait_for_database)
+        if opened is None:
             ctx.print("Worker stopped while waiting for the team database; nothing was "
                       "claimed.")
             return 0
@@ -92,32 +84,6 @@ def handle_worker(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.print(f"  account {item.name} ({item.provider}): "
                       + ("renders here" if item.usable else item.reason))
         return asyncio.run(_work(ctx, store, config, keys, quiet=args.no_progress))
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
-    return value
-
-
-@contextlib.contextmanager
-def _stopped_by_signals() -> Iterator[threading.Event]:
-    """An event set by SIGTERM or SIGINT while the block runs (the handlers it replaced are
-    put back after it): a wait on it ends at once, as the worker's orderly stop does."""
-    stop = threading.Event()
-    signums = (signal.SIGTERM, signal.SIGINT)
-    before = {signum: signal.getsignal(signum) for signum in signums}
-    for signum in signums:
-        signal.signal(signum, lambda *_: stop.set())
-    try:
-        yield stop
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
 
 
 async def _work(ctx: CliContext, store: PostgresStore, config: EngineConfig,

@@ -80,7 +80,10 @@ def find_batch(store: IntakeStore, scope: str) -> Batch | None:
 def refusal_message(plan: ImportPlan) -> str:
     rows = len({error.row_number for error in plan.errors})
     if not plan.jobs:
-        return f"No row of {Path(plan.batch.source_path).name} is valid; nothing was imported."
+        # Said in full on its own line: ``run`` prints it on stderr, the row errors on stdout.
+        return (f"No row of {Path(plan.batch.source_path).name} is valid ({rows} "
+                f"row{'' if rows == 1 else 's'} refused); nothing was imported. Fix the "
+                "rows the errors name and import the sheet again.")
     return (
         f"{rows} row(s) have errors and the import is all-or-nothing, so nothing was "
         "imported. Fix those rows, or import the valid ones without --all-or-nothing."
