@@ -1,6 +1,8 @@
 """Group commit of the render transitions (issue 33 item 5): AsyncStore hands the fenced
 transitions that arrive together to SqliteStore.write_group, one transaction with a
 savepoint per write and one COMMIT, and answers no caller before that COMMIT returned.
+(PostgreSQL's group commit: tests/store/test_postgres_commit.py and
+tests/team/test_team_group_commit.py.)
 
 The journal thread is held on a gate (a threading.Event) while the transitions queue, so
 every test knows which writes form a group: nothing here depends on timing.
@@ -346,7 +348,7 @@ async def test_every_intent_is_committed_with_fsync_before_its_create(tmp_path: 
 
 
 class NoGroupStore(SqliteStore):
-    """A store without group commit, as PostgresStore: one transaction per write."""
+    """A store without group commit: one transaction per write."""
 
     def write_group(self, writes: Sequence[Callable[[], Any]], *, durable: bool
                     ) -> list[Any]:
