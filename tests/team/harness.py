@@ -14,7 +14,7 @@ import signal
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -117,23 +117,38 @@ class Worker:
         self.proc.send_signal(signum)
 
     def terminate(self, timeout: float = 60.0) -> int:
-        """SIGTERM and wait for the orderly stop; its exit code."""
-        assert self.proc is not None
-        if self.proc.poll() is None:
+        """SIGTERM (after SIGCONT: it may be stopped) and wait for the orderly stop; its
+        exit code."""
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"worker {self.name} ignored SIGTERM:\n"
-                                 f"{self.output()[-2000:]}") from None
+        return terminate(self, f"worker {self.name}", timeout)
 
     def stop_quietly(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(AssertionError):
                 self.terminate(timeout=20)
         self.kill()
+
+
+class Stoppable(Protocol):
+    proc: subprocess.Popen[bytes] | None
+
+    def output(self) -> str: ...
+
+    def kill(self) -> None: ...
+
+
+def terminate(process: Stoppable, what: str, timeout: float = 60.0) -> int:
+    """SIGTERM ``process`` and wait for its orderly stop; its exit code (killed, and an
+    AssertionError, when it ignores the signal)."""
+    assert process.proc is not None
+    if process.proc.poll() is None:
+        process.proc.send_signal(signal.SIGTERM)
+    try:
+        return process.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError(f"{what} ignored SIGTERM:\n{process.output()[-2000:]}") from None
 
 
 def read(url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -5,7 +5,6 @@ bounded wait gives up with exit 2 (cli/database_wait.py, application/team_wait.p
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 
 from tests import pgserver
 from tests.proof.harness import REELQUEUE, wait_for
-from tests.team.harness import machine_env, new_database
+from tests.team.harness import machine_env, new_database, terminate
 from tests.team.test_serve_team import TeamServe
 
 pytestmark = pytest.mark.integration
@@ -29,19 +28,6 @@ def alive(serve: TeamServe) -> bool:
 
 def waiting_or_gone(serve: TeamServe) -> Callable[[], bool]:
     return lambda: "Waiting for it" in serve.output() or not alive(serve)
-
-
-def terminate(serve: TeamServe, timeout: float = 60.0) -> int:
-    """SIGTERM and wait for the orderly stop; its exit code."""
-    assert serve.proc is not None
-    if serve.proc.poll() is None:
-        serve.proc.send_signal(signal.SIGTERM)
-    try:
-        return serve.proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        serve.kill()
-        raise AssertionError(f"serve {serve.name} ignored SIGTERM:\n"
-                             f"{serve.output()[-2000:]}") from None
 
 
 @pytest.mark.parametrize(("limit", "waited"), [("0", False), ("1.5", True)])
@@ -71,7 +57,7 @@ def test_a_serve_started_before_its_database_waits_then_answers(
             assert alive(serve), serve.output()
             assert "cannot be reached" in serve.output()
         # SIGTERM while waiting: an orderly stop, the API never started.
-        assert terminate(stopped) == 0, stopped.output()
+        assert terminate(stopped, "serve") == 0, stopped.output()
         assert "Serve stopped while waiting for the team database" in stopped.output()
         assert "Serving" not in stopped.output()
 
@@ -82,7 +68,7 @@ def test_a_serve_started_before_its_database_waits_then_answers(
             health = client.get("/v1/health")
         assert health.status_code == 200, health.text
         assert health.json()["journal"] == "writable", health.text
-        assert terminate(waiting) == 0, waiting.output()
+        assert terminate(waiting, "serve") == 0, waiting.output()
     finally:
         stopped.stop()
         waiting.stop()
